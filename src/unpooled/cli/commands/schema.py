@@ -1,0 +1,58 @@
+"""``unpooled schema list|show``: the relation schemas."""
+
+from __future__ import annotations
+
+import json
+import sys
+
+
+def register(sub) -> None:
+    p = sub.add_parser("schema", help="list and show relation schemas")
+    ss = p.add_subparsers(dest="schema_command", metavar="ACTION")
+    ss.required = True
+    ls = ss.add_parser("list", help="list the built-in schemas")
+    ls.add_argument("--json", action="store_true")
+    ls.set_defaults(func=cmd_list)
+    show = ss.add_parser("show", help="show a schema's relations (a built-in name or a schema file)")
+    show.add_argument("schema")
+    show.add_argument("--json", action="store_true", help="print the schema file")
+    show.set_defaults(func=cmd_show)
+
+
+def cmd_list(args) -> int:
+    from unpooled.core.schema import BUILTIN_SCHEMAS, builtin_schema
+
+    rows = []
+    for name in BUILTIN_SCHEMAS:
+        s = builtin_schema(name)
+        rows.append({"name": name, "schema": s.name, "title": s.title, "relations": len(s.relations),
+                     "canonical": len(s.canonical_relations)})
+    if args.json:
+        print(json.dumps(rows))
+    else:
+        for r in rows:
+            print(f"{r['name']:<10} {r['relations']:>4} relations ({r['canonical']} canonical)  {r['title']}")
+    return 0
+
+
+def cmd_show(args) -> int:
+    from unpooled.core.schema import load_schema
+
+    s = load_schema(args.schema)
+    if args.json:
+        print(s.to_json())
+        return 0
+    out = sys.stdout
+    out.write(f"{s.name} {s.version}: {s.title}\n")
+    out.write(f"entity types: {', '.join(s.entity_types)}; value types: {', '.join(s.value_types) or '-'}; "
+              f"type check: {s.type_check}\n")
+    for r in s.relations.values():
+        flags = [r.cardinality]
+        if r.string_valued:
+            flags.append("string")
+        if r.symmetric:
+            flags.append("symmetric")
+        direction = f"inverse of {r.inverse_of}" if r.inverse_of else "canonical"
+        out.write(f"  {r.name:<40} {'/'.join(sorted(r.subject_types)):>12} -> {'/'.join(sorted(r.object_types)):<14}"
+                  f" {', '.join(flags):<18} {direction}\n")
+    return 0

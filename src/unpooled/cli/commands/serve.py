@@ -1,0 +1,71 @@
+"""``unpooled serve``: the web server and the task worker, together; ``unpooled worker``: a worker alone."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+
+from ..main import setup_django
+
+
+def register(sub) -> None:
+    p = sub.add_parser("serve", help="run the web server and a task worker (migrates first)")
+    p.add_argument("--host", default=os.environ.get("UNPOOLED_HOST", "127.0.0.1"))
+    p.add_argument("--port", type=int, default=int(os.environ.get("UNPOOLED_PORT", "8000")))
+    p.add_argument("--web-workers", type=int, default=2, help="gunicorn worker processes")
+    p.add_argument("--task-workers", type=int, default=1, help="task worker processes (0: none)")
+    p.add_argument("--demo", action="store_true", help="load the demo corpus and submissions first")
+    p.set_defaults(func=cmd_serve)
+    w = sub.add_parser("worker", help="run one task worker (django-tasks-db) in the foreground")
+    w.set_defaults(func=cmd_worker)
+
+
+def cmd_worker(args) -> int:
+    setup_django()
+    from django.core.management import call_command
+
+    call_command("db_worker")
+    return 0
+
+
+def cmd_serve(args) -> int:
+    setup_django()
+    if args.demo:
+        from unpooled.demo import load_demo
+
+        load_demo(echo=lambda m: print(m, flush=True))
+    env = dict(os.environ, DJANGO_SETTINGS_MODULE="unpooled.service.config.settings")
+    procs = [
+        subprocess.Popen([sys.executable, "-m", "django", "db_worker", "--worker-id", f"worker-{i}"], env=env)
+        for i in range(args.task_workers)
+    ]
+    procs.append(subprocess.Popen(
+        [sys.executable, "-m", "gunicorn", "unpooled.service.config.wsgi", "--bind", f"{args.host}:{args.port}",
+         "--workers", str(args.web_workers), "--threads", "4", "--access-logfile", "-", "--log-level", "warning"],
+        env=env,
+    ))
+    host = "localhost" if args.host in ("127.0.0.1", "0.0.0.0") else args.host
+    print(f"unpooled is running at http://{host}:{args.port}/  ({args.task_workers} task worker(s); Ctrl-C stops)",
+          flush=True)
+    try:
+        while all(p.poll() is None for p in procs):
+            time.sleep(0.5)
+    except KeyboardInterrupt:
+        pass
+    finally:
+        for p in procs:
+            if p.poll() is None:
+                p.send_signal(signal.SIGTERM)
+        for p in procs:
+            try:
+                p.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                p.kill()
+    failed = [p.args[2] for p in procs if p.returncode not in (0, -signal.SIGTERM, None)]
+    if failed:
+        print(f"unpooled: error: {', '.join(map(str, failed))} stopped unexpectedly", file=sys.stderr)
+        return 3
+    return 0

@@ -1,0 +1,31 @@
+"""Exception types of the pure core."""
+
+from __future__ import annotations
+
+
+class UnpooledError(Exception):
+    """Base class of every error unpooled raises on purpose."""
+
+
+class InvalidInputError(UnpooledError, ValueError):
+    """A function argument is outside what the function accepts.
+
+    The message names the parameter, what it accepts and what it received.
+    """
+
+
+class LocatedError(UnpooledError):
+    """An input file is wrong at a known place (``path:line``)."""
+
+    def __init__(self, path: str, line: int, message: str, *, field: str = "") -> None:
+        self.path, self.line, self.field, self.detail = str(path), line, field, message
+        where = f"{path}:{line}" if line else str(path)
+        super().__init__(f"{where}: {message}" + (f" [{field}]" if field else ""))
+
+
+class SchemaError(LocatedError):
+    """A relation schema file is invalid."""
+
+
+class CorpusError(LocatedError):
+    """A corpus source file is invalid."""

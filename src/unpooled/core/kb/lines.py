@@ -1,0 +1,119 @@
+"""Reading submission files as a stream of located, decoded lines.
+
+Handles gzip (by magic bytes, not by name), a size limit on the *decompressed*
+input (so a gzip bomb is refused too), over-long lines and undecodable bytes,
+each reported as a located diagnostic instead of an exception.
+"""
+
+from __future__ import annotations
+
+import gzip
+import io
+import os
+import zlib
+from dataclasses import dataclass
+from pathlib import Path
+from typing import BinaryIO, Iterator
+
+from ..diagnostics import Report, excerpt
+
+GZIP_MAGIC = b"\x1f\x8b"
+DEFAULT_MAX_BYTES = 2 * 1024**3  # 2 GiB decompressed
+DEFAULT_MAX_LINE = 100_000  # characters (bytes) per line
+
+
+@dataclass(frozen=True)
+class Limits:
+    """Size limits applied while reading a submission."""
+
+    max_bytes: int = DEFAULT_MAX_BYTES
+    max_line: int = DEFAULT_MAX_LINE
+
+    @classmethod
+    def from_env(cls) -> "Limits":
+        """Limits from ``UNPOOLED_MAX_UPLOAD_BYTES`` / ``UNPOOLED_MAX_LINE_BYTES`` when set."""
+        return cls(
+            max_bytes=int(os.environ.get("UNPOOLED_MAX_UPLOAD_BYTES", DEFAULT_MAX_BYTES)),
+            max_line=int(os.environ.get("UNPOOLED_MAX_LINE_BYTES", DEFAULT_MAX_LINE)),
+        )
+
+
+def open_binary(source: str | Path | BinaryIO) -> BinaryIO:
+    """A binary stream of the decompressed content (gzip detected by its magic bytes)."""
+    raw: BinaryIO = open(source, "rb") if isinstance(source, (str, Path)) else source
+    if not isinstance(raw, io.BufferedReader) and not hasattr(raw, "peek"):
+        raw = io.BufferedReader(raw)  # type: ignore[arg-type]
+    head = raw.peek(2)[:2]  # type: ignore[attr-defined]
+    if head == GZIP_MAGIC:
+        return gzip.GzipFile(fileobj=raw, mode="rb")  # type: ignore[return-value]
+    return raw
+
+
+def read_lines(
+    source: str | Path | BinaryIO, report: Report, *, limits: Limits = Limits()
+) -> Iterator[tuple[int, str]]:
+    """Yield ``(line number, text)`` for every line that can be read.
+
+    Problems go to ``report``: UP100 (unreadable or corrupt gzip), UP101
+    (line longer than ``limits.max_line`` bytes), UP102 (not UTF-8), UP110
+    (more than ``limits.max_bytes`` bytes after decompression; reading stops).
+    Lines are returned without their line terminator; a UTF-8 BOM on line 1
+    is dropped.
+    """
+    try:
+        stream = open_binary(source)
+    except OSError as exc:
+        report.add(0, "UP100", f"cannot open the file: {exc.strerror or exc}")
+        return
+    total = 0
+    lineno = 0
+    try:
+        with stream:
+            while True:
+                try:
+                    raw = stream.readline(limits.max_line + 2)
+                except (OSError, EOFError, zlib.error) as exc:
+                    report.add(lineno + 1, "UP100", f"the file is corrupt (gzip): {exc}")
+                    return
+                if not raw:
+                    return
+                lineno += 1
+                total += len(raw)
+                if total > limits.max_bytes:
+                    report.add(
+                        lineno, "UP110",
+                        f"the file is larger than the limit of {limits.max_bytes:,} bytes (decompressed)",
+                        help="raise UNPOOLED_MAX_UPLOAD_BYTES or split the submission",
+                    )
+                    return
+                if len(raw.rstrip(b"\r\n")) > limits.max_line:
+                    # skip the rest of the over-long line
+                    rest = raw
+                    while rest and not rest.endswith(b"\n"):
+                        try:
+                            rest = stream.readline(1 << 20)
+                        except (OSError, EOFError, zlib.error) as exc:
+                            report.add(lineno, "UP100", f"the file is corrupt (gzip): {exc}")
+                            return
+                        total += len(rest)
+                    report.add(
+                        lineno, "UP101", f"line is longer than {limits.max_line:,} bytes",
+                        text=raw[:80].decode("utf-8", "replace"),
+                        help="raise UNPOOLED_MAX_LINE_BYTES if such lines are legitimate",
+                    )
+                    continue
+                try:
+                    text = raw.decode("utf-8")
+                except UnicodeDecodeError as exc:
+                    report.add(
+                        lineno, "UP102",
+                        f"bytes {raw[exc.start:exc.start + 4]!r} at byte {exc.start + 1} are not valid UTF-8",
+                        col=exc.start + 1, text=excerpt(raw.decode("utf-8", "replace")),
+                        help="submissions must be UTF-8 encoded",
+                    )
+                    continue
+                if lineno == 1 and text.startswith("\ufeff"):
+                    text = text[1:]
+                yield lineno, text.rstrip("\r\n")
+    except OSError as exc:  # pragma: no cover - close errors
+        report.add(lineno, "UP100", f"cannot read the file: {exc}")

@@ -1,0 +1,143 @@
+"""Django settings, all from the environment.
+
+==============================  ================================================
+variable                        meaning (default)
+==============================  ================================================
+``DATABASE_URL``                database (``sqlite:///$UNPOOLED_DATA_DIR/unpooled.sqlite3``);
+                                ``postgres://user@host:5432/name`` for the distributed mode
+``UNPOOLED_DATA_DIR``           where the SQLite file, uploads and the secret key live
+                                (``~/.local/share/unpooled``)
+``UNPOOLED_SECRET_KEY``         Django secret key (generated once into the data directory)
+``UNPOOLED_DEBUG``              ``1`` for debug pages (off)
+``UNPOOLED_ALLOWED_HOSTS``      comma-separated host names (``localhost,127.0.0.1,[::1]``)
+``UNPOOLED_MAX_UPLOAD_BYTES``   largest accepted submission, decompressed (2 GiB)
+``UNPOOLED_TASK_BACKEND``       ``db`` (django-tasks-db worker, default) or ``immediate``
+==============================  ================================================
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+from pathlib import Path
+
+import dj_database_url
+
+from unpooled.core.kb.lines import Limits
+
+BASE_DIR = Path(__file__).resolve().parent.parent
+DATA_DIR = Path(os.environ.get("UNPOOLED_DATA_DIR", Path.home() / ".local" / "share" / "unpooled")).expanduser()
+DATA_DIR.mkdir(parents=True, exist_ok=True)
+UPLOAD_DIR = DATA_DIR / "uploads"
+
+
+def _secret_key() -> str:
+    if os.environ.get("UNPOOLED_SECRET_KEY"):
+        return os.environ["UNPOOLED_SECRET_KEY"]
+    path = DATA_DIR / "secret_key"
+    if not path.exists():
+        path.write_text(secrets.token_urlsafe(50))
+        path.chmod(0o600)
+    return path.read_text().strip()
+
+
+SECRET_KEY = _secret_key()
+DEBUG = os.environ.get("UNPOOLED_DEBUG", "") in ("1", "true", "yes")
+ALLOWED_HOSTS = [h.strip() for h in os.environ.get("UNPOOLED_ALLOWED_HOSTS", "localhost,127.0.0.1,[::1]").split(",") if h.strip()]
+
+INSTALLED_APPS = [
+    "django.contrib.admin",
+    "django.contrib.auth",
+    "django.contrib.contenttypes",
+    "django.contrib.sessions",
+    "django.contrib.messages",
+    "django.contrib.staticfiles",
+    "django_tasks",
+    "django_tasks_db",
+    "unpooled.service.corpora",
+    "unpooled.service.submissions",
+    "unpooled.service.web",
+]
+
+MIDDLEWARE = [
+    "django.middleware.security.SecurityMiddleware",
+    "whitenoise.middleware.WhiteNoiseMiddleware",
+    "django.contrib.sessions.middleware.SessionMiddleware",
+    "django.middleware.common.CommonMiddleware",
+    "django.middleware.csrf.CsrfViewMiddleware",
+    "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "django.contrib.messages.middleware.MessageMiddleware",
+    "django.middleware.clickjacking.XFrameOptionsMiddleware",
+]
+
+ROOT_URLCONF = "unpooled.service.config.urls"
+WSGI_APPLICATION = "unpooled.service.config.wsgi.application"
+
+TEMPLATES = [
+    {
+        "BACKEND": "django.template.backends.django.DjangoTemplates",
+        "DIRS": [],
+        "APP_DIRS": True,
+        "OPTIONS": {
+            "context_processors": [
+                "django.template.context_processors.request",
+                "django.contrib.auth.context_processors.auth",
+                "django.contrib.messages.context_processors.messages",
+            ],
+        },
+    },
+]
+
+DATABASES = {
+    "default": dj_database_url.parse(
+        os.environ.get("DATABASE_URL") or f"sqlite:///{DATA_DIR / 'unpooled.sqlite3'}", conn_max_age=60
+    )
+}
+if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
+    # WAL lets the web server read while the worker writes; IMMEDIATE avoids lock-upgrade deadlocks.
+    DATABASES["default"]["CONN_MAX_AGE"] = 0
+    DATABASES["default"].setdefault("OPTIONS", {}).update(
+        {
+            "timeout": 30,
+            "transaction_mode": "IMMEDIATE",
+            "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL; PRAGMA foreign_keys=ON;",
+        }
+    )
+
+DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+
+TASKS = {
+    "default": {
+        "BACKEND": (
+            "django_tasks.backends.immediate.ImmediateBackend"
+            if os.environ.get("UNPOOLED_TASK_BACKEND") == "immediate"
+            else "django_tasks_db.DatabaseBackend"
+        )
+    }
+}
+
+LANGUAGE_CODE = "en-us"
+TIME_ZONE = "UTC"
+USE_I18N = False
+USE_TZ = True
+
+STATIC_URL = "static/"
+STATIC_ROOT = DATA_DIR / "static"
+STATIC_ROOT.mkdir(exist_ok=True)
+STORAGES = {
+    "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
+    "staticfiles": {"BACKEND": "whitenoise.storage.CompressedStaticFilesStorage"},
+}
+WHITENOISE_USE_FINDERS = True
+
+LIMITS = Limits.from_env()
+DATA_UPLOAD_MAX_MEMORY_SIZE = 10 * 1024 * 1024
+FILE_UPLOAD_MAX_MEMORY_SIZE = 2 * 1024 * 1024
+LOGIN_URL = "/admin/login/"
+
+LOGGING = {
+    "version": 1,
+    "disable_existing_loggers": False,
+    "handlers": {"console": {"class": "logging.StreamHandler"}},
+    "root": {"handlers": ["console"], "level": os.environ.get("UNPOOLED_LOG_LEVEL", "WARNING")},
+}

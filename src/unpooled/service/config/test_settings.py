@@ -1,0 +1,10 @@
+"""Settings for the test suite: the production settings with a throwaway data directory."""
+
+import os
+import tempfile
+
+os.environ.setdefault("UNPOOLED_DATA_DIR", tempfile.mkdtemp(prefix="unpooled-test-"))
+
+from .settings import *  # noqa: E402,F403
+
+PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]  # fast logins in tests

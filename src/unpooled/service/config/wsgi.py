@@ -1,0 +1,8 @@
+"""WSGI entry point (gunicorn ``unpooled.service.config.wsgi``)."""
+
+import os
+
+from django.core.wsgi import get_wsgi_application
+
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "unpooled.service.config.settings")
+application = get_wsgi_application()

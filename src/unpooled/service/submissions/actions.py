@@ -1,0 +1,220 @@
+"""Submitting, storing and exporting knowledge bases.
+
+``check_submission`` validates a file against a stored corpus without writing;
+``do_ingest_submission`` validates and then stores it in one transaction, so a
+rejected or crashed import leaves no rows.  The same file (by SHA-256) is
+recognised and returns the existing submission.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable, TextIO
+
+from django.conf import settings
+from django.db import IntegrityError, connection, transaction
+
+from unpooled.core.diagnostics import Report
+from unpooled.core.kb import KB, detect_kb_format, read_kb, write_jsonl, write_tac
+from unpooled.core.kb.model import Entity, Instance, Mention, key_hash
+from unpooled.service.corpora.actions import ActionError, get_corpus
+from unpooled.service.corpora.corpus_view import DbCorpusView
+from unpooled.service.corpora.models import Corpus
+
+from .models import RelationInstance, Submission, SubmissionEntity, SubmissionMention, Team
+
+
+@dataclass
+class IngestResult:
+    report: Report
+    submission: Submission | None = None
+    duplicate_of: Submission | None = None
+    seconds: dict = field(default_factory=dict)
+
+    @property
+    def ok(self) -> bool:
+        return self.submission is not None
+
+    def to_dict(self) -> dict:
+        out = {"ok": self.ok, "report": self.report.to_dict()}
+        sub = self.submission
+        if sub is not None:
+            out.update(submission=sub.pk, team=sub.team.name, run=sub.run_id, corpus=sub.corpus.name,
+                       counts=sub.counts, duplicate=self.duplicate_of is not None)
+        return out
+
+
+def file_sha256(path: str | Path) -> tuple[str, int]:
+    h = hashlib.sha256()
+    size = 0
+    with open(path, "rb") as fh:
+        while chunk := fh.read(1 << 20):
+            h.update(chunk)
+            size += len(chunk)
+    return h.hexdigest(), size
+
+
+def check_submission(path: str | Path, corpus: Corpus, fmt: str | None = None,
+                     *, view: DbCorpusView | None = None) -> tuple[KB | None, Report]:
+    """Parse and validate ``path`` against a stored corpus and its schema (no writes)."""
+    fmt = fmt or detect_kb_format(path)
+    view = view or DbCorpusView(corpus)
+    return read_kb(path, view, corpus.schema.schema(), fmt=fmt, path=str(path), limits=settings.LIMITS)
+
+
+def do_ingest_submission(
+    path: str | Path, corpus_name: str, team_name: str, run_id: str | None = None, fmt: str | None = None,
+    *, file_name: str | None = None, timer: Callable[[str], None] | None = None,
+) -> IngestResult:
+    """Validate and store a submission; nothing is written unless the file is accepted whole."""
+    corpus = get_corpus(corpus_name)
+    if not team_name or not team_name.strip():
+        raise ActionError("a team name is required (--team)")
+    sha, size = file_sha256(path)
+    existing = Submission.objects.filter(corpus=corpus, file_sha256=sha).select_related("team", "corpus").first()
+    if existing is not None:
+        rep = Report(path=str(path))
+        rep.counts = dict(existing.counts)
+        return IngestResult(rep, existing, duplicate_of=existing)
+    view = DbCorpusView(corpus)
+    kb, report = check_submission(path, corpus, fmt, view=view)
+    if timer:
+        timer("validate")
+    if kb is None:
+        return IngestResult(report)
+    run = (run_id or kb.run_id or Path(file_name or path).name).strip()
+    fmt = kb.format
+    try:
+        with transaction.atomic():
+            team, _ = Team.objects.get_or_create(name=team_name.strip())
+            if Submission.objects.filter(corpus=corpus, team=team, run_id=run).exists():
+                raise ActionError(
+                    f"team {team.name!r} already has a run named {run!r} on corpus {corpus.name!r}; choose another --run"
+                )
+            sub = Submission.objects.create(
+                corpus=corpus, team=team, run_id=run, format=fmt, file_name=file_name or Path(path).name,
+                file_sha256=sha, file_size=size, counts=dict(report.counts),
+                warnings=report.to_dict() if report.n_warnings else {},
+            )
+            store_kb(sub, kb, view)
+    except IntegrityError as exc:  # a concurrent upload of the same file or run
+        raise ActionError(f"submission conflicts with one stored meanwhile: {exc}") from None
+    if timer:
+        timer("store")
+    return IngestResult(report, sub)
+
+
+# -- bulk storage -------------------------------------------------------------
+ENTITY_COLS = ("submission_id", "name", "type", "links")
+MENTION_COLS = ("submission_id", "entity_id", "document_id", "start", "end", "kind", "canonical", "confidence")
+INSTANCE_COLS = (
+    "submission_id", "document_id", "predicate", "subject_id", "subject_start", "subject_end", "object_id",
+    "object_start", "object_end", "value", "provenance", "confidence", "line", "key", "key_hash",
+)
+
+
+def format_provenance(spans) -> str:
+    return ";".join(f"{s}-{e}" for s, e in spans)
+
+
+def parse_provenance(text: str) -> tuple[tuple[int, int], ...]:
+    return tuple(tuple(int(x) for x in part.split("-")) for part in text.split(";") if part)  # type: ignore[misc]
+
+
+def _bulk_insert(table: str, cols: tuple[str, ...], rows) -> int:
+    """Insert rows fast: COPY on PostgreSQL, executemany elsewhere."""
+    n = 0
+    q = connection.ops.quote_name
+    qcols = ", ".join(q(c) for c in cols)
+    with connection.cursor() as cur:
+        if connection.vendor == "postgresql":
+            with cur.cursor.copy(f"COPY {q(table)} ({qcols}) FROM STDIN") as cp:
+                for row in rows:
+                    cp.write_row(row)
+                    n += 1
+        else:
+            sql = f"INSERT INTO {q(table)} ({qcols}) VALUES ({', '.join(['%s'] * len(cols))})"
+            buf = []
+            for row in rows:
+                buf.append(row)
+                if len(buf) >= 10000:
+                    cur.executemany(sql, buf)
+                    n += len(buf)
+                    buf = []
+            if buf:
+                cur.executemany(sql, buf)
+                n += len(buf)
+    return n
+
+
+def store_kb(sub: Submission, kb: KB, view: DbCorpusView) -> None:
+    """Write entities, mentions and instances of ``kb`` under ``sub`` (inside the caller's transaction)."""
+    sid = sub.pk
+    _bulk_insert(
+        SubmissionEntity._meta.db_table, ENTITY_COLS,
+        ((sid, e.name, e.type, json.dumps(e.links)) for e in kb.entities.values()),
+    )
+    ent_ids = dict(SubmissionEntity.objects.filter(submission=sub).values_list("name", "pk"))
+    pk = view.pk
+    _bulk_insert(
+        SubmissionMention._meta.db_table, MENTION_COLS,
+        ((sid, ent_ids[m.entity], pk(m.doc), m.start, m.end, m.kind, m.canonical, m.confidence) for m in kb.mentions),
+    )
+
+    def inst_rows():
+        for i in kb.instances:
+            k = i.key
+            yield (
+                sid, pk(i.doc), i.predicate, ent_ids[i.subject], i.subject_start, i.subject_end,
+                ent_ids[i.object] if i.object is not None else None, i.object_start, i.object_end, i.value,
+                format_provenance(i.provenance), i.confidence, i.line, k, key_hash(k),
+            )
+
+    _bulk_insert(RelationInstance._meta.db_table, INSTANCE_COLS, inst_rows())
+
+
+# -- reading back ---------------------------------------------------------------
+def load_kb(sub: Submission) -> KB:
+    """The stored submission as an in-memory :class:`~unpooled.core.kb.KB`."""
+    kb = KB(run_id=sub.run_id, format=sub.format)
+    names = {}
+    for pk, name, type_, links in SubmissionEntity.objects.filter(submission=sub).order_by("pk").values_list(
+        "pk", "name", "type", "links"
+    ):
+        names[pk] = name
+        kb.entities[name] = Entity(name, type_, list(links or []))
+    docs = dict(sub.corpus.documents.values_list("pk", "doc_id"))
+    for ent, doc, s, e, kind, canonical, conf in SubmissionMention.objects.filter(submission=sub).order_by(
+        "entity_id", "pk"
+    ).values_list("entity_id", "document_id", "start", "end", "kind", "canonical", "confidence"):
+        kb.mentions.append(Mention(names[ent], docs[doc], s, e, kind, canonical, conf))
+    for row in RelationInstance.objects.filter(submission=sub).order_by("pk").values_list(
+        "document_id", "subject_id", "subject_start", "subject_end", "predicate", "object_id", "object_start",
+        "object_end", "value", "provenance", "confidence", "line",
+    ).iterator(chunk_size=5000):
+        d, s, ss, se, p, o, os_, oe, v, prov, conf, line = row
+        kb.instances.append(Instance(docs[d], names[s], ss, se, p, names.get(o), os_, oe, v,
+                                     parse_provenance(prov), conf, line))
+    return kb
+
+
+def get_submission(pk: int) -> Submission:
+    try:
+        return Submission.objects.select_related("corpus", "team", "corpus__schema").get(pk=pk)
+    except (Submission.DoesNotExist, ValueError):
+        raise ActionError(f"no submission with id {pk!r}") from None
+
+
+def export_submission(sub: Submission, fmt: str, out: TextIO) -> int:
+    """Write a stored submission in ``tac`` or ``jsonl`` format; returns lines written."""
+    kb = load_kb(sub)
+    if fmt == "jsonl":
+        return write_jsonl(out, kb.entities, kb.instances)
+    if fmt == "tac":
+        view = DbCorpusView(sub.corpus)
+        return write_tac(out, kb.run_id, kb.entities.values(), kb.mentions, kb.instances,
+                         lambda d, s, e: view.text(d)[s:e])
+    raise ActionError(f"unknown export format {fmt!r}; use tac or jsonl")

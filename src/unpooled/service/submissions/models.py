@@ -1,0 +1,102 @@
+"""Teams, submissions and the submitted knowledge base (entities, mentions, relation instances)."""
+
+from __future__ import annotations
+
+from django.db import models
+
+from unpooled.service.corpora.models import Corpus, Document
+
+
+class Team(models.Model):
+    name = models.CharField(max_length=100, unique=True)
+    created = models.DateTimeField(auto_now_add=True)
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class Submission(models.Model):
+    class Status(models.TextChoices):
+        INGESTED = "ingested", "ingested"
+
+    corpus = models.ForeignKey(Corpus, on_delete=models.PROTECT, related_name="submissions")
+    team = models.ForeignKey(Team, on_delete=models.PROTECT, related_name="submissions")
+    run_id = models.CharField(max_length=200)
+    format = models.CharField(max_length=10)
+    status = models.CharField(max_length=20, choices=Status.choices, default=Status.INGESTED)
+    file_name = models.CharField(max_length=500, blank=True)
+    file_sha256 = models.CharField(max_length=64)
+    file_size = models.BigIntegerField(default=0)
+    counts = models.JSONField(default=dict)
+    warnings = models.JSONField(default=dict, help_text="the validation report of the accepted file")
+    created = models.DateTimeField(auto_now_add=True)
+    updated = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["-created", "-id"]
+        constraints = [
+            models.UniqueConstraint(fields=["corpus", "file_sha256"], name="submission_unique_file"),
+            models.UniqueConstraint(fields=["corpus", "team", "run_id"], name="submission_unique_run"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.team.name}/{self.run_id}"
+
+
+class SubmissionEntity(models.Model):
+    """A system entity: the submission's own cluster id, its type and KB links."""
+
+    submission = models.ForeignKey(Submission, on_delete=models.CASCADE, related_name="entities")
+    name = models.CharField(max_length=300)
+    type = models.CharField(max_length=20, null=True)
+    links = models.JSONField(default=list)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["submission", "name"], name="entity_unique_name")]
+
+
+class SubmissionMention(models.Model):
+    submission = models.ForeignKey(Submission, on_delete=models.CASCADE, related_name="mentions")
+    entity = models.ForeignKey(SubmissionEntity, on_delete=models.CASCADE, related_name="mentions")
+    document = models.ForeignKey(Document, on_delete=models.CASCADE, related_name="+")
+    start = models.PositiveIntegerField()
+    end = models.PositiveIntegerField()
+    kind = models.CharField(max_length=20, default="mention")
+    canonical = models.BooleanField(default=False)
+    confidence = models.FloatField(default=1.0)
+
+    class Meta:
+        indexes = [models.Index(fields=["submission", "document"], name="mention_sub_doc")]
+
+
+class RelationInstance(models.Model):
+    """A relation instance in canonical direction.
+
+    ``key`` is the canonical identity shared across submissions
+    (:func:`unpooled.core.kb.instance_key`); ``key_hash`` its 64-bit digest, indexed,
+    is what label look-ups join on.
+    """
+
+    submission = models.ForeignKey(Submission, on_delete=models.CASCADE, related_name="instances")
+    document = models.ForeignKey(Document, on_delete=models.CASCADE, related_name="+")
+    predicate = models.CharField(max_length=100)
+    subject = models.ForeignKey(SubmissionEntity, on_delete=models.CASCADE, related_name="+")
+    subject_start = models.PositiveIntegerField()
+    subject_end = models.PositiveIntegerField()
+    object = models.ForeignKey(SubmissionEntity, on_delete=models.CASCADE, null=True, related_name="+")
+    object_start = models.PositiveIntegerField()
+    object_end = models.PositiveIntegerField()
+    value = models.TextField(null=True)
+    provenance = models.TextField(help_text="justification spans, 'start-end;start-end' (end-exclusive)")
+    confidence = models.FloatField(default=1.0)
+    line = models.PositiveIntegerField(default=0)
+    key = models.TextField()
+    key_hash = models.BigIntegerField()
+
+    class Meta:
+        indexes = [
+            models.Index(fields=["submission", "predicate"], name="instance_sub_pred"),
+            models.Index(fields=["submission", "subject"], name="instance_sub_subject"),
+            models.Index(fields=["document"], name="instance_doc"),
+            models.Index(fields=["key_hash"], name="instance_key"),
+        ]

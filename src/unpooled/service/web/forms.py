@@ -1,0 +1,12 @@
+from django import forms
+
+from unpooled.service.corpora.models import Corpus
+
+
+class UploadForm(forms.Form):
+    corpus = forms.ModelChoiceField(queryset=Corpus.objects.all(), to_field_name="name", empty_label=None)
+    team = forms.CharField(max_length=100)
+    run = forms.CharField(max_length=200, required=False, help_text="default: the run id line of a TAC file")
+    format = forms.ChoiceField(choices=[("", "detect"), ("tac", "TAC KBP Cold Start"), ("jsonl", "JSONL")],
+                               required=False)
+    file = forms.FileField(help_text="plain or gzip-compressed")

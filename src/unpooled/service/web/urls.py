@@ -1,0 +1,15 @@
+from django.urls import path
+
+from . import views
+
+app_name = "web"
+urlpatterns = [
+    path("", views.home, name="home"),
+    path("corpora/<slug:name>/", views.corpus_detail, name="corpus"),
+    path("corpora/<slug:name>/documents/<int:pk>/", views.document_detail, name="document"),
+    path("submissions/", views.submission_list, name="submissions"),
+    path("submissions/new/", views.upload, name="upload"),
+    path("submissions/uploads/<str:task_id>/", views.upload_status, name="upload_status"),
+    path("submissions/<int:pk>/", views.submission_detail, name="submission"),
+    path("submissions/<int:pk>/export.<str:fmt>", views.submission_export, name="export"),
+]

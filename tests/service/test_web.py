@@ -1,0 +1,89 @@
+"""Web pages and the upload flow (the ingest task runs in-process in tests)."""
+
+from __future__ import annotations
+
+import gzip
+
+import pytest
+from django.core.files.uploadedfile import SimpleUploadedFile
+from django.core.management import call_command
+from django.urls import reverse
+
+from unpooled.service.corpora.actions import do_load_corpus
+from unpooled.service.submissions.models import Submission
+
+from ..conftest import FIXTURES
+
+pytestmark = pytest.mark.django_db
+
+KB = FIXTURES / "kb" / "coldstart.kb"
+
+
+@pytest.fixture
+def corpus():
+    return do_load_corpus(FIXTURES / "kb" / "sources.xml", "tac", "fixture", schema="tac-kbp")
+
+
+def upload(client, data: bytes, name="run.kb", **fields):
+    """Upload through the form, then let the real django-tasks-db worker run what was queued."""
+    form = {"corpus": "fixture", "team": "web-team", "run": "", "format": "", **fields,
+            "file": SimpleUploadedFile(name, data)}
+    resp = client.post(reverse("web:upload"), form)
+    if resp.status_code == 302:
+        pending = client.get(resp.url)
+        assert pending.status_code == 200 and "Validating" in pending.content.decode()
+        call_command("db_worker", batch=True, startup_delay=False, interval=0)
+    return resp
+
+
+def test_upload_accepted_redirects_to_submission(client, corpus):
+    resp = upload(client, gzip.compress(KB.read_bytes()), name="run.kb.gz")
+    assert resp.status_code == 302
+    status = client.get(resp.url)
+    assert status.status_code == 302, status.content[:500]
+    sub = Submission.objects.get()
+    assert status.url == reverse("web:submission", args=[sub.pk])
+    page = client.get(status.url)
+    assert page.status_code == 200
+    html = page.content.decode()
+    assert "web-team / fixture_run_1" in html and "per:spouse" in html and "Carrie Fisher" in html
+
+
+def test_upload_rejected_shows_located_errors(client, corpus, tmp_path):
+    bad = KB.read_text().replace(":Paul_Simon\ttype\tPER", ":Paul_Simon\ttype\tPERSON")
+    resp = upload(client, bad.encode())
+    page = client.get(resp.url)
+    html = page.content.decode()
+    assert page.status_code == 200
+    assert "Submission rejected" in html and "UP217" in html and "run.kb:" in html
+    assert Submission.objects.count() == 0
+    from django.conf import settings
+
+    assert not list(settings.UPLOAD_DIR.glob("*.upload")), "the uploaded copy is removed"
+
+
+def test_pages_render(client, corpus):
+    from unpooled.service.submissions.actions import do_ingest_submission
+
+    sub = do_ingest_submission(KB, "fixture", "t", None, "tac").submission
+    for url in [reverse("web:home"), reverse("web:corpus", args=["fixture"]),
+                reverse("web:corpus", args=["fixture"]) + "?q=Fisher", reverse("web:submissions"),
+                reverse("web:upload"), reverse("web:submission", args=[sub.pk])]:
+        assert client.get(url).status_code == 200, url
+    doc = corpus.documents.first()
+    assert client.get(reverse("web:document", args=["fixture", doc.pk])).status_code == 200
+    tac = client.get(reverse("web:export", args=[sub.pk, "tac"]))
+    assert tac.status_code == 200 and tac.content.decode().startswith("fixture_run_1\n")
+    assert client.get(reverse("web:export", args=[sub.pk, "xml"])).status_code == 404
+    assert client.get(reverse("web:submission", args=[9999])).status_code == 404
+
+
+def test_search_finds_text(client, corpus):
+    html = client.get(reverse("web:corpus", args=["fixture"]) + "?q=Thalians").content.decode()
+    assert "bolt-eng-DF-170-181103-15978" in html and "NYT_ENG_20130914.0094" not in html
+
+
+def test_upload_form_errors(client, corpus):
+    resp = client.post(reverse("web:upload"), {"corpus": "fixture", "team": ""})
+    assert resp.status_code == 200
+    assert "This field is required" in resp.content.decode()
