@@ -36,6 +36,7 @@ def upload(client, data: bytes, name="run.kb", **fields):
     return resp
 
 
+@pytest.mark.django_db(transaction=True)  # the real worker commits and closes its connection
 def test_upload_accepted_redirects_to_submission(client, corpus):
     resp = upload(client, gzip.compress(KB.read_bytes()), name="run.kb.gz")
     assert resp.status_code == 302
@@ -49,6 +50,7 @@ def test_upload_accepted_redirects_to_submission(client, corpus):
     assert "web-team / fixture_run_1" in html and "per:spouse" in html and "Carrie Fisher" in html
 
 
+@pytest.mark.django_db(transaction=True)
 def test_upload_rejected_shows_located_errors(client, corpus, tmp_path):
     bad = KB.read_text().replace(":Paul_Simon\ttype\tPER", ":Paul_Simon\ttype\tPERSON")
     resp = upload(client, bad.encode())
