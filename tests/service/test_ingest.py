@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import gzip
-import io
 
 import pytest
 from django.apps import apps
@@ -13,10 +12,10 @@ from unpooled.core.corpus import iter_documents
 from unpooled.core.kb import InMemoryCorpus, read_tac
 from unpooled.service.corpora.actions import ActionError, do_ensure_schema, do_load_corpus
 from unpooled.service.corpora.corpus_view import DbCorpusView
-from unpooled.service.corpora.models import Corpus, Document, Sentence
+from unpooled.service.corpora.models import Document, Sentence
 from unpooled.service.submissions import actions as sub_actions
 from unpooled.service.submissions.actions import do_ingest_submission, export_submission, load_kb
-from unpooled.service.submissions.models import RelationInstance, Submission, SubmissionEntity, SubmissionMention
+from unpooled.service.submissions.models import RelationInstance, Submission, SubmissionEntity
 
 from ..conftest import FIXTURES
 

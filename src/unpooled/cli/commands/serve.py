@@ -19,7 +19,11 @@ def register(sub) -> None:
     p.add_argument("--task-workers", type=int, default=1, help="task worker processes (0: none)")
     p.add_argument("--demo", action="store_true", help="load the demo corpus and submissions first")
     p.set_defaults(func=cmd_serve)
-    w = sub.add_parser("worker", help="run one task worker (django-tasks-db) in the foreground")
+    w = sub.add_parser("worker", help="run one task worker (django-tasks-db) in the foreground",
+                       description="Run a task worker with the stable id HOST-SLOT. On start it requeues the tasks "
+                                   "a previous, crashed worker with the same id left running.")
+    w.add_argument("--slot", type=int, default=0, help="worker slot on this host (default 0)")
+    w.add_argument("--batch", action="store_true", help="exit once the queue is empty")
     w.set_defaults(func=cmd_worker)
 
 
@@ -27,7 +31,14 @@ def cmd_worker(args) -> int:
     setup_django()
     from django.core.management import call_command
 
-    call_command("db_worker")
+    from unpooled.service.workers import requeue_orphaned, worker_id
+
+    wid = worker_id(args.slot)
+    got = requeue_orphaned(wid)
+    if got["requeued"] or got["failed"]:
+        print(f"worker {wid}: requeued {got['requeued']} task(s) left running by a crashed worker; "
+              f"failed {got['failed']} that crashed workers too often", file=sys.stderr, flush=True)
+    call_command("db_worker", worker_id=wid, batch=args.batch, startup_delay=False)
     return 0
 
 
@@ -39,7 +50,7 @@ def cmd_serve(args) -> int:
         load_demo(echo=lambda m: print(m, flush=True))
     env = dict(os.environ, DJANGO_SETTINGS_MODULE="unpooled.service.config.settings")
     procs = [
-        subprocess.Popen([sys.executable, "-m", "django", "db_worker", "--worker-id", f"worker-{i}"], env=env)
+        subprocess.Popen([sys.executable, "-m", "unpooled.cli.main", "worker", "--slot", str(i)], env=env)
         for i in range(args.task_workers)
     ]
     procs.append(subprocess.Popen(

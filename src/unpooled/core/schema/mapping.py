@@ -39,7 +39,6 @@ target schema's types.
 
 from __future__ import annotations
 
-import json
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -47,7 +46,7 @@ from types import MappingProxyType
 from typing import Any, Mapping
 
 from ..errors import SchemaError
-from .model import Schema
+from .model import Schema, read_json_file
 
 _TARGET = re.compile(r"(?P<inverse>inverse\s+)?(?P<rels>[^\s()]+)\s*(?:\((?P<notes>[^()]*)\))?")
 _SHORTHAND = re.compile(r"(?P<prefix>[a-z]+:)(?P<heads>[^/_\s]+(?:/[^/_\s]+)+)(?P<suffix>_\S+)")
@@ -377,16 +376,7 @@ def load_mapping(path: str | Path, key: str, *, target_schema: Schema | None = N
 
         target_schema = builtin_schema("tac-kbp")
     path = Path(path)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise SchemaError(str(path), 0, f"cannot read mapping file: {exc.strerror}") from None
-    except UnicodeDecodeError as exc:
-        raise SchemaError(str(path), 0, f"mapping file is not UTF-8 (byte {exc.start})") from None
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise SchemaError(str(path), exc.lineno, f"invalid JSON: {exc.msg} (column {exc.colno})") from None
+    data = read_json_file(path, "mapping")
     if not isinstance(data, dict):
         raise SchemaError(str(path), 0, f"a mapping file is a JSON object, got {type(data).__name__}", field="$")
     if key not in data:

@@ -167,18 +167,22 @@ class Schema:
 
     @classmethod
     def from_file(cls, path: str | Path) -> "Schema":
-        path = Path(path)
-        try:
-            text = path.read_text(encoding="utf-8")
-        except OSError as exc:
-            raise SchemaError(str(path), 0, f"cannot read schema file: {exc.strerror}") from None
-        except UnicodeDecodeError as exc:
-            raise SchemaError(str(path), 0, f"schema file is not UTF-8 (byte {exc.start})") from None
-        try:
-            data = json.loads(text)
-        except json.JSONDecodeError as exc:
-            raise SchemaError(str(path), exc.lineno, f"invalid JSON: {exc.msg} (column {exc.colno})") from None
-        return _schema_from_dict(data, str(path))
+        return _schema_from_dict(read_json_file(path, "schema"), str(path))
+
+
+def read_json_file(path: str | Path, what: str) -> Any:
+    """Parse a JSON file; unreadable, non-UTF-8 or invalid JSON raises a located :class:`SchemaError`."""
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise SchemaError(str(path), 0, f"cannot read {what} file: {exc.strerror}") from None
+    except UnicodeDecodeError as exc:
+        raise SchemaError(str(path), 0, f"{what} file is not UTF-8 (byte {exc.start})") from None
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise SchemaError(str(path), exc.lineno, f"invalid JSON: {exc.msg} (column {exc.colno})") from None
 
 
 def _schema_from_dict(data: Any, path: str) -> Schema:

@@ -1,0 +1,112 @@
+"""A worker killed mid-task: its task is requeued by the next worker with the same id and completes once.
+
+Real processes and a real database (a SQLite file; a fresh PostgreSQL database when one answers):
+the CLI loads a corpus, a task is enqueued, ``unpooled worker`` is killed with SIGKILL while
+ingesting, a new ``unpooled worker`` with the same slot finishes the job.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+import uuid
+
+import pytest
+
+PG_URL = os.environ.get("UNPOOLED_TEST_POSTGRES_URL", "postgres://postgres@127.0.0.1:5432/test")
+
+PY_STATUS = (
+    "from unpooled.cli.main import setup_django; setup_django(migrate=False)\n"
+    "from django_tasks_db.models import DBTaskResult\n"
+    "from unpooled.service.submissions.models import Submission\n"
+    "import json; r = DBTaskResult.objects.get()\n"
+    "print(json.dumps({'status': r.status, 'workers': r.worker_ids, 'submissions': Submission.objects.count(),"
+    " 'counts': [s.counts for s in Submission.objects.all()], 'return': r.return_value}))\n"
+)
+
+
+def _pg_database():
+    try:
+        import psycopg
+
+        url = PG_URL.replace("postgres://", "postgresql://", 1)
+        conn = psycopg.connect(url, autocommit=True, connect_timeout=3)
+    except Exception:  # noqa: BLE001 - any failure means: no PostgreSQL here
+        return None
+    name = f"unpooled_crash_{uuid.uuid4().hex[:8]}"
+    conn.execute(f'CREATE DATABASE "{name}"')
+    return conn, name, url.rsplit("/", 1)[0] + "/" + name
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def env(request, tmp_path):
+    e = dict(os.environ, UNPOOLED_DATA_DIR=str(tmp_path), DJANGO_SETTINGS_MODULE="unpooled.service.config.settings")
+    e.pop("DATABASE_URL", None)
+    if request.param == "sqlite":
+        yield e
+        return
+    pg = _pg_database()
+    if pg is None:
+        pytest.skip(f"PostgreSQL does not answer at {PG_URL}")
+    conn, name, url = pg
+    e["DATABASE_URL"] = url
+    yield e
+    conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+    conn.close()
+
+
+def cli(env, *args, **kw):
+    return subprocess.run([sys.executable, "-m", "unpooled.cli.main", *map(str, args)], env=env,
+                          capture_output=True, text=True, check=True, **kw)
+
+
+def status(env) -> dict:
+    out = subprocess.run([sys.executable, "-c", PY_STATUS], env=env, capture_output=True, text=True, check=True)
+    return json.loads(out.stdout)
+
+
+def wait_for(env, pred, timeout: float) -> dict:
+    end = time.monotonic() + timeout
+    while True:
+        st = status(env)
+        if pred(st) or time.monotonic() > end:
+            return st
+        time.sleep(0.3)
+
+
+def test_killed_worker_task_is_retried(env, tmp_path):
+    from unpooled.bench.ingest import prepare
+
+    kb, corpus, lines = prepare(tmp_path, 150_000)
+    cli(env, "corpus", "load", corpus, "--format", "jsonl", "--name", "crash", "--json")
+    enqueue = (
+        "from unpooled.cli.main import setup_django; setup_django(migrate=False)\n"
+        "from unpooled.service.submissions.tasks import ingest_upload\n"
+        f"ingest_upload.enqueue({str(kb)!r}.replace('synthetic.kb', 'upload.kb'), 'crash', 'team', 'run', 'tac', 'x.kb')\n"
+    )
+    (tmp_path / "upload.kb").write_bytes(kb.read_bytes())
+    subprocess.run([sys.executable, "-c", enqueue], env=env, check=True)
+
+    first = subprocess.Popen([sys.executable, "-m", "unpooled.cli.main", "worker", "--slot", "7"], env=env,
+                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    st = wait_for(env, lambda s: s["status"] == "RUNNING", 60)
+    assert st["status"] == "RUNNING", st
+    time.sleep(1.0)  # well inside the ingestion (several seconds for 150,000 lines)
+    first.send_signal(signal.SIGKILL)
+    first.wait(10)
+    st = status(env)
+    assert st["status"] == "RUNNING" and st["submissions"] == 0, st  # orphaned, nothing committed
+
+    second = subprocess.run([sys.executable, "-m", "unpooled.cli.main", "worker", "--slot", "7", "--batch"],
+                            env=env, capture_output=True, text=True, timeout=300)
+    assert "requeued 1 task(s)" in second.stderr, second.stderr[-2000:]
+    st = status(env)
+    assert st["status"] == "SUCCESSFUL", st
+    assert st["submissions"] == 1 and st["return"]["ok"] is True
+    assert len(st["workers"]) == 2 and st["workers"][0] == st["workers"][1]
+    assert st["counts"][0]["lines"] == lines
+    assert not (tmp_path / "upload.kb").exists()
