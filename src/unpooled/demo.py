@@ -72,7 +72,8 @@ def _load_redocred(data: Path, echo) -> None:
                                    file_name="docred_hwe/dev_keys_new.json (as JSONL)")
     if res.ok:
         echo(f"demo: submission {res.submission.pk} DocRED-original/docred-hwe: {counts['instances']} instances "
-             f"from {counts['documents']} documents ({counts['skipped_documents']} skipped: text differs)")
+             f"from {counts['documents']} documents ({counts['not_in_corpus']} of its documents are in another split"
+             + (f", {counts['text_differs']} differ in text" if counts["text_differs"] else "") + ")")
     else:
         echo(f"demo: the DocRED-original submission was rejected ({res.report.n_errors} errors):")
         buf = io.StringIO()

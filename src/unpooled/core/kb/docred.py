@@ -36,14 +36,16 @@ def docred_to_jsonl(
     """Write each document's relations as JSONL instances; returns counts.
 
     ``corpus_text(doc_id)`` gives the corpus's text for the document (None when
-    the corpus lacks it); documents whose text differs from the corpus's are
-    skipped and counted, because their offsets would not resolve.
+    the corpus lacks it); documents the corpus lacks, or whose text differs from
+    the corpus's (their offsets would not resolve), are skipped and counted.
     """
-    counts = {"documents": 0, "instances": 0, "skipped_documents": 0, "skipped_relations": 0}
+    counts = {"documents": 0, "instances": 0, "not_in_corpus": 0, "text_differs": 0, "skipped_relations": 0}
     for doc in documents:
-        if corpus_text is not None and corpus_text(doc.id) != doc.text:
-            counts["skipped_documents"] += 1
-            continue
+        if corpus_text is not None:
+            text = corpus_text(doc.id)
+            if text is None or text != doc.text:
+                counts["not_in_corpus" if text is None else "text_differs"] += 1
+                continue
         counts["documents"] += 1
         seen = set()
         for rel in doc.relations:
