@@ -1,0 +1,480 @@
+r"""Simple and joint (multiple importance sampling) estimators of precision, recall and F1.
+
+Notation (method.md §1–§2). Systems :math:`j=1..m` with known sampling
+distributions :math:`p_j` (rows of ``P``); :math:`\hat X_j` are :math:`n_j` i.i.d.
+draws from :math:`p_j` with labels :math:`f(x)\in[0,1]` (soft labels allowed);
+:math:`\hat Y_0` are :math:`n_0` exhaustively found true instances with weights
+:math:`v_y = p_0(y)/\pi_{d(y)}` (document inclusion probability :math:`\pi_d`).
+
+**Joint precision** (Chaganty et al. 2017, eq. for :math:`\hat\pi^{\rm joint}`)
+
+.. math::
+
+    q_i(x) = \sum_j w_{ij} p_j(x), \qquad
+    \hat\pi_i = \sum_j \frac{w_{ij}}{n_j} \sum_{x \in \hat X_j} \frac{p_i(x) f(x)}{q_i(x)}
+
+unbiased whenever :math:`w_{ij}` do not depend on the labels and
+:math:`q_i > 0` on the support of :math:`p_i` (every system has own samples).
+
+**Recall** factorises through the pool covered by :math:`q_i`,
+:math:`S_i = \mathrm{supp}\, q_i \supseteq X_i`:
+:math:`r_i = \theta_i \nu_i` with :math:`\theta_i = \Pr_{p_0}[x \in S_i]` estimated from
+:math:`\hat Y_0` (Hájek), and
+:math:`\nu_i = \Pr_{p_0}[x\in X_i \mid x \in S_i]` by self-normalised importance
+sampling over the positively labelled draws:
+
+.. math::
+
+    \hat\nu_i = \frac{\sum_j \frac{w_{ij}}{n_j}\sum_{x\in\hat X_j} p_0(x) f(x) g_i(x)/q_i(x)}
+                     {\sum_j \frac{w_{ij}}{n_j}\sum_{x\in\hat X_j} p_0(x) f(x)/q_i(x)} .
+
+(The paper's :math:`\theta` is over the whole pool; that is exact only when every
+:math:`w_{ij} > 0`. With :math:`S_i` the factorisation is exact for any weights.)
+:math:`\hat\nu_i` is consistent, not unbiased (a ratio): its bias is :math:`O(1/n)`.
+
+**Weights** (each row sums to 1):
+
+* ``heuristic`` -- the paper's :math:`w_{ij} \propto n_j \sum_x p_i(x) p_j(x)`;
+* ``balance`` -- the balance heuristic / deterministic mixture
+  :math:`w_{ij} = n_j / \sum_k n_k` (Veach & Guibas 1995; Owen & Zhou 2000), one
+  shared proposal :math:`q = \sum_j n_j p_j / N`;
+* ``minvar`` -- per target, the member of the family
+  :math:`w_{ij} \propto n_j\,o_{ij}^{\lambda}` (:math:`o_{ij}=\sum_x p_i p_j`,
+  :math:`\lambda \in \{0, \tfrac12, 1, 2\}`, so it contains both rules above) whose
+  estimated variance is smallest. The choice looks at the labels, so exact
+  unbiasedness is traded for variance (measured by ``unpooled simulate estimators``).
+
+**Intervals.** Every estimate is a smooth function of stratum sums, so its
+variance is estimated from per-draw influence values
+:math:`\widehat{\mathrm{Var}} = \sum_h \frac{n_h}{n_h-1}\sum_{s\in h}(u_s-\bar u_h)^2`
+over the strata :math:`h` (each :math:`\hat X_j`, and :math:`\hat Y_0`), which
+carries the covariance of precision and recall into F1 (the delta method). The
+interval is Wilson's score interval at the effective sample size
+:math:`\hat e(1-\hat e)/\widehat{\mathrm{Var}}`, which stays inside [0, 1] and behaves
+near the bounds. The product rule for recall uses Lemma A with the squares the
+paper's Theorem 3 dropped: :math:`\mathrm{Var}(\theta\nu)=\theta^2\sigma_\nu^2+\nu^2\sigma_\theta^2+\sigma_\theta^2\sigma_\nu^2`.
+The bootstrap resamples each :math:`\hat X_j` and :math:`\hat Y_0` with replacement at
+their sizes (the sampling design), keeps the label-free weights fixed, and takes
+the :math:`\alpha/2, 1-\alpha/2` percentiles.
+
+References
+----------
+A. Chaganty, A. Paranjape, P. Liang, C. Manning. Importance sampling for unbiased
+on-demand evaluation of knowledge base population. EMNLP 2017.
+E. Veach, L. Guibas. Optimally combining sampling techniques for Monte Carlo rendering. SIGGRAPH 1995.
+"""
+
+from __future__ import annotations
+
+import warnings
+from dataclasses import dataclass, field
+
+import numpy as np
+import scipy.sparse as sp
+from scipy.stats import norm
+
+from ..errors import InvalidInputError
+
+WEIGHTS = ("heuristic", "balance", "minvar")
+ESTIMATORS = ("simple", "joint")
+MINVAR_LAMBDAS = (0.0, 0.5, 1.0, 2.0)
+
+
+class WeightDegeneracyWarning(UserWarning):
+    """The importance weights of a target rest on very few draws."""
+
+
+@dataclass(frozen=True)
+class Design:
+    r"""Samples and labels collected so far, as arrays.
+
+    Attributes
+    ----------
+    P : scipy.sparse.csr_matrix, shape (m, U)
+        Row ``i`` is :math:`p_i` over the universe of instances (rows sum to 1).
+    src : ndarray of int, shape (S,)
+        The system whose :math:`p_j` drew each precision sample.
+    xs : ndarray of int, shape (S,)
+        The instance drawn.
+    f : ndarray of float, shape (S,)
+        Its label (probability it is correct).
+    g0 : ndarray of bool, shape (m, n0)
+        Whether system ``i`` predicted (matched) each exhaustively found true instance.
+    v0 : ndarray of float, shape (n0,)
+        Weights of the exhaustive sample, :math:`p_0(y)/\pi_{d(y)}` (unnormalised).
+    p0 : ndarray of float, shape (U,)
+        :math:`p_0` over the universe, unnormalised (uniform over true instances: ones).
+    """
+
+    P: sp.csr_matrix
+    src: np.ndarray
+    xs: np.ndarray
+    f: np.ndarray
+    g0: np.ndarray
+    v0: np.ndarray
+    p0: np.ndarray
+
+    @property
+    def m(self) -> int:
+        return self.P.shape[0]
+
+    @property
+    def n(self) -> np.ndarray:
+        return np.bincount(self.src, minlength=self.m)
+
+    @property
+    def n0(self) -> int:
+        return len(self.v0)
+
+
+def make_design(P, src, xs, f, g0, v0=None, p0=None) -> Design:
+    """Check shapes and types once (``_iv``); returns a :class:`Design`."""
+    P = sp.csr_matrix(P, dtype=float)
+    m, U = P.shape
+    src = np.asarray(src, dtype=np.int64)
+    xs = np.asarray(xs, dtype=np.int64)
+    f = np.asarray(f, dtype=float)
+    if not (src.shape == xs.shape == f.shape) or src.ndim != 1:
+        raise InvalidInputError(f"src, xs, f: expected equal 1-d shapes, got {src.shape}, {xs.shape}, {f.shape}")
+    if src.size and (src.min() < 0 or src.max() >= m):
+        raise InvalidInputError(f"src: system indices must be in [0, {m}), got [{src.min()}, {src.max()}]")
+    if xs.size and (xs.min() < 0 or xs.max() >= U):
+        raise InvalidInputError(f"xs: instance indices must be in [0, {U}), got [{xs.min()}, {xs.max()}]")
+    if np.any((f < 0) | (f > 1)) or np.any(np.isnan(f)):
+        raise InvalidInputError("f: labels must be probabilities in [0, 1]")
+    sums = np.asarray(P.sum(axis=1)).ravel()
+    if np.any(np.abs(sums - 1) > 1e-6):
+        bad = int(np.argmax(np.abs(sums - 1)))
+        raise InvalidInputError(f"P: row {bad} sums to {sums[bad]:.6g}; each p_i must sum to 1")
+    if xs.size:
+        pin = np.asarray(P[src, xs]).ravel()
+        if np.any(pin <= 0):
+            k = int(np.argmax(pin <= 0))
+            raise InvalidInputError(f"xs: sample {k} (instance {xs[k]}) has p_src = 0: it cannot have been drawn")
+    g0 = np.asarray(g0, dtype=bool)
+    if g0.ndim != 2 or g0.shape[0] != m:
+        raise InvalidInputError(f"g0: expected shape ({m}, n0), got {g0.shape}")
+    n0 = g0.shape[1]
+    v0 = np.ones(n0) if v0 is None else np.asarray(v0, dtype=float)
+    if v0.shape != (n0,) or np.any(v0 <= 0):
+        raise InvalidInputError(f"v0: expected {n0} positive weights")
+    p0 = np.ones(U) if p0 is None else np.asarray(p0, dtype=float)
+    if p0.shape != (U,) or np.any(p0 < 0):
+        raise InvalidInputError(f"p0: expected {U} non-negative weights")
+    return Design(P, src, xs, f, g0, v0, p0)
+
+
+# -- weights -------------------------------------------------------------------
+def overlap_matrix(P: sp.csr_matrix) -> np.ndarray:
+    r""":math:`o_{ij} = \sum_x p_i(x) p_j(x)`."""
+    return np.asarray((P @ P.T).todense())
+
+
+def weight_matrix(P: sp.csr_matrix, n: np.ndarray, rule: str = "balance", *, lam: float | None = None,
+                  overlap: np.ndarray | None = None) -> np.ndarray:
+    """Row-stochastic ``(m, m)`` weights for ``rule`` (``heuristic``, ``balance``, or the family at ``lam``)."""
+    n = np.asarray(n, dtype=float)
+    m = len(n)
+    if rule == "balance" or lam == 0.0:
+        W = np.tile(n, (m, 1))
+    elif rule in ("heuristic", "family"):
+        o = overlap_matrix(P) if overlap is None else overlap
+        W = n[None, :] * (o if rule == "heuristic" or lam is None else o ** lam)
+    else:
+        raise InvalidInputError(f"weights: expected one of {', '.join(WEIGHTS)}, got {rule!r}")
+    s = W.sum(axis=1, keepdims=True)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        W = np.where(s > 0, W / s, 0.0)
+    return W
+
+
+# -- the kernel ---------------------------------------------------------------
+@dataclass
+class _Terms:
+    """Per-(target, draw) terms whose stratum sums give every estimate."""
+
+    C: np.ndarray  # precision contributions (m, S)
+    A: np.ndarray  # recall numerator (m, S)
+    B: np.ndarray  # recall denominator (m, S)
+    S0: np.ndarray  # (m, n0) bool: exhaustive instance inside the target's pool S_i
+    ess: np.ndarray  # (m,) Kish effective sample size of the precision weights
+
+
+def _terms(d: Design, W: np.ndarray) -> _Terms:
+    n = d.n.astype(float)
+    Pm = d.P[:, d.xs].toarray()  # p_i(x_s), (m, S)
+    Q = W @ Pm  # q_i(x_s)
+    coef = W[:, d.src] / np.maximum(n[d.src], 1)[None, :]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        ratio = np.where(Q > 0, coef / Q, 0.0)
+    wimp = ratio * Pm  # importance weight of each draw for target i
+    C = wimp * d.f[None, :]
+    pos = ratio * (d.p0[d.xs] * d.f)[None, :]
+    A = pos * (Pm > 0)
+    Bm = pos
+    S0 = ((W > 0).astype(np.int8) @ d.g0.astype(np.int8)) > 0
+    with np.errstate(divide="ignore", invalid="ignore"):
+        ess = wimp.sum(1) ** 2 / (wimp ** 2).sum(1)
+    return _Terms(C, A, Bm, S0, np.nan_to_num(ess))
+
+
+def _segment_sums(U: np.ndarray, src: np.ndarray, m: int) -> tuple[np.ndarray, np.ndarray]:
+    order = np.argsort(src, kind="stable")
+    s = src[order]
+    starts = np.searchsorted(s, np.arange(m))
+    Us = U[:, order]
+    nonempty = np.bincount(src, minlength=m) > 0
+    S1 = np.zeros((U.shape[0], m))
+    S2 = np.zeros((U.shape[0], m))
+    if Us.shape[1]:
+        idx = starts[nonempty]
+        S1[:, nonempty] = np.add.reduceat(Us, idx, axis=1)
+        S2[:, nonempty] = np.add.reduceat(Us * Us, idx, axis=1)
+    return S1, S2
+
+
+def strata_var(U: np.ndarray, src: np.ndarray, m: int) -> np.ndarray:
+    r"""Variance estimate of the row sums of ``U`` (targets x draws) under stratified i.i.d. draws.
+
+    :math:`\sum_h \frac{n_h}{n_h-1}\left(\sum_{s\in h}u_s^2 - (\sum_{s\in h}u_s)^2/n_h\right)`,
+    strata ``h`` given by ``src``.
+    """
+    S1, S2 = _segment_sums(U, src, m)
+    n = np.bincount(src, minlength=m).astype(float)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        per = np.where(n > 1, n / np.maximum(n - 1, 1) * (S2 - S1 ** 2 / np.maximum(n, 1)), 0.0)
+    return np.maximum(per.sum(axis=1), 0.0)
+
+
+def _var0(T: np.ndarray) -> np.ndarray:
+    """Variance of row sums over the exhaustive stratum (one i.i.d. stratum)."""
+    n0 = T.shape[1]
+    if n0 < 2:
+        return np.zeros(T.shape[0])
+    return n0 / (n0 - 1) * ((T * T).sum(1) - T.sum(1) ** 2 / n0)
+
+
+def wilson(est: np.ndarray, var: np.ndarray, level: float, n_fallback: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    r"""Wilson score interval at the effective sample size :math:`\hat e(1-\hat e)/\widehat{\rm Var}`.
+
+    Where the variance is 0 (all labels equal) the fallback size ``n_fallback`` is used.
+    """
+    z = norm.ppf(0.5 + level / 2)
+    est = np.clip(est, 0.0, 1.0)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        neff = np.where(var > 1e-15, est * (1 - est) / var, n_fallback)
+    neff = np.where((neff > 0) & np.isfinite(neff), neff, np.maximum(n_fallback, 1e-9))
+    # est in {0, 1} with positive variance (soft labels): use the fallback size too
+    neff = np.where((est <= 0) | (est >= 1), np.maximum(n_fallback, 1e-9), neff)
+    z2n = z * z / neff
+    center = (est + z2n / 2) / (1 + z2n)
+    half = z / (1 + z2n) * np.sqrt(est * (1 - est) / neff + z2n / (4 * neff))
+    lo, hi = np.clip(center - half, 0, 1), np.clip(center + half, 0, 1)
+    return np.minimum(lo, est), np.maximum(hi, est)
+
+
+@dataclass
+class Scores:
+    """Estimates for every system (arrays of length m)."""
+
+    p: np.ndarray
+    r: np.ndarray
+    f1: np.ndarray
+    p_se: np.ndarray
+    r_se: np.ndarray
+    f1_se: np.ndarray
+    p_ci: tuple[np.ndarray, np.ndarray]
+    r_ci: tuple[np.ndarray, np.ndarray]
+    f1_ci: tuple[np.ndarray, np.ndarray]
+    ess: np.ndarray
+    n_labels: np.ndarray
+    theta: np.ndarray
+    nu: np.ndarray
+    method: str
+    level: float
+    weights: np.ndarray | None = None
+    boot: dict = field(default_factory=dict)
+    warnings: list[str] = field(default_factory=list)
+
+    def row(self, i: int) -> dict:
+        out = {"p": self.p[i], "p_lo": self.p_ci[0][i], "p_hi": self.p_ci[1][i],
+               "r": self.r[i], "r_lo": self.r_ci[0][i], "r_hi": self.r_ci[1][i],
+               "f1": self.f1[i], "f1_lo": self.f1_ci[0][i], "f1_hi": self.f1_ci[1][i],
+               "p_se": self.p_se[i], "r_se": self.r_se[i], "f1_se": self.f1_se[i],
+               "ess": self.ess[i], "labels": int(self.n_labels[i])}
+        for k, (lo, hi) in self.boot.items():
+            out[f"{k}_boot_lo"], out[f"{k}_boot_hi"] = lo[i], hi[i]
+        return {k: float(v) if isinstance(v, (np.floating, float)) else v for k, v in out.items()}
+
+
+def _f1(p, r):
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(p + r > 0, 2 * p * r / (p + r), 0.0)
+
+
+def estimate(d: Design, *, estimator: str = "joint", weights: str = "balance", level: float = 0.90,
+             bootstrap: int = 0, rng=None, ess_warn: float = 10.0) -> Scores:
+    """Precision, recall and F1 of every system with intervals.
+
+    Parameters
+    ----------
+    d : Design
+    estimator : {'joint', 'simple'}
+        ``simple`` uses each system's own draws for precision and the exhaustive
+        sample alone for recall (method.md §2.1).
+    weights : {'balance', 'heuristic', 'minvar'}
+        Weight rule of the joint estimator.
+    level : float
+        Interval level (0.90 gives the 5th to 95th percentile band).
+    bootstrap : int
+        Number of bootstrap replicates (0: analytic intervals only).
+    """
+    if estimator not in ESTIMATORS:
+        raise InvalidInputError(f"estimator: expected one of {', '.join(ESTIMATORS)}, got {estimator!r}")
+    if weights not in WEIGHTS:
+        raise InvalidInputError(f"weights: expected one of {', '.join(WEIGHTS)}, got {weights!r}")
+    if not 0 < level < 1:
+        raise InvalidInputError(f"level: expected a number in (0, 1), got {level!r}")
+    m, n = d.m, d.n
+    warn: list[str] = []
+    missing = np.flatnonzero(n == 0)
+    if len(missing):
+        warn.append(f"systems {missing.tolist()[:10]} have no own draws: their estimates may be biased")
+    if estimator == "simple":
+        W = np.eye(m)
+        out = _estimate_with(d, W, level, simple=True)
+    elif weights == "minvar":
+        o = overlap_matrix(d.P)
+        best = None
+        for lam in MINVAR_LAMBDAS:
+            W = weight_matrix(d.P, n, "family", lam=lam, overlap=o)
+            res = _estimate_with(d, W, level)
+            if best is None:
+                best, bestW = res, np.tile(W, (1, 1))
+                continue
+            better = res.p_se ** 2 + res.r_se ** 2 < best.p_se ** 2 + best.r_se ** 2
+            bestW[better] = W[better]
+            for k in ("p", "r", "f1", "p_se", "r_se", "f1_se", "ess", "theta", "nu"):
+                getattr(best, k)[better] = getattr(res, k)[better]
+            for k in ("p_ci", "r_ci", "f1_ci"):
+                lo, hi = getattr(best, k)
+                lo[better], hi[better] = getattr(res, k)[0][better], getattr(res, k)[1][better]
+        out, W = best, bestW
+    else:
+        W = weight_matrix(d.P, n, weights)
+        out = _estimate_with(d, W, level)
+    out.method = "simple" if estimator == "simple" else f"joint-{weights}"
+    out.weights = W
+    low = np.flatnonzero(out.ess < ess_warn)
+    if len(low) and estimator == "joint":
+        msg = (f"importance weights degenerate for systems {low.tolist()[:10]} "
+               f"(effective sample size < {ess_warn:g}): collect own labels for them")
+        warn.append(msg)
+        warnings.warn(msg, WeightDegeneracyWarning, stacklevel=2)
+    out.warnings = warn
+    if bootstrap:
+        out.boot = bootstrap_intervals(d, W, bootstrap, level=level, rng=rng, simple=estimator == "simple")
+    return out
+
+
+def _estimate_with(d: Design, W: np.ndarray, level: float, *, simple: bool = False) -> Scores:
+    m = d.m
+    t = _terms(d, W)
+    v = d.v0
+    V = v.sum()
+    n_labels = np.bincount(d.src, minlength=m)
+    # precision
+    p = t.C.sum(1)
+    var_p = strata_var(t.C, d.src, m)
+    if simple:
+        # recall from the exhaustive sample only: r = sum v g / sum v
+        G = d.g0.astype(float)
+        r = (G * v).sum(1) / V if V > 0 else np.zeros(m)
+        T = v[None, :] * (G - r[:, None]) / V if V > 0 else np.zeros_like(G)
+        var_r = _var0(T)
+        theta = r.copy()
+        nu = np.ones(m)
+        f1 = _f1(p, r)
+        dP, dR = _f1_partials(p, r)
+        var_f = dP ** 2 * var_p + dR ** 2 * var_r  # independent samples
+    else:
+        Bs = t.B.sum(1)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            nu = np.where(Bs > 0, t.A.sum(1) / Bs, 0.0)
+            Uu = np.where(Bs[:, None] > 0, (t.A - nu[:, None] * t.B) / Bs[:, None], 0.0)
+        S0 = t.S0.astype(float)
+        theta = (S0 * v).sum(1) / V if V > 0 else np.zeros(m)
+        T = v[None, :] * (S0 - theta[:, None]) / V if V > 0 else np.zeros_like(S0)
+        var_nu = strata_var(Uu, d.src, m)
+        var_th = _var0(T)
+        r = theta * nu
+        var_r = theta ** 2 * var_nu + nu ** 2 * var_th + var_th * var_nu
+        f1 = _f1(p, r)
+        dP, dR = _f1_partials(p, r)
+        # F1 influence: on the draws, dP*C + dR*theta*U (they share draws); on Y0, dR*nu*T
+        var_f = strata_var(dP[:, None] * t.C + (dR * theta)[:, None] * Uu, d.src, m) + (dR * nu) ** 2 * var_th
+    nfb = np.maximum(n_labels, 1).astype(float)
+    n0 = float(max(d.n0, 1))
+    p_ci = wilson(p, var_p, level, np.maximum(t.ess, 1))
+    r_ci = wilson(r, var_r, level, np.full(m, n0))
+    f_ci = wilson(f1, var_f, level, np.minimum(nfb, n0))
+    return Scores(p, r, f1, np.sqrt(var_p), np.sqrt(var_r), np.sqrt(var_f), p_ci, r_ci, f_ci, t.ess, n_labels,
+                  theta, nu, "", level)
+
+
+def _f1_partials(p, r):
+    s = p + r
+    with np.errstate(divide="ignore", invalid="ignore"):
+        dP = np.where(s > 0, 2 * r ** 2 / s ** 2, 0.0)
+        dR = np.where(s > 0, 2 * p ** 2 / s ** 2, 0.0)
+    return dP, dR
+
+
+# -- bootstrap ------------------------------------------------------------------
+def _stratified_counts(strata: np.ndarray, m: int, B: int, rng) -> np.ndarray:
+    """``(B, S)`` counts: each stratum's draws resampled with replacement at its size."""
+    S = len(strata)
+    K = np.zeros((B, S), dtype=np.float32)
+    order = np.argsort(strata, kind="stable")
+    s_sorted = strata[order]
+    bounds = np.searchsorted(s_sorted, np.arange(m + 1))
+    for h in range(m):
+        a, b = bounds[h], bounds[h + 1]
+        k = b - a
+        if k == 0:
+            continue
+        local = rng.integers(0, k, size=(B, k))
+        flat = (local + (np.arange(B) * k)[:, None]).ravel()
+        K[:, order[a:b]] = np.bincount(flat, minlength=B * k).reshape(B, k)
+    return K
+
+
+def bootstrap_intervals(d: Design, W: np.ndarray, B: int, *, level: float = 0.90, rng=None,
+                        simple: bool = False) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+    """Percentile intervals from ``B`` stratified bootstrap replicates (weights held fixed)."""
+    rng = np.random.default_rng(rng)
+    m = d.m
+    t = _terms(d, W)
+    K = _stratified_counts(d.src, m, B, rng)
+    n0 = d.n0
+    K0 = _stratified_counts(np.zeros(n0, dtype=np.int64), 1, B, rng) if n0 else np.zeros((B, 0), np.float32)
+    v = d.v0.astype(np.float32)
+    Kv = K0 * v[None, :]
+    Vb = Kv.sum(1, keepdims=True)
+    p_b = K @ t.C.T.astype(np.float32)
+    if simple:
+        r_b = (Kv @ d.g0.T.astype(np.float32)) / np.maximum(Vb, 1e-30)
+    else:
+        AB = np.concatenate([t.A, t.B], axis=0).T.astype(np.float32)
+        ab = K @ AB
+        with np.errstate(divide="ignore", invalid="ignore"):
+            nu_b = np.where(ab[:, m:] > 0, ab[:, :m] / ab[:, m:], 0.0)
+        th_b = (Kv @ t.S0.T.astype(np.float32)) / np.maximum(Vb, 1e-30)
+        r_b = th_b * nu_b
+    f_b = _f1(p_b, r_b)
+    a = (1 - level) / 2
+    out = {}
+    for name, arr in (("p", p_b), ("r", r_b), ("f1", f_b)):
+        lo, hi = np.quantile(arr, [a, 1 - a], axis=0)
+        out[name] = (lo.astype(float), hi.astype(float))
+    return out
