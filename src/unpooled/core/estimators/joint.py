@@ -431,21 +431,21 @@ def _f1_partials(p, r):
 
 
 # -- bootstrap ------------------------------------------------------------------
-def _stratified_counts(strata: np.ndarray, m: int, B: int, rng) -> np.ndarray:
-    """``(B, S)`` counts: each stratum's draws resampled with replacement at its size."""
-    S = len(strata)
-    K = np.zeros((B, S), dtype=np.float32)
-    order = np.argsort(strata, kind="stable")
-    s_sorted = strata[order]
-    bounds = np.searchsorted(s_sorted, np.arange(m + 1))
-    for h in range(m):
-        a, b = bounds[h], bounds[h + 1]
-        k = b - a
+def _stratified_counts(sizes: np.ndarray, B: int, rng) -> np.ndarray:
+    """``(B, sum(sizes))`` float32 counts for draws ordered by stratum (contiguous blocks).
+
+    Each stratum's block is its ``k`` draws resampled ``k`` times with replacement,
+    independently per replicate: the sampling design of every :math:`\hat X_j` and of :math:`\hat Y_0`.
+    """
+    K = np.empty((B, int(sizes.sum())), dtype=np.float32)
+    offsets = np.concatenate([[0], np.cumsum(sizes)])
+    shift = np.arange(B, dtype=np.int64)[:, None]
+    for h, k in enumerate(sizes):
         if k == 0:
             continue
-        local = rng.integers(0, k, size=(B, k))
-        flat = (local + (np.arange(B) * k)[:, None]).ravel()
-        K[:, order[a:b]] = np.bincount(flat, minlength=B * k).reshape(B, k)
+        local = rng.integers(0, k, size=(B, k), dtype=np.int32)
+        flat = (local + shift * k).ravel()
+        K[:, offsets[h]:offsets[h + 1]] = np.bincount(flat, minlength=B * k).reshape(B, k)
     return K
 
 
@@ -454,10 +454,12 @@ def bootstrap_intervals(d: Design, W: np.ndarray, B: int, *, level: float = 0.90
     """Percentile intervals from ``B`` stratified bootstrap replicates (weights held fixed)."""
     rng = np.random.default_rng(rng)
     m = d.m
+    order = np.argsort(d.src, kind="stable")  # draws grouped by stratum
+    d = Design(d.P, d.src[order], d.xs[order], d.f[order], d.g0, d.v0, d.p0)
     t = _terms(d, W)
-    K = _stratified_counts(d.src, m, B, rng)
+    K = _stratified_counts(np.bincount(d.src, minlength=m), B, rng)
     n0 = d.n0
-    K0 = _stratified_counts(np.zeros(n0, dtype=np.int64), 1, B, rng) if n0 else np.zeros((B, 0), np.float32)
+    K0 = _stratified_counts(np.array([n0]), B, rng) if n0 else np.zeros((B, 0), np.float32)
     v = d.v0.astype(np.float32)
     Kv = K0 * v[None, :]
     Vb = Kv.sum(1, keepdims=True)
