@@ -432,7 +432,7 @@ def _f1_partials(p, r):
 
 # -- bootstrap ------------------------------------------------------------------
 def _stratified_counts(sizes: np.ndarray, B: int, rng) -> np.ndarray:
-    """``(B, sum(sizes))`` float32 counts for draws ordered by stratum (contiguous blocks).
+    r"""``(B, sum(sizes))`` float32 counts for draws ordered by stratum (contiguous blocks).
 
     Each stratum's block is its ``k`` draws resampled ``k`` times with replacement,
     independently per replicate: the sampling design of every :math:`\hat X_j` and of :math:`\hat Y_0`.

@@ -1,0 +1,1 @@
+"""Simulations: a synthetic TAC-like world, pooling bias, estimators and adaptive labelling."""
