@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..estimators import distribution_matrix, estimate, make_design
+from ..estimators import distribution_matrix, estimate, make_design, p0_weights
 from ..estimators.adaptive import plan_labels
 
 ESTIMATOR_VARIANTS = ("pooling", "simple", "joint-heuristic", "joint-balance", "joint-minvar")
@@ -33,14 +33,30 @@ def _member(world, idx) -> np.ndarray:
     return M
 
 
-def true_scores(world) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def true_scores(world, level: str = "instance") -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """True P, R, F1 of every system: instance level, or fill level (each fill counts once)."""
     truth = np.asarray(world.truth, dtype=bool)
-    ny = truth.sum()
-    p = np.array([truth[s].mean() for s in world.systems])
-    r = np.array([truth[s].sum() / ny for s in world.systems])
+    if level == "instance":
+        ny = truth.sum()
+        p = np.array([truth[s].mean() for s in world.systems])
+        r = np.array([truth[s].sum() / ny for s in world.systems])
+    else:
+        P = distribution_matrix(world.systems, len(truth), level="fill", fill=world.fill)
+        p = np.asarray(P @ truth.astype(float)).ravel()
+        p0 = p0_universe(world)
+        r = np.array([p0[s].sum() for s in world.systems])
     with np.errstate(invalid="ignore", divide="ignore"):
         f = np.where(p + r > 0, 2 * p * r / (p + r), 0.0)
     return p, r, f
+
+
+def p0_universe(world) -> np.ndarray:
+    """Fill-weighted :math:`p_0` over the universe (normalised): every true fill counts once."""
+    truth = np.asarray(world.truth, dtype=bool)
+    p0 = np.zeros(len(truth))
+    Y = np.flatnonzero(truth)
+    p0[Y] = p0_weights(len(Y), level="fill", fill=np.asarray(world.fill)[Y])
+    return p0 / p0.sum()
 
 
 @dataclass
@@ -72,18 +88,29 @@ class EstimatorStats:
 
 def run_estimators(world, *, trials: int = 100, labels: int = 150, exhaustive: int = 150, top: int = 40,
                    bootstrap: int = 0, level: float = 0.90, rng=None, progress=None,
-                   variants=ESTIMATOR_VARIANTS) -> dict:
-    """The §4.2 simulation; returns the summary per estimator and the raw arrays."""
+                   variants=ESTIMATOR_VARIANTS, metric: str = "instance") -> dict:
+    """The §4.2 simulation; returns the summary per estimator and the raw arrays.
+
+    ``metric='fill'`` scores as TAC does officially (method.md §1.4): fill-level
+    :math:`p_i`, and :math:`p_0` weighting every true fill once; the exhaustive
+    draws then come from that :math:`p_0`.
+    """
     rng = np.random.default_rng(rng)
     truth = np.asarray(world.truth, dtype=bool)
     U = len(truth)
     m = len(world.systems)
-    tp, tr, tf = true_scores(world)
+    tp, tr, tf = true_scores(world, metric)
     order = np.argsort(-tf)
     top_idx = order[:top]
     Y = np.flatnonzero(truth)
     teams = np.unique(world.team)
-    P_all = distribution_matrix(world.systems, U)
+    if metric == "fill":
+        P_all = distribution_matrix(world.systems, U, level="fill", fill=world.fill)
+        p0u = p0_universe(world)
+        pY = p0u[Y] / p0u[Y].sum()
+    else:
+        P_all = distribution_matrix(world.systems, U)
+        p0u, pY = np.ones(U), None
     member_all = _member(world, range(m))
     stats = EstimatorStats()
     for name in variants:
@@ -95,18 +122,19 @@ def run_estimators(world, *, trials: int = 100, labels: int = 150, exhaustive: i
         evald = np.flatnonzero(~pooled)
         if "pooling" in variants:
             pool = member_all[pooled].any(axis=0) & truth
-            denom = pool.sum()
+            wpool = p0u * pool  # recall denominator: the true instances the pool knows (p0-weighted)
+            denom = wpool.sum()
             for i in evald:
-                hit = (member_all[i] & pool).sum()
-                p_ = hit / len(world.systems[i])
-                r_ = hit / denom if denom else 0.0
+                hit = member_all[i] & pool
+                p_ = float(P_all[i].toarray().ravel() @ hit)  # unjudged counts as wrong
+                r_ = float(wpool[hit].sum() / denom) if denom else 0.0
                 _store(stats, "pooling", t, i, p_, r_)
         # draws: `labels` per evaluated system from its own p_i; `exhaustive` from p0 (uniform over Y)
         P = P_all[evald]
         src = np.repeat(np.arange(len(evald)), labels)
-        xs = np.concatenate([world.systems[i][rng.integers(0, len(world.systems[i]), labels)] for i in evald])
-        y0 = Y[rng.integers(0, len(Y), exhaustive)]
-        d = make_design(P, src, xs, truth[xs].astype(float), member_all[evald][:, y0])
+        xs = np.concatenate([_draw_row(P_all, i, world.systems[i], labels, rng) for i in evald])
+        y0 = Y[rng.choice(len(Y), size=exhaustive, p=pY)] if pY is not None else Y[rng.integers(0, len(Y), exhaustive)]
+        d = make_design(P, src, xs, truth[xs].astype(float), member_all[evald][:, y0], p0=p0u)
         for name in variants:
             if name == "pooling":
                 continue
@@ -126,6 +154,12 @@ def run_estimators(world, *, trials: int = 100, labels: int = 150, exhaustive: i
             progress(1)
     summary = stats.summary({"p": tp, "r": tr, "f1": tf}, top_idx)
     return {"summary": summary, "stats": stats, "top": top_idx, "truth": (tp, tr, tf)}
+
+
+def _draw_row(P, i: int, support: np.ndarray, n: int, rng) -> np.ndarray:
+    """``n`` draws from row ``i`` of ``P`` (whose support is ``support``)."""
+    p = np.asarray(P[i, support].todense()).ravel()
+    return support[rng.choice(len(support), size=n, p=p / p.sum())]
 
 
 def _store(stats, name, t, i, p_, r_):
