@@ -67,7 +67,10 @@ class EstimatorStats:
     cover: dict = field(default_factory=dict)  # name -> {"p": (T, m) bool/NaN, ...}
 
     def summary(self, truth: dict[str, np.ndarray], top: np.ndarray) -> dict[str, dict]:
+        """Summaries over the ``top`` systems that were evaluated in at least one trial."""
         out = {}
+        anyname = next(iter(self.est))
+        top = top[np.any(~np.isnan(self.est[anyname]["p"][:, top]), axis=0)]  # held out at least once
         for name, arrs in self.est.items():
             row = {}
             for k in ("p", "r", "f1"):
@@ -121,7 +124,12 @@ def run_estimators(world, *, trials: int = 100, labels: int = 150, exhaustive: i
         pooled = np.isin(world.team, pooled_teams)
         evald = np.flatnonzero(~pooled)
         if "pooling" in variants:
+            # the judged pool: the pooled teams' runs plus the human run when the world has one (§4.2: LDC)
             pool = member_all[pooled].any(axis=0) & truth
+            manual = getattr(world, "manual", None)
+            if manual is not None:
+                pool[np.asarray(manual)] = True
+                pool &= truth
             wpool = p0u * pool  # recall denominator: the true instances the pool knows (p0-weighted)
             denom = wpool.sum()
             for i in evald:

@@ -1,0 +1,413 @@
+"""``unpooled simulate EXPERIMENT``: simulations on synthetic TAC KBP 2015-like worlds.
+
+Each experiment is an entry of :data:`EXPERIMENTS` (name -> :class:`Experiment`):
+``add_arguments(parser)`` adds its own options next to the common ones
+(``--trials``, ``--seed``, ``--json OUT``, ``--plot OUT.svg``, ``--spread PATH``),
+and ``run(args)`` returns the exit status.  :func:`trial_worlds` gives every
+experiment the same independent worlds for a seed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from ..progress import progress_bar
+
+SPREAD_FILE = Path("paper") / "pooling_bias" / "pooling_bias_anydoc.tsv"
+PARAMETRIC = "parametric"
+
+
+@dataclass(frozen=True)
+class Experiment:
+    help: str
+    add_arguments: Callable[[argparse.ArgumentParser], None]
+    run: Callable[[argparse.Namespace], int]
+    trials: int = 20  # default --trials
+
+
+def register(sub) -> None:
+    p = sub.add_parser("simulate", help="run a simulation on synthetic TAC KBP 2015-like worlds",
+                       description="Simulations on synthetic worlds like TAC KBP 2015 Cold Start slot filling "
+                                   "(70 systems from 18 teams, about 11,000 judged instances).")
+    es = p.add_subparsers(dest="experiment", metavar="EXPERIMENT")
+    es.required = True
+    for name, exp in EXPERIMENTS.items():
+        e = es.add_parser(name, help=exp.help, description=exp.help)
+        add_common_arguments(e, trials=exp.trials)
+        exp.add_arguments(e)
+        e.set_defaults(func=exp.run)
+
+
+def add_common_arguments(p: argparse.ArgumentParser, *, trials: int = 20) -> None:
+    p.add_argument("--trials", type=int, default=trials, metavar="N",
+                   help=f"number of independent worlds (default {trials})")
+    p.add_argument("--seed", type=int, default=0, metavar="S", help="random seed (default 0)")
+    p.add_argument("--json", metavar="OUT", help="write the results as JSON to OUT ('-': standard output, "
+                                                 "instead of the table)")
+    p.add_argument("--plot", metavar="OUT.svg", help="write an SVG chart to OUT.svg")
+    p.add_argument("--spread", metavar="PATH",
+                   help="per-system precision/recall targets: a pooling_bias_*.tsv file of the paper "
+                        f"(default: shared/data/{SPREAD_FILE.as_posix()} when found), or "
+                        f"'{PARAMETRIC}' for the built-in spread")
+
+
+# ---------------------------------------------------------------------------------------------
+# shared by the experiments
+
+
+def default_spread() -> Path | None:
+    """The TAC 2015 spread file of the shared data, when it is found (see ``unpooled.demo.find_shared_data``)."""
+    from unpooled.demo import find_shared_data
+
+    data = find_shared_data()
+    if data is not None and (data / SPREAD_FILE).is_file():
+        return data / SPREAD_FILE
+    return None
+
+
+def resolve_spread(args) -> Path | None:
+    """``--spread``: a path (which must exist), ``parametric`` (None) or, when omitted, :func:`default_spread`."""
+    from ..main import CommandError
+
+    if args.spread is None:
+        return default_spread()
+    if args.spread == PARAMETRIC:
+        return None
+    path = Path(args.spread)
+    if not path.is_file():
+        raise CommandError(f"--spread {args.spread}: no such file (or use --spread {PARAMETRIC})")
+    return path
+
+
+def check_common(args) -> None:
+    from ..main import CommandError
+
+    if args.trials < 1:
+        raise CommandError(f"--trials must be at least 1, got {args.trials}")
+    if args.seed < 0:
+        raise CommandError(f"--seed must be a non-negative integer, got {args.seed}")
+
+
+def trial_worlds(args, spread: Path | None, *, desc: str) -> Iterator[tuple[int, object]]:
+    """``(trial, world)`` for ``args.trials`` independent worlds, with a progress bar on standard error.
+
+    Trial ``t`` always gets the same world for a seed, whatever the number of trials.
+    """
+    from unpooled.core.simulate import load_spread, make_world
+
+    targets = load_spread(spread) if spread is not None else None
+    seeds = np.random.SeedSequence(args.seed).spawn(args.trials)
+    with progress_bar(total=args.trials, desc=desc, unit="world") as bar:
+        for t, ss in enumerate(seeds):
+            yield t, make_world(rng=np.random.default_rng(ss), spread=targets)
+            bar.update(1)
+
+
+def write_json(out: str, payload: dict) -> None:
+    text = json.dumps(payload, indent=2) + "\n"
+    if out == "-":
+        sys.stdout.write(text)
+    else:
+        Path(out).write_text(text, encoding="utf-8")
+
+
+def write_svg(out: str, svg: str) -> None:
+    Path(out).write_text(svg, encoding="utf-8")
+
+
+def _stats(values) -> dict:
+    a = np.asarray(values, dtype=float)
+    return {"mean": float(a.mean()), "sd": float(a.std(ddof=1)) if len(a) > 1 else 0.0,
+            "min": float(a.min()), "max": float(a.max())}
+
+
+# ---------------------------------------------------------------------------------------------
+# pooling-bias
+
+
+def add_pooling_bias_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--top", type=int, default=40, metavar="K",
+                   help="summarise over the K best systems by true F1 (default 40)")
+    p.add_argument("--no-manual", action="store_true",
+                   help="leave the human (LDC-like) run out of the pools")
+
+
+def run_pooling_bias(args) -> int:
+    """Leave-team-out pooling bias (method.md §4.1) over ``--trials`` worlds."""
+    from unpooled.core.errors import InvalidInputError
+    from unpooled.core.simulate import pooling_bias, reference_bias
+
+    from ..main import CommandError, Exit
+
+    check_common(args)
+    if args.top < 1:
+        raise CommandError(f"--top must be at least 1, got {args.top}")
+    spread = resolve_spread(args)
+    start = time.perf_counter()
+    rows, rank_bias, sizes = [], [], []
+    for t, world in trial_worlds(args, spread, desc="pooling-bias"):
+        res = pooling_bias(world, top=args.top, manual=not args.no_manual)
+        rows.append({"trial": t, "instances": world.n_instances, "true": world.n_true,
+                     "median_bias_p": res.median_bias_p, "median_bias_r": res.median_bias_r,
+                     "median_bias_f1": res.median_bias_f1, "largest_adjacent_gap_f1": res.largest_adjacent_gap_f1,
+                     "fraction_above_gap": res.fraction_above_gap})
+        rank_bias.append(res.bias_f1[res.top_systems])
+        sizes.append(world.summary())
+        m, n_teams = world.n_systems, world.n_teams
+    seconds = time.perf_counter() - start
+    keys = ("median_bias_p", "median_bias_r", "median_bias_f1", "largest_adjacent_gap_f1", "fraction_above_gap")
+    summary = {k: _stats([r[k] for r in rows]) for k in keys}
+    top = min(args.top, m)
+    by_rank = np.array(rank_bias)  # (trials, top)
+    reference = None
+    if spread is not None:
+        try:
+            reference = reference_bias(spread, top=args.top)
+        except (InvalidInputError, OSError):  # a spread file without the -lto columns: no reference
+            reference = None
+    payload = {
+        "experiment": "pooling-bias", "trials": args.trials, "seed": args.seed, "top": top,
+        "spread": str(spread) if spread is not None else PARAMETRIC, "manual_in_pool": not args.no_manual,
+        "units": "fraction (bias = true - pooled, instance level)",
+        **{k: summary[k]["mean"] for k in keys},
+        "spread_over_trials": summary,
+        "systems": m, "teams": n_teams,
+        "world": {k: float(np.mean([s[k] for s in sizes])) for k in sizes[0]},
+        "reference_tac2015": reference,
+        "bias_f1_by_rank": {"mean": by_rank.mean(axis=0).tolist(), "p10": np.percentile(by_rank, 10, axis=0).tolist(),
+                            "p90": np.percentile(by_rank, 90, axis=0).tolist()},
+        "seconds": round(seconds, 3),
+        "per_trial": rows,
+    }
+    if args.json:
+        write_json(args.json, payload)
+    if args.plot:
+        write_svg(args.plot, pooling_bias_plot(by_rank, summary["largest_adjacent_gap_f1"]["mean"], args.trials))
+    if args.json != "-":
+        print(format_pooling_bias(payload))
+    return Exit.OK
+
+
+def pooling_bias_plot(by_rank: np.ndarray, gap: float, trials: int) -> str:
+    """Per-rank F1 bias (mean and 10-90% over trials, in points) with the largest adjacent gap."""
+    from unpooled.core.plots import interval_chart
+
+    k = by_rank.shape[1]
+    labels = [str(i + 1) for i in range(k)]
+    pts = by_rank * 100
+    lo, hi = (np.percentile(pts, 10, axis=0), np.percentile(pts, 90, axis=0)) if trials > 1 else (None, None)
+    return interval_chart(
+        labels, pts.mean(axis=0), lo, hi, orientation="vertical", item_label="rank by true F1",
+        value_label="F1 bias (points)",
+        title=f"Leave-team-out pooling bias of the top {k} systems ({trials} world{'s' if trials != 1 else ''})",
+        series_label="F1 bias: mean" + (", bar 10-90% of worlds" if trials > 1 else ""),
+        reference=[(0.0, ""), (gap * 100, f"largest adjacent gap {gap * 100:.2f}")],
+    )
+
+
+def format_pooling_bias(d: dict) -> str:
+    s = d["spread_over_trials"]
+    ref = d["reference_tac2015"]
+    spread = "built-in parametric spread" if d["spread"] == PARAMETRIC else d["spread"]
+    lines = [
+        (f"pooling bias, leave-team-out: {d['trials']} world(s), seed {d['seed']}, {d['systems']} systems "
+         f"from {d['teams']} teams, about {d['world']['instances']:,.0f} instances ({d['world']['true']:,.0f} true)"),
+        f"targets: {spread}; human run in every pool: {'yes' if d['manual_in_pool'] else 'no'}",
+        f"instance-level P/R/F1; bias = true - pooled, in points; medians over the top {d['top']} by true F1;",
+        "mean, sd, min, max over worlds",
+        "",
+        f"{'':<34}{'mean':>7}{'sd':>7}{'min':>7}{'max':>7}" + (f"{'TAC 2015':>11}" if ref else ""),
+    ]
+    rows = [("median bias P", "median_bias_p", 100), ("median bias R", "median_bias_r", 100),
+            ("median bias F1", "median_bias_f1", 100),
+            ("largest adjacent gap (true F1)", "largest_adjacent_gap_f1", 100),
+            ("share with F1 bias > gap (0-1)", "fraction_above_gap", 1)]
+    for label, key, scale in rows:
+        st = s[key]
+        fmt = "{:>7.2f}"
+        line = f"{label:<34}" + "".join(fmt.format(st[c] * scale) for c in ("mean", "sd", "min", "max"))
+        if ref:
+            line += f"{ref[key] * scale:>11.2f}"
+        lines.append(line)
+    if ref:
+        lines.append(f"(TAC 2015: micro anydoc scores of {ref['systems']} runs, same medians, from the spread file)")
+    lines.append(f"{d['seconds']:.1f} s")
+    return "\n".join(lines)
+
+
+# ---------------------------------------------------------------------------------------------
+# estimators
+
+
+def add_estimators_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--labels", type=int, default=150, metavar="N", help="labelled draws per system (default 150)")
+    p.add_argument("--exhaustive", type=int, default=150, metavar="N",
+                   help="exhaustively found true instances per trial (default 150)")
+    p.add_argument("--top", type=int, default=40, metavar="K", help="summarise over the K best systems (default 40)")
+    p.add_argument("--metric", choices=("instance", "fill"), default="instance",
+                   help="instance-level scores, or TAC-official fill level (every fill counts once)")
+    p.add_argument("--bootstrap", type=int, default=0, metavar="B",
+                   help="also compute bootstrap intervals with B replicates and their coverage (default 0: analytic only)")
+
+
+ESTIMATOR_KEYS = ("bias_p", "bias_r", "bias_f1", "width_p", "width_r", "width_f1",
+                  "coverage_p", "coverage_r", "coverage_f1")
+
+
+def run_estimators_cli(args) -> int:
+    """Pooling vs simple vs joint on one world over ``--trials`` draws (method.md §4.2)."""
+    from unpooled.core.simulate import load_spread, make_world
+    from unpooled.core.simulate.experiments import ESTIMATOR_VARIANTS, run_estimators
+
+    from ..main import CommandError, Exit
+
+    check_common(args)
+    for name in ("labels", "exhaustive", "top"):
+        if getattr(args, name) < 1:
+            raise CommandError(f"--{name} must be at least 1, got {getattr(args, name)}")
+    spread = resolve_spread(args)
+    world = make_world(rng=np.random.default_rng(np.random.SeedSequence(args.seed).spawn(1)[0]),
+                       spread=load_spread(spread) if spread is not None else None)
+    start = time.perf_counter()
+    with progress_bar(total=args.trials, desc="estimators", unit="trial") as bar:
+        res = run_estimators(world, trials=args.trials, labels=args.labels, exhaustive=args.exhaustive,
+                             top=args.top, bootstrap=args.bootstrap, rng=args.seed, progress=bar.update,
+                             metric=args.metric)
+    seconds = time.perf_counter() - start
+    summary = res["summary"]
+    rows = []
+    for name in ESTIMATOR_VARIANTS:
+        row = {"estimator": name, **{k: v for k, v in summary[name].items()}}
+        for k in ESTIMATOR_KEYS:
+            row.setdefault(k, None)  # pooling has no interval: no coverage
+        rows.append(row)
+    ratio = {k: (summary["simple"][f"width_{k}"] / summary["joint-heuristic"][f"width_{k}"]
+                 if summary["joint-heuristic"][f"width_{k}"] > 0 else None) for k in ("p", "r", "f1")}
+    minvar_vs = {k: summary["joint-minvar"][f"width_{k}"] - summary["joint-heuristic"][f"width_{k}"]
+                 for k in ("p", "r", "f1")}
+    payload = {"experiment": "estimators", "trials": args.trials, "seed": args.seed, "metric": args.metric,
+               "labels_per_system": args.labels, "exhaustive": args.exhaustive, "top": args.top,
+               "spread": str(spread) if spread is not None else PARAMETRIC, "bootstrap": args.bootstrap,
+               "estimators": rows, "width_ratio_simple_over_joint": ratio,
+               "minvar_minus_heuristic_width": minvar_vs, "seconds": round(seconds, 2)}
+    if args.json:
+        write_json(args.json, payload)
+    if args.plot:
+        from unpooled.core.plots import interval_chart
+
+        names = [r["estimator"] for r in rows]
+        bias = np.array([r["bias_f1"] for r in rows]) * 100
+        half = np.array([r["width_f1"] for r in rows]) * 50
+        write_svg(args.plot, interval_chart(
+            names, bias, bias - half, bias + half, title=f"F1: mean bias and 5-95% spread ({args.trials} trials)",
+            value_label="estimate - truth (F1 points)", reference=[(0.0, "no bias")]))
+    if args.json != "-":
+        print(format_estimators(payload))
+    return Exit.OK
+
+
+def format_estimators(d: dict) -> str:
+    lines = [f"estimators: {d['trials']} trials, {d['labels_per_system']} labels per system + {d['exhaustive']} "
+             f"exhaustive, {d['metric']} level, top {d['top']} systems",
+             f"{'estimator':<16}{'bias P':>8}{'R':>7}{'F1':>7}  {'5-95% width P':>14}{'R':>7}{'F1':>7}  "
+             f"{'90% CI coverage P':>18}{'R':>7}{'F1':>7}"]
+
+    def pts(v):
+        return f"{v * 100:+.2f}" if v is not None else "-"
+
+    def fr(v):
+        return f"{v:.3f}" if v is not None else "-"
+
+    for r in d["estimators"]:
+        lines.append(f"{r['estimator']:<16}{pts(r['bias_p']):>8}{pts(r['bias_r']):>7}{pts(r['bias_f1']):>7}  "
+                     f"{fr(r['width_p']):>14}{fr(r['width_r']):>7}{fr(r['width_f1']):>7}  "
+                     f"{fr(r['coverage_p']):>18}{fr(r['coverage_r']):>7}{fr(r['coverage_f1']):>7}")
+        if r.get("coverage_p_bootstrap") is not None:
+            lines.append(f"{'  bootstrap':<16}{'':>22}  {'':>28}  {fr(r['coverage_p_bootstrap']):>18}"
+                         f"{fr(r['coverage_r_bootstrap']):>7}{fr(r['coverage_f1_bootstrap']):>7}")
+    ratio = d["width_ratio_simple_over_joint"]
+    lines.append("bias in points (estimate - truth); width of the 5-95% spread of point estimates; coverage of the "
+                 "computed 90% intervals")
+    lines.append("simple/joint(heuristic) width ratio: "
+                 + ", ".join(f"{k.upper()} {v:.2f}" if v is not None else f"{k.upper()} -" for k, v in ratio.items())
+                 + "; "
+                 "minvar - heuristic width: " + ", ".join(f"{k.upper()} {v:+.4f}"
+                                                          for k, v in d["minvar_minus_heuristic_width"].items()))
+    lines.append(f"{d['seconds']:.1f} s")
+    return "\n".join(lines)
+
+
+# ---------------------------------------------------------------------------------------------
+# adaptive
+
+
+def add_adaptive_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--systems", type=int, default=40, metavar="K", help="systems arriving (default 40: the top 40)")
+    p.add_argument("--own", type=int, default=500, metavar="N",
+                   help="the fixed scheme's draws per system; the adaptive target is the variance N own draws give "
+                        "(default 500)")
+
+
+def run_adaptive_cli(args) -> int:
+    """Cumulative labels as systems arrive, fixed vs adaptive (method.md §4.3)."""
+    from unpooled.core.simulate import load_spread, make_world
+    from unpooled.core.simulate.experiments import run_adaptive
+
+    from ..main import CommandError, Exit
+
+    check_common(args)
+    if args.systems < 1 or args.own < 1:
+        raise CommandError("--systems and --own must be at least 1")
+    spread = resolve_spread(args)
+    world = make_world(rng=np.random.default_rng(np.random.SeedSequence(args.seed).spawn(1)[0]),
+                       spread=load_spread(spread) if spread is not None else None)
+    start = time.perf_counter()
+    with progress_bar(total=args.trials, desc="adaptive", unit="trial") as bar:
+        res = run_adaptive(world, trials=args.trials, systems=args.systems, own=args.own, rng=args.seed,
+                           progress=bar.update)
+    payload = {"experiment": "adaptive", "trials": args.trials, "seed": args.seed, "systems": args.systems,
+               "own": args.own, "spread": str(spread) if spread is not None else PARAMETRIC, **res,
+               "seconds": round(time.perf_counter() - start, 2)}
+    if args.json:
+        write_json(args.json, payload)
+    if args.plot:
+        from unpooled.core.plots import line_chart
+
+        x = np.arange(1, args.systems + 1)
+        write_svg(args.plot, line_chart(x, res["labels_by_system"], title="Cumulative labels as systems arrive",
+                                        xlabel="systems evaluated", ylabel="labels"))
+    if args.json != "-":
+        lab = res["labels_by_system"]
+        marks = [k for k in (1, 2, 5, 10, 20, 30, 40) if k <= args.systems]
+        lines = [f"adaptive: {args.trials} trials, {args.systems} systems in random order, target = the variance "
+                 f"of {args.own} own draws",
+                 f"{'systems':<16}" + "".join(f"{k:>9}" for k in marks)]
+        for name, vals in lab.items():
+            lines.append(f"{name:<16}" + "".join(f"{vals[k - 1]:>9,.0f}" for k in marks))
+        lines.append(f"adaptive total {res['total']['adaptive']:,.0f} labels (range {res['total_range']['adaptive'][0]:,.0f}"
+                     f"-{res['total_range']['adaptive'][1]:,.0f}); its final 90% precision intervals cover the truth "
+                     f"{res['adaptive_coverage_p']:.3f} of the time")
+        lines.append(f"{payload['seconds']:.1f} s")
+        print("\n".join(lines))
+    return Exit.OK
+
+
+EXPERIMENTS: dict[str, Experiment] = {
+    "pooling-bias": Experiment(
+        help="leave-team-out pooling bias (method.md §4.1): each system scored on a pool of the other teams' runs",
+        add_arguments=add_pooling_bias_arguments, run=run_pooling_bias),
+    "estimators": Experiment(
+        help="pooling vs simple vs joint estimators (method.md §4.2): bias, spread and coverage of 90%% intervals",
+        add_arguments=add_estimators_arguments, run=run_estimators_cli, trials=500),
+    "adaptive": Experiment(
+        help="labels needed as systems arrive: fixed vs adaptive sample sizes with label reuse (method.md §4.3)",
+        add_arguments=add_adaptive_arguments, run=run_adaptive_cli, trials=100),
+}

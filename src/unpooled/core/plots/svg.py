@@ -1,0 +1,456 @@
+r"""Small, dependency-free SVG charts: point/interval, line and scatter.
+
+Every function returns the SVG document as a string.  All text is XML-escaped;
+the ``<svg>`` element has ``role="img"`` and a ``<title>`` (and ``<desc>``) that
+screen readers announce, and every data mark carries its own ``<title>`` (a
+tooltip with its values).  Non-finite values are not drawn.
+
+>>> svg = scatter([0.1, 0.5], [0.2, 0.4], title="True vs estimated")
+>>> svg.startswith("<svg")
+True
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from xml.sax.saxutils import escape
+
+import numpy as np
+
+from ..errors import InvalidInputError
+
+#: Okabe-Ito colours (distinguishable with common colour-vision deficiencies).
+PALETTE = ("#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#F0E442", "#000000")
+_FONT = 'font-family="sans-serif"'
+
+
+def nice_ticks(lo: float, hi: float, n: int = 5) -> list[float]:
+    """About ``n`` round tick values (1, 2 or 5 times a power of ten) covering ``[lo, hi]``."""
+    if not (math.isfinite(lo) and math.isfinite(hi)):
+        return []
+    if hi < lo:
+        lo, hi = hi, lo
+    if hi == lo:
+        return [lo]
+    raw = (hi - lo) / max(n, 1)
+    mag = 10 ** math.floor(math.log10(raw))
+    step = next(s * mag for s in (1, 2, 5, 10) if s * mag >= raw)
+    first = math.ceil(lo / step - 1e-9) * step
+    ticks, t = [], first
+    while t <= hi + step * 1e-9:
+        ticks.append(round(t, 12) + 0.0)
+        t += step
+    return ticks
+
+
+def _fmt(v: float) -> str:
+    if v == 0:
+        return "0"
+    a = abs(v)
+    if a >= 1e5 or a < 1e-3:
+        return f"{v:.2g}"
+    if float(v).is_integer():
+        return f"{int(v):,}"
+    return f"{v:.4g}"
+
+
+def _num(x: float) -> str:
+    return f"{x:.2f}".rstrip("0").rstrip(".")
+
+
+def _array(name: str, values, n: int | None = None) -> np.ndarray:
+    try:
+        a = np.asarray(values, dtype=float)
+    except (TypeError, ValueError):
+        raise InvalidInputError(f"{name}: expected numbers, got {type(values).__name__}") from None
+    if a.ndim != 1:
+        raise InvalidInputError(f"{name}: expected a 1-d sequence of numbers, got shape {a.shape}")
+    if n is not None and len(a) != n:
+        raise InvalidInputError(f"{name}: expected {n} values, got {len(a)}")
+    return a
+
+
+def _size(name: str, v) -> int:
+    if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 50:
+        raise InvalidInputError(f"{name}: expected an integer of at least 50 pixels, got {v!r}")
+    return int(v)
+
+
+def _extent(arrays, *, include=(), pad: float = 0.04, value_range=None) -> tuple[float, float]:
+    if value_range is not None:
+        lo, hi = (float(v) for v in value_range)
+        if not (math.isfinite(lo) and math.isfinite(hi) and lo < hi):
+            raise InvalidInputError(f"value_range: expected (low, high) with low < high, got {value_range!r}")
+        return lo, hi
+    vals = [a[np.isfinite(a)] for a in arrays if a is not None] + [np.asarray(include, dtype=float)]
+    vals = np.concatenate([v.ravel() for v in vals]) if vals else np.zeros(0)
+    vals = vals[np.isfinite(vals)]
+    if len(vals) == 0:
+        return 0.0, 1.0
+    lo, hi = float(vals.min()), float(vals.max())
+    if lo == hi:
+        d = abs(lo) * 0.1 or 1.0
+        return lo - d, hi + d
+    d = (hi - lo) * pad
+    return lo - d, hi + d
+
+
+class _Scale:
+    """Linear map from data ``[lo, hi]`` to pixels ``[a, b]``."""
+
+    def __init__(self, lo: float, hi: float, a: float, b: float) -> None:
+        self.lo, self.hi, self.a, self.b = lo, hi, a, b
+
+    def __call__(self, v: float) -> float:
+        return self.a + (v - self.lo) / (self.hi - self.lo) * (self.b - self.a)
+
+
+class _Doc:
+    """Accumulates SVG elements; ``str()`` gives the document."""
+
+    def __init__(self, width: int, height: int, title: str, desc: str = "") -> None:
+        self.width, self.height = width, height
+        self.parts = [
+            (f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
+             f'viewBox="0 0 {width} {height}" role="img" aria-labelledby="chart-title chart-desc">'),
+            f'<title id="chart-title">{escape(title or "chart")}</title>',
+            f'<desc id="chart-desc">{escape(desc)}</desc>',
+            f'<rect x="0" y="0" width="{width}" height="{height}" fill="#ffffff"/>',
+        ]
+
+    def add(self, s: str) -> None:
+        self.parts.append(s)
+
+    def text(self, x: float, y: float, s: str, *, anchor: str = "middle", size: int = 12, rotate: float = 0,
+             weight: str = "normal", fill: str = "#222222") -> None:
+        rot = f' transform="rotate({_num(rotate)} {_num(x)} {_num(y)})"' if rotate else ""
+        self.add(f'<text x="{_num(x)}" y="{_num(y)}" text-anchor="{anchor}" font-size="{size}" {_FONT} '
+                 f'font-weight="{weight}" fill="{fill}"{rot}>{escape(str(s))}</text>')
+
+    def line(self, x1, y1, x2, y2, *, stroke="#888888", width: float = 1, dash: str = "", tip: str = "") -> None:
+        d = f' stroke-dasharray="{dash}"' if dash else ""
+        body = f"<title>{escape(tip)}</title></line>" if tip else ""
+        end = ">" + body if tip else "/>"
+        self.add(f'<line x1="{_num(x1)}" y1="{_num(y1)}" x2="{_num(x2)}" y2="{_num(y2)}" stroke="{stroke}" '
+                 f'stroke-width="{_num(width)}"{d}{end}')
+
+    def circle(self, x, y, r, *, fill, tip: str = "", stroke: str = "none") -> None:
+        self.add(f'<circle cx="{_num(x)}" cy="{_num(y)}" r="{_num(r)}" fill="{fill}" stroke="{stroke}">'
+                 f"<title>{escape(tip)}</title></circle>")
+
+    def marker(self, x, y, *, fill, tip: str = "", size: float = 5) -> None:
+        """A diamond (the second series, e.g. the truth)."""
+        pts = " ".join(f"{_num(px)},{_num(py)}" for px, py in
+                       ((x, y - size), (x + size, y), (x, y + size), (x - size, y)))
+        self.add(f'<polygon points="{pts}" fill="none" stroke="{fill}" stroke-width="1.5">'
+                 f"<title>{escape(tip)}</title></polygon>")
+
+    def __str__(self) -> str:
+        return "\n".join(self.parts + ["</svg>"]) + "\n"
+
+
+def _axis(doc: _Doc, scale: _Scale, *, horizontal: bool, at: float, span: tuple[float, float], label: str,
+          n_ticks: int = 5, grid: bool = True) -> None:
+    """Ticks, tick labels, grid lines and the axis label of one value axis."""
+    for t in nice_ticks(scale.lo, scale.hi, n_ticks):
+        p = scale(t)
+        if horizontal:
+            if grid:
+                doc.line(p, span[0], p, span[1], stroke="#e5e5e5")
+            doc.line(p, at, p, at + 4, stroke="#444444")
+            doc.text(p, at + 16, _fmt(t), size=11)
+        else:
+            if grid:
+                doc.line(span[0], p, span[1], p, stroke="#e5e5e5")
+            doc.line(at - 4, p, at, p, stroke="#444444")
+            doc.text(at - 7, p + 4, _fmt(t), anchor="end", size=11)
+    if horizontal:
+        doc.line(scale.a, at, scale.b, at, stroke="#444444")
+        if label:
+            doc.text((scale.a + scale.b) / 2, at + 34, label)
+    else:
+        doc.line(at, scale.a, at, scale.b, stroke="#444444")
+        if label:
+            doc.text(at - 44, (scale.a + scale.b) / 2, label, rotate=-90)
+
+
+def _legend(doc: _Doc, entries: Sequence[tuple[str, str, str]], x: float, y: float) -> None:
+    """Legend entries ``(kind, colour, label)``, kind ``point``, ``marker``, ``line`` or ``dash``, from (x, y)."""
+    doc.add('<g class="legend">')
+    for kind, colour, label in entries:
+        if kind == "point":
+            doc.add(f'<circle cx="{_num(x + 6)}" cy="{_num(y - 4)}" r="4" fill="{colour}"/>')
+        elif kind == "marker":
+            doc.add(f'<polygon points="{_num(x + 6)},{_num(y - 9)} {_num(x + 11)},{_num(y - 4)} {_num(x + 6)},'
+                    f'{_num(y + 1)} {_num(x + 1)},{_num(y - 4)}" fill="none" stroke="{colour}" stroke-width="1.5"/>')
+        else:
+            dash = ' stroke-dasharray="5 3"' if kind == "dash" else ""
+            doc.add(f'<line x1="{_num(x)}" y1="{_num(y - 4)}" x2="{_num(x + 14)}" y2="{_num(y - 4)}" '
+                    f'stroke="{colour}" stroke-width="2"{dash}/>')
+        doc.text(x + 18, y, label, anchor="start", size=11)
+        x += 30 + 6.5 * len(label)
+    doc.add("</g>")
+
+
+def _references(reference) -> list[tuple[float, str]]:
+    if reference is None:
+        return []
+    out = []
+    for item in reference:
+        if isinstance(item, (int, float, np.floating, np.integer)):
+            out.append((float(item), ""))
+        else:
+            v, lab = item
+            out.append((float(v), str(lab)))
+    return out
+
+
+def interval_chart(labels: Sequence[str], values, low=None, high=None, *, truth=None,
+                   orientation: str = "horizontal", title: str = "", value_label: str = "",
+                   series_label: str = "estimate", truth_label: str = "truth", reference=None,
+                   item_label: str = "", value_range=None, width: int = 640, height: int | None = None,
+                   max_labels: int = 40) -> str:
+    r"""A point with an interval bar per item, optionally a second "truth" marker per item.
+
+    Parameters
+    ----------
+    labels : sequence of str
+        One label per item (a row when horizontal, a column when vertical).
+    values : array_like, shape (n,)
+        The points.
+    low, high : array_like, shape (n,), optional
+        Interval ends (both or neither).
+    truth : array_like, shape (n,), optional
+        A second series drawn as open diamonds.
+    orientation : {'horizontal', 'vertical'}
+        ``horizontal``: items are rows and values run left to right; ``vertical``:
+        items are columns and values run bottom to top.
+    title, value_label, series_label, truth_label, item_label : str
+        ``item_label`` names the item axis (e.g. "rank").
+    reference : sequence of float or (float, str), optional
+        Dashed reference lines at these values (e.g. zero, or a gap), with legend labels.
+    value_range : (float, float), optional
+        The value axis limits; default from the data.
+    width, height : int
+        Pixels; the default height grows with the number of rows (horizontal) or is 400.
+    max_labels : int, default 40
+        At most this many item labels are written (every k-th); every mark keeps its tooltip.
+
+    Returns
+    -------
+    str
+        The SVG document.
+    """
+    labels = [str(s) for s in labels]
+    n = len(labels)
+    v = _array("values", values, n)
+    if (low is None) != (high is None):
+        raise InvalidInputError("low, high: expected both or neither")
+    lo = _array("low", low, n) if low is not None else None
+    hi = _array("high", high, n) if high is not None else None
+    tr = _array("truth", truth, n) if truth is not None else None
+    if orientation not in ("horizontal", "vertical"):
+        raise InvalidInputError(f"orientation: expected 'horizontal' or 'vertical', got {orientation!r}")
+    refs = _references(reference)
+    horizontal = orientation == "horizontal"
+    width = _size("width", width)
+    height = _size("height", height if height is not None else (70 + 18 * max(n, 1) + 60 if horizontal else 400))
+    vmin, vmax = _extent([v, lo, hi, tr], include=[r for r, _ in refs], value_range=value_range)
+    desc = f"{n} items; {series_label}" + (" with intervals" if lo is not None else "") + \
+        (f" and {truth_label}" if tr is not None else "")
+    doc = _Doc(width, height, title, desc)
+    if title:
+        doc.text(width / 2, 22, title, size=14, weight="bold")
+    longest = max((len(s) for s in labels), default=0)
+    if horizontal:
+        left, right, top, bottom = min(20 + 7 * longest, width * 0.4) + (18 if item_label else 0), 20, 44, 62
+        scale = _Scale(vmin, vmax, left, width - right)
+        band = (height - top - bottom) / max(n, 1)
+        _axis(doc, scale, horizontal=True, at=height - bottom, span=(top, height - bottom), label=value_label)
+        pos = [top + band * (i + 0.5) for i in range(n)]
+        if item_label:
+            doc.text(14, (top + height - bottom) / 2, item_label, rotate=-90)
+    else:
+        left, right, top, bottom = 64, 20, 44, 40 + min(6.0 * longest, 90) + (16 if item_label else 0)
+        scale = _Scale(vmin, vmax, height - bottom, top)
+        band = (width - left - right) / max(n, 1)
+        _axis(doc, scale, horizontal=False, at=left, span=(left, width - right), label=value_label)
+        pos = [left + band * (i + 0.5) for i in range(n)]
+        doc.line(left, height - bottom, width - right, height - bottom, stroke="#444444")
+        if item_label:
+            doc.text((left + width - right) / 2, height - 10, item_label)
+    every = max(1, math.ceil(n / max(max_labels, 1)))
+    for r_, (rv, rl) in enumerate(refs):
+        p = scale(rv)
+        colour = PALETTE[(2 + r_) % len(PALETTE)]
+        tip = f"{rl}: {_fmt(rv)}" if rl else _fmt(rv)
+        if horizontal:
+            doc.line(p, top, p, height - bottom, stroke=colour, width=1.5, dash="5 3", tip=tip)
+        else:
+            doc.line(left, p, width - right, p, stroke=colour, width=1.5, dash="5 3", tip=tip)
+    doc.add('<g class="items">')
+    for i, (name, c) in enumerate(zip(labels, pos)):
+        if i % every == 0:
+            if horizontal:
+                doc.text(left - 8, c + 4, name, anchor="end", size=11)
+            else:
+                y = height - bottom + 14
+                if longest > 3:
+                    doc.text(c, y, name, anchor="end", size=10, rotate=-60)
+                else:
+                    doc.text(c, y, name, size=10)
+        tip = f"{name}: {series_label} {_fmt(v[i])}" if math.isfinite(v[i]) else f"{name}: no {series_label}"
+        if lo is not None and math.isfinite(lo[i]) and math.isfinite(hi[i]):
+            tip += f" [{_fmt(lo[i])}, {_fmt(hi[i])}]"
+            a, b = scale(lo[i]), scale(hi[i])
+            if horizontal:
+                doc.line(a, c, b, c, stroke=PALETTE[0], width=2, tip=tip)
+            else:
+                doc.line(c, a, c, b, stroke=PALETTE[0], width=2, tip=tip)
+        if math.isfinite(v[i]):
+            x, y = (scale(v[i]), c) if horizontal else (c, scale(v[i]))
+            doc.circle(x, y, 3.5 if n <= 80 else 2.5, fill=PALETTE[0], tip=tip)
+        if tr is not None and math.isfinite(tr[i]):
+            x, y = (scale(tr[i]), c) if horizontal else (c, scale(tr[i]))
+            doc.marker(x, y, fill=PALETTE[1], tip=f"{name}: {truth_label} {_fmt(tr[i])}")
+    doc.add("</g>")
+    entries = [("point", PALETTE[0], series_label)]
+    if tr is not None:
+        entries.append(("marker", PALETTE[1], truth_label))
+    entries += [("dash", PALETTE[(2 + k) % len(PALETTE)], rl) for k, (_, rl) in enumerate(refs) if rl]
+    _legend(doc, entries, 12, 38 if title else 18)
+    return str(doc)
+
+
+def line_chart(x, series: Mapping[str, object], *, title: str = "", xlabel: str = "", ylabel: str = "",
+               reference=None, markers: bool = True, width: int = 640, height: int = 400,
+               y_range=None) -> str:
+    r"""Several series over a common ``x`` (e.g. cumulative labels vs number of systems).
+
+    Parameters
+    ----------
+    x : array_like, shape (n,)
+    series : mapping of str to array_like, shape (n,)
+        Name (the legend label) to y values; non-finite values break the line.
+    title, xlabel, ylabel : str
+    reference : sequence of float or (float, str), optional
+        Dashed horizontal lines.
+    markers : bool, default True
+        Draw a point (with a tooltip) at every value.
+    width, height : int
+    y_range : (float, float), optional
+
+    Returns
+    -------
+    str
+    """
+    xs = _array("x", x)
+    n = len(xs)
+    if not series:
+        raise InvalidInputError("series: expected at least one series, got none")
+    ys = {str(k): _array(f"series[{k!r}]", v, n) for k, v in series.items()}
+    refs = _references(reference)
+    width, height = _size("width", width), _size("height", height)
+    doc = _Doc(width, height, title, f"line chart of {', '.join(ys)} against {xlabel or 'x'}")
+    if title:
+        doc.text(width / 2, 22, title, size=14, weight="bold")
+    left, right, top, bottom = 70, 20, 48, 52
+    sx = _Scale(*_extent([xs], pad=0.02), left, width - right)
+    sy = _Scale(*_extent(list(ys.values()), include=[r for r, _ in refs], value_range=y_range), height - bottom, top)
+    _axis(doc, sx, horizontal=True, at=height - bottom, span=(top, height - bottom), label=xlabel)
+    _axis(doc, sy, horizontal=False, at=left, span=(left, width - right), label=ylabel)
+    for k, (rv, rl) in enumerate(refs):
+        doc.line(left, sy(rv), width - right, sy(rv), stroke="#555555", width=1.2, dash="5 3",
+                 tip=f"{rl}: {_fmt(rv)}" if rl else _fmt(rv))
+    for j, (name, y) in enumerate(ys.items()):
+        colour = PALETTE[j % len(PALETTE)]
+        doc.add(f'<g class="series"><title>{escape(name)}</title>')
+        ok = np.isfinite(xs) & np.isfinite(y)
+        runs, cur = [], []
+        for i in range(n):
+            if ok[i]:
+                cur.append(f"{_num(sx(xs[i]))},{_num(sy(y[i]))}")
+            elif cur:
+                runs.append(cur)
+                cur = []
+        if cur:
+            runs.append(cur)
+        for pts in runs:
+            doc.add(f'<polyline points="{" ".join(pts)}" fill="none" stroke="{colour}" stroke-width="2"/>')
+        if markers:
+            for i in np.flatnonzero(ok):
+                doc.circle(sx(xs[i]), sy(y[i]), 2.5, fill=colour, tip=f"{name}: {_fmt(xs[i])}, {_fmt(y[i])}")
+        doc.add("</g>")
+    entries = [("line", PALETTE[j % len(PALETTE)], name) for j, name in enumerate(ys)]
+    entries += [("dash", "#555555", rl) for _, rl in refs if rl]
+    _legend(doc, entries, left, 40 if title else 18)
+    return str(doc)
+
+
+def scatter(x, y, *, labels: Sequence[str] | None = None, title: str = "", xlabel: str = "", ylabel: str = "",
+            diagonal: bool = False, reference=None, groups: Sequence[str] | None = None,
+            width: int = 480, height: int = 480, x_range=None, y_range=None) -> str:
+    r"""Points ``(x_i, y_i)`` (e.g. true vs estimated), optionally with the diagonal ``y = x``.
+
+    Parameters
+    ----------
+    x, y : array_like, shape (n,)
+    labels : sequence of str, optional
+        Per point, shown in its tooltip.
+    title, xlabel, ylabel : str
+    diagonal : bool, default False
+        Draw ``y = x`` (and use one range for both axes unless ranges are given).
+    reference : sequence of float or (float, str), optional
+        Dashed horizontal lines.
+    groups : sequence of str, optional
+        Per point, a group name: one colour and legend entry per group.
+    width, height : int
+    x_range, y_range : (float, float), optional
+
+    Returns
+    -------
+    str
+    """
+    xs = _array("x", x)
+    n = len(xs)
+    ys = _array("y", y, n)
+    if labels is not None and len(labels) != n:
+        raise InvalidInputError(f"labels: expected {n} labels, got {len(labels)}")
+    if groups is not None and len(groups) != n:
+        raise InvalidInputError(f"groups: expected {n} group names, got {len(groups)}")
+    refs = _references(reference)
+    width, height = _size("width", width), _size("height", height)
+    doc = _Doc(width, height, title, f"scatter of {n} points: {ylabel or 'y'} against {xlabel or 'x'}")
+    if title:
+        doc.text(width / 2, 22, title, size=14, weight="bold")
+    left, right, top, bottom = 70, 20, 48, 52
+    if diagonal and x_range is None and y_range is None:
+        x_range = y_range = _extent([xs, ys], include=[r for r, _ in refs])
+    sx = _Scale(*_extent([xs], value_range=x_range), left, width - right)
+    sy = _Scale(*_extent([ys], include=[r for r, _ in refs], value_range=y_range), height - bottom, top)
+    _axis(doc, sx, horizontal=True, at=height - bottom, span=(top, height - bottom), label=xlabel)
+    _axis(doc, sy, horizontal=False, at=left, span=(left, width - right), label=ylabel)
+    if diagonal:
+        a = max(sx.lo, sy.lo)
+        b = min(sx.hi, sy.hi)
+        if a < b:
+            doc.line(sx(a), sy(a), sx(b), sy(b), stroke="#777777", width=1.2, dash="4 3", tip="y = x")
+    for rv, rl in refs:
+        doc.line(left, sy(rv), width - right, sy(rv), stroke="#555555", width=1.2, dash="5 3",
+                 tip=f"{rl}: {_fmt(rv)}" if rl else _fmt(rv))
+    names = list(dict.fromkeys(groups)) if groups is not None else []
+    doc.add('<g class="points">')
+    for i in np.flatnonzero(np.isfinite(xs) & np.isfinite(ys)):
+        colour = PALETTE[names.index(groups[i]) % len(PALETTE)] if groups is not None else PALETTE[0]
+        who = f"{labels[i]}: " if labels is not None else ""
+        doc.circle(sx(xs[i]), sy(ys[i]), 3.5, fill=colour, tip=f"{who}{_fmt(xs[i])}, {_fmt(ys[i])}")
+    doc.add("</g>")
+    entries = [("point", PALETTE[k % len(PALETTE)], g) for k, g in enumerate(names)]
+    entries += [("dash", "#555555", rl) for _, rl in refs if rl]
+    if entries:
+        _legend(doc, entries, left, 40 if title else 18)
+    return str(doc)
+
+
+__all__ = ["PALETTE", "interval_chart", "line_chart", "nice_ticks", "scatter"]

@@ -1,0 +1,48 @@
+"""``unpooled simulate estimators|adaptive``: the JSON the issue specifies, the table, the plot."""
+
+from __future__ import annotations
+
+import json
+import xml.etree.ElementTree as ET
+
+import pytest
+
+from unpooled.cli.main import main
+
+pytestmark = pytest.mark.filterwarnings("ignore::unpooled.core.estimators.WeightDegeneracyWarning")
+
+
+def test_estimators_json_and_plot(tmp_path, capsys):
+    out, svg = tmp_path / "e.json", tmp_path / "e.svg"
+    code = main(["simulate", "estimators", "--trials", "3", "--seed", "2", "--labels", "40", "--exhaustive", "40",
+                 "--spread", "parametric", "--json", str(out), "--plot", str(svg)])
+    assert code == 0
+    table = capsys.readouterr().out
+    assert "joint-balance" in table and "coverage" in table
+    d = json.loads(out.read_text())
+    names = [r["estimator"] for r in d["estimators"]]
+    assert names == ["pooling", "simple", "joint-heuristic", "joint-balance", "joint-minvar"]
+    keys = {"bias_p", "bias_r", "bias_f1", "width_p", "width_r", "width_f1", "coverage_p", "coverage_r", "coverage_f1"}
+    for r in d["estimators"]:
+        assert keys <= set(r)
+    assert d["estimators"][0]["coverage_p"] is None  # pooling gives no interval
+    assert all(0 <= r["coverage_f1"] <= 1 for r in d["estimators"][1:])
+    ET.fromstring(svg.read_text())
+
+
+def test_adaptive_json(tmp_path, capsys):
+    out = tmp_path / "a.json"
+    code = main(["simulate", "adaptive", "--trials", "2", "--systems", "6", "--own", "100", "--seed", "3",
+                 "--spread", "parametric", "--json", str(out)])
+    assert code == 0
+    d = json.loads(out.read_text())
+    lab = d["labels_by_system"]
+    assert set(lab) == {"fixed", "fixed-reuse", "adaptive", "adaptive-draws"}
+    assert lab["fixed"] == [100.0 * k for k in range(1, 7)]
+    assert all(len(v) == 6 for v in lab.values())
+    assert "adaptive total" in capsys.readouterr().out
+
+
+def test_bad_arguments(capsys):
+    assert main(["simulate", "estimators", "--trials", "0"]) == 3
+    assert "--trials must be at least 1" in capsys.readouterr().err
