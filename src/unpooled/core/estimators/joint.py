@@ -104,6 +104,11 @@ class Design:
         Weights of the exhaustive sample, :math:`p_0(y)/\pi_{d(y)}` (unnormalised).
     p0 : ndarray of float, shape (U,)
         :math:`p_0` over the universe, unnormalised (uniform over true instances: ones).
+    gs : ndarray of bool, shape (m, S), optional
+        :math:`g_i(x_s)`: whether system ``i`` matches each draw under the recall matching
+        policy. None: by instance identity (:math:`p_i(x_s) > 0`). Give it when recall
+        matches by overlapping spans or entity clusters, so that :math:`\hat\nu_i` and
+        :math:`\hat\theta_i` (through ``g0``) use the same policy.
     """
 
     P: sp.csr_matrix
@@ -113,6 +118,7 @@ class Design:
     g0: np.ndarray
     v0: np.ndarray
     p0: np.ndarray
+    gs: np.ndarray | None = None
 
     @property
     def m(self) -> int:
@@ -127,7 +133,7 @@ class Design:
         return len(self.v0)
 
 
-def make_design(P, src, xs, f, g0, v0=None, p0=None) -> Design:
+def make_design(P, src, xs, f, g0, v0=None, p0=None, gs=None) -> Design:
     """Check shapes and types once (``_iv``); returns a :class:`Design`."""
     P = sp.csr_matrix(P, dtype=float)
     m, U = P.shape
@@ -161,7 +167,15 @@ def make_design(P, src, xs, f, g0, v0=None, p0=None) -> Design:
     p0 = np.ones(U) if p0 is None else np.asarray(p0, dtype=float)
     if p0.shape != (U,) or np.any(p0 < 0):
         raise InvalidInputError(f"p0: expected {U} non-negative weights")
-    return Design(P, src, xs, f, g0, v0, p0)
+    if gs is not None:
+        gs = np.asarray(gs, dtype=bool)
+        if gs.shape != (m, len(xs)):
+            raise InvalidInputError(f"gs: expected shape ({m}, {len(xs)}), got {gs.shape}")
+        own = gs[src, np.arange(len(xs))] if len(xs) else np.array([], bool)
+        if not own.all():
+            k = int(np.argmax(~own))
+            raise InvalidInputError(f"gs: draw {k} does not match the system that drew it")
+    return Design(P, src, xs, f, g0, v0, p0, gs)
 
 
 # -- weights -------------------------------------------------------------------
@@ -210,7 +224,7 @@ def _terms(d: Design, W: np.ndarray) -> _Terms:
     wimp = ratio * Pm  # importance weight of each draw for target i
     C = wimp * d.f[None, :]
     pos = ratio * (d.p0[d.xs] * d.f)[None, :]
-    A = pos * (Pm > 0)
+    A = pos * ((Pm > 0) if d.gs is None else d.gs)
     Bm = pos
     S0 = ((W > 0).astype(np.int8) @ d.g0.astype(np.int8)) > 0
     with np.errstate(divide="ignore", invalid="ignore"):
@@ -455,7 +469,8 @@ def bootstrap_intervals(d: Design, W: np.ndarray, B: int, *, level: float = 0.90
     rng = np.random.default_rng(rng)
     m = d.m
     order = np.argsort(d.src, kind="stable")  # draws grouped by stratum
-    d = Design(d.P, d.src[order], d.xs[order], d.f[order], d.g0, d.v0, d.p0)
+    d = Design(d.P, d.src[order], d.xs[order], d.f[order], d.g0, d.v0, d.p0,
+               None if d.gs is None else d.gs[:, order])
     t = _terms(d, W)
     K = _stratified_counts(np.bincount(d.src, minlength=m), B, rng)
     n0 = d.n0
