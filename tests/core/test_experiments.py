@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import types
-import warnings
 
 import numpy as np
 import pytest

@@ -61,6 +61,9 @@ CODES: dict[str, tuple[str, str]] = {
     "UP219": (WARNING, "mention claimed by several entities"),
     "UP220": (ERROR, "conflicting definitions of one entity"),
     "UP221": (WARNING, "entity without mentions"),
+    # -- offline scoring inputs ---------------------------------------------
+    "UP230": (ERROR, "unknown system"),
+    "UP231": (ERROR, "labelled instance not submitted by the system"),
 }
 
 

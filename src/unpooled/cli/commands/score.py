@@ -37,7 +37,7 @@ def register(sub) -> None:
     p.add_argument("--weights", choices=("balance", "heuristic", "minvar"), default="balance",
                    help="weights of the joint estimator (default: balance)")
     p.add_argument("--match", choices=("exact", "overlap"), default="exact",
-                   help="recall matching policy (default: exact; overlap needs --estimator simple)")
+                   help="recall matching policy (default: exact)")
     p.add_argument("--bootstrap", type=int, default=0, metavar="N", help="bootstrap replicates (default: 0)")
     p.add_argument("--confidence", type=float, default=0.9, help="interval level (default: 0.9)")
     p.add_argument("--seed", type=int, default=None, help="seed of the bootstrap")

@@ -1,0 +1,131 @@
+"""``unpooled score``: offline scoring from files (tested through a parser built with ``register``)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+
+import pytest
+
+from unpooled.cli.commands import score as score_cmd
+from unpooled.cli.main import Exit
+from unpooled.core.errors import UnpooledError
+from unpooled.core.estimators import LEVELS
+
+from ..core.test_offline import X1, X2, X3, X4, Y5, inst, write_jsonl
+
+pytestmark = pytest.mark.filterwarnings("ignore::unpooled.core.estimators.WeightDegeneracyWarning")
+
+
+def run(capsys, *argv) -> tuple[int, str, str]:
+    """Parse with a parser holding only ``score``, and handle errors as ``unpooled.cli.main.main`` does."""
+    parser = argparse.ArgumentParser(prog="unpooled")
+    sub = parser.add_subparsers(dest="command")
+    score_cmd.register(sub)
+    args = parser.parse_args([str(a) for a in argv])
+    try:
+        code = int(args.func(args) or 0)
+    except UnpooledError as exc:
+        print(f"unpooled: error: {exc}", file=__import__("sys").stderr)
+        code = Exit.ERROR
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+@pytest.fixture
+def args(tmp_path):
+    subs = tmp_path / "subs"
+    subs.mkdir()
+    write_jsonl(subs / "A.jsonl", [inst(*X1, entities=("a1", "a2")), inst(*X2, entities=("a1", "a3")),
+                                   inst(*X3, entities=("a4", None), value="Senator")])
+    write_jsonl(subs / "B.jsonl", [inst(*X2, entities=("b1", "b2")), inst(*X4, entities=("b3", "b4"))])
+    labels = write_jsonl(tmp_path / "L.jsonl", [
+        {"system": "A", **inst(*X1), "label": 1}, {"system": "A", **inst(*X2), "label": 0},
+        {"system": "A", "key": "D1\t30-35\tq\t=senator", "label": 1}, {"system": "A", **inst(*X1), "label": 1},
+        {"system": "B", **inst(*X2), "label": 0}, {"system": "B", **inst(*X4), "label": 1},
+    ])
+    ex = write_jsonl(tmp_path / "E.jsonl", [inst(*X1), inst(X3[0], X3[1], X3[2], None, value="senator"),
+                                            inst(*Y5), inst(*X4)])
+    return ["score", "--labels", labels, "--submissions", subs, "--exhaustive", ex]
+
+
+def test_json_rows(capsys, args):
+    code, out, _ = run(capsys, *args, "--estimator", "simple", "--json")
+    assert code == Exit.OK
+    rows = json.loads(out)
+    assert [r["system"] for r in rows] == ["A", "B"]
+    assert set(rows[0]) == {"system", "p", "p_lo", "p_hi", "r", "r_lo", "r_hi", "f1", "f1_lo", "f1_hi", "labels",
+                            "estimator"}
+    a = rows[0]
+    assert (a["p"], a["r"], a["f1"], a["labels"], a["estimator"]) == pytest.approx((0.75, 0.5, 0.6, 4, "simple"))
+    assert a["p_lo"] <= a["p"] <= a["p_hi"]
+
+
+def test_json_bootstrap_and_warnings(capsys, args):
+    code, out, err = run(capsys, *args, "--json", "--bootstrap", "100", "--seed", "7", "--weights", "heuristic",
+                         "--confidence", "0.8")
+    rows = json.loads(out)
+    assert code == 0 and rows[0]["estimator"] == "joint-heuristic"
+    assert {"p_boot_lo", "p_boot_hi", "r_boot_lo", "r_boot_hi", "f1_boot_lo", "f1_boot_hi"} <= set(rows[0])
+    # the same seed gives the same bootstrap bounds
+    _, again, _ = run(capsys, *args, "--json", "--bootstrap", "100", "--seed", "7", "--weights", "heuristic",
+                      "--confidence", "0.8")
+    assert json.loads(again) == rows
+    assert "unpooled: warning: A: importance weights degenerate" in err  # tiny example: few draws
+
+
+def test_text_table(capsys, args):
+    code, out, _ = run(capsys, *args, "--estimator", "simple", "--level", "entity", "--bootstrap", "20")
+    lines = out.splitlines()
+    assert code == 0
+    assert lines[0].startswith("estimator simple, level entity, match exact: 2 systems, 6 labelled draws, "
+                               "4 exhaustive true instances; intervals 90%")
+    assert lines[1].split() == ["system", "P", "[90%]", "R", "[90%]", "F1", "[90%]", "labels", "ESS", "warnings"]
+    assert lines[2].startswith("A ") and "0.500 [" in lines[2]
+    assert "bootstrap percentile intervals (20 replicates, 90%):" in out
+
+
+def test_located_findings_exit_1(capsys, args, tmp_path):
+    labels = args[2]
+    with labels.open("a") as fh:
+        fh.write(json.dumps({"system": "B", **inst(*X1), "label": 1}) + "\n")
+        fh.write(json.dumps({"system": "A", **inst(*X1), "label": 2}) + "\n")
+    code, out, _ = run(capsys, *args)
+    assert code == Exit.FINDINGS
+    first, second = [ln for ln in out.splitlines() if ln.startswith(str(labels))][:2]
+    assert first.startswith(f"{labels}:7:1: UP231 ") and "[system]" in first
+    assert second.startswith(f"{labels}:8:1: UP107 ") and "[label]" in second
+    assert f"{labels}: rejected: 2 error(s)" in out
+    code, out, _ = run(capsys, *args, "--json")
+    rep = json.loads(out)
+    assert code == 1 and rep["ok"] is False
+    assert [(e["line"], e["code"]) for e in rep["reports"][0]["errors"]] == [(7, "UP231"), (8, "UP107")]
+
+
+def test_input_errors_exit_3(capsys, args, tmp_path):
+    bad = list(args)
+    bad[4] = tmp_path / "nowhere"
+    code, _, err = run(capsys, *bad)
+    assert code == Exit.ERROR and "nowhere: not a folder" in err
+    code, out, _ = run(capsys, *args, "--match", "overlap", "--json")
+    assert code == 0 and len(json.loads(out)) == 2
+    code, _, err = run(capsys, *args, "--confidence", "1.5")
+    assert code == Exit.ERROR and "--confidence must be in (0, 1)" in err
+    code, out, _ = run(capsys, *args, "--match", "overlap", "--estimator", "simple", "--json")
+    assert code == 0 and len(json.loads(out)) == 2
+    with pytest.raises(SystemExit) as exc:
+        run(capsys, "score", "--labels", "x")
+    assert exc.value.code == 2
+
+
+def test_duplicate_warnings_go_to_stderr(capsys, args):
+    subs = args[4]
+    with (subs / "B.jsonl").open("a") as fh:
+        fh.write(json.dumps(inst(*X4, entities=("b3", "b4"))) + "\n")
+    code, out, err = run(capsys, *args, "--estimator", "simple", "--json")
+    assert code == 0 and len(json.loads(out)) == 2
+    assert f"{subs / 'B.jsonl'}:3:1: UP209 duplicate of the instance on line 2" in err
+
+
+def test_levels_match_the_core():
+    assert score_cmd.LEVELS == LEVELS
