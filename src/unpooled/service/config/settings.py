@@ -56,6 +56,7 @@ INSTALLED_APPS = [
     "django_tasks_db",
     "unpooled.service.corpora",
     "unpooled.service.submissions",
+    "unpooled.service.annotation",
     "unpooled.service.web",
 ]
 
@@ -133,7 +134,8 @@ WHITENOISE_USE_FINDERS = True
 LIMITS = Limits.from_env()
 DATA_UPLOAD_MAX_MEMORY_SIZE = 10 * 1024 * 1024
 FILE_UPLOAD_MAX_MEMORY_SIZE = 2 * 1024 * 1024
-LOGIN_URL = "/admin/login/"
+LOGIN_URL = "/accounts/login/"
+LOGIN_REDIRECT_URL = "/annotate/"
 
 LOGGING = {
     "version": 1,

@@ -1,0 +1,1 @@
+"""Baseline relation extractors (real models, for the demo and for comparison)."""

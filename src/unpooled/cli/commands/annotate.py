@@ -1,0 +1,208 @@
+"""``unpooled annotate status|simulate|request|documents|controls|aggregate``."""
+
+from __future__ import annotations
+
+import json
+import sys
+
+from ..main import CommandError, setup_django
+from ..progress import progress_bar
+
+
+def register(sub) -> None:
+    p = sub.add_parser("annotate", help="annotation tasks: status, simulated crowd, requests, document samples")
+    cs = p.add_subparsers(dest="annotate_command", metavar="ACTION")
+    cs.required = True
+
+    st = cs.add_parser("status", help="per task type: items, answers, cost, agreement; annotators")
+    st.add_argument("--corpus", help="one corpus (default: all)")
+    st.add_argument("--json", action="store_true")
+    st.set_defaults(func=cmd_status)
+
+    sim = cs.add_parser("simulate", help="answer every open task of a corpus with the simulated crowd")
+    sim.add_argument("--corpus", required=True)
+    sim.add_argument("--accuracy", type=float, default=0.8, help="each simulated annotator's accuracy (0.8)")
+    sim.add_argument("--annotators", type=int, default=5, help="number of simulated annotators (5)")
+    sim.add_argument("--bias", type=float, default=0.0, help="lean of errors towards 'correct' in [-1, 1] (0)")
+    sim.add_argument("--latency", type=float, default=10.0, help="mean seconds per answer (10)")
+    sim.add_argument("--seed", type=int, default=0)
+    sim.add_argument("--max-answers", type=int)
+    sim.add_argument("--json", action="store_true")
+    sim.set_defaults(func=cmd_simulate)
+
+    rq = cs.add_parser("request", help="sample a submission's instances and ask for their verification")
+    rq.add_argument("submission", type=int)
+    rq.add_argument("--sample", type=int, default=150, help="instances drawn uniformly without replacement (150)")
+    rq.add_argument("--seed", type=int, default=0)
+    rq.add_argument("--json", action="store_true")
+    rq.set_defaults(func=cmd_request)
+
+    dc = cs.add_parser("documents", help="sample documents for exhaustive annotation")
+    dc.add_argument("--corpus", required=True)
+    dc.add_argument("--scheme", choices=("uniform", "two-stage", "tfidf"), default="uniform")
+    dc.add_argument("--size", type=int, required=True)
+    dc.add_argument("--seed", type=int, default=0)
+    dc.add_argument("--json", action="store_true")
+    dc.set_defaults(func=cmd_documents)
+
+    ct = cs.add_parser("controls", help="create gold control items from the corpus's gold layer")
+    ct.add_argument("--corpus", required=True)
+    ct.add_argument("-n", type=int, default=50)
+    ct.add_argument("--seed", type=int, default=0)
+    ct.set_defaults(func=cmd_controls)
+
+    ag = cs.add_parser("aggregate", help="re-fit Dawid–Skene over all verification answers")
+    ag.add_argument("--corpus", required=True)
+    ag.set_defaults(func=cmd_aggregate)
+
+
+def _corpus(name: str):
+    from unpooled.service.corpora.models import Corpus
+
+    try:
+        return Corpus.objects.select_related("schema").get(name=name)
+    except Corpus.DoesNotExist:
+        names = ", ".join(Corpus.objects.values_list("name", flat=True)) or "none yet"
+        raise CommandError(f"--corpus {name!r}: no such corpus (stored: {names})") from None
+
+
+def _money(cents) -> str:
+    return "-" if cents is None else f"${cents / 100:,.2f}"
+
+
+def cmd_status(args) -> int:
+    setup_django()
+    from unpooled.service.annotation.status import status
+
+    corpus = _corpus(args.corpus) if args.corpus else None
+    st = status(corpus)
+    if args.json:
+        print(json.dumps(st, indent=1))
+        return 0
+    head = f"corpus {st['corpus']}" if corpus else "all corpora"
+    extra = f"; backend {st['backend']}, committed {_money(st['committed_cents'])} of budget {_money(st['budget_cents'])}" if corpus else ""
+    print(f"{head}: {st['labels']:,} labelled instance keys, {st['leased']} leases out{extra}")
+    print(f"{'task type':<10} {'items':>7} {'complete':>8} {'open':>6} {'answers':>8} {'controls':>8} {'cost':>10} {'per item':>9} {'s/answer':>8}")
+    for k in st["kinds"]:
+        print(f"{k['kind']:<10} {k['items']:>7,} {k['complete']:>8,} {k['open']:>6,} {k['answers']:>8,} "
+              f"{k['control_answers']:>8,} {_money(k['cost_cents']):>10} "
+              f"{_money(k['cost_per_item_cents']) if k['cost_per_item_cents'] is not None else '-':>9} "
+              f"{k['mean_seconds'] if k['mean_seconds'] is not None else '-':>8}")
+    ov = st["agreement"]["overall"]
+    print(f"verification agreement: Fleiss kappa {ov['fleiss_kappa']}, Krippendorff alpha {ov['krippendorff_alpha']} "
+          f"({ov['items']:,} items, {ov['answers']:,} answers)")
+    rel = st["agreement"]["by_relation"]
+    if rel:
+        print(f"{'relation':<28} {'items':>6} {'kappa':>7} {'alpha':>7}")
+        for g, d in list(rel.items())[:40]:
+            print(f"{g:<28} {d['items']:>6} {str(d['fleiss_kappa']):>7} {str(d['krippendorff_alpha']):>7}")
+        if len(rel) > 40:
+            print(f"... {len(rel) - 40} more relation types (--json for all)")
+    if st["annotators"]:
+        print(f"{'annotator':<28} {'answers':>7} {'cost':>9} {'controls':>8} {'ctrl acc':>8} {'agrees':>7}  blocked")
+        for a in st["annotators"]:
+            print(f"{a['annotator']:<28} {a['answers']:>7,} {_money(a['cost_cents']):>9} {a['controls']:>8} "
+                  f"{str(a['control_accuracy']):>8} {str(a['agreement_with_label']):>7}  "
+                  f"{'yes: ' + a['blocked_reason'] if a['blocked'] else 'no'}")
+    return 0
+
+
+def cmd_simulate(args) -> int:
+    if not 0 <= args.accuracy <= 1:
+        raise CommandError(f"--accuracy {args.accuracy}: expected a probability in [0, 1]")
+    if not -1 <= args.bias <= 1:
+        raise CommandError(f"--bias {args.bias}: expected a value in [-1, 1]")
+    if args.annotators < 1:
+        raise CommandError(f"--annotators {args.annotators}: at least 1")
+    setup_django()
+    from unpooled.service.annotation.actions import reaggregate, settings_for
+    from unpooled.service.annotation.models import Task
+    from unpooled.service.crowd.simulated import SimulatedCrowd, exhaustive_accuracy, verification_accuracy
+
+    corpus = _corpus(args.corpus)
+    k = settings_for(corpus).answers_per_item
+    if args.annotators < k:
+        raise CommandError(f"--annotators {args.annotators}: each item needs {k} different annotators")
+    if not corpus.has_gold:
+        raise CommandError(f"corpus {corpus.name} has no gold layer: the simulated crowd answers from it")
+    crowd = SimulatedCrowd.uniform(corpus, args.annotators, accuracy=args.accuracy, bias=args.bias,
+                                   latency=args.latency, rng=args.seed)
+    open_tasks = Task.objects.filter(corpus=corpus, status=Task.Status.OPEN, is_control=False).count()
+    with progress_bar(desc="simulated answers", unit="answer", total=None) as bar:
+        report = crowd.run(max_answers=args.max_answers, progress=bar.update)
+    written = reaggregate(corpus)
+    out = {"corpus": corpus.name, "open_tasks_before": open_tasks, **report.to_dict(), "dawid_skene_labels": written,
+           "verification": {"majority": verification_accuracy(corpus, method="majority"),
+                            "dawid_skene": verification_accuracy(corpus, method="dawid-skene")},
+           "exhaustive": exhaustive_accuracy(corpus)}
+    if args.json:
+        print(json.dumps(out))
+        return 0
+    v = out["verification"]
+    print(f"{report.answers:,} simulated answers ({', '.join(f'{k}: {n:,}' for k, n in report.by_kind.items())}); "
+          f"blocked: {', '.join(report.blocked) or 'none'}")
+    print(f"verification labels vs gold: majority {v['majority']['accuracy']:.4f} on {v['majority']['items']:,} items, "
+          f"Dawid-Skene {v['dawid_skene']['accuracy']:.4f} on {v['dawid_skene']['items']:,}")
+    e = out["exhaustive"]
+    if e["documents"]:
+        print(f"exhaustive: {e['documents']} documents, mention recall {e['mention_recall']:.4f}, precision "
+              f"{e['mention_precision']:.4f}; relation pairs {e['pairs']:,}, pair accuracy {e['pair_accuracy']:.4f}")
+    return 0
+
+
+def cmd_request(args) -> int:
+    setup_django()
+    import numpy as np
+
+    from unpooled.service.annotation.actions import request_verification
+    from unpooled.service.submissions.models import RelationInstance, Submission
+
+    try:
+        sub = Submission.objects.select_related("corpus").get(pk=args.submission)
+    except Submission.DoesNotExist:
+        raise CommandError(f"submission {args.submission}: no such submission") from None
+    ids = np.array(RelationInstance.objects.filter(submission=sub).order_by("pk").values_list("pk", flat=True))
+    if len(ids) == 0:
+        raise CommandError(f"submission {sub.pk} has no instances")
+    pick = np.random.default_rng(args.seed).choice(len(ids), size=min(args.sample, len(ids)), replace=False)
+    res = request_verification(sub, ids[pick].tolist())
+    if args.json:
+        print(json.dumps(res.to_dict()))
+    else:
+        print(f"submission {sub.pk}: {res.keys} distinct instances sampled; {res.reused} already labelled (reused), "
+              f"{res.joined} joined open tasks, {res.created} new tasks ({_money(res.committed_cents)} committed)"
+              + (f"; {res.over_budget} not created: budget spent" if res.over_budget else ""))
+    return 0
+
+
+def cmd_documents(args) -> int:
+    setup_django()
+    from unpooled.service.annotation.sampling import sample_documents
+
+    corpus = _corpus(args.corpus)
+    sample, made = sample_documents(corpus, args.scheme, args.size, seed=args.seed)
+    out = {"corpus": corpus.name, "scheme": args.scheme, "sampled": int(len(sample.indices)), "new_documents": made}
+    if args.json:
+        print(json.dumps(out))
+    else:
+        print(f"{out['sampled']} documents sampled ({args.scheme}), {made} new: one entity task each")
+    return 0
+
+
+def cmd_controls(args) -> int:
+    setup_django()
+    from unpooled.service.annotation.actions import create_verify_controls
+
+    corpus = _corpus(args.corpus)
+    made = create_verify_controls(corpus, args.n, rng=args.seed)
+    print(f"{made} gold control items created for {corpus.name}", file=sys.stderr)
+    return 0
+
+
+def cmd_aggregate(args) -> int:
+    setup_django()
+    from unpooled.service.annotation.actions import reaggregate
+
+    corpus = _corpus(args.corpus)
+    print(f"{reaggregate(corpus)} Dawid-Skene labels written")
+    return 0

@@ -1,0 +1,215 @@
+r"""Choosing documents for exhaustive annotation, with known inclusion probabilities.
+
+Recall needs the true instances of a sample of documents.  Uniform samples rarely share
+entities (method.md §5.1), so the paper added documents found through the first sample's
+entities — and then never corrected for that choice (§5.2, §7).  Here every chosen
+document records its inclusion probability :math:`\pi_d` (conditional on earlier stages
+for a sequential design), and any corpus total :math:`T = \sum_d y_d` is estimated by
+
+.. math:: \hat T = \sum_{d \in S} y_d / \pi_d
+
+which is exactly unbiased; recall is the ratio of two such totals (found / true).
+
+Two-stage design (the paper's, corrected).  Stage 1: a uniform sample :math:`S_1` without
+replacement.  Its annotated entities become queries; stage 2 draws among the other
+documents by **Poisson sampling** (each independently) with
+
+.. math:: \pi_d = \min\{1,\; c\,(\lambda / N_2 + (1 - \lambda)\, s_d / \textstyle\sum s)\}
+
+where :math:`s_d` is the document's score against the queries, :math:`\lambda` a
+defensive uniform share that bounds the weights, and *c* is solved so that
+:math:`\sum \pi_d` is the stage-2 size.  Conditional on :math:`S_1`,
+:math:`T = \sum_{S_1} y_d + \sum_{d \notin S_1} y_d`; the first sum is observed exactly
+(weight 1) and the second is estimated by Horvitz–Thompson over stage 2 (weight
+:math:`1/\pi_d`), so :math:`E[\hat T \mid S_1] = T` for every :math:`S_1`, hence unbiased.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections import Counter
+from dataclasses import dataclass
+from typing import Callable, Sequence
+
+import numpy as np
+
+from ..errors import InvalidInputError
+
+_WORD = re.compile(r"\w+", re.UNICODE)
+
+
+@dataclass(frozen=True)
+class DocumentSample:
+    """Chosen documents (indices into the corpus's document list) and their inclusion probabilities."""
+
+    indices: np.ndarray
+    inclusion: np.ndarray
+    stage: np.ndarray
+    scheme: str
+
+    @property
+    def weights(self) -> np.ndarray:
+        return 1.0 / self.inclusion
+
+    def __len__(self) -> int:
+        return len(self.indices)
+
+    def to_dict(self) -> dict:
+        return {"scheme": self.scheme, "indices": self.indices.tolist(), "inclusion": self.inclusion.tolist(),
+                "stage": self.stage.tolist()}
+
+
+def _size_iv(n_documents: int, size: int) -> None:
+    if n_documents < 1:
+        raise InvalidInputError(f"n_documents: expected at least 1, got {n_documents}")
+    if not 1 <= size <= n_documents:
+        raise InvalidInputError(f"size: expected 1..{n_documents} (the number of documents), got {size}")
+
+
+def sample_uniform(n_documents: int, size: int, *, rng=None) -> DocumentSample:
+    """Simple random sampling without replacement: :math:`\\pi_d = n / N`."""
+    _size_iv(n_documents, size)
+    rng = np.random.default_rng(rng)
+    idx = np.sort(rng.choice(n_documents, size=size, replace=False))
+    return DocumentSample(idx, np.full(size, size / n_documents), np.ones(size, dtype=np.int64), "uniform")
+
+
+def tokenize(text: str) -> list[str]:
+    return [w.casefold() for w in _WORD.findall(text)]
+
+
+def query_scores(texts: Sequence[str], queries: Sequence[str], *, method: str = "tfidf") -> np.ndarray:
+    r"""Each document's score against query strings (entity names).
+
+    A query *occurs* in a document when its token sequence does.  ``'exact-match'``: the
+    number of distinct queries occurring (the seeds' rule); ``'tfidf'``: :math:`\sum_q
+    \text{tf}_{qd} \log(N / \text{df}_q)` over occurring queries.
+    """
+    if method not in ("tfidf", "exact-match"):
+        raise InvalidInputError(f"method: expected 'tfidf' or 'exact-match', got {method!r}")
+    qtoks = [tuple(tokenize(q)) for q in dict.fromkeys(queries)]
+    qtoks = [q for q in qtoks if q]
+    by_first: dict[str, list[tuple]] = {}
+    for q in qtoks:
+        by_first.setdefault(q[0], []).append(q)
+    tf = []
+    for text in texts:
+        toks = tokenize(text)
+        c: Counter = Counter()
+        for i, t in enumerate(toks):
+            for q in by_first.get(t, ()):
+                if tuple(toks[i:i + len(q)]) == q:
+                    c[q] += 1
+        tf.append(c)
+    n = len(texts)
+    df = Counter(q for c in tf for q in c)
+    out = np.zeros(n)
+    for d, c in enumerate(tf):
+        if method == "exact-match":
+            out[d] = len(c)
+        else:
+            out[d] = sum(k * math.log(n / df[q]) for q, k in c.items())
+    return out
+
+
+def poisson_probabilities(scores, expected_size: float, *, smoothing: float = 0.1) -> np.ndarray:
+    r"""Inclusion probabilities :math:`\min(1, c(\lambda/N + (1-\lambda) s_d/\sum s))` summing to ``expected_size``."""
+    s = np.asarray(scores, dtype=float)
+    n = len(s)
+    if np.any(s < 0) or not np.all(np.isfinite(s)):
+        raise InvalidInputError("scores: expected finite non-negative scores")
+    if not 0 < expected_size <= n:
+        raise InvalidInputError(f"expected_size: expected a value in (0, {n}], got {expected_size}")
+    if not 0 <= smoothing <= 1:
+        raise InvalidInputError(f"smoothing: expected a share in [0, 1], got {smoothing}")
+    base = np.full(n, 1.0 / n) if s.sum() == 0 else smoothing / n + (1 - smoothing) * s / s.sum()
+    if np.any(base == 0):
+        raise InvalidInputError("smoothing: 0 leaves documents with no chance of selection; use > 0")
+    pi = np.zeros(n)
+    capped = np.zeros(n, bool)
+    for _ in range(n + 1):   # iterate the caps at 1
+        free = ~capped
+        c = (expected_size - capped.sum()) / base[free].sum()
+        pi[free] = c * base[free]
+        pi[capped] = 1.0
+        over = free & (pi > 1.0)
+        if not over.any():
+            break
+        capped |= over
+    return np.clip(pi, 0.0, 1.0)
+
+
+def _poisson_stage(candidates: np.ndarray, scores: np.ndarray, size: float, smoothing: float, rng):
+    pi = poisson_probabilities(scores, size, smoothing=smoothing)
+    take = rng.random(len(candidates)) < pi
+    return candidates[take], pi[take]
+
+
+def sample_two_stage(texts: Sequence[str], entities_of: Callable[[np.ndarray], Sequence[str]], *, size: int,
+                     first_fraction: float = 0.2, stage2: str = "tfidf", smoothing: float = 0.1,
+                     rng=None) -> DocumentSample:
+    """Stage 1 uniform (``first_fraction · size`` documents), stage 2 Poisson by score against the
+    entities ``entities_of(stage-1 indices)`` returns (the service passes the stage-1 annotations).
+
+    Stage-1 documents get inclusion 1 (their contribution is observed exactly, conditional on
+    stage 1), stage-2 documents their Poisson probability; see the module docstring.
+    Stage 2's size is random with expectation ``size − n₁``.
+    """
+    n = len(texts)
+    _size_iv(n, size)
+    if not 0 < first_fraction <= 1:
+        raise InvalidInputError(f"first_fraction: expected a share in (0, 1], got {first_fraction}")
+    rng = np.random.default_rng(rng)
+    n1 = max(1, int(round(first_fraction * size)))
+    s1 = np.sort(rng.choice(n, size=n1, replace=False))
+    if n1 == size or n1 == n:
+        return DocumentSample(s1, np.ones(n1), np.ones(n1, dtype=np.int64), "two-stage")
+    rest = np.setdiff1d(np.arange(n), s1)
+    scores = query_scores([texts[i] for i in rest], list(entities_of(s1)), method=stage2)
+    s2, pi2 = _poisson_stage(rest, scores, float(size - n1), smoothing, rng)
+    return DocumentSample(np.concatenate([s1, s2]), np.concatenate([np.ones(n1), pi2]),
+                          np.concatenate([np.ones(n1, dtype=np.int64), np.full(len(s2), 2)]), "two-stage")
+
+
+def sample_second_stage(texts: Sequence[str], first: Sequence[int], queries: Sequence[str], *, size: int,
+                        stage2: str = "tfidf", smoothing: float = 0.1, rng=None) -> DocumentSample:
+    """Stage 2 alone, after stage 1 (``first``) was annotated: Poisson among the other documents.
+
+    Returns only the stage-2 documents; stage-1 documents keep inclusion 1 (see the module docstring).
+    """
+    n = len(texts)
+    rest = np.setdiff1d(np.arange(n), np.asarray(first, dtype=np.int64))
+    if len(rest) == 0:
+        return DocumentSample(np.zeros(0, np.int64), np.zeros(0), np.zeros(0, np.int64), "two-stage")
+    if not 1 <= size <= len(rest):
+        raise InvalidInputError(f"size: expected 1..{len(rest)} (documents outside stage 1), got {size}")
+    rng = np.random.default_rng(rng)
+    scores = query_scores([texts[i] for i in rest], queries, method=stage2)
+    s2, pi2 = _poisson_stage(rest, scores, float(size), smoothing, rng)
+    return DocumentSample(s2, pi2, np.full(len(s2), 2), "two-stage")
+
+
+def sample_tfidf(texts: Sequence[str], queries: Sequence[str], *, size: int, smoothing: float = 0.1,
+                 rng=None) -> DocumentSample:
+    """Single-stage Poisson sampling with probability by TF-IDF score against ``queries``."""
+    n = len(texts)
+    _size_iv(n, size)
+    rng = np.random.default_rng(rng)
+    scores = query_scores(texts, queries, method="tfidf")
+    idx, pi = _poisson_stage(np.arange(n), scores, float(size), smoothing, rng)
+    return DocumentSample(idx, pi, np.ones(len(idx), dtype=np.int64), "tfidf")
+
+
+def horvitz_thompson_total(values, sample: DocumentSample) -> float:
+    r""":math:`\hat T = \sum_{d \in S} y_d / \pi_d` (``values`` aligned with ``sample.indices``)."""
+    v = np.asarray(values, dtype=float)
+    if v.shape != sample.indices.shape:
+        raise InvalidInputError(f"values: expected one value per sampled document ({len(sample)})")
+    return float((v / sample.inclusion).sum())
+
+
+def recall_estimate(found, true, sample: DocumentSample) -> float:
+    """Ratio of Horvitz–Thompson totals: found true instances / all true instances (NaN if none)."""
+    den = horvitz_thompson_total(true, sample)
+    return horvitz_thompson_total(found, sample) / den if den > 0 else math.nan

@@ -1,0 +1,514 @@
+"""Annotation actions: create tasks, lease them, take answers, aggregate them into labels.
+
+``check_*`` functions validate, ``do_*`` / plain verbs write.  Every write that spans
+several rows runs in one transaction, so a failure leaves the database as it was.
+"""
+
+from __future__ import annotations
+
+import secrets
+from dataclasses import dataclass, field
+from datetime import timedelta
+
+import numpy as np
+from django.db import IntegrityError, transaction
+from django.db.models import Count, F, Q, Sum
+from django.utils import timezone
+
+from unpooled.core.annotation import answers as fmt
+from unpooled.service.corpora.models import Corpus, Document, GoldMention, GoldRelation
+from unpooled.service.submissions.actions import parse_provenance
+from unpooled.service.submissions.models import RelationInstance, Submission
+
+from .guidelines import VERSIONS
+from .models import (
+    AnnotationSettings, Annotator, Answer, Assignment, ExhaustiveDocument, Kind, Label, SubmissionBudget,
+    Task, TaskRequest,
+)
+
+
+class AnnotationError(Exception):
+    """A request the annotation layer refuses; the message says why."""
+
+
+def settings_for(corpus: Corpus) -> AnnotationSettings:
+    got, _ = AnnotationSettings.objects.get_or_create(corpus=corpus)
+    return got
+
+
+# --------------------------------------------------------------------------- payloads
+
+def _sentence_span(doc: Document, start: int, end: int) -> tuple[int, int]:
+    """The smallest run of whole sentences that covers ``[start, end)``."""
+    rows = list(doc.sentences.filter(end__gt=start, start__lt=end).order_by("index").values_list("start", "end"))
+    if not rows:
+        return max(0, start - 200), min(len(doc.text), end + 200)
+    return rows[0][0], rows[-1][1]
+
+
+def verify_payload(inst: RelationInstance, doc: Document) -> dict:
+    """What the verification page shows for one instance (never which system predicted it)."""
+    schema = doc.corpus.schema.schema()
+    rel = schema.resolve(inst.predicate)
+    spans = list(parse_provenance(inst.provenance)) if inst.provenance else []
+    lo = min([inst.subject_start, inst.object_start] + [s for s, _ in spans])
+    hi = max([inst.subject_end, inst.object_end] + [e for _, e in spans])
+    c0, c1 = _sentence_span(doc, lo, hi)
+    subj = inst.subject
+    obj = inst.object
+    return {
+        "predicate": inst.predicate,
+        "description": rel.description if rel else "",
+        "context": [c0, c1],
+        "provenance": [list(s) for s in spans],
+        "subject": {"start": inst.subject_start, "end": inst.subject_end,
+                    "text": doc.text[inst.subject_start:inst.subject_end], "type": subj.type or "",
+                    "links": list(subj.links or [])},
+        "object": {"start": inst.object_start, "end": inst.object_end,
+                   "text": doc.text[inst.object_start:inst.object_end],
+                   "type": (obj.type if obj is not None else "") or "", "value": inst.value,
+                   "links": list(obj.links or []) if obj is not None else []},
+    }
+
+
+# --------------------------------------------------------------------------- task creation
+
+@dataclass
+class RequestResult:
+    """What :func:`request_verification` did with a submission's sampled instances."""
+
+    keys: int = 0
+    reused: int = 0          # a final label exists: no task
+    joined: int = 0          # an open task exists: this submission joins it
+    created: int = 0         # new tasks
+    over_budget: int = 0     # not created: the budget is spent
+    committed_cents: int = 0
+    over_budget_keys: list[str] = field(default_factory=list)
+
+    def to_dict(self) -> dict:
+        d = dict(self.__dict__)
+        d.pop("over_budget_keys")
+        return d
+
+
+def labelled_keys(corpus: Corpus, hashes) -> set[int]:
+    hashes = list(set(hashes))
+    got: set[int] = set()
+    for i in range(0, len(hashes), 500):
+        got.update(Label.objects.filter(corpus=corpus, key_hash__in=hashes[i:i + 500]).values_list("key_hash", flat=True))
+    return got
+
+
+def submission_committed_cents(sub: Submission) -> int:
+    return TaskRequest.objects.filter(submission=sub).aggregate(s=Sum("committed_cents"))["s"] or 0
+
+
+def corpus_committed_cents(corpus: Corpus) -> int:
+    """Cost of every answer received plus the expected cost of the answers still missing."""
+    spent = Answer.objects.filter(task__corpus=corpus).aggregate(s=Sum("cost_cents"))["s"] or 0
+    st = settings_for(corpus)
+    missing = 0
+    for kind in Kind.values:
+        open_ = Task.objects.filter(corpus=corpus, kind=kind, status=Task.Status.OPEN, is_control=False).annotate(
+            got=Count("answers", filter=Q(answers__weight__gt=0))).aggregate(
+            need=Sum(F("answers_needed") - F("got")))["need"] or 0
+        missing += max(0, open_) * st.reward_cents(kind)
+    return spent + missing
+
+
+def request_verification(sub: Submission, instance_ids, *, now=None) -> RequestResult:
+    """Ask for verification labels of these instances of ``sub``.
+
+    An instance whose canonical key already has a label creates nothing (label reuse); one
+    whose key has an open task joins it; the rest create tasks while the submission's and
+    the corpus's budgets allow (each new task commits ``k × reward``).
+    """
+    corpus = sub.corpus
+    st = settings_for(corpus)
+    now = now or timezone.now()
+    insts = list(RelationInstance.objects.filter(submission=sub, pk__in=list(instance_ids))
+                 .select_related("subject", "object", "document"))
+    by_key: dict[str, RelationInstance] = {}
+    for inst in sorted(insts, key=lambda i: i.pk):
+        by_key.setdefault(inst.key, inst)
+    res = RequestResult(keys=len(by_key))
+    done = labelled_keys(corpus, [i.key_hash for i in by_key.values()])
+    cost = st.answers_per_item * st.reward_verify_cents
+    limit = getattr(SubmissionBudget.objects.filter(submission=sub).first(), "limit_cents", None)
+    if limit is None:
+        limit = st.submission_budget_cents
+    with transaction.atomic():
+        sub_left = None if limit is None else limit - submission_committed_cents(sub)
+        corpus_left = None if st.budget_cents is None else st.budget_cents - corpus_committed_cents(corpus)
+        for key, inst in by_key.items():
+            if inst.key_hash in done and Label.objects.filter(corpus=corpus, key_hash=inst.key_hash, key=key).exists():
+                res.reused += 1
+                continue
+            task = Task.objects.filter(corpus=corpus, kind=Kind.VERIFY, document=inst.document, key=key).first()
+            if task is not None:
+                _, made = TaskRequest.objects.get_or_create(task=task, submission=sub)
+                res.joined += made
+                continue
+            if (sub_left is not None and sub_left < cost) or (corpus_left is not None and corpus_left < cost):
+                res.over_budget += 1
+                res.over_budget_keys.append(key)
+                continue
+            task = Task.objects.create(
+                corpus=corpus, kind=Kind.VERIFY, document=inst.document, key=key, key_hash=inst.key_hash,
+                payload=verify_payload(inst, inst.document), group=inst.predicate,
+                answers_needed=st.answers_per_item, priority=sub.created or now,
+                guideline_version=VERSIONS["verify"])
+            TaskRequest.objects.create(task=task, submission=sub, committed_cents=cost)
+            res.created += 1
+            res.committed_cents += cost
+            if sub_left is not None:
+                sub_left -= cost
+            if corpus_left is not None:
+                corpus_left -= cost
+    return res
+
+
+def request_exhaustive(corpus: Corpus, sample, *, seed: int | None = None, now=None) -> int:
+    """Record a document sample (``sample.indices`` into the corpus's documents by id order,
+    ``sample.inclusion``, ``sample.stage``, ``sample.scheme``) and create one entity task per
+    new document.  Returns the number of new documents."""
+    st = settings_for(corpus)
+    now = now or timezone.now()
+    doc_ids = list(corpus.documents.order_by("id").values_list("id", flat=True))
+    made = 0
+    with transaction.atomic():
+        for idx, inc, stage in zip(np.asarray(sample.indices).tolist(), np.asarray(sample.inclusion).tolist(),
+                                   np.asarray(sample.stage).tolist()):
+            doc_id = doc_ids[idx]
+            _, new = ExhaustiveDocument.objects.get_or_create(
+                corpus=corpus, document_id=doc_id,
+                defaults={"scheme": sample.scheme, "stage": stage, "inclusion": inc, "sample_seed": seed})
+            if new:
+                Task.objects.create(corpus=corpus, kind=Kind.ENTITIES, document_id=doc_id, key="",
+                                    payload={}, answers_needed=st.answers_per_item, priority=now,
+                                    guideline_version=VERSIONS["entities"])
+                made += 1
+    return made
+
+
+def create_verify_controls(corpus: Corpus, n: int, *, rng=None) -> int:
+    """Gold control items for verification, from the corpus's gold layer.
+
+    Half are gold relations (answer: correct), half are gold entity pairs of one sentence
+    given a relation that does not hold between them (answer: wrong).  Controls never
+    produce labels; they measure annotators.
+    """
+    rng = np.random.default_rng(rng)
+    rels = list(GoldRelation.objects.filter(document__corpus=corpus).values_list("pk", flat=True))
+    if not rels:
+        raise AnnotationError(f"corpus {corpus.name} has no gold relations to make controls from")
+    schema = corpus.schema.schema()
+    predicates = sorted(r.name for r in schema.canonical_relations)
+    made = 0
+    picks = rng.choice(len(rels), size=min(n, len(rels)), replace=False)
+    for j, pick in enumerate(picks.tolist()):
+        gr = GoldRelation.objects.select_related("document", "subject", "object").get(pk=rels[pick])
+        doc = gr.document
+        ms = list(GoldMention.objects.filter(entity=gr.subject).order_by("start"))
+        mo = list(GoldMention.objects.filter(entity=gr.object).order_by("start"))
+        pair = min(((a, b) for a in ms for b in mo), key=lambda ab: (abs(ab[0].sentence - ab[1].sentence), ab[0].start))
+        positive = j % 2 == 0
+        true_preds = set(GoldRelation.objects.filter(subject=gr.subject, object=gr.object).values_list("predicate", flat=True))
+        pred = gr.predicate
+        if not positive:
+            choices = [p for p in predicates if p not in true_preds]
+            pred = choices[int(rng.integers(len(choices)))]
+        key = f"control:{doc.pk}:{pair[0].start}-{pair[0].end}:{pred}:{pair[1].start}-{pair[1].end}"
+        lo, hi = min(pair[0].start, pair[1].start), max(pair[0].end, pair[1].end)
+        c0, c1 = _sentence_span(doc, lo, hi)
+        rel = schema.resolve(pred)
+        payload = {
+            "predicate": pred, "description": rel.description if rel else "", "context": [c0, c1], "provenance": [],
+            "subject": {"start": pair[0].start, "end": pair[0].end, "text": doc.text[pair[0].start:pair[0].end],
+                        "type": pair[0].type, "links": []},
+            "object": {"start": pair[1].start, "end": pair[1].end, "text": doc.text[pair[1].start:pair[1].end],
+                       "type": pair[1].type, "value": None, "links": []},
+        }
+        _, new = Task.objects.get_or_create(
+            corpus=corpus, kind=Kind.VERIFY, document=doc, key=key,
+            defaults={"payload": payload, "group": pred, "answers_needed": 0, "priority": timezone.now(),
+                      "is_control": True, "control_answer": {"correct": positive},
+                      "guideline_version": VERSIONS["verify"]})
+        made += new
+    return made
+
+
+# --------------------------------------------------------------------------- leasing
+
+def annotator_for_user(user) -> Annotator:
+    ann, _ = Annotator.objects.get_or_create(backend="inhouse", external_id=user.get_username(), defaults={"user": user})
+    if ann.user_id is None:
+        ann.user = user
+        ann.save(update_fields=["user"])
+    return ann
+
+
+def expire_leases(now=None) -> int:
+    """Return abandoned work: leases past their expiry become ``expired``."""
+    now = now or timezone.now()
+    return Assignment.objects.filter(status=Assignment.Status.LEASED, expires__lt=now).update(
+        status=Assignment.Status.EXPIRED)
+
+
+def _active_filter() -> Q:
+    return Q(assignments__status=Assignment.Status.LEASED) | Q(
+        assignments__status=Assignment.Status.SUBMITTED, assignments__answer__weight__gt=0)
+
+
+def lease_next(annotator: Annotator, *, kind: str | None = None, corpus: Corpus | None = None,
+               now=None, rng=None) -> Assignment | None:
+    """Lease the next task to ``annotator``: oldest request first, never an item twice.
+
+    A task is available while its active leases plus its counted answers are fewer than
+    its ``answers_needed``.  With probability ``control_share`` a gold control the
+    annotator has not seen comes first.  Returns the annotator's current unexpired lease
+    if there is one (a reload does not take a second item).
+    """
+    now = now or timezone.now()
+    if annotator.blocked:
+        return None
+    expire_leases(now)
+    current = (Assignment.objects.filter(annotator=annotator, status=Assignment.Status.LEASED, expires__gte=now)
+               .select_related("task").order_by("leased"))
+    if kind:
+        current = current.filter(task__kind=kind)
+    if corpus is not None:
+        current = current.filter(task__corpus=corpus)
+    got = current.first()
+    if got is not None:
+        return got
+    base = Task.objects.filter(status=Task.Status.OPEN)
+    if kind:
+        base = base.filter(kind=kind)
+    if corpus is not None:
+        base = base.filter(corpus=corpus)
+    mine = Assignment.objects.filter(annotator=annotator).exclude(status=Assignment.Status.EXPIRED).values("task_id")
+    base = base.exclude(pk__in=mine)
+    rng = np.random.default_rng(rng)
+    candidates = []
+    if kind in (None, Kind.VERIFY):
+        st_share = _control_share(corpus)
+        if st_share > 0 and rng.random() < st_share:
+            candidates.append(base.filter(is_control=True).order_by("id"))
+    candidates.append(base.filter(is_control=False).annotate(active=Count("assignments", filter=_active_filter()))
+                      .filter(active__lt=F("answers_needed")).order_by("priority", "id"))
+    for qs in candidates:
+        for task_id in qs.values_list("pk", flat=True)[:20]:
+            got = _try_lease(task_id, annotator, now)
+            if got is not None:
+                return got
+    return None
+
+
+def _control_share(corpus: Corpus | None) -> float:
+    if corpus is None:
+        return 0.1
+    return settings_for(corpus).control_share
+
+
+def _try_lease(task_id: int, annotator: Annotator, now) -> Assignment | None:
+    with transaction.atomic():
+        task = Task.objects.select_for_update().get(pk=task_id)
+        if task.status != Task.Status.OPEN:
+            return None
+        if not task.is_control:
+            active = Assignment.objects.filter(task=task).filter(
+                Q(status=Assignment.Status.LEASED, expires__gte=now)
+                | Q(status=Assignment.Status.SUBMITTED, answer__weight__gt=0)).count()
+            if active >= task.answers_needed:
+                return None
+        lease = settings_for(task.corpus).lease_seconds
+        old = Assignment.objects.filter(task=task, annotator=annotator).first()
+        if old is not None:
+            if old.status != Assignment.Status.EXPIRED:
+                return None
+            old.status, old.leased, old.expires = Assignment.Status.LEASED, now, now + timedelta(seconds=lease)
+            old.save(update_fields=["status", "leased", "expires"])
+            return old
+        try:
+            with transaction.atomic():
+                return Assignment.objects.create(task=task, annotator=annotator, token=secrets.token_urlsafe(24),
+                                                 leased=now, expires=now + timedelta(seconds=lease))
+        except IntegrityError:
+            return None
+
+
+def release(assignment: Assignment) -> None:
+    """Give a leased task back at once (the annotator skipped it)."""
+    Assignment.objects.filter(pk=assignment.pk, status=Assignment.Status.LEASED).update(status=Assignment.Status.EXPIRED)
+
+
+# --------------------------------------------------------------------------- answers
+
+def check_answer(task: Task, value) -> dict:
+    """Validate an answer for ``task``; raises :class:`unpooled.core.annotation.answers.AnswerError`."""
+    schema = task.corpus.schema.schema()
+    if task.kind == Kind.VERIFY:
+        return fmt.validate_verify(value, predicates=schema.relations.keys())
+    if task.kind == Kind.ENTITIES:
+        return fmt.validate_entities(value, text_length=task.document.length, types=schema.entity_types.keys())
+    return fmt.validate_relations(value, n_pairs=len(task.payload.get("pairs", [])), predicates=schema.relations.keys())
+
+
+def submit_answer(assignment: Assignment, value, *, seconds: float | None = None, now=None) -> Answer:
+    """Store an answer to a leased task; complete and aggregate the task when it has enough.
+
+    A late answer (lease expired, but nobody else took the slot) is still accepted; an
+    answer to a task already complete is stored with weight 0 (paid, not counted).
+    """
+    now = now or timezone.now()
+    task = assignment.task
+    clean = check_answer(task, value)
+    annotator = assignment.annotator
+    st = settings_for(task.corpus)
+    with transaction.atomic():
+        a = Assignment.objects.select_for_update().get(pk=assignment.pk)
+        if a.status == Assignment.Status.SUBMITTED:
+            raise AnnotationError("this task was already answered with this lease")
+        task = Task.objects.select_for_update().get(pk=task.pk)
+        correct = fmt.verify_correct(clean) if task.kind == Kind.VERIFY else None
+        weight = 0.0 if (annotator.blocked or task.status != Task.Status.OPEN) else 1.0
+        ans = Answer.objects.create(
+            assignment=a, task=task, annotator=annotator, value=clean, correct=correct, weight=weight,
+            seconds=seconds, cost_cents=st.reward_cents(task.kind), guideline_version=task.guideline_version)
+        a.status = Assignment.Status.SUBMITTED
+        a.save(update_fields=["status"])
+        if task.is_control:
+            _score_control(annotator, task, ans, st, now)
+        elif weight > 0:
+            n = task.answers.filter(weight__gt=0).count()
+            if n >= task.answers_needed:
+                complete_task(task, now=now)
+    return ans
+
+
+def _score_control(annotator: Annotator, task: Task, ans: Answer, st: AnnotationSettings, now) -> None:
+    right = bool(ans.correct) == bool(task.control_answer.get("correct"))
+    Annotator.objects.filter(pk=annotator.pk).update(
+        controls_answered=F("controls_answered") + 1, controls_correct=F("controls_correct") + int(right))
+    annotator.refresh_from_db()
+    acc = annotator.control_accuracy
+    if (not annotator.blocked and annotator.controls_answered >= st.block_min_controls
+            and acc is not None and acc < st.block_below_accuracy):
+        block_annotator(annotator, reason=f"accuracy {acc:.2f} on {annotator.controls_answered} gold controls "
+                                          f"is below {st.block_below_accuracy:.2f}", now=now)
+
+
+def block_annotator(annotator: Annotator, *, reason: str, now=None) -> int:
+    """Block an annotator: end their leases and discount their answers to tasks not yet complete.
+
+    Returns the number of answers discounted; those tasks need new answers from others.
+    """
+    now = now or timezone.now()
+    with transaction.atomic():
+        Annotator.objects.filter(pk=annotator.pk).update(blocked=True, blocked_reason=reason, blocked_at=now)
+        annotator.blocked, annotator.blocked_reason, annotator.blocked_at = True, reason, now
+        Assignment.objects.filter(annotator=annotator, status=Assignment.Status.LEASED).update(
+            status=Assignment.Status.EXPIRED)
+        return Answer.objects.filter(annotator=annotator, task__status=Task.Status.OPEN, weight__gt=0).update(weight=0.0)
+
+
+def complete_task(task: Task, *, now=None) -> None:
+    """Aggregate a task's counted answers (strict majority) and act on the result."""
+    now = now or timezone.now()
+    answers = list(task.answers.filter(weight__gt=0).order_by("id"))
+    if task.kind == Kind.VERIFY:
+        votes = [a.correct for a in answers]
+        yes = sum(votes)
+        correct = yes * 2 > len(votes)
+        task.result = {"correct": correct, "votes": [yes, len(votes) - yes]}
+        Label.objects.create(
+            corpus=task.corpus, key=task.key, key_hash=task.key_hash, task=task,
+            probability=yes / len(votes), correct=correct, method="majority", n_answers=len(votes),
+            annotators=[a.annotator_id for a in answers], guideline_version=task.guideline_version)
+    elif task.kind == Kind.ENTITIES:
+        mentions = fmt.aggregate_mentions([a.value for a in answers])
+        task.result = {"mentions": mentions}
+        _create_relations_task(task, mentions, now)
+    else:
+        labels = fmt.aggregate_relations([a.value for a in answers], len(task.payload["pairs"]))
+        triples = fmt.relation_triples(task.payload["mentions"], task.payload["pairs"], labels)
+        task.result = {"pairs": labels, "relations": [list(t) for t in triples]}
+    task.status = Task.Status.COMPLETE
+    task.completed = now
+    task.save(update_fields=["result", "status", "completed"])
+
+
+def _create_relations_task(entity_task: Task, mentions: list[dict], now) -> Task:
+    doc = entity_task.document
+    rows = list(doc.sentences.order_by("index").values_list("start", "end"))
+    schema = entity_task.corpus.schema.schema()
+    rels = schema.canonical_relations
+
+    def compatible(ta: str, tb: str) -> bool:
+        if schema.type_check != "error":
+            return True
+        return any((ta in r.subject_types and tb in r.object_types) or (tb in r.subject_types and ta in r.object_types)
+                   for r in rels)
+
+    pairs = fmt.candidate_pairs(mentions, [s for s, _ in rows], [e for _, e in rows], compatible=compatible)
+    st = settings_for(entity_task.corpus)
+    task, _ = Task.objects.get_or_create(
+        corpus=entity_task.corpus, kind=Kind.RELATIONS, document=doc, key="",
+        defaults={"payload": {"mentions": mentions, "pairs": [list(p) for p in pairs]},
+                  "answers_needed": st.answers_per_item if pairs else 0, "priority": entity_task.priority,
+                  "guideline_version": VERSIONS["relations"]})
+    if not pairs and task.status == Task.Status.OPEN:
+        task.status, task.completed, task.result = Task.Status.COMPLETE, now, {"pairs": {}, "relations": []}
+        task.save(update_fields=["status", "completed", "result"])
+    return task
+
+
+# --------------------------------------------------------------------------- labels
+
+def current_labels(corpus: Corpus, *, method: str | None = None) -> dict[str, Label]:
+    """The newest label of every labelled key (optionally of one aggregation method)."""
+    qs = Label.objects.filter(corpus=corpus).order_by("id")
+    if method:
+        qs = qs.filter(method=method)
+    out: dict[str, Label] = {}
+    for lab in qs.iterator(chunk_size=2000):
+        out[lab.key] = lab
+    return out
+
+
+def reaggregate(corpus: Corpus, *, method: str = "dawid-skene") -> int:
+    """Fit Dawid–Skene over every counted verification answer of the corpus (controls included,
+    which anchor the annotators' confusion) and append a label wherever the probability changed.
+
+    Returns the number of labels written.
+    """
+    from unpooled.core.annotation import Answers, dawid_skene
+
+    rows = list(Answer.objects.filter(task__corpus=corpus, task__kind=Kind.VERIFY, weight__gt=0)
+                .values_list("task_id", "annotator_id", "correct"))
+    if not rows:
+        return 0
+    answers = Answers.from_records((t, w, int(bool(c))) for t, w, c in rows)
+    fit = dawid_skene(answers, n_classes=2)
+    col = list(answers.classes).index(1) if 1 in answers.classes else None
+    tasks = {t.pk: t for t in Task.objects.filter(pk__in=set(answers.item_keys), is_control=False,
+                                                   status=Task.Status.COMPLETE)}
+    latest = current_labels(corpus, method=method)
+    annotators_by_task: dict[int, list[int]] = {}
+    for t, w, _ in rows:
+        annotators_by_task.setdefault(t, []).append(w)
+    new = []
+    for i, tid in enumerate(answers.item_keys):
+        task = tasks.get(tid)
+        if task is None:
+            continue
+        p = float(fit.probas[i, col]) if col is not None else 0.0
+        old = latest.get(task.key)
+        if old is not None and abs(old.probability - p) < 1e-6:
+            continue
+        new.append(Label(corpus=corpus, key=task.key, key_hash=task.key_hash, task=task, probability=p,
+                         correct=p >= 0.5, method=method, n_answers=len(annotators_by_task[tid]),
+                         annotators=annotators_by_task[tid], guideline_version=task.guideline_version))
+    Label.objects.bulk_create(new, batch_size=1000)
+    return len(new)

@@ -1,0 +1,70 @@
+"""Annotation guidelines: the instructions and examples each task page shows, with versions.
+
+Every answer and label records the guideline version it was given under, so a later
+change of instructions can be told apart in the data.
+"""
+
+from __future__ import annotations
+
+VERSIONS = {"verify": "2026.11", "entities": "2026.11", "relations": "2026.11"}
+
+INSTRUCTIONS = {
+    "verify": {
+        "summary": "Read the highlighted passage. Decide whether the stated relation between the "
+                   "blue subject and the orange object is expressed by this text.",
+        "rules": [
+            "Judge only what this passage says, not what you know from elsewhere.",
+            "Choose 'holds' when the passage states or clearly implies the relation.",
+            "Choose 'another relation' when the two are related, but by a different relation; pick it.",
+            "Choose 'no relation' when the passage does not connect them this way.",
+            "Then check each highlighted mention: is it a real name or expression of the stated type?",
+            "When a knowledge-base link is shown, check that it names the same thing.",
+        ],
+        "examples": [
+            {"text": "Barack Obama was born in Honolulu, Hawaii.", "subject": "Barack Obama",
+             "relation": "place of birth", "object": "Honolulu", "answer": "holds"},
+            {"text": "Obama visited Honolulu in 2019.", "subject": "Obama",
+             "relation": "place of birth", "object": "Honolulu", "answer": "no relation"},
+            {"text": "Angela Merkel, chancellor of Germany, met ...", "subject": "Angela Merkel",
+             "relation": "country of citizenship", "object": "Germany",
+             "answer": "another relation (position held / employer), unless citizenship is stated"},
+        ],
+        "keys": [("1", "holds"), ("2", "another relation"), ("3", "no relation"),
+                 ("s", "subject mention wrong"), ("o", "object mention wrong"),
+                 ("l", "link wrong"), ("Enter", "submit")],
+    },
+    "entities": {
+        "summary": "Mark every mention of a named entity, time or number in the document, give its type, "
+                   "and group mentions that refer to the same thing.",
+        "rules": [
+            "Select a span with the mouse (or move the token cursor with ← → and extend with Shift+← →).",
+            "Press the type's key to mark the selection; marking a marked span again changes its type.",
+            "Press c then click (or use [ ]) to put the current mention in the same group as the previous one.",
+            "Do not mark nested spans: 'University of Tokyo' is one ORG, not also a LOC 'Tokyo' inside it.",
+            "Backspace removes the mention under the cursor.",
+        ],
+        "examples": [
+            {"text": "Marie Curie moved to Paris in 1891. Curie later ...",
+             "answer": "Marie Curie (PER, group 1), Paris (LOC), 1891 (TIME), Curie (PER, group 1)"},
+        ],
+        "keys": [("← →", "move"), ("Shift+← →", "extend"), ("type key", "mark"),
+                 ("[ ]", "previous / next mention"), ("g", "join previous mention's group"),
+                 ("Backspace", "remove"), ("Enter", "submit")],
+    },
+    "relations": {
+        "summary": "For each pair of highlighted mentions in one sentence, choose every relation the "
+                   "sentence states between them, in the right direction, or none.",
+        "rules": [
+            "A → B means A is the subject: 'A born in B' is A → B place of birth.",
+            "Choose nothing (the default) when the sentence does not state a relation of the list.",
+            "Several relations may hold for one pair.",
+            "Judge the sentence shown; the whole document is there for context.",
+        ],
+        "examples": [
+            {"text": "Curie was born in Warsaw.", "answer": "Curie → Warsaw: place of birth"},
+            {"text": "Curie visited Warsaw.", "answer": "none"},
+        ],
+        "keys": [("j / k", "next / previous pair"), ("/", "search a relation"), ("Enter", "add it"),
+                 ("x", "clear the pair"), ("Ctrl+Enter", "submit")],
+    },
+}

@@ -1,0 +1,228 @@
+"""Annotation data: annotators, tasks, leases, answers, labels, budgets, exhaustive samples.
+
+A *task* is one item that needs ``k`` independent answers: the verification of one
+canonical relation instance (``kind='verify'``, identified by the instance key shared by
+every submission that predicted it), or the exhaustive annotation of one document's
+entities (``'entities'``) or of its relations (``'relations'``, created once the entity
+layer of that document is final).  An *assignment* leases a task to one annotator
+until ``expires``; the pair (task, annotator) is unique, so nobody answers an item twice.
+*Labels* are append-only: the current label of an instance key is its newest row.
+"""
+
+from __future__ import annotations
+
+from django.conf import settings
+from django.db import models
+
+from unpooled.service.corpora.models import Corpus, Document
+from unpooled.service.submissions.models import Submission
+
+
+class Kind(models.TextChoices):
+    VERIFY = "verify", "verify an instance"
+    ENTITIES = "entities", "annotate a document's entities"
+    RELATIONS = "relations", "annotate a document's relations"
+
+
+class Backend(models.TextChoices):
+    INHOUSE = "inhouse", "in-house annotators"
+    MTURK = "mturk", "Amazon Mechanical Turk"
+    SIMULATED = "simulated", "simulated crowd"
+
+
+class AnnotationSettings(models.Model):
+    """A corpus's annotation policy: backend, redundancy, leases, prices, budget, quality rules."""
+
+    corpus = models.OneToOneField(Corpus, on_delete=models.CASCADE, related_name="annotation_settings")
+    backend = models.CharField(max_length=20, choices=Backend.choices, default=Backend.SIMULATED)
+    answers_per_item = models.PositiveSmallIntegerField(default=3)
+    lease_seconds = models.PositiveIntegerField(default=900)
+    reward_verify_cents = models.PositiveIntegerField(default=5)
+    reward_entities_cents = models.PositiveIntegerField(default=260)
+    reward_relations_cents = models.PositiveIntegerField(default=225)
+    budget_cents = models.PositiveIntegerField(null=True, blank=True, help_text="cap for the whole corpus")
+    submission_budget_cents = models.PositiveIntegerField(
+        null=True, blank=True, help_text="default cap per submission (verification)")
+    control_share = models.FloatField(default=0.1, help_text="share of an annotator's items that are gold controls")
+    block_below_accuracy = models.FloatField(default=0.6)
+    block_min_controls = models.PositiveIntegerField(default=5)
+    aggregation = models.CharField(max_length=20, default="dawid-skene",
+                                   choices=[("majority", "majority vote"), ("dawid-skene", "Dawid–Skene")])
+
+    def reward_cents(self, kind: str) -> int:
+        return {Kind.VERIFY: self.reward_verify_cents, Kind.ENTITIES: self.reward_entities_cents,
+                Kind.RELATIONS: self.reward_relations_cents}[kind]
+
+
+class Annotator(models.Model):
+    """A person (or simulated worker) who answers tasks, on one backend."""
+
+    backend = models.CharField(max_length=20, choices=Backend.choices)
+    external_id = models.CharField(max_length=200, help_text="user name, MTurk WorkerId or simulated id")
+    user = models.OneToOneField(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL,
+                                related_name="annotator")
+    blocked = models.BooleanField(default=False)
+    blocked_reason = models.TextField(blank=True)
+    blocked_at = models.DateTimeField(null=True, blank=True)
+    controls_answered = models.PositiveIntegerField(default=0)
+    controls_correct = models.PositiveIntegerField(default=0)
+    created = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["backend", "external_id"], name="annotator_unique_id")]
+
+    def __str__(self) -> str:
+        return f"{self.backend}:{self.external_id}"
+
+    @property
+    def control_accuracy(self) -> float | None:
+        """Posterior-mean accuracy on gold controls under a Beta(1, 1) prior."""
+        if not self.controls_answered:
+            return None
+        return (self.controls_correct + 1) / (self.controls_answered + 2)
+
+
+class Task(models.Model):
+    class Status(models.TextChoices):
+        OPEN = "open", "open"
+        COMPLETE = "complete", "complete"
+        CANCELLED = "cancelled", "cancelled"
+
+    corpus = models.ForeignKey(Corpus, on_delete=models.CASCADE, related_name="annotation_tasks")
+    kind = models.CharField(max_length=20, choices=Kind.choices)
+    document = models.ForeignKey(Document, on_delete=models.CASCADE, related_name="annotation_tasks")
+    key = models.TextField(blank=True, help_text="canonical instance key (verify tasks)")
+    key_hash = models.BigIntegerField(default=0)
+    payload = models.JSONField(default=dict, help_text="what the page shows; never the submitting system")
+    group = models.CharField(max_length=100, blank=True, help_text="relation type, for agreement per group")
+    answers_needed = models.PositiveSmallIntegerField(default=3)
+    status = models.CharField(max_length=20, choices=Status.choices, default=Status.OPEN)
+    priority = models.DateTimeField(help_text="age of the oldest request; older first")
+    is_control = models.BooleanField(default=False)
+    control_answer = models.JSONField(null=True, blank=True)
+    result = models.JSONField(null=True, blank=True, help_text="the aggregated answer")
+    guideline_version = models.CharField(max_length=20)
+    created = models.DateTimeField(auto_now_add=True)
+    completed = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        indexes = [
+            models.Index(fields=["corpus", "kind", "status", "priority"], name="task_queue"),
+            models.Index(fields=["key_hash"], name="task_key"),
+        ]
+        constraints = [
+            models.UniqueConstraint(fields=["corpus", "kind", "document", "key"], name="task_unique_item"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.kind} #{self.pk}"
+
+
+class TaskRequest(models.Model):
+    """Which submission asked for a task (for priority and budgets; never shown to annotators)."""
+
+    task = models.ForeignKey(Task, on_delete=models.CASCADE, related_name="requests")
+    submission = models.ForeignKey(Submission, on_delete=models.CASCADE, related_name="task_requests")
+    committed_cents = models.PositiveIntegerField(default=0, help_text="expected cost when this request created the task")
+    created = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["task", "submission"], name="request_unique")]
+
+
+class Assignment(models.Model):
+    """A lease of one task to one annotator; at most one per (task, annotator)."""
+
+    class Status(models.TextChoices):
+        LEASED = "leased", "leased"
+        SUBMITTED = "submitted", "submitted"
+        EXPIRED = "expired", "expired"
+
+    task = models.ForeignKey(Task, on_delete=models.CASCADE, related_name="assignments")
+    annotator = models.ForeignKey(Annotator, on_delete=models.PROTECT, related_name="assignments")
+    status = models.CharField(max_length=20, choices=Status.choices, default=Status.LEASED)
+    token = models.CharField(max_length=64, unique=True, help_text="opaque id used in page URLs")
+    leased = models.DateTimeField()
+    expires = models.DateTimeField()
+    external_ref = models.CharField(max_length=200, blank=True, help_text="e.g. MTurk HITId/AssignmentId")
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["task", "annotator"], name="assignment_unique")]
+        indexes = [models.Index(fields=["status", "expires"], name="assignment_lease")]
+
+
+class Answer(models.Model):
+    """One annotator's answer to one task. Append-only; ``weight`` 0 discounts it."""
+
+    assignment = models.OneToOneField(Assignment, on_delete=models.CASCADE, related_name="answer")
+    task = models.ForeignKey(Task, on_delete=models.CASCADE, related_name="answers")
+    annotator = models.ForeignKey(Annotator, on_delete=models.PROTECT, related_name="answers")
+    value = models.JSONField()
+    correct = models.BooleanField(null=True, help_text="verify: the answer says the instance is correct")
+    weight = models.FloatField(default=1.0)
+    seconds = models.FloatField(null=True, blank=True)
+    cost_cents = models.PositiveIntegerField(default=0)
+    guideline_version = models.CharField(max_length=20)
+    created = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        indexes = [models.Index(fields=["task", "weight"], name="answer_task")]
+
+
+class Label(models.Model):
+    """A final verification label of a canonical instance key. Append-only: newest row wins."""
+
+    corpus = models.ForeignKey(Corpus, on_delete=models.CASCADE, related_name="labels")
+    key = models.TextField()
+    key_hash = models.BigIntegerField()
+    task = models.ForeignKey(Task, null=True, on_delete=models.SET_NULL, related_name="labels")
+    probability = models.FloatField(help_text="probability that the instance is correct (soft label)")
+    correct = models.BooleanField(help_text="the hard label")
+    method = models.CharField(max_length=20)
+    n_answers = models.PositiveSmallIntegerField()
+    annotators = models.JSONField(default=list, help_text="annotator ids whose answers were used")
+    guideline_version = models.CharField(max_length=20)
+    created = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        indexes = [models.Index(fields=["corpus", "key_hash", "-id"], name="label_key")]
+
+
+class SubmissionBudget(models.Model):
+    submission = models.OneToOneField(Submission, on_delete=models.CASCADE, related_name="annotation_budget")
+    limit_cents = models.PositiveIntegerField()
+
+
+class ExhaustiveDocument(models.Model):
+    """A document chosen for exhaustive annotation, with its (conditional) inclusion probability."""
+
+    corpus = models.ForeignKey(Corpus, on_delete=models.CASCADE, related_name="exhaustive_documents")
+    document = models.ForeignKey(Document, on_delete=models.CASCADE, related_name="+")
+    scheme = models.CharField(max_length=20)
+    stage = models.PositiveSmallIntegerField(default=1)
+    inclusion = models.FloatField()
+    sample_seed = models.BigIntegerField(null=True)
+    created = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["corpus", "document"], name="exhaustive_unique_doc")]
+
+    @property
+    def weight(self) -> float:
+        return 1.0 / self.inclusion
+
+
+class Hit(models.Model):
+    """An MTurk HIT posted for a task. The row (with its request token) is written *before* the
+    call, so a crash between the two is repaired by reconciliation: the HIT is found by its
+    RequesterAnnotation and adopted, never posted twice."""
+
+    task = models.OneToOneField(Task, on_delete=models.CASCADE, related_name="hit")
+    request_token = models.CharField(max_length=64, unique=True)
+    hit_id = models.CharField(max_length=100, blank=True)
+    max_assignments = models.PositiveSmallIntegerField()
+    status = models.CharField(max_length=20, default="pending")
+    approved = models.JSONField(default=list, help_text="AssignmentIds approved")
+    rejected = models.JSONField(default=list, help_text="AssignmentIds rejected")
+    created = models.DateTimeField(auto_now_add=True)
+    updated = models.DateTimeField(auto_now=True)

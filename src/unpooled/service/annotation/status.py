@@ -1,0 +1,124 @@
+"""Annotation progress, cost, agreement and annotator quality (organiser page and CLI)."""
+
+from __future__ import annotations
+
+import math
+from collections import defaultdict
+
+from django.db.models import Count, Q, Sum
+
+from unpooled.service.corpora.models import Corpus
+
+from .models import Annotator, Answer, Assignment, Kind, Label, Task
+
+
+def _num(x: float | None) -> float | None:
+    return None if x is None or (isinstance(x, float) and math.isnan(x)) else round(float(x), 4)
+
+
+def _verify_answers(corpus: Corpus | None):
+    qs = Answer.objects.filter(task__kind=Kind.VERIFY, task__is_control=False, weight__gt=0)
+    if corpus is not None:
+        qs = qs.filter(task__corpus=corpus)
+    return list(qs.values_list("task_id", "annotator_id", "correct", "task__group"))
+
+
+def verification_agreement(corpus: Corpus | None = None) -> dict:
+    """Fleiss κ and Krippendorff α of the verification answers, overall and per relation type."""
+    from unpooled.core.annotation import Answers, agreement_by_group, fleiss_kappa, krippendorff_alpha
+
+    rows = _verify_answers(corpus)
+    if not rows:
+        return {"overall": {"items": 0, "answers": 0, "fleiss_kappa": None, "krippendorff_alpha": None},
+                "by_relation": {}}
+    answers = Answers.from_records((t, w, int(bool(c))) for t, w, c, _ in rows)
+    group_of = {t: g for t, _, _, g in rows}
+    groups = [group_of[k] for k in answers.item_keys]
+    per = agreement_by_group(answers, groups, n_classes=2)
+    overall = {"items": len(answers.item_keys), "answers": len(rows),
+               "fleiss_kappa": _num(fleiss_kappa(answers, n_classes=2)),
+               "krippendorff_alpha": _num(krippendorff_alpha(answers, n_classes=2))}
+    by_rel = {g: {k: (_num(v) if isinstance(v, float) else v) for k, v in d.items()} for g, d in sorted(per.items())}
+    return {"overall": overall, "by_relation": by_rel}
+
+
+def kind_summary(corpus: Corpus | None = None) -> list[dict]:
+    """Per task type: items, complete, open, answers, cost, mean seconds per answer."""
+    out = []
+    for kind in Kind.values:
+        tasks = Task.objects.filter(kind=kind, is_control=False)
+        answers = Answer.objects.filter(task__kind=kind)
+        if corpus is not None:
+            tasks, answers = tasks.filter(corpus=corpus), answers.filter(task__corpus=corpus)
+        t = tasks.aggregate(items=Count("id"), complete=Count("id", filter=Q(status=Task.Status.COMPLETE)),
+                            open=Count("id", filter=Q(status=Task.Status.OPEN)))
+        a = answers.aggregate(n=Count("id"), counted=Count("id", filter=Q(weight__gt=0)), cost=Sum("cost_cents"),
+                              total_seconds=Sum("seconds"), timed=Count("seconds"))
+        controls = Answer.objects.filter(task__kind=kind, task__is_control=True)
+        if corpus is not None:
+            controls = controls.filter(task__corpus=corpus)
+        out.append({
+            "kind": kind, "items": t["items"], "complete": t["complete"], "open": t["open"],
+            "answers": a["n"], "answers_counted": a["counted"], "control_answers": controls.count(),
+            "cost_cents": a["cost"] or 0,
+            "cost_per_item_cents": round((a["cost"] or 0) / t["complete"], 1) if t["complete"] else None,
+            "mean_seconds": round(a["total_seconds"] / a["timed"], 1) if a["timed"] else None,
+        })
+    return out
+
+
+def annotator_table(corpus: Corpus | None = None) -> list[dict]:
+    """Per annotator: answers, cost, gold-control accuracy, agreement with the final label, blocked."""
+    qs = Annotator.objects.all()
+    answers = Answer.objects.all()
+    if corpus is not None:
+        answers = answers.filter(task__corpus=corpus)
+        qs = qs.filter(answers__task__corpus=corpus).distinct()
+    stats = {r["annotator_id"]: r for r in answers.values("annotator_id").annotate(
+        n=Count("id"), cost=Sum("cost_cents"))}
+    # agreement with the final label of completed verification tasks
+    final = {}
+    labs = Label.objects.all() if corpus is None else Label.objects.filter(corpus=corpus)
+    for key, correct in labs.order_by("id").values_list("key", "correct"):
+        final[key] = correct
+    agree: dict[int, list[int]] = defaultdict(lambda: [0, 0])
+    ver = answers.filter(task__kind=Kind.VERIFY, task__is_control=False, task__status=Task.Status.COMPLETE)
+    for ann, key, correct in ver.values_list("annotator_id", "task__key", "correct"):
+        if key in final:
+            agree[ann][0] += int(final[key] == correct)
+            agree[ann][1] += 1
+    rows = []
+    for a in qs.order_by("backend", "external_id"):
+        s = stats.get(a.pk, {})
+        ag = agree.get(a.pk)
+        rows.append({
+            "id": a.pk, "annotator": str(a), "backend": a.backend, "answers": s.get("n", 0),
+            "cost_cents": s.get("cost") or 0, "controls": a.controls_answered,
+            "control_accuracy": _num(a.control_accuracy),
+            "agreement_with_label": _num(ag[0] / ag[1]) if ag and ag[1] else None,
+            "blocked": a.blocked, "blocked_reason": a.blocked_reason,
+        })
+    return rows
+
+
+def status(corpus: Corpus | None = None) -> dict:
+    """Everything the organiser page and ``unpooled annotate status`` show."""
+    from .actions import corpus_committed_cents, settings_for
+
+    leased = Assignment.objects.filter(status=Assignment.Status.LEASED)
+    if corpus is not None:
+        leased = leased.filter(task__corpus=corpus)
+    out = {
+        "corpus": corpus.name if corpus is not None else None,
+        "kinds": kind_summary(corpus),
+        "agreement": verification_agreement(corpus),
+        "annotators": annotator_table(corpus),
+        "leased": leased.count(),
+        "labels": (Label.objects.filter(corpus=corpus) if corpus else Label.objects).values("key_hash").distinct().count(),
+    }
+    if corpus is not None:
+        st = settings_for(corpus)
+        out["backend"] = st.backend
+        out["budget_cents"] = st.budget_cents
+        out["committed_cents"] = corpus_committed_cents(corpus)
+    return out

@@ -1,0 +1,208 @@
+"""Annotation pages: the work queue, the three task pages, the MTurk entry point, the organiser page.
+
+Views are thin: they find the lease, call an action and render.  No page shows which
+submission (system) asked for an item.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+
+from django.contrib.admin.views.decorators import staff_member_required
+from django.contrib.auth.decorators import login_required
+from django.db.models import Count, Q
+from django.http import Http404, HttpResponseBadRequest
+from django.shortcuts import get_object_or_404, redirect, render
+from django.utils import timezone
+from django.views.decorators.clickjacking import xframe_options_exempt
+from django.views.decorators.http import require_POST
+
+from unpooled.core.annotation.answers import AnswerError
+from unpooled.service.corpora.models import Corpus
+
+from . import actions
+from .guidelines import INSTRUCTIONS
+from .models import Annotator, Assignment, Backend, Kind, Task
+from .status import status
+
+_TOKEN = re.compile(r"\w+|[^\w\s]", re.UNICODE)
+
+
+def segments(text: str, start: int, end: int, marks: list[tuple[int, int, str]]) -> list[tuple[str, str]]:
+    """Split ``text[start:end]`` into (piece, css class) with the non-overlapping ``marks`` highlighted."""
+    out, pos = [], start
+    for s, e, cls in sorted((max(s, start), min(e, end), c) for s, e, c in marks if s < end and e > start):
+        if s < pos:
+            continue
+        if s > pos:
+            out.append((text[pos:s], ""))
+        out.append((text[s:e], cls))
+        pos = e
+    if pos < end:
+        out.append((text[pos:end], ""))
+    return out
+
+
+def tokens(text: str) -> list[tuple[int, int]]:
+    return [(m.start(), m.end()) for m in _TOKEN.finditer(text)]
+
+
+@login_required
+def queue(request):
+    ann = actions.annotator_for_user(request.user)
+    open_by_kind = dict(Task.objects.filter(status=Task.Status.OPEN, is_control=False).values_list("kind")
+                        .annotate(n=Count("id")).values_list("kind", "n"))
+    done = ann.answers.count()
+    kinds = [{"kind": k, "label": label, "open": open_by_kind.get(k, 0)} for k, label in Kind.choices]
+    return render(request, "annotation/queue.html", {"annotator": ann, "kinds": kinds, "done": done})
+
+
+@login_required
+def next_task(request, kind: str):
+    if kind not in Kind.values:
+        raise Http404(f"no task type {kind!r}")
+    ann = actions.annotator_for_user(request.user)
+    if ann.blocked:
+        return render(request, "annotation/blocked.html", {"annotator": ann}, status=403)
+    lease = actions.lease_next(ann, kind=kind)
+    if lease is None:
+        return render(request, "annotation/empty.html", {"kind": kind, "label": Kind(kind).label})
+    return redirect("annotation:task", token=lease.token)
+
+
+def _lease_for(request, token: str) -> Assignment:
+    lease = get_object_or_404(Assignment.objects.select_related("task", "task__document", "task__corpus__schema",
+                                                                "annotator"), token=token)
+    ann = lease.annotator
+    if ann.backend == Backend.INHOUSE:
+        if not request.user.is_authenticated or ann.user_id != request.user.pk:
+            raise Http404("no such task for you")
+    return lease
+
+
+def _context(lease: Assignment, error: str | None = None, value=None) -> dict:
+    task = lease.task
+    doc = task.document
+    schema = task.corpus.schema.schema()
+    ctx = {"lease": lease, "task": task, "kind": task.kind, "guide": INSTRUCTIONS[task.kind], "error": error,
+           "previous": value,
+           "expires": lease.expires, "mturk": lease.annotator.backend == Backend.MTURK}
+    if task.kind == Kind.VERIFY:
+        p = task.payload
+        c0, c1 = p["context"]
+        marks = [(p["subject"]["start"], p["subject"]["end"], "subj"), (p["object"]["start"], p["object"]["end"], "obj")]
+        ctx["pieces"] = segments(doc.text, c0, c1, marks)
+        ctx["p"] = p
+        ctx["relations"] = [(r.name, r.description) for r in schema.canonical_relations]
+        ctx["has_links"] = bool(p["subject"].get("links") or p["object"].get("links"))
+    elif task.kind == Kind.ENTITIES:
+        ctx["tokens"] = [(s, e, doc.text[s:e], doc.text[e:(ntok[0] if ntok else len(doc.text))])
+                         for (s, e), ntok in _with_next(tokens(doc.text))]
+        ctx["lead"] = doc.text[:ctx["tokens"][0][0]] if ctx["tokens"] else doc.text
+        ctx["types"] = [(i + 1, t, desc) for i, (t, desc) in enumerate(sorted(schema.entity_types.items()))]
+        ctx["types_json"] = json.dumps([t for t, _ in sorted(schema.entity_types.items())])
+    else:
+        p = task.payload
+        mentions = p["mentions"]
+        rows = list(doc.sentences.order_by("index").values_list("start", "end"))
+        pairs = []
+        for i, (a, b) in enumerate(p["pairs"]):
+            ma, mb = mentions[a], mentions[b]
+            s = next(((s0, e0) for s0, e0 in rows if s0 <= ma["start"] < e0), (0, len(doc.text)))
+            pairs.append({"index": i, "a": doc.text[ma["start"]:ma["end"]], "b": doc.text[mb["start"]:mb["end"]],
+                          "a_type": ma["type"], "b_type": mb["type"],
+                          "pieces": segments(doc.text, s[0], s[1], [(ma["start"], ma["end"], "subj"),
+                                                                     (mb["start"], mb["end"], "obj")])})
+        ctx["pairs"] = pairs
+        ctx["relations"] = [(r.name, r.description or r.name) for r in schema.canonical_relations]
+        ctx["relations_json"] = json.dumps([[r.name, r.description or r.name] for r in schema.canonical_relations])
+    return ctx
+
+
+def _with_next(toks):
+    for i, t in enumerate(toks):
+        yield t, (toks[i + 1] if i + 1 < len(toks) else None)
+
+
+@xframe_options_exempt
+def task_page(request, token: str):
+    lease = _lease_for(request, token)
+    if lease.status == Assignment.Status.SUBMITTED:
+        return redirect("annotation:next", kind=lease.task.kind) if lease.annotator.backend == Backend.INHOUSE \
+            else render(request, "annotation/thanks.html", {})
+    if request.method == "POST":
+        raw = request.POST.get("answer", "")
+        try:
+            value = json.loads(raw)
+        except ValueError as exc:
+            return render(request, "annotation/task.html", _context(lease, f"answer: not JSON ({exc})"), status=400)
+        try:
+            seconds = float(request.POST.get("seconds") or 0) or None
+        except ValueError:
+            seconds = None
+        try:
+            actions.submit_answer(lease, value, seconds=seconds)
+        except AnswerError as exc:
+            return render(request, "annotation/task.html", _context(lease, str(exc), value), status=400)
+        except actions.AnnotationError as exc:
+            return render(request, "annotation/task.html", _context(lease, str(exc), value), status=409)
+        if lease.annotator.backend == Backend.MTURK:
+            return render(request, "annotation/mturk_submit.html",
+                          {"submit_to": request.session.get(f"turk:{token}", "https://workersandbox.mturk.com"),
+                           "assignment_id": lease.external_ref.split("/")[-1], "token": token})
+        return redirect("annotation:next", kind=lease.task.kind)
+    if lease.status == Assignment.Status.EXPIRED or lease.expires < timezone.now():
+        return render(request, "annotation/expired.html", {"kind": lease.task.kind}, status=410)
+    return render(request, "annotation/task.html", _context(lease))
+
+
+@require_POST
+@login_required
+def skip(request, token: str):
+    lease = _lease_for(request, token)
+    actions.release(lease)
+    return redirect("annotation:next", kind=lease.task.kind)
+
+
+@xframe_options_exempt
+def mturk_entry(request):
+    """ExternalQuestion landing page: ``?hitId=&assignmentId=&workerId=&turkSubmitTo=&task=``.
+
+    In preview (``assignmentId=ASSIGNMENT_ID_NOT_AVAILABLE``) it shows the instructions only.
+    """
+    task_id = request.GET.get("task", "")
+    assignment_id = request.GET.get("assignmentId", "")
+    worker = request.GET.get("workerId", "")
+    if not task_id.isdigit():
+        return HttpResponseBadRequest("task: missing or not a number")
+    task = get_object_or_404(Task, pk=int(task_id))
+    if not assignment_id or assignment_id == "ASSIGNMENT_ID_NOT_AVAILABLE" or not worker:
+        return render(request, "annotation/preview.html", {"guide": INSTRUCTIONS[task.kind], "kind": task.kind})
+    ann, _ = Annotator.objects.get_or_create(backend=Backend.MTURK, external_id=worker)
+    if ann.blocked:
+        return render(request, "annotation/blocked.html", {"annotator": ann}, status=403)
+    lease = Assignment.objects.filter(task=task, annotator=ann).first()
+    if lease is None or lease.status == Assignment.Status.EXPIRED:
+        lease = actions._try_lease(task.pk, ann, timezone.now())
+        if lease is None:
+            return render(request, "annotation/empty.html", {"kind": task.kind, "label": "this item"}, status=409)
+        lease.external_ref = f"{request.GET.get('hitId', '')}/{assignment_id}"
+        lease.save(update_fields=["external_ref"])
+    request.session[f"turk:{lease.token}"] = request.GET.get("turkSubmitTo", "https://workersandbox.mturk.com")
+    return redirect("annotation:task", token=lease.token)
+
+
+@staff_member_required
+def organiser(request):
+    corpora = list(Corpus.objects.order_by("name"))
+    name = request.GET.get("corpus") or (corpora[0].name if corpora else None)
+    corpus = next((c for c in corpora if c.name == name), None)
+    st = status(corpus) if corpus is not None else None
+    stalled = []
+    if corpus is not None:
+        stalled = list(Task.objects.filter(corpus=corpus, status=Task.Status.OPEN, is_control=False,
+                                           created__lt=timezone.now() - timezone.timedelta(days=1))
+                       .annotate(n=Count("answers", filter=Q(answers__weight__gt=0))).order_by("priority")[:20])
+    return render(request, "annotation/organiser.html",
+                  {"corpora": corpora, "corpus": corpus, "st": st, "stalled": stalled})

@@ -1,0 +1,258 @@
+"""The simulated crowd: answers open tasks from a corpus's gold annotation layer.
+
+Each simulated annotator is a row of :class:`~unpooled.service.annotation.models.Annotator`
+(backend ``simulated``) and works through the same path as a person: it leases a task
+with :func:`~unpooled.service.annotation.actions.lease_next` and answers it with
+:func:`~unpooled.service.annotation.actions.submit_answer`.  What it answers is the
+truth (from the gold layer) with probability ``accuracy``, else a wrong answer:
+
+* verify: the opposite judgement (with ``bias`` > 0 errors lean towards "correct":
+  an annotator with bias b answers "correct" on a wrong item with probability
+  ``(1 − a)(1 + b)`` clipped to [0, 1] and "wrong" on a correct item with probability
+  ``(1 − a)(1 − b)``; b = 0 keeps the accuracy exactly ``a`` on both classes);
+* entities: per gold mention, with probability ``1 − a`` one error: the mention is
+  missed, given another type, or put in a cluster of its own;
+* relations: per candidate pair, with probability ``1 − a`` one error: a true
+  relation dropped or a wrong one added.
+
+Latency is log-normal around ``latency`` seconds and recorded on each answer.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from unpooled.service.annotation import actions
+from unpooled.service.annotation.models import Annotator, Backend, Kind, Task
+from unpooled.service.corpora.models import Corpus, Document, GoldMention, GoldRelation
+
+
+@dataclass(frozen=True)
+class SimulatedWorker:
+    name: str
+    accuracy: float = 0.8
+    bias: float = 0.0
+    latency: float = 10.0
+
+
+@dataclass
+class SimulationReport:
+    answers: int = 0
+    by_kind: dict = field(default_factory=lambda: defaultdict(int))
+    blocked: list = field(default_factory=list)
+    seconds: float = 0.0
+
+    def to_dict(self) -> dict:
+        return {"answers": self.answers, "by_kind": dict(self.by_kind), "blocked": self.blocked,
+                "annotator_seconds": round(self.seconds, 1)}
+
+
+class GoldOracle:
+    """The truth of each task, read from the corpus's gold layer (cached per document)."""
+
+    def __init__(self, corpus: Corpus) -> None:
+        self.corpus = corpus
+        self._docs: dict[int, tuple[list, dict]] = {}
+
+    def _doc(self, doc_id: int):
+        got = self._docs.get(doc_id)
+        if got is None:
+            mentions = list(GoldMention.objects.filter(document_id=doc_id).order_by("start", "-end")
+                            .values_list("start", "end", "type", "entity_id"))
+            rels: dict[tuple[int, int], set[str]] = defaultdict(set)
+            for s, p, o in GoldRelation.objects.filter(document_id=doc_id).values_list("subject_id", "predicate", "object_id"):
+                rels[(s, o)].add(p)
+            got = self._docs[doc_id] = (mentions, rels)
+        return got
+
+    def entities_at(self, doc_id: int, start: int, end: int) -> set[int]:
+        mentions, _ = self._doc(doc_id)
+        return {e for s, t, _, e in mentions if s < end and start < t}
+
+    def verify(self, task: Task) -> bool:
+        if task.is_control:
+            return bool(task.control_answer["correct"])
+        p = task.payload
+        subj = self.entities_at(task.document_id, p["subject"]["start"], p["subject"]["end"])
+        obj = self.entities_at(task.document_id, p["object"]["start"], p["object"]["end"])
+        _, rels = self._doc(task.document_id)
+        return any(p["predicate"] in rels.get((h, t), ()) for h in subj for t in obj)
+
+    def mentions(self, doc_id: int) -> list[dict]:
+        """Gold mentions without overlaps (the first, longest of overlapping spans is kept)."""
+        mentions, _ = self._doc(doc_id)
+        out, last_end = [], -1
+        for s, e, typ, ent in mentions:
+            if s >= last_end:
+                out.append({"start": s, "end": e, "type": typ, "cluster": ent, "link": ""})
+                last_end = e
+        return out
+
+    def pair_labels(self, doc_id: int, mentions: list[dict], pair) -> list[str]:
+        a, b = mentions[pair[0]], mentions[pair[1]]
+        ea = self.entities_at(doc_id, a["start"], a["end"])
+        eb = self.entities_at(doc_id, b["start"], b["end"])
+        _, rels = self._doc(doc_id)
+        out = set()
+        for x in ea:
+            for y in eb:
+                out.update(f"ab:{p}" for p in rels.get((x, y), ()))
+                out.update(f"ba:{p}" for p in rels.get((y, x), ()))
+        return sorted(out)
+
+
+class SimulatedCrowd:
+    """Simulated annotators answering a corpus's open tasks through the normal assignment path."""
+
+    def __init__(self, corpus: Corpus, workers: list[SimulatedWorker], *, rng=None) -> None:
+        if not workers:
+            raise ValueError("workers: at least one simulated annotator is needed")
+        self.corpus = corpus
+        self.workers = workers
+        self.rng = np.random.default_rng(rng)
+        self.oracle = GoldOracle(corpus)
+        schema = corpus.schema.schema()
+        self.types = sorted(schema.entity_types)
+        self.predicates = sorted(r.name for r in schema.canonical_relations)
+        self.annotators = [Annotator.objects.get_or_create(backend=Backend.SIMULATED, external_id=w.name)[0]
+                           for w in workers]
+
+    @classmethod
+    def uniform(cls, corpus: Corpus, k: int, *, accuracy: float = 0.8, bias: float = 0.0, latency: float = 10.0,
+                prefix: str = "sim", rng=None) -> "SimulatedCrowd":
+        return cls(corpus, [SimulatedWorker(f"{prefix}-{i + 1:02d}", accuracy, bias, latency) for i in range(k)], rng=rng)
+
+    # ------------------------------------------------------------------ answers
+    def answer_verify(self, w: SimulatedWorker, task: Task) -> dict:
+        truth = self.oracle.verify(task)
+        err = (1 - w.accuracy) * ((1 - w.bias) if truth else (1 + w.bias))
+        says = truth if self.rng.random() >= min(1.0, max(0.0, err)) else not truth
+        if says:
+            return {"relation": "holds", "subject_ok": True, "object_ok": True, "link_ok": None}
+        return {"relation": "none", "subject_ok": True, "object_ok": True, "link_ok": None}
+
+    def answer_entities(self, w: SimulatedWorker, task: Task) -> dict:
+        out = []
+        fresh = 10 ** 9
+        for m in self.oracle.mentions(task.document_id):
+            m = dict(m)
+            if self.rng.random() < 1 - w.accuracy:
+                kind = int(self.rng.integers(3))
+                if kind == 0:
+                    continue
+                if kind == 1:
+                    others = [t for t in self.types if t != m["type"]]
+                    m["type"] = others[int(self.rng.integers(len(others)))]
+                else:
+                    fresh += 1
+                    m["cluster"] = fresh
+            out.append(m)
+        return {"mentions": out}
+
+    def answer_relations(self, w: SimulatedWorker, task: Task) -> dict:
+        mentions, pairs = task.payload["mentions"], task.payload["pairs"]
+        out = {}
+        for i, pair in enumerate(pairs):
+            labels = self.oracle.pair_labels(task.document_id, mentions, pair)
+            if self.rng.random() < 1 - w.accuracy:
+                if labels and self.rng.random() < 0.5:
+                    labels = labels[:]
+                    labels.pop(int(self.rng.integers(len(labels))))
+                else:
+                    wrong = f"{'ab' if self.rng.random() < 0.5 else 'ba'}:{self.predicates[int(self.rng.integers(len(self.predicates)))]}"
+                    labels = sorted(set(labels) | {wrong}) if wrong not in labels else [x for x in labels if x != wrong]
+            out[str(i)] = labels
+        return {"pairs": out}
+
+    def answer(self, w: SimulatedWorker, task: Task) -> dict:
+        if task.kind == Kind.VERIFY:
+            return self.answer_verify(w, task)
+        if task.kind == Kind.ENTITIES:
+            return self.answer_entities(w, task)
+        return self.answer_relations(w, task)
+
+    # ------------------------------------------------------------------ loop
+    def run(self, *, kinds=None, max_answers: int | None = None, progress=None) -> SimulationReport:
+        """Answer open tasks round-robin until no annotator can lease one (or ``max_answers``)."""
+        report = SimulationReport()
+        active = list(range(len(self.workers)))
+        while active and (max_answers is None or report.answers < max_answers):
+            still = []
+            for i in active:
+                ann = self.annotators[i]
+                if ann.blocked:
+                    continue
+                lease = None
+                for kind in (kinds or [None]):
+                    lease = actions.lease_next(ann, kind=kind, corpus=self.corpus, rng=self.rng)
+                    if lease is not None:
+                        break
+                if lease is None:
+                    continue
+                w = self.workers[i]
+                seconds = float(self.rng.lognormal(np.log(w.latency), 0.5))
+                actions.submit_answer(lease, self.answer(w, lease.task), seconds=seconds)
+                report.answers += 1
+                report.by_kind[lease.task.kind] += 1
+                report.seconds += seconds
+                if progress is not None:
+                    progress(1)
+                ann.refresh_from_db(fields=["blocked"])
+                if ann.blocked:
+                    report.blocked.append(ann.external_id)
+                else:
+                    still.append(i)
+                if max_answers is not None and report.answers >= max_answers:
+                    break
+            active = still
+        return report
+
+
+def verification_accuracy(corpus: Corpus, *, method: str | None = None) -> dict:
+    """Accuracy of the current labels of completed verification tasks against the gold layer."""
+    oracle = GoldOracle(corpus)
+    labels = actions.current_labels(corpus, method=method)
+    n = right = 0
+    for task in Task.objects.filter(corpus=corpus, kind=Kind.VERIFY, is_control=False, status=Task.Status.COMPLETE):
+        lab = labels.get(task.key)
+        if lab is None:
+            continue
+        n += 1
+        right += lab.correct == oracle.verify(task)
+    return {"items": n, "accuracy": right / n if n else float("nan")}
+
+
+def exhaustive_accuracy(corpus: Corpus) -> dict:
+    """Aggregated entity and relation annotations against the gold layer.
+
+    mentions: share of gold mentions (without overlaps) found with the right span and type;
+    mention precision; pairs: share of candidate pairs whose aggregated label set equals the gold set.
+    """
+    oracle = GoldOracle(corpus)
+    gold_n = found = marked = correct = 0
+    for task in Task.objects.filter(corpus=corpus, kind=Kind.ENTITIES, status=Task.Status.COMPLETE):
+        gold = {(m["start"], m["end"], m["type"]) for m in oracle.mentions(task.document_id)}
+        got = {(m["start"], m["end"], m["type"]) for m in task.result["mentions"]}
+        gold_n += len(gold)
+        found += len(gold & got)
+        marked += len(got)
+        correct += len(gold & got)
+    pairs = pairs_right = 0
+    for task in Task.objects.filter(corpus=corpus, kind=Kind.RELATIONS, status=Task.Status.COMPLETE):
+        mentions = task.payload.get("mentions", [])
+        for i, pair in enumerate(task.payload.get("pairs", [])):
+            pairs += 1
+            pairs_right += task.result["pairs"].get(str(i), []) == oracle.pair_labels(task.document_id, mentions, pair)
+    return {
+        "mention_recall": found / gold_n if gold_n else float("nan"),
+        "mention_precision": correct / marked if marked else float("nan"),
+        "pairs": pairs, "pair_accuracy": pairs_right / pairs if pairs else float("nan"),
+        "documents": Task.objects.filter(corpus=corpus, kind=Kind.ENTITIES, status=Task.Status.COMPLETE).count(),
+    }
+
+
+def documents_with_gold(corpus: Corpus) -> list[int]:
+    return list(Document.objects.filter(corpus=corpus, gold_relations__isnull=False).distinct().values_list("pk", flat=True))

@@ -1,0 +1,136 @@
+"""Annotation pages through Django's test client: queue, the three task pages, skip, MTurk entry, console."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from django.contrib.auth.models import User
+from django.urls import reverse
+
+from unpooled.service.annotation import actions
+from unpooled.service.annotation.models import Answer, Assignment, Kind, Task
+from unpooled.service.corpora.actions import do_load_corpus
+from unpooled.service.submissions.actions import do_ingest_submission
+from unpooled.service.submissions.models import RelationInstance
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def setup(shared_data, tmp_path):
+    data = json.loads((shared_data / "redocred" / "dev_revised.json").read_text())[:3]
+    path = tmp_path / "three.json"
+    path.write_text(json.dumps(data))
+    corpus = do_load_corpus(path, "docred", "pages")
+    st = actions.settings_for(corpus)
+    st.control_share = 0.0
+    st.save()
+    from unpooled.core.corpus import iter_documents
+    from unpooled.core.kb.docred import docred_to_jsonl
+
+    kb = tmp_path / "kb.jsonl"
+    with open(kb, "w") as out:
+        docred_to_jsonl(iter_documents(path, "docred"), out)
+    res = do_ingest_submission(kb, "pages", "zz-secret-team", "zz-secret-run", "jsonl")
+    assert res.ok, res.report.to_dict()
+    ids = list(RelationInstance.objects.filter(submission=res.submission).values_list("pk", flat=True))[:5]
+    actions.request_verification(res.submission, ids)
+    User.objects.create_user("ann", password="pw-ann-123")
+    return corpus
+
+
+def _login(client):
+    assert client.login(username="ann", password="pw-ann-123")
+
+
+def test_queue_requires_login(client, setup):
+    r = client.get(reverse("annotation:queue"))
+    assert r.status_code == 302 and "/accounts/login/" in r["Location"]
+
+
+def test_verify_page_and_answer(client, setup):
+    _login(client)
+    r = client.get(reverse("annotation:next", args=["verify"]))
+    assert r.status_code == 302
+    page = client.get(r["Location"])
+    html = page.content.decode()
+    assert page.status_code == 200
+    assert 'mark class="subj"' in html and 'mark class="obj"' in html
+    assert "zz-secret" not in html  # the page never names the system
+    token = r["Location"].rstrip("/").split("/")[-1]
+    bad = client.post(r["Location"], {"answer": json.dumps({"relation": "maybe"})})
+    assert bad.status_code == 400 and "relation: expected one of holds, other, none" in bad.content.decode()
+    ok = client.post(r["Location"], {"answer": json.dumps({"relation": "holds", "subject_ok": True, "object_ok": True,
+                                                           "link_ok": None}), "seconds": "4.2"})
+    assert ok.status_code == 302 and ok["Location"].endswith("/annotate/next/verify/")
+    ans = Answer.objects.get(assignment__token=token)
+    assert ans.correct is True and ans.seconds == 4.2 and ans.cost_cents == 5 and ans.guideline_version
+
+
+def test_skip_returns_the_task(client, setup):
+    _login(client)
+    r = client.get(reverse("annotation:next", args=["verify"]))
+    token = r["Location"].rstrip("/").split("/")[-1]
+    client.post(reverse("annotation:skip", args=[token]))
+    assert Assignment.objects.get(token=token).status == Assignment.Status.EXPIRED
+
+
+def test_entities_then_relations_pages(client, setup):
+    from unpooled.core.sampling import sample_uniform
+
+    corpus = setup
+    actions.request_exhaustive(corpus, sample_uniform(corpus.n_documents, 1, rng=0))
+    task = Task.objects.get(kind=Kind.ENTITIES)
+    task.answers_needed = 1
+    task.save()
+    _login(client)
+    r = client.get(reverse("annotation:next", args=["entities"]))
+    page = client.get(r["Location"])
+    assert page.status_code == 200 and 'class="tok"' in page.content.decode()
+    text = task.document.text
+    first_space = text.index(" ")
+    value = {"mentions": [{"start": 0, "end": first_space, "type": "PER", "cluster": 1},
+                          {"start": first_space + 1, "end": text.index(" ", first_space + 1), "type": "LOC", "cluster": 2}]}
+    resp = client.post(r["Location"], {"answer": json.dumps(value)})
+    assert resp.status_code == 302
+    task.refresh_from_db()
+    assert task.status == Task.Status.COMPLETE and len(task.result["mentions"]) == 2
+    rel = Task.objects.get(kind=Kind.RELATIONS)
+    assert rel.payload["pairs"] == [[0, 1]]
+    rel.answers_needed = 1
+    rel.save()
+    r = client.get(reverse("annotation:next", args=["relations"]))
+    page = client.get(r["Location"])
+    assert page.status_code == 200 and 'class="pair"' in page.content.decode()
+    pred = corpus.schema.schema().canonical_relations[0].name
+    resp = client.post(r["Location"], {"answer": json.dumps({"pairs": {"0": [f"ba:{pred}"]}})})
+    assert resp.status_code == 302
+    rel.refresh_from_db()
+    assert rel.result["relations"] == [[1, pred, 0]]
+
+
+def test_organiser_page_requires_staff(client, setup):
+    _login(client)
+    assert client.get(reverse("annotation:organiser")).status_code == 302
+    User.objects.create_user("org", password="pw-org-123", is_staff=True)
+    client.login(username="org", password="pw-org-123")
+    page = client.get(reverse("annotation:organiser"))
+    html = page.content.decode()
+    assert page.status_code == 200 and 'id="kinds"' in html and 'id="annotators"' in html and "Fleiss" in html
+
+
+def test_mturk_entry_preview_and_work(client, setup):
+    task = Task.objects.filter(kind=Kind.VERIFY).first()
+    url = reverse("annotation:mturk")
+    prev = client.get(url, {"task": task.pk, "assignmentId": "ASSIGNMENT_ID_NOT_AVAILABLE", "hitId": "H1"})
+    assert prev.status_code == 200 and "Accept the HIT" in prev.content.decode()
+    r = client.get(url, {"task": task.pk, "assignmentId": "A1", "hitId": "H1", "workerId": "W1",
+                         "turkSubmitTo": "https://workersandbox.mturk.com"})
+    assert r.status_code == 302
+    lease = Assignment.objects.get(annotator__external_id="W1")
+    assert lease.external_ref == "H1/A1"
+    done = client.post(r["Location"], {"answer": json.dumps({"relation": "none", "subject_ok": True, "object_ok": True,
+                                                             "link_ok": None})})
+    assert done.status_code == 200 and "workersandbox.mturk.com/mturk/externalSubmit" in done.content.decode()
+    assert client.get(url, {"task": "x"}).status_code == 400
