@@ -51,6 +51,14 @@ def register(sub) -> None:
     ct.add_argument("--seed", type=int, default=0)
     ct.set_defaults(func=cmd_controls)
 
+    mt = cs.add_parser("mturk", help="Mechanical Turk: publish open tasks as HITs, pay for answers, reconcile "
+                                     "(sandbox unless UNPOOLED_MTURK_PRODUCTION=1; AWS credentials from the environment)")
+    mt.add_argument("action", choices=("publish", "collect", "reconcile", "balance"))
+    mt.add_argument("--corpus", required=True)
+    mt.add_argument("--base-url", help="public URL of this service (publish)")
+    mt.add_argument("--expire-orphans", action="store_true", help="reconcile: expire HITs of ours the database lost")
+    mt.set_defaults(func=cmd_mturk)
+
     ag = cs.add_parser("aggregate", help="re-fit Dawid–Skene over all verification answers")
     ag.add_argument("--corpus", required=True)
     ag.set_defaults(func=cmd_aggregate)
@@ -205,4 +213,30 @@ def cmd_aggregate(args) -> int:
 
     corpus = _corpus(args.corpus)
     print(f"{reaggregate(corpus)} Dawid-Skene labels written")
+    return 0
+
+
+def cmd_mturk(args) -> int:
+    setup_django()
+    from unpooled.service.crowd import mturk_sync
+    from unpooled.service.crowd.mturk import MTurkBackend, MTurkConfig, MTurkError
+
+    corpus = _corpus(args.corpus)
+    config = MTurkConfig.from_env()
+    backend = MTurkBackend(config.client(), config)
+    print(f"mturk: {'sandbox' if config.sandbox else 'PRODUCTION'} ({config.endpoint})", file=sys.stderr)
+    try:
+        if args.action == "publish":
+            if not args.base_url:
+                raise CommandError("--base-url: required to publish (workers open our task pages there)")
+            out = mturk_sync.publish(corpus, backend, args.base_url).to_dict()
+        elif args.action == "collect":
+            out = mturk_sync.collect(corpus, backend).to_dict()
+        elif args.action == "reconcile":
+            out = mturk_sync.reconcile_corpus(corpus, backend, expire_orphans=args.expire_orphans)
+        else:
+            out = {"balance": backend.balance()}
+    except MTurkError as exc:
+        raise CommandError(str(exc)) from None
+    print(json.dumps(out))
     return 0

@@ -16,6 +16,7 @@ from django.db.models import Count, F, Q, Sum
 from django.utils import timezone
 
 from unpooled.core.annotation import answers as fmt
+from unpooled.core.errors import UnpooledError
 from unpooled.service.corpora.models import Corpus, Document, GoldMention, GoldRelation
 from unpooled.service.submissions.actions import parse_provenance
 from unpooled.service.submissions.models import RelationInstance, Submission
@@ -27,7 +28,7 @@ from .models import (
 )
 
 
-class AnnotationError(Exception):
+class AnnotationError(UnpooledError):
     """A request the annotation layer refuses; the message says why."""
 
 

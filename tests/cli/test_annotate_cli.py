@@ -1,0 +1,79 @@
+"""``unpooled annotate``: request, documents, controls, simulate, status (text and JSON), errors."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from unpooled.cli.main import main
+
+
+def run(capsys, *argv) -> tuple[int, str, str]:
+    code = main([str(a) for a in argv])
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+@pytest.fixture
+def corpus_and_submission(shared_data, tmp_path, capsys):
+    from unpooled.core.corpus import iter_documents
+    from unpooled.core.kb.docred import docred_to_jsonl
+
+    data = json.loads((shared_data / "redocred" / "dev_revised.json").read_text())[:12]
+    path = tmp_path / "twelve.json"
+    path.write_text(json.dumps(data))
+    assert run(capsys, "corpus", "load", path, "--format", "docred", "--name", "cli-ann")[0] == 0
+    kb = tmp_path / "kb.jsonl"
+    with open(kb, "w") as out:
+        docred_to_jsonl(iter_documents(path, "docred"), out)
+    code, out, _ = run(capsys, "submit", kb, "--corpus", "cli-ann", "--team", "t", "--run", "r", "--json")
+    assert code == 0
+    return json.loads(out)["submission"]
+
+
+@pytest.mark.django_db
+def test_annotate_end_to_end(capsys, corpus_and_submission):
+    sub = corpus_and_submission
+    code, out, _ = run(capsys, "annotate", "request", sub, "--sample", 60, "--json")
+    req = json.loads(out)
+    assert code == 0 and req["created"] == req["keys"] and req["reused"] == 0
+    code, out, _ = run(capsys, "annotate", "documents", "--corpus", "cli-ann", "--scheme", "uniform", "--size", 3, "--json")
+    assert code == 0 and json.loads(out)["new_documents"] == 3
+    code, _, err = run(capsys, "annotate", "controls", "--corpus", "cli-ann", "-n", 10)
+    assert code == 0 and "10 gold control items" in err
+    code, out, _ = run(capsys, "annotate", "simulate", "--corpus", "cli-ann", "--accuracy", 0.8, "--annotators", 5, "--json")
+    sim = json.loads(out)
+    assert code == 0 and sim["by_kind"]["verify"] >= 3 * req["created"]
+    assert sim["verification"]["majority"]["items"] == req["created"]
+    assert sim["exhaustive"]["documents"] == 3
+    # the second request reuses every label
+    code, out, _ = run(capsys, "annotate", "request", sub, "--sample", 60, "--json")
+    again = json.loads(out)
+    assert again["reused"] == again["keys"] and again["created"] == 0
+
+    code, out, _ = run(capsys, "annotate", "status", "--corpus", "cli-ann", "--json")
+    st = json.loads(out)
+    kinds = {k["kind"]: k for k in st["kinds"]}
+    assert kinds["verify"]["complete"] == req["created"] and kinds["verify"]["cost_cents"] > 0
+    assert kinds["entities"]["complete"] == 3 and kinds["relations"]["items"] == 3
+    assert st["agreement"]["overall"]["items"] == req["created"]
+    assert -1 <= st["agreement"]["overall"]["fleiss_kappa"] <= 1
+    assert len(st["annotators"]) == 5 and all(a["answers"] > 0 for a in st["annotators"])
+    code, out, _ = run(capsys, "annotate", "status", "--corpus", "cli-ann")
+    assert code == 0 and "verification agreement: Fleiss kappa" in out and "sim-01" in out
+    assert out.splitlines()[1].split()[:2] == ["task", "type"]
+
+
+@pytest.mark.django_db
+def test_annotate_errors(capsys, corpus_and_submission):
+    code, _, err = run(capsys, "annotate", "status", "--corpus", "nope")
+    assert code == 3 and "--corpus 'nope': no such corpus (stored: cli-ann)" in err
+    code, _, err = run(capsys, "annotate", "simulate", "--corpus", "cli-ann", "--accuracy", 1.5)
+    assert code == 3 and "--accuracy 1.5: expected a probability in [0, 1]" in err
+    code, _, err = run(capsys, "annotate", "simulate", "--corpus", "cli-ann", "--annotators", 2)
+    assert code == 3 and "each item needs 3 different annotators" in err
+    code, _, err = run(capsys, "annotate", "documents", "--corpus", "cli-ann", "--scheme", "tfidf", "--size", 3)
+    assert code == 3 and "none yet" in err
+    code, _, err = run(capsys, "annotate", "request", 999)
+    assert code == 3 and "submission 999: no such submission" in err

@@ -1,0 +1,111 @@
+"""MTurk as an annotation backend on a real database, with Amazon stubbed by botocore's Stubber:
+publish, a crash between the database row and CreateHIT repaired by reconciliation, pay for answers."""
+
+from __future__ import annotations
+
+import json
+
+import boto3
+import pytest
+from botocore.stub import ANY, Stubber
+from django.urls import reverse
+
+from unpooled.service.annotation import actions
+from unpooled.service.annotation.models import Hit, Task
+from unpooled.service.corpora.actions import do_load_corpus
+from unpooled.service.crowd.mturk import SANDBOX_ENDPOINT, MTurkBackend, MTurkConfig
+from unpooled.service.crowd.mturk_sync import collect, item_token, publish, reconcile_corpus
+from unpooled.service.submissions.actions import do_ingest_submission
+from unpooled.service.submissions.models import RelationInstance
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def corpus(shared_data, tmp_path):
+    from unpooled.core.corpus import iter_documents
+    from unpooled.core.kb.docred import docred_to_jsonl
+
+    data = json.loads((shared_data / "redocred" / "dev_revised.json").read_text())[:2]
+    path = tmp_path / "two.json"
+    path.write_text(json.dumps(data))
+    corpus = do_load_corpus(path, "docred", "turk")
+    st = actions.settings_for(corpus)
+    st.control_share = 0.0
+    st.backend = "mturk"
+    st.save()
+    kb = tmp_path / "kb.jsonl"
+    with open(kb, "w") as out:
+        docred_to_jsonl(iter_documents(path, "docred"), out)
+    res = do_ingest_submission(kb, "turk", "t", "r", "jsonl")
+    ids = list(RelationInstance.objects.filter(submission=res.submission).order_by("pk").values_list("pk", flat=True))[:2]
+    actions.request_verification(res.submission, ids)
+    return corpus
+
+
+@pytest.fixture
+def stubbed():
+    client = boto3.client("mturk", region_name="us-east-1", endpoint_url=SANDBOX_ENDPOINT,
+                          aws_access_key_id="testing", aws_secret_access_key="testing")
+    with Stubber(client) as stub:
+        yield MTurkBackend(client, MTurkConfig(max_retries=1), sleep=lambda s: None), stub
+        stub.assert_no_pending_responses()
+
+
+def _hit(hid, ann):
+    return {"HITId": hid, "RequesterAnnotation": ann, "HITStatus": "Assignable", "MaxAssignments": 3}
+
+
+def test_publish_crash_reconcile_and_pay(client, corpus, stubbed):
+    backend, stub = stubbed
+    t1, t2 = Task.objects.filter(corpus=corpus).order_by("priority", "id")
+    h1, h2 = "3" + "A" * 29, "3" + "B" * 29
+    # t1 posts; t2's CreateHIT fails twice (the process "crashes" from our point of view: no id saved)
+    stub.add_response("create_hit", {"HIT": _hit(h1, item_token(t1))},
+                      {"MaxAssignments": 3, "Title": ANY, "Description": ANY, "Keywords": ANY, "Reward": "0.05",
+                       "AssignmentDurationInSeconds": ANY, "LifetimeInSeconds": ANY, "AutoApprovalDelayInSeconds": ANY,
+                       "Question": ANY, "RequesterAnnotation": item_token(t1), "UniqueRequestToken": ANY,
+                       "QualificationRequirements": ANY})
+    stub.add_client_error("create_hit", "ServiceFault", "timeout", 500)
+    stub.add_client_error("create_hit", "ServiceFault", "timeout", 500)
+    rep = publish(corpus, backend, "https://unpooled.example")
+    assert rep.created == 1 and len(rep.errors) == 1 and "ServiceFault" in rep.errors[0]
+    assert Hit.objects.get(task=t1).hit_id == h1
+    pending = Hit.objects.get(task=t2)
+    assert pending.hit_id == "" and pending.status == "pending"
+
+    # the failed call had in fact reached Amazon: reconciliation finds it by RequesterAnnotation
+    stub.add_response("list_hits", {"HITs": [_hit(h1, item_token(t1)), _hit(h2, item_token(t2))], "NumResults": 2},
+                      {"MaxResults": 100})
+    for hid in (h1, h2):
+        stub.add_response("list_assignments_for_hit", {"Assignments": [], "NumResults": 0},
+                          {"HITId": hid, "MaxResults": 100, "AssignmentStatuses": ["Submitted"]})
+    out = reconcile_corpus(corpus, backend)
+    assert out["adopted"] == {item_token(t2): h2}
+    assert Hit.objects.get(task=t2).hit_id == h2
+    # publishing again posts nothing: every open task has its HIT
+    assert publish(corpus, backend, "https://unpooled.example").created == 0
+
+    # worker W1 answers t1 on our page (as the HIT's iframe would), W2 submits on MTurk without answering
+    url = reverse("annotation:mturk")
+    r = client.get(url, {"task": t1.pk, "assignmentId": "AS1", "hitId": h1, "workerId": "W1"})
+    client.post(r["Location"], {"answer": json.dumps({"relation": "holds", "subject_ok": True, "object_ok": True,
+                                                      "link_ok": None})})
+    subm = [{"AssignmentId": "AS1", "WorkerId": "W1", "HITId": h1, "AssignmentStatus": "Submitted", "Answer": ""},
+            {"AssignmentId": "AS2", "WorkerId": "W2", "HITId": h1, "AssignmentStatus": "Submitted", "Answer": ""}]
+    stub.add_response("list_assignments_for_hit", {"Assignments": subm, "NumResults": 2},
+                      {"HITId": h1, "MaxResults": 100, "AssignmentStatuses": ["Submitted"]})
+    stub.add_response("approve_assignment", {}, {"AssignmentId": "AS1"})
+    stub.add_response("reject_assignment", {}, {"AssignmentId": "AS2", "RequesterFeedback": ANY})
+    stub.add_response("list_assignments_for_hit", {"Assignments": [], "NumResults": 0},
+                      {"HITId": h2, "MaxResults": 100, "AssignmentStatuses": ["Submitted"]})
+    rep = collect(corpus, backend)
+    assert (rep.approved, rep.rejected) == (1, 1)
+    # a duplicate notification (the same submitted assignments listed again) pays nobody twice
+    stub.add_response("list_assignments_for_hit", {"Assignments": subm, "NumResults": 2},
+                      {"HITId": h1, "MaxResults": 100, "AssignmentStatuses": ["Submitted"]})
+    stub.add_response("list_assignments_for_hit", {"Assignments": [], "NumResults": 0},
+                      {"HITId": h2, "MaxResults": 100, "AssignmentStatuses": ["Submitted"]})
+    rep = collect(corpus, backend)
+    assert (rep.approved, rep.rejected) == (0, 0)
+    assert Hit.objects.get(task=t1).approved == ["AS1"]
