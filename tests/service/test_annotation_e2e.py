@@ -12,6 +12,7 @@ import math
 
 import numpy as np
 import pytest
+from django.db.models import Sum
 
 from unpooled.core.corpus import iter_documents
 from unpooled.service.annotation import actions
@@ -157,6 +158,16 @@ def test_label_reuse_and_budget(world, tmp_path):
     res3 = actions.request_verification(third_sub, rest)
     assert res3.created == 10 and res3.over_budget == res3.keys - 10
     assert TaskRequest.objects.filter(submission=third_sub).count() == first.keys + 10
+
+    # the corpus budget caps every submission together: answers paid plus answers still expected
+    SubmissionBudget.objects.filter(submission=third_sub).delete()
+    committed = actions.corpus_committed_cents(corpus)
+    assert committed == Answer.objects.filter(task__corpus=corpus).aggregate(s=Sum("cost_cents"))["s"] + 10 * 3 * 5
+    st.budget_cents = committed + 4 * 3 * st.reward_verify_cents
+    st.save()
+    more = list(RelationInstance.objects.filter(submission=sub).order_by("pk").values_list("pk", flat=True))[80:100]
+    res4 = actions.request_verification(sub, more)
+    assert res4.created == 4 and res4.over_budget == res4.keys - 4
 
 
 def test_leases_expire_and_no_annotator_answers_twice(world):

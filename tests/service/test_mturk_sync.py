@@ -109,3 +109,21 @@ def test_publish_crash_reconcile_and_pay(client, corpus, stubbed):
     rep = collect(corpus, backend)
     assert (rep.approved, rep.rejected) == (0, 0)
     assert Hit.objects.get(task=t1).approved == ["AS1"]
+
+
+def test_backend_for_follows_the_settings(corpus, stubbed):
+    from unpooled.service.crowd.base import InHouseBackend, MTurkCrowd, SimulatedBackend, backend_for
+
+    backend, _ = stubbed
+    assert isinstance(backend_for(corpus, backend=backend, base_url="https://u.example"), MTurkCrowd)
+    st = actions.settings_for(corpus)
+    st.backend = "inhouse"
+    st.save()
+    assert isinstance(backend_for(corpus), InHouseBackend)
+    assert backend_for(corpus).publish(corpus) == {"open": 2}
+    st.backend = "simulated"
+    st.save()
+    sim = backend_for(corpus, accuracy=1.0, annotators=3)
+    assert isinstance(sim, SimulatedBackend)
+    assert sim.collect(corpus)["answers"] == 6
+    assert not Task.objects.filter(corpus=corpus, status=Task.Status.OPEN).exists()

@@ -139,7 +139,9 @@ def cmd_simulate(args) -> int:
     with progress_bar(desc="simulated answers", unit="answer", total=None) as bar:
         report = crowd.run(max_answers=args.max_answers, progress=bar.update)
     written = reaggregate(corpus)
-    out = {"corpus": corpus.name, "open_tasks_before": open_tasks, **report.to_dict(), "dawid_skene_labels": written,
+    left = Task.objects.filter(corpus=corpus, status=Task.Status.OPEN, is_control=False).count()
+    out = {"corpus": corpus.name, "open_tasks_before": open_tasks, "open_tasks_after": left, **report.to_dict(),
+           "dawid_skene_labels": written,
            "verification": {"majority": verification_accuracy(corpus, method="majority"),
                             "dawid_skene": verification_accuracy(corpus, method="dawid-skene")},
            "exhaustive": exhaustive_accuracy(corpus)}
@@ -149,6 +151,9 @@ def cmd_simulate(args) -> int:
     v = out["verification"]
     print(f"{report.answers:,} simulated answers ({', '.join(f'{k}: {n:,}' for k, n in report.by_kind.items())}); "
           f"blocked: {', '.join(report.blocked) or 'none'}")
+    if left:
+        print(f"{left:,} tasks still open: too few unblocked annotators answer them (each item needs {k} different "
+              "ones); add annotators or lower the blocking threshold")
     print(f"verification labels vs gold: majority {v['majority']['accuracy']:.4f} on {v['majority']['items']:,} items, "
           f"Dawid-Skene {v['dawid_skene']['accuracy']:.4f} on {v['dawid_skene']['items']:,}")
     e = out["exhaustive"]

@@ -393,11 +393,26 @@ def _score_control(annotator: Annotator, task: Task, ans: Answer, st: Annotation
     Annotator.objects.filter(pk=annotator.pk).update(
         controls_answered=F("controls_answered") + 1, controls_correct=F("controls_correct") + int(right))
     annotator.refresh_from_db()
-    acc = annotator.control_accuracy
-    if (not annotator.blocked and annotator.controls_answered >= st.block_min_controls
-            and acc is not None and acc < st.block_below_accuracy):
-        block_annotator(annotator, reason=f"accuracy {acc:.2f} on {annotator.controls_answered} gold controls "
-                                          f"is below {st.block_below_accuracy:.2f}", now=now)
+    if not annotator.blocked and should_block(annotator.controls_correct, annotator.controls_answered, st):
+        block_annotator(annotator, reason=f"{annotator.controls_correct} of {annotator.controls_answered} gold controls "
+                                          f"right: accuracy below {st.block_below_accuracy:.2f} with 95% confidence",
+                        now=now)
+
+
+BLOCK_CONFIDENCE = 0.95
+
+
+def should_block(correct: int, answered: int, st: AnnotationSettings) -> bool:
+    """Block when, under a uniform prior, P(accuracy < threshold | controls) exceeds 95%.
+
+    A point estimate would block good annotators on bad luck: at accuracy 0.8, 3 of 5
+    controls right happens 20% of the time and gives a posterior mean of 0.57.
+    """
+    from scipy.stats import beta
+
+    if answered < st.block_min_controls:
+        return False
+    return float(beta.cdf(st.block_below_accuracy, correct + 1, answered - correct + 1)) > BLOCK_CONFIDENCE
 
 
 def block_annotator(annotator: Annotator, *, reason: str, now=None) -> int:

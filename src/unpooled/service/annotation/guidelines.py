@@ -39,7 +39,8 @@ INSTRUCTIONS = {
         "rules": [
             "Select a span with the mouse (or move the token cursor with ← → and extend with Shift+← →).",
             "Press the type's key to mark the selection; marking a marked span again changes its type.",
-            "Press c then click (or use [ ]) to put the current mention in the same group as the previous one.",
+            "Press g on a mention to put it in the same group (same real-world thing) as the previous mention.",
+            "Press k on a mention to give its knowledge-base link (e.g. a Wikidata id), when you know it.",
             "Do not mark nested spans: 'University of Tokyo' is one ORG, not also a LOC 'Tokyo' inside it.",
             "Backspace removes the mention under the cursor.",
         ],
@@ -48,7 +49,7 @@ INSTRUCTIONS = {
              "answer": "Marie Curie (PER, group 1), Paris (LOC), 1891 (TIME), Curie (PER, group 1)"},
         ],
         "keys": [("← →", "move"), ("Shift+← →", "extend"), ("type key", "mark"),
-                 ("[ ]", "previous / next mention"), ("g", "join previous mention's group"),
+                 ("[ ]", "previous / next mention"), ("g", "join previous mention's group"), ("k", "KB link"),
                  ("Backspace", "remove"), ("Enter", "submit")],
     },
     "relations": {

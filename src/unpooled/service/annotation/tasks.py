@@ -36,3 +36,18 @@ def simulate(corpus: str, accuracy: float = 0.8, annotators: int = 5, seed: int 
     out = report.to_dict()
     out["dawid_skene_labels"] = do_reaggregate(c)
     return out
+
+
+@task()
+def sync_backend(corpus: str) -> dict:
+    """Publish open tasks and collect answers through the corpus's backend, then re-aggregate."""
+    from unpooled.service.corpora.models import Corpus
+    from unpooled.service.crowd.base import backend_for
+
+    from .actions import reaggregate as do_reaggregate
+
+    c = Corpus.objects.get(name=corpus)
+    backend = backend_for(c)
+    out = {"backend": backend.name, "published": backend.publish(c), "collected": backend.collect(c)}
+    out["dawid_skene_labels"] = do_reaggregate(c)
+    return out

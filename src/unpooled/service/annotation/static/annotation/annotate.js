@@ -15,7 +15,7 @@
   function submit(value) {
     document.getElementById("answer").value = JSON.stringify(value);
     document.getElementById("seconds").value = ((performance.now() - started) / 1000).toFixed(1);
-    form.submit();
+    HTMLFormElement.prototype.submit.call(form);  // not form.submit: a control named "submit" would shadow it
   }
 
   document.addEventListener("keydown", (e) => {
@@ -77,7 +77,7 @@
       mentions.forEach((m) => {
         for (let i = m.a; i <= m.b; i++) {
           toks[i].classList.add("m", "t-" + m.type);
-          if (i === m.a) { toks[i].classList.add("m-first"); toks[i].dataset.cluster = m.cluster; }
+          if (i === m.a) { toks[i].classList.add("m-first"); toks[i].dataset.cluster = m.cluster; if (m.link) toks[i].title = "link: " + m.link; }
           if (i === m.b) toks[i].classList.add("m-last");
         }
       });
@@ -119,6 +119,14 @@
         if (list.length) { cursor = anchor = list[0].a; render(); }
         e.preventDefault();
       } else if (e.key === "g") { joinPrevious(); e.preventDefault(); }
+      else if (e.key === "k") {  // optional KB link of the mention under the cursor
+        const k = at(cursor);
+        if (k >= 0) {
+          const v = window.prompt("KB link of this mention (e.g. a Wikidata id such as Q90); empty for none", mentions[k].link || "");
+          if (v !== null) { mentions[k].link = v.trim(); render(); }
+        }
+        e.preventDefault();
+      }
       else if (e.key === "Backspace" || e.key === "Delete") {
         const k = at(cursor); if (k >= 0) { mentions.splice(k, 1); render(); } e.preventDefault();
       } else if (e.key === "Enter") { e.preventDefault(); form.requestSubmit(); }
@@ -126,13 +134,13 @@
     form.addEventListener("submit", (e) => {
       e.preventDefault();
       submit({ mentions: mentions.map((m) => ({ start: Number(toks[m.a].dataset.s), end: Number(toks[m.b].dataset.e),
-                                                  type: m.type, cluster: m.cluster, link: "" })) });
+                                                  type: m.type, cluster: m.cluster, link: m.link || "" })) });
     });
     if (previous && Array.isArray(previous.mentions)) {
       const byStart = new Map(toks.map((t, i) => [Number(t.dataset.s), i]));
       const byEnd = new Map(toks.map((t, i) => [Number(t.dataset.e), i]));
       previous.mentions.forEach((m) => {
-        if (byStart.has(m.start) && byEnd.has(m.end)) mentions.push({ a: byStart.get(m.start), b: byEnd.get(m.end), type: m.type, cluster: m.cluster });
+        if (byStart.has(m.start) && byEnd.has(m.end)) mentions.push({ a: byStart.get(m.start), b: byEnd.get(m.end), type: m.type, cluster: m.cluster, link: m.link || "" });
       });
       nextCluster = Math.max(0, ...mentions.map((m) => m.cluster)) + 1;
     }
