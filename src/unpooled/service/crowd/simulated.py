@@ -176,12 +176,14 @@ class SimulatedCrowd:
 
     # ------------------------------------------------------------------ loop
     def run(self, *, kinds=None, max_answers: int | None = None, progress=None) -> SimulationReport:
-        """Answer open tasks round-robin until no annotator can lease one (or ``max_answers``)."""
+        """Answer open tasks in rounds (annotators in random order) until no annotator can lease one."""
         report = SimulationReport()
         active = list(range(len(self.workers)))
         while active and (max_answers is None or report.answers < max_answers):
             still = []
-            for i in active:
+            # a random order each round, so that items are not always answered by the same trio
+            # (fixed cohorts make per-worker confusion matrices poorly identified)
+            for i in self.rng.permutation(active).tolist():
                 ann = self.annotators[i]
                 if ann.blocked:
                     continue
