@@ -24,3 +24,30 @@ def shared_data() -> Path:
     if not (SHARED_DATA / "redocred").is_dir():
         pytest.skip(f"real data not found at {SHARED_DATA} (set UNPOOLED_SHARED_DATA)")
     return SHARED_DATA
+
+
+def load_redocred_subset(shared_data: Path, tmp_path: Path, n: int, name: str, *, team: str = "team", run: str = "run",
+                         control_share: float = 0.0):
+    """The first ``n`` Re-DocRED dev documents as corpus ``name``, with the original DocRED labels of
+    those documents ingested as a submission; returns (corpus, submission, path of the corpus file)."""
+    import json
+
+    from unpooled.core.corpus import iter_documents
+    from unpooled.core.kb.docred import docred_to_jsonl
+    from unpooled.service.annotation import actions
+    from unpooled.service.corpora.actions import do_load_corpus
+    from unpooled.service.submissions.actions import do_ingest_submission
+
+    data = json.loads((shared_data / "redocred" / "dev_revised.json").read_text())[:n]
+    path = tmp_path / f"{name}.json"
+    path.write_text(json.dumps(data))
+    corpus = do_load_corpus(path, "docred", name)
+    st = actions.settings_for(corpus)
+    st.control_share = control_share
+    st.save()
+    kb = tmp_path / f"{name}.jsonl"
+    with open(kb, "w") as out:
+        docred_to_jsonl(iter_documents(path, "docred"), out)
+    res = do_ingest_submission(kb, name, team, run, "jsonl")
+    assert res.ok, res.report.to_dict()
+    return corpus, res.submission, path

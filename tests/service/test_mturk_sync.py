@@ -12,34 +12,23 @@ from django.urls import reverse
 
 from unpooled.service.annotation import actions
 from unpooled.service.annotation.models import Hit, Task
-from unpooled.service.corpora.actions import do_load_corpus
 from unpooled.service.crowd.mturk import SANDBOX_ENDPOINT, MTurkBackend, MTurkConfig
 from unpooled.service.crowd.mturk_sync import collect, item_token, publish, reconcile_corpus
-from unpooled.service.submissions.actions import do_ingest_submission
 from unpooled.service.submissions.models import RelationInstance
+
+from ..conftest import load_redocred_subset
 
 pytestmark = pytest.mark.django_db
 
 
 @pytest.fixture
 def corpus(shared_data, tmp_path):
-    from unpooled.core.corpus import iter_documents
-    from unpooled.core.kb.docred import docred_to_jsonl
-
-    data = json.loads((shared_data / "redocred" / "dev_revised.json").read_text())[:2]
-    path = tmp_path / "two.json"
-    path.write_text(json.dumps(data))
-    corpus = do_load_corpus(path, "docred", "turk")
+    corpus, sub, _ = load_redocred_subset(shared_data, tmp_path, 2, "turk")
     st = actions.settings_for(corpus)
-    st.control_share = 0.0
     st.backend = "mturk"
     st.save()
-    kb = tmp_path / "kb.jsonl"
-    with open(kb, "w") as out:
-        docred_to_jsonl(iter_documents(path, "docred"), out)
-    res = do_ingest_submission(kb, "turk", "t", "r", "jsonl")
-    ids = list(RelationInstance.objects.filter(submission=res.submission).order_by("pk").values_list("pk", flat=True))[:2]
-    actions.request_verification(res.submission, ids)
+    ids = list(RelationInstance.objects.filter(submission=sub).order_by("pk").values_list("pk", flat=True))[:2]
+    actions.request_verification(sub, ids)
     return corpus
 
 

@@ -51,3 +51,13 @@ def sync_backend(corpus: str) -> dict:
     out = {"backend": backend.name, "published": backend.publish(c), "collected": backend.collect(c)}
     out["dawid_skene_labels"] = do_reaggregate(c)
     return out
+
+
+@task()
+def reconcile_mturk(corpus: str, expire_orphans: bool = False) -> dict:
+    """Repair the HIT rows of ``corpus`` after a crash (HITs found by RequesterAnnotation are adopted)."""
+    from unpooled.service.corpora.models import Corpus
+    from unpooled.service.crowd.base import MTurkCrowd
+    from unpooled.service.crowd.mturk_sync import reconcile_corpus
+
+    return reconcile_corpus(Corpus.objects.get(name=corpus), MTurkCrowd().backend, expire_orphans=expire_orphans)
