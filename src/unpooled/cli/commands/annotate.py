@@ -74,6 +74,11 @@ def _corpus(name: str):
         raise CommandError(f"--corpus {name!r}: no such corpus (stored: {names})") from None
 
 
+def _opt(x) -> str:
+    """A number, or '-' where it is undefined (e.g. agreement when every answer is one class)."""
+    return "-" if x is None else str(x)
+
+
 def _money(cents) -> str:
     return "-" if cents is None else f"${cents / 100:,.2f}"
 
@@ -97,20 +102,20 @@ def cmd_status(args) -> int:
               f"{_money(k['cost_per_item_cents']) if k['cost_per_item_cents'] is not None else '-':>9} "
               f"{k['mean_seconds'] if k['mean_seconds'] is not None else '-':>8}")
     ov = st["agreement"]["overall"]
-    print(f"verification agreement: Fleiss kappa {ov['fleiss_kappa']}, Krippendorff alpha {ov['krippendorff_alpha']} "
+    print(f"verification agreement: Fleiss kappa {_opt(ov['fleiss_kappa'])}, Krippendorff alpha {_opt(ov['krippendorff_alpha'])} "
           f"({ov['items']:,} items, {ov['answers']:,} answers)")
     rel = st["agreement"]["by_relation"]
     if rel:
         print(f"{'relation':<28} {'items':>6} {'kappa':>7} {'alpha':>7}")
         for g, d in list(rel.items())[:40]:
-            print(f"{g:<28} {d['items']:>6} {str(d['fleiss_kappa']):>7} {str(d['krippendorff_alpha']):>7}")
+            print(f"{g:<28} {d['items']:>6} {_opt(d['fleiss_kappa']):>7} {_opt(d['krippendorff_alpha']):>7}")
         if len(rel) > 40:
             print(f"... {len(rel) - 40} more relation types (--json for all)")
     if st["annotators"]:
         print(f"{'annotator':<28} {'answers':>7} {'cost':>9} {'controls':>8} {'ctrl acc':>8} {'agrees':>7}  blocked")
         for a in st["annotators"]:
             print(f"{a['annotator']:<28} {a['answers']:>7,} {_money(a['cost_cents']):>9} {a['controls']:>8} "
-                  f"{str(a['control_accuracy']):>8} {str(a['agreement_with_label']):>7}  "
+                  f"{_opt(a['control_accuracy']):>8} {_opt(a['agreement_with_label']):>7}  "
                   f"{'yes: ' + a['blocked_reason'] if a['blocked'] else 'no'}")
     return 0
 
