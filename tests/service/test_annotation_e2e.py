@@ -230,3 +230,27 @@ def test_controls_block_a_bad_annotator_and_discount_pending_answers(world):
         assert t.answers.filter(weight__gt=0).count() == 3
     assert actions.lease_next(spam) is None
     assert Label.objects.filter(corpus=corpus).exists()
+
+
+def test_two_stage_document_sample_through_the_service(world):
+    from unpooled.service.annotation.actions import AnnotationError
+    from unpooled.service.annotation.models import ExhaustiveDocument
+    from unpooled.service.annotation.sampling import inclusion_by_document, sample_documents
+
+    corpus, _, _ = world
+    s1, made = sample_documents(corpus, "two-stage", 20, seed=1)
+    assert made == 4 and len(s1) == 4
+    assert set(inclusion_by_document(corpus).values()) == {4 / N_DOCS}  # until stage 2 exists: a uniform sample
+    with pytest.raises(AnnotationError, match="stage 1 is not annotated yet: 4 of 4 documents"):
+        sample_documents(corpus, "two-stage", 20, seed=1)
+    SimulatedCrowd.uniform(corpus, 3, accuracy=1.0, rng=0).run(kinds=[Kind.ENTITIES])
+    s2, made2 = sample_documents(corpus, "two-stage", 20, seed=1)
+    assert made2 == len(s2) > 0
+    rows = ExhaustiveDocument.objects.filter(corpus=corpus)
+    assert all(r.inclusion == 1.0 for r in rows.filter(stage=1))
+    assert all(0 < r.inclusion <= 1 for r in rows.filter(stage=2))
+    assert abs(sum(1 for _ in rows.filter(stage=2)) - 16) <= 10  # Poisson: expected 16
+    with pytest.raises(AnnotationError, match="both stages are already drawn"):
+        sample_documents(corpus, "two-stage", 20, seed=1)
+    with pytest.raises(AnnotationError, match="already has an exhaustive sample"):
+        sample_documents(corpus, "uniform", 5)
