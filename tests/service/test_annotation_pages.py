@@ -120,3 +120,16 @@ def test_mturk_entry_preview_and_work(client, setup):
                                                              "link_ok": None})})
     assert done.status_code == 200 and "workersandbox.mturk.com/mturk/externalSubmit" in done.content.decode()
     assert client.get(url, {"task": "x"}).status_code == 400
+
+
+def test_document_view_shows_exhaustive_and_verified_layers(client, setup):
+    from unpooled.core.sampling import sample_uniform
+    from unpooled.service.crowd.simulated import SimulatedCrowd
+
+    corpus = setup
+    actions.request_exhaustive(corpus, sample_uniform(corpus.n_documents, corpus.n_documents, rng=0))
+    SimulatedCrowd.uniform(corpus, 3, accuracy=1.0, rng=0).run()
+    doc = Task.objects.filter(kind=Kind.VERIFY).first().document
+    html = client.get(reverse("web:document", args=[corpus.name, doc.pk])).content.decode()
+    assert 'id="exhaustive"' in html and "inclusion probability 1.0000" in html
+    assert 'id="verified"' in html and "majority" in html and ">correct<" in html

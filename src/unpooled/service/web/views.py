@@ -15,6 +15,8 @@ from unpooled.service.corpora.models import Corpus, Document
 from unpooled.service.submissions.actions import export_submission
 from unpooled.service.submissions.models import RelationInstance, Submission
 
+from unpooled.service.annotation.layers import annotation_layers
+
 from .forms import UploadForm
 
 
@@ -40,7 +42,7 @@ def document_detail(request, name: str, pk: int):
     entities = doc.gold_entities.prefetch_related("mentions").order_by("index")
     relations = doc.gold_relations.select_related("subject", "object")
     return render(request, "web/document.html", {"doc": doc, "sentences": sentences, "entities": entities,
-                                                 "relations": relations})
+                                                 "relations": relations, **annotation_layers(doc)})
 
 
 def submission_list(request):
