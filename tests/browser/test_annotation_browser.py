@@ -1,5 +1,6 @@
-"""An in-house annotator logs in and completes each task type with the keyboard in Chromium;
-the answers are stored. Also prints the task pages' load times."""
+"""An in-house annotator logs in and completes each task type with the keyboard only, in Debian's Chromium;
+the answers are stored.  Also: no task page names the submitting system, and the task pages' load times
+(printed; run with ``pytest -s`` to see them)."""
 
 from __future__ import annotations
 
@@ -7,152 +8,319 @@ import json
 import statistics
 
 import pytest
-from django.contrib.auth.models import User
 
 from unpooled.service.annotation import actions
-from unpooled.service.annotation.models import Answer, Kind, Task
-from unpooled.service.submissions.models import RelationInstance
+from unpooled.service.annotation.models import Annotator, Answer, Assignment, Kind, Label, Task
 
-from ..conftest import load_redocred_subset
+from .conftest import PASSWORD, RUN, TEAM, USER
 
-pytestmark = pytest.mark.django_db(transaction=True)
+pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
-
-@pytest.fixture
-def world(shared_data, tmp_path):
-    corpus, sub, _ = load_redocred_subset(shared_data, tmp_path, 3, "browser", team="zz-hidden-team", run="zz-hidden-run")
-    ids = list(RelationInstance.objects.filter(submission=sub).order_by("pk").values_list("pk", flat=True))[:6]
-    actions.request_verification(sub, ids)
-    User.objects.create_user("ann", password="pw-ann-123")
-    return corpus
+LINK = "Q_TEST_HEALEY"   # a made-up KB link for the k key (any string is accepted)
 
 
-def login(page, base):
-    page.goto(f"{base}/accounts/login/?next=/annotate/")
-    page.fill("#id_username", "ann")
-    page.fill("#id_password", "pw-ann-123")
-    page.press("#id_password", "Enter")
+# --------------------------------------------------------------------------- helpers
+
+def login(page, base: str) -> None:
+    """Sign in through the login form (Enter submits) and land on the work queue."""
+    page.goto(f"{base}/accounts/login/")
+    page.fill("#id_username", USER)
+    page.fill("#id_password", PASSWORD)
+    with page.expect_navigation():
+        page.keyboard.press("Enter")
     page.wait_for_url(f"{base}/annotate/")
+    assert "Annotation work" in page.inner_text("h1")
 
 
-def load_times(page) -> tuple[float, float]:
-    nav = page.evaluate("JSON.stringify(performance.getEntriesByType('navigation')[0])")
-    nav = json.loads(nav)
-    return nav["domContentLoadedEventEnd"], nav["loadEventEnd"]
+def token_of(url: str) -> str:
+    return url.rstrip("/").split("/")[-1]
 
 
-def test_verify_with_the_keyboard(page, live_server, world):
-    base = live_server.url
-    login(page, base)
-    page.keyboard.press("1")                       # first task type on the queue page: verify
-    page.wait_for_selector("#task[data-kind=verify]")
-    assert "zz-hidden" not in page.content()
-    first = page.url
-    page.wait_for_timeout(300)                     # a human takes a moment: seconds > 0
-    page.keyboard.press("1")                       # holds
-    page.keyboard.press("o")                       # the object mention is not valid
-    with page.expect_navigation():
-        page.keyboard.press("Enter")
-    page.wait_for_selector("#task[data-kind=verify]")
-    assert page.url != first
-    token = first.rstrip("/").split("/")[-1]
-    ans = Answer.objects.get(assignment__token=token)
-    assert ans.value == {"relation": "holds", "subject_ok": True, "object_ok": False, "link_ok": None}
-    assert ans.correct is False and ans.seconds > 0
-    second = page.url
-    page.keyboard.press("3")                       # no relation
-    with page.expect_navigation():
-        page.keyboard.press("Enter")
-    ans2 = Answer.objects.get(assignment__token=second.rstrip("/").split("/")[-1])
-    assert ans2.value["relation"] == "none" and ans2.correct is False
-
-    times = []
-    for _ in range(5):
-        page.goto(page.url)
-        times.append(load_times(page))
-    print(f"\nverify page load (ms): DOMContentLoaded median {statistics.median(t[0] for t in times):.0f}, "
-          f"load median {statistics.median(t[1] for t in times):.0f}")
-    assert max(t[1] for t in times) < 5000
+def assert_no_system(page) -> None:
+    html = page.content()
+    assert TEAM not in html and RUN not in html and "zz-hidden" not in html
 
 
-def test_entities_then_relations_with_the_keyboard(page, live_server, world):
-    from unpooled.core.sampling import sample_uniform
+def request_entities(corpus) -> Task:
+    """One entity task (Re-DocRED dev document 2, 'Mess of Blues'), answered once."""
+    try:
+        from unpooled.core.sampling import sample_uniform
+        sample = sample_uniform(corpus.n_documents, 1, rng=0)
+    except ImportError:  # the sampling module being rewritten: the same sample by hand
+        from types import SimpleNamespace
+        sample = SimpleNamespace(indices=[2], inclusion=[1 / 3], stage=[1], scheme="uniform")
+    assert actions.request_exhaustive(corpus, sample) == 1
+    task = Task.objects.get(kind=Kind.ENTITIES)
+    task.answers_needed = 1
+    task.save(update_fields=["answers_needed"])
+    assert task.document.text.startswith("Mess of Blues is an album by Jeff Healey .")
+    return task
 
-    corpus = world
-    st = actions.settings_for(corpus)
-    st.answers_per_item = 1
-    st.save()
-    actions.request_exhaustive(corpus, sample_uniform(corpus.n_documents, 1, rng=0))
-    ent = Task.objects.get(kind=Kind.ENTITIES)
-    ent.answers_needed = 1
-    ent.save()
-    base = live_server.url
-    login(page, base)
-    page.goto(f"{base}/annotate/next/entities/")
+
+def legend_keys(page) -> dict[str, str]:
+    """Entity type -> its digit key, read from the legend shown above the document."""
+    keys = {}
+    for text in page.eval_on_selector_all(".legend .tag", "els => els.map(e => e.textContent.trim())"):
+        digit, typ = text.split()
+        keys[typ] = digit
+    return keys
+
+
+def annotate_entities_by_keyboard(page, task: Task) -> list[list[int]]:
+    """Open the entity task and mark, with the keyboard only:
+    "Mess of Blues" MISC, "Jeff Healey" PER (with a KB link), "2008" TIME, "his" PER in Jeff Healey's group,
+    after marking "death" by mistake and removing it.  Submits; returns the page's token offsets."""
+    page.goto(page.url.split("/annotate/")[0] + "/annotate/next/entities/")
     page.wait_for_selector("#task[data-kind=entities]")
-    types = json.loads(page.get_attribute("#doc", "data-types"))
-    per, loc = str(types.index("PER") + 1), str(types.index("LOC") + 1)
+    assert_no_system(page)
     toks = page.eval_on_selector_all(".tok", "els => els.map(e => [Number(e.dataset.s), Number(e.dataset.e)])")
+    words = page.eval_on_selector_all(".tok", "els => els.map(e => e.textContent)")
+    assert words[:10] == ["Mess", "of", "Blues", "is", "an", "album", "by", "Jeff", "Healey", "."]
+    assert words[14] == "2008" and words[20:22] == ["his", "death"]
+    key = legend_keys(page)
+    assert set(key) == {"LOC", "MISC", "NUM", "ORG", "PER", "TIME"}
     kb = page.keyboard
-    kb.press(per)                 # token 0 -> PER, cursor moves to token 1
-    kb.press(per)                 # token 1 -> PER, cursor 2
-    kb.press("[")                 # back to the mention at token 1
-    kb.press("g")                 # ... joins the previous mention's group
-    kb.press("ArrowRight")        # cursor 2
-    kb.press("Shift+ArrowRight")  # select tokens 2-3
-    kb.press(loc)                 # -> LOC
-    kb.press(per)                 # token 4 -> PER (a mistake)
-    kb.press("[")                 # back to it
-    kb.press("Backspace")         # removed
-    page.once("dialog", lambda d: d.accept("Q90"))
-    kb.press("[")                 # the LOC mention
-    kb.press("k")                 # its KB link
-    assert "3 mentions in 2 group(s)" in page.inner_text("#summary")
+    summary = lambda: page.inner_text("#summary")  # noqa: E731
+
+    kb.press("Shift+ArrowRight")
+    kb.press("Shift+ArrowRight")        # select tokens 0-2
+    assert summary().endswith("Selected: Mess of Blues")
+    kb.press(key["MISC"])               # "Mess of Blues" MISC; the cursor moves past it (token 3)
+    for _ in range(4):
+        kb.press("ArrowRight")          # token 7 "Jeff"
+    kb.press("Shift+ArrowRight")        # "Jeff Healey"
+    kb.press(key["PER"])                # -> PER; cursor on token 9
+    for _ in range(11):
+        kb.press("ArrowRight")          # token 20 "his"
+    kb.press(key["PER"])                # "his" PER (its own group for now); cursor on 21 "death"
+    kb.press("[")                       # back to the mention "his"
+    kb.press("g")                       # joins the previous mention's group (Jeff Healey)
+    assert summary().startswith("3 mentions in 2 group(s)")
+    kb.press("ArrowRight")              # "death"
+    kb.press(key["LOC"])                # a mistake
+    kb.press("[")                       # back to it
+    kb.press("Backspace")               # removed
+    assert summary().startswith("3 mentions in 2 group(s)")
+    kb.press("[")                       # the mention "his"
+    for _ in range(6):
+        kb.press("ArrowLeft")           # token 14 "2008"
+    kb.press(key["TIME"])
+    kb.press("]")                       # the next mention: "his"
+    assert summary() == "4 mentions in 3 group(s). Selected: his"
+    kb.press("[")                       # "2008"
+    kb.press("[")                       # "Jeff Healey"
+    assert summary().endswith("Selected: Jeff")
+    page.once("dialog", lambda d: d.accept(LINK))
+    kb.press("k")                       # its KB link (a prompt)
     with page.expect_navigation():
         kb.press("Enter")
-    ent.refresh_from_db()
-    ans = Answer.objects.get(task=ent)
-    got = [(m["start"], m["end"], m["type"]) for m in ans.value["mentions"]]
-    assert got == [(toks[0][0], toks[0][1], "PER"), (toks[1][0], toks[1][1], "PER"), (toks[2][0], toks[3][1], "LOC")]
-    assert [m["link"] for m in ans.value["mentions"]] == ["", "", "Q90"]
-    clusters = [m["cluster"] for m in ans.value["mentions"]]
-    assert clusters[0] == clusters[1] != clusters[2]
-    assert ent.status == Task.Status.COMPLETE
+    return toks
 
-    rel = Task.objects.get(kind=Kind.RELATIONS)
-    assert rel.payload["pairs"] == [[0, 2]]       # one pair: the PER group and the LOC, same sentence
-    page.goto(f"{base}/annotate/next/relations/")
+
+def load_times(page, n: int = 5) -> list[tuple[float, float]]:
+    """Reload the current page ``n`` times; (ms to DOMContentLoaded, ms to load) of each navigation."""
+    out = []
+    for _ in range(n):
+        page.reload(wait_until="load")
+        page.wait_for_function("performance.getEntriesByType('navigation')[0].loadEventEnd > 0")
+        nav = json.loads(page.evaluate("JSON.stringify(performance.getEntriesByType('navigation')[0])"))
+        out.append((nav["domContentLoadedEventEnd"] - nav["startTime"], nav["loadEventEnd"] - nav["startTime"]))
+    return out
+
+
+# --------------------------------------------------------------------------- tests
+
+def test_verify_with_the_keyboard(page, live_server, world):
+    """Login with Enter, '1' on the queue opens a verification task; '1' (holds) + 'o' (object not valid)
+    + Enter stores that answer (incorrect, timed) and loads the next task; '3' + Enter stores 'no relation'."""
+    base = live_server.url
+    login(page, base)
+    assert_no_system(page)
+    page.keyboard.press("1")                       # the first task type on the queue: verify
+    page.wait_for_selector("#task[data-kind=verify]")
+    assert_no_system(page)
+    first = page.url
+    assert "/annotate/task/" in first
+    assert page.is_checked("#object_ok") and page.is_checked("#subject_ok")
+    page.wait_for_timeout(300)                     # reading takes a moment: seconds > 0
+    page.keyboard.press("1")                       # holds
+    page.keyboard.press("o")                       # the object mention is not valid
+    assert page.is_checked("input[name=relation][value=holds]") and not page.is_checked("#object_ok")
+    with page.expect_navigation(url=lambda u: "/annotate/task/" in u and u != first):
+        page.keyboard.press("Enter")               # submit: the next verification task loads
+    page.wait_for_selector("#task[data-kind=verify]")
+    assert_no_system(page)
+
+    ans = Answer.objects.select_related("task").get(assignment__token=token_of(first))
+    assert ans.value == {"relation": "holds", "subject_ok": True, "object_ok": False, "link_ok": None}
+    assert ans.correct is False and ans.seconds is not None and ans.seconds > 0 and ans.weight == 1
+    assert ans.annotator.user.username == USER and ans.task.kind == Kind.VERIFY
+    ans.task.refresh_from_db()                     # one answer needed: the task is labelled
+    assert ans.task.status == Task.Status.COMPLETE
+    assert Label.objects.get(task=ans.task).correct is False
+
+    second = page.url
+    page.keyboard.press("3")                       # no relation
+    with page.expect_navigation(url=lambda u: u != second):
+        page.keyboard.press("Enter")
+    ans2 = Answer.objects.get(assignment__token=token_of(second))
+    assert ans2.value == {"relation": "none", "subject_ok": True, "object_ok": True, "link_ok": None}
+    assert ans2.correct is False
+    assert Answer.objects.count() == 2
+
+
+def test_entities_with_the_keyboard(page, live_server, world):
+    """Cursor moves, Shift-extension, type digits, [ ] between mentions, g (join group), Backspace (remove),
+    k (KB link) and Enter: the stored mentions have the document's token offsets, the types, one shared
+    group for the joined pair; the task completes and a relations task with the candidate pairs appears."""
+    corpus = world
+    task = request_entities(corpus)
+    login(page, live_server.url)
+    toks = annotate_entities_by_keyboard(page, task)
+
+    text = task.document.text
+    ans = Answer.objects.get(task=task)
+    ms = ans.value["mentions"]
+    assert [(text[m["start"]:m["end"]], m["type"]) for m in ms] == [
+        ("Mess of Blues", "MISC"), ("Jeff Healey", "PER"), ("2008", "TIME"), ("his", "PER")]
+    # offsets are those of the page's tokens, which are the document text's tokens
+    assert [(m["start"], m["end"]) for m in ms] == [
+        (toks[0][0], toks[2][1]), (toks[7][0], toks[8][1]), (toks[14][0], toks[14][1]), (toks[20][0], toks[20][1])]
+    assert [m["link"] for m in ms] == ["", LINK, "", ""]
+    clusters = [m["cluster"] for m in ms]
+    assert clusters[1] == clusters[3] and len({clusters[0], clusters[1], clusters[2]}) == 3
+    assert ans.seconds and ans.seconds > 0
+
+    task.refresh_from_db()
+    assert task.status == Task.Status.COMPLETE
+    assert [(m["start"], m["end"], m["cluster"]) for m in task.result["mentions"]] == [
+        (ms[0]["start"], ms[0]["end"], 0), (ms[1]["start"], ms[1]["end"], 1),
+        (ms[2]["start"], ms[2]["end"], 2), (ms[3]["start"], ms[3]["end"], 1)]
+    rel = Task.objects.get(kind=Kind.RELATIONS, document=task.document)
+    assert rel.status == Task.Status.OPEN
+    # one pair per sentence and pair of groups: (Mess of Blues, Jeff Healey) and (2008, his)
+    assert rel.payload["pairs"] == [[0, 1], [2, 3]]
+
+
+def test_relations_with_the_keyboard(page, live_server, world):
+    """After the entity task: '/' focuses the pair's search, a datalist option typed exactly + Enter adds it,
+    Escape leaves the box, 'j' moves to the next pair, 'x' clears it, Ctrl+Enter submits; the answer and
+    the aggregated relations are stored."""
+    corpus = world
+    ent = request_entities(corpus)
+    login(page, live_server.url)
+    annotate_entities_by_keyboard(page, ent)
+    rel = Task.objects.get(kind=Kind.RELATIONS, document=ent.document)
+    rel.answers_needed = 1
+    rel.save(update_fields=["answers_needed"])
+
+    page.goto(f"{live_server.url}/annotate/next/relations/")
     page.wait_for_selector("#task[data-kind=relations]")
-    assert "zz-hidden" not in page.content()
-    name, desc = json.loads(page.get_attribute("#pairs", "data-relations"))[0]
+    assert_no_system(page)
+    assert page.locator(".pair").count() == 2
+    options = page.eval_on_selector_all("#relation-list option", "els => els.map(e => e.value)")
+    pick = lambda direction, name: next(o for o in options if o.startswith(direction) and o.endswith(f"({name})"))  # noqa: E731
+    performer, published, died = pick("A → B", "P175"), pick("A → B", "P577"), pick("B → A", "P570")
+    assert performer == "A → B: performer (P175)" and died == "B → A: date of death (P570)"
+    kb = page.keyboard
+    chips = lambda i: page.inner_text(f".pair[data-index='{i}'] .chips")  # noqa: E731
+
+    assert "current" in page.get_attribute(".pair[data-index='0']", "class")
+    kb.press("/")                                  # search box of pair 0: Mess of Blues (A), Jeff Healey (B)
+    assert page.evaluate("document.activeElement.classList.contains('rel-search')")
+    kb.type(performer)
+    kb.press("Enter")                              # added
+    kb.press("Escape")                             # out of the box
+    assert chips(0) == "A → B: performer"
+    kb.press("j")                                  # pair 1: 2008 (A), his (B)
+    assert "current" in page.get_attribute(".pair[data-index='1']", "class")
     kb.press("/")
-    kb.type(f"A → B: {desc} ({name})")
+    kb.type(published)                             # a mistake ...
     kb.press("Enter")
     kb.press("Escape")
-    kb.press("x")                 # cleared
+    assert chips(1) == "A → B: publication date"
+    kb.press("x")                                  # ... cleared
+    assert chips(1) == "no relation"
     kb.press("/")
-    kb.type(f"B → A: {desc} ({name})")
+    kb.type(died)                                  # his → 2008: date of death
     kb.press("Enter")
     kb.press("Escape")
-    assert page.inner_text(".pair.current .chips").startswith("B → A")
+    assert chips(0) == "A → B: performer" and chips(1) == "B → A: date of death"
     with page.expect_navigation():
         kb.press("Control+Enter")
-    rel.refresh_from_db()
-    assert Answer.objects.get(task=rel).value == {"pairs": {"0": [f"ba:{name}"]}}
-    assert rel.status == Task.Status.COMPLETE and rel.result["relations"] == [[2, name, 0]]
 
-    # page load times of the entity and relation pages (a fresh lease of each kind)
-    ent2 = Task.objects.create(corpus=corpus, kind=Kind.ENTITIES, document=ent.document, key="again",
-                               payload={}, answers_needed=1, priority=ent.priority, guideline_version="x")
-    rel2 = Task.objects.create(corpus=corpus, kind=Kind.RELATIONS, document=rel.document, key="again",
-                               payload=rel.payload, answers_needed=1, priority=rel.priority, guideline_version="x")
-    for kind in ("entities", "relations"):
+    ans = Answer.objects.get(task=rel)
+    assert ans.value == {"pairs": {"0": ["ab:P175"], "1": ["ba:P570"]}}
+    rel.refresh_from_db()
+    assert rel.status == Task.Status.COMPLETE
+    assert rel.result == {"pairs": {"0": ["ab:P175"], "1": ["ba:P570"]},
+                          "relations": [[0, "P175", 1], [3, "P570", 2]]}
+
+
+def test_task_pages_hide_the_system_and_load_times(page, live_server, world):
+    """No page names the submitting team or run; prints each task page's load time over 5 reloads."""
+    corpus = world
+    ent = request_entities(corpus)
+    # a relations task for the same document, from an entity answer given by someone else
+    other = Annotator.objects.create(backend="inhouse", external_id="other")
+    text = ent.document.text
+    actions.submit_answer(actions.lease_next(other, kind=Kind.ENTITIES), {"mentions": [
+        {"start": 0, "end": len("Mess of Blues"), "type": "MISC", "cluster": 1},
+        {"start": text.index("Jeff Healey"), "end": text.index("Jeff Healey") + len("Jeff Healey"), "type": "PER",
+         "cluster": 2}]})
+    ent2 = Task.objects.create(corpus=corpus, kind=Kind.ENTITIES, document=ent.document, key="second",
+                               answers_needed=1, priority=ent.priority, guideline_version=ent.guideline_version)
+    assert Task.objects.filter(kind=Kind.RELATIONS, status=Task.Status.OPEN).count() == 1 and ent2.pk
+
+    base = live_server.url
+    login(page, base)
+    assert_no_system(page)
+    report = []
+    for kind in (Kind.VERIFY, Kind.ENTITIES, Kind.RELATIONS):
         page.goto(f"{base}/annotate/next/{kind}/")
-        times = []
-        for _ in range(5):
-            page.goto(page.url)
-            times.append(load_times(page))
-        print(f"\n{kind} page load (ms): DOMContentLoaded median {statistics.median(t[0] for t in times):.0f}, "
-              f"load median {statistics.median(t[1] for t in times):.0f}")
-        assert max(t[1] for t in times) < 5000
-    assert ent2.pk and rel2.pk
+        page.wait_for_selector(f"#task[data-kind={kind}]")
+        assert_no_system(page)
+        times = load_times(page)
+        assert_no_system(page)
+        dcl, load = [t[0] for t in times], [t[1] for t in times]
+        report.append(f"{kind:9s} page, {len(times)} loads: DOMContentLoaded median {statistics.median(dcl):6.1f} ms "
+                      f"(min {min(dcl):.1f}, max {max(dcl):.1f}); load median {statistics.median(load):6.1f} ms "
+                      f"(min {min(load):.1f}, max {max(load):.1f})")
+        assert max(load) < 5000, (kind, times)     # a sanity bound, not a timing test
+    print("\ntask page load times (navigation start to event end, live server, headless Chromium):\n  "
+          + "\n  ".join(report))
+
+
+def test_verify_skip_and_rejected_answer_by_keyboard(page, live_server, world):
+    """Enter on the focused Skip button skips (it used to submit the answer); an answer the server rejects
+    ('another relation' without choosing it) comes back with everything kept, the unticked object check too."""
+    base = live_server.url
+    login(page, base)
+    page.keyboard.press("1")
+    page.wait_for_selector("#task[data-kind=verify]")
+    first = page.url
+    page.keyboard.press("3")
+    page.focus("#skip")
+    with page.expect_navigation(url=lambda u: "/annotate/task/" in u and u != first):
+        page.keyboard.press("Enter")
+    assert not Answer.objects.exists()
+    assert Assignment.objects.get(token=token_of(first)).status == Assignment.Status.EXPIRED
+
+    second = page.url
+    page.keyboard.press("o")                       # object mention not valid
+    page.keyboard.press("2")                       # another relation: focuses the list, nothing chosen yet
+    with page.expect_navigation():
+        page.keyboard.press("Enter")
+    assert page.url == second and "other_predicate" in page.inner_text("#error")
+    assert page.is_checked("input[name=relation][value=other]")
+    assert not page.is_checked("#object_ok") and page.is_checked("#subject_ok")
+    assert page.evaluate("document.activeElement.id") == "other_predicate"
+    page.keyboard.press("ArrowDown")               # the first relation of the list
+    chosen = page.input_value("#other_predicate")
+    assert chosen
+    with page.expect_navigation(url=lambda u: u != second):
+        page.keyboard.press("Enter")
+    ans = Answer.objects.get(assignment__token=token_of(second))
+    assert ans.value == {"relation": "other", "other_predicate": chosen, "subject_ok": True, "object_ok": False,
+                         "link_ok": None}
+    assert ans.correct is False

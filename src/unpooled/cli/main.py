@@ -44,7 +44,7 @@ def setup_django(*, migrate: bool = True) -> None:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from .commands import annotate, bench, corpus, schema, score, serve, simulate, submission, validate
+    from .commands import annotate, bench, corpus, evaluate, schema, score, serve, simulate, submission, validate
 
     parser = argparse.ArgumentParser(
         prog="unpooled",
@@ -54,7 +54,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--traceback", action="store_true", help="show the full traceback of an error")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     sub.required = True
-    for module in (corpus, schema, validate, submission, score, annotate, bench, serve, simulate):
+    for module in (corpus, schema, validate, submission, score, annotate, evaluate, bench, serve, simulate):
         module.register(sub)
     return parser
 

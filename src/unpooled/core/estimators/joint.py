@@ -271,7 +271,8 @@ def _var0(T: np.ndarray) -> np.ndarray:
 def wilson(est: np.ndarray, var: np.ndarray, level: float, n_fallback: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     r"""Wilson score interval at the effective sample size :math:`\hat e(1-\hat e)/\widehat{\rm Var}`.
 
-    Where the variance is 0 (all labels equal) the fallback size ``n_fallback`` is used.
+    Where the variance is 0 (all labels equal), and within about ``1/n_fallback`` of 0 or 1
+    (where :math:`\hat e(1-\hat e)` collapses), the fallback size ``n_fallback`` is used.
     """
     z = norm.ppf(0.5 + level / 2)
     est = np.clip(est, 0.0, 1.0)
@@ -280,6 +281,11 @@ def wilson(est: np.ndarray, var: np.ndarray, level: float, n_fallback: np.ndarra
     neff = np.where((neff > 0) & np.isfinite(neff), neff, np.maximum(n_fallback, 1e-9))
     # est in {0, 1} with positive variance (soft labels): use the fallback size too
     neff = np.where((est <= 0) | (est >= 1), np.maximum(n_fallback, 1e-9), neff)
+    # within ~1/n of 0 or 1, est(1-est) collapses while an importance-weighted variance need not:
+    # est(1-est)/var would be a handful and the interval absurdly wide (0.999 +- 0.012 gave
+    # [0.06, 1]); there the fallback size (the effective sample size) is the better guide
+    near = est * (1 - est) * n_fallback < 1
+    neff = np.where(near, np.maximum(neff, n_fallback), neff)
     z2n = z * z / neff
     center = (est + z2n / 2) / (1 + z2n)
     half = z / (1 + z2n) * np.sqrt(est * (1 - est) / neff + z2n / (4 * neff))

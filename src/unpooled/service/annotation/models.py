@@ -176,7 +176,8 @@ class Label(models.Model):
     key = models.TextField()
     key_hash = models.BigIntegerField()
     task = models.ForeignKey(Task, null=True, on_delete=models.SET_NULL, related_name="labels")
-    probability = models.FloatField(help_text="probability that the instance is correct (soft label)")
+    probability = models.FloatField(help_text="Dawid-Skene: posterior probability of being correct; "
+                                              "majority: the share of answers saying correct")
     correct = models.BooleanField(help_text="the hard label")
     method = models.CharField(max_length=20)
     n_answers = models.PositiveSmallIntegerField()

@@ -57,6 +57,7 @@ INSTALLED_APPS = [
     "unpooled.service.corpora",
     "unpooled.service.submissions",
     "unpooled.service.annotation",
+    "unpooled.service.evaluations",
     "unpooled.service.web",
 ]
 

@@ -10,6 +10,8 @@
   const previousEl = document.getElementById("previous-answer");
   const previous = previousEl ? JSON.parse(previousEl.textContent) : null;
   const typing = (e) => ["INPUT", "SELECT", "TEXTAREA"].includes(e.target.tagName) && e.target.type !== "radio" && e.target.type !== "checkbox";
+  // Enter on a focused button, link or summary (Skip, sign out, the instructions) activates it; it does not submit the answer
+  const activates = (e) => e.key === "Enter" && e.target instanceof Element && e.target.closest("button, a[href], summary") !== null;
   const guide = document.querySelector("details.guide");
 
   function submit(value) {
@@ -46,7 +48,7 @@
     });
     document.addEventListener("keydown", (e) => {
       if (e.target === other && e.key !== "Enter") return;
-      if (typing(e) && e.target !== other) return;
+      if ((typing(e) && e.target !== other) || activates(e)) return;
       const map = { "1": "holds", "2": "other", "3": "none" };
       if (map[e.key]) { set(map[e.key]); e.preventDefault(); }
       else if (e.key === "s") toggle("subject_ok");
@@ -54,7 +56,13 @@
       else if (e.key === "l") toggle("link_ok");
       else if (e.key === "Enter") { e.preventDefault(); form.requestSubmit(); }
     });
-    if (previous) { set(previous.relation); if (previous.other_predicate) other.value = previous.other_predicate; }
+    if (previous) {  // a rejected answer comes back: restore all of it, the mention checks included
+      set(previous.relation); if (previous.other_predicate) other.value = previous.other_predicate;
+      ["subject_ok", "object_ok", "link_ok"].forEach((id) => {
+        const el = document.getElementById(id);
+        if (el && typeof previous[id] === "boolean") el.checked = previous[id];
+      });
+    }
   }
 
   // ------------------------------------------------------------------ entities
@@ -83,9 +91,10 @@
       });
       summary.textContent = mentions.length + " mention" + (mentions.length === 1 ? "" : "s") + " in " +
         new Set(mentions.map((m) => m.cluster)).size + " group(s). Selected: " + toks.slice(a, b + 1).map((t) => t.textContent).join(" ");
-      toks[cursor].scrollIntoView({ block: "nearest" });
+      if (toks.length) toks[cursor].scrollIntoView({ block: "nearest" });
     }
     function mark(type) {
+      if (!toks.length) return;
       const [a, b] = sel();
       const same = mentions.find((m) => m.a === a && m.b === b);
       if (same) { same.type = type; }
@@ -105,7 +114,7 @@
     doc.addEventListener("mousedown", (e) => { const i = toks.indexOf(e.target); if (i >= 0) { anchor = cursor = i; render(); } });
     doc.addEventListener("mouseup", (e) => { const i = toks.indexOf(e.target); if (i >= 0) { cursor = i; render(); } });
     document.addEventListener("keydown", (e) => {
-      if (typing(e)) return;
+      if (typing(e) || activates(e)) return;
       const n = toks.length;
       if (e.key === "ArrowRight" || e.key === "ArrowLeft") {
         const d = e.key === "ArrowRight" ? 1 : -1;

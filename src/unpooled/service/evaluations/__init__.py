@@ -1,0 +1,1 @@
+"""Evaluations: draws from each submission's sampling distribution, and the scores estimated from them."""

@@ -1,0 +1,52 @@
+"""Draws (i.i.d. from a submission's sampling distribution p_i) and estimated scores."""
+
+from __future__ import annotations
+
+from django.db import models
+
+from unpooled.service.submissions.models import RelationInstance, Submission
+
+
+class Draw(models.Model):
+    """One draw, with replacement, from ``submission``'s sampling distribution at ``level``.
+
+    Draws are kept in order (``seq``); repeated instances are repeated draws.  Their labels
+    come from the label pool by canonical key, so a draw never needs its own answer.
+    """
+
+    submission = models.ForeignKey(Submission, on_delete=models.CASCADE, related_name="draws")
+    level = models.CharField(max_length=20)
+    seq = models.PositiveIntegerField()
+    instance = models.ForeignKey(RelationInstance, on_delete=models.CASCADE, related_name="+")
+    key = models.TextField()
+    key_hash = models.BigIntegerField()
+    created = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["submission", "level", "seq"], name="draw_unique_seq")]
+
+
+class Score(models.Model):
+    """Estimated precision, recall and F1 of a submission with their intervals, and how they were obtained."""
+
+    submission = models.ForeignKey(Submission, on_delete=models.CASCADE, related_name="scores")
+    level = models.CharField(max_length=20)
+    estimator = models.CharField(max_length=40)
+    p = models.FloatField(null=True)
+    p_lo = models.FloatField(null=True)
+    p_hi = models.FloatField(null=True)
+    r = models.FloatField(null=True)
+    r_lo = models.FloatField(null=True)
+    r_hi = models.FloatField(null=True)
+    f1 = models.FloatField(null=True)
+    f1_lo = models.FloatField(null=True)
+    f1_hi = models.FloatField(null=True)
+    draws = models.PositiveIntegerField(default=0)
+    labels_new = models.PositiveIntegerField(default=0)
+    labels_reused = models.PositiveIntegerField(default=0)
+    exhaustive_documents = models.PositiveIntegerField(default=0)
+    details = models.JSONField(default=dict)
+    created = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["-created", "-id"]

@@ -1,0 +1,88 @@
+"""``evaluate``: draws, label reuse across submissions, joint scores with intervals, leaderboard rows."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from unpooled.cli.main import main
+from unpooled.service.crowd.simulated import GoldOracle
+from unpooled.service.evaluations.models import Draw, Score
+from unpooled.service.submissions.actions import do_ingest_submission
+from unpooled.service.submissions.models import RelationInstance
+
+from ..conftest import load_redocred_subset
+from .test_annotation_e2e import _system_jsonl
+
+pytestmark = pytest.mark.django_db
+
+
+def _true_precision(corpus, sub) -> float:
+    from unpooled.service.annotation.models import Task
+
+    oracle = GoldOracle(corpus)
+    right = n = 0
+    for i in RelationInstance.objects.filter(submission=sub).select_related("subject", "object"):
+        t = Task(document_id=i.document_id, kind="verify", payload={
+            "subject": {"start": i.subject_start, "end": i.subject_end}, "predicate": i.predicate,
+            "object": {"start": i.object_start, "end": i.object_end}})
+        right += oracle.verify(t)
+        n += 1
+    return right / n
+
+
+def test_evaluate_cli_scores_every_submission_with_intervals(shared_data, tmp_path, capsys):
+    corpus, hwe, path = load_redocred_subset(shared_data, tmp_path, 40, "evalc", team="DocRED-original", run="hwe")
+    noisy_path = tmp_path / "noisy.jsonl"
+    _system_jsonl(path, noisy_path, rng=3, keep=0.4)
+    noisy = do_ingest_submission(noisy_path, "evalc", "noisy", "run-1", "jsonl").submission
+    # stored keys are the core's instance keys (labels join on them)
+    from unpooled.core.matching import InstanceRef
+
+    i = RelationInstance.objects.filter(submission=noisy).select_related("document").first()
+    assert InstanceRef(i.document.doc_id, i.subject_start, i.subject_end, i.predicate, i.object_start, i.object_end,
+                       i.value).key == i.key
+
+    code = main(["evaluate", "--corpus", "evalc", "--accuracy", "0.9", "--labels", "150", "--documents", "8",
+                 "--json"])
+    rows = json.loads(capsys.readouterr().out)
+    assert code == 0 and len(rows) == 2
+    assert set(rows[0]) == {"submission", "team", "run", "level", "p", "p_lo", "p_hi", "r", "r_lo", "r_hi", "f1",
+                            "f1_lo", "f1_hi", "labels_new", "labels_reused"}
+    by = {r["team"]: r for r in rows}
+    for team, sub in (("DocRED-original", hwe), ("noisy", noisy)):
+        r = by[team]
+        assert 0 <= r["p_lo"] <= r["p"] <= r["p_hi"] <= 1 and 0 <= r["r_lo"] <= r["r"] <= r["r_hi"] <= 1
+        assert r["labels_new"] + r["labels_reused"] > 0
+        truth = _true_precision(corpus, sub)
+        with capsys.disabled():
+            print(f"\n{team}: true precision {truth:.3f}, estimate {r['p']:.3f} [{r['p_lo']:.3f}, {r['p_hi']:.3f}], "
+                  f"recall {r['r']:.3f} [{r['r_lo']:.3f}, {r['r_hi']:.3f}]; new {r['labels_new']}, "
+                  f"reused {r['labels_reused']}")
+        assert r["p_lo"] - 0.03 <= truth <= r["p_hi"] + 0.03
+    assert by["DocRED-original"]["p"] > by["noisy"]["p"] + 0.2
+    assert Draw.objects.filter(submission=noisy).count() == 150
+    # a new submission overlapping the others reuses their labels
+    again = tmp_path / "again.jsonl"
+    again.write_text("".join(line for k, line in enumerate(noisy_path.read_text().splitlines(True)) if k % 2 == 0))
+    copycat = do_ingest_submission(again, "evalc", "copycat", "run-1", "jsonl").submission
+    from unpooled.service.annotation.models import Label
+
+    labelled = set(Label.objects.filter(corpus=corpus).values_list("key", flat=True))
+    code = main(["evaluate", "--corpus", "evalc", "--accuracy", "0.9", "--labels", "150", "--json"])
+    rows = json.loads(capsys.readouterr().out)
+    cc = next(r for r in rows if r["team"] == "copycat")
+    drawn = set(Draw.objects.filter(submission=copycat).values_list("key", flat=True))
+    assert cc["labels_reused"] == len(drawn & labelled) > 0
+    assert cc["labels_new"] == len(drawn - labelled)
+    assert Score.objects.filter(submission=noisy).count() == 2  # re-scored with the new labels
+
+    code = main(["evaluate", "--corpus", "evalc"])
+    out = capsys.readouterr().out
+    assert code == 0 and "team/run" in out and "90% intervals" in out
+
+
+def test_evaluate_errors(capsys):
+    assert main(["evaluate", "--corpus", "x", "--accuracy", "2"]) == 3
+    assert "--accuracy 2.0: expected a probability" in capsys.readouterr().err
