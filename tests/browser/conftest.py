@@ -34,7 +34,7 @@ def browser():
             try:
                 b = p.chromium.launch(executable_path=CHROMIUM, headless=True,
                                       args=["--no-sandbox"] if os.geteuid() == 0 else [])
-            except Exception as exc:  # installed but unable to start: fail with the reason, not a skip
+            except sync_api.Error as exc:  # installed but unable to start: fail with the reason, not a skip
                 pytest.fail(f"{CHROMIUM} did not start under Playwright: {exc}", pytrace=False)
             yield b
             b.close()

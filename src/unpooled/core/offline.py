@@ -461,8 +461,8 @@ def system_distribution(sub: Submission, level: str) -> np.ndarray:
     return sampling_distribution(len(sub.instances), level=level, predicate=pred, subject=subj, fill=fill)
 
 
-def build_design(data: OfflineData, *, level: str = "instance", match: str = "exact"
-                 ) -> tuple[Design, list[InstanceRef]]:
+def build_design(data: OfflineData, *, level: str = "instance", match: str = "exact",
+                 corrected_labels: bool = False) -> tuple[Design, list[InstanceRef]]:
     """The estimators' :class:`Design` and the universe (union of submissions by key)."""
     if level not in LEVELS:
         raise InvalidInputError(f"level: expected one of {', '.join(LEVELS)}, got {level!r}")
@@ -505,11 +505,12 @@ def build_design(data: OfflineData, *, level: str = "instance", match: str = "ex
         members = [np.asarray(P[i].indices) for i in range(m)]
         gs = match_universe(universe, members, targets=xs, policy=match).toarray().astype(bool) if len(xs) else None
         p0 = p0 / match_multiplicity(universe, policy=match)
-    return make_design(P, src, xs, f, g0, v0, p0, gs=gs), universe
+    return make_design(P, src, xs, f, g0, v0, p0, gs=gs, corrected_labels=corrected_labels), universe
 
 
 def score(data: OfflineData, *, level: str = "instance", estimator: str = "joint", weights: str = "balance",
-          match: str = "exact", bootstrap: int = 0, confidence: float = 0.90, rng=None) -> OfflineResult:
+          match: str = "exact", bootstrap: int = 0, confidence: float = 0.90, rng=None,
+          corrected_labels: bool = False) -> OfflineResult:
     """Estimate P, R and F1 of every submitted system.
 
     Parameters
@@ -530,6 +531,8 @@ def score(data: OfflineData, *, level: str = "instance", estimator: str = "joint
         Interval level in (0, 1).
     rng : seed or Generator, optional
         For the bootstrap.
+    corrected_labels : bool
+        Labels already corrected for annotation error may leave [0, 1] (they stay unbiased).
     """
     if not data.ok:
         raise InputFindings([r for r in data.reports if not r.ok])
@@ -541,7 +544,7 @@ def score(data: OfflineData, *, level: str = "instance", estimator: str = "joint
         raise InvalidInputError(f"bootstrap: expected a non-negative integer, got {bootstrap!r}")
     if not (_number(confidence) and 0 < confidence < 1):
         raise InvalidInputError(f"confidence: expected a number in (0, 1), got {confidence!r}")
-    design, _ = build_design(data, level=level, match=match)
+    design, _ = build_design(data, level=level, match=match, corrected_labels=corrected_labels)
     names = tuple(s.name for s in data.submissions)
     glob: list[str] = []
     if design.n0 == 0:

@@ -133,8 +133,12 @@ class Design:
         return len(self.v0)
 
 
-def make_design(P, src, xs, f, g0, v0=None, p0=None, gs=None) -> Design:
-    """Check shapes and types once (``_iv``); returns a :class:`Design`."""
+def make_design(P, src, xs, f, g0, v0=None, p0=None, gs=None, *, corrected_labels: bool = False) -> Design:
+    """Check shapes and types once (``_iv``); returns a :class:`Design`.
+
+    ``corrected_labels``: labels corrected for annotation error (e.g. Rogan–Gladen,
+    :math:`(y - f)/(t - f)`) may leave [0, 1]; they must still be finite.
+    """
     P = sp.csr_matrix(P, dtype=float)
     m, U = P.shape
     src = np.asarray(src, dtype=np.int64)
@@ -146,8 +150,9 @@ def make_design(P, src, xs, f, g0, v0=None, p0=None, gs=None) -> Design:
         raise InvalidInputError(f"src: system indices must be in [0, {m}), got [{src.min()}, {src.max()}]")
     if xs.size and (xs.min() < 0 or xs.max() >= U):
         raise InvalidInputError(f"xs: instance indices must be in [0, {U}), got [{xs.min()}, {xs.max()}]")
-    if np.any((f < 0) | (f > 1)) or np.any(np.isnan(f)):
-        raise InvalidInputError("f: labels must be probabilities in [0, 1]")
+    if not np.all(np.isfinite(f)) or (not corrected_labels and np.any((f < 0) | (f > 1))):
+        raise InvalidInputError("f: labels must be probabilities in [0, 1]" if not corrected_labels
+                                else "f: labels must be finite")
     sums = np.asarray(P.sum(axis=1)).ravel()
     if np.any(np.abs(sums - 1) > 1e-6):
         bad = int(np.argmax(np.abs(sums - 1)))

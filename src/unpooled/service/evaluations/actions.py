@@ -105,6 +105,7 @@ def offline_data(corpus: Corpus, *, level: str = "instance", label_method: str =
             tuple(r[7] for r in rows), tuple(str(r[8]) for r in rows),
             tuple(str(r[9]) if r[9] is not None else "=" + (r[6] or "") for r in rows)))
     labels = current_labels(corpus, method=label_method)
+    correction = majority_error_rates(corpus) if label_method == "majority" else {}
     draws = []
     for name, sub in by_name.items():
         for seq, key in Draw.objects.filter(submission=sub, level=level).order_by("seq").values_list("seq", "key"):
@@ -113,9 +114,64 @@ def offline_data(corpus: Corpus, *, level: str = "instance", label_method: str =
                 # majority: the hard label (the vote share is not a probability of being correct);
                 # Dawid-Skene: the posterior probability
                 value = float(lab.probability) if lab.method == "dawid-skene" else float(lab.correct)
+                rates = correction.get(key)
+                if rates is not None:
+                    tp, fp = rates
+                    value = (value - fp) / (tp - fp)
                 draws.append(LabelledDraw(name, key, value, seq))
     truth, docs = exhaustive_truth(corpus)
     return OfflineData(tuple(core_subs), tuple(draws), tuple(truth), ()), by_name, docs
+
+
+def majority_error_rates(corpus: Corpus, *, min_gap: float = 0.3) -> dict[str, tuple[float, float]]:
+    r"""Per labelled key, the majority label's true- and false-positive rates :math:`(t, f)`.
+
+    Crowd labels are noisy: with annotators of accuracy 0.8 and k = 3, one majority label in
+    ten is wrong, which pulls every precision towards 1/2 (measured: a system of true
+    precision 0.99 estimated at 0.875 [0.838, 0.905]).  Each worker's confusion matrix comes
+    from Dawid–Skene over all verification answers; from the item's own workers,
+    :math:`t = P(	ext{majority} = 1 \mid z = 1)` and :math:`f = P(	ext{majority} = 1 \mid z = 0)`.
+    The corrected label :math:`(y - f) / (t - f)` has expectation exactly *z* when the
+    confusions are right (Rogan & Gladen, *Am. J. Epidemiol.* 107(1):71–76, 1978), so the
+    estimators, linear in the labels, stay unbiased.  Items whose rates are too close
+    (:math:`t - f <` ``min_gap``) keep their plain label.
+    """
+    from itertools import product
+
+    from unpooled.core.annotation import Answers, dawid_skene
+    from unpooled.service.annotation.models import Answer
+
+    rows = list(Answer.objects.filter(task__corpus=corpus, task__kind=Kind.VERIFY, weight__gt=0)
+                .values_list("task_id", "annotator_id", "correct", "task__key", "task__is_control"))
+    if not rows:
+        return {}
+    ans = Answers.from_records(((t, w, int(bool(c))) for t, w, c, _, _ in rows), classes=(0, 1))
+    fit = dawid_skene(ans, n_classes=2)
+    widx = {w: i for i, w in enumerate(ans.worker_keys)}
+    workers_of: dict[str, list[int]] = {}
+    for _, w, _, key, control in rows:
+        if not control:
+            workers_of.setdefault(key, []).append(widx[w])
+    out = {}
+    for key, ws in workers_of.items():
+        rates = []
+        for z in (1, 0):
+            p_yes = [fit.confusion[w, z, 1] for w in ws]
+            total = 0.0
+            for votes in product((0, 1), repeat=len(ws)):
+                pr = 1.0
+                for v, q in zip(votes, p_yes):
+                    pr *= q if v else 1 - q
+                yes = sum(votes)
+                if 2 * yes > len(ws):
+                    total += pr
+                elif 2 * yes == len(ws):
+                    total += pr / 2
+            rates.append(total)
+        tp, fp = rates
+        if tp - fp >= min_gap:
+            out[key] = (tp, fp)
+    return out
 
 
 @dataclass
@@ -132,7 +188,7 @@ def score_corpus(corpus: Corpus, *, level: str = "instance", match: str = "overl
     data, by_name, docs = offline_data(corpus, level=level)
     if not data.submissions:
         return []
-    res = score(data, level=level, estimator="joint", weights=weights, match=match)
+    res = score(data, level=level, estimator="joint", weights=weights, match=match, corrected_labels=True)
     out = []
     reuse = reuse or {}
     for row in res.rows:
