@@ -58,8 +58,17 @@ def test_skip_returns_the_task(client, setup):
     _login(client)
     r = client.get(reverse("annotation:next", args=["verify"]))
     token = r["Location"].rstrip("/").split("/")[-1]
-    client.post(reverse("annotation:skip", args=[token]))
-    assert Assignment.objects.get(token=token).status == Assignment.Status.EXPIRED
+    skipped = Assignment.objects.get(token=token)
+    r = client.post(reverse("annotation:skip", args=[token]))
+    assert Assignment.objects.get(token=token).status == Assignment.Status.SKIPPED
+    nxt = client.get(r["Location"])  # the next task is another one, not the skipped task again
+    assert nxt.status_code == 302 and nxt["Location"] != f"/annotate/task/{token}/"
+    assert Assignment.objects.get(token=nxt["Location"].rstrip("/").split("/")[-1]).task_id != skipped.task_id
+    # the slot is free for somebody else
+    from unpooled.service.annotation.models import Annotator
+
+    other = Annotator.objects.create(backend="simulated", external_id="other")
+    assert actions.lease_next(other).task_id == skipped.task_id
 
 
 def test_entities_then_relations_pages(client, setup):

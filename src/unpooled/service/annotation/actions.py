@@ -340,8 +340,9 @@ def _try_lease(task_id: int, annotator: Annotator, now) -> Assignment | None:
 
 
 def release(assignment: Assignment) -> None:
-    """Give a leased task back at once (the annotator skipped it)."""
-    Assignment.objects.filter(pk=assignment.pk, status=Assignment.Status.LEASED).update(status=Assignment.Status.EXPIRED)
+    """Give a leased task back at once (the annotator skipped it): others may take the slot,
+    this annotator is not offered the task again."""
+    Assignment.objects.filter(pk=assignment.pk, status=Assignment.Status.LEASED).update(status=Assignment.Status.SKIPPED)
 
 
 # --------------------------------------------------------------------------- answers

@@ -137,6 +137,7 @@ class Assignment(models.Model):
         LEASED = "leased", "leased"
         SUBMITTED = "submitted", "submitted"
         EXPIRED = "expired", "expired"
+        SKIPPED = "skipped", "skipped (not offered to this annotator again)"
 
     task = models.ForeignKey(Task, on_delete=models.CASCADE, related_name="assignments")
     annotator = models.ForeignKey(Annotator, on_delete=models.PROTECT, related_name="assignments")
