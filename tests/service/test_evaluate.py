@@ -82,6 +82,15 @@ def test_evaluate_cli_scores_every_submission_with_intervals(shared_data, tmp_pa
     out = capsys.readouterr().out
     assert code == 0 and "team/run" in out and "90% intervals" in out
 
+    # the leaderboard page: newest score of each submission, tie groups, chart, provenance of the numbers
+    from django.test import Client
+
+    html = Client().get("/corpora/evalc/leaderboard/").content.decode()
+    assert html.count("<tr>") == 1 + 3 and "<svg" in html and "labelled draws" in html and "exhaustive documents" in html
+    assert html.index("DocRED-original/hwe") < html.index("noisy/run-1")
+    assert "No scores at this level yet" in Client().get("/corpora/evalc/leaderboard/?level=entity").content.decode()
+    assert Client().get("/corpora/evalc/leaderboard/?level=bogus").status_code == 404
+
 
 def test_evaluate_errors(capsys):
     assert main(["evaluate", "--corpus", "x", "--accuracy", "2"]) == 3

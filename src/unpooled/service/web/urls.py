@@ -7,6 +7,7 @@ urlpatterns = [
     path("", views.home, name="home"),
     path("corpora/<slug:name>/", views.corpus_detail, name="corpus"),
     path("corpora/<slug:name>/documents/<int:pk>/", views.document_detail, name="document"),
+    path("corpora/<slug:name>/leaderboard/", views.leaderboard, name="leaderboard"),
     path("submissions/", views.submission_list, name="submissions"),
     path("submissions/new/", views.upload, name="upload"),
     path("submissions/uploads/<str:task_id>/", views.upload_status, name="upload_status"),

@@ -45,6 +45,16 @@ def document_detail(request, name: str, pk: int):
                                                  "relations": relations, **annotation_layers(doc)})
 
 
+def leaderboard(request, name: str):
+    from unpooled.service.evaluations.leaderboard import leaderboard as build
+
+    corpus = get_object_or_404(Corpus, name=name)
+    level = request.GET.get("level", "instance")
+    if level not in ("instance", "relation", "entity"):
+        raise Http404("level must be instance, relation or entity")
+    return render(request, "web/leaderboard.html", {"corpus": corpus, **build(corpus, level=level)})
+
+
 def submission_list(request):
     subs = Submission.objects.select_related("team", "corpus")
     page = Paginator(subs, 50).get_page(request.GET.get("page"))
