@@ -7,7 +7,6 @@ import json
 import pytest
 
 from unpooled.cli.main import main
-from unpooled.service.crowd.simulated import GoldOracle
 from unpooled.service.evaluations.models import Draw, Score
 from unpooled.service.submissions.actions import do_ingest_submission
 from unpooled.service.submissions.models import RelationInstance
@@ -19,17 +18,9 @@ pytestmark = pytest.mark.django_db
 
 
 def _true_precision(corpus, sub) -> float:
-    from unpooled.service.annotation.models import Task
+    from unpooled.service.evaluations.actions import true_precision
 
-    oracle = GoldOracle(corpus)
-    right = n = 0
-    for i in RelationInstance.objects.filter(submission=sub).select_related("subject", "object"):
-        t = Task(document_id=i.document_id, kind="verify", payload={
-            "subject": {"start": i.subject_start, "end": i.subject_end}, "predicate": i.predicate,
-            "object": {"start": i.object_start, "end": i.object_end}})
-        right += oracle.verify(t)
-        n += 1
-    return right / n
+    return true_precision(corpus, sub.pk)
 
 
 def test_evaluate_cli_scores_every_submission_with_intervals(shared_data, tmp_path, capsys):
@@ -90,6 +81,15 @@ def test_evaluate_cli_scores_every_submission_with_intervals(shared_data, tmp_pa
     assert html.index("DocRED-original/hwe") < html.index("noisy/run-1")
     assert "No scores at this level yet" in Client().get("/corpora/evalc/leaderboard/?level=entity").content.decode()
     assert Client().get("/corpora/evalc/leaderboard/?level=bogus").status_code == 404
+
+
+def test_evaluate_task_reports_true_precision(shared_data, tmp_path):
+    from unpooled.service.evaluations.tasks import evaluate_corpus
+
+    load_redocred_subset(shared_data, tmp_path, 20, "evtask")
+    out = evaluate_corpus.call("evtask", accuracy=1.0, labels=60, documents=4)
+    (row,) = out["rows"]
+    assert row["p_true"] == pytest.approx(1.0, abs=0.02) and row["p_lo"] <= row["p_true"] + 0.02
 
 
 def test_evaluate_errors(capsys):

@@ -47,7 +47,16 @@ def cmd_serve(args) -> int:
     if args.demo:
         from unpooled.demo import load_demo
 
-        load_demo(echo=lambda m: print(m, flush=True))
+        names = load_demo(echo=lambda m: print(m, flush=True))
+        from unpooled.service.evaluations.models import Score
+
+        for name in names:
+            if not Score.objects.filter(submission__corpus__name=name).exists():
+                from unpooled.service.evaluations.tasks import evaluate_corpus
+
+                evaluate_corpus.enqueue(name)
+                print(f"demo: evaluating {name} in the background (simulated crowd, accuracy 0.8); the leaderboard "
+                      f"fills in about a minute: /corpora/{name}/leaderboard/", flush=True)
     env = dict(os.environ, DJANGO_SETTINGS_MODULE="unpooled.service.config.settings")
     procs = [
         subprocess.Popen([sys.executable, "-m", "unpooled.cli.main", "worker", "--slot", str(i)], env=env)

@@ -274,3 +274,19 @@ def leaderboard_row(s: Score) -> dict:
             "f1": s.f1, "f1_lo": s.f1_lo, "f1_hi": s.f1_hi, "labels_new": s.labels_new,
             "labels_reused": s.labels_reused, "draws": s.draws, "exhaustive_documents": s.exhaustive_documents,
             "estimator": s.estimator, "warnings": s.details.get("warnings", [])}
+
+
+def true_precision(corpus: Corpus, submission_id: int) -> float:
+    """The share of a submission's instances that the corpus's gold layer supports (demo and checks only)."""
+    from unpooled.service.crowd.simulated import GoldOracle
+
+    oracle = GoldOracle(corpus)
+    right = n = 0
+    for i in RelationInstance.objects.filter(submission_id=submission_id).only(
+            "document_id", "subject_start", "subject_end", "predicate", "object_start", "object_end"):
+        t = Task(document_id=i.document_id, kind=Kind.VERIFY, payload={
+            "subject": {"start": i.subject_start, "end": i.subject_end}, "predicate": i.predicate,
+            "object": {"start": i.object_start, "end": i.object_end}})
+        right += oracle.verify(t)
+        n += 1
+    return right / n if n else float("nan")
