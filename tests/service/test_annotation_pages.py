@@ -107,7 +107,7 @@ def test_entities_then_relations_pages(client, setup):
 
 def test_organiser_page_requires_staff(client, setup):
     _login(client)
-    assert client.get(reverse("annotation:organiser")).status_code == 302
+    assert client.get(reverse("annotation:organiser")).status_code == 403  # signed in, not an organiser
     User.objects.create_user("org", password="pw-org-123", is_staff=True)
     client.login(username="org", password="pw-org-123")
     page = client.get(reverse("annotation:organiser"))

@@ -40,7 +40,7 @@ def test_evaluate_cli_scores_every_submission_with_intervals(shared_data, tmp_pa
     rows = json.loads(capsys.readouterr().out)
     assert code == 0 and len(rows) == 2
     assert set(rows[0]) == {"submission", "team", "run", "level", "p", "p_lo", "p_hi", "r", "r_lo", "r_hi", "f1",
-                            "f1_lo", "f1_hi", "labels_new", "labels_reused"}
+                            "f1_lo", "f1_hi", "labels_new", "labels_reused", "p_true", "r_true", "f1_true"}
     by = {r["team"]: r for r in rows}
     for team, sub in (("DocRED-original", hwe), ("noisy", noisy)):
         r = by[team]

@@ -24,9 +24,18 @@ def corpus():
     return do_load_corpus(FIXTURES / "kb" / "sources.xml", "tac", "fixture", schema="tac-kbp")
 
 
+@pytest.fixture
+def client(client):
+    """Signed in as a submitter of team web-team."""
+    from unpooled.service.accounts.actions import do_sign_up
+
+    client.force_login(do_sign_up("sub1", "a-long-password", team="web-team"))
+    return client
+
+
 def upload(client, data: bytes, name="run.kb", **fields):
     """Upload through the form, then let the real django-tasks-db worker run what was queued."""
-    form = {"corpus": "fixture", "team": "web-team", "run": "", "format": "", **fields,
+    form = {"corpus": "fixture", "run": "", "format": "", "visibility": "public", **fields,
             "file": SimpleUploadedFile(name, data)}
     resp = client.post(reverse("web:upload"), form)
     if resp.status_code == 302:
@@ -43,15 +52,21 @@ def test_upload_accepted_redirects_to_submission(client, corpus):
     status = client.get(resp.url)
     assert status.status_code == 302, status.content[:500]
     sub = Submission.objects.get()
-    assert status.url == reverse("web:submission", args=[sub.pk])
-    page = client.get(status.url)
+    assert status.url == reverse("web:status", args=[sub.pk])
+    assert sub.submitted_by.username == "sub1" and sub.visibility == "public"
+    page = client.get(reverse("web:submission", args=[sub.pk]))
     assert page.status_code == 200
     html = page.content.decode()
     assert "web-team / fixture_run_1" in html and "per:spouse" in html and "Carrie Fisher" in html
+    st = client.get(status.url)
+    assert st.status_code == 200 and "labels received / needed" in st.content.decode()
 
 
 @pytest.mark.django_db(transaction=True)
 def test_upload_rejected_shows_located_errors(client, corpus, tmp_path):
+    from django.conf import settings
+
+    before = set(settings.UPLOAD_DIR.glob("*.upload")) if settings.UPLOAD_DIR.exists() else set()
     bad = KB.read_text().replace(":Paul_Simon\ttype\tPER", ":Paul_Simon\ttype\tPERSON")
     resp = upload(client, bad.encode())
     page = client.get(resp.url)
@@ -59,9 +74,7 @@ def test_upload_rejected_shows_located_errors(client, corpus, tmp_path):
     assert page.status_code == 200
     assert "Submission rejected" in html and "UP217" in html and "run.kb:" in html
     assert Submission.objects.count() == 0
-    from django.conf import settings
-
-    assert not list(settings.UPLOAD_DIR.glob("*.upload")), "the uploaded copy is removed"
+    assert set(settings.UPLOAD_DIR.glob("*.upload")) <= before, "the uploaded copy is removed"
 
 
 def test_pages_render(client, corpus):
@@ -85,7 +98,19 @@ def test_search_finds_text(client, corpus):
     assert "bolt-eng-DF-170-181103-15978" in html and "NYT_ENG_20130914.0094" not in html
 
 
+def test_upload_needs_a_team(corpus):
+    from django.test import Client
+
+    from unpooled.service.accounts.actions import do_sign_up
+
+    anon = Client()
+    assert anon.get(reverse("web:upload")).status_code == 302  # to the sign-in page
+    anon.force_login(do_sign_up("ann", "a-long-password", role="annotator"))
+    page = anon.get(reverse("web:upload"))
+    assert page.status_code == 403 and "Only members of a team can submit" in page.content.decode()
+
+
 def test_upload_form_errors(client, corpus):
-    resp = client.post(reverse("web:upload"), {"corpus": "fixture", "team": ""})
+    resp = client.post(reverse("web:upload"), {"corpus": "fixture"})
     assert resp.status_code == 200
     assert "This field is required" in resp.content.decode()

@@ -86,7 +86,8 @@ def test_killed_worker_task_is_retried(env, tmp_path):
     enqueue = (
         "from unpooled.cli.main import setup_django; setup_django(migrate=False)\n"
         "from unpooled.service.submissions.tasks import ingest_upload\n"
-        f"ingest_upload.enqueue({str(kb)!r}.replace('synthetic.kb', 'upload.kb'), 'crash', 'team', 'run', 'tac', 'x.kb')\n"
+        f"ingest_upload.enqueue({str(kb)!r}.replace('synthetic.kb', 'upload.kb'), 'crash', 'team', 'run', 'tac', 'x.kb', "
+        "start=False)\n"
     )
     (tmp_path / "upload.kb").write_bytes(kb.read_bytes())
     subprocess.run([sys.executable, "-c", enqueue], env=env, check=True)

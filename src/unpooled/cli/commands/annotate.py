@@ -1,4 +1,4 @@
-"""``unpooled annotate status|simulate|request|documents|controls|aggregate``."""
+"""``unpooled annotate status|simulate|request|documents|controls|aggregate|mturk|export``."""
 
 from __future__ import annotations
 
@@ -62,6 +62,16 @@ def register(sub) -> None:
     ag = cs.add_parser("aggregate", help="re-fit Dawid–Skene over all verification answers")
     ag.add_argument("--corpus", required=True)
     ag.set_defaults(func=cmd_aggregate)
+
+    ex = cs.add_parser("export", help="write the label pool, every answer and the exhaustive annotations as a "
+                                      "dataset release (JSONL files and a README with counts)")
+    ex.add_argument("--corpus", required=True)
+    ex.add_argument("-o", "--output", required=True, metavar="DIR",
+                    help="folder to write the release into (created if missing), or a file name ending in .zip")
+    ex.add_argument("--licence", help="licence of the annotations, stated in the README (default: CC BY 4.0)")
+    ex.add_argument("--force", action="store_true", help="replace release files already in DIR")
+    ex.add_argument("--json", action="store_true", help="print the counts as JSON")
+    ex.set_defaults(func=cmd_export)
 
 
 def _corpus(name: str):
@@ -249,4 +259,39 @@ def cmd_mturk(args) -> int:
     except MTurkError as exc:
         raise CommandError(str(exc)) from None
     print(json.dumps(out))
+    return 0
+
+
+def cmd_export(args) -> int:
+    from pathlib import Path
+
+    out = Path(args.output)
+    as_zip = out.suffix.lower() == ".zip"
+    if as_zip and out.exists() and not args.force:
+        raise CommandError(f"-o {out}: the file exists; use --force to replace it")
+    if not as_zip and out.exists() and not out.is_dir():
+        raise CommandError(f"-o {out}: not a folder (give a folder, or a file name ending in .zip)")
+    setup_django()
+    from unpooled.service.annotation.release import DEFAULT_LICENCE, RELEASE_FILES, export_release, write_release_zip
+
+    corpus = _corpus(args.corpus)
+    licence = args.licence or DEFAULT_LICENCE
+    if as_zip:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        with open(out, "wb") as fh:
+            counts = write_release_zip(corpus, fh, licence=licence)
+    else:
+        there = [name for name in RELEASE_FILES if (out / name).exists()]
+        if there and not args.force:
+            raise CommandError(f"-o {out}: {out / there[0]} exists (a release is there already); "
+                               "use --force to replace it")
+        counts = export_release(corpus, out, licence=licence)
+    if args.json:
+        print(json.dumps({"output": str(out), **counts.to_dict()}))
+        return 0
+    share = f"{counts.correct_share:.1%} correct" if counts.correct_share is not None else "none labelled"
+    print(f"release of corpus {corpus.name} written to {out}: {counts.label_keys:,} labelled instance keys "
+          f"({counts.label_rows:,} label rows, {share}), {counts.answers:,} answers by {counts.annotators:,} "
+          f"annotators, {counts.exhaustive_complete:,} of {counts.exhaustive_documents:,} exhaustive documents "
+          f"complete ({counts.exhaustive_relations:,} true instances)")
     return 0

@@ -1,4 +1,4 @@
-"""``unpooled bench ingest|score``: benchmarks that print their figures."""
+"""``unpooled bench ingest|score|rescore|pages``: benchmarks that print their figures."""
 
 from __future__ import annotations
 
@@ -21,6 +21,37 @@ def register(sub) -> None:
     sc.add_argument("--weights", choices=("balance", "heuristic", "minvar"), default="balance")
     sc.add_argument("--json", action="store_true", help='print {"systems", "replicates", "seconds"}')
     sc.set_defaults(func=cmd_score)
+    rs = bs.add_parser("rescore", help="re-score every submission of a corpus after a batch of new labels "
+                                       "(incremental; database from DATABASE_URL, default a fresh SQLite file)")
+    rs.add_argument("--systems", type=int, default=100, help="submissions")
+    rs.add_argument("--instances", type=int, default=3000, help="instances per submission (about)")
+    rs.add_argument("--labels", type=int, default=50, help="new labels per batch")
+    rs.add_argument("--draws", type=int, default=150, help="draws per submission before the batches")
+    rs.add_argument("--documents", type=int, default=30, help="exhaustively annotated documents")
+    rs.add_argument("--repeats", type=int, default=3, help="label batches timed (the median is reported)")
+    rs.add_argument("--seed", type=int, default=0)
+    rs.add_argument("--keep", action="store_true", help="keep the generated corpus in the database")
+    rs.add_argument("--verbose", action="store_true", help="report progress on stderr")
+    rs.add_argument("--json", action="store_true",
+                    help='print {"rescore_seconds", "rescore_scoring_seconds", "from_scratch_seconds", "cold", ...}')
+    rs.set_defaults(func=cmd_rescore)
+    pg = bs.add_parser("pages", help="p50/p95/p99 latency of the leaderboard, submission and annotation task pages "
+                                     "under concurrent clients, served by gunicorn (database from DATABASE_URL; "
+                                     "default a fresh SQLite file)")
+    pg.add_argument("--submissions", type=int, default=100, help="published submissions")
+    pg.add_argument("--clients", type=int, default=20, help="concurrent clients in closed loop")
+    pg.add_argument("--requests", type=int, default=1000, help="timed requests per page (after a warm-up)")
+    pg.add_argument("--instances", type=int, default=3000, help="instances per submission (about)")
+    pg.add_argument("--history", type=int, default=20, help="score generations per submission and level")
+    pg.add_argument("--workers", type=int, default=2, help="gunicorn worker processes (unpooled serve: 2)")
+    pg.add_argument("--threads", type=int, default=4, help="gunicorn threads per worker (unpooled serve: 4)")
+    pg.add_argument("--pages", help="comma-separated pages to drive (default all: leaderboard_instance, "
+                                    "leaderboard_relation, leaderboard_entity, submission, task_verify, task_entities)")
+    pg.add_argument("--seed", type=int, default=0)
+    pg.add_argument("--keep", action="store_true", help="PostgreSQL: keep the database unpooled_bench_pages")
+    pg.add_argument("--verbose", action="store_true", help="report progress on stderr")
+    pg.add_argument("--json", action="store_true", help='print {"pages": {PAGE: {"p50_ms", "p95_ms", ...}}, ...}')
+    pg.set_defaults(func=cmd_pages)
 
 
 def cmd_ingest(args) -> int:
@@ -41,3 +72,32 @@ def cmd_score(args) -> int:
 
         raise CommandError("--systems, --labels, --exhaustive and --replicates must be positive")
     return run(args.systems, args.labels, args.exhaustive, args.replicates, args.weights, as_json=args.json)
+
+
+def cmd_rescore(args) -> int:
+    from unpooled.bench.rescore import run
+
+    if min(args.systems, args.instances, args.labels, args.draws, args.documents, args.repeats) < 1:
+        from ..main import CommandError
+
+        raise CommandError("--systems, --instances, --labels, --draws, --documents and --repeats must be positive")
+    return run(args.systems, args.instances, args.labels, draws=args.draws, documents=args.documents,
+               repeats=args.repeats, seed=args.seed, as_json=args.json, keep=args.keep, verbose=args.verbose)
+
+
+def cmd_pages(args) -> int:
+    from unpooled.bench.pages import PAGES, run
+
+    from ..main import CommandError
+
+    if min(args.submissions, args.clients, args.requests, args.instances, args.history, args.workers,
+           args.threads) < 1:
+        raise CommandError("--submissions, --clients, --requests, --instances, --history, --workers and --threads "
+                           "must be positive")
+    pages = [p.strip() for p in args.pages.split(",") if p.strip()] if args.pages else None
+    bad = [p for p in pages or [] if p not in PAGES]
+    if bad:
+        raise CommandError(f"--pages: unknown page(s) {', '.join(bad)}; expected some of {', '.join(PAGES)}")
+    return run(args.submissions, args.clients, args.requests, as_json=args.json, instances=args.instances,
+               history=args.history, workers=args.workers, threads=args.threads, pages=pages, seed=args.seed,
+               keep=args.keep, verbose=args.verbose)

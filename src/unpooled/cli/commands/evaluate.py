@@ -19,6 +19,14 @@ def register(sub) -> None:
     p.add_argument("--target-width", type=float, help="draw more until each pending F1 interval is at most this wide")
     p.add_argument("--level", choices=("instance", "relation", "entity"), default="instance")
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--controls", type=int, default=None,
+                   help="gold control items to create first (corpus with a gold layer and none yet); they calibrate "
+                        "the crowd's error rates (default: 100 with the simulated crowd, else 0)")
+    p.add_argument("--coverage-trials", type=int, metavar="N",
+                   help="instead: run the whole evaluation N times (seeds --seed ..) in a rolled-back transaction and "
+                        "report how often each method's 90%% intervals hold the truth (gold-layer corpora)")
+    p.add_argument("--replicates", type=int, default=100,
+                   help="bootstrap re-estimates of the error rates per coverage trial (100)")
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_evaluate)
 
@@ -27,6 +35,52 @@ def _fmt(v, lo, hi) -> str:
     if v is None:
         return f"{'-':>21}"
     return f"{v:6.3f} [{lo:5.3f}, {hi:5.3f}]"
+
+
+def _opt(v, fmt="6.3f") -> str:
+    return "-" if v is None else format(v, fmt)
+
+
+#: methods --coverage-trials prints without --json (every method is in the JSON)
+SHOWN = ("current", "none/wilson", "dawid-skene/wilson", "controls+recall/raw-wilson+rates",
+         "dawid-skene+recall/raw-wilson+rates", "semi+recall/raw-wilson+rates")
+
+
+def cmd_coverage(args, corpus) -> int:
+    from unpooled.cli.progress import progress_bar
+    from unpooled.service.evaluations.coverage import run_coverage
+
+    if args.coverage_trials < 1:
+        raise CommandError(f"--coverage-trials {args.coverage_trials}: at least 1")
+    if not corpus.has_gold:
+        raise CommandError(f"--coverage-trials: corpus {corpus.name} has no gold layer to compare with")
+    bar = progress_bar(total=args.coverage_trials, desc="coverage trials", unit="trial")
+    rep = run_coverage(corpus, args.coverage_trials, accuracy=args.accuracy, annotators=args.annotators,
+                       labels=args.labels, documents=args.documents,
+                       controls=100 if args.controls is None else args.controls, replicates=args.replicates,
+                       seed=args.seed, level=args.level, progress=lambda k: bar.update(1))
+    bar.close()
+    rows = rep.table()
+    if args.json:
+        print(json.dumps({"trials": rep.trials, "settings": rep.settings, "truth": rep.truth,
+                          "seconds": round(rep.seconds, 1), "rows": rows}))
+        return 0
+    print(f"coverage of the 90% intervals over {rep.trials} trial(s) of the whole evaluation "
+          f"({rep.settings['labels']} draws per system, {rep.settings['documents']} exhaustive documents, "
+          f"crowd accuracy {rep.settings['accuracy']}, {rep.settings['controls']} gold controls); truth from the "
+          "gold layer")
+    print(f"{'method':<36} {'system':<32} {'':<3} {'truth':>7} {'cover':>6} {'bias':>7} {'rmse':>6} {'width':>6}")
+    for r in sorted(rows, key=lambda r: (SHOWN.index(r["method"]) if r["method"] in SHOWN else 99, r["method"],
+                                         r["system"], ("p", "r", "f1").index(r["metric"]))):
+        if r["method"] not in SHOWN:
+            continue
+        print(f"{r['method']:<36} {r['system'][:32]:<32} {r['metric']:<3} {r['truth']:7.4f} {r['coverage']:6.2f} "
+              f"{r['bias']:+7.4f} {r['rmse']:6.4f} {r['width']:6.4f}")
+    for method, (k, n) in sorted(rep.summary().items(), key=lambda kv: -kv[1][0]):
+        if method in SHOWN:
+            print(f"{method}: coverage at least 0.80 for {k} of {n} (system, metric) pairs")
+    print(f"{len({r['method'] for r in rows})} methods compared (--json lists them all); {rep.seconds:.0f} s")
+    return 0
 
 
 def cmd_evaluate(args) -> int:
@@ -46,6 +100,15 @@ def cmd_evaluate(args) -> int:
     except Corpus.DoesNotExist:
         names = ", ".join(Corpus.objects.values_list("name", flat=True)) or "none yet"
         raise CommandError(f"--corpus {args.corpus!r}: no such corpus (stored: {names})") from None
+    if args.coverage_trials is not None:
+        return cmd_coverage(args, corpus)
+    controls = args.controls if args.controls is not None else (100 if args.crowd == "simulated" else 0)
+    if controls and corpus.has_gold:
+        from unpooled.service.annotation.actions import create_verify_controls
+        from unpooled.service.annotation.models import Task
+
+        if not Task.objects.filter(corpus=corpus, is_control=True).exists():
+            create_verify_controls(corpus, controls, rng=args.seed)
     if args.crowd == "simulated":
         if not corpus.has_gold:
             raise CommandError(f"--crowd simulated: corpus {corpus.name} has no gold layer to answer from")
@@ -58,16 +121,28 @@ def cmd_evaluate(args) -> int:
                    target_width=args.target_width, level=args.level, seed=args.seed)
     keys = ("submission", "team", "run", "level", "p", "p_lo", "p_hi", "r", "r_lo", "r_hi", "f1", "f1_lo", "f1_hi",
             "labels_new", "labels_reused")
+    inside = None
+    if corpus.has_gold and rep.rows:
+        from unpooled.service.evaluations.truth import attach_truth
+
+        inside = attach_truth(corpus, rep.rows, level=args.level)
+        keys += ("p_true", "r_true", "f1_true")
     if args.json:
-        print(json.dumps([{k: r[k] for k in keys} for r in rep.rows]))
+        print(json.dumps([{k: r.get(k) for k in keys} for r in rep.rows]))
         return 0
-    print(f"{'#':>3} {'team/run':<40} {'precision':>21} {'recall':>21} {'F1':>21} {'new':>5} {'reused':>6}")
+    truth_col = f" {'true P/R/F1':>20}" if inside is not None else ""
+    print(f"{'#':>3} {'team/run':<40} {'precision':>21} {'recall':>21} {'F1':>21}{truth_col} {'new':>5} {'reused':>6}")
     for r in rep.rows:
+        true = (f" {_opt(r.get('p_true'), '.3f'):>6}/{_opt(r.get('r_true'), '.3f'):>6}/{_opt(r.get('f1_true'), '.3f'):>6}"
+                if inside is not None else "")
         print(f"{r['submission']:>3} {(r['team'] + '/' + r['run'])[:40]:<40} {_fmt(r['p'], r['p_lo'], r['p_hi'])} "
-              f"{_fmt(r['r'], r['r_lo'], r['r_hi'])} {_fmt(r['f1'], r['f1_lo'], r['f1_hi'])} "
+              f"{_fmt(r['r'], r['r_lo'], r['r_hi'])} {_fmt(r['f1'], r['f1_lo'], r['f1_hi'])}{true} "
               f"{r['labels_new']:>5} {r['labels_reused']:>6}")
     print(f"90% intervals; {rep.rows[0]['estimator'] if rep.rows else ''} estimator; "
           f"{rep.rows[0]['exhaustive_documents'] if rep.rows else 0} exhaustive documents; {rep.rounds} round(s)")
+    if inside is not None:
+        print(f"truth inside the 90% interval: {inside[0]} of {inside[1]} (system, metric) pairs "
+              "(truth from the gold layer: unpooled.service.evaluations.truth)")
     for w in rep.warnings:
         print(f"warning: {w}")
     return 0

@@ -67,6 +67,10 @@ def cmd_serve(args) -> int:
          "--workers", str(args.web_workers), "--threads", "4", "--access-logfile", "-", "--log-level", "warning"],
         env=env,
     ))
+    def stop(signum, frame):  # SIGTERM (a service manager, a test): stop the children as Ctrl-C does
+        raise KeyboardInterrupt
+
+    signal.signal(signal.SIGTERM, stop)
     host = "localhost" if args.host in ("127.0.0.1", "0.0.0.0") else args.host
     print(f"unpooled is running at http://{host}:{args.port}/  ({args.task_workers} task worker(s); Ctrl-C stops)",
           flush=True)

@@ -3,18 +3,37 @@
 from __future__ import annotations
 
 import json
+import os
 import sys
+import time
+import uuid
+from pathlib import Path
+from urllib.error import HTTPError, URLError
+from urllib.parse import quote, urlencode, urlsplit
+from urllib.request import Request, urlopen
 
 from ..main import CommandError, Exit, setup_django
 
 
 def register(sub) -> None:
-    p = sub.add_parser("submit", help="validate and store a submission (atomically)")
+    p = sub.add_parser(
+        "submit", help="validate and store a submission (atomically), here or on a server",
+        description="Without --server: validate FILE and store it in the local database for --team. With "
+                    "--server URL --token T: upload FILE to a running service's REST API, for the token's team.")
     p.add_argument("file")
     p.add_argument("--corpus", required=True)
-    p.add_argument("--team", required=True)
+    p.add_argument("--team", help="the team (required without --server; with --server, organisers only: the "
+                                  "token's team is used otherwise)")
     p.add_argument("--run", help="run name (default: the TAC run id line, else the file name)")
     p.add_argument("--format", choices=("tac", "jsonl"), help="detected when omitted")
+    p.add_argument("--private", action="store_true", help="only the team and the organisers see the submission")
+    p.add_argument("--description", default="", help="a note shown with the submission")
+    p.add_argument("--server", metavar="URL", help="the service, e.g. http://localhost:8000 (its API is URL/api/)")
+    p.add_argument("--token", metavar="T", help="the team's API token (default: $UNPOOLED_TOKEN)")
+    p.add_argument("--wait", action="store_true", help="with --server: wait until the file is validated and "
+                                                      "print the outcome (diagnostics of a rejected file)")
+    p.add_argument("--timeout", type=float, default=600.0, metavar="SECONDS",
+                   help="with --wait: give up waiting after this long (default 600)")
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_submit)
 
@@ -35,12 +54,19 @@ def register(sub) -> None:
 def cmd_submit(args) -> int:
     from pathlib import Path
 
+    if args.server:
+        return submit_to_server(args)
+    if not args.team:
+        print("unpooled submit: error: --team is required (or submit to a service with --server URL --token T)",
+              file=sys.stderr)
+        return Exit.USAGE
     if not Path(args.file).is_file():
         raise CommandError(f"{args.file}: no such file")
     setup_django()
     from unpooled.service.submissions.actions import do_ingest_submission
 
-    res = do_ingest_submission(args.file, args.corpus, args.team, args.run, args.format)
+    res = do_ingest_submission(args.file, args.corpus, args.team, args.run, args.format,
+                               visibility="private" if args.private else "public", description=args.description)
     if args.json:
         print(json.dumps(res.to_dict()))
         return Exit.OK if res.ok else Exit.FINDINGS
@@ -94,3 +120,209 @@ def cmd_export(args) -> int:
     else:
         export_submission(sub, args.format, sys.stdout)
     return 0
+
+
+# ---------------------------------------------------------------------------- submitting to a server
+
+class ServerError(CommandError):
+    """The service refused or could not be reached (exit status 3)."""
+
+
+def _api_base(server: str) -> str:
+    """``http://host:8000`` or ``http://host:8000/api`` -> ``http://host:8000/api``."""
+    base = server.strip().rstrip("/")
+    parts = urlsplit(base)
+    if parts.scheme not in ("http", "https") or not parts.netloc:
+        raise CommandError(f"--server: expected a URL like http://localhost:8000, got {server!r}")
+    return base if base.endswith("/api") else base + "/api"
+
+
+class MultipartFile:
+    """A ``multipart/form-data`` body read in blocks: the fields, then the file streamed from disk.
+
+    ``len()`` is the exact body size (sent as Content-Length), so the file is never held in memory.
+    """
+
+    def __init__(self, fields: dict[str, str], file_field: str, path: str | Path, file_name: str) -> None:
+        self.boundary = f"unpooled-{uuid.uuid4().hex}"
+        head = b"".join(
+            f'--{self.boundary}\r\nContent-Disposition: form-data; name="{k}"\r\n\r\n'.encode() + v.encode() + b"\r\n"
+            for k, v in fields.items())
+        safe = file_name.replace('"', "%22").replace("\r", "").replace("\n", "")
+        head += (f'--{self.boundary}\r\nContent-Disposition: form-data; name="{file_field}"; filename="{safe}"\r\n'
+                 "Content-Type: application/octet-stream\r\n\r\n").encode()
+        self._parts: list = [head, Path(path), f"\r\n--{self.boundary}--\r\n".encode()]
+        self._size = len(head) + Path(path).stat().st_size + len(self._parts[2])
+        self._fh = None
+        self._i = self._off = 0
+
+    @property
+    def content_type(self) -> str:
+        return f"multipart/form-data; boundary={self.boundary}"
+
+    def __len__(self) -> int:
+        return self._size
+
+    def read(self, n: int = -1) -> bytes:
+        out = bytearray()
+        while self._i < len(self._parts) and (n < 0 or len(out) < n):
+            part = self._parts[self._i]
+            want = -1 if n < 0 else n - len(out)
+            if isinstance(part, Path):
+                if self._fh is None:
+                    self._fh = open(part, "rb")
+                chunk = self._fh.read(want)
+                if chunk:
+                    out += chunk
+                else:
+                    self._fh.close()
+                    self._i += 1
+            else:
+                stop = len(part) if want < 0 else min(len(part), self._off + want)
+                out += part[self._off:stop]
+                self._off = stop
+                if self._off >= len(part):
+                    self._i, self._off = self._i + 1, 0
+        return bytes(out)
+
+    def close(self) -> None:
+        if self._fh is not None:
+            self._fh.close()
+
+
+def _call(method: str, url: str, token: str, *, body=None, content_type: str | None = None,
+          timeout: float = 300.0) -> tuple[int, dict]:
+    """One API call; returns (HTTP status, JSON body). Errors the server explains come back as a status
+    and its ``{code, message, diagnostics}``; an unreachable server raises :class:`ServerError`."""
+    headers = {"Authorization": f"Bearer {token}", "Accept": "application/json",
+               "User-Agent": "unpooled-cli"}
+    if content_type:
+        headers["Content-Type"] = content_type
+    if body is not None:
+        headers["Content-Length"] = str(len(body))
+    req = Request(url, data=body, headers=headers, method=method)
+    try:
+        with urlopen(req, timeout=timeout) as resp:
+            status, raw = resp.status, resp.read()
+    except HTTPError as exc:
+        status, raw = exc.code, exc.read()
+    except URLError as exc:
+        reason = exc.reason
+        if body is not None and isinstance(reason, (BrokenPipeError, ConnectionResetError)):
+            raise ServerError(f"{url}: the server closed the connection while the file was being sent (is it larger "
+                              "than the server accepts?)") from None
+        text = getattr(reason, "strerror", None) or str(reason)
+        raise ServerError(f"cannot reach {url}: {str(text).lower()}") from None
+    except (ConnectionError, TimeoutError) as exc:
+        what = "timed out" if isinstance(exc, TimeoutError) else (exc.strerror or str(exc)).lower()
+        raise ServerError(f"cannot reach {url}: {what}") from None
+    try:
+        data = json.loads(raw.decode("utf-8")) if raw else {}
+    except (UnicodeDecodeError, json.JSONDecodeError):
+        snippet = raw[:200].decode("utf-8", "replace").strip()
+        raise ServerError(f"{url}: HTTP {status}, not a JSON answer (is this an unpooled server?): "
+                          f"{snippet!r}") from None
+    if not isinstance(data, dict):
+        raise ServerError(f"{url}: HTTP {status}, unexpected answer: {str(data)[:200]!r}")
+    return status, data
+
+
+def _print_diagnostics(diags: list[dict], local_path: str, out) -> None:
+    from unpooled.core.diagnostics import Diagnostic
+
+    name = Path(local_path).name
+    for d in diags:
+        fields = {k: d.get(k, v) for k, v in (("path", ""), ("line", 0), ("code", ""), ("message", ""),
+                                               ("severity", "error"), ("col", 0), ("field", ""), ("text", ""),
+                                               ("help", ""))}
+        if fields["path"] == name:
+            fields["path"] = local_path  # the file as the user named it, so editors can jump to the line
+        out.write(Diagnostic(**fields).format() + "\n")
+
+
+def _refused(args, err: dict, status: int | None = None) -> int:
+    """Print the server's error; 1 for a rejected file, else raise (exit 3)."""
+    code, message = err.get("code", "error"), err.get("message", f"HTTP {status}")
+    diags = err.get("diagnostics") or []
+    if args.json:
+        print(json.dumps({"ok": False, "http_status": status, **err}))
+        return Exit.FINDINGS if code == "submission_rejected" else Exit.ERROR
+    if code == "submission_rejected":
+        _print_diagnostics(diags, args.file, sys.stdout)
+        print(message)
+        return Exit.FINDINGS
+    _print_diagnostics(diags, args.file, sys.stderr)
+    raise ServerError(f"{message} ({f'HTTP {status} ' if status else ''}{code})")
+
+
+def submit_to_server(args) -> int:
+    """``unpooled submit FILE --server URL --token T``: upload through the REST API."""
+    token = args.token or os.environ.get("UNPOOLED_TOKEN", "")
+    if not token:
+        print("unpooled submit: error: --server needs --token T (or $UNPOOLED_TOKEN): a team's API token, made "
+              "on the account page of the service", file=sys.stderr)
+        return Exit.USAGE
+    path = Path(args.file)
+    if not path.is_file():
+        raise CommandError(f"{args.file}: no such file")
+    base = _api_base(args.server)
+    fields = {"corpus": args.corpus, "run": args.run or "", "format": args.format or "",
+              "visibility": "private" if args.private else "public", "description": args.description or ""}
+    if args.team:
+        fields["team"] = args.team
+    body = MultipartFile(fields, "file", path, path.name)
+    try:
+        status, data = _call("POST", f"{base}/submissions", token, body=body, content_type=body.content_type)
+    finally:
+        body.close()
+    if status >= 400:
+        return _refused(args, data, status)
+    if args.wait and not data.get("done"):
+        data = _wait_upload(base, token, data, args.timeout)
+    err = data.get("error")
+    if err:
+        return _refused(args, err)
+    if data.get("state") != "accepted":
+        if args.json:
+            print(json.dumps({"ok": True, **data}))
+        else:
+            print(f"upload {data.get('upload')}: {data.get('state', 'queued')} for validation")
+            print(f"upload status: {data.get('url')}")
+        return Exit.OK
+    sub = {}
+    st, detail = _call("GET", data["submission_url"], token)
+    if st == 200:
+        sub = detail
+    if args.json:
+        print(json.dumps({"ok": True, **data, "submission_detail": sub or None}))
+        return Exit.OK
+    _print_diagnostics(data.get("warnings") or [], args.file, sys.stdout)
+    c = data.get("counts") or {}
+    run = f"{sub.get('team', data.get('team'))}/{sub['run']}" if sub else data.get("team")
+    if data.get("duplicate"):
+        print(f"already submitted: this file is submission {data['submission']} ({run}); nothing new stored")
+    else:
+        print(f"submission {data['submission']}: {run} on {data.get('corpus')}: {c.get('instances', 0):,} instances, "
+              f"{c.get('entities', 0):,} entities, {c.get('mentions', 0):,} mentions, "
+              f"{len(data.get('warnings') or [])} warning(s)")
+    if sub:
+        print(f"stage: {sub.get('status')}")
+    print(f"status: {data.get('status_url')}")
+    return Exit.OK
+
+
+def _wait_upload(base: str, token: str, data: dict, timeout: float) -> dict:
+    """Poll the upload until validated (long-polling the server up to 30 s a time)."""
+    url = data.get("url") or f"{base}/uploads/{quote(str(data.get('upload')))}"
+    end = time.monotonic() + timeout
+    while not data.get("done"):
+        left = end - time.monotonic()
+        if left <= 0:
+            raise ServerError(f"upload {data.get('upload')} is still {data.get('state')} after {timeout:g} s; "
+                              f"see {url}")
+        st, data_ = _call("GET", f"{url}?{urlencode({'wait': max(1, min(30, int(left)))})}", token,
+                          timeout=min(30, left) + 30)
+        if st >= 400:
+            raise ServerError(f"{data_.get('message', f'HTTP {st}')} (HTTP {st} {data_.get('code', 'error')})")
+        data = data_
+    return data

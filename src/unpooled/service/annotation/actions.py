@@ -454,6 +454,10 @@ def complete_task(task: Task, *, now=None) -> None:
     task.status = Task.Status.COMPLETE
     task.completed = now
     task.save(update_fields=["result", "status", "completed"])
+    if task.kind != Kind.ENTITIES and not task.is_control:
+        from unpooled.service.evaluations.lifecycle import notify_labels
+
+        notify_labels(task.corpus_id)  # re-score the corpus once this label batch is committed
 
 
 def _create_relations_task(entity_task: Task, mentions: list[dict], now) -> Task:

@@ -4,8 +4,7 @@ from __future__ import annotations
 
 from unpooled.service.corpora.models import Document
 
-from .actions import current_labels
-from .models import ExhaustiveDocument, Kind, Task
+from .models import ExhaustiveDocument, Kind, Label, Task
 
 
 def annotation_layers(doc: Document) -> dict:
@@ -32,8 +31,14 @@ def annotation_layers(doc: Document) -> dict:
             "relations": relations,
         }
     tasks = list(Task.objects.filter(document=doc, kind=Kind.VERIFY, is_control=False).order_by("id"))
+    out["exhaustive_spans"] = []
+    if ex is not None and out["exhaustive"]["mentions"]:
+        out["exhaustive_spans"] = [(m["start"], m["end"], f"{m['type']} · group {m['cluster']}") for m in mentions]
+    out["verified_spans"] = []
     if tasks:
-        labels = current_labels(doc.corpus)
+        labels: dict[str, Label] = {}
+        for lab in Label.objects.filter(corpus_id=doc.corpus_id, key_hash__in=[t.key_hash for t in tasks]).order_by("id"):
+            labels[lab.key] = lab  # newest wins
         for t in tasks:
             p = t.payload
             lab = labels.get(t.key)
@@ -43,4 +48,30 @@ def annotation_layers(doc: Document) -> dict:
                 "probability": lab.probability if lab else None, "correct": lab.correct if lab else None,
                 "method": lab.method if lab else "", "answers": lab.n_answers if lab else t.answers.count(),
             })
+            state = "open" if lab is None else "ok" if lab.correct else "bad"
+            for arg in ("subject", "object"):
+                a = p.get(arg) or {}
+                if a.get("start") is not None and a.get("end") is not None:
+                    out["verified_spans"].append((a["start"], a["end"], f"{arg} of {p['predicate']}: {state}", state))
+    return out
+
+
+def layered_sentences(text: str, sentences, layers: dict[str, list[tuple]]) -> list[tuple[int, list[dict]]]:
+    """Each sentence ``(index, start, end)`` cut into segments at every span boundary of every layer.
+
+    ``layers`` maps a layer name to spans ``(start, end, title[, variant])``; a segment lists the layers
+    (``name`` or ``name-variant``) covering it and their titles, so that the page can show or hide each
+    layer with CSS alone, overlaps included.
+    """
+    out = []
+    for idx, s0, s1 in sentences:
+        spans = [(max(a[0], s0), min(a[1], s1), name + (f"-{a[3]}" if len(a) > 3 else ""), a[2])
+                 for name, items in layers.items() for a in items if a[0] < s1 and a[1] > s0]
+        cuts = sorted({s0, s1, *(x for sp in spans for x in sp[:2])})
+        segs = []
+        for a, b in zip(cuts, cuts[1:]):
+            cover = [sp for sp in spans if sp[0] <= a and sp[1] >= b]
+            segs.append({"text": text[a:b], "classes": " ".join(sorted({c for _, _, c, _ in cover})),
+                         "title": "; ".join(dict.fromkeys(t for *_, t in cover))})
+        out.append((idx, segs))
     return out

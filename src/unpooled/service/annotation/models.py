@@ -48,6 +48,15 @@ class AnnotationSettings(models.Model):
     block_min_controls = models.PositiveIntegerField(default=5)
     aggregation = models.CharField(max_length=20, default="dawid-skene",
                                    choices=[("majority", "majority vote"), ("dawid-skene", "Dawid–Skene")])
+    # how a new submission is evaluated (service/evaluations/lifecycle.py)
+    target_halfwidth = models.FloatField(
+        default=0.05, help_text="half-width of the 90% precision interval a new submission's sample aims at")
+    min_draws = models.PositiveIntegerField(default=20, help_text="fewest draws per level and submission")
+    max_draws = models.PositiveIntegerField(default=500, help_text="most draws per level and submission")
+    exhaustive_documents = models.PositiveIntegerField(
+        default=20, help_text="documents sampled for exhaustive annotation (recall) when the corpus has none")
+    levels = models.CharField(max_length=60, default="instance,relation,entity",
+                              help_text="comma-separated levels a new submission is sampled and scored at")
 
     def reward_cents(self, kind: str) -> int:
         return {Kind.VERIFY: self.reward_verify_cents, Kind.ENTITIES: self.reward_entities_cents,

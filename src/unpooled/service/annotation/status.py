@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import math
+import statistics
 from collections import defaultdict
 
-from django.db.models import Count, Q, Sum
+from django.db.models import Count, Max, Q, Sum
 
 from unpooled.service.corpora.models import Corpus
 
@@ -43,7 +44,12 @@ def verification_agreement(corpus: Corpus | None = None) -> dict:
 
 
 def kind_summary(corpus: Corpus | None = None) -> list[dict]:
-    """Per task type: items, complete, open, answers, cost, mean seconds per answer."""
+    """Per task type: items (complete, open, cancelled), answers, cost, mean seconds per answer.
+
+    ``answers_needed`` is the number of counted answers the items not cancelled ask for
+    (``answers_needed`` of each task), ``answers_received`` how many of those are in
+    (counted answers, each task's capped at what it needs); gold controls are not items.
+    """
     out = []
     for kind in Kind.values:
         tasks = Task.objects.filter(kind=kind, is_control=False)
@@ -51,7 +57,14 @@ def kind_summary(corpus: Corpus | None = None) -> list[dict]:
         if corpus is not None:
             tasks, answers = tasks.filter(corpus=corpus), answers.filter(task__corpus=corpus)
         t = tasks.aggregate(items=Count("id"), complete=Count("id", filter=Q(status=Task.Status.COMPLETE)),
-                            open=Count("id", filter=Q(status=Task.Status.OPEN)))
+                            open=Count("id", filter=Q(status=Task.Status.OPEN)),
+                            cancelled=Count("id", filter=Q(status=Task.Status.CANCELLED)))
+        needed = received = 0
+        for need, got in (tasks.exclude(status=Task.Status.CANCELLED)
+                          .annotate(got=Count("answers", filter=Q(answers__weight__gt=0)))
+                          .values_list("answers_needed", "got")):
+            needed += need
+            received += min(need, got)
         a = answers.aggregate(n=Count("id"), counted=Count("id", filter=Q(weight__gt=0)), cost=Sum("cost_cents"),
                               total_seconds=Sum("seconds"), timed=Count("seconds"))
         controls = Answer.objects.filter(task__kind=kind, task__is_control=True)
@@ -59,6 +72,7 @@ def kind_summary(corpus: Corpus | None = None) -> list[dict]:
             controls = controls.filter(task__corpus=corpus)
         out.append({
             "kind": kind, "items": t["items"], "complete": t["complete"], "open": t["open"],
+            "cancelled": t["cancelled"], "answers_needed": needed, "answers_received": received,
             "answers": a["n"], "answers_counted": a["counted"], "control_answers": controls.count(),
             "cost_cents": a["cost"] or 0,
             "cost_per_item_cents": round((a["cost"] or 0) / t["complete"], 1) if t["complete"] else None,
@@ -68,14 +82,18 @@ def kind_summary(corpus: Corpus | None = None) -> list[dict]:
 
 
 def annotator_table(corpus: Corpus | None = None) -> list[dict]:
-    """Per annotator: answers, cost, gold-control accuracy, agreement with the final label, blocked."""
+    """Per annotator: answers, cost, median seconds per answer, time of the last answer, gold-control
+    accuracy, agreement with the final label (verification), blocked."""
     qs = Annotator.objects.all()
     answers = Answer.objects.all()
     if corpus is not None:
         answers = answers.filter(task__corpus=corpus)
         qs = qs.filter(answers__task__corpus=corpus).distinct()
     stats = {r["annotator_id"]: r for r in answers.values("annotator_id").annotate(
-        n=Count("id"), cost=Sum("cost_cents"))}
+        n=Count("id"), cost=Sum("cost_cents"), last=Max("created"))}
+    times: dict[int, list[float]] = defaultdict(list)
+    for ann, sec in answers.filter(seconds__isnull=False).values_list("annotator_id", "seconds").iterator(chunk_size=5000):
+        times[ann].append(sec)
     # agreement with the final label of completed verification tasks
     final = {}
     labs = Label.objects.all() if corpus is None else Label.objects.filter(corpus=corpus)
@@ -94,6 +112,8 @@ def annotator_table(corpus: Corpus | None = None) -> list[dict]:
         rows.append({
             "id": a.pk, "annotator": str(a), "backend": a.backend, "answers": s.get("n", 0),
             "cost_cents": s.get("cost") or 0, "controls": a.controls_answered,
+            "median_seconds": round(statistics.median(times[a.pk]), 1) if times.get(a.pk) else None,
+            "last_answer": s["last"].isoformat() if s.get("last") else None,
             "control_accuracy": _num(a.control_accuracy),
             "agreement_with_label": _num(ag[0] / ag[1]) if ag and ag[1] else None,
             "blocked": a.blocked, "blocked_reason": a.blocked_reason,

@@ -9,9 +9,8 @@ from __future__ import annotations
 import json
 import re
 
-from django.contrib.admin.views.decorators import staff_member_required
 from django.contrib.auth.decorators import login_required
-from django.db.models import Count, Q
+from django.db.models import Count
 from django.http import Http404, HttpResponseBadRequest
 from django.shortcuts import get_object_or_404, redirect, render
 from django.utils import timezone
@@ -19,7 +18,8 @@ from django.views.decorators.clickjacking import xframe_options_exempt
 from django.views.decorators.http import require_POST
 
 from unpooled.core.annotation.answers import AnswerError
-from unpooled.service.corpora.models import Corpus
+from unpooled.service.organiser import console
+from unpooled.service.organiser.views import console_context, organiser_required
 
 from . import actions
 from .guidelines import INSTRUCTIONS
@@ -48,8 +48,19 @@ def tokens(text: str) -> list[tuple[int, int]]:
     return [(m.start(), m.end()) for m in _TOKEN.finditer(text)]
 
 
+def _submitter_refused(request):
+    """Submitters do not annotate: they could recognise, and judge, their own system's output."""
+    from unpooled.service.accounts.actions import can_annotate
+
+    if not can_annotate(request.user):
+        return render(request, "annotation/blocked.html", {"submitter": True}, status=403)
+    return None
+
+
 @login_required
 def queue(request):
+    if (refused := _submitter_refused(request)) is not None:
+        return refused
     ann = actions.annotator_for_user(request.user)
     open_by_kind = dict(Task.objects.filter(status=Task.Status.OPEN, is_control=False).values_list("kind")
                         .annotate(n=Count("id")).values_list("kind", "n"))
@@ -62,6 +73,8 @@ def queue(request):
 def next_task(request, kind: str):
     if kind not in Kind.values:
         raise Http404(f"no task type {kind!r}")
+    if (refused := _submitter_refused(request)) is not None:
+        return refused
     ann = actions.annotator_for_user(request.user)
     if ann.blocked:
         return render(request, "annotation/blocked.html", {"annotator": ann}, status=403)
@@ -81,10 +94,17 @@ def _lease_for(request, token: str) -> Assignment:
     return lease
 
 
+_SCHEMAS: dict[int, tuple] = {}  # schema row id -> (definition, parsed schema): parsing costs more than the page
+
+
 def _context(lease: Assignment, error: str | None = None, value=None) -> dict:
     task = lease.task
     doc = task.document
-    schema = task.corpus.schema.schema()
+    row = task.corpus.schema
+    parsed = _SCHEMAS.get(row.pk)
+    if parsed is None or parsed[0] != row.definition:  # stored schemas do not change; this guards an admin edit
+        parsed = _SCHEMAS[row.pk] = (row.definition, row.schema())
+    schema = parsed[1]
     ctx = {"lease": lease, "task": task, "kind": task.kind, "guide": INSTRUCTIONS[task.kind], "error": error,
            "previous": value,
            "expires": lease.expires, "mturk": lease.annotator.backend == Backend.MTURK}
@@ -97,9 +117,10 @@ def _context(lease: Assignment, error: str | None = None, value=None) -> dict:
         ctx["relations"] = [(r.name, r.description) for r in schema.canonical_relations]
         ctx["has_links"] = bool(p["subject"].get("links") or p["object"].get("links"))
     elif task.kind == Kind.ENTITIES:
-        ctx["tokens"] = [(s, e, doc.text[s:e], doc.text[e:(ntok[0] if ntok else len(doc.text))])
+        # offsets as strings: the template would localize every int (a third of the page's time)
+        ctx["tokens"] = [(str(s), str(e), doc.text[s:e], doc.text[e:(ntok[0] if ntok else len(doc.text))])
                          for (s, e), ntok in _with_next(tokens(doc.text))]
-        ctx["lead"] = doc.text[:ctx["tokens"][0][0]] if ctx["tokens"] else doc.text
+        ctx["lead"] = doc.text[:int(ctx["tokens"][0][0])] if ctx["tokens"] else doc.text
         ctx["types"] = [(i + 1, t, desc) for i, (t, desc) in enumerate(sorted(schema.entity_types.items()))]
         ctx["types_json"] = json.dumps([t for t, _ in sorted(schema.entity_types.items())])
     else:
@@ -193,16 +214,14 @@ def mturk_entry(request):
     return redirect("annotation:task", token=lease.token)
 
 
-@staff_member_required
+@organiser_required
 def organiser(request):
-    corpora = list(Corpus.objects.order_by("name"))
-    name = request.GET.get("corpus") or (corpora[0].name if corpora else None)
-    corpus = next((c for c in corpora if c.name == name), None)
-    st = status(corpus) if corpus is not None else None
-    stalled = []
+    """The organiser console's annotation section: alerts, progress and cost per task type, cost per
+    submission, agreement, annotator quality, stalled tasks (logic in :mod:`unpooled.service.organiser.console`)."""
+    ctx = console_context(request, "annotation")
+    corpus = ctx["corpus"]
     if corpus is not None:
-        stalled = list(Task.objects.filter(corpus=corpus, status=Task.Status.OPEN, is_control=False,
-                                           created__lt=timezone.now() - timezone.timedelta(days=1))
-                       .annotate(n=Count("answers", filter=Q(answers__weight__gt=0))).order_by("priority")[:20])
-    return render(request, "annotation/organiser.html",
-                  {"corpora": corpora, "corpus": corpus, "st": st, "stalled": stalled})
+        stalled = console.stalled_tasks(corpus)
+        ctx.update(st=status(corpus), stalled=stalled, budget=console.corpus_budget(corpus),
+                   submissions=console.submission_rows(corpus), alerts=console.alerts(corpus, stalled=stalled))
+    return render(request, "annotation/organiser.html", ctx)

@@ -55,9 +55,11 @@ INSTALLED_APPS = [
     "django_tasks",
     "django_tasks_db",
     "unpooled.service.corpora",
+    "unpooled.service.accounts",
     "unpooled.service.submissions",
     "unpooled.service.annotation",
     "unpooled.service.evaluations",
+    "unpooled.service.organiser",
     "unpooled.service.web",
 ]
 
@@ -136,7 +138,12 @@ LIMITS = Limits.from_env()
 DATA_UPLOAD_MAX_MEMORY_SIZE = 10 * 1024 * 1024
 FILE_UPLOAD_MAX_MEMORY_SIZE = 2 * 1024 * 1024
 LOGIN_URL = "/accounts/login/"
-LOGIN_REDIRECT_URL = "/annotate/"
+LOGIN_REDIRECT_URL = "/accounts/home/"
+# a label batch is re-scored this many seconds after its first label (later labels join the same re-scoring)
+RESCORE_DELAY_SECONDS = float(os.environ.get("UNPOOLED_RESCORE_DELAY", "2"))
+# submission quotas per team when an organiser has set none (empty: unlimited)
+QUOTA_PER_DAY = int(os.environ["UNPOOLED_QUOTA_PER_DAY"]) if os.environ.get("UNPOOLED_QUOTA_PER_DAY") else 10
+QUOTA_TOTAL = int(os.environ["UNPOOLED_QUOTA_TOTAL"]) if os.environ.get("UNPOOLED_QUOTA_TOTAL") else None
 
 LOGGING = {
     "version": 1,

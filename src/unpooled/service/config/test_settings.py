@@ -8,3 +8,4 @@ os.environ.setdefault("UNPOOLED_DATA_DIR", tempfile.mkdtemp(prefix="unpooled-tes
 from .settings import *  # noqa: E402,F403
 
 PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]  # fast logins in tests
+RESCORE_DELAY_SECONDS = 0.0  # tests run the re-scoring task at once

@@ -3,7 +3,10 @@ from django.urls import include, path
 
 urlpatterns = [
     path("admin/", admin.site.urls),
+    path("api/", include("unpooled.service.api.urls")),
+    path("accounts/", include("unpooled.service.accounts.urls")),
     path("accounts/", include("django.contrib.auth.urls")),
     path("", include("unpooled.service.annotation.urls")),
+    path("", include("unpooled.service.organiser.urls")),
     path("", include("unpooled.service.web.urls")),
 ]

@@ -68,8 +68,17 @@ def check_submission(path: str | Path, corpus: Corpus, fmt: str | None = None,
 def do_ingest_submission(
     path: str | Path, corpus_name: str, team_name: str, run_id: str | None = None, fmt: str | None = None,
     *, file_name: str | None = None, timer: Callable[[str], None] | None = None,
+    enforce_quota: bool = False, visibility: str = "public", submitted_by=None, description: str = "",
+    start: bool = False,
 ) -> IngestResult:
-    """Validate and store a submission; nothing is written unless the file is accepted whole."""
+    """Validate and store a submission; nothing is written unless the file is accepted whole.
+
+    ``enforce_quota``: refuse when the team has used its quota (uploads by web and API; the
+    organiser's command line does not count against quotas).  ``start``: enqueue the
+    evaluation lifecycle (:mod:`unpooled.service.evaluations.lifecycle`) once stored.
+    """
+    if visibility not in Submission.Visibility.values:
+        raise ActionError(f"visibility: expected one of {', '.join(Submission.Visibility.values)}, got {visibility!r}")
     corpus = get_corpus(corpus_name)
     if not team_name or not team_name.strip():
         raise ActionError("a team name is required (--team)")
@@ -90,6 +99,11 @@ def do_ingest_submission(
     try:
         with transaction.atomic():
             team, _ = Team.objects.get_or_create(name=team_name.strip())
+            if enforce_quota:
+                from unpooled.service.accounts.actions import check_quota
+
+                Team.objects.select_for_update().filter(pk=team.pk).first()  # one quota check at a time per team
+                check_quota(team)
             if Submission.objects.filter(corpus=corpus, team=team, run_id=run).exists():
                 raise ActionError(
                     f"team {team.name!r} already has a run named {run!r} on corpus {corpus.name!r}; choose another --run"
@@ -98,8 +112,13 @@ def do_ingest_submission(
                 corpus=corpus, team=team, run_id=run, format=fmt, file_name=file_name or Path(path).name,
                 file_sha256=sha, file_size=size, counts=dict(report.counts),
                 warnings=report.to_dict() if report.n_warnings else {},
+                visibility=visibility, submitted_by=submitted_by, description=description,
             )
             store_kb(sub, kb, view)
+            if start:
+                from unpooled.service.evaluations.lifecycle import enqueue_advance
+
+                enqueue_advance(sub)
     except IntegrityError as exc:  # a concurrent upload of the same file or run
         raise ActionError(f"submission conflicts with one stored meanwhile: {exc}") from None
     if timer:

@@ -7,8 +7,21 @@ from django.db import models
 from unpooled.service.corpora.models import Corpus, Document
 
 
+def _invite_code() -> str:
+    import secrets
+
+    return secrets.token_urlsafe(9)
+
+
 class Team(models.Model):
+    """A team submits runs. Organisers set its quotas (``None``: the site default, see ``quota_limits``)."""
+
     name = models.CharField(max_length=100, unique=True)
+    quota_per_day = models.PositiveIntegerField(null=True, blank=True,
+                                                help_text="accepted submissions per 24 hours (empty: site default)")
+    quota_total = models.PositiveIntegerField(null=True, blank=True,
+                                              help_text="accepted submissions in all (empty: site default)")
+    invite_code = models.CharField(max_length=20, default=_invite_code, help_text="lets a new user join the team")
     created = models.DateTimeField(auto_now_add=True)
 
     def __str__(self) -> str:
@@ -17,13 +30,32 @@ class Team(models.Model):
 
 class Submission(models.Model):
     class Status(models.TextChoices):
-        INGESTED = "ingested", "ingested"
+        """The lifecycle stage (before ingestion, the upload is a background task; see web.upload_status)."""
+
+        INGESTED = "ingested", "validated and stored"
+        SAMPLING = "sampling", "sampling instances"
+        ANNOTATING = "annotating", "waiting for labels"
+        SCORING = "scoring", "scoring"
+        PUBLISHED = "published", "scored and published"
+        FAILED = "failed", "failed"
+
+    class Visibility(models.TextChoices):
+        PUBLIC = "public", "public: everyone sees it on the leaderboard"
+        PRIVATE = "private", "private: only the team and the organisers see it"
 
     corpus = models.ForeignKey(Corpus, on_delete=models.PROTECT, related_name="submissions")
     team = models.ForeignKey(Team, on_delete=models.PROTECT, related_name="submissions")
     run_id = models.CharField(max_length=200)
     format = models.CharField(max_length=10)
     status = models.CharField(max_length=20, choices=Status.choices, default=Status.INGESTED)
+    status_changed = models.DateTimeField(null=True, blank=True)
+    failed_stage = models.CharField(max_length=20, blank=True, help_text="the stage that failed (retry resumes it)")
+    error = models.TextField(blank=True, help_text="why the failed stage failed")
+    visibility = models.CharField(max_length=10, choices=Visibility.choices, default=Visibility.PUBLIC)
+    submitted_by = models.ForeignKey("auth.User", null=True, blank=True, on_delete=models.SET_NULL,
+                                     related_name="submissions")
+    description = models.TextField(blank=True)
+    plan = models.JSONField(default=dict, help_text="the sampling plan per level, and label reuse (lifecycle)")
     file_name = models.CharField(max_length=500, blank=True)
     file_sha256 = models.CharField(max_length=64)
     file_size = models.BigIntegerField(default=0)

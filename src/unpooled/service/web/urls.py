@@ -12,5 +12,10 @@ urlpatterns = [
     path("submissions/new/", views.upload, name="upload"),
     path("submissions/uploads/<str:task_id>/", views.upload_status, name="upload_status"),
     path("submissions/<int:pk>/", views.submission_detail, name="submission"),
+    path("submissions/<int:pk>/status/", views.status, name="status"),
+    path("submissions/<int:pk>/status.json", views.status_json, name="status_json"),
+    path("submissions/<int:pk>/retry/", views.retry, name="retry"),
     path("submissions/<int:pk>/export.<str:fmt>", views.submission_export, name="export"),
+    path("submissions/<int:pk>/sample.jsonl", views.submission.submission_sample, name="submission_sample"),
+    path("submissions/<int:pk>/scores.<str:fmt>", views.submission.submission_scores, name="submission_scores"),
 ]

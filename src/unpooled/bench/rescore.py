@@ -1,0 +1,516 @@
+"""``unpooled bench rescore``: re-scoring a corpus of many submissions after a batch of new labels.
+
+Builds, in the database named by ``DATABASE_URL`` (a fresh SQLite file by default):
+
+* a synthetic corpus (:func:`unpooled.core.kb.synthetic.synthetic_corpus`) with about twice
+  ``--instances`` true relation instances;
+* ``--systems`` JSONL submissions of about ``--instances`` instances each, ingested through
+  :func:`~unpooled.service.submissions.actions.do_ingest_submission`: systems of a team share
+  most of their correct instances, errors come from a shared pool of plausible wrong
+  instances (popular mistakes recur across systems), and a few subject spans are shortened
+  (distinct keys that match by overlap), with precisions spread over 0.55--0.95;
+* ``--draws`` draws per system at the instance level
+  (:func:`~unpooled.service.evaluations.actions.draw`), verification tasks for their keys
+  with three simulated answers each (annotator accuracies 0.75--0.95) and majority labels,
+  except for a reserve of drawn keys left unlabelled;
+* ``--documents`` exhaustively annotated documents (completed relation tasks).
+
+Then, in one process (as the task worker), it times: the from-scratch estimation
+(``offline_data`` + the core's ``score``: what ``score_corpus`` computed before the cache); a
+cold ``score_corpus`` (empty cache; builds it and writes one Score per submission); one with
+nothing new; ``--repeats`` times, a batch of ``--labels`` new labels (answers + labels for
+reserved drawn keys) followed by ``score_corpus`` (the incremental re-score; the median is
+reported); and ``score_corpus`` after new draws of one system and after a new submission.
+Each figure is split into the parts of :func:`unpooled.service.evaluations.scoring.score`
+(pool, truth, draws, labels, error_rates, design, estimate), the time of
+``correction.adjust_result`` when ``score_corpus`` applies it (timed by a wrapper), and the
+rest (storing the Score rows).  The incremental estimates are checked against the
+from-scratch ones (exit status 4 if they differ by more than 1e-9).  Every figure is wall
+time measured here; the CPU time of the process and the load average are printed beside.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from pathlib import Path
+
+SPAN_VARIANT = 0.05  # share of a system's correct instances given with a shortened subject span
+
+
+# -- data ------------------------------------------------------------------------------------------
+def _corpus(n_instances: int, seed: int):
+    """Documents, their true (canonical) instances and the candidate wrong ones, until enough truth."""
+    import numpy as np
+
+    from unpooled.core.kb.model import instance_key
+    from unpooled.core.kb.synthetic import TEMPLATES, synthetic_corpus
+    from unpooled.core.schema import builtin_schema
+
+    schema = builtin_schema("tac-kbp")
+    rng = np.random.default_rng(seed + 1)
+    docs, gold, wrong, spans = [], [], [], {}
+    for doc, ann in synthetic_corpus(10**6, rng=seed, n_entities=4000):
+        if len(gold) >= 2 * n_instances:
+            break
+        docs.append(doc)
+        mentions = []  # (type, text, start, end)
+        holds = set()  # (predicate, subject text, object text)
+        seen = set()
+        for k, slots in ann:
+            mentions.extend(slots)
+            for a, pred, b in TEMPLATES[k][2]:
+                canon, inv = schema.canonical_of(pred)
+                s, o = (slots[b], slots[a]) if inv else (slots[a], slots[b])
+                if schema.relations[canon].symmetric and (o[2], o[3]) < (s[2], s[3]):
+                    s, o = o, s
+                holds.add((canon, s[1], o[1]))
+                if schema.relations[canon].symmetric:
+                    holds.add((canon, o[1], s[1]))
+                inst = _instance(doc.id, canon, s, o, schema)
+                key = instance_key(*inst[:7])
+                if key not in seen:
+                    seen.add(key)
+                    gold.append(inst)
+        spans[doc.id] = mentions
+        by_type: dict[str, list] = {}
+        for m in mentions:
+            by_type.setdefault(m[0], []).append(m)
+        # plausible wrong instances: type-compatible mention pairs of the document that do not hold
+        options = [("per:employee_or_member_of", "PER", "ORG"), ("per:schools_attended", "PER", "ORG"),
+                   ("per:children", "PER", "PER"), ("per:spouse", "PER", "PER"), ("org:founded_by", "ORG", "PER"),
+                   ("per:title", "PER", "TITLE")]
+        for _ in range(3 * len(seen)):
+            pred, ts, to = options[int(rng.integers(len(options)))]
+            if not by_type.get(ts) or not by_type.get(to):
+                continue
+            s = by_type[ts][int(rng.integers(len(by_type[ts])))]
+            o = by_type[to][int(rng.integers(len(by_type[to])))]
+            if s[1] == o[1] or (pred, s[1], o[1]) in holds:
+                continue
+            if schema.relations[pred].symmetric and (o[2], o[3]) < (s[2], s[3]):
+                s, o = o, s
+            inst = _instance(doc.id, pred, s, o, schema)
+            key = instance_key(*inst[:7])
+            if key not in seen:
+                seen.add(key)
+                wrong.append(inst)
+    return docs, gold, wrong, spans, schema
+
+
+def _instance(doc: str, pred: str, s, o, schema):
+    """(doc, s_start, s_end, pred, o_start, o_end, value, subject entity, object entity, s type, o type)."""
+    from unpooled.core.kb.synthetic import entity_id
+
+    value = o[1] if schema.relations[pred].string_valued else None
+    return (doc, s[2], s[3], pred, o[2], o[3], value, entity_id(s[0], s[1]),
+            None if value is not None else entity_id(o[0], o[1]), s[0], o[0])
+
+
+def _systems(m: int, n: int, gold: list, wrong: list, seed: int):
+    """Per system: a list of (instance, correct) of about ``n`` instances."""
+    import numpy as np
+
+    rng = np.random.default_rng(seed + 2)
+    G, Wn = len(gold), len(wrong)
+    teams = [rng.random(G) < 0.7 for _ in range(max(1, m // 5))]
+    popularity = 1.0 / np.arange(1, Wn + 1) ** 0.7
+    popularity /= popularity.sum()
+    wrong_order = rng.permutation(Wn)
+    out = []
+    for i in range(m):
+        size = int(n * rng.uniform(0.9, 1.1))
+        prec = rng.uniform(0.55, 0.95)
+        n_ok = min(int(size * prec), G)
+        base = np.flatnonzero(teams[i % len(teams)])
+        from_base = rng.choice(base, size=min(len(base), int(0.8 * n_ok)), replace=False)
+        rest = np.setdiff1d(np.arange(G), from_base)
+        ok = np.concatenate([from_base, rng.choice(rest, size=min(len(rest), n_ok - len(from_base)), replace=False)])
+        n_bad = min(size - len(ok), Wn)
+        bad = wrong_order[rng.choice(Wn, size=n_bad, replace=False, p=popularity)]
+        rows = []
+        for j in ok.tolist():
+            inst = gold[j]
+            name_len = inst[2] - inst[1]
+            if inst[9] == "PER" and inst[3] != "per:spouse" and rng.random() < SPAN_VARIANT:
+                first = _first_token_len(inst)
+                if 0 < first < name_len:
+                    inst = (inst[0], inst[1], inst[1] + first, *inst[3:])
+            rows.append((inst, True))
+        rows += [(wrong[j], False) for j in bad.tolist()]
+        order = rng.permutation(len(rows))
+        out.append([rows[k] for k in order.tolist()])
+    return out
+
+
+_TEXTS: dict = {}
+
+
+def _first_token_len(inst) -> int:
+    text = _TEXTS.get(inst[0], "")
+    name = text[inst[1]:inst[2]]
+    return name.find(" ") if " " in name else 0
+
+
+def _write_system(path: Path, rows) -> None:
+    with open(path, "w", encoding="utf-8") as out:
+        for inst, _ in rows:
+            doc, ss, se, pred, os_, oe, value, se_id, oe_id, st, ot = inst
+            obj = {"start": os_, "end": oe}
+            if value is not None:
+                obj["value"] = value
+            else:
+                obj["entity"] = oe_id
+                obj["type"] = ot
+            out.write(json.dumps({"doc": doc, "predicate": pred,
+                                  "subject": {"start": ss, "end": se, "entity": se_id, "type": st},
+                                  "object": obj}) + "\n")
+
+
+# -- database writes ----------------------------------------------------------------------------------
+class _Crowd:
+    """Simulated answers written in bulk: three per verification task, majority labels."""
+
+    def __init__(self, corpus, seed: int, k: int = 3, annotators: int = 12) -> None:
+        import numpy as np
+
+        from unpooled.service.annotation.models import Annotator, Backend
+
+        self.corpus, self.k = corpus, k
+        self.rng = np.random.default_rng(seed + 3)
+        tag = uuid.uuid4().hex[:6]
+        self.annotators = [Annotator.objects.create(backend=Backend.SIMULATED, external_id=f"bench-{tag}-{i:02d}")
+                           for i in range(annotators)]
+        self.accuracy = self.rng.uniform(0.75, 0.95, size=annotators)
+
+    def label(self, items) -> int:
+        """``items``: (key, key_hash, document pk, correct) of keys without a label; returns labels written."""
+        from django.db import transaction
+        from django.utils import timezone
+
+        from unpooled.service.annotation.models import Answer, Assignment, Kind, Label, Task
+
+        now = timezone.now()
+        with transaction.atomic():
+            tasks = Task.objects.bulk_create([
+                Task(corpus=self.corpus, kind=Kind.VERIFY, document_id=doc, key=key, key_hash=kh, payload={},
+                     answers_needed=self.k, status=Task.Status.COMPLETE, priority=now, guideline_version="bench",
+                     completed=now) for key, kh, doc, _ in items], batch_size=2000)
+            assign, answers, labels = [], [], []
+            for task, (key, kh, doc, truth) in zip(tasks, items):
+                who = self.rng.choice(len(self.annotators), size=self.k, replace=False)
+                says = [bool(truth) if self.rng.random() < self.accuracy[w] else not truth for w in who.tolist()]
+                for w, s in zip(who.tolist(), says):
+                    assign.append(Assignment(task=task, annotator=self.annotators[w], status="submitted",
+                                             token=secrets.token_hex(16), leased=now, expires=now))
+                    answers.append(s)
+                yes = sum(says)
+                task.result = {"correct": 2 * yes > self.k, "votes": [yes, self.k - yes]}
+                labels.append(Label(corpus=self.corpus, key=key, key_hash=kh, task=task, probability=yes / self.k,
+                                    correct=2 * yes > self.k, method="majority", n_answers=self.k,
+                                    annotators=[self.annotators[w].pk for w in who.tolist()],
+                                    guideline_version="bench"))
+            assign = Assignment.objects.bulk_create(assign, batch_size=2000)
+            Answer.objects.bulk_create([
+                Answer(assignment=a, task=a.task, annotator=a.annotator, value={"relation": "holds" if c else "none"},
+                       correct=c, weight=1.0, guideline_version="bench") for a, c in zip(assign, answers)],
+                batch_size=2000)
+            Task.objects.bulk_update(tasks, ["result"], batch_size=2000)
+            Label.objects.bulk_create(labels, batch_size=2000)
+        return len(labels)
+
+
+def _exhaustive(corpus, docs, spans, gold, n_docs: int, seed: int) -> int:
+    import numpy as np
+    from django.utils import timezone
+
+    from unpooled.service.annotation.models import ExhaustiveDocument, Kind, Task
+    from unpooled.service.corpora.models import Document
+
+    rng = np.random.default_rng(seed + 4)
+    pick = sorted(rng.choice(len(docs), size=min(n_docs, len(docs)), replace=False).tolist())
+    pk = dict(Document.objects.filter(corpus=corpus).values_list("doc_id", "id"))
+    truth_by_doc: dict[str, list] = {}
+    for inst in gold:
+        truth_by_doc.setdefault(inst[0], []).append(inst)
+    now = timezone.now()
+    inclusion = len(pick) / len(docs)
+    for i in pick:
+        d = docs[i].id
+        mentions = [{"start": s, "end": e, "type": t} for t, _, s, e in spans[d]]
+        at = {(m["start"], m["end"]): j for j, m in enumerate(mentions)}
+        rels = [[at[(g[1], g[2])], g[3], at[(g[4], g[5])]] for g in truth_by_doc.get(d, [])]
+        ExhaustiveDocument.objects.create(corpus=corpus, document_id=pk[d], scheme="uniform", stage=1,
+                                          inclusion=inclusion, sample_seed=seed)
+        Task.objects.create(corpus=corpus, kind=Kind.RELATIONS, document_id=pk[d], key="",
+                            payload={"mentions": mentions, "pairs": []}, status=Task.Status.COMPLETE,
+                            result={"pairs": {}, "relations": rels}, priority=now, completed=now,
+                            guideline_version="bench")
+    return len(pick)
+
+
+# -- the benchmark (one process: the cache lives in it) ------------------------------------------------
+def child(cfg: dict) -> None:
+    from unpooled.cli.main import setup_django
+
+    setup_django(migrate=True)
+    import numpy as np
+    from django.db import connection
+
+    from unpooled.core.kb.model import instance_key, key_hash
+    from unpooled.service.corpora.actions import do_load_corpus
+    from unpooled.service.corpora.models import Corpus
+    from unpooled.service.evaluations import scoring
+    from unpooled.service.evaluations.actions import draw, score_corpus
+    from unpooled.service.evaluations.models import Draw
+    from unpooled.service.submissions.actions import do_ingest_submission
+    from unpooled.service.submissions.models import RelationInstance, Submission
+
+    m, n, seed = cfg["systems"], cfg["instances"], cfg["seed"]
+    work = Path(cfg["workdir"])
+    log = (lambda msg: print(msg, file=sys.stderr, flush=True)) if cfg.get("verbose") else (lambda msg: None)
+    setup: dict[str, float] = {}
+    t0 = time.perf_counter()
+    docs, gold, wrong, spans, schema = _corpus(n, seed)
+    for d in docs:
+        _TEXTS[d.id] = d.text
+    corpus_path = work / "corpus.jsonl"
+    with open(corpus_path, "w", encoding="utf-8") as out:
+        for d in docs:
+            out.write(json.dumps({"id": d.id, "text": d.text, "title": d.title, "sentences": d.sentences}) + "\n")
+    name = f"bench-rescore-{uuid.uuid4().hex[:8]}"
+    corpus = do_load_corpus(corpus_path, "jsonl", name)
+    systems = _systems(m + 1, n, gold, wrong, seed)  # the last one arrives later
+    truth: dict[str, bool] = {}
+    for rows in systems:
+        for inst, ok in rows:
+            truth[instance_key(*inst[:7])] = ok
+    setup["generate"] = time.perf_counter() - t0
+    log(f"generated {len(docs)} documents, {len(gold)} true and {len(wrong)} wrong candidates")
+    try:
+        t0 = time.perf_counter()
+        subs = []
+        for i, rows in enumerate(systems[:m]):
+            p = work / f"sys{i:03d}.jsonl"
+            _write_system(p, rows)
+            res = do_ingest_submission(p, name, f"team{i // 5:02d}", f"run{i % 5}", "jsonl")
+            if not res.ok:
+                raise RuntimeError(f"system {i} rejected: {[d.format() for d in res.report.errors[:3]]}")
+            subs.append(res.submission)
+        setup["ingest"] = time.perf_counter() - t0
+        log(f"ingested {m} submissions in {setup['ingest']:.1f} s")
+        t0 = time.perf_counter()
+        rng = np.random.default_rng(seed + 5)
+        for sub in subs:
+            draw(sub, cfg["draws"], level="instance", rng=rng)
+        drawn = list(dict.fromkeys(Draw.objects.filter(submission__corpus=corpus).order_by("id")
+                                   .values_list("key", flat=True)))
+        doc_of = dict(RelationInstance.objects.filter(submission__corpus=corpus).values_list("key", "document_id"))
+        reserve_n = cfg["labels"] * cfg["repeats"]
+        order = rng.permutation(len(drawn))
+        reserve = [drawn[k] for k in order[:reserve_n].tolist()]
+        first = [drawn[k] for k in order[reserve_n:].tolist()]
+        crowd = _Crowd(corpus, seed)
+
+        def items(keys):
+            return [(k, key_hash(k), doc_of[k], truth[k]) for k in keys]
+
+        crowd.label(items(first))
+        docs_ex = _exhaustive(corpus, docs, spans, gold, cfg["documents"], seed)
+        setup["draws_labels_exhaustive"] = time.perf_counter() - t0
+        log(f"{len(drawn)} drawn keys, {len(first)} labelled, {len(reserve)} in reserve; {docs_ex} exhaustive docs")
+        n_instances = RelationInstance.objects.filter(submission__corpus=corpus).count()
+
+        # from scratch (the old score_corpus's estimation), then cold and incremental score_corpus
+        corpus = Corpus.objects.get(pk=corpus.pk)
+        post: list[float] = []
+        _time_post_processing(post)
+
+        def timed() -> dict:
+            """One score_corpus: wall and CPU seconds, and its parts (scoring.score's, then the rest)."""
+            del post[:]
+            t0, c0 = time.perf_counter(), time.process_time()
+            got = score_corpus(corpus)
+            wall, cpu = time.perf_counter() - t0, time.process_time() - c0
+            assert len(got) == len(Submission.objects.filter(corpus=corpus))
+            parts = dict(scoring.last_timings)
+            inc = sum(parts.values())
+            parts["adjust_result"] = sum(post)
+            parts["store"] = wall - inc - parts["adjust_result"]
+            return {"seconds": wall, "cpu": cpu, "scoring": inc, "parts": parts}
+
+        t0 = time.perf_counter()
+        ref = scoring.from_scratch(corpus)
+        scratch = time.perf_counter() - t0
+        log(f"from scratch {scratch:.2f} s")
+        scoring.clear_cache()
+        cold = timed()
+        unchanged = timed()
+        log(f"cold {cold['seconds']:.2f} s, unchanged {unchanged['seconds']:.3f} s")
+        n_universe = len(scoring._pools[(scoring._ckey(corpus), "overlap")].universe)
+        batches = []
+        for r in range(cfg["repeats"]):
+            crowd.label(items(reserve[r * cfg["labels"]:(r + 1) * cfg["labels"]]))
+            batches.append(timed())
+            log(f"label batch {r + 1}: {batches[-1]['seconds']:.3f} s (scoring.score {batches[-1]['scoring']:.3f} s)")
+        median = sorted(batches, key=lambda b: b["seconds"])[len(batches) // 2]
+        inc = scoring.score(corpus)
+        ref = scoring.from_scratch(corpus)
+        diff = scoring.max_abs_difference(inc.result, ref.result)
+
+        # new draws for one system (+ their labels), then a new submission
+        draw(subs[0], cfg["labels"], level="instance", rng=rng)
+        new_keys = [k for k in dict.fromkeys(Draw.objects.filter(submission=subs[0]).values_list("key", flat=True))
+                    if k not in set(first) | set(reserve)]
+        crowd.label(items(new_keys))
+        after_draws = timed()
+        p = work / "late.jsonl"
+        _write_system(p, systems[m])
+        late = do_ingest_submission(p, name, "late", "run0", "jsonl").submission
+        draw(late, cfg["draws"], level="instance", rng=rng)
+        labelled = set(first) | set(reserve) | set(new_keys)
+        late_keys = [k for k in dict.fromkeys(Draw.objects.filter(submission=late).values_list("key", flat=True))
+                     if k not in labelled]
+        for key, doc in RelationInstance.objects.filter(submission=late).values_list("key", "document_id"):
+            doc_of[key] = doc
+        crowd.label(items(late_keys))
+        after_submission = timed()
+        inc = scoring.score(corpus)
+        ref = scoring.from_scratch(corpus)
+        diff = max(diff, scoring.max_abs_difference(inc.result, ref.result))
+
+        def rounded(b: dict) -> dict:
+            return {"seconds": round(b["seconds"], 3), "cpu_seconds": round(b["cpu"], 3),
+                    "scoring_seconds": round(b["scoring"], 3), "parts": {k: round(v, 3) for k, v in b["parts"].items()}}
+
+        result = {
+            "database": connection.vendor, "systems": m, "instances_per_system": n, "instances": n_instances,
+            "universe": n_universe, "draws_per_system": cfg["draws"], "labelled_keys": len(first),
+            "exhaustive_documents": docs_ex, "label_batch": cfg["labels"], "repeats": cfg["repeats"],
+            "from_scratch_seconds": round(scratch, 3),
+            "rescore_seconds": round(statistics.median(b["seconds"] for b in batches), 3),
+            "rescore_scoring_seconds": round(statistics.median(b["scoring"] for b in batches), 3),
+            "rescore_cpu_seconds": round(statistics.median(b["cpu"] for b in batches), 3),
+            "rescore_all": [round(b["seconds"], 3) for b in batches],
+            "rescore_median_batch": rounded(median), "cold": rounded(cold), "unchanged": rounded(unchanged),
+            "after_new_draws": rounded(after_draws), "after_new_submission": rounded(after_submission),
+            "max_abs_difference": diff, "setup_seconds": {k: round(v, 1) for k, v in setup.items()},
+            "loadavg": [round(x, 2) for x in os.getloadavg()], "cpus": os.cpu_count(),
+        }
+        print(json.dumps(result))
+    finally:
+        if not cfg.get("keep"):
+            _cleanup(name)
+
+
+def _time_post_processing(out: list) -> None:
+    """Time ``correction.adjust_result`` (what score_corpus does to the estimates after scoring), if present.
+
+    A wrapper that records wall seconds into ``out``: measurement only, the function runs unchanged.
+    """
+    try:
+        from unpooled.service.evaluations import correction
+    except ImportError:
+        return
+    real = getattr(correction, "adjust_result", None)
+    if real is None:
+        return
+
+    def adjust_result(*args, **kwargs):
+        t0 = time.perf_counter()
+        try:
+            return real(*args, **kwargs)
+        finally:
+            out.append(time.perf_counter() - t0)
+
+    correction.adjust_result = adjust_result
+
+
+def _cleanup(name: str) -> None:
+    """Remove the benchmark's corpus and everything under it (a shared database stays as it was)."""
+    from django.db import transaction
+
+    from unpooled.service.annotation.models import Annotator, Answer, Assignment, Label, Task
+    from unpooled.service.corpora.models import Corpus
+    from unpooled.service.evaluations.models import Draw, Score
+    from unpooled.service.submissions.models import (
+        RelationInstance, Submission, SubmissionEntity, SubmissionMention, Team,
+    )
+
+    corpus = Corpus.objects.filter(name=name).first()
+    if corpus is None:
+        return
+    with transaction.atomic():
+        ann = set(Answer.objects.filter(task__corpus=corpus).values_list("annotator_id", flat=True))
+        subs = Submission.objects.filter(corpus=corpus)
+        teams = set(subs.values_list("team_id", flat=True))
+        for model, flt in ((Score, {"submission__corpus": corpus}), (Draw, {"submission__corpus": corpus}),
+                           (Label, {"corpus": corpus}), (Answer, {"task__corpus": corpus}),
+                           (Assignment, {"task__corpus": corpus}), (RelationInstance, {"submission__corpus": corpus}),
+                           (SubmissionMention, {"submission__corpus": corpus}),
+                           (SubmissionEntity, {"submission__corpus": corpus})):
+            model.objects.filter(**flt)._raw_delete(model.objects.db)
+        Task.objects.filter(corpus=corpus).delete()
+        subs.delete()
+        corpus.delete()
+        Annotator.objects.filter(pk__in=ann, answers__isnull=True).delete()
+        Team.objects.filter(pk__in=teams, submissions__isnull=True).delete()
+
+
+def run(systems: int, instances: int, labels: int, *, draws: int = 150, documents: int = 30, repeats: int = 3,
+        seed: int = 0, as_json: bool = False, keep: bool = False, verbose: bool = False) -> int:
+    with tempfile.TemporaryDirectory(prefix="unpooled-bench-") as tmp:
+        work = Path(tmp)
+        env = dict(os.environ)
+        if not env.get("DATABASE_URL"):
+            env["DATABASE_URL"] = f"sqlite:///{work / 'bench.sqlite3'}"
+        env.setdefault("UNPOOLED_DATA_DIR", str(work))
+        env["DJANGO_SETTINGS_MODULE"] = "unpooled.service.config.settings"
+        cfg = {"systems": systems, "instances": instances, "labels": labels, "draws": draws, "documents": documents,
+               "repeats": repeats, "seed": seed, "workdir": str(work), "keep": keep, "verbose": verbose}
+        out = subprocess.run([sys.executable, "-m", "unpooled.bench.rescore", "--child", json.dumps(cfg)], env=env,
+                             stdout=subprocess.PIPE, text=True)
+        if out.returncode != 0:
+            print("bench rescore: the benchmark failed (see above)", file=sys.stderr)
+            return 3
+        got = json.loads(out.stdout.strip().splitlines()[-1])
+    if as_json:
+        print(json.dumps(got))
+    else:
+        b = got["rescore_median_batch"]
+        print(f"rescore {got['systems']} submissions x ~{got['instances_per_system']:,} instances "
+              f"({got['instances']:,} in all, {got['universe']:,} distinct) on {got['database']}, "
+              f"{got['labelled_keys']:,} labelled keys, {got['exhaustive_documents']} exhaustive documents "
+              f"(load average {got['loadavg'][0]:.1f} on {got['cpus']} CPUs):\n"
+              f"  from scratch (offline_data + core score)   {got['from_scratch_seconds']:.2f} s\n"
+              f"  cold score_corpus (builds the cache)       {_line(got['cold'])}\n"
+              f"  score_corpus, nothing new                  {_line(got['unchanged'])}\n"
+              f"  score_corpus after {got['label_batch']} new labels{' ' * (19 - len(str(got['label_batch'])))}"
+              f"{got['rescore_seconds']:.3f} s, median of "
+              f"{got['repeats']} (scoring.score {got['rescore_scoring_seconds']:.3f} s; CPU of this process "
+              f"{got['rescore_cpu_seconds']:.3f} s)\n"
+              f"    median batch: {_parts(b['parts'])}\n"
+              f"  after new draws of one system              {_line(got['after_new_draws'])}\n"
+              f"  after a new submission                     {_line(got['after_new_submission'])}\n"
+              f"  largest difference to from scratch         {got['max_abs_difference']:.2e}")
+    return 0 if got["max_abs_difference"] <= 1e-9 else 4
+
+
+def _parts(parts: dict) -> str:
+    return ", ".join(f"{k} {v:.3f}" for k, v in parts.items())
+
+
+def _line(b: dict) -> str:
+    return f"{b['seconds']:.3f} s (scoring.score {b['scoring_seconds']:.3f} s: {_parts(b['parts'])})"
+
+
+if __name__ == "__main__":
+    if len(sys.argv) == 3 and sys.argv[1] == "--child":
+        child(json.loads(sys.argv[2]))

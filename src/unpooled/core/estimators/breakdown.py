@@ -1,0 +1,430 @@
+r"""Subset (domain) estimates: precision, recall and F1 of one system within groups of instances.
+
+A *group* is any label of instances: the predicate (relation type), the subject entity's
+type, a document genre.  For target system :math:`i` and group :math:`g` the
+quantities are conditional versions of the metrics of method.md §1.2:
+
+.. math::
+
+    \pi_i(g) = \mathbb E_{x\sim p_i}[f(x)\mid x\in g]
+             = \frac{\sum_x p_i(x)\,1_g(x)\,f(x)}{p_i(g)}, \qquad
+    p_i(g) = \sum_x p_i(x)\,1_g(x),
+
+    r_i(g) = \mathbb E_{y\sim p_0}[g_i(y)\mid y\in g] .
+
+At the instance level (:math:`p_i` uniform) :math:`\pi_i(g)` is the share of the system's
+instances in :math:`g` that are correct; at other levels it is weighted by :math:`p_i`,
+as the overall precision is.
+
+**Precision** (a ratio, or Hájek, estimator).  The numerator and the denominator of
+:math:`\pi_i(g)` are both expectations under :math:`p_i`, so the joint estimator
+(method.md §2.2) estimates each without bias, with the importance weight of draw
+:math:`s` (drawn by system :math:`j(s)` from :math:`p_{j(s)}`)
+
+.. math::
+
+    w_s = \frac{w_{i j(s)}}{n_{j(s)}}\,\frac{p_i(x_s)}{q_i(x_s)}, \qquad
+    q_i = \sum_j w_{ij}\,p_j ,
+
+    \hat C_g = \sum_s w_s\,1_g(x_s)\,f_s, \qquad \hat D_g = \sum_s w_s\,1_g(x_s), \qquad
+    \hat\pi_i(g) = \frac{\hat C_g}{\hat D_g} .
+
+:math:`p_i(g)` is known, so :math:`\hat C_g / p_i(g)` would be unbiased too, but its
+variance carries the random number of draws that fall in :math:`g` (at the instance
+level it is the number of correct draws in :math:`g` over :math:`n\,p_i(g)`, not the share
+of the draws in :math:`g` that are correct); the ratio cancels it (domain estimation,
+Särndal, Swensson & Wretman 1992, §10.3).  Its bias is :math:`O(1/n_g)`.  Because
+:math:`\sum_g \hat C_g = \hat\pi^{\rm joint}_i` when the groups partition :math:`X_i`,
+
+.. math::
+
+    \sum_g \hat D_g\,\hat\pi_i(g) = \hat\pi^{\rm joint}_i ,
+
+the group estimates, weighted by their estimated masses :math:`\hat D_g`, give back the
+overall joint precision exactly; a single group containing all of :math:`X_i` gives the
+self-normalised :math:`\hat\pi^{\rm joint}_i / \hat D`, which is :math:`\hat\pi_i^{\rm simple}`
+itself for the simple estimator (:math:`\hat D = 1`).
+
+*Variance* (delta method).  :math:`\hat\pi - \pi \approx (\hat C_g - \pi\hat D_g)/p_i(g)`, so
+each draw's influence is :math:`u_s = w_s\,1_g(x_s)\,(f_s - \hat\pi_i(g))/\hat D_g` and, the
+draws of each system being i.i.d. (strata :math:`h`, sizes :math:`n_h`),
+
+.. math::
+
+    \widehat{\mathrm{Var}}\,\hat\pi_i(g) = \sum_h \frac{n_h}{n_h-1}
+        \sum_{s\in h}\bigl(u_s - \bar u_h\bigr)^2 ,
+
+with the zeros of the draws outside :math:`g` included in each stratum (the number of
+draws landing in :math:`g` is random).
+
+**Recall** is estimated from the exhaustive sample :math:`\hat Y_0` alone, weighted by
+:math:`v_k = p_0(y_k)/\pi_{d(y_k)}` (Horvitz–Thompson weights, self-normalised) and matched
+through ``design.g0`` (the policy of the overall recall):
+
+.. math::
+
+    \hat r_i(g) = \frac{\sum_k v_k\,1_g(y_k)\,g_i(y_k)}{\sum_k v_k\,1_g(y_k)}, \qquad
+    \widehat{\mathrm{Var}} = \frac{n_0}{n_0-1}\sum_k T_k^2, \quad
+    T_k = \frac{v_k\,1_g(y_k)\,(g_i(y_k) - \hat r_i(g))}{\sum_k v_k 1_g(y_k)} .
+
+This is the simple recall estimator (method.md §2.1) within :math:`g`; the joint
+factorisation :math:`\theta\nu` (§2.3) would need the group of every pooled positive draw
+under the truth's grouping, which for an entity type is not observed (each system types
+its own entities).  Weighted by :math:`V_g = \sum_k v_k 1_g(y_k)` the group recalls give
+back the overall simple recall.
+
+**F1** is the harmonic mean of the two point estimates; precision and recall come from
+independent samples, so :math:`\mathrm{Var}\,\hat F \approx (\partial_P F)^2\,\mathrm{Var}\,\hat\pi
++ (\partial_R F)^2\,\mathrm{Var}\,\hat r`.
+
+**Intervals** are Wilson score intervals at the effective sample size
+:math:`\hat e(1-\hat e)/\widehat{\mathrm{Var}}` (:func:`unpooled.core.estimators.joint.wilson`, as
+for the overall scores); the fallback size is the Kish effective sample size of the
+group's weights (precision), the number of exhaustive true instances in the group
+(recall), and the smaller of the two (F1).
+
+References
+----------
+A. Chaganty, A. Paranjape, P. Liang, C. Manning. Importance sampling for unbiased
+on-demand evaluation of knowledge base population. EMNLP 2017 (joint estimator, §3).
+C.-E. Särndal, B. Swensson, J. Wretman. Model Assisted Survey Sampling. Springer, 1992
+(§10.3, domain estimation; §5.6, ratio estimators and their linearised variance).
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ..errors import InvalidInputError
+from .joint import ESTIMATORS, WEIGHTS, Design, WeightDegeneracyWarning, estimate, weight_matrix, wilson
+
+ZERO_DIVISION = ("warn", "nan")
+
+
+class UndefinedEstimateWarning(UserWarning):
+    """An estimate is undefined (no draw, or no true instance, in a group): it is NaN."""
+
+
+@dataclass(frozen=True)
+class SubsetScores:
+    r"""Precision, recall and F1 of one system per group (arrays of length ``n_groups``).
+
+    NaN where undefined: precision of a group without a weighted draw, recall of a group
+    without an exhaustively found true instance, F1 where either is NaN.
+
+    Attributes
+    ----------
+    target : int
+        The system.
+    p, r, f1 : ndarray
+        Estimates.
+    p_se, r_se, f1_se : ndarray
+        Standard errors (delta method).
+    p_ci, r_ci, f1_ci : tuple of ndarray
+        ``(low, high)`` at ``level``.
+    n_draws : ndarray of int
+        Draws in the group with a positive importance weight for the target.
+    ess : ndarray
+        Kish effective sample size of those weights.
+    mass : ndarray
+        :math:`p_i(g)`, the known share of :math:`p_i` in the group.
+    mass_hat : ndarray
+        :math:`\hat D_g`, its estimate from the draws (the weights that give back the
+        overall joint precision).
+    n_true : ndarray of int
+        Exhaustively found true instances in the group.
+    true_weight : ndarray
+        :math:`V_g = \sum_k v_k 1_g(y_k)`.
+    """
+
+    target: int
+    p: np.ndarray
+    r: np.ndarray
+    f1: np.ndarray
+    p_se: np.ndarray
+    r_se: np.ndarray
+    f1_se: np.ndarray
+    p_ci: tuple[np.ndarray, np.ndarray]
+    r_ci: tuple[np.ndarray, np.ndarray]
+    f1_ci: tuple[np.ndarray, np.ndarray]
+    n_draws: np.ndarray
+    ess: np.ndarray
+    mass: np.ndarray
+    mass_hat: np.ndarray
+    n_true: np.ndarray
+    true_weight: np.ndarray
+    method: str
+    level: float
+    warnings: tuple[str, ...] = field(default=())
+
+    @property
+    def n_groups(self) -> int:
+        return len(self.p)
+
+    def row(self, g: int) -> dict:
+        """Group ``g`` as a JSON-ready dict (NaN becomes None)."""
+
+        def num(x):
+            x = float(x)
+            return None if math.isnan(x) else x
+
+        return {"p": num(self.p[g]), "p_lo": num(self.p_ci[0][g]), "p_hi": num(self.p_ci[1][g]),
+                "r": num(self.r[g]), "r_lo": num(self.r_ci[0][g]), "r_hi": num(self.r_ci[1][g]),
+                "f1": num(self.f1[g]), "f1_lo": num(self.f1_ci[0][g]), "f1_hi": num(self.f1_ci[1][g]),
+                "p_se": num(self.p_se[g]), "r_se": num(self.r_se[g]), "f1_se": num(self.f1_se[g]),
+                "n_draws": int(self.n_draws[g]), "ess": num(self.ess[g]), "mass": num(self.mass[g]),
+                "mass_hat": num(self.mass_hat[g]), "n_true": int(self.n_true[g]),
+                "true_weight": num(self.true_weight[g])}
+
+
+def _int_groups(name: str, a, n: int) -> np.ndarray:
+    try:
+        arr = np.asarray(a)
+    except (TypeError, ValueError):
+        raise InvalidInputError(f"{name}: expected {n} integer group codes, got {type(a).__name__}") from None
+    if arr.shape != (n,):
+        raise InvalidInputError(f"{name}: expected shape ({n},) (one group code each, -1 for none), "
+                                f"got {arr.shape}")
+    if n and not np.issubdtype(arr.dtype, np.integer):
+        if not (np.issubdtype(arr.dtype, np.floating) and np.all(np.isfinite(arr)) and np.all(arr == np.round(arr))):
+            raise InvalidInputError(f"{name}: expected integer group codes (-1 for none), got dtype {arr.dtype}")
+    arr = arr.astype(np.int64)
+    if n and arr.min() < -1:
+        raise InvalidInputError(f"{name}: group codes must be >= -1 (-1: in no group), got {int(arr.min())}")
+    return arr
+
+
+def _subset_scores_iv(design, target, groups_of_universe, groups_of_truth, n_groups, estimator, weights, level,
+                      zero_division):
+    if not isinstance(design, Design):
+        raise InvalidInputError(f"design: expected a Design (make_design), got {type(design).__name__}")
+    m, U = design.P.shape
+    if isinstance(target, bool) or not isinstance(target, (int, np.integer)) or not 0 <= target < m:
+        raise InvalidInputError(f"target: expected a system index in [0, {m}), got {target!r}")
+    gu = _int_groups("groups_of_universe", groups_of_universe, U)
+    gt = _int_groups("groups_of_truth", groups_of_truth, design.n0)
+    top = max(int(gu.max()) if U else -1, int(gt.max()) if design.n0 else -1) + 1
+    if n_groups is None:
+        n_groups = top
+    elif isinstance(n_groups, bool) or not isinstance(n_groups, (int, np.integer)) or n_groups < top:
+        raise InvalidInputError(f"n_groups: expected an integer of at least {top} (the largest group code + 1), "
+                                f"got {n_groups!r}")
+    if n_groups < 1:
+        raise InvalidInputError("groups_of_universe, groups_of_truth: every code is -1, so there is no group")
+    if estimator not in ESTIMATORS:
+        raise InvalidInputError(f"estimator: expected one of {', '.join(ESTIMATORS)}, got {estimator!r}")
+    if isinstance(weights, str):
+        if weights not in WEIGHTS:
+            raise InvalidInputError(f"weights: expected one of {', '.join(WEIGHTS)} or an (m, m) row-stochastic "
+                                    f"array, got {weights!r}")
+    else:
+        try:
+            Wa = np.asarray(weights, dtype=float)
+        except (TypeError, ValueError):
+            raise InvalidInputError(f"weights: expected one of {', '.join(WEIGHTS)} or an (m, m) array, "
+                                    f"got {type(weights).__name__}") from None
+        if Wa.shape != (m, m) or not np.all(np.isfinite(Wa)) or np.any(Wa < 0):
+            raise InvalidInputError(f"weights: expected a ({m}, {m}) array of finite non-negative weights, "
+                                    f"got shape {Wa.shape}")
+        weights = Wa
+    if isinstance(level, bool) or not isinstance(level, (int, float, np.floating)) or not 0 < level < 1:
+        raise InvalidInputError(f"level: expected a number in (0, 1), got {level!r}")
+    if zero_division not in ZERO_DIVISION and not (isinstance(zero_division, float) and math.isnan(zero_division)):
+        raise InvalidInputError(f"zero_division: expected 'warn' or 'nan', got {zero_division!r}")
+    return int(target), gu, gt, int(n_groups), weights, float(level)
+
+
+def _stratified_group_var(u: np.ndarray, g: np.ndarray, src: np.ndarray, n_h: np.ndarray, G: int, m: int
+                          ) -> np.ndarray:
+    r"""Per group, :math:`\sum_h \frac{n_h}{n_h-1}(\sum_{s\in h}u_s^2 - (\sum_{s\in h}u_s)^2/n_h)`.
+
+    ``u`` is non-zero only for draws in group ``g[s]`` (``g >= 0``); the other draws of each
+    stratum count as zeros, so the stratum sizes ``n_h`` are those of all draws.
+    """
+    ok = g >= 0
+    cell = g[ok] * m + src[ok]
+    S1 = np.bincount(cell, weights=u[ok], minlength=G * m).reshape(G, m)
+    S2 = np.bincount(cell, weights=u[ok] ** 2, minlength=G * m).reshape(G, m)
+    n = n_h.astype(float)[None, :]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        per = np.where(n > 1, n / np.maximum(n - 1, 1) * (S2 - S1 ** 2 / np.maximum(n, 1)), 0.0)
+    return np.maximum(per.sum(axis=1), 0.0)
+
+
+def subset_scores(design: Design, target: int, groups_of_universe, groups_of_truth, *, n_groups: int | None = None,
+                  estimator: str = "joint", weights="balance", level: float = 0.90,
+                  zero_division: str = "warn") -> SubsetScores:
+    r"""Precision, recall and F1 of system ``target`` within each group, with intervals.
+
+    Parameters
+    ----------
+    design : Design
+        Draws, labels and the exhaustive sample (:func:`~unpooled.core.estimators.make_design`).
+    target : int
+        The system :math:`i`.
+    groups_of_universe : array_like of int, shape (U,)
+        The group of every universe instance *as the target sees it* (e.g. the subject type
+        the target gave it), -1 for none.  Only the target's instances matter.
+    groups_of_truth : array_like of int, shape (n0,)
+        The group of every exhaustively found true instance, -1 for none.
+    n_groups : int, optional
+        Number of groups (default: the largest code + 1).
+    estimator : {'joint', 'simple'}
+        ``simple`` uses the target's own draws only (:math:`w_{ij} = [i = j]`).
+    weights : {'balance', 'heuristic', 'minvar'} or ndarray, shape (m, m)
+        The joint estimator's weight rule, or the weight matrix itself (e.g.
+        ``Scores.weights`` from :func:`~unpooled.core.estimators.estimate`, so the breakdown
+        uses exactly the weights of the overall estimate).
+    level : float
+        Interval level, in (0, 1).
+    zero_division : {'warn', 'nan'}
+        Undefined estimates are NaN (with NaN bounds); ``warn`` also issues an
+        :class:`UndefinedEstimateWarning` naming the groups.
+
+    Returns
+    -------
+    SubsetScores
+
+    Raises
+    ------
+    InvalidInputError
+        If an argument is outside what is accepted (the message names it).
+
+    Warns
+    -----
+    UndefinedEstimateWarning
+        With ``zero_division='warn'``, when some group has no weighted draw or no true instance.
+
+    Notes
+    -----
+    Precision is the ratio estimator
+    :math:`\hat\pi_i(g) = \sum_s w_s 1_g(x_s) f_s / \sum_s w_s 1_g(x_s)`, recall the
+    Horvitz–Thompson-weighted share of the group's exhaustively found true instances that the
+    target matches; the module documentation derives both, their delta-method variances
+    and the identities :math:`\sum_g \hat D_g\hat\pi_i(g) = \hat\pi_i^{\rm joint}` and
+    :math:`\sum_g V_g \hat r_i(g) / \sum_g V_g = \hat r_i^{\rm simple}`.
+
+    References
+    ----------
+    Chaganty et al. 2017, EMNLP (joint estimator, eq. for :math:`\hat\pi^{\rm joint}`);
+    Särndal, Swensson & Wretman 1992, §10.3.
+
+    Examples
+    --------
+    >>> import numpy as np, scipy.sparse as sp
+    >>> from unpooled.core.estimators import make_design
+    >>> P = sp.csr_matrix(np.full((1, 4), 0.25))
+    >>> d = make_design(P, src=[0, 0, 0, 0], xs=[0, 1, 2, 3], f=[1, 0, 1, 1], g0=[[True, False]])
+    >>> s = subset_scores(d, 0, [0, 0, 1, 1], [0, 1])
+    >>> s.p.tolist(), s.r.tolist()
+    ([0.5, 1.0], [1.0, 0.0])
+    """
+    target, gu, gt, G, weights, level = _subset_scores_iv(design, target, groups_of_universe, groups_of_truth,
+                                                          n_groups, estimator, weights, level, zero_division)
+    d = design
+    m = d.m
+    i = target
+    n = d.n
+    # -- the weight row w_{i.} --------------------------------------------------------
+    if estimator == "simple":
+        Wi = np.zeros(m)
+        Wi[i] = 1.0
+        method = "simple"
+    elif isinstance(weights, np.ndarray):
+        Wi = weights[i]
+        method = "joint-given"
+    elif weights == "minvar":
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", WeightDegeneracyWarning)
+            Wi = estimate(d, estimator="joint", weights="minvar", level=level).weights[i]
+        method = "joint-minvar"
+    else:
+        Wi = weight_matrix(d.P, n, weights)[i]
+        method = f"joint-{weights}"
+    s = Wi.sum()
+    Wi = Wi / s if s > 0 else Wi
+    # -- importance weights of the draws for the target ---------------------------------
+    Pi = d.P.getrow(i)
+    pi_x = np.asarray(Pi[:, d.xs].todense()).ravel() if len(d.xs) else np.zeros(0)
+    q_u = np.asarray(d.P.T @ Wi).ravel()  # q_i over the universe
+    q_x = q_u[d.xs]
+    coef = Wi[d.src] / np.maximum(n[d.src], 1)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        w = np.where(q_x > 0, coef * pi_x / q_x, 0.0)
+    g = gu[d.xs] if len(d.xs) else np.zeros(0, np.int64)
+    g = np.where(w > 0, g, -1)
+    ok = g >= 0
+    C = np.bincount(g[ok], weights=(w * d.f)[ok], minlength=G)
+    D = np.bincount(g[ok], weights=w[ok], minlength=G)
+    D2 = np.bincount(g[ok], weights=w[ok] ** 2, minlength=G)
+    n_draws = np.bincount(g[ok], minlength=G)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        p = np.where(D > 0, C / np.where(D > 0, D, 1), np.nan)
+        ess = np.where(D2 > 0, D ** 2 / np.where(D2 > 0, D2, 1), 0.0)
+    pg = np.where(ok, np.nan_to_num(p)[np.maximum(g, 0)], 0.0)
+    Dg = np.where(ok, D[np.maximum(g, 0)], 1.0)
+    u = np.where(ok, w * (d.f - pg) / np.where(Dg > 0, Dg, 1), 0.0)
+    var_p = _stratified_group_var(u, g, d.src, n, G, m)
+    # known mass p_i(g) of each group
+    cols, vals = Pi.indices, Pi.data
+    gc = gu[cols]
+    inside = gc >= 0
+    mass = np.bincount(gc[inside], weights=vals[inside], minlength=G)
+    # -- recall from the exhaustive sample ------------------------------------------
+    v = d.v0
+    n0 = d.n0
+    oc = gt >= 0
+    gi = d.g0[i].astype(float)
+    V = np.bincount(gt[oc], weights=v[oc], minlength=G)
+    A = np.bincount(gt[oc], weights=(v * gi)[oc], minlength=G)
+    n_true = np.bincount(gt[oc], minlength=G)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        r = np.where(V > 0, A / np.where(V > 0, V, 1), np.nan)
+    rk = np.where(oc, np.nan_to_num(r)[np.maximum(gt, 0)], 0.0)
+    Vk = np.where(oc, V[np.maximum(gt, 0)], 1.0)
+    T = np.where(oc, v * (gi - rk) / np.where(Vk > 0, Vk, 1), 0.0)
+    if n0 >= 2:
+        S1 = np.bincount(gt[oc], weights=T[oc], minlength=G)
+        S2 = np.bincount(gt[oc], weights=T[oc] ** 2, minlength=G)
+        var_r = np.maximum(n0 / (n0 - 1) * (S2 - S1 ** 2 / n0), 0.0)
+    else:
+        var_r = np.zeros(G)
+    # -- F1 --------------------------------------------------------------------------
+    with np.errstate(divide="ignore", invalid="ignore"):
+        ssum = p + r
+        f1 = np.where(ssum > 0, 2 * p * r / np.where(ssum > 0, ssum, 1), np.where(np.isnan(ssum), np.nan, 0.0))
+        dP = np.where(ssum > 0, 2 * r ** 2 / np.where(ssum > 0, ssum, 1) ** 2, 0.0)
+        dR = np.where(ssum > 0, 2 * p ** 2 / np.where(ssum > 0, ssum, 1) ** 2, 0.0)
+    var_f = np.nan_to_num(dP) ** 2 * var_p + np.nan_to_num(dR) ** 2 * var_r
+    # -- intervals ---------------------------------------------------------------------
+    nan = np.full(G, np.nan)
+
+    def interval(est, var, fallback):
+        defined = ~np.isnan(est)
+        lo, hi = wilson(np.nan_to_num(est), var, level, np.maximum(fallback, 1.0))
+        return np.where(defined, lo, nan), np.where(defined, hi, nan)
+
+    p_ci = interval(p, var_p, ess)
+    r_ci = interval(r, var_r, n_true.astype(float))
+    f_ci = interval(f1, var_f, np.minimum(np.maximum(ess, 1.0), np.maximum(n_true, 1)).astype(float))
+    p_se = np.where(np.isnan(p), np.nan, np.sqrt(var_p))
+    r_se = np.where(np.isnan(r), np.nan, np.sqrt(var_r))
+    f_se = np.where(np.isnan(f1), np.nan, np.sqrt(var_f))
+    msgs: list[str] = []
+    no_p = np.flatnonzero(np.isnan(p))
+    no_r = np.flatnonzero(np.isnan(r))
+    if len(no_p):
+        msgs.append(f"precision undefined for groups {no_p.tolist()[:10]}: no draw with weight for system {i}")
+    if len(no_r):
+        msgs.append(f"recall undefined for groups {no_r.tolist()[:10]}: no exhaustively found true instance")
+    if msgs and zero_division == "warn":
+        warnings.warn("; ".join(msgs), UndefinedEstimateWarning, stacklevel=2)
+    return SubsetScores(i, p, r, f1, p_se, r_se, f_se, p_ci, r_ci, f_ci, n_draws, ess, mass, D, n_true, V,
+                        method, level, tuple(msgs))
+
+
+__all__ = ["SubsetScores", "UndefinedEstimateWarning", "ZERO_DIVISION", "subset_scores"]

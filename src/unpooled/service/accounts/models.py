@@ -1,0 +1,55 @@
+"""Accounts: a role and a team per user, and per-team API tokens.
+
+Roles: a *submitter* uploads knowledge bases for a team and sees that team's private
+submissions; an *annotator* answers annotation tasks (and never sees which system asked
+for an item); an *organiser* runs the service (corpora, budgets, quotas, retries; the
+Django admin).  A user without a profile (made by ``createsuperuser`` or before accounts
+existed) counts as an annotator, or as an organiser when staff.
+
+API tokens belong to a team; only their SHA-256 digest is stored, so a token is shown
+once, when it is made.
+"""
+
+from __future__ import annotations
+
+from django.conf import settings
+from django.db import models
+
+from unpooled.service.submissions.models import Team
+
+
+class Role(models.TextChoices):
+    SUBMITTER = "submitter", "submitter"
+    ANNOTATOR = "annotator", "annotator"
+    ORGANISER = "organiser", "organiser"
+
+
+class Profile(models.Model):
+    user = models.OneToOneField(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="profile")
+    role = models.CharField(max_length=20, choices=Role.choices, default=Role.SUBMITTER)
+    team = models.ForeignKey(Team, null=True, blank=True, on_delete=models.SET_NULL, related_name="members")
+    affiliation = models.CharField(max_length=200, blank=True)
+    created = models.DateTimeField(auto_now_add=True)
+
+    def __str__(self) -> str:
+        return f"{self.user} ({self.role})"
+
+
+class ApiToken(models.Model):
+    """A bearer token for the REST API and ``unpooled submit --token``, acting for ``team``."""
+
+    team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="api_tokens")
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="api_tokens",
+                             help_text="who made it; the API acts as this user")
+    name = models.CharField(max_length=100)
+    prefix = models.CharField(max_length=16, help_text="the token's first characters, to recognise it")
+    digest = models.CharField(max_length=64, unique=True, help_text="SHA-256 of the token")
+    created = models.DateTimeField(auto_now_add=True)
+    last_used = models.DateTimeField(null=True, blank=True)
+    revoked = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created"]
+
+    def __str__(self) -> str:
+        return f"{self.team.name}: {self.name} ({self.prefix}…)"

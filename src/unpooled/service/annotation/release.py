@@ -1,0 +1,484 @@
+"""A corpus's label pool and exhaustive annotations as a dataset release (JSONL files and a README).
+
+:func:`export_release` writes into a folder:
+
+=============================  ==========================================================================
+file                           one line per
+=============================  ==========================================================================
+``labels.jsonl``               verification label row (append-only history; ``superseded`` marks the rows
+                               a newer row of the same instance key replaced)
+``answers.jsonl``              individual answer (verification, entities, relations; gold controls too)
+``exhaustive.jsonl``           document sampled for exhaustive annotation (mentions, groups, links, relations)
+``exhaustive_instances.jsonl`` true relation instance of a completely annotated sampled document, in the
+                               format ``unpooled score --exhaustive`` reads (:mod:`unpooled.core.offline`)
+``documents.jsonl``            corpus document: id, title, length and SHA-256 of its text -- not the text
+``README.md``                  counts, formats, how to score with it, licence, generation time
+=============================  ==========================================================================
+
+Annotators appear only as pseudonyms, :func:`pseudonym`: an HMAC-SHA256 of the annotator's
+database id keyed with the service's secret key.  User names and Mechanical Turk WorkerIds are
+never written, nor are the submissions (systems) that asked for a label: the pool is the
+union of what every system predicted.
+
+Documents are listed without their text: the text belongs to the corpus's source and stays
+under its licence (TAC KBP newswire, for instance, may not be redistributed); every offset in
+the release is a character offset into exactly that text, and ``sha256`` lets a user check
+they have the same version.  Mention and argument ``text`` fields quote the few words of a
+span, for readability.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import zipfile
+from collections import Counter, defaultdict
+from dataclasses import asdict, dataclass, field
+from datetime import datetime
+from pathlib import Path
+from typing import IO
+
+from django.db.models import Count, Q
+from django.utils import timezone
+from django.utils.crypto import salted_hmac
+
+from unpooled.core.matching import InstanceRef
+
+from .models import Answer, ExhaustiveDocument, Kind, Label, Task
+
+RELEASE_FILES = ("labels.jsonl", "answers.jsonl", "exhaustive.jsonl", "exhaustive_instances.jsonl",
+                 "documents.jsonl", "README.md")
+DEFAULT_LICENCE = "CC BY 4.0 (https://creativecommons.org/licenses/by/4.0/)"
+_PSEUDONYM_SALT = "unpooled.release.annotator"
+
+
+def pseudonym(annotator_id: int, *, secret: str | None = None) -> str:
+    """The annotator's name in a release: ``a`` + 16 hex digits of HMAC-SHA256(secret, id).
+
+    ``secret`` defaults to the service's ``SECRET_KEY``; the same annotator gets the same
+    pseudonym in every release of every corpus made with that key, and nobody without the key
+    can tell who it is or test a guess.
+    """
+    return "a" + salted_hmac(_PSEUDONYM_SALT, str(int(annotator_id)), secret=secret,
+                             algorithm="sha256").hexdigest()[:16]
+
+
+@dataclass
+class ReleaseCounts:
+    """What a release holds (also written into its README)."""
+
+    corpus: str
+    generated: str
+    label_rows: int = 0
+    label_keys: int = 0
+    labels_correct: int = 0
+    labels_by_method: dict = field(default_factory=dict)
+    answers: int = 0
+    answers_counted: int = 0
+    answers_by_kind: dict = field(default_factory=dict)
+    control_answers: int = 0
+    annotators: int = 0
+    annotators_by_backend: dict = field(default_factory=dict)
+    documents: int = 0
+    labelled_documents: int = 0
+    exhaustive_documents: int = 0
+    exhaustive_complete: int = 0
+    exhaustive_mentions: int = 0
+    exhaustive_relations: int = 0
+    predicates: dict = field(default_factory=dict)  # predicate -> {labelled, correct, exhaustive}
+    files: dict = field(default_factory=dict)  # file name -> lines
+
+    @property
+    def correct_share(self) -> float | None:
+        return self.labels_correct / self.label_keys if self.label_keys else None
+
+    def to_dict(self) -> dict:
+        d = asdict(self)
+        d["correct_share"] = self.correct_share
+        return d
+
+
+class _Writer:
+    """Writes ``name.part`` and renames it on success, so a crash leaves no half file under the real name."""
+
+    def __init__(self, out_dir: Path, name: str, counts: ReleaseCounts) -> None:
+        self.path = out_dir / name
+        self.tmp = out_dir / (name + ".part")
+        self.name, self.counts, self.n = name, counts, 0
+
+    def __enter__(self):
+        self.fh = open(self.tmp, "w", encoding="utf-8", newline="\n")
+        return self
+
+    def write(self, obj: dict) -> None:
+        self.fh.write(json.dumps(obj, ensure_ascii=False, separators=(", ", ": ")) + "\n")
+        self.n += 1
+
+    def __exit__(self, exc_type, exc, tb) -> None:
+        self.fh.close()
+        if exc_type is None:
+            os.replace(self.tmp, self.path)
+            self.counts.files[self.name] = self.n
+        else:
+            self.tmp.unlink(missing_ok=True)
+
+
+def _iso(t: datetime | None) -> str | None:
+    return t.isoformat() if t is not None else None
+
+
+def _canonical(schema, ms: list[dict], a: int, pred: str, b: int) -> tuple[int, str, int]:
+    """Mention indices and predicate in canonical direction (inverse relations swapped; the arguments of
+    a symmetric relation ordered by span, as :func:`unpooled.core.kb.model.canonical_instance` does)."""
+    canon, swap = schema.canonical_of(pred)
+    rel = schema.relations.get(canon)
+    if not swap and rel is not None and rel.symmetric:
+        swap = (ms[b]["start"], ms[b]["end"]) < (ms[a]["start"], ms[a]["end"])
+    return (b, canon, a) if swap else (a, canon, b)
+
+
+def export_release(corpus, out_dir: str | Path, *, licence: str = DEFAULT_LICENCE, now: datetime | None = None,
+                   secret: str | None = None) -> ReleaseCounts:
+    """Write the release of ``corpus`` into ``out_dir`` (created if missing; release files replaced).
+
+    Parameters
+    ----------
+    corpus : Corpus
+    out_dir : path
+        The folder; the files are :data:`RELEASE_FILES`.
+    licence : str
+        The licence of the annotations, stated in the README (the documents keep theirs).
+    now : datetime, optional
+        The generation time written into the README (default: now).
+    secret : str, optional
+        The key of the annotator pseudonyms (default: the service's ``SECRET_KEY``).
+
+    Returns
+    -------
+    ReleaseCounts
+    """
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    now = now or timezone.now()
+    counts = ReleaseCounts(corpus=corpus.name, generated=now.isoformat(timespec="seconds"))
+    schema = corpus.schema.schema()
+    doc_ids = dict(corpus.documents.values_list("pk", "doc_id"))
+    per_pred: dict[str, Counter] = defaultdict(Counter)
+    labelled_docs: Counter = Counter()
+
+    # ---- labels: every row, oldest first; the newest row of a key is its current label
+    newest: dict[str, int] = {}
+    for pk, key in Label.objects.filter(corpus=corpus).order_by("id").values_list("id", "key").iterator(chunk_size=5000):
+        newest[key] = pk
+    texts: dict[str, str] = {}
+
+    def text_of(doc: str) -> str:
+        if doc not in texts:
+            texts[doc] = corpus.documents.filter(doc_id=doc).values_list("text", flat=True).first() or ""
+        return texts[doc]
+
+    methods: Counter = Counter()
+    with _Writer(out, "labels.jsonl", counts) as w:
+        for lab in (Label.objects.filter(corpus=corpus).select_related("task").order_by("id")
+                    .iterator(chunk_size=2000)):
+            ref = InstanceRef.from_key(lab.key)
+            payload = lab.task.payload if lab.task is not None else {}
+            ps, po = payload.get("subject") or {}, payload.get("object") or {}
+            subj = {"start": ref.s_start, "end": ref.s_end,
+                    "text": ps.get("text") if ps.get("start") == ref.s_start and ps.get("end") == ref.s_end
+                    else text_of(ref.doc)[ref.s_start:ref.s_end]}
+            if ref.value is None:
+                obj = {"start": ref.o_start, "end": ref.o_end,
+                       "text": po.get("text") if po.get("start") == ref.o_start and po.get("end") == ref.o_end
+                       else text_of(ref.doc)[ref.o_start:ref.o_end]}
+            else:
+                obj = {"value": ref.value}
+                if "start" in po and "end" in po:
+                    obj.update(start=po["start"], end=po["end"], text=po.get("text", ""))
+            current = newest[lab.key] == lab.pk
+            w.write({"key": lab.key, "doc": ref.doc, "subject": subj, "predicate": ref.predicate, "object": obj,
+                     "correct": lab.correct, "probability": round(float(lab.probability), 6), "method": lab.method,
+                     "n_answers": lab.n_answers, "annotators": [pseudonym(a, secret=secret) for a in lab.annotators],
+                     "guideline_version": lab.guideline_version, "created": _iso(lab.created),
+                     "superseded": not current})
+            methods[lab.method] += 1
+            if current:
+                counts.label_keys += 1
+                counts.labels_correct += int(lab.correct)
+                per_pred[ref.predicate]["labelled"] += 1
+                per_pred[ref.predicate]["correct"] += int(lab.correct)
+                labelled_docs[ref.doc] += 1
+    counts.label_rows = sum(methods.values())
+    counts.labels_by_method = dict(sorted(methods.items()))
+    counts.labelled_documents = len(labelled_docs)
+
+    # ---- answers
+    kinds: Counter = Counter()
+    annotators: dict[int, str] = {}
+    with _Writer(out, "answers.jsonl", counts) as w:
+        rows = (Answer.objects.filter(task__corpus=corpus).order_by("id").values_list(
+            "id", "task_id", "task__kind", "task__is_control", "task__control_answer", "task__key",
+            "task__document_id", "annotator_id", "annotator__backend", "value", "correct", "weight", "seconds",
+            "guideline_version", "created").iterator(chunk_size=5000))
+        for (pk, task, kind, control, gold, key, doc, ann, backend, value, correct, weight, seconds, gv,
+             created) in rows:
+            row = {"id": pk, "task": task, "kind": kind, "control": control, "doc": doc_ids.get(doc),
+                   "annotator": pseudonym(ann, secret=secret), "backend": backend, "value": value}
+            if kind == Kind.VERIFY:
+                row["correct"] = correct
+                if control:
+                    row["gold"] = gold
+                else:
+                    row["key"] = key
+            row.update(counted=weight > 0, seconds=seconds, guideline_version=gv, created=_iso(created))
+            w.write(row)
+            kinds[kind] += 1
+            counts.answers_counted += int(weight > 0)
+            counts.control_answers += int(control)
+            annotators[ann] = backend
+    counts.answers = sum(kinds.values())
+    counts.answers_by_kind = {k: kinds.get(k, 0) for k in Kind.values}
+    counts.annotators = len(annotators)
+    counts.annotators_by_backend = dict(sorted(Counter(annotators.values()).items()))
+
+    # ---- exhaustive annotation: one line per sampled document, and its true instances
+    layer = {(t.kind, t.document_id): t for t in Task.objects.filter(
+        corpus=corpus, kind__in=[Kind.ENTITIES, Kind.RELATIONS], key="", is_control=False)}
+    n_answers = dict(Answer.objects.filter(task__corpus=corpus, task__kind__in=[Kind.ENTITIES, Kind.RELATIONS],
+                                           task__key="").values("task_id").annotate(n=Count("id", filter=Q(weight__gt=0)))
+                     .values_list("task_id", "n"))
+    sample = list(ExhaustiveDocument.objects.filter(corpus=corpus).select_related("document")
+                  .order_by("document__doc_id"))
+    with _Writer(out, "exhaustive.jsonl", counts) as w, _Writer(out, "exhaustive_instances.jsonl", counts) as wi:
+        for ex in sample:
+            doc = ex.document
+            ent, rel = layer.get((Kind.ENTITIES, doc.pk)), layer.get((Kind.RELATIONS, doc.pk))
+            ent_done = ent is not None and ent.status == Task.Status.COMPLETE
+            rel_done = rel is not None and rel.status == Task.Status.COMPLETE
+            if rel_done:
+                status = "complete"
+            elif ent is None or ent.status == Task.Status.CANCELLED or (rel is not None and
+                                                                       rel.status == Task.Status.CANCELLED):
+                status = "cancelled"
+            else:
+                status = "annotating relations" if ent_done else "annotating entities"
+            ms = (rel.payload.get("mentions") if rel is not None else None) or \
+                ((ent.result or {}).get("mentions", []) if ent_done else [])
+            mentions = [{"index": i, "start": m["start"], "end": m["end"], "text": doc.text[m["start"]:m["end"]],
+                         "type": m["type"], "group": m["cluster"], "link": m.get("link") or ""}
+                        for i, m in enumerate(ms)] if ent_done else []
+            relations = []
+            if rel_done:
+                seen = set()
+                for a, pred, b in (rel.result or {}).get("relations", []):
+                    s, canon, o = _canonical(schema, ms, a, pred, b)
+                    ref = InstanceRef(doc.doc_id, ms[s]["start"], ms[s]["end"], canon, ms[o]["start"], ms[o]["end"])
+                    if ref.key in seen:
+                        continue
+                    seen.add(ref.key)
+                    relations.append({"subject": s, "predicate": canon, "object": o, "key": ref.key})
+                    wi.write({"doc": doc.doc_id,
+                              "subject": {"start": ref.s_start, "end": ref.s_end, "text": mentions[s]["text"]},
+                              "predicate": canon,
+                              "object": {"start": ref.o_start, "end": ref.o_end, "text": mentions[o]["text"]},
+                              "inclusion": ex.inclusion})
+                    per_pred[canon]["exhaustive"] += 1
+                counts.exhaustive_complete += 1
+                counts.exhaustive_mentions += len(mentions)
+                counts.exhaustive_relations += len(relations)
+            w.write({"doc": doc.doc_id, "title": doc.title, "scheme": ex.scheme, "stage": ex.stage,
+                     "inclusion": ex.inclusion, "weight": ex.weight, "status": status,
+                     "answers": {"entities": n_answers.get(ent.pk, 0) if ent else 0,
+                                 "relations": n_answers.get(rel.pk, 0) if rel else 0},
+                     "guideline_versions": {"entities": ent.guideline_version if ent else None,
+                                            "relations": rel.guideline_version if rel else None},
+                     "mentions": mentions, "relations": relations})
+    counts.exhaustive_documents = len(sample)
+    sampled = {ex.document_id for ex in sample}
+
+    # ---- documents: ids, titles, lengths and checksums (never the text)
+    with _Writer(out, "documents.jsonl", counts) as w:
+        for pk, doc, title, length, text in (corpus.documents.order_by("id")
+                                             .values_list("pk", "doc_id", "title", "length", "text")
+                                             .iterator(chunk_size=200)):
+            w.write({"doc": doc, "title": title, "length": length,
+                     "sha256": hashlib.sha256(text.encode("utf-8")).hexdigest(),
+                     "labelled_keys": labelled_docs.get(doc, 0), "exhaustive": pk in sampled})
+    counts.documents = counts.files["documents.jsonl"]
+    counts.predicates = {p: {"labelled": c["labelled"], "correct": c["correct"], "exhaustive": c["exhaustive"]}
+                         for p, c in sorted(per_pred.items())}
+
+    readme = out / "README.md"
+    tmp = out / "README.md.part"
+    tmp.write_text(readme_text(corpus, counts, licence=licence), encoding="utf-8")
+    os.replace(tmp, readme)
+    counts.files["README.md"] = 1
+    return counts
+
+
+def release_name(corpus, now: datetime | None = None) -> str:
+    """``unpooled-release-<corpus>-<YYYYMMDD>``: the folder inside the zip, and the zip's name."""
+    now = now or timezone.now()
+    return f"unpooled-release-{corpus.name}-{now:%Y%m%d}"
+
+
+def write_release_zip(corpus, fileobj: IO[bytes], *, licence: str = DEFAULT_LICENCE, now: datetime | None = None,
+                      secret: str | None = None) -> ReleaseCounts:
+    """The release as a zip archive (one folder, :func:`release_name`) written to ``fileobj``."""
+    import tempfile
+
+    now = now or timezone.now()
+    top = release_name(corpus, now)
+    with tempfile.TemporaryDirectory(prefix="unpooled-release-") as tmp:
+        counts = export_release(corpus, tmp, licence=licence, now=now, secret=secret)
+        with zipfile.ZipFile(fileobj, "w", compression=zipfile.ZIP_DEFLATED) as zf:
+            for name in RELEASE_FILES:
+                zf.write(Path(tmp) / name, f"{top}/{name}")
+    return counts
+
+
+# ---------------------------------------------------------------------------- README
+
+def _pct(x: float | None) -> str:
+    return "–" if x is None else f"{100 * x:.1f}%"
+
+
+def readme_text(corpus, c: ReleaseCounts, *, licence: str = DEFAULT_LICENCE) -> str:
+    from unpooled import __version__
+
+    sch = corpus.schema
+    by_kind = ", ".join(f"{k} {n:,}" for k, n in c.answers_by_kind.items())
+    backends = ", ".join(f"{k} {n:,}" for k, n in c.annotators_by_backend.items()) or "none"
+    methods = ", ".join(f"{k} {n:,}" for k, n in c.labels_by_method.items()) or "none"
+    pred_rows = "\n".join(f"| `{p}` | {d['labelled']:,} | {d['correct']:,} | {d['exhaustive']:,} |"
+                          for p, d in c.predicates.items()) or "| (none) | 0 | 0 | 0 |"
+    incomplete = c.exhaustive_documents - c.exhaustive_complete
+    return f"""# Annotation release: corpus `{corpus.name}`
+
+{corpus.title or corpus.name}: relation schema `{sch.name}`{f' (version {sch.version})' if sch.version else ''},
+{c.documents:,} documents. Generated {c.generated} by unpooled {__version__}, an on-demand evaluation
+service for knowledge base population (Chaganty, Paranjape, Liang and Manning, *Importance sampling
+for unbiased on-demand evaluation of knowledge base population*, EMNLP 2017).
+
+## Counts
+
+| what | count |
+|---|---|
+| verification label rows (`labels.jsonl`) | {c.label_rows:,} ({methods}) |
+| labelled instance keys (current labels) | {c.label_keys:,} |
+| current labels saying correct | {c.labels_correct:,} ({_pct(c.correct_share)}) |
+| answers (`answers.jsonl`) | {c.answers:,} ({by_kind}) |
+| answers counted in a label or layer | {c.answers_counted:,} |
+| answers to gold control items | {c.control_answers:,} |
+| annotators (pseudonymous) | {c.annotators:,} ({backends}) |
+| documents (`documents.jsonl`) | {c.documents:,} |
+| documents with a labelled instance | {c.labelled_documents:,} |
+| documents sampled for exhaustive annotation (`exhaustive.jsonl`) | {c.exhaustive_documents:,} |
+| of them completely annotated | {c.exhaustive_complete:,} |
+| mentions in completely annotated documents | {c.exhaustive_mentions:,} |
+| true relation instances in them (`exhaustive_instances.jsonl`) | {c.exhaustive_relations:,} |
+
+Relations per predicate (canonical direction): labelled instance keys, how many of them the
+current label calls correct, and true instances found by exhaustive annotation.
+
+| predicate | labelled | correct | exhaustive |
+|---|---:|---:|---:|
+{pred_rows}
+
+## Files
+
+All files are JSONL: one JSON object a line, UTF-8. Offsets are end-exclusive character offsets
+into the document text (see `documents.jsonl`). Instances are in the schema's canonical direction;
+`key` is the instance key `doc<TAB>start-end<TAB>predicate<TAB>start-end` (or `=value` for a
+string filler), shared by every system that predicted the instance.
+
+**`labels.jsonl`**: one verification label row a line, oldest first. Labels are append-only: an
+instance key may have several rows (the majority vote when its item completed, then Dawid–Skene
+re-fits as answers arrive); the newest row of a key is its current label and every older row has
+`"superseded": true`. Fields: `key`, `doc`, `subject` `{{start, end, text}}`, `predicate`, `object`
+`{{start, end, text}}` (or `{{value, start?, end?, text?}}`), `correct` (the hard label), `probability`
+(majority: the share of answers saying correct; Dawid–Skene: the posterior probability of being
+correct), `method` (`majority` or `dawid-skene`), `n_answers`, `annotators` (pseudonyms of the
+annotators whose answers were used), `guideline_version`, `created`, `superseded`. The items are
+the instances systems predicted and an evaluation sampled, so the pool is not a random sample of
+true facts; importance weights are needed to score with it (below).
+
+**`answers.jsonl`**: every individual answer, oldest first. `id`, `task` (the item), `kind`
+(`verify`, `entities`, `relations`), `control` (a gold control item: `gold` holds its answer),
+`doc`, `key` (verification items), `annotator` (pseudonym), `backend` (`inhouse`, `mturk`,
+`simulated`: simulated answers come from a synthetic crowd answering from the gold layer),
+`value` (the answer as given: verify `{{relation, other_predicate?, subject_ok, object_ok, link_ok}}`;
+entities `{{mentions: [{{start, end, type, cluster, link}}]}}`; relations `{{pairs: {{"i": ["ab:R" | "ba:R"]}}}}`
+over the candidate pairs of that document's relation item), `correct` (verify: the answer says the
+instance is correct: the relation holds, both mentions are valid and no link is wrong), `counted`
+(false: answered after the item completed, or by an annotator blocked for failing gold controls),
+`seconds`, `guideline_version`, `created`.
+
+**`exhaustive.jsonl`**: one document sampled for exhaustive annotation a line: `doc`, `title`,
+`scheme` (`uniform`, `two-stage`, `tfidf`), `stage`, `inclusion` (the probability π_d that the
+sample includes the document), `weight` (1/π_d), `status` (`complete`, `annotating entities`,
+`annotating relations`, `cancelled`), `answers` counted per layer, `guideline_versions`,
+`mentions` `[{{index, start, end, text, type, group, link}}]` (aggregated over the annotators:
+`group` is the coreference group, the index of its first mention; `link` a KB id or empty) and
+`relations` `[{{subject, predicate, object, key}}]` (mention indices, canonical direction). Only a
+`complete` document's relations are the whole truth of that document{f'; {incomplete:,} sampled document(s) are not complete yet and list what is done' if incomplete else ''}.
+
+**`exhaustive_instances.jsonl`**: the relations of the complete documents, one true instance a
+line, in the format `unpooled score --exhaustive` reads: `doc`, `subject` `{{start, end, text}}`,
+`predicate`, `object` `{{start, end, text}}`, `inclusion`.
+
+**`documents.jsonl`**: every document of the corpus: `doc`, `title`, `length` (characters),
+`sha256` (of the UTF-8 text), `labelled_keys`, `exhaustive`. The text is not included: it belongs
+to the corpus's source and stays under that source's licence. Load the same source (`sha256`
+tells you whether your copy is the text these offsets point into).
+
+## Scoring a system with this release: `unpooled score`
+
+`unpooled score --labels L.jsonl --submissions DIR --exhaustive exhaustive_instances.jsonl`
+estimates precision, recall and F1 offline with the `unpooled` command line (input formats in
+its README). `exhaustive_instances.jsonl` is the `--exhaustive` input as it is. The labels file holds
+labelled *draws* of your system: draw instances from your submission `DIR/NAME.jsonl` at random
+(uniformly for `--level instance`) and look each up by its instance key in `labels.jsonl`:
+
+```python
+import json, random
+from unpooled.core.matching import InstanceRef
+pool = {{}}
+for line in open("labels.jsonl"):
+    row = json.loads(line)
+    if not row["superseded"]:
+        pool[row["key"]] = row
+mine = [json.loads(line) for line in open("DIR/NAME.jsonl")]
+keys = [InstanceRef(m["doc"], m["subject"]["start"], m["subject"]["end"], m["predicate"],
+                    m["object"].get("start", -1), m["object"].get("end", -1), m["object"].get("value")).key
+        for m in mine]
+with open("L.jsonl", "w") as out:
+    for key in random.Random(0).choices(keys, k=200):   # i.i.d. draws from p_i (uniform)
+        if key in pool:
+            out.write(json.dumps({{"system": "NAME", "key": key, "label": int(pool[key]["correct"])}}) + "\\n")
+        # else: this instance has no label yet; label it yourself, or submit to the service
+```
+
+Precision is unbiased only if every draw is labelled: keys missing from the pool must be labelled,
+not dropped. The snippet uses each key's current label (its newest row, of either method); the
+service's own scores use the newest `majority` row of each key (corrected for annotation error).
+A `dawid-skene` row's `probability` may be given as `label` instead of the hard label.
+
+## Annotators and privacy
+
+Annotators appear only as pseudonyms: `a` followed by 16 hex digits of an HMAC-SHA256 of their
+account in the service, keyed with the service's secret key. The same annotator has the same
+pseudonym across files and releases of this service (while its secret key stays the same); user
+names and Mechanical Turk WorkerIds are never included, nor which system or team asked for a label.
+
+## Licence
+
+The annotations in this release (labels, answers, exhaustive annotations) are released under:
+
+> {licence}
+
+The documents are not part of the release and keep the licence of their source (the corpus was
+loaded from `{corpus.source_format}` files); the short `text` quotes of mentions and arguments are
+there for readability. Cite the paper above and the corpus when you use the release.
+"""

@@ -1,0 +1,131 @@
+"""Writes made through the API. ``check_*`` validates and authorises (raising :class:`ApiError`),
+``do_*`` writes.
+
+An upload is stored as a file under ``settings.UPLOAD_DIR`` and validated by the same
+background task as the web form (:func:`unpooled.service.submissions.tasks.ingest_upload`),
+which stores the submission in one transaction or nothing at all.
+"""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass
+from pathlib import Path
+
+from django.conf import settings
+from django.utils import timezone
+
+from unpooled.service.accounts import actions as accounts
+from unpooled.service.corpora.models import Corpus
+from unpooled.service.submissions.models import Submission, Team
+
+from .auth import Caller
+from .errors import ApiError
+
+
+@dataclass(frozen=True)
+class Upload:
+    """A checked upload request: what the task will be asked to do."""
+
+    corpus: Corpus
+    team: str
+    run: str
+    fmt: str
+    visibility: str
+    description: str
+    file_name: str
+
+
+def get_corpus(name: str) -> Corpus:
+    corpus = Corpus.objects.select_related("schema").filter(name=name).first()
+    if corpus is None:
+        known = ", ".join(Corpus.objects.values_list("name", flat=True)[:50]) or "none yet"
+        raise ApiError("not_found", detail=f"unknown corpus {name!r} (corpora: {known})")
+    return corpus
+
+
+def check_upload(caller: Caller, *, corpus: str, file_name: str, size: int, run: str = "", fmt: str = "",
+                 visibility: str = "public", description: str = "", team: str = "") -> Upload:
+    """Who submits for which team, and whether the request can be queued: corpus, size, run name, quota.
+
+    The file itself is validated by the task; what can be told now is refused now.
+    """
+    if not caller.authenticated:
+        raise ApiError("unauthenticated")
+    own = caller.team
+    team = (team or "").strip()
+    if team and not caller.organiser and (own is None or team != own.name):
+        raise ApiError("forbidden", detail=f"team: you submit for your own team"
+                                           f"{' ' + repr(own.name) if own else ''}; only organisers name another "
+                                           f"team, got {team!r}")
+    team = team or (own.name if own else "")
+    if not team:
+        raise ApiError("no_team")
+    the_corpus = get_corpus(corpus)
+    if visibility not in Submission.Visibility.values:
+        raise ApiError("invalid_request", detail=f"visibility: expected one of "
+                                                 f"{', '.join(Submission.Visibility.values)}, got {visibility!r}")
+    if fmt not in ("", "tac", "jsonl"):
+        raise ApiError("invalid_request", detail=f"format: expected tac or jsonl (or nothing, to detect), got {fmt!r}")
+    limit = settings.LIMITS.max_bytes
+    if size > limit:
+        raise ApiError("too_large", limit=limit)
+    run = (run or "").strip()
+    if len(run) > 200:
+        raise ApiError("invalid_request", detail=f"run: at most 200 characters, got {len(run)}")
+    the_team = Team.objects.filter(name=team).first()
+    if run and the_team is not None and Submission.objects.filter(corpus=the_corpus, team=the_team,
+                                                                  run_id=run).exists():
+        raise ApiError("duplicate_run", detail=f"team {team!r} already has a run named {run!r} on corpus "
+                                               f"{the_corpus.name!r}; choose another run name")
+    if the_team is not None:
+        accounts.check_quota(the_team)  # AccountError, 429
+    return Upload(the_corpus, team, run, fmt, visibility, (description or "").strip(), file_name or "upload")
+
+
+def do_upload(upload: Upload, chunks, *, user=None):
+    """Save the uploaded bytes and queue their validation; returns the task result (the upload's id)."""
+    from unpooled.service.submissions.tasks import ingest_upload
+
+    settings.UPLOAD_DIR.mkdir(parents=True, exist_ok=True)
+    dest = Path(settings.UPLOAD_DIR) / f"{uuid.uuid4().hex}.upload"
+    try:
+        with open(dest, "wb") as out:
+            for chunk in chunks:
+                out.write(chunk)
+        return ingest_upload.enqueue(
+            str(dest), upload.corpus.name, upload.team, upload.run, upload.fmt, upload.file_name,
+            upload.visibility, getattr(user, "pk", None), upload.description,
+        )
+    except BaseException:
+        dest.unlink(missing_ok=True)
+        raise
+
+
+def check_update_submission(caller: Caller, sub: Submission, *, visibility: str | None,
+                            description: str | None) -> None:
+    if not caller.can_view(sub):
+        raise ApiError("not_found", detail=f"no submission with id {sub.pk}")
+    if not caller.authenticated:
+        raise ApiError("unauthenticated")
+    if not caller.can_manage(sub):
+        raise ApiError("forbidden", detail=f"only team {sub.team.name!r} and organisers can change submission "
+                                           f"{sub.pk}")
+    if visibility is not None and visibility not in Submission.Visibility.values:
+        raise ApiError("invalid_request", detail=f"visibility: expected one of "
+                                                 f"{', '.join(Submission.Visibility.values)}, got {visibility!r}")
+
+
+def do_update_submission(sub: Submission, *, visibility: str | None = None,
+                         description: str | None = None) -> Submission:
+    fields = {}
+    if visibility is not None:
+        fields["visibility"] = visibility
+    if description is not None:
+        fields["description"] = description.strip()
+    if fields:
+        fields["updated"] = timezone.now()
+        Submission.objects.filter(pk=sub.pk).update(**fields)
+        for k, v in fields.items():
+            setattr(sub, k, v)
+    return sub

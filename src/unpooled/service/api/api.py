@@ -1,0 +1,144 @@
+"""The REST API object: routers, error handlers and the offline docs page.
+
+Mounted at ``/api/`` (``config/urls.py``); the schema is ``/api/openapi.json``, the docs page
+``/api/docs`` (Swagger UI served from this server, no CDN).
+"""
+
+from __future__ import annotations
+
+import logging
+
+from django.core.exceptions import RequestDataTooBig, TooManyFieldsSent
+from django.http import Http404, HttpRequest, HttpResponse
+from ninja import NinjaAPI
+from ninja.errors import AuthenticationError, HttpError, ValidationError
+
+from unpooled import __version__
+from unpooled.service.accounts.actions import AccountError
+from unpooled.service.corpora.actions import ActionError
+
+from .docs import LocalSwagger
+from .errors import ERRORS, ApiError, request_diagnostics
+
+log = logging.getLogger(__name__)
+
+DESCRIPTION = """\
+On-demand evaluation of knowledge base population: corpora, submissions, their evaluation
+progress and scores, leaderboards and the label pool.
+
+**Authentication.** Send a team's API token as `Authorization: Bearer upt_...` (make one on
+your account page, `/accounts/`). A signed-in browser uses its session instead (writes then need
+the `X-CSRFToken` header). Without credentials you can read public data.
+
+**Errors.** Every error is JSON `{code, message, diagnostics[]}` with a stable `code` and the
+HTTP status: 400 invalid request, 401 no or invalid token, 403 not allowed, 404 not found,
+409 conflict (a run name taken), 413 too large, 422 a rejected file (each diagnostic says
+where: `path`, `line`, `col`, `field`, `code`, `message`, `help`), 429 quota used up.
+A rejected file stores nothing.
+
+**Submitting.** `POST /api/submissions` (multipart) answers 202 with an upload id; poll
+`GET /api/uploads/{id}` (or pass `?wait=SECONDS`) until it is `accepted` or `rejected`.
+From a shell: `unpooled submit FILE --server URL --token T --corpus NAME --wait`.
+"""
+
+_BY_STATUS = {400: "invalid_request", 401: "unauthenticated", 403: "forbidden", 404: "not_found",
+              405: "method_not_allowed", 409: "conflict", 413: "too_large", 422: "invalid_request",
+              429: "quota_day"}
+
+
+def _error_for_status(status: int, detail: str) -> ApiError:
+    code = _BY_STATUS.get(status, "internal" if status >= 500 else "invalid_request")
+    return ApiError(code, status=status, message=detail)
+
+
+class UnpooledAPI(NinjaAPI):
+    _schemas: dict
+
+    def get_openapi_schema(self, *, path_prefix=None, path_params=None):
+        """Built once per prefix (it takes a noticeable fraction of a second and never changes while running)."""
+        if path_prefix is None:
+            path_prefix = self.get_root_path(path_params or {})
+        cache = self.__dict__.setdefault("_schemas", {})
+        if path_prefix not in cache:
+            cache[path_prefix] = super().get_openapi_schema(path_prefix=path_prefix, path_params=path_params)
+        return cache[path_prefix]
+
+    def error_response(self, request: HttpRequest, err: ApiError) -> HttpResponse:
+        resp = self.create_response(request, err.body(), status=err.status)
+        for k, v in err.headers.items():
+            resp[k] = v
+        return resp
+
+
+api = UnpooledAPI(
+    title="unpooled API",
+    version=__version__,
+    description=DESCRIPTION,
+    docs=LocalSwagger(settings={"validatorUrl": None, "persistAuthorization": True}),
+    docs_url="/docs",
+    openapi_url="/openapi.json",
+    urls_namespace="api",
+)
+
+
+@api.exception_handler(ApiError)
+def _api_error(request, exc: ApiError):
+    return api.error_response(request, exc)
+
+
+@api.exception_handler(ValidationError)
+def _validation_error(request, exc: ValidationError):
+    diags = request_diagnostics(exc.errors)
+    summary = "; ".join(f"{d['path']}{'.' + d['field'] if d['field'] else ''}: {d['message']}" for d in diags[:5])
+    if len(diags) > 5:
+        summary += f"; and {len(diags) - 5} more"
+    return api.error_response(request, ApiError("invalid_request", diagnostics=diags, detail=summary))
+
+
+@api.exception_handler(AuthenticationError)
+def _unauthenticated(request, exc):
+    return api.error_response(request, ApiError("unauthenticated", headers={"WWW-Authenticate": "Bearer"}))
+
+
+@api.exception_handler(HttpError)
+def _http_error(request, exc: HttpError):
+    return api.error_response(request, _error_for_status(exc.status_code, str(exc)))
+
+
+@api.exception_handler(Http404)
+def _not_found(request, exc):
+    return api.error_response(request, ApiError("not_found", detail=str(exc) or f"{request.path}: not found"))
+
+
+@api.exception_handler(AccountError)
+def _account_error(request, exc: AccountError):
+    code = exc.code if exc.code in ERRORS else _BY_STATUS.get(exc.status, "invalid_request")
+    return api.error_response(request, ApiError(code, status=exc.status, detail=str(exc)))
+
+
+@api.exception_handler(ActionError)
+def _action_error(request, exc: ActionError):
+    return api.error_response(request, ApiError("invalid_request", detail=str(exc)))
+
+
+@api.exception_handler(RequestDataTooBig)
+def _too_big(request, exc):
+    from django.conf import settings
+
+    return api.error_response(request, ApiError("too_large", limit=settings.DATA_UPLOAD_MAX_MEMORY_SIZE))
+
+
+@api.exception_handler(TooManyFieldsSent)
+def _too_many_fields(request, exc):
+    return api.error_response(request, ApiError("invalid_request", detail=str(exc)))
+
+
+@api.exception_handler(Exception)
+def _internal(request, exc: Exception):
+    log.exception("API %s %s failed", request.method, request.path)
+    return api.error_response(request, ApiError("internal", detail=type(exc).__name__))
+
+
+from . import routes  # noqa: E402  (registers the endpoints)
+
+api.add_router("/", routes.router)

@@ -1,0 +1,483 @@
+"""The endpoints. Views stay thin: reads here, writes through :mod:`.actions`.
+
+Visibility: anonymous callers see public submissions; a team also sees its private ones;
+organisers see everything. A submission the caller may not see answers 404, as if absent.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from typing import Annotated, Literal
+
+from django.db.models import Count, Exists, OuterRef, Q, Subquery
+from django.http import HttpRequest
+from django.urls import reverse
+from ninja import File, Form, Router, Schema, UploadedFile
+from ninja.responses import Status
+from pydantic import Field
+
+from unpooled.service.accounts import actions as accounts
+from unpooled.service.annotation.models import Label
+from unpooled.service.corpora.models import Corpus, Document
+from unpooled.service.evaluations.models import Draw, Score
+from unpooled.service.submissions.models import RelationInstance, Submission
+
+from . import actions
+from .auth import OPTIONAL, OPTIONAL_EXTRA, REQUIRED, Caller, caller
+from .errors import ApiError, rejection, report_diagnostics
+from .schemas import (
+    CorpusDetailOut,
+    CorpusPage,
+    DocumentDetailOut,
+    DocumentPage,
+    ErrorOut,
+    LabelPage,
+    LeaderboardOut,
+    Level,
+    MeOut,
+    Stage,
+    ProgressOut,
+    SamplePage,
+    ScorePage,
+    ScoresOut,
+    SubmissionDetailOut,
+    SubmissionPage,
+    SubmissionPatch,
+    UploadOut,
+    Visibility,
+)
+
+router = Router()
+
+Limit = Annotated[int, Field(ge=1, le=500, description="items per page")]
+Offset = Annotated[int, Field(ge=0, le=1_000_000_000, description="items to skip")]
+Wait = Annotated[int, Field(ge=0, le=300, description="seconds to wait for the validation to finish")]
+PUBLISHED = Submission.Status.PUBLISHED
+
+
+def errors(*statuses: int) -> dict:
+    """Response declarations for error statuses (all share :class:`ErrorOut`)."""
+    return {frozenset(statuses): ErrorOut} if statuses else {}
+
+
+def _url(request: HttpRequest, name: str, *args) -> str:
+    return request.build_absolute_uri(reverse(f"api:{name}", args=args))
+
+
+def _page(request: HttpRequest, qs, limit: int, offset: int, row=None, *, items: list | None = None,
+          **extra) -> dict:
+    """One page of ``qs`` (``row`` makes each item; or the page's ``items`` made by the caller)."""
+    count = qs.count()
+    if items is None:
+        items = [row(x) for x in qs[offset:offset + limit]]
+
+    def link(off: int) -> str:
+        q = request.GET.copy()
+        q["offset"], q["limit"] = str(off), str(limit)
+        return request.build_absolute_uri(f"{request.path}?{q.urlencode()}")
+
+    return {"count": count, "limit": limit, "offset": offset,
+            "next": link(offset + limit) if offset + limit < count else None,
+            "previous": link(max(0, offset - limit)) if offset > 0 else None, "items": items, **extra}
+
+
+def _finite(v):
+    """JSON has no NaN or infinity: they become null (recursively)."""
+    if isinstance(v, float):
+        return v if math.isfinite(v) else None
+    if isinstance(v, dict):
+        return {k: _finite(x) for k, x in v.items()}
+    if isinstance(v, (list, tuple)):
+        return [_finite(x) for x in v]
+    return v
+
+
+def _corpus(name: str) -> Corpus:
+    return actions.get_corpus(name)
+
+
+def _submission(request: HttpRequest, pk: int) -> Submission:
+    sub = Submission.objects.select_related("team", "corpus").filter(pk=pk).first()
+    if sub is None or not caller(request).can_view(sub):
+        raise ApiError("not_found", detail=f"no submission with id {pk}")
+    return sub
+
+
+# ---------------------------------------------------------------------------- me
+
+@router.get("/me", response={200: MeOut, **errors(401)}, auth=OPTIONAL, openapi_extra=OPTIONAL_EXTRA,
+            tags=["accounts"], summary="The caller: user, role, team and its quota")
+def me(request):
+    c = caller(request)
+    team = c.team
+    tok = c.token
+    return {
+        "authenticated": c.authenticated, "via": c.via, "user": c.user.get_username() if c.authenticated else None,
+        "role": c.role, "team": {"id": team.pk, "name": team.name} if team else None,
+        "quota": accounts.quota(team).to_dict() if team else None,
+        "token": {"name": tok.name, "prefix": tok.prefix, "created": tok.created.isoformat()} if tok else None,
+    }
+
+
+# ---------------------------------------------------------------------------- corpora
+
+def _corpus_row(request, c: Corpus) -> dict:
+    return {"name": c.name, "title": c.title, "schema_name": c.schema.name, "source_format": c.source_format,
+            "n_documents": c.n_documents, "n_sentences": c.n_sentences, "n_gold_relations": c.n_gold_relations,
+            "created": c.created, "url": _url(request, "corpus_detail", c.name)}
+
+
+@router.get("/corpora", response={200: CorpusPage, **errors(400, 401)}, auth=OPTIONAL, openapi_extra=OPTIONAL_EXTRA,
+            tags=["corpora"], summary="Corpora")
+def corpus_list(request, limit: Limit = 50, offset: Offset = 0):
+    qs = Corpus.objects.select_related("schema").order_by("name")
+    return _page(request, qs, limit, offset, lambda c: _corpus_row(request, c))
+
+
+@router.get("/corpora/{name}", response={200: CorpusDetailOut, **errors(401, 404)}, auth=OPTIONAL,
+            openapi_extra=OPTIONAL_EXTRA, tags=["corpora"], summary="A corpus, with counts")
+def corpus_detail(request, name: str):
+    from unpooled.service.evaluations.lifecycle import LifecycleError, levels_for
+
+    c = _corpus(name)
+    subs = caller(request).visible(Submission.objects.filter(corpus=c))
+    try:
+        levels = levels_for(c)
+    except LifecycleError:
+        levels = []
+    return {**_corpus_row(request, c), "levels": levels,
+            "counts": {"documents": c.n_documents, "sentences": c.n_sentences, "gold_relations": c.n_gold_relations,
+                       "submissions": subs.count(), "published": subs.filter(status=PUBLISHED).count(),
+                       "labels": Label.objects.filter(corpus=c).values("key_hash").distinct().count()},
+            "leaderboard_url": _url(request, "leaderboard", c.name),
+            "documents_url": _url(request, "document_list", c.name)}
+
+
+def _doc_row(request, c: Corpus, d: Document) -> dict:
+    return {"id": d.pk, "doc_id": d.doc_id, "title": d.title, "length": d.length,
+            "url": _url(request, "document_detail", c.name, d.doc_id)}
+
+
+@router.get("/corpora/{name}/documents", response={200: DocumentPage, **errors(400, 401, 404)}, auth=OPTIONAL,
+            openapi_extra=OPTIONAL_EXTRA, tags=["corpora"], summary="Documents of a corpus (search with q)")
+def document_list(request, name: str, q: Annotated[str, Field(max_length=200)] = "", limit: Limit = 50,
+                  offset: Offset = 0):
+    c = _corpus(name)
+    docs = c.documents.only("pk", "doc_id", "title", "length").order_by("pk")
+    q = q.strip()
+    if q:
+        docs = docs.filter(Q(doc_id__icontains=q) | Q(title__icontains=q) | Q(text__icontains=q))
+    return _page(request, docs, limit, offset, lambda d: _doc_row(request, c, d))
+
+
+@router.get("/corpora/{name}/documents/{path:doc_id}", response={200: DocumentDetailOut, **errors(401, 404)},
+            auth=OPTIONAL, openapi_extra=OPTIONAL_EXTRA, tags=["corpora"], summary="A document: text and sentences")
+def document_detail(request, name: str, doc_id: str):
+    c = _corpus(name)
+    d = c.documents.filter(doc_id=doc_id).first()
+    if d is None:
+        raise ApiError("not_found", detail=f"corpus {c.name!r} has no document {doc_id!r}")
+    return {**_doc_row(request, c, d), "text": d.text, "source": d.source,
+            "sentences": [[s, e] for s, e in d.sentences.order_by("index").values_list("start", "end")]}
+
+
+# ---------------------------------------------------------------------------- leaderboard and labels
+
+def _score(s: Score) -> dict:
+    return _finite({k: getattr(s, k) for k in (
+        "id", "level", "estimator", "p", "p_lo", "p_hi", "r", "r_lo", "r_hi", "f1", "f1_lo", "f1_hi", "draws",
+        "labels_new", "labels_reused", "exhaustive_documents", "details", "created")})
+
+
+@router.get("/corpora/{name}/leaderboard", response={200: LeaderboardOut, **errors(400, 401, 404)}, auth=OPTIONAL,
+            openapi_extra=OPTIONAL_EXTRA, tags=["evaluation"],
+            summary="Published submissions ranked by F1 with tie groups (private ones: their team and organisers)")
+def leaderboard(request, name: str, level: Level = "instance"):
+    import numpy as np
+
+    from unpooled.core.ranking import tie_groups
+
+    c = _corpus(name)
+    subs = caller(request).visible(Submission.objects.filter(corpus=c, status=PUBLISHED))
+    newest: dict[int, Score] = {}
+    for s in (Score.objects.filter(submission__in=Subquery(subs.values("pk")), level=level)
+              .select_related("submission__team").order_by("id")):
+        newest[s.submission_id] = s
+    scores = list(newest.values())
+    rows = []
+    if scores:
+        def arr(f):
+            return np.array([getattr(s, f) if getattr(s, f) is not None else math.nan for s in scores], dtype=float)
+
+        f1 = arr("f1")
+        groups = tie_groups(f1, arr("f1_lo"), arr("f1_hi"))
+        order = sorted(range(len(scores)), key=lambda i: (groups[i], -(f1[i] if not math.isnan(f1[i]) else -1),
+                                                          scores[i].submission_id))
+        for i in order:
+            s, sub = scores[i], scores[i].submission
+            rows.append({"rank": int(groups[i]), "tied": int((groups == groups[i]).sum()) > 1,
+                         "name": f"{sub.team.name}/{sub.run_id}", "submission": sub.pk, "team": sub.team.name,
+                         "run": sub.run_id, "visibility": sub.visibility,
+                         "url": _url(request, "submission_detail", sub.pk), "score": _score(s)})
+    return {"corpus": c.name, "level": level, "rows": rows}
+
+
+def _label(lab: Label) -> dict:
+    return _finite({k: getattr(lab, k) for k in ("id", "key", "correct", "probability", "method", "n_answers",
+                                                  "guideline_version", "created")})
+
+
+@router.get("/corpora/{name}/labels", response={200: LabelPage, **errors(400, 401, 403, 404)}, auth=REQUIRED,
+            tags=["labels"], summary="The label pool of a corpus (organisers): the current label of every key")
+def label_list(request, name: str, method: str = "", correct: bool | None = None, history: bool = False,
+               limit: Limit = 100, offset: Offset = 0):
+    """Labels are append-only; the newest label of a key is its current one. ``history=true`` lists every row."""
+    c = _corpus(name)
+    if not caller(request).organiser:
+        raise ApiError("forbidden", detail="the label pool is for organisers; a team sees the labels of its own "
+                                           "submissions at /api/submissions/{id}/labels")
+    qs = Label.objects.filter(corpus=c)
+    if method:
+        qs = qs.filter(method=method)
+    if not history:
+        newer = Label.objects.filter(corpus=c, key_hash=OuterRef("key_hash"), key=OuterRef("key"),
+                                     id__gt=OuterRef("id"))
+        if method:
+            newer = newer.filter(method=method)
+        qs = qs.exclude(Exists(newer))
+    if correct is not None:
+        qs = qs.filter(correct=correct)
+    return _page(request, qs.order_by("id"), limit, offset, _label)
+
+
+# ---------------------------------------------------------------------------- submissions
+
+def _sub_row(request, s: Submission) -> dict:
+    return {"id": s.pk, "corpus": s.corpus.name, "team": s.team.name, "run": s.run_id, "format": s.format,
+            "status": s.status, "visibility": s.visibility, "description": s.description, "file_name": s.file_name,
+            "file_size": s.file_size, "counts": s.counts, "created": s.created,
+            "url": _url(request, "submission_detail", s.pk), "status_url": _url(request, "submission_status", s.pk),
+            "scores_url": _url(request, "submission_scores", s.pk)}
+
+
+def _sub_detail(request, s: Submission) -> dict:
+    warn = report_diagnostics(s.warnings, path=s.file_name or "<input>") if s.warnings else []
+    return {**_sub_row(request, s), "status_changed": s.status_changed, "failed_stage": s.failed_stage,
+            "error": s.error, "warnings": warn, "labels_url": _url(request, "submission_labels", s.pk)}
+
+
+@router.get("/submissions", response={200: SubmissionPage, **errors(400, 401)}, auth=OPTIONAL,
+            openapi_extra=OPTIONAL_EXTRA, tags=["submissions"], summary="Submissions you can see, newest first")
+def submission_list(request, corpus: str = "", team: str = "", status: Stage | None = None,
+                    visibility: Visibility | None = None, limit: Limit = 50, offset: Offset = 0):
+    qs = caller(request).visible(Submission.objects.select_related("team", "corpus"))
+    if corpus:
+        qs = qs.filter(corpus__name=corpus)
+    if team:
+        qs = qs.filter(team__name=team)
+    if status:
+        qs = qs.filter(status=status)
+    if visibility:
+        qs = qs.filter(visibility=visibility)
+    return _page(request, qs.order_by("-created", "-id"), limit, offset, lambda s: _sub_row(request, s))
+
+
+@router.get("/submissions/{int:pk}", response={200: SubmissionDetailOut, **errors(401, 404)}, auth=OPTIONAL,
+            openapi_extra=OPTIONAL_EXTRA, tags=["submissions"], summary="A submission")
+def submission_detail(request, pk: int):
+    return _sub_detail(request, _submission(request, pk))
+
+
+@router.patch("/submissions/{int:pk}", response={200: SubmissionDetailOut, **errors(400, 401, 403, 404)},
+              auth=REQUIRED, tags=["submissions"],
+              summary="Change a submission's visibility or description (its team, organisers)")
+def submission_update(request, pk: int, payload: SubmissionPatch):
+    c = caller(request)
+    sub = Submission.objects.select_related("team", "corpus").filter(pk=pk).first()
+    if sub is None:
+        raise ApiError("not_found", detail=f"no submission with id {pk}")
+    actions.check_update_submission(c, sub, visibility=payload.visibility, description=payload.description)
+    actions.do_update_submission(sub, visibility=payload.visibility, description=payload.description)
+    return _sub_detail(request, sub)
+
+
+class UploadIn(Schema):
+    corpus: str = Field(description="the corpus name")
+    run: str = Field("", max_length=200, description="run name (default: the TAC run id line, else the file name)")
+    format: Literal["", "tac", "jsonl"] = Field("", description="tac or jsonl; detected when empty")
+    visibility: Visibility = "public"
+    description: str = Field("", max_length=10_000)
+    team: str = Field("", max_length=100, description="organisers only: the team the run is for")
+
+
+def _upload_out(request, result) -> tuple[dict, ApiError | None]:
+    """The state of an upload (a task result) and, when it stored nothing, the error."""
+    from django_tasks import TaskResultStatus
+
+    args = list(result.args) + [None] * 9
+    file_name, corpus, team = args[5] or "upload", args[1] or "", args[2] or ""
+    out = {"upload": str(result.id), "file_name": file_name, "corpus": corpus, "team": team,
+           "url": _url(request, "upload_detail", str(result.id)), "done": result.is_finished,
+           "state": {TaskResultStatus.READY: "queued", TaskResultStatus.RUNNING: "validating"}.get(result.status,
+                                                                                                  "validating")}
+    err = None
+    if result.status == TaskResultStatus.FAILED:
+        what = result.errors[-1].exception_class_path if result.errors else "unknown error"
+        err = ApiError("upload_failed", file=file_name, detail=what)  # the traceback stays in the worker's log
+        out["state"] = "failed"
+    elif result.status == TaskResultStatus.SUCCESSFUL:
+        rv = result.return_value or {}
+        if rv.get("ok"):
+            pk = rv["submission"]
+            rep = rv.get("report") or {}
+            out.update(state="accepted", submission=pk, submission_url=_url(request, "submission_detail", pk),
+                       status_url=_url(request, "submission_status", pk), duplicate=bool(rv.get("duplicate")),
+                       counts=rv.get("counts") or {},
+                       warnings=report_diagnostics({"warnings": rep.get("warnings", [])}, path=file_name))
+        else:
+            err = rejection(rv, file_name)
+            out["state"] = "rejected"
+    if err is not None:
+        out["error"] = err.body()
+    return out, err
+
+
+def _wait(result, seconds: int):
+    end = time.monotonic() + seconds
+    while not result.is_finished and time.monotonic() < end:
+        time.sleep(min(0.25, max(0.0, end - time.monotonic())))
+        result.refresh()
+    return result
+
+
+@router.post("/submissions", response={200: UploadOut, 201: UploadOut, 202: UploadOut,
+                                       **errors(400, 401, 403, 404, 409, 413, 422, 429, 500)},
+             auth=REQUIRED, tags=["submissions"], summary="Submit a file (multipart): validated in the background")
+def submission_create(request, file: File[UploadedFile], data: Form[UploadIn], wait: Wait = 0):
+    """Answers 202 with the upload's id and URL; poll ``GET /api/uploads/{id}``. With ``wait`` (seconds), answers
+    when validation has finished within that time: 201 with the submission, or the error (422 with every
+    located diagnostic for a rejected file; nothing is stored). A file submitted before answers 200 with
+    the earlier submission."""
+    c = caller(request)
+    up = actions.check_upload(c, corpus=data.corpus, file_name=file.name, size=file.size, run=data.run,
+                              fmt=data.format, visibility=data.visibility, description=data.description,
+                              team=data.team)
+    result = actions.do_upload(up, file.chunks(), user=c.user)
+    if wait and not result.is_finished:
+        result = _wait(result, wait)
+    out, err = _upload_out(request, result)
+    if err is not None:
+        raise err
+    if out["state"] == "accepted":
+        resp = Status(200 if out["duplicate"] else 201, out)
+    else:
+        resp = Status(202, out)
+    return resp
+
+
+@router.get("/uploads/{upload_id}", response={200: UploadOut, **errors(400, 401, 404)}, auth=REQUIRED,
+            tags=["submissions"], summary="An upload's validation: queued, validating, accepted or rejected")
+def upload_detail(request, upload_id: str, wait: Wait = 0):
+    """Visible to the uploading team, the user who uploaded and organisers. ``wait``: seconds to wait for it to
+    finish. A rejected upload carries the error with every located diagnostic (line, col, field, code,
+    message, help)."""
+    from django.core.exceptions import ValidationError as DjangoValidationError
+    from django_tasks.exceptions import TaskResultDoesNotExist, TaskResultMismatch
+
+    from unpooled.service.submissions.tasks import ingest_upload
+
+    c = caller(request)
+    missing = ApiError("not_found", detail=f"no upload with id {upload_id!r}")
+    try:
+        result = ingest_upload.get_result(upload_id)
+    except (TaskResultDoesNotExist, TaskResultMismatch, ValueError, DjangoValidationError, NotImplementedError):
+        raise missing from None
+    args = list(result.args) + [None] * 9
+    own_team = c.team is not None and c.team.name == args[2]
+    own_user = c.authenticated and args[7] is not None and args[7] == c.user.pk
+    if not (c.organiser or own_team or own_user):
+        raise missing
+    if wait and not result.is_finished:
+        result = _wait(result, wait)
+    return _upload_out(request, result)[0]
+
+
+# ---------------------------------------------------------------------------- evaluation of a submission
+
+@router.get("/submissions/{int:pk}/status", response={200: ProgressOut, **errors(401, 404)}, auth=OPTIONAL,
+            openapi_extra=OPTIONAL_EXTRA, tags=["evaluation"],
+            summary="Evaluation progress: stage, labels needed and received, cost, time left")
+def submission_status(request, pk: int):
+    from unpooled.service.evaluations.lifecycle import progress
+
+    sub = _submission(request, pk)
+    return {**_finite(progress(sub)), "url": _url(request, "submission_status", pk),
+            "scores_url": _url(request, "submission_scores", pk)}
+
+
+@router.get("/submissions/{int:pk}/scores", response={200: ScoresOut, **errors(401, 404)}, auth=OPTIONAL,
+            openapi_extra=OPTIONAL_EXTRA, tags=["evaluation"], summary="The newest score per level")
+def submission_scores(request, pk: int):
+    from unpooled.service.evaluations.lifecycle import newest_scores
+
+    sub = _submission(request, pk)
+    return {"submission": sub.pk, "status": sub.status,
+            "scores": {lv: _score(s) for lv, s in sorted(newest_scores(sub).items())}}
+
+
+@router.get("/submissions/{int:pk}/scores/history", response={200: ScorePage, **errors(400, 401, 404)},
+            auth=OPTIONAL, openapi_extra=OPTIONAL_EXTRA, tags=["evaluation"],
+            summary="Every score of a submission, newest first")
+def submission_score_history(request, pk: int, level: Level | None = None, limit: Limit = 50, offset: Offset = 0):
+    sub = _submission(request, pk)
+    qs = Score.objects.filter(submission=sub).order_by("-id")
+    if level:
+        qs = qs.filter(level=level)
+    return _page(request, qs, limit, offset, _score)
+
+
+@router.get("/submissions/{int:pk}/labels", response={200: SamplePage, **errors(400, 401, 403, 404)},
+            auth=OPTIONAL, openapi_extra=OPTIONAL_EXTRA, tags=["labels"],
+            summary="A submission's labelled sample: its drawn instances and their labels (its team, organisers)")
+def submission_labels(request, pk: int, level: Level | None = None, errors_only: bool = False,
+                      limit: Limit = 100, offset: Offset = 0):
+    """``errors_only=true``: only the drawn instances labelled incorrect."""
+    c: Caller = caller(request)
+    sub = _submission(request, pk)
+    if not c.can_manage(sub):
+        if not c.authenticated:
+            raise ApiError("unauthenticated")
+        raise ApiError("forbidden", detail=f"the labelled sample of submission {pk} is for team {sub.team.name!r} "
+                                           "and organisers")
+    draws = Draw.objects.filter(submission=sub)
+    if level:
+        draws = draws.filter(level=level)
+    newest = Label.objects.filter(corpus_id=sub.corpus_id, key_hash=OuterRef("key_hash"),
+                                  key=OuterRef("key")).order_by("-id")
+    qs = (RelationInstance.objects.filter(pk__in=Subquery(draws.values("instance_id")))
+          .annotate(label_id=Subquery(newest.values("id")[:1]), label_correct=Subquery(newest.values("correct")[:1]))
+          .order_by("line", "pk"))
+    labelled = qs.filter(label_id__isnull=False).count()
+    incorrect = qs.filter(label_correct=False).count()
+    if errors_only:
+        qs = qs.filter(label_correct=False)
+    page = list(qs.select_related("document", "subject", "object")[offset:offset + limit])
+    ids = [i.pk for i in page]
+    labels = Label.objects.in_bulk([i.label_id for i in page if i.label_id])
+    levels: dict[int, dict[str, int]] = {}
+    for iid, lv, n in (draws.filter(instance_id__in=ids).values("instance_id", "level")
+                       .annotate(n=Count("id")).values_list("instance_id", "level", "n")):
+        levels.setdefault(iid, {})[lv] = n
+
+    def row(i: RelationInstance) -> dict:
+        text = i.document.text
+        lab = labels.get(i.label_id) if i.label_id else None
+        return {"instance": i.pk, "line": i.line, "document": i.document.doc_id, "predicate": i.predicate,
+                "subject": text[i.subject_start:i.subject_end],
+                "object": i.value if i.value is not None else text[i.object_start:i.object_end],
+                "key": i.key, "levels": sorted(levels.get(i.pk, {})), "draws": sum(levels.get(i.pk, {}).values()),
+                "label": _label(lab) if lab else None}
+
+    return _page(request, qs, limit, offset, items=[row(i) for i in page], submission=sub.pk, labelled=labelled,
+                 incorrect=incorrect)

@@ -1,0 +1,290 @@
+"""Request and response shapes of the REST API (they make the OpenAPI schema)."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any, Literal
+
+from ninja import Schema
+from pydantic import Field
+
+from unpooled.service.submissions.models import Submission
+
+Level = Literal["instance", "relation", "entity"]
+Visibility = Literal[tuple(Submission.Visibility.values)]  # type: ignore[valid-type]
+Stage = Literal[tuple(Submission.Status.values)]  # type: ignore[valid-type]
+
+
+# ---------------------------------------------------------------------------- errors
+
+class DiagnosticOut(Schema):
+    """A located problem (the shape of ``unpooled.core.diagnostics.Diagnostic``)."""
+
+    path: str = Field(description="the file, or where a request field was sent (query, form, body, path)")
+    line: int = Field(description="1-based line; 0: the whole file or a request field")
+    col: int = 0
+    code: str = Field(description="stable code: UP1xx format, UP2xx consistency; a validation type for requests")
+    severity: Literal["error", "warning"] = "error"
+    message: str
+    field: str = ""
+    text: str = Field("", description="the offending input, shortened")
+    help: str = ""
+
+
+class ErrorOut(Schema):
+    """Every error: a stable ``code``, a ``message`` that says what and where, and located diagnostics."""
+
+    code: str
+    message: str
+    diagnostics: list[DiagnosticOut] = []
+
+
+class PageOut(Schema):
+    count: int = Field(description="items in all pages")
+    limit: int
+    offset: int
+    next: str | None = Field(None, description="URL of the next page")
+    previous: str | None = None
+
+
+# ---------------------------------------------------------------------------- accounts
+
+class QuotaOut(Schema):
+    per_day: int | None
+    total: int | None
+    used_day: int
+    used_total: int
+    left_day: int | None
+    left_total: int | None
+
+
+class TeamOut(Schema):
+    id: int
+    name: str
+
+
+class MeOut(Schema):
+    authenticated: bool
+    via: Literal["token", "session", "anonymous"]
+    user: str | None
+    role: str | None
+    team: TeamOut | None
+    quota: QuotaOut | None
+    token: dict | None = Field(None, description="the token in use: name, prefix, created")
+
+
+# ---------------------------------------------------------------------------- corpora
+
+class CorpusOut(Schema):
+    name: str
+    title: str
+    schema_name: str
+    source_format: str
+    n_documents: int
+    n_sentences: int
+    n_gold_relations: int
+    created: datetime
+    url: str
+
+
+class CorpusDetailOut(CorpusOut):
+    counts: dict[str, int] = Field(description="documents, sentences, gold relations, submissions you can see, "
+                                               "published ones, labels")
+    levels: list[str]
+    leaderboard_url: str
+    documents_url: str
+
+
+class CorpusPage(PageOut):
+    items: list[CorpusOut]
+
+
+class DocumentOut(Schema):
+    id: int
+    doc_id: str
+    title: str
+    length: int
+    url: str
+
+
+class DocumentDetailOut(DocumentOut):
+    text: str
+    source: str
+    sentences: list[list[int]] = Field(description="[start, end) character offsets of each sentence")
+
+
+class DocumentPage(PageOut):
+    items: list[DocumentOut]
+
+
+# ---------------------------------------------------------------------------- submissions
+
+class SubmissionOut(Schema):
+    id: int
+    corpus: str
+    team: str
+    run: str
+    format: str
+    status: Stage = Field(description="the evaluation's lifecycle stage")
+    visibility: Visibility
+    description: str
+    file_name: str
+    file_size: int
+    counts: dict[str, Any]
+    created: datetime
+    url: str
+    status_url: str
+    scores_url: str
+
+
+class SubmissionDetailOut(SubmissionOut):
+    status_changed: datetime | None
+    failed_stage: str
+    error: str
+    warnings: list[DiagnosticOut]
+    labels_url: str
+
+
+class SubmissionPage(PageOut):
+    items: list[SubmissionOut]
+
+
+class SubmissionPatch(Schema):
+    visibility: Visibility | None = None
+    description: str | None = Field(None, max_length=10_000)
+
+
+class UploadOut(Schema):
+    """An upload being validated; once done, either the submission or the error with its diagnostics."""
+
+    upload: str
+    state: Literal["queued", "validating", "accepted", "rejected", "failed"]
+    done: bool
+    file_name: str
+    corpus: str
+    team: str
+    url: str
+    submission: int | None = None
+    submission_url: str | None = None
+    status_url: str | None = Field(None, description="the submission's evaluation progress")
+    duplicate: bool = Field(False, description="this file was submitted before: the earlier submission")
+    counts: dict[str, Any] = {}
+    warnings: list[DiagnosticOut] = []
+    error: ErrorOut | None = None
+
+
+# ---------------------------------------------------------------------------- evaluation
+
+class ScoreOut(Schema):
+    id: int
+    level: str
+    estimator: str
+    p: float | None
+    p_lo: float | None
+    p_hi: float | None
+    r: float | None
+    r_lo: float | None
+    r_hi: float | None
+    f1: float | None
+    f1_lo: float | None
+    f1_hi: float | None
+    draws: int
+    labels_new: int
+    labels_reused: int
+    exhaustive_documents: int
+    details: dict[str, Any]
+    created: datetime
+
+
+class ScoresOut(Schema):
+    submission: int
+    status: str
+    scores: dict[str, ScoreOut] = Field(description="the newest score per level")
+
+
+class ScorePage(PageOut):
+    items: list[ScoreOut]
+
+
+class ProgressOut(Schema):
+    """The lifecycle progress (``unpooled.service.evaluations.lifecycle.progress``)."""
+
+    submission: int
+    status: str
+    status_label: str
+    failed_stage: str
+    error: str
+    steps: list[dict[str, str]]
+    status_changed: str | None
+    draws: dict[str, int]
+    plan: dict[str, Any]
+    labels_needed: int
+    labels_received: int
+    labels_new: int
+    labels_reused: int
+    over_budget: int
+    answers_outstanding: int
+    cost_cents: int
+    budget_cents: int | None
+    eta_seconds: int | None
+    backend: str
+    exhaustive_documents: int
+    exhaustive_done: int
+    done: bool
+    url: str
+    scores_url: str
+
+
+class LeaderboardRow(Schema):
+    rank: int
+    tied: bool
+    name: str = Field(description="team/run")
+    submission: int
+    team: str
+    run: str
+    visibility: Visibility
+    url: str
+    score: ScoreOut
+
+
+class LeaderboardOut(Schema):
+    corpus: str
+    level: str
+    rows: list[LeaderboardRow]
+
+
+class LabelOut(Schema):
+    id: int
+    key: str
+    correct: bool
+    probability: float
+    method: str
+    n_answers: int
+    guideline_version: str
+    created: datetime
+
+
+class LabelPage(PageOut):
+    items: list[LabelOut]
+
+
+class SampleItemOut(Schema):
+    """A drawn instance of a submission with its current label (``None`` while unlabelled)."""
+
+    instance: int
+    line: int
+    document: str
+    predicate: str
+    subject: str
+    object: str
+    key: str
+    levels: list[str]
+    draws: int
+    label: LabelOut | None
+
+
+class SamplePage(PageOut):
+    submission: int
+    labelled: int
+    incorrect: int
+    items: list[SampleItemOut]

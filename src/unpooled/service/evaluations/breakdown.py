@@ -1,0 +1,495 @@
+r"""A submission's score broken down by relation and by subject entity type, and its error analysis.
+
+**Breakdown.**  For the newest :class:`~.models.Score` of a submission at a level, the
+per-group estimates of :func:`unpooled.core.estimators.breakdown.subset_scores` on the
+same data as the score (:func:`~.actions.offline_data`, the corrected labels, the
+score's weight rule and matching policy):
+
+* *by relation*: the group of an instance is its predicate (canonical direction); the
+  group of an exhaustively found true instance is its predicate;
+* *by entity type*: the group of a system's instance is the type the system gave its
+  subject entity (``SubmissionEntity.type``; ``(untyped)`` when it gave none); the group of
+  a true instance is the type the exhaustive annotation gave its subject mention.
+
+Precision within a group is the ratio (Hájek) estimator over the labelled draws in the group,
+recall the inclusion-weighted share of the group's exhaustively found true instances the
+submission matches (the score's matching policy), F1 their harmonic mean; all with 90%
+Wilson intervals.  An ``all`` row is the same estimator over every instance; it can differ a
+little from the headline score, whose recall also uses the pooled labelled draws
+(the module documentation of :mod:`unpooled.core.estimators.breakdown`).
+
+The breakdown is computed once per new score and stored in ``Score.details['breakdown']``
+(with the submission's *missed* true instances), so that the page only reads it.
+:func:`compute_breakdowns` fills it for every newest score of a corpus at a level in one
+pass (one design for all submissions); call it after re-scoring, or let the page call
+:func:`ensure_breakdowns` on a miss (one process at a time per corpus and level).
+
+**Error analysis** (for the submitting team and organisers): the drawn instances whose
+current label (the aggregation the scores use) says wrong, and the true instances of the
+completed exhaustive documents that the submission does not match; each with its document
+text around the spans, subject, object and provenance highlighted (:func:`highlight`).
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+from dataclasses import dataclass
+
+import numpy as np
+from django.core.cache import cache
+from django.db.models import OuterRef, Subquery
+from django.utils import timezone
+
+from unpooled.core.estimators import estimate, subset_scores, weight_matrix
+from unpooled.core.estimators.joint import WeightDegeneracyWarning
+from unpooled.core.offline import build_design
+from unpooled.service.annotation.models import ExhaustiveDocument, Kind, Label, Task
+from unpooled.service.corpora.models import Corpus, Document, Sentence
+from unpooled.service.submissions.models import RelationInstance, Submission, SubmissionEntity
+
+from .models import Draw, Score
+
+#: bump when the stored shape changes: older breakdowns are recomputed
+VERSION = 1
+LEVEL = 0.90
+UNTYPED = "(untyped)"
+#: at most this many missed true instances are stored per score (the total is kept)
+MISSED_CAP = 2000
+#: longest context shown around an instance (characters) before it is cut to the spans
+MAX_CONTEXT = 600
+
+
+# ---------------------------------------------------------------------------- computing
+
+def parse_estimator(name: str) -> tuple[str, str]:
+    """``(weights, match)`` of a score's estimator name ``joint/<weights>/<match>``."""
+    parts = (name or "").split("/")
+    weights = parts[1] if len(parts) > 1 and parts[1] in ("balance", "heuristic", "minvar") else "balance"
+    match = parts[2] if len(parts) > 2 and parts[2] in ("exact", "overlap") else "overlap"
+    return weights, match
+
+
+def newest_scores_of_corpus(corpus: Corpus, level: str) -> dict[int, Score]:
+    """The newest score of every submission of the corpus at ``level`` (submission id -> Score)."""
+    newest = Score.objects.select_related("submission__team").filter(
+        submission__corpus=corpus, level=level,
+        id=Subquery(Score.objects.filter(submission=OuterRef("submission"), level=level).order_by("-id")
+                    .values("id")[:1]))
+    return {s.submission_id: s for s in newest}
+
+
+def stored(score: Score | None) -> dict | None:
+    """The breakdown stored with ``score``, or None (none yet, or of an older shape)."""
+    if score is None:
+        return None
+    bd = (score.details or {}).get("breakdown")
+    return bd if isinstance(bd, dict) and bd.get("version") == VERSION else None
+
+
+def truth_types(corpus: Corpus) -> dict[str, tuple[str, str]]:
+    """Instance key -> (subject type, object type) of every exhaustively found true instance.
+
+    Read as :func:`~.actions.exhaustive_truth` reads the completed relation tasks (canonical
+    direction, one per key).
+    """
+    from unpooled.core.matching import InstanceRef
+
+    schema = corpus.schema.schema()
+    docs = ExhaustiveDocument.objects.filter(corpus=corpus).values("document_id")
+    out: dict[str, tuple[str, str]] = {}
+    for doc_id, payload, result in (Task.objects.filter(corpus=corpus, kind=Kind.RELATIONS, key="",
+                                                        status=Task.Status.COMPLETE, document_id__in=docs)
+                                    .values_list("document__doc_id", "payload", "result")):
+        ms = (payload or {}).get("mentions", [])
+        for a, pred, b in (result or {}).get("relations", []):
+            try:
+                canon, inverted = schema.canonical_of(pred)
+            except KeyError:
+                continue
+            s, o = (ms[b], ms[a]) if inverted else (ms[a], ms[b])
+            key = InstanceRef(doc_id, s["start"], s["end"], canon, o["start"], o["end"]).key
+            out.setdefault(key, (s.get("type") or UNTYPED, o.get("type") or UNTYPED))
+    return out
+
+
+def _codes(names: list[str]) -> dict[str, int]:
+    return {n: k for k, n in enumerate(names)}
+
+
+def _table(res, names: list[str], counts: np.ndarray, describe=None) -> list[dict]:
+    rows = []
+    for g, name in enumerate(names):
+        if counts[g] == 0 and res.n_true[g] == 0:
+            continue
+        rows.append({"group": name, "description": describe(name) if describe else "", "instances": int(counts[g]),
+                     **res.row(g)})
+    rows.sort(key=lambda r: (-r["instances"], -r["n_true"], r["group"]))
+    return rows
+
+
+def _clip(row: dict) -> dict:
+    """Published values stay in [0, 1] (corrected labels can move a ratio a little outside)."""
+    for k in ("p", "p_lo", "p_hi", "r", "r_lo", "r_hi", "f1", "f1_lo", "f1_hi"):
+        v = row.get(k)
+        if v is not None:
+            row[k] = min(1.0, max(0.0, v))
+    return row
+
+
+def compute_breakdowns(corpus: Corpus, level: str, *, only_missing: bool = True) -> int:
+    """Compute and store the breakdown of the newest score of every submission at ``level``.
+
+    One design serves every submission (the expensive part is reading the corpus's data).
+    Returns the number of scores updated.
+    """
+    from .actions import offline_data, system_name
+
+    newest = newest_scores_of_corpus(corpus, level)
+    todo = {sid: s for sid, s in newest.items() if not only_missing or stored(s) is None}
+    if not todo:
+        return 0
+    data, by_name, docs = offline_data(corpus, level=level)
+    if not data.submissions:
+        return 0
+    index_of = {s.name: i for i, s in enumerate(data.submissions)}
+    # the universe in build_design's order: every key once, in submission then file order
+    uindex: dict[str, int] = {}
+    upred: list[str] = []
+    for s in data.submissions:
+        for key, ref in zip(s.keys, s.instances):
+            if key not in uindex:
+                uindex[key] = len(uindex)
+                upred.append(ref.predicate)
+    truth = data.exhaustive
+    ttypes = truth_types(corpus)
+    doc_pk = dict(Document.objects.filter(corpus=corpus, doc_id__in={t.ref.doc for t in truth})
+                  .values_list("doc_id", "pk"))
+    # predicates (canonical) of the universe and of the truth
+    preds = sorted(set(upred) | {t.ref.predicate for t in truth})
+    pcode = _codes(preds)
+    universe_pred = np.array([pcode[p] for p in upred], dtype=np.int64)
+    truth_pred = np.array([pcode[t.ref.predicate] for t in truth], dtype=np.int64)
+    truth_stype = [ttypes.get(t.key, (UNTYPED, UNTYPED))[0] for t in truth]
+    schema = corpus.schema.schema()
+
+    def describe(pred: str) -> str:
+        rel = schema.resolve(pred)
+        return rel.description if rel is not None else ""
+
+    designs: dict[tuple[str, str], tuple] = {}
+    updated = 0
+    now = timezone.now().isoformat()
+    for sid, score in todo.items():
+        sub = score.submission
+        name = system_name(sub)
+        if name not in index_of:
+            continue
+        weights, match = parse_estimator(score.estimator)
+        if (weights, match) not in designs:
+            design, universe = build_design(data, level=level, match=match, corrected_labels=True)
+            if len(universe) != len(uindex):  # pragma: no cover - build_design changed its universe
+                raise RuntimeError("breakdown: the universe of build_design is not the expected one")
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", WeightDegeneracyWarning)
+                W = (estimate(design, weights="minvar", level=LEVEL).weights if weights == "minvar"
+                     else weight_matrix(design.P, design.n, weights))
+            designs[(weights, match)] = (design, W)
+        design, W = designs[(weights, match)]
+        i = index_of[name]
+        core = data.submissions[i]
+        xs = np.array([uindex[k] for k in core.keys], dtype=np.int64)
+        # per relation
+        counts_rel = np.bincount(universe_pred[xs], minlength=len(preds))
+        rel = subset_scores(design, i, universe_pred, truth_pred, n_groups=len(preds), weights=W, level=LEVEL,
+                            zero_division="nan")
+        # per subject entity type (the submission's own typing)
+        etype = dict(SubmissionEntity.objects.filter(submission=sub).values_list("pk", "type"))
+        sub_types = [etype.get(int(s)) or UNTYPED for s in core.subjects]
+        types = sorted(set(sub_types) | set(truth_stype))
+        tcode = _codes(types)
+        gu_type = np.full(len(uindex), -1, dtype=np.int64)
+        gu_type[xs] = [tcode[t] for t in sub_types]
+        gt_type = np.array([tcode[t] for t in truth_stype], dtype=np.int64)
+        counts_type = np.bincount(gu_type[xs], minlength=len(types))
+        typ = subset_scores(design, i, gu_type, gt_type, n_groups=len(types), weights=W, level=LEVEL,
+                            zero_division="nan")
+        # every instance
+        everything = subset_scores(design, i, np.zeros(len(uindex), np.int64), np.zeros(len(truth), np.int64),
+                                   n_groups=1, weights=W, level=LEVEL, zero_division="nan")
+        missed_idx = np.flatnonzero(~design.g0[i]) if len(truth) else np.zeros(0, np.int64)
+        missed = []
+        for k in missed_idx[:MISSED_CAP].tolist():
+            t = truth[k]
+            st, ot = ttypes.get(t.key, (UNTYPED, UNTYPED))
+            missed.append([doc_pk.get(t.ref.doc), t.ref.doc, t.ref.s_start, t.ref.s_end, t.ref.predicate,
+                           t.ref.o_start, t.ref.o_end, st, ot, round(1.0 / t.inclusion, 6)])
+        missed.sort(key=lambda e: (e[1], e[2], e[5], e[4]))
+        bd = {
+            "version": VERSION, "level": level, "estimator": score.estimator, "method": rel.method,
+            "confidence": LEVEL, "computed": now, "score": score.pk,
+            "labelled_draws": int(len(design.xs)), "own_draws": int(design.n[i]),
+            "exhaustive_instances": int(design.n0), "exhaustive_documents": docs,
+            "all": _clip({"group": "all", "instances": len(xs), **everything.row(0)}),
+            "relation": [_clip(r) for r in _table(rel, preds, counts_rel, describe)],
+            "entity_type": [_clip(r) for r in _table(typ, types, counts_type)],
+            "missed": missed, "missed_total": int(len(missed_idx)), "truth_total": int(len(truth)),
+        }
+        details = dict(score.details or {})
+        details["breakdown"] = bd
+        Score.objects.filter(pk=score.pk).update(details=details)
+        score.details = details
+        updated += 1
+    return updated
+
+
+def ensure_breakdowns(corpus: Corpus, level: str) -> bool:
+    """Compute the missing breakdowns unless another request of this process is already at it.
+
+    Returns False when it was busy elsewhere (the caller shows that the breakdown is on its way).
+    """
+    lock = f"unpooled:breakdown:{corpus.pk}:{level}"
+    if not cache.add(lock, 1, timeout=600):
+        return False
+    try:
+        compute_breakdowns(corpus, level)
+    finally:
+        cache.delete(lock)
+    return True
+
+
+# ---------------------------------------------------------------------------- highlighting
+
+@dataclass(frozen=True)
+class Segment:
+    """A piece of context text: ``role`` is 'subj', 'obj', 'gap' (between windows) or ''; ``prov``: inside
+    the provenance."""
+
+    text: str
+    role: str = ""
+    prov: bool = False
+
+
+def _sentences(doc_ids) -> dict[int, list[tuple[int, int]]]:
+    out: dict[int, list[tuple[int, int]]] = {}
+    for d, s, e in Sentence.objects.filter(document_id__in=set(doc_ids)).order_by("document_id", "index") \
+            .values_list("document_id", "start", "end"):
+        out.setdefault(d, []).append((s, e))
+    return out
+
+
+def _cover(text: str, sentences: list[tuple[int, int]], lo: int, hi: int) -> tuple[int, int]:
+    """The whole sentences covering ``[lo, hi)`` (150 characters either side without sentences)."""
+    cover = [(s, e) for s, e in sentences if s < hi and lo < e]
+    w0, w1 = (cover[0][0], cover[-1][1]) if cover else (lo - 150, hi + 150)
+    return max(0, min(w0, lo)), min(len(text), max(w1, hi))
+
+
+def context_windows(text: str, sentences: list[tuple[int, int]], spans: list[tuple[int, int]],
+                    core: list[tuple[int, int]], *, limit: int = MAX_CONTEXT) -> list[tuple[int, int]]:
+    """Where to show an instance: the sentences covering all ``spans`` (subject, object, provenance) when
+    that is at most ``limit`` characters; else the sentences of each ``core`` span (subject, object), merged
+    where they meet, each cut to its span +-150 characters if still too long."""
+    one = _cover(text, sentences, min(s for s, _ in spans), max(e for _, e in spans))
+    if one[1] - one[0] <= limit or not core:
+        return [one]
+    out: list[tuple[int, int]] = []
+    for s, e in sorted(core):
+        w0, w1 = _cover(text, sentences, s, e)
+        if w1 - w0 > limit:
+            w0, w1 = max(w0, s - 150), min(w1, e + 150)
+        if out and w0 <= out[-1][1]:
+            out[-1] = (out[-1][0], max(out[-1][1], w1))
+        else:
+            out.append((w0, w1))
+    return out
+
+
+def highlight(text: str, windows: list[tuple[int, int]], subject: tuple[int, int], obj: tuple[int, int] | None,
+              provenance=()) -> list[Segment]:
+    """``text`` in each window cut at every span boundary, each piece marked subject / object / provenance;
+    a ``gap`` segment (" … ") between windows."""
+    spans = [subject] + ([obj] if obj else []) + list(provenance)
+    out: list[Segment] = []
+    for n, (w0, w1) in enumerate(windows):
+        if n:
+            out.append(Segment(" … ", "gap"))
+        cuts = {w0, w1}
+        for s, e in spans:
+            for c in (s, e):
+                if w0 < c < w1:
+                    cuts.add(c)
+        edges = sorted(cuts)
+        for a, b in zip(edges, edges[1:]):
+            role = "subj" if subject[0] <= a and b <= subject[1] else (
+                "obj" if obj and obj[0] <= a and b <= obj[1] else "")
+            prov = any(s <= a and b <= e for s, e in provenance)
+            out.append(Segment(text[a:b], role, prov))
+    return out
+
+
+# ---------------------------------------------------------------------------- error analysis
+
+@dataclass(frozen=True)
+class SampleLabel:
+    """The current label of a drawn key (a :class:`~unpooled.service.annotation.models.Label` row's fields)."""
+
+    correct: bool
+    probability: float
+    method: str
+    n_answers: int
+
+
+def current_sample_labels(sub: Submission) -> dict[str, SampleLabel]:
+    """The newest label (of the aggregation the scores use) of every key ``sub`` has drawn."""
+    from .actions import LABEL_METHOD
+
+    keys = Draw.objects.filter(submission=sub).values("key_hash")
+    out: dict[str, SampleLabel] = {}
+    for key, correct, prob, method, n in (
+            Label.objects.filter(corpus_id=sub.corpus_id, method=LABEL_METHOD, key_hash__in=Subquery(keys))
+            .order_by("id").values_list("key", "correct", "probability", "method", "n_answers")):
+        out[key] = SampleLabel(correct, prob, method, n)
+    return out
+
+
+@dataclass
+class SampleErrors:
+    """The drawn instances labelled wrong, in the order they were first drawn."""
+
+    instance_ids: list[int]
+    draws: dict[int, dict[str, int]]   # instance id -> level -> times drawn
+    labels: dict[str, SampleLabel]
+    labelled: int                      # distinct drawn instances with a label
+    drawn: int                         # distinct drawn instances
+
+
+def sample_errors(sub: Submission) -> SampleErrors:
+    labels = current_sample_labels(sub)
+    order: list[int] = []
+    seen: dict[int, dict[str, int]] = {}
+    keys: dict[int, str] = {}
+    for inst, key, level in (Draw.objects.filter(submission=sub).order_by("id")
+                             .values_list("instance_id", "key", "level")):
+        if inst not in seen:
+            seen[inst] = {}
+            order.append(inst)
+            keys[inst] = key
+        seen[inst][level] = seen[inst].get(level, 0) + 1
+    wrong = [i for i in order if keys[i] in labels and not labels[keys[i]].correct]
+    labelled = sum(1 for i in order if keys[i] in labels)
+    return SampleErrors(wrong, {i: seen[i] for i in wrong}, labels, labelled, len(order))
+
+
+def error_rows(errors: SampleErrors, ids: list[int]) -> list[dict]:
+    """Display rows of the wrong instances ``ids`` (one page): spans highlighted in their context."""
+    from unpooled.service.submissions.actions import parse_provenance
+
+    insts = {i.pk: i for i in RelationInstance.objects.filter(pk__in=ids)
+             .select_related("document", "subject", "object")}
+    sents = _sentences({i.document_id for i in insts.values()})
+    rows = []
+    for pk in ids:
+        i = insts.get(pk)
+        if i is None:
+            continue
+        text = i.document.text
+        subj, obj = (i.subject_start, i.subject_end), (i.object_start, i.object_end)
+        has_obj = obj[1] > obj[0]
+        prov = [(s, e) for s, e in (parse_provenance(i.provenance) if i.provenance else ()) if e > s]
+        core = [subj] + ([obj] if has_obj else [])
+        windows = context_windows(text, sents.get(i.document_id, []), core + prov, core)
+        lab = errors.labels.get(i.key)
+        rows.append({"i": i, "segments": highlight(text, windows, subj, obj if has_obj else None, prov),
+                     "subject": text[subj[0]:subj[1]],
+                     "object": i.value if i.value is not None else text[obj[0]:obj[1]],
+                     "cut_left": windows[0][0] > 0, "cut_right": windows[-1][1] < len(text),
+                     "label": lab, "draws": errors.draws.get(pk, {})})
+    return rows
+
+
+def missed_rows(entries: list[list]) -> list[dict]:
+    """Display rows of stored missed true instances (one page), in their sentence."""
+    pks = {e[0] for e in entries if e[0] is not None}
+    docs = {d.pk: d for d in Document.objects.filter(pk__in=pks).only("pk", "doc_id", "text", "corpus_id")}
+    sents = _sentences(pks)
+    rows = []
+    for doc_pk, doc_id, s0, s1, pred, o0, o1, st, ot, weight in entries:
+        doc = docs.get(doc_pk)
+        if doc is None:
+            rows.append({"doc_id": doc_id, "doc": None, "predicate": pred, "segments": [], "subject": "",
+                         "object": "", "stype": st, "otype": ot, "weight": weight})
+            continue
+        text = doc.text
+        core = [(s0, s1), (o0, o1)]
+        windows = context_windows(text, sents.get(doc_pk, []), core, core)
+        rows.append({"doc_id": doc_id, "doc": doc, "predicate": pred,
+                     "segments": highlight(text, windows, (s0, s1), (o0, o1)),
+                     "subject": text[s0:s1], "object": text[o0:o1], "stype": st, "otype": ot, "weight": weight,
+                     "cut_left": windows[0][0] > 0, "cut_right": windows[-1][1] < len(text)})
+    return rows
+
+
+# ---------------------------------------------------------------------------- downloads
+
+def sample_lines(sub: Submission):
+    """The labelled sample as JSON-ready dicts, one per draw (level, then seq order)."""
+    from unpooled.service.submissions.actions import parse_provenance
+
+    labels = current_sample_labels(sub)
+    rows = (Draw.objects.filter(submission=sub).order_by("level", "seq").values_list(
+        "seq", "level", "key", "instance__document__doc_id", "instance__predicate",
+        "instance__subject_start", "instance__subject_end", "instance__subject__name", "instance__subject__type",
+        "instance__object_start", "instance__object_end", "instance__object__name", "instance__object__type",
+        "instance__value", "instance__provenance", "instance__confidence"))
+    for (seq, level, key, doc, pred, s0, s1, sname, stype, o0, o1, oname, otype, value, prov, conf) in rows.iterator(
+            chunk_size=2000):
+        obj: dict = {"start": o0, "end": o1}
+        if value is not None:
+            obj["value"] = value
+        else:
+            obj["entity"] = oname
+            if otype:
+                obj["type"] = otype
+        subj: dict = {"start": s0, "end": s1, "entity": sname}
+        if stype:
+            subj["type"] = stype
+        lab = labels.get(key)
+        yield {"seq": seq, "level": level, "doc": doc, "subject": subj, "predicate": pred, "object": obj,
+               "provenance": [{"start": s, "end": e} for s, e in (parse_provenance(prov) if prov else ())],
+               "confidence": conf, "key": key,
+               "label": None if lab is None else {"correct": lab.correct, "probability": lab.probability,
+                                                  "method": lab.method, "n_answers": lab.n_answers}}
+
+
+SCORE_FIELDS = tuple(f.attname for f in Score._meta.concrete_fields)
+
+
+def score_records(sub: Submission) -> list[dict]:
+    """Every score of the submission (oldest first) with all its fields.
+
+    The stored error analysis (``details.breakdown.missed``) is left out: the scores are for
+    whoever may see the submission, the error analysis only for its team and the organisers.
+    """
+    out = []
+    for s in Score.objects.filter(submission=sub).order_by("id"):
+        rec = {}
+        for f in SCORE_FIELDS:
+            v = getattr(s, f)
+            if f == "details":
+                v = dict(v or {})
+                if isinstance(v.get("breakdown"), dict):
+                    v["breakdown"] = {k: x for k, x in v["breakdown"].items() if k != "missed"}
+            elif hasattr(v, "isoformat"):
+                v = v.isoformat()
+            elif isinstance(v, float) and math.isnan(v):
+                v = None
+            rec[f] = v
+        out.append(rec)
+    return out
+
+
+__all__ = ["LEVEL", "MISSED_CAP", "SCORE_FIELDS", "SampleErrors", "SampleLabel", "Segment", "UNTYPED", "VERSION",
+           "compute_breakdowns", "context_windows", "current_sample_labels", "ensure_breakdowns", "error_rows",
+           "highlight", "missed_rows", "newest_scores_of_corpus", "parse_estimator", "sample_errors",
+           "sample_lines", "score_records", "stored", "truth_types"]

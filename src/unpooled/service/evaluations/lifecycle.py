@@ -1,0 +1,359 @@
+"""The life of a submission after it is accepted: sample → annotate → score → publish.
+
+=============  ==============================================================================
+stage          what happens (each step is idempotent: run it twice and nothing changes)
+=============  ==============================================================================
+``ingested``   the upload was validated and stored (:func:`unpooled.service.submissions.actions.do_ingest_submission`)
+``sampling``   the number of draws per level is planned from the labels already pooled (adaptive
+               size, :func:`unpooled.core.estimators.adaptive.plan_labels`), the draws are made
+               and stored in order, and verification is requested for the drawn instances whose
+               key has no label yet (the others reuse the pool's labels); the corpus gets a
+               document sample for exhaustive annotation if it has none
+``annotating`` the corpus's backend publishes the open tasks; the stage ends when no
+               verification task that this submission asked for is open
+``scoring``    every submission of the corpus is re-scored jointly at every level with draws
+``published``  the scores are on the leaderboard (public submissions) and the status page
+``failed``     a stage raised: ``failed_stage`` and ``error`` say which and why; an organiser's
+               retry resumes that stage
+=============  ==============================================================================
+
+A label batch (:func:`on_labels`) re-scores every submission with draws and moves the
+submissions whose labels are all in to ``published``.  A crashed worker's task is requeued
+when the worker restarts (:mod:`unpooled.service.workers`); since every stage is
+idempotent, the requeued task resumes where the dead one stopped.
+"""
+
+from __future__ import annotations
+
+import contextvars
+import logging
+import math
+import traceback
+from datetime import timedelta
+
+import numpy as np
+from django.conf import settings
+from django.db import transaction
+from django.db.models import Count, F, OuterRef, Q, Subquery, Sum
+from django.utils import timezone
+
+from unpooled.service.annotation.actions import settings_for
+from unpooled.service.annotation.models import Answer, Backend, ExhaustiveDocument, Kind, Label, Task, TaskRequest
+from unpooled.service.corpora.models import Corpus
+from unpooled.service.submissions.models import Submission
+
+from .models import Draw, Score
+
+log = logging.getLogger(__name__)
+Status = Submission.Status
+STAGES = [Status.INGESTED, Status.SAMPLING, Status.ANNOTATING, Status.SCORING, Status.PUBLISHED]
+LEVELS = ("instance", "relation", "entity")
+
+
+_quiet = contextvars.ContextVar("unpooled_quiet_labels", default=False)
+
+
+class LifecycleError(Exception):
+    """A stage cannot go on; the message says why (shown on the status page)."""
+
+
+def levels_for(corpus: Corpus) -> list[str]:
+    got = [x.strip() for x in settings_for(corpus).levels.split(",") if x.strip()]
+    bad = [x for x in got if x not in LEVELS]
+    if bad:
+        raise LifecycleError(f"annotation settings of {corpus.name}: levels: expected some of {', '.join(LEVELS)}, "
+                             f"got {', '.join(bad)}")
+    return got or ["instance"]
+
+
+def set_status(sub: Submission, status: str, **fields) -> None:
+    now = timezone.now()
+    Submission.objects.filter(pk=sub.pk).update(status=status, status_changed=now, **fields)
+    sub.status, sub.status_changed = status, now
+    for k, v in fields.items():
+        setattr(sub, k, v)
+
+
+# ---------------------------------------------------------------------------- planning
+
+def plan_draws(sub: Submission, level: str) -> dict:
+    """How many draws ``sub`` needs at ``level`` for the corpus's target half-width, given the pool.
+
+    The variance of the joint precision estimate is predicted from the labels already
+    collected (method.md §2.7); the number is clipped to ``[min_draws, max_draws]``.
+    """
+    from unpooled.core.estimators.adaptive import plan_labels
+    from unpooled.core.offline import build_design
+
+    from .actions import offline_data, system_name
+
+    st = settings_for(sub.corpus)
+    out = {"target_halfwidth": st.target_halfwidth, "min": st.min_draws, "max": st.max_draws}
+    data, by_name, _ = offline_data(sub.corpus, level=level)
+    names = [s.name for s in data.submissions]
+    name = system_name(sub)
+    if name not in names:
+        out.update(draws=0, reason="no instances")
+        return out
+    design, _ = build_design(data, level=level, match="overlap", corrected_labels=True)
+    plan = plan_labels(design, names.index(name), epsilon=st.target_halfwidth, n_max=max(st.max_draws, 1))
+    n = int(min(max(plan.draws, st.min_draws), st.max_draws))
+    out.update(draws=n, planned=int(plan.draws), expected_new_labels=round(plan.expected_new_labels, 1),
+               predicted_halfwidth=round(float(plan.predicted_halfwidth) * 1.6449, 4), prior=round(plan.prior, 3))
+    return out
+
+
+# ---------------------------------------------------------------------------- stages
+
+def stage_sampling(sub: Submission) -> None:
+    from unpooled.service.annotation.actions import request_verification
+    from unpooled.service.annotation.sampling import sample_documents
+
+    from .actions import draw
+
+    corpus = sub.corpus
+    st = settings_for(corpus)
+    if st.exhaustive_documents and not ExhaustiveDocument.objects.filter(corpus=corpus).exists():
+        sample_documents(corpus, "uniform", min(st.exhaustive_documents, corpus.n_documents), seed=0)
+    plan = dict(sub.plan or {})
+    for level in levels_for(corpus):
+        if level not in plan:
+            plan[level] = plan_draws(sub, level)
+            Submission.objects.filter(pk=sub.pk).update(plan=plan)
+            sub.plan = plan
+        need = plan[level].get("draws", 0)
+        have = Draw.objects.filter(submission=sub, level=level).count()
+        if have < need:
+            # a seed fixed by submission and level: a resumed stage draws what the dead one would have
+            draw(sub, need - have, level=level, rng=np.random.default_rng([sub.pk, LEVELS.index(level), have]))
+    ids = sorted(set(Draw.objects.filter(submission=sub).values_list("instance_id", flat=True)))
+    res = request_verification(sub, ids)
+    labels = dict(plan.get("labels") or {})
+    # what this request did; a repeated request finds its own tasks and adds nothing new
+    labels["new"] = TaskRequest.objects.filter(submission=sub, committed_cents__gt=0).count()
+    if "reused" not in labels:  # counted on the first request only: later, its own tasks' labels would count
+        labels["reused"] = res.reused
+    labels["joined"] = TaskRequest.objects.filter(submission=sub, committed_cents=0).count()
+    labels["over_budget"] = res.over_budget
+    plan["labels"] = labels
+    Submission.objects.filter(pk=sub.pk).update(plan=plan)
+    sub.plan = plan
+
+
+def stage_annotating(sub: Submission) -> bool:
+    """Publish through the backend; True when this submission's labels are all in."""
+    from unpooled.service.annotation.actions import reaggregate
+    from unpooled.service.crowd.base import backend_for
+
+    corpus = sub.corpus
+    backend = backend_for(corpus)
+    if open_requests(sub).exists():
+        token = _quiet.set(True)  # this stage scores by itself: no separate re-scoring per label
+        try:
+            backend.publish(corpus)
+            got = backend.collect(corpus)
+            if got:
+                reaggregate(corpus)
+        finally:
+            _quiet.reset(token)
+    return not open_requests(sub).exists()
+
+
+def open_requests(sub: Submission):
+    return Task.objects.filter(requests__submission=sub, kind=Kind.VERIFY, status=Task.Status.OPEN)
+
+
+def reuse_counts(corpus: Corpus) -> dict[int, tuple[int, int]]:
+    out = {}
+    for pk, plan in Submission.objects.filter(corpus=corpus).values_list("pk", "plan"):
+        lab = (plan or {}).get("labels") or {}
+        out[pk] = (int(lab.get("new", 0)), int(lab.get("reused", 0)) + int(lab.get("joined", 0)))
+    return out
+
+
+def rescore(corpus: Corpus) -> list[Score]:
+    """Score every submission of the corpus at every level that has draws."""
+    from .actions import score_corpus
+
+    out: list[Score] = []
+    reuse = reuse_counts(corpus)
+    levels = set(Draw.objects.filter(submission__corpus=corpus).values_list("level", flat=True).distinct())
+    for level in [lv for lv in LEVELS if lv in levels]:
+        out += score_corpus(corpus, level=level, reuse=reuse)
+    for level in [lv for lv in LEVELS if lv in levels]:
+        breakdowns(corpus, level)
+    return out
+
+
+def breakdowns(corpus: Corpus, level: str) -> None:
+    """Per-relation and per-type breakdowns of the new scores, computed here so that pages never compute them."""
+    from .breakdown import compute_breakdowns
+
+    try:
+        compute_breakdowns(corpus, level)
+    except Exception:  # noqa: BLE001 - the scores stand; the page computes the breakdown on demand instead
+        log.exception("breakdown of %s at level %s failed", corpus.name, level)
+
+
+def stage_scoring(sub: Submission) -> None:
+    on_labels(sub.corpus)
+
+
+# ---------------------------------------------------------------------------- driver
+
+def advance(sub: Submission) -> str:
+    """Run the submission through as many stages as can run now; returns the stage reached.
+
+    A stage that raises leaves the submission ``failed`` with the stage and the error
+    recorded; :func:`retry` resumes it.
+    """
+    sub.refresh_from_db()
+    while True:
+        stage = sub.status
+        try:
+            if stage == Status.INGESTED:
+                set_status(sub, Status.SAMPLING)
+            elif stage == Status.SAMPLING:
+                stage_sampling(sub)
+                set_status(sub, Status.ANNOTATING)
+            elif stage == Status.ANNOTATING:
+                if not stage_annotating(sub):
+                    if settings_for(sub.corpus).backend == Backend.MTURK:
+                        schedule_poll(sub)
+                    return stage
+                set_status(sub, Status.SCORING)
+            elif stage == Status.SCORING:
+                stage_scoring(sub)
+                set_status(sub, Status.PUBLISHED)
+            else:
+                return stage
+        except Exception as exc:  # noqa: BLE001 - any failure is recorded on the submission
+            log.exception("submission %s: stage %s failed", sub.pk, stage)
+            detail = "".join(traceback.format_exception_only(type(exc), exc)).strip()
+            set_status(sub, Status.FAILED, failed_stage=stage, error=detail)
+            return Status.FAILED
+
+
+def retry(sub: Submission) -> None:
+    """Resume a failed submission at the stage that failed (organisers)."""
+    if sub.status != Status.FAILED:
+        raise LifecycleError(f"submission {sub.pk} has not failed (it is {sub.status})")
+    set_status(sub, sub.failed_stage or Status.INGESTED, failed_stage="", error="")
+    enqueue_advance(sub)
+
+
+def _enqueue(task, *args, delay: float | None = None):
+    """Enqueue ``task``; ``delay`` seconds later where the backend can defer (the in-process one cannot)."""
+    if delay and task.get_backend().supports_defer:
+        task = task.using(run_after=timezone.now() + timedelta(seconds=delay))
+    return task.enqueue(*args)
+
+
+def enqueue_advance(sub: Submission, *, delay: float | None = None) -> None:
+    """Enqueue :func:`advance` for ``sub`` once the current transaction commits."""
+    from .tasks import advance_submission
+
+    transaction.on_commit(lambda: _enqueue(advance_submission, sub.pk, delay=delay))
+
+
+def schedule_poll(sub: Submission, seconds: float = 60.0) -> None:
+    """Remote crowds (MTurk) answer later: look again in a minute (only where the task backend can defer)."""
+    from .tasks import advance_submission
+
+    if advance_submission.get_backend().supports_defer:
+        enqueue_advance(sub, delay=seconds)
+
+
+def on_labels(corpus: Corpus) -> dict:
+    """A label batch arrived: re-score everyone, and publish the submissions whose labels are all in."""
+    waiting = list(Submission.objects.filter(corpus=corpus, status=Status.ANNOTATING))
+    done = [s for s in waiting if not open_requests(s).exists()]
+    for s in done:
+        set_status(s, Status.SCORING)
+    scores = rescore(corpus) if Draw.objects.filter(submission__corpus=corpus).exists() else []
+    for s in done:
+        set_status(s, Status.PUBLISHED)
+    return {"rescored": len(scores), "published": [s.pk for s in done]}
+
+
+def notify_labels(corpus_id: int) -> None:
+    """After a label is written: enqueue one re-scoring of the corpus unless one is already waiting."""
+    from django_tasks import TaskResultStatus
+    from django_tasks_db.models import DBTaskResult
+
+    from .tasks import labels_arrived
+
+    if _quiet.get():
+        return
+
+    def go():
+        waiting = DBTaskResult.objects.filter(status=TaskResultStatus.READY, task_path=labels_arrived.module_path)
+        if any((r.args_kwargs or {}).get("args") == [corpus_id] for r in waiting[:50]):
+            return
+        _enqueue(labels_arrived, corpus_id, delay=getattr(settings, "RESCORE_DELAY_SECONDS", 2.0))
+
+    transaction.on_commit(go)
+
+
+# ---------------------------------------------------------------------------- progress
+
+def progress(sub: Submission, *, now=None) -> dict:
+    """What the status page shows: stage, labels received / needed, cost so far, time left."""
+    now = now or timezone.now()
+    from unpooled.service.annotation.models import SubmissionBudget
+
+    corpus = sub.corpus
+    st = settings_for(corpus)
+    own = SubmissionBudget.objects.filter(submission=sub).first()
+    budget = own.limit_cents if own is not None else st.submission_budget_cents
+    draws = Draw.objects.filter(submission=sub)
+    keys = draws.values("key_hash").distinct()
+    needed = keys.count()
+    received = (Label.objects.filter(corpus=corpus, key_hash__in=Subquery(draws.values("key_hash")))
+                .values("key_hash").distinct().count())
+    open_tasks = open_requests(sub).annotate(got=Count("answers", filter=Q(answers__weight__gt=0)))
+    outstanding = max(0, open_tasks.aggregate(n=Sum(F("answers_needed") - F("got")))["n"] or 0)
+    cost = (Answer.objects.filter(task__requests__submission=sub, task__requests__committed_cents__gt=0)
+            .aggregate(s=Sum("cost_cents"))["s"] or 0)
+    recent = Answer.objects.filter(task__corpus=corpus, task__kind=Kind.VERIFY,
+                                   created__gte=now - timedelta(hours=1)).count()
+    rate = recent / 3600.0
+    eta = None
+    if outstanding == 0:
+        eta = 0.0
+    elif rate > 0:
+        eta = outstanding / rate
+    ex = ExhaustiveDocument.objects.filter(corpus=corpus)
+    ex_done = Task.objects.filter(corpus=corpus, kind=Kind.RELATIONS, status=Task.Status.COMPLETE,
+                                  document_id__in=Subquery(ex.values("document_id"))).count()
+    order = [s.value for s in STAGES]
+    at = sub.failed_stage if sub.status == Status.FAILED else sub.status
+    steps = [{"stage": s.value, "label": s.label,
+              "state": ("failed" if sub.status == Status.FAILED and s.value == at else
+                        "done" if at in order and order.index(s.value) < order.index(at) or sub.status == Status.PUBLISHED
+                        else "current" if s.value == at else "todo")} for s in STAGES]
+    plan = sub.plan or {}
+    return {
+        "submission": sub.pk, "status": sub.status, "status_label": Status(sub.status).label,
+        "failed_stage": sub.failed_stage, "error": sub.error, "steps": steps,
+        "status_changed": sub.status_changed.isoformat() if sub.status_changed else None,
+        "draws": {lv: draws.filter(level=lv).count() for lv in LEVELS if lv in st.levels},
+        "plan": {k: v for k, v in plan.items() if k in LEVELS},
+        "labels_needed": needed, "labels_received": received,
+        "labels_new": (plan.get("labels") or {}).get("new", 0),
+        "labels_reused": (plan.get("labels") or {}).get("reused", 0) + (plan.get("labels") or {}).get("joined", 0),
+        "over_budget": (plan.get("labels") or {}).get("over_budget", 0),
+        "answers_outstanding": outstanding, "cost_cents": int(cost), "cost": f"${cost / 100:,.2f}",
+        "budget_cents": budget, "budget": None if budget is None else f"${budget / 100:,.2f}",
+        "eta_seconds": None if eta is None or math.isinf(eta) else round(eta),
+        "backend": st.backend,
+        "exhaustive_documents": ex.count(), "exhaustive_done": ex_done,
+        "done": sub.status in (Status.PUBLISHED, Status.FAILED),
+    }
+
+
+def newest_scores(sub: Submission) -> dict[str, Score]:
+    """The newest score per level."""
+    newest = Score.objects.filter(submission=sub, id=Subquery(
+        Score.objects.filter(submission=sub, level=OuterRef("level")).order_by("-id").values("id")[:1]))
+    return {s.level: s for s in newest}

@@ -1,0 +1,268 @@
+r"""True precision, recall and F1 of a submission, from a corpus's gold layer (demo and checks only).
+
+A corpus with a near-exhaustive gold layer (Re-DocRED) lets the service compare every estimate
+with the quantity it estimates.  The definitions here are *exactly* the estimands of
+:func:`unpooled.service.evaluations.actions.score_corpus`, not a looser "gold F1":
+
+**Precision** at level :math:`\ell` is :math:`\pi_i = \sum_{x \in X_i} p^{(\ell)}_i(x)\, f(x)`
+(method.md §1.2-1.3), where
+
+* :math:`p^{(\ell)}_i` is the sampling distribution :func:`~unpooled.service.evaluations.actions.draw`
+  draws from (:func:`unpooled.core.estimators.sampling.sampling_distribution`, with the same
+  predicate, subject-entity and fill codes), so ``instance`` gives the plain share of correct
+  instances and ``relation`` / ``entity`` the macro averages over predicates / subject entities;
+* :math:`f(x)` is what a perfect annotator answers on the verification page: the gold layer
+  holds the predicate between *some* gold entity with a mention overlapping the subject span
+  and *some* gold entity with a mention overlapping the object span
+  (:meth:`unpooled.service.crowd.simulated.GoldOracle.verify`, which the simulated crowd also
+  answers from).
+
+**Recall** is :math:`r_i = \mathbb E_{y \sim p_0}[g_i(y)]` with :math:`p_0` uniform over the true
+instances that the exhaustive-annotation protocol finds when the annotators make no error,
+over *every* document of the corpus (the sampled documents are a random sample of these,
+weighted by their inclusion probabilities):
+
+1. the mentions of a document are the gold mentions without overlaps (the first, longest span
+   of overlapping ones is kept: :meth:`GoldOracle.mentions`), aggregated as the entity task
+   aggregates answers (:func:`unpooled.core.annotation.answers.aggregate_mentions`);
+2. candidate pairs are the pairs of mentions of different clusters *within one sentence*, one
+   per (sentence, cluster pair): the first mention of each cluster in that sentence, dropping
+   pairs of types no relation of the schema allows when the schema's ``type_check`` is
+   ``error`` (:func:`unpooled.core.annotation.answers.candidate_pairs`, as the relations task
+   is built);
+3. each pair gets every gold predicate, in either direction, between the entities its two
+   mentions overlap (:meth:`GoldOracle.pair_labels`), and each becomes an instance in the
+   schema's canonical direction (a symmetric relation's arguments in offset order), once per
+   instance key (:func:`~unpooled.service.evaluations.actions.exhaustive_truth`).
+
+So recall is relative to *within-sentence* facts at the mentions the protocol picks;
+cross-sentence facts never count.  :math:`g_i(y)` is whether the submission has an instance
+matching :math:`y` under the recall matching policy of ``score_corpus`` (``overlap``: same
+document and predicate, intersecting subject spans and intersecting object spans;
+:mod:`unpooled.core.matching`).
+
+**F1** is :math:`2\pi_i r_i / (\pi_i + r_i)` of the two.
+
+A submission made of the protocol's own instances therefore scores P = R = F1 = 1
+(``tests/service/test_truth.py``).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass
+
+import numpy as np
+
+from unpooled.core.estimators.sampling import sampling_distribution
+from unpooled.core.matching import InstanceRef, match_matrix
+
+#: the recall matching policy of ``score_corpus``
+MATCH = "overlap"
+
+
+@dataclass(frozen=True)
+class TrueScores:
+    """A submission's true scores at one level, with the counts behind them."""
+
+    p: float
+    r: float
+    f1: float
+    level: str
+    instances: int      # the submission's instances
+    correct: int        # of them, supported by the gold layer
+    gold: int           # true instances of the exhaustive protocol over the whole corpus
+    found: int          # of them, matched by the submission
+
+    def to_dict(self) -> dict:
+        return {k: (None if isinstance(v, float) and math.isnan(v) else v) for k, v in asdict(self).items()}
+
+
+def _codes(values) -> np.ndarray:
+    index: dict = {}
+    return np.array([index.setdefault(v, len(index)) for v in values], dtype=np.int64)
+
+
+def _f1(p: float, r: float) -> float:
+    if math.isnan(p) or math.isnan(r):
+        return float("nan")
+    return 2 * p * r / (p + r) if p + r > 0 else 0.0
+
+
+def instance_rows(submission) -> list[tuple]:
+    """The submission's instances in ``draw``'s order (by pk)."""
+    from unpooled.service.submissions.models import RelationInstance
+
+    sid = getattr(submission, "pk", submission)
+    return list(RelationInstance.objects.filter(submission_id=sid).order_by("pk").values_list(
+        "document_id", "document__doc_id", "subject_start", "subject_end", "predicate", "object_start", "object_end",
+        "value", "subject_id", "object_id"))
+
+
+def level_weights(rows: list[tuple], level: str) -> np.ndarray:
+    """:math:`p^{(\\ell)}_i` over ``rows``, computed as :func:`~unpooled.service.evaluations.actions.draw` does."""
+    if not rows:
+        return np.zeros(0)
+    return sampling_distribution(
+        len(rows), level=level, predicate=_codes(r[4] for r in rows), subject=_codes(r[8] for r in rows),
+        fill=_codes((r[8], r[4], r[9] if r[9] is not None else "=" + (r[7] or "")) for r in rows))
+
+
+def supported(corpus, rows: list[tuple], oracle=None) -> np.ndarray:
+    """:math:`f(x)` of each row: the gold layer supports it (what a perfect annotator answers)."""
+    from unpooled.service.annotation.models import Kind, Task
+    from unpooled.service.crowd.simulated import GoldOracle
+
+    oracle = oracle or GoldOracle(corpus)
+    out = np.zeros(len(rows), dtype=bool)
+    for k, r in enumerate(rows):
+        t = Task(document_id=r[0], kind=Kind.VERIFY, payload={
+            "subject": {"start": r[2], "end": r[3]}, "predicate": r[4], "object": {"start": r[5], "end": r[6]}})
+        out[k] = oracle.verify(t)
+    return out
+
+
+def protocol_gold(corpus, *, documents=None, oracle=None) -> list[InstanceRef]:
+    """The true instances the exhaustive protocol finds with error-free annotators (module docs).
+
+    ``documents``: document pks (default every document of the corpus).
+    """
+    from unpooled.core.annotation import answers as fmt
+    from unpooled.service.corpora.models import Document
+    from unpooled.service.crowd.simulated import GoldOracle
+
+    oracle = oracle or GoldOracle(corpus)
+    schema = corpus.schema.schema()
+    rels = schema.canonical_relations
+
+    def compatible(ta: str, tb: str) -> bool:  # as annotation.actions._create_relations_task
+        if schema.type_check != "error":
+            return True
+        return any((ta in r.subject_types and tb in r.object_types) or (tb in r.subject_types and ta in r.object_types)
+                   for r in rels)
+
+    docs = Document.objects.filter(corpus=corpus).order_by("id")
+    if documents is not None:
+        docs = docs.filter(pk__in=list(documents))
+    sentences: dict[int, list[tuple[int, int]]] = {}
+    from unpooled.service.corpora.models import Sentence
+
+    for d, s, e in (Sentence.objects.filter(document__in=docs).order_by("document_id", "index")
+                    .values_list("document_id", "start", "end")):
+        sentences.setdefault(d, []).append((s, e))
+    out: list[InstanceRef] = []
+    for pk, doc_id in docs.values_list("pk", "doc_id"):
+        mentions = fmt.aggregate_mentions([{"mentions": oracle.mentions(pk)}])
+        rows = sentences.get(pk, [])
+        pairs = fmt.candidate_pairs(mentions, [s for s, _ in rows], [e for _, e in rows], compatible=compatible)
+        labels = {str(i): oracle.pair_labels(pk, mentions, pair) for i, pair in enumerate(pairs)}
+        seen = set()
+        for a, pred, b in fmt.relation_triples(mentions, pairs, labels):
+            canon, inverted = schema.canonical_of(pred)
+            s, o = (mentions[b], mentions[a]) if inverted else (mentions[a], mentions[b])
+            rel = schema.relations.get(canon)
+            if not inverted and rel is not None and rel.symmetric and (o["start"], o["end"]) < (s["start"], s["end"]):
+                s, o = o, s  # a symmetric relation's arguments in canonical_instance's order
+            ref = InstanceRef(doc_id, s["start"], s["end"], canon, o["start"], o["end"])
+            if ref.key not in seen:
+                seen.add(ref.key)
+                out.append(ref)
+    return out
+
+
+def _refs(rows: list[tuple]) -> list[InstanceRef]:
+    return [InstanceRef(r[1], r[2], r[3], r[4], r[5], r[6], r[7]) for r in rows]
+
+
+def true_scores(corpus, submission, *, level: str = "instance", match: str = MATCH, gold=None,
+                oracle=None) -> TrueScores:
+    """True P, R and F1 of ``submission`` (a Submission or its pk) at ``level`` (module docs).
+
+    ``gold``: :func:`protocol_gold` of the corpus, when already computed (it does not depend on
+    the submission or the level).
+    """
+    from unpooled.service.crowd.simulated import GoldOracle
+
+    oracle = oracle or GoldOracle(corpus)
+    rows = instance_rows(submission)
+    if gold is None:
+        gold = protocol_gold(corpus, oracle=oracle)
+    if not rows:
+        return TrueScores(float("nan"), 0.0, float("nan"), level, 0, 0, len(gold), 0)
+    ok = supported(corpus, rows, oracle)
+    w = level_weights(rows, level)
+    p = float(np.dot(w, ok))
+    found = int(match_matrix([_refs(rows)], gold, policy=match)[0].sum()) if gold else 0
+    r = found / len(gold) if gold else float("nan")
+    return TrueScores(p, r, _f1(p, r), level, len(rows), int(ok.sum()), len(gold), found)
+
+
+def true_scores_all(corpus, *, level: str = "instance", match: str = MATCH) -> dict[int, TrueScores]:
+    """:func:`true_scores` of every submission of the corpus with instances, by submission pk."""
+    from unpooled.service.crowd.simulated import GoldOracle
+    from unpooled.service.submissions.models import Submission
+
+    oracle = GoldOracle(corpus)
+    gold = protocol_gold(corpus, oracle=oracle)
+    out = {}
+    for sid in Submission.objects.filter(corpus=corpus).order_by("id").values_list("pk", flat=True):
+        ts = true_scores(corpus, sid, level=level, match=match, gold=gold, oracle=oracle)
+        if ts.instances:
+            out[sid] = ts
+    return out
+
+
+def true_precision(corpus, submission_id: int, *, level: str = "instance") -> float:
+    """The submission's true precision at ``level`` (instance: the share of its instances the gold layer supports)."""
+    rows = instance_rows(submission_id)
+    if not rows:
+        return float("nan")
+    return float(np.dot(level_weights(rows, level), supported(corpus, rows)))
+
+
+def covered(truth: float | None, lo: float | None, hi: float | None) -> bool | None:
+    """Whether the interval holds the truth (None when either is missing)."""
+    if truth is None or lo is None or hi is None or any(math.isnan(v) for v in (truth, lo, hi)):
+        return None
+    return lo <= truth <= hi
+
+
+def attach_truth(corpus, rows: list[dict], *, level: str = "instance", store: bool = True) -> tuple[int, int]:
+    """Add ``p_true``, ``r_true``, ``f1_true`` (and ``*_covered``) to leaderboard rows of a corpus with a gold layer.
+
+    With ``store``, each row's newest :class:`~.models.Score` at ``level`` keeps the truth in
+    ``details['truth']`` (for pages).  Returns ``(K, N)``: the truth is inside the interval for K
+    of the N (system, metric) pairs that have both.
+    """
+    from .models import Score
+
+    truth = true_scores_all(corpus, level=level)
+    inside = total = 0
+    for row in rows:
+        ts = truth.get(row["submission"])
+        if ts is None:
+            continue
+        got = {}
+        for k in ("p", "r", "f1"):
+            v = getattr(ts, k)
+            row[f"{k}_true"] = None if math.isnan(v) else v
+            c = covered(row[f"{k}_true"], row.get(f"{k}_lo"), row.get(f"{k}_hi"))
+            row[f"{k}_covered"] = c
+            got[k] = c
+            if c is not None:
+                total += 1
+                inside += c
+        if store:
+            score = Score.objects.filter(submission_id=row["submission"], level=row.get("level", level)).first()
+            if score is not None:
+                details = dict(score.details or {})
+                details["truth"] = {**ts.to_dict(), "covered": got,
+                                    "definition": "unpooled.service.evaluations.truth (gold layer; recall over "
+                                                  "within-sentence facts of every document, overlap matching)"}
+                score.details = details
+                score.save(update_fields=["details"])
+    return inside, total
+
+
+__all__ = ["MATCH", "TrueScores", "attach_truth", "covered", "instance_rows", "level_weights", "protocol_gold",
+           "supported", "true_precision", "true_scores", "true_scores_all"]

@@ -1,0 +1,58 @@
+"""Console forms: they parse the request; the rules live in :mod:`.console` (``check_settings``)."""
+
+from __future__ import annotations
+
+from django import forms
+
+from unpooled.service.annotation.models import AnnotationSettings
+from unpooled.service.corpora.models import Corpus
+
+from . import console
+
+
+class SettingsForm(forms.ModelForm):
+    """A corpus's annotation settings; every problem is shown at its field."""
+
+    class Meta:
+        model = AnnotationSettings
+        fields = list(console.SETTINGS_FIELDS)
+        help_texts = {
+            "answers_per_item": "independent answers per item (tasks created from now on)",
+            "lease_seconds": "how long an annotator holds a task",
+            "reward_verify_cents": "per answer, in cents",
+            "reward_entities_cents": "per answer, in cents",
+            "reward_relations_cents": "per answer, in cents",
+            "budget_cents": "cap for the whole corpus, in cents (empty: no cap)",
+            "submission_budget_cents": "default cap per submission, in cents (empty: no cap)",
+            "block_below_accuracy": "block an annotator whose gold-control accuracy is below this "
+                                    "(with 95% confidence)",
+            "block_min_controls": "fewest controls before blocking",
+        }
+
+    def __init__(self, *args, corpus: Corpus, **kwargs) -> None:
+        self.corpus = corpus
+        super().__init__(*args, **kwargs)
+
+    def clean(self):
+        data = super().clean()
+        # the rules need typed values: a field that did not parse is checked with its stored value,
+        # and keeps only its parse error
+        bad = set(self.errors)
+        values = {f: getattr(self.instance, f) if f in bad else data.get(f) for f in console.SETTINGS_FIELDS}
+        try:
+            clean = console.check_settings(self.corpus, values)
+        except console.SettingsError as exc:
+            for field, msg in exc.errors.items():
+                if field not in bad:
+                    self.add_error(field if field in self.fields else None, msg)
+        else:
+            if not bad:
+                data.update(clean)
+        return data
+
+
+class QuotaForm(forms.Form):
+    per_day = forms.IntegerField(min_value=0, required=False, label="per day",
+                                 widget=forms.NumberInput(attrs={"size": 5, "style": "width:6em"}))
+    total = forms.IntegerField(min_value=0, required=False, label="in total",
+                               widget=forms.NumberInput(attrs={"size": 5, "style": "width:6em"}))

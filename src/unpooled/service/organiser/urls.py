@@ -1,0 +1,14 @@
+from django.urls import path
+
+from . import views
+
+app_name = "organiser"
+urlpatterns = [
+    path("organiser/", views.home, name="home"),
+    path("organiser/settings/", views.settings_page, name="settings"),
+    path("organiser/submissions/", views.submissions, name="submissions"),
+    path("organiser/submissions/<int:pk>/retry/", views.retry, name="retry"),
+    path("organiser/teams/", views.teams, name="teams"),
+    path("organiser/teams/<int:pk>/quota/", views.team_quota, name="team_quota"),
+    path("organiser/release/", views.release, name="release"),
+]

@@ -1,0 +1,159 @@
+"""Organiser console pages. Thin: pick the corpus, call :mod:`.console`, render.
+
+Organisers only (:func:`unpooled.service.accounts.actions.is_organiser`): anonymous users are
+sent to sign in, everybody else gets 403.  The annotation section
+(``/organiser/annotation/``) is :func:`unpooled.service.annotation.views.organiser`.
+"""
+
+from __future__ import annotations
+
+import tempfile
+from functools import wraps
+
+from django.conf import settings
+from django.contrib import messages
+from django.contrib.auth.views import redirect_to_login
+from django.core.exceptions import PermissionDenied
+from django.http import FileResponse, Http404
+from django.shortcuts import get_object_or_404, redirect, render
+from django.urls import reverse
+from django.utils import timezone
+from django.views.decorators.http import require_POST
+
+from unpooled.service.accounts.actions import is_organiser
+from unpooled.service.annotation import release as release_mod
+from unpooled.service.annotation.actions import settings_for
+from unpooled.service.corpora.models import Corpus
+from unpooled.service.submissions.models import Submission, Team
+
+from . import console
+from .forms import QuotaForm, SettingsForm
+
+
+def organiser_required(view):
+    """Sign in first; then organisers only (403 for the rest)."""
+
+    @wraps(view)
+    def wrapped(request, *args, **kwargs):
+        if not request.user.is_authenticated:
+            return redirect_to_login(request.get_full_path())
+        if not is_organiser(request.user):
+            raise PermissionDenied("the organiser console is for organisers only")
+        return view(request, *args, **kwargs)
+
+    return wrapped
+
+
+def console_context(request, section: str, *, per_corpus: bool = True) -> dict:
+    """Corpora for the selector and the chosen one (``?corpus=``, else the first by name)."""
+    corpora = list(Corpus.objects.select_related("schema").order_by("name"))
+    name = request.POST.get("corpus") or request.GET.get("corpus") or (corpora[0].name if corpora else None)
+    corpus = next((c for c in corpora if c.name == name), None)
+    if per_corpus and name and corpus is None and corpora:
+        raise Http404(f"no corpus {name!r}")
+    return {"corpora": corpora, "corpus": corpus, "section": section, "per_corpus": per_corpus, "alerts": []}
+
+
+def _back(name: str, corpus: Corpus | None) -> str:
+    url = reverse(name)
+    return f"{url}?corpus={corpus.name}" if corpus is not None else url
+
+
+@organiser_required
+def home(request):
+    ctx = console_context(request, "home")
+    if ctx["corpus"] is not None:
+        ov = console.overview(ctx["corpus"])
+        ctx.update(ov=ov, alerts=ov["alerts"])
+    return render(request, "organiser/home.html", ctx)
+
+
+@organiser_required
+def settings_page(request):
+    ctx = console_context(request, "settings")
+    corpus = ctx["corpus"]
+    if corpus is None:
+        return render(request, "organiser/settings.html", ctx)
+    st = settings_for(corpus)
+    status = 200
+    if request.method == "POST":
+        form = SettingsForm(request.POST, instance=st, corpus=corpus)
+        if form.is_valid():
+            console.do_update_settings(corpus, {f: form.cleaned_data[f] for f in console.SETTINGS_FIELDS},
+                                       user=request.user)
+            messages.success(request, f"annotation settings of {corpus.name} saved")
+            return redirect(_back("organiser:settings", corpus))
+        status = 400
+    else:
+        form = SettingsForm(instance=st, corpus=corpus)
+    ctx.update(form=form, alerts=console.alerts(corpus))
+    return render(request, "organiser/settings.html", ctx, status=status)
+
+
+@organiser_required
+def submissions(request):
+    ctx = console_context(request, "submissions")
+    if ctx["corpus"] is not None:
+        ctx.update(rows=console.submission_rows(ctx["corpus"]), alerts=console.alerts(ctx["corpus"]))
+    return render(request, "organiser/submissions.html", ctx)
+
+
+@require_POST
+@organiser_required
+def retry(request, pk: int):
+    sub = get_object_or_404(Submission.objects.select_related("corpus", "team"), pk=pk)
+    try:
+        stage = console.do_retry(request.user, sub)
+    except console.ConsoleError as exc:
+        messages.error(request, str(exc))
+    else:
+        messages.success(request, f"submission {sub.pk} ({sub.team.name}/{sub.run_id}) resumes at stage {stage}")
+    return redirect(_back("organiser:submissions", sub.corpus))
+
+
+def _teams_page(request, *, errors: dict | None = None, status: int = 200):
+    ctx = console_context(request, "teams", per_corpus=False)
+    rows = console.team_rows()
+    for row in rows:
+        bound = (errors or {}).get(row["pk"])
+        row["form"] = bound or QuotaForm(initial={"per_day": row["own_per_day"], "total": row["own_total"]},
+                                         prefix=f"t{row['pk']}")
+    ctx.update(rows=rows, default_per_day=settings.QUOTA_PER_DAY, default_total=settings.QUOTA_TOTAL)
+    return render(request, "organiser/teams.html", ctx, status=status)
+
+
+@organiser_required
+def teams(request):
+    return _teams_page(request)
+
+
+@require_POST
+@organiser_required
+def team_quota(request, pk: int):
+    team = get_object_or_404(Team, pk=pk)
+    form = QuotaForm(request.POST, prefix=f"t{team.pk}")
+    if form.is_valid():
+        try:
+            console.do_team_quota(request.user, team, per_day=form.cleaned_data["per_day"],
+                                  total=form.cleaned_data["total"])
+        except console.ConsoleError as exc:
+            form.add_error(None, str(exc))
+        else:
+            messages.success(request, f"quotas of team {team.name} saved")
+            return redirect("organiser:teams")
+    return _teams_page(request, errors={team.pk: form}, status=400)
+
+
+@organiser_required
+def release(request):
+    """The corpus's dataset release as a zip (labels, answers, exhaustive annotations, README)."""
+    ctx = console_context(request, "release")
+    corpus = ctx["corpus"]
+    if corpus is None:
+        raise Http404("no corpus yet")
+    now = timezone.now()
+    out = tempfile.TemporaryFile()
+    release_mod.write_release_zip(corpus, out, now=now)
+    out.seek(0)
+    return FileResponse(out, as_attachment=True, filename=release_mod.release_name(corpus, now) + ".zip",
+                        content_type="application/zip")

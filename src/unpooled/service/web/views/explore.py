@@ -1,0 +1,64 @@
+"""Exploration pages: corpora, documents, the submission browser."""
+
+from __future__ import annotations
+
+from django.core.paginator import Paginator
+from django.db.models import Count, Q
+from django.shortcuts import get_object_or_404, render
+
+from unpooled.service.accounts.actions import visible_submissions
+from unpooled.service.annotation.layers import annotation_layers
+from unpooled.service.corpora.models import Corpus, Document
+from unpooled.service.submissions.models import Submission
+
+
+def home(request):
+    corpora = Corpus.objects.select_related("schema").annotate(
+        n_submissions=Count("submissions", filter=Q(submissions__visibility=Submission.Visibility.PUBLIC)))
+    recent = visible_submissions(request.user, Submission.objects.select_related("team", "corpus"))[:20]
+    return render(request, "web/home.html", {"corpora": corpora, "submissions": recent})
+
+
+def corpus_detail(request, name: str):
+    corpus = get_object_or_404(Corpus.objects.select_related("schema"), name=name)
+    q = request.GET.get("q", "").strip()
+    docs = corpus.documents.only("pk", "doc_id", "title", "length")
+    if q:
+        docs = docs.filter(Q(doc_id__icontains=q) | Q(title__icontains=q) | Q(text__icontains=q))
+    page = Paginator(docs, 50).get_page(request.GET.get("page"))
+    return render(request, "web/corpus.html", {"corpus": corpus, "page": page, "q": q})
+
+
+def document_detail(request, name: str, pk: int):
+    doc = get_object_or_404(Document.objects.select_related("corpus"), corpus__name=name, pk=pk)
+    from unpooled.service.annotation.layers import layered_sentences
+
+    sents = list(doc.sentences.values_list("index", "start", "end"))
+    entities = list(doc.gold_entities.prefetch_related("mentions").order_by("index"))
+    relations = doc.gold_relations.select_related("subject", "object")
+    layers = annotation_layers(doc)
+    gold = [(m.start, m.end, f"gold {e.type} #{e.index} {e.name}") for e in entities for m in e.mentions.all()]
+    sentences = layered_sentences(doc.text, sents, {"gold": gold, "exh": layers["exhaustive_spans"],
+                                                    "ver": layers["verified_spans"]})
+    return render(request, "web/document.html", {"doc": doc, "sentences": sentences, "entities": entities,
+                                                 "relations": relations, **layers})
+
+
+def submission_list(request):
+    """The submission browser: what the user may see, filtered by corpus, team, stage and text."""
+    subs = visible_submissions(request.user, Submission.objects.select_related("team", "corpus"))
+    f = {k: request.GET.get(k, "").strip() for k in ("q", "corpus", "team", "status")}
+    if f["corpus"]:
+        subs = subs.filter(corpus__name=f["corpus"])
+    if f["team"]:
+        subs = subs.filter(team__name=f["team"])
+    if f["status"]:
+        subs = subs.filter(status=f["status"])
+    if f["q"]:
+        subs = subs.filter(Q(run_id__icontains=f["q"]) | Q(team__name__icontains=f["q"])
+                           | Q(description__icontains=f["q"]) | Q(file_name__icontains=f["q"]))
+    page = Paginator(subs, 50).get_page(request.GET.get("page"))
+    query = "&".join(f"{k}={v}" for k, v in f.items() if v)
+    return render(request, "web/submissions.html", {
+        "page": page, "f": f, "query": query, "corpora": Corpus.objects.values_list("name", flat=True),
+        "statuses": Submission.Status.choices})

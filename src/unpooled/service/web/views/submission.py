@@ -1,0 +1,212 @@
+"""A submission's page: its scores, breakdowns, errors, instances and downloads.
+
+Who sees what: a private submission is 404 for everyone but its team and the organisers
+(``can_view``); the scores and the breakdowns are for whoever can view it; the error analysis
+(wrong sampled instances, missed gold instances) and the labelled sample are for the team and
+the organisers (``can_manage``; others who can view get 403).
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import logging
+
+from django.core.cache import cache
+from django.core.exceptions import PermissionDenied
+from django.core.paginator import Paginator
+from django.db.models import Count
+from django.http import Http404, HttpResponse
+from django.shortcuts import get_object_or_404, render
+from django.template.loader import render_to_string
+from django.urls import NoReverseMatch, reverse
+from django.utils.html import escape
+from django.utils.safestring import mark_safe
+
+from unpooled.service.accounts.actions import can_manage, can_view
+from unpooled.service.submissions.actions import export_submission
+from unpooled.service.submissions.models import RelationInstance, Submission
+
+log = logging.getLogger(__name__)
+LEVELS = ("instance", "relation", "entity")
+ERRORS_PER_PAGE = 20
+MISSED_PER_PAGE = 20
+CHART_ROWS = 40
+
+
+def _submission(request, pk: int, *, manage: bool = False) -> Submission:
+    sub = get_object_or_404(Submission.objects.select_related("team", "corpus"), pk=pk)
+    if not can_view(request.user, sub):
+        raise Http404("no such submission")
+    if manage and not can_manage(request.user, sub):
+        raise PermissionDenied("only the submitting team and the organisers see the labelled sample")
+    return sub
+
+
+def _page_links(request, param: str, page, anchor: str) -> dict:
+    def url(n):
+        q = request.GET.copy()
+        q[param] = n
+        return f"?{q.urlencode()}#{anchor}"
+
+    return {"page": page, "prev": url(page.previous_page_number()) if page.has_previous() else None,
+            "next": url(page.next_page_number()) if page.has_next() else None}
+
+
+def _chart(rows: list[dict], title: str) -> str:
+    """F1 with its interval per group (the largest groups)."""
+    from unpooled.core.plots.svg import interval_chart
+
+    shown = [r for r in rows if r.get("f1") is not None][:CHART_ROWS]
+    if not shown:
+        return ""
+    return interval_chart([r["group"] for r in shown], [r["f1"] for r in shown], [r["f1_lo"] for r in shown],
+                          [r["f1_hi"] for r in shown], title=title, value_label="F1", series_label="F1",
+                          value_range=(0.0, 1.0), width=560)
+
+
+def _breakdown_html(score, bd: dict, levels: list[str]) -> str:
+    """The breakdown sections of a score, rendered once and cached: a score's breakdown never changes."""
+    from unpooled.service.evaluations.breakdown import VERSION
+
+    def build():
+        level = score.level
+        return render_to_string("web/submission_breakdown.html", {
+            "bd": bd, "level": level, "levels": levels,
+            "relation_svg": _chart(bd["relation"], f"F1 by relation ({level} level)"),
+            "type_svg": _chart(bd["entity_type"], f"F1 by subject type ({level} level)")})
+
+    key = f"unpooled:breakdown-html:v{VERSION}:{score.pk}:{bd.get('computed', '')}:{','.join(levels)}"
+    return mark_safe(cache.get_or_set(key, build, timeout=24 * 3600))
+
+
+def _context_html(row: dict) -> str:
+    """The highlighted context of an error or missed row: subject and object marked, provenance underlined."""
+    parts = ["… "] if row.get("cut_left") else []
+    for seg in row["segments"]:
+        t = str(escape(seg.text))
+        if seg.role in ("subj", "obj"):
+            t = f'<mark class="{seg.role}">{t}</mark>'
+        elif seg.role == "gap":
+            t = f'<span class="muted">{t}</span>'
+        if seg.prov:
+            t = f'<span class="prov">{t}</span>'
+        parts.append(t)
+    if row.get("cut_right"):
+        parts.append(" …")
+    return mark_safe('<span class="ctx">' + "".join(parts) + "</span>")
+
+
+def _status_url(sub: Submission) -> str | None:
+    try:
+        return reverse("web:status", args=[sub.pk])
+    except NoReverseMatch:
+        return None
+
+
+def submission_detail(request, pk: int):
+    from unpooled.service.evaluations import breakdown
+    from unpooled.service.evaluations.lifecycle import newest_scores
+
+    sub = _submission(request, pk)
+    manage = can_manage(request.user, sub)
+    newest = newest_scores(sub)
+    scores = [newest[lv] for lv in LEVELS if lv in newest] + [s for lv, s in newest.items() if lv not in LEVELS]
+    level = request.GET.get("level")
+    if level not in newest:
+        level = scores[0].level if scores else None
+    score = newest.get(level)
+    bd = breakdown.stored(score)
+    bd_state = "none" if score is None else "ready"
+    if score is not None and bd is None:
+        try:
+            if breakdown.ensure_breakdowns(sub.corpus, level):
+                score.refresh_from_db(fields=["details"])
+                bd = breakdown.stored(score)
+                bd_state = "ready" if bd else "missing"
+            else:
+                bd_state = "pending"
+        except Exception:  # noqa: BLE001 - the rest of the page still renders; the log has the cause
+            log.exception("breakdown of submission %s at level %s failed", sub.pk, level)
+            bd_state = "failed"
+    ctx = {"sub": sub, "manage": manage, "scores": scores, "level": level, "score": score, "bd": bd,
+           "bd_state": bd_state, "status_url": _status_url(sub), "warnings": sub.warnings.get("warnings", [])}
+    if bd:
+        ctx["breakdown_html"] = _breakdown_html(score, bd, [s.level for s in scores])
+    if manage:
+        errs = breakdown.sample_errors(sub)
+        epage = Paginator(errs.instance_ids, ERRORS_PER_PAGE).get_page(request.GET.get("errors_page"))
+        erows = breakdown.error_rows(errs, list(epage.object_list))
+        for r in erows:
+            r["context"] = _context_html(r)
+        ctx["errors"] = {"rows": erows, "total": len(errs.instance_ids),
+                         "labelled": errs.labelled, "drawn": errs.drawn,
+                         **_page_links(request, "errors_page", epage, "errors")}
+        if bd:
+            mpage = Paginator(bd["missed"], MISSED_PER_PAGE).get_page(request.GET.get("missed_page"))
+            mrows = breakdown.missed_rows(list(mpage.object_list))
+            for r in mrows:
+                r["context"] = _context_html(r)
+            ctx["missed"] = {"rows": mrows, "total": bd["missed_total"],
+                             "stored": len(bd["missed"]), "truth": bd["truth_total"],
+                             **_page_links(request, "missed_page", mpage, "missed")}
+    by_pred = (RelationInstance.objects.filter(submission=sub).values("predicate")
+               .annotate(n=Count("id")).order_by("-n"))
+    inst = (RelationInstance.objects.filter(submission=sub).select_related("document", "subject", "object")
+            .order_by("pk"))
+    page = Paginator(inst, 50).get_page(request.GET.get("page"))
+    rows = []
+    for i in page:
+        text = i.document.text
+        rows.append({"i": i, "subject": text[i.subject_start:i.subject_end],
+                     "object": i.value if i.value is not None else text[i.object_start:i.object_end]})
+    ctx.update(by_pred=by_pred, page=page, rows=rows)
+    return render(request, "web/submission.html", ctx)
+
+
+def submission_export(request, pk: int, fmt: str):
+    sub = _submission(request, pk)
+    if fmt not in ("tac", "jsonl"):
+        raise Http404("format must be tac or jsonl")
+    buf = io.StringIO()
+    export_submission(sub, fmt, buf)
+    resp = HttpResponse(buf.getvalue(), content_type="text/plain; charset=utf-8")
+    ext = "kb" if fmt == "tac" else "jsonl"
+    resp["Content-Disposition"] = f'attachment; filename="submission-{sub.pk}.{ext}"'
+    return resp
+
+
+def submission_sample(request, pk: int):
+    """The labelled sample, one JSON line per draw (team and organisers)."""
+    from unpooled.service.evaluations.breakdown import sample_lines
+
+    sub = _submission(request, pk, manage=True)
+    body = "".join(json.dumps(line, ensure_ascii=False) + "\n" for line in sample_lines(sub))
+    resp = HttpResponse(body, content_type="application/x-ndjson; charset=utf-8")
+    resp["Content-Disposition"] = f'attachment; filename="submission-{sub.pk}-sample.jsonl"'
+    return resp
+
+
+def submission_scores(request, pk: int, fmt: str):
+    """Every score of the submission, JSON or CSV (whoever can view it)."""
+    from unpooled.service.evaluations.breakdown import SCORE_FIELDS, score_records
+
+    sub = _submission(request, pk)
+    if fmt not in ("json", "csv"):
+        raise Http404("format must be json or csv")
+    recs = score_records(sub)
+    if fmt == "json":
+        body = json.dumps({"submission": sub.pk, "team": sub.team.name, "run": sub.run_id, "scores": recs},
+                          indent=1, ensure_ascii=False)
+        resp = HttpResponse(body, content_type="application/json; charset=utf-8")
+    else:
+        buf = io.StringIO()
+        w = csv.writer(buf)
+        w.writerow(SCORE_FIELDS)
+        for r in recs:
+            w.writerow([json.dumps(r[f], ensure_ascii=False) if f == "details" else ("" if r[f] is None else r[f])
+                        for f in SCORE_FIELDS])
+        resp = HttpResponse(buf.getvalue(), content_type="text/csv; charset=utf-8")
+    resp["Content-Disposition"] = f'attachment; filename="submission-{sub.pk}-scores.{fmt}"'
+    return resp

@@ -1,0 +1,126 @@
+"""Submitting: the upload form, the upload's validation, and the submission's live status."""
+
+from __future__ import annotations
+
+import uuid
+
+from django.conf import settings
+from django.contrib.auth.decorators import login_required
+from django.http import Http404, JsonResponse
+from django.shortcuts import get_object_or_404, redirect, render
+from django.views.decorators.http import require_POST
+
+from unpooled.service.accounts import actions as accounts
+from unpooled.service.submissions.models import Submission, Team
+
+from ..forms import UploadForm
+
+
+@login_required
+def upload(request):
+    from unpooled.service.submissions.tasks import ingest_upload
+
+    organiser = accounts.is_organiser(request.user)
+    team = accounts.team_of(request.user)
+    if team is None and not organiser:
+        return render(request, "web/upload.html", {"no_team": True}, status=403)
+    if request.method == "POST":
+        form = UploadForm(request.POST, request.FILES)
+        if form.is_valid():
+            f = form.cleaned_data["file"]
+            team_name = (form.cleaned_data["team"] or "").strip() if organiser else ""
+            team_name = team_name or (team.name if team else "")
+            if not team_name:
+                form.add_error("team", "name the team this run is for")
+            elif f.size > settings.LIMITS.max_bytes:
+                form.add_error("file", f"the file is larger than the limit of {settings.LIMITS.max_bytes:,} bytes")
+            else:
+                the_team = Team.objects.filter(name=team_name).first()
+                try:
+                    if the_team is not None:
+                        accounts.check_quota(the_team)
+                except accounts.AccountError as exc:
+                    form.add_error(None, str(exc))
+                else:
+                    settings.UPLOAD_DIR.mkdir(parents=True, exist_ok=True)
+                    dest = settings.UPLOAD_DIR / f"{uuid.uuid4().hex}.upload"
+                    with open(dest, "wb") as out:
+                        for chunk in f.chunks():
+                            out.write(chunk)
+                    result = ingest_upload.enqueue(
+                        str(dest), form.cleaned_data["corpus"].name, team_name, form.cleaned_data["run"],
+                        form.cleaned_data["format"], f.name, form.cleaned_data["visibility"], request.user.pk,
+                        form.cleaned_data["description"] or "",
+                    )
+                    url = f"/submissions/uploads/{result.id}/"
+                    if request.headers.get("x-requested-with") == "fetch":
+                        return JsonResponse({"upload": str(result.id), "status_url": url}, status=202)
+                    return redirect("web:upload_status", task_id=result.id)
+        if request.headers.get("x-requested-with") == "fetch":
+            return JsonResponse({"errors": {k: [str(e) for e in v] for k, v in form.errors.items()}}, status=400)
+    else:
+        form = UploadForm()
+    return render(request, "web/upload.html", {"form": form, "organiser": organiser, "team": team})
+
+
+def upload_status(request, task_id: str):
+    from django_tasks import TaskResultStatus
+    from django_tasks.exceptions import TaskResultDoesNotExist
+
+    from unpooled.service.submissions.tasks import ingest_upload
+
+    try:
+        result = ingest_upload.get_result(task_id)
+    except (TaskResultDoesNotExist, ValueError):
+        raise Http404("no such upload") from None
+    outcome = result.return_value if result.status == TaskResultStatus.SUCCESSFUL else None
+    if outcome and outcome.get("ok"):
+        return redirect("web:status", pk=outcome["submission"])
+    errors = [str(e) for e in result.errors] if result.status == TaskResultStatus.FAILED else []
+    return render(request, "web/upload_status.html", {"result": result, "outcome": outcome, "errors": errors,
+                                                      "done": result.is_finished})
+
+
+def _visible(request, pk: int) -> Submission:
+    sub = get_object_or_404(Submission.objects.select_related("team", "corpus"), pk=pk)
+    if not accounts.can_view(request.user, sub):
+        raise Http404("no such submission")
+    return sub
+
+
+def status(request, pk: int):
+    """The live status page: stage, labels received / needed, cost so far, time left, newest scores."""
+    from unpooled.service.evaluations.lifecycle import newest_scores, progress
+
+    sub = _visible(request, pk)
+    return render(request, "web/status.html", {
+        "sub": sub, "p": progress(sub), "scores": newest_scores(sub),
+        "can_retry": accounts.is_organiser(request.user) and sub.status == Submission.Status.FAILED})
+
+
+def status_json(request, pk: int):
+    from unpooled.service.evaluations.lifecycle import newest_scores, progress
+
+    sub = _visible(request, pk)
+    out = progress(sub)
+    out["scores"] = {lv: {k: getattr(s, k) for k in ("p", "p_lo", "p_hi", "r", "r_lo", "r_hi", "f1", "f1_lo", "f1_hi")}
+                     for lv, s in newest_scores(sub).items()}
+    return JsonResponse(out)
+
+
+@login_required
+@require_POST
+def retry(request, pk: int):
+    from unpooled.service.evaluations.lifecycle import LifecycleError
+    from unpooled.service.evaluations.lifecycle import retry as do_retry
+
+    sub = get_object_or_404(Submission, pk=pk)
+    if not accounts.is_organiser(request.user):
+        return render(request, "web/upload.html", {"forbidden": "only organisers can retry a stage"}, status=403)
+    try:
+        do_retry(sub)
+    except LifecycleError as exc:
+        from django.contrib import messages
+
+        messages.error(request, str(exc))
+    return redirect("web:status", pk=pk)

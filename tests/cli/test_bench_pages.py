@@ -1,0 +1,32 @@
+"""``unpooled bench pages`` at a tiny scale: builds a SQLite database, serves it with gunicorn, drives every page."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from unpooled.bench.pages import PAGES
+
+pytestmark = pytest.mark.slow
+
+
+def test_bench_pages_small_on_sqlite(tmp_path):
+    env = {k: v for k, v in os.environ.items() if k not in ("DATABASE_URL", "UNPOOLED_DATA_DIR")}
+    out = subprocess.run(
+        [sys.executable, "-m", "unpooled.cli.main", "bench", "pages", "--submissions", "3", "--clients", "2",
+         "--requests", "20", "--instances", "300", "--history", "2", "--json"],
+        env=env, cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr[-3000:]
+    got = json.loads(out.stdout.strip().splitlines()[-1])
+    assert got["database"] == "sqlite" and got["clients"] == 2 and got["cpus"] >= 1
+    assert got["counts"]["submissions"] == 3 and got["counts"]["scores"] == 3 * 3 * 2
+    assert set(got["leaderboard_build_ms"]) == {"instance", "relation", "entity"}
+    assert set(got["pages"]) == set(PAGES)
+    for page, f in got["pages"].items():
+        assert f["requests"] == 20 and f["errors"] == 0, (page, f)
+        assert 0 < f["p50_ms"] <= f["p95_ms"] <= f["p99_ms"] <= f["max_ms"], (page, f)
+        assert f["throughput_rps"] > 0 and f["bytes"] > 1000 and f["server_cpu_ms_per_request"] > 0, (page, f)

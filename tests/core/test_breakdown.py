@@ -1,0 +1,326 @@
+"""Subset (per-group) precision, recall and F1: hand computations, identities, exact expectations, coverage."""
+
+from __future__ import annotations
+
+import math
+import warnings
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from scipy.stats import binomtest, norm
+
+from unpooled.core.errors import InvalidInputError
+from unpooled.core.estimators import (
+    UndefinedEstimateWarning,
+    WeightDegeneracyWarning,
+    distribution_matrix,
+    estimate,
+    make_design,
+    subset_scores,
+)
+from unpooled.core.estimators.joint import wilson
+
+from .test_estimators_exact import SUBJ, SYSTEMS, TRUTH, enumerate_expectation
+
+pytestmark = pytest.mark.filterwarnings("ignore::unpooled.core.estimators.WeightDegeneracyWarning")
+
+
+def _wilson_by_hand(p: float, n_eff: float, level: float = 0.9) -> tuple[float, float]:
+    z = norm.ppf(0.5 + level / 2)
+    c = (p + z * z / (2 * n_eff)) / (1 + z * z / n_eff)
+    h = z / (1 + z * z / n_eff) * math.sqrt(p * (1 - p) / n_eff + z * z / (4 * n_eff * n_eff))
+    return c - h, c + h
+
+
+# -- hand computation ------------------------------------------------------------------
+def test_single_system_instance_level_by_hand():
+    # one system, 6 instances (uniform p_i); groups: instances 0-2 -> 0, 3-5 -> 1
+    P = sp.csr_matrix(np.full((1, 6), 1 / 6))
+    xs = [0, 1, 2, 0, 3, 4, 5, 3, 1, 2]
+    f = [1, 0, 1, 1, 1, 1, 0, 1, 0, 1]
+    # exhaustive: 5 true instances, groups 0,0,1,1,1, found 1,0,1,1,0, weights (1/inclusion) 2,2,1,1,4
+    g0 = [[True, False, True, True, False]]
+    v0 = [2.0, 2.0, 1.0, 1.0, 4.0]
+    d = make_design(P, [0] * 10, xs, f, g0, v0)
+    s = subset_scores(d, 0, [0, 0, 0, 1, 1, 1], [0, 0, 1, 1, 1])
+    # group 0: draws 0,1,2,0,1,2 -> labels 1,0,1,1,0,1: 4/6; group 1: draws 3,4,5,3 -> 1,1,0,1: 3/4
+    assert s.p.tolist() == pytest.approx([4 / 6, 3 / 4])
+    assert s.n_draws.tolist() == [6, 4]
+    assert s.mass.tolist() == pytest.approx([0.5, 0.5])
+    assert s.mass_hat.tolist() == pytest.approx([0.6, 0.4])
+    # Hajek variance with n = 10 draws in one stratum: n/(n-1) * sum_{s in g} (f_s - p_g)^2 / n_g^2
+    n = 10
+    for g, (lab, pg) in enumerate((([1, 0, 1, 1, 0, 1], 4 / 6), ([1, 1, 0, 1], 3 / 4))):
+        var = n / (n - 1) * sum((x - pg) ** 2 for x in lab) / len(lab) ** 2
+        assert s.p_se[g] == pytest.approx(math.sqrt(var))
+        n_eff = pg * (1 - pg) / var
+        if pg * (1 - pg) * len(lab) < 1:  # joint.wilson: near a bound, at least the effective sample size
+            n_eff = max(n_eff, len(lab))
+        lo, hi = _wilson_by_hand(pg, n_eff)
+        assert (s.p_ci[0][g], s.p_ci[1][g]) == pytest.approx((lo, hi))
+    # recall: group 0 = (2*1 + 2*0)/(2+2) = 0.5; group 1 = (1 + 1 + 0)/(1 + 1 + 4) = 1/3
+    assert s.r.tolist() == pytest.approx([0.5, 1 / 3])
+    assert s.n_true.tolist() == [2, 3]
+    T = np.array([2 * (1 - 0.5) / 4, 2 * (0 - 0.5) / 4, (1 - 1 / 3) / 6, (1 - 1 / 3) / 6, 4 * (0 - 1 / 3) / 6])
+    assert s.r_se == pytest.approx(np.sqrt(5 / 4 * np.array([(T[:2] ** 2).sum(), (T[2:] ** 2).sum()])))
+    f1 = [2 * p * r / (p + r) for p, r in zip(s.p, s.r)]
+    assert s.f1.tolist() == pytest.approx(f1)
+    assert s.method == "joint-balance" and s.level == 0.9
+
+
+def test_relation_level_weights_within_a_group():
+    # relation level: p_i puts 1/2 on predicate A (instances 0, 1) and 1/2 on B (2, 3, 4, 5)
+    P = sp.csr_matrix([[0.25, 0.25, 0.125, 0.125, 0.125, 0.125]])
+    # group 0 = {0, 2}: p_i mass 0.375; draws of 0 (label 1) and 2 (label 0)
+    d = make_design(P, [0, 0, 0, 0], [0, 2, 2, 1], [1, 0, 0, 1], np.zeros((1, 0), bool))
+    with pytest.warns(UndefinedEstimateWarning, match="recall undefined"):
+        s = subset_scores(d, 0, [0, 1, 0, 1, 1, 1], np.zeros(0, int))
+    # the weights are p_i/q_i = 1 for the own draws: a plain mean over the group's draws
+    assert s.p[0] == pytest.approx(1 / 3) and s.p[1] == pytest.approx(1.0)
+    assert s.mass[0] == pytest.approx(0.375)
+    assert np.isnan(s.r).all() and np.isnan(s.f1).all() and np.isnan(s.r_ci[0]).all()
+
+
+def test_undefined_group_is_nan_and_warns_once():
+    P = sp.csr_matrix([[0.5, 0.5, 0.0]])
+    d = make_design(P, [0, 0], [0, 0], [1, 1], [[True, False]])
+    with pytest.warns(UndefinedEstimateWarning, match=r"precision undefined for groups \[1, 2\]"):
+        s = subset_scores(d, 0, [0, 1, 2], [0, 2])
+    assert s.p[0] == 1.0 and np.isnan(s.p[1:]).all() and np.isnan(s.p_ci[0][1:]).all()
+    assert s.r[2] == 0.0 and np.isnan(s.r[1]) and s.f1[2] != s.f1[2]  # NaN
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        subset_scores(d, 0, [0, 1, 2], [0, 2], zero_division="nan")
+    assert s.row(1)["p"] is None and s.row(0)["p"] == 1.0 and s.row(2)["n_true"] == 1
+
+
+# -- generated designs: identities ----------------------------------------------------
+@st.composite
+def designs(draw, soft=True):
+    m = draw(st.integers(1, 3))
+    U = draw(st.integers(2, 9))
+    P = np.zeros((m, U))
+    for j in range(m):
+        support = draw(st.lists(st.integers(0, U - 1), min_size=1, max_size=U, unique=True))
+        w = draw(st.lists(st.floats(0.05, 1.0), min_size=len(support), max_size=len(support)))
+        P[j, support] = np.array(w) / sum(w)
+    src, xs = [], []
+    for j in range(m):
+        support = np.flatnonzero(P[j])
+        k = draw(st.integers(1, 7))
+        src += [j] * k
+        xs += draw(st.lists(st.sampled_from(support.tolist()), min_size=k, max_size=k))
+    # labels on a 1/100 grid: joint._f1_partials underflows (0/0) for precision ~1e-165
+    lab = st.integers(0, 100).map(lambda k: k / 100) if soft else st.sampled_from([0.0, 1.0])
+    f = draw(st.lists(lab, min_size=len(xs), max_size=len(xs)))
+    n0 = draw(st.integers(1, 8))
+    g0 = np.array(draw(st.lists(st.booleans(), min_size=m * n0, max_size=m * n0))).reshape(m, n0)
+    v0 = draw(st.lists(st.floats(0.2, 5.0), min_size=n0, max_size=n0))
+    G = draw(st.integers(1, 4))
+    gu = draw(st.lists(st.integers(0, G - 1), min_size=U, max_size=U))
+    gt = draw(st.lists(st.integers(0, G - 1), min_size=n0, max_size=n0))
+    target = draw(st.integers(0, m - 1))
+    return make_design(sp.csr_matrix(P), src, xs, f, g0, v0), np.array(gu), np.array(gt), G, target
+
+
+def _quiet(fn, *a, **k):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UndefinedEstimateWarning)
+        warnings.simplefilter("ignore", WeightDegeneracyWarning)
+        return fn(*a, **k)
+
+
+@settings(max_examples=150, deadline=None)
+@given(designs(), st.sampled_from(["balance", "heuristic"]))
+def test_partition_combines_back_to_the_overall_estimate(case, weights):
+    d, gu, gt, G, i = case
+    s = _quiet(subset_scores, d, i, gu, gt, n_groups=G, weights=weights)
+    overall = _quiet(estimate, d, weights=weights)
+    # sum_g D_g * p_g = joint precision (the groups partition X_i)
+    assert np.nansum(s.mass_hat * np.nan_to_num(s.p)) == pytest.approx(overall.p[i], abs=1e-9)
+    assert s.mass.sum() == pytest.approx(1.0)
+    simple = _quiet(estimate, d, estimator="simple")
+    V = s.true_weight
+    assert (V * np.nan_to_num(s.r)).sum() / V.sum() == pytest.approx(simple.r[i], abs=1e-9)
+    ss = _quiet(subset_scores, d, i, gu, gt, n_groups=G, estimator="simple")
+    assert np.nansum(ss.mass_hat * np.nan_to_num(ss.p)) == pytest.approx(simple.p[i], abs=1e-9)
+    # the same weights given as a matrix give the same answer
+    sw = _quiet(subset_scores, d, i, gu, gt, n_groups=G, weights=overall.weights)
+    np.testing.assert_allclose(sw.p, s.p, equal_nan=True)
+    assert sw.method == "joint-given"
+
+
+@settings(max_examples=150, deadline=None)
+@given(designs())
+def test_one_group_is_the_overall_estimate(case):
+    d, _, _, _, i = case
+    one_u, one_t = np.zeros(d.P.shape[1], int), np.zeros(d.n0, int)
+    s = _quiet(subset_scores, d, i, one_u, one_t, estimator="simple")
+    e = _quiet(estimate, d, estimator="simple")
+    for k in ("p", "r", "f1"):
+        assert getattr(s, k)[0] == pytest.approx(getattr(e, k)[i], abs=1e-9), k
+    for k in ("p_se", "r_se", "f1_se"):  # variances: joint.strata_var's S2 - S1^2/n leaves ~1e-17 of round-off
+        assert getattr(s, k)[0] ** 2 == pytest.approx(getattr(e, k)[i] ** 2, abs=1e-12), k
+    for k in ("p_ci", "r_ci", "f1_ci"):
+        assert (getattr(s, k)[0][0], getattr(s, k)[1][0]) == pytest.approx(
+            (getattr(e, k)[0][i], getattr(e, k)[1][i]), abs=1e-9), k
+    # joint: the self-normalised joint precision
+    sj = _quiet(subset_scores, d, i, one_u, one_t)
+    ej = _quiet(estimate, d)
+    assert sj.p[0] * sj.mass_hat[0] == pytest.approx(ej.p[i], abs=1e-9)
+    assert sj.r[0] == pytest.approx(e.r[i], abs=1e-9)
+
+
+@settings(max_examples=150, deadline=None)
+@given(designs(), st.sampled_from(["joint", "simple"]), st.sampled_from([0.5, 0.8, 0.9, 0.95]))
+def test_intervals_contain_the_estimates(case, estimator, level):
+    d, gu, gt, G, i = case
+    s = _quiet(subset_scores, d, i, gu, gt, n_groups=G, estimator=estimator, level=level)
+    for k in ("p", "r", "f1"):
+        est, (lo, hi) = getattr(s, k), getattr(s, k + "_ci")
+        ok = ~np.isnan(est)
+        assert np.all((est[ok] >= -1e-12) & (est[ok] <= 1 + 1e-12)), k
+        assert np.all(lo[ok] <= est[ok] + 1e-12) and np.all(est[ok] <= hi[ok] + 1e-12), k
+        assert np.all((lo[ok] >= 0) & (hi[ok] <= 1)), k
+        assert np.isnan(lo[~ok]).all() and np.isnan(hi[~ok]).all()
+    assert np.all(s.n_draws <= len(d.xs)) and s.n_true.sum() == d.n0
+
+
+@settings(max_examples=80, deadline=None)
+@given(designs(), st.randoms(use_true_random=False))
+def test_permuting_draws_changes_nothing(case, rnd):
+    d, gu, gt, G, i = case
+    order = list(range(len(d.xs)))
+    rnd.shuffle(order)
+    k0 = list(range(d.n0))
+    rnd.shuffle(k0)
+    d2 = make_design(d.P, d.src[order], d.xs[order], d.f[order], d.g0[:, k0], d.v0[k0])
+    a = _quiet(subset_scores, d, i, gu, gt, n_groups=G)
+    b = _quiet(subset_scores, d2, i, gu, gt[k0], n_groups=G)
+    for k in ("p", "r", "f1", "p_se", "r_se"):
+        np.testing.assert_allclose(getattr(a, k), getattr(b, k), equal_nan=True, atol=1e-12)
+
+
+# -- exact expectations (every multinomial sample of a small world) -----------------
+def test_numerator_and_denominator_are_unbiased_exactly():
+    """E[C_g] = p_i(g) pi_i(g) and E[D_g] = p_i(g): the two halves of the ratio are unbiased."""
+    P = distribution_matrix([s for s in SYSTEMS], 5, level="entity", subject=SUBJ)
+    groups = np.array([0, 1, 0, 1, 1])
+    n, target = [2, 2, 1], 1
+    p_i = np.asarray(P[target].todense()).ravel()
+    for g in (0, 1):
+        inside = (groups == g) & (p_i > 0)
+        mass = p_i[inside].sum()
+        num = (p_i * TRUTH)[inside].sum()
+
+        def c(d, g=g):
+            s = _quiet(subset_scores, d, target, groups, np.zeros(d.n0, int), n_groups=2)
+            return s.mass_hat[g] * np.nan_to_num(s.p[g])
+
+        def dd(d, g=g):
+            return _quiet(subset_scores, d, target, groups, np.zeros(d.n0, int), n_groups=2).mass_hat[g]
+
+        assert enumerate_expectation(P, n, 0, c) == pytest.approx(num)
+        assert enumerate_expectation(P, n, 0, dd) == pytest.approx(mass)
+
+
+# -- simulation: bias and coverage ----------------------------------------------------------
+def test_simulation_nearly_unbiased_and_intervals_cover():
+    rng = np.random.default_rng(20240611)
+    U, G = 90, 3
+    group = np.arange(U) % G
+    # correct with a group-dependent rate
+    truth = (rng.random(U) < np.array([0.85, 0.55, 0.3])[group]).astype(float)
+    supports = [np.arange(0, 60), np.arange(30, 90), np.arange(15, 75)]
+    P = np.zeros((3, U))
+    for j, s in enumerate(supports):
+        w = rng.uniform(0.3, 1.0, len(s))
+        P[j, s] = w / w.sum()
+    P = sp.csr_matrix(P)
+    n = [120, 120, 120]
+    target = 0
+    p_i = np.asarray(P[target].todense()).ravel()
+    pi_true = np.array([(p_i * truth)[group == g].sum() / p_i[group == g].sum() for g in range(G)])
+    # recall population: the true universe instances plus 45 true instances no system found
+    Y_group = np.concatenate([group[truth == 1], np.arange(45) % G])
+    Y_found = np.zeros((3, len(Y_group)), bool)
+    for j, s in enumerate(supports):
+        Y_found[j, :int(truth.sum())] = np.isin(np.flatnonzero(truth), s)
+    r_true = np.array([Y_found[target][Y_group == g].mean() for g in range(G)])
+    # the exhaustive sample is drawn non-uniformly (proposal h) and re-weighted by p0/h
+    h = 1.0 + Y_group + (np.arange(len(Y_group)) % 2)
+    h = h / h.sum()
+    n0 = 150
+    R = 300
+    est = np.zeros((R, 2, G))
+    cover = np.zeros((R, 2, G), bool)
+    for rep in range(R):
+        src = np.repeat(np.arange(3), n)
+        xs = np.concatenate([rng.choice(U, size=k, p=np.asarray(P[j].todense()).ravel()) for j, k in enumerate(n)])
+        y = rng.choice(len(Y_group), size=n0, p=h)
+        d = make_design(P, src, xs, truth[xs], Y_found[:, y], 1.0 / h[y] / len(Y_group))
+        s = subset_scores(d, target, group, Y_group[y], n_groups=G, zero_division="nan")
+        for k, (val, (lo, hi), tv) in enumerate(((s.p, s.p_ci, pi_true), (s.r, s.r_ci, r_true))):
+            est[rep, k] = val
+            cover[rep, k] = (lo <= tv) & (tv <= hi)
+    mean, sd = est.mean(0), est.std(0)
+    truth_pr = np.stack([pi_true, r_true])
+    # ratio estimators: bias O(1/n_g), far below the Monte Carlo error here
+    assert np.all(np.abs(mean - truth_pr) <= 4 * sd / math.sqrt(R) + 0.005), (mean, truth_pr, sd)
+    rates = cover.mean(0)
+    assert np.all(rates >= 0.84), rates
+    # 90% nominal: the pooled rate (6 x 300 intervals, correlated within a replicate) is near 0.90,
+    # neither anti-conservative nor uselessly wide (measured: 0.88-0.92 per cell)
+    pooled = int(cover.sum())
+    assert binomtest(pooled, cover.size, 0.90).pvalue > 1e-3 or 0.9 <= pooled / cover.size <= 0.95, rates
+    assert 0.86 <= pooled / cover.size <= 0.95, rates
+
+
+# -- input validation ---------------------------------------------------------------------
+def _tiny():
+    P = sp.csr_matrix([[0.5, 0.5]])
+    return make_design(P, [0, 0], [0, 1], [1, 0], [[True]])
+
+
+@pytest.mark.parametrize(("kwargs", "match"), [
+    ({"design": "x"}, "design: expected a Design"),
+    ({"target": 1}, r"target: expected a system index in \[0, 1\), got 1"),
+    ({"target": True}, "target: expected a system index"),
+    ({"groups_of_universe": [0]}, r"groups_of_universe: expected shape \(2,\)"),
+    ({"groups_of_universe": [0, -2]}, "groups_of_universe: group codes must be >= -1"),
+    ({"groups_of_universe": [0.5, 1]}, "groups_of_universe: expected integer group codes"),
+    ({"groups_of_truth": [0, 1]}, r"groups_of_truth: expected shape \(1,\)"),
+    ({"groups_of_universe": [-1, -1], "groups_of_truth": [-1]}, "there is no group"),
+    ({"n_groups": 1}, "n_groups: expected an integer of at least 2"),
+    ({"estimator": "pooled"}, "estimator: expected one of simple, joint, got 'pooled'"),
+    ({"weights": "optimal"}, "weights: expected one of heuristic, balance, minvar"),
+    ({"weights": np.ones((2, 2))}, r"weights: expected a \(1, 1\) array"),
+    ({"level": 1.0}, r"level: expected a number in \(0, 1\), got 1.0"),
+    ({"zero_division": 0}, "zero_division: expected 'warn' or 'nan', got 0"),
+])
+def test_subset_scores_iv(kwargs, match):
+    args = {"design": _tiny(), "target": 0, "groups_of_universe": [0, 1], "groups_of_truth": [1], **kwargs}
+    with pytest.raises(InvalidInputError, match=match):
+        subset_scores(args.pop("design"), args.pop("target"), args.pop("groups_of_universe"),
+                      args.pop("groups_of_truth"), **args)
+
+
+def test_minvar_weights_and_simple_agree_on_own_draws_only():
+    # with a single system every weight rule is the simple estimator
+    d = _tiny()
+    a = subset_scores(d, 0, [0, 1], [1], weights="minvar", zero_division="nan")
+    b = subset_scores(d, 0, [0, 1], [1], estimator="simple", zero_division="nan")
+    np.testing.assert_allclose(a.p, b.p)
+    assert a.method == "joint-minvar" and b.method == "simple"
+
+
+def test_wilson_is_the_joint_modules():
+    # the interval is joint.wilson at the effective size (a regression guard against a private copy)
+    P = sp.csr_matrix(np.full((1, 4), 0.25))
+    d = make_design(P, [0] * 8, [0, 1, 2, 3, 0, 1, 2, 3], [1, 0, 1, 1, 1, 0, 1, 1], [[True, True, False]])
+    s = subset_scores(d, 0, [0, 0, 0, 0], [0, 0, 0])
+    lo, hi = wilson(np.array([s.p[0]]), np.array([s.p_se[0] ** 2]), 0.9, np.array([s.ess[0]]))
+    assert (s.p_ci[0][0], s.p_ci[1][0]) == pytest.approx((lo[0], hi[0]))

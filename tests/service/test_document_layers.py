@@ -1,0 +1,36 @@
+"""The document view: gold, exhaustive and verified layers over the text, overlaps included."""
+
+from __future__ import annotations
+
+import pytest
+from django.urls import reverse
+
+from unpooled.service.annotation.layers import layered_sentences
+
+from ..conftest import load_redocred_subset
+
+
+def test_segments_cut_at_every_boundary_and_keep_overlaps():
+    text = "Ada Lovelace met Charles Babbage ."
+    segs = layered_sentences(text, [(0, 0, len(text))], {
+        "gold": [(0, 12, "gold PER"), (17, 32, "gold PER")],
+        "exh": [(4, 12, "PER")],
+        "ver": [(0, 3, "subject: ok", "ok")]})[0][1]
+    assert "".join(s["text"] for s in segs) == text
+    assert [(s["text"], s["classes"]) for s in segs] == [
+        ("Ada", "gold ver-ok"), (" ", "gold"), ("Lovelace", "exh gold"), (" met ", ""), ("Charles Babbage", "gold"),
+        (" .", "")]
+    assert segs[0]["title"] == "gold PER; subject: ok"
+
+
+@pytest.mark.django_db
+def test_document_page_shows_the_layers(client, shared_data, tmp_path):
+    from unpooled.service.annotation import actions
+    from unpooled.service.submissions.models import RelationInstance
+
+    corpus, sub, _ = load_redocred_subset(shared_data, tmp_path, 2, "layers")
+    inst = RelationInstance.objects.filter(submission=sub).order_by("pk").first()
+    actions.request_verification(sub, [inst.pk])
+    html = client.get(reverse("web:document", args=["layers", inst.document_id])).content.decode()
+    assert 'id="doc-text"' in html and 'class="seg gold' in html and "ver-open" in html
+    assert 'data-layer="exh"' in html

@@ -1,0 +1,262 @@
+"""The dataset release (annotation/release.py): content and counts, pseudonyms, the exhaustive file read by
+the offline scorer, the command line (``unpooled annotate export``) and the console's zip download."""
+
+from __future__ import annotations
+
+import io
+import json
+import zipfile
+from collections import Counter
+
+import pytest
+from django.contrib.auth.models import User
+from django.urls import reverse
+
+from unpooled.cli.main import main
+from unpooled.core.matching import InstanceRef
+from unpooled.core.offline import read_exhaustive
+from unpooled.service.annotation import actions
+from unpooled.service.annotation.models import Annotator, Answer, Backend, ExhaustiveDocument, Kind, Label, Task
+from unpooled.service.annotation.release import RELEASE_FILES, export_release, pseudonym
+from unpooled.service.annotation.sampling import sample_documents
+from unpooled.service.crowd.simulated import SimulatedCrowd
+from unpooled.service.submissions.models import RelationInstance
+
+from ..conftest import load_redocred_subset
+
+pytestmark = pytest.mark.django_db
+
+MTURK_WORKER = "A3MTURKWORKERXYZ"
+INHOUSE_USER = "alice-annotator"
+
+
+def _read(path) -> list[dict]:
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+
+
+@pytest.fixture
+def pool(shared_data, tmp_path):
+    """6 Re-DocRED documents: 20 verification items, 2 exhaustive documents, answered by a simulated
+    crowd plus one Mechanical Turk worker and one in-house annotator; majority and Dawid–Skene labels."""
+    corpus, sub, _ = load_redocred_subset(shared_data, tmp_path, 6, "release")
+    ids = list(RelationInstance.objects.filter(submission=sub).order_by("pk").values_list("pk", flat=True))[:20]
+    res = actions.request_verification(sub, ids)
+    assert res.created > 10
+    sample_documents(corpus, "uniform", 2, seed=1)
+    # a Mechanical Turk worker and an in-house user answer first (their ids must not leak)
+    turk = Annotator.objects.create(backend=Backend.MTURK, external_id=MTURK_WORKER)
+    user = User.objects.create_user(INHOUSE_USER, password="pw-alice-123")
+    inhouse = actions.annotator_for_user(user)
+    for ann in (turk, inhouse):
+        lease = actions.lease_next(ann, kind=Kind.VERIFY, corpus=corpus)
+        actions.submit_answer(lease, {"relation": "holds", "subject_ok": True, "object_ok": True, "link_ok": None},
+                              seconds=7.5)
+    SimulatedCrowd.uniform(corpus, 5, accuracy=0.8, rng=3).run()
+    assert not Task.objects.filter(corpus=corpus, status=Task.Status.OPEN, is_control=False).exists()
+    assert actions.reaggregate(corpus) > 0
+    return corpus, sub
+
+
+def test_export_content_and_counts(pool, tmp_path):
+    corpus, _ = pool
+    out = tmp_path / "release"
+    c = export_release(corpus, out)
+    assert sorted(p.name for p in out.iterdir()) == sorted(RELEASE_FILES)
+
+    # labels: every row, oldest first; exactly the newest row of each key is current
+    labels = _read(out / "labels.jsonl")
+    rows = list(Label.objects.filter(corpus=corpus).order_by("id"))
+    assert len(labels) == len(rows) == c.label_rows and c.files["labels.jsonl"] == len(rows)
+    assert Counter(r["method"] for r in labels) == Counter(r.method for r in rows) == Counter(c.labels_by_method)
+    assert {"majority", "dawid-skene"} <= set(c.labels_by_method)
+    newest = {}
+    for r in rows:
+        newest[r.key] = r
+    current = [x for x in labels if not x["superseded"]]
+    assert len(current) == len(newest) == c.label_keys
+    assert {x["key"]: (x["correct"], x["method"]) for x in current} == \
+        {k: (r.correct, r.method) for k, r in newest.items()}
+    assert c.labels_correct == sum(r.correct for r in newest.values())
+    first = labels[0]
+    assert set(first) == {"key", "doc", "subject", "predicate", "object", "correct", "probability", "method",
+                          "n_answers", "annotators", "guideline_version", "created", "superseded"}
+    texts = dict(corpus.documents.values_list("doc_id", "text"))
+    for x in labels:
+        ref = InstanceRef.from_key(x["key"])
+        assert (x["doc"], x["subject"]["start"], x["subject"]["end"], x["predicate"]) == \
+            (ref.doc, ref.s_start, ref.s_end, ref.predicate)
+        assert x["subject"]["text"] == texts[x["doc"]][x["subject"]["start"]:x["subject"]["end"]]
+        assert x["object"]["text"] == texts[x["doc"]][x["object"]["start"]:x["object"]["end"]]
+        assert 0 <= x["probability"] <= 1 and x["n_answers"] == len(x["annotators"])
+
+    # answers: every answer, with its kind; controls and counted flags
+    answers = _read(out / "answers.jsonl")
+    assert len(answers) == Answer.objects.filter(task__corpus=corpus).count() == c.answers
+    assert Counter(a["kind"] for a in answers) == Counter(
+        Answer.objects.filter(task__corpus=corpus).values_list("task__kind", flat=True))
+    assert c.answers_by_kind[Kind.VERIFY] > 0 and c.answers_by_kind[Kind.ENTITIES] == 6
+    assert sum(a["counted"] for a in answers) == c.answers_counted
+    ver = [a for a in answers if a["kind"] == Kind.VERIFY]
+    assert all(isinstance(a["correct"], bool) and a["key"] for a in ver)
+    assert {a["backend"] for a in answers} == {"mturk", "inhouse", "simulated"}
+    assert c.annotators == 7 and c.annotators_by_backend == {"inhouse": 1, "mturk": 1, "simulated": 5}
+    assert any(a["seconds"] == 7.5 for a in answers)
+
+    # exhaustive: one line per sampled document, complete, mentions with groups, relations by mention index
+    ex = _read(out / "exhaustive.jsonl")
+    sampled = {e.document.doc_id: e for e in ExhaustiveDocument.objects.filter(corpus=corpus).select_related("document")}
+    assert {e["doc"] for e in ex} == set(sampled) and len(ex) == c.exhaustive_documents == 2
+    assert all(e["status"] == "complete" for e in ex) and c.exhaustive_complete == 2
+    for e in ex:
+        assert e["inclusion"] == pytest.approx(sampled[e["doc"]].inclusion) and e["scheme"] == "uniform"
+        assert e["mentions"] and all({"start", "end", "text", "type", "group", "link"} <= set(m) for m in e["mentions"])
+        assert all(m["text"] == texts[e["doc"]][m["start"]:m["end"]] for m in e["mentions"])
+        assert e["answers"]["entities"] == 3
+        for r in e["relations"]:
+            s, o = e["mentions"][r["subject"]], e["mentions"][r["object"]]
+            assert r["key"] == InstanceRef(e["doc"], s["start"], s["end"], r["predicate"], o["start"], o["end"]).key
+    assert sum(len(e["relations"]) for e in ex) == c.exhaustive_relations > 0
+    assert sum(len(e["mentions"]) for e in ex) == c.exhaustive_mentions
+
+    # documents: ids, titles, checksums; never the text
+    docs = _read(out / "documents.jsonl")
+    assert len(docs) == corpus.n_documents == c.documents == 6
+    assert all(set(d) == {"doc", "title", "length", "sha256", "labelled_keys", "exhaustive"} for d in docs)
+    assert sum(d["exhaustive"] for d in docs) == 2
+    assert sum(d["labelled_keys"] for d in docs) == c.label_keys
+    blob = "".join((out / n).read_text(encoding="utf-8") for n in RELEASE_FILES)
+    longest = max(texts.values(), key=len)
+    assert longest[:300] not in blob  # no document text beyond short span quotes
+
+    # per predicate
+    assert sum(d["labelled"] for d in c.predicates.values()) == c.label_keys
+    assert sum(d["exhaustive"] for d in c.predicates.values()) == c.exhaustive_relations
+
+    # README: counts, formats, scoring, licence, generation time
+    readme = (out / "README.md").read_text(encoding="utf-8")
+    assert f"| labelled instance keys (current labels) | {c.label_keys:,} |" in readme
+    assert f"| answers (`answers.jsonl`) | {c.answers:,} " in readme
+    assert f"| annotators (pseudonymous) | {c.annotators:,} " in readme
+    assert f"{c.correct_share * 100:.1f}%" in readme
+    for name in RELEASE_FILES[:-1]:
+        assert f"**`{name}`**" in readme
+    assert "unpooled score --labels L.jsonl --submissions DIR --exhaustive exhaustive_instances.jsonl" in readme
+    assert "CC BY 4.0" in readme and c.generated in readme
+    some = next(iter(c.predicates))
+    assert f"| `{some}` | {c.predicates[some]['labelled']:,} |" in readme
+
+
+def test_annotators_are_pseudonymised(pool, tmp_path):
+    corpus, _ = pool
+    out = tmp_path / "release"
+    export_release(corpus, out)
+    blob = "".join((out / n).read_text(encoding="utf-8") for n in RELEASE_FILES)
+    for ann in Annotator.objects.all():
+        assert ann.external_id not in blob
+    assert MTURK_WORKER not in blob and INHOUSE_USER not in blob and "sim-01" not in blob
+    answers = _read(out / "answers.jsonl")
+    by_pk = {a.pk: a for a in Answer.objects.filter(task__corpus=corpus)}
+    for a in answers:
+        assert a["annotator"] == pseudonym(by_pk[a["id"]].annotator_id)
+        assert a["annotator"].startswith("a") and len(a["annotator"]) == 17
+    turk = Annotator.objects.get(external_id=MTURK_WORKER)
+    assert pseudonym(turk.pk) in {a["annotator"] for a in answers if a["backend"] == "mturk"}
+    assert pseudonym(turk.pk) != pseudonym(turk.pk, secret="another key")
+    # labels name the same pseudonyms as the answers they were made from
+    names = {a["annotator"] for a in answers}
+    assert all(set(x["annotators"]) <= names for x in _read(out / "labels.jsonl"))
+    # another key: other pseudonyms, same data otherwise
+    other = tmp_path / "other"
+    export_release(corpus, other, secret="another key")
+    assert {a["annotator"] for a in _read(other / "answers.jsonl")}.isdisjoint(names)
+
+
+def test_exhaustive_instances_are_offline_scorer_input(pool, tmp_path, capsys):
+    from unpooled.service.evaluations.actions import exhaustive_truth
+    from unpooled.service.submissions.actions import export_submission
+
+    corpus, sub = pool
+    out = tmp_path / "release"
+    c = export_release(corpus, out)
+    true, rep = read_exhaustive(out / "exhaustive_instances.jsonl")
+    assert rep.ok and not rep.diagnostics, [d.format() for d in rep.diagnostics]
+    assert len(true) == c.exhaustive_relations
+    inclusion = {e.document.doc_id: e.inclusion for e in ExhaustiveDocument.objects.filter(corpus=corpus)
+                 .select_related("document")}
+    assert all(t.inclusion == pytest.approx(inclusion[t.ref.doc]) and t.weight == 1.0 for t in true)
+    # the same true instances the service scores recall with (symmetric relations: argument order by span)
+    schema = corpus.schema.schema()
+
+    def canonical(ref):
+        if schema.relations[ref.predicate].symmetric and (ref.o_start, ref.o_end) < (ref.s_start, ref.s_end):
+            ref = InstanceRef(ref.doc, ref.o_start, ref.o_end, ref.predicate, ref.s_start, ref.s_end)
+        return ref.key
+
+    service, docs = exhaustive_truth(corpus)
+    assert docs == 2
+    assert {t.key for t in true} == {canonical(t.ref) for t in service}
+
+    # and `unpooled score` runs on the release: the submission, labels of its pooled instances by key
+    subs = tmp_path / "systems"
+    subs.mkdir()
+    with open(subs / "docred.jsonl", "w", encoding="utf-8") as fh:
+        export_submission(sub, "jsonl", fh)
+    pooled = {x["key"]: x for x in _read(out / "labels.jsonl") if not x["superseded"]}
+    mine = set(RelationInstance.objects.filter(submission=sub).values_list("key", flat=True))
+    with open(tmp_path / "L.jsonl", "w") as fh:
+        for key in sorted(set(pooled) & mine):
+            fh.write(json.dumps({"system": "docred", "key": key, "label": int(pooled[key]["correct"])}) + "\n")
+    code = main(["score", "--labels", str(tmp_path / "L.jsonl"), "--submissions", str(subs),
+                 "--exhaustive", str(out / "exhaustive_instances.jsonl"), "--estimator", "simple", "--json"])
+    got = capsys.readouterr()
+    assert code == 0, got.err
+    rows = json.loads(got.out)
+    assert rows[0]["system"] == "docred" and 0 <= rows[0]["r"] <= 1
+
+
+def test_cli_export(pool, tmp_path, capsys):
+    corpus, _ = pool
+    out = tmp_path / "cli-release"
+    code = main(["annotate", "export", "--corpus", corpus.name, "-o", str(out), "--json", "--licence", "CC0 1.0"])
+    got = capsys.readouterr()
+    assert code == 0, got.err
+    counts = json.loads(got.out)
+    assert counts["output"] == str(out) and counts["label_keys"] == len(_read(out / "labels.jsonl")) - sum(
+        x["superseded"] for x in _read(out / "labels.jsonl"))
+    assert "CC0 1.0" in (out / "README.md").read_text()
+    # a second export into the same folder needs --force
+    code = main(["annotate", "export", "--corpus", corpus.name, "-o", str(out)])
+    err = capsys.readouterr().err
+    assert code == 3 and err.strip() == (f"unpooled: error: -o {out}: {out / 'labels.jsonl'} exists (a release is "
+                                         "there already); use --force to replace it")
+    code = main(["annotate", "export", "--corpus", corpus.name, "-o", str(out), "--force"])
+    text = capsys.readouterr().out
+    assert code == 0 and text.startswith(f"release of corpus {corpus.name} written to {out}: ")
+    # a zip file
+    zpath = tmp_path / "release.zip"
+    assert main(["annotate", "export", "--corpus", corpus.name, "-o", str(zpath)]) == 0
+    capsys.readouterr()
+    with zipfile.ZipFile(zpath) as zf:
+        assert sorted(n.split("/", 1)[1] for n in zf.namelist()) == sorted(RELEASE_FILES)
+    code = main(["annotate", "export", "--corpus", "nope", "-o", str(tmp_path / "x")])
+    assert code == 3 and "--corpus 'nope': no such corpus" in capsys.readouterr().err
+
+
+def test_console_zip_download(pool, client):
+    corpus, _ = pool
+    url = reverse("organiser:release") + f"?corpus={corpus.name}"
+    User.objects.create_user("plain", password="pw-plain-123")
+    client.login(username="plain", password="pw-plain-123")
+    assert client.get(url).status_code == 403
+    User.objects.create_user("org", password="pw-org-123", is_staff=True)
+    client.login(username="org", password="pw-org-123")
+    r = client.get(url)
+    assert r.status_code == 200 and r["Content-Type"] == "application/zip"
+    assert f'filename="unpooled-release-{corpus.name}-' in r["Content-Disposition"]
+    zf = zipfile.ZipFile(io.BytesIO(b"".join(r.streaming_content)))
+    names = zf.namelist()
+    top = names[0].split("/")[0]
+    assert sorted(names) == sorted(f"{top}/{n}" for n in RELEASE_FILES)
+    readme = zf.read(f"{top}/README.md").decode()
+    assert f"# Annotation release: corpus `{corpus.name}`" in readme
+    assert MTURK_WORKER.encode() not in b"".join(zf.read(n) for n in names)

@@ -1,0 +1,484 @@
+"""The submission page: scores, per-relation and per-type breakdowns, error analysis, downloads, permissions.
+
+A small world on real Re-DocRED documents: two overlapping submissions with typed subjects
+and provenance, draws at two levels, majority labels written from the gold layer (some keys
+left unlabelled), and three exhaustively annotated documents with unequal inclusion
+probabilities.  The breakdown numbers are recomputed here by hand (plain Python over the
+database rows: importance weights at the instance level, inclusion-weighted overlap
+matching), independently of the core's vectorised code.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import math
+from collections import defaultdict
+
+import numpy as np
+import pytest
+from django.contrib.auth import get_user_model
+from django.template.defaultfilters import floatformat
+from django.urls import reverse
+from django.utils import timezone
+
+from unpooled.core.corpus import iter_documents
+from unpooled.service.accounts.models import Profile, Role
+from unpooled.service.annotation.models import ExhaustiveDocument, Kind, Label, Task
+from unpooled.service.corpora.actions import do_load_corpus
+from unpooled.service.corpora.models import GoldRelation
+from unpooled.service.crowd.simulated import GoldOracle
+from unpooled.service.evaluations import breakdown
+from unpooled.service.evaluations.models import Draw, Score
+from unpooled.service.submissions.actions import do_ingest_submission
+from unpooled.service.submissions.models import RelationInstance, Submission
+
+pytestmark = pytest.mark.django_db
+
+N_DOCS = 8
+EXHAUSTIVE = {0: 0.5, 2: 0.25, 5: 0.5}  # document index -> inclusion probability
+
+
+def _system(path_in, out_path, *, rng, keep):
+    """Part of the gold relations and as many wrong ones, subjects typed, provenance = the subject's sentence."""
+    rng = np.random.default_rng(rng)
+    with open(out_path, "w", encoding="utf-8") as out:
+        for doc in iter_documents(path_in, "docred"):
+            ents = doc.entities
+            holds = defaultdict(set)
+            for r in doc.relations:
+                holds[(r.subject, r.object)].add(r.predicate)
+            preds = sorted({r.predicate for r in doc.relations})
+            rows = [(r.subject, r.predicate, r.object) for r in doc.relations if rng.random() < keep]
+            for _ in range(len(rows)):
+                h, t = (int(x) for x in rng.choice(len(ents), size=2, replace=False))
+                wrong = [p for p in preds if p not in holds[(h, t)]]
+                if wrong:
+                    rows.append((h, wrong[int(rng.integers(len(wrong)))], t))
+            seen = set()
+            for h, pred, t in rows:
+                if (h, pred, t) in seen:
+                    continue
+                seen.add((h, pred, t))
+                a, b = ents[h].mentions[0], ents[t].mentions[0]
+                s0, s1 = doc.sentences[a.sentence]
+                out.write(json.dumps({
+                    "doc": doc.id, "predicate": pred,
+                    "subject": {"start": a.start, "end": a.end, "entity": f"{doc.id}/{h}", "type": ents[h].type},
+                    "object": {"start": b.start, "end": b.end, "entity": f"{doc.id}/{t}", "type": ents[t].type},
+                    "provenance": [{"start": s0, "end": s1}]}) + "\n")
+
+
+def _label_draws(corpus, oracle):
+    """A majority label for every drawn key but every fifth (sorted), from the gold layer."""
+    keys = {}
+    for inst in (RelationInstance.objects.filter(pk__in=Draw.objects.values("instance_id"))
+                 .only("key", "key_hash", "document_id", "subject_start", "subject_end", "predicate",
+                       "object_start", "object_end")):
+        keys.setdefault(inst.key, inst)
+    for n, key in enumerate(sorted(keys)):
+        if n % 5 == 4:
+            continue
+        i = keys[key]
+        t = Task(document_id=i.document_id, kind=Kind.VERIFY, payload={
+            "subject": {"start": i.subject_start, "end": i.subject_end}, "predicate": i.predicate,
+            "object": {"start": i.object_start, "end": i.object_end}})
+        ok = oracle.verify(t)
+        Label.objects.create(corpus=corpus, key=key, key_hash=i.key_hash, probability=2 / 3 if ok else 1 / 3,
+                             correct=ok, method="majority", n_answers=3, guideline_version="test")
+
+
+def _exhaustive(corpus, oracle):
+    """Complete relation tasks for three documents: gold mentions, gold relations between first mentions."""
+    docs = list(corpus.documents.order_by("id"))
+    now = timezone.now()
+    for idx, inclusion in EXHAUSTIVE.items():
+        doc = docs[idx]
+        ExhaustiveDocument.objects.create(corpus=corpus, document=doc, scheme="uniform", inclusion=inclusion)
+        mentions = oracle.mentions(doc.pk)
+        first = {}
+        for k, m in enumerate(mentions):
+            first.setdefault(m["cluster"], k)
+        rels = [[first[s], p, first[o]] for s, p, o in GoldRelation.objects.filter(document=doc)
+                .values_list("subject_id", "predicate", "object_id") if s in first and o in first]
+        Task.objects.create(corpus=corpus, kind=Kind.RELATIONS, document=doc, key="", status=Task.Status.COMPLETE,
+                            payload={"mentions": mentions, "pairs": []}, result={"pairs": {}, "relations": rels},
+                            answers_needed=0, priority=now, guideline_version="test", completed=now)
+
+
+@pytest.fixture
+def world(shared_data, tmp_path):
+    from unpooled.service.evaluations.actions import draw, score_corpus
+
+    data = json.loads((shared_data / "redocred" / "dev_revised.json").read_text())[:N_DOCS]
+    path = tmp_path / "bd.json"
+    path.write_text(json.dumps(data))
+    corpus = do_load_corpus(path, "docred", "bdpage")
+    subs = {}
+    for team, rng, keep in (("team-a", 1, 0.6), ("team-b", 2, 0.5)):
+        out = tmp_path / f"{team}.jsonl"
+        _system(path, out, rng=rng, keep=keep)
+        res = do_ingest_submission(out, corpus.name, team, "run-1", "jsonl")
+        assert res.ok, res.report.to_dict()
+        subs[team] = res.submission
+    draw(subs["team-a"], 50, level="instance", rng=10)
+    draw(subs["team-b"], 40, level="instance", rng=11)
+    draw(subs["team-a"], 20, level="relation", rng=12)
+    oracle = GoldOracle(corpus)
+    _label_draws(corpus, oracle)
+    _exhaustive(corpus, oracle)
+    score_corpus(corpus, level="instance")
+    score_corpus(corpus, level="relation")
+    return corpus, subs["team-a"], subs["team-b"]
+
+
+def _user(name, *, team=None, staff=False):
+    u = get_user_model().objects.create_user(name, password="pw", is_staff=staff)
+    if not staff:
+        Profile.objects.create(user=u, role=Role.SUBMITTER, team=team)
+    return u
+
+
+# -- hand computation --------------------------------------------------------------------
+def _overlap(a0, a1, b0, b1):
+    return a0 < b1 and b0 < a1
+
+
+def _truth(corpus):
+    """(doc_id, subject span, predicate, object span, subject type, weight) of every true instance, once per key."""
+    out, seen = [], set()
+    for t in Task.objects.filter(corpus=corpus, kind=Kind.RELATIONS).select_related("document"):
+        inc = ExhaustiveDocument.objects.get(corpus=corpus, document=t.document).inclusion
+        ms = t.payload["mentions"]
+        for a, p, b in t.result["relations"]:
+            k = (t.document.doc_id, ms[a]["start"], ms[a]["end"], p, ms[b]["start"], ms[b]["end"])
+            if k not in seen:
+                seen.add(k)
+                out.append((*k, ms[a]["type"], 1 / inc))
+    return out
+
+
+def _hand(sub, others, corpus, level="instance"):
+    """Per-relation and per-subject-type precision (with the Hajek standard error) and recall, by hand."""
+    def rows(s):
+        return list(RelationInstance.objects.filter(submission=s).select_related("document", "subject"))
+
+    mine = rows(sub)
+    systems = [sub, *others]
+    size = {s.pk: RelationInstance.objects.filter(submission=s).count() for s in systems}
+    member = {s.pk: set(RelationInstance.objects.filter(submission=s).values_list("key", flat=True)) for s in systems}
+    labels = {}
+    for lab in Label.objects.filter(corpus=corpus, method="majority").order_by("id"):
+        labels[lab.key] = float(lab.correct)
+    draws = [(d.submission_id, d.key) for d in Draw.objects.filter(submission__in=systems, level=level).order_by("id")
+             if d.key in labels]
+    n = {s.pk: sum(1 for j, _ in draws if j == s.pk) for s in systems}
+    pred_of = {i.key: i.predicate for i in mine}
+    type_of = {i.key: i.subject.type for i in mine}
+
+    def p_of(j, key):  # instance level: uniform over the system's instances
+        return 1 / size[j] if key in member[j] else 0.0
+
+    w = [p_of(sub.pk, k) / sum(n[j.pk] * p_of(j.pk, k) for j in systems) for _, k in draws]
+    out = {}
+    for name, group_of in (("relation", pred_of), ("type", type_of)):
+        C, D = defaultdict(float), defaultdict(float)
+        for (j, k), ws in zip(draws, w):
+            if ws > 0:
+                C[group_of[k]] += ws * labels[k]
+                D[group_of[k]] += ws
+        p = {g: C[g] / D[g] for g in D}
+        # Hajek variance: influence u_s = w_s (f_s - p_g) / D_g, stratified by the drawing system
+        var = defaultdict(float)
+        for g in p:
+            for s in systems:
+                us = [ws * (labels[k] - p[g]) / D[g] if ws > 0 and group_of[k] == g else 0.0
+                      for (j, k), ws in zip(draws, w) if j == s.pk]
+                if len(us) > 1:
+                    m = len(us)
+                    var[g] += m / (m - 1) * (sum(u * u for u in us) - sum(us) ** 2 / m)
+        out[name] = {"p": p, "se": {g: math.sqrt(v) for g, v in var.items()}, "mass_hat": dict(D)}
+    truth = _truth(corpus)
+    found = [any(i.document.doc_id == t[0] and i.predicate == t[3] and _overlap(i.subject_start, i.subject_end,
+                                                                                t[1], t[2])
+                 and _overlap(i.object_start, i.object_end, t[4], t[5]) for i in mine) for t in truth]
+    for name, key in (("relation", 3), ("type", 6)):
+        V, A = defaultdict(float), defaultdict(float)
+        for t, f in zip(truth, found):
+            V[t[key]] += t[7]
+            A[t[key]] += t[7] * f
+        out[name]["r"] = {g: A[g] / V[g] for g in V}
+    out["missed"] = [t for t, f in zip(truth, found) if not f]
+    out["recall_all"] = sum(t[7] * f for t, f in zip(truth, found)) / sum(t[7] for t in truth)
+    return out
+
+
+def test_breakdown_matches_hand_computation(world, client):
+    corpus, a, b = world
+    staff = _user("org", staff=True)
+    client.force_login(staff)
+    resp = client.get(reverse("web:submission", args=[a.pk]))
+    assert resp.status_code == 200
+    html = resp.content.decode()
+    score = Score.objects.filter(submission=a, level="instance").latest("id")
+    bd = breakdown.stored(score)
+    assert bd is not None and bd["level"] == "instance" and bd["estimator"] == "joint/balance/overlap"
+    hand = _hand(a, [b], corpus)
+    rel = {r["group"]: r for r in bd["relation"]}
+    typ = {r["group"]: r for r in bd["entity_type"]}
+    # every relation the submission predicted or the exhaustive documents hold has a row
+    preds = set(RelationInstance.objects.filter(submission=a).values_list("predicate", flat=True))
+    assert set(rel) == preds | {t[3] for t in _truth(corpus)}
+    assert set(hand["relation"]["p"]) and set(hand["type"]["p"])
+    for got, h in ((rel, hand["relation"]), (typ, hand["type"])):
+        for g, row in got.items():
+            if g in h["p"]:
+                assert row["p"] == pytest.approx(min(1.0, max(0.0, h["p"][g])), abs=1e-9), g
+                assert row["p_se"] == pytest.approx(h["se"][g], abs=1e-9), g
+                assert row["mass_hat"] == pytest.approx(h["mass_hat"][g], abs=1e-12), g
+                assert row["p_lo"] <= row["p"] <= row["p_hi"]
+            else:
+                assert row["p"] is None and row["p_lo"] is None and row["n_draws"] == 0, g
+            if g in h["r"]:
+                assert row["r"] == pytest.approx(h["r"][g], abs=1e-9), g
+                assert row["r_lo"] <= row["r"] <= row["r_hi"]
+                if row["p"] is not None:
+                    p, r = row["p"], row["r"]
+                    assert row["f1"] == pytest.approx(2 * p * r / (p + r) if p + r else 0.0, abs=1e-9)
+            else:
+                assert row["r"] is None and row["n_true"] == 0 and row["f1"] is None, g
+    # instance counts per group
+    counts = defaultdict(int)
+    for p in RelationInstance.objects.filter(submission=a).values_list("predicate", flat=True):
+        counts[p] += 1
+    assert all(rel[g]["instances"] == counts.get(g, 0) for g in rel)
+    types = defaultdict(int)
+    for t in RelationInstance.objects.filter(submission=a).values_list("subject__type", flat=True):
+        types[t] += 1
+    assert all(typ[g]["instances"] == types.get(g, 0) for g in typ)
+    # the group estimates weighted by their estimated masses give back the joint precision of the score
+    combined = sum(r["mass_hat"] * r["p"] for r in bd["relation"] if r["p"] is not None)
+    assert combined == pytest.approx(score.details["raw"]["p"], abs=1e-9)
+    assert bd["all"]["r"] == pytest.approx(hand["recall_all"], abs=1e-9)
+    assert bd["all"]["instances"] == a.instances.count() and bd["own_draws"] == score.draws
+    # the page shows the tables, the numbers and the charts
+    for g in ("relation-table", "type-table", 'id="scores"', 'id="errors"', 'id="missed"', "<svg"):
+        assert g in html, g
+    assert rel["P17"]["description"] == "country" and '<code>P17</code> <span class="muted">country</span>' in html
+    some = next(r for r in bd["relation"] if r["p"] is not None)
+    assert f'data-group="{some["group"]}"' in html
+    assert f'{floatformat(some["p"], 3)} <span class="muted">[{floatformat(some["p_lo"], 3)}, ' in html
+    for s in Score.objects.filter(submission=a).values_list("level", flat=True).distinct():
+        assert f'data-level="{s}"' in html
+    assert f'id="status-link" href="{reverse("web:status", args=[a.pk])}"' in html
+    # another level has its own breakdown
+    resp = client.get(reverse("web:submission", args=[a.pk]) + "?level=relation")
+    assert resp.status_code == 200
+    rscore = Score.objects.filter(submission=a, level="relation").latest("id")
+    assert breakdown.stored(rscore)["level"] == "relation"
+
+
+def test_breakdown_is_computed_once_per_score(world, client, monkeypatch, django_assert_max_num_queries):
+    corpus, a, b = world
+    url = reverse("web:submission", args=[b.pk])
+    # another request is computing it: say so, do not wait, do not compute twice
+    from django.core.cache import cache
+
+    lock = f"unpooled:breakdown:{corpus.pk}:instance"
+    assert cache.add(lock, 1)
+    html = client.get(url).content.decode()
+    assert 'id="breakdown-pending"' in html and "relation-table" not in html and 'id="score-table"' in html
+    cache.delete(lock)
+    # a failing computation leaves the rest of the page (and the lock) intact
+    def fail(*args, **kw):
+        raise RuntimeError("boom")
+
+    monkeypatch.setattr(breakdown, "compute_breakdowns", fail)
+    resp = client.get(url)
+    assert resp.status_code == 200 and 'id="breakdown-failed"' in resp.content.decode()
+    assert cache.add(lock, 1), "the lock is released after a failure"
+    cache.delete(lock)
+    monkeypatch.undo()
+    assert client.get(url).status_code == 200
+    # the first view computed the breakdown of every newest score of the corpus at that level
+    for s in breakdown.newest_scores_of_corpus(corpus, "instance").values():
+        assert breakdown.stored(s) is not None
+    from unpooled.service.evaluations import actions
+
+    def boom(*a, **k):
+        raise AssertionError("the breakdown must be read, not recomputed")
+
+    monkeypatch.setattr(actions, "offline_data", boom)
+    with django_assert_max_num_queries(12):
+        html = client.get(url).content.decode()
+    assert "relation-table" in html
+    assert client.get(reverse("web:submission", args=[a.pk])).status_code == 200
+    # a new score (re-scoring) gets its own breakdown; the old one is kept with its score
+    monkeypatch.undo()
+    from unpooled.service.evaluations.actions import score_corpus
+
+    old = Score.objects.filter(submission=a, level="instance").latest("id")
+    score_corpus(corpus, level="instance")
+    new = Score.objects.filter(submission=a, level="instance").latest("id")
+    assert new.pk != old.pk and breakdown.stored(new) is None
+    assert breakdown.compute_breakdowns(corpus, "instance") == 2
+    new.refresh_from_db()
+    assert breakdown.stored(new)["score"] == new.pk
+    assert breakdown.compute_breakdowns(corpus, "instance") == 0
+
+
+def test_errors_and_missed(world, client):
+    corpus, a, b = world
+    client.force_login(_user("alice", team=a.team))
+    html = client.get(reverse("web:submission", args=[a.pk])).content.decode()
+    labels = {lab.key: lab for lab in Label.objects.filter(corpus=corpus).order_by("id")}
+    drawn = list(dict.fromkeys(Draw.objects.filter(submission=a).order_by("id").values_list("instance_id", flat=True)))
+    inst = {i.pk: i for i in RelationInstance.objects.filter(pk__in=drawn).select_related("document")}
+    wrong = [pk for pk in drawn if inst[pk].key in labels and not labels[inst[pk].key].correct]
+    labelled = sum(1 for pk in drawn if inst[pk].key in labels)
+    assert len(wrong) > 20, "the world should fill more than one page of errors"
+    assert f"{len(wrong)} of the {labelled} labelled drawn instances ({len(drawn)} drawn)" in html
+    # the first page lists the first 20 wrong instances (first drawn first), spans highlighted
+    table = html[html.index('id="error-table"'):html.index('id="missed"')]
+    assert table.count("<tr>") == 1 + 20
+    from django.utils.html import escape
+
+    for pk in wrong[:20]:
+        i = inst[pk]
+        text = i.document.text
+        assert f'<mark class="subj">{escape(text[i.subject_start:i.subject_end])}</mark>' in table
+        assert f'<mark class="obj">{escape(text[i.object_start:i.object_end])}</mark>' in table
+    assert '<span class="prov">' in table and "errors_page=2" in table
+    page2 = client.get(reverse("web:submission", args=[a.pk]) + "?errors_page=2").content.decode()
+    t2 = page2[page2.index('id="error-table"'):page2.index('id="missed"')]
+    assert t2.count("<tr>") == 1 + len(wrong) - 20
+    i = inst[wrong[-1]]
+    assert escape(i.document.text[i.subject_start:i.subject_end]) in t2
+    # missed: the true instances the submission does not overlap-match
+    hand = _hand(a, [b], corpus)
+    truth = _truth(corpus)
+    assert 0 < len(hand["missed"]) < len(truth)
+    assert f"{len(hand['missed'])} of the {len(truth)} true instances" in html
+    mtable = html[html.index('id="missed-table"'):html.index('id="downloads"')]
+    docs = {d.doc_id: d.text for d in corpus.documents.all()}
+    # listed by document, then position
+    for t in sorted(hand["missed"], key=lambda t: (t[0], t[1], t[4], t[3]))[:20]:
+        doc, s0, s1, pred, o0, o1 = t[:6]
+        assert f"<code>{pred}</code>" in mtable
+        assert f'<mark class="subj">{escape(docs[doc][s0:s1])}</mark>' in mtable
+        assert f'<mark class="obj">{escape(docs[doc][o0:o1])}</mark>' in mtable
+    bd = breakdown.stored(Score.objects.filter(submission=a, level="instance").latest("id"))
+    assert {(e[1], e[2], e[3], e[4], e[5], e[6]) for e in bd["missed"]} == {t[:6] for t in hand["missed"]}
+
+
+def test_downloads(world, client):
+    corpus, a, b = world
+    client.force_login(_user("alice", team=a.team))
+    resp = client.get(reverse("web:submission_sample", args=[a.pk]))
+    assert resp.status_code == 200 and "attachment" in resp["Content-Disposition"]
+    lines = [json.loads(x) for x in resp.content.decode().splitlines()]
+    draws = list(Draw.objects.filter(submission=a).order_by("level", "seq").select_related("instance__document",
+                                                                                          "instance__subject"))
+    assert len(lines) == len(draws) == 70
+    labels = {}
+    for lab in Label.objects.filter(corpus=corpus, method="majority").order_by("id"):
+        labels[lab.key] = lab
+    unlabelled = 0
+    for line, d in zip(lines, draws):
+        i = d.instance
+        assert (line["seq"], line["level"], line["key"]) == (d.seq, d.level, d.key)
+        assert line["doc"] == i.document.doc_id and line["predicate"] == i.predicate
+        assert line["subject"] == {"start": i.subject_start, "end": i.subject_end, "entity": i.subject.name,
+                                   "type": i.subject.type}
+        assert line["object"]["start"] == i.object_start and line["object"]["entity"] == i.object.name
+        assert line["provenance"] == [{"start": s, "end": e} for s, e in
+                                      (tuple(map(int, p.split("-"))) for p in i.provenance.split(";"))]
+        lab = labels.get(d.key)
+        if lab is None:
+            assert line["label"] is None
+            unlabelled += 1
+        else:
+            assert line["label"] == {"correct": lab.correct, "probability": lab.probability, "method": "majority",
+                                     "n_answers": 3}
+    assert unlabelled > 0
+    # scores: every Score row with all fields
+    got = json.loads(client.get(reverse("web:submission_scores", args=[a.pk, "json"])).content)
+    rows = list(Score.objects.filter(submission=a).order_by("id"))
+    assert got["submission"] == a.pk and [r["id"] for r in got["scores"]] == [s.pk for s in rows]
+    assert set(got["scores"][0]) == {f.attname for f in Score._meta.concrete_fields}
+    for rec, s in zip(got["scores"], rows):
+        assert (rec["level"], rec["p"], rec["r_hi"], rec["f1"], rec["draws"]) == (s.level, s.p, s.r_hi, s.f1, s.draws)
+        assert "missed" not in rec["details"].get("breakdown", {})
+    csv_resp = client.get(reverse("web:submission_scores", args=[a.pk, "csv"]))
+    assert csv_resp["Content-Type"].startswith("text/csv")
+    table = list(csv.DictReader(io.StringIO(csv_resp.content.decode())))
+    assert len(table) == len(rows) and float(table[0]["p"]) == pytest.approx(rows[0].p)
+    assert json.loads(table[0]["details"])["raw"]["p"] == pytest.approx(rows[0].details["raw"]["p"])
+    assert client.get(reverse("web:submission_scores", args=[a.pk, "xml"])).status_code == 404
+
+
+def test_permissions(world, client):
+    corpus, a, b = world
+    Submission.objects.filter(pk=a.pk).update(visibility=Submission.Visibility.PRIVATE)
+    urls = [reverse("web:submission", args=[a.pk]), reverse("web:submission_sample", args=[a.pk]),
+            reverse("web:submission_scores", args=[a.pk, "json"]), reverse("web:export", args=[a.pk, "jsonl"])]
+    # anonymous and another team: a private submission does not exist for them
+    for user in (None, _user("bob", team=b.team)):
+        if user is not None:
+            client.force_login(user)
+        for u in urls:
+            assert client.get(u).status_code == 404, (user, u)
+        # b is public: page and scores yes, error analysis and the labelled sample no
+        page = client.get(reverse("web:submission", args=[b.pk]))
+        assert page.status_code == 200
+        html = page.content.decode()
+        if user is None:
+            assert 'id="errors"' not in html and 'id="missed"' not in html and "sample-jsonl" not in html
+            assert client.get(reverse("web:submission_sample", args=[b.pk])).status_code == 403
+        assert client.get(reverse("web:submission_scores", args=[b.pk, "csv"])).status_code == 200
+    # bob is in team b: he sees b's error analysis
+    html = client.get(reverse("web:submission", args=[b.pk])).content.decode()
+    assert 'id="errors"' in html and "sample-jsonl" in html
+    assert client.get(reverse("web:submission_sample", args=[b.pk])).status_code == 200
+    # the submitting team and an organiser see everything of a
+    for user in (_user("alice", team=a.team), _user("org", staff=True)):
+        client.force_login(user)
+        html = client.get(urls[0]).content.decode()
+        assert 'id="errors"' in html and 'id="missed"' in html and "sample-jsonl" in html
+        for u in urls[1:]:
+            assert client.get(u).status_code == 200, (user, u)
+    # a member of another team viewing public b: no error analysis, sample 403
+    client.force_login(get_user_model().objects.get(username="alice"))
+    html = client.get(reverse("web:submission", args=[b.pk])).content.decode()
+    assert 'id="errors"' not in html and "sample-jsonl" not in html
+    assert client.get(reverse("web:submission_sample", args=[b.pk])).status_code == 403
+
+
+def test_unscored_submission_page(shared_data, tmp_path, client):
+    from ..conftest import load_redocred_subset
+
+    _, sub, _ = load_redocred_subset(shared_data, tmp_path, 3, "bdempty")
+    html = client.get(reverse("web:submission", args=[sub.pk])).content.decode()
+    assert 'id="no-scores"' in html and "relation-table" not in html and 'id="instances"' in html
+
+
+def test_highlight_segments():
+    text = "Alice met Bob in Paris yesterday."
+    segs = breakdown.highlight(text, [(0, len(text))], (0, 5), (10, 13), [(0, 22)])
+    assert "".join(s.text for s in segs) == text
+    assert [(s.text, s.role, s.prov) for s in segs] == [
+        ("Alice", "subj", True), (" met ", "", True), ("Bob", "obj", True), (" in Paris", "", True),
+        (" yesterday.", "", False)]
+    sents = [(0, 10), (10, 33)]
+    assert breakdown.context_windows(text, sents, [(10, 13)], [(10, 13)]) == [(10, 33)]
+    assert breakdown.context_windows(text, sents, [(2, 4), (11, 12)], [(2, 4)]) == [(0, 33)]
+    # subject and object far apart: their own sentences, with a gap between
+    long = "A b c. " + "x " * 400 + "D e f."
+    sents = [(0, 7), (7, len(long) - 6), (len(long) - 6, len(long))]
+    obj = (len(long) - 6, len(long) - 5)
+    assert breakdown.context_windows(long, sents, [(0, 1), obj], [(0, 1), obj]) == [(0, 7), sents[2]]
+    segs = breakdown.highlight(long, [(0, 7), sents[2]], (0, 1), obj)
+    assert [s.role for s in segs] == ["subj", "", "gap", "obj", ""] and segs[2].text == " … "
+    assert breakdown.parse_estimator("joint/heuristic/exact") == ("heuristic", "exact")
+    assert breakdown.parse_estimator("odd") == ("balance", "overlap")
