@@ -19,6 +19,23 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(pytest.mark.db)
 
 
+@pytest.fixture(autouse=True)
+def _own_upload_dir(request, tmp_path_factory):
+    """Each database test gets its own upload folder: "nothing left behind" checks must not see other tests' files
+    (``./dev test`` runs SQLite and PostgreSQL with one data directory)."""
+    if request.node.get_closest_marker("django_db") is None:
+        yield
+        return
+    from django.conf import settings
+
+    old = settings.UPLOAD_DIR
+    settings.UPLOAD_DIR = tmp_path_factory.mktemp("uploads")
+    try:
+        yield
+    finally:
+        settings.UPLOAD_DIR = old
+
+
 @pytest.fixture(scope="session")
 def shared_data() -> Path:
     if not (SHARED_DATA / "redocred").is_dir():

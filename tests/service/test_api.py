@@ -592,17 +592,28 @@ def test_get_endpoints_conform_to_the_schema(corpus, people, subs):
 
     score(subs["red_pub"], f1=0.7, lo=0.6, hi=0.8)
     publish(subs["red_pub"])
-    schema = schemathesis.openapi.from_wsgi("/api/openapi.json", WSGIHandler())
-    ops = [r.ok() for r in schema.include(method="GET").get_all_operations()]
-    assert len(ops) == 14
-    for op in ops:
-        @given(case=op.as_strategy(), token=st.sampled_from([None, people["red"]]))
-        @hsettings(max_examples=8, deadline=None, database=None, derandomize=True,
-                   suppress_health_check=list(HealthCheck))
-        def check(case, token):
-            case.call_and_validate(headers={"Authorization": f"Bearer {token}"} if token else None)
+    from django.core import signals
+    from django.db import close_old_connections
 
-        check()
+    # as Django's test client does: a bare WSGIHandler would close the test's connection (and its transaction)
+    # after each request, persistent connections being "obsolete" outside autocommit
+    signals.request_started.disconnect(close_old_connections)
+    signals.request_finished.disconnect(close_old_connections)
+    try:
+        schema = schemathesis.openapi.from_wsgi("/api/openapi.json", WSGIHandler())
+        ops = [r.ok() for r in schema.include(method="GET").get_all_operations()]
+        assert len(ops) == 14
+        for op in ops:
+            @given(case=op.as_strategy(), token=st.sampled_from([None, people["red"]]))
+            @hsettings(max_examples=8, deadline=None, database=None, derandomize=True,
+                       suppress_health_check=list(HealthCheck))
+            def check(case, token):
+                case.call_and_validate(headers={"Authorization": f"Bearer {token}"} if token else None)
+
+            check()
+    finally:
+        signals.request_started.connect(close_old_connections)
+        signals.request_finished.connect(close_old_connections)
 
 
 @override_settings(TASKS=IMMEDIATE)

@@ -158,7 +158,7 @@ def fake_db(monkeypatch):
 
     state = {"answers": None, "fits": 0}
     correction.clear_cache()
-    monkeypatch.setattr(correction, "verify_answers", lambda corpus: state["answers"])
+    monkeypatch.setattr(correction, "verify_answers", lambda corpus, fp=None: state["answers"])
     monkeypatch.setattr(correction, "_answers_fp", lambda corpus: (
         corpus.pk, corpus.created, len(state["answers"].item), int(state["answers"].answer_ids.max()),
         float(len(state["answers"].item))))

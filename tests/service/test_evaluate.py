@@ -87,7 +87,7 @@ def test_evaluate_task_reports_true_precision(shared_data, tmp_path):
     from unpooled.service.evaluations.tasks import evaluate_corpus
 
     load_redocred_subset(shared_data, tmp_path, 20, "evtask")
-    out = evaluate_corpus.call("evtask", accuracy=1.0, labels=60, documents=4)
+    out = evaluate_corpus.call("evtask", accuracy=1.0, labels=60, documents=4, levels=["instance"])
     (row,) = out["rows"]
     assert row["p_true"] == pytest.approx(1.0, abs=0.02) and row["p_lo"] <= row["p_true"] + 0.02
 
@@ -95,3 +95,17 @@ def test_evaluate_task_reports_true_precision(shared_data, tmp_path):
 def test_evaluate_errors(capsys):
     assert main(["evaluate", "--corpus", "x", "--accuracy", "2"]) == 3
     assert "--accuracy 2.0: expected a probability" in capsys.readouterr().err
+
+
+def test_evaluate_task_scores_every_level_and_keeps_the_truth(shared_data, tmp_path, client):
+    from unpooled.service.evaluations.tasks import evaluate_corpus
+
+    load_redocred_subset(shared_data, tmp_path, 15, "evlevels")
+    out = evaluate_corpus.call("evlevels", accuracy=1.0, labels=40, documents=3, levels=["instance", "entity"])
+    assert sorted(r["level"] for r in out["rows"]) == ["entity", "instance"]
+    assert out["truth_inside"][1] == 6  # P, R, F1 at two levels
+    for level in ("instance", "entity"):
+        s = Score.objects.filter(level=level).latest("id")
+        assert s.details["truth"]["p"] is not None and s.submission.plan["labels"]["new"] > 0
+        html = client.get(f"/corpora/evlevels/leaderboard/?level={level}").content.decode()
+        assert "truth (gold layer): P" in html and f"{s.draws} labelled draws" in html

@@ -134,7 +134,7 @@ def test_truth_beside_the_estimates_end_to_end(shared_data, tmp_path, capsys):
     _system_jsonl(path, noisy_path, rng=3, keep=0.4)
     do_ingest_submission(noisy_path, "truthe2e", "noisy", "run-1", "jsonl")
 
-    out = evaluate_corpus.call("truthe2e", accuracy=0.8, labels=80, documents=10, seed=0)
+    out = evaluate_corpus.call("truthe2e", accuracy=0.8, labels=80, documents=10, seed=0, levels=["instance"])
     rows = out["rows"]
     assert len(rows) == 2 and out["truth_inside"][1] == 6
     for r in rows:

@@ -14,7 +14,9 @@ Steps, each in its own process:
    ``--history`` older generations of them (each label batch re-scores the corpus and appends
    one Score per submission and level); every submission published.  For the task page, one
    in-house annotator per client, with a session and an open lease on a verification task
-   (made by ``request_verification``: the real payload) and on an entity task.
+   (made by ``request_verification``: the real payload) and on an entity task.  On PostgreSQL,
+   ``ANALYZE`` at the end, as autovacuum would after a bulk load (this machine's server runs
+   with autovacuum off; without statistics the planner picks nested loops over every score).
 2. **serve** -- gunicorn as ``unpooled serve`` runs it (``--workers 2 --threads 4``, DEBUG off).
 3. **drive** -- from a separate process, ``--clients`` threads in closed loop, each with its own
    keep-alive connection, page by page: a warm-up, then ``--requests`` timed requests.  A
@@ -202,6 +204,10 @@ def build(cfg: dict) -> dict:
         s[HASH_SESSION_KEY] = user.get_session_auth_hash()
         s.create()
         clients.append({"session": s.session_key, **tokens})
+
+    if connection.vendor == "postgresql":  # the statistics autovacuum would gather after a bulk load
+        with connection.cursor() as cur:
+            cur.execute("ANALYZE")
 
     # the leaderboard built in this process (no HTTP, no template): the cost of a cache miss
     from django.core.cache import cache

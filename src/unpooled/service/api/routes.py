@@ -194,32 +194,15 @@ def _score(s: Score) -> dict:
             openapi_extra=OPTIONAL_EXTRA, tags=["evaluation"],
             summary="Published submissions ranked by F1 with tie groups (private ones: their team and organisers)")
 def leaderboard(request, name: str, level: Level = "instance"):
-    import numpy as np
-
-    from unpooled.core.ranking import tie_groups
+    """The same leaderboard as the page (:mod:`unpooled.service.evaluations.leaderboard`, cached per viewer scope)."""
+    from unpooled.service.evaluations.leaderboard import leaderboard as build
 
     c = _corpus(name)
-    subs = caller(request).visible(Submission.objects.filter(corpus=c, status=PUBLISHED))
-    newest: dict[int, Score] = {}
-    for s in (Score.objects.filter(submission__in=Subquery(subs.values("pk")), level=level)
-              .select_related("submission__team").order_by("id")):
-        newest[s.submission_id] = s
-    scores = list(newest.values())
-    rows = []
-    if scores:
-        def arr(f):
-            return np.array([getattr(s, f) if getattr(s, f) is not None else math.nan for s in scores], dtype=float)
-
-        f1 = arr("f1")
-        groups = tie_groups(f1, arr("f1_lo"), arr("f1_hi"))
-        order = sorted(range(len(scores)), key=lambda i: (groups[i], -(f1[i] if not math.isnan(f1[i]) else -1),
-                                                          scores[i].submission_id))
-        for i in order:
-            s, sub = scores[i], scores[i].submission
-            rows.append({"rank": int(groups[i]), "tied": int((groups == groups[i]).sum()) > 1,
-                         "name": f"{sub.team.name}/{sub.run_id}", "submission": sub.pk, "team": sub.team.name,
-                         "run": sub.run_id, "visibility": sub.visibility,
-                         "url": _url(request, "submission_detail", sub.pk), "score": _score(s)})
+    board = build(c, level=level, user=caller(request).user)
+    rows = [{"rank": r["rank"], "tied": r["tied"], "name": r["name"], "submission": r["submission"].pk,
+             "team": r["submission"].team.name, "run": r["submission"].run_id,
+             "visibility": r["submission"].visibility, "url": _url(request, "submission_detail", r["submission"].pk),
+             "score": _score(r["score"])} for r in board["rows"]]
     return {"corpus": c.name, "level": level, "rows": rows}
 
 

@@ -220,10 +220,13 @@ def evaluate(corpus: Corpus, *, crowd=None, labels: int = 150, documents: int = 
         reuse[sub.pk][1] += res.reused + res.joined
 
     def answer():
-        if crowd is not None:
-            crowd.publish(corpus)
-            crowd.collect(corpus)
-        reaggregate(corpus)
+        from .lifecycle import quiet
+
+        with quiet():  # this run scores by itself: no separate re-scoring per label batch
+            if crowd is not None:
+                crowd.publish(corpus)
+                crowd.collect(corpus)
+            reaggregate(corpus)
 
     for sub in pending:
         ask(sub, labels)
@@ -249,6 +252,10 @@ def evaluate(corpus: Corpus, *, crowd=None, labels: int = 150, documents: int = 
     report.rows = [leaderboard_row(s) for s in sorted(scores, key=lambda s: -(s.f1 or 0))]
     from .lifecycle import breakdowns
 
+    for sub in pending:  # kept with the submission, so that later re-scorings report them too
+        plan = dict(sub.plan or {})
+        plan["labels"] = {**(plan.get("labels") or {}), "new": reuse[sub.pk][0], "reused": reuse[sub.pk][1]}
+        Submission.objects.filter(pk=sub.pk).update(plan=plan)
     breakdowns(corpus, level)
     if not report.open_tasks:  # every label is in: the scores are final, publish them
         Submission.objects.filter(pk__in=[s.submission_id for s in scores]).exclude(

@@ -103,12 +103,29 @@ class VerifyAnswers:
         return len(self.item_keys)
 
 
-def verify_answers(corpus) -> VerifyAnswers:
+def verify_answers(corpus, fp: tuple | None = None) -> VerifyAnswers:
+    """The corpus's counted verification answers.  ``fp``: their :func:`_answers_fp`, just read; then the rows
+    are kept in memory and only answers with ids above the held ones are read, if the count adds up (answers are
+    append-only; a discounted answer, or one committed late under a lower id, makes it re-read them all)."""
     from unpooled.service.annotation.models import Answer, Kind
 
-    rows = list(Answer.objects.filter(task__corpus=corpus, task__kind=Kind.VERIFY, weight__gt=0)
-                .order_by("id").values_list("task_id", "annotator_id", "correct", "task__key", "task__is_control",
-                                            "task__control_answer", "id"))
+    qs = Answer.objects.filter(task__corpus=corpus, task__kind=Kind.VERIFY, weight__gt=0).order_by("id")
+    cols = ("task_id", "annotator_id", "correct", "task__key", "task__is_control", "task__control_answer", "id")
+    rows = None
+    held = _answer_rows.get(corpus.pk) if fp is not None else None
+    if held is not None and held[0] is not None and held[0][:2] == fp[:2]:
+        if held[0] == fp:
+            rows = held[1]
+        else:
+            fresh = list(qs.filter(id__gt=held[0][3] or 0).values_list(*cols))
+            if len(held[1]) + len(fresh) == (fp[2] or 0):
+                rows = held[1] + fresh
+    if rows is None:
+        rows = list(qs.values_list(*cols))
+    if fp is not None:
+        # the fingerprint of what is held, when it is the one read (else the next call reads everything)
+        ok = len(rows) == (fp[2] or 0) and (rows[-1][6] if rows else None) == fp[3]
+        _answer_rows[corpus.pk] = (fp if ok else None, rows)
     items: dict[int, int] = {}
     workers: dict[int, int] = {}
     keys, control = [], []
@@ -126,6 +143,10 @@ def verify_answers(corpus) -> VerifyAnswers:
                          np.array(control, np.int64), len(workers),
                          np.array([r[6] for r in rows], np.int64), np.array([r[0] for r in rows], np.int64),
                          np.array([r[1] for r in rows], np.int64))
+
+
+#: corpus pk -> (answers' fingerprint or None, the answer rows read)
+_answer_rows: dict = {}
 
 
 def _extends(old: VerifyAnswers, new: VerifyAnswers) -> bool:
@@ -262,13 +283,14 @@ def core_ds_confusions(a: VerifyAnswers) -> tuple[np.ndarray, np.ndarray]:
 def majority_yes(p_yes: np.ndarray) -> np.ndarray:
     """P(strict majority says yes) for rows of independent voters' yes-probabilities (``(K, n)``)."""
     K, n = p_yes.shape
-    dist = np.zeros((K, n + 1))
-    dist[:, 0] = 1.0
+    P = np.ascontiguousarray(np.asarray(p_yes, float).T)  # (n, K): contiguous rows, the same arithmetic
+    dist = np.zeros((n + 1, K))
+    dist[0] = 1.0
     for j in range(n):
-        q = p_yes[:, j:j + 1]
-        dist[:, 1:] = dist[:, 1:] * (1 - q) + dist[:, :-1] * q
-        dist[:, 0] *= 1 - q[:, 0]
-    return dist[:, n // 2 + 1:].sum(axis=1)  # ties are "not correct" (complete_task)
+        q = P[j]
+        dist[1:] = dist[1:] * (1 - q) + dist[:-1] * q
+        dist[0] *= 1 - q
+    return dist[n // 2 + 1:].sum(axis=0)  # ties are "not correct" (complete_task)
 
 
 @dataclass
@@ -308,9 +330,12 @@ class KeyWorkers:
         t = np.zeros((R, len(self.keys)))
         f = np.zeros((R, len(self.keys)))
         for rows, ws in self.groups:
-            K, n = ws.shape
-            t[:, rows] = majority_yes(sens[:, ws].reshape(R * K, n)).reshape(R, K)
-            f[:, rows] = majority_yes(fpr[:, ws].reshape(R * K, n)).reshape(R, K)
+            # keys answered by the same workers (in the same order) have the same rates: once per worker tuple
+            uniq, inv = np.unique(ws, axis=0, return_inverse=True)
+            inv = inv.reshape(-1)
+            K, n = uniq.shape
+            t[:, rows] = majority_yes(sens[:, uniq].reshape(R * K, n)).reshape(R, K)[:, inv]
+            f[:, rows] = majority_yes(fpr[:, uniq].reshape(R * K, n)).reshape(R, K)[:, inv]
         return t, f
 
 
@@ -780,7 +805,7 @@ def service_rates(corpus, *, replicates: int = REPLICATES, min_gap: float = MIN_
     got = _memo.get(corpus.pk)
     if got is not None and got[0] == fp:
         return got[1]
-    answers = verify_answers(corpus)
+    answers = verify_answers(corpus, fp[0])
     boot = got[2] if got is not None and len(got) > 2 else None
     if boot is not None and (boot.params != (replicates, SHRINKAGE) or fp[0][:2] != got[0][0][:2]
                              or not _extends(boot.answers, answers)
@@ -963,6 +988,7 @@ def clear_cache() -> None:
     _sentence_memo.clear()
     _adjusted.clear()
     _inside_memo.clear()
+    _answer_rows.clear()
 
 
 def _sentences_key(corpus) -> tuple:

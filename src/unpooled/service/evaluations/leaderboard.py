@@ -92,11 +92,14 @@ def build(corpus: Corpus, *, level: str = "instance", user=None) -> dict:
     newest = (Score.objects.filter(submission__in=subs.values("pk"), level=level).values("submission_id")
               .annotate(m=Max("id")).values("m"))
     rows_db = list(Score.objects.filter(id__in=newest).order_by("submission_id").values_list(
-        *SCORE_FIELDS, "submission_id", "submission__run_id", "submission__visibility", "submission__team__name"))
+        *SCORE_FIELDS, "submission_id", "submission__run_id", "submission__visibility", "submission__team__name",
+        "details__truth"))
     if not rows_db:
         return {"rows": [], "svg": "", "level": level}
     n = len(SCORE_FIELDS)
-    scores = [SimpleNamespace(**dict(zip(SCORE_FIELDS, r[:n]))) for r in rows_db]
+    # details: only the truth (a gold layer's P/R/F1, for demos), never the stored breakdowns
+    scores = [SimpleNamespace(**dict(zip(SCORE_FIELDS, r[:n])), details={"truth": r[n + 4]} if r[n + 4] else {})
+              for r in rows_db]
     subs_of = [SimpleNamespace(pk=r[n], id=r[n], run_id=r[n + 1], visibility=r[n + 2],
                                team=SimpleNamespace(name=r[n + 3])) for r in rows_db]
 

@@ -25,6 +25,7 @@ idempotent, the requeued task resumes where the dead one stopped.
 
 from __future__ import annotations
 
+import contextlib
 import contextvars
 import logging
 import math
@@ -51,6 +52,16 @@ LEVELS = ("instance", "relation", "entity")
 
 
 _quiet = contextvars.ContextVar("unpooled_quiet_labels", default=False)
+
+
+@contextlib.contextmanager
+def quiet():
+    """Labels written inside do not enqueue a re-scoring (the caller scores by itself)."""
+    token = _quiet.set(True)
+    try:
+        yield
+    finally:
+        _quiet.reset(token)
 
 
 class LifecycleError(Exception):
@@ -148,14 +159,11 @@ def stage_annotating(sub: Submission) -> bool:
     corpus = sub.corpus
     backend = backend_for(corpus)
     if open_requests(sub).exists():
-        token = _quiet.set(True)  # this stage scores by itself: no separate re-scoring per label
-        try:
+        with quiet():  # this stage scores by itself: no separate re-scoring per label
             backend.publish(corpus)
             got = backend.collect(corpus)
             if got:
                 reaggregate(corpus)
-        finally:
-            _quiet.reset(token)
     return not open_requests(sub).exists()
 
 
@@ -178,11 +186,26 @@ def rescore(corpus: Corpus) -> list[Score]:
     out: list[Score] = []
     reuse = reuse_counts(corpus)
     levels = set(Draw.objects.filter(submission__corpus=corpus).values_list("level", flat=True).distinct())
+    by_level = {}
     for level in [lv for lv in LEVELS if lv in levels]:
-        out += score_corpus(corpus, level=level, reuse=reuse)
-    for level in [lv for lv in LEVELS if lv in levels]:
+        by_level[level] = score_corpus(corpus, level=level, reuse=reuse)
+        out += by_level[level]
+    for level, scores in by_level.items():
         breakdowns(corpus, level)
+        if corpus.has_gold:
+            truth(corpus, level, scores)
     return out
+
+
+def truth(corpus: Corpus, level: str, scores: list[Score]) -> None:
+    """With a gold layer (a demo, a validation corpus): each new score keeps the true P, R, F1 beside it."""
+    from .actions import leaderboard_row
+    from .truth import attach_truth
+
+    try:
+        attach_truth(corpus, [leaderboard_row(s) for s in scores], level=level)
+    except Exception:  # noqa: BLE001 - the scores stand without their truth
+        log.exception("truth of %s at level %s failed", corpus.name, level)
 
 
 def breakdowns(corpus: Corpus, level: str) -> None:

@@ -50,3 +50,4 @@ class Score(models.Model):
 
     class Meta:
         ordering = ["-created", "-id"]
+        indexes = [models.Index(fields=["submission", "level", "id"], name="score_sub_level")]

@@ -261,6 +261,13 @@ def attach_truth(corpus, rows: list[dict], *, level: str = "instance", store: bo
                                                   "within-sentence facts of every document, overlap matching)"}
                 score.details = details
                 score.save(update_fields=["details"])
+    if store and rows:
+        from django.utils import timezone
+
+        from unpooled.service.submissions.models import Submission
+
+        # the leaderboard's cache fingerprint sees submissions' last change: show the truth at once
+        Submission.objects.filter(pk__in=[r["submission"] for r in rows]).update(updated=timezone.now())
     return inside, total
 
 

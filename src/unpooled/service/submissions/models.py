@@ -131,4 +131,5 @@ class RelationInstance(models.Model):
             models.Index(fields=["submission", "subject"], name="instance_sub_subject"),
             models.Index(fields=["document"], name="instance_doc"),
             models.Index(fields=["key_hash"], name="instance_key"),
+            models.Index(fields=["submission", "id"], name="instance_sub_id"),
         ]
