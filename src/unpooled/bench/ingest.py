@@ -10,7 +10,6 @@ and report its wall time and peak resident memory.
 from __future__ import annotations
 
 import json
-import os
 import resource
 import subprocess
 import sys
@@ -18,6 +17,8 @@ import tempfile
 import time
 import uuid
 from pathlib import Path
+
+from unpooled.bench import child_env
 
 
 def prepare(workdir: Path, n_lines: int, seed: int = 0) -> tuple[Path, Path, int]:
@@ -67,11 +68,7 @@ def run(n_lines: int, *, as_json: bool, keep: bool = False, seed: int = 0) -> in
 
     with tempfile.TemporaryDirectory(prefix="unpooled-bench-") as tmp:
         work = Path(tmp)
-        env = dict(os.environ)
-        if not env.get("DATABASE_URL"):
-            env["DATABASE_URL"] = f"sqlite:///{work / 'bench.sqlite3'}"
-        env.setdefault("UNPOOLED_DATA_DIR", str(work))
-        env["DJANGO_SETTINGS_MODULE"] = "unpooled.service.config.settings"
+        env = child_env(work)
         steps = ["generate", "load corpus", "ingest"]
         with progress_bar(total=len(steps), desc="bench ingest", unit="step") as bar:
             bar.set_postfix_str("generating")

@@ -42,6 +42,8 @@ import time
 import uuid
 from pathlib import Path
 
+from unpooled.bench import child_env
+
 SPAN_VARIANT = 0.05  # share of a system's correct instances given with a shortened subject span
 
 
@@ -468,11 +470,7 @@ def run(systems: int, instances: int, labels: int, *, draws: int = 150, document
         seed: int = 0, as_json: bool = False, keep: bool = False, verbose: bool = False) -> int:
     with tempfile.TemporaryDirectory(prefix="unpooled-bench-") as tmp:
         work = Path(tmp)
-        env = dict(os.environ)
-        if not env.get("DATABASE_URL"):
-            env["DATABASE_URL"] = f"sqlite:///{work / 'bench.sqlite3'}"
-        env.setdefault("UNPOOLED_DATA_DIR", str(work))
-        env["DJANGO_SETTINGS_MODULE"] = "unpooled.service.config.settings"
+        env = child_env(work)
         cfg = {"systems": systems, "instances": instances, "labels": labels, "draws": draws, "documents": documents,
                "repeats": repeats, "seed": seed, "workdir": str(work), "keep": keep, "verbose": verbose}
         out = subprocess.run([sys.executable, "-m", "unpooled.bench.rescore", "--child", json.dumps(cfg)], env=env,

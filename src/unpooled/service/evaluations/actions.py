@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 import numpy as np
 from django.db import transaction
 from django.db.models import Max
+from django.utils import timezone
 
 from unpooled.core.estimators.sampling import sampling_distribution
 from unpooled.core.matching import InstanceRef
@@ -259,7 +260,7 @@ def evaluate(corpus: Corpus, *, crowd=None, labels: int = 150, documents: int = 
     breakdowns(corpus, level)
     if not report.open_tasks:  # every label is in: the scores are final, publish them
         Submission.objects.filter(pk__in=[s.submission_id for s in scores]).exclude(
-            status=Submission.Status.FAILED).update(status=Submission.Status.PUBLISHED)
+            status=Submission.Status.FAILED).update(status=Submission.Status.PUBLISHED, status_changed=timezone.now())
     return report
 
 
