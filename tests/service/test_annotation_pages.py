@@ -142,3 +142,38 @@ def test_document_view_shows_exhaustive_and_verified_layers(client, setup):
     html = client.get(reverse("web:document", args=[corpus.name, doc.pk])).content.decode()
     assert 'id="exhaustive"' in html and "inclusion probability 1.0000" in html
     assert 'id="verified"' in html and "majority" in html and ">correct<" in html
+
+
+def test_task_page_fragments_built_once_are_exact_and_escaped(client, setup):
+    """The relation list, the entity legend and the tokenised document are built in Python once per
+    process (annotation.views): the document reads back exactly, and schema text is escaped."""
+    import html as html_lib
+    import re
+
+    from unpooled.core.sampling import sample_uniform
+    from unpooled.service.annotation import views
+
+    corpus = setup
+    row = corpus.schema
+    d = row.definition
+    d["relations"][0]["description"] = 'born <b>in</b> & "near"'
+    row.definition = d
+    row.save()
+    views._SCHEMAS.clear()
+    _login(client)
+    r = client.get(reverse("annotation:next", args=["verify"]))
+    page = client.get(r["Location"]).content.decode()
+    options = re.findall(r'<option value="([^"]*)">', page.split('id="other_predicate"')[1].split("</select>")[0])
+    assert options == ["", *(x.name for x in row.schema().canonical_relations)]  # "choose…" first
+    assert "born &lt;b&gt;in&lt;/b&gt; &amp; &quot;near&quot;" in page and "<b>in</b>" not in page
+    actions.request_exhaustive(corpus, sample_uniform(corpus.n_documents, 1, rng=0))
+    task = Task.objects.get(kind=Kind.ENTITIES)
+    r = client.get(reverse("annotation:next", args=["entities"]))
+    page = client.get(r["Location"]).content.decode()
+    doc = page.split('<div class="doc" id="doc"')[1].split(">", 1)[1].split("</div>")[0]
+    text = task.document.text
+    spans = re.findall(r'<span class="tok" data-s="(\d+)" data-e="(\d+)">([^<]*)</span>', doc)
+    assert spans and all(html_lib.unescape(t) == text[int(s):int(e)] for s, e, t in spans)
+    assert html_lib.unescape(re.sub(r"<[^>]+>", "", doc)) == text
+    types = sorted(row.schema().entity_types)
+    assert page.count('<span class="tag t-') == len(types)

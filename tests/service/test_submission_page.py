@@ -482,3 +482,56 @@ def test_highlight_segments():
     assert [s.role for s in segs] == ["subj", "", "gap", "obj", ""] and segs[2].text == " … "
     assert breakdown.parse_estimator("joint/heuristic/exact") == ("heuristic", "exact")
     assert breakdown.parse_estimator("odd") == ("balance", "overlap")
+
+
+def test_page_is_cached_until_what_it_shows_changes(world, client, monkeypatch, django_assert_max_num_queries):
+    """The body is rendered once per (newest scores, submission state, viewer, level, page numbers) and
+    served from the cache; a new score, a visibility change or another viewer gives a fresh render."""
+    from unpooled.service.evaluations import lifecycle
+    from unpooled.service.evaluations.actions import score_corpus
+    from unpooled.service.web.views import submission as view
+
+    corpus, a, b = world
+    url = reverse("web:submission", args=[a.pk])
+    breakdown.compute_breakdowns(corpus, "instance")
+    first = client.get(url).content.decode()
+    assert 'id="score-table"' in first and "relation-table" in first and 'id="errors"' not in first
+
+    def boom(*args, **kw):
+        raise AssertionError("a cached page must not be rendered again")
+
+    monkeypatch.setattr(view, "_render_content", boom)
+    with django_assert_max_num_queries(3):  # the submission, the newest score ids (sessions: none)
+        assert client.get(url).content.decode() == first
+    # another page of the instance table, the team's view, a new score: rendered afresh
+    monkeypatch.undo()
+    assert client.get(url + "?page=2").content.decode() != first
+    client.force_login(_user("alice", team=a.team))
+    team = client.get(url).content.decode()
+    assert 'id="errors"' in team and 'id="missed"' in team
+    client.logout()
+    assert client.get(url).content.decode() == first, "the team's view is cached apart from the public one"
+    score_corpus(corpus, level="instance")
+    new = Score.objects.filter(submission=a, level="instance").latest("id")
+    Score.objects.filter(pk=new.pk).update(p=0.123456)
+    breakdown.compute_breakdowns(corpus, "instance")
+    html = client.get(url).content.decode()
+    assert "0.123" in html and html != first
+    assert lifecycle.newest_scores(a)["instance"].pk == new.pk
+    # a bulk update that bypasses ``updated`` still shows
+    Submission.objects.filter(pk=a.pk).update(visibility=Submission.Visibility.PRIVATE)
+    client.force_login(_user("org", staff=True))
+    assert "· private ·" in client.get(url).content.decode()
+
+
+def test_page_with_a_pending_breakdown_is_not_cached(world, client):
+    from django.core.cache import cache
+
+    corpus, a, b = world
+    url = reverse("web:submission", args=[a.pk])
+    lock = f"unpooled:breakdown:{corpus.pk}:instance"
+    assert cache.add(lock, 1)
+    assert 'id="breakdown-pending"' in client.get(url).content.decode()
+    cache.delete(lock)
+    html = client.get(url).content.decode()
+    assert 'id="breakdown-pending"' not in html and "relation-table" in html

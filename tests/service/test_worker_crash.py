@@ -1,8 +1,10 @@
-"""A worker killed mid-task: its task is requeued by the next worker with the same id and completes once.
+"""A worker killed mid-task: its task is requeued and completes once -- by the next worker with the
+same id, or (the machine never comes back) by any other worker once the dead one's heartbeat is stale.
 
 Real processes and a real database (a SQLite file; a fresh PostgreSQL database when one answers):
 the CLI loads a corpus, a task is enqueued, ``unpooled worker`` is killed with SIGKILL while
-ingesting, a new ``unpooled worker`` with the same slot finishes the job.
+ingesting, a new ``unpooled worker`` with the same slot, or with another slot and a short
+heartbeat timeout, finishes the job.
 """
 
 from __future__ import annotations
@@ -78,7 +80,8 @@ def wait_for(env, pred, timeout: float) -> dict:
         time.sleep(0.3)
 
 
-def test_killed_worker_task_is_retried(env, tmp_path):
+def kill_worker_mid_task(env, tmp_path, slot: int) -> int:
+    """Enqueue an ingestion, start ``unpooled worker --slot SLOT``, SIGKILL it while it ingests; the line count."""
     from unpooled.bench.ingest import prepare
 
     kb, corpus, lines = prepare(tmp_path, 150_000)
@@ -92,7 +95,7 @@ def test_killed_worker_task_is_retried(env, tmp_path):
     (tmp_path / "upload.kb").write_bytes(kb.read_bytes())
     subprocess.run([sys.executable, "-c", enqueue], env=env, check=True)
 
-    first = subprocess.Popen([sys.executable, "-m", "unpooled.cli.main", "worker", "--slot", "7"], env=env,
+    first = subprocess.Popen([sys.executable, "-m", "unpooled.cli.main", "worker", "--slot", str(slot)], env=env,
                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     st = wait_for(env, lambda s: s["status"] == "RUNNING", 60)
     assert st["status"] == "RUNNING", st
@@ -101,13 +104,44 @@ def test_killed_worker_task_is_retried(env, tmp_path):
     first.wait(10)
     st = status(env)
     assert st["status"] == "RUNNING" and st["submissions"] == 0, st  # orphaned, nothing committed
+    return lines
 
+
+def assert_ingested_once(st: dict, lines: int, tmp_path) -> None:
+    assert st["status"] == "SUCCESSFUL", st
+    assert st["submissions"] == 1 and st["return"]["ok"] is True
+    assert st["counts"][0]["lines"] == lines
+    assert not (tmp_path / "upload.kb").exists()
+
+
+def test_killed_worker_task_is_retried(env, tmp_path):
+    lines = kill_worker_mid_task(env, tmp_path, 7)
     second = subprocess.run([sys.executable, "-m", "unpooled.cli.main", "worker", "--slot", "7", "--batch"],
                             env=env, capture_output=True, text=True, timeout=300)
     assert "requeued 1 task(s)" in second.stderr, second.stderr[-2000:]
     st = status(env)
-    assert st["status"] == "SUCCESSFUL", st
-    assert st["submissions"] == 1 and st["return"]["ok"] is True
+    assert_ingested_once(st, lines, tmp_path)
     assert len(st["workers"]) == 2 and st["workers"][0] == st["workers"][1]
-    assert st["counts"][0]["lines"] == lines
-    assert not (tmp_path / "upload.kb").exists()
+
+
+def test_dead_machine_task_is_recovered_by_another_worker(env, tmp_path):
+    """The killed worker's id never starts again: a worker with another id takes the task over once the
+    dead worker's heartbeat is older than the timeout (3 s here; 300 s by default)."""
+    lines = kill_worker_mid_task(env, tmp_path, 7)
+    other = subprocess.Popen([sys.executable, "-m", "unpooled.cli.main", "worker", "--slot", "8",
+                              "--timeout", "3", "--heartbeat", "0.5"],
+                             env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        st = wait_for(env, lambda s: s["status"] in ("SUCCESSFUL", "FAILED"), 240)
+    finally:
+        other.send_signal(signal.SIGTERM)  # a clean stop
+        _, err = other.communicate(timeout=60)
+    assert other.returncode == 0, err[-2000:]
+    assert "requeued 1 task(s) left running by dead worker(s)" in err and st["workers"][0] in err, err[-2000:]
+    assert_ingested_once(st, lines, tmp_path)
+    assert len(st["workers"]) == 2 and st["workers"][0].endswith("-7") and st["workers"][1].endswith("-8")
+    hb = subprocess.run([sys.executable, "-c", "from unpooled.cli.main import setup_django; setup_django(migrate=False)\n"
+                         "from unpooled.service.organiser.models import WorkerHeartbeat\n"
+                         "print(sorted(WorkerHeartbeat.objects.values_list('worker_id', flat=True)))"],
+                        env=env, capture_output=True, text=True, check=True).stdout
+    assert st["workers"][1] not in hb  # the clean stop forgot the live worker; the dead one stays until forgotten

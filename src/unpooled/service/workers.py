@@ -1,51 +1,273 @@
 """Task workers that survive crashes.
 
-django-tasks-db leaves a task RUNNING forever when its worker dies mid-task.
-unpooled gives every worker a stable id -- ``<host>-<slot>`` -- and a worker
-starting under an id first requeues the tasks still RUNNING under that id:
-only one process holds an id at a time, so their previous holder is dead.
-A task whose workers died ``MAX_ATTEMPTS`` times is marked failed instead, so
-a task that kills its worker cannot loop forever.  Tasks must therefore be
-idempotent (ingestion is: the same file resolves to the same submission).
+django-tasks-db leaves a task RUNNING forever when its worker dies mid-task.  unpooled recovers
+such tasks in two ways:
+
+* **Same id.**  Every worker has a stable id -- ``<host>-<slot>`` -- and a worker starting under an
+  id first requeues the tasks still RUNNING under that id (:func:`requeue_orphaned`): only one
+  process holds an id at a time, so their previous holder is dead.
+* **Heartbeats.**  A machine that died for good never starts its ids again, so every worker also
+  records a heartbeat (:class:`~unpooled.service.organiser.models.WorkerHeartbeat`: id, last seen,
+  by the database's clock) every ``UNPOOLED_WORKER_HEARTBEAT`` seconds (30) from a background
+  thread -- also while it runs a long task -- and, as often, sweeps (:func:`recover_dead`): a
+  RUNNING task whose last worker's heartbeat is older than ``UNPOOLED_WORKER_TIMEOUT`` seconds
+  (300), or whose last worker has no heartbeat and which started longer ago than that, belonged
+  to a dead worker and is requeued.  Any number of workers may sweep at once, on PostgreSQL or
+  SQLite: each task is released by one conditional UPDATE (still RUNNING, same start, its worker
+  still without a fresh heartbeat), so it is requeued once.  A worker that stops cleanly deletes
+  its heartbeat.
+
+A task whose workers died ``MAX_ATTEMPTS`` times is marked failed instead, so a task that kills
+its worker cannot loop forever.  Tasks must therefore be idempotent (ingestion is: the same file
+resolves to the same submission) -- all the more as a worker cut off from the database for longer
+than the timeout (a network partition, a suspended machine) is taken for dead, and its task may
+then run twice.  The timeout must be the same on every machine and several heartbeat intervals
+long, and every worker of a database must be an ``unpooled worker`` (a bare ``db_worker`` writes no
+heartbeat: its tasks would be requeued once they run longer than the timeout).
 """
 
 from __future__ import annotations
 
+import logging
+import os
 import socket
+import sys
+import threading
+from datetime import datetime, timedelta
 
-from django.db import transaction
+from django.db import IntegrityError, close_old_connections, connections, transaction
+from django.db.models import Exists
+from django.db.models.functions import Now
 from django.utils import timezone
 
 MAX_ATTEMPTS = 3
+#: a worker whose heartbeat is older than this (seconds) is dead (``UNPOOLED_WORKER_TIMEOUT``)
+DEFAULT_TIMEOUT = 300.0
+#: seconds between heartbeats and sweeps (``UNPOOLED_WORKER_HEARTBEAT``; at most a third of the timeout)
+DEFAULT_HEARTBEAT = 30.0
+#: heartbeats of dead workers are shown (organiser console) this long, then deleted
+FORGET_AFTER = timedelta(days=1)
+
+logger = logging.getLogger(__name__)
 
 
 def worker_id(slot: int = 0, host: str | None = None) -> str:
     return f"{host or socket.gethostname()}-{slot}"
 
 
-def requeue_orphaned(wid: str) -> dict[str, int]:
-    """Requeue (or, past MAX_ATTEMPTS, fail) the tasks left RUNNING by a dead worker ``wid``."""
+def _seconds(env: str, setting: str, default: float) -> float:
+    from django.conf import settings
+
+    raw = os.environ.get(env)
+    value = float(raw) if raw else float(getattr(settings, setting, default))
+    if not value > 0:
+        raise ValueError(f"{env} must be a positive number of seconds, not {value!r}")
+    return value
+
+
+def worker_timeout() -> float:
+    """Seconds without a heartbeat after which a worker is dead (``UNPOOLED_WORKER_TIMEOUT``, setting ``WORKER_TIMEOUT``)."""
+    return _seconds("UNPOOLED_WORKER_TIMEOUT", "WORKER_TIMEOUT", DEFAULT_TIMEOUT)
+
+
+def heartbeat_interval(timeout: float | None = None) -> float:
+    """Seconds between heartbeats (``UNPOOLED_WORKER_HEARTBEAT``), at most a third of the timeout."""
+    timeout = worker_timeout() if timeout is None else timeout
+    return min(_seconds("UNPOOLED_WORKER_HEARTBEAT", "WORKER_HEARTBEAT", DEFAULT_HEARTBEAT), timeout / 3)
+
+
+def beat(wid: str, *, first: bool = False) -> datetime:
+    """Record that worker ``wid`` is alive; return the database's current time (its ``last_seen``).
+
+    ``first``: the worker process starts (also records host, pid and start time)."""
+    from unpooled.service.organiser.models import WorkerHeartbeat
+
+    rows = WorkerHeartbeat.objects.filter(worker_id=wid)
+    fields = {"last_seen": Now()}
+    if first:
+        fields.update(host=socket.gethostname(), pid=os.getpid(), started_at=Now())
+    if not rows.update(**fields):
+        try:
+            with transaction.atomic():
+                WorkerHeartbeat.objects.create(worker_id=wid, **{"host": socket.gethostname(), "pid": os.getpid(),
+                                                                 "started_at": Now(), **fields})
+        except IntegrityError:  # created meanwhile (cannot happen with unique ids; harmless)
+            rows.update(**fields)
+    return rows.values_list("last_seen", flat=True).get()
+
+
+def forget(wid: str) -> None:
+    """A worker stops cleanly: delete its heartbeat."""
+    from unpooled.service.organiser.models import WorkerHeartbeat
+
+    WorkerHeartbeat.objects.filter(worker_id=wid).delete()
+
+
+def _release(pk, worker_ids: list[str], started_at: datetime | None, *, dead_since: datetime | None = None) -> str | None:
+    """Requeue (or, past MAX_ATTEMPTS, fail) RUNNING task ``pk`` as read (``worker_ids``, ``started_at``).
+
+    One conditional UPDATE: nothing happens when the task changed meanwhile (finished, or released
+    by another sweep and perhaps claimed again: a claim sets a new ``started_at``) or, with
+    ``dead_since``, when its last worker's heartbeat is no longer older than ``dead_since``.
+    Returns ``"requeued"``, ``"failed"`` or ``None`` (left alone)."""
     from django_tasks import TaskResultStatus
     from django_tasks_db.models import DBTaskResult
 
+    from unpooled.service.organiser.models import WorkerHeartbeat
+
+    rows = DBTaskResult.objects.filter(pk=pk, status=TaskResultStatus.RUNNING, started_at=started_at)
+    if dead_since is not None and worker_ids:
+        rows = rows.filter(~Exists(WorkerHeartbeat.objects.filter(worker_id=worker_ids[-1], last_seen__gte=dead_since)))
+    if len(worker_ids) >= MAX_ATTEMPTS:
+        done = rows.update(
+            status=TaskResultStatus.FAILED, finished_at=timezone.now(),
+            exception_class_path="unpooled.service.workers.WorkerDied",
+            traceback=f"the worker running this task died {len(worker_ids)} times ({', '.join(worker_ids)})",
+        )
+        return "failed" if done else None
+    return "requeued" if rows.update(status=TaskResultStatus.READY, started_at=None) else None
+
+
+def _running() -> list[tuple]:
+    from django_tasks import TaskResultStatus
+    from django_tasks_db.models import DBTaskResult
+
+    return list(DBTaskResult.objects.filter(status=TaskResultStatus.RUNNING).order_by()
+                .values_list("pk", "worker_ids", "started_at"))
+
+
+def requeue_orphaned(wid: str) -> dict[str, int]:
+    """Requeue (or, past MAX_ATTEMPTS, fail) the tasks left RUNNING by a dead worker ``wid``."""
     out = {"requeued": 0, "failed": 0}
-    with transaction.atomic():
-        for r in DBTaskResult.objects.select_for_update().filter(status=TaskResultStatus.RUNNING):
-            if not r.worker_ids or r.worker_ids[-1] != wid:
-                continue
-            if len(r.worker_ids) >= MAX_ATTEMPTS:
-                r.status = TaskResultStatus.FAILED
-                r.finished_at = timezone.now()
-                r.exception_class_path = "unpooled.service.workers.WorkerDied"
-                r.traceback = f"the worker running this task died {len(r.worker_ids)} times ({', '.join(r.worker_ids)})"
-                r.save(update_fields=["status", "finished_at", "exception_class_path", "traceback"])
-                out["failed"] += 1
-            else:
-                r.status = TaskResultStatus.READY
-                r.started_at = None
-                r.save(update_fields=["status", "started_at"])
-                out["requeued"] += 1
+    for pk, wids, started in _running():
+        if wids and wids[-1] == wid:
+            got = _release(pk, wids, started)
+            if got:
+                out[got] += 1
     return out
+
+
+def recover_dead(own_id: str | None = None, *, timeout: float | None = None, now: datetime | None = None) -> dict:
+    """Requeue (or, past MAX_ATTEMPTS, fail) the RUNNING tasks of dead workers.
+
+    Dead: the task's last worker has a heartbeat older than ``timeout`` seconds before ``now`` (the
+    database's time, as :func:`beat` returns it; default: this machine's), or none and the task
+    started longer ago than that.  ``own_id``: the sweeping worker, whose tasks are left alone.
+    Safe to run in many workers at once.  Returns ``{"requeued": n, "failed": n, "workers": [ids]}``."""
+    from unpooled.service.organiser.models import WorkerHeartbeat
+
+    timeout = worker_timeout() if timeout is None else timeout
+    cutoff = (now or timezone.now()) - timedelta(seconds=timeout)
+    out = {"requeued": 0, "failed": 0, "workers": []}
+    running = _running()
+    last = {wids[-1] for _, wids, _ in running if wids}
+    seen = dict(WorkerHeartbeat.objects.filter(worker_id__in=last).values_list("worker_id", "last_seen"))
+    for pk, wids, started in running:
+        wid = wids[-1] if wids else None
+        if wid is not None and wid == own_id:
+            continue
+        dead = seen[wid] < cutoff if wid in seen else (started is None or started < cutoff)
+        if not dead:
+            continue
+        got = _release(pk, wids, started, dead_since=cutoff)
+        if got:
+            out[got] += 1
+            if wid not in out["workers"]:
+                out["workers"].append(wid)
+    return out
+
+
+def forget_dead(*, now: datetime | None = None) -> int:
+    """Delete heartbeats older than FORGET_AFTER (workers of machines gone for good)."""
+    from unpooled.service.organiser.models import WorkerHeartbeat
+
+    return WorkerHeartbeat.objects.filter(last_seen__lt=(now or timezone.now()) - FORGET_AFTER).delete()[0]
+
+
+def worker_rows(*, timeout: float | None = None, now: datetime | None = None) -> list[dict]:
+    """The workers with a heartbeat, for the organiser console: id, host, pid, started, last seen,
+    seconds since, alive (heartbeat younger than the timeout), tasks running under it."""
+    from django_tasks import TaskResultStatus
+    from django_tasks_db.models import DBTaskResult
+
+    from unpooled.service.organiser.models import WorkerHeartbeat
+
+    if timeout is None:
+        try:
+            timeout = worker_timeout()
+        except ValueError:  # misconfigured: the workers refuse to start; the console still shows them
+            timeout = DEFAULT_TIMEOUT
+    now = now or timezone.now()
+    running: dict[str, int] = {}
+    for wids in DBTaskResult.objects.filter(status=TaskResultStatus.RUNNING).values_list("worker_ids", flat=True):
+        if wids:
+            running[wids[-1]] = running.get(wids[-1], 0) + 1
+    rows = []
+    for hb in WorkerHeartbeat.objects.order_by("worker_id"):
+        age = (now - hb.last_seen).total_seconds()
+        rows.append({"worker_id": hb.worker_id, "host": hb.host, "pid": hb.pid, "started_at": hb.started_at,
+                     "last_seen": hb.last_seen, "age": max(age, 0.0), "alive": age <= timeout,
+                     "running": running.get(hb.worker_id, 0)})
+    return rows
+
+
+def _report(wid: str, got: dict, why: str) -> None:
+    if got["requeued"] or got["failed"]:
+        print(f"worker {wid}: requeued {got['requeued']} task(s) left running by {why}; "
+              f"failed {got['failed']} that crashed workers too often", file=sys.stderr, flush=True)
+
+
+class Liveness:
+    """A worker's heartbeat and its share of recovering dead workers' tasks.
+
+    :meth:`start` (before the worker claims anything): requeue this id's own orphans, record the
+    first heartbeat, sweep once, then beat and sweep every ``interval`` seconds in a daemon thread
+    (so a long task does not silence the worker).  :meth:`stop`: end the thread, delete the heartbeat.
+    """
+
+    def __init__(self, wid: str, *, timeout: float | None = None, interval: float | None = None) -> None:
+        self.wid = wid
+        self.timeout = worker_timeout() if timeout is None else timeout
+        self.interval = heartbeat_interval(self.timeout) if interval is None else interval
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self.sweeps = 0
+
+    def start(self) -> None:
+        _report(self.wid, requeue_orphaned(self.wid), "a crashed worker")
+        self.sweep(beat(self.wid, first=True))
+        self._thread = threading.Thread(target=self._run, name=f"heartbeat-{self.wid}", daemon=True)
+        self._thread.start()
+
+    def sweep(self, now: datetime) -> dict:
+        got = recover_dead(self.wid, timeout=self.timeout, now=now)
+        self.sweeps += 1
+        if got["workers"]:
+            _report(self.wid, got, f"dead worker(s) {', '.join(map(str, got['workers']))}")
+        if self.sweeps % 100 == 1:
+            forget_dead(now=now)
+        return got
+
+    def _run(self) -> None:
+        try:
+            while not self._stop.wait(self.interval):
+                try:
+                    close_old_connections()
+                    now = beat(self.wid)
+                    self.sweep(now)
+                except Exception:  # noqa: BLE001 - a locked or unreachable database: try again next time
+                    logger.warning("worker %s: heartbeat failed", self.wid, exc_info=True)
+        finally:
+            connections.close_all()  # this thread's connections
+
+    def stop(self) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout=60)
+        try:
+            forget(self.wid)
+        except Exception:  # noqa: BLE001 - the heartbeat then just goes stale
+            logger.warning("worker %s: could not delete its heartbeat", self.wid, exc_info=True)
 
 
 class WorkerDied(Exception):

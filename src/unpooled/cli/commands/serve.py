@@ -21,9 +21,17 @@ def register(sub) -> None:
     p.set_defaults(func=cmd_serve)
     w = sub.add_parser("worker", help="run one task worker (django-tasks-db) in the foreground",
                        description="Run a task worker with the stable id HOST-SLOT. On start it requeues the tasks "
-                                   "a previous, crashed worker with the same id left running.")
+                                   "a previous, crashed worker with the same id left running. While it runs it "
+                                   "records a heartbeat and requeues the tasks of workers (on any machine) whose "
+                                   "heartbeat is older than the timeout.")
     w.add_argument("--slot", type=int, default=0, help="worker slot on this host (default 0)")
     w.add_argument("--batch", action="store_true", help="exit once the queue is empty")
+    w.add_argument("--timeout", type=float, default=None,
+                   help="seconds without a heartbeat after which a worker is dead and its tasks are requeued "
+                        "(default $UNPOOLED_WORKER_TIMEOUT or 300; use the same value on every machine)")
+    w.add_argument("--heartbeat", type=float, default=None,
+                   help="seconds between heartbeats and sweeps for dead workers' tasks "
+                        "(default $UNPOOLED_WORKER_HEARTBEAT or 30; at most a third of the timeout)")
     w.set_defaults(func=cmd_worker)
 
 
@@ -31,14 +39,20 @@ def cmd_worker(args) -> int:
     setup_django()
     from django.core.management import call_command
 
-    from unpooled.service.workers import requeue_orphaned, worker_id
+    from unpooled.service.workers import Liveness, heartbeat_interval, worker_id, worker_timeout
 
     wid = worker_id(args.slot)
-    got = requeue_orphaned(wid)
-    if got["requeued"] or got["failed"]:
-        print(f"worker {wid}: requeued {got['requeued']} task(s) left running by a crashed worker; "
-              f"failed {got['failed']} that crashed workers too often", file=sys.stderr, flush=True)
-    call_command("db_worker", worker_id=wid, batch=args.batch, startup_delay=False)
+    timeout = args.timeout if args.timeout is not None else worker_timeout()
+    interval = min(args.heartbeat, timeout / 3) if args.heartbeat is not None else heartbeat_interval(timeout)
+    if not (timeout > 0 and interval > 0):
+        print("unpooled worker: error: --timeout and --heartbeat must be positive", file=sys.stderr)
+        return 2
+    live = Liveness(wid, timeout=timeout, interval=interval)
+    live.start()  # requeues this id's orphans, records the first heartbeat before any claim, sweeps once
+    try:
+        call_command("db_worker", worker_id=wid, batch=args.batch, startup_delay=False)
+    finally:
+        live.stop()
     return 0
 
 

@@ -8,12 +8,16 @@ from __future__ import annotations
 
 import json
 import re
+import time
 
 from django.contrib.auth.decorators import login_required
 from django.db.models import Count
 from django.http import Http404, HttpResponseBadRequest
 from django.shortcuts import get_object_or_404, redirect, render
+from django.template.loader import render_to_string
 from django.utils import timezone
+from django.utils.html import escape, format_html
+from django.utils.safestring import SafeString, mark_safe
 from django.views.decorators.clickjacking import xframe_options_exempt
 from django.views.decorators.http import require_POST
 
@@ -85,8 +89,10 @@ def next_task(request, kind: str):
 
 
 def _lease_for(request, token: str) -> Assignment:
+    # one query; the schema's definition (large JSON) is read only when this process has not parsed it yet
     lease = get_object_or_404(Assignment.objects.select_related("task", "task__document", "task__corpus__schema",
-                                                                "annotator"), token=token)
+                                                                "annotator")
+                              .defer("task__corpus__schema__definition"), token=token)
     ann = lease.annotator
     if ann.backend == Backend.INHOUSE:
         if not request.user.is_authenticated or ann.user_id != request.user.pk:
@@ -94,19 +100,84 @@ def _lease_for(request, token: str) -> Assignment:
     return lease
 
 
-_SCHEMAS: dict[int, tuple] = {}  # schema row id -> (definition, parsed schema): parsing costs more than the page
+_SCHEMAS: dict[int, tuple] = {}  # schema row id -> (read at, definition, _SchemaParts): parsing costs more than the page
+_SCHEMA_SECONDS = 60.0
+_TOKENS: dict[int, tuple] = {}  # document id -> (text length, lead, tokens HTML); bounded below
+_TOKENS_KEPT = 256
+_GUIDES: dict[str, SafeString] = {}  # task kind -> the instructions' HTML
+
+
+class _SchemaParts:
+    """What the task pages show of a schema, rendered once per process (the loops cost more than the rest
+    of the page): the relation ``<option>`` list, the relations task's ``<datalist>``, the entity types."""
+
+    def __init__(self, schema):
+        rels = [(r.name, r.description) for r in schema.canonical_relations]
+        self.schema = schema
+        self.relations = rels
+        self.relation_options = mark_safe("".join(
+            format_html('<option value="{}">{} ({})</option>', n, d or n, n) for n, d in rels))
+        self.relation_datalist = mark_safe("".join(
+            format_html('<option value="A → B: {} ({})"></option><option value="B → A: {} ({})"></option>',
+                        d or n, n, d or n, n) for n, d in rels))
+        self.relations_json = json.dumps([[n, d or n] for n, d in rels])
+        self.types = [(i + 1, t, desc) for i, (t, desc) in enumerate(sorted(schema.entity_types.items()))]
+        self.types_json = json.dumps([t for t, _ in sorted(schema.entity_types.items())])
+        self.legend = mark_safe(" · ".join(
+            format_html('<span class="tag t-{}"><kbd>{}</kbd> {}</span> <span class="muted">{}</span>', t, n, t, desc)
+            for n, t, desc in self.types))
+
+
+def _schema_parts(row) -> _SchemaParts:
+    """The parts of schema ``row``, parsed once per process; re-read after :data:`_SCHEMA_SECONDS`
+    (stored schemas do not change; this bounds how long an edit in the admin takes to show)."""
+    got = _SCHEMAS.get(row.pk)
+    now = time.monotonic()
+    if got is None or now - got[0] > _SCHEMA_SECONDS:
+        from unpooled.service.corpora.models import RelationSchema
+
+        definition = RelationSchema.objects.values_list("definition", flat=True).get(pk=row.pk)
+        if got is None or got[1] != definition:
+            got = (now, definition, _SchemaParts(RelationSchema(pk=row.pk, name=row.name, definition=definition).schema()))
+        else:
+            got = (now, got[1], got[2])
+        _SCHEMAS[row.pk] = got
+    return got[2]
+
+
+def _tokens_html(doc) -> tuple[str, SafeString]:
+    """The text before the first token, and every token as a ``<span class="tok" data-s data-e>`` followed
+    by its trailing text: the entity task's document, built once per document and process."""
+    got = _TOKENS.get(doc.pk)
+    if got is not None and got[0] == len(doc.text):
+        return got[1], got[2]
+    text = doc.text
+    toks = tokens(text)
+    lead = text[:toks[0][0]] if toks else text
+    parts = []
+    for (s, e), nxt in _with_next(toks):
+        parts.append(f'<span class="tok" data-s="{s}" data-e="{e}">{escape(text[s:e])}</span>'
+                     f"{escape(text[e:(nxt[0] if nxt else len(text))])}")
+    html = mark_safe("".join(parts))
+    if len(_TOKENS) >= _TOKENS_KEPT:
+        _TOKENS.pop(next(iter(_TOKENS)))
+    _TOKENS[doc.pk] = (len(text), lead, html)
+    return lead, html
+
+
+def _guide_html(kind: str) -> SafeString:
+    got = _GUIDES.get(kind)
+    if got is None:
+        got = _GUIDES[kind] = mark_safe(render_to_string("annotation/_guide.html", {"guide": INSTRUCTIONS[kind]}))
+    return got
 
 
 def _context(lease: Assignment, error: str | None = None, value=None) -> dict:
     task = lease.task
     doc = task.document
-    row = task.corpus.schema
-    parsed = _SCHEMAS.get(row.pk)
-    if parsed is None or parsed[0] != row.definition:  # stored schemas do not change; this guards an admin edit
-        parsed = _SCHEMAS[row.pk] = (row.definition, row.schema())
-    schema = parsed[1]
-    ctx = {"lease": lease, "task": task, "kind": task.kind, "guide": INSTRUCTIONS[task.kind], "error": error,
-           "previous": value,
+    parts = _schema_parts(task.corpus.schema)
+    ctx = {"lease": lease, "task": task, "kind": task.kind, "guide": INSTRUCTIONS[task.kind],
+           "guide_html": _guide_html(task.kind), "error": error, "previous": value,
            "expires": lease.expires, "mturk": lease.annotator.backend == Backend.MTURK}
     if task.kind == Kind.VERIFY:
         p = task.payload
@@ -114,15 +185,14 @@ def _context(lease: Assignment, error: str | None = None, value=None) -> dict:
         marks = [(p["subject"]["start"], p["subject"]["end"], "subj"), (p["object"]["start"], p["object"]["end"], "obj")]
         ctx["pieces"] = segments(doc.text, c0, c1, marks)
         ctx["p"] = p
-        ctx["relations"] = [(r.name, r.description) for r in schema.canonical_relations]
+        ctx["relations"] = parts.relations
+        ctx["relation_options"] = parts.relation_options
         ctx["has_links"] = bool(p["subject"].get("links") or p["object"].get("links"))
     elif task.kind == Kind.ENTITIES:
-        # offsets as strings: the template would localize every int (a third of the page's time)
-        ctx["tokens"] = [(str(s), str(e), doc.text[s:e], doc.text[e:(ntok[0] if ntok else len(doc.text))])
-                         for (s, e), ntok in _with_next(tokens(doc.text))]
-        ctx["lead"] = doc.text[:int(ctx["tokens"][0][0])] if ctx["tokens"] else doc.text
-        ctx["types"] = [(i + 1, t, desc) for i, (t, desc) in enumerate(sorted(schema.entity_types.items()))]
-        ctx["types_json"] = json.dumps([t for t, _ in sorted(schema.entity_types.items())])
+        ctx["lead"], ctx["tokens_html"] = _tokens_html(doc)
+        ctx["types"] = parts.types
+        ctx["types_json"] = parts.types_json
+        ctx["legend"] = parts.legend
     else:
         p = task.payload
         mentions = p["mentions"]
@@ -136,8 +206,9 @@ def _context(lease: Assignment, error: str | None = None, value=None) -> dict:
                           "pieces": segments(doc.text, s[0], s[1], [(ma["start"], ma["end"], "subj"),
                                                                      (mb["start"], mb["end"], "obj")])})
         ctx["pairs"] = pairs
-        ctx["relations"] = [(r.name, r.description or r.name) for r in schema.canonical_relations]
-        ctx["relations_json"] = json.dumps([[r.name, r.description or r.name] for r in schema.canonical_relations])
+        ctx["relations"] = [(n, d or n) for n, d in parts.relations]
+        ctx["relation_datalist"] = parts.relation_datalist
+        ctx["relations_json"] = parts.relations_json
     return ctx
 
 

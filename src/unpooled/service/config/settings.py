@@ -12,6 +12,12 @@ variable                        meaning (default)
 ``UNPOOLED_ALLOWED_HOSTS``      comma-separated host names (``localhost,127.0.0.1,[::1]``)
 ``UNPOOLED_MAX_UPLOAD_BYTES``   largest accepted submission, decompressed (2 GiB)
 ``UNPOOLED_TASK_BACKEND``       ``db`` (django-tasks-db worker, default) or ``immediate``
+``UNPOOLED_WORKER_TIMEOUT``     seconds without a heartbeat after which a task worker is dead and its
+                                running tasks are requeued by the others (300; the same on every machine)
+``UNPOOLED_WORKER_HEARTBEAT``   seconds between a worker's heartbeats and sweeps (30)
+``UNPOOLED_CACHE``              where rendered pages and built leaderboards are kept: a folder
+                                shared by the web workers and the task worker of one machine
+                                (``$UNPOOLED_DATA_DIR/cache``), or ``memory`` (per process)
 ==============================  ================================================
 """
 
@@ -111,6 +117,20 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     )
 
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+
+# Cached pages and leaderboards are keyed by fingerprints of what they show (a new score, a publication,
+# a visibility change give a new key), so a cache per machine is never stale across machines. A folder
+# is shared by the processes of a machine: a page rendered by one gunicorn worker is served by the others.
+_cache = os.environ.get("UNPOOLED_CACHE", "").strip()
+CACHES = {
+    "default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache", "OPTIONS": {"MAX_ENTRIES": 5000}}
+    if _cache == "memory"
+    else {"BACKEND": "django.core.cache.backends.filebased.FileBasedCache",
+          "LOCATION": str(Path(_cache).expanduser() if _cache else DATA_DIR / "cache"),
+          "OPTIONS": {"MAX_ENTRIES": 20000}}
+}
+# sessions are read from the cache and written through to the database (a logged-in page reads no session row)
+SESSION_ENGINE = "django.contrib.sessions.backends.cached_db"
 
 TASKS = {
     "default": {

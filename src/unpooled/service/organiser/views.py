@@ -25,6 +25,7 @@ from unpooled.service.annotation import release as release_mod
 from unpooled.service.annotation.actions import settings_for
 from unpooled.service.corpora.models import Corpus
 from unpooled.service.submissions.models import Submission, Team
+from unpooled.service.workers import worker_rows
 
 from . import console
 from .forms import QuotaForm, SettingsForm
@@ -62,6 +63,7 @@ def _back(name: str, corpus: Corpus | None) -> str:
 @organiser_required
 def home(request):
     ctx = console_context(request, "home")
+    ctx["workers"] = worker_rows()
     if ctx["corpus"] is not None:
         ov = console.overview(ctx["corpus"])
         ctx.update(ov=ov, alerts=ov["alerts"])

@@ -9,6 +9,7 @@ the organisers (``can_manage``; others who can view get 403).
 from __future__ import annotations
 
 import csv
+import hashlib
 import io
 import json
 import logging
@@ -105,15 +106,69 @@ def _status_url(sub: Submission) -> str | None:
         return None
 
 
+#: how long a rendered submission page lives in the cache: a new score, a change of the submission
+#: (visibility, description, status) or a new breakdown version gives it a new key anyway; the team's
+#: view (error analysis: the labels) is kept shorter, as labels may change before the next score
+PAGE_SECONDS = 24 * 3600
+MANAGE_PAGE_SECONDS = 60
+
+
+def _newest_ids(sub: Submission) -> dict[str, int]:
+    """The newest score id per level (one query, no score rows)."""
+    from django.db.models import OuterRef, Subquery
+
+    from unpooled.service.evaluations.models import Score
+
+    newest = Score.objects.filter(submission=sub, level=OuterRef("level")).order_by("-id").values("id")[:1]
+    return dict(Score.objects.filter(submission=sub, id=Subquery(newest)).values_list("level", "id"))
+
+
+def page_key(sub: Submission, newest: dict[str, int], *, manage: bool, level: str | None, params) -> str:
+    """The cache key of a rendered submission page: what it shows depends on nothing else.
+
+    The newest score of each level (a score and its stored breakdown never change once the
+    breakdown is there; pages without it are not cached), the submission's stage, visibility and last
+    changes (``updated``, ``status_changed``: also when a bulk update bypassed ``updated``), who
+    looks (the team's view adds the error analysis), the level and the three page numbers.
+    """
+    from unpooled.service.evaluations.breakdown import VERSION
+
+    scores = ",".join(f"{lv}{i}" for lv, i in sorted(newest.items()))
+    pages = ":".join(str(params.get(k, ""))[:12] for k in ("page", "errors_page", "missed_page"))
+    stamp = f"{sub.updated.timestamp() if sub.updated else 0}-{sub.status_changed.timestamp() if sub.status_changed else 0}"
+    return (f"unpooled.subpage:v{VERSION}:{sub.pk}:{int(manage)}:{level}:{scores}:{sub.status}:{sub.visibility}:{stamp}:"
+            f"{hashlib.blake2b(pages.encode(), digest_size=6).hexdigest()}")
+
+
 def submission_detail(request, pk: int):
+    """A submission's page.  The body is rendered once per new score and served from the cache
+    (:func:`page_key`); only the submission row and the newest score ids are read per request."""
+    sub = _submission(request, pk)
+    manage = can_manage(request.user, sub)
+    ids = _newest_ids(sub)
+    order = [lv for lv in LEVELS if lv in ids] + sorted(lv for lv in ids if lv not in LEVELS)
+    level = request.GET.get("level")
+    if level not in ids:
+        level = order[0] if order else None
+    key = page_key(sub, ids, manage=manage, level=level, params=request.GET)
+    content = cache.get(key)
+    if content is None:
+        content, cacheable = _render_content(request, sub, manage, level)
+        if cacheable:
+            cache.set(key, content, MANAGE_PAGE_SECONDS if manage else PAGE_SECONDS)
+    return render(request, "web/submission.html", {"sub": sub, "content": mark_safe(content)})
+
+
+def _render_content(request, sub: Submission, manage: bool, level: str | None) -> tuple[str, bool]:
+    """The body of the page, and whether it may be cached (not while a breakdown is on its way)."""
+    from django.db.models import F
+    from django.db.models.functions import Substr
+
     from unpooled.service.evaluations import breakdown
     from unpooled.service.evaluations.lifecycle import newest_scores
 
-    sub = _submission(request, pk)
-    manage = can_manage(request.user, sub)
     newest = newest_scores(sub)
     scores = [newest[lv] for lv in LEVELS if lv in newest] + [s for lv, s in newest.items() if lv not in LEVELS]
-    level = request.GET.get("level")
     if level not in newest:
         level = scores[0].level if scores else None
     score = newest.get(level)
@@ -153,16 +208,19 @@ def submission_detail(request, pk: int):
                              **_page_links(request, "missed_page", mpage, "missed")}
     by_pred = (RelationInstance.objects.filter(submission=sub).values("predicate")
                .annotate(n=Count("id")).order_by("-n"))
-    inst = (RelationInstance.objects.filter(submission=sub).select_related("document", "subject", "object")
-            .order_by("pk"))
+    # the surface strings are cut in SQL: a page of 50 rows need not read 50 document texts
+    inst = (RelationInstance.objects.filter(submission=sub).order_by("pk").annotate(
+        subject_text=Substr("document__text", F("subject_start") + 1, F("subject_end") - F("subject_start")),
+        object_text=Substr("document__text", F("object_start") + 1, F("object_end") - F("object_start")))
+        .values("pk", "predicate", "value", "confidence", "line", "subject_text", "object_text", "document__doc_id",
+                "subject__name", "object__name"))
     page = Paginator(inst, 50).get_page(request.GET.get("page"))
-    rows = []
-    for i in page:
-        text = i.document.text
-        rows.append({"i": i, "subject": text[i.subject_start:i.subject_end],
-                     "object": i.value if i.value is not None else text[i.object_start:i.object_end]})
+    rows = [{"doc_id": i["document__doc_id"], "subject": i["subject_text"], "subject_name": i["subject__name"],
+             "predicate": i["predicate"], "object": i["value"] if i["value"] is not None else i["object_text"],
+             "object_name": i["object__name"], "confidence": f"{i['confidence']:.2f}", "line": i["line"]}
+            for i in page]
     ctx.update(by_pred=by_pred, page=page, rows=rows)
-    return render(request, "web/submission.html", ctx)
+    return render_to_string("web/_submission_content.html", ctx, request=request), bd_state in ("ready", "none")
 
 
 def submission_export(request, pk: int, fmt: str):
