@@ -159,7 +159,7 @@ def test_task_page_fragments_built_once_are_exact_and_escaped(client, setup):
     d["relations"][0]["description"] = 'born <b>in</b> & "near"'
     row.definition = d
     row.save()
-    views._SCHEMAS.clear()
+    views.forget()
     _login(client)
     r = client.get(reverse("annotation:next", args=["verify"]))
     page = client.get(r["Location"]).content.decode()
@@ -177,3 +177,25 @@ def test_task_page_fragments_built_once_are_exact_and_escaped(client, setup):
     assert html_lib.unescape(re.sub(r"<[^>]+>", "", doc)) == text
     types = sorted(row.schema().entity_types)
     assert page.count('<span class="tag t-') == len(types)
+
+
+def test_task_body_is_rendered_once(client, setup, monkeypatch, django_assert_max_num_queries):
+    from unpooled.service.annotation import views
+
+    _login(client)
+    r = client.get(reverse("annotation:next", args=["verify"]))
+    first = client.get(r["Location"]).content.decode()
+
+    def boom(task):
+        raise AssertionError("the task's body is in the cache")
+
+    monkeypatch.setattr(views, "_body_context", boom)
+    # the lease with its task and annotator, the user, whether the annotator answered before
+    with django_assert_max_num_queries(4):
+        again = client.get(r["Location"]).content.decode()
+    import re
+
+    def unmasked(page):  # the CSRF token is masked afresh in every response
+        return re.sub(r'name="csrfmiddlewaretoken" value="[^"]*"', "", page)
+
+    assert unmasked(again) == unmasked(first) and 'mark class="subj"' in again

@@ -11,6 +11,7 @@ import re
 import time
 
 from django.contrib.auth.decorators import login_required
+from django.core.cache import cache
 from django.db.models import Count
 from django.http import Http404, HttpResponseBadRequest
 from django.shortcuts import get_object_or_404, redirect, render
@@ -89,10 +90,9 @@ def next_task(request, kind: str):
 
 
 def _lease_for(request, token: str) -> Assignment:
-    # one query; the schema's definition (large JSON) is read only when this process has not parsed it yet
-    lease = get_object_or_404(Assignment.objects.select_related("task", "task__document", "task__corpus__schema",
-                                                                "annotator")
-                              .defer("task__corpus__schema__definition"), token=token)
+    # the lease, its task and annotator in one light query; the document and the schema are read only when
+    # the task's body is not in the cache yet (_body)
+    lease = get_object_or_404(Assignment.objects.select_related("task", "annotator"), token=token)
     ann = lease.annotator
     if ann.backend == Backend.INHOUSE:
         if not request.user.is_authenticated or ann.user_id != request.user.pk:
@@ -128,20 +128,27 @@ class _SchemaParts:
             for n, t, desc in self.types))
 
 
-def _schema_parts(row) -> _SchemaParts:
-    """The parts of schema ``row``, parsed once per process; re-read after :data:`_SCHEMA_SECONDS`
+def forget() -> None:
+    """Drop what this process keeps of schemas, documents and instructions (tests whose rows reuse ids)."""
+    _SCHEMAS.clear()
+    _TOKENS.clear()
+    _GUIDES.clear()
+
+
+def _schema_parts(schema_id: int) -> _SchemaParts:
+    """The parts of schema row ``schema_id``, parsed once per process; re-read after :data:`_SCHEMA_SECONDS`
     (stored schemas do not change; this bounds how long an edit in the admin takes to show)."""
-    got = _SCHEMAS.get(row.pk)
+    got = _SCHEMAS.get(schema_id)
     now = time.monotonic()
     if got is None or now - got[0] > _SCHEMA_SECONDS:
         from unpooled.service.corpora.models import RelationSchema
 
-        definition = RelationSchema.objects.values_list("definition", flat=True).get(pk=row.pk)
+        name, definition = RelationSchema.objects.values_list("name", "definition").get(pk=schema_id)
         if got is None or got[1] != definition:
-            got = (now, definition, _SchemaParts(RelationSchema(pk=row.pk, name=row.name, definition=definition).schema()))
+            got = (now, definition, _SchemaParts(RelationSchema(pk=schema_id, name=name, definition=definition).schema()))
         else:
             got = (now, got[1], got[2])
-        _SCHEMAS[row.pk] = got
+        _SCHEMAS[schema_id] = got
     return got[2]
 
 
@@ -172,25 +179,44 @@ def _guide_html(kind: str) -> SafeString:
     return got
 
 
+#: a task's rendered body lives this long in the cache (it never changes; this bounds a schema edit's delay)
+BODY_SECONDS = 3600
+
+
 def _context(lease: Assignment, error: str | None = None, value=None) -> dict:
+    """The page around the task's body: the lease, the instructions, the error of a rejected answer."""
     task = lease.task
+    return {"lease": lease, "task": task, "kind": task.kind, "guide_html": _guide_html(task.kind), "error": error,
+            "previous": value, "expires": lease.expires, "mturk": lease.annotator.backend == Backend.MTURK,
+            "body": _body(task)}
+
+
+def _body(task: Task) -> SafeString:
+    """The task itself, rendered once and kept in the cache shared by the server's processes: it depends on
+    the task (payload, document) and its corpus's schema only, never on the lease or the annotator."""
+    key = f"unpooled.task-body:v1:{task.pk}:{task.kind}:{task.guideline_version}"
+    html = cache.get(key)
+    if html is None:
+        full = Task.objects.select_related("document", "corpus").get(pk=task.pk)
+        html = render_to_string("annotation/_task_body.html", _body_context(full))
+        cache.set(key, html, BODY_SECONDS)
+    return mark_safe(html)
+
+
+def _body_context(task: Task) -> dict:
     doc = task.document
-    parts = _schema_parts(task.corpus.schema)
-    ctx = {"lease": lease, "task": task, "kind": task.kind, "guide": INSTRUCTIONS[task.kind],
-           "guide_html": _guide_html(task.kind), "error": error, "previous": value,
-           "expires": lease.expires, "mturk": lease.annotator.backend == Backend.MTURK}
+    parts = _schema_parts(task.corpus.schema_id)
+    ctx = {"task": task, "kind": task.kind}
     if task.kind == Kind.VERIFY:
         p = task.payload
         c0, c1 = p["context"]
         marks = [(p["subject"]["start"], p["subject"]["end"], "subj"), (p["object"]["start"], p["object"]["end"], "obj")]
         ctx["pieces"] = segments(doc.text, c0, c1, marks)
         ctx["p"] = p
-        ctx["relations"] = parts.relations
         ctx["relation_options"] = parts.relation_options
         ctx["has_links"] = bool(p["subject"].get("links") or p["object"].get("links"))
     elif task.kind == Kind.ENTITIES:
         ctx["lead"], ctx["tokens_html"] = _tokens_html(doc)
-        ctx["types"] = parts.types
         ctx["types_json"] = parts.types_json
         ctx["legend"] = parts.legend
     else:
@@ -206,7 +232,6 @@ def _context(lease: Assignment, error: str | None = None, value=None) -> dict:
                           "pieces": segments(doc.text, s[0], s[1], [(ma["start"], ma["end"], "subj"),
                                                                      (mb["start"], mb["end"], "obj")])})
         ctx["pairs"] = pairs
-        ctx["relations"] = [(n, d or n) for n, d in parts.relations]
         ctx["relation_datalist"] = parts.relation_datalist
         ctx["relations_json"] = parts.relations_json
     return ctx
