@@ -100,7 +100,8 @@ def _lease_for(request, token: str) -> Assignment:
     return lease
 
 
-_SCHEMAS: dict[int, tuple] = {}  # schema row id -> (read at, definition, _SchemaParts): parsing costs more than the page
+# schema row id -> (read at, definition, _SchemaParts): parsing costs more than the page
+_SCHEMAS: dict[int, tuple] = {}
 _SCHEMA_SECONDS = 60.0
 _TOKENS: dict[int, tuple] = {}  # document id -> (text length, lead, tokens HTML); bounded below
 _TOKENS_KEPT = 256
@@ -145,7 +146,8 @@ def _schema_parts(schema_id: int) -> _SchemaParts:
 
         name, definition = RelationSchema.objects.values_list("name", "definition").get(pk=schema_id)
         if got is None or got[1] != definition:
-            got = (now, definition, _SchemaParts(RelationSchema(pk=schema_id, name=name, definition=definition).schema()))
+            row = RelationSchema(pk=schema_id, name=name, definition=definition)
+            got = (now, definition, _SchemaParts(row.schema()))
         else:
             got = (now, got[1], got[2])
         _SCHEMAS[schema_id] = got
@@ -183,12 +185,26 @@ def _guide_html(kind: str) -> SafeString:
 BODY_SECONDS = 3600
 
 
-def _context(lease: Assignment, error: str | None = None, value=None) -> dict:
+ANSWERED = "unpooled.answered"  # session flag: this browser's annotator has answered before
+
+
+def _first_time(request, lease: Assignment) -> bool:
+    """Whether the annotator has never answered (the instructions open by themselves); asked of the
+    database once per session."""
+    if request.session.get(ANSWERED):
+        return False
+    if lease.annotator.answers.exists():
+        request.session[ANSWERED] = True
+        return False
+    return True
+
+
+def _context(request, lease: Assignment, error: str | None = None, value=None) -> dict:
     """The page around the task's body: the lease, the instructions, the error of a rejected answer."""
     task = lease.task
     return {"lease": lease, "task": task, "kind": task.kind, "guide_html": _guide_html(task.kind), "error": error,
-            "previous": value, "expires": lease.expires, "mturk": lease.annotator.backend == Backend.MTURK,
-            "body": _body(task)}
+            "first_time": _first_time(request, lease), "previous": value, "expires": lease.expires,
+            "mturk": lease.annotator.backend == Backend.MTURK, "body": _body(task)}
 
 
 def _body(task: Task) -> SafeString:
@@ -253,7 +269,8 @@ def task_page(request, token: str):
         try:
             value = json.loads(raw)
         except ValueError as exc:
-            return render(request, "annotation/task.html", _context(lease, f"answer: not JSON ({exc})"), status=400)
+            return render(request, "annotation/task.html", _context(request, lease, f"answer: not JSON ({exc})"),
+                          status=400)
         try:
             seconds = float(request.POST.get("seconds") or 0) or None
         except ValueError:
@@ -261,9 +278,10 @@ def task_page(request, token: str):
         try:
             actions.submit_answer(lease, value, seconds=seconds)
         except AnswerError as exc:
-            return render(request, "annotation/task.html", _context(lease, str(exc), value), status=400)
+            return render(request, "annotation/task.html", _context(request, lease, str(exc), value), status=400)
         except actions.AnnotationError as exc:
-            return render(request, "annotation/task.html", _context(lease, str(exc), value), status=409)
+            return render(request, "annotation/task.html", _context(request, lease, str(exc), value), status=409)
+        request.session[ANSWERED] = True
         if lease.annotator.backend == Backend.MTURK:
             return render(request, "annotation/mturk_submit.html",
                           {"submit_to": request.session.get(f"turk:{token}", "https://workersandbox.mturk.com"),
@@ -271,7 +289,7 @@ def task_page(request, token: str):
         return redirect("annotation:next", kind=lease.task.kind)
     if lease.status == Assignment.Status.EXPIRED or lease.expires < timezone.now():
         return render(request, "annotation/expired.html", {"kind": lease.task.kind}, status=410)
-    return render(request, "annotation/task.html", _context(lease))
+    return render(request, "annotation/task.html", _context(request, lease))
 
 
 @require_POST

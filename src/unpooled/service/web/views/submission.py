@@ -114,13 +114,13 @@ MANAGE_PAGE_SECONDS = 60
 
 
 def _newest_ids(sub: Submission) -> dict[str, int]:
-    """The newest score id per level (one query, no score rows)."""
-    from django.db.models import OuterRef, Subquery
+    """The newest score id per level: one GROUP BY over the (submission, level, id) index, no score rows."""
+    from django.db.models import Max
 
     from unpooled.service.evaluations.models import Score
 
-    newest = Score.objects.filter(submission=sub, level=OuterRef("level")).order_by("-id").values("id")[:1]
-    return dict(Score.objects.filter(submission=sub, id=Subquery(newest)).values_list("level", "id"))
+    return dict(Score.objects.filter(submission=sub).order_by().values("level").annotate(m=Max("id"))
+                .values_list("level", "m"))
 
 
 def page_key(sub: Submission, newest: dict[str, int], *, manage: bool, level: str | None, params) -> str:
@@ -135,8 +135,9 @@ def page_key(sub: Submission, newest: dict[str, int], *, manage: bool, level: st
 
     scores = ",".join(f"{lv}{i}" for lv, i in sorted(newest.items()))
     pages = ":".join(str(params.get(k, ""))[:12] for k in ("page", "errors_page", "missed_page"))
-    stamp = f"{sub.updated.timestamp() if sub.updated else 0}-{sub.status_changed.timestamp() if sub.status_changed else 0}"
-    return (f"unpooled.subpage:v{VERSION}:{sub.pk}:{int(manage)}:{level}:{scores}:{sub.status}:{sub.visibility}:{stamp}:"
+    stamp = "-".join(str(t.timestamp() if t else 0) for t in (sub.updated, sub.status_changed))
+    return (f"unpooled.subpage:v{VERSION}:{sub.pk}:{int(manage)}:{level}:{scores}:{sub.status}:{sub.visibility}:"
+            f"{stamp}:"
             f"{hashlib.blake2b(pages.encode(), digest_size=6).hexdigest()}")
 
 
