@@ -222,3 +222,156 @@ def test_same_seed_same_bootstrap(dw):
     b = estimate(d, bootstrap=50, rng=7).boot
     for k in a:
         np.testing.assert_array_equal(a[k][0], b[k][0])
+
+
+# -- the exhaustive sample: documents (cluster variance) and the support of p0 -------------------
+def _scores_equal(a, b, *, exact=True):
+    for k in ("p", "r", "f1", "p_se", "r_se", "f1_se", "theta", "nu"):
+        if exact:
+            np.testing.assert_array_equal(getattr(a, k), getattr(b, k), err_msg=k)
+        else:
+            np.testing.assert_allclose(getattr(a, k), getattr(b, k), rtol=1e-12, atol=1e-15, err_msg=k)
+    for k in ("p_ci", "r_ci", "f1_ci"):
+        for x, y in zip(getattr(a, k), getattr(b, k)):
+            np.testing.assert_array_equal(x, y) if exact else np.testing.assert_allclose(x, y, rtol=1e-12, atol=1e-15)
+
+
+@settings(max_examples=60, deadline=None)
+@given(designs(), st.sampled_from(["simple", "joint"]))
+def test_one_instance_per_document_is_the_independent_variance(dw, est):
+    """Singleton documents with N = n0: the cluster variance is the independent one (both are
+    n/(n-1) times the centred sum of squares; equal to float round-off), and the bootstrap is the
+    same, bit for bit (documents drawn are instances drawn)."""
+    d, _ = dw
+    docs = [f"doc{k}" for k in range(d.n0)]
+    dc = make_design(d.P, d.src, d.xs, d.f, d.g0, d.v0, d.p0, y0_docs=docs)
+    assert dc.n_groups == d.n0
+    _scores_equal(estimate(d, estimator=est), estimate(dc, estimator=est), exact=False)
+    a, b = estimate(d, estimator=est, bootstrap=30, rng=5).boot, estimate(dc, estimator=est, bootstrap=30, rng=5).boot
+    for k in a:
+        np.testing.assert_array_equal(a[k][0], b[k][0])
+        np.testing.assert_array_equal(a[k][1], b[k][1])
+
+
+@settings(max_examples=60, deadline=None)
+@given(designs())
+def test_p0_mask_all_true_is_the_old_result(dw):
+    d, _ = dw
+    same = make_design(d.P, d.src, d.xs, d.f, d.g0, d.v0, d.p0, inside=np.ones(len(d.xs), bool))
+    np.testing.assert_array_equal(same.p0, d.p0)
+    _scores_equal(estimate(d), estimate(same))
+    from unpooled.core.estimators.exhaustive import restrict_p0
+
+    assert restrict_p0(d, None) is d and restrict_p0(d, np.ones(len(d.xs), bool)) is d
+
+
+@settings(max_examples=60, deadline=None)
+@given(designs(), st.randoms(use_true_random=False))
+def test_p0_zero_outside_removes_the_instance_from_pooled_recall_only(dw, rnd):
+    """An instance outside p0's support leaves precision alone and drops out of nu-hat: the same
+    recall as labelling its draws 0 for recall (A and B are linear in p0 f)."""
+    d, _ = dw
+    inside = np.array([rnd.random() < 0.7 for _ in d.xs], bool)
+    out = set(d.xs[~inside].tolist())
+    inside = np.array([x not in out for x in d.xs.tolist()])
+    got = estimate(make_design(d.P, d.src, d.xs, d.f, d.g0, d.v0, d.p0, inside=inside))
+    p0 = d.p0.copy()
+    p0[list(out)] = 0.0
+    ref = make_design(d.P, d.src, d.xs, d.f, d.g0, d.v0, p0)
+    _scores_equal(got, estimate(ref))
+    zero = make_design(d.P, d.src, d.xs, np.where(inside, d.f, 0.0), d.g0, d.v0, d.p0)
+    base = estimate(d)
+    np.testing.assert_allclose(got.nu, estimate(zero).nu, atol=1e-12)
+    np.testing.assert_array_equal(got.p, base.p)
+    np.testing.assert_array_equal(got.theta, base.theta)
+
+
+def _hajek_T(rng, m, n0):
+    """Linearised Hajek values v (s - theta) / V of random weights and indicators (rows sum to 0)."""
+    if n0 == 0:
+        return np.zeros((m, 0))
+    v = rng.random(n0) + 0.1
+    S = rng.random((m, n0)) < 0.5
+    theta = (S * v).sum(1) / v.sum()
+    return v[None, :] * (S - theta[:, None]) / v.sum()
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.integers(1, 3), st.integers(0, 12), st.integers(1, 6), st.integers(0, 5), st.integers(0, 2 ** 32 - 1))
+def test_theta_variance_properties(m, n0, n_docs, extra, seed):
+    from unpooled.core.estimators.exhaustive import theta_variance
+
+    rng = np.random.default_rng(seed)
+    T = _hajek_T(rng, m, n0)
+    docs = rng.integers(0, n_docs, n0)
+    N = len(set(docs.tolist())) + extra
+    var = theta_variance(T, docs, N)
+    assert var.shape == (m,) and np.all(var >= -1e-15)
+    # a permutation of the instances (with their documents) and a renaming of the documents change nothing
+    perm = rng.permutation(n0)
+    np.testing.assert_allclose(theta_variance(T[:, perm], [f"d{g}" for g in docs[perm]], N), var, atol=1e-14)
+    # documents without a true instance enter only through N/(N-1) (the totals of a Hajek ratio sum to 0)
+    N0 = len(set(docs.tolist()))
+    if N0 >= 2:
+        base = theta_variance(T, docs)
+        np.testing.assert_allclose(var, base * (N / (N - 1)) / (N0 / (N0 - 1)), rtol=1e-9, atol=1e-15)
+    # fewer documents than are present: N is at least the number present
+    np.testing.assert_array_equal(theta_variance(T, docs, 0), theta_variance(T, docs))
+    # one document holding every instance: its total is 0, no information on the spread
+    if n0:
+        np.testing.assert_allclose(theta_variance(T, np.zeros(n0, int), N0 + extra), 0.0, atol=1e-14)
+    # singletons: the independent formula (the same sums, reduced along the other axis: float round-off)
+    np.testing.assert_allclose(theta_variance(T, np.arange(n0)), theta_variance(T), rtol=1e-12, atol=1e-18)
+
+
+def test_cluster_variance_by_hand_and_validation():
+    from unpooled.core.estimators.exhaustive import document_groups, theta_variance
+
+    # two instances of one document move together: totals 0.5 and -0.5, N/(N-1) = 2
+    T = np.array([[0.25, 0.25, -0.5]])
+    assert theta_variance(T, ["a", "a", "b"]) == pytest.approx([1.0])
+    assert theta_variance(T) == pytest.approx([1.5 * (0.0625 + 0.0625 + 0.25)])
+    # 2 more documents without a true instance: 4/3 instead of 2
+    assert theta_variance(T, ["a", "a", "b"], 4) == pytest.approx([4 / 3 * 0.5])
+    g, n = document_groups(["x", "y", "x"], 5)
+    assert g.tolist() == [0, 1, 0] and n == 5
+    P = distribution_matrix(SYSTEMS, 5)
+    g0 = member(SYSTEMS)[:, Y]
+    with pytest.raises(InvalidInputError, match=r"documents: expected an integer >= 2 \(the true instances lie in 2"):
+        make_design(P, [0], [0], [1.0], g0, y0_docs=["a", "a", "b"], documents=1)
+    with pytest.raises(InvalidInputError, match="y0_docs: expected the document of each of the 3"):
+        make_design(P, [0], [0], [1.0], g0, y0_docs=["a"])
+    with pytest.raises(InvalidInputError, match="documents: give y0_docs"):
+        make_design(P, [0], [0], [1.0], g0, documents=4)
+    with pytest.raises(InvalidInputError, match=r"inside: expected one flag per labelled draw \(1\)"):
+        make_design(P, [0], [0], [1.0], g0, inside=[True, False])
+    with pytest.raises(InvalidInputError, match="groups: expected the document of each of the 3"):
+        theta_variance(T, ["a"])
+
+
+def test_theta_variance_estimates_the_cluster_sampling_variance():
+    """Over repeated samples of documents, the mean of the cluster variance estimate is close to the
+    Monte Carlo variance of theta-hat; the independent-instance estimate is far below it."""
+    from unpooled.core.estimators.exhaustive import theta_variance
+
+    rng = np.random.default_rng(0)
+    D = 400
+    sizes = rng.poisson(5, D)
+    hit = rng.beta(0.5, 0.5, D)  # instances of a document are found together
+    docs_of = np.repeat(np.arange(D), sizes)
+    s = rng.random(len(docs_of)) < hit[docs_of]
+    est, v_cl, v_in = [], [], []
+    for _ in range(1500):
+        pick = rng.choice(D, 20)  # with replacement: draws are clusters (the same document twice: two clusters)
+        idx = np.concatenate([np.flatnonzero(docs_of == d) for d in pick])
+        lab = np.repeat(np.arange(20), sizes[pick])
+        if len(idx) == 0:
+            continue
+        th = s[idx].mean()
+        T = ((s[idx] - th) / len(idx))[None, :]
+        est.append(th)
+        v_cl.append(theta_variance(T, lab, 20)[0])
+        v_in.append(theta_variance(T)[0])
+    mc = np.var(est)
+    assert np.mean(v_cl) == pytest.approx(mc, rel=0.15)
+    assert np.mean(v_in) < 0.5 * mc

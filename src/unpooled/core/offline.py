@@ -33,6 +33,21 @@ estimators weight the instance by ``weight / inclusion``::
     {"doc": "D1", "subject": {"start": 0, "end": 5}, "predicate": "per:title",
      "object": {"start": 40, "end": 47, "value": "senator"}, "inclusion": 0.1}
 
+**Exhaustive documents.**  :math:`\hat Y_0` is a sample of *documents*, so the variance of every
+recall term from it is that of a cluster sample: document totals of the linearised Hájek ratio
+(:mod:`unpooled.core.estimators.exhaustive`).  The documents are those of the exhaustive
+instances; ``documents=N`` (``--exhaustive-documents N``) gives how many were annotated,
+counting those without any true instance (default: the number of distinct documents present,
+with a warning).
+
+**Sentence split** (optional, ``corpus=PATH`` of :func:`load`, ``--corpus``; any format of
+:mod:`unpooled.core.corpus`, the sentences of a ``jsonl`` corpus as given, else split).  The
+exhaustive protocol pairs mentions *within one sentence*, so :math:`p_0` is 0 for a pooled
+instance whose subject and object lie in different sentences (the joint recall's
+:math:`\hat\nu_i`); an instance of the exhaustive file is inside by definition.  Every labelled
+draw's document must be in the corpus (``UP201``).  Without a corpus :math:`p_0` stays 1
+everywhere, with a warning.
+
 The universe is the union of the submitted instances by instance key; :math:`p_i` is the
 sampling distribution of ``level`` (:mod:`unpooled.core.estimators.sampling`) computed
 from the system's own entity ids (``entity`` level: the subject entity id as the system
@@ -58,6 +73,7 @@ import scipy.sparse as sp
 from .diagnostics import Report
 from .errors import InvalidInputError, LocatedError, UnpooledError
 from .estimators import LEVELS, Scores, estimate, make_design, sampling_distribution
+from .estimators.exhaustive import Sentences, sentence_index, within_sentence
 from .estimators.joint import ESTIMATORS, WEIGHTS, Design, WeightDegeneracyWarning
 from .kb.lines import Limits, read_lines
 from .kb.model import normalise_value
@@ -117,12 +133,18 @@ class TrueInstance:
 
 @dataclass(frozen=True)
 class OfflineData:
-    """Everything read from the three inputs, with the report of every file."""
+    """Everything read from the three inputs, with the report of every file.
+
+    ``sentences``: the sentence split of the corpus given to :func:`load` (``doc id -> (starts,
+    ends)``, the documents of the draws and of the exhaustive file), or None; ``corpus`` its path.
+    """
 
     submissions: tuple[Submission, ...]
     labels: tuple[LabelledDraw, ...]
     exhaustive: tuple[TrueInstance, ...]
     reports: tuple[Report, ...]
+    sentences: Sentences | None = None
+    corpus: str | None = None
 
     @property
     def ok(self) -> bool:
@@ -434,17 +456,67 @@ def read_exhaustive(path: str | Path, *, limits: Limits = Limits()) -> tuple[lis
     return out, rep
 
 
+def read_sentences(corpus: str | Path, fmt: str | None = None, *, docs=None) -> dict[str, tuple[list, list]]:
+    """The sentence split of a corpus file or folder: ``doc id -> (sentence starts, sentence ends)``.
+
+    ``fmt``: one of :data:`unpooled.core.corpus.FORMATS` (detected when None); ``docs``: keep only
+    these documents.
+
+    Raises
+    ------
+    CorpusError
+        A located error (``path:line``, field) in the corpus, or a missing path.
+    """
+    from .corpus import detect_format, iter_documents
+
+    fmt = fmt or detect_format(corpus)
+    return sentence_index(iter_documents(corpus, fmt), docs=docs)
+
+
+def _check_corpus_documents(draws, sentences, rep: Report, corpus: str) -> list[LabelledDraw]:
+    """Draws whose document the corpus has; the others are ``UP201`` errors of the labels file."""
+    keep = []
+    for d in draws:
+        doc = InstanceRef.from_key(d.key).doc
+        if doc in sentences:
+            keep.append(d)
+            continue
+        rep.add(d.line, "UP201", f"document {doc!r} of this draw is not in the corpus {corpus}: its sentence split "
+                                 "is unknown", field="doc",
+                help="give the corpus the submissions were made on (--corpus), or leave it out")
+    return keep
+
+
 def load(labels: str | Path, submissions: str | Path, exhaustive: str | Path, *,
+         corpus: str | Path | None = None, corpus_format: str | None = None,
          limits: Limits = Limits()) -> OfflineData:
-    """Read the three inputs; problems are in ``.reports`` (check ``.ok``)."""
+    """Read the three inputs; problems are in ``.reports`` (check ``.ok``).
+
+    ``corpus`` (optional): a corpus file or folder (``corpus_format``, detected when None) whose
+    sentence split restricts :math:`p_0` to instances within one sentence (module docs); a
+    labelled draw in a document the corpus lacks is a located error (``UP201``).
+
+    Raises
+    ------
+    LocatedError
+        A missing file or folder; a corpus error (:class:`~unpooled.core.errors.CorpusError`).
+    """
     for p, what in ((labels, "labels"), (exhaustive, "exhaustive")):
         if not Path(p).is_file():
             raise LocatedError(str(p), 0, f"no such file (the {what} file)")
+    if corpus is not None and not Path(corpus).exists():
+        raise LocatedError(str(corpus), 0, "no such file or folder (the corpus)")
     subs, sub_reps = read_submissions(submissions, limits=limits)
     clean = {s.name for s, r in zip(subs, sub_reps) if r.ok}
     draws, lab_rep = read_labels(labels, subs, checked=clean, limits=limits)
     true, ex_rep = read_exhaustive(exhaustive, limits=limits)
-    return OfflineData(tuple(subs), tuple(draws), tuple(true), (*sub_reps, lab_rep, ex_rep))
+    sentences = None
+    if corpus is not None:
+        wanted = {InstanceRef.from_key(d.key).doc for d in draws} | {t.ref.doc for t in true}
+        sentences = read_sentences(corpus, corpus_format, docs=wanted)
+        draws = _check_corpus_documents(draws, sentences, lab_rep, str(corpus))
+    return OfflineData(tuple(subs), tuple(draws), tuple(true), (*sub_reps, lab_rep, ex_rep), sentences,
+                       None if corpus is None else str(corpus))
 
 
 # -- scoring --------------------------------------------------------------------------------
@@ -462,8 +534,16 @@ def system_distribution(sub: Submission, level: str) -> np.ndarray:
 
 
 def build_design(data: OfflineData, *, level: str = "instance", match: str = "exact",
-                 corrected_labels: bool = False) -> tuple[Design, list[InstanceRef]]:
-    """The estimators' :class:`Design` and the universe (union of submissions by key)."""
+                 corrected_labels: bool = False, documents: int | None = None,
+                 sentences: Sentences | None = None) -> tuple[Design, list[InstanceRef]]:
+    """The estimators' :class:`Design` and the universe (union of submissions by key).
+
+    The design knows the document of every exhaustive instance (``documents``: how many were
+    annotated, at least the number present; default that number).  ``sentences`` (default
+    ``data.sentences``): :math:`p_0 = 0` for a drawn instance outside the exhaustive protocol's
+    support, i.e. across sentences and not in the exhaustive file (:func:`inside_p0`); None: no
+    restriction.
+    """
     if level not in LEVELS:
         raise InvalidInputError(f"level: expected one of {', '.join(LEVELS)}, got {level!r}")
     if match not in MATCHES:
@@ -505,13 +585,34 @@ def build_design(data: OfflineData, *, level: str = "instance", match: str = "ex
         members = [np.asarray(P[i].indices) for i in range(m)]
         gs = match_universe(universe, members, targets=xs, policy=match).toarray().astype(bool) if len(xs) else None
         p0 = p0 / match_multiplicity(universe, policy=match)
-    return make_design(P, src, xs, f, g0, v0, p0, gs=gs, corrected_labels=corrected_labels), universe
+    sentences = data.sentences if sentences is None else sentences
+    inside = inside_p0(data, universe, xs, sentences) if sentences is not None else None
+    design = make_design(P, src, xs, f, g0, v0, p0, gs=gs, corrected_labels=corrected_labels,
+                         y0_docs=[t.ref.doc for t in data.exhaustive], documents=documents, inside=inside)
+    return design, universe
+
+
+def inside_p0(data: OfflineData, universe: list[InstanceRef], xs: np.ndarray, sentences: Sentences) -> np.ndarray:
+    """Per draw, whether the drawn instance is in the support of :math:`p_0`: both arguments in one
+    sentence (:func:`~unpooled.core.estimators.exhaustive.within_sentence`), or it is in the exhaustive
+    file (the protocol found it, so it can)."""
+    found = {t.key for t in data.exhaustive}
+    memo: dict[int, bool] = {}
+    out = np.empty(len(xs), dtype=bool)
+    for s, u in enumerate(xs.tolist()):
+        v = memo.get(u)
+        if v is None:
+            ref = universe[u]
+            v = memo[u] = ref.key in found or within_sentence(ref, sentences)
+        out[s] = v
+    return out
 
 
 def score(data: OfflineData, *, level: str = "instance", estimator: str = "joint", weights: str = "balance",
           match: str = "exact", bootstrap: int = 0, confidence: float = 0.90, rng=None,
-          corrected_labels: bool = False) -> OfflineResult:
-    """Estimate P, R and F1 of every submitted system.
+          corrected_labels: bool = False, documents: int | None = None,
+          sentences: Sentences | None = None) -> OfflineResult:
+    r"""Estimate P, R and F1 of every submitted system.
 
     Parameters
     ----------
@@ -533,6 +634,19 @@ def score(data: OfflineData, *, level: str = "instance", estimator: str = "joint
         For the bootstrap.
     corrected_labels : bool
         Labels already corrected for annotation error may leave [0, 1] (they stay unbiased).
+    documents : int, optional
+        Number of exhaustively annotated documents, counting those without a true instance
+        (``--exhaustive-documents``); at least the number of documents of the exhaustive file,
+        which is the default (with a warning).  The variance of recall's exhaustive term is
+        that of a cluster sample of these :math:`N` documents,
+        :math:`\widehat{\mathrm{Var}}(\hat\theta_i)=\frac{N}{N-1}\sum_d (z_{id}-\bar z_i)^2`
+        with :math:`z_{id}` the document totals of the linearised Hájek ratio
+        (:mod:`unpooled.core.estimators.exhaustive`).
+    sentences : mapping, optional
+        ``doc id -> (sentence starts, sentence ends)`` (default ``data.sentences``, from the
+        corpus given to :func:`load`): :math:`p_0(x) = 0` in the joint :math:`\hat\nu_i` for a
+        drawn instance whose arguments lie in different sentences, which the exhaustive protocol
+        cannot find.  None: :math:`p_0 = 1` for every pooled instance (a warning with ``joint``).
     """
     if not data.ok:
         raise InputFindings([r for r in data.reports if not r.ok])
@@ -544,11 +658,39 @@ def score(data: OfflineData, *, level: str = "instance", estimator: str = "joint
         raise InvalidInputError(f"bootstrap: expected a non-negative integer, got {bootstrap!r}")
     if not (_number(confidence) and 0 < confidence < 1):
         raise InvalidInputError(f"confidence: expected a number in (0, 1), got {confidence!r}")
-    design, _ = build_design(data, level=level, match=match, corrected_labels=corrected_labels)
+    present = len({t.ref.doc for t in data.exhaustive})
+    if documents is not None and (not isinstance(documents, (int, np.integer)) or isinstance(documents, bool)
+                                  or documents < max(present, 1)):
+        raise InvalidInputError(
+            f"documents: expected the number of exhaustively annotated documents, an integer >= {max(present, 1)}"
+            + (f" (the exhaustive file has true instances in {present} documents)" if present else "")
+            + f", got {documents!r}")
+    sentences = data.sentences if sentences is None else sentences
+    design, _ = build_design(data, level=level, match=match, corrected_labels=corrected_labels,
+                                    documents=documents, sentences=sentences)
     names = tuple(s.name for s in data.submissions)
     glob: list[str] = []
     if design.n0 == 0:
         glob.append("the exhaustive file has no true instances: recall is 0 by construction")
+    elif documents is None:
+        glob.append(f"the number of exhaustively annotated documents is not given (--exhaustive-documents, "
+                    f"documents=): recall's variance treats the {present} documents with a true instance as the "
+                    "sample; documents without true instances are then not counted")
+    outside = 0
+    if sentences is None:
+        if estimator == "joint":
+            glob.append("no sentence split (--corpus, sentences=): p0 = 1 for every pooled true instance, also "
+                        "those whose subject and object lie in different sentences, which the exhaustive protocol "
+                        "(mention pairs within one sentence) cannot find; they dilute every system's recall. Give "
+                        "--corpus to restrict p0 to instances within one sentence")
+    else:
+        outside = int((design.p0[design.xs] == 0).sum())  # labelled draws outside p0's support
+        crossing = [t.line for t in data.exhaustive if not within_sentence(t.ref, sentences)]
+        if crossing:
+            lines = ", ".join(map(str, crossing[:10])) + (", ..." if len(crossing) > 10 else "")
+            glob.append(f"{len(crossing)} true instance(s) of the exhaustive file (line {lines}) have arguments in "
+                        "different sentences of the corpus, although the exhaustive protocol pairs mentions "
+                        "within one sentence: check the sentence split (they are kept in p0's support)")
     if estimator == "joint" and any(t.weight != 1.0 for t in data.exhaustive):
         glob.append("p0 weights of the exhaustive file are known only for its instances; other pooled instances "
                     "get weight 1 in the joint recall estimate")
@@ -581,17 +723,19 @@ def score(data: OfflineData, *, level: str = "instance", estimator: str = "joint
                                 labels=int(n[i]), ess=float(sc.ess[i]), estimator=sc.method, warnings=tuple(w),
                                 boot=boot))
     opts = {"level": level, "estimator": estimator, "weights": weights, "match": match, "bootstrap": bootstrap,
-            "confidence": confidence}
+            "confidence": confidence, "documents": design.n_groups, "documents_given": documents is not None,
+            "sentences": sentences is not None, "outside_p0": outside}
     return OfflineResult(tuple(rows), sc, design, names, tuple(glob), data.reports, opts)
 
 
 def score_files(labels: str | Path, submissions: str | Path, exhaustive: str | Path, *,
+                corpus: str | Path | None = None, corpus_format: str | None = None,
                 limits: Limits = Limits(), **options) -> OfflineResult:
     """:func:`load` then :func:`score`; raises :class:`InputFindings` when a file has errors.
 
-    ``options`` are those of :func:`score`.
+    ``corpus``, ``corpus_format`` are those of :func:`load`, ``options`` those of :func:`score`.
     """
-    data = load(labels, submissions, exhaustive, limits=limits)
+    data = load(labels, submissions, exhaustive, corpus=corpus, corpus_format=corpus_format, limits=limits)
     if not data.ok:
         raise InputFindings([r for r in data.reports if not r.ok])
     return score(data, **options)
@@ -599,6 +743,6 @@ def score_files(labels: str | Path, submissions: str | Path, exhaustive: str | P
 
 __all__ = [
     "MATCHES", "InputFindings", "LabelledDraw", "OfflineData", "OfflineResult", "Submission", "SystemScore",
-    "TrueInstance", "build_design", "load", "read_exhaustive", "read_labels", "read_submission",
-    "read_submissions", "score", "score_files", "system_distribution", "system_name",
+    "TrueInstance", "build_design", "inside_p0", "load", "read_exhaustive", "read_labels", "read_sentences",
+    "read_submission", "read_submissions", "score", "score_files", "system_distribution", "system_name",
 ]

@@ -3,7 +3,11 @@
 Inputs (formats in :mod:`unpooled.core.offline`): a folder of submissions (one
 ``NAME.jsonl`` per system), a labels file (one labelled draw a line, attributed to
 the system whose sampling distribution drew it) and an exhaustive file (true
-instances of exhaustively annotated documents).  No database, no corpus.
+instances of exhaustively annotated documents).  No database.  Two options describe how the
+exhaustive sample was collected: ``--exhaustive-documents N`` (how many documents were annotated,
+counting those without a true instance; recall's variance is that of a cluster sample of
+documents) and ``--corpus PATH`` (the sentence split: the exhaustive protocol pairs mentions
+within one sentence, so p0 is 0 for pooled instances across sentences).
 
 Exit status: 0 scored; 1 located problems in the input files (printed as
 ``path:line:col: CODE message``, like ``unpooled validate``); 2 usage; 3 other
@@ -38,6 +42,14 @@ def register(sub) -> None:
                    help="weights of the joint estimator (default: balance)")
     p.add_argument("--match", choices=("exact", "overlap"), default="exact",
                    help="recall matching policy (default: exact)")
+    p.add_argument("--exhaustive-documents", type=int, default=None, metavar="N",
+                   help="number of exhaustively annotated documents, counting those without a true instance "
+                        "(default: the documents of the exhaustive file, with a warning)")
+    p.add_argument("--corpus", default=None, metavar="PATH",
+                   help="corpus file or folder whose sentence split restricts p0 to instances within one sentence, "
+                        "as the exhaustive protocol annotates (default: no restriction, with a warning)")
+    p.add_argument("--corpus-format", choices=("docred", "tac", "text", "jsonl"), default=None,
+                   help="format of --corpus (detected when omitted)")
     p.add_argument("--bootstrap", type=int, default=0, metavar="N", help="bootstrap replicates (default: 0)")
     p.add_argument("--confidence", type=float, default=0.9, help="interval level (default: 0.9)")
     p.add_argument("--seed", type=int, default=None, help="seed of the bootstrap")
@@ -60,9 +72,15 @@ def write_table(result, out) -> None:
     o = result.options
     pct = f"{o['confidence'] * 100:g}%"
     d = result.design
+    extra = ""
+    if o.get("documents") is not None:
+        extra += f"; {o['documents']} exhaustive documents" + ("" if o.get("documents_given") else " (with a true "
+                                                                                                    "instance)")
+    if o.get("sentences"):
+        extra += f"; p0 within one sentence ({o['outside_p0']} of {len(d.src)} draws outside)"
     out.write(f"estimator {result.scores.method}, level {o['level']}, match {o['match']}: "
               f"{len(result.systems)} systems, {len(d.src)} labelled draws, {d.n0} exhaustive true instances; "
-              f"intervals {pct}\n")
+              f"intervals {pct}{extra}\n")
     head = ["system", f"P [{pct}]", f"R [{pct}]", f"F1 [{pct}]", "labels", "ESS", "warnings"]
     body = []
     for r in result.rows:
@@ -96,7 +114,13 @@ def cmd_score(args) -> int:
         raise CommandError(f"--bootstrap must be a non-negative integer, got {args.bootstrap}")
     if not 0 < args.confidence < 1:
         raise CommandError(f"--confidence must be in (0, 1), got {args.confidence}")
-    data = load(args.labels, args.submissions, args.exhaustive, limits=Limits.from_env())
+    if args.exhaustive_documents is not None and args.exhaustive_documents < 1:
+        raise CommandError("--exhaustive-documents must be a positive integer (the number of exhaustively annotated "
+                           f"documents), got {args.exhaustive_documents}")
+    if args.corpus_format is not None and args.corpus is None:
+        raise CommandError("--corpus-format needs --corpus")
+    data = load(args.labels, args.submissions, args.exhaustive, corpus=args.corpus, corpus_format=args.corpus_format,
+                limits=Limits.from_env())
     if not data.ok:
         bad = [r for r in data.reports if not r.ok]
         if args.json:
@@ -111,9 +135,13 @@ def cmd_score(args) -> int:
             print(d.format(), file=sys.stderr)
     try:
         result = score(data, level=args.level, estimator=args.estimator, weights=args.weights, match=args.match,
-                       bootstrap=args.bootstrap, confidence=args.confidence, rng=args.seed)
+                       bootstrap=args.bootstrap, confidence=args.confidence, rng=args.seed,
+                       documents=args.exhaustive_documents)
     except InvalidInputError as exc:
-        raise CommandError(str(exc)) from None
+        msg = str(exc)
+        if msg.startswith("documents: "):  # the core names its parameter; here it is the option
+            msg = f"--exhaustive-documents {args.exhaustive_documents}: {msg[len('documents: '):]} ({args.exhaustive})"
+        raise CommandError(msg) from None
     if args.json:
         print(json.dumps([r.to_dict() for r in result.rows], ensure_ascii=False))
         for r in result.rows:

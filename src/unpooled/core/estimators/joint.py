@@ -30,6 +30,8 @@ sampling over the positively labelled draws:
 
 (The paper's :math:`\theta` is over the whole pool; that is exact only when every
 :math:`w_{ij} > 0`. With :math:`S_i` the factorisation is exact for any weights.)
+:math:`p_0` is 0 outside the support of the exhaustive protocol (pooled instances whose
+arguments lie in different sentences: ``make_design(inside=...)``, :mod:`.exhaustive`).
 :math:`\hat\nu_i` is consistent, not unbiased (a ratio): its bias is :math:`O(1/n)`.
 
 **Weights** (each row sums to 1):
@@ -48,14 +50,19 @@ sampling over the positively labelled draws:
 variance is estimated from per-draw influence values
 :math:`\widehat{\mathrm{Var}} = \sum_h \frac{n_h}{n_h-1}\sum_{s\in h}(u_s-\bar u_h)^2`
 over the strata :math:`h` (each :math:`\hat X_j`, and :math:`\hat Y_0`), which
-carries the covariance of precision and recall into F1 (the delta method). The
+carries the covariance of precision and recall into F1 (the delta method).
+:math:`\hat Y_0` is a sample of documents: when the design knows each exhaustive
+instance's document (``y0_groups``), its stratum is a cluster sample of :math:`N`
+documents, :math:`\widehat{\mathrm{Var}}(\hat\theta_i) = \frac{N}{N-1}\sum_d (z_{id}-\bar z_i)^2`
+over the document totals :math:`z_{id}` of the :math:`u_s` (:mod:`.exhaustive`). The
 interval is Wilson's score interval at the effective sample size
 :math:`\hat e(1-\hat e)/\widehat{\mathrm{Var}}`, which stays inside [0, 1] and behaves
 near the bounds. The product rule for recall uses Lemma A with the squares the
 paper's Theorem 3 dropped: :math:`\mathrm{Var}(\theta\nu)=\theta^2\sigma_\nu^2+\nu^2\sigma_\theta^2+\sigma_\theta^2\sigma_\nu^2`.
 The bootstrap resamples each :math:`\hat X_j` and :math:`\hat Y_0` with replacement at
-their sizes (the sampling design), keeps the label-free weights fixed, and takes
-the :math:`\alpha/2, 1-\alpha/2` percentiles.
+their sizes (the sampling design; :math:`\hat Y_0` by whole documents when they are
+known), keeps the label-free weights fixed, and takes the :math:`\alpha/2, 1-\alpha/2`
+percentiles.
 
 References
 ----------
@@ -67,13 +74,14 @@ E. Veach, L. Guibas. Optimally combining sampling techniques for Monte Carlo ren
 from __future__ import annotations
 
 import warnings
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 import scipy.sparse as sp
 from scipy.stats import norm
 
 from ..errors import InvalidInputError
+from .exhaustive import document_groups, restrict_p0, theta_variance
 
 WEIGHTS = ("heuristic", "balance", "minvar")
 ESTIMATORS = ("simple", "joint")
@@ -109,6 +117,13 @@ class Design:
         policy. None: by instance identity (:math:`p_i(x_s) > 0`). Give it when recall
         matches by overlapping spans or entity clusters, so that :math:`\hat\nu_i` and
         :math:`\hat\theta_i` (through ``g0``) use the same policy.
+    y0_groups : ndarray of int, shape (n0,), optional
+        The document of each exhaustive instance (codes ``0..n_groups-1``): the variance (and
+        the bootstrap) of :math:`\hat\theta_i` is then that of a cluster sample of documents
+        (:func:`~unpooled.core.estimators.exhaustive.theta_variance`). None: independent instances.
+    n_groups : int, optional
+        With ``y0_groups``: the number of exhaustively annotated documents, counting those
+        without a true instance (codes ``>=`` the distinct ones present have no instance).
     """
 
     P: sp.csr_matrix
@@ -119,6 +134,8 @@ class Design:
     v0: np.ndarray
     p0: np.ndarray
     gs: np.ndarray | None = None
+    y0_groups: np.ndarray | None = None
+    n_groups: int | None = None
 
     @property
     def m(self) -> int:
@@ -133,11 +150,20 @@ class Design:
         return len(self.v0)
 
 
-def make_design(P, src, xs, f, g0, v0=None, p0=None, gs=None, *, corrected_labels: bool = False) -> Design:
-    """Check shapes and types once (``_iv``); returns a :class:`Design`.
+def make_design(P, src, xs, f, g0, v0=None, p0=None, gs=None, *, corrected_labels: bool = False,
+                y0_docs=None, documents: int | None = None, inside=None) -> Design:
+    r"""Check shapes and types once (``_iv``); returns a :class:`Design`.
 
     ``corrected_labels``: labels corrected for annotation error (e.g. Rogan–Gladen,
     :math:`(y - f)/(t - f)`) may leave [0, 1]; they must still be finite.
+
+    ``y0_docs``: the document of each exhaustive instance (any hashable ids), so that
+    :math:`\hat Y_0` is treated as the cluster sample of documents it is
+    (:mod:`.exhaustive`); ``documents``: how many documents were exhaustively annotated,
+    counting those without a true instance (at least the number of distinct ``y0_docs``;
+    default that number).  ``inside``: per draw, whether the drawn instance lies in the
+    support of :math:`p_0` (within one sentence); :math:`p_0 = 0` for the others
+    (:func:`~unpooled.core.estimators.exhaustive.restrict_p0`).
     """
     P = sp.csr_matrix(P, dtype=float)
     m, U = P.shape
@@ -180,7 +206,21 @@ def make_design(P, src, xs, f, g0, v0=None, p0=None, gs=None, *, corrected_label
         if not own.all():
             k = int(np.argmax(~own))
             raise InvalidInputError(f"gs: draw {k} does not match the system that drew it")
-    return Design(P, src, xs, f, g0, v0, p0, gs)
+    groups, n_groups = None, None
+    if y0_docs is not None:
+        if len(y0_docs) != n0:
+            raise InvalidInputError(f"y0_docs: expected the document of each of the {n0} exhaustive instances, "
+                                    f"got {len(y0_docs)}")
+        groups, n_groups = document_groups(y0_docs)
+        if documents is not None:
+            if not isinstance(documents, (int, np.integer)) or isinstance(documents, bool) or documents < n_groups:
+                raise InvalidInputError(f"documents: expected an integer >= {n_groups} (the true instances lie in "
+                                        f"{n_groups} distinct documents), got {documents!r}")
+            n_groups = int(documents)
+    elif documents is not None:
+        raise InvalidInputError("documents: give y0_docs (the document of each exhaustive instance) too")
+    d = Design(P, src, xs, f, g0, v0, p0, gs, groups, n_groups)
+    return restrict_p0(d, inside)
 
 
 # -- weights -------------------------------------------------------------------
@@ -265,12 +305,14 @@ def strata_var(U: np.ndarray, src: np.ndarray, m: int) -> np.ndarray:
     return np.maximum(per.sum(axis=1), 0.0)
 
 
-def _var0(T: np.ndarray) -> np.ndarray:
-    """Variance of row sums over the exhaustive stratum (one i.i.d. stratum)."""
-    n0 = T.shape[1]
-    if n0 < 2:
-        return np.zeros(T.shape[0])
-    return n0 / (n0 - 1) * ((T * T).sum(1) - T.sum(1) ** 2 / n0)
+def _var0(T: np.ndarray, d: Design | None = None) -> np.ndarray:
+    """Variance of row sums over the exhaustive stratum: by documents when ``d`` knows them, else i.i.d.
+
+    :func:`~unpooled.core.estimators.exhaustive.theta_variance` of ``T`` with ``d.y0_groups``.
+    """
+    if d is None or d.y0_groups is None:
+        return theta_variance(T)
+    return theta_variance(T, d.y0_groups, d.n_groups)
 
 
 def wilson(est: np.ndarray, var: np.ndarray, level: float, n_fallback: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -416,7 +458,7 @@ def _estimate_with(d: Design, W: np.ndarray, level: float, *, simple: bool = Fal
         G = d.g0.astype(float)
         r = (G * v).sum(1) / V if V > 0 else np.zeros(m)
         T = v[None, :] * (G - r[:, None]) / V if V > 0 else np.zeros_like(G)
-        var_r = _var0(T)
+        var_r = _var0(T, d)
         theta = r.copy()
         nu = np.ones(m)
         f1 = _f1(p, r)
@@ -431,7 +473,7 @@ def _estimate_with(d: Design, W: np.ndarray, level: float, *, simple: bool = Fal
         theta = (S0 * v).sum(1) / V if V > 0 else np.zeros(m)
         T = v[None, :] * (S0 - theta[:, None]) / V if V > 0 else np.zeros_like(S0)
         var_nu = strata_var(Uu, d.src, m)
-        var_th = _var0(T)
+        var_th = _var0(T, d)
         r = theta * nu
         var_r = theta ** 2 * var_nu + nu ** 2 * var_th + var_th * var_nu
         f1 = _f1(p, r)
@@ -476,16 +518,26 @@ def _stratified_counts(sizes: np.ndarray, B: int, rng) -> np.ndarray:
 
 def bootstrap_intervals(d: Design, W: np.ndarray, B: int, *, level: float = 0.90, rng=None,
                         simple: bool = False) -> dict[str, tuple[np.ndarray, np.ndarray]]:
-    """Percentile intervals from ``B`` stratified bootstrap replicates (weights held fixed)."""
+    r"""Percentile intervals from ``B`` stratified bootstrap replicates (weights held fixed).
+
+    :math:`\hat Y_0` is resampled by whole documents (all :math:`N` of them, those without a true
+    instance too) when ``d.y0_groups`` is known, else by instances.
+    """
     rng = np.random.default_rng(rng)
     m = d.m
     order = np.argsort(d.src, kind="stable")  # draws grouped by stratum
-    d = Design(d.P, d.src[order], d.xs[order], d.f[order], d.g0, d.v0, d.p0,
-               None if d.gs is None else d.gs[:, order])
+    d = replace(d, src=d.src[order], xs=d.xs[order], f=d.f[order], gs=None if d.gs is None else d.gs[:, order])
     t = _terms(d, W)
     K = _stratified_counts(np.bincount(d.src, minlength=m), B, rng)
     n0 = d.n0
-    K0 = _stratified_counts(np.array([n0]), B, rng) if n0 else np.zeros((B, 0), np.float32)
+    if not n0:
+        K0 = np.zeros((B, 0), np.float32)
+    elif d.y0_groups is not None:
+        groups = np.asarray(d.y0_groups, dtype=np.int64)
+        N = max(int(d.n_groups or 0), int(groups.max()) + 1)
+        K0 = _stratified_counts(np.array([N]), B, rng)[:, groups]  # documents, then their instances
+    else:
+        K0 = _stratified_counts(np.array([n0]), B, rng)
     v = d.v0.astype(np.float32)
     Kv = K0 * v[None, :]
     Vb = Kv.sum(1, keepdims=True)

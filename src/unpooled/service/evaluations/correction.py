@@ -69,7 +69,9 @@ precision intervals are
 from __future__ import annotations
 
 import math
+import threading
 from bisect import bisect_right
+from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 
 import numpy as np
@@ -106,47 +108,104 @@ class VerifyAnswers:
 def verify_answers(corpus, fp: tuple | None = None) -> VerifyAnswers:
     """The corpus's counted verification answers.  ``fp``: their :func:`_answers_fp`, just read; then the rows
     are kept in memory and only answers with ids above the held ones are read, if the count adds up (answers are
-    append-only; a discounted answer, or one committed late under a lower id, makes it re-read them all)."""
+    append-only; a discounted answer, or one committed late under a lower id, makes it re-read them all).
+
+    The rows held are kept parsed too (:class:`_Parsed`): appended rows are parsed onto the held parse, which is
+    what parsing all of them in order gives (items, workers and keys are numbered in order of first
+    appearance, so rows appended at the end only add to the end)."""
     from unpooled.service.annotation.models import Answer, Kind
 
     qs = Answer.objects.filter(task__corpus=corpus, task__kind=Kind.VERIFY, weight__gt=0).order_by("id")
     cols = ("task_id", "annotator_id", "correct", "task__key", "task__is_control", "task__control_answer", "id")
-    rows = None
+    rows = parsed = None
     held = _answer_rows.get(corpus.pk) if fp is not None else None
     if held is not None and held[0] is not None and held[0][:2] == fp[:2]:
         if held[0] == fp:
-            rows = held[1]
+            rows, parsed = held[1], held[2]
         else:
-            fresh = list(qs.filter(id__gt=held[0][3] or 0).values_list(*cols))
+            fresh = _answer_rows_between(corpus, held[0][3] or 0, fp[3])
             if len(held[1]) + len(fresh) == (fp[2] or 0):
                 rows = held[1] + fresh
+                parsed = held[2].extended(fresh)
     if rows is None:
         rows = list(qs.values_list(*cols))
+        parsed = _Parsed().extended(rows)
     if fp is not None:
         # the fingerprint of what is held, when it is the one read (else the next call reads everything)
         ok = len(rows) == (fp[2] or 0) and (rows[-1][6] if rows else None) == fp[3]
-        _answer_rows[corpus.pk] = (fp if ok else None, rows)
-    items: dict[int, int] = {}
-    workers: dict[int, int] = {}
-    keys, control = [], []
-    it, wk, yes = [], [], []
-    for task, ann, correct, key, is_control, truth, _ in rows:
-        i = items.get(task)
-        if i is None:
-            i = items[task] = len(keys)
-            keys.append(key)
-            control.append(int(bool((truth or {}).get("correct"))) if is_control else -1)
-        it.append(i)
-        wk.append(workers.setdefault(ann, len(workers)))
-        yes.append(int(bool(correct)))
-    return VerifyAnswers(np.array(it, np.int64), np.array(wk, np.int64), np.array(yes, np.int64), keys,
-                         np.array(control, np.int64), len(workers),
-                         np.array([r[6] for r in rows], np.int64), np.array([r[0] for r in rows], np.int64),
-                         np.array([r[1] for r in rows], np.int64))
+        _answer_rows[corpus.pk] = (fp if ok else None, rows, parsed)
+    return parsed.answers()
 
 
-#: corpus pk -> (answers' fingerprint or None, the answer rows read)
+@dataclass
+class _Parsed:
+    """:func:`verify_answers`' parse of answer rows, in row order: items (tasks), workers (annotators) and keys
+    numbered in order of first appearance, and per row its item, worker, answer and ids."""
+
+    items: dict = field(default_factory=dict)     # task id -> item index
+    workers: dict = field(default_factory=dict)   # annotator id -> worker index
+    keys: list = field(default_factory=list)
+    control: list = field(default_factory=list)
+    it: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
+    wk: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
+    yes: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
+    ids: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
+    tasks: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
+    anns: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
+
+    def extended(self, rows) -> "_Parsed":
+        """This parse with ``rows`` appended (a new object: the arrays of earlier answers are not touched)."""
+        items, workers = dict(self.items), dict(self.workers)
+        keys, control = list(self.keys), list(self.control)
+        it, wk, yes = [], [], []
+        for task, ann, correct, key, is_control, truth, _ in rows:
+            i = items.get(task)
+            if i is None:
+                i = items[task] = len(keys)
+                keys.append(key)
+                control.append(int(bool((truth or {}).get("correct"))) if is_control else -1)
+            it.append(i)
+            wk.append(workers.setdefault(ann, len(workers)))
+            yes.append(int(bool(correct)))
+
+        def cat(a, b):
+            return np.concatenate([a, np.array(b, np.int64)])
+
+        return _Parsed(items, workers, keys, control, cat(self.it, it), cat(self.wk, wk), cat(self.yes, yes),
+                       cat(self.ids, [r[6] for r in rows]), cat(self.tasks, [r[0] for r in rows]),
+                       cat(self.anns, [r[1] for r in rows]))
+
+    def answers(self) -> VerifyAnswers:
+        return VerifyAnswers(self.it, self.wk, self.yes, list(self.keys), np.array(self.control, np.int64),
+                             len(self.workers), self.ids, self.tasks, self.anns)
+
+
+#: corpus pk -> (answers' fingerprint or None, the answer rows read, their :class:`_Parsed`)
 _answer_rows: dict = {}
+
+
+def _answer_rows_between(corpus, after: int, upto: int | None) -> list:
+    """:func:`verify_answers`' rows of the counted verification answers of ``corpus`` with ids in ``(after, upto]``
+    (``upto``: the fingerprint's max id), by id.
+
+    Read as the answers in that id range (by primary key, of any corpus), then their tasks (by primary key),
+    keeping those of the corpus: two index lookups whatever the planner believes about the corpus's tasks.
+    (As one join, PostgreSQL walked every verification task of the corpus, 25 ms for 150 new answers
+    among 25,000, whenever its statistics did not know the corpus yet, as right after a bulk load.)
+    """
+    from unpooled.service.annotation.models import Answer, Kind, Task
+
+    if upto is None or upto <= after:
+        return []
+    got = list(Answer.objects.filter(id__gt=after, id__lte=upto, weight__gt=0).order_by("id")
+               .values_list("id", "task_id", "annotator_id", "correct"))
+    ids = sorted({r[1] for r in got})
+    tasks: dict[int, tuple] = {}
+    for i in range(0, len(ids), 500):
+        for task, *rest in (Task.objects.filter(id__in=ids[i:i + 500], corpus=corpus, kind=Kind.VERIFY)
+                            .values_list("id", "key", "is_control", "control_answer")):
+            tasks[task] = tuple(rest)
+    return [(task, ann, correct, *tasks[task], aid) for aid, task, ann, correct in got if task in tasks]
 
 
 def _extends(old: VerifyAnswers, new: VerifyAnswers) -> bool:
@@ -244,25 +303,28 @@ def _ds_fit(a: VerifyAnswers, item_weights=None, *, clamp_controls: bool = False
     total = np.bincount(a.item, minlength=n_i)
     T = np.where(total > 0, votes / np.maximum(total, 1), 0.5) if init is None else np.asarray(init, float)
     T = np.where(fixed, a.control, T).astype(float)
+    said = a.yes == 1
+    wr = iw * real
+    wr_sum = max(wr.sum(), 1e-12)
     prev = -np.inf
     sens = fpr = None
     for _ in range(max_iter):
         # M step
-        wr = iw * real
-        rho = float(np.clip((wr * T).sum() / max(wr.sum(), 1e-12), 1e-6, 1 - 1e-6))
+        rho = float(np.clip((wr * T).sum() / wr_sum, 1e-6, 1 - 1e-6))
         t_a = T[a.item]
-        n1 = np.bincount(a.worker, weights=om * t_a, minlength=a.n_workers)
-        y1 = np.bincount(a.worker, weights=om * t_a * a.yes, minlength=a.n_workers)
-        n0 = np.bincount(a.worker, weights=om * (1 - t_a), minlength=a.n_workers)
-        y0 = np.bincount(a.worker, weights=om * (1 - t_a) * a.yes, minlength=a.n_workers)
+        w1, w0 = om * t_a, om * (1 - t_a)
+        n1 = np.bincount(a.worker, weights=w1, minlength=a.n_workers)
+        y1 = np.bincount(a.worker, weights=w1 * a.yes, minlength=a.n_workers)
+        n0 = np.bincount(a.worker, weights=w0, minlength=a.n_workers)
+        y0 = np.bincount(a.worker, weights=w0 * a.yes, minlength=a.n_workers)
         sens, fpr = _shrunk(y1, n1, shrinkage), _shrunk(y0, n0, shrinkage)
-        # E step
-        l1 = np.where(a.yes == 1, np.log(sens[a.worker]), np.log1p(-sens[a.worker]))
-        l0 = np.where(a.yes == 1, np.log(fpr[a.worker]), np.log1p(-fpr[a.worker]))
+        # E step (the logarithms once per worker, not per answer: the same values)
+        l1 = np.where(said, np.log(sens)[a.worker], np.log1p(-sens)[a.worker])
+        l0 = np.where(said, np.log(fpr)[a.worker], np.log1p(-fpr)[a.worker])
         s1 = np.bincount(a.item, weights=l1, minlength=n_i) + math.log(rho)
         s0 = np.bincount(a.item, weights=l0, minlength=n_i) + math.log1p(-rho)
         m = np.maximum(s1, s0)
-        ll = float((iw * real * (m + np.log(np.exp(s1 - m) + np.exp(s0 - m)))).sum())
+        ll = float((wr * (m + np.log(np.exp(s1 - m) + np.exp(s0 - m)))).sum())
         T = np.where(fixed, a.control, 1.0 / (1.0 + np.exp(s0 - s1)))
         if math.isfinite(prev) and abs(ll - prev) <= tol * max(1.0, abs(prev)):
             break
@@ -302,17 +364,27 @@ class KeyWorkers:
 
     @classmethod
     def from_answers(cls, a: VerifyAnswers) -> "KeyWorkers":
-        by_key: dict[str, list[int]] = {}
-        for i, w in zip(a.item.tolist(), a.worker.tolist()):
-            if a.control[i] < 0:
-                by_key.setdefault(a.item_keys[i], []).append(w)
-        keys = list(by_key)
+        """Keys in order of their first answer (controls left out), each with its workers in answer order."""
+        item = np.asarray(a.item, np.int64)
+        sel = np.asarray(a.control)[item] < 0
+        it, ws = item[sel], np.asarray(a.worker, np.int64)[sel]
+        # the items answered, in order of their first answer; their keys numbered in that order
+        got, first = np.unique(it, return_index=True)
+        by_first = got[np.argsort(first, kind="stable")].tolist()
+        codes: dict[str, int] = {}
+        of_item = np.full(a.n_items, -1, np.int64)
+        of_item[by_first] = [codes.setdefault(a.item_keys[i], len(codes)) for i in by_first]
+        kc = of_item[it]
+        keys = list(codes)
         out = cls(keys)
-        sizes: dict[int, list[int]] = {}
-        for r, k in enumerate(keys):
-            sizes.setdefault(len(by_key[k]), []).append(r)
-        for n, rows in sorted(sizes.items()):
-            out.groups.append((np.array(rows, np.int64), np.array([by_key[keys[r]] for r in rows], np.int64)))
+        if not len(kc):
+            return out
+        order = np.argsort(kc, kind="stable")  # answers by key, in answer order within a key
+        counts = np.bincount(kc, minlength=len(keys))
+        starts = np.concatenate([[0], np.cumsum(counts)[:-1]])
+        for n in np.unique(counts).tolist():
+            rows = np.flatnonzero(counts == n)
+            out.groups.append((rows, ws[order[starts[rows][:, None] + np.arange(n)[None, :]]]))
         return out
 
     def rates(self, sens: np.ndarray, fpr: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -331,12 +403,26 @@ class KeyWorkers:
         f = np.zeros((R, len(self.keys)))
         for rows, ws in self.groups:
             # keys answered by the same workers (in the same order) have the same rates: once per worker tuple
-            uniq, inv = np.unique(ws, axis=0, return_inverse=True)
-            inv = inv.reshape(-1)
+            uniq, inv = _unique_rows(ws)
             K, n = uniq.shape
             t[:, rows] = majority_yes(sens[:, uniq].reshape(R * K, n)).reshape(R, K)[:, inv]
             f[:, rows] = majority_yes(fpr[:, uniq].reshape(R * K, n)).reshape(R, K)[:, inv]
         return t, f
+
+
+def _unique_rows(ws: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``np.unique(ws, axis=0, return_inverse=True)`` of non-negative integer rows, through one integer code per
+    row (its digits in base ``max + 1``: the same order) when the codes fit in 62 bits."""
+    K, n = ws.shape
+    base = int(ws.max()) + 1 if ws.size else 1
+    if not ws.size or n * math.log2(max(base, 2)) >= 62:
+        uniq, inv = np.unique(ws, axis=0, return_inverse=True)
+        return uniq, inv.reshape(-1)
+    code = np.zeros(K, np.int64)
+    for j in range(n):
+        code = code * base + ws[:, j]
+    _, first, inv = np.unique(code, return_index=True, return_inverse=True)
+    return ws[first], inv.reshape(-1)
 
 
 @dataclass
@@ -464,20 +550,11 @@ def sentence_index(corpus) -> dict[str, tuple[list[int], list[int]]]:
 
 
 def within_sentence(ref, sentences) -> bool:
-    """Both arguments of the instance lie inside one sentence (string fillers: the subject does)."""
-    got = sentences.get(ref.doc)
-    if not got:
-        return True  # no sentence split known: no restriction
-    starts, ends = got
+    """Both arguments of the instance lie inside one sentence (string fillers: the subject does);
+    the core's :func:`unpooled.core.estimators.exhaustive.within_sentence`, shared with the offline path."""
+    from unpooled.core.estimators.exhaustive import within_sentence as _within
 
-    def which(a: int, b: int) -> int:
-        i = bisect_right(starts, a) - 1
-        return i if i >= 0 and b <= ends[i] else -1
-
-    s = which(ref.s_start, ref.s_end)
-    if ref.value is not None or ref.o_start < 0:
-        return s >= 0
-    return s >= 0 and s == which(ref.o_start, ref.o_end)
+    return _within(ref, sentences)
 
 
 INTERVALS = ("wilson", "wald", "raw-wilson")
@@ -496,9 +573,19 @@ class Estimates:
     f_bar: np.ndarray
     ess: np.ndarray
     labels: np.ndarray
+    #: (kind, rates, confidence) -> :meth:`intervals`' result: every system's row reads the same arrays
+    _ci: dict = field(default_factory=dict, repr=False, compare=False)
 
     def intervals(self, kind: str = "raw-wilson", *, rates: bool = True, confidence: float = 0.90) -> dict:
-        """metric -> (lo, hi), by ``kind`` (:func:`interval`), with or without the rates' variance."""
+        """metric -> (lo, hi), by ``kind`` (:func:`interval`), with or without the rates' variance.
+
+        Computed once per ``(kind, rates, confidence)`` and kept (the estimates are not changed after
+        construction), so :meth:`row` for every system costs one computation, not one per system.
+        """
+        key = (kind, bool(rates), float(confidence))
+        got = self._ci.get(key)
+        if got is not None:
+            return got
         out = {}
         for k in ("p", "r", "f1"):
             v = self.var[k] + (self.var_rates[k] if rates else 0.0)
@@ -506,6 +593,7 @@ class Estimates:
                 out[k] = interval(self.est[k], v, self.fallback[k], kind, confidence, self.t_bar, self.f_bar)
             else:
                 out[k] = interval(self.est[k], v, self.fallback[k], "wald" if kind == "wald" else "wilson", confidence)
+        self._ci[key] = out
         return out
 
     def row(self, i: int, kind: str = "raw-wilson", *, rates: bool = True, confidence: float = 0.90) -> dict:
@@ -586,17 +674,27 @@ class _LinearTerms:
     r"""The core's per-(target, draw) terms (:func:`unpooled.core.estimators.joint._terms`) per unit label.
 
     Every term is linear in the labels *f*: :math:`C = w f`, :math:`A = \rho\,p_0 f g`,
-    :math:`B = \rho\,p_0 f`; ``Cw``, ``Aw``, ``Bw`` are them at *f* = 1 (``(m, S)``), so the point
-    estimates of any labels are matrix products, every bootstrap replicate of the labels at once
-    (``(S, R)`` labels give ``(m, R)`` estimates) instead of one ``_terms`` call per replicate.
-    ``S0`` and ``ess`` do not depend on the labels.
+    :math:`B = \rho\,p_0 f`; ``X`` holds them at *f* = 1, stacked (``(3, m, S)``: ``Cw``, ``Aw``,
+    ``Bw``), so any labels' terms are these times *f*, and the estimates of every bootstrap replicate
+    of the labels are one matrix product (``(S, R)`` labels give ``(m, R)`` estimates) instead of one
+    ``_terms`` call per replicate.  ``S0`` and ``ess`` do not depend on the labels.
     """
 
-    Cw: np.ndarray
-    Aw: np.ndarray
-    Bw: np.ndarray
+    X: np.ndarray
     S0: np.ndarray
     ess: np.ndarray
+
+    @property
+    def Cw(self) -> np.ndarray:
+        return self.X[0]
+
+    @property
+    def Aw(self) -> np.ndarray:
+        return self.X[1]
+
+    @property
+    def Bw(self) -> np.ndarray:
+        return self.X[2]
 
     def at(self, f: np.ndarray):
         """The core's ``_Terms`` at labels ``f`` (``(S,)``)."""
@@ -606,21 +704,121 @@ class _LinearTerms:
         return _Terms(self.Cw * fr, self.Aw * fr, self.Bw * fr, self.S0, self.ess)
 
     def point(self, F: np.ndarray):
-        r"""Precision, :math:`\hat\nu` and the recall denominator at labels ``F`` (``(S,)`` or ``(S, R)``)."""
+        r"""Precision, :math:`\hat\nu` and the recall denominator at labels ``F`` (``(S,)`` or ``(S, R)``).
+
+        ``(S, R)``: one product of the stacked terms (one BLAS call instead of three; the same sums up to
+        the order in which BLAS adds them).
+        """
         F = np.asarray(F, float)
-        p = self.Cw @ F
-        Bs = self.Bw @ F
+        if F.ndim == 1:
+            p, a, Bs = self.Cw @ F, self.Aw @ F, self.Bw @ F
+        else:
+            m, S = self.X.shape[1:]
+            Y = self.X.reshape(3 * m, S) @ F
+            p, a, Bs = Y[:m], Y[m:2 * m], Y[2 * m:]
         with np.errstate(divide="ignore", invalid="ignore"):
-            nu = np.where(Bs > 0, (self.Aw @ F) / np.where(Bs > 0, Bs, 1.0), 0.0)
+            nu = np.where(Bs > 0, a / np.where(Bs > 0, Bs, 1.0), 0.0)
         return p, nu, Bs
 
 
-def _linear_terms(design, W: np.ndarray) -> _LinearTerms:
-    """:class:`_LinearTerms` of ``design`` under weights ``W``: the core's ``_terms`` with every label 1."""
-    from unpooled.core.estimators.joint import _terms
+#: the last :class:`_LinearTerms` computed, with what they were computed from (:func:`_linear_terms`)
+_terms_memo: dict = {}
+#: terms larger than this are not kept between calls (they are ``3 m S`` floats: 36 MB at 100 systems x 15,000 draws)
+TERMS_MEMO_BYTES = 1 << 28
 
-    t = _terms(replace(design, f=np.ones(len(design.f))), W)
-    return _LinearTerms(t.C, t.A, t.B, t.S0, t.ess)
+
+def _same_matrix(a, b) -> bool:
+    """Two sparse matrices (or the same one) with equal structure and values."""
+    if a is b:
+        return True
+    return (a.shape == b.shape and a.nnz == b.nnz and np.array_equal(a.indptr, b.indptr)
+            and np.array_equal(a.indices, b.indices) and np.array_equal(a.data, b.data))
+
+
+def _linear_terms(design, W: np.ndarray) -> _LinearTerms:
+    r""":class:`_LinearTerms` of ``design`` under weights ``W``: the core's ``_terms`` with every label 1.
+
+    The same operations as the core's (the same numbers), written into one ``(3, m, S)`` buffer
+    instead of a dozen temporaries (``C = w \cdot 1`` and ``p_0 \cdot 1`` are ``w`` and ``p_0``);
+    ``S0`` is the core's too, except that it is counted without the core's int8 wrap-around (which
+    turns 128 or more matching systems into "none").
+
+    **Memoised.**  The terms depend on the labels not at all, only on :math:`p_i(x_s)`, the draws
+    (``src``, ``xs``), :math:`p_0` at the draws, ``gs``, ``g0`` and the weights ``W``; the last
+    result is kept with copies of those and returned while all of them are equal (compared by value,
+    so a stale entry cannot be returned; up to :data:`TERMS_MEMO_BYTES`): a re-adjustment after new
+    answers that brought no new labelled draw (control answers, relabelled keys) reuses them.  A
+    batch that adds labelled draws (only labelled draws are in the design, so every batch of labels
+    for drawn keys does) changes ``n``, hence every weight :math:`w_{ij} = n_j/\sum n` (``balance``)
+    and every column of :math:`q_i`: nothing of the old terms carries over exactly, and they are
+    recomputed.  ``S0`` depends only on ``W > 0`` and ``g0`` and is kept across such batches.
+    """
+    d = design
+    m, S = d.m, len(d.xs)
+    p0x = d.p0[d.xs]
+    got = _terms_memo.get("last")
+    if got is not None:
+        key, lt = got
+        if (key[1].shape == d.src.shape and np.array_equal(key[1], d.src) and np.array_equal(key[2], d.xs)
+                and np.array_equal(key[3], p0x) and np.array_equal(key[5], d.g0) and np.array_equal(key[6], W)
+                and (key[4] is None) == (d.gs is None) and (d.gs is None or np.array_equal(key[4], d.gs))
+                and _same_matrix(key[0], d.P)):
+            return lt
+    n = d.n.astype(float)
+    Pm = d.P[:, d.xs].toarray()  # p_i(x_s)
+    Q = W @ Pm  # q_i(x_s)
+    ratio = W[:, d.src]
+    ratio /= np.maximum(n[d.src], 1)[None, :]  # the core's coef
+    with np.errstate(divide="ignore", invalid="ignore"):
+        ratio /= Q
+    ratio[~(Q > 0)] = 0.0  # np.where(Q > 0, coef / Q, 0.0)
+    del Q
+    X = np.empty((3, m, S))
+    np.multiply(ratio, Pm, out=X[0])  # the importance weights: C at f = 1
+    np.multiply(ratio, p0x[None, :], out=X[2])  # B at f = 1
+    np.multiply(X[2], (Pm > 0) if d.gs is None else d.gs, out=X[1])  # A at f = 1
+    del ratio
+    wimp = X[0]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        ess = np.nan_to_num(wimp.sum(1) ** 2 / (wimp ** 2).sum(1))
+    Wpos = W > 0
+    s0 = _terms_memo.get("S0")
+    if s0 is not None and np.array_equal(s0[0], Wpos) and np.array_equal(s0[1], d.g0):
+        S0 = s0[2]
+    else:
+        # the core's (W > 0) @ g0 > 0, counted in floats: its int8 product wraps at 128 matching systems
+        S0 = (Wpos.astype(float) @ d.g0.astype(float)) > 0
+        _terms_memo["S0"] = (Wpos, d.g0.copy(), S0)
+    lt = _LinearTerms(X, S0, ess)
+    _terms_memo.pop("last", None)
+    if X.nbytes <= TERMS_MEMO_BYTES:
+        _terms_memo["last"] = ((d.P, d.src.copy(), d.xs.copy(), p0x, None if d.gs is None else d.gs.copy(),
+                                d.g0.copy(), W.copy()), lt)
+    return lt
+
+
+def _strata_var(U: np.ndarray, src: np.ndarray, m: int) -> np.ndarray:
+    """The core's :func:`~unpooled.core.estimators.joint.strata_var`, without its copy of ``U`` when the draws
+    are already grouped by stratum (``src`` non-decreasing, as the service's designs are): the same sums of
+    the same values in the same order (the core sorts by ``src`` first, which then leaves the order as it is)."""
+    from unpooled.core.estimators.joint import strata_var
+
+    src = np.asarray(src)
+    if len(src) > 1 and (src[1:] < src[:-1]).any():
+        return strata_var(U, src, m)
+    U = np.ascontiguousarray(U)
+    n_s = np.bincount(src, minlength=m)
+    nonempty = n_s > 0
+    S1 = np.zeros((U.shape[0], m))
+    S2 = np.zeros((U.shape[0], m))
+    if U.shape[1]:
+        idx = np.searchsorted(src, np.arange(m))[nonempty]
+        S1[:, nonempty] = np.add.reduceat(U, idx, axis=1)
+        S2[:, nonempty] = np.add.reduceat(U * U, idx, axis=1)
+    n = n_s.astype(float)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        per = np.where(n > 1, n / np.maximum(n - 1, 1) * (S2 - S1 ** 2 / np.maximum(n, 1)), 0.0)
+    return np.maximum(per.sum(axis=1), 0.0)
 
 
 def score_design(design, keys: list, systems: tuple, *, y: np.ndarray | None = None, rates: ErrorRates | None = None,
@@ -638,7 +836,8 @@ def score_design(design, keys: list, systems: tuple, *, y: np.ndarray | None = N
     count too).  The point estimates are the core's (:func:`unpooled.core.estimators.estimate`
     with weights fixed by the draws, not the labels) on the re-made design.
     """
-    from unpooled.core.estimators.joint import _f1, _f1_partials, _var0, strata_var, weight_matrix
+    from unpooled.core.estimators.exhaustive import restrict_p0, theta_variance
+    from unpooled.core.estimators.joint import _f1, _f1_partials, weight_matrix
 
     t_d = np.ones(len(keys))
     f_d = np.zeros(len(keys))
@@ -649,13 +848,15 @@ def score_design(design, keys: list, systems: tuple, *, y: np.ndarray | None = N
         has = idx >= 0
         y = np.asarray(y, float)
 
-        def labels_for(t_all, f_all):
-            """Corrected labels of the draws from per-key rates ``(K,)`` or ``(K, R)`` (then ``(S, R)``)."""
+        def labels_for(t_all, f_all, rows=None):
+            """Corrected labels of the draws (``rows`` of them) from per-key rates ``(K,)`` or ``(K, R)``
+            (then ``(S, R)``)."""
             t_all, f_all = np.asarray(t_all, float), np.asarray(f_all, float)
-            sel = has if t_all.ndim == 1 else has[:, None]
-            yy = y if t_all.ndim == 1 else y[:, None]
-            tt = np.where(sel, t_all[np.maximum(idx, 0)], 1.0)
-            ff = np.where(sel, f_all[np.maximum(idx, 0)], 0.0)
+            ix, hs, yv = (idx, has, y) if rows is None else (idx[rows], has[rows], y[rows])
+            sel = hs if t_all.ndim == 1 else hs[:, None]
+            yy = yv if t_all.ndim == 1 else yv[:, None]
+            tt = np.where(sel, t_all[np.maximum(ix, 0)], 1.0)
+            ff = np.where(sel, f_all[np.maximum(ix, 0)], 0.0)
             return corrected(yy, tt, ff, rates.min_gap)
 
         t_d = np.where(has, rates.t[np.maximum(idx, 0)], 1.0)
@@ -663,20 +864,17 @@ def score_design(design, keys: list, systems: tuple, *, y: np.ndarray | None = N
         plain = t_d - f_d < rates.min_gap
         t_d, f_d = np.where(plain, 1.0, t_d), np.where(plain, 0.0, f_d)
         design = replace(design, f=labels_for(rates.t, rates.f))
-    if inside is not None and len(design.xs):
-        p0 = design.p0.copy()
-        p0[design.xs[~np.asarray(inside, bool)]] = 0.0
-        design = replace(design, p0=p0)
+    design = restrict_p0(design, inside)  # p0 = 0 outside the exhaustive protocol's support (the core's)
     m = design.m
     n = design.n
     W = weight_matrix(design.P, n, weights)
-    # every term is linear in the labels (the core's C = wimp f, A = ratio p0 f g, B = ratio p0 f): one call
-    # with f = 1 gives the per-draw coefficients, and any labels' terms are these times f (:func:`_linear_terms`)
+    # every term is linear in the labels (the core's C = wimp f, A = ratio p0 f g, B = ratio p0 f): the terms
+    # with f = 1 are the per-draw coefficients, and any labels' terms are these times f (:func:`_linear_terms`)
     lt = _linear_terms(design, W)
-    t = lt.at(design.f)
+    t = lt.at(design.f)  # fresh arrays, used up in place below
     p, nu, Bs = lt.point(design.f)
-    # importance weight of each draw for each target: the precision terms with every label 1
-    wimp = np.abs(lt.Cw)
+    # importance weight of each draw for each target: the precision terms with every label 1 (never negative)
+    wimp = lt.Cw
     sw = wimp.sum(1)
     with np.errstate(divide="ignore", invalid="ignore"):
         t_bar = np.where(sw > 0, wimp @ t_d / np.where(sw > 0, sw, 1), 1.0)
@@ -687,28 +885,36 @@ def score_design(design, keys: list, systems: tuple, *, y: np.ndarray | None = N
     theta = (S0 * v).sum(1) / V if V > 0 else np.zeros(m)
     r = theta * nu
     f1 = _f1(p, r)
-    var_p = strata_var(t.C, design.src, m)
+    var_p = _strata_var(t.C, design.src, m)
+    # Uu = (A - nu B) / Bs where Bs > 0, else 0: in place in B
+    Uu = t.B
+    Uu *= nu[:, None]
+    np.subtract(t.A, Uu, out=Uu)
     with np.errstate(divide="ignore", invalid="ignore"):
-        Uu = np.where(Bs[:, None] > 0, (t.A - nu[:, None] * t.B) / np.where(Bs > 0, Bs, 1)[:, None], 0.0)
-    var_nu = strata_var(Uu, design.src, m)
+        Uu /= np.where(Bs > 0, Bs, 1)[:, None]
+    Uu[~(Bs > 0)] = 0.0
+    var_nu = _strata_var(Uu, design.src, m)
     T = v[None, :] * (S0 - theta[:, None]) / V if V > 0 else np.zeros_like(S0)
-    if y0_docs is not None and T.shape[1]:
-        codes = {d: i for i, d in enumerate(dict.fromkeys(y0_docs))}
-        g = np.array([codes[d] for d in y0_docs], np.int64)
-        D = np.zeros((len(codes), m))
-        np.add.at(D, g, T.T)
-        n_docs = max(len(codes), documents or 0)
-        # linearised Hajek ratio: the document totals sum to 0, so this is n/(n-1) times their sum of squares
-        var_th = n_docs / (n_docs - 1) * (D * D).sum(0) if n_docs > 1 else np.zeros(m)
-    else:
-        var_th = _var0(T)
+    # by documents (a cluster sample) when y0_docs is given, else as independent instances: the core's
+    var_th = theta_variance(T) if y0_docs is None else theta_variance(T, y0_docs, documents)
     var_r = theta ** 2 * var_nu + nu ** 2 * var_th + var_th * var_nu
     dP, dR = _f1_partials(p, r)
-    var_f = strata_var(dP[:, None] * t.C + (dR * theta)[:, None] * Uu, design.src, m) + (dR * nu) ** 2 * var_th
+    # F1's influence values dP C + dR theta Uu, in place in C and Uu (both used up)
+    Uf = t.C
+    Uf *= dP[:, None]
+    Uu *= (dR * theta)[:, None]
+    Uf += Uu
+    var_f = _strata_var(Uf, design.src, m) + (dR * nu) ** 2 * var_th
     extra = {"p": np.zeros(m), "r": np.zeros(m), "f1": np.zeros(m)}
     if labels_for is not None and rates.t_rep is not None and len(rates.t_rep) > 1:
-        # every replicate at once: (S, R) labels, (m, R) estimates
-        pb, nub, _ = lt.point(labels_for(rates.t_rep.T, rates.f_rep.T))
+        # every replicate at once: (S, R) labels, (m, R) estimates.  Draws with the same rates and label (one
+        # key drawn by several systems) have the same corrected labels: computed once per such group
+        order = np.lexsort((y, idx))
+        new = np.ones(len(order), bool)
+        new[1:] = (idx[order][1:] != idx[order][:-1]) | (y[order][1:] != y[order][:-1])
+        group = np.empty(len(order), np.int64)
+        group[order] = np.cumsum(new) - 1
+        pb, nub, _ = lt.point(labels_for(rates.t_rep.T, rates.f_rep.T, rows=order[new])[group])
         rb = theta[:, None] * nub
         for k, arr in (("p", pb), ("r", rb), ("f1", _f1(pb, rb))):
             extra[k] = np.var(arr, axis=1, ddof=1)
@@ -778,7 +984,8 @@ def _shifted(boot: _Bootstrap, point: tuple, n_workers: int) -> list:
     return out
 
 
-def service_rates(corpus, *, replicates: int = REPLICATES, min_gap: float = MIN_GAP) -> ErrorRates | None:
+def service_rates(corpus, *, replicates: int = REPLICATES, min_gap: float = MIN_GAP,
+                  answers_fp: tuple | None = None) -> ErrorRates | None:
     r"""The corpus's error rates from the first available source of :data:`PREFERENCE`, with
     ``replicates`` bootstrap re-estimates; memoised on the verification answers (count, max id, weights).
 
@@ -798,10 +1005,19 @@ def service_rates(corpus, *, replicates: int = REPLICATES, min_gap: float = MIN_
     have grown by :data:`REBOOTSTRAP_GROWTH` or more since the stored one, when the answers are
     not the stored ones plus new ones (a discounted answer, a re-created corpus), when the source
     changes (the first answered controls), or when none is stored in this process.  Each process
-    keeps its own; the fingerprint is read on every call, so another process's answers are never
-    missed, but two processes may differ in the rates' variance within that approximation.
+    keeps its own; the fingerprint is read on every call (or taken from the caller that has just read
+    it, below), so another process's answers are never missed, but two processes may differ in the
+    rates' variance within that approximation.
+
+    ``answers_fp``: the answers' :func:`_answers_fp` as the caller has just read it (the scoring whose
+    labels the rates correct), taken instead of reading it again; default: the one given to
+    :func:`answers_read` around the call, else it is read.  (A fingerprint that is already stale only
+    costs a recomputation at the next call, which reads the new one.)
     """
-    fp = (_answers_fp(corpus), replicates, min_gap)
+    if answers_fp is None:
+        hint = getattr(_answers_read, "fp", None)
+        answers_fp = hint[1] if hint is not None and hint[0] == (corpus.pk, corpus.created) else None
+    fp = (tuple(answers_fp) if answers_fp is not None else _answers_fp(corpus), replicates, min_gap)
     got = _memo.get(corpus.pk)
     if got is not None and got[0] == fp:
         return got[1]
@@ -832,6 +1048,26 @@ def service_rates(corpus, *, replicates: int = REPLICATES, min_gap: float = MIN_
         break
     _memo[corpus.pk] = (fp, out, boot if out is not None else None)
     return out
+
+
+_answers_read = threading.local()
+
+
+@contextmanager
+def answers_read(corpus, fp: tuple):
+    """Within the block (in this thread), :func:`service_rates` of ``corpus`` takes ``fp`` as the answers'
+    fingerprint instead of reading it: for a caller that has just read it (:func:`_answers_fp`'s count, max
+    id and weight sum, with or without the corpus's ``(pk, created)`` in front) and calls it through code
+    that does not pass it on (``majority_error_rates``)."""
+    fp = tuple(fp)
+    if len(fp) == 3:
+        fp = (corpus.pk, corpus.created) + fp
+    prev = getattr(_answers_read, "fp", None)
+    _answers_read.fp = ((corpus.pk, corpus.created), fp)
+    try:
+        yield
+    finally:
+        _answers_read.fp = prev
 
 
 def _draw_keys(systems, by_name, level: str, labels) -> list[str]:
@@ -891,7 +1127,9 @@ def adjust_result(corpus, res, by_name: dict, *, level: str = "instance", weight
         truth, _ = exhaustive_truth(corpus)
     if len(keys) != len(design.xs) or len(truth) != design.n0:
         return unchanged("the draws or the exhaustive truth changed while scoring")
-    rates = service_rates(corpus)
+    # the rates of the answers the scoring read (its fingerprint, when ``res`` is its cached result: not read again)
+    rates = service_rates(corpus, answers_fp=None if got is None or inputs[5] is None
+                          else (corpus.pk, corpus.created) + tuple(inputs[5]))
     y = np.array([float(labels[k]) for k in keys])
     inside = _inside(corpus, keys)
     est = score_design(design, keys, res.systems, y=y if rates is not None else None, rates=rates, inside=inside,
@@ -989,6 +1227,7 @@ def clear_cache() -> None:
     _adjusted.clear()
     _inside_memo.clear()
     _answer_rows.clear()
+    _terms_memo.clear()
 
 
 def _sentences_key(corpus) -> tuple:

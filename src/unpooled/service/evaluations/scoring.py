@@ -396,13 +396,16 @@ def _current_labels(corpus: Corpus, method: str) -> dict:
 
 
 def error_rates(corpus: Corpus, fp: tuple | None = None) -> dict[str, tuple[float, float]]:
-    """:func:`~unpooled.service.evaluations.actions.majority_error_rates`, memoised on the answers' fingerprint."""
+    """:func:`~unpooled.service.evaluations.actions.majority_error_rates`, memoised on the answers' fingerprint
+    (which the rates are then computed for: :func:`~.correction.answers_read`, not read a second time)."""
     from .actions import majority_error_rates
+    from .correction import answers_read
 
     fp = _answers_fp(corpus) if fp is None else fp
     got = _rates.get(_ckey(corpus))
     if got is None or got[0] != fp:
-        got = _rates[_ckey(corpus)] = (fp, majority_error_rates(corpus))
+        with answers_read(corpus, fp):
+            got = _rates[_ckey(corpus)] = (fp, majority_error_rates(corpus))
     return got[1]
 
 
@@ -506,7 +509,10 @@ def score(corpus: Corpus, *, level: str = "instance", match: str = "overlap", we
         if match != "exact":
             gs = d.gs[:, keep] if len(xs) else None
             p0 = p0 / pool.mult
-        design = make_design(P, src, xs, f, truth.g0, truth.v0, p0, gs=gs, corrected_labels=True)
+        # recall's variance by documents: each exhaustive instance's document, over the corpus's complete
+        # exhaustive documents (those where annotators found nothing count too), as from_scratch gives them
+        design = make_design(P, src, xs, f, truth.g0, truth.v0, p0, gs=gs, corrected_labels=True,
+                             y0_docs=[t.ref.doc for t in truth.truth], documents=truth.docs or None)
         mark("design")
     res = _rows(design, tuple(names), truth.truth, level=level, weights=weights, match=match)
     mark("estimate")
@@ -525,7 +531,9 @@ def _inputs_fp(pool: _Pool, d: _Draws, truth: _Truth, labels, ans_fp, label_meth
 
 
 def _rows(design, names: tuple[str, ...], truth, *, level: str, weights: str, match: str) -> OfflineResult:
-    """:func:`unpooled.core.offline.score`'s rows for the joint estimator, from a ready design."""
+    """:func:`unpooled.core.offline.score`'s rows for the joint estimator, from a ready design, as
+    :func:`from_scratch` calls it (the document count given; no sentence split: p0's support is restricted
+    afterwards, by :func:`~.correction.adjust_result`)."""
     glob: list[str] = []
     if design.n0 == 0:
         glob.append("the exhaustive file has no true instances: recall is 0 by construction")
@@ -549,7 +557,8 @@ def _rows(design, names: tuple[str, ...], truth, *, level: str, weights: str, ma
                                                                    "f1_lo", "f1_hi")),
                                 labels=int(n[i]), ess=float(sc.ess[i]), estimator=sc.method, warnings=tuple(w)))
     opts = {"level": level, "estimator": "joint", "weights": weights, "match": match, "bootstrap": 0,
-            "confidence": CONFIDENCE}
+            "confidence": CONFIDENCE, "documents": design.n_groups, "documents_given": design.n_groups is not None,
+            "sentences": False, "outside_p0": 0}
     return OfflineResult(tuple(rows), sc, design, names, tuple(glob), (), opts)
 
 
@@ -561,7 +570,10 @@ def from_scratch(corpus: Corpus, *, level: str = "instance", match: str = "overl
     data, by_name, docs = offline_data(corpus, level=level)
     if not data.submissions:
         return Scored(None, {}, 0)
-    res = offline_score(data, level=level, estimator="joint", weights=weights, match=match, corrected_labels=True)
+    # the exhaustive documents as the service counts them; no sentence split here: p0's support is restricted
+    # by correction.adjust_result, on both paths
+    res = offline_score(data, level=level, estimator="joint", weights=weights, match=match, corrected_labels=True,
+                        documents=docs or None, sentences={})
     return Scored(res, by_name, docs, keys=[x.key for x in data.labels], truth=list(data.exhaustive))
 
 

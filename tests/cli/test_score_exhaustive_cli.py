@@ -1,0 +1,109 @@
+"""``unpooled score --exhaustive-documents N --corpus PATH``: how the exhaustive sample was collected.
+
+``--exhaustive-documents``: documents annotated (recall's variance is a cluster sample of them);
+``--corpus``: the sentence split that restricts p0 to instances within one sentence.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from unpooled.cli.main import Exit
+
+from ..core.test_offline import X1, X2, X3, X4, Y5, inst, write_jsonl
+from .test_score_cli import run
+
+pytestmark = pytest.mark.filterwarnings("ignore::unpooled.core.estimators.WeightDegeneracyWarning")
+
+X6 = ("D2", (10, 12), "p", (20, 25))  # true, submitted by B, across two sentences of D2
+
+
+@pytest.fixture
+def args(tmp_path):
+    subs = tmp_path / "subs"
+    subs.mkdir()
+    write_jsonl(subs / "A.jsonl", [inst(*X1, entities=("a1", "a2")), inst(*X2, entities=("a1", "a3")),
+                                   inst(*X3, entities=("a4", None), value="Senator")])
+    write_jsonl(subs / "B.jsonl", [inst(*X2, entities=("b1", "b2")), inst(*X4, entities=("b3", "b4")),
+                                   inst(*X6, entities=("b6", "b7"))])
+    labels = write_jsonl(tmp_path / "L.jsonl", [
+        {"system": "A", **inst(*X1), "label": 1}, {"system": "A", **inst(*X2), "label": 0},
+        {"system": "A", "key": "D1\t30-35\tq\t=senator", "label": 1}, {"system": "B", **inst(*X4), "label": 1},
+        {"system": "B", **inst(*X6), "label": 1}, {"system": "B", **inst(*X2), "label": 0},
+    ])
+    ex = write_jsonl(tmp_path / "E.jsonl", [inst(*X1), inst(X3[0], X3[1], X3[2], None, value="senator"),
+                                            inst(*Y5), inst(*X4)])
+    return ["score", "--labels", labels, "--submissions", subs, "--exhaustive", ex]
+
+
+def corpus(tmp_path, d2=((0, 15), (15, 30)), name="corpus.jsonl"):
+    return write_jsonl(tmp_path / name, [{"id": "D1", "text": "x" * 60, "sentences": [[0, 30], [30, 60]]},
+                                         {"id": "D2", "text": "y" * 30, "sentences": [list(s) for s in d2]}])
+
+
+def test_defaults_warn_about_both(capsys, args):
+    code, out, err = run(capsys, *args, "--json")
+    assert code == Exit.OK
+    assert ("unpooled: warning: the number of exhaustively annotated documents is not given "
+            "(--exhaustive-documents, documents=)") in err
+    assert "unpooled: warning: no sentence split (--corpus, sentences=)" in err
+    code, out, _ = run(capsys, *args)
+    assert out.splitlines()[0].endswith("; intervals 90%; 2 exhaustive documents (with a true instance)")
+
+
+def test_options_change_recall_only(capsys, args, tmp_path):
+    _, plain, _ = run(capsys, *args, "--json")
+    code, out, err = run(capsys, *args, "--json", "--exhaustive-documents", "12", "--corpus", corpus(tmp_path),
+                         "--corpus-format", "jsonl")
+    assert code == Exit.OK and "documents is not given" not in err and "sentence split" not in err
+    a, b = json.loads(plain), json.loads(out)
+    assert [r["p"] for r in a] == [r["p"] for r in b]
+    # x6 (B's, across sentences) no longer in p0: A's share of the pool up, B's down
+    assert b[0]["r"] > a[0]["r"] and b[1]["r"] < a[1]["r"]
+    code, out, _ = run(capsys, *args, "--exhaustive-documents", "12", "--corpus", corpus(tmp_path))
+    assert out.splitlines()[0].endswith("; intervals 90%; 12 exhaustive documents; "
+                                        "p0 within one sentence (1 of 6 draws outside)")
+
+
+def test_bad_exhaustive_documents(capsys, args):
+    code, _, err = run(capsys, *args, "--exhaustive-documents", "1")
+    ex = args[-1]
+    assert code == Exit.ERROR
+    assert err.strip() == (f"unpooled: error: --exhaustive-documents 1: expected the number of exhaustively "
+                           f"annotated documents, an integer >= 2 (the exhaustive file has true instances in 2 "
+                           f"documents), got 1 ({ex})")
+    code, _, err = run(capsys, *args, "--exhaustive-documents", "0")
+    assert code == Exit.ERROR and "--exhaustive-documents must be a positive integer" in err
+    with pytest.raises(SystemExit) as exc:  # not an integer: argparse's usage error
+        run(capsys, *args, "--exhaustive-documents", "many")
+    assert exc.value.code == 2
+
+
+def test_bad_corpus_is_located(capsys, args, tmp_path):
+    # a sentence overlapping the previous one: the corpus file, line and field
+    bad = corpus(tmp_path, d2=((0, 15), (10, 30)), name="bad.jsonl")
+    code, _, err = run(capsys, *args, "--corpus", bad)
+    assert code == Exit.ERROR
+    assert err.startswith(f"unpooled: error: {bad}:2: sentence 1: [10, 30] overlaps or precedes the previous "
+                          "sentence") and err.rstrip().endswith("[sentences]")
+    code, _, err = run(capsys, *args, "--corpus", tmp_path / "nowhere")
+    assert code == Exit.ERROR and "nowhere: no such file or folder (the corpus)" in err
+    code, _, err = run(capsys, *args, "--corpus-format", "jsonl")
+    assert code == Exit.ERROR and "--corpus-format needs --corpus" in err
+
+
+def test_draw_outside_the_corpus_is_a_located_finding(capsys, args, tmp_path):
+    only_d1 = write_jsonl(tmp_path / "d1.jsonl", [{"id": "D1", "text": "x" * 60}])
+    labels = args[2]
+    code, out, _ = run(capsys, *args, "--corpus", only_d1)
+    assert code == Exit.FINDINGS
+    found = [ln for ln in out.splitlines() if ln.startswith(f"{labels}:")]
+    assert found[0] == (f"{labels}:4:1: UP201 document 'D2' of this draw is not in the corpus {only_d1}: its "
+                        "sentence split is unknown [doc]")
+    assert [ln.split(":")[1] for ln in found[:2]] == ["4", "5"]
+    code, out, _ = run(capsys, *args, "--corpus", only_d1, "--json")
+    rep = json.loads(out)
+    assert code == Exit.FINDINGS and [(e["line"], e["code"], e["field"]) for e in rep["reports"][0]["errors"]] == [
+        (4, "UP201", "doc"), (5, "UP201", "doc")]
