@@ -18,7 +18,8 @@ Steps, each in its own process:
    (made by ``request_verification``: the real payload) and on an entity task.  On PostgreSQL,
    ``ANALYZE`` at the end, as autovacuum would after a bulk load (this machine's server runs
    with autovacuum off; without statistics the planner picks nested loops over every score).
-2. **serve** -- gunicorn as ``unpooled serve`` runs it (``--workers 2 --threads 4``, DEBUG off).
+2. **serve** -- gunicorn as ``unpooled serve`` runs it (``serve.web_server_command``: 2 processes per
+   CPU, one thread each, DEBUG off).
 3. **drive** -- from a separate process, ``--clients`` threads in closed loop, each with its own
    keep-alive connection, page by page: a warm-up, then ``--requests`` timed requests.  A
    response counts as an error unless it is ``200`` with the page's marker in it.
@@ -530,10 +531,13 @@ def _loadavg() -> list[float]:
 
 
 def run(submissions: int = 100, clients: int = 20, requests: int = 1000, *, as_json: bool = False,
-        instances: int = 3000, draws: int = 150, history: int = 20, documents: int = 30, workers: int = 2,
-        threads: int = 4, warmup: int = 3, pages: list[str] | None = None, seed: int = 0, keep: bool = False,
+        instances: int = 3000, draws: int = 150, history: int = 20, documents: int = 30, workers: int | None = None,
+        threads: int = 1, warmup: int = 3, pages: list[str] | None = None, seed: int = 0, keep: bool = False,
         verbose: bool = False) -> int:
+    from unpooled.cli.commands.serve import default_web_workers, web_server_command
+
     pages = list(pages or PAGES)
+    workers = default_web_workers() if workers is None else workers
     base_url = os.environ.get("DATABASE_URL", "")
     is_pg = base_url.startswith(("postgres://", "postgresql://"))
     with tempfile.TemporaryDirectory(prefix="unpooled-bench-pages-") as tmp:
@@ -563,10 +567,8 @@ def run(submissions: int = 100, clients: int = 20, requests: int = 1000, *, as_j
             built = json.loads(out.stdout.strip().splitlines()[-1])
             build_seconds = time.perf_counter() - t0
             port = _free_port()
-            server = subprocess.Popen(
-                [sys.executable, "-m", "gunicorn", "unpooled.service.config.wsgi", "--bind", f"127.0.0.1:{port}",
-                 "--workers", str(workers), "--threads", str(threads), "--log-level", "warning"],
-                env=env, start_new_session=True)
+            server = subprocess.Popen(web_server_command(f"127.0.0.1:{port}", workers, threads, access_log=False),
+                                      env=env, start_new_session=True)
             _wait_until_up(port, server)
             if verbose:
                 print(f"bench pages: gunicorn on port {port}; driving {', '.join(pages)}", file=sys.stderr, flush=True)

@@ -43,8 +43,9 @@ def register(sub) -> None:
     pg.add_argument("--requests", type=int, default=1000, help="timed requests per page (after a warm-up)")
     pg.add_argument("--instances", type=int, default=3000, help="instances per submission (about)")
     pg.add_argument("--history", type=int, default=20, help="score generations per submission and level")
-    pg.add_argument("--workers", type=int, default=2, help="gunicorn worker processes (unpooled serve: 2)")
-    pg.add_argument("--threads", type=int, default=4, help="gunicorn threads per worker (unpooled serve: 4)")
+    pg.add_argument("--workers", type=int, default=None,
+                    help="gunicorn worker processes (default as unpooled serve: 2 per CPU)")
+    pg.add_argument("--threads", type=int, default=1, help="gunicorn threads per worker (unpooled serve: 1)")
     pg.add_argument("--pages", help="comma-separated pages to drive (default all: leaderboard_instance, "
                                     "leaderboard_relation, leaderboard_entity, submission, task_verify, task_entities)")
     pg.add_argument("--seed", type=int, default=0)
@@ -90,8 +91,8 @@ def cmd_pages(args) -> int:
 
     from ..main import CommandError
 
-    if min(args.submissions, args.clients, args.requests, args.instances, args.history, args.workers,
-           args.threads) < 1:
+    if min(args.submissions, args.clients, args.requests, args.instances, args.history,
+           1 if args.workers is None else args.workers, args.threads) < 1:
         raise CommandError("--submissions, --clients, --requests, --instances, --history, --workers and --threads "
                            "must be positive")
     pages = [p.strip() for p in args.pages.split(",") if p.strip()] if args.pages else None
