@@ -199,3 +199,4 @@ def test_task_body_is_rendered_once(client, setup, monkeypatch, django_assert_ma
         return re.sub(r'name="csrfmiddlewaretoken" value="[^"]*"', "", page)
 
     assert unmasked(again) == unmasked(first) and 'mark class="subj"' in again
+    assert "{#" not in first and "#}" not in first, "a template comment leaked into the page"

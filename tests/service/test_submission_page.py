@@ -496,6 +496,7 @@ def test_page_is_cached_until_what_it_shows_changes(world, client, monkeypatch, 
     breakdown.compute_breakdowns(corpus, "instance")
     first = client.get(url).content.decode()
     assert 'id="score-table"' in first and "relation-table" in first and 'id="errors"' not in first
+    assert "{#" not in first and "#}" not in first, "a template comment leaked into the page"
 
     def boom(*args, **kw):
         raise AssertionError("a cached page must not be rendered again")
