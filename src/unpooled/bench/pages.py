@@ -626,7 +626,7 @@ def run(submissions: int = 100, clients: int = 20, requests: int = 1000, *, as_j
                 print(f"  {page}: first view of each of the {fv['pages']} pages (rendered, then cached; one client, "
                       f"before the timed requests): p50 {fv['p50_ms']:.1f} ms, p95 {fv['p95_ms']:.1f} ms, "
                       f"max {fv['max_ms']:.1f} ms, {fv['errors']} errors")
-        print(f"  leaderboard built in-process (cache miss): "
+        print("  leaderboard built in-process (cache miss): "
               + ", ".join(f"{lv} {ms:.0f} ms" for lv, ms in result["leaderboard_build_ms"].items())
               + f"; target p95 <= {TARGET_P95_MS:.0f} ms: {'met' if result['meets_target'] else 'NOT met'}")
     return 0 if all(p["errors"] == 0 for p in figures.values()) else 4

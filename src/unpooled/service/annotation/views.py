@@ -114,7 +114,6 @@ class _SchemaParts:
 
     def __init__(self, schema):
         rels = [(r.name, r.description) for r in schema.canonical_relations]
-        self.schema = schema
         self.relations = rels
         self.relation_options = mark_safe("".join(
             format_html('<option value="{}">{} ({})</option>', n, d or n, n) for n, d in rels))

@@ -70,7 +70,6 @@ from __future__ import annotations
 
 import math
 import threading
-from bisect import bisect_right
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 
