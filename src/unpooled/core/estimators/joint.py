@@ -257,6 +257,7 @@ class _Terms:
     B: np.ndarray  # recall denominator (m, S)
     S0: np.ndarray  # (m, n0) bool: exhaustive instance inside the target's pool S_i
     ess: np.ndarray  # (m,) Kish effective sample size of the precision weights
+    ratio: np.ndarray | None = None  # (m, S) (w_ij / n_j) / q_i(x_s): the importance ratio of each draw
 
 
 def _terms(d: Design, W: np.ndarray) -> _Terms:
@@ -274,7 +275,7 @@ def _terms(d: Design, W: np.ndarray) -> _Terms:
     S0 = ((W > 0).astype(np.int8) @ d.g0.astype(np.int8)) > 0
     with np.errstate(divide="ignore", invalid="ignore"):
         ess = wimp.sum(1) ** 2 / (wimp ** 2).sum(1)
-    return _Terms(C, A, Bm, S0, np.nan_to_num(ess))
+    return _Terms(C, A, Bm, S0, np.nan_to_num(ess), ratio)
 
 
 def _segment_sums(U: np.ndarray, src: np.ndarray, m: int) -> tuple[np.ndarray, np.ndarray]:
@@ -362,6 +363,12 @@ class Scores:
     weights: np.ndarray | None = None
     boot: dict = field(default_factory=dict)
     warnings: list[str] = field(default_factory=list)
+    #: with crowd votes: the labelled-sample figures (majority labels as certain), metric -> (m,)
+    raw: dict | None = None
+    #: with crowd votes: variance by source ('design', 'votes', 'rates') -> metric -> (m,)
+    var_parts: dict | None = None
+    #: with crowd votes: the crowd's mean sensitivity and false-positive rate (weighted by answers)
+    rates: dict | None = None
 
     def row(self, i: int) -> dict:
         out = {"p": self.p[i], "p_lo": self.p_ci[0][i], "p_hi": self.p_ci[1][i],
@@ -371,6 +378,9 @@ class Scores:
                "ess": self.ess[i], "labels": int(self.n_labels[i])}
         for k, (lo, hi) in self.boot.items():
             out[f"{k}_boot_lo"], out[f"{k}_boot_hi"] = lo[i], hi[i]
+        if self.raw is not None:
+            for k, arr in self.raw.items():
+                out[f"{k}_raw"] = arr[i]
         return {k: float(v) if isinstance(v, (np.floating, float)) else v for k, v in out.items()}
 
 
@@ -380,7 +390,7 @@ def _f1(p, r):
 
 
 def estimate(d: Design, *, estimator: str = "joint", weights: str = "balance", level: float = 0.90,
-             bootstrap: int = 0, rng=None, ess_warn: float = 10.0) -> Scores:
+             bootstrap: int = 0, rng=None, ess_warn: float = 10.0, votes=None) -> Scores:
     """Precision, recall and F1 of every system with intervals.
 
     Parameters
@@ -395,6 +405,22 @@ def estimate(d: Design, *, estimator: str = "joint", weights: str = "balance", l
         Interval level (0.90 gives the 5th to 95th percentile band).
     bootstrap : int
         Number of bootstrap replicates (0: analytic intervals only).
+    votes : CrowdVotes, optional
+        The verification answers behind the labels and the workers' confusions
+        (:func:`~unpooled.core.estimators.noisy.crowd_votes`): the labels ``d.f`` are then not used; every
+        estimate is its functional's mixture likelihood over the items' votes, and every interval carries the
+        votes' and the confusions' uncertainty (:mod:`.noisy`).
+
+    Returns
+    -------
+    Scores
+        Estimates, standard errors and intervals of every system; with ``votes``, ``raw`` holds the
+        labelled-sample figures (majority labels taken as certain) and ``var_parts`` the variance by source.
+
+    Raises
+    ------
+    InvalidInputError
+        An unknown ``estimator`` or ``weights``, a ``level`` outside (0, 1), ``bootstrap`` with ``votes``.
     """
     if estimator not in ESTIMATORS:
         raise InvalidInputError(f"estimator: expected one of {', '.join(ESTIMATORS)}, got {estimator!r}")
@@ -402,6 +428,9 @@ def estimate(d: Design, *, estimator: str = "joint", weights: str = "balance", l
         raise InvalidInputError(f"weights: expected one of {', '.join(WEIGHTS)}, got {weights!r}")
     if not 0 < level < 1:
         raise InvalidInputError(f"level: expected a number in (0, 1), got {level!r}")
+    if votes is not None and bootstrap:
+        raise InvalidInputError("bootstrap: not available with votes (the analytic intervals carry the votes' and "
+                                "the confusions' uncertainty; the bootstrap resamples draws only)")
     m, n = d.m, d.n
     warn: list[str] = []
     missing = np.flatnonzero(n == 0)
@@ -409,13 +438,13 @@ def estimate(d: Design, *, estimator: str = "joint", weights: str = "balance", l
         warn.append(f"systems {missing.tolist()[:10]} have no own draws: their estimates may be biased")
     if estimator == "simple":
         W = np.eye(m)
-        out = _estimate_with(d, W, level, simple=True)
+        out = _estimate_with(d, W, level, simple=True, votes=votes)
     elif weights == "minvar":
         o = overlap_matrix(d.P)
         best = None
         for lam in MINVAR_LAMBDAS:
             W = weight_matrix(d.P, n, "family", lam=lam, overlap=o)
-            res = _estimate_with(d, W, level)
+            res = _estimate_with(d, W, level, votes=votes)
             if best is None:
                 best, bestW = res, np.tile(W, (1, 1))
                 continue
@@ -429,7 +458,7 @@ def estimate(d: Design, *, estimator: str = "joint", weights: str = "balance", l
         out, W = best, bestW
     else:
         W = weight_matrix(d.P, n, weights)
-        out = _estimate_with(d, W, level)
+        out = _estimate_with(d, W, level, votes=votes)
     out.method = "simple" if estimator == "simple" else f"joint-{weights}"
     out.weights = W
     low = np.flatnonzero(out.ess < ess_warn)
@@ -444,8 +473,10 @@ def estimate(d: Design, *, estimator: str = "joint", weights: str = "balance", l
     return out
 
 
-def _estimate_with(d: Design, W: np.ndarray, level: float, *, simple: bool = False) -> Scores:
+def _estimate_with(d: Design, W: np.ndarray, level: float, *, simple: bool = False, votes=None) -> Scores:
     m = d.m
+    if votes is not None:
+        return _estimate_noisy(d, W, level, simple=simple, votes=votes)
     t = _terms(d, W)
     v = d.v0
     V = v.sum()
@@ -487,6 +518,36 @@ def _estimate_with(d: Design, W: np.ndarray, level: float, *, simple: bool = Fal
     f_ci = wilson(f1, var_f, level, np.minimum(nfb, n0))
     return Scores(p, r, f1, np.sqrt(var_p), np.sqrt(var_r), np.sqrt(var_f), p_ci, r_ci, f_ci, t.ess, n_labels,
                   theta, nu, "", level)
+
+
+def _estimate_noisy(d: Design, W: np.ndarray, level: float, *, simple: bool, votes) -> Scores:
+    """The estimates from crowd votes (:func:`.noisy.noisy_estimates`) with Wilson intervals."""
+    from .noisy import noisy_estimates
+
+    m = d.m
+    t = _terms(replace(d, f=np.ones(len(d.xs))), W)
+    est, var, parts = noisy_estimates(d, t, W, votes, simple=simple)
+    n_labels = np.bincount(d.src, minlength=m)
+    # near the bounds Wilson falls back to a sample size: the effective number of *items* behind the
+    # precision (an item's votes count once however often it is drawn), at most the draws' effective size
+    codes, inv = np.unique(d.xs, return_inverse=True)
+    Mc = np.zeros((m, len(codes)))
+    if len(inv):
+        np.add.at(Mc.T, inv, t.C.T)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        items_eff = np.nan_to_num(Mc.sum(1) ** 2 / (Mc ** 2).sum(1))
+    nfb_p = np.maximum(np.minimum(t.ess, items_eff), 1)
+    n0 = float(max(d.n0, 1))
+    p, r, f1 = est["p"], est["r"], est["f1"]
+    p_ci = wilson(p, var["p"], level, nfb_p)
+    r_ci = wilson(r, var["r"], level, np.full(m, n0))
+    f_ci = wilson(f1, var["f1"], level, np.minimum(nfb_p, n0))
+    out = Scores(p, r, f1, np.sqrt(var["p"]), np.sqrt(var["r"]), np.sqrt(var["f1"]), p_ci, r_ci, f_ci, t.ess,
+                 n_labels, est["theta"], est["nu"], "", level)
+    out.raw = {"p": parts.p_raw, "r": parts.r_raw, "f1": parts.f1_raw}
+    out.var_parts = {"design": parts.var_design, "votes": parts.var_votes, "rates": parts.var_rates}
+    out.rates = {"sens": parts.mean_sens, "fpr": parts.mean_fpr}
+    return out
 
 
 def _f1_partials(p, r):

@@ -1,0 +1,501 @@
+r"""Precision, recall and F1 from crowd votes: each target's mixture likelihood over the items' vote likelihoods.
+
+**Model.** Verification answer :math:`a` says :math:`y_a \in \{0, 1\}` ("correct") about instance :math:`x_a`;
+it comes from worker :math:`w_a` with sensitivity :math:`s_w = P(y=1 \mid f=1)` and false-positive rate
+:math:`e_w = P(y=1 \mid f=0)`, independently given the item's class :math:`f(x)` (Dawid & Skene 1979; the
+confusions are fitted by :mod:`unpooled.core.annotation.confusion`).  An item's votes :math:`v_x` have the
+likelihoods :math:`L_c(x) = \prod_{a: x_a = x} P(y_a \mid f = c)` and the log likelihood ratio
+:math:`\lambda(x) = \log L_1(x) - \log L_0(x)` (0 for an item without votes).
+
+**Estimating equations.** Every estimate of :mod:`.joint` is built from linear functionals of the labels with
+non-negative coefficients, :math:`T = \sum_s c_s f(x_s)` over the draws: precision's :math:`C` (the importance
+weights of target :math:`i`), recall's numerator :math:`A` (:math:`p_0 g_i / q_i`) and denominator :math:`B`
+(:math:`p_0/q_i`).  With :math:`\bar c = \sum_s c_s`, :math:`T = \bar c\,\rho` where :math:`\rho` is the
+*c-weighted prevalence* of correct items.  It is estimated by the maximiser of the weighted mixture
+log-likelihood
+
+.. math::
+
+    \ell(\rho) = \sum_s c_s \log\bigl(\rho L_1(x_s) + (1-\rho) L_0(x_s)\bigr), \qquad
+    \ell'(\rho) = \sum_s c_s\,\kappa(\lambda_s, \rho), \quad
+    \kappa(\lambda, \rho) = \frac{e^{\lambda} - 1}{1 + \rho(e^{\lambda} - 1)} .
+
+:math:`\ell` is concave, so :math:`\hat\rho \in [0, 1]` is unique; :math:`\mathbb E[\ell'(\rho)] = 0` at the
+true prevalence (over the draws and the votes, since :math:`\sum_v L_1(v) - L_0(v) = 0`), so
+:math:`\hat\rho` is consistent (an M-estimator); at an interior root
+:math:`\hat\rho = \sum_s c_s\,\mathrm{post}_s(\hat\rho) / \bar c`, the mean posterior
+:math:`P(f = 1 \mid v_{x_s})` under the prior :math:`\hat\rho` (EM's fixed point).  Each functional has its own
+prior, its own prevalence: a system's items are judged against that system's precision, not the crowd's
+class prior (a pooled prior pulls every system towards the pool).  Precision is :math:`\hat\pi_i =
+\hat\rho_{C_i}`, recall :math:`\hat r_i = \hat\theta_i\,\hat\nu_i` with
+:math:`\hat\nu_i = \bar a_i \hat\rho_{A_i} / (\bar b_i \hat\rho_{B_i})` (clipped to [0, 1]); all lie in [0, 1].
+Certain votes (:math:`\lambda = \pm\infty`) give :math:`\hat\rho = \sum c f / \bar c`: the joint estimator in
+its self-normalised (Hájek) form.
+
+**Variance** (law of total variance, three independent sources), each by linearisation
+(:math:`\hat\rho - \rho \approx \sum_s c_s \kappa_s / J`, :math:`J = \sum_s c_s \kappa_s^2 = -\ell''`):
+
+1. *the draws*, given the votes: the stratified variance of the influence values
+   :math:`u_s = c_s \kappa_s / J` (for :math:`\hat T = \bar c\hat\rho`: :math:`c_s\hat\rho + \bar c\,u_s`);
+2. *the votes*: an item's votes are drawn once, however often the item is drawn, so they add
+   :math:`\sum_x \tilde c(x)^2\,\mathrm{Var}(\kappa(\lambda(v_x), \rho) \mid f(x)) / J^2` where
+   :math:`\tilde c(x) = \mathbb E[\sum_{s: x_s = x} c_s]` (:math:`p_i(x)` for precision) -- a sum over the
+   population, estimated over the draws as :math:`\sum_s r_s\,\tilde c(x_s)^2 V(x_s)/J^2` with the
+   importance ratio :math:`r_s = (w_{ij}/n_j)/q_i(x_s)`; :math:`V(x)` is the variance over the item's
+   :math:`2^k` vote patterns (its own workers' confusions) given each class, mixed by the item's posterior.
+   For a system of 6 items drawn 150 times this is the variance of 6 noisy labels, not of 150;
+3. *the confusions*: their bootstrap replicates move every :math:`\lambda`; by the delta method the estimate
+   moves by :math:`\sum_s c_s \partial_\lambda\kappa_s\,\Delta\lambda_s / J`, and the spread over the
+   replicates is added.
+
+The interval is Wilson's at the effective sample size :math:`\hat e(1-\hat e)/\widehat{\mathrm{Var}}`
+(:func:`~unpooled.core.estimators.joint.wilson`): inside [0, 1] and around the estimate.
+
+References
+----------
+A. P. Dawid, A. M. Skene. Maximum likelihood estimation of observer error-rates using the EM algorithm.
+*Applied Statistics* 28(1):20-28, 1979.
+L. A. Stefanski, D. D. Boos. The calculus of M-estimation. *The American Statistician* 56(1):29-38, 2002.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import scipy.sparse as sp
+
+from ..errors import InvalidInputError
+
+#: items answered by more workers than this have their noise variance computed from their first
+#: ``MAX_ENUMERATED`` answers (fewer votes: a larger variance, so the interval errs on the wide side)
+MAX_ENUMERATED = 12
+#: elements of one (targets x items x vote patterns) block of the noise-variance enumeration
+_BLOCK = 1 << 22
+
+
+@dataclass(frozen=True)
+class CrowdVotes:
+    r"""Verification answers about the design's instances, and the workers' confusions.
+
+    Attributes
+    ----------
+    item : ndarray of int, shape (A,)
+        The universe index (a column of ``Design.P``) of the instance each answer is about.
+    worker : ndarray of int, shape (A,)
+        The worker (``0..W-1``).
+    yes : ndarray of bool, shape (A,)
+        The answer: the instance is correct.
+    sens, fpr : ndarray of float, shape (W,)
+        Each worker's :math:`P(\text{yes} \mid \text{correct})` and :math:`P(\text{yes} \mid \text{incorrect})`,
+        strictly inside (0, 1).
+    sens_rep, fpr_rep : ndarray of float, shape (R, W), optional
+        Replicates of the confusions (e.g. a bootstrap of the answers they were fitted on): their spread is the
+        confusions' own uncertainty, carried into every interval.
+    """
+
+    item: np.ndarray
+    worker: np.ndarray
+    yes: np.ndarray
+    sens: np.ndarray
+    fpr: np.ndarray
+    sens_rep: np.ndarray | None = None
+    fpr_rep: np.ndarray | None = None
+
+    @property
+    def n_workers(self) -> int:
+        return len(self.sens)
+
+    @property
+    def replicates(self) -> int:
+        return 0 if self.sens_rep is None else int(self.sens_rep.shape[0])
+
+
+def crowd_votes(item, worker, yes, sens, fpr, sens_rep=None, fpr_rep=None, *, n_items: int | None = None
+                ) -> CrowdVotes:
+    """Check the arrays once and return a :class:`CrowdVotes`; ``n_items``: the size of the universe."""
+    item = np.asarray(item, dtype=np.int64)
+    worker = np.asarray(worker, dtype=np.int64)
+    yes = np.asarray(yes)
+    if not (item.shape == worker.shape == yes.shape) or item.ndim != 1:
+        raise InvalidInputError(f"item, worker, yes: expected equal 1-d shapes, got {item.shape}, {worker.shape}, "
+                                f"{yes.shape}")
+    if yes.size and not np.isin(yes, (0, 1)).all():
+        raise InvalidInputError("yes: expected booleans (0 or 1)")
+    yes = yes.astype(bool)
+    sens = np.asarray(sens, dtype=float)
+    fpr = np.asarray(fpr, dtype=float)
+    if sens.ndim != 1 or sens.shape != fpr.shape:
+        raise InvalidInputError(f"sens, fpr: expected equal 1-d shapes, got {sens.shape}, {fpr.shape}")
+    for name, a in (("sens", sens), ("fpr", fpr)):
+        if a.size and not ((a > 0) & (a < 1)).all():
+            raise InvalidInputError(f"{name}: expected rates strictly inside (0, 1), got {a.min():.6g}..{a.max():.6g}")
+    W = len(sens)
+    if worker.size and (worker.min() < 0 or worker.max() >= W):
+        raise InvalidInputError(f"worker: expected indices in [0, {W}), got [{worker.min()}, {worker.max()}]")
+    if item.size and (item.min() < 0 or (n_items is not None and item.max() >= n_items)):
+        raise InvalidInputError(f"item: expected universe indices in [0, {n_items}), got [{item.min()}, {item.max()}]")
+    if (sens_rep is None) != (fpr_rep is None):
+        raise InvalidInputError("sens_rep, fpr_rep: give both or neither")
+    if sens_rep is not None:
+        sens_rep = np.asarray(sens_rep, dtype=float)
+        fpr_rep = np.asarray(fpr_rep, dtype=float)
+        if sens_rep.ndim != 2 or sens_rep.shape[1] != W or sens_rep.shape != fpr_rep.shape:
+            raise InvalidInputError(f"sens_rep, fpr_rep: expected shape (R, {W}), got {sens_rep.shape}, "
+                                    f"{fpr_rep.shape}")
+        sens_rep = np.clip(sens_rep, 1e-9, 1 - 1e-9)
+        fpr_rep = np.clip(fpr_rep, 1e-9, 1 - 1e-9)
+    return CrowdVotes(item, worker, yes, sens, fpr, sens_rep, fpr_rep)
+
+
+# -- the kernel functions ---------------------------------------------------------
+def kappa(lam, rho):
+    r""":math:`\kappa(\lambda, \rho) = (e^\lambda - 1)/(1 + \rho(e^\lambda - 1))`, the score of one item
+    (:math:`1/\rho` for certain yes, :math:`-1/(1-\rho)` for certain no), computed without overflow."""
+    lam = np.asarray(lam, float)
+    e = np.exp(-np.abs(lam))
+    pos = lam > 0
+    num = np.where(pos, 1.0 - e, e - 1.0)
+    den = np.where(pos, rho + (1.0 - rho) * e, rho * e + 1.0 - rho)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return num / den
+
+
+def kappa_dlam(lam, rho):
+    r""":math:`\partial\kappa/\partial\lambda = e^\lambda/(1 + \rho(e^\lambda - 1))^2`, without overflow."""
+    lam = np.asarray(lam, float)
+    e = np.exp(-np.abs(lam))
+    den = np.where(lam > 0, rho + (1.0 - rho) * e, rho * e + 1.0 - rho)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return e / (den * den)
+
+
+def posterior(lam, rho):
+    r""":math:`P(f = 1 \mid v) = \rho e^\lambda / (\rho e^\lambda + 1 - \rho)`."""
+    lam = np.asarray(lam, float)
+    with np.errstate(divide="ignore", over="ignore"):
+        lo = np.log(np.clip(rho, 0, 1)) - np.log1p(-np.clip(rho, 0, 1))
+        return 1.0 / (1.0 + np.exp(-(lam + lo)))
+
+
+def _score_sum(M: np.ndarray, lam: np.ndarray, rho: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Per row: :math:`\\sum_u M_u \\kappa(\\lambda_u, \\rho)` and :math:`\\sum_u M_u \\kappa^2` (0 where M = 0)."""
+    k = kappa(lam[None, :], rho[:, None])
+    with np.errstate(invalid="ignore"):
+        mk = np.where(M > 0, M * k, 0.0)
+        mk2 = np.where(M > 0, mk * k, 0.0)
+    return mk.sum(1), mk2.sum(1)
+
+
+def prevalence(M, lam, *, tol: float = 1e-12, max_iter: int = 100) -> tuple[np.ndarray, np.ndarray]:
+    r"""The maximiser :math:`\hat\rho \in [0, 1]` of every row's weighted mixture log-likelihood, and :math:`J`.
+
+    Parameters
+    ----------
+    M : array_like, shape (m, K)
+        Non-negative coefficients of each row's functional on each item.
+    lam : array_like, shape (K,)
+        The items' log likelihood ratios :math:`\lambda` (``±inf``: certain).
+
+    Returns
+    -------
+    rho : ndarray, shape (m,)
+        :math:`\hat\rho` (NaN for a row without positive coefficients).
+    J : ndarray, shape (m,)
+        :math:`\sum_u M_u \kappa(\lambda_u, \hat\rho)^2`, minus the second derivative of the log-likelihood.
+
+    Notes
+    -----
+    :math:`\ell'(\rho) = \sum_u M_u\kappa(\lambda_u, \rho)` decreases in :math:`\rho`: 0 when
+    :math:`\ell'(0) \le 0`, 1 when :math:`\ell'(1) \ge 0`, else its root by Newton's method kept inside a
+    shrinking bracket (bisection when a step leaves it).
+
+    Examples
+    --------
+    Certain votes give the weighted share of correct items:
+
+    >>> import numpy as np
+    >>> rho, _ = prevalence(np.array([[1.0, 1.0, 2.0]]), np.array([np.inf, -np.inf, np.inf]))
+    >>> float(rho[0])
+    0.75
+    """
+    M = np.atleast_2d(np.asarray(M, float))
+    lam = np.asarray(lam, float)
+    m = M.shape[0]
+    total = M.sum(1)
+    rho = np.full(m, np.nan)
+    live = total > 0
+    if not live.any():
+        return rho, np.zeros(m)
+    Ml = M[live]
+    g0, _ = _score_sum(Ml, lam, np.zeros(len(Ml)))
+    g1, _ = _score_sum(Ml, lam, np.ones(len(Ml)))
+    r = np.full(len(Ml), 0.5)
+    at0, at1 = ~(g0 > 0), ~(g1 < 0)
+    r[at0], r[at1 & ~at0] = 0.0, 1.0
+    todo = ~(at0 | at1)
+    lo, hi = np.zeros(len(Ml)), np.ones(len(Ml))
+    # start from the share of certain-looking yes votes (the Hájek estimate for certain votes)
+    yes = (lam > 0).astype(float)
+    r0 = np.clip((Ml @ yes) / Ml.sum(1), 1e-6, 1 - 1e-6)
+    r[todo] = r0[todo]
+    for _ in range(max_iter):
+        if not todo.any():
+            break
+        idx = np.flatnonzero(todo)
+        g, j = _score_sum(Ml[idx], lam, r[idx])
+        # bracket: g decreasing in rho
+        pos = g > 0
+        lo[idx[pos]] = np.maximum(lo[idx[pos]], r[idx[pos]])
+        hi[idx[~pos]] = np.minimum(hi[idx[~pos]], r[idx[~pos]])
+        with np.errstate(divide="ignore", invalid="ignore"):
+            step = np.where(j > 0, g / j, 0.0)
+        new = r[idx] + step
+        out = ~((new > lo[idx]) & (new < hi[idx])) | ~np.isfinite(new)
+        new = np.where(out, (lo[idx] + hi[idx]) / 2, new)
+        done = (np.abs(new - r[idx]) <= tol) | (hi[idx] - lo[idx] <= tol)
+        r[idx] = new
+        todo[idx[done]] = False
+    rho[live] = r
+    _, J = _score_sum(M, lam, np.nan_to_num(rho))
+    return rho, J
+
+
+def item_log_lr(votes: CrowdVotes, n_items: int, sens=None, fpr=None) -> np.ndarray:
+    r""":math:`\lambda(x)` of every universe item (0 without votes); ``sens``/``fpr``: ``(W,)`` or ``(R, W)``
+    confusions to use instead of the fitted ones (then ``(R, n_items)``)."""
+    s = votes.sens if sens is None else np.asarray(sens, float)
+    e = votes.fpr if fpr is None else np.asarray(fpr, float)
+    ly = np.log(s) - np.log(e)            # a yes vote's log ratio per worker
+    ln = np.log1p(-s) - np.log1p(-e)      # a no vote's
+    if s.ndim == 1:
+        per = np.where(votes.yes, ly[votes.worker], ln[votes.worker])
+        return np.bincount(votes.item, weights=per, minlength=n_items)
+    # (R, W): one sparse product per kind of answer
+    W = s.shape[1]
+    cols = np.arange(len(votes.item))
+    Y = sp.csr_matrix((votes.yes.astype(float), (votes.item, votes.worker)), shape=(n_items, W))
+    N = sp.csr_matrix(((~votes.yes).astype(float), (votes.item, votes.worker)), shape=(n_items, W))
+    del cols
+    return np.asarray((Y @ ly.T + N @ ln.T).T)
+
+
+def majority_labels(votes: CrowdVotes, n_items: int) -> np.ndarray:
+    """Per universe item: 1 where a strict majority of its answers say yes (ties: 0), NaN without answers."""
+    n = np.bincount(votes.item, minlength=n_items).astype(float)
+    y = np.bincount(votes.item, weights=votes.yes.astype(float), minlength=n_items)
+    with np.errstate(invalid="ignore"):
+        return np.where(n > 0, (2 * y > n).astype(float), np.nan)
+
+
+# -- the noise variance: each item's vote patterns ------------------------------------
+@dataclass
+class _Patterns:
+    """Items grouped by their number of answers, with every vote pattern's probabilities under each class."""
+
+    groups: list  # (item codes (G,), lam_v (G, 2^k), p1 (G, 2^k), p0 (G, 2^k))
+
+
+def _patterns(votes: CrowdVotes, codes: np.ndarray) -> _Patterns:
+    """Vote patterns of the items ``codes`` (universe indices), each over its own workers' confusions."""
+    pos = {int(u): j for j, u in enumerate(codes.tolist())}
+    sel = np.isin(votes.item, codes)
+    it = np.array([pos[int(u)] for u in votes.item[sel].tolist()], np.int64)
+    wk = votes.worker[sel]
+    K = len(codes)
+    counts = np.bincount(it, minlength=K)
+    order = np.argsort(it, kind="stable")
+    starts = np.concatenate([[0], np.cumsum(counts)[:-1]])
+    ls, l1s = np.log(votes.sens), np.log1p(-votes.sens)
+    le, l1e = np.log(votes.fpr), np.log1p(-votes.fpr)
+    out = []
+    for k in np.unique(counts).tolist():
+        rows = np.flatnonzero(counts == k)
+        if k == 0:
+            out.append((rows, np.zeros((len(rows), 1)), np.ones((len(rows), 1)), np.ones((len(rows), 1))))
+            continue
+        kk = min(k, MAX_ENUMERATED)
+        ws = wk[order[starts[rows][:, None] + np.arange(kk)[None, :]]]  # (G, kk)
+        V = ((np.arange(2 ** kk)[:, None] >> np.arange(kk)[None, :]) & 1).astype(float)  # (2^kk, kk)
+        lp1 = ls[ws] @ V.T + l1s[ws] @ (1 - V).T
+        lp0 = le[ws] @ V.T + l1e[ws] @ (1 - V).T
+        out.append((rows, lp1 - lp0, np.exp(lp1), np.exp(lp0)))
+    return _Patterns(out)
+
+
+def _noise_var(pat: _Patterns, funcs, post: np.ndarray, weight: np.ndarray) -> np.ndarray:
+    r"""Per target: :math:`\sum_u \mathrm{weight}_{iu}\,\mathrm{Var}_v\bigl(z_{iu}(v)\bigr)`.
+
+    ``funcs``: list of ``(gamma (m, K), rho (m,))``: :math:`z_{iu}(v) = \sum_k \gamma_{k,iu}
+    \kappa(\lambda(v), \rho_{k,i})`.  The variance given the class is mixed by ``post`` ``(m, K)``.
+    """
+    m = weight.shape[0]
+    out = np.zeros(m)
+    for rows, lv, p1, p0 in pat.groups:
+        P = lv.shape[1]
+        step = max(1, _BLOCK // max(m * P, 1))
+        for a in range(0, len(rows), step):
+            r = rows[a:a + step]
+            wt = weight[:, r]
+            if not (wt > 0).any():
+                continue
+            z = np.zeros((m, len(r), P))
+            for gamma, rho in funcs:
+                g = gamma[:, r]
+                if not g.any():
+                    continue
+                z += g[:, :, None] * kappa(lv[None, :, :], rho[:, None, None])
+            z = np.nan_to_num(z, nan=0.0, posinf=0.0, neginf=0.0)
+            e1 = (z * p1[None]).sum(2)
+            e0 = (z * p0[None]).sum(2)
+            v1 = np.maximum((z * z * p1[None]).sum(2) - e1 * e1, 0.0)
+            v0 = np.maximum((z * z * p0[None]).sum(2) - e0 * e0, 0.0)
+            pr = post[:, r]
+            out += (wt * (pr * v1 + (1 - pr) * v0)).sum(1)
+    return out
+
+
+# -- estimates ------------------------------------------------------------------------
+@dataclass(frozen=True)
+class NoisyParts:
+    """What :func:`noisy_estimates` computed besides the estimates (for reporting and tests)."""
+
+    p_raw: np.ndarray        # the labelled-sample figure: each item's majority label taken as certain
+    r_raw: np.ndarray
+    f1_raw: np.ndarray
+    var_design: dict         # metric -> (m,)
+    var_votes: dict
+    var_rates: dict
+    mean_sens: float         # the crowd's rates, weighted by answers
+    mean_fpr: float
+
+
+def noisy_estimates(d, t, W: np.ndarray, votes: CrowdVotes, *, simple: bool = False):
+    """Estimates and variances of every target from the design ``d``, its unit-label terms ``t`` (the joint
+    kernel's ``_terms`` with every label 1) and the crowd's ``votes`` (module docs).
+
+    Returns ``(est, var, parts)``: dicts metric -> (m,) for ``p``, ``r``, ``f1``, ``theta``, ``nu`` and the
+    total variances of ``p``, ``r``, ``f1``; and :class:`NoisyParts`.
+    """
+    from .joint import _f1, _f1_partials, _var0, strata_var
+
+    m, U = d.P.shape
+    S = len(d.xs)
+    codes, inv = np.unique(d.xs, return_inverse=True)
+    K = len(codes)
+    lam_all = item_log_lr(votes, U)
+    lam = lam_all[codes]
+    E = sp.csr_matrix((np.ones(S), (np.arange(S), inv)), shape=(S, K))
+
+    def per_item(X):
+        return np.asarray((E.T @ X.T).T) if S else np.zeros((X.shape[0], K))
+
+    Cw, Aw, Bw = t.C, t.A, t.B
+    Mc, Ma, Mb = per_item(Cw), per_item(Aw), per_item(Bw)
+    sc, sa, sb = Cw.sum(1), Aw.sum(1), Bw.sum(1)
+    rho_c, Jc = prevalence(Mc, lam)
+    rho_a, Ja = prevalence(Ma, lam)
+    rho_b, Jb = prevalence(Mb, lam)
+    p = np.nan_to_num(rho_c)
+    Ahat, Bhat = sa * np.nan_to_num(rho_a), sb * np.nan_to_num(rho_b)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        nu = np.clip(np.where(Bhat > 0, Ahat / Bhat, 0.0), 0.0, 1.0)
+    # theta: from the exhaustive sample (no labels)
+    v = d.v0
+    V = v.sum()
+    if simple:
+        G = d.g0.astype(float)
+        theta = (G * v).sum(1) / V if V > 0 else np.zeros(m)
+        T0 = v[None, :] * (G - theta[:, None]) / V if V > 0 else np.zeros_like(G)
+        nu = np.ones(m)
+    else:
+        S0 = t.S0.astype(float)
+        theta = (S0 * v).sum(1) / V if V > 0 else np.zeros(m)
+        T0 = v[None, :] * (S0 - theta[:, None]) / V if V > 0 else np.zeros_like(S0)
+    var_th = _var0(T0, d)
+    r = theta * nu
+    f1 = _f1(p, r)
+    dP, dR = _f1_partials(p, r)
+
+    def safe_div(a, b):
+        with np.errstate(divide="ignore", invalid="ignore"):
+            return np.where(b > 0, a / np.where(b > 0, b, 1.0), 0.0)
+
+    # 1. the draws: influence values per draw
+    lam_s = lam[inv]
+    kc = np.nan_to_num(kappa(lam_s[None, :], p[:, None]), posinf=0.0, neginf=0.0)
+    uP = Cw * kc * safe_div(np.ones(m), Jc)[:, None]
+    ka = np.nan_to_num(kappa(lam_s[None, :], np.nan_to_num(rho_a)[:, None]), posinf=0.0, neginf=0.0)
+    kb = np.nan_to_num(kappa(lam_s[None, :], np.nan_to_num(rho_b)[:, None]), posinf=0.0, neginf=0.0)
+    dA = Aw * (np.nan_to_num(rho_a)[:, None] + (sa * safe_div(np.ones(m), Ja))[:, None] * ka)
+    dB = Bw * (np.nan_to_num(rho_b)[:, None] + (sb * safe_div(np.ones(m), Jb))[:, None] * kb)
+    uN = (dA - nu[:, None] * dB) * safe_div(np.ones(m), Bhat)[:, None]
+    if simple:
+        uN = np.zeros_like(uN)
+    var_d = {"p": strata_var(uP, d.src, m)}
+    var_nu = strata_var(uN, d.src, m)
+    var_d["r"] = theta ** 2 * var_nu + nu ** 2 * var_th + var_th * var_nu
+    var_d["f1"] = strata_var(dP[:, None] * uP + (dR * theta)[:, None] * uN, d.src, m) + (dR * nu) ** 2 * var_th
+
+    # 2. the votes: per item, the expected coefficients (p_i, p0 g_i, p0) and the importance ratio
+    ratio_s = np.asarray(t.ratio) if getattr(t, "ratio", None) is not None else None
+    if ratio_s is None:
+        raise InvalidInputError("terms: the kernel's importance ratios are needed for the vote variance")
+    R = per_item(ratio_s)
+    with np.errstate(invalid="ignore"):
+        cnt = np.maximum(per_item(np.ones((1, S))), 1.0)
+    p_item = np.asarray(d.P[:, codes].todense())
+    p0_item = d.p0[codes][None, :]
+    g_item = safe_div(Ma, Mb) if not simple else np.zeros((m, K))  # g_i(x): A's unit coefficient over B's
+    del cnt
+    gam_p = p_item * safe_div(np.ones(m), Jc)[:, None]
+    gam_a = p0_item * g_item * (sa * safe_div(np.ones(m), Ja))[:, None] * safe_div(np.ones(m), Bhat)[:, None]
+    gam_b = -p0_item * (nu * sb * safe_div(np.ones(m), Jb))[:, None] * safe_div(np.ones(m), Bhat)[:, None]
+    post_p = posterior(lam[None, :], p[:, None])
+    post_b = posterior(lam[None, :], np.nan_to_num(rho_b)[:, None])
+    pat = _patterns(votes, codes)
+    var_v = {"p": _noise_var(pat, [(gam_p, p)], post_p, R)}
+    if simple:
+        var_nu_v = np.zeros(m)
+        var_v["f1"] = dP ** 2 * var_v["p"]
+    else:
+        var_nu_v = _noise_var(pat, [(gam_a, np.nan_to_num(rho_a)), (gam_b, np.nan_to_num(rho_b))], post_b, R)
+        var_v["f1"] = _noise_var(pat, [(dP[:, None] * gam_p, p), ((dR * theta)[:, None] * gam_a, np.nan_to_num(rho_a)),
+                                       ((dR * theta)[:, None] * gam_b, np.nan_to_num(rho_b))], post_b, R)
+    var_v["r"] = theta ** 2 * var_nu_v
+
+    # 3. the confusions: delta method over their replicates
+    var_r = {k: np.zeros(m) for k in ("p", "r", "f1")}
+    if votes.replicates > 1:
+        lam_rep = item_log_lr(votes, U, votes.sens_rep, votes.fpr_rep)[:, codes]  # (R, K)
+        dlam = (lam_rep - lam[None, :]).T  # (K, R)
+        dlam = np.nan_to_num(dlam)
+        Dp = Mc * np.nan_to_num(kappa_dlam(lam[None, :], p[:, None])) * safe_div(np.ones(m), Jc)[:, None]
+        Da = Ma * np.nan_to_num(kappa_dlam(lam[None, :], np.nan_to_num(rho_a)[:, None])) * (
+            sa * safe_div(np.ones(m), Ja))[:, None]
+        Db = Mb * np.nan_to_num(kappa_dlam(lam[None, :], np.nan_to_num(rho_b)[:, None])) * (
+            sb * safe_div(np.ones(m), Jb))[:, None]
+        Dn = (Da - nu[:, None] * Db) * safe_div(np.ones(m), Bhat)[:, None]
+        if simple:
+            Dn = np.zeros_like(Dn)
+        fin = np.isfinite(lam)
+        Dp, Dn = Dp * fin[None, :], Dn * fin[None, :]
+        X = np.concatenate([Dp, Dn], axis=0) @ dlam  # (2m, R)
+        dp_, dn_ = X[:m], X[m:]
+        var_r["p"] = np.var(dp_, axis=1, ddof=1)
+        var_r["r"] = theta ** 2 * np.var(dn_, axis=1, ddof=1)
+        var_r["f1"] = np.var(dP[:, None] * dp_ + (dR * theta)[:, None] * dn_, axis=1, ddof=1)
+
+    var = {k: var_d[k] + var_v[k] + var_r[k] for k in ("p", "r", "f1")}
+    # the raw figure: majority labels as if certain
+    y = majority_labels(votes, U)[codes]
+    y = np.where(np.isnan(y), 0.0, y)
+    p_raw = safe_div(Mc @ y, Mc.sum(1))
+    nu_raw = np.ones(m) if simple else np.clip(safe_div(Ma @ y, Mb @ y), 0, 1)
+    r_raw = theta * nu_raw
+    n_ans = np.bincount(votes.worker, minlength=votes.n_workers).astype(float)
+    tot = max(n_ans.sum(), 1.0)
+    parts = NoisyParts(p_raw, r_raw, _f1(p_raw, r_raw), var_d, var_v, var_r,
+                       float((n_ans * votes.sens).sum() / tot), float((n_ans * votes.fpr).sum() / tot))
+    est = {"p": p, "r": r, "f1": f1, "theta": theta, "nu": nu}
+    return est, var, parts

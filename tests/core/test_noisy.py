@@ -1,0 +1,182 @@
+"""The estimator from crowd votes (core/estimators/noisy.py): hand cases, limits and invariants."""
+
+import itertools
+import warnings
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from unpooled.core.errors import InvalidInputError
+from unpooled.core.estimators import estimate, make_design
+from unpooled.core.estimators.noisy import crowd_votes, kappa, kappa_dlam, posterior, prevalence
+
+
+def _design(sizes, draws, rng, f=None, n0=20):
+    """Systems with disjoint instance blocks (instance-level p_i), ``draws`` own draws each."""
+    U = sum(sizes)
+    rows, cols, vals, items, off = [], [], [], [], 0
+    for i, n in enumerate(sizes):
+        it = np.arange(off, off + n)
+        items.append(it)
+        rows += [i] * n
+        cols += it.tolist()
+        vals += [1 / n] * n
+        off += n
+    P = sp.csr_matrix((vals, (rows, cols)), shape=(len(sizes), U))
+    src = np.repeat(np.arange(len(sizes)), draws)
+    xs = np.concatenate([rng.choice(it, draws) for it in items])
+    f = rng.integers(0, 2, U).astype(float) if f is None else f
+    true = np.flatnonzero(f == 1)
+    y0 = rng.choice(true, n0) if len(true) else np.zeros(0, int)
+    g0 = np.array([np.isin(y0, it) for it in items])
+    return make_design(P, src, xs, f[xs], g0), f, items
+
+
+def _votes(items_u, f, rng, *, k=3, W=6, acc=0.8, sens=None, fpr=None, U=None, reps=0):
+    it = np.repeat(items_u, k)
+    wk = np.concatenate([rng.choice(W, k, replace=False) for _ in items_u]) if len(items_u) else np.zeros(0, int)
+    correct = rng.random(len(it)) < acc
+    yes = np.where(correct, f[it] == 1, f[it] == 0)
+    s = np.full(W, acc) if sens is None else sens
+    e = np.full(W, 1 - acc) if fpr is None else fpr
+    sr = er = None
+    if reps:
+        sr = np.clip(s[None, :] + rng.normal(0, 0.03, (reps, W)), 0.01, 0.99)
+        er = np.clip(e[None, :] + rng.normal(0, 0.03, (reps, W)), 0.01, 0.99)
+    return crowd_votes(it, wk, yes, s, e, sr, er, n_items=U)
+
+
+def test_kappa_limits_and_derivative():
+    rho = 0.3
+    assert kappa(np.inf, rho) == pytest.approx(1 / rho)
+    assert kappa(-np.inf, rho) == pytest.approx(-1 / (1 - rho))
+    assert kappa(0.0, rho) == 0.0
+    lam = np.linspace(-30, 30, 61)
+    h = 1e-6
+    num = (kappa(lam + h, rho) - kappa(lam - h, rho)) / (2 * h)
+    np.testing.assert_allclose(kappa_dlam(lam, rho), num, rtol=1e-4, atol=1e-8)
+    # the posterior at prior rho: rho e^lam / (rho e^lam + 1 - rho)
+    assert posterior(np.log(4.0), 0.5) == pytest.approx(0.8)
+
+
+def test_score_has_expectation_zero_at_the_true_prevalence():
+    """sum_v P(v) kappa(lambda(v), rho) = 0 when P(v) is the mixture at rho (three workers, different confusions)."""
+    s = np.array([0.9, 0.7, 0.6])
+    e = np.array([0.2, 0.1, 0.45])
+    for rho in (0.05, 0.4, 0.93):
+        tot = 0.0
+        for v in itertools.product((0, 1), repeat=3):
+            v = np.array(v)
+            l1 = np.prod(np.where(v, s, 1 - s))
+            l0 = np.prod(np.where(v, e, 1 - e))
+            tot += (rho * l1 + (1 - rho) * l0) * kappa(np.log(l1 / l0), rho)
+        assert abs(tot) < 1e-12
+
+
+def test_prevalence_hand_cases():
+    # one item, votes worth a likelihood ratio of 4, weight 1: l'(rho) = 3 / (1 + 3 rho) > 0 -> rho = 1
+    rho, _ = prevalence(np.array([[1.0]]), np.array([np.log(4.0)]))
+    assert rho[0] == 1.0
+    # items with ratios 4 and 1/4, equal weights: symmetric, rho = 1/2
+    rho, J = prevalence(np.array([[1.0, 1.0]]), np.log(np.array([4.0, 0.25])))
+    assert rho[0] == pytest.approx(0.5)
+    k = kappa(np.log(np.array([4.0, 0.25])), 0.5)
+    assert J[0] == pytest.approx((k ** 2).sum())
+    # EM fixed point: rho = mean posterior
+    lam = np.log(np.array([9.0, 3.0, 0.5, 0.1, 2.0]))
+    w = np.array([[1.0, 2.0, 1.0, 0.5, 1.5]])
+    rho, _ = prevalence(w, lam)
+    assert rho[0] == pytest.approx((w[0] * posterior(lam, rho[0])).sum() / w.sum(), abs=1e-10)
+    # a row without weight is undefined
+    rho, _ = prevalence(np.zeros((1, 3)), lam[:3])
+    assert np.isnan(rho[0])
+
+
+def test_near_certain_votes_give_the_self_normalised_estimate():
+    rng = np.random.default_rng(3)
+    d, f, items = _design((40, 60), 50, rng)
+    labelled = np.unique(d.xs)
+    v = _votes(labelled, f, rng, acc=1 - 1e-9, sens=np.full(6, 1 - 1e-9), fpr=np.full(6, 1e-9), U=len(f))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        noisy = estimate(d, votes=v)
+        plain = estimate(d, estimator="simple")
+    t = (d.P[d.src, d.xs].A1 > 0)
+    assert t.all()
+    # precision: the Hajek form of the joint estimator (sum c f / sum c) -- for the simple estimator the same as HT
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        simple_noisy = estimate(d, estimator="simple", votes=v)
+    np.testing.assert_allclose(simple_noisy.p, plain.p, atol=1e-9)
+    np.testing.assert_allclose(simple_noisy.r, plain.r, atol=1e-12)
+    np.testing.assert_allclose(noisy.raw["p"], noisy.p, atol=1e-9)
+
+
+def test_repeated_draws_of_few_items_do_not_shrink_the_interval():
+    """Six items drawn 150 or 3,000 times carry six noisy labels: the vote variance does not fall with draws."""
+    rng = np.random.default_rng(5)
+    f = np.array([1, 1, 1, 1, 1, 0, 1, 0, 1, 0] + [1] * 2000, float)
+    widths = []
+    for draws in (150, 3000):
+        P = sp.csr_matrix(np.vstack([np.r_[np.full(6, 1 / 6), np.zeros(2004)],
+                                     np.r_[np.zeros(6), np.full(2004, 1 / 2004)]]))
+        src = np.repeat([0, 1], draws)
+        xs = np.r_[rng.integers(0, 6, draws), rng.integers(6, 2010, draws)]
+        d = make_design(P, src, xs, f[xs], np.ones((2, 5), bool))
+        v = _votes(np.unique(xs), f, rng, U=len(f))
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            s = estimate(d, votes=v)
+        widths.append(s.var_parts["votes"]["p"][0])
+        assert s.var_parts["votes"]["p"][1] < s.var_parts["votes"]["p"][0]
+    assert widths[1] > 0.5 * widths[0] > 0
+
+
+@settings(max_examples=40, deadline=None)
+@given(seed=st.integers(0, 10_000), acc=st.sampled_from([0.6, 0.8, 0.95]),
+       sizes=st.lists(st.integers(1, 30), min_size=1, max_size=4))
+def test_estimates_lie_in_unit_range_and_inside_their_intervals(seed, acc, sizes):
+    rng = np.random.default_rng(seed)
+    d, f, _ = _design(tuple(sizes), 20, rng, n0=5)
+    v = _votes(np.unique(d.xs), f, rng, acc=acc, U=len(f), reps=5)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        s = estimate(d, votes=v)
+    for k, (lo, hi) in (("p", s.p_ci), ("r", s.r_ci), ("f1", s.f1_ci)):
+        est = getattr(s, k)
+        assert np.all((est >= 0) & (est <= 1)), k
+        assert np.all((lo <= est + 1e-12) & (est <= hi + 1e-12)), k
+        assert np.all((lo >= 0) & (hi <= 1)), k
+
+
+def test_confusion_replicates_add_variance():
+    rng = np.random.default_rng(11)
+    d, f, _ = _design((50, 80), 60, rng)
+    labelled = np.unique(d.xs)
+    v = _votes(labelled, f, np.random.default_rng(1), U=len(f), reps=30)
+    v0 = crowd_votes(v.item, v.worker, v.yes, v.sens, v.fpr, np.tile(v.sens, (30, 1)), np.tile(v.fpr, (30, 1)))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        a, b = estimate(d, votes=v), estimate(d, votes=v0)
+    assert np.all(a.var_parts["rates"]["p"] > 0)
+    np.testing.assert_allclose(b.var_parts["rates"]["p"], 0, atol=1e-20)
+    np.testing.assert_allclose(a.p, b.p)
+
+
+def test_crowd_votes_validation():
+    with pytest.raises(InvalidInputError, match="sens: expected rates strictly inside"):
+        crowd_votes([0], [0], [1], [1.0], [0.1])
+    with pytest.raises(InvalidInputError, match="worker: expected indices"):
+        crowd_votes([0], [3], [1], [0.9], [0.1])
+    with pytest.raises(InvalidInputError, match="yes: expected booleans"):
+        crowd_votes([0], [0], [2], [0.9], [0.1])
+    with pytest.raises(InvalidInputError, match="sens_rep, fpr_rep: give both"):
+        crowd_votes([0], [0], [1], [0.9], [0.1], sens_rep=[[0.9]])
+    rng = np.random.default_rng(0)
+    d, f, _ = _design((5,), 10, rng)
+    v = _votes(np.unique(d.xs), f, rng, U=len(f))
+    with pytest.raises(InvalidInputError, match="bootstrap: not available with votes"):
+        estimate(d, votes=v, bootstrap=10)
