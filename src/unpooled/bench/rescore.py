@@ -22,9 +22,8 @@ nothing new; ``--repeats`` times, a batch of ``--labels`` new labels (answers + 
 reserved drawn keys) followed by ``score_corpus`` (the incremental re-score; the median is
 reported); and ``score_corpus`` after new draws of one system and after a new submission.
 Each figure is split into the parts of :func:`unpooled.service.evaluations.scoring.score`
-(pool, truth, draws, labels, error_rates, design, estimate), the time of
-``correction.adjust_result`` when ``score_corpus`` applies it (timed by a wrapper), and the
-rest (storing the Score rows).  The incremental estimates are checked against the
+(pool, truth, draws, labels, confusions, design, estimate) and the rest (storing the Score
+rows).  The incremental estimates are checked against the
 from-scratch ones (exit status 4 if they differ by more than 1e-9).  Every figure is wall
 time measured here; the CPU time of the process and the load average are printed beside.
 """
@@ -330,22 +329,18 @@ def child(cfg: dict) -> None:
         log(f"{len(drawn)} drawn keys, {len(first)} labelled, {len(reserve)} in reserve; {docs_ex} exhaustive docs")
         n_instances = RelationInstance.objects.filter(submission__corpus=corpus).count()
 
-        # from scratch (the old score_corpus's estimation), then cold and incremental score_corpus
+        # from scratch, then cold and incremental score_corpus
         corpus = Corpus.objects.get(pk=corpus.pk)
-        post: list[float] = []
-        _time_post_processing(post)
 
         def timed() -> dict:
             """One score_corpus: wall and CPU seconds, and its parts (scoring.score's, then the rest)."""
-            del post[:]
             t0, c0 = time.perf_counter(), time.process_time()
             got = score_corpus(corpus)
             wall, cpu = time.perf_counter() - t0, time.process_time() - c0
             assert len(got) == len(Submission.objects.filter(corpus=corpus))
             parts = dict(scoring.last_timings)
             inc = sum(parts.values())
-            parts["adjust_result"] = sum(post)
-            parts["store"] = wall - inc - parts["adjust_result"]
+            parts["store"] = wall - inc
             return {"seconds": wall, "cpu": cpu, "scoring": inc, "parts": parts}
 
         t0 = time.perf_counter()
@@ -410,29 +405,6 @@ def child(cfg: dict) -> None:
     finally:
         if not cfg.get("keep"):
             _cleanup(name)
-
-
-def _time_post_processing(out: list) -> None:
-    """Time ``correction.adjust_result`` (what score_corpus does to the estimates after scoring), if present.
-
-    A wrapper that records wall seconds into ``out``: measurement only, the function runs unchanged.
-    """
-    try:
-        from unpooled.service.evaluations import correction
-    except ImportError:
-        return
-    real = getattr(correction, "adjust_result", None)
-    if real is None:
-        return
-
-    def adjust_result(*args, **kwargs):
-        t0 = time.perf_counter()
-        try:
-            return real(*args, **kwargs)
-        finally:
-            out.append(time.perf_counter() - t0)
-
-    correction.adjust_result = adjust_result
 
 
 def _cleanup(name: str) -> None:

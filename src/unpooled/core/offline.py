@@ -611,7 +611,7 @@ def inside_p0(data: OfflineData, universe: list[InstanceRef], xs: np.ndarray, se
 def score(data: OfflineData, *, level: str = "instance", estimator: str = "joint", weights: str = "balance",
           match: str = "exact", bootstrap: int = 0, confidence: float = 0.90, rng=None,
           corrected_labels: bool = False, documents: int | None = None,
-          sentences: Sentences | None = None) -> OfflineResult:
+          sentences: Sentences | None = None, votes=None) -> OfflineResult:
     r"""Estimate P, R and F1 of every submitted system.
 
     Parameters
@@ -647,6 +647,10 @@ def score(data: OfflineData, *, level: str = "instance", estimator: str = "joint
         corpus given to :func:`load`): :math:`p_0(x) = 0` in the joint :math:`\hat\nu_i` for a
         drawn instance whose arguments lie in different sentences, which the exhaustive protocol
         cannot find.  None: :math:`p_0 = 1` for every pooled instance (a warning with ``joint``).
+    votes : KeyedAnswers, optional
+        The verification answers behind the labels, by instance key, with the workers' confusions
+        (:class:`~unpooled.core.estimators.noisy.KeyedAnswers`): the estimates then come from the votes, not
+        from ``data.labels``' values (:mod:`unpooled.core.estimators.noisy`).
     """
     if not data.ok:
         raise InputFindings([r for r in data.reports if not r.ok])
@@ -666,8 +670,15 @@ def score(data: OfflineData, *, level: str = "instance", estimator: str = "joint
             + (f" (the exhaustive file has true instances in {present} documents)" if present else "")
             + f", got {documents!r}")
     sentences = data.sentences if sentences is None else sentences
-    design, _ = build_design(data, level=level, match=match, corrected_labels=corrected_labels,
+    design, universe = build_design(data, level=level, match=match, corrected_labels=corrected_labels,
                                     documents=documents, sentences=sentences)
+    crowd = None
+    if votes is not None:
+        index: dict[str, int] = {}
+        for sub in data.submissions:
+            for key in sub.keys:
+                index.setdefault(key, len(index))
+        crowd = votes.on(index, len(universe))
     names = tuple(s.name for s in data.submissions)
     glob: list[str] = []
     if design.n0 == 0:
@@ -697,7 +708,7 @@ def score(data: OfflineData, *, level: str = "instance", estimator: str = "joint
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", WeightDegeneracyWarning)
         sc = estimate(design, estimator=estimator, weights=weights, level=confidence, bootstrap=bootstrap,
-                      rng=rng)
+                      rng=rng, votes=crowd)
     n = design.n
     rows = []
     for i, name in enumerate(names):

@@ -2,7 +2,7 @@ r"""The exhaustive sample :math:`\hat Y_0` as it is collected: whole documents, 
 
 Two properties of the exhaustive protocol (method.md §1.4, §5.3) that the recall estimators of
 :mod:`.joint` must respect.  Both the offline path (:mod:`unpooled.core.offline`) and the
-service (:mod:`unpooled.service.evaluations.correction`) use the functions here.
+service (:mod:`unpooled.service.evaluations.scoring`) use the functions here.
 
 **1. A cluster sample of documents.**  :math:`\hat Y_0` holds the true instances of :math:`N`
 sampled documents, so its instances are not independent draws: one document's instances tend

@@ -148,6 +148,30 @@ def crowd_votes(item, worker, yes, sens, fpr, sens_rep=None, fpr_rep=None, *, n_
     return CrowdVotes(item, worker, yes, sens, fpr, sens_rep, fpr_rep)
 
 
+@dataclass(frozen=True)
+class KeyedAnswers:
+    """Verification answers addressed by instance key (files, the service's database), with the confusions.
+
+    :meth:`on` places them on a design's universe as :class:`CrowdVotes`; answers about instances outside it
+    (gold controls, other corpora's keys) are left out.
+    """
+
+    key: tuple
+    worker: np.ndarray
+    yes: np.ndarray
+    sens: np.ndarray
+    fpr: np.ndarray
+    sens_rep: np.ndarray | None = None
+    fpr_rep: np.ndarray | None = None
+
+    def on(self, index, n_items: int) -> CrowdVotes:
+        """The answers on the universe ``index`` (key -> universe index) of ``n_items`` instances."""
+        u = np.array([index.get(k, -1) for k in self.key], dtype=np.int64)
+        keep = u >= 0
+        return crowd_votes(u[keep], np.asarray(self.worker)[keep], np.asarray(self.yes)[keep], self.sens, self.fpr,
+                           self.sens_rep, self.fpr_rep, n_items=n_items)
+
+
 # -- the kernel functions ---------------------------------------------------------
 def kappa(lam, rho):
     r""":math:`\kappa(\lambda, \rho) = (e^\lambda - 1)/(1 + \rho(e^\lambda - 1))`, the score of one item
@@ -178,16 +202,24 @@ def posterior(lam, rho):
         return 1.0 / (1.0 + np.exp(-(lam + lo)))
 
 
-def _score_sum(M: np.ndarray, lam: np.ndarray, rho: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Per row: :math:`\\sum_u M_u \\kappa(\\lambda_u, \\rho)` and :math:`\\sum_u M_u \\kappa^2` (0 where M = 0)."""
-    k = kappa(lam[None, :], rho[:, None])
-    with np.errstate(invalid="ignore"):
-        mk = np.where(M > 0, M * k, 0.0)
-        mk2 = np.where(M > 0, mk * k, 0.0)
-    return mk.sum(1), mk2.sum(1)
+def _unique_rows(M: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Distinct rows of ``M`` and each row's index among them (the balance heuristic gives every target the
+    same proposal, so recall's denominator has one row m times): rows grouped by two random projections, each
+    checked equal to its group's first row."""
+    m = M.shape[0]
+    if m <= 1:
+        return M, np.zeros(m, np.int64)
+    h = M @ np.random.default_rng(0).random((M.shape[1], 2))
+    _, first, inv = np.unique(h, axis=0, return_index=True, return_inverse=True)
+    inv = inv.reshape(-1)
+    rep = first[inv]
+    same = np.array([i == r or np.array_equal(M[i], M[r]) for i, r in enumerate(rep.tolist())])
+    if not same.all():  # a projection collision between different rows: keep them apart
+        return M, np.arange(m)
+    return M[first], inv
 
 
-def prevalence(M, lam, *, tol: float = 1e-12, max_iter: int = 100) -> tuple[np.ndarray, np.ndarray]:
+def prevalence(M, lam, *, tol: float = 1e-10, max_iter: int = 100) -> tuple[np.ndarray, np.ndarray]:
     r"""The maximiser :math:`\hat\rho \in [0, 1]` of every row's weighted mixture log-likelihood, and :math:`J`.
 
     Parameters
@@ -221,49 +253,132 @@ def prevalence(M, lam, *, tol: float = 1e-12, max_iter: int = 100) -> tuple[np.n
     """
     M = np.atleast_2d(np.asarray(M, float))
     lam = np.asarray(lam, float)
+    uniq, inv = _unique_rows(M)
+    rho, J = _prevalence_rows(uniq, lam, tol, max_iter)
+    return rho[inv], J[inv]
+
+
+def _prevalence_rows(M: np.ndarray, lam: np.ndarray, tol: float, max_iter: int):
     m = M.shape[0]
-    total = M.sum(1)
+    rows, cols = np.nonzero(M > 0)
+    w = M[rows, cols]
+    lr = lam[cols]
+    total = np.bincount(rows, weights=w, minlength=m)
     rho = np.full(m, np.nan)
     live = total > 0
+
+    def sums(r):  # per row: sum w kappa and sum w kappa^2 at r (m,)
+        k = kappa(lr, r[rows])
+        with np.errstate(invalid="ignore"):
+            wk = w * k
+            return np.bincount(rows, weights=wk, minlength=m), np.bincount(rows, weights=wk * k, minlength=m)
+
     if not live.any():
         return rho, np.zeros(m)
-    Ml = M[live]
-    g0, _ = _score_sum(Ml, lam, np.zeros(len(Ml)))
-    g1, _ = _score_sum(Ml, lam, np.ones(len(Ml)))
-    r = np.full(len(Ml), 0.5)
-    at0, at1 = ~(g0 > 0), ~(g1 < 0)
+    g0, _ = sums(np.zeros(m))
+    g1, _ = sums(np.ones(m))
+    at0, at1 = live & ~(g0 > 0), live & ~(g1 < 0)
+    r = np.clip(np.bincount(rows, weights=w * (lr > 0), minlength=m) / np.where(live, total, 1), 1e-6, 1 - 1e-6)
     r[at0], r[at1 & ~at0] = 0.0, 1.0
-    todo = ~(at0 | at1)
-    lo, hi = np.zeros(len(Ml)), np.ones(len(Ml))
-    # start from the share of certain-looking yes votes (the Hájek estimate for certain votes)
-    yes = (lam > 0).astype(float)
-    r0 = np.clip((Ml @ yes) / Ml.sum(1), 1e-6, 1 - 1e-6)
-    r[todo] = r0[todo]
+    todo = live & ~(at0 | at1)
+    lo, hi = np.zeros(m), np.ones(m)
+    prev = np.full(m, np.inf)
     for _ in range(max_iter):
         if not todo.any():
             break
-        idx = np.flatnonzero(todo)
-        g, j = _score_sum(Ml[idx], lam, r[idx])
-        # bracket: g decreasing in rho
-        pos = g > 0
-        lo[idx[pos]] = np.maximum(lo[idx[pos]], r[idx[pos]])
-        hi[idx[~pos]] = np.minimum(hi[idx[~pos]], r[idx[~pos]])
-        with np.errstate(divide="ignore", invalid="ignore"):
-            step = np.where(j > 0, g / j, 0.0)
-        new = r[idx] + step
-        out = ~((new > lo[idx]) & (new < hi[idx])) | ~np.isfinite(new)
-        new = np.where(out, (lo[idx] + hi[idx]) / 2, new)
-        done = (np.abs(new - r[idx]) <= tol) | (hi[idx] - lo[idx] <= tol)
-        r[idx] = new
-        todo[idx[done]] = False
-    rho[live] = r
-    _, J = _score_sum(M, lam, np.nan_to_num(rho))
+        g, j = sums(r)
+        pos = todo & (g > 0)
+        neg = todo & ~(g > 0)
+        lo[pos] = np.maximum(lo[pos], r[pos])
+        hi[neg] = np.minimum(hi[neg], r[neg])
+        # Newton's step on the logit scale (a root near 0 or 1 is reached geometrically, not by halving); a
+        # bisection of the bracket when the step leaves it or the last step did not halve |l'|
+        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+            eta = np.log(r) - np.log1p(-r) + np.where(j > 0, g / (j * r * (1 - r)), 0.0)
+            new = 1.0 / (1.0 + np.exp(-eta))
+        inside = (new >= lo) & (new <= hi) & np.isfinite(new)
+        done = inside & (np.abs(new - r) <= tol * np.minimum(new, 1 - new))
+        out = ~inside | (np.abs(g) > 0.5 * prev)
+        new = np.where(out & ~done, (lo + hi) / 2, new)
+        prev = np.where(out, np.inf, np.abs(g))
+        done |= hi - lo <= tol
+        r = np.where(todo, new, r)
+        todo &= ~done
+    rho[live] = r[live]
+    _, J = sums(np.nan_to_num(rho))
     return rho, J
 
 
-def item_log_lr(votes: CrowdVotes, n_items: int, sens=None, fpr=None) -> np.ndarray:
+def _loglik_terms(lam, rho):
+    r""":math:`\log(1 + \rho(e^\lambda - 1))` up to a constant per item (``λ`` for ``λ > 0``), without overflow:
+    :math:`\log(\rho + (1-\rho)e^{-\lambda})` for :math:`\lambda > 0`, :math:`\log(1 - \rho + \rho e^{\lambda})`
+    otherwise."""
+    e = np.exp(-np.abs(lam))
+    with np.errstate(divide="ignore"):
+        return np.where(lam > 0, np.log(rho + (1.0 - rho) * e), np.log(1.0 - rho + rho * e))
+
+
+def profile_interval(M, lam, rho, J, var, confidence: float, *, iters: int = 40):
+    r"""Per row, the likelihood-ratio interval of :func:`prevalence`'s :math:`\hat\rho`, calibrated by its
+    variance: :math:`\{\rho : 2(\ell(\hat\rho) - \ell(\rho)) \le z^2\,J\,\widehat{\mathrm{Var}}(\hat\rho)\}`.
+
+    The weighted log-likelihood's curvature :math:`J` gives the variance :math:`1/J` of a plain likelihood;
+    scaling the statistic by :math:`1/(J\widehat{\mathrm{Var}})` (the sandwich variance, with the votes' and the
+    confusions' parts) makes it a Wald statistic near :math:`\hat\rho` while keeping the likelihood's shape near
+    0 and 1: an estimate of 0.994 whose evidence against 1 is two items' split votes reaches 1, where a
+    symmetric interval would not.  Rows with ``var`` 0 or undefined give ``(rho, rho)``.
+    """
+    from scipy.stats import norm
+
+    M = np.atleast_2d(np.asarray(M, float))
+    m = M.shape[0]
+    z2 = norm.ppf(0.5 + confidence / 2) ** 2
+    rho = np.asarray(rho, float)
+    lo, hi = rho.copy(), rho.copy()
+    rows, cols = np.nonzero(M > 0)
+    if not len(rows):
+        return lo, hi
+    w = M[rows, cols]
+    lr = lam[cols]
+    ok = np.isfinite(rho) & (np.asarray(var) > 0) & (np.asarray(J) > 0)
+    thr = np.where(ok, z2 * np.asarray(J) * np.asarray(var), 0.0)
+
+    def ll(r):  # per row: sum of w * log-lik terms at r (m,)
+        return np.bincount(rows, weights=w * _loglik_terms(lr, r[rows]), minlength=m)
+
+    top = ll(np.nan_to_num(rho))
+
+    def bound(edge):
+        at = np.full(m, float(edge))
+        stat = 2 * (top - ll(at))
+        out = np.where(stat <= thr, at, np.nan)
+        a, b = np.nan_to_num(rho), at.copy()  # stat(a) = 0 <= thr < stat(b)
+        todo = ok & np.isnan(out)
+        for _ in range(iters):
+            if not todo.any():
+                break
+            mid = (a + b) / 2
+            inside = 2 * (top - ll(mid)) <= thr
+            a = np.where(todo & inside, mid, a)
+            b = np.where(todo & ~inside, mid, b)
+        return np.where(np.isnan(out), a, out)
+
+    lo = np.where(ok, bound(0.0), rho)
+    hi = np.where(ok, bound(1.0), rho)
+    return lo, hi
+
+
+def item_log_lr(votes: CrowdVotes, n_items: int, sens=None, fpr=None, *, items=None) -> np.ndarray:
     r""":math:`\lambda(x)` of every universe item (0 without votes); ``sens``/``fpr``: ``(W,)`` or ``(R, W)``
-    confusions to use instead of the fitted ones (then ``(R, n_items)``)."""
+    confusions to use instead of the fitted ones (then ``(R, n_items)``); ``items``: only these (sorted)
+    universe indices, in their order."""
+    if items is not None:
+        K = len(items)
+        where = np.searchsorted(items, votes.item)
+        keep = (where < K) & (items[np.minimum(where, K - 1)] == votes.item) if K else np.zeros(len(votes.item), bool)
+        votes = CrowdVotes(where[keep], votes.worker[keep], votes.yes[keep], votes.sens, votes.fpr,
+                           votes.sens_rep, votes.fpr_rep)
+        n_items = K
     s = votes.sens if sens is None else np.asarray(sens, float)
     e = votes.fpr if fpr is None else np.asarray(fpr, float)
     ly = np.log(s) - np.log(e)            # a yes vote's log ratio per worker
@@ -273,10 +388,8 @@ def item_log_lr(votes: CrowdVotes, n_items: int, sens=None, fpr=None) -> np.ndar
         return np.bincount(votes.item, weights=per, minlength=n_items)
     # (R, W): one sparse product per kind of answer
     W = s.shape[1]
-    cols = np.arange(len(votes.item))
     Y = sp.csr_matrix((votes.yes.astype(float), (votes.item, votes.worker)), shape=(n_items, W))
     N = sp.csr_matrix(((~votes.yes).astype(float), (votes.item, votes.worker)), shape=(n_items, W))
-    del cols
     return np.asarray((Y @ ly.T + N @ ln.T).T)
 
 
@@ -291,67 +404,95 @@ def majority_labels(votes: CrowdVotes, n_items: int) -> np.ndarray:
 # -- the noise variance: each item's vote patterns ------------------------------------
 @dataclass
 class _Patterns:
-    """Items grouped by their number of answers, with every vote pattern's probabilities under each class."""
+    """Items grouped by their number of answers, with every vote pattern's log ratio and probabilities under
+    each class; ``grp``/``pos``: each item's group and row in it."""
 
-    groups: list  # (item codes (G,), lam_v (G, 2^k), p1 (G, 2^k), p0 (G, 2^k))
+    groups: list  # (lam_v (G, 2^k), p1 (G, 2^k), p0 (G, 2^k))
+    grp: np.ndarray
+    pos: np.ndarray
 
 
 def _patterns(votes: CrowdVotes, codes: np.ndarray) -> _Patterns:
     """Vote patterns of the items ``codes`` (universe indices), each over its own workers' confusions."""
-    pos = {int(u): j for j, u in enumerate(codes.tolist())}
-    sel = np.isin(votes.item, codes)
-    it = np.array([pos[int(u)] for u in votes.item[sel].tolist()], np.int64)
-    wk = votes.worker[sel]
     K = len(codes)
+    where = np.searchsorted(codes, votes.item)
+    sel = (where < K) & (codes[np.minimum(where, K - 1)] == votes.item) if K else np.zeros(len(votes.item), bool)
+    it = where[sel]
+    wk = votes.worker[sel]
     counts = np.bincount(it, minlength=K)
     order = np.argsort(it, kind="stable")
     starts = np.concatenate([[0], np.cumsum(counts)[:-1]])
     ls, l1s = np.log(votes.sens), np.log1p(-votes.sens)
     le, l1e = np.log(votes.fpr), np.log1p(-votes.fpr)
-    out = []
-    for k in np.unique(counts).tolist():
+    groups = []
+    grp = np.zeros(K, np.int64)
+    pos = np.zeros(K, np.int64)
+    for g, k in enumerate(np.unique(counts).tolist()):
         rows = np.flatnonzero(counts == k)
+        grp[rows], pos[rows] = g, np.arange(len(rows))
         if k == 0:
-            out.append((rows, np.zeros((len(rows), 1)), np.ones((len(rows), 1)), np.ones((len(rows), 1))))
+            groups.append((np.zeros((len(rows), 1)), np.ones((len(rows), 1)), np.ones((len(rows), 1))))
             continue
         kk = min(k, MAX_ENUMERATED)
         ws = wk[order[starts[rows][:, None] + np.arange(kk)[None, :]]]  # (G, kk)
         V = ((np.arange(2 ** kk)[:, None] >> np.arange(kk)[None, :]) & 1).astype(float)  # (2^kk, kk)
         lp1 = ls[ws] @ V.T + l1s[ws] @ (1 - V).T
         lp0 = le[ws] @ V.T + l1e[ws] @ (1 - V).T
-        out.append((rows, lp1 - lp0, np.exp(lp1), np.exp(lp0)))
-    return _Patterns(out)
+        groups.append((lp1 - lp0, np.exp(lp1), np.exp(lp0)))
+    return _Patterns(groups, grp, pos)
 
 
-def _noise_var(pat: _Patterns, funcs, post: np.ndarray, weight: np.ndarray) -> np.ndarray:
-    r"""Per target: :math:`\sum_u \mathrm{weight}_{iu}\,\mathrm{Var}_v\bigl(z_{iu}(v)\bigr)`.
+def _class_var(z, p1, p0, post):
+    """Variance of ``z`` over the vote patterns given each class, mixed by ``post``."""
+    z = np.nan_to_num(z, nan=0.0, posinf=0.0, neginf=0.0)
+    e1, e0 = (z * p1).sum(-1), (z * p0).sum(-1)
+    v1 = np.maximum((z * z * p1).sum(-1) - e1 * e1, 0.0)
+    v0 = np.maximum((z * z * p0).sum(-1) - e0 * e0, 0.0)
+    return post * v1 + (1 - post) * v0
 
-    ``funcs``: list of ``(gamma (m, K), rho (m,))``: :math:`z_{iu}(v) = \sum_k \gamma_{k,iu}
-    \kappa(\lambda(v), \rho_{k,i})`.  The variance given the class is mixed by ``post`` ``(m, K)``.
+
+def _vote_var(pat: _Patterns, m: int, rows, cols, funcs, post, weight, *, dense=None, lam=None, R=None):
+    r"""Per target: :math:`\sum_u R_{iu}\,\mathrm{Var}_v(z_{iu}(v))`, :math:`z_{iu} = \sum_k \gamma_{k,iu}
+    \kappa(\lambda(v), \rho_{k,i})`.
+
+    The pairs ``(rows, cols)`` (target, item) carry ``funcs`` (``(gamma, rho)`` per pair), ``post`` and ``weight``
+    (:math:`R_{iu}`).  ``dense = (b, dvec, rho_d)`` adds :math:`\gamma_{iu} = b_i d_u` on every item: on the pairs
+    with the others, and on every other item through one vector per distinct :math:`\rho_d` (with the balance
+    heuristic, one for all targets), so the work is the pairs', not targets x items.
     """
-    m = weight.shape[0]
     out = np.zeros(m)
-    for rows, lv, p1, p0 in pat.groups:
-        P = lv.shape[1]
-        step = max(1, _BLOCK // max(m * P, 1))
-        for a in range(0, len(rows), step):
-            r = rows[a:a + step]
-            wt = weight[:, r]
-            if not (wt > 0).any():
-                continue
-            z = np.zeros((m, len(r), P))
-            for gamma, rho in funcs:
-                g = gamma[:, r]
-                if not g.any():
+    for g, (lv, p1, p0) in enumerate(pat.groups):
+        sel = np.flatnonzero(pat.grp[cols] == g)
+        if not len(sel):
+            continue
+        r_, c_ = rows[sel], cols[sel]
+        li = lv[pat.pos[c_]]
+        z = np.zeros(li.shape)
+        for gam, rho in funcs:
+            z += gam[sel, None] * kappa(li, rho[sel, None])
+        if dense is not None:
+            b, dvec, rho_d = dense
+            z += (b[r_] * dvec[c_])[:, None] * kappa(li, rho_d[r_][:, None])
+        val = weight[sel] * _class_var(z, p1[pat.pos[c_]], p0[pat.pos[c_]], post[sel])
+        out += np.bincount(r_, weights=val, minlength=m)
+    if dense is not None:
+        b, dvec, rho_d = dense
+        K = len(dvec)
+        keys = np.round(np.nan_to_num(rho_d), 12)
+        for val in np.unique(keys):
+            tg = np.flatnonzero(keys == val)
+            VB = np.zeros(K)
+            for g, (lv, p1, p0) in enumerate(pat.groups):
+                items = np.flatnonzero(pat.grp == g)
+                if not len(items):
                     continue
-                z += g[:, :, None] * kappa(lv[None, :, :], rho[:, None, None])
-            z = np.nan_to_num(z, nan=0.0, posinf=0.0, neginf=0.0)
-            e1 = (z * p1[None]).sum(2)
-            e0 = (z * p0[None]).sum(2)
-            v1 = np.maximum((z * z * p1[None]).sum(2) - e1 * e1, 0.0)
-            v0 = np.maximum((z * z * p0[None]).sum(2) - e0 * e0, 0.0)
-            pr = post[:, r]
-            out += (wt * (pr * v1 + (1 - pr) * v0)).sum(1)
+                k = kappa(lv[pat.pos[items]], val)
+                VB[items] = _class_var(k, p1[pat.pos[items]], p0[pat.pos[items]], posterior(lam[items], val))
+            vec = dvec * dvec * VB
+            full = R[tg] @ vec
+            mine = np.isin(rows, tg)
+            part = np.bincount(rows[mine], weights=weight[mine] * vec[cols[mine]], minlength=m)[tg]
+            out[tg] += b[tg] ** 2 * np.maximum(full - part, 0.0)
     return out
 
 
@@ -392,7 +533,7 @@ def noisy_estimates(d, t, W: np.ndarray, votes: CrowdVotes, *, simple: bool = Fa
 
     Cw, Aw, Bw = t.C, t.A, t.B
     Mc, Ma, Mb = per_item(Cw), per_item(Aw), per_item(Bw)
-    sc, sa, sb = Cw.sum(1), Aw.sum(1), Bw.sum(1)
+    sa, sb = Aw.sum(1), Bw.sum(1)
     rho_c, Jc = prevalence(Mc, lam)
     rho_a, Ja = prevalence(Ma, lam)
     rho_b, Jb = prevalence(Mb, lam)
@@ -442,32 +583,39 @@ def noisy_estimates(d, t, W: np.ndarray, votes: CrowdVotes, *, simple: bool = Fa
     if ratio_s is None:
         raise InvalidInputError("terms: the kernel's importance ratios are needed for the vote variance")
     R = per_item(ratio_s)
-    with np.errstate(invalid="ignore"):
-        cnt = np.maximum(per_item(np.ones((1, S))), 1.0)
     p_item = np.asarray(d.P[:, codes].todense())
     p0_item = d.p0[codes][None, :]
     g_item = safe_div(Ma, Mb) if not simple else np.zeros((m, K))  # g_i(x): A's unit coefficient over B's
-    del cnt
     gam_p = p_item * safe_div(np.ones(m), Jc)[:, None]
     gam_a = p0_item * g_item * (sa * safe_div(np.ones(m), Ja))[:, None] * safe_div(np.ones(m), Bhat)[:, None]
-    gam_b = -p0_item * (nu * sb * safe_div(np.ones(m), Jb))[:, None] * safe_div(np.ones(m), Bhat)[:, None]
-    post_p = posterior(lam[None, :], p[:, None])
-    post_b = posterior(lam[None, :], np.nan_to_num(rho_b)[:, None])
+    rho_a0, rho_b0 = np.nan_to_num(rho_a), np.nan_to_num(rho_b)
     pat = _patterns(votes, codes)
-    var_v = {"p": _noise_var(pat, [(gam_p, p)], post_p, R)}
+    # the pairs (target, item) where a target's own functionals weigh the item; recall's denominator weighs every
+    # item, by a factor per target (b_i) times p0 (the dense part of _vote_var)
+    rows, cols = np.nonzero((p_item > 0) | (g_item > 0))
+    wpair = R[rows, cols]
+    gp = gam_p[rows, cols]
+    post_p = posterior(lam[cols], p[rows])
+    var_v = {"p": _vote_var(pat, m, rows, cols, [(gp, p[rows])], post_p, wpair)}
     if simple:
         var_nu_v = np.zeros(m)
         var_v["f1"] = dP ** 2 * var_v["p"]
     else:
-        var_nu_v = _noise_var(pat, [(gam_a, np.nan_to_num(rho_a)), (gam_b, np.nan_to_num(rho_b))], post_b, R)
-        var_v["f1"] = _noise_var(pat, [(dP[:, None] * gam_p, p), ((dR * theta)[:, None] * gam_a, np.nan_to_num(rho_a)),
-                                       ((dR * theta)[:, None] * gam_b, np.nan_to_num(rho_b))], post_b, R)
+        ga = gam_a[rows, cols]
+        post_b = posterior(lam[cols], rho_b0[rows])
+        bfac = -(nu * sb * safe_div(np.ones(m), Jb)) * safe_div(np.ones(m), Bhat)
+        p0v = d.p0[codes]
+        var_nu_v = _vote_var(pat, m, rows, cols, [(ga, rho_a0[rows])], post_b, wpair,
+                             dense=(bfac, p0v, rho_b0), lam=lam, R=R)
+        fa = dR * theta
+        var_v["f1"] = _vote_var(pat, m, rows, cols, [(dP[rows] * gp, p[rows]), (fa[rows] * ga, rho_a0[rows])],
+                                post_b, wpair, dense=(fa * bfac, p0v, rho_b0), lam=lam, R=R)
     var_v["r"] = theta ** 2 * var_nu_v
 
     # 3. the confusions: delta method over their replicates
     var_r = {k: np.zeros(m) for k in ("p", "r", "f1")}
     if votes.replicates > 1:
-        lam_rep = item_log_lr(votes, U, votes.sens_rep, votes.fpr_rep)[:, codes]  # (R, K)
+        lam_rep = item_log_lr(votes, U, votes.sens_rep, votes.fpr_rep, items=codes)  # (R, K)
         dlam = (lam_rep - lam[None, :]).T  # (K, R)
         dlam = np.nan_to_num(dlam)
         Dp = Mc * np.nan_to_num(kappa_dlam(lam[None, :], p[:, None])) * safe_div(np.ones(m), Jc)[:, None]
@@ -497,5 +645,5 @@ def noisy_estimates(d, t, W: np.ndarray, votes: CrowdVotes, *, simple: bool = Fa
     tot = max(n_ans.sum(), 1.0)
     parts = NoisyParts(p_raw, r_raw, _f1(p_raw, r_raw), var_d, var_v, var_r,
                        float((n_ans * votes.sens).sum() / tot), float((n_ans * votes.fpr).sum() / tot))
-    est = {"p": p, "r": r, "f1": f1, "theta": theta, "nu": nu}
+    est = {"p": p, "r": r, "f1": f1, "theta": theta, "nu": nu, "_p_fit": (Mc, lam, Jc)}
     return est, var, parts

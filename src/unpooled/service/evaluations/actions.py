@@ -108,7 +108,6 @@ def offline_data(corpus: Corpus, *, level: str = "instance", label_method: str =
             tuple(r[7] for r in rows), tuple(str(r[8]) for r in rows),
             tuple(str(r[9]) if r[9] is not None else "=" + (r[6] or "") for r in rows)))
     labels = current_labels(corpus, method=label_method)
-    correction = majority_error_rates(corpus) if label_method == "majority" else {}
     draws = []
     for name, sub in by_name.items():
         for seq, key in Draw.objects.filter(submission=sub, level=level).order_by("seq").values_list("seq", "key"):
@@ -117,35 +116,9 @@ def offline_data(corpus: Corpus, *, level: str = "instance", label_method: str =
                 # majority: the hard label (the vote share is not a probability of being correct);
                 # Dawid-Skene: the posterior probability
                 value = float(lab.probability) if lab.method == "dawid-skene" else float(lab.correct)
-                rates = correction.get(key)
-                if rates is not None:
-                    tp, fp = rates
-                    value = (value - fp) / (tp - fp)
                 draws.append(LabelledDraw(name, key, value, seq))
     truth, docs = exhaustive_truth(corpus)
     return OfflineData(tuple(core_subs), tuple(draws), tuple(truth), ()), by_name, docs
-
-
-def majority_error_rates(corpus: Corpus, *, min_gap: float = 0.3) -> dict[str, tuple[float, float]]:
-    r"""Per labelled key, the majority label's true- and false-positive rates :math:`(t, f)`.
-
-    Crowd labels are noisy: with annotators of accuracy 0.8 and k = 3, one majority label in
-    ten is wrong, which pulls every precision towards 1/2 (measured: a system of true
-    precision 0.99 estimated at 0.875 [0.838, 0.905]).  The corrected label
-    :math:`(y - f) / (t - f)` has expectation *z* when the rates are right (Rogan & Gladen,
-    *Am. J. Epidemiol.* 107(1):71–76, 1978).  *t* and *f* of an item come from its own
-    annotators' sensitivities and false-positive rates, fitted by Dawid–Skene with the gold
-    controls held at their known answers (semi-supervised; without answered controls, plain
-    Dawid–Skene), each annotator's rates shrunk towards the crowd's by empirical Bayes
-    (:mod:`.correction`).  Plain Dawid–Skene on these answers is poorly identified: over 25
-    simulated runs it put a 0.65-precision system at +4 points on average; anchored by the
-    controls, −0.7 ± 0.8 (``unpooled evaluate --coverage-trials``).  Items whose rates are too
-    close (:math:`t - f <` ``min_gap``) keep their plain label.
-    """
-    from .correction import service_rates
-
-    rates = service_rates(corpus, min_gap=min_gap)
-    return {} if rates is None else rates.as_dict()
 
 
 @dataclass
@@ -160,8 +133,10 @@ def score_corpus(corpus: Corpus, *, level: str = "instance", match: str = "overl
                  reuse: dict[int, tuple[int, int]] | None = None) -> list[Score]:
     """Score every submission of the corpus jointly with all labels so far; store one Score each.
 
-    The estimates are :func:`offline_data` + the core's ``score`` (the from-scratch path), computed
-    incrementally: :mod:`.scoring` keeps the label-free parts in memory and re-reads only what changed.
+    The estimates are :func:`offline_data` + the core's ``score`` with the crowd's answers (the from-scratch
+    path), computed incrementally: :mod:`.scoring` keeps the label-free parts in memory and re-reads only what
+    changed.  ``details`` keeps the labelled-sample figures (majority labels taken as certain) beside the
+    published ones, the crowd's mean rates, and the variance by source.
     """
     from . import scoring
 
@@ -169,12 +144,10 @@ def score_corpus(corpus: Corpus, *, level: str = "instance", match: str = "overl
     res, by_name, docs = got.result, got.by_name, got.docs
     if res is None:
         return []
-    from .correction import adjust_result  # recall's p0 support, document-level variance, error-rate uncertainty
-
-    res = adjust_result(corpus, res, by_name, level=level, weights=weights, documents=docs)
+    sc = res.scores
     out = []
     reuse = reuse or {}
-    for row in res.rows:
+    for i, row in enumerate(res.rows):
         sub = by_name[row.system]
         new, reused = reuse.get(sub.pk, (0, 0))
 
@@ -189,9 +162,24 @@ def score_corpus(corpus: Corpus, *, level: str = "instance", match: str = "overl
             f1=num(row.f1), f1_lo=num(row.f1_lo), f1_hi=num(row.f1_hi), draws=row.labels, labels_new=new,
             labels_reused=reused, exhaustive_documents=docs,
             details={"ess": row.ess, "warnings": list(row.warnings) + list(res.warnings),
-                     "raw": {"p": row.p, "r": row.r, "f1": row.f1}}))
+                     "raw": {"p": row.p, "r": row.r, "f1": row.f1}, **_crowd_details(sc, i)}))
     with transaction.atomic():
         return Score.objects.bulk_create(out)
+
+
+def _crowd_details(sc, i: int) -> dict:
+    """The labelled-sample figures, the crowd's rates and the variance by source of system ``i``, when the
+    scores come from the crowd's votes."""
+    if sc.raw is None:
+        return {}
+
+    def num(x):
+        x = float(x)
+        return None if math.isnan(x) else x
+
+    return {"sample": {k: num(v[i]) for k, v in sc.raw.items()},
+            "crowd_rates": {k: num(v) for k, v in sc.rates.items()},
+            "variance": {src: {k: num(v[i]) for k, v in parts.items()} for src, parts in sc.var_parts.items()}}
 
 
 def evaluate(corpus: Corpus, *, crowd=None, labels: int = 150, documents: int = 20, target_width: float | None = None,

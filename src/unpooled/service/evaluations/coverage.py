@@ -8,8 +8,9 @@ corpus's earlier draws, tasks, labels and scores are set aside for the trial):
    :math:`p_i`, verification requests with label reuse, a uniform document sample for exhaustive
    annotation, the crowd, majority labels, :func:`~.actions.score_corpus` -- with
    :class:`BulkSimulatedCrowd` as the crowd;
-2. the scores of every compared method (:func:`method_name`: label correction, recall treatment,
-   interval) from the same answers;
+2. the scores of every compared method (:func:`method_name`: plain majority labels, or the crowd's votes
+   with confusions from each source) from the same answers, by the core's
+   :func:`unpooled.core.offline.score`;
 3. whether each interval holds the truth (:func:`unpooled.service.evaluations.truth.true_scores`).
 
 :class:`BulkSimulatedCrowd` answers as :class:`unpooled.service.crowd.simulated.SimulatedCrowd` does
@@ -32,12 +33,15 @@ import numpy as np
 from django.db import transaction
 from django.utils import timezone
 
-from .correction import INTERVALS, error_rates, score_data, sentence_index, verify_answers
+from unpooled.core.annotation.confusion import fit_confusions
+from unpooled.core.estimators.noisy import KeyedAnswers
+from unpooled.core.offline import score as offline_score
 
-#: compared label corrections (None: plain majority labels) and recall treatments; every one is scored
-#: with each interval of :data:`~.correction.INTERVALS`, with and without the error rates' variance
+from .rates import sentence_index, verify_answers
+from .truth import covered
+
+#: compared confusion sources (None: plain majority labels, no crowd-noise model)
 SOURCES: tuple = (None, "dawid-skene", "controls", "semi")
-RECALL_FIXES: tuple = (False, True)
 METRICS = ("p", "r", "f1")
 
 
@@ -150,19 +154,19 @@ def hard_labels(corpus, data) -> np.ndarray:
     return np.array([float(labels[d.key].correct) for d in data.labels])
 
 
-def method_name(source: str | None, recall: bool, kind: str, rates: bool) -> str:
-    return f"{source or 'none'}{'+recall' if recall else ''}/{kind}{'+rates' if rates else ''}"
+def method_name(source: str | None) -> str:
+    return "majority" if source is None else f"votes/{source}"
 
 
 @dataclass
 class TrialInputs:
-    """What every method scores from: the draws, their hard labels, the answers, the exhaustive truth."""
+    """What every method scores from: the draws, the answers, the exhaustive truth."""
 
-    data: object                 # unpooled.core.offline.OfflineData (labels as score_corpus corrected them)
+    data: object                 # unpooled.core.offline.OfflineData (hard majority labels)
     y: np.ndarray                # hard majority label of each draw of data.labels
-    answers: object              # correction.VerifyAnswers
+    answers: object              # unpooled.core.annotation.confusion.VerifyAnswers
     documents: int               # exhaustively annotated documents
-    sentences: dict              # correction.sentence_index
+    sentences: dict              # rates.sentence_index
     level: str = "instance"
 
 
@@ -176,42 +180,39 @@ def trial_inputs(corpus, *, level: str = "instance", sentences=None) -> TrialInp
                        sentences if sentences is not None else sentence_index(corpus), level)
 
 
-def method_estimates(inputs: TrialInputs, *, sources=SOURCES, recall_fixes=RECALL_FIXES, kinds=INTERVALS,
-                     replicates: int = 100, seed: int = 0) -> dict[str, dict[str, dict]]:
+def keyed(answers, source: str, *, replicates: int = 100, seed: int = 0) -> KeyedAnswers | None:
+    """The answers (controls left out) with confusions fitted from ``source``; None where it is not available."""
+    got = fit_confusions(answers, source, replicates=replicates, rng=seed)
+    if got is None:
+        return None
+    (sens, fpr), reps = got
+    real = np.asarray(answers.control)[answers.item] < 0
+    sr = fr = None
+    if reps and len(reps) > 1:
+        sr, fr = np.array([r[0] for r in reps]), np.array([r[1] for r in reps])
+    return KeyedAnswers(tuple(answers.item_keys[i] for i in answers.item[real].tolist()), answers.worker[real],
+                        answers.yes[real].astype(bool), np.clip(sens, 1e-9, 1 - 1e-9), np.clip(fpr, 1e-9, 1 - 1e-9),
+                        sr, fr)
+
+
+def method_estimates(inputs: TrialInputs, *, sources=SOURCES, replicates: int = 100, seed: int = 0
+                     ) -> dict[str, dict[str, dict]]:
     """Scores of every system under each method (:func:`method_name`) from one trial's inputs.
 
-    Returns ``{method: {system: row}}`` (rows of :meth:`~.correction.Estimates.row`).
+    Returns ``{method: {system: row}}`` (rows of :meth:`unpooled.core.estimators.joint.Scores.row`).
     """
-    data, y = inputs.data, inputs.y
     out: dict[str, dict[str, dict]] = {}
     for source in sources:
-        if source is None:
-            rates = _NoCorrection(data)
-        else:
-            rates = error_rates(None, source=source, replicates=replicates, rng=seed, answers=inputs.answers)
-            if rates is None:
+        votes = None
+        if source is not None:
+            votes = keyed(inputs.answers, source, replicates=replicates, seed=seed)
+            if votes is None:
                 continue
-        for recall in recall_fixes:
-            est = score_data(data, y=y, rates=rates, level=inputs.level,
-                             sentences=inputs.sentences if recall else None, cluster_docs=recall,
-                             documents=inputs.documents)
-            for kind in kinds:
-                for with_rates in ((False, True) if source else (False,)):
-                    name = method_name(source, recall, kind, with_rates)
-                    out[name] = {s: est.row(i, kind, rates=with_rates) for i, s in enumerate(est.systems)}
+        res = offline_score(inputs.data, level=inputs.level, estimator="joint", weights="balance", match="overlap",
+                            corrected_labels=True, documents=inputs.documents or None, sentences=inputs.sentences,
+                            votes=votes)
+        out[method_name(source)] = {s: res.scores.row(i) for i, s in enumerate(res.systems)}
     return out
-
-
-class _NoCorrection:
-    """Rates that leave every label as it is."""
-
-    def __init__(self, data) -> None:
-        self.keys = sorted({d.key for d in data.labels})
-        self.t = np.ones(len(self.keys))
-        self.f = np.zeros(len(self.keys))
-        self.min_gap = 0.0
-        self.t_rep = None
-        self.f_rep = None
 
 
 @dataclass
@@ -233,7 +234,7 @@ class CoverageReport:
             lo, hi, est = row[f"{k}_lo"], row[f"{k}_hi"], row[k]
             if any(v is None or math.isnan(v) for v in (lo, hi, est, truth)):
                 continue
-            self.hits.setdefault(key, []).append(lo <= truth <= hi)
+            self.hits.setdefault(key, []).append(bool(covered(truth, lo, hi)))
             self.errors.setdefault(key, []).append(est - truth)
             self.widths.setdefault(key, []).append(hi - lo)
 
@@ -261,8 +262,8 @@ class CoverageReport:
 
 def run_coverage(corpus, trials: int, *, accuracy: float = 0.8, annotators: int = 5, labels: int = 300,
                  documents: int = 30, controls: int = 100, control_share: float = 0.1, replicates: int = 100,
-                 seed: int = 0, level: str = "instance", sources=SOURCES, recall_fixes=RECALL_FIXES,
-                 kinds=INTERVALS, keep=None, progress=None) -> CoverageReport:
+                 seed: int = 0, level: str = "instance", sources=SOURCES, keep=None, progress=None
+                 ) -> CoverageReport:
     """``trials`` runs of the pipeline with seeds ``seed .. seed + trials - 1`` (module docs).
 
     ``keep(seed, inputs, rows)``, if given, receives each trial's :class:`TrialInputs` and the
@@ -306,8 +307,8 @@ def run_coverage(corpus, trials: int, *, accuracy: float = 0.8, annotators: int 
                 if keep is not None:
                     keep(s, inputs, rep.rows)
                 if inputs is not None:
-                    for method, rows in method_estimates(inputs, sources=sources, recall_fixes=recall_fixes,
-                                                         kinds=kinds, replicates=replicates, seed=s).items():
+                    for method, rows in method_estimates(inputs, sources=sources, replicates=replicates,
+                                                         seed=s).items():
                         for system, row in rows.items():
                             report.add(method, system, row)
                 raise _Rollback
@@ -322,9 +323,9 @@ def run_coverage(corpus, trials: int, *, accuracy: float = 0.8, annotators: int 
 
 def _clear_caches() -> None:
     """Forget the in-process caches of the scoring path (fingerprints of rows that a rollback un-made)."""
-    from . import correction
+    from . import rates
 
-    correction.clear_cache()
+    rates.clear_cache()
     try:
         from . import scoring
     except ImportError:  # the from-scratch scoring path keeps no cache
@@ -334,6 +335,6 @@ def _clear_caches() -> None:
         clear()
 
 
-__all__ = ["BulkSimulatedCrowd", "CoverageReport", "RECALL_FIXES", "SOURCES", "TrialInputs", "hard_labels",
+__all__ = ["BulkSimulatedCrowd", "CoverageReport", "SOURCES", "keyed", "TrialInputs", "hard_labels",
            "method_estimates", "method_name", "trial_inputs",
            "reset_evaluation_state", "run_coverage"]

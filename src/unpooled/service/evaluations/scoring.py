@@ -33,16 +33,15 @@ that a change made by another process is never missed:
     committed late with a lower id, a deletion) re-reads them all.
 labels (per corpus and aggregation method)
     the newest label of every key, read the same way (labels are append-only; newest wins).
-Rogan–Gladen rates
-    :func:`~unpooled.service.evaluations.actions.majority_error_rates` memoised on the
-    answers' fingerprint (count, max id and weight sum of the counted verification answers):
-    the levels of one re-scoring share one fit.  New answers (which is how new labels arrive)
-    refit it; its maths are not touched here.
+the crowd's answers and confusions
+    :func:`~unpooled.service.evaluations.rates.keyed_answers`, memoised on the answers'
+    fingerprint (count, max id and weight sum of the counted verification answers): the levels
+    of one re-scoring share one fit.  New answers (which is how new labels arrive) refit it.
 the result per (corpus, level, match, weights)
     with every fingerprint above and the systems' names: re-scoring with nothing new returns it.
 
 A batch of new labels therefore costs: the fingerprint queries, the new label rows, the
-error rates' refit if answers changed, and :func:`unpooled.core.estimators.estimate` on the
+confusions' refit if answers changed, and :func:`unpooled.core.estimators.estimate` on the
 updated :class:`~unpooled.core.estimators.joint.Design`.  The result is the same as the
 from-scratch path (:func:`from_scratch`) to float round-off: the same arrays in the same
 order reach the same estimator (tests/service/test_scoring_incremental.py; ``unpooled bench
@@ -53,8 +52,8 @@ estimate uses every labelled draw of every system (the proposal :math:`q_i` mixe
 :math:`p_j`, and :math:`\hat\nu_i` averages over all draws), so a new label on a key drawn
 at a level changes every submission's score at that level; a label on a key drawn by nobody
 at that level changes none (labels enter only through draws), whatever submissions contain
-the key.  And the Rogan–Gladen correction refits Dawid–Skene over all answers, so new
-answers move every corrected label.  :func:`rescore_affected` therefore re-scores, at each
+the key.  And the confusions are refitted over all answers, so new answers move every item's
+vote likelihood.  :func:`rescore_affected` therefore re-scores, at each
 level with draws, every submission when one of the keys is drawn at that level or when the
 label inputs (labels, answers) or draws changed since this process last scored the level;
 otherwise it leaves the level alone.
@@ -71,7 +70,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 import scipy.sparse as sp
-from django.db.models import Count, Max, Sum
+from django.db.models import Count, Max
 
 from unpooled.core.errors import InvalidInputError
 from unpooled.core.estimators import LEVELS, estimate, make_design, sampling_distribution
@@ -79,10 +78,11 @@ from unpooled.core.estimators.joint import WEIGHTS, WeightDegeneracyWarning
 from unpooled.core.matching import InstanceRef, _relation, match_matrix
 from unpooled.core.offline import ESS_WARN, MATCHES, OfflineResult, SystemScore
 from unpooled.core.offline import score as offline_score
-from unpooled.service.annotation.models import Answer, ExhaustiveDocument, Kind, Label, Task
+from unpooled.service.annotation.models import ExhaustiveDocument, Kind, Label, Task
 from unpooled.service.corpora.models import Corpus, Document
 from unpooled.service.submissions.models import RelationInstance, Submission
 
+from . import rates
 from .models import Draw
 
 #: pools kept in memory (least recently used dropped first); one pool holds a corpus's universe
@@ -93,10 +93,9 @@ CONFIDENCE = 0.90
 _lock = threading.RLock()
 _pools: OrderedDict[tuple[tuple, str], _Pool] = OrderedDict()
 _labels: dict[tuple[tuple, str], _Labels] = {}
-_rates: dict[tuple, tuple[tuple, dict]] = {}
 _last_inputs: dict[tuple, tuple] = {}
 _results: dict[tuple, tuple] = {}  # (corpus, level, match, weights, method) -> (inputs, result)
-#: seconds per part of the last :func:`score` (pool, truth, draws, labels, error_rates, design, estimate)
+#: seconds per part of the last :func:`score` (pool, truth, draws, labels, confusions, design, estimate)
 last_timings: dict[str, float] = {}
 
 
@@ -155,12 +154,6 @@ class _Labels:
 
 
 # -- fingerprints ---------------------------------------------------------------------------------
-def _answers_fp(corpus: Corpus) -> tuple:
-    a = Answer.objects.filter(task__corpus=corpus, task__kind=Kind.VERIFY, weight__gt=0).aggregate(
-        n=Count("id"), mx=Max("id"), w=Sum("weight"))
-    return a["n"], a["mx"], a["w"]
-
-
 # -- pool ------------------------------------------------------------------------------------------
 def _intern(s):
     return sys.intern(s) if s is not None else None
@@ -372,7 +365,7 @@ def _gs(pool: _Pool, u: np.ndarray) -> np.ndarray:
     return out
 
 
-# -- labels and their correction ----------------------------------------------------------------------
+# -- labels -------------------------------------------------------------------------------------------
 def _current_labels(corpus: Corpus, method: str) -> dict:
     """key -> (correct, probability, method) of the newest label of each key (as ``current_labels``)."""
     key = (_ckey(corpus), method)
@@ -393,20 +386,6 @@ def _current_labels(corpus: Corpus, method: str) -> dict:
         if fresh:  # what is held, not what was counted
             lab.fp = (lab.fp[0] + len(fresh), fresh[-1][0])
     return lab.values
-
-
-def error_rates(corpus: Corpus, fp: tuple | None = None) -> dict[str, tuple[float, float]]:
-    """:func:`~unpooled.service.evaluations.actions.majority_error_rates`, memoised on the answers' fingerprint
-    (which the rates are then computed for: :func:`~.correction.answers_read`, not read a second time)."""
-    from .actions import majority_error_rates
-    from .correction import answers_read
-
-    fp = _answers_fp(corpus) if fp is None else fp
-    got = _rates.get(_ckey(corpus))
-    if got is None or got[0] != fp:
-        with answers_read(corpus, fp):
-            got = _rates[_ckey(corpus)] = (fp, majority_error_rates(corpus))
-    return got[1]
 
 
 # -- scoring -------------------------------------------------------------------------------------------
@@ -467,9 +446,9 @@ def score(corpus: Corpus, *, level: str = "instance", match: str = "overlap", we
         mark("draws")
         labels = _current_labels(corpus, label_method)
         mark("labels")
-        ans_fp = _answers_fp(corpus) if label_method == "majority" else None
-        correction = error_rates(corpus, ans_fp) if label_method == "majority" else {}
-        mark("error_rates")
+        ans_fp = rates.answers_fp(corpus) if label_method == "majority" else None
+        answers = rates.keyed_answers(corpus, ans_fp) if label_method == "majority" else None
+        mark("confusions")
         rkey = (_ckey(corpus), level, match, weights, label_method)
         inputs = _inputs_fp(pool, d, truth, labels, ans_fp, label_method) + (tuple(names),)
         done = _results.get(rkey)
@@ -479,7 +458,8 @@ def score(corpus: Corpus, *, level: str = "instance", match: str = "overlap", we
             last_timings.clear()
             last_timings.update(t)
             return Scored(done[1], by_name, truth.docs, t, done[2], list(truth.truth))
-        # each drawn key's label: the hard majority label (Dawid-Skene: the posterior), corrected
+        # each drawn key's label: the hard majority label (Dawid-Skene: the posterior); with the crowd's answers
+        # the estimates come from the votes (core.estimators.noisy) and these labels give the raw figures only
         value = np.zeros(len(d.keys))
         has = np.zeros(len(d.keys), dtype=bool)
         for j, k in enumerate(d.keys):
@@ -487,12 +467,7 @@ def score(corpus: Corpus, *, level: str = "instance", match: str = "overlap", we
             if lab is None:
                 continue
             correct, prob, meth = lab
-            v = float(prob) if meth == "dawid-skene" else float(correct)
-            rates = correction.get(k)
-            if rates is not None:
-                tp, fp_ = rates
-                v = (v - fp_) / (tp - fp_)
-            value[j] = v
+            value[j] = float(prob) if meth == "dawid-skene" else float(correct)
             has[j] = True
         keep = has[d.kid]
         if (d.u[keep] < 0).any():
@@ -510,11 +485,15 @@ def score(corpus: Corpus, *, level: str = "instance", match: str = "overlap", we
             gs = d.gs[:, keep] if len(xs) else None
             p0 = p0 / pool.mult
         # recall's variance by documents: each exhaustive instance's document, over the corpus's complete
-        # exhaustive documents (those where annotators found nothing count too), as from_scratch gives them
+        # exhaustive documents (those where annotators found nothing count too), as from_scratch gives them;
+        # p0 = 0 outside the exhaustive protocol's support (core.offline.inside_p0)
+        found = {tr.key for tr in truth.truth}
+        inside = rates.inside(corpus, [pool.universe[u] for u in xs.tolist()], found) if len(xs) else None
         design = make_design(P, src, xs, f, truth.g0, truth.v0, p0, gs=gs, corrected_labels=True,
-                             y0_docs=[t.ref.doc for t in truth.truth], documents=truth.docs or None)
+                             y0_docs=[t.ref.doc for t in truth.truth], documents=truth.docs or None, inside=inside)
+        votes = answers.on(pool.index, U) if answers is not None else None
         mark("design")
-    res = _rows(design, tuple(names), truth.truth, level=level, weights=weights, match=match)
+    res = _rows(design, tuple(names), truth.truth, level=level, weights=weights, match=match, votes=votes)
     mark("estimate")
     with _lock:
         _results[rkey] = (inputs, res, keys)
@@ -530,10 +509,10 @@ def _inputs_fp(pool: _Pool, d: _Draws, truth: _Truth, labels, ans_fp, label_meth
     return (pool.sub_fp, pool.generation, d.fp, truth.fp, lab.fp if lab else None, ans_fp)
 
 
-def _rows(design, names: tuple[str, ...], truth, *, level: str, weights: str, match: str) -> OfflineResult:
+def _rows(design, names: tuple[str, ...], truth, *, level: str, weights: str, match: str, votes=None
+          ) -> OfflineResult:
     """:func:`unpooled.core.offline.score`'s rows for the joint estimator, from a ready design, as
-    :func:`from_scratch` calls it (the document count given; no sentence split: p0's support is restricted
-    afterwards, by :func:`~.correction.adjust_result`)."""
+    :func:`from_scratch` calls it (the document count and the sentence split given, the crowd's votes)."""
     glob: list[str] = []
     if design.n0 == 0:
         glob.append("the exhaustive file has no true instances: recall is 0 by construction")
@@ -542,7 +521,8 @@ def _rows(design, names: tuple[str, ...], truth, *, level: str, weights: str, ma
                     "get weight 1 in the joint recall estimate")
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", WeightDegeneracyWarning)
-        sc = estimate(design, estimator="joint", weights=weights, level=CONFIDENCE, bootstrap=0, rng=None)
+        sc = estimate(design, estimator="joint", weights=weights, level=CONFIDENCE, bootstrap=0, rng=None,
+                      votes=votes)
     n = design.n
     rows = []
     for i, name in enumerate(names):
@@ -558,7 +538,7 @@ def _rows(design, names: tuple[str, ...], truth, *, level: str, weights: str, ma
                                 labels=int(n[i]), ess=float(sc.ess[i]), estimator=sc.method, warnings=tuple(w)))
     opts = {"level": level, "estimator": "joint", "weights": weights, "match": match, "bootstrap": 0,
             "confidence": CONFIDENCE, "documents": design.n_groups, "documents_given": design.n_groups is not None,
-            "sentences": False, "outside_p0": 0}
+            "sentences": True, "outside_p0": int((design.p0[design.xs] == 0).sum())}
     return OfflineResult(tuple(rows), sc, design, names, tuple(glob), (), opts)
 
 
@@ -570,10 +550,9 @@ def from_scratch(corpus: Corpus, *, level: str = "instance", match: str = "overl
     data, by_name, docs = offline_data(corpus, level=level)
     if not data.submissions:
         return Scored(None, {}, 0)
-    # the exhaustive documents as the service counts them; no sentence split here: p0's support is restricted
-    # by correction.adjust_result, on both paths
+    # the exhaustive documents as the service counts them, the corpus's sentence split, the crowd's answers
     res = offline_score(data, level=level, estimator="joint", weights=weights, match=match, corrected_labels=True,
-                        documents=docs or None, sentences={})
+                        documents=docs or None, sentences=rates.sentences(corpus), votes=rates.keyed_answers(corpus))
     return Scored(res, by_name, docs, keys=[x.key for x in data.labels], truth=list(data.exhaustive))
 
 
@@ -628,7 +607,7 @@ def _current_inputs(corpus: Corpus, level: str, match: str, label_method: str) -
         d = _draws(pool, level)
         truth = _truth(pool, corpus)
         labels = _current_labels(corpus, label_method)
-        ans_fp = _answers_fp(corpus) if label_method == "majority" else None
+        ans_fp = rates.answers_fp(corpus) if label_method == "majority" else None
         return _inputs_fp(pool, d, truth, labels, ans_fp, label_method) + (names,)
 
 
@@ -648,7 +627,6 @@ def clear_cache() -> None:
     with _lock:
         _pools.clear()
         _labels.clear()
-        _rates.clear()
         _last_inputs.clear()
         _results.clear()
 

@@ -1,0 +1,258 @@
+r"""Annotators' confusions for binary verification: per worker, sensitivity and false-positive rate.
+
+A verification answer says whether an instance is correct.  Worker :math:`w` answers "yes" with probability
+:math:`s_w` (sensitivity) when it is and :math:`e_w` (false-positive rate) when it is not, independently of the
+other answers given the item's class (Dawid & Skene 1979).  The confusions feed the estimator from crowd votes
+(:mod:`unpooled.core.estimators.noisy`); their replicates carry their own uncertainty into its intervals.
+
+**Sources** (:func:`fit_confusions`, ``source``):
+
+``controls``
+    gold control items: each worker's rates from their control answers.  Independent of the items scored,
+    but few.
+``dawid-skene``
+    binary Dawid–Skene by EM over every answer (controls as unlabelled items); poorly identified with three
+    answers per item and one dominant class.
+``semi``
+    Dawid–Skene with the controls held at their known class (semi-supervised): the controls anchor the
+    confusions, every other answer adds to them.
+
+Each worker's rates are shrunk towards the crowd's by empirical Bayes (:func:`shrunk_rates`): a crowd whose
+workers do not differ measurably is pooled, one with a spammer is not.  Replicates come from a bootstrap of
+the control answers (by worker and class) or of the items (controls and others separately), each refitted;
+:func:`shifted_replicates` moves stored replicates to a new point fit (the service's incremental path).
+
+References
+----------
+A. P. Dawid, A. M. Skene. Maximum likelihood estimation of observer error-rates using the EM algorithm.
+*Applied Statistics* 28(1):20-28, 1979.
+R. DerSimonian, N. Laird. Meta-analysis in clinical trials. *Controlled Clinical Trials* 7:177-188, 1986.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..errors import InvalidInputError
+
+#: workers' confusions are shrunk towards the crowd's: empirical Bayes (or a number of answers)
+SHRINKAGE = "eb"
+SOURCES = ("controls", "dawid-skene", "semi")
+
+
+@dataclass(frozen=True)
+class VerifyAnswers:
+    """Verification answers as arrays (one row per answer), items numbered ``0..n_items-1``."""
+
+    item: np.ndarray        # item index
+    worker: np.ndarray      # worker index
+    yes: np.ndarray         # 1: the answer says "correct"
+    item_keys: list         # per item: the instance key (controls: their control key)
+    control: np.ndarray     # per item: -1 not a control, else the control's true class (0/1)
+    n_workers: int
+    #: per answer, the database ids of the answer, its task and its annotator (None: not from the database)
+    answer_ids: np.ndarray | None = None
+    task_ids: np.ndarray | None = None
+    annotator_ids: np.ndarray | None = None
+
+    @property
+    def n_items(self) -> int:
+        return len(self.item_keys)
+
+
+def between_worker_variance(yes_c: np.ndarray, n_c: np.ndarray) -> float:
+    r"""Method-of-moments variance of a rate between workers (beta-binomial; DerSimonian–Laird form).
+
+    :math:`\hat\sigma^2_b = \max\bigl(0, [\sum_w n_w(\hat p_w - \bar p)^2 - \bar p(1-\bar p)(W-1)]
+    / [N - \sum_w n_w^2 / N]\bigr)` over the :math:`W` workers with answers, :math:`N = \sum_w n_w`.
+    """
+    ok = n_c > 0
+    W = int(ok.sum())
+    N = float(n_c[ok].sum())
+    if W < 2 or N <= 0:
+        return 0.0
+    pbar = yes_c[ok].sum() / N
+    ph = yes_c[ok] / n_c[ok]
+    num = float((n_c[ok] * (ph - pbar) ** 2).sum()) - pbar * (1 - pbar) * (W - 1)
+    den = N - float((n_c[ok] ** 2).sum()) / N
+    return max(0.0, num / den) if den > 0 else 0.0
+
+
+#: bounds of the empirical-Bayes prior strength (answers' worth)
+EB_MIN, EB_MAX = 1.0, 1e4
+
+
+def shrunk_rates(yes_c: np.ndarray, n_c: np.ndarray, shrinkage, smoothing: float = 0.01) -> np.ndarray:
+    """Per worker ``(yes + s + τ·pooled) / (n + 2s + τ)`` with the pooled rate ``(Σyes + s) / (Σn + 2s)``.
+
+    ``shrinkage`` τ in answers, or ``'eb'``: empirical Bayes, τ = p̄(1 − p̄)/σ²_b − 1 from the
+    between-worker variance (:func:`between_worker_variance`), so a crowd whose workers do not
+    differ measurably is pooled and one with a spammer is not.
+    """
+    pooled = (yes_c.sum() + smoothing) / (n_c.sum() + 2 * smoothing)
+    if shrinkage == "eb":
+        var_b = between_worker_variance(yes_c, n_c)
+        tau = EB_MAX if var_b <= 0 else float(np.clip(pooled * (1 - pooled) / var_b - 1, EB_MIN, EB_MAX))
+    else:
+        tau = float(shrinkage)
+    return (yes_c + smoothing + tau * pooled) / (n_c + 2 * smoothing + tau)
+
+
+def control_confusions(a: VerifyAnswers, weights: np.ndarray | None = None, *, shrinkage=SHRINKAGE
+                       ) -> tuple[np.ndarray, np.ndarray] | None:
+    """Per worker (sensitivity, false-positive rate) from control answers; None without both kinds of controls.
+
+    ``weights``: per-answer multiplicities (a bootstrap replicate).
+    """
+    w = np.ones(len(a.item)) if weights is None else weights
+    truth = a.control[a.item]
+    rates = []
+    for z in (1, 0):
+        sel = truth == z
+        if not (sel & (w > 0)).any():
+            return None
+        n_c = np.bincount(a.worker[sel], weights=w[sel], minlength=a.n_workers)
+        y_c = np.bincount(a.worker[sel], weights=(w * a.yes)[sel], minlength=a.n_workers)
+        rates.append(shrunk_rates(y_c, n_c, shrinkage))
+    return rates[0], rates[1]
+
+
+def ds_confusions(a: VerifyAnswers, item_weights: np.ndarray | None = None, *, clamp_controls: bool = False,
+                  shrinkage=SHRINKAGE, max_iter: int = 200, tol: float = 1e-7
+                  ) -> tuple[np.ndarray, np.ndarray]:
+    r"""Binary Dawid–Skene by EM: per worker (sensitivity, false-positive rate).
+
+    As :func:`unpooled.core.annotation.dawid_skene` (each worker's confusion shrunk towards the
+    pooled one by ``shrinkage`` answers), plus item multiplicities (``item_weights``, for the
+    bootstrap) and, with ``clamp_controls``, controls held at their known class.  The class prior
+    is fitted on the non-control items only (controls are balanced by construction).
+    """
+    sens, fpr, _ = ds_fit(a, item_weights, clamp_controls=clamp_controls, shrinkage=shrinkage, max_iter=max_iter,
+                           tol=tol)
+    return sens, fpr
+
+
+def ds_fit(a: VerifyAnswers, item_weights=None, *, clamp_controls: bool = False, shrinkage=SHRINKAGE,
+            max_iter: int = 200, tol: float = 1e-7, init: np.ndarray | None = None):
+    """:func:`ds_confusions` returning the posteriors too; ``init``: posteriors to start from (else vote shares)."""
+    n_i = a.n_items
+    iw = np.ones(n_i) if item_weights is None else np.asarray(item_weights, float)
+    om = iw[a.item]
+    fixed = (a.control >= 0) if clamp_controls else np.zeros(n_i, bool)
+    real = a.control < 0
+    votes = np.bincount(a.item, weights=a.yes, minlength=n_i)
+    total = np.bincount(a.item, minlength=n_i)
+    T = np.where(total > 0, votes / np.maximum(total, 1), 0.5) if init is None else np.asarray(init, float)
+    T = np.where(fixed, a.control, T).astype(float)
+    said = a.yes == 1
+    wr = iw * real
+    wr_sum = max(wr.sum(), 1e-12)
+    prev = -np.inf
+    sens = fpr = None
+    for _ in range(max_iter):
+        # M step
+        rho = float(np.clip((wr * T).sum() / wr_sum, 1e-6, 1 - 1e-6))
+        t_a = T[a.item]
+        w1, w0 = om * t_a, om * (1 - t_a)
+        n1 = np.bincount(a.worker, weights=w1, minlength=a.n_workers)
+        y1 = np.bincount(a.worker, weights=w1 * a.yes, minlength=a.n_workers)
+        n0 = np.bincount(a.worker, weights=w0, minlength=a.n_workers)
+        y0 = np.bincount(a.worker, weights=w0 * a.yes, minlength=a.n_workers)
+        sens, fpr = shrunk_rates(y1, n1, shrinkage), shrunk_rates(y0, n0, shrinkage)
+        # E step (the logarithms once per worker, not per answer: the same values)
+        l1 = np.where(said, np.log(sens)[a.worker], np.log1p(-sens)[a.worker])
+        l0 = np.where(said, np.log(fpr)[a.worker], np.log1p(-fpr)[a.worker])
+        s1 = np.bincount(a.item, weights=l1, minlength=n_i) + math.log(rho)
+        s0 = np.bincount(a.item, weights=l0, minlength=n_i) + math.log1p(-rho)
+        m = np.maximum(s1, s0)
+        ll = float((wr * (m + np.log(np.exp(s1 - m) + np.exp(s0 - m)))).sum())
+        T = np.where(fixed, a.control, 1.0 / (1.0 + np.exp(s0 - s1)))
+        if math.isfinite(prev) and abs(ll - prev) <= tol * max(1.0, abs(prev)):
+            break
+        prev = ll
+    return sens, fpr, T
+
+
+
+def fit_confusions(a: VerifyAnswers, source: str, *, replicates: int = 0, rng=0, shrinkage=SHRINKAGE,
+                    point_only: bool = False):
+    """Per-worker confusions of ``source``: ``(point (sens, fpr), replicates [(sens, fpr), ...] or None)``;
+    None when the source is not available (no answers; ``controls``/``semi`` without both kinds of controls).
+
+    ``point_only``: the point fit alone (replicates None).
+    """
+    if source not in SOURCES:
+        raise InvalidInputError(f"source: expected one of {', '.join(SOURCES)}, got {source!r}")
+    if not len(a.item):
+        return None
+    if source == "controls":
+        got = control_confusions(a, shrinkage=shrinkage)
+        if got is None:
+            return None
+        fit = lambda w: control_confusions(a, w, shrinkage=shrinkage)  # noqa: E731
+    else:
+        if source == "semi" and not ((a.control == 0).any() and (a.control == 1).any()):
+            return None
+        clamp = source == "semi"
+        *got, post = ds_fit(a, clamp_controls=clamp, shrinkage=shrinkage)
+        # replicates start from the full-data posteriors (a warm start: the same fixed point, fewer iterations)
+        fit = lambda w: ds_fit(a, w, clamp_controls=clamp, shrinkage=shrinkage, init=post)[:2]  # noqa: E731
+    point = tuple(got)
+    if point_only or not replicates:
+        return point, None
+    gen = np.random.default_rng(rng)
+    reps = []
+    for _ in range(replicates):
+        w = _bootstrap_answers(a, gen) if source == "controls" else _bootstrap_items(a, gen)
+        conf = fit(w)
+        if conf is not None:
+            reps.append(tuple(conf))
+    return point, reps
+
+
+def _bootstrap_answers(a: VerifyAnswers, gen) -> np.ndarray:
+    """Multiplicities of the control answers, resampled within (worker, true class); other answers 0."""
+    w = np.zeros(len(a.item))
+    truth = a.control[a.item]
+    strata = np.where(truth >= 0, a.worker * 2 + truth, -1)
+    for s in np.unique(strata[strata >= 0]):
+        idx = np.flatnonzero(strata == s)
+        w[idx] = np.bincount(gen.integers(0, len(idx), len(idx)), minlength=len(idx))
+    return w
+
+
+def _bootstrap_items(a: VerifyAnswers, gen) -> np.ndarray:
+    """Multiplicities of the items, resampled within controls and non-controls."""
+    w = np.zeros(a.n_items)
+    for sel in (a.control < 0, a.control >= 0):
+        idx = np.flatnonzero(sel)
+        if len(idx):
+            w[idx] = np.bincount(gen.integers(0, len(idx), len(idx)), minlength=len(idx))
+    return w
+
+
+def _logit(p):
+    p = np.clip(p, 1e-9, 1 - 1e-9)
+    return np.log(p) - np.log1p(-p)
+
+
+def shifted_replicates(base_point: tuple, base_reps: list, base_workers: int, point: tuple, n_workers: int) -> list:
+    r"""The stored replicates moved to a new point fit: per worker, on the logit scale,
+    :math:`\operatorname{logit}\hat c^{*}_{b} = \operatorname{logit}\hat c_{new} + (\operatorname{logit}
+    \hat c^{*}_{b,old} - \operatorname{logit}\hat c_{old})`; workers new since the bootstrap get no deviation."""
+    W0 = base_workers
+    out = []
+    base = [_logit(np.asarray(c, float)) for c in base_point]
+    new = [_logit(np.asarray(c, float)) for c in point]
+    for rep in base_reps:
+        conf = []
+        for j in range(2):
+            dev = np.zeros(n_workers)
+            dev[:W0] = _logit(np.asarray(rep[j], float)) - base[j]
+            conf.append(1.0 / (1.0 + np.exp(-(new[j] + dev))))
+        out.append(tuple(conf))
+    return out
+

@@ -1,0 +1,285 @@
+r"""The service's side of the crowd-noise model: verification answers read from the database, the workers'
+confusions fitted on them (memoised, with bootstrap replicates), and the support of :math:`p_0`.
+
+The maths lives in the core: the confusions in :mod:`unpooled.core.annotation.confusion`, the estimator from
+the votes in :mod:`unpooled.core.estimators.noisy`.  Here the answers are read incrementally (they are
+append-only), the confusions refitted when answers arrive, and the replicates kept between batches:
+
+**Between full bootstraps** the point confusions are refitted exactly as a full fit would (the same
+deterministic fit on all answers, so the published point estimates do not depend on the history), but the
+``REPLICATES`` refits are not redone: each stored replicate is moved by the change of the point fit on the
+logit scale (:func:`~unpooled.core.annotation.confusion.shifted_replicates`); workers who joined since then get
+no deviation.  The replicates' spread stands for the confusions' sampling uncertainty, which shrinks as
+:math:`1/n` and barely moves when the answers grow by a few percent.  The full bootstrap is redone (seeded, so
+the same as a cold one) when the counted answers have grown by :data:`REBOOTSTRAP_GROWTH`, when the answers are
+not the stored ones plus new ones (a discounted answer, a re-created corpus), when the source changes (the first
+answered controls), or when none is stored in this process.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from unpooled.core.annotation.confusion import SHRINKAGE, VerifyAnswers, fit_confusions, shifted_replicates
+from unpooled.core.estimators.exhaustive import within_sentence
+from unpooled.core.estimators.noisy import KeyedAnswers
+
+#: where the service takes the confusions from, in order of preference (the first that is available)
+PREFERENCE = ("semi", "dawid-skene")
+#: bootstrap replicates of the confusions behind every published interval
+REPLICATES = 100
+#: a full bootstrap again once the counted answers have grown by this share since the last one
+REBOOTSTRAP_GROWTH = 0.10
+
+
+def verify_answers(corpus, fp: tuple | None = None) -> VerifyAnswers:
+    """The corpus's counted verification answers.  ``fp``: their :func:`_answers_fp`, just read; then the rows
+    are kept in memory and only answers with ids above the held ones are read, if the count adds up (answers are
+    append-only; a discounted answer, or one committed late under a lower id, makes it re-read them all).
+
+    The rows held are kept parsed too (:class:`_Parsed`): appended rows are parsed onto the held parse, which is
+    what parsing all of them in order gives (items, workers and keys are numbered in order of first
+    appearance, so rows appended at the end only add to the end)."""
+    from unpooled.service.annotation.models import Answer, Kind
+
+    qs = Answer.objects.filter(task__corpus=corpus, task__kind=Kind.VERIFY, weight__gt=0).order_by("id")
+    cols = ("task_id", "annotator_id", "correct", "task__key", "task__is_control", "task__control_answer", "id")
+    rows = parsed = None
+    held = _answer_rows.get(corpus.pk) if fp is not None else None
+    if held is not None and held[0] is not None and held[0][:2] == fp[:2]:
+        if held[0] == fp:
+            rows, parsed = held[1], held[2]
+        else:
+            fresh = _answer_rows_between(corpus, held[0][3] or 0, fp[3])
+            if len(held[1]) + len(fresh) == (fp[2] or 0):
+                rows = held[1] + fresh
+                parsed = held[2].extended(fresh)
+    if rows is None:
+        rows = list(qs.values_list(*cols))
+        parsed = _Parsed().extended(rows)
+    if fp is not None:
+        # the fingerprint of what is held, when it is the one read (else the next call reads everything)
+        ok = len(rows) == (fp[2] or 0) and (rows[-1][6] if rows else None) == fp[3]
+        _answer_rows[corpus.pk] = (fp if ok else None, rows, parsed)
+    return parsed.answers()
+
+
+@dataclass
+class _Parsed:
+    """:func:`verify_answers`' parse of answer rows, in row order: items (tasks), workers (annotators) and keys
+    numbered in order of first appearance, and per row its item, worker, answer and ids."""
+
+    items: dict = field(default_factory=dict)     # task id -> item index
+    workers: dict = field(default_factory=dict)   # annotator id -> worker index
+    keys: list = field(default_factory=list)
+    control: list = field(default_factory=list)
+    it: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
+    wk: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
+    yes: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
+    ids: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
+    tasks: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
+    anns: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
+
+    def extended(self, rows) -> "_Parsed":
+        """This parse with ``rows`` appended (a new object: the arrays of earlier answers are not touched)."""
+        items, workers = dict(self.items), dict(self.workers)
+        keys, control = list(self.keys), list(self.control)
+        it, wk, yes = [], [], []
+        for task, ann, correct, key, is_control, truth, _ in rows:
+            i = items.get(task)
+            if i is None:
+                i = items[task] = len(keys)
+                keys.append(key)
+                control.append(int(bool((truth or {}).get("correct"))) if is_control else -1)
+            it.append(i)
+            wk.append(workers.setdefault(ann, len(workers)))
+            yes.append(int(bool(correct)))
+
+        def cat(a, b):
+            return np.concatenate([a, np.array(b, np.int64)])
+
+        return _Parsed(items, workers, keys, control, cat(self.it, it), cat(self.wk, wk), cat(self.yes, yes),
+                       cat(self.ids, [r[6] for r in rows]), cat(self.tasks, [r[0] for r in rows]),
+                       cat(self.anns, [r[1] for r in rows]))
+
+    def answers(self) -> VerifyAnswers:
+        return VerifyAnswers(self.it, self.wk, self.yes, list(self.keys), np.array(self.control, np.int64),
+                             len(self.workers), self.ids, self.tasks, self.anns)
+
+
+#: corpus pk -> (answers' fingerprint or None, the answer rows read, their :class:`_Parsed`)
+_answer_rows: dict = {}
+
+
+def _answer_rows_between(corpus, after: int, upto: int | None) -> list:
+    """:func:`verify_answers`' rows of the counted verification answers of ``corpus`` with ids in ``(after, upto]``
+    (``upto``: the fingerprint's max id), by id.
+
+    Read as the answers in that id range (by primary key, of any corpus), then their tasks (by primary key),
+    keeping those of the corpus: two index lookups whatever the planner believes about the corpus's tasks.
+    (As one join, PostgreSQL walked every verification task of the corpus, 25 ms for 150 new answers
+    among 25,000, whenever its statistics did not know the corpus yet, as right after a bulk load.)
+    """
+    from unpooled.service.annotation.models import Answer, Kind, Task
+
+    if upto is None or upto <= after:
+        return []
+    got = list(Answer.objects.filter(id__gt=after, id__lte=upto, weight__gt=0).order_by("id")
+               .values_list("id", "task_id", "annotator_id", "correct"))
+    ids = sorted({r[1] for r in got})
+    tasks: dict[int, tuple] = {}
+    for i in range(0, len(ids), 500):
+        for task, *rest in (Task.objects.filter(id__in=ids[i:i + 500], corpus=corpus, kind=Kind.VERIFY)
+                            .values_list("id", "key", "is_control", "control_answer")):
+            tasks[task] = tuple(rest)
+    return [(task, ann, correct, *tasks[task], aid) for aid, task, ann, correct in got if task in tasks]
+
+
+def _extends(old: VerifyAnswers, new: VerifyAnswers) -> bool:
+    """``new`` is ``old`` with answers appended (same answers, items and workers first, in the same order)."""
+    n = len(old.item)
+    if old.answer_ids is None or new.answer_ids is None or len(new.item) < n or new.n_items < old.n_items:
+        return False
+    return (np.array_equal(new.answer_ids[:n], old.answer_ids) and np.array_equal(new.task_ids[:n], old.task_ids)
+            and np.array_equal(new.annotator_ids[:n], old.annotator_ids) and np.array_equal(new.yes[:n], old.yes)
+            and np.array_equal(new.control[:old.n_items], old.control))
+
+
+
+def answers_fp(corpus) -> tuple:
+    """Fingerprint of the corpus's counted verification answers: ``(pk, created, count, max id, weight sum)``."""
+    from django.db.models import Count, Max, Sum
+
+    from unpooled.service.annotation.models import Answer, Kind
+
+    a = Answer.objects.filter(task__corpus=corpus, task__kind=Kind.VERIFY, weight__gt=0).aggregate(
+        n=Count("id"), mx=Max("id"), w=Sum("weight"))
+    return corpus.pk, corpus.created, a["n"], a["mx"], a["w"]  # (pk, created): a re-created corpus is another
+
+
+@dataclass
+class Confusions:
+    """The workers' confusions fitted on ``answers``: the point fit and its replicates."""
+
+    answers: VerifyAnswers
+    source: str
+    point: tuple            # (sens, fpr)
+    reps: list              # [(sens, fpr), ...]
+    #: the last full bootstrap the replicates come from: (answers it saw, its point fit, its replicates)
+    base: tuple = field(default=None, repr=False)
+
+
+_memo: dict = {}
+
+
+def confusions(corpus, fp: tuple | None = None, *, replicates: int = REPLICATES) -> Confusions | None:
+    """The corpus's confusions from the first available source of :data:`PREFERENCE` (module docs), memoised
+    on the answers' fingerprint ``fp`` (read when not given); None without answers."""
+    fp = (tuple(fp) if fp is not None else answers_fp(corpus), replicates)
+    got = _memo.get(corpus.pk)
+    if got is not None and got[0] == fp:
+        return got[1]
+    answers = verify_answers(corpus, fp[0])
+    base = got[1].base if got is not None and got[1] is not None else None
+    if base is not None and (fp[0][:2] != got[0][0][:2] or not _extends(base[0], answers)
+                             or len(answers.item) >= (1 + REBOOTSTRAP_GROWTH) * len(base[0].item)):
+        base = None
+    out = None
+    for source in PREFERENCE:
+        if base is not None and base[3] == source:
+            fitted = fit_confusions(answers, source, shrinkage=SHRINKAGE, point_only=True)
+            if fitted is None:
+                continue
+            reps = shifted_replicates(base[1], base[2], base[0].n_workers, fitted[0], answers.n_workers)
+            out = Confusions(answers, source, fitted[0], reps, base)
+            break
+        fitted = fit_confusions(answers, source, replicates=replicates, rng=0, shrinkage=SHRINKAGE)
+        if fitted is None:
+            continue
+        out = Confusions(answers, source, fitted[0], fitted[1] or [], (answers, fitted[0], fitted[1] or [], source))
+        break
+    _memo[corpus.pk] = (fp, out)
+    return out
+
+
+def keyed_answers(corpus, fp: tuple | None = None, *, replicates: int = REPLICATES) -> KeyedAnswers | None:
+    """The corpus's verification answers by instance key (gold controls left out) with the fitted confusions:
+    the core estimator's input (:class:`~unpooled.core.estimators.noisy.KeyedAnswers`); None without answers."""
+    c = confusions(corpus, fp, replicates=replicates)
+    if c is None:
+        return None
+    a = c.answers
+    real = np.asarray(a.control)[a.item] < 0
+    keys = tuple(a.item_keys[i] for i in a.item[real].tolist())
+    sens, fpr = (np.clip(np.asarray(x, float), 1e-9, 1 - 1e-9) for x in c.point)
+    sr = fr = None
+    if len(c.reps) > 1:
+        sr = np.array([r[0] for r in c.reps])
+        fr = np.array([r[1] for r in c.reps])
+    return KeyedAnswers(keys, a.worker[real], a.yes[real].astype(bool), sens, fpr, sr, fr)
+
+
+# --------------------------------------------------------------------------- p0's support
+def sentence_index(corpus) -> dict[str, tuple[list[int], list[int]]]:
+    """``doc_id -> (sentence starts, sentence ends)`` from the database."""
+    from unpooled.service.corpora.models import Sentence
+
+    out: dict[str, tuple[list[int], list[int]]] = {}
+    for d, s, e in (Sentence.objects.filter(document__corpus=corpus).order_by("document_id", "index")
+                    .values_list("document__doc_id", "start", "end")):
+        got = out.setdefault(d, ([], []))
+        got[0].append(s)
+        got[1].append(e)
+    return out
+
+
+_sentence_memo: dict = {}
+_inside_memo: dict = {}
+
+
+def _sentences_key(corpus) -> tuple:
+    return corpus.pk, corpus.created, corpus.n_documents, corpus.n_sentences
+
+
+def sentences(corpus):
+    """:func:`sentence_index`, kept per corpus (sentences do not change after loading)."""
+    key = _sentences_key(corpus)
+    got = _sentence_memo.get(key)
+    if got is None:
+        got = _sentence_memo[key] = sentence_index(corpus)
+    return got
+
+
+def inside(corpus, refs, found: set) -> np.ndarray:
+    """Per instance (an :class:`~unpooled.core.matching.InstanceRef`), whether it is in :math:`p_0`'s support:
+    found by the exhaustive protocol (its key in ``found``) or within one sentence; as
+    :func:`unpooled.core.offline.inside_p0` (memoised per key under the corpus's sentence split)."""
+    skey = _sentences_key(corpus)
+    memo = _inside_memo.get(skey)
+    if memo is None:
+        _inside_memo.clear()
+        memo = _inside_memo[skey] = {}
+    split = None
+    out = np.empty(len(refs), bool)
+    for j, ref in enumerate(refs):
+        if ref.key in found:
+            out[j] = True
+            continue
+        v = memo.get(ref.key)
+        if v is None:
+            if split is None:
+                split = sentences(corpus)
+            v = memo[ref.key] = within_sentence(ref, split)
+        out[j] = v
+    return out
+
+
+def clear_cache() -> None:
+    """Forget the memoised answers, confusions and sentence splits (tests; coverage trials, whose rolled-back
+    rows reappear under the same ids)."""
+    _memo.clear()
+    _answer_rows.clear()
+    _sentence_memo.clear()
+    _inside_memo.clear()

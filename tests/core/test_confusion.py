@@ -1,0 +1,75 @@
+"""Annotators' confusions (core/annotation/confusion.py): semi-supervised Dawid-Skene, pooling, replicates."""
+
+import numpy as np
+import pytest
+
+from unpooled.core.annotation.confusion import (
+    VerifyAnswers, between_worker_variance, ds_confusions, fit_confusions, shifted_replicates, shrunk_rates,
+)
+from unpooled.core.errors import InvalidInputError
+
+
+def _answers(rng, *, n_items=600, n_controls=100, acc=(0.8,) * 5, prevalence=0.8):
+    z = np.r_[(rng.random(n_items) < prevalence).astype(int), np.arange(n_controls) % 2]
+    control = np.r_[np.full(n_items, -1), z[n_items:]]
+    item, worker, yes = [], [], []
+    for i in range(n_items + n_controls):
+        for w in rng.choice(len(acc), size=3, replace=False):
+            item.append(i)
+            worker.append(w)
+            yes.append(int(z[i] if rng.random() < acc[w] else 1 - z[i]))
+    return VerifyAnswers(np.array(item), np.array(worker), np.array(yes),
+                         [f"k{i}" for i in range(n_items + n_controls)], control, len(acc))
+
+
+def test_semi_supervised_confusions_and_empirical_bayes_pooling():
+    a = _answers(np.random.default_rng(1))
+    sens, fpr = ds_confusions(a, clamp_controls=True)
+    # five workers of equal accuracy: no measurable spread, so empirical Bayes pools them
+    assert np.ptp(sens) < 1e-3 and np.ptp(fpr) < 1e-3
+    assert sens.mean() == pytest.approx(0.8, abs=0.04) and fpr.mean() == pytest.approx(0.2, abs=0.04)
+    # a spammer (answers at random) is not pooled with the others
+    assert between_worker_variance(np.array([80.0, 81, 79, 80, 50]), np.full(5, 100.0)) > 0.01
+    assert between_worker_variance(np.array([80.0, 81, 79, 80, 80]), np.full(5, 100.0)) == 0.0
+
+
+def test_a_poor_worker_keeps_its_own_rates():
+    a = _answers(np.random.default_rng(2), acc=(0.9, 0.9, 0.9, 0.9, 0.55))
+    sens, fpr = ds_confusions(a, clamp_controls=True)
+    assert sens[4] - fpr[4] < 0.35 < (sens[:4] - fpr[:4]).min()
+
+
+def test_shrunk_rates_hand_case():
+    # tau = 2 answers towards the pooled rate (9 + 1 + 0.01) / (20 + 0.02)
+    got = shrunk_rates(np.array([9.0, 1.0]), np.array([10.0, 10.0]), 2.0)
+    pooled = 10.01 / 20.02
+    assert got == pytest.approx([(9.01 + 2 * pooled) / 12.02, (1.01 + 2 * pooled) / 12.02])
+
+
+def test_replicates_spread_shrinks_with_more_answers():
+    spreads = []
+    for n in (300, 2400):
+        a = _answers(np.random.default_rng(3), n_items=n, n_controls=n // 6)
+        point, reps = fit_confusions(a, "semi", replicates=40, rng=0)
+        sens = np.array([r[0] for r in reps])
+        spreads.append(sens.mean(1).std())
+        assert len(reps) == 40 and point[0].shape == (5,)
+    assert spreads[1] < 0.6 * spreads[0]
+
+
+def test_sources_need_their_data():
+    a = _answers(np.random.default_rng(4), n_controls=0)
+    assert fit_confusions(a, "semi") is None and fit_confusions(a, "controls") is None
+    assert fit_confusions(a, "dawid-skene") is not None
+    with pytest.raises(InvalidInputError, match="source: expected one of"):
+        fit_confusions(a, "majority")
+
+
+def test_shifted_replicates_move_with_the_point_fit():
+    base = (np.array([0.8, 0.7]), np.array([0.2, 0.1]))
+    reps = [(np.array([0.82, 0.68]), np.array([0.21, 0.12]))]
+    same = shifted_replicates(base, reps, 2, base, 2)
+    np.testing.assert_allclose(same[0][0], reps[0][0])
+    new = (np.array([0.8, 0.7, 0.9]), np.array([0.2, 0.1, 0.05]))
+    moved = shifted_replicates(base, reps, 2, new, 3)
+    assert moved[0][0][2] == pytest.approx(0.9) and moved[0][1][2] == pytest.approx(0.05)  # a new worker: no deviation
