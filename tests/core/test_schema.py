@@ -412,3 +412,18 @@ def test_alias_with_non_string_target_is_a_schema_error():
 def test_non_boolean_flags_are_rejected():
     with pytest.raises(SchemaError, match="symmetric"):
         Schema.from_dict(_with(_rel(2, symmetric="false")))
+
+
+def test_canonical_arguments_swap_inverses_and_order_symmetric_relations():
+    """One fact, one instance key however it was annotated (the three service readers share this)."""
+    from unpooled.core.schema import load_schema
+
+    schema = load_schema("tac-kbp")
+    a, b = {"start": 10, "end": 15}, {"start": 0, "end": 5}
+    sym = next(n for n, r in schema.relations.items() if r.symmetric and r.inverse_of is None)
+    assert schema.canonical_arguments(sym, a, b) == (sym, b, a)
+    assert schema.canonical_arguments(sym, b, a) == (sym, b, a)
+    inv = next(r for r in schema.relations.values() if r.inverse_of is not None)
+    assert schema.canonical_arguments(inv.name, a, b) == (inv.inverse_of, b, a)
+    plain = next(n for n, r in schema.relations.items() if not r.symmetric and r.inverse_of is None)
+    assert schema.canonical_arguments(plain, a, b) == (plain, a, b)

@@ -119,7 +119,7 @@ def test_gold_made_submission_scores_one_and_matches_the_exhaustive_protocol(sha
     assert sorted(t.key for t in truth) == sorted(g.key for g in gold)
 
 
-def test_truth_beside_the_estimates_end_to_end(shared_data, tmp_path, capsys):
+def test_truth_beside_the_estimates_end_to_end(shared_data, tmp_path, capsys, client):
     """The demo's pipeline on a Re-DocRED subset: truth columns, Score.details, and the truth inside
     the 90% intervals (fixed seeds; the count is printed)."""
     from unpooled.cli.main import main
@@ -141,6 +141,15 @@ def test_truth_beside_the_estimates_end_to_end(shared_data, tmp_path, capsys):
         assert {"p_true", "r_true", "f1_true"} <= set(r)
         s = Score.objects.filter(submission_id=r["submission"]).first()
         assert s.details["truth"]["p"] == pytest.approx(r["p_true"])
+        # the scores come from the votes: the labelled-sample figures, the crowd's rates and the variance by source
+        # are kept beside them, and the submission page shows them
+        smp, rates = s.details["sample"], s.details["crowd_rates"]
+        assert all(0 <= smp[k] <= 1 for k in ("p", "r", "f1")) and 0.5 < rates["sens"] < 1 and 0 < rates["fpr"] < 0.5
+        assert set(s.details["variance"]) == {"design", "votes", "rates"}
+        assert s.p_lo <= s.p <= s.p_hi and 0 <= s.p_lo and s.p_hi <= 1
+        html = client.get(f"/submissions/{r['submission']}/").content.decode()
+        assert "labelled sample, majority labels taken as certain: P " + f"{smp['p']:.3f}" in html
+        assert "mean sensitivity" in html
     k, n = out["truth_inside"]
     with capsys.disabled():
         print(f"\ntruth inside the 90% interval: {k} of {n}; " + "; ".join(

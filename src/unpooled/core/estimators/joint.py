@@ -543,10 +543,11 @@ def _estimate_noisy(d: Design, W: np.ndarray, level: float, *, simple: bool, vot
     # interval's (near 0 and 1 split votes pull the estimate inwards, and the likelihood's shape reaches the bound
     # where a symmetric interval would stop short: a perfect system estimated at 0.994 had [0.960, 0.999])
     Mc_, lam_, Jc_ = est["_p_fit"]
-    plo, phi = profile_interval(Mc_, lam_, p, Jc_, var["p"], level)
     wlo, whi = wilson(p, var["p"], level, nfb_p)
     high = p >= 0.5
-    p_ci = (np.where(high, wlo, np.minimum(wlo, plo)), np.where(high, np.maximum(whi, phi), whi))
+    side = np.where(high, np.where(whi < 1, 1, 0), np.where(wlo > 0, -1, 0))
+    plo, phi = profile_interval(Mc_, lam_, p, Jc_, var["p"], level, side=side)
+    p_ci = (np.minimum(wlo, plo), np.maximum(whi, phi))
     r_ci = wilson(r, var["r"], level, np.full(m, n0))
     f_ci = wilson(f1, var["f1"], level, np.minimum(nfb_p, n0))
     out = Scores(p, r, f1, np.sqrt(var["p"]), np.sqrt(var["r"]), np.sqrt(var["f1"]), p_ci, r_ci, f_ci, t.ess,

@@ -318,7 +318,7 @@ def _loglik_terms(lam, rho):
         return np.where(lam > 0, np.log(rho + (1.0 - rho) * e), np.log(1.0 - rho + rho * e))
 
 
-def profile_interval(M, lam, rho, J, var, confidence: float, *, iters: int = 40):
+def profile_interval(M, lam, rho, J, var, confidence: float, *, side=None, iters: int = 40):
     r"""Per row, the likelihood-ratio interval of :func:`prevalence`'s :math:`\hat\rho`, calibrated by its
     variance: :math:`\{\rho : 2(\ell(\hat\rho) - \ell(\rho)) \le z^2\,J\,\widehat{\mathrm{Var}}(\hat\rho)\}`.
 
@@ -326,7 +326,9 @@ def profile_interval(M, lam, rho, J, var, confidence: float, *, iters: int = 40)
     scaling the statistic by :math:`1/(J\widehat{\mathrm{Var}})` (the sandwich variance, with the votes' and the
     confusions' parts) makes it a Wald statistic near :math:`\hat\rho` while keeping the likelihood's shape near
     0 and 1: an estimate of 0.994 whose evidence against 1 is two items' split votes reaches 1, where a
-    symmetric interval would not.  Rows with ``var`` 0 or undefined give ``(rho, rho)``.
+    symmetric interval would not.  Rows with ``var`` 0 or undefined give ``(rho, rho)``.  ``side``: per row,
+    +1 for the upper bound only, -1 for the lower only, 0 for neither (the other bound is then ``rho``);
+    default both.
     """
     from scipy.stats import norm
 
@@ -334,26 +336,27 @@ def profile_interval(M, lam, rho, J, var, confidence: float, *, iters: int = 40)
     m = M.shape[0]
     z2 = norm.ppf(0.5 + confidence / 2) ** 2
     rho = np.asarray(rho, float)
+    side = np.full(m, 2) if side is None else np.asarray(side)
     lo, hi = rho.copy(), rho.copy()
-    rows, cols = np.nonzero(M > 0)
+    ok = np.isfinite(rho) & (np.asarray(var) > 0) & (np.asarray(J) > 0) & (side != 0)
+    rows, cols = np.nonzero((M > 0) & ok[:, None])
     if not len(rows):
         return lo, hi
     w = M[rows, cols]
     lr = lam[cols]
-    ok = np.isfinite(rho) & (np.asarray(var) > 0) & (np.asarray(J) > 0)
     thr = np.where(ok, z2 * np.asarray(J) * np.asarray(var), 0.0)
+    r0 = np.nan_to_num(rho)
 
     def ll(r):  # per row: sum of w * log-lik terms at r (m,)
         return np.bincount(rows, weights=w * _loglik_terms(lr, r[rows]), minlength=m)
 
-    top = ll(np.nan_to_num(rho))
+    top = ll(r0)
 
-    def bound(edge):
+    def bound(edge, want):
         at = np.full(m, float(edge))
-        stat = 2 * (top - ll(at))
-        out = np.where(stat <= thr, at, np.nan)
-        a, b = np.nan_to_num(rho), at.copy()  # stat(a) = 0 <= thr < stat(b)
-        todo = ok & np.isnan(out)
+        reach = 2 * (top - ll(at)) <= thr
+        a, b = r0.copy(), at.copy()  # stat(a) = 0 <= thr < stat(b)
+        todo = want & ~reach
         for _ in range(iters):
             if not todo.any():
                 break
@@ -361,10 +364,10 @@ def profile_interval(M, lam, rho, J, var, confidence: float, *, iters: int = 40)
             inside = 2 * (top - ll(mid)) <= thr
             a = np.where(todo & inside, mid, a)
             b = np.where(todo & ~inside, mid, b)
-        return np.where(np.isnan(out), a, out)
+        return np.where(want, np.where(reach, at, a), r0)
 
-    lo = np.where(ok, bound(0.0), rho)
-    hi = np.where(ok, bound(1.0), rho)
+    lo = np.where(ok & (side != 1), bound(0.0, ok & (side != 1)), rho)
+    hi = np.where(ok & (side != -1), bound(1.0, ok & (side != -1)), rho)
     return lo, hi
 
 
@@ -451,30 +454,52 @@ def _class_var(z, p1, p0, post):
     return post * v1 + (1 - post) * v0
 
 
-def _vote_var(pat: _Patterns, m: int, rows, cols, funcs, post, weight, *, dense=None, lam=None, R=None):
-    r"""Per target: :math:`\sum_u R_{iu}\,\mathrm{Var}_v(z_{iu}(v))`, :math:`z_{iu} = \sum_k \gamma_{k,iu}
-    \kappa(\lambda(v), \rho_{k,i})`.
+def _vote_var(pat: _Patterns, m: int, rows, cols, gp, rho_p, ga, rho_a, post_p, post_b, weight, *, dense=None,
+              lam=None, R=None):
+    r"""The votes' variance of precision and of :math:`\hat\nu` (and their covariance), per target.
 
-    The pairs ``(rows, cols)`` (target, item) carry ``funcs`` (``(gamma, rho)`` per pair), ``post`` and ``weight``
-    (:math:`R_{iu}`).  ``dense = (b, dvec, rho_d)`` adds :math:`\gamma_{iu} = b_i d_u` on every item: on the pairs
-    with the others, and on every other item through one vector per distinct :math:`\rho_d` (with the balance
-    heuristic, one for all targets), so the work is the pairs', not targets x items.
+    With :math:`z^P_{iu}(v) = \gamma^P_{iu}\kappa(\lambda(v), \hat\pi_i)` and
+    :math:`z^\nu_{iu}(v) = \gamma^A_{iu}\kappa(\lambda(v), \hat\rho_{A,i}) + b_i p_0(u)\kappa(\lambda(v), \hat\rho_{B,i})`,
+    returns :math:`\sum_u R_{iu}\mathrm{Var}_v(z^P)` (mixed by ``post_p``), the same mixed by ``post_b``,
+    :math:`\sum_u R_{iu}\mathrm{Var}_v(z^\nu)` and :math:`\sum_u R_{iu}\mathrm{Cov}_v(z^P, z^\nu)` (by ``post_b``).
+    The pairs ``(rows, cols)`` (target, item) are where the target's own functionals weigh the item; the term
+    :math:`b_i p_0(u)` weighs every item, and off the pairs it is summed through one vector per distinct
+    :math:`\hat\rho_B` (with the balance heuristic one for all targets): the work is the pairs', not
+    targets x items.  ``dense`` = ``(b, p0, rho_b)``; None: no recall part.
     """
-    out = np.zeros(m)
+    vp, vpb, vn, cv = (np.zeros(m) for _ in range(4))
+
+    def moments(z, q):
+        z = np.nan_to_num(z, nan=0.0, posinf=0.0, neginf=0.0)
+        return z, (z * q).sum(-1)
+
     for g, (lv, p1, p0) in enumerate(pat.groups):
         sel = np.flatnonzero(pat.grp[cols] == g)
         if not len(sel):
             continue
         r_, c_ = rows[sel], cols[sel]
         li = lv[pat.pos[c_]]
-        z = np.zeros(li.shape)
-        for gam, rho in funcs:
-            z += gam[sel, None] * kappa(li, rho[sel, None])
-        if dense is not None:
-            b, dvec, rho_d = dense
-            z += (b[r_] * dvec[c_])[:, None] * kappa(li, rho_d[r_][:, None])
-        val = weight[sel] * _class_var(z, p1[pat.pos[c_]], p0[pat.pos[c_]], post[sel])
-        out += np.bincount(r_, weights=val, minlength=m)
+        q1, q0 = p1[pat.pos[c_]], p0[pat.pos[c_]]
+        zp = np.nan_to_num(gp[sel, None] * kappa(li, rho_p[sel, None]), nan=0.0, posinf=0.0, neginf=0.0)
+        e1p, e0p = (zp * q1).sum(-1), (zp * q0).sum(-1)
+        v1p = np.maximum((zp * zp * q1).sum(-1) - e1p ** 2, 0.0)
+        v0p = np.maximum((zp * zp * q0).sum(-1) - e0p ** 2, 0.0)
+        w = weight[sel]
+        vp += np.bincount(r_, weights=w * (post_p[sel] * v1p + (1 - post_p[sel]) * v0p), minlength=m)
+        pb = post_b[sel]
+        vpb += np.bincount(r_, weights=w * (pb * v1p + (1 - pb) * v0p), minlength=m)
+        if dense is None:
+            continue
+        b, dvec, rho_d = dense
+        zn = ga[sel, None] * kappa(li, rho_a[sel, None]) + (b[r_] * dvec[c_])[:, None] * kappa(li, rho_d[r_][:, None])
+        zn = np.nan_to_num(zn, nan=0.0, posinf=0.0, neginf=0.0)
+        e1n, e0n = (zn * q1).sum(-1), (zn * q0).sum(-1)
+        v1n = np.maximum((zn * zn * q1).sum(-1) - e1n ** 2, 0.0)
+        v0n = np.maximum((zn * zn * q0).sum(-1) - e0n ** 2, 0.0)
+        c1 = (zp * zn * q1).sum(-1) - e1p * e1n
+        c0 = (zp * zn * q0).sum(-1) - e0p * e0n
+        vn += np.bincount(r_, weights=w * (pb * v1n + (1 - pb) * v0n), minlength=m)
+        cv += np.bincount(r_, weights=w * (pb * c1 + (1 - pb) * c0), minlength=m)
     if dense is not None:
         b, dvec, rho_d = dense
         K = len(dvec)
@@ -492,7 +517,25 @@ def _vote_var(pat: _Patterns, m: int, rows, cols, funcs, post, weight, *, dense=
             full = R[tg] @ vec
             mine = np.isin(rows, tg)
             part = np.bincount(rows[mine], weights=weight[mine] * vec[cols[mine]], minlength=m)[tg]
-            out[tg] += b[tg] ** 2 * np.maximum(full - part, 0.0)
+            vn[tg] += b[tg] ** 2 * np.maximum(full - part, 0.0)
+    return vp, vpb, vn, cv
+
+
+def _kappa_where(X: np.ndarray, lam_s: np.ndarray, rho: np.ndarray) -> np.ndarray:
+    """``(m, S)``: :func:`kappa` of each draw at each row's ``rho`` where ``X`` is non-zero, else 0 (infinite
+    values 0 too); rows sharing one ``rho`` and one support are computed once."""
+    m = X.shape[0]
+    out = np.zeros(X.shape)
+    keys = np.round(rho, 12)
+    uniq = np.unique(keys)
+    if len(uniq) < m:  # e.g. recall's denominator under the balance heuristic: one proposal for all
+        for val in uniq:
+            tg = np.flatnonzero(keys == val)
+            k = np.nan_to_num(kappa(lam_s, val), posinf=0.0, neginf=0.0)
+            out[tg] = np.where(X[tg] != 0, k[None, :], 0.0)
+        return out
+    rows, cols = np.nonzero(X)
+    out[rows, cols] = np.nan_to_num(kappa(lam_s[cols], rho[rows]), posinf=0.0, neginf=0.0)
     return out
 
 
@@ -564,10 +607,10 @@ def noisy_estimates(d, t, W: np.ndarray, votes: CrowdVotes, *, simple: bool = Fa
 
     # 1. the draws: influence values per draw
     lam_s = lam[inv]
-    kc = np.nan_to_num(kappa(lam_s[None, :], p[:, None]), posinf=0.0, neginf=0.0)
+    kc = _kappa_where(Cw, lam_s, p)
     uP = Cw * kc * safe_div(np.ones(m), Jc)[:, None]
-    ka = np.nan_to_num(kappa(lam_s[None, :], np.nan_to_num(rho_a)[:, None]), posinf=0.0, neginf=0.0)
-    kb = np.nan_to_num(kappa(lam_s[None, :], np.nan_to_num(rho_b)[:, None]), posinf=0.0, neginf=0.0)
+    ka = _kappa_where(Aw, lam_s, np.nan_to_num(rho_a))
+    kb = _kappa_where(Bw, lam_s, np.nan_to_num(rho_b))
     dA = Aw * (np.nan_to_num(rho_a)[:, None] + (sa * safe_div(np.ones(m), Ja))[:, None] * ka)
     dB = Bw * (np.nan_to_num(rho_b)[:, None] + (sb * safe_div(np.ones(m), Jb))[:, None] * kb)
     uN = (dA - nu[:, None] * dB) * safe_div(np.ones(m), Bhat)[:, None]
@@ -596,20 +639,21 @@ def noisy_estimates(d, t, W: np.ndarray, votes: CrowdVotes, *, simple: bool = Fa
     wpair = R[rows, cols]
     gp = gam_p[rows, cols]
     post_p = posterior(lam[cols], p[rows])
-    var_v = {"p": _vote_var(pat, m, rows, cols, [(gp, p[rows])], post_p, wpair)}
+    post_b = posterior(lam[cols], rho_b0[rows])
+    dense = None
+    if not simple:
+        bfac = -(nu * sb * safe_div(np.ones(m), Jb)) * safe_div(np.ones(m), Bhat)
+        dense = (bfac, d.p0[codes], rho_b0)
+    vp, vpb, vn, cv = _vote_var(pat, m, rows, cols, gp, p[rows], gam_a[rows, cols], rho_a0[rows], post_p, post_b,
+                                wpair, dense=dense, lam=lam, R=R)
+    var_v = {"p": vp}
     if simple:
         var_nu_v = np.zeros(m)
-        var_v["f1"] = dP ** 2 * var_v["p"]
+        var_v["f1"] = dP ** 2 * vp
     else:
-        ga = gam_a[rows, cols]
-        post_b = posterior(lam[cols], rho_b0[rows])
-        bfac = -(nu * sb * safe_div(np.ones(m), Jb)) * safe_div(np.ones(m), Bhat)
-        p0v = d.p0[codes]
-        var_nu_v = _vote_var(pat, m, rows, cols, [(ga, rho_a0[rows])], post_b, wpair,
-                             dense=(bfac, p0v, rho_b0), lam=lam, R=R)
+        var_nu_v = vn
         fa = dR * theta
-        var_v["f1"] = _vote_var(pat, m, rows, cols, [(dP[rows] * gp, p[rows]), (fa[rows] * ga, rho_a0[rows])],
-                                post_b, wpair, dense=(fa * bfac, p0v, rho_b0), lam=lam, R=R)
+        var_v["f1"] = np.maximum(dP ** 2 * vpb + 2 * dP * fa * cv + fa ** 2 * vn, 0.0)
     var_v["r"] = theta ** 2 * var_nu_v
 
     # 3. the confusions: delta method over their replicates

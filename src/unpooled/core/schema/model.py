@@ -113,6 +113,19 @@ class Schema:
             return rel.name, False
         return rel.inverse_of, True
 
+    def canonical_arguments(self, predicate: str, a, b):
+        """``(canonical predicate, subject, object)`` of a relation ``predicate(a, b)`` between two mentions
+        (mappings with ``start`` and ``end``): an inverse predicate exchanges them, and a symmetric relation's
+        arguments are put in :func:`unpooled.core.kb.model.canonical_instance`'s order (the earlier span first),
+        so one fact has one instance key however it was annotated.  Raises ``KeyError`` for an unknown predicate.
+        """
+        canon, inverted = self.canonical_of(predicate)
+        s, o = (b, a) if inverted else (a, b)
+        rel = self.relations.get(canon)
+        if not inverted and rel is not None and rel.symmetric and (o["start"], o["end"]) < (s["start"], s["end"]):
+            s, o = o, s
+        return canon, s, o
+
     def inverses(self, canonical: str) -> list[RelationType]:
         """The non-canonical relations whose canonical form is ``canonical``."""
         return [r for r in self.relations.values() if r.inverse_of == canonical]

@@ -131,11 +131,8 @@ def _iso(t: datetime | None) -> str | None:
 def _canonical(schema, ms: list[dict], a: int, pred: str, b: int) -> tuple[int, str, int]:
     """Mention indices and predicate in canonical direction (inverse relations swapped; the arguments of
     a symmetric relation ordered by span, as :func:`unpooled.core.kb.model.canonical_instance` does)."""
-    canon, swap = schema.canonical_of(pred)
-    rel = schema.relations.get(canon)
-    if not swap and rel is not None and rel.symmetric:
-        swap = (ms[b]["start"], ms[b]["end"]) < (ms[a]["start"], ms[a]["end"])
-    return (b, canon, a) if swap else (a, canon, b)
+    canon, s, _ = schema.canonical_arguments(pred, ms[a], ms[b])
+    return (a, canon, b) if s is ms[a] else (b, canon, a)
 
 
 def export_release(corpus, out_dir: str | Path, *, licence: str = DEFAULT_LICENCE, now: datetime | None = None,

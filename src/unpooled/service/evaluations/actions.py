@@ -69,10 +69,7 @@ def exhaustive_truth(corpus: Corpus) -> tuple[list[TrueInstance], int]:
         ms = task.payload.get("mentions", [])
         seen = set()
         for a, pred, b in task.result.get("relations", []):
-            canon, inverted = schema.canonical_of(pred)
-            s, o = (ms[b], ms[a]) if inverted else (ms[a], ms[b])
-            if not inverted and schema.relations[canon].symmetric and (o["start"], o["end"]) < (s["start"], s["end"]):
-                s, o = o, s  # as core.kb.model.canonical_instance orders a symmetric relation's arguments
+            canon, s, o = schema.canonical_arguments(pred, ms[a], ms[b])
             ref = InstanceRef(task.document.doc_id, s["start"], s["end"], canon, o["start"], o["end"])
             if ref.key in seen:
                 continue

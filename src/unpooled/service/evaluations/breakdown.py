@@ -104,10 +104,9 @@ def truth_types(corpus: Corpus) -> dict[str, tuple[str, str]]:
         ms = (payload or {}).get("mentions", [])
         for a, pred, b in (result or {}).get("relations", []):
             try:
-                canon, inverted = schema.canonical_of(pred)
+                canon, s, o = schema.canonical_arguments(pred, ms[a], ms[b])
             except KeyError:
                 continue
-            s, o = (ms[b], ms[a]) if inverted else (ms[a], ms[b])
             key = InstanceRef(doc_id, s["start"], s["end"], canon, o["start"], o["end"]).key
             out.setdefault(key, (s.get("type") or UNTYPED, o.get("type") or UNTYPED))
     return out

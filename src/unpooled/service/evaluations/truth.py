@@ -158,11 +158,7 @@ def protocol_gold(corpus, *, documents=None, oracle=None) -> list[InstanceRef]:
         labels = {str(i): oracle.pair_labels(pk, mentions, pair) for i, pair in enumerate(pairs)}
         seen = set()
         for a, pred, b in fmt.relation_triples(mentions, pairs, labels):
-            canon, inverted = schema.canonical_of(pred)
-            s, o = (mentions[b], mentions[a]) if inverted else (mentions[a], mentions[b])
-            rel = schema.relations.get(canon)
-            if not inverted and rel is not None and rel.symmetric and (o["start"], o["end"]) < (s["start"], s["end"]):
-                s, o = o, s  # a symmetric relation's arguments in canonical_instance's order
+            canon, s, o = schema.canonical_arguments(pred, mentions[a], mentions[b])
             ref = InstanceRef(doc_id, s["start"], s["end"], canon, o["start"], o["end"])
             if ref.key not in seen:
                 seen.add(ref.key)
