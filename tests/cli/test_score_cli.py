@@ -129,3 +129,58 @@ def test_duplicate_warnings_go_to_stderr(capsys, args):
 
 def test_levels_match_the_core():
     assert score_cmd.LEVELS == LEVELS
+
+
+def _answers_file(tmp_path, rows):
+    return write_jsonl(tmp_path / "A.answers.jsonl", rows)
+
+
+def test_answers_give_the_estimates_from_the_votes(capsys, args, tmp_path):
+    """--answers: the labelled keys' answers (and gold controls) -> scores from the votes, in [0, 1] and inside
+    their intervals, with the labelled-sample figures and the fitted rates beside them."""
+    labels = [json.loads(line) for line in open(args[2])]
+    keys = {}
+    for lab in labels:
+        key = lab.get("key") or score_cmd_key(lab)
+        keys[key] = lab["label"]
+    rows, t = [], 0
+    for key, label in keys.items():
+        t += 1
+        for w, agree in (("w1", True), ("w2", True), ("w3", t % 3 != 0)):
+            rows.append({"kind": "verify", "task": t, "annotator": w, "key": key,
+                         "correct": bool(label) if agree else not bool(label)})
+    for c in range(12):  # gold controls of both classes
+        for w, agree in (("w1", True), ("w2", c % 4 != 0), ("w3", c % 3 != 0)):
+            rows.append({"kind": "verify", "task": f"c{c}", "annotator": w, "control": True,
+                         "gold": {"correct": c % 2 == 0}, "correct": (c % 2 == 0) if agree else (c % 2 != 0)})
+    rows.append({"kind": "entities", "task": 99, "annotator": "w1", "value": {}})  # other kinds are passed over
+    path = _answers_file(tmp_path, rows)
+    code, out, err = run(capsys, *args, "--answers", path, "--replicates", "20", "--json")
+    assert code == Exit.OK, out + err
+    got = json.loads(out)
+    for r in got:
+        for k in ("p", "r", "f1"):
+            assert 0 <= r[f"{k}_lo"] <= r[k] <= r[f"{k}_hi"] <= 1
+        assert set(r["sample"]) == {"p", "r", "f1"} and r["crowd_rates"]["source"] == "semi"
+    code, out, _ = run(capsys, *args, "--answers", path, "--replicates", "20")
+    assert code == Exit.OK and "from the votes: annotators' error rates by semi" in out
+
+
+def score_cmd_key(lab):
+    from unpooled.core.diagnostics import Report
+    from unpooled.core.offline import _ref_or_key
+
+    return _ref_or_key(lab, Report(path="x"), 1, "")[1]
+
+
+def test_answers_file_problems_are_located(capsys, args, tmp_path):
+    path = _answers_file(tmp_path, [
+        {"task": 1, "annotator": "w1", "key": "D1\t0-5\tp\t10-15", "correct": "yes"},
+        {"task": 2, "annotator": "w1", "correct": True},
+        {"task": 3, "annotator": "w1", "control": True, "correct": True},
+    ])
+    code, out, _ = run(capsys, *args, "--answers", path)
+    assert code == Exit.FINDINGS
+    assert ":1:" in out and "'correct' must be true or false" in out
+    assert ":2:" in out and "'key' (the instance answered about)" in out
+    assert ":3:" in out and "gold control's 'gold'" in out

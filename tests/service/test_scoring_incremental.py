@@ -166,3 +166,36 @@ def test_incremental_rescoring_equals_from_scratch(world, monkeypatch):
     got = _same(corpus)
     assert scoring._pools[(scoring._ckey(corpus), "overlap")] is not pool
     assert "copycat/run-1" not in got.result.systems
+
+
+def test_published_scores_are_the_cores_on_the_released_answers(world, tmp_path):
+    """What the service publishes is what the core computes offline from the released answers: the scores of a
+    cold re-scoring equal unpooled.core.offline.score on offline_data with the answers read back from the
+    release's answers.jsonl (the same fit of the error rates, the same estimator)."""
+    import math
+
+    from unpooled.core.annotation.confusion import fit_preferred, keyed_answers
+    from unpooled.core.offline import read_answers
+    from unpooled.core.offline import score as offline_score
+    from unpooled.service.annotation.release import export_release
+    from unpooled.service.evaluations import actions
+
+    corpus, *_ = world
+    scoring.clear_cache()
+    rates.clear_cache()
+    stored = {s.submission_id: s for s in score_corpus(corpus)}
+    export_release(corpus, tmp_path / "release")
+    answers, rep = read_answers(tmp_path / "release" / "answers.jsonl")
+    assert rep.ok and len(answers.item) > 0
+    source, point, reps = fit_preferred(answers)
+    data, by_name, docs = actions.offline_data(corpus)
+    res = offline_score(data, level="instance", estimator="joint", weights="balance", match="overlap",
+                        corrected_labels=True, documents=docs or None, sentences=rates.sentences(corpus),
+                        votes=keyed_answers(answers, point, reps))
+    assert res.scores.raw is not None
+    for row in res.rows:
+        s = stored[by_name[row.system].pk]
+        for k in ("p", "p_lo", "p_hi", "r", "r_lo", "r_hi", "f1", "f1_lo", "f1_hi"):
+            want = getattr(row, k)
+            assert getattr(s, k) == pytest.approx(min(1.0, max(0.0, want)), abs=1e-12), (row.system, k)
+            assert not math.isnan(want)

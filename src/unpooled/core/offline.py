@@ -456,6 +456,83 @@ def read_exhaustive(path: str | Path, *, limits: Limits = Limits()) -> tuple[lis
     return out, rep
 
 
+def read_answers(path: str | Path, *, limits: Limits = Limits()):
+    """Read verification answers, one a line, as a dataset release's ``answers.jsonl`` holds them.
+
+    A line: ``task`` (the item answered: a number or string), ``annotator`` (who answered), ``correct`` (the
+    answer says the instance is correct), ``key`` (the instance; not needed for a gold ``control``, whose
+    ``gold.correct`` is its known answer); optional ``kind`` (lines of another kind than ``verify`` are passed
+    over) and ``counted`` (false: passed over, as the service does).  Items and annotators are numbered in
+    order of first appearance (the service's order when the file lists answers by id).
+
+    Returns ``(VerifyAnswers, Report)``.
+    """
+    from .annotation.confusion import VerifyAnswers
+
+    path = Path(path)
+    if not path.is_file():
+        raise LocatedError(str(path), 0, "no such file (the answers file)")
+    rep = Report(path=str(path))
+    items: dict = {}
+    workers: dict = {}
+    keys: list = []
+    control: list = []
+    it, wk, yes = [], [], []
+    n_lines = 0
+    for lineno, line in read_lines(path, rep, limits=limits):
+        n_lines = lineno
+        if not line.strip():
+            continue
+        obj = _json_line(rep, lineno, line)
+        if obj is None:
+            continue
+        if obj.get("kind", "verify") != "verify" or obj.get("counted", True) is False:
+            continue
+        task, ann, correct = obj.get("task"), obj.get("annotator"), obj.get("correct")
+        if not isinstance(task, (int, str)) or isinstance(task, bool) or task == "":
+            rep.add(lineno, "UP107", f"'task' (the item answered) must be a number or a non-empty string, got "
+                                     f"{task!r}", field="task", text=line)
+            continue
+        if not isinstance(ann, (int, str)) or isinstance(ann, bool) or ann == "":
+            rep.add(lineno, "UP107", f"'annotator' must be a number or a non-empty string, got {ann!r}",
+                    field="annotator", text=line)
+            continue
+        if not isinstance(correct, bool):
+            rep.add(lineno, "UP107", f"'correct' must be true or false, got {correct!r}", field="correct", text=line)
+            continue
+        is_control = obj.get("control", False) is True
+        if is_control:
+            gold = obj.get("gold")
+            truth = gold.get("correct") if isinstance(gold, dict) else None
+            if not isinstance(truth, bool):
+                rep.add(lineno, "UP107", "a gold control's 'gold' must hold its known answer {\"correct\": true|false}",
+                        field="gold", text=line)
+                continue
+            key, cls = f"control:{task}", int(truth)
+        else:
+            key = obj.get("key")
+            if not isinstance(key, str) or not key:
+                rep.add(lineno, "UP107", "'key' (the instance answered about) must be a non-empty string",
+                        field="key", text=line)
+                continue
+            cls = -1
+        i = items.get(task)
+        if i is None:
+            i = items[task] = len(keys)
+            keys.append(key)
+            control.append(cls)
+        elif keys[i] != key:
+            rep.add(lineno, "UP107", f"task {task!r} was about {keys[i]!r} on an earlier line, here {key!r}",
+                    field="key", text=line)
+            continue
+        it.append(i)
+        wk.append(workers.setdefault(ann, len(workers)))
+        yes.append(int(correct))
+    rep.counts.update(lines=n_lines, answers=len(it), items=len(keys), annotators=len(workers))
+    return VerifyAnswers(np.array(it, np.int64), np.array(wk, np.int64), np.array(yes, np.int64), keys,
+                         np.array(control, np.int64), len(workers)), rep
+
+
 def read_sentences(corpus: str | Path, fmt: str | None = None, *, docs=None) -> dict[str, tuple[list, list]]:
     """The sentence split of a corpus file or folder: ``doc id -> (sentence starts, sentence ends)``.
 
@@ -754,6 +831,7 @@ def score_files(labels: str | Path, submissions: str | Path, exhaustive: str | P
 
 __all__ = [
     "MATCHES", "InputFindings", "LabelledDraw", "OfflineData", "OfflineResult", "Submission", "SystemScore",
-    "TrueInstance", "build_design", "inside_p0", "load", "read_exhaustive", "read_labels", "read_sentences",
+    "TrueInstance", "build_design", "inside_p0", "load", "read_answers", "read_exhaustive", "read_labels",
+    "read_sentences",
     "read_submission", "read_submissions", "score", "score_files", "system_distribution", "system_name",
 ]

@@ -50,6 +50,13 @@ def register(sub) -> None:
                         "as the exhaustive protocol annotates (default: no restriction, with a warning)")
     p.add_argument("--corpus-format", choices=("docred", "tac", "text", "jsonl"), default=None,
                    help="format of --corpus (detected when omitted)")
+    p.add_argument("--answers", default=None, metavar="A.jsonl",
+                   help="the verification answers behind the labels (a release's answers.jsonl: task, annotator, "
+                        "correct, key; gold controls with control and gold): the estimates then come from the votes, "
+                        "with each annotator's error rates fitted by Dawid-Skene (gold controls held at their "
+                        "answers) and their uncertainty in the intervals, as the service scores")
+    p.add_argument("--replicates", type=int, default=100, metavar="N",
+                   help="with --answers: bootstrap re-fits of the annotators' error rates (default: 100)")
     p.add_argument("--bootstrap", type=int, default=0, metavar="N", help="bootstrap replicates (default: 0)")
     p.add_argument("--confidence", type=float, default=0.9, help="interval level (default: 0.9)")
     p.add_argument("--seed", type=int, default=None, help="seed of the bootstrap")
@@ -133,17 +140,28 @@ def cmd_score(args) -> int:
     for r in data.reports:
         for d in r.warnings:
             print(d.format(), file=sys.stderr)
+    votes, fitted = None, None
+    if args.answers is not None:
+        votes, fitted = _votes(args)
+        if votes is None:
+            return Exit.FINDINGS
     try:
         result = score(data, level=args.level, estimator=args.estimator, weights=args.weights, match=args.match,
                        bootstrap=args.bootstrap, confidence=args.confidence, rng=args.seed,
-                       documents=args.exhaustive_documents)
+                       documents=args.exhaustive_documents, votes=votes)
     except InvalidInputError as exc:
         msg = str(exc)
         if msg.startswith("documents: "):  # the core names its parameter; here it is the option
             msg = f"--exhaustive-documents {args.exhaustive_documents}: {msg[len('documents: '):]} ({args.exhaustive})"
         raise CommandError(msg) from None
+    raw = result.scores.raw
     if args.json:
-        print(json.dumps([r.to_dict() for r in result.rows], ensure_ascii=False))
+        rows = [r.to_dict() for r in result.rows]
+        if raw is not None:
+            for i, row in enumerate(rows):
+                row["sample"] = {k: float(v[i]) for k, v in raw.items()}
+                row["crowd_rates"] = {"source": fitted, **result.scores.rates}
+        print(json.dumps(rows, ensure_ascii=False))
         for r in result.rows:
             for w in r.warnings:
                 print(f"unpooled: warning: {r.system}: {w}", file=sys.stderr)
@@ -151,4 +169,36 @@ def cmd_score(args) -> int:
             print(f"unpooled: warning: {w}", file=sys.stderr)
     else:
         write_table(result, sys.stdout)
+        if raw is not None:
+            rates = result.scores.rates
+            sys.stdout.write(f"\nfrom the votes: annotators' error rates by {fitted} (mean sensitivity "
+                             f"{rates['sens']:.3f}, false-positive rate {rates['fpr']:.3f}); the labelled sample with "
+                             "majority labels taken as certain gives:\n")
+            for i, r in enumerate(result.rows):
+                sys.stdout.write(f"  {r.system}: P {_fmt(raw['p'][i])}, R {_fmt(raw['r'][i])}, F1 {_fmt(raw['f1'][i])}\n")
     return Exit.OK
+
+
+def _votes(args):
+    """``--answers``: the answers with fitted error rates (and the source), or (None, None) after printing the
+    file's located problems."""
+    from unpooled.core.annotation.confusion import fit_preferred, keyed_answers
+    from unpooled.core.kb.lines import Limits
+    from unpooled.core.offline import read_answers
+
+    from ..main import CommandError
+
+    if args.replicates < 0:
+        raise CommandError(f"--replicates must be a non-negative integer, got {args.replicates}")
+    answers, rep = read_answers(args.answers, limits=Limits.from_env())
+    if not rep.ok:
+        if args.json:
+            print(json.dumps({"ok": False, "reports": [rep.to_dict()]}, ensure_ascii=False))
+        else:
+            rep.write_text(sys.stdout)
+        return None, None
+    got = fit_preferred(answers, replicates=args.replicates, rng=0)
+    if got is None:
+        raise CommandError(f"--answers {args.answers}: no verification answers to fit the annotators' error rates on")
+    source, point, reps = got
+    return keyed_answers(answers, point, reps), source

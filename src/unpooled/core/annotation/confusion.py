@@ -41,6 +41,11 @@ from ..errors import InvalidInputError
 #: workers' confusions are shrunk towards the crowd's: empirical Bayes (or a number of answers)
 SHRINKAGE = "eb"
 SOURCES = ("controls", "dawid-skene", "semi")
+#: the source used when none is named: the first that is available (``semi`` needs answered controls of both
+#: classes)
+PREFERENCE = ("semi", "dawid-skene")
+#: bootstrap replicates of the confusions behind every published interval
+REPLICATES = 100
 
 
 @dataclass(frozen=True)
@@ -256,3 +261,28 @@ def shifted_replicates(base_point: tuple, base_reps: list, base_workers: int, po
         out.append(tuple(conf))
     return out
 
+
+
+def fit_preferred(a: VerifyAnswers, *, replicates: int = REPLICATES, rng=0, shrinkage=SHRINKAGE):
+    """:func:`fit_confusions` from the first available source of :data:`PREFERENCE`:
+    ``(source, (sens, fpr), [(sens, fpr), ...])``, or None without answers."""
+    for source in PREFERENCE:
+        got = fit_confusions(a, source, replicates=replicates, rng=rng, shrinkage=shrinkage)
+        if got is not None:
+            return source, got[0], got[1] or []
+    return None
+
+
+def keyed_answers(a: VerifyAnswers, point: tuple, reps: list):
+    """The non-control answers of ``a`` by instance key with the confusions ``point`` and their replicates
+    ``reps``: the estimator's input (:class:`unpooled.core.estimators.noisy.KeyedAnswers`)."""
+    from ..estimators.noisy import KeyedAnswers
+
+    real = np.asarray(a.control)[a.item] < 0
+    keys = tuple(a.item_keys[i] for i in np.asarray(a.item)[real].tolist())
+    sens, fpr = (np.clip(np.asarray(x, float), 1e-9, 1 - 1e-9) for x in point)
+    sr = fr = None
+    if len(reps) > 1:
+        sr = np.array([r[0] for r in reps])
+        fr = np.array([r[1] for r in reps])
+    return KeyedAnswers(keys, np.asarray(a.worker)[real], np.asarray(a.yes)[real].astype(bool), sens, fpr, sr, fr)

@@ -22,14 +22,11 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from unpooled.core.annotation.confusion import SHRINKAGE, VerifyAnswers, fit_confusions, shifted_replicates
+from unpooled.core.annotation.confusion import (
+    PREFERENCE, REPLICATES, SHRINKAGE, VerifyAnswers, fit_confusions, keyed_answers as _keyed, shifted_replicates,
+)
 from unpooled.core.estimators.exhaustive import within_sentence
 from unpooled.core.estimators.noisy import KeyedAnswers
-
-#: where the service takes the confusions from, in order of preference (the first that is available)
-PREFERENCE = ("semi", "dawid-skene")
-#: bootstrap replicates of the confusions behind every published interval
-REPLICATES = 100
 #: a full bootstrap again once the counted answers have grown by this share since the last one
 REBOOTSTRAP_GROWTH = 0.10
 
@@ -210,15 +207,7 @@ def keyed_answers(corpus, fp: tuple | None = None, *, replicates: int = REPLICAT
     c = confusions(corpus, fp, replicates=replicates)
     if c is None:
         return None
-    a = c.answers
-    real = np.asarray(a.control)[a.item] < 0
-    keys = tuple(a.item_keys[i] for i in a.item[real].tolist())
-    sens, fpr = (np.clip(np.asarray(x, float), 1e-9, 1 - 1e-9) for x in c.point)
-    sr = fr = None
-    if len(c.reps) > 1:
-        sr = np.array([r[0] for r in c.reps])
-        fr = np.array([r[1] for r in c.reps])
-    return KeyedAnswers(keys, a.worker[real], a.yes[real].astype(bool), sens, fpr, sr, fr)
+    return _keyed(c.answers, c.point, c.reps)
 
 
 # --------------------------------------------------------------------------- p0's support
