@@ -92,6 +92,17 @@ def _counts(ans: Answers, n_classes: int) -> np.ndarray:
     return out
 
 
+def strict_majority(yes, n):
+    """Binary verification's rule: correct where a strict majority of the ``n`` answers say yes (a tie is not
+    correct).  Scalars or arrays; the service labels items by it and the estimator's labelled-sample figures
+    use it.
+
+    >>> bool(strict_majority(2, 3)), bool(strict_majority(1, 2))
+    (True, False)
+    """
+    return 2 * np.asarray(yes) > np.asarray(n)
+
+
 @dataclass(frozen=True)
 class MajorityResult:
     labels: np.ndarray       # winning class per item; -1 without answers (or a tie with tie='none')

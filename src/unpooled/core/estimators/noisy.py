@@ -248,7 +248,7 @@ def prevalence(M, lam, *, tol: float = 1e-10, max_iter: int = 100) -> tuple[np.n
 
     >>> import numpy as np
     >>> rho, _ = prevalence(np.array([[1.0, 1.0, 2.0]]), np.array([np.inf, -np.inf, np.inf]))
-    >>> float(rho[0])
+    >>> round(float(rho[0]), 12)
     0.75
     """
     M = np.atleast_2d(np.asarray(M, float))
@@ -398,10 +398,11 @@ def item_log_lr(votes: CrowdVotes, n_items: int, sens=None, fpr=None, *, items=N
 
 def majority_labels(votes: CrowdVotes, n_items: int) -> np.ndarray:
     """Per universe item: 1 where a strict majority of its answers say yes (ties: 0), NaN without answers."""
+    from ..annotation.aggregation import strict_majority
+
     n = np.bincount(votes.item, minlength=n_items).astype(float)
     y = np.bincount(votes.item, weights=votes.yes.astype(float), minlength=n_items)
-    with np.errstate(invalid="ignore"):
-        return np.where(n > 0, (2 * y > n).astype(float), np.nan)
+    return np.where(n > 0, strict_majority(y, n).astype(float), np.nan)
 
 
 # -- the noise variance: each item's vote patterns ------------------------------------

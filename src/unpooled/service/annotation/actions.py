@@ -16,6 +16,7 @@ from django.db.models import Count, F, Q, Sum
 from django.utils import timezone
 
 from unpooled.core.annotation import answers as fmt
+from unpooled.core.annotation.aggregation import strict_majority
 from unpooled.core.errors import UnpooledError
 from unpooled.service.corpora.models import Corpus, Document, GoldMention, GoldRelation
 from unpooled.service.submissions.actions import parse_provenance
@@ -437,7 +438,7 @@ def complete_task(task: Task, *, now=None) -> None:
     if task.kind == Kind.VERIFY:
         votes = [a.correct for a in answers]
         yes = sum(votes)
-        correct = yes * 2 > len(votes)
+        correct = bool(strict_majority(yes, len(votes)))
         task.result = {"correct": correct, "votes": [yes, len(votes) - yes]}
         Label.objects.create(
             corpus=task.corpus, key=task.key, key_hash=task.key_hash, task=task,
