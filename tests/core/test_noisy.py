@@ -180,3 +180,28 @@ def test_crowd_votes_validation():
     v = _votes(np.unique(d.xs), f, rng, U=len(f))
     with pytest.raises(InvalidInputError, match="bootstrap: not available with votes"):
         estimate(d, votes=v, bootstrap=10)
+
+
+def test_breakdown_from_votes_agrees_with_the_whole_system():
+    """One group holding every instance: the breakdown's precision, standard error and interval are the
+    system's (the same estimator, from the same votes)."""
+    from unpooled.core.estimators import subset_scores
+
+    rng = np.random.default_rng(21)
+    d, f, _ = _design((30, 60, 45), 40, rng)
+    v = _votes(np.unique(d.xs), f, rng, U=len(f), reps=10)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        whole = estimate(d, votes=v)
+        for i in range(d.m):
+            b = subset_scores(d, i, np.zeros(len(f), np.int64), np.zeros(d.n0, np.int64), n_groups=1,
+                              weights=whole.weights, votes=v)
+            assert b.p[0] == pytest.approx(whole.p[i], abs=1e-9)
+            assert b.p_se[0] == pytest.approx(whole.p_se[i], rel=1e-6)
+            assert b.p_ci[0][0] == pytest.approx(whole.p_ci[0][i], abs=1e-6)
+            assert b.p_ci[1][0] == pytest.approx(whole.p_ci[1][i], abs=1e-6)
+    # two groups: each in [0, 1] and inside its interval
+    groups = (np.arange(len(f)) % 2).astype(np.int64)
+    b = subset_scores(d, 1, groups, np.zeros(d.n0, np.int64), n_groups=2, votes=v, zero_division="nan")
+    ok = ~np.isnan(b.p)
+    assert np.all((b.p_ci[0][ok] <= b.p[ok]) & (b.p[ok] <= b.p_ci[1][ok]))

@@ -257,7 +257,7 @@ def _stratified_group_var(u: np.ndarray, g: np.ndarray, src: np.ndarray, n_h: np
 
 def subset_scores(design: Design, target: int, groups_of_universe, groups_of_truth, *, n_groups: int | None = None,
                   estimator: str = "joint", weights="balance", level: float = 0.90,
-                  zero_division: str = "warn") -> SubsetScores:
+                  zero_division: str = "warn", votes=None) -> SubsetScores:
     r"""Precision, recall and F1 of system ``target`` within each group, with intervals.
 
     Parameters
@@ -284,6 +284,11 @@ def subset_scores(design: Design, target: int, groups_of_universe, groups_of_tru
     zero_division : {'warn', 'nan'}
         Undefined estimates are NaN (with NaN bounds); ``warn`` also issues an
         :class:`UndefinedEstimateWarning` naming the groups.
+    votes : CrowdVotes, optional
+        The verification answers and the workers' confusions (:mod:`.noisy`): each group's precision is then
+        its mixture likelihood's maximiser over the items' votes, with the votes' and the confusions' variance
+        in its interval, as :func:`~unpooled.core.estimators.estimate` does for the whole system
+        (``design.f`` is not used for precision).
 
     Returns
     -------
@@ -365,10 +370,14 @@ def subset_scores(design: Design, target: int, groups_of_universe, groups_of_tru
     with np.errstate(divide="ignore", invalid="ignore"):
         p = np.where(D > 0, C / np.where(D > 0, D, 1), np.nan)
         ess = np.where(D2 > 0, D ** 2 / np.where(D2 > 0, D2, 1), 0.0)
-    pg = np.where(ok, np.nan_to_num(p)[np.maximum(g, 0)], 0.0)
-    Dg = np.where(ok, D[np.maximum(g, 0)], 1.0)
-    u = np.where(ok, w * (d.f - pg) / np.where(Dg > 0, Dg, 1), 0.0)
-    var_p = _stratified_group_var(u, g, d.src, n, G, m)
+    fit = None
+    if votes is not None:
+        p, var_p, fit = _group_precision_from_votes(d, votes, w, g, ok, coef, q_x, pi_x, D, G, m, n)
+    else:
+        pg = np.where(ok, np.nan_to_num(p)[np.maximum(g, 0)], 0.0)
+        Dg = np.where(ok, D[np.maximum(g, 0)], 1.0)
+        u = np.where(ok, w * (d.f - pg) / np.where(Dg > 0, Dg, 1), 0.0)
+        var_p = _stratified_group_var(u, g, d.src, n, G, m)
     # known mass p_i(g) of each group
     cols, vals = Pi.indices, Pi.data
     gc = gu[cols]
@@ -408,7 +417,16 @@ def subset_scores(design: Design, target: int, groups_of_universe, groups_of_tru
         lo, hi = wilson(np.nan_to_num(est), var, level, np.maximum(fallback, 1.0))
         return np.where(defined, lo, nan), np.where(defined, hi, nan)
 
-    p_ci = interval(p, var_p, ess)
+    if fit is None:
+        p_ci = interval(p, var_p, ess)
+    else:
+        from .noisy import precision_interval
+
+        Mg, lam, J, items_eff = fit
+        defined = ~np.isnan(p)
+        lo, hi = precision_interval(Mg, lam, np.nan_to_num(p), J, var_p, level,
+                                    np.maximum(np.minimum(ess, items_eff), 1.0))
+        p_ci = (np.where(defined, lo, nan), np.where(defined, hi, nan))
     r_ci = interval(r, var_r, n_true.astype(float))
     f_ci = interval(f1, var_f, np.minimum(np.maximum(ess, 1.0), np.maximum(n_true, 1)).astype(float))
     p_se = np.where(np.isnan(p), np.nan, np.sqrt(var_p))
@@ -425,6 +443,50 @@ def subset_scores(design: Design, target: int, groups_of_universe, groups_of_tru
         warnings.warn("; ".join(msgs), UndefinedEstimateWarning, stacklevel=2)
     return SubsetScores(i, p, r, f1, p_se, r_se, f_se, p_ci, r_ci, f_ci, n_draws, ess, mass, D, n_true, V,
                         method, level, tuple(msgs))
+
+
+def _group_precision_from_votes(d, votes, w, g, ok, coef, q_x, pi_x, D, G, m, n):
+    """Per group: precision from the votes (:func:`.noisy.prevalence` with the group's importance weights per
+    item), its variance (draws + votes + confusions, :mod:`.noisy`), and what its interval needs."""
+    from .noisy import _patterns, _vote_var, item_log_lr, kappa, kappa_dlam, posterior, prevalence
+
+    U = d.P.shape[1]
+    codes, inv = np.unique(d.xs, return_inverse=True)
+    K = len(codes)
+    lam = item_log_lr(votes, U, items=codes)
+    cell = g[ok] * K + inv[ok]
+    Mg = np.bincount(cell, weights=w[ok], minlength=G * K).reshape(G, K)
+    rho, J = prevalence(Mg, lam)
+    p = np.where(D > 0, rho, np.nan)
+    p0 = np.nan_to_num(p)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        invJ = np.where(J > 0, 1.0 / np.where(J > 0, J, 1.0), 0.0)
+    gs = np.maximum(g, 0)
+    k_s = np.nan_to_num(kappa(lam[inv], p0[gs]), posinf=0.0, neginf=0.0)
+    u = np.where(ok, w * k_s * invJ[gs], 0.0)
+    var_p = _stratified_group_var(u, g, d.src, n, G, m)
+    # the votes: pairs (group, item), weighted by the importance ratio, gamma = p_i(item) / J_g
+    with np.errstate(divide="ignore", invalid="ignore"):
+        ratio = np.where(q_x > 0, coef / q_x, 0.0)
+    R = np.bincount(cell, weights=ratio[ok], minlength=G * K).reshape(G, K)
+    p_item = np.zeros(K)
+    p_item[inv] = pi_x
+    rows, cols = np.nonzero(Mg > 0)
+    if len(rows):
+        pat = _patterns(votes, codes)
+        post = posterior(lam[cols], p0[rows])
+        zeros = np.zeros(len(rows))
+        vp, *_ = _vote_var(pat, G, rows, cols, p_item[cols] * invJ[rows], p0[rows], zeros, zeros, post, post,
+                           R[rows, cols])
+        var_p = var_p + vp
+    if votes.replicates > 1:
+        lam_rep = item_log_lr(votes, U, votes.sens_rep, votes.fpr_rep, items=codes)
+        dlam = np.nan_to_num((lam_rep - lam[None, :]).T)
+        Dm = Mg * np.nan_to_num(kappa_dlam(lam[None, :], p0[:, None])) * invJ[:, None] * np.isfinite(lam)[None, :]
+        var_p = var_p + np.var(Dm @ dlam, axis=1, ddof=1)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        items_eff = np.nan_to_num(Mg.sum(1) ** 2 / (Mg ** 2).sum(1))
+    return p, var_p, (Mg, lam, J, items_eff)
 
 
 __all__ = ["SubsetScores", "UndefinedEstimateWarning", "ZERO_DIVISION", "subset_scores"]

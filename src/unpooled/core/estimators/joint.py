@@ -522,7 +522,7 @@ def _estimate_with(d: Design, W: np.ndarray, level: float, *, simple: bool = Fal
 
 def _estimate_noisy(d: Design, W: np.ndarray, level: float, *, simple: bool, votes) -> Scores:
     """The estimates from crowd votes (:func:`.noisy.noisy_estimates`) with Wilson intervals."""
-    from .noisy import noisy_estimates, profile_interval
+    from .noisy import noisy_estimates, precision_interval
 
     m = d.m
     t = _terms(replace(d, f=np.ones(len(d.xs))), W)
@@ -539,15 +539,8 @@ def _estimate_noisy(d: Design, W: np.ndarray, level: float, *, simple: bool, vot
     nfb_p = np.maximum(np.minimum(t.ess, items_eff), 1)
     n0 = float(max(d.n0, 1))
     p, r, f1 = est["p"], est["r"], est["f1"]
-    # precision: Wilson's interval, widened on the side of the nearer bound to the calibrated likelihood-ratio
-    # interval's (near 0 and 1 split votes pull the estimate inwards, and the likelihood's shape reaches the bound
-    # where a symmetric interval would stop short: a perfect system estimated at 0.994 had [0.960, 0.999])
     Mc_, lam_, Jc_ = est["_p_fit"]
-    wlo, whi = wilson(p, var["p"], level, nfb_p)
-    high = p >= 0.5
-    side = np.where(high, np.where(whi < 1, 1, 0), np.where(wlo > 0, -1, 0))
-    plo, phi = profile_interval(Mc_, lam_, p, Jc_, var["p"], level, side=side)
-    p_ci = (np.minimum(wlo, plo), np.maximum(whi, phi))
+    p_ci = precision_interval(Mc_, lam_, p, Jc_, var["p"], level, nfb_p)
     r_ci = wilson(r, var["r"], level, np.full(m, n0))
     f_ci = wilson(f1, var["f1"], level, np.minimum(nfb_p, n0))
     out = Scores(p, r, f1, np.sqrt(var["p"]), np.sqrt(var["r"]), np.sqrt(var["f1"]), p_ci, r_ci, f_ci, t.ess,

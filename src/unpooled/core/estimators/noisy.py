@@ -371,6 +371,21 @@ def profile_interval(M, lam, rho, J, var, confidence: float, *, side=None, iters
     return lo, hi
 
 
+def precision_interval(M, lam, p, J, var, confidence: float, n_fallback):
+    """The interval of precisions estimated from votes: Wilson's at the effective size (fallback
+    ``n_fallback``), widened on the side of the nearer bound to the calibrated likelihood-ratio interval's
+    (:func:`profile_interval`): near 0 and 1 split votes pull the estimate inwards, and the likelihood's shape
+    reaches the bound where a symmetric interval would stop short (a perfect system estimated at 0.994 had
+    [0.960, 0.999])."""
+    from .joint import wilson
+
+    wlo, whi = wilson(p, var, confidence, n_fallback)
+    high = p >= 0.5
+    side = np.where(high, np.where(whi < 1, 1, 0), np.where(wlo > 0, -1, 0))
+    plo, phi = profile_interval(M, lam, p, J, var, confidence, side=side)
+    return np.minimum(wlo, plo), np.maximum(whi, phi)
+
+
 def item_log_lr(votes: CrowdVotes, n_items: int, sens=None, fpr=None, *, items=None) -> np.ndarray:
     r""":math:`\lambda(x)` of every universe item (0 without votes); ``sens``/``fpr``: ``(W,)`` or ``(R, W)``
     confusions to use instead of the fitted ones (then ``(R, n_items)``); ``items``: only these (sorted)

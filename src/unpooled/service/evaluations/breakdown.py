@@ -176,6 +176,11 @@ def compute_breakdowns(corpus: Corpus, level: str, *, only_missing: bool = True)
         rel = schema.resolve(pred)
         return rel.description if rel is not None else ""
 
+    # precision per group from the crowd's votes, as the scores are (rates: the same memoised fit)
+    from . import rates
+
+    answers = rates.keyed_answers(corpus)
+    crowd = answers.on(uindex, len(uindex)) if answers is not None else None
     designs: dict[tuple[str, str], tuple] = {}
     updated = 0
     now = timezone.now().isoformat()
@@ -201,7 +206,7 @@ def compute_breakdowns(corpus: Corpus, level: str, *, only_missing: bool = True)
         # per relation
         counts_rel = np.bincount(universe_pred[xs], minlength=len(preds))
         rel = subset_scores(design, i, universe_pred, truth_pred, n_groups=len(preds), weights=W, level=LEVEL,
-                            zero_division="nan")
+                            zero_division="nan", votes=crowd)
         # per subject entity type (the submission's own typing)
         etype = dict(SubmissionEntity.objects.filter(submission=sub).values_list("pk", "type"))
         sub_types = [etype.get(int(s)) or UNTYPED for s in core.subjects]
@@ -212,10 +217,10 @@ def compute_breakdowns(corpus: Corpus, level: str, *, only_missing: bool = True)
         gt_type = np.array([tcode[t] for t in truth_stype], dtype=np.int64)
         counts_type = np.bincount(gu_type[xs], minlength=len(types))
         typ = subset_scores(design, i, gu_type, gt_type, n_groups=len(types), weights=W, level=LEVEL,
-                            zero_division="nan")
+                            zero_division="nan", votes=crowd)
         # every instance
         everything = subset_scores(design, i, np.zeros(len(uindex), np.int64), np.zeros(len(truth), np.int64),
-                                   n_groups=1, weights=W, level=LEVEL, zero_division="nan")
+                                   n_groups=1, weights=W, level=LEVEL, zero_division="nan", votes=crowd)
         missed_idx = np.flatnonzero(~design.g0[i]) if len(truth) else np.zeros(0, np.int64)
         missed = []
         for k in missed_idx[:MISSED_CAP].tolist():
