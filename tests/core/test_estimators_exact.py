@@ -375,3 +375,20 @@ def test_theta_variance_estimates_the_cluster_sampling_variance():
     mc = np.var(est)
     assert np.mean(v_cl) == pytest.approx(mc, rel=0.15)
     assert np.mean(v_in) < 0.5 * mc
+
+
+@pytest.mark.parametrize("m", [127, 128, 130, 256])
+def test_joint_recall_does_not_wrap_with_many_systems(m):
+    """m systems sharing two instances, one exhaustive true instance found by all: joint recall is 1, as the
+    simple estimator's, whatever m (an int8 count wrapped at 128 and gave 0)."""
+    import scipy.sparse as sp
+
+    from unpooled.core.estimators import estimate, make_design
+
+    P = sp.csr_matrix(np.full((m, 2), 0.5))
+    src = np.repeat(np.arange(m), 2)
+    xs = np.tile([0, 1], m)
+    d = make_design(P, src, xs, np.ones(2 * m), np.ones((m, 1), bool))
+    joint, simple = estimate(d), estimate(d, estimator="simple")
+    np.testing.assert_allclose(joint.r, 1.0)
+    np.testing.assert_allclose(simple.r, 1.0)

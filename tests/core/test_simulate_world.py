@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import time
 
 import numpy as np
 import pytest
@@ -211,12 +210,7 @@ def test_small_world_and_zero_precision_system():
     assert len(w.systems[1]) > 0 and p[1] == 0 and r[1] == 0  # P = R = 0 still predicts something
 
 
-def test_generation_is_fast():
-    best = min(_timed(seed) for seed in range(3))
-    assert best < 0.5
-
-
-def _timed(seed) -> float:
-    t = time.perf_counter()
-    make_world(rng=seed)
-    return time.perf_counter() - t
+def test_generation_is_deterministic_per_seed():
+    """The same seed gives the same world (speed: ``unpooled bench core``)."""
+    a, b = make_world(rng=3), make_world(rng=3)
+    assert a.summary() == b.summary()

@@ -1,4 +1,4 @@
-"""``unpooled bench ingest|score|rescore|pages``: benchmarks that print their figures."""
+"""``unpooled bench ingest|score|rescore|pages|core``: benchmarks that print their figures."""
 
 from __future__ import annotations
 
@@ -53,6 +53,17 @@ def register(sub) -> None:
     pg.add_argument("--verbose", action="store_true", help="report progress on stderr")
     pg.add_argument("--json", action="store_true", help='print {"pages": {PAGE: {"p50_ms", "p95_ms", ...}}, ...}')
     pg.set_defaults(func=cmd_pages)
+    co = bs.add_parser("core", help="throughput of the core's sentence splitters (MB/s) and of the simulation "
+                                    "world's generation (s)")
+    co.add_argument("--json", action="store_true",
+                    help='print {"split_sentences_mb_per_s", "split_markup_sentences_mb_per_s", "make_world_seconds"}')
+    co.set_defaults(func=cmd_core)
+
+
+def cmd_core(args) -> int:
+    from unpooled.bench.core import run
+
+    return run(as_json=args.json)
 
 
 def cmd_ingest(args) -> int:

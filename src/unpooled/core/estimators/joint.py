@@ -272,7 +272,8 @@ def _terms(d: Design, W: np.ndarray) -> _Terms:
     pos = ratio * (d.p0[d.xs] * d.f)[None, :]
     A = pos * ((Pm > 0) if d.gs is None else d.gs)
     Bm = pos
-    S0 = ((W > 0).astype(np.int8) @ d.g0.astype(np.int8)) > 0
+    # counted in floats: an int8 product wraps at 128 matching systems (joint recall 0 for everyone)
+    S0 = ((W > 0).astype(float) @ d.g0.astype(float)) > 0
     with np.errstate(divide="ignore", invalid="ignore"):
         ess = wimp.sum(1) ** 2 / (wimp ** 2).sum(1)
     return _Terms(C, A, Bm, S0, np.nan_to_num(ess), ratio)
