@@ -1,0 +1,280 @@
+r"""Coverage of the published intervals across regimes: system size, precision, crowd quality, number of systems,
+label reuse and adaptive stopping (``unpooled simulate regimes``).
+
+Each *cell* is a synthetic evaluation repeated ``trials`` times with fresh draws, votes and exhaustive sample, and
+scored exactly as the service scores: :func:`unpooled.core.estimators.estimate` with the crowd's votes
+(:mod:`unpooled.core.estimators.noisy`), the annotators' error rates fitted by semi-supervised Dawid–Skene on the
+answers and on gold controls, with bootstrap replicates (:mod:`unpooled.core.annotation.confusion`).  Reported per
+cell, over the trials and the cell's reported systems: the mean error of P, R and F1 against the truth, the mean
+width of the 90% intervals and how often they hold the truth (with its binomial standard error).
+
+**The world of one trial.**  System :math:`i` outputs :math:`n_i` instances; a share ``shared`` of them come from a
+pool common to all systems (so labels drawn for one system are reused by the others), the rest are its own.  An
+instance is correct with the system's precision (a shared instance with the mean precision of the systems that
+output it); 30% more true instances exist that no system found (so the pool's recall is below 1).  The truth:
+:math:`P_i` the share of system :math:`i`'s instances that are correct, :math:`R_i` the share of all true instances
+it output.  Every system draws ``draws`` instances i.i.d. from its instance-level :math:`p_i` (with ``adaptive``:
+batches of 50 until its precision interval's half-width is at most 0.05, at most 500); every distinct drawn
+instance is answered by 3 of 10 annotators (accuracy ``accuracy``, the same on both classes), and 100 gold controls
+(half correct) are answered too.  ``n0`` true instances are sampled uniformly for recall.  ``believed``: the
+estimator is *told* the annotators' accuracy instead of fitting it (a crowd better or worse than its controls
+suggest); None: fitted.
+
+**The cells** (:func:`default_cells`) vary one factor at a time around a default (a system of 500 instances of
+precision 0.7 beside one of 2,000 at 0.6, crowd accuracy 0.8, rates fitted), plus the interactions that matter:
+tiny systems with a poor crowd, 40 and 300 systems sharing instances (at least 128 systems share every pooled
+instance in the 300-system cell), heavy label reuse and adaptive stopping.
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+from dataclasses import dataclass, field
+
+import numpy as np
+import scipy.sparse as sp
+
+from ..errors import InvalidInputError
+
+METRICS = ("p", "r", "f1")
+
+
+@dataclass(frozen=True)
+class Cell:
+    """One regime.  ``sizes``/``precision``: per system (``report`` of them are reported: the first ones)."""
+
+    name: str
+    sizes: tuple
+    precision: tuple
+    accuracy: float = 0.8
+    believed: float | None = None
+    shared: float = 0.0
+    adaptive: bool = False
+    draws: int = 150
+    n0: int = 300
+    report: int = 1
+    trial_share: float = 1.0   # this cell runs this share of the trials (large cells)
+    annotators: int = 10
+    replicates: int = 30
+
+
+def default_cells() -> list[Cell]:
+    big = (2000,)
+    cells = [Cell(f"size {n}", (n,) + big, (0.7, 0.6)) for n in (5, 10, 25, 100, 1000, 10000)]
+    cells += [Cell(f"precision {p:g}", (500,) + big, (p, 0.6)) for p in (0.05, 0.3, 0.6, 0.9, 0.99)]
+    cells += [Cell(f"crowd {a:g}", (500,) + big, (0.7, 0.6), accuracy=a) for a in (0.6, 0.8, 0.95)]
+    cells += [Cell("size 10, crowd 0.6", (10,) + big, (0.7, 0.6), accuracy=0.6),
+              Cell("size 25, crowd 0.6", (25,) + big, (0.5, 0.6), accuracy=0.6),
+              Cell("crowd 0.8 told 0.8", (500,) + big, (0.7, 0.6), believed=0.8),
+              Cell("crowd 0.8 told 0.9", (500,) + big, (0.7, 0.6), believed=0.9),
+              Cell("crowd 0.9 told 0.8", (500,) + big, (0.7, 0.6), accuracy=0.9, believed=0.8)]
+    rng = np.random.default_rng(12345)
+
+    def many(m):
+        return tuple(int(x) for x in rng.integers(100, 600, m)), tuple(float(x) for x in rng.uniform(0.3, 0.95, m))
+
+    s2, p2 = many(2)
+    s40, p40 = many(40)
+    s300, p300 = many(300)
+    cells += [Cell("2 systems", s2, p2, shared=0.3, report=2),
+              Cell("40 systems", s40, p40, shared=0.5, report=40, draws=100, trial_share=0.5),
+              Cell("300 systems", s300, p300, shared=0.5, report=300, draws=50, trial_share=0.1),
+              Cell("label reuse 80%", s40[:10], p40[:10], shared=0.8, report=10),
+              Cell("adaptive stopping", s40[:10], p40[:10], shared=0.3, report=10, adaptive=True)]
+    return cells
+
+
+@dataclass
+class CellResult:
+    cell: Cell
+    trials: int
+    hits: dict = field(default_factory=dict)     # metric -> list of bool
+    errors: dict = field(default_factory=dict)   # metric -> list of float
+    widths: dict = field(default_factory=dict)
+    draws: list = field(default_factory=list)    # total draws per trial
+    seconds: float = 0.0
+
+    def summary(self) -> dict:
+        out = {"cell": self.cell.name, "trials": self.trials, "intervals": len(self.hits.get("p", ())),
+               "draws": float(np.mean(self.draws)) if self.draws else 0.0, "seconds": round(self.seconds, 1)}
+        for k in METRICS:
+            h = np.asarray(self.hits.get(k, ()), float)
+            e = np.asarray(self.errors.get(k, ()), float)
+            w = np.asarray(self.widths.get(k, ()), float)
+            n = len(h)
+            out[k] = {"bias": float(e.mean()) if n else math.nan, "width": float(w.mean()) if n else math.nan,
+                      "coverage": float(h.mean()) if n else math.nan,
+                      "coverage_se": float(math.sqrt(h.mean() * (1 - h.mean()) / n)) if n else math.nan}
+        return out
+
+
+def _world(cell: Cell, rng):
+    m = len(cell.sizes)
+    sizes = np.asarray(cell.sizes, int)
+    prec = np.asarray(cell.precision, float)
+    n_shared = np.round(sizes * cell.shared).astype(int)
+    pool = int(max(n_shared.max(initial=0), 1)) if cell.shared > 0 else 0
+    pool = int(math.ceil(pool * 1.25)) if pool else 0
+    members, start = [], pool
+    for i in range(m):
+        own = np.arange(start, start + sizes[i] - n_shared[i])
+        start += sizes[i] - n_shared[i]
+        sh = np.sort(rng.choice(pool, n_shared[i], replace=False)) if n_shared[i] else np.zeros(0, int)
+        members.append(np.concatenate([sh, own]))
+    U = start
+    f = np.zeros(U, bool)
+    if pool:
+        # a shared instance is correct with the mean precision of the systems that output it
+        cnt = np.zeros(pool)
+        tot = np.zeros(pool)
+        for i in range(m):
+            sh = members[i][:n_shared[i]]
+            cnt[sh] += 1
+            tot[sh] += prec[i]
+        f[:pool] = rng.random(pool) < np.where(cnt > 0, tot / np.maximum(cnt, 1), 0.5)
+    for i in range(m):
+        own = members[i][n_shared[i]:]
+        f[own] = rng.random(len(own)) < prec[i]
+    # exact precision of tiny systems: set the number of correct own instances by rounding when all are own
+    rows = np.concatenate([np.full(len(x), i) for i, x in enumerate(members)])
+    cols = np.concatenate(members)
+    vals = np.concatenate([np.full(len(x), 1.0 / len(x)) for x in members])
+    P = sp.csr_matrix((vals, (rows, cols)), shape=(m, U))
+    n_true = int(f.sum())
+    missed = int(round(0.3 * max(n_true, 1)))  # true instances no system found
+    truth_p = np.array([f[x].mean() for x in members])
+    truth_r = np.array([f[x].sum() for x in members]) / max(n_true + missed, 1)
+    return P, members, f, missed, truth_p, truth_r
+
+
+def _answers(items, truth, acc, workers, rng, k=3):
+    """k distinct annotators per item, each right with probability ``acc``."""
+    n = len(items)
+    who = np.argsort(rng.random((n, workers)), axis=1)[:, :k].ravel()
+    it = np.repeat(items, k)
+    right = rng.random(len(it)) < acc
+    yes = np.where(right, truth[np.repeat(np.arange(n), k)], ~truth[np.repeat(np.arange(n), k)])
+    return it, who, yes
+
+
+def _votes(cell: Cell, labelled, f, U, rng):
+    from ..annotation.confusion import VerifyAnswers, fit_preferred
+    from ..estimators.noisy import crowd_votes
+
+    it, wk, yes = _answers(labelled, f[labelled], cell.accuracy, cell.annotators, rng)
+    if cell.believed is not None:
+        W = cell.annotators
+        return crowd_votes(it, wk, yes, np.full(W, cell.believed), np.full(W, 1 - cell.believed), n_items=U)
+    nc = 100
+    ctruth = np.arange(nc) % 2 == 0
+    cit, cwk, cyes = _answers(np.arange(nc), ctruth, cell.accuracy, cell.annotators, rng)
+    # items: the labelled instances then the controls, numbered in order of first appearance
+    codes = {int(u): j for j, u in enumerate(labelled.tolist())}
+    item = np.concatenate([np.array([codes[int(u)] for u in it], np.int64), len(labelled) + cit])
+    control = np.concatenate([np.full(len(labelled), -1), ctruth.astype(np.int64)])
+    keys = [str(int(u)) for u in labelled] + [f"c{j}" for j in range(nc)]
+    a = VerifyAnswers(item, np.concatenate([wk, cwk]), np.concatenate([yes, cyes]).astype(np.int64), keys,
+                      control, cell.annotators)
+    source, point, reps = fit_preferred(a, replicates=cell.replicates, rng=int(rng.integers(2 ** 31)))
+    sens, fpr = (np.clip(np.asarray(x, float), 1e-6, 1 - 1e-6) for x in point)
+    sr = np.array([r[0] for r in reps]) if len(reps) > 1 else None
+    fr = np.array([r[1] for r in reps]) if len(reps) > 1 else None
+    return crowd_votes(it, wk, yes, sens, fpr, sr, fr, n_items=U)
+
+
+def run_trial(cell: Cell, rng) -> tuple[dict, dict, int]:
+    """One trial: ``(estimates, truth, total draws)``, estimates as the core's :class:`Scores`."""
+    from ..estimators import estimate, make_design
+
+    P, members, f, missed, truth_p, truth_r = _world(cell, rng)
+    m, U = P.shape
+    n_true = int(f.sum())
+    # the exhaustive sample: uniform over all true instances (found or not)
+    k = rng.integers(0, n_true + missed, cell.n0) if n_true + missed else np.zeros(0, int)
+    true_idx = np.flatnonzero(f)
+    found = k < n_true
+    y0 = true_idx[k[found]]
+    g0 = np.zeros((m, cell.n0), bool)
+    for i, x in enumerate(members):
+        g0[i, np.flatnonzero(found)] = np.isin(y0, x)
+    draws = [rng.choice(x, min(cell.draws, 50) if cell.adaptive else cell.draws) for x in members]
+
+    def score():
+        src = np.concatenate([np.full(len(d), i) for i, d in enumerate(draws)])
+        xs = np.concatenate(draws)
+        d = make_design(P, src, xs, f[xs].astype(float), g0)
+        v = _votes(cell, np.unique(xs), f, U, rng)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            return estimate(d, votes=v), len(xs)
+
+    s, n = score()
+    if cell.adaptive:
+        for _ in range(9):
+            half = (s.p_ci[1] - s.p_ci[0]) / 2
+            more = [i for i in range(m) if half[i] > 0.05 and len(draws[i]) < 500]
+            if not more:
+                break
+            for i in more:
+                draws[i] = np.concatenate([draws[i], rng.choice(members[i], 50)])
+            s, n = score()
+    truth = {"p": truth_p, "r": truth_r}
+    with np.errstate(divide="ignore", invalid="ignore"):
+        truth["f1"] = np.where(truth_p + truth_r > 0, 2 * truth_p * truth_r / (truth_p + truth_r), 0.0)
+    return s, truth, n
+
+
+def run_cell(cell: Cell, trials: int, *, seed: int = 0, progress=None) -> CellResult:
+    import time
+
+    if trials < 1:
+        raise InvalidInputError(f"trials: expected at least 1, got {trials}")
+    t0 = time.perf_counter()
+    n = max(1, int(round(trials * cell.trial_share)))
+    res = CellResult(cell, n)
+    rng = np.random.default_rng(seed)
+    for t in range(n):
+        s, truth, draws = run_trial(cell, rng)
+        res.draws.append(draws)
+        for k in METRICS:
+            est = getattr(s, k)[:cell.report]
+            lo, hi = (x[:cell.report] for x in getattr(s, f"{k}_ci"))
+            tr = truth[k][:cell.report]
+            res.hits.setdefault(k, []).extend(((lo - 1e-9 <= tr) & (tr <= hi + 1e-9)).tolist())
+            res.errors.setdefault(k, []).extend((est - tr).tolist())
+            res.widths.setdefault(k, []).extend((hi - lo).tolist())
+        if progress is not None:
+            progress(t + 1, n)
+    res.seconds = time.perf_counter() - t0
+    return res
+
+
+def run_regimes(trials: int = 100, *, seed: int = 0, cells=None, progress=None) -> list[dict]:
+    """Every cell of :func:`default_cells` (or ``cells``), ``trials`` trials each (scaled by the cell's
+    ``trial_share``); returns one :meth:`CellResult.summary` per cell."""
+    cells = default_cells() if cells is None else cells
+    out = []
+    for j, cell in enumerate(cells):
+        res = run_cell(cell, trials, seed=seed + 1000 * j,
+                       progress=None if progress is None else (lambda t, n, c=cell: progress(c.name, t, n)))
+        out.append(res.summary())
+    return out
+
+
+def format_table(rows: list[dict]) -> str:
+    head = (f"{'cell':<22} {'trials':>6} {'CIs':>6} {'draws':>7}  " +
+            "  ".join(f"{k.upper() + ' bias':>8} {'width':>6} {'cover':>6}" for k in METRICS))
+    lines = [head]
+    for r in rows:
+        cells = []
+        for k in METRICS:
+            x = r[k]
+            flag = "" if 0.88 <= x["coverage"] <= 0.92 else ("+" if x["coverage"] > 0.92 else "-")
+            cells.append(f"{x['bias']:+8.3f} {x['width']:6.3f} {x['coverage']:5.2f}{flag or ' '}")
+        lines.append(f"{r['cell']:<22} {r['trials']:>6} {r['intervals']:>6} {r['draws']:>7.0f}  " + "  ".join(cells))
+    lines.append("coverage of the 90% intervals; '+' above 0.92 (conservative), '-' below 0.88")
+    return "\n".join(lines)
+
+
+__all__ = ["Cell", "CellResult", "default_cells", "format_table", "run_cell", "run_regimes", "run_trial"]
