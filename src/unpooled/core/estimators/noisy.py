@@ -372,16 +372,17 @@ def profile_interval(M, lam, rho, J, var, confidence: float, *, side=None, iters
 
 
 def precision_interval(M, lam, p, J, var, confidence: float, n_fallback):
-    """The interval of precisions estimated from votes: Wilson's at the effective size (fallback
-    ``n_fallback``), widened on the side of the nearer bound to the calibrated likelihood-ratio interval's
-    (:func:`profile_interval`): near 0 and 1 split votes pull the estimate inwards, and the likelihood's shape
-    reaches the bound where a symmetric interval would stop short (a perfect system estimated at 0.994 had
-    [0.960, 0.999])."""
+    """The interval of precisions estimated from votes: the hull of Wilson's at the effective size (fallback
+    ``n_fallback``) and the calibrated likelihood-ratio interval (:func:`profile_interval`).  Near 0 and 1 split
+    votes pull the estimate inwards, and the likelihood's shape reaches the bound where a symmetric interval
+    would stop short (a perfect system estimated at 0.994 had [0.960, 0.999]); with few items and weak votes
+    the likelihood is flat on a wide range that Wilson's interval at the items' count does not cover (the
+    hull is then conservative, the trade ``unpooled simulate regimes`` measures)."""
     from .joint import wilson
 
     wlo, whi = wilson(p, var, confidence, n_fallback)
-    high = p >= 0.5
-    side = np.where(high, np.where(whi < 1, 1, 0), np.where(wlo > 0, -1, 0))
+    side = np.where(whi < 1, 1, 0) + np.where(wlo > 0, -1, 0)
+    side = np.where((whi < 1) & (wlo > 0), 2, side)  # both bounds
     plo, phi = profile_interval(M, lam, p, J, var, confidence, side=side)
     return np.minimum(wlo, plo), np.maximum(whi, phi)
 
