@@ -22,7 +22,7 @@ pytestmark = [pytest.mark.browser]
 
 SETUP = r"""
 import json, sys
-from unpooled.cli.main import setup_django
+from unpooled.service.config.bootstrap import setup_django
 setup_django()
 from unpooled.service.annotation import actions
 from unpooled.service.annotation.models import Backend

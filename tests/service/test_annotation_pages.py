@@ -107,10 +107,10 @@ def test_entities_then_relations_pages(client, setup):
 
 def test_organiser_page_requires_staff(client, setup):
     _login(client)
-    assert client.get(reverse("annotation:organiser")).status_code == 403  # signed in, not an organiser
+    assert client.get(reverse("organiser:annotation")).status_code == 403  # signed in, not an organiser
     User.objects.create_user("org", password="pw-org-123", is_staff=True)
     client.login(username="org", password="pw-org-123")
-    page = client.get(reverse("annotation:organiser"))
+    page = client.get(reverse("organiser:annotation"))
     html = page.content.decode()
     assert page.status_code == 200 and 'id="kinds"' in html and 'id="annotators"' in html and "Fleiss" in html
 

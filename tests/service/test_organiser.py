@@ -25,7 +25,7 @@ from ..conftest import load_redocred_subset
 
 pytestmark = pytest.mark.django_db
 
-PAGES = ["organiser:home", "annotation:organiser", "organiser:settings", "organiser:submissions", "organiser:teams",
+PAGES = ["organiser:home", "organiser:annotation", "organiser:settings", "organiser:submissions", "organiser:teams",
          "organiser:release"]
 
 
@@ -128,11 +128,11 @@ def test_console_renders_with_data(client, world):
     n = verify.count()
     assert re.search(rf"<td>verify</td><td class=\"num\">0</td><td class=\"num\">{n}</td><td class=\"num\">{n}</td>"
                      rf"\s*<td class=\"num\">{3 * n} / {3 * n}</td>", home)
-    for section in ("annotation:organiser", "organiser:submissions", "organiser:settings", "organiser:teams",
+    for section in ("organiser:annotation", "organiser:submissions", "organiser:settings", "organiser:teams",
                     "organiser:release"):
         assert reverse(section) in home
 
-    ann = client.get(reverse("annotation:organiser"), q).content.decode()
+    ann = client.get(reverse("organiser:annotation"), q).content.decode()
     assert 'id="kinds"' in ann and 'id="annotators"' in ann and "Fleiss" in ann and 'id="submission-cost"' in ann
     assert "median seconds" in ann and "agreement with final label" in ann and 'id="stalled"' in ann
     assert f"{3 * n} / {3 * n}" in ann
@@ -410,7 +410,7 @@ def test_alerts_show_at_the_top_of_every_corpus_page(client, world):
     corpus, sub = world
     set_status(sub, Submission.Status.FAILED, failed_stage="scoring", error="ZeroDivisionError: division by zero")
     _login(client, "boss", staff=True)
-    for name in ("organiser:home", "annotation:organiser", "organiser:submissions", "organiser:settings"):
+    for name in ("organiser:home", "organiser:annotation", "organiser:submissions", "organiser:settings"):
         html = client.get(reverse(name), {"corpus": corpus.name}).content.decode()
         top = html.index('id="alerts"')
         assert 'data-code="failed_submission"' in html[top:], name

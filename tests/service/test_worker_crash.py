@@ -22,7 +22,7 @@ import pytest
 PG_URL = os.environ.get("UNPOOLED_TEST_POSTGRES_URL", "postgres://postgres@127.0.0.1:5432/test")
 
 PY_STATUS = (
-    "from unpooled.cli.main import setup_django; setup_django(migrate=False)\n"
+    "from unpooled.service.config.bootstrap import setup_django; setup_django(migrate=False)\n"
     "from django_tasks_db.models import DBTaskResult\n"
     "from unpooled.service.submissions.models import Submission\n"
     "import json; r = DBTaskResult.objects.get()\n"
@@ -87,7 +87,7 @@ def kill_worker_mid_task(env, tmp_path, slot: int) -> int:
     kb, corpus, lines = prepare(tmp_path, 150_000)
     cli(env, "corpus", "load", corpus, "--format", "jsonl", "--name", "crash", "--json")
     enqueue = (
-        "from unpooled.cli.main import setup_django; setup_django(migrate=False)\n"
+        "from unpooled.service.config.bootstrap import setup_django; setup_django(migrate=False)\n"
         "from unpooled.service.submissions.tasks import ingest_upload\n"
         f"ingest_upload.enqueue({str(kb)!r}.replace('synthetic.kb', 'upload.kb'), 'crash', 'team', 'run', 'tac', 'x.kb', "
         "start=False)\n"
@@ -140,7 +140,7 @@ def test_dead_machine_task_is_recovered_by_another_worker(env, tmp_path):
     assert "requeued 1 task(s) left running by dead worker(s)" in err and st["workers"][0] in err, err[-2000:]
     assert_ingested_once(st, lines, tmp_path)
     assert len(st["workers"]) == 2 and st["workers"][0].endswith("-7") and st["workers"][1].endswith("-8")
-    hb = subprocess.run([sys.executable, "-c", "from unpooled.cli.main import setup_django; setup_django(migrate=False)\n"
+    hb = subprocess.run([sys.executable, "-c", "from unpooled.service.config.bootstrap import setup_django; setup_django(migrate=False)\n"
                          "from unpooled.service.organiser.models import WorkerHeartbeat\n"
                          "print(sorted(WorkerHeartbeat.objects.values_list('worker_id', flat=True)))"],
                         env=env, capture_output=True, text=True, check=True).stdout

@@ -37,7 +37,7 @@ def prepare(workdir: Path, n_lines: int, seed: int = 0) -> tuple[Path, Path, int
 
 def child(kb_path: str, corpus: str) -> None:
     """Run in a fresh process: ingest and print timings and peak RSS as JSON."""
-    from unpooled.cli.main import setup_django
+    from unpooled.service.config.bootstrap import setup_django
 
     setup_django(migrate=False)
     from django.db import connection
@@ -64,7 +64,7 @@ def child(kb_path: str, corpus: str) -> None:
 
 
 def run(n_lines: int, *, as_json: bool, keep: bool = False, seed: int = 0) -> int:
-    from unpooled.cli.progress import progress_bar
+    from unpooled.progress import progress_bar
 
     with tempfile.TemporaryDirectory(prefix="unpooled-bench-") as tmp:
         work = Path(tmp)
@@ -105,7 +105,7 @@ def run(n_lines: int, *, as_json: bool, keep: bool = False, seed: int = 0) -> in
 def _cleanup_pg(env: dict, corpus: str) -> None:
     """Remove the benchmark's corpus and submission from a shared PostgreSQL database."""
     code = (
-        "from unpooled.cli.main import setup_django; setup_django(migrate=False)\n"
+        "from unpooled.service.config.bootstrap import setup_django; setup_django(migrate=False)\n"
         "from unpooled.service.corpora.models import Corpus\n"
         "from unpooled.service.submissions.models import Submission\n"
         f"Submission.objects.filter(corpus__name={corpus!r}).delete(); Corpus.objects.filter(name={corpus!r}).delete()\n"

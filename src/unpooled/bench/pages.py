@@ -56,7 +56,7 @@ PAGES = ("leaderboard_instance", "leaderboard_relation", "leaderboard_entity", "
 
 # -- build (a fresh process with Django) -------------------------------------------------------------
 def build(cfg: dict) -> dict:
-    from unpooled.cli.main import setup_django
+    from unpooled.service.config.bootstrap import setup_django
 
     setup_django(migrate=True)
     import secrets
@@ -534,7 +534,7 @@ def run(submissions: int = 100, clients: int = 20, requests: int = 1000, *, as_j
         instances: int = 3000, draws: int = 150, history: int = 20, documents: int = 30, workers: int | None = None,
         threads: int = 1, warmup: int = 3, pages: list[str] | None = None, seed: int = 0, keep: bool = False,
         verbose: bool = False) -> int:
-    from unpooled.cli.commands.serve import default_web_workers, web_server_command
+    from unpooled.service.config.server import default_web_workers, web_server_command
 
     pages = list(pages or PAGES)
     workers = default_web_workers() if workers is None else workers

@@ -259,7 +259,7 @@ def _exhaustive(corpus, docs, spans, gold, n_docs: int, seed: int) -> int:
 
 # -- the benchmark (one process: the cache lives in it) ------------------------------------------------
 def child(cfg: dict) -> None:
-    from unpooled.cli.main import setup_django
+    from unpooled.service.config.bootstrap import setup_django
 
     setup_django(migrate=True)
     import numpy as np

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import argparse
 import enum
-import os
 import sys
 from typing import Sequence
 
@@ -27,20 +26,7 @@ class CommandError(UnpooledError):
     """An error to print as ``unpooled: error: ...`` with exit status 3."""
 
 
-def setup_django(*, migrate: bool = True) -> None:
-    """Configure Django; apply pending migrations so a fresh data directory just works."""
-    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "unpooled.service.config.settings")
-    import django
-
-    django.setup()
-    if migrate:
-        from django.core.management import call_command
-        from django.db import connection
-        from django.db.migrations.executor import MigrationExecutor
-
-        executor = MigrationExecutor(connection)
-        if executor.migration_plan(executor.loader.graph.leaf_nodes()):
-            call_command("migrate", verbosity=0, interactive=False)
+from unpooled.service.config.bootstrap import setup_django  # noqa: E402,F401 - the commands' entry to the service
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -41,8 +41,6 @@ from django.db.models.functions import Now
 from django.utils import timezone
 
 MAX_ATTEMPTS = 3
-#: a worker whose heartbeat is older than this (seconds) is dead (``UNPOOLED_WORKER_TIMEOUT``)
-DEFAULT_TIMEOUT = 300.0
 #: seconds between heartbeats and sweeps (``UNPOOLED_WORKER_HEARTBEAT``; at most a third of the timeout)
 DEFAULT_HEARTBEAT = 30.0
 #: heartbeats of dead workers are shown (organiser console) this long, then deleted
@@ -50,24 +48,14 @@ FORGET_AFTER = timedelta(days=1)
 
 logger = logging.getLogger(__name__)
 
+# what the organiser console reads of the workers lives in the organiser app (workers sit above it)
+from unpooled.service.organiser.heartbeats import (  # noqa: E402,F401 - re-exported
+    DEFAULT_TIMEOUT, _seconds, worker_rows, worker_timeout,
+)
+
 
 def worker_id(slot: int = 0, host: str | None = None) -> str:
     return f"{host or socket.gethostname()}-{slot}"
-
-
-def _seconds(env: str, setting: str, default: float) -> float:
-    from django.conf import settings
-
-    raw = os.environ.get(env)
-    value = float(raw) if raw else float(getattr(settings, setting, default))
-    if not value > 0:
-        raise ValueError(f"{env} must be a positive number of seconds, not {value!r}")
-    return value
-
-
-def worker_timeout() -> float:
-    """Seconds without a heartbeat after which a worker is dead (``UNPOOLED_WORKER_TIMEOUT``, setting ``WORKER_TIMEOUT``)."""
-    return _seconds("UNPOOLED_WORKER_TIMEOUT", "WORKER_TIMEOUT", DEFAULT_TIMEOUT)
 
 
 def heartbeat_interval(timeout: float | None = None) -> float:
@@ -182,33 +170,6 @@ def forget_dead(*, now: datetime | None = None) -> int:
     from unpooled.service.organiser.models import WorkerHeartbeat
 
     return WorkerHeartbeat.objects.filter(last_seen__lt=(now or timezone.now()) - FORGET_AFTER).delete()[0]
-
-
-def worker_rows(*, timeout: float | None = None, now: datetime | None = None) -> list[dict]:
-    """The workers with a heartbeat, for the organiser console: id, host, pid, started, last seen,
-    seconds since, alive (heartbeat younger than the timeout), tasks running under it."""
-    from django_tasks import TaskResultStatus
-    from django_tasks_db.models import DBTaskResult
-
-    from unpooled.service.organiser.models import WorkerHeartbeat
-
-    if timeout is None:
-        try:
-            timeout = worker_timeout()
-        except ValueError:  # misconfigured: the workers refuse to start; the console still shows them
-            timeout = DEFAULT_TIMEOUT
-    now = now or timezone.now()
-    running: dict[str, int] = {}
-    for wids in DBTaskResult.objects.filter(status=TaskResultStatus.RUNNING).values_list("worker_ids", flat=True):
-        if wids:
-            running[wids[-1]] = running.get(wids[-1], 0) + 1
-    rows = []
-    for hb in WorkerHeartbeat.objects.order_by("worker_id"):
-        age = (now - hb.last_seen).total_seconds()
-        rows.append({"worker_id": hb.worker_id, "host": hb.host, "pid": hb.pid, "started_at": hb.started_at,
-                     "last_seen": hb.last_seen, "age": max(age, 0.0), "alive": age <= timeout,
-                     "running": running.get(hb.worker_id, 0)})
-    return rows
 
 
 def _report(wid: str, got: dict, why: str) -> None:

@@ -6,7 +6,7 @@ import json
 import sys
 
 from ..main import CommandError, setup_django
-from ..progress import progress_bar
+from unpooled.progress import progress_bar
 
 
 def register(sub) -> None:

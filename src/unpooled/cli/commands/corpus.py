@@ -6,7 +6,7 @@ import json
 import sys
 
 from ..main import setup_django
-from ..progress import progress_bar
+from unpooled.progress import progress_bar
 
 from unpooled.core.corpus import FORMATS
 

@@ -47,7 +47,7 @@ SHOWN = ("current", "none/wilson", "dawid-skene/wilson", "controls+recall/raw-wi
 
 
 def cmd_coverage(args, corpus) -> int:
-    from unpooled.cli.progress import progress_bar
+    from unpooled.progress import progress_bar
     from unpooled.service.evaluations.coverage import run_coverage
 
     if args.coverage_trials < 1:

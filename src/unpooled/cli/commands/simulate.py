@@ -19,7 +19,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..progress import progress_bar
+from unpooled.progress import progress_bar
 
 SPREAD_FILE = Path("paper") / "pooling_bias" / "pooling_bias_anydoc.tsv"
 PARAMETRIC = "parametric"

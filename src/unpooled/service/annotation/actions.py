@@ -23,6 +23,7 @@ from unpooled.service.submissions.actions import parse_provenance
 from unpooled.service.submissions.models import RelationInstance, Submission
 
 from .guidelines import VERSIONS
+from .signals import labels_written
 from .models import (
     AnnotationSettings, Annotator, Answer, Assignment, ExhaustiveDocument, Kind, Label, SubmissionBudget,
     Task, TaskRequest,
@@ -456,9 +457,8 @@ def complete_task(task: Task, *, now=None) -> None:
     task.completed = now
     task.save(update_fields=["result", "status", "completed"])
     if task.kind != Kind.ENTITIES and not task.is_control:
-        from unpooled.service.evaluations.lifecycle import notify_labels
-
-        notify_labels(task.corpus_id)  # re-score the corpus once this label batch is committed
+        # the evaluations app re-scores the corpus once this label batch is committed (its apps.ready connects)
+        labels_written.send(sender=Task, corpus_id=task.corpus_id)
 
 
 def _create_relations_task(entity_task: Task, mentions: list[dict], now) -> Task:

@@ -9,5 +9,4 @@ urlpatterns = [
     path("annotate/task/<str:token>/", views.task_page, name="task"),
     path("annotate/task/<str:token>/skip/", views.skip, name="skip"),
     path("annotate/mturk/", views.mturk_entry, name="mturk"),
-    path("organiser/annotation/", views.organiser, name="organiser"),
 ]

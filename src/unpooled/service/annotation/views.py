@@ -23,13 +23,10 @@ from django.views.decorators.clickjacking import xframe_options_exempt
 from django.views.decorators.http import require_POST
 
 from unpooled.core.annotation.answers import AnswerError
-from unpooled.service.organiser import console
-from unpooled.service.organiser.views import console_context, organiser_required
 
 from . import actions
 from .guidelines import INSTRUCTIONS
 from .models import Annotator, Assignment, Backend, Kind, Task
-from .status import status
 
 _TOKEN = re.compile(r"\w+|[^\w\s]", re.UNICODE)
 
@@ -325,16 +322,3 @@ def mturk_entry(request):
         lease.save(update_fields=["external_ref"])
     request.session[f"turk:{lease.token}"] = request.GET.get("turkSubmitTo", "https://workersandbox.mturk.com")
     return redirect("annotation:task", token=lease.token)
-
-
-@organiser_required
-def organiser(request):
-    """The organiser console's annotation section: alerts, progress and cost per task type, cost per
-    submission, agreement, annotator quality, stalled tasks (logic in :mod:`unpooled.service.organiser.console`)."""
-    ctx = console_context(request, "annotation")
-    corpus = ctx["corpus"]
-    if corpus is not None:
-        stalled = console.stalled_tasks(corpus)
-        ctx.update(st=status(corpus), stalled=stalled, budget=console.corpus_budget(corpus),
-                   submissions=console.submission_rows(corpus), alerts=console.alerts(corpus, stalled=stalled))
-    return render(request, "annotation/organiser.html", ctx)

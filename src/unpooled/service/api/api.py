@@ -15,6 +15,7 @@ from ninja.errors import AuthenticationError, HttpError, ValidationError
 
 from unpooled import __version__
 from unpooled.service.accounts.actions import AccountError
+from unpooled.service.submissions.quota import QuotaError
 from unpooled.service.corpora.actions import ActionError
 
 from .docs import LocalSwagger
@@ -110,8 +111,9 @@ def _not_found(request, exc):
     return api.error_response(request, ApiError("not_found", detail=str(exc) or f"{request.path}: not found"))
 
 
+@api.exception_handler(QuotaError)
 @api.exception_handler(AccountError)
-def _account_error(request, exc: AccountError):
+def _account_error(request, exc: AccountError | QuotaError):
     code = exc.code if exc.code in ERRORS else _BY_STATUS.get(exc.status, "invalid_request")
     return api.error_response(request, ApiError(code, status=exc.status, detail=str(exc)))
 

@@ -5,6 +5,7 @@ from . import views
 app_name = "organiser"
 urlpatterns = [
     path("organiser/", views.home, name="home"),
+    path("organiser/annotation/", views.annotation, name="annotation"),
     path("organiser/settings/", views.settings_page, name="settings"),
     path("organiser/submissions/", views.submissions, name="submissions"),
     path("organiser/submissions/<int:pk>/retry/", views.retry, name="retry"),

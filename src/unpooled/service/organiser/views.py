@@ -23,11 +23,12 @@ from django.views.decorators.http import require_POST
 from unpooled.service.accounts.actions import is_organiser
 from unpooled.service.annotation import release as release_mod
 from unpooled.service.annotation.actions import settings_for
+from unpooled.service.annotation.status import status as annotation_status
 from unpooled.service.corpora.models import Corpus
 from unpooled.service.submissions.models import Submission, Team
-from unpooled.service.workers import worker_rows
 
 from . import console
+from .heartbeats import worker_rows
 from .forms import QuotaForm, SettingsForm
 
 
@@ -159,3 +160,16 @@ def release(request):
     out.seek(0)
     return FileResponse(out, as_attachment=True, filename=release_mod.release_name(corpus, now) + ".zip",
                         content_type="application/zip")
+
+
+@organiser_required
+def annotation(request):
+    """The organiser console's annotation section: alerts, progress and cost per task type, cost per
+    submission, agreement, annotator quality, stalled tasks (logic in :mod:`unpooled.service.organiser.console`)."""
+    ctx = console_context(request, "annotation")
+    corpus = ctx["corpus"]
+    if corpus is not None:
+        stalled = console.stalled_tasks(corpus)
+        ctx.update(st=annotation_status(corpus), stalled=stalled, budget=console.corpus_budget(corpus),
+                   submissions=console.submission_rows(corpus), alerts=console.alerts(corpus, stalled=stalled))
+    return render(request, "annotation/organiser.html", ctx)

@@ -100,7 +100,7 @@ def do_ingest_submission(
         with transaction.atomic():
             team, _ = Team.objects.get_or_create(name=team_name.strip())
             if enforce_quota:
-                from unpooled.service.accounts.actions import check_quota
+                from .quota import check_quota
 
                 Team.objects.select_for_update().filter(pk=team.pk).first()  # one quota check at a time per team
                 check_quota(team)
@@ -116,9 +116,9 @@ def do_ingest_submission(
             )
             store_kb(sub, kb, view)
             if start:
-                from unpooled.service.evaluations.lifecycle import enqueue_advance
+                from .signals import submission_stored
 
-                enqueue_advance(sub)
+                submission_stored.send(sender=Submission, submission=sub)  # the evaluations app starts it
     except IntegrityError as exc:  # a concurrent upload of the same file or run
         raise ActionError(f"submission conflicts with one stored meanwhile: {exc}") from None
     if timer:

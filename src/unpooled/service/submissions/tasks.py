@@ -22,7 +22,7 @@ def ingest_upload(path: str, corpus: str, team: str, run: str | None, fmt: str |
     """
     from django.contrib.auth import get_user_model
 
-    from unpooled.service.accounts.actions import AccountError
+    from .quota import QuotaError
     from unpooled.service.corpora.actions import ActionError
 
     if not Path(path).exists():
@@ -36,7 +36,7 @@ def ingest_upload(path: str, corpus: str, team: str, run: str | None, fmt: str |
         out = res.to_dict()
         out["report"]["path"] = file_name
         return out
-    except (AccountError, ActionError) as exc:
+    except (QuotaError, ActionError) as exc:
         return {"ok": False, "error": str(exc),
                 "report": {"path": file_name, "errors": [], "warnings": [], "n_errors": 0, "n_warnings": 0}}
     finally:

@@ -39,7 +39,7 @@ def upload(request):
                 try:
                     if the_team is not None:
                         accounts.check_quota(the_team)
-                except accounts.AccountError as exc:
+                except (accounts.AccountError, accounts.QuotaError) as exc:
                     form.add_error(None, str(exc))
                 else:
                     settings.UPLOAD_DIR.mkdir(parents=True, exist_ok=True)
