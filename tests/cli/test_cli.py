@@ -96,3 +96,16 @@ def test_core_import_has_no_django():
             "bad = [m for m in ('django', 'boto3') if m in sys.modules]; print(bad); sys.exit(1 if bad else 0)")
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
+def test_bench_score_reports_time_and_memory(capsys):
+    """``unpooled bench score --instances N [--votes] --json`` prints its figures (tiny sizes: no timing claims)."""
+    import json as _json
+
+    from unpooled.cli.main import main as _main
+
+    assert _main(["bench", "score", "--systems", "3", "--labels", "20", "--exhaustive", "30", "--replicates", "5",
+                  "--instances", "500", "--votes", "--json"]) == 0
+    got = _json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    assert got["systems"] == 3 and got["instances"] == 500 and got["votes"] is True
+    assert got["seconds"] >= 0 and got["peak_rss_mb"] > 0

@@ -19,7 +19,12 @@ def register(sub) -> None:
     sc.add_argument("--exhaustive", type=int, default=1000, help="exhaustively found true instances")
     sc.add_argument("--replicates", type=int, default=1000, help="bootstrap replicates")
     sc.add_argument("--weights", choices=("balance", "heuristic", "minvar"), default="balance")
-    sc.add_argument("--json", action="store_true", help='print {"systems", "replicates", "seconds"}')
+    sc.add_argument("--instances", type=int, default=3000, help="instances per system (about; the universe is "
+                                                                "at least ten times that)")
+    sc.add_argument("--votes", action="store_true", help="score from simulated crowd votes as the service does "
+                                                         "(no bootstrap)")
+    sc.add_argument("--json", action="store_true",
+                    help='print {"systems", "replicates", "seconds", "instances", "votes", "peak_rss_mb"}')
     sc.set_defaults(func=cmd_score)
     rs = bs.add_parser("rescore", help="re-score every submission of a corpus after a batch of new labels "
                                        "(incremental; database from DATABASE_URL, default a fresh SQLite file)")
@@ -79,11 +84,12 @@ def cmd_ingest(args) -> int:
 def cmd_score(args) -> int:
     from unpooled.bench.score import run
 
-    if min(args.systems, args.labels, args.exhaustive, args.replicates) < 1:
+    if min(args.systems, args.labels, args.exhaustive, args.replicates, args.instances) < 1:
         from ..main import CommandError
 
-        raise CommandError("--systems, --labels, --exhaustive and --replicates must be positive")
-    return run(args.systems, args.labels, args.exhaustive, args.replicates, args.weights, as_json=args.json)
+        raise CommandError("--systems, --labels, --exhaustive, --replicates and --instances must be positive")
+    return run(args.systems, args.labels, args.exhaustive, args.replicates, args.weights, as_json=args.json,
+               instances=args.instances, votes=args.votes)
 
 
 def cmd_rescore(args) -> int:

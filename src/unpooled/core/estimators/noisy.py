@@ -624,19 +624,34 @@ def noisy_estimates(d, t, W: np.ndarray, votes: CrowdVotes, *, simple: bool = Fa
 
     # 1. the draws: influence values per draw
     lam_s = lam[inv]
-    kc = _kappa_where(Cw, lam_s, p)
-    uP = Cw * kc * safe_div(np.ones(m), Jc)[:, None]
-    ka = _kappa_where(Aw, lam_s, np.nan_to_num(rho_a))
-    kb = _kappa_where(Bw, lam_s, np.nan_to_num(rho_b))
-    dA = Aw * (np.nan_to_num(rho_a)[:, None] + (sa * safe_div(np.ones(m), Ja))[:, None] * ka)
-    dB = Bw * (np.nan_to_num(rho_b)[:, None] + (sb * safe_div(np.ones(m), Jb))[:, None] * kb)
-    uN = (dA - nu[:, None] * dB) * safe_div(np.ones(m), Bhat)[:, None]
-    if simple:
-        uN = np.zeros_like(uN)
+    # (m, S) arrays are large at scale (300 systems x 500 draws: 360 MB each): built in place, freed early
+    uP = _kappa_where(Cw, lam_s, p)
+    uP *= Cw
+    uP *= safe_div(np.ones(m), Jc)[:, None]
     var_d = {"p": strata_var(uP, d.src, m)}
+    if simple:
+        uN = np.zeros_like(uP)
+    else:
+        uN = _kappa_where(Aw, lam_s, np.nan_to_num(rho_a))  # dA = Aw (rho_A + sum(A)/J_A kappa_A)
+        uN *= (sa * safe_div(np.ones(m), Ja))[:, None]
+        uN += np.nan_to_num(rho_a)[:, None]
+        uN *= Aw
+        dB = _kappa_where(Bw, lam_s, np.nan_to_num(rho_b))  # dB likewise
+        dB *= (sb * safe_div(np.ones(m), Jb))[:, None]
+        dB += np.nan_to_num(rho_b)[:, None]
+        dB *= Bw
+        dB *= nu[:, None]
+        uN -= dB  # (dA - nu dB) / B
+        del dB
+        uN *= safe_div(np.ones(m), Bhat)[:, None]
     var_nu = strata_var(uN, d.src, m)
     var_d["r"] = theta ** 2 * var_nu + nu ** 2 * var_th + var_th * var_nu
-    var_d["f1"] = strata_var(dP[:, None] * uP + (dR * theta)[:, None] * uN, d.src, m) + (dR * nu) ** 2 * var_th
+    uN *= (dR * theta)[:, None]  # the F1 influence: dP uP + dR theta uN
+    uP *= dP[:, None]
+    uN += uP
+    del uP
+    var_d["f1"] = strata_var(uN, d.src, m) + (dR * nu) ** 2 * var_th
+    del uN
 
     # 2. the votes: per item, the expected coefficients (p_i, p0 g_i, p0) and the importance ratio
     ratio_s = np.asarray(t.ratio) if getattr(t, "ratio", None) is not None else None
