@@ -40,7 +40,11 @@ def test_adaptive_json(tmp_path, capsys):
     assert set(lab) == {"fixed", "fixed-reuse", "adaptive", "adaptive-draws"}
     assert lab["fixed"] == [100.0 * k for k in range(1, 7)]
     assert all(len(v) == 6 for v in lab.values())
-    assert "adaptive total" in capsys.readouterr().out
+    assert 0 <= d["adaptive_coverage_p_arrival"] <= 1 and 0 <= d["adaptive_coverage_p"] <= 1
+    assert d["total"]["adaptive"] <= d["total"]["adaptive-draws"]  # reused labels cost nothing
+    assert lab["adaptive-draws"] == sorted(lab["adaptive-draws"])  # cumulative
+    out = capsys.readouterr().out
+    assert "draws (range" in out and "cover the truth" in out
 
 
 def test_bad_arguments(capsys):

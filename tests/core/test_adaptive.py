@@ -8,7 +8,13 @@ from scipy.stats import norm
 
 from unpooled.core.errors import InvalidInputError
 from unpooled.core.estimators import distribution_matrix, make_design
-from unpooled.core.estimators.adaptive import exhaustive_needed, plan_labels, precision_variance
+from unpooled.core.estimators.adaptive import (
+    exhaustive_needed,
+    next_draws,
+    plan_labels,
+    precision_variance,
+    unlabelled_prior,
+)
 
 Z90 = norm.ppf(0.95)
 
@@ -75,3 +81,61 @@ def test_arguments_checked():
         plan_labels(d, 0)
     with pytest.raises(InvalidInputError, match="epsilon: expected a half-width"):
         plan_labels(d, 0, epsilon=2.0)
+
+
+def test_the_unlabelled_prior_comes_from_own_draws_where_no_other_system_drew():
+    # system 0 drew instances 0-3; system 1 (support 0-9) drew 2, 3 (shared) and 5, 6, 7 (alone): 1 of 3 correct
+    P = distribution_matrix([np.arange(4), np.arange(10)], 10)
+    src = np.array([0, 0, 0, 0, 1, 1, 1, 1, 1])
+    xs = np.array([0, 1, 2, 3, 2, 3, 5, 6, 7])
+    f = np.array([1, 1, 1, 1, 1, 1, 1, 0, 0], float)
+    d = make_design(P, src, xs, f, np.zeros((2, 0), bool))
+    assert unlabelled_prior(d, 1) == pytest.approx((1 + 1) / (3 + 2))
+    assert unlabelled_prior(d, 0) == pytest.approx((2 + 1) / (2 + 2))  # instances 0 and 1: system 1 did not draw them
+    # before its own draws a new system's prior is 1/2, whatever the labels others left on its support
+    d0 = make_design(P, src[:4], xs[:4], f[:4], np.zeros((2, 0), bool))
+    assert unlabelled_prior(d0, 1) == 0.5
+    assert plan_labels(d0, 1, epsilon=0.05).prior == 0.5
+
+
+def test_target_of_own_draws_is_the_variance_of_that_many_own_draws():
+    # a lone system with nothing labelled: precision predicted 1/2, target 0.25 / own, and q = p gives Var = 0.25 / n
+    d = empty_design([np.arange(50)], 50)
+    for own in (40, 100, 500):
+        plan = plan_labels(d, 0, own=own)
+        assert plan.precision == 0.5 and plan.target_var == pytest.approx(0.25 / own)
+        assert plan.draws == own
+    # labels known on the whole support: the predicted precision is theirs and the target follows it
+    U = 10
+    f = (np.arange(U) < 8).astype(float)  # 8 of 10 correct
+    d = make_design(distribution_matrix([np.arange(U)], U), np.zeros(U, int), np.arange(U), f, np.zeros((1, 0), bool))
+    plan = plan_labels(d, 0, own=100)
+    assert plan.precision == pytest.approx(0.8) and plan.target_var == pytest.approx(0.8 * 0.2 / 100)
+
+
+def test_next_draws_takes_a_pilot_then_the_rest():
+    d = empty_design([np.arange(50)], 50)
+    more, plan = next_draws(d, 0, rounds_left=2, own=101)
+    assert plan.draws == 101 and more == 51  # half the plan, rounded up
+    more, _ = next_draws(d, 0, rounds_left=1, own=101)
+    assert more == 101  # the last round takes what is missing
+    # with 60 own draws made (all correct, on instances no one else drew) the plan counts them
+    rng = np.random.default_rng(3)
+    xs = rng.integers(0, 50, 60)
+    d = make_design(distribution_matrix([np.arange(50)], 50), np.zeros(60, int), xs, np.ones(60),
+                    np.zeros((1, 0), bool))
+    more, plan = next_draws(d, 0, rounds_left=1, own=101)
+    assert plan.prior == pytest.approx(61 / 62) and more == max(plan.draws - 60, 0)
+    with pytest.raises(InvalidInputError, match="rounds_left"):
+        next_draws(d, 0, rounds_left=0, own=10)
+
+
+def test_labels_outside_0_1_do_not_break_the_plan():
+    # labels corrected for annotation error may leave [0, 1]: the plan clips them (was: "prior: expected a
+    # probability, got 1.03" and a failed evaluation)
+    U = 20
+    P = distribution_matrix([np.arange(U), np.arange(U)], U)
+    xs = np.arange(U)
+    d = make_design(P, np.zeros(U, int), xs, np.full(U, 1.03), np.zeros((2, 0), bool), corrected_labels=True)
+    plan = plan_labels(d, 1, epsilon=0.05)
+    assert 0 <= plan.prior <= 1 and 0 <= plan.precision <= 1 and plan.draws >= 1

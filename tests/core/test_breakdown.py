@@ -68,7 +68,7 @@ def test_single_system_instance_level_by_hand():
     assert s.r_se == pytest.approx(np.sqrt(5 / 4 * np.array([(T[:2] ** 2).sum(), (T[2:] ** 2).sum()])))
     f1 = [2 * p * r / (p + r) for p, r in zip(s.p, s.r)]
     assert s.f1.tolist() == pytest.approx(f1)
-    assert s.method == "joint-balance" and s.level == 0.9
+    assert s.method == "joint-balance" and s.confidence == 0.9
 
 
 def test_relation_level_weights_within_a_group():
@@ -178,7 +178,7 @@ def test_one_group_is_the_overall_estimate(case):
 @given(designs(), st.sampled_from(["joint", "simple"]), st.sampled_from([0.5, 0.8, 0.9, 0.95]))
 def test_intervals_contain_the_estimates(case, estimator, level):
     d, gu, gt, G, i = case
-    s = _quiet(subset_scores, d, i, gu, gt, n_groups=G, estimator=estimator, level=level)
+    s = _quiet(subset_scores, d, i, gu, gt, n_groups=G, estimator=estimator, confidence=level)
     for k in ("p", "r", "f1"):
         est, (lo, hi) = getattr(s, k), getattr(s, k + "_ci")
         ok = ~np.isnan(est)
@@ -298,7 +298,7 @@ def _tiny():
     ({"estimator": "pooled"}, "estimator: expected one of simple, joint, got 'pooled'"),
     ({"weights": "optimal"}, "weights: expected one of heuristic, balance, minvar"),
     ({"weights": np.ones((2, 2))}, r"weights: expected a \(1, 1\) array"),
-    ({"level": 1.0}, r"level: expected a number in \(0, 1\), got 1.0"),
+    ({"confidence": 1.0}, r"confidence: expected a number in \(0, 1\), got 1.0"),
     ({"zero_division": 0}, "zero_division: expected 'warn' or 'nan', got 0"),
 ])
 def test_subset_scores_iv(kwargs, match):

@@ -405,7 +405,7 @@ def recall_coverage(trials=200, *, seed=0, n_docs=25, n_draws=100, level=0.9):
                             y0_docs=doc[y0] if how.get("docs") else None,
                             documents=n_docs if how.get("docs") else None,
                             inside=kind[xs] != 1 if how.get("inside") else None)
-            sc = estimate(d, weights="balance", level=level)
+            sc = estimate(d, weights="balance", confidence=level)
             cover[k] += (sc.r_ci[0] <= truth) & (truth <= sc.r_ci[1])
             error[k] += sc.r - truth
     return truth, {k: v / trials for k, v in cover.items()}, {k: v / trials for k, v in error.items()}

@@ -46,9 +46,9 @@ import threading
 import time
 import uuid
 from pathlib import Path
+from unpooled.service.evaluations.policy import SERVICE_LEVELS as LEVELS
 
 TARGET_P95_MS = 100.0
-LEVELS = ("instance", "relation", "entity")
 PG_DATABASE = "unpooled_bench_pages"
 PAGES = ("leaderboard_instance", "leaderboard_relation", "leaderboard_entity", "submission", "task_verify",
          "task_entities")

@@ -29,3 +29,10 @@ class SchemaError(LocatedError):
 
 class CorpusError(LocatedError):
     """A corpus source file is invalid."""
+
+
+def check_choice(name: str, value, options) -> None:
+    """Raise :class:`InvalidInputError` ``"name: expected one of a, b, c, got 'x'"`` unless ``value`` is one of
+    ``options`` (the one check behind every choice of a name registry, :mod:`unpooled.core.names`)."""
+    if value not in options:
+        raise InvalidInputError(f"{name}: expected one of {', '.join(map(str, options))}, got {value!r}")

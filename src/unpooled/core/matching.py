@@ -80,7 +80,7 @@ from typing import NamedTuple
 import numpy as np
 import scipy.sparse as sp
 
-from .errors import InvalidInputError
+from .errors import InvalidInputError, check_choice
 from .kb.model import instance_key, normalise_value
 
 POLICIES = ("exact", "overlap", "cluster")
@@ -201,8 +201,7 @@ def cluster_gold(documents: Iterable) -> ClusterGold:
 
 # -- validation ---------------------------------------------------------------------
 def _check_policy(policy: str, clusters) -> None:
-    if policy not in POLICIES:
-        raise InvalidInputError(f"policy: expected one of {', '.join(POLICIES)}, got {policy!r}")
+    check_choice("policy", policy, POLICIES)
     if policy == "cluster" and clusters is None:
         raise InvalidInputError("clusters: required for policy 'cluster' (a map (doc, start, end) -> cluster id), "
                                 "got None")

@@ -71,7 +71,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from .diagnostics import Report
-from .errors import InvalidInputError, LocatedError, UnpooledError
+from .errors import InvalidInputError, check_choice, LocatedError, UnpooledError
 from .estimators import LEVELS, Scores, estimate, make_design, sampling_distribution
 from .estimators.exhaustive import Sentences, sentence_index, within_sentence
 from .estimators.joint import ESTIMATORS, WEIGHTS, Design, WeightDegeneracyWarning
@@ -621,10 +621,8 @@ def build_design(data: OfflineData, *, level: str = "instance", match: str = "ex
     support, i.e. across sentences and not in the exhaustive file (:func:`inside_p0`); None: no
     restriction.
     """
-    if level not in LEVELS:
-        raise InvalidInputError(f"level: expected one of {', '.join(LEVELS)}, got {level!r}")
-    if match not in MATCHES:
-        raise InvalidInputError(f"match: expected one of {', '.join(MATCHES)}, got {match!r}")
+    check_choice("level", level, LEVELS)
+    check_choice("match", match, MATCHES)
     index: dict[str, int] = {}
     universe: list[InstanceRef] = []
     rows, cols, vals = [], [], []
@@ -731,10 +729,8 @@ def score(data: OfflineData, *, level: str = "instance", estimator: str = "joint
     """
     if not data.ok:
         raise InputFindings([r for r in data.reports if not r.ok])
-    if estimator not in ESTIMATORS:
-        raise InvalidInputError(f"estimator: expected one of {', '.join(ESTIMATORS)}, got {estimator!r}")
-    if weights not in WEIGHTS:
-        raise InvalidInputError(f"weights: expected one of {', '.join(WEIGHTS)}, got {weights!r}")
+    check_choice("estimator", estimator, ESTIMATORS)
+    check_choice("weights", weights, WEIGHTS)
     if not isinstance(bootstrap, int) or bootstrap < 0:
         raise InvalidInputError(f"bootstrap: expected a non-negative integer, got {bootstrap!r}")
     if not (_number(confidence) and 0 < confidence < 1):
@@ -784,7 +780,7 @@ def score(data: OfflineData, *, level: str = "instance", estimator: str = "joint
                     "get weight 1 in the joint recall estimate")
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", WeightDegeneracyWarning)
-        sc = estimate(design, estimator=estimator, weights=weights, level=confidence, bootstrap=bootstrap,
+        sc = estimate(design, estimator=estimator, weights=weights, confidence=confidence, bootstrap=bootstrap,
                       rng=rng, votes=crowd)
     n = design.n
     rows = []

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from unpooled.core.names import WEIGHTS
+
 
 def register(sub) -> None:
     p = sub.add_parser("bench", help="run a benchmark and print its figures")
@@ -18,7 +20,7 @@ def register(sub) -> None:
     sc.add_argument("--labels", type=int, default=500, help="labelled draws per system")
     sc.add_argument("--exhaustive", type=int, default=1000, help="exhaustively found true instances")
     sc.add_argument("--replicates", type=int, default=1000, help="bootstrap replicates")
-    sc.add_argument("--weights", choices=("balance", "heuristic", "minvar"), default="balance")
+    sc.add_argument("--weights", choices=WEIGHTS, default="balance")
     sc.add_argument("--instances", type=int, default=3000, help="instances per system (about; the universe is "
                                                                 "at least ten times that)")
     sc.add_argument("--votes", action="store_true", help="score from simulated crowd votes as the service does "

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 
+from unpooled.service.evaluations.policy import SERVICE_LEVELS
+
 from ..main import CommandError, setup_django
 
 
@@ -17,7 +19,7 @@ def register(sub) -> None:
     p.add_argument("--labels", type=int, default=150, help="draws per pending submission in the first round (150)")
     p.add_argument("--documents", type=int, default=20, help="documents to annotate exhaustively when none are (20)")
     p.add_argument("--target-width", type=float, help="draw more until each pending F1 interval is at most this wide")
-    p.add_argument("--level", choices=("instance", "relation", "entity"), default="instance")
+    p.add_argument("--level", choices=SERVICE_LEVELS, default="instance")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--controls", type=int, default=None,
                    help="gold control items to create first (corpus with a gold layer and none yet); they calibrate "

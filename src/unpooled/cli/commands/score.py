@@ -21,8 +21,7 @@ import math
 import sys
 
 from ..main import Exit
-
-LEVELS = ("instance", "relation", "entity", "subj-rel", "fill")
+from unpooled.core.names import CORPUS_FORMATS, ESTIMATORS, LEVELS, MATCHES, WEIGHTS
 
 
 def register(sub) -> None:
@@ -37,10 +36,10 @@ def register(sub) -> None:
     p.add_argument("--exhaustive", required=True, metavar="E.jsonl", help="exhaustively found true instances")
     p.add_argument("--level", choices=LEVELS, default="instance",
                    help="sampling distribution p_i the draws came from (default: instance)")
-    p.add_argument("--estimator", choices=("simple", "joint"), default="joint", help="default: joint")
-    p.add_argument("--weights", choices=("balance", "heuristic", "minvar"), default="balance",
+    p.add_argument("--estimator", choices=ESTIMATORS, default="joint", help="default: joint")
+    p.add_argument("--weights", choices=WEIGHTS, default="balance",
                    help="weights of the joint estimator (default: balance)")
-    p.add_argument("--match", choices=("exact", "overlap"), default="exact",
+    p.add_argument("--match", choices=MATCHES, default="exact",
                    help="recall matching policy (default: exact)")
     p.add_argument("--exhaustive-documents", type=int, default=None, metavar="N",
                    help="number of exhaustively annotated documents, counting those without a true instance "
@@ -48,7 +47,7 @@ def register(sub) -> None:
     p.add_argument("--corpus", default=None, metavar="PATH",
                    help="corpus file or folder whose sentence split restricts p0 to instances within one sentence, "
                         "as the exhaustive protocol annotates (default: no restriction, with a warning)")
-    p.add_argument("--corpus-format", choices=("docred", "tac", "text", "jsonl"), default=None,
+    p.add_argument("--corpus-format", choices=CORPUS_FORMATS, default=None,
                    help="format of --corpus (detected when omitted)")
     p.add_argument("--answers", default=None, metavar="A.jsonl",
                    help="the verification answers behind the labels (a release's answers.jsonl: task, annotator, "

@@ -392,9 +392,15 @@ def run_adaptive_cli(args) -> int:
                  f"{'systems':<16}" + "".join(f"{k:>9}" for k in marks)]
         for name, vals in lab.items():
             lines.append(f"{name:<16}" + "".join(f"{vals[k - 1]:>9,.0f}" for k in marks))
-        lines.append(f"adaptive total {res['total']['adaptive']:,.0f} labels (range {res['total_range']['adaptive'][0]:,.0f}"
-                     f"-{res['total_range']['adaptive'][1]:,.0f}); its final 90% precision intervals cover the truth "
-                     f"{res['adaptive_coverage_p']:.3f} of the time")
+        tot, rng_ = res["total"], res["total_range"]
+        lines.append(f"adaptive: {tot['adaptive-draws']:,.0f} draws (range {rng_['adaptive-draws'][0]:,.0f}-"
+                     f"{rng_['adaptive-draws'][1]:,.0f}; the paper: 7,570) and {tot['adaptive']:,.0f} new labels (range "
+                     f"{rng_['adaptive'][0]:,.0f}-{rng_['adaptive'][1]:,.0f}) in {res['rounds_mean']:.2f} rounds per "
+                     f"system on average")
+        lines.append(f"90% precision intervals after adaptive stopping cover the truth {res['adaptive_coverage_p_arrival']:.3f}"
+                     f" of the time at arrival and {res['adaptive_coverage_p']:.3f} at the end (se {res['coverage_se']:.3f}); "
+                     f"median half-width {res['adaptive_median_halfwidth_p_arrival']:.3f} at arrival, "
+                     f"{res['adaptive_median_halfwidth_p']:.3f} at the end, target {res['target_median_halfwidth_p']:.3f}")
         lines.append(f"{payload['seconds']:.1f} s")
         print("\n".join(lines))
     return Exit.OK

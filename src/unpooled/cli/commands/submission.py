@@ -12,6 +12,8 @@ from urllib.error import HTTPError, URLError
 from urllib.parse import quote, urlencode, urlsplit
 from urllib.request import Request, urlopen
 
+from unpooled.core.names import KB_FORMATS
+
 from ..main import CommandError, Exit, setup_django
 
 
@@ -25,7 +27,7 @@ def register(sub) -> None:
     p.add_argument("--team", help="the team (required without --server; with --server, organisers only: the "
                                   "token's team is used otherwise)")
     p.add_argument("--run", help="run name (default: the TAC run id line, else the file name)")
-    p.add_argument("--format", choices=("tac", "jsonl"), help="detected when omitted")
+    p.add_argument("--format", choices=KB_FORMATS, help="detected when omitted")
     p.add_argument("--private", action="store_true", help="only the team and the organisers see the submission")
     p.add_argument("--description", default="", help="a note shown with the submission")
     p.add_argument("--server", metavar="URL", help="the service, e.g. http://localhost:8000 (its API is URL/api/)")
@@ -46,7 +48,7 @@ def register(sub) -> None:
     ls.set_defaults(func=cmd_list)
     ex = ss.add_parser("export", help="write a stored submission back as a file")
     ex.add_argument("id", type=int)
-    ex.add_argument("--format", choices=("tac", "jsonl"), required=True)
+    ex.add_argument("--format", choices=KB_FORMATS, required=True)
     ex.add_argument("-o", "--output", help="output file (default: standard output)")
     ex.set_defaults(func=cmd_export)
 

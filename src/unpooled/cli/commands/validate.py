@@ -5,6 +5,8 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+from unpooled.core.names import CORPUS_FORMATS, KB_FORMATS
+
 from ..main import Exit
 
 
@@ -16,8 +18,8 @@ def register(sub) -> None:
     )
     p.add_argument("file")
     p.add_argument("--corpus", required=True, help="stored corpus name, or a corpus path (offline)")
-    p.add_argument("--format", choices=("tac", "jsonl"), help="submission format (detected when omitted)")
-    p.add_argument("--corpus-format", choices=("docred", "tac", "text", "jsonl"), help="offline corpus format")
+    p.add_argument("--format", choices=KB_FORMATS, help="submission format (detected when omitted)")
+    p.add_argument("--corpus-format", choices=CORPUS_FORMATS, help="offline corpus format")
     p.add_argument("--schema", help="schema for an offline corpus (default by corpus format)")
     p.add_argument("--json", action="store_true", help="print the report as JSON")
     p.set_defaults(func=cmd_validate)

@@ -36,7 +36,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..errors import InvalidInputError
+from ..errors import check_choice
 
 #: workers' confusions are shrunk towards the crowd's: empirical Bayes (or a number of answers)
 SHRINKAGE = "eb"
@@ -189,8 +189,7 @@ def fit_confusions(a: VerifyAnswers, source: str, *, replicates: int = 0, rng=0,
 
     ``point_only``: the point fit alone (replicates None).
     """
-    if source not in SOURCES:
-        raise InvalidInputError(f"source: expected one of {', '.join(SOURCES)}, got {source!r}")
+    check_choice("source", source, SOURCES)
     if not len(a.item):
         return None
     if source == "controls":

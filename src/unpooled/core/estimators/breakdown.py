@@ -99,7 +99,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..errors import InvalidInputError
+from ..errors import InvalidInputError, check_choice
 from .joint import ESTIMATORS, WEIGHTS, Design, WeightDegeneracyWarning, estimate, weight_matrix, wilson
 
 ZERO_DIVISION = ("warn", "nan")
@@ -125,7 +125,7 @@ class SubsetScores:
     p_se, r_se, f1_se : ndarray
         Standard errors (delta method).
     p_ci, r_ci, f1_ci : tuple of ndarray
-        ``(low, high)`` at ``level``.
+        ``(low, high)`` at ``confidence``.
     n_draws : ndarray of int
         Draws in the group with a positive importance weight for the target.
     ess : ndarray
@@ -158,7 +158,7 @@ class SubsetScores:
     n_true: np.ndarray
     true_weight: np.ndarray
     method: str
-    level: float
+    confidence: float
     warnings: tuple[str, ...] = field(default=())
 
     @property
@@ -198,7 +198,7 @@ def _int_groups(name: str, a, n: int) -> np.ndarray:
     return arr
 
 
-def _subset_scores_iv(design, target, groups_of_universe, groups_of_truth, n_groups, estimator, weights, level,
+def _subset_scores_iv(design, target, groups_of_universe, groups_of_truth, n_groups, estimator, weights, confidence,
                       zero_division):
     if not isinstance(design, Design):
         raise InvalidInputError(f"design: expected a Design (make_design), got {type(design).__name__}")
@@ -215,8 +215,7 @@ def _subset_scores_iv(design, target, groups_of_universe, groups_of_truth, n_gro
                                 f"got {n_groups!r}")
     if n_groups < 1:
         raise InvalidInputError("groups_of_universe, groups_of_truth: every code is -1, so there is no group")
-    if estimator not in ESTIMATORS:
-        raise InvalidInputError(f"estimator: expected one of {', '.join(ESTIMATORS)}, got {estimator!r}")
+    check_choice("estimator", estimator, ESTIMATORS)
     if isinstance(weights, str):
         if weights not in WEIGHTS:
             raise InvalidInputError(f"weights: expected one of {', '.join(WEIGHTS)} or an (m, m) row-stochastic "
@@ -231,11 +230,11 @@ def _subset_scores_iv(design, target, groups_of_universe, groups_of_truth, n_gro
             raise InvalidInputError(f"weights: expected a ({m}, {m}) array of finite non-negative weights, "
                                     f"got shape {Wa.shape}")
         weights = Wa
-    if isinstance(level, bool) or not isinstance(level, (int, float, np.floating)) or not 0 < level < 1:
-        raise InvalidInputError(f"level: expected a number in (0, 1), got {level!r}")
+    if isinstance(confidence, bool) or not isinstance(confidence, (int, float, np.floating)) or not 0 < confidence < 1:
+        raise InvalidInputError(f"confidence: expected a number in (0, 1), got {confidence!r}")
     if zero_division not in ZERO_DIVISION and not (isinstance(zero_division, float) and math.isnan(zero_division)):
         raise InvalidInputError(f"zero_division: expected 'warn' or 'nan', got {zero_division!r}")
-    return int(target), gu, gt, int(n_groups), weights, float(level)
+    return int(target), gu, gt, int(n_groups), weights, float(confidence)
 
 
 def _stratified_group_var(u: np.ndarray, g: np.ndarray, src: np.ndarray, n_h: np.ndarray, G: int, m: int
@@ -256,7 +255,7 @@ def _stratified_group_var(u: np.ndarray, g: np.ndarray, src: np.ndarray, n_h: np
 
 
 def subset_scores(design: Design, target: int, groups_of_universe, groups_of_truth, *, n_groups: int | None = None,
-                  estimator: str = "joint", weights="balance", level: float = 0.90,
+                  estimator: str = "joint", weights="balance", confidence: float = 0.90,
                   zero_division: str = "warn", votes=None) -> SubsetScores:
     r"""Precision, recall and F1 of system ``target`` within each group, with intervals.
 
@@ -279,8 +278,8 @@ def subset_scores(design: Design, target: int, groups_of_universe, groups_of_tru
         The joint estimator's weight rule, or the weight matrix itself (e.g.
         ``Scores.weights`` from :func:`~unpooled.core.estimators.estimate`, so the breakdown
         uses exactly the weights of the overall estimate).
-    level : float
-        Interval level, in (0, 1).
+    confidence : float
+        Interval confidence, in (0, 1).
     zero_division : {'warn', 'nan'}
         Undefined estimates are NaN (with NaN bounds); ``warn`` also issues an
         :class:`UndefinedEstimateWarning` naming the groups.
@@ -328,8 +327,8 @@ def subset_scores(design: Design, target: int, groups_of_universe, groups_of_tru
     >>> s.p.tolist(), s.r.tolist()
     ([0.5, 1.0], [1.0, 0.0])
     """
-    target, gu, gt, G, weights, level = _subset_scores_iv(design, target, groups_of_universe, groups_of_truth,
-                                                          n_groups, estimator, weights, level, zero_division)
+    target, gu, gt, G, weights, confidence = _subset_scores_iv(design, target, groups_of_universe, groups_of_truth,
+                                                          n_groups, estimator, weights, confidence, zero_division)
     d = design
     m = d.m
     i = target
@@ -345,7 +344,7 @@ def subset_scores(design: Design, target: int, groups_of_universe, groups_of_tru
     elif weights == "minvar":
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", WeightDegeneracyWarning)
-            Wi = estimate(d, estimator="joint", weights="minvar", level=level).weights[i]
+            Wi = estimate(d, estimator="joint", weights="minvar", confidence=confidence).weights[i]
         method = "joint-minvar"
     else:
         Wi = weight_matrix(d.P, n, weights)[i]
@@ -414,7 +413,7 @@ def subset_scores(design: Design, target: int, groups_of_universe, groups_of_tru
 
     def interval(est, var, fallback):
         defined = ~np.isnan(est)
-        lo, hi = wilson(np.nan_to_num(est), var, level, np.maximum(fallback, 1.0))
+        lo, hi = wilson(np.nan_to_num(est), var, confidence, np.maximum(fallback, 1.0))
         return np.where(defined, lo, nan), np.where(defined, hi, nan)
 
     if fit is None:
@@ -424,7 +423,7 @@ def subset_scores(design: Design, target: int, groups_of_universe, groups_of_tru
 
         Mg, lam, J, items_eff = fit
         defined = ~np.isnan(p)
-        lo, hi = precision_interval(Mg, lam, np.nan_to_num(p), J, var_p, level,
+        lo, hi = precision_interval(Mg, lam, np.nan_to_num(p), J, var_p, confidence,
                                     np.maximum(np.minimum(ess, items_eff), 1.0))
         p_ci = (np.where(defined, lo, nan), np.where(defined, hi, nan))
     r_ci = interval(r, var_r, n_true.astype(float))
@@ -442,7 +441,7 @@ def subset_scores(design: Design, target: int, groups_of_universe, groups_of_tru
     if msgs and zero_division == "warn":
         warnings.warn("; ".join(msgs), UndefinedEstimateWarning, stacklevel=2)
     return SubsetScores(i, p, r, f1, p_se, r_se, f_se, p_ci, r_ci, f_ci, n_draws, ess, mass, D, n_true, V,
-                        method, level, tuple(msgs))
+                        method, confidence, tuple(msgs))
 
 
 def _group_precision_from_votes(d, votes, w, g, ok, coef, q_x, pi_x, D, G, m, n):

@@ -80,7 +80,7 @@ import numpy as np
 import scipy.sparse as sp
 from scipy.stats import norm
 
-from ..errors import InvalidInputError
+from ..errors import InvalidInputError, check_choice
 from .exhaustive import document_groups, restrict_p0, theta_variance
 
 WEIGHTS = ("heuristic", "balance", "minvar")
@@ -317,13 +317,13 @@ def _var0(T: np.ndarray, d: Design | None = None) -> np.ndarray:
     return theta_variance(T, d.y0_groups, d.n_groups)
 
 
-def wilson(est: np.ndarray, var: np.ndarray, level: float, n_fallback: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def wilson(est: np.ndarray, var: np.ndarray, confidence: float, n_fallback: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     r"""Wilson score interval at the effective sample size :math:`\hat e(1-\hat e)/\widehat{\rm Var}`.
 
     Where the variance is 0 (all labels equal), and within about ``1/n_fallback`` of 0 or 1
     (where :math:`\hat e(1-\hat e)` collapses), the fallback size ``n_fallback`` is used.
     """
-    z = norm.ppf(0.5 + level / 2)
+    z = norm.ppf(0.5 + confidence / 2)
     est = np.clip(est, 0.0, 1.0)
     with np.errstate(divide="ignore", invalid="ignore"):
         neff = np.where(var > 1e-15, est * (1 - est) / var, n_fallback)
@@ -360,7 +360,7 @@ class Scores:
     theta: np.ndarray
     nu: np.ndarray
     method: str
-    level: float
+    confidence: float
     weights: np.ndarray | None = None
     boot: dict = field(default_factory=dict)
     warnings: list[str] = field(default_factory=list)
@@ -390,7 +390,7 @@ def _f1(p, r):
         return np.where(p + r > 0, 2 * p * r / (p + r), 0.0)
 
 
-def estimate(d: Design, *, estimator: str = "joint", weights: str = "balance", level: float = 0.90,
+def estimate(d: Design, *, estimator: str = "joint", weights: str = "balance", confidence: float = 0.90,
              bootstrap: int = 0, rng=None, ess_warn: float = 10.0, votes=None) -> Scores:
     """Precision, recall and F1 of every system with intervals.
 
@@ -402,8 +402,8 @@ def estimate(d: Design, *, estimator: str = "joint", weights: str = "balance", l
         sample alone for recall (method.md §2.1).
     weights : {'balance', 'heuristic', 'minvar'}
         Weight rule of the joint estimator.
-    level : float
-        Interval level (0.90 gives the 5th to 95th percentile band).
+    confidence : float
+        Confidence level of the intervals (0.90 gives the 5th to 95th percentile band).
     bootstrap : int
         Number of bootstrap replicates (0: analytic intervals only).
     votes : CrowdVotes, optional
@@ -421,14 +421,12 @@ def estimate(d: Design, *, estimator: str = "joint", weights: str = "balance", l
     Raises
     ------
     InvalidInputError
-        An unknown ``estimator`` or ``weights``, a ``level`` outside (0, 1), ``bootstrap`` with ``votes``.
+        An unknown ``estimator`` or ``weights``, a ``confidence`` outside (0, 1), ``bootstrap`` with ``votes``.
     """
-    if estimator not in ESTIMATORS:
-        raise InvalidInputError(f"estimator: expected one of {', '.join(ESTIMATORS)}, got {estimator!r}")
-    if weights not in WEIGHTS:
-        raise InvalidInputError(f"weights: expected one of {', '.join(WEIGHTS)}, got {weights!r}")
-    if not 0 < level < 1:
-        raise InvalidInputError(f"level: expected a number in (0, 1), got {level!r}")
+    check_choice("estimator", estimator, ESTIMATORS)
+    check_choice("weights", weights, WEIGHTS)
+    if not 0 < confidence < 1:
+        raise InvalidInputError(f"confidence: expected a number in (0, 1), got {confidence!r}")
     if votes is not None and bootstrap:
         raise InvalidInputError("bootstrap: not available with votes (the analytic intervals carry the votes' and "
                                 "the confusions' uncertainty; the bootstrap resamples draws only)")
@@ -439,13 +437,13 @@ def estimate(d: Design, *, estimator: str = "joint", weights: str = "balance", l
         warn.append(f"systems {missing.tolist()[:10]} have no own draws: their estimates may be biased")
     if estimator == "simple":
         W = np.eye(m)
-        out = _estimate_with(d, W, level, simple=True, votes=votes)
+        out = _estimate_with(d, W, confidence, simple=True, votes=votes)
     elif weights == "minvar":
         o = overlap_matrix(d.P)
         best = None
         for lam in MINVAR_LAMBDAS:
             W = weight_matrix(d.P, n, "family", lam=lam, overlap=o)
-            res = _estimate_with(d, W, level, votes=votes)
+            res = _estimate_with(d, W, confidence, votes=votes)
             if best is None:
                 best, bestW = res, np.tile(W, (1, 1))
                 continue
@@ -459,7 +457,7 @@ def estimate(d: Design, *, estimator: str = "joint", weights: str = "balance", l
         out, W = best, bestW
     else:
         W = weight_matrix(d.P, n, weights)
-        out = _estimate_with(d, W, level, votes=votes)
+        out = _estimate_with(d, W, confidence, votes=votes)
     out.method = "simple" if estimator == "simple" else f"joint-{weights}"
     out.weights = W
     low = np.flatnonzero(out.ess < ess_warn)
@@ -470,14 +468,14 @@ def estimate(d: Design, *, estimator: str = "joint", weights: str = "balance", l
         warnings.warn(msg, WeightDegeneracyWarning, stacklevel=2)
     out.warnings = warn
     if bootstrap:
-        out.boot = bootstrap_intervals(d, W, bootstrap, level=level, rng=rng, simple=estimator == "simple")
+        out.boot = bootstrap_intervals(d, W, bootstrap, confidence=confidence, rng=rng, simple=estimator == "simple")
     return out
 
 
-def _estimate_with(d: Design, W: np.ndarray, level: float, *, simple: bool = False, votes=None) -> Scores:
+def _estimate_with(d: Design, W: np.ndarray, confidence: float, *, simple: bool = False, votes=None) -> Scores:
     m = d.m
     if votes is not None:
-        return _estimate_noisy(d, W, level, simple=simple, votes=votes)
+        return _estimate_noisy(d, W, confidence, simple=simple, votes=votes)
     t = _terms(d, W)
     v = d.v0
     V = v.sum()
@@ -514,14 +512,14 @@ def _estimate_with(d: Design, W: np.ndarray, level: float, *, simple: bool = Fal
         var_f = strata_var(dP[:, None] * t.C + (dR * theta)[:, None] * Uu, d.src, m) + (dR * nu) ** 2 * var_th
     nfb = np.maximum(n_labels, 1).astype(float)
     n0 = float(max(d.n0, 1))
-    p_ci = wilson(p, var_p, level, np.maximum(t.ess, 1))
-    r_ci = wilson(r, var_r, level, np.full(m, n0))
-    f_ci = wilson(f1, var_f, level, np.minimum(nfb, n0))
+    p_ci = wilson(p, var_p, confidence, np.maximum(t.ess, 1))
+    r_ci = wilson(r, var_r, confidence, np.full(m, n0))
+    f_ci = wilson(f1, var_f, confidence, np.minimum(nfb, n0))
     return Scores(p, r, f1, np.sqrt(var_p), np.sqrt(var_r), np.sqrt(var_f), p_ci, r_ci, f_ci, t.ess, n_labels,
-                  theta, nu, "", level)
+                  theta, nu, "", confidence)
 
 
-def _estimate_noisy(d: Design, W: np.ndarray, level: float, *, simple: bool, votes) -> Scores:
+def _estimate_noisy(d: Design, W: np.ndarray, confidence: float, *, simple: bool, votes) -> Scores:
     """The estimates from crowd votes (:func:`.noisy.noisy_estimates`) with Wilson intervals."""
     from .noisy import noisy_estimates, precision_interval
 
@@ -541,11 +539,11 @@ def _estimate_noisy(d: Design, W: np.ndarray, level: float, *, simple: bool, vot
     n0 = float(max(d.n0, 1))
     p, r, f1 = est["p"], est["r"], est["f1"]
     Mc_, lam_, Jc_ = est["_p_fit"]
-    p_ci = precision_interval(Mc_, lam_, p, Jc_, var["p"], level, nfb_p)
-    r_ci = wilson(r, var["r"], level, np.full(m, n0))
-    f_ci = wilson(f1, var["f1"], level, np.minimum(nfb_p, n0))
+    p_ci = precision_interval(Mc_, lam_, p, Jc_, var["p"], confidence, nfb_p)
+    r_ci = wilson(r, var["r"], confidence, np.full(m, n0))
+    f_ci = wilson(f1, var["f1"], confidence, np.minimum(nfb_p, n0))
     out = Scores(p, r, f1, np.sqrt(var["p"]), np.sqrt(var["r"]), np.sqrt(var["f1"]), p_ci, r_ci, f_ci, t.ess,
-                 n_labels, est["theta"], est["nu"], "", level)
+                 n_labels, est["theta"], est["nu"], "", confidence)
     out.raw = {"p": parts.p_raw, "r": parts.r_raw, "f1": parts.f1_raw}
     out.var_parts = {"design": parts.var_design, "votes": parts.var_votes, "rates": parts.var_rates}
     out.rates = {"sens": parts.mean_sens, "fpr": parts.mean_fpr}
@@ -579,7 +577,7 @@ def _stratified_counts(sizes: np.ndarray, B: int, rng) -> np.ndarray:
     return K
 
 
-def bootstrap_intervals(d: Design, W: np.ndarray, B: int, *, level: float = 0.90, rng=None,
+def bootstrap_intervals(d: Design, W: np.ndarray, B: int, *, confidence: float = 0.90, rng=None,
                         simple: bool = False) -> dict[str, tuple[np.ndarray, np.ndarray]]:
     r"""Percentile intervals from ``B`` stratified bootstrap replicates (weights held fixed).
 
@@ -615,7 +613,7 @@ def bootstrap_intervals(d: Design, W: np.ndarray, B: int, *, level: float = 0.90
         th_b = (Kv @ t.S0.T.astype(np.float32)) / np.maximum(Vb, 1e-30)
         r_b = th_b * nu_b
     f_b = _f1(p_b, r_b)
-    a = (1 - level) / 2
+    a = (1 - confidence) / 2
     out = {}
     for name, arr in (("p", p_b), ("r", r_b), ("f1", f_b)):
         lo, hi = np.quantile(arr, [a, 1 - a], axis=0)

@@ -22,7 +22,7 @@ from __future__ import annotations
 import numpy as np
 import scipy.sparse as sp
 
-from ..errors import InvalidInputError
+from ..errors import InvalidInputError, check_choice
 
 LEVELS = ("instance", "relation", "entity", "subj-rel", "fill")
 
@@ -46,8 +46,7 @@ def sampling_distribution(
     predicate, subject, fill : array_like of int, length ``n``
         Per-instance predicate ids, subject entity ids and fill ids, as the level needs.
     """
-    if level not in LEVELS:
-        raise InvalidInputError(f"level: expected one of {', '.join(LEVELS)}, got {level!r}")
+    check_choice("level", level, LEVELS)
     if n <= 0:
         raise InvalidInputError(f"n: a system needs at least one instance, got {n}")
 

@@ -15,6 +15,8 @@ from pathlib import Path
 from django.conf import settings
 from django.utils import timezone
 
+from unpooled.core.names import KB_FORMATS
+
 from unpooled.service.accounts import actions as accounts
 from unpooled.service.corpora.models import Corpus
 from unpooled.service.submissions.models import Submission, Team
@@ -65,8 +67,9 @@ def check_upload(caller: Caller, *, corpus: str, file_name: str, size: int, run:
     if visibility not in Submission.Visibility.values:
         raise ApiError("invalid_request", detail=f"visibility: expected one of "
                                                  f"{', '.join(Submission.Visibility.values)}, got {visibility!r}")
-    if fmt not in ("", "tac", "jsonl"):
-        raise ApiError("invalid_request", detail=f"format: expected tac or jsonl (or nothing, to detect), got {fmt!r}")
+    if fmt and fmt not in KB_FORMATS:
+        raise ApiError("invalid_request", detail=f"format: expected one of {', '.join(KB_FORMATS)} (or nothing, to "
+                                                 f"detect), got {fmt!r}")
     limit = settings.LIMITS.max_bytes
     if size > limit:
         raise ApiError("too_large", limit=limit)

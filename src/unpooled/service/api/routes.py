@@ -17,6 +17,8 @@ from ninja import File, Form, Router, Schema, UploadedFile
 from ninja.responses import Status
 from pydantic import Field
 
+from unpooled.core.names import KB_FORMATS
+
 from unpooled.service.accounts import actions as accounts
 from unpooled.service.annotation.models import Label
 from unpooled.service.corpora.models import Corpus, Document
@@ -288,7 +290,7 @@ def submission_update(request, pk: int, payload: SubmissionPatch):
 class UploadIn(Schema):
     corpus: str = Field(description="the corpus name")
     run: str = Field("", max_length=200, description="run name (default: the TAC run id line, else the file name)")
-    format: Literal["", "tac", "jsonl"] = Field("", description="tac or jsonl; detected when empty")
+    format: Literal[("",) + KB_FORMATS] = Field("", description="tac or jsonl; detected when empty")  # type: ignore
     visibility: Visibility = "public"
     description: str = Field("", max_length=10_000)
     team: str = Field("", max_length=100, description="organisers only: the team the run is for")

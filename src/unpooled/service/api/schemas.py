@@ -9,8 +9,9 @@ from ninja import Schema
 from pydantic import Field
 
 from unpooled.service.submissions.models import Submission
+from unpooled.service.evaluations.policy import SERVICE_LEVELS
 
-Level = Literal["instance", "relation", "entity"]
+Level = Literal[SERVICE_LEVELS]  # the service's sampling levels (evaluations.policy)
 Visibility = Literal[tuple(Submission.Visibility.values)]  # type: ignore[valid-type]
 Stage = Literal[tuple(Submission.Status.values)]  # type: ignore[valid-type]
 

@@ -26,6 +26,7 @@ from unpooled.service.corpora.models import Corpus
 from unpooled.service.submissions.models import RelationInstance, Submission
 
 from .models import Draw, Score
+from .policy import LABEL_METHOD
 
 
 def system_name(sub: Submission) -> str:
@@ -77,8 +78,6 @@ def exhaustive_truth(corpus: Corpus) -> tuple[list[TrueInstance], int]:
             out.append(TrueInstance(ref, ref.key, 1.0, inclusion[task.document_id]))
     return out, docs
 
-
-LABEL_METHOD = "majority"
 
 
 def offline_data(corpus: Corpus, *, level: str = "instance", label_method: str = LABEL_METHOD

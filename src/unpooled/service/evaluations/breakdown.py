@@ -49,10 +49,10 @@ from unpooled.service.corpora.models import Corpus, Document, Sentence
 from unpooled.service.submissions.models import RelationInstance, Submission, SubmissionEntity
 
 from .models import Draw, Score
+from .policy import CONFIDENCE
 
 #: bump when the stored shape changes: older breakdowns are recomputed
 VERSION = 1
-LEVEL = 0.90
 UNTYPED = "(untyped)"
 #: at most this many missed true instances are stored per score (the total is kept)
 MISSED_CAP = 2000
@@ -196,7 +196,7 @@ def compute_breakdowns(corpus: Corpus, level: str, *, only_missing: bool = True)
                 raise RuntimeError("breakdown: the universe of build_design is not the expected one")
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore", WeightDegeneracyWarning)
-                W = (estimate(design, weights="minvar", level=LEVEL).weights if weights == "minvar"
+                W = (estimate(design, weights="minvar", confidence=CONFIDENCE).weights if weights == "minvar"
                      else weight_matrix(design.P, design.n, weights))
             designs[(weights, match)] = (design, W)
         design, W = designs[(weights, match)]
@@ -205,7 +205,7 @@ def compute_breakdowns(corpus: Corpus, level: str, *, only_missing: bool = True)
         xs = np.array([uindex[k] for k in core.keys], dtype=np.int64)
         # per relation
         counts_rel = np.bincount(universe_pred[xs], minlength=len(preds))
-        rel = subset_scores(design, i, universe_pred, truth_pred, n_groups=len(preds), weights=W, level=LEVEL,
+        rel = subset_scores(design, i, universe_pred, truth_pred, n_groups=len(preds), weights=W, confidence=CONFIDENCE,
                             zero_division="nan", votes=crowd)
         # per subject entity type (the submission's own typing)
         etype = dict(SubmissionEntity.objects.filter(submission=sub).values_list("pk", "type"))
@@ -216,11 +216,11 @@ def compute_breakdowns(corpus: Corpus, level: str, *, only_missing: bool = True)
         gu_type[xs] = [tcode[t] for t in sub_types]
         gt_type = np.array([tcode[t] for t in truth_stype], dtype=np.int64)
         counts_type = np.bincount(gu_type[xs], minlength=len(types))
-        typ = subset_scores(design, i, gu_type, gt_type, n_groups=len(types), weights=W, level=LEVEL,
+        typ = subset_scores(design, i, gu_type, gt_type, n_groups=len(types), weights=W, confidence=CONFIDENCE,
                             zero_division="nan", votes=crowd)
         # every instance
         everything = subset_scores(design, i, np.zeros(len(uindex), np.int64), np.zeros(len(truth), np.int64),
-                                   n_groups=1, weights=W, level=LEVEL, zero_division="nan", votes=crowd)
+                                   n_groups=1, weights=W, confidence=CONFIDENCE, zero_division="nan", votes=crowd)
         missed_idx = np.flatnonzero(~design.g0[i]) if len(truth) else np.zeros(0, np.int64)
         missed = []
         for k in missed_idx[:MISSED_CAP].tolist():
@@ -231,7 +231,7 @@ def compute_breakdowns(corpus: Corpus, level: str, *, only_missing: bool = True)
         missed.sort(key=lambda e: (e[1], e[2], e[5], e[4]))
         bd = {
             "version": VERSION, "level": level, "estimator": score.estimator, "method": rel.method,
-            "confidence": LEVEL, "computed": now, "score": score.pk,
+            "confidence": CONFIDENCE, "computed": now, "score": score.pk,
             "labelled_draws": int(len(design.xs)), "own_draws": int(design.n[i]),
             "exhaustive_instances": int(design.n0), "exhaustive_documents": docs,
             "all": _clip({"group": "all", "instances": len(xs), **everything.row(0)}),
@@ -493,7 +493,7 @@ def score_records(sub: Submission) -> list[dict]:
     return out
 
 
-__all__ = ["LEVEL", "MISSED_CAP", "SCORE_FIELDS", "SampleErrors", "SampleLabel", "Segment", "UNTYPED", "VERSION",
+__all__ = ["CONFIDENCE", "MISSED_CAP", "SCORE_FIELDS", "SampleErrors", "SampleLabel", "Segment", "UNTYPED", "VERSION",
            "compute_breakdowns", "context_windows", "current_sample_labels", "ensure_breakdowns", "error_rows",
            "highlight", "missed_rows", "newest_scores_of_corpus", "parse_estimator", "sample_errors",
            "sample_lines", "score_records", "stored", "truth_types"]

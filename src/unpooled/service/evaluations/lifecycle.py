@@ -33,6 +33,7 @@ import traceback
 from datetime import timedelta
 
 import numpy as np
+from scipy.stats import norm
 from django.conf import settings
 from django.db import transaction
 from django.db.models import Count, F, Max, Q, Subquery, Sum
@@ -44,11 +45,11 @@ from unpooled.service.corpora.models import Corpus
 from unpooled.service.submissions.models import Submission
 
 from .models import Draw, Score
+from .policy import CONFIDENCE, SAMPLING_ROUNDS, SERVICE_LEVELS as LEVELS
 
 log = logging.getLogger(__name__)
 Status = Submission.Status
 STAGES = [Status.INGESTED, Status.SAMPLING, Status.ANNOTATING, Status.SCORING, Status.PUBLISHED]
-LEVELS = ("instance", "relation", "entity")
 
 
 _quiet = contextvars.ContextVar("unpooled_quiet_labels", default=False)
@@ -87,19 +88,23 @@ def set_status(sub: Submission, status: str, **fields) -> None:
 
 # ---------------------------------------------------------------------------- planning
 
-def plan_draws(sub: Submission, level: str) -> dict:
+def plan_draws(sub: Submission, level: str, *, rounds_left: int = SAMPLING_ROUNDS) -> dict:
     """How many draws ``sub`` needs at ``level`` for the corpus's target half-width, given the pool.
 
-    The variance of the joint precision estimate is predicted from the labels already
-    collected (method.md §2.7); the number is clipped to ``[min_draws, max_draws]``.
+    The variance of the joint precision estimate is predicted from the labels already collected
+    (method.md §2.7) by the core's sequential rule (:func:`unpooled.core.estimators.adaptive.next_draws`):
+    with rounds to come and no own labels yet, a pilot of half the plan; then the rest, planned with the
+    pilot's labels.  ``draws`` is the total for the level (own labelled draws plus what is missing), clipped
+    to ``[min_draws, max_draws]``.
     """
-    from unpooled.core.estimators.adaptive import plan_labels
+    from unpooled.core.estimators.adaptive import next_draws
     from unpooled.core.offline import build_design
 
     from .actions import offline_data, system_name
 
     st = settings_for(sub.corpus)
-    out = {"target_halfwidth": st.target_halfwidth, "min": st.min_draws, "max": st.max_draws}
+    out = {"target_halfwidth": st.target_halfwidth, "min": st.min_draws, "max": st.max_draws,
+           "round": SAMPLING_ROUNDS - rounds_left + 1}
     data, by_name, _ = offline_data(sub.corpus, level=level)
     names = [s.name for s in data.submissions]
     name = system_name(sub)
@@ -107,20 +112,21 @@ def plan_draws(sub: Submission, level: str) -> dict:
         out.update(draws=0, reason="no instances")
         return out
     design, _ = build_design(data, level=level, match="overlap", corrected_labels=True)
-    plan = plan_labels(design, names.index(name), epsilon=st.target_halfwidth, n_max=max(st.max_draws, 1))
-    n = int(min(max(plan.draws, st.min_draws), st.max_draws))
+    i = names.index(name)
+    more, plan = next_draws(design, i, rounds_left=rounds_left, epsilon=st.target_halfwidth,
+                            confidence=CONFIDENCE, n_max=max(st.max_draws, 1))
+    labelled_own = int(np.count_nonzero(design.src == i))
+    n = int(min(max(labelled_own + more, st.min_draws), st.max_draws))
     out.update(draws=n, planned=int(plan.draws), expected_new_labels=round(plan.expected_new_labels, 1),
-               predicted_halfwidth=round(float(plan.predicted_halfwidth) * 1.6449, 4), prior=round(plan.prior, 3))
+               predicted_halfwidth=round(float(plan.predicted_halfwidth) * float(norm.ppf(0.5 + CONFIDENCE / 2)), 4),
+               prior=round(plan.prior, 3))
     return out
 
 
 # ---------------------------------------------------------------------------- stages
 
 def stage_sampling(sub: Submission) -> None:
-    from unpooled.service.annotation.actions import request_verification
     from unpooled.service.annotation.sampling import sample_documents
-
-    from .actions import draw
 
     corpus = sub.corpus
     st = settings_for(corpus)
@@ -132,23 +138,66 @@ def stage_sampling(sub: Submission) -> None:
             plan[level] = plan_draws(sub, level)
             Submission.objects.filter(pk=sub.pk).update(plan=plan)
             sub.plan = plan
-        need = plan[level].get("draws", 0)
-        have = Draw.objects.filter(submission=sub, level=level).count()
-        if have < need:
-            # a seed fixed by submission and level: a resumed stage draws what the dead one would have
-            draw(sub, need - have, level=level, rng=np.random.default_rng([sub.pk, LEVELS.index(level), have]))
+        _draw_up_to(sub, level, plan[level].get("draws", 0))
+    _request(sub, first=True)
+
+
+def _draw_up_to(sub: Submission, level: str, need: int) -> bool:
+    """Draw until ``sub`` has ``need`` draws at ``level``; True when something was drawn."""
+    from .actions import draw
+
+    have = Draw.objects.filter(submission=sub, level=level).count()
+    if have >= need:
+        return False
+    # a seed fixed by submission, level and draws so far: a resumed stage draws what the dead one would have
+    draw(sub, need - have, level=level, rng=np.random.default_rng([sub.pk, LEVELS.index(level), have]))
+    return True
+
+
+def _request(sub: Submission, *, first: bool) -> None:
+    """Ask for verification of every drawn instance without a label (idempotent), and count what it did."""
+    from unpooled.service.annotation.actions import request_verification
+
     ids = sorted(set(Draw.objects.filter(submission=sub).values_list("instance_id", flat=True)))
     res = request_verification(sub, ids)
+    plan = dict(sub.plan or {})
     labels = dict(plan.get("labels") or {})
     # what this request did; a repeated request finds its own tasks and adds nothing new
     labels["new"] = TaskRequest.objects.filter(submission=sub, committed_cents__gt=0).count()
-    if "reused" not in labels:  # counted on the first request only: later, its own tasks' labels would count
+    if first and "reused" not in labels:
+        # counted on the first request only: later, its own tasks' labels would count
         labels["reused"] = res.reused
     labels["joined"] = TaskRequest.objects.filter(submission=sub, committed_cents=0).count()
     labels["over_budget"] = res.over_budget
     plan["labels"] = labels
     Submission.objects.filter(pk=sub.pk).update(plan=plan)
     sub.plan = plan
+
+
+def top_up(sub: Submission) -> bool:
+    """The pilot's labels are in: plan each level again with them and draw what is missing.
+
+    Each level's plan records its ``round``; a level past :data:`SAMPLING_ROUNDS` (or planned
+    before rounds existed) is left alone.  True when new draws were made (their verification is
+    requested, so the submission stays in ``annotating``).
+    """
+    plan = dict(sub.plan or {})
+    added = False
+    for level in levels_for(sub.corpus):
+        lp = plan.get(level)
+        if not lp or int(lp.get("round", SAMPLING_ROUNDS)) >= SAMPLING_ROUNDS:
+            continue
+        r = int(lp["round"])
+        again = plan_draws(sub, level, rounds_left=SAMPLING_ROUNDS - r)
+        again["pilot"] = int(lp.get("draws", 0))
+        again["draws"] = max(int(again.get("draws", 0)), again["pilot"])
+        plan[level] = again
+        Submission.objects.filter(pk=sub.pk).update(plan=plan)
+        sub.plan = plan
+        added |= _draw_up_to(sub, level, again["draws"])
+    if added:
+        _request(sub, first=False)
+    return added
 
 
 def stage_annotating(sub: Submission) -> bool:
@@ -158,12 +207,17 @@ def stage_annotating(sub: Submission) -> bool:
 
     corpus = sub.corpus
     backend = backend_for(corpus)
-    if open_requests(sub).exists():
+    for _ in range(SAMPLING_ROUNDS + 1):
+        # all in: the pilot's labels may ask for more draws (top_up), whose tasks are then published
+        if not open_requests(sub).exists() and not top_up(sub):
+            return True
         with quiet():  # this stage scores by itself: no separate re-scoring per label
             backend.publish(corpus)
             got = backend.collect(corpus)
             if got:
                 reaggregate(corpus)
+        if open_requests(sub).exists():
+            return False
     return not open_requests(sub).exists()
 
 
@@ -290,13 +344,23 @@ def schedule_poll(sub: Submission, seconds: float = 60.0) -> None:
 def on_labels(corpus: Corpus) -> dict:
     """A label batch arrived: re-score everyone, and publish the submissions whose labels are all in."""
     waiting = list(Submission.objects.filter(corpus=corpus, status=Status.ANNOTATING))
-    done = [s for s in waiting if not open_requests(s).exists()]
+    done = [s for s in waiting if not open_requests(s).exists() and not _topped_up(s)]
     for s in done:
         set_status(s, Status.SCORING)
     scores = rescore(corpus) if Draw.objects.filter(submission__corpus=corpus).exists() else []
     for s in done:
         set_status(s, Status.PUBLISHED)
     return {"rescored": len(scores), "published": [s.pk for s in done]}
+
+
+def _topped_up(sub: Submission) -> bool:
+    """:func:`top_up`, and publish the new tasks through the corpus's backend."""
+    from unpooled.service.crowd.base import backend_for
+
+    if not top_up(sub):
+        return False
+    backend_for(sub.corpus).publish(sub.corpus)
+    return True
 
 
 def notify_labels(corpus_id: int) -> None:

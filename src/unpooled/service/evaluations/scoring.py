@@ -72,7 +72,7 @@ import numpy as np
 import scipy.sparse as sp
 from django.db.models import Count, Max
 
-from unpooled.core.errors import InvalidInputError
+from unpooled.core.errors import check_choice
 from unpooled.core.estimators import LEVELS, estimate, make_design, sampling_distribution
 from unpooled.core.estimators.joint import WEIGHTS, WeightDegeneracyWarning
 from unpooled.core.matching import InstanceRef, _relation, match_matrix
@@ -84,11 +84,10 @@ from unpooled.service.submissions.models import RelationInstance, Submission
 
 from . import rates
 from .models import Draw
+from .policy import CONFIDENCE, LABEL_METHOD
 
 #: pools kept in memory (least recently used dropped first); one pool holds a corpus's universe
 MAX_POOLS = 4
-LABEL_METHOD = "majority"
-CONFIDENCE = 0.90
 
 _lock = threading.RLock()
 _pools: OrderedDict[tuple[tuple, str], _Pool] = OrderedDict()
@@ -417,12 +416,9 @@ def score(corpus: Corpus, *, level: str = "instance", match: str = "overlap", we
 
     from .actions import system_name
 
-    if level not in LEVELS:
-        raise InvalidInputError(f"level: expected one of {', '.join(LEVELS)}, got {level!r}")
-    if match not in MATCHES:
-        raise InvalidInputError(f"match: expected one of {', '.join(MATCHES)}, got {match!r}")
-    if weights not in WEIGHTS:
-        raise InvalidInputError(f"weights: expected one of {', '.join(WEIGHTS)}, got {weights!r}")
+    check_choice("level", level, LEVELS)
+    check_choice("match", match, MATCHES)
+    check_choice("weights", weights, WEIGHTS)
     t = {"start": perf_counter()}
 
     def mark(name):
@@ -521,7 +517,7 @@ def _rows(design, names: tuple[str, ...], truth, *, level: str, weights: str, ma
                     "get weight 1 in the joint recall estimate")
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", WeightDegeneracyWarning)
-        sc = estimate(design, estimator="joint", weights=weights, level=CONFIDENCE, bootstrap=0, rng=None,
+        sc = estimate(design, estimator="joint", weights=weights, confidence=CONFIDENCE, bootstrap=0, rng=None,
                       votes=votes)
     n = design.n
     rows = []

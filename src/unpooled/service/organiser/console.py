@@ -26,6 +26,7 @@ from unpooled.service.annotation.models import (
 )
 from unpooled.service.corpora.models import Corpus
 from unpooled.service.submissions.models import Submission, Team
+from unpooled.service.evaluations.policy import SERVICE_LEVELS as LEVELS
 
 #: a task whose leases expired this often without an answer is stalled
 STALL_EXPIRIES = 3
@@ -43,7 +44,6 @@ SETTINGS_FIELDS = (
     "block_min_controls", "aggregation", "target_halfwidth", "min_draws", "max_draws", "exhaustive_documents",
     "levels",
 )
-LEVELS = ("instance", "relation", "entity")
 MAX_ANSWERS_PER_ITEM = 20
 MIN_LEASE_SECONDS = 60
 

@@ -7,6 +7,7 @@ from django.shortcuts import get_object_or_404, render
 from django.utils.functional import SimpleLazyObject
 
 from unpooled.service.corpora.models import Corpus
+from unpooled.service.evaluations.policy import SERVICE_LEVELS
 
 
 def leaderboard(request, name: str):
@@ -15,7 +16,7 @@ def leaderboard(request, name: str):
 
     corpus = get_object_or_404(Corpus, name=name)
     level = request.GET.get("level", "instance")
-    if level not in ("instance", "relation", "entity"):
+    if level not in SERVICE_LEVELS:
         raise Http404("level must be instance, relation or entity")
     # the rendered table is cached under the leaderboard's key: on a hit the rows are never needed
     key = cache_key(corpus, level, request.user)

@@ -25,12 +25,14 @@ from django.urls import NoReverseMatch, reverse
 from django.utils.html import escape
 from django.utils.safestring import mark_safe
 
+from unpooled.core.names import KB_FORMATS
+
 from unpooled.service.accounts.actions import can_manage, can_view
+from unpooled.service.evaluations.policy import SERVICE_LEVELS as LEVELS
 from unpooled.service.submissions.actions import export_submission
 from unpooled.service.submissions.models import RelationInstance, Submission
 
 log = logging.getLogger(__name__)
-LEVELS = ("instance", "relation", "entity")
 ERRORS_PER_PAGE = 20
 MISSED_PER_PAGE = 20
 CHART_ROWS = 40
@@ -226,8 +228,8 @@ def _render_content(request, sub: Submission, manage: bool, level: str | None) -
 
 def submission_export(request, pk: int, fmt: str):
     sub = _submission(request, pk)
-    if fmt not in ("tac", "jsonl"):
-        raise Http404("format must be tac or jsonl")
+    if fmt not in KB_FORMATS:
+        raise Http404(f"format must be one of {', '.join(KB_FORMATS)}")
     buf = io.StringIO()
     export_submission(sub, fmt, buf)
     resp = HttpResponse(buf.getvalue(), content_type="text/plain; charset=utf-8")
