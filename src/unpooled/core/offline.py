@@ -683,6 +683,40 @@ def inside_p0(data: OfflineData, universe: list[InstanceRef], xs: np.ndarray, se
     return out
 
 
+def system_rows(sc: Scores, n_own, names, *, estimator: str = "joint") -> tuple[SystemScore, ...]:
+    """One :class:`SystemScore` per system from the arrays of :func:`~unpooled.core.estimators.estimate`.
+
+    ``n_own``: each system's own labelled draws. A system without any gets a warning (the joint estimate may be
+    biased; with the simple estimator, precision and F1 are undefined: NaN); so does a joint estimate whose
+    effective sample size is below :data:`ESS_WARN`. The one place rows are made, for ``unpooled score`` and
+    the service alike.
+    """
+    rows = []
+    nan = float("nan")
+    for i, name in enumerate(names):
+        w: list[str] = []
+        undefined = False
+        if n_own[i] == 0:
+            if estimator == "simple":
+                w.append("no labelled draws of its own: precision is undefined with the simple estimator")
+                undefined = True
+            else:
+                w.append("no labelled draws of its own: q_i may not cover p_i, so the estimate may be biased")
+        elif estimator == "joint" and sc.ess[i] < ESS_WARN:
+            w.append(f"importance weights degenerate (effective sample size {sc.ess[i]:.1f} < {ESS_WARN:g}): "
+                     "collect labels of its own")
+        row = sc.row(i)
+        for k in ("p", "p_lo", "p_hi", "f1", "f1_lo", "f1_hi") if undefined else ():
+            row[k] = nan
+        boot = {k: (nan, nan) if undefined and k in ("p", "f1") else (float(lo[i]), float(hi[i]))
+                for k, (lo, hi) in sc.boot.items()}
+        rows.append(SystemScore(name, *(float(row[k]) for k in ("p", "p_lo", "p_hi", "r", "r_lo", "r_hi", "f1",
+                                                                   "f1_lo", "f1_hi")),
+                                labels=int(n_own[i]), ess=float(sc.ess[i]), estimator=sc.method, warnings=tuple(w),
+                                boot=boot))
+    return tuple(rows)
+
+
 def score(data: OfflineData, *, level: str = "instance", estimator: str = "joint", weights: str = "balance",
           match: str = "exact", bootstrap: int = 0, confidence: float = 0.90, rng=None,
           corrected_labels: bool = False, documents: int | None = None,
@@ -782,34 +816,11 @@ def score(data: OfflineData, *, level: str = "instance", estimator: str = "joint
         warnings.simplefilter("ignore", WeightDegeneracyWarning)
         sc = estimate(design, estimator=estimator, weights=weights, confidence=confidence, bootstrap=bootstrap,
                       rng=rng, votes=crowd)
-    n = design.n
-    rows = []
-    for i, name in enumerate(names):
-        w: list[str] = []
-        undefined = False
-        if n[i] == 0:
-            if estimator == "simple":
-                w.append("no labelled draws of its own: precision is undefined with the simple estimator")
-                undefined = True
-            else:
-                w.append("no labelled draws of its own: q_i may not cover p_i, so the estimate may be biased")
-        elif estimator == "joint" and sc.ess[i] < ESS_WARN:
-            w.append(f"importance weights degenerate (effective sample size {sc.ess[i]:.1f} < {ESS_WARN:g}): "
-                     "collect labels of its own")
-        row = sc.row(i)
-        nan = float("nan")
-        for k in ("p", "p_lo", "p_hi", "f1", "f1_lo", "f1_hi") if undefined else ():
-            row[k] = nan
-        boot = {k: (nan, nan) if undefined and k in ("p", "f1") else (float(lo[i]), float(hi[i]))
-                for k, (lo, hi) in sc.boot.items()}
-        rows.append(SystemScore(name, *(float(row[k]) for k in ("p", "p_lo", "p_hi", "r", "r_lo", "r_hi", "f1",
-                                                                   "f1_lo", "f1_hi")),
-                                labels=int(n[i]), ess=float(sc.ess[i]), estimator=sc.method, warnings=tuple(w),
-                                boot=boot))
+    rows = system_rows(sc, design.n, names, estimator=estimator)
     opts = {"level": level, "estimator": estimator, "weights": weights, "match": match, "bootstrap": bootstrap,
             "confidence": confidence, "documents": design.n_groups, "documents_given": documents is not None,
             "sentences": sentences is not None, "outside_p0": outside}
-    return OfflineResult(tuple(rows), sc, design, names, tuple(glob), data.reports, opts)
+    return OfflineResult(rows, sc, design, names, tuple(glob), data.reports, opts)
 
 
 def score_files(labels: str | Path, submissions: str | Path, exhaustive: str | Path, *,
@@ -830,4 +841,5 @@ __all__ = [
     "TrueInstance", "build_design", "inside_p0", "load", "read_answers", "read_exhaustive", "read_labels",
     "read_sentences",
     "read_submission", "read_submissions", "score", "score_files", "system_distribution", "system_name",
+    "system_rows",
 ]

@@ -76,7 +76,7 @@ from unpooled.core.errors import check_choice
 from unpooled.core.estimators import LEVELS, estimate, make_design, sampling_distribution
 from unpooled.core.estimators.joint import WEIGHTS, WeightDegeneracyWarning
 from unpooled.core.matching import InstanceRef, _relation, match_matrix
-from unpooled.core.offline import ESS_WARN, MATCHES, OfflineResult, SystemScore
+from unpooled.core.offline import MATCHES, OfflineResult, system_rows
 from unpooled.core.offline import score as offline_score
 from unpooled.service.annotation.models import ExhaustiveDocument, Kind, Label, Task
 from unpooled.service.corpora.models import Corpus, Document
@@ -519,23 +519,11 @@ def _rows(design, names: tuple[str, ...], truth, *, level: str, weights: str, ma
         warnings.simplefilter("ignore", WeightDegeneracyWarning)
         sc = estimate(design, estimator="joint", weights=weights, confidence=CONFIDENCE, bootstrap=0, rng=None,
                       votes=votes)
-    n = design.n
-    rows = []
-    for i, name in enumerate(names):
-        w: list[str] = []
-        if n[i] == 0:
-            w.append("no labelled draws of its own: q_i may not cover p_i, so the estimate may be biased")
-        elif sc.ess[i] < ESS_WARN:
-            w.append(f"importance weights degenerate (effective sample size {sc.ess[i]:.1f} < {ESS_WARN:g}): "
-                     "collect labels of its own")
-        row = sc.row(i)
-        rows.append(SystemScore(name, *(float(row[k]) for k in ("p", "p_lo", "p_hi", "r", "r_lo", "r_hi", "f1",
-                                                                   "f1_lo", "f1_hi")),
-                                labels=int(n[i]), ess=float(sc.ess[i]), estimator=sc.method, warnings=tuple(w)))
+    rows = system_rows(sc, design.n, names, estimator="joint")
     opts = {"level": level, "estimator": "joint", "weights": weights, "match": match, "bootstrap": 0,
             "confidence": CONFIDENCE, "documents": design.n_groups, "documents_given": design.n_groups is not None,
             "sentences": True, "outside_p0": int((design.p0[design.xs] == 0).sum())}
-    return OfflineResult(tuple(rows), sc, design, names, tuple(glob), (), opts)
+    return OfflineResult(rows, sc, design, names, tuple(glob), (), opts)
 
 
 def from_scratch(corpus: Corpus, *, level: str = "instance", match: str = "overlap", weights: str = "balance"
