@@ -73,3 +73,35 @@ def test_shifted_replicates_move_with_the_point_fit():
     new = (np.array([0.8, 0.7, 0.9]), np.array([0.2, 0.1, 0.05]))
     moved = shifted_replicates(base, reps, 2, new, 3)
     assert moved[0][0][2] == pytest.approx(0.9) and moved[0][1][2] == pytest.approx(0.05)  # a new worker: no deviation
+
+
+def _crowd(acc_items, acc_controls, n_items=300, n_controls=100, workers=10, seed=0):
+    from unpooled.core.annotation.confusion import VerifyAnswers
+
+    rng = np.random.default_rng(seed)
+    truth = np.concatenate([rng.random(n_items) < 0.6, np.arange(n_controls) % 2 == 0])
+    control = np.concatenate([np.full(n_items, -1), truth[n_items:].astype(int)])
+    item = np.repeat(np.arange(n_items + n_controls), 3)
+    worker = np.concatenate([rng.choice(workers, 3, replace=False) for _ in range(n_items + n_controls)])
+    acc = np.where(control[item] >= 0, acc_controls, acc_items)
+    right = rng.random(len(item)) < acc
+    yes = np.where(right, truth[item], ~truth[item]).astype(int)
+    return VerifyAnswers(item, worker, yes, [str(i) for i in range(n_items + n_controls)], control, workers)
+
+
+def test_controls_easier_than_the_items_send_the_fit_to_the_items():
+    from unpooled.core.annotation.confusion import control_mismatch, fit_preferred, items_only, preferred_source
+
+    same = _crowd(0.8, 0.8)
+    assert control_mismatch(same) < 2 and preferred_source(same) == "semi"
+    easy = _crowd(0.7, 0.95)
+    assert control_mismatch(easy) > 4 and preferred_source(easy) == "items"
+    source, (sens, fpr), reps = fit_preferred(easy, replicates=5, rng=1)
+    assert source == "items" and len(reps) == 5
+    # the rates of the items, not the controls': accuracy about 0.7
+    assert np.mean(sens) == pytest.approx(0.7, abs=0.08) and np.mean(fpr) == pytest.approx(0.3, abs=0.08)
+    sub = items_only(easy)
+    assert (sub.control == -1).all() and sub.n_items == 300 and len(sub.item) == 900
+    # no controls of both classes: no comparison, Dawid-Skene on everything
+    none = _crowd(0.8, 0.8, n_controls=0)
+    assert control_mismatch(none) is None and preferred_source(none) == "dawid-skene"

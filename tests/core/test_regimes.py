@@ -24,7 +24,7 @@ def test_world_truth_and_sharing():
 def test_default_cells_cover_every_factor():
     names = [c.name for c in default_cells()]
     for want in ("size 5", "size 10000", "precision 0.05", "precision 0.99", "crowd 0.6", "crowd 0.95",
-                 "crowd 0.8 told 0.9", "crowd 0.9 told 0.8", "2 systems", "40 systems", "300 systems",
+                 "crowd 0.8 / controls 0.9", "crowd 0.9 / controls 0.8", "2 systems", "40 systems", "300 systems",
                  "label reuse 80%", "adaptive stopping"):
         assert want in names
     assert len(next(c for c in default_cells() if c.name == "300 systems").sizes) == 300
@@ -47,3 +47,25 @@ def test_known_rates_cover_at_the_nominal_level():
     res = run_cell(Cell("known", (500, 2000), (0.7, 0.6), believed=0.8, report=2), 40, seed=7)
     hits = np.asarray(res.hits["p"])
     assert binomtest(int(hits.sum()), len(hits), 0.9).pvalue > 0.001
+
+
+def test_controls_answered_at_their_own_accuracy():
+    """A crowd better or worse on its controls than on the items: the controls' answers follow control_accuracy."""
+    from unpooled.core.simulate.regimes import _answers
+
+    rng = np.random.default_rng(3)
+    truth = np.arange(4000) % 2 == 0
+    for acc in (0.6, 0.95):
+        it, _, yes = _answers(np.arange(4000), truth, acc, 10, rng)
+        assert np.mean(yes == truth[it]) == pytest.approx(acc, abs=0.02)
+    cell = next(c for c in default_cells() if c.name == "crowd 0.8 / controls 0.9")
+    assert (cell.accuracy, cell.control_accuracy) == (0.8, 0.9)
+
+
+def test_a_low_precision_system_s_recall_interval_reaches_its_truth():
+    """Precision 0.05 beside a system of 2,000 with a crowd of 0.8: the numerator's votes often put recall at 0,
+    where Wilson's interval at the exhaustive sample's size stopped short of the truth (coverage 0.82); the
+    likelihood-ratio bound of the numerator reaches it (a binomial test against 0.9, not a threshold)."""
+    res = run_cell(Cell("p05", (500, 2000), (0.05, 0.6), replicates=10), 60, seed=11)
+    hits = np.asarray(res.hits["r"])
+    assert binomtest(int(hits.sum()), len(hits), 0.9, alternative="less").pvalue > 0.001

@@ -521,7 +521,7 @@ def _estimate_with(d: Design, W: np.ndarray, confidence: float, *, simple: bool 
 
 def _estimate_noisy(d: Design, W: np.ndarray, confidence: float, *, simple: bool, votes) -> Scores:
     """The estimates from crowd votes (:func:`.noisy.noisy_estimates`) with Wilson intervals."""
-    from .noisy import noisy_estimates, precision_interval
+    from .noisy import noisy_estimates, precision_interval, recall_interval
 
     m = d.m
     t = _terms(replace(d, f=np.ones(len(d.xs))), W)
@@ -540,7 +540,11 @@ def _estimate_noisy(d: Design, W: np.ndarray, confidence: float, *, simple: bool
     p, r, f1 = est["p"], est["r"], est["f1"]
     Mc_, lam_, Jc_ = est["_p_fit"]
     p_ci = precision_interval(Mc_, lam_, p, Jc_, var["p"], confidence, nfb_p)
-    r_ci = wilson(r, var["r"], confidence, np.full(m, n0))
+    if simple:
+        r_ci = wilson(r, var["r"], confidence, np.full(m, n0))
+    else:
+        Ma_, lam_a, Ja_, rho_a, scale = est["_r_fit"]
+        r_ci = recall_interval(Ma_, lam_a, rho_a, Ja_, scale, est["theta"], r, var["r"], confidence, np.full(m, n0))
     f_ci = wilson(f1, var["f1"], confidence, np.minimum(nfb_p, n0))
     out = Scores(p, r, f1, np.sqrt(var["p"]), np.sqrt(var["r"]), np.sqrt(var["f1"]), p_ci, r_ci, f_ci, t.ess,
                  n_labels, est["theta"], est["nu"], "", confidence)

@@ -16,9 +16,10 @@ output it); 30% more true instances exist that no system found (so the pool's re
 it output.  Every system draws ``draws`` instances i.i.d. from its instance-level :math:`p_i` (with ``adaptive``:
 batches of 50 until its precision interval's half-width is at most 0.05, at most 500); every distinct drawn
 instance is answered by 3 of 10 annotators (accuracy ``accuracy``, the same on both classes), and 100 gold controls
-(half correct) are answered too.  ``n0`` true instances are sampled uniformly for recall.  ``believed``: the
-estimator is *told* the annotators' accuracy instead of fitting it (a crowd better or worse than its controls
-suggest); None: fitted.
+(half correct) are answered too.  ``n0`` true instances are sampled uniformly for recall.  ``control_accuracy``: the
+crowd answers the gold controls at this accuracy instead (controls easier or harder than the items: a crowd worse
+or better than its controls suggest; the rates are fitted on both).  ``believed``: the estimator is *told* the
+annotators' accuracy instead of fitting it; None: fitted.
 
 **The cells** (:func:`default_cells`) vary one factor at a time around a default (a system of 500 instances of
 precision 0.7 beside one of 2,000 at 0.6, crowd accuracy 0.8, rates fitted), plus the interactions that matter:
@@ -49,6 +50,7 @@ class Cell:
     precision: tuple
     accuracy: float = 0.8
     believed: float | None = None
+    control_accuracy: float | None = None  # the crowd's accuracy on gold controls (None: ``accuracy``)
     shared: float = 0.0
     adaptive: bool = False
     draws: int = 150
@@ -64,11 +66,11 @@ def default_cells() -> list[Cell]:
     cells = [Cell(f"size {n}", (n,) + big, (0.7, 0.6)) for n in (5, 10, 25, 100, 1000, 10000)]
     cells += [Cell(f"precision {p:g}", (500,) + big, (p, 0.6)) for p in (0.05, 0.3, 0.6, 0.9, 0.99)]
     cells += [Cell(f"crowd {a:g}", (500,) + big, (0.7, 0.6), accuracy=a) for a in (0.6, 0.8, 0.95)]
-    cells += [Cell("size 10, crowd 0.6", (10,) + big, (0.7, 0.6), accuracy=0.6),
-              Cell("size 25, crowd 0.6", (25,) + big, (0.5, 0.6), accuracy=0.6),
-              Cell("crowd 0.8 told 0.8", (500,) + big, (0.7, 0.6), believed=0.8),
-              Cell("crowd 0.8 told 0.9", (500,) + big, (0.7, 0.6), believed=0.9),
-              Cell("crowd 0.9 told 0.8", (500,) + big, (0.7, 0.6), accuracy=0.9, believed=0.8)]
+    cells += [Cell("size 10 / crowd 0.6", (10,) + big, (0.7, 0.6), accuracy=0.6),
+              Cell("size 25 / crowd 0.6", (25,) + big, (0.5, 0.6), accuracy=0.6),
+              Cell("crowd 0.8 / controls 0.9", (500,) + big, (0.7, 0.6), accuracy=0.8, control_accuracy=0.9),
+              Cell("crowd 0.9 / controls 0.8", (500,) + big, (0.7, 0.6), accuracy=0.9, control_accuracy=0.8),
+              Cell("crowd 0.7 / controls 0.95", (500,) + big, (0.7, 0.6), accuracy=0.7, control_accuracy=0.95)]
     rng = np.random.default_rng(12345)
 
     def many(m):
@@ -168,7 +170,8 @@ def _votes(cell: Cell, labelled, f, U, rng):
         return crowd_votes(it, wk, yes, np.full(W, cell.believed), np.full(W, 1 - cell.believed), n_items=U)
     nc = 100
     ctruth = np.arange(nc) % 2 == 0
-    cit, cwk, cyes = _answers(np.arange(nc), ctruth, cell.accuracy, cell.annotators, rng)
+    cacc = cell.accuracy if cell.control_accuracy is None else cell.control_accuracy
+    cit, cwk, cyes = _answers(np.arange(nc), ctruth, cacc, cell.annotators, rng)
     # items: the labelled instances then the controls, numbered in order of first appearance
     codes = {int(u): j for j, u in enumerate(labelled.tolist())}
     item = np.concatenate([np.array([codes[int(u)] for u in it], np.int64), len(labelled) + cit])

@@ -23,7 +23,8 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from unpooled.core.annotation.confusion import (
-    PREFERENCE, REPLICATES, SHRINKAGE, VerifyAnswers, fit_confusions, keyed_answers as _keyed, shifted_replicates,
+    REPLICATES, SHRINKAGE, VerifyAnswers, fit_confusions, keyed_answers as _keyed, preferred_source,
+    shifted_replicates,
 )
 from unpooled.core.estimators.exhaustive import within_sentence
 from unpooled.core.estimators.noisy import KeyedAnswers
@@ -172,7 +173,7 @@ _memo: dict = {}
 
 
 def confusions(corpus, fp: tuple | None = None, *, replicates: int = REPLICATES) -> Confusions | None:
-    """The corpus's confusions from the first available source of :data:`PREFERENCE` (module docs), memoised
+    """The corpus's confusions from the core's :func:`~unpooled.core.annotation.confusion.preferred_source`, memoised
     on the answers' fingerprint ``fp`` (read when not given); None without answers."""
     fp = (tuple(fp) if fp is not None else answers_fp(corpus), replicates)
     got = _memo.get(corpus.pk)
@@ -184,19 +185,18 @@ def confusions(corpus, fp: tuple | None = None, *, replicates: int = REPLICATES)
                              or len(answers.item) >= (1 + REBOOTSTRAP_GROWTH) * len(base[0].item)):
         base = None
     out = None
-    for source in PREFERENCE:
+    source = preferred_source(answers, shrinkage=SHRINKAGE)  # the core's choice: semi, or items when the
+    if source is not None:                                      # controls disagree with them, or dawid-skene
         if base is not None and base[3] == source:
             fitted = fit_confusions(answers, source, shrinkage=SHRINKAGE, point_only=True)
-            if fitted is None:
-                continue
-            reps = shifted_replicates(base[1], base[2], base[0].n_workers, fitted[0], answers.n_workers)
-            out = Confusions(answers, source, fitted[0], reps, base)
-            break
-        fitted = fit_confusions(answers, source, replicates=replicates, rng=0, shrinkage=SHRINKAGE)
-        if fitted is None:
-            continue
-        out = Confusions(answers, source, fitted[0], fitted[1] or [], (answers, fitted[0], fitted[1] or [], source))
-        break
+            if fitted is not None:
+                reps = shifted_replicates(base[1], base[2], base[0].n_workers, fitted[0], answers.n_workers)
+                out = Confusions(answers, source, fitted[0], reps, base)
+        if out is None:
+            fitted = fit_confusions(answers, source, replicates=replicates, rng=0, shrinkage=SHRINKAGE)
+            if fitted is not None:
+                out = Confusions(answers, source, fitted[0], fitted[1] or [],
+                                 (answers, fitted[0], fitted[1] or [], source))
     _memo[corpus.pk] = (fp, out)
     return out
 
