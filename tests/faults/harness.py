@@ -210,3 +210,198 @@ def task_rows(env: dict, task: str) -> list[dict]:
                       "WHERE task_path LIKE ? ORDER BY enqueued_at", (f"%.{task}",)) or []
     return [{"id": r[0], "status": r[1], "workers": json.loads(r[2]) if isinstance(r[2], str) else r[2],
              "args": (json.loads(r[3]) if isinstance(r[3], str) else r[3]).get("args")} for r in rows]
+
+
+SCENARIO = """
+import json
+from pathlib import Path
+from unpooled.core.corpus import iter_documents
+from unpooled.core.kb.docred import docred_to_jsonl
+from unpooled.service.annotation import actions
+from unpooled.service.corpora.actions import do_load_corpus
+from unpooled.service.submissions.actions import do_ingest_submission
+
+shared, work, n, name = Path({shared!r}), Path({work!r}), {n}, {name!r}
+data = json.loads((shared / "redocred" / "dev_revised.json").read_text())[:n]
+path = work / f"{{name}}.json"
+path.write_text(json.dumps(data))
+corpus = do_load_corpus(path, "docred", name)
+st = actions.settings_for(corpus)
+for k, v in {settings!r}.items():
+    setattr(st, k, v)
+st.save()
+kb = work / f"{{name}}.jsonl"
+with open(kb, "w") as out:
+    docred_to_jsonl(iter_documents(path, "docred"), out)
+res = do_ingest_submission(kb, name, "DocRED-original", "hwe", "jsonl", start={start!r})
+assert res.ok, res.report.to_dict()
+print(res.submission.pk)
+"""
+
+#: an evaluation whose annotation takes hundreds of simulated answers (a kill lands inside it)
+EVALUATION = dict(backend="simulated", control_share=0.0, exhaustive_documents=6, min_draws=40, max_draws=80,
+                  target_halfwidth=0.05)
+
+
+def start_evaluation(env: dict, shared: Path, work: Path, *, n: int = 25, name: str = "faults",
+                     settings: dict | None = None, start: bool = True) -> int:
+    """Load the first ``n`` Re-DocRED dev documents as corpus ``name`` (simulated crowd) and ingest their DocRED
+    labels as a submission whose evaluation is enqueued; returns the submission's id."""
+    work.mkdir(parents=True, exist_ok=True)
+    code = SCENARIO.format(shared=str(shared), work=str(work), n=n, name=name,
+                           settings=dict(settings or EVALUATION), start=start)
+    return int(run_py(env, code).strip().splitlines()[-1])
+
+
+def fresh_postgres(url: str):
+    """A new, empty database on the PostgreSQL server at ``url``: (admin connection, name, its URL), or None
+    when the server does not answer."""
+    import uuid
+
+    try:
+        import psycopg
+
+        url = url.replace("postgres://", "postgresql://", 1)
+        conn = psycopg.connect(url, autocommit=True, connect_timeout=3)
+    except Exception:  # noqa: BLE001 - any failure means: no PostgreSQL here
+        return None
+    name = f"unpooled_fault_{uuid.uuid4().hex[:8]}"
+    conn.execute(f'CREATE DATABASE "{name}"')
+    return conn, name, url.rsplit("/", 1)[0] + "/" + name
+
+
+def drop_postgres(conn, name: str) -> None:
+    conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+    conn.close()
+
+
+# ---------------------------------------------------------------------------- what a finished evaluation holds
+
+REWARD_SQL = "CASE t.kind WHEN 'verify' THEN s.reward_verify_cents WHEN 'entities' THEN s.reward_entities_cents " \
+             "ELSE s.reward_relations_cents END"
+
+
+def evaluation_invariants(env: dict, sub: int) -> dict:
+    """Check that submission ``sub``'s evaluation finished once: published, every draw stored once, every task
+    answered by exactly its ``answers_needed`` annotators (one answer per lease, one lease per annotator and
+    task, nothing left leased or open, no discounted or extra paid answer), one majority label per verify task and
+    no Dawid-Skene label repeated, one request per (task, submission), and a cost equal to the rewards of the
+    answers needed.  Returns the counts (for the report)."""
+    def rows(sql, params=()):
+        return query(env, sql, params)
+
+    status, error, plan = rows("SELECT status, error, plan FROM submissions_submission WHERE id = ?", (sub,))[0]
+    assert status == "published" and not error, (status, error)
+    plan = json.loads(plan) if isinstance(plan, str) else plan
+    draws = dict((lv, (n, d)) for lv, n, d in rows(
+        "SELECT level, COUNT(*), COUNT(DISTINCT seq) FROM evaluations_draw WHERE submission_id = ? GROUP BY level",
+        (sub,)))
+    for level, (n, distinct) in draws.items():
+        assert n == distinct == plan[level]["draws"], (level, n, distinct, plan[level])
+    assert rows("SELECT assignment_id FROM annotation_answer GROUP BY assignment_id HAVING COUNT(*) > 1") == []
+    assert rows("SELECT task_id, annotator_id FROM annotation_assignment GROUP BY task_id, annotator_id "
+                "HAVING COUNT(*) > 1") == []
+    wrong = rows("SELECT t.id, t.kind, t.answers_needed, COUNT(a.id) FROM annotation_task t LEFT JOIN annotation_answer"
+                 " a ON a.task_id = t.id GROUP BY t.id, t.kind, t.answers_needed HAVING COUNT(a.id) <> t.answers_needed")
+    assert wrong == [], f"tasks answered more or less often than needed: {wrong[:10]}"
+    assert rows("SELECT COUNT(*) FROM annotation_answer WHERE weight = 0")[0][0] == 0
+    assert rows("SELECT COUNT(*) FROM annotation_task WHERE status <> 'complete'")[0][0] == 0
+    assert rows("SELECT COUNT(*) FROM annotation_assignment WHERE status <> 'submitted'")[0][0] == 0
+    verify = rows("SELECT COUNT(*) FROM annotation_task WHERE kind = 'verify'")[0][0]
+    assert rows("SELECT task_id FROM annotation_label WHERE method = 'majority' GROUP BY task_id "
+                "HAVING COUNT(*) > 1") == []
+    assert rows("SELECT COUNT(*) FROM annotation_label WHERE method = 'majority'")[0][0] == verify
+    last: dict[str, float] = {}
+    for key, p in rows("SELECT key, probability FROM annotation_label WHERE method = 'dawid-skene' ORDER BY id"):
+        assert key not in last or abs(last[key] - p) >= 1e-6, f"a Dawid-Skene label repeated for {key}"
+        last[key] = p
+    assert rows("SELECT task_id, submission_id FROM annotation_taskrequest GROUP BY task_id, submission_id "
+                "HAVING COUNT(*) > 1") == []
+    assert rows("SELECT COUNT(*) FROM annotation_taskrequest WHERE submission_id = ?", (sub,))[0][0] == verify
+    overpaid = rows(f"SELECT COUNT(*) FROM annotation_answer a JOIN annotation_task t ON t.id = a.task_id "
+                    f"JOIN annotation_annotationsettings s ON s.corpus_id = t.corpus_id WHERE a.cost_cents <> {REWARD_SQL}")
+    assert overpaid[0][0] == 0
+    cost, owed = rows(f"SELECT SUM(a.cost_cents), SUM({REWARD_SQL}) FROM annotation_answer a JOIN annotation_task t "
+                      f"ON t.id = a.task_id JOIN annotation_annotationsettings s ON s.corpus_id = t.corpus_id")[0]
+    needed = rows(f"SELECT SUM(t.answers_needed * {REWARD_SQL}) FROM annotation_task t "
+                  f"JOIN annotation_annotationsettings s ON s.corpus_id = t.corpus_id")[0][0]
+    assert cost == owed == needed, (cost, owed, needed)
+    scores = rows("SELECT DISTINCT level FROM evaluations_score WHERE submission_id = ?", (sub,))
+    assert {r[0] for r in scores} == set(draws), scores
+    return {"answers": rows("SELECT COUNT(*) FROM annotation_answer")[0][0], "verify_tasks": verify,
+            "labels": rows("SELECT COUNT(*) FROM annotation_label")[0][0], "cost_cents": cost,
+            "draws": {k: v[0] for k, v in draws.items()}}
+
+
+# ---------------------------------------------------------------------------- a PostgreSQL cluster of the test's own
+
+class ThrowawayPostgres:
+    """A PostgreSQL cluster made with ``initdb`` in a temporary folder, on a free port of 127.0.0.1 and a socket
+    folder of its own (never the shared server): ``start``, ``stop``, ``close`` (stop at once, delete).  As
+    root it runs as the ``postgres`` user (``runuser``).  ``unavailable()`` says why it cannot be made here."""
+
+    def __init__(self) -> None:
+        import glob
+        import tempfile
+
+        bins = sorted(glob.glob("/usr/lib/postgresql/*/bin/pg_ctl"), key=lambda p: int(p.split("/")[4])
+                      if p.split("/")[4].isdigit() else 0)
+        self.bin = Path(bins[-1]).parent if bins else None
+        self.root = Path(tempfile.mkdtemp(prefix="unpooled-pg-"))
+        self.data, self.port = self.root / "data", free_port()
+        self.as_user: list[str] = []
+        self.log = self.root / "postgres.log"
+
+    def unavailable(self) -> str | None:
+        if self.bin is None:
+            return "no PostgreSQL server binaries under /usr/lib/postgresql/*/bin"
+        if os.geteuid() == 0:
+            import pwd
+
+            try:
+                pw = pwd.getpwnam("postgres")
+            except KeyError:
+                return "running as root and there is no postgres user to run initdb as"
+            if shutil.which("runuser") is None:
+                return "running as root and runuser is missing"
+            os.chown(self.root, pw.pw_uid, pw.pw_gid)
+            self.as_user = ["runuser", "-u", "postgres", "--"]
+        return None
+
+    def _run(self, *args: str, timeout: float = 180) -> str:
+        out = subprocess.run([*self.as_user, str(self.bin / args[0]), *args[1:]], capture_output=True, text=True,
+                             timeout=timeout)
+        if out.returncode != 0:
+            raise AssertionError(f"{args[0]} failed: {out.stdout[-2000:]} {out.stderr[-2000:]}\n{self.logs()}")
+        return out.stdout
+
+    def logs(self) -> str:
+        try:
+            return "--- postgres log ---\n" + self.log.read_text(errors="replace")[-3000:]
+        except OSError:
+            return ""
+
+    def init(self) -> None:
+        self._run("initdb", "-D", str(self.data), "-A", "trust", "-U", "postgres", "-E", "UTF8", "--no-sync")
+
+    def start(self) -> None:
+        self._run("pg_ctl", "-D", str(self.data), "-l", str(self.log), "-w", "-t", "180", "-o",
+                  f"-p {self.port} -k {self.root} -c listen_addresses=127.0.0.1 -c fsync=off "
+                  f"-c synchronous_commit=off -c full_page_writes=off", "start")
+
+    def stop(self, mode: str = "fast") -> None:
+        self._run("pg_ctl", "-D", str(self.data), "-m", mode, "-w", "-t", "180", "stop")
+
+    def running(self) -> bool:
+        return (self.data / "postmaster.pid").exists()
+
+    def url(self, db: str = "postgres") -> str:
+        return f"postgres://postgres@127.0.0.1:{self.port}/{db}"
+
+    def close(self) -> None:
+        if self.bin is not None and self.running():
+            try:
+                self.stop("immediate")
+            except AssertionError:
+                pass
+        shutil.rmtree(self.root, ignore_errors=True)

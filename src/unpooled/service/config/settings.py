@@ -103,11 +103,13 @@ DATABASES = {
         os.environ.get("DATABASE_URL") or f"sqlite:///{DATA_DIR / 'unpooled.sqlite3'}", conn_max_age=60
     )
 }
+# a persistent connection is checked before its first use in a request: after a database restart each process
+# reconnects instead of answering one 500 (tests/faults/test_postgres_restart.py)
+DATABASES["default"]["CONN_HEALTH_CHECKS"] = True
 if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     # WAL lets the web server read while the worker writes; IMMEDIATE avoids lock-upgrade deadlocks.
     # persistent connections: opening one (and its PRAGMAs) was a third of a cached page's time
     DATABASES["default"]["CONN_MAX_AGE"] = 60
-    DATABASES["default"]["CONN_HEALTH_CHECKS"] = True
     DATABASES["default"].setdefault("OPTIONS", {}).update(
         {
             "timeout": 30,
