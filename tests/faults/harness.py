@@ -405,3 +405,91 @@ class ThrowawayPostgres:
             except AssertionError:
                 pass
         shutil.rmtree(self.root, ignore_errors=True)
+
+
+# ---------------------------------------------------------------------------- uploads over HTTP
+
+SUBMITTER = """
+from unpooled.service.accounts.actions import do_issue_token, do_sign_up
+from unpooled.service.annotation import actions as ann
+from unpooled.service.corpora.actions import do_load_corpus
+
+corpus = do_load_corpus({corpus!r}, "jsonl", {name!r})
+st = ann.settings_for(corpus)
+st.backend, st.exhaustive_documents = "inhouse", 0  # an accepted upload stops at annotating, waiting for people
+st.save()
+user = do_sign_up("alice", "a-long-password", team="TeamA")
+print(do_issue_token(user)[1])
+"""
+
+
+def synthetic_upload(env: dict, work: Path, lines: int, *, name: str = "big") -> tuple[Path, str, int]:
+    """A synthetic corpus ``name`` and a TAC file of about ``lines`` lines for it (a large upload), a team with an
+    API token; returns (file, token, its line count)."""
+    from unpooled.bench.ingest import prepare
+
+    work.mkdir(parents=True, exist_ok=True)
+    kb, corpus, n = prepare(work, lines)
+    token = run_py(env, SUBMITTER.format(corpus=str(corpus), name=name)).strip().splitlines()[-1]
+    return kb, token, n
+
+
+def multipart(fields: dict, file_name: str) -> tuple[bytes, bytes, str]:
+    """(the body before the file's bytes, the body after them, the Content-Type)."""
+    boundary = "----unpooled-fault-test-boundary"
+    head = b"".join(f'--{boundary}\r\nContent-Disposition: form-data; name="{k}"\r\n\r\n{v}\r\n'.encode()
+                    for k, v in fields.items())
+    head += (f'--{boundary}\r\nContent-Disposition: form-data; name="file"; filename="{file_name}"\r\n'
+             f"Content-Type: application/octet-stream\r\n\r\n").encode()
+    return head, f"\r\n--{boundary}--\r\n".encode(), f"multipart/form-data; boundary={boundary}"
+
+
+class StreamingUpload:
+    """``POST /api/submissions`` of ``path`` over a raw HTTP connection, the body sent in pieces the test
+    controls: :meth:`send` up to a byte count, :meth:`finish` (the rest, then the response)."""
+
+    def __init__(self, port: int, token: str, path: Path, fields: dict, *, query: str = "") -> None:
+        import http.client
+
+        self.data = path.read_bytes()
+        self.head, self.tail, ctype = multipart(fields, path.name)
+        self.conn = http.client.HTTPConnection("127.0.0.1", port, timeout=600)
+        self.conn.putrequest("POST", "/api/submissions" + query)
+        self.conn.putheader("Authorization", f"Bearer {token}")
+        self.conn.putheader("Content-Type", ctype)
+        self.conn.putheader("Content-Length", str(len(self.head) + len(self.data) + len(self.tail)))
+        self.conn.endheaders()
+        self.conn.send(self.head)
+        self.sent = 0
+
+    def send(self, upto: int, chunk: int = 1 << 16) -> None:
+        while self.sent < min(upto, len(self.data)):
+            piece = self.data[self.sent:min(upto, self.sent + chunk)]
+            self.conn.send(piece)
+            self.sent += len(piece)
+
+    def finish(self) -> tuple[int, str]:
+        self.send(len(self.data))
+        self.conn.send(self.tail)
+        resp = self.conn.getresponse()
+        return resp.status, resp.read().decode("utf-8", "replace")
+
+    def close(self) -> None:
+        self.conn.close()
+
+
+def open_by(pids, folder: Path) -> list[int]:
+    """The processes among ``pids`` with a file of ``folder`` open."""
+    out = []
+    for pid in pids:
+        try:
+            for fd in os.listdir(f"/proc/{pid}/fd"):
+                try:
+                    if os.readlink(f"/proc/{pid}/fd/{fd}").startswith(str(folder) + "/"):
+                        out.append(pid)
+                        break
+                except OSError:
+                    continue
+        except OSError:
+            continue
+    return out

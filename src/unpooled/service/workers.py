@@ -54,6 +54,8 @@ MAX_ATTEMPTS = 3
 DEFAULT_HEARTBEAT = 30.0
 #: heartbeats of dead workers are shown (organiser console) this long, then deleted
 FORGET_AFTER = timedelta(days=1)
+#: seconds after which an unused upload file is left over from a killed web process (UNPOOLED_UPLOAD_ORPHAN_SECONDS)
+DEFAULT_UPLOAD_ORPHAN = 3600.0
 #: a task interrupted by database errors is requeued until it has been claimed this many times, then failed
 MAX_DB_RETRIES = 10
 #: longest wait (seconds) between attempts to reach a database that does not answer (from 0.5, doubling)
@@ -185,6 +187,53 @@ def forget_dead(*, now: datetime | None = None) -> int:
     return WorkerHeartbeat.objects.filter(last_seen__lt=(now or timezone.now()) - FORGET_AFTER).delete()[0]
 
 
+def orphan_upload_seconds() -> float:
+    """Seconds after its last write when an upload file nobody uses is left over (``UNPOOLED_UPLOAD_ORPHAN_SECONDS``,
+    3600: far longer than a request may last, gunicorn's timeout being 600 s)."""
+    return _seconds("UNPOOLED_UPLOAD_ORPHAN_SECONDS", "UPLOAD_ORPHAN_SECONDS", DEFAULT_UPLOAD_ORPHAN)
+
+
+def sweep_uploads(*, older_than: float | None = None, now: float | None = None) -> list:
+    """Delete what killed web processes left in the upload folders; returns the paths deleted.
+
+    Left over: a request body that was being received (``settings.FILE_UPLOAD_TEMP_DIR``) or an upload copy
+    (``settings.UPLOAD_DIR/*.upload``) that no queued or running ingestion refers to, not written to for
+    ``older_than`` seconds (:func:`orphan_upload_seconds`).  A copy is written and then enqueued in the same
+    request, and a body is written to as it arrives, so neither is ever that old while in use."""
+    from pathlib import Path
+
+    from django.conf import settings
+    from django_tasks import TaskResultStatus
+    from django_tasks_db.models import DBTaskResult
+
+    from unpooled.service.submissions.tasks import ingest_upload
+
+    cutoff = (now if now is not None else time.time()) - (orphan_upload_seconds() if older_than is None else older_than)
+    wanted = set()
+    for ak in (DBTaskResult.objects.filter(status__in=[TaskResultStatus.READY, TaskResultStatus.RUNNING],
+                                           task_path=ingest_upload.module_path).values_list("args_kwargs", flat=True)):
+        args = (ak or {}).get("args") or []
+        if args:
+            wanted.add(Path(str(args[0])).name)
+    folders = [(Path(settings.UPLOAD_DIR), "*.upload")]
+    if getattr(settings, "FILE_UPLOAD_TEMP_DIR", None):
+        folders.append((Path(settings.FILE_UPLOAD_TEMP_DIR), "*"))
+    gone = []
+    for folder, pattern in folders:
+        try:
+            paths = list(folder.glob(pattern))
+        except OSError:
+            continue
+        for p in paths:
+            try:
+                if p.is_file() and p.name not in wanted and p.stat().st_mtime < cutoff:
+                    p.unlink()
+                    gone.append(p)
+            except OSError:  # gone meanwhile, or not ours to delete
+                continue
+    return gone
+
+
 def _report(wid: str, got: dict, why: str) -> None:
     if got["requeued"] or got["failed"]:
         print(f"worker {wid}: requeued {got['requeued']} task(s) left running by {why}; "
@@ -196,7 +245,8 @@ class Liveness:
 
     :meth:`start` (before the worker claims anything): requeue this id's own orphans, record the
     first heartbeat, sweep once, then beat and sweep every ``interval`` seconds in a daemon thread
-    (so a long task does not silence the worker).  :meth:`stop`: end the thread, delete the heartbeat.
+    (so a long task does not silence the worker).  A sweep also deletes the upload files killed web
+    processes left behind (:func:`sweep_uploads`).  :meth:`stop`: end the thread, delete the heartbeat.
     """
 
     def __init__(self, wid: str, *, timeout: float | None = None, interval: float | None = None) -> None:
@@ -220,6 +270,10 @@ class Liveness:
             _report(self.wid, got, f"dead worker(s) {', '.join(map(str, got['workers']))}")
         if self.sweeps % 100 == 1:
             forget_dead(now=now)
+        gone = sweep_uploads()
+        if gone:
+            print(f"worker {self.wid}: deleted {len(gone)} upload file(s) left by killed web processes: "
+                  f"{', '.join(p.name for p in gone[:5])}{' ...' if len(gone) > 5 else ''}", file=sys.stderr, flush=True)
         return got
 
     def _run(self) -> None:
@@ -398,8 +452,13 @@ def _worker_class():
 def run_worker(wid: str, *, batch: bool = False, interval: float = 1.0, queue: str = "default") -> None:
     """Run the task loop under id ``wid`` until stopped (SIGTERM/SIGINT: after the current task) or, with
     ``batch``, until the queue is empty; database outages are waited out (see the module's docstring)."""
-    from django_tasks_db.compat import DEFAULT_TASK_BACKEND_ALIAS
+    from django_tasks_db.compat import DEFAULT_TASK_BACKEND_ALIAS, TASKS_LOGGER
 
+    for name in (TASKS_LOGGER, "django_tasks_db"):  # what ``manage.py db_worker`` prints: each task's start and end
+        log = logging.getLogger(name)
+        log.setLevel(logging.INFO)
+        if not log.hasHandlers():
+            log.addHandler(logging.StreamHandler(sys.stdout))
     worker = _worker_class()(queue_names=[queue], interval=interval, batch=batch,
                              backend_name=DEFAULT_TASK_BACKEND_ALIAS, startup_delay=False, max_tasks=None,
                              worker_id=wid, excluded_queue_names=[])

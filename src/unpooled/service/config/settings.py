@@ -15,6 +15,8 @@ variable                        meaning (default)
 ``UNPOOLED_WORKER_TIMEOUT``     seconds without a heartbeat after which a task worker is dead and its
                                 running tasks are requeued by the others (300; the same on every machine)
 ``UNPOOLED_WORKER_HEARTBEAT``   seconds between a worker's heartbeats and sweeps (30)
+``UNPOOLED_UPLOAD_ORPHAN_SECONDS`` seconds after its last write when an upload file that no task uses is left
+                                over from a killed web process and deleted by a worker's sweep (3600)
 ``UNPOOLED_CACHE``              where rendered pages and built leaderboards are kept: a folder
                                 shared by the web workers and the task worker of one machine
                                 (``$UNPOOLED_DATA_DIR/cache``), or ``memory`` (per process)
@@ -161,6 +163,10 @@ WHITENOISE_USE_FINDERS = True
 LIMITS = Limits.from_env()
 DATA_UPLOAD_MAX_MEMORY_SIZE = 10 * 1024 * 1024
 FILE_UPLOAD_MAX_MEMORY_SIZE = 2 * 1024 * 1024
+# request bodies being received live on the data directory's filesystem (not /tmp); what a killed web process
+# leaves there is deleted by the task workers (unpooled.service.workers.sweep_uploads)
+FILE_UPLOAD_TEMP_DIR = str(UPLOAD_DIR / "partial")
+Path(FILE_UPLOAD_TEMP_DIR).mkdir(parents=True, exist_ok=True)
 LOGIN_URL = "/accounts/login/"
 LOGIN_REDIRECT_URL = "/accounts/home/"
 # a label batch is re-scored this many seconds after its first label (later labels join the same re-scoring)
