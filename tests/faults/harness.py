@@ -167,6 +167,15 @@ class Service:
         self.seen.update(out)
         return out
 
+    def started(self) -> dict[str, list[int]]:
+        """The pids serve says it started, by child ("web server", "task worker 0"), from its log."""
+        import re
+
+        out: dict[str, list[int]] = {}
+        for name, pid in re.findall(r"unpooled serve: (?:re)?started (.+?) \(pid (\d+)\)", self.log()):
+            out.setdefault(name, []).append(int(pid))
+        return out
+
     def web_pid(self) -> int | None:
         return next((p for p, c in self._kids().items() if "gunicorn" in c), None)
 

@@ -115,7 +115,9 @@ def test_web_server_that_cannot_listen_ends_serve_with_a_clear_message(serve, sq
         assert rc == 3, s.tail()
     log = s.log()
     assert f"before it ever listened on port {s.port} (is the port in use?" in log and "stopping" in log, s.tail()
-    assert not any(alive(p) for p in s.seen)  # the task worker was stopped too
+    started = s.started()
+    assert {k: len(v) for k, v in started.items()} == {"web server": 1, "task worker 0": 1}, started  # no restart
+    assert not any(alive(p) for pids in started.values() for p in pids)  # the task worker was stopped too
 
 
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])

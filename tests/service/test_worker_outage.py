@@ -30,6 +30,11 @@ def broken() -> None:
     raise ValueError("a bug, not the database")
 
 
+@task()
+def unstorable() -> object:
+    return object()  # JSON cannot hold it: recording the success fails
+
+
 def test_transient_database_errors():
     assert transient_database_error(OperationalError("x")) and transient_database_error(InterfaceError("x"))
     try:
@@ -71,6 +76,15 @@ def test_other_errors_fail_the_task_at_once():
     row = DBTaskResult.objects.get(pk=res.id)
     assert row.status == TaskResultStatus.FAILED and row.worker_ids == ["outage-0"]
     assert "a bug, not the database" in row.traceback
+
+
+@pytest.mark.django_db(transaction=True)
+def test_an_outcome_that_cannot_be_recorded_fails_the_task_and_the_worker_goes_on():
+    bad, good = unstorable.enqueue(), flaky.enqueue(0)
+    run_worker("outage-0", batch=True, interval=0)
+    bad_row, good_row = DBTaskResult.objects.get(pk=bad.id), DBTaskResult.objects.get(pk=good.id)
+    assert bad_row.status == TaskResultStatus.FAILED and "TypeError" in bad_row.exception_class_path
+    assert good_row.status == TaskResultStatus.SUCCESSFUL
 
 
 @pytest.mark.django_db

@@ -409,7 +409,10 @@ def _worker_class():
                         return
                     self._record(db_task_result, "set_failed", exc)
                 else:
-                    self._record(db_task_result, "set_successful", value)
+                    try:
+                        self._record(db_task_result, "set_successful", value)
+                    except Exception as exc:  # noqa: BLE001 - e.g. a return value JSON cannot hold: the task failed
+                        self._record(db_task_result, "set_failed", exc)
             finally:
                 self.running_task = False
                 self._run_tasks += 1
