@@ -131,3 +131,50 @@ def test_sigterm_and_sigint_stop_everything(serve, sqlite_env, sig):
     assert f"{signal.Signals(sig).name} received: stopping" in s.log()
     assert "restarting" not in s.log()  # a requested stop is not a crash
     assert heartbeat_pid(sqlite_env) is None  # the worker stopped cleanly: it forgot its heartbeat
+
+
+FLAKY_WEB = """
+import socket, sys
+s = socket.socket()
+s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+s.bind(("127.0.0.1", int(sys.argv[1])))
+s.listen()
+s.accept()  # the first connection ends it, as a crash would
+sys.exit(1)
+"""
+
+SUPERVISE = """
+import os, sys
+from unpooled.cli.commands import serve
+serve.BACKOFF_FIRST = 0.05  # the policy, not the waiting, is under test
+web = serve.Child("web server", [sys.executable, "-c", sys.argv[2], sys.argv[1]], dict(os.environ), port=int(sys.argv[1]))
+sys.exit(serve.Supervisor([web], web).run("up"))
+"""
+
+
+def test_web_server_failing_again_and_again_ends_serve(tmp_path):
+    """The supervisor of ``unpooled serve`` with a stand-in web server that dies at its first request: restarted
+    after each death, until the fifth in a row ends serve with status 3 and says why."""
+    import subprocess
+    import sys
+
+    from unpooled.cli.commands.serve import WEB_GIVE_UP
+
+    from .harness import free_port
+
+    port, log = free_port(), tmp_path / "supervisor.log"
+    with open(log, "wb") as out:
+        proc = subprocess.Popen([sys.executable, "-c", SUPERVISE, str(port), FLAKY_WEB], stdout=out,
+                                stderr=subprocess.STDOUT)
+    try:
+        for n in range(1, WEB_GIVE_UP + 1):
+            until(lambda: log.read_text().count("is listening on port") == n, f"start {n} of the web server",
+                  context=log.read_text)
+            socket.create_connection(("127.0.0.1", port), timeout=30).close()
+        rc = until(lambda: proc.poll(), "the supervisor to give up", context=log.read_text)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    text = log.read_text()
+    assert rc == 3 and f"it failed {WEB_GIVE_UP} times in a row; stopping" in text, text
+    assert text.count("restarting it in") == WEB_GIVE_UP - 1 and text.count("exited with status 1") == WEB_GIVE_UP

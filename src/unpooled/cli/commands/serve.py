@@ -214,11 +214,13 @@ class Child:
         self.failures = 0
         self.restart_at: float | None = None
         self.listened = False  # the web server: listened at least once since serve started
+        self.up = False  # the web server: its current process listens
 
     def start(self) -> None:
         self.proc = subprocess.Popen(self.argv, env=self.env, start_new_session=True, preexec_fn=_die_with_parent)
         self.started = time.monotonic()
         self.restart_at = None
+        self.up = False
 
     def signal_group(self, sig: int) -> None:
         """Send ``sig`` to the child's process group (gunicorn's master and its workers)."""
@@ -289,8 +291,9 @@ class Supervisor:
                     continue
                 rc = c.proc.poll()
                 if rc is None:
-                    if c is self.web and c.port is not None and not c.listened:
-                        c.listened = listening(c.proc.pid, c.port)
+                    if c is self.web and c.port is not None and not c.up and listening(c.proc.pid, c.port):
+                        c.up = c.listened = True
+                        _log(f"{c.name} (pid {c.proc.pid}) is listening on port {c.port}")
                     continue
                 if self.signals:  # it ended because we are stopping (a signal to the whole group)
                     break
