@@ -118,11 +118,17 @@ def free_bytes(path: Path) -> int:
 
 def fill(path: Path, leave: int) -> Path:
     """Fill the filesystem of ``path`` with a ballast file until ``leave`` bytes are free."""
+    import errno
+
     ballast = path / "ballast"
-    with open(ballast, "ab") as f:
+    with open(ballast, "ab", buffering=0) as f:
         while (room := free_bytes(path) - leave) > 0:
-            f.write(b"\0" * min(room, 1 << 20))
-            f.flush()
+            try:
+                f.write(b"\0" * min(room, 1 << 20))
+            except OSError as exc:  # full to the last block
+                if exc.errno != errno.ENOSPC:
+                    raise
+                break
     return ballast
 
 
@@ -179,3 +185,37 @@ def test_disk_full_while_storing_an_upload(serve, small_disk, sqlite_template, t
     s.until(lambda: (st := stored(env))["uploads"] == st["partial"] == [] and st["submissions"] == 1,
             "one submission, no file left")
     assert query(env, "SELECT status FROM submissions_submission")
+
+
+@pytest.mark.django_db
+def test_form_upload_on_a_full_disk_says_so_and_keeps_nothing(client, small_disk, settings):
+    """The web form (in-process, the Django test client) storing its upload on a real full filesystem."""
+    from django.core.files.uploadedfile import SimpleUploadedFile
+    from django.urls import reverse
+    from django_tasks_db.models import DBTaskResult
+
+    from unpooled.service.accounts.actions import do_sign_up
+    from unpooled.service.corpora.actions import do_load_corpus
+    from unpooled.service.submissions.storage import FULL_MESSAGE
+
+    from ..conftest import FIXTURES
+
+    do_load_corpus(FIXTURES / "kb" / "sources.xml", "tac", "fixture", schema="tac-kbp")
+    client.force_login(do_sign_up("sub1", "a-long-password", team="web-team"))
+    settings.UPLOAD_DIR = small_disk / "uploads"
+    settings.UPLOAD_DIR.mkdir()
+    fill(small_disk, 0)
+    kb = (FIXTURES / "kb" / "coldstart.kb").read_bytes()
+    resp = client.post(reverse("web:upload"), {"corpus": "fixture", "run": "", "format": "", "visibility": "public",
+                                               "file": SimpleUploadedFile("run.kb", kb)})
+    assert resp.status_code == 507 and FULL_MESSAGE in resp.content.decode()
+    assert list(settings.UPLOAD_DIR.iterdir()) == [] and not DBTaskResult.objects.exists()
+    resp = client.post(reverse("web:upload"), {"corpus": "fixture", "run": "", "format": "", "visibility": "public",
+                                               "file": SimpleUploadedFile("run.kb", kb)},
+                       headers={"x-requested-with": "fetch"})
+    assert resp.status_code == 507 and FULL_MESSAGE in resp.json()["errors"]["__all__"][0]
+    (small_disk / "ballast").unlink()
+    resp = client.post(reverse("web:upload"), {"corpus": "fixture", "run": "", "format": "", "visibility": "public",
+                                               "file": SimpleUploadedFile("run.kb", kb)})
+    assert resp.status_code == 302 and DBTaskResult.objects.count() == 1  # queued, its copy stored
+    assert len(list(settings.UPLOAD_DIR.glob("*.upload"))) == 1
