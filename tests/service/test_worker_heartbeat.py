@@ -29,6 +29,8 @@ from unpooled.service.workers import (
     worker_rows,
 )
 
+from ..faults.harness import until
+
 pytestmark = pytest.mark.django_db
 
 TIMEOUT = 60.0
@@ -189,9 +191,7 @@ def test_heartbeat_thread_keeps_beating_and_sweeps():
         first = WorkerHeartbeat.objects.get(worker_id="beating-0").last_seen
         heartbeat("dead-0", age=10)
         row = running("dead-0", started_ago=10)  # dies after the start-up sweep: the thread's sweep finds it
-        end = time.monotonic() + 10
-        while time.monotonic() < end and fresh(row).status == TaskResultStatus.RUNNING:
-            time.sleep(0.05)
+        until(lambda: fresh(row).status != TaskResultStatus.RUNNING, "the heartbeat thread's sweep", every=0.05)
         assert row.status == TaskResultStatus.READY
         assert WorkerHeartbeat.objects.get(worker_id="beating-0").last_seen > first
         assert live.sweeps >= 2

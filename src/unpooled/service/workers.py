@@ -24,6 +24,14 @@ than the timeout (a network partition, a suspended machine) is taken for dead, a
 then run twice.  The timeout must be the same on every machine and several heartbeat intervals
 long, and every worker of a database must be an ``unpooled worker`` (a bare ``db_worker`` writes no
 heartbeat: its tasks would be requeued once they run longer than the timeout).
+
+**A database that stops answering** (PostgreSQL restarted, a network cut, SQLite locked past its
+timeout, a full disk) does not end the worker (:func:`run_worker`): while it looks for work it waits
+for the database with a back-off; a task interrupted by a database error
+(:func:`transient_database_error`) is not recorded as failed but requeued once the database answers
+again (at most :data:`MAX_DB_RETRIES` claims, then it fails with that error), and runs again from the
+start -- the stages being idempotent, it resumes.  A worker told to stop (SIGTERM twice) in the middle
+of a task requeues it rather than marking it failed.
 """
 
 from __future__ import annotations
@@ -33,9 +41,10 @@ import os
 import socket
 import sys
 import threading
+import time
 from datetime import datetime, timedelta
 
-from django.db import IntegrityError, close_old_connections, connections, transaction
+from django.db import IntegrityError, InterfaceError, OperationalError, close_old_connections, connections, transaction
 from django.db.models import Exists
 from django.db.models.functions import Now
 from django.utils import timezone
@@ -45,6 +54,12 @@ MAX_ATTEMPTS = 3
 DEFAULT_HEARTBEAT = 30.0
 #: heartbeats of dead workers are shown (organiser console) this long, then deleted
 FORGET_AFTER = timedelta(days=1)
+#: seconds after which an unused upload file is left over from a killed web process (UNPOOLED_UPLOAD_ORPHAN_SECONDS)
+DEFAULT_UPLOAD_ORPHAN = 3600.0
+#: a task interrupted by database errors is requeued until it has been claimed this many times, then failed
+MAX_DB_RETRIES = 10
+#: longest wait (seconds) between attempts to reach a database that does not answer (from 0.5, doubling)
+DB_WAIT_MAX = 30.0
 
 logger = logging.getLogger(__name__)
 
@@ -172,6 +187,53 @@ def forget_dead(*, now: datetime | None = None) -> int:
     return WorkerHeartbeat.objects.filter(last_seen__lt=(now or timezone.now()) - FORGET_AFTER).delete()[0]
 
 
+def orphan_upload_seconds() -> float:
+    """Seconds after its last write when an upload file nobody uses is left over (``UNPOOLED_UPLOAD_ORPHAN_SECONDS``,
+    3600: far longer than a request may last, gunicorn's timeout being 600 s)."""
+    return _seconds("UNPOOLED_UPLOAD_ORPHAN_SECONDS", "UPLOAD_ORPHAN_SECONDS", DEFAULT_UPLOAD_ORPHAN)
+
+
+def sweep_uploads(*, older_than: float | None = None, now: float | None = None) -> list:
+    """Delete what killed web processes left in the upload folders; returns the paths deleted.
+
+    Left over: a request body that was being received (``settings.FILE_UPLOAD_TEMP_DIR``) or an upload copy
+    (``settings.UPLOAD_DIR/*.upload``) that no queued or running ingestion refers to, not written to for
+    ``older_than`` seconds (:func:`orphan_upload_seconds`).  A copy is written and then enqueued in the same
+    request, and a body is written to as it arrives, so neither is ever that old while in use."""
+    from pathlib import Path
+
+    from django.conf import settings
+    from django_tasks import TaskResultStatus
+    from django_tasks_db.models import DBTaskResult
+
+    from unpooled.service.submissions.tasks import ingest_upload
+
+    cutoff = (now if now is not None else time.time()) - (orphan_upload_seconds() if older_than is None else older_than)
+    wanted = set()
+    for ak in (DBTaskResult.objects.filter(status__in=[TaskResultStatus.READY, TaskResultStatus.RUNNING],
+                                           task_path=ingest_upload.module_path).values_list("args_kwargs", flat=True)):
+        args = (ak or {}).get("args") or []
+        if args:
+            wanted.add(Path(str(args[0])).name)
+    folders = [(Path(settings.UPLOAD_DIR), "*.upload")]
+    if getattr(settings, "FILE_UPLOAD_TEMP_DIR", None):
+        folders.append((Path(settings.FILE_UPLOAD_TEMP_DIR), "*"))
+    gone = []
+    for folder, pattern in folders:
+        try:
+            paths = list(folder.glob(pattern))
+        except OSError:
+            continue
+        for p in paths:
+            try:
+                if p.is_file() and p.name not in wanted and p.stat().st_mtime < cutoff:
+                    p.unlink()
+                    gone.append(p)
+            except OSError:  # gone meanwhile, or not ours to delete
+                continue
+    return gone
+
+
 def _report(wid: str, got: dict, why: str) -> None:
     if got["requeued"] or got["failed"]:
         print(f"worker {wid}: requeued {got['requeued']} task(s) left running by {why}; "
@@ -183,7 +245,8 @@ class Liveness:
 
     :meth:`start` (before the worker claims anything): requeue this id's own orphans, record the
     first heartbeat, sweep once, then beat and sweep every ``interval`` seconds in a daemon thread
-    (so a long task does not silence the worker).  :meth:`stop`: end the thread, delete the heartbeat.
+    (so a long task does not silence the worker).  A sweep also deletes the upload files killed web
+    processes left behind (:func:`sweep_uploads`).  :meth:`stop`: end the thread, delete the heartbeat.
     """
 
     def __init__(self, wid: str, *, timeout: float | None = None, interval: float | None = None) -> None:
@@ -207,6 +270,10 @@ class Liveness:
             _report(self.wid, got, f"dead worker(s) {', '.join(map(str, got['workers']))}")
         if self.sweeps % 100 == 1:
             forget_dead(now=now)
+        gone = sweep_uploads()
+        if gone:
+            print(f"worker {self.wid}: deleted {len(gone)} upload file(s) left by killed web processes: "
+                  f"{', '.join(p.name for p in gone[:5])}{' ...' if len(gone) > 5 else ''}", file=sys.stderr, flush=True)
         return got
 
     def _run(self) -> None:
@@ -233,3 +300,170 @@ class Liveness:
 
 class WorkerDied(Exception):
     """Recorded on a task whose workers died too often."""
+
+
+# ---------------------------------------------------------------------------- a worker that outlives its database
+
+def transient_database_error(exc: BaseException | None) -> bool:
+    """Whether ``exc`` (or what it was raised from) is a database error that can pass: a lost or refused
+    connection, a server shutting down, a lock or serialization conflict, a full disk
+    (Django's ``OperationalError`` and ``InterfaceError``)."""
+    seen = 0
+    while exc is not None and seen < 10:
+        if isinstance(exc, (OperationalError, InterfaceError)):
+            return True
+        exc, seen = exc.__cause__, seen + 1
+    return False
+
+
+def _close_connections() -> None:
+    for conn in connections.all(initialized_only=True):
+        try:
+            conn.close()
+        except Exception:  # noqa: BLE001 - a broken connection may fail to close; it is dropped anyway
+            conn.connection = None
+
+
+def database_answers() -> bool:
+    """One ``SELECT 1`` on a fresh connection to the default database."""
+    from django.db import connection
+
+    _close_connections()
+    try:
+        with connection.cursor() as cur:
+            cur.execute("SELECT 1")
+        return True
+    except (OperationalError, InterfaceError):
+        _close_connections()
+        return False
+
+
+def wait_for_database(wid: str, *, go_on=lambda: True, first: BaseException | None = None) -> bool:
+    """Block until the default database answers: a try after 0.5 s, then doubling up to :data:`DB_WAIT_MAX`.
+
+    Says on stderr that it waits (and why) and when the database is back.  Returns False when ``go_on()``
+    turned false (the worker is stopping) before that."""
+    delay, announced = 0.5, False
+    while go_on():
+        if database_answers():
+            if announced:
+                print(f"worker {wid}: the database answers again", file=sys.stderr, flush=True)
+            return True
+        if not announced:
+            why = f" ({type(first).__name__}: {str(first).strip().splitlines()[0] if str(first).strip() else ''})" \
+                if first is not None else ""
+            print(f"worker {wid}: the database does not answer{why}; waiting for it", file=sys.stderr, flush=True)
+            announced = True
+        end = time.monotonic() + delay
+        while go_on() and time.monotonic() < end:
+            time.sleep(min(0.2, delay))
+        delay = min(DB_WAIT_MAX, delay * 2)
+    return False
+
+
+def requeue_interrupted(pk, started_at) -> bool:
+    """Put a task this worker was running back in the queue (one conditional UPDATE: still RUNNING, same
+    start); True when it was requeued."""
+    from django_tasks import TaskResultStatus
+    from django_tasks_db.models import DBTaskResult
+
+    return bool(DBTaskResult.objects.filter(pk=pk, status=TaskResultStatus.RUNNING, started_at=started_at)
+                .update(status=TaskResultStatus.READY, started_at=None))
+
+
+def _worker_class():
+    from django_tasks_db.compat import TaskContext, task_finished, task_started
+    from django_tasks_db.management.commands.db_worker import Worker
+
+    class ResilientWorker(Worker):
+        """django-tasks-db's worker loop, which waits out database outages instead of dying, and requeues the
+        task an outage (or a forced stop) interrupted instead of recording it as failed."""
+
+        def run(self) -> None:
+            while True:
+                try:
+                    return super().run()
+                except (OperationalError, InterfaceError) as exc:  # claiming a task: the database went away
+                    if not self.running or not wait_for_database(self.worker_id, go_on=lambda: self.running,
+                                                                 first=exc):
+                        return None
+
+        def run_task(self, db_task_result) -> None:
+            pk, started = db_task_result.pk, db_task_result.started_at
+            try:
+                self.running_task = True
+                try:
+                    task = db_task_result.task
+                    task_result = db_task_result.task_result
+                    backend_type = task.get_backend()
+                    task_started.send(sender=backend_type, task_result=task_result)
+                    args, kwargs = task_result.args, task_result.kwargs
+                    value = task.call(TaskContext(task_result=task_result), *args, **kwargs) if task.takes_context \
+                        else task.call(*args, **kwargs)
+                except (KeyboardInterrupt, SystemExit) as exc:  # stopped by force in the middle: run it again later
+                    self._requeue(pk, started, exc, "the worker was stopped during it")
+                    raise
+                except BaseException as exc:  # noqa: BLE001 - recorded on the task, as django-tasks-db does
+                    if transient_database_error(exc) and len(db_task_result.worker_ids) < MAX_DB_RETRIES:
+                        self._requeue(pk, started, exc, "the database failed during it")
+                        return
+                    self._record(db_task_result, "set_failed", exc)
+                else:
+                    try:
+                        self._record(db_task_result, "set_successful", value)
+                    except Exception as exc:  # noqa: BLE001 - e.g. a return value JSON cannot hold: the task failed
+                        self._record(db_task_result, "set_failed", exc)
+            finally:
+                self.running_task = False
+                self._run_tasks += 1
+
+        def _requeue(self, pk, started, exc, why: str) -> None:
+            """Put the interrupted task back in the queue once the database answers.  Stopping meanwhile (or
+            stopped by force, with the database gone) leaves it RUNNING under this id: the next start of this
+            id requeues it."""
+            msg = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+            print(f"worker {self.worker_id}: task {pk}: {why} ({type(exc).__name__}: {msg}); requeuing it",
+                  file=sys.stderr, flush=True)
+            forced = isinstance(exc, (KeyboardInterrupt, SystemExit))
+            while forced or wait_for_database(self.worker_id, go_on=lambda: self.running, first=exc):
+                try:
+                    if not requeue_interrupted(pk, started):
+                        logger.warning("worker %s: task %s was no longer running under it", self.worker_id, pk)
+                    return
+                except (OperationalError, InterfaceError):
+                    if forced:
+                        return
+
+        def _record(self, db_task_result, how: str, value) -> None:
+            """Record the outcome; a database that fails meanwhile is waited for (the outcome is not lost)."""
+            while True:
+                try:
+                    getattr(db_task_result, how)(value)
+                    break
+                except (OperationalError, InterfaceError) as exc:
+                    if not wait_for_database(self.worker_id, go_on=lambda: self.running, first=exc):
+                        return  # stopping: the task stays RUNNING under this id; the next start requeues it
+            try:
+                task_finished.send(sender=type(db_task_result.task.get_backend()),
+                                   task_result=db_task_result.task_result)
+            except Exception:  # noqa: BLE001 - as django-tasks-db: a task that cannot be imported any more
+                logger.exception("Task id=%s failed unexpectedly", db_task_result.id)
+
+    return ResilientWorker
+
+
+def run_worker(wid: str, *, batch: bool = False, interval: float = 1.0, queue: str = "default") -> None:
+    """Run the task loop under id ``wid`` until stopped (SIGTERM/SIGINT: after the current task) or, with
+    ``batch``, until the queue is empty; database outages are waited out (see the module's docstring)."""
+    from django_tasks_db.compat import DEFAULT_TASK_BACKEND_ALIAS, TASKS_LOGGER
+
+    for name in (TASKS_LOGGER, "django_tasks_db"):  # what ``manage.py db_worker`` prints: each task's start and end
+        log = logging.getLogger(name)
+        log.setLevel(logging.INFO)
+        if not log.hasHandlers():
+            log.addHandler(logging.StreamHandler(sys.stdout))
+    worker = _worker_class()(queue_names=[queue], interval=interval, batch=batch,
+                             backend_name=DEFAULT_TASK_BACKEND_ALIAS, startup_delay=False, max_tasks=None,
+                             worker_id=wid, excluded_queue_names=[])
+    worker.configure_signals()
+    worker.run()

@@ -1,4 +1,25 @@
-"""``unpooled serve``: the web server and the task worker, together; ``unpooled worker``: a worker alone."""
+"""``unpooled serve``: the web server and the task workers, supervised; ``unpooled worker``: a worker alone.
+
+What ``unpooled serve`` promises (each child's exit is logged on stderr with why and what happens next):
+
+* **A task worker that ends** -- a crash, ``kill -9``, the OOM killer, a database it cannot reach at start --
+  is started again after a back-off of 1, 2, 4, ... seconds, at most :data:`BACKOFF_MAX` (the back-off is
+  reset once a worker has run :data:`STABLE_SECONDS`).  The new worker has the same id (``<host>-<slot>``), so
+  it first requeues the task its predecessor left running (:mod:`unpooled.service.workers`).  Workers are
+  restarted for as long as serve runs; the web server is never stopped for them.
+* **The web server** (gunicorn's master; gunicorn replaces its own dead worker processes) **that ends after it
+  was listening** is cleaned up (its remaining processes, which still hold the port, get SIGTERM, then SIGKILL
+  after :data:`STOP_GRACE` seconds) and started again with the same back-off.  After :data:`WEB_GIVE_UP`
+  failures in a row, or when it ends **before it ever listened** (the port is taken, a bad setting), serve
+  stops the workers and exits with status 3 and a message saying why: a web tier that cannot come up is an
+  operator's problem, not something to retry silently.
+* **SIGTERM or SIGINT** (Ctrl-C) stops everything: each child gets SIGTERM (a task worker finishes its current
+  task; gunicorn its current requests), then SIGKILL after :data:`STOP_GRACE` seconds (a killed worker's task
+  is requeued at its next start); serve exits with status 0.  A second signal kills the children at once.
+
+Every child runs in its own process group (a terminal's Ctrl-C reaches serve alone, which stops them in order)
+and, on Linux, gets SIGTERM should serve itself die.
+"""
 
 from __future__ import annotations
 
@@ -13,9 +34,28 @@ from unpooled.service.config.bootstrap import setup_django
 
 from unpooled.service.config.server import WEB_TIMEOUT, default_web_workers, web_server_command  # noqa: E402,F401
 
+#: first restart delay (seconds); doubled after each failure in a row
+BACKOFF_FIRST = 1.0
+#: longest restart delay (seconds)
+BACKOFF_MAX = 60.0
+#: a child that ran this long (seconds) before it ended starts a new series of back-offs
+STABLE_SECONDS = 60.0
+#: the web server failing this many times in a row ends serve
+WEB_GIVE_UP = 5
+#: seconds between SIGTERM and SIGKILL when children are stopped
+STOP_GRACE = 10.0
+#: seconds between looks at the children
+TICK = 0.2
+
 
 def register(sub) -> None:
-    p = sub.add_parser("serve", help="run the web server and a task worker (migrates first)")
+    p = sub.add_parser("serve", help="run the web server and a task worker, restarting them if they die (migrates "
+                                     "first)",
+                       description="Run the web server (gunicorn) and the task workers. A task worker that dies is "
+                                   "restarted after a back-off (1, 2, 4 ... 60 s) and never stops the web server; "
+                                   "a web server that dies after it was listening is restarted the same way, "
+                                   f"and serve exits (status 3) when it fails {WEB_GIVE_UP} times in a row or "
+                                   "never listens. SIGTERM or Ctrl-C stops everything (status 0).")
     p.add_argument("--host", default=os.environ.get("UNPOOLED_HOST", "127.0.0.1"))
     p.add_argument("--port", type=int, default=int(os.environ.get("UNPOOLED_PORT", "8000")))
     p.add_argument("--web-workers", type=int, default=None,
@@ -29,7 +69,8 @@ def register(sub) -> None:
                        description="Run a task worker with the stable id HOST-SLOT. On start it requeues the tasks "
                                    "a previous, crashed worker with the same id left running. While it runs it "
                                    "records a heartbeat and requeues the tasks of workers (on any machine) whose "
-                                   "heartbeat is older than the timeout.")
+                                   "heartbeat is older than the timeout. A database that stops answering is "
+                                   "waited for (the task it interrupted is requeued once it answers again).")
     w.add_argument("--slot", type=int, default=0, help="worker slot on this host (default 0)")
     w.add_argument("--batch", action="store_true", help="exit once the queue is empty")
     w.add_argument("--timeout", type=float, default=None,
@@ -43,26 +84,39 @@ def register(sub) -> None:
 
 def cmd_worker(args) -> int:
     setup_django()
-    from django.core.management import call_command
 
-    from unpooled.service.workers import Liveness, heartbeat_interval, worker_id, worker_timeout
+    from unpooled.service.workers import (
+        Liveness, heartbeat_interval, run_worker, wait_for_database, worker_id, worker_timeout,
+    )
 
     wid = worker_id(args.slot)
-    timeout = args.timeout if args.timeout is not None else worker_timeout()
+    try:
+        timeout = args.timeout if args.timeout is not None else worker_timeout()
+    except ValueError as exc:
+        print(f"unpooled worker: error: {exc}", file=sys.stderr)
+        return 2
     interval = min(args.heartbeat, timeout / 3) if args.heartbeat is not None else heartbeat_interval(timeout)
     if not (timeout > 0 and interval > 0):
         print("unpooled worker: error: --timeout and --heartbeat must be positive", file=sys.stderr)
         return 2
     live = Liveness(wid, timeout=timeout, interval=interval)
+    wait_for_database(wid)  # a database still starting (or restarting) is waited for, not a crash
     live.start()  # requeues this id's orphans, records the first heartbeat before any claim, sweeps once
     try:
-        call_command("db_worker", worker_id=wid, batch=args.batch, startup_delay=False)
+        run_worker(wid, batch=args.batch)
     finally:
         live.stop()
     return 0
 
 
 def cmd_serve(args) -> int:
+    web_workers = default_web_workers() if args.web_workers is None else args.web_workers
+    if web_workers < 1 or args.web_threads < 1:
+        print("unpooled serve: error: --web-workers and --web-threads must be at least 1", file=sys.stderr)
+        return 2
+    if args.task_workers < 0:
+        print("unpooled serve: error: --task-workers must be 0 or more", file=sys.stderr)
+        return 2
     setup_django()
     if args.demo:
         from unpooled.demo import load_demo
@@ -77,40 +131,220 @@ def cmd_serve(args) -> int:
                 evaluate_corpus.enqueue(name)
                 print(f"demo: evaluating {name} in the background (simulated crowd, accuracy 0.8); the leaderboard "
                       f"fills in about a minute: /corpora/{name}/leaderboard/", flush=True)
-    env = dict(os.environ, DJANGO_SETTINGS_MODULE="unpooled.service.config.settings")
-    procs = [
-        subprocess.Popen([sys.executable, "-m", "unpooled.cli.main", "worker", "--slot", str(i)], env=env)
-        for i in range(args.task_workers)
-    ]
-    web_workers = default_web_workers() if args.web_workers is None else args.web_workers
-    if web_workers < 1 or args.web_threads < 1:
-        print("unpooled serve: error: --web-workers and --web-threads must be at least 1", file=sys.stderr)
-        return 2
-    procs.append(subprocess.Popen(web_server_command(f"{args.host}:{args.port}", web_workers, args.web_threads),
-                                  env=env))
-    def stop(signum, frame):  # SIGTERM (a service manager, a test): stop the children as Ctrl-C does
-        raise KeyboardInterrupt
+    from django.db import connections
 
-    signal.signal(signal.SIGTERM, stop)
+    connections.close_all()  # the children open their own
+    env = dict(os.environ, DJANGO_SETTINGS_MODULE="unpooled.service.config.settings")
+    children = [Child(f"task worker {i}", [sys.executable, "-m", "unpooled.cli.main", "worker", "--slot", str(i)], env)
+                for i in range(args.task_workers)]
+    web = Child("web server", web_server_command(f"{args.host}:{args.port}", web_workers, args.web_threads), env,
+                port=args.port)
     host = "localhost" if args.host in ("127.0.0.1", "0.0.0.0") else args.host
-    print(f"unpooled is running at http://{host}:{args.port}/  ({args.task_workers} task worker(s); Ctrl-C stops)",
-          flush=True)
+    return Supervisor([web, *children], web).run(
+        f"unpooled is running at http://{host}:{args.port}/  ({args.task_workers} task worker(s); Ctrl-C stops)")
+
+
+def _log(msg: str) -> None:
+    print(f"unpooled serve: {msg}", file=sys.stderr, flush=True)
+
+
+def how_it_ended(rc: int) -> str:
+    """``exited with status 1`` / ``was killed by SIGKILL``."""
+    if rc < 0:
+        try:
+            return f"was killed by {signal.Signals(-rc).name}"
+        except ValueError:
+            return f"was killed by signal {-rc}"
+    return f"exited with status {rc}"
+
+
+def backoff(failures: int) -> float:
+    """Seconds before the restart that follows ``failures`` failures in a row (1, 2, 4, ... BACKOFF_MAX)."""
+    return min(BACKOFF_MAX, BACKOFF_FIRST * 2 ** max(0, failures - 1))
+
+
+def _die_with_parent() -> None:  # pragma: no cover - runs in the child between fork and exec
+    """Linux: the child gets SIGTERM when serve dies (even by SIGKILL), so no orphan keeps the port or a task."""
     try:
-        while all(p.poll() is None for p in procs):
-            time.sleep(0.5)
-    except KeyboardInterrupt:
+        import ctypes
+
+        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
+    except Exception:  # noqa: BLE001 - not Linux: serve's own stop still ends the children
         pass
-    finally:
-        for p in procs:
-            if p.poll() is None:
-                p.send_signal(signal.SIGTERM)
-        for p in procs:
+
+
+def listening(pid: int, port: int) -> bool:
+    """Whether process ``pid`` holds a socket listening on TCP ``port`` (Linux /proc; elsewhere: whether
+    anything accepts a connection on the port)."""
+    try:
+        sockets = set()
+        for fd in os.listdir(f"/proc/{pid}/fd"):
             try:
-                p.wait(timeout=10)
+                sockets.add(os.readlink(f"/proc/{pid}/fd/{fd}"))
+            except OSError:
+                continue
+        for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+            try:
+                with open(table) as f:
+                    rows = f.read().splitlines()[1:]
+            except OSError:
+                continue
+            for row in rows:
+                cols = row.split()
+                if cols[3] == "0A" and int(cols[1].rsplit(":", 1)[1], 16) == port and f"socket:[{cols[9]}]" in sockets:
+                    return True
+        return False
+    except OSError:
+        import socket
+
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=0.5).close()
+            return True
+        except OSError:
+            return False
+
+
+class Child:
+    """One supervised process: how to start it, its current process, and its failures in a row."""
+
+    def __init__(self, name: str, argv: list[str], env: dict, *, port: int | None = None) -> None:
+        self.name, self.argv, self.env, self.port = name, argv, env, port
+        self.proc: subprocess.Popen | None = None
+        self.started = 0.0
+        self.failures = 0
+        self.restart_at: float | None = None
+        self.listened = False  # the web server: listened at least once since serve started
+        self.up = False  # the web server: its current process listens
+
+    def start(self) -> None:
+        self.proc = subprocess.Popen(self.argv, env=self.env, start_new_session=True, preexec_fn=_die_with_parent)
+        self.started = time.monotonic()
+        self.restart_at = None
+        self.up = False
+
+    def signal_group(self, sig: int) -> None:
+        """Send ``sig`` to the child's process group (gunicorn's master and its workers)."""
+        if self.proc is None:
+            return
+        try:
+            os.killpg(self.proc.pid, sig)
+        except (ProcessLookupError, PermissionError):
+            pass
+
+    def group_alive(self) -> bool:
+        if self.proc is None:
+            return False
+        try:
+            os.killpg(self.proc.pid, 0)
+        except (ProcessLookupError, PermissionError):
+            return False
+        if self.proc.poll() is None:
+            return True
+        # the leader is reaped: is anything but zombies left in its group?
+        try:
+            for pid in os.listdir("/proc"):
+                if pid.isdigit():
+                    with open(f"/proc/{pid}/stat") as f:
+                        stat = f.read().rsplit(")", 1)[1].split()
+                    if int(stat[2]) == self.proc.pid and stat[0] != "Z":
+                        return True
+        except OSError:
+            return True
+        return False
+
+
+class Supervisor:
+    """Start the children, restart those that end (see the module's docstring), stop them all on a signal."""
+
+    def __init__(self, children: list[Child], web: Child | None) -> None:
+        self.children, self.web = children, web
+        self.signals: list[int] = []
+
+    def _on_signal(self, signum, frame) -> None:
+        self.signals.append(signum)
+        if len(self.signals) > 1:  # a second Ctrl-C: do not wait for anyone
+            for c in self.children:
+                c.signal_group(signal.SIGKILL)
+
+    def run(self, banner: str) -> int:
+        old = {s: signal.signal(s, self._on_signal) for s in (signal.SIGTERM, signal.SIGINT)}
+        try:
+            for c in self.children:
+                c.start()
+                _log(f"started {c.name} (pid {c.proc.pid})")
+            print(banner, flush=True)
+            status = self._watch()
+        finally:
+            self._stop_all()
+            for s, h in old.items():
+                signal.signal(s, h)
+        return status
+
+    def _watch(self) -> int:
+        while not self.signals:
+            now = time.monotonic()
+            for c in self.children:
+                if c.proc is None:
+                    if c.restart_at is not None and now >= c.restart_at:
+                        c.start()
+                        _log(f"restarted {c.name} (pid {c.proc.pid})")
+                    continue
+                rc = c.proc.poll()
+                if rc is None:
+                    if c is self.web and c.port is not None and not c.up and listening(c.proc.pid, c.port):
+                        c.up = c.listened = True
+                        _log(f"{c.name} (pid {c.proc.pid}) is listening on port {c.port}")
+                    continue
+                if self.signals:  # it ended because we are stopping (a signal to the whole group)
+                    break
+                status = self._ended(c, rc, now)
+                if status is not None:
+                    return status
+            time.sleep(TICK)
+        _log(f"{signal.Signals(self.signals[0]).name} received: stopping")
+        return 0
+
+    def _ended(self, c: Child, rc: int, now: float) -> int | None:
+        """Child ``c`` ended by itself: schedule its restart, or return serve's exit status."""
+        ran = now - c.started
+        c.failures = 1 if ran >= STABLE_SECONDS else c.failures + 1
+        pid = c.proc.pid
+        what = f"{c.name} (pid {pid}) {how_it_ended(rc)} after {ran:.0f} s"
+        if c is self.web:
+            if c.group_alive():  # gunicorn's workers outlive a killed master and keep the port
+                c.signal_group(signal.SIGTERM)
+                end = time.monotonic() + STOP_GRACE
+                while c.group_alive() and time.monotonic() < end and not self.signals:
+                    time.sleep(TICK)
+                c.signal_group(signal.SIGKILL)
+            if not c.listened:
+                _log(f"error: {what} before it ever listened on port {c.port} (is the port in use? its messages "
+                     f"are above); stopping")
+                return 3
+            if c.failures >= WEB_GIVE_UP:
+                _log(f"error: {what}; it failed {c.failures} times in a row; stopping")
+                return 3
+        delay = backoff(c.failures)
+        why = " (its running task is requeued when it starts)" if c is not self.web else ""
+        _log(f"{what}; restarting it in {delay:g} s{why}")
+        c.proc, c.restart_at = None, now + delay
+        return None
+
+    def _stop_all(self) -> None:
+        running = [c for c in self.children if c.proc is not None and c.proc.poll() is None]
+        for c in running:
+            c.signal_group(signal.SIGTERM)
+        end = time.monotonic() + STOP_GRACE
+        for c in running:
+            try:
+                c.proc.wait(timeout=max(0.0, end - time.monotonic()))
             except subprocess.TimeoutExpired:
-                p.kill()
-    failed = [p.args[2] for p in procs if p.returncode not in (0, -signal.SIGTERM, None)]
-    if failed:
-        print(f"unpooled: error: {', '.join(map(str, failed))} stopped unexpectedly", file=sys.stderr)
-        return 3
-    return 0
+                _log(f"{c.name} (pid {c.proc.pid}) did not stop within {STOP_GRACE:g} s: killed")
+        for c in self.children:
+            if c.proc is not None and c.group_alive():
+                c.signal_group(signal.SIGKILL)
+            if c.proc is not None:
+                try:
+                    c.proc.wait(timeout=STOP_GRACE)
+                except subprocess.TimeoutExpired:
+                    pass

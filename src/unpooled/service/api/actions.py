@@ -8,9 +8,7 @@ which stores the submission in one transaction or nothing at all.
 
 from __future__ import annotations
 
-import uuid
 from dataclasses import dataclass
-from pathlib import Path
 
 from django.conf import settings
 from django.utils import timezone
@@ -90,12 +88,10 @@ def do_upload(upload: Upload, chunks, *, user=None):
     """Save the uploaded bytes and queue their validation; returns the task result (the upload's id)."""
     from unpooled.service.submissions.tasks import ingest_upload
 
-    settings.UPLOAD_DIR.mkdir(parents=True, exist_ok=True)
-    dest = Path(settings.UPLOAD_DIR) / f"{uuid.uuid4().hex}.upload"
+    from unpooled.service.submissions.storage import store_upload
+
+    dest = store_upload(chunks)  # a full disk: StorageFull (507), nothing kept
     try:
-        with open(dest, "wb") as out:
-            for chunk in chunks:
-                out.write(chunk)
         return ingest_upload.enqueue(
             str(dest), upload.corpus.name, upload.team, upload.run, upload.fmt, upload.file_name,
             upload.visibility, getattr(user, "pk", None), upload.description,

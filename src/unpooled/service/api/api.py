@@ -16,6 +16,7 @@ from ninja.errors import AuthenticationError, HttpError, ValidationError
 from unpooled import __version__
 from unpooled.service.accounts.actions import AccountError
 from unpooled.service.submissions.quota import QuotaError
+from unpooled.service.submissions.storage import StorageFull, discard_received, storage_full
 from unpooled.service.corpora.actions import ActionError
 
 from .docs import LocalSwagger
@@ -34,7 +35,8 @@ the `X-CSRFToken` header). Without credentials you can read public data.
 **Errors.** Every error is JSON `{code, message, diagnostics[]}` with a stable `code` and the
 HTTP status: 400 invalid request, 401 no or invalid token, 403 not allowed, 404 not found,
 409 conflict (a run name taken), 413 too large, 422 a rejected file (each diagnostic says
-where: `path`, `line`, `col`, `field`, `code`, `message`, `help`), 429 quota used up.
+where: `path`, `line`, `col`, `field`, `code`, `message`, `help`), 429 quota used up, 507 no disk space
+left on the server (try again later).
 A rejected file stores nothing.
 
 **Submitting.** `POST /api/submissions` (multipart) answers 202 with an upload id; poll
@@ -135,8 +137,17 @@ def _too_many_fields(request, exc):
     return api.error_response(request, ApiError("invalid_request", detail=str(exc)))
 
 
+@api.exception_handler(StorageFull)
+def _storage_full(request, exc: StorageFull):
+    return api.error_response(request, ApiError("storage_full", detail=str(exc)))
+
+
 @api.exception_handler(Exception)
 def _internal(request, exc: Exception):
+    if storage_full(exc):  # the disk filled while the request body was received (Django's temporary file)
+        log.warning("API %s %s: %s", request.method, request.path, exc)
+        discard_received(request)
+        return _storage_full(request, StorageFull())
     log.exception("API %s %s failed", request.method, request.path)
     return api.error_response(request, ApiError("internal", detail=type(exc).__name__))
 

@@ -37,6 +37,7 @@ ERRORS: dict[str, tuple[int, str]] = {
                                  "nothing was stored"),
     "quota_day": (429, "{detail}"),
     "quota_total": (429, "{detail}"),
+    "storage_full": (507, "{detail}"),
     "upload_failed": (500, "validating {file} failed on the server: {detail}; nothing was stored"),
     "internal": (500, "internal error ({detail}); the server log has the details"),
 }
@@ -105,6 +106,7 @@ _ACTION_MESSAGES = (
     ("submission conflicts with one stored meanwhile", "", "conflict"),
     ("unknown corpus", "", "not_found"),
     ("the uploaded file is gone", "", "upload_failed"),
+    ("the server has no disk space left", "", "storage_full"),
 )
 
 

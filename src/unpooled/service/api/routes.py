@@ -337,7 +337,7 @@ def _wait(result, seconds: int):
 
 
 @router.post("/submissions", response={200: UploadOut, 201: UploadOut, 202: UploadOut,
-                                       **errors(400, 401, 403, 404, 409, 413, 422, 429, 500)},
+                                       **errors(400, 401, 403, 404, 409, 413, 422, 429, 500, 507)},
              auth=REQUIRED, tags=["submissions"], summary="Submit a file (multipart): validated in the background")
 def submission_create(request, file: File[UploadedFile], data: Form[UploadIn], wait: Wait = 0):
     """Answers 202 with the upload's id and URL; poll ``GET /api/uploads/{id}``. With ``wait`` (seconds), answers

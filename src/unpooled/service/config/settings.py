@@ -15,6 +15,8 @@ variable                        meaning (default)
 ``UNPOOLED_WORKER_TIMEOUT``     seconds without a heartbeat after which a task worker is dead and its
                                 running tasks are requeued by the others (300; the same on every machine)
 ``UNPOOLED_WORKER_HEARTBEAT``   seconds between a worker's heartbeats and sweeps (30)
+``UNPOOLED_UPLOAD_ORPHAN_SECONDS`` seconds after its last write when an upload file that no task uses is left
+                                over from a killed web process and deleted by a worker's sweep (3600)
 ``UNPOOLED_CACHE``              where rendered pages and built leaderboards are kept: a folder
                                 shared by the web workers and the task worker of one machine
                                 (``$UNPOOLED_DATA_DIR/cache``), or ``memory`` (per process)
@@ -103,11 +105,13 @@ DATABASES = {
         os.environ.get("DATABASE_URL") or f"sqlite:///{DATA_DIR / 'unpooled.sqlite3'}", conn_max_age=60
     )
 }
+# a persistent connection is checked before its first use in a request: after a database restart each process
+# reconnects instead of answering one 500 (tests/faults/test_postgres_restart.py)
+DATABASES["default"]["CONN_HEALTH_CHECKS"] = True
 if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     # WAL lets the web server read while the worker writes; IMMEDIATE avoids lock-upgrade deadlocks.
     # persistent connections: opening one (and its PRAGMAs) was a third of a cached page's time
     DATABASES["default"]["CONN_MAX_AGE"] = 60
-    DATABASES["default"]["CONN_HEALTH_CHECKS"] = True
     DATABASES["default"].setdefault("OPTIONS", {}).update(
         {
             "timeout": 30,
@@ -159,6 +163,10 @@ WHITENOISE_USE_FINDERS = True
 LIMITS = Limits.from_env()
 DATA_UPLOAD_MAX_MEMORY_SIZE = 10 * 1024 * 1024
 FILE_UPLOAD_MAX_MEMORY_SIZE = 2 * 1024 * 1024
+# request bodies being received live on the data directory's filesystem (not /tmp); what a killed web process
+# leaves there is deleted by the task workers (unpooled.service.workers.sweep_uploads)
+FILE_UPLOAD_TEMP_DIR = str(UPLOAD_DIR / "partial")
+Path(FILE_UPLOAD_TEMP_DIR).mkdir(parents=True, exist_ok=True)
 LOGIN_URL = "/accounts/login/"
 LOGIN_REDIRECT_URL = "/accounts/home/"
 # a label batch is re-scored this many seconds after its first label (later labels join the same re-scoring)

@@ -35,7 +35,7 @@ from datetime import timedelta
 import numpy as np
 from scipy.stats import norm
 from django.conf import settings
-from django.db import transaction
+from django.db import InterfaceError, OperationalError, transaction
 from django.db.models import Count, F, Max, Q, Subquery, Sum
 from django.utils import timezone
 
@@ -282,7 +282,8 @@ def advance(sub: Submission) -> str:
     """Run the submission through as many stages as can run now; returns the stage reached.
 
     A stage that raises leaves the submission ``failed`` with the stage and the error
-    recorded; :func:`retry` resumes it.
+    recorded; :func:`retry` resumes it.  A database error (``OperationalError``, ``InterfaceError``) is
+    raised instead: it says nothing about the submission, and the task is run again once the database answers.
     """
     sub.refresh_from_db()
     while True:
@@ -304,6 +305,10 @@ def advance(sub: Submission) -> str:
                 set_status(sub, Status.PUBLISHED)
             else:
                 return stage
+        except (OperationalError, InterfaceError):
+            # the database failed (restarted, unreachable, locked, full), not the stage: the worker requeues the
+            # task once the database answers, and the idempotent stage resumes (unpooled.service.workers)
+            raise
         except Exception as exc:  # noqa: BLE001 - any failure is recorded on the submission
             log.exception("submission %s: stage %s failed", sub.pk, stage)
             detail = "".join(traceback.format_exception_only(type(exc), exc)).strip()

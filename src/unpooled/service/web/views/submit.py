@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import uuid
-
 from django.conf import settings
 from django.contrib.auth.decorators import login_required
 from django.http import Http404, JsonResponse
@@ -12,6 +10,8 @@ from django.views.decorators.http import require_POST
 
 from unpooled.service.accounts import actions as accounts
 from unpooled.service.submissions.models import Submission, Team
+from unpooled.service.submissions.storage import FULL_MESSAGE, StorageFull, discard_received, store_upload, \
+    storage_full
 
 from ..forms import UploadForm
 
@@ -24,9 +24,21 @@ def upload(request):
     team = accounts.team_of(request.user)
     if team is None and not organiser:
         return render(request, "web/upload.html", {"no_team": True}, status=403)
+    status = 200
     if request.method == "POST":
-        form = UploadForm(request.POST, request.FILES)
-        if form.is_valid():
+        try:
+            data, files = request.POST, request.FILES  # the body is received here (large files: to a temporary file)
+        except OSError as exc:
+            if not storage_full(exc):
+                raise
+            discard_received(request)
+            data, files, status = request.POST, {}, 507
+        form = UploadForm(data, files)
+        if status == 507:
+            form.is_valid()
+            form.errors.clear()
+            form.add_error(None, FULL_MESSAGE)
+        elif form.is_valid():
             f = form.cleaned_data["file"]
             team_name = (form.cleaned_data["team"] or "").strip() if organiser else ""
             team_name = team_name or (team.name if team else "")
@@ -42,25 +54,31 @@ def upload(request):
                 except (accounts.AccountError, accounts.QuotaError) as exc:
                     form.add_error(None, str(exc))
                 else:
-                    settings.UPLOAD_DIR.mkdir(parents=True, exist_ok=True)
-                    dest = settings.UPLOAD_DIR / f"{uuid.uuid4().hex}.upload"
-                    with open(dest, "wb") as out:
-                        for chunk in f.chunks():
-                            out.write(chunk)
-                    result = ingest_upload.enqueue(
-                        str(dest), form.cleaned_data["corpus"].name, team_name, form.cleaned_data["run"],
-                        form.cleaned_data["format"], f.name, form.cleaned_data["visibility"], request.user.pk,
-                        form.cleaned_data["description"] or "",
-                    )
-                    url = f"/submissions/uploads/{result.id}/"
-                    if request.headers.get("x-requested-with") == "fetch":
-                        return JsonResponse({"upload": str(result.id), "status_url": url}, status=202)
-                    return redirect("web:upload_status", task_id=result.id)
+                    try:
+                        dest = store_upload(f.chunks())  # nothing kept if it fails
+                    except StorageFull as exc:
+                        form.add_error(None, str(exc))
+                        status = 507
+                    else:
+                        try:
+                            result = ingest_upload.enqueue(
+                                str(dest), form.cleaned_data["corpus"].name, team_name, form.cleaned_data["run"],
+                                form.cleaned_data["format"], f.name, form.cleaned_data["visibility"], request.user.pk,
+                                form.cleaned_data["description"] or "",
+                            )
+                        except BaseException:
+                            dest.unlink(missing_ok=True)
+                            raise
+                        url = f"/submissions/uploads/{result.id}/"
+                        if request.headers.get("x-requested-with") == "fetch":
+                            return JsonResponse({"upload": str(result.id), "status_url": url}, status=202)
+                        return redirect("web:upload_status", task_id=result.id)
         if request.headers.get("x-requested-with") == "fetch":
-            return JsonResponse({"errors": {k: [str(e) for e in v] for k, v in form.errors.items()}}, status=400)
+            return JsonResponse({"errors": {k: [str(e) for e in v] for k, v in form.errors.items()}},
+                                status=400 if status == 200 else status)
     else:
         form = UploadForm()
-    return render(request, "web/upload.html", {"form": form, "organiser": organiser, "team": team})
+    return render(request, "web/upload.html", {"form": form, "organiser": organiser, "team": team}, status=status)
 
 
 def upload_status(request, task_id: str):
