@@ -19,6 +19,7 @@ message on the sign-in page.
 from __future__ import annotations
 
 import hashlib
+import math
 import time
 
 from django import forms
@@ -74,7 +75,7 @@ def wait_seconds(request, username) -> int:
     for key, limit, window in _keys(account, address):
         got = cache.get(key)
         if got and got[0] >= limit:
-            wait = max(wait, int(got[1] + window - now) + 1)
+            wait = max(wait, math.ceil(got[1] + window - now))
     return wait
 
 
