@@ -23,7 +23,7 @@ from unpooled.service.annotation.models import (
     Annotator, Answer, Assignment, Hit, Kind, Label, Task, TaskRequest,
 )
 from unpooled.service.crowd.mturk import SANDBOX_ENDPOINT, MTurkBackend, MTurkConfig, request_token
-from unpooled.service.submissions.models import RelationInstance, Submission
+from unpooled.service.submissions.models import RelationInstance
 
 from ..conftest import load_redocred_subset
 
@@ -214,7 +214,7 @@ def test_forged_mturk_entries_on_an_mturk_corpus_are_refused(client, turk):
     assert r.status_code == 404
 
 
-def test_mturk_answers_count_only_once_mturk_confirms_them(client, turk, stubbed):
+def test_mturk_answers_count_only_once_mturk_confirms_them(client, turk, stubbed, tmp_path):
     """Made-up workers with the HIT's (visible) signed link lease and answer, but their answers stay
     quarantined: weight 0, nothing owed, no label; collect confirms exactly the assignments Mechanical Turk
     lists with the lease's token, and only those decide the label."""
@@ -264,6 +264,43 @@ def test_mturk_answers_count_only_once_mturk_confirms_them(client, turk, stubbed
         forged(not Answer.objects.get(task=t, annotator__external_id=f"AFAKE{i:08d}").weight)
     assert Answer.objects.filter(task=t, quarantined=True).count() == 5
     assert sum(Answer.objects.filter(task=t).values_list("cost_cents", flat=True)) == 3 * 5
+    # the dataset release holds the confirmed answers only
+    from unpooled.service.annotation.release import export_release
+
+    export_release(corpus, tmp_path / "release")
+    released = [json.loads(x) for x in (tmp_path / "release" / "answers.jsonl").read_text().splitlines()]
+    assert sorted(r["task"] for r in released) == [t.pk] * 3
+
+
+def test_reconcile_confirms_after_a_crash_lost_the_hit_id(client, turk, stubbed):
+    """The HIT row lost its id (CreateHIT reached Amazon, the process died): a worker still enters (Amazon's
+    hitId is kept on the lease) and answers, quarantined; reconcile adopts the HIT by its annotation and
+    confirms the answer the listed assignment vouches for, and not a made-up worker's."""
+    from unpooled.service.crowd.mturk_sync import item_token, reconcile_corpus
+
+    backend, stub = stubbed
+    corpus, _, _ = turk
+    t = Task.objects.filter(corpus=corpus, kind=Kind.VERIFY, is_control=False).order_by("id").first()
+    Hit.objects.filter(task__corpus=corpus).exclude(task=t).delete()
+    real_hit = t.hit.hit_id
+    Hit.objects.filter(task=t).update(hit_id="", status="pending")
+    t.refresh_from_db()
+    for worker, assignment in (("AREALWORKER1", "3" + "R" * 29), ("AFAKEWORKER1", "3" + "F" * 29)):
+        r = _entry(client, t, worker=worker, assignment=assignment, hitId=real_hit)
+        assert r.status_code == 302
+        client.post(r["Location"], {"answer": json.dumps(HOLDS)})
+    lease = Assignment.objects.get(task=t, annotator__external_id="AREALWORKER1")
+    stub.add_response("list_hits", {"HITs": [{"HITId": real_hit, "RequesterAnnotation": item_token(t)}],
+                                    "NumResults": 1}, {"MaxResults": 100})
+    stub.add_response("list_assignments_for_hit", {"Assignments": [
+        {"AssignmentId": "3" + "R" * 29, "WorkerId": "AREALWORKER1", "HITId": real_hit,
+         "AssignmentStatus": "Submitted", "Answer": _answer_xml(lease.token)}], "NumResults": 1},
+        {"HITId": real_hit, "MaxResults": 100, "AssignmentStatuses": ["Submitted"]})
+    out = reconcile_corpus(corpus, backend)
+    assert out["adopted"] == {item_token(t): real_hit} and out["confirmed"] == 1
+    got = {a.annotator.external_id: (a.quarantined, a.weight) for a in Answer.objects.filter(task=t)}
+    assert got == {"AREALWORKER1": (False, 1.0), "AFAKEWORKER1": (True, 0.0)}
+    forged(got["AFAKEWORKER1"] == (True, 0.0))
 
 
 def test_blocked_and_conflicted_annotators_never_reach_a_label(client, world, tmp_path):
@@ -318,6 +355,10 @@ def test_blocked_and_conflicted_annotators_never_reach_a_label(client, world, tm
     assert actions.reaggregate(corpus) > 0
     fitted = actions.current_labels(corpus, method="dawid-skene")
     assert fitted and all(sims[0].pk not in lab.annotators for lab in fitted.values())
+    from unpooled.service.evaluations.rates import answers_fp, verify_answers
+
+    votes = verify_answers(corpus, answers_fp(corpus))  # the votes the scores are estimated from
+    assert len(votes.item) and sims[0].pk not in set(votes.annotator_ids.tolist())
     forged(all(sims[0].pk not in lab.annotators for lab in fitted.values()))
 
 
