@@ -105,8 +105,10 @@ def lease_for_entry(entry: Entry, *, now=None) -> Assignment:
     new assignment takes it over with a new token."""
     now = now or timezone.now()
     ref = f"{entry.hit_id}/{entry.assignment_id}"
-    other = (Assignment.objects.filter(external_ref__endswith=f"/{entry.assignment_id}")
-             .exclude(task=entry.task, annotator__backend=Backend.MTURK, annotator__external_id=entry.worker_id))
+    if entry.assignment_id in (entry.hit.rejected or []):
+        raise EntryRefused("assignmentId: this assignment was rejected already", 409)
+    other = (Assignment.objects.filter(annotator__backend=Backend.MTURK, external_ref__endswith=f"/{entry.assignment_id}")
+             .exclude(task=entry.task, annotator__external_id=entry.worker_id))
     if other.exists():
         raise EntryRefused("assignmentId: this assignment is another worker's, or another task's", 409)
     ann, _ = Annotator.objects.get_or_create(backend=Backend.MTURK, external_id=entry.worker_id)
