@@ -199,6 +199,12 @@ def test_forged_mturk_entries_on_an_mturk_corpus_are_refused(client, turk):
     r = _entry(client, t, worker="A1REALWORKER", assignment="3" + "B" * 29)
     forged(r.status_code == 409)
     assert r.status_code == 409 and "under another assignment" in r.content.decode()
+    # an assignment the service rejected (collect: no answer on the page) cannot come back
+    Hit.objects.filter(task=t).update(rejected=["3" + "R" * 29])
+    t.hit.refresh_from_db()
+    r = _entry(client, t, worker="A3LATEWORKER", assignment="3" + "R" * 29)
+    forged(r.status_code == 409)
+    assert r.status_code == 409 and "rejected already" in r.content.decode()
     # the lease token of an MTurk lease cannot be skipped by a signed-in user, nor a simulated worker's read
     lease = Assignment.objects.get(annotator__external_id="A1REALWORKER")
     User.objects.create_user("nosy", password="pw-nosy-123")
