@@ -71,12 +71,18 @@ def test_wrong_passwords_are_throttled_per_account_and_address(alice, clock):
 
 
 def test_one_address_guessing_many_accounts_is_throttled(alice, clock):
+    bob = User.objects.create_user("bob", password=PASSWORD)
+    assert _login(Client(), "bob", PASSWORD, "10.0.0.2").status_code == 302  # bob signs in there usually
     c = Client()
     for i in range(throttle.PER_ADDRESS):
         _login(c, f"user{i}", "guess", "10.0.0.2")
     r = _login(c, "alice", PASSWORD, "10.0.0.2")
     assert not _signed_in(c) and "Too many failed sign-ins" in r.content.decode()
     assert _login(Client(), "alice", PASSWORD, "10.0.0.3").status_code == 302
+    # an account that signed in from the address before is not locked out by the others' failures there
+    # (one proxy or campus address for many people)
+    b = Client()
+    assert _login(b, bob.username, PASSWORD, "10.0.0.2").status_code == 302 and _signed_in(b)
 
 
 def test_a_guess_spread_over_addresses_spares_known_addresses(alice, clock):
@@ -186,3 +192,20 @@ def test_behind_tls_the_responses_say_so(alice, settings):
                REMOTE_ADDR="10.0.0.10")
     assert r["Strict-Transport-Security"] == "max-age=31536000"
     assert r.cookies["sessionid"]["secure"] and c.cookies["csrftoken"]["secure"]
+
+
+def test_behind_the_proxy_the_address_is_the_forwarded_one(alice, clock, settings):
+    """Every request comes from the proxy's address: the throttle counts the client's, the one the proxy
+    appended to X-Forwarded-For (a client's own X-Forwarded-For entries come before it)."""
+    settings.SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
+    attacker = Client()
+    for i in range(throttle.PER_PAIR):
+        attacker.post("/accounts/login/", {"username": "alice", "password": f"x{i}"}, REMOTE_ADDR="10.0.0.1",
+                      HTTP_X_FORWARDED_FOR="192.0.2.1, 198.51.100.66")
+    r = attacker.post("/accounts/login/", {"username": "alice", "password": PASSWORD}, REMOTE_ADDR="10.0.0.1",
+                      HTTP_X_FORWARDED_FOR="198.51.100.9, 198.51.100.66")  # a forged first entry changes nothing
+    assert not _signed_in(attacker) and "Too many failed sign-ins" in r.content.decode()
+    owner = Client()
+    owner.post("/accounts/login/", {"username": "alice", "password": PASSWORD}, REMOTE_ADDR="10.0.0.1",
+               HTTP_X_FORWARDED_FOR="203.0.113.5")
+    assert _signed_in(owner)

@@ -5,9 +5,11 @@ Three limits, each over a fixed window that starts at its first failure:
 * :data:`PER_PAIR` failures for one account from one address in :data:`WINDOW` seconds;
 * :data:`PER_ADDRESS` failures from one address, whatever the accounts, in :data:`WINDOW` seconds;
 * :data:`PER_ACCOUNT` failures for one account from all addresses in :data:`ACCOUNT_WINDOW` seconds
-  (a guess spread over many addresses).  An address the account signed in from before (remembered
-  :data:`KNOWN_SECONDS`) is exempt from this one, so an attack elsewhere does not lock out the account's
-  owner.
+  (a guess spread over many addresses).
+
+An address the account signed in from before (remembered :data:`KNOWN_SECONDS`) is exempt from the last
+two: an attack from elsewhere, or from other accounts behind the same address (a proxy, a campus), does
+not lock out the account's owner.
 
 While a limit is reached, every attempt it covers is refused, the right password included, with a message
 that says how long to wait; nothing is locked for longer than its window, and a success clears the
@@ -60,10 +62,11 @@ def _account(username) -> str:
 def _keys(account: str, address: str) -> list[tuple[str, int, int]]:
     """(cache key, limit, window) of each limit that applies to an attempt."""
     keys = [(_PREFIX + "pair:" + _h(account, address), PER_PAIR, WINDOW)]
+    if address and cache.get(_PREFIX + "known:" + _h(account, address)):
+        return keys
     if address:
         keys.append((_PREFIX + "addr:" + _h(address), PER_ADDRESS, WINDOW))
-    if not address or not cache.get(_PREFIX + "known:" + _h(account, address)):
-        keys.append((_PREFIX + "acct:" + _h(account), PER_ACCOUNT, ACCOUNT_WINDOW))
+    keys.append((_PREFIX + "acct:" + _h(account), PER_ACCOUNT, ACCOUNT_WINDOW))
     return keys
 
 
