@@ -45,14 +45,38 @@ def browser():
             os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = old
 
 
+# every page reports a Content-Security-Policy violation to the console, where watch_csp collects it
+_CSP_LISTENER = """document.addEventListener("securitypolicyviolation", function (e) {
+  console.error("CSP violation: " + e.violatedDirective + " blocked " + (e.blockedURI || "inline") + " on " + e.documentURI);
+});"""
+
+
+def watch_csp(ctx) -> list[str]:
+    """Collect the Content-Security-Policy violations of every page of browser context ``ctx`` (the listener
+    script is Playwright's, outside the pages' policy; Chromium's own "Refused to …" console errors too)."""
+    seen: list[str] = []
+    ctx.add_init_script(_CSP_LISTENER)
+
+    def on_console(msg) -> None:
+        text = msg.text
+        if "CSP violation" in text or "Content Security Policy" in text:
+            seen.append(text)
+
+    ctx.on("console", on_console)
+    return seen
+
+
 @pytest.fixture
 def page(browser):
-    """A fresh browser context (own cookies: not logged in) per test."""
+    """A fresh browser context (own cookies: not logged in) per test; no page it visits may report a
+    Content-Security-Policy violation."""
     ctx = browser.new_context(viewport={"width": 1280, "height": 800})
+    violations = watch_csp(ctx)
     pg = ctx.new_page()
     pg.set_default_timeout(15000)
     yield pg
     ctx.close()
+    assert not violations, f"Content-Security-Policy violations: {violations}"
 
 
 @pytest.fixture

@@ -122,7 +122,7 @@ def load_times(page, n: int = 5) -> list[tuple[float, float]]:
     out = []
     for _ in range(n):
         page.reload(wait_until="load")
-        page.wait_for_function("performance.getEntriesByType('navigation')[0].loadEventEnd > 0")
+        page.wait_for_function("() => performance.getEntriesByType('navigation')[0].loadEventEnd > 0")
         nav = json.loads(page.evaluate("JSON.stringify(performance.getEntriesByType('navigation')[0])"))
         out.append((nav["domContentLoadedEventEnd"] - nav["startTime"], nav["loadEventEnd"] - nav["startTime"]))
     return out

@@ -32,8 +32,8 @@ from unpooled.service.crowd.simulated import SimulatedCrowd
 
 corpus = do_load_corpus(sys.argv[1], "docred", "flow")
 st = actions.settings_for(corpus)
-# the organiser's choices: in-house annotators, one answer per item, small samples
-st.backend, st.answers_per_item, st.levels = Backend.INHOUSE, 1, "instance"
+# the organiser's choices: in-house annotators who may sign up without an invite, one answer per item, small samples
+st.backend, st.answers_per_item, st.levels, st.open_signup = Backend.INHOUSE, 1, "instance", True
 st.min_draws, st.max_draws, st.exhaustive_documents = 6, 6, 3
 st.save()
 # the corpus already has its exhaustive documents annotated (by an earlier crowd)
@@ -106,7 +106,11 @@ def sign_up(page, base: str, username: str, role: str, team: str = "") -> None:
 
 def test_sign_up_upload_watch_annotate_leaderboard(browser, server):
     base, kb = server
-    submitter = browser.new_context().new_page()
+    from .conftest import watch_csp
+
+    contexts = [browser.new_context(), browser.new_context()]
+    violations = [watch_csp(c) for c in contexts]
+    submitter = contexts[0].new_page()
     submitter.set_default_timeout(30000)
     sign_up(submitter, base, "alice", "submitter", team="Team Alice")
     assert submitter.url == f"{base}/accounts/" and "Team Alice" in submitter.inner_text("h2")
@@ -118,14 +122,14 @@ def test_sign_up_upload_watch_annotate_leaderboard(browser, server):
     submitter.set_input_files("#id_file", str(kb))
     submitter.click("#upload-submit")
     submitter.wait_for_url(lambda u: "/status/" in u, timeout=60000)
-    submitter.wait_for_function("document.getElementById('stage').textContent.includes('waiting for labels')",
+    submitter.wait_for_function("() => document.getElementById('stage').textContent.includes('waiting for labels')",
                                 timeout=60000)
     needed = int(submitter.inner_text("#labels-needed"))
     assert needed > 0 and submitter.inner_text("#labels-received") == "0"
     assert "current" in submitter.get_attribute("#steps li[data-stage=annotating]", "class")
 
     # an in-house annotator answers every verification task with the keyboard
-    annotator = browser.new_context().new_page()
+    annotator = contexts[1].new_page()
     annotator.set_default_timeout(30000)
     sign_up(annotator, base, "bob", "annotator")
     assert annotator.url == f"{base}/annotate/"
@@ -144,7 +148,7 @@ def test_sign_up_upload_watch_annotate_leaderboard(browser, server):
     assert answered == needed
 
     # the status page follows by itself: received = needed, then published with scores
-    submitter.wait_for_function("document.getElementById('stage').textContent.includes('published')",
+    submitter.wait_for_function("() => document.getElementById('stage').textContent.includes('published')",
                                 timeout=60000)
     assert submitter.inner_text("#labels-received") == str(needed)
     row = submitter.inner_text("#scores tr[data-level=instance]")
@@ -154,3 +158,4 @@ def test_sign_up_upload_watch_annotate_leaderboard(browser, server):
     assert "Team Alice/docred-original" in table and "1.000" in table  # every answer said "holds"
     assert "[" in table and "labelled draws" in table
     assert submitter.query_selector("figure svg") is not None
+    assert violations == [[], []], f"Content-Security-Policy violations: {violations}"

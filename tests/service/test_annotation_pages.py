@@ -116,19 +116,38 @@ def test_organiser_page_requires_staff(client, setup):
 
 
 def test_mturk_entry_preview_and_work(client, setup):
+    """A HIT's signed link: preview shows the instructions only; a worker's assignment leases the task, the
+    answer is stored quarantined and the page hands the assignment back to the MTurk host given."""
+    from unpooled.service.annotation import hits
+    from unpooled.service.annotation.models import Hit
+
+    st = actions.settings_for(setup)
+    st.backend = "mturk"
+    st.save()
     task = Task.objects.filter(kind=Kind.VERIFY).first()
-    url = reverse("annotation:mturk")
-    prev = client.get(url, {"task": task.pk, "assignmentId": "ASSIGNMENT_ID_NOT_AVAILABLE", "hitId": "H1"})
+    hit = Hit.objects.create(task=task, request_token="tok-1", hit_id="H" * 30, max_assignments=3, status="posted")
+    from urllib.parse import parse_qsl
+
+    url, signed = reverse("annotation:mturk"), dict(parse_qsl(hits.task_query(task, hit)))
+    prev = client.get(url, {**signed, "assignmentId": "ASSIGNMENT_ID_NOT_AVAILABLE", "hitId": hit.hit_id})
     assert prev.status_code == 200 and "Accept the HIT" in prev.content.decode()
-    r = client.get(url, {"task": task.pk, "assignmentId": "A1", "hitId": "H1", "workerId": "W1",
+    assert task.payload["subject"]["text"] not in prev.content.decode()  # the preview reads nothing of the task
+    r = client.get(url, {**signed, "assignmentId": "A" * 30, "hitId": hit.hit_id, "workerId": "W" * 14,
                          "turkSubmitTo": "https://workersandbox.mturk.com"})
     assert r.status_code == 302
-    lease = Assignment.objects.get(annotator__external_id="W1")
-    assert lease.external_ref == "H1/A1"
+    lease = Assignment.objects.get(annotator__external_id="W" * 14)
+    assert lease.external_ref == f"{hit.hit_id}/{'A' * 30}" and lease.submit_to == "https://workersandbox.mturk.com"
+    page = client.get(r["Location"])
+    assert page.status_code == 200 and "frame-ancestors https://www.mturk.com" in page["Content-Security-Policy"]
     done = client.post(r["Location"], {"answer": json.dumps({"relation": "none", "subject_ok": True, "object_ok": True,
                                                              "link_ok": None})})
-    assert done.status_code == 200 and "workersandbox.mturk.com/mturk/externalSubmit" in done.content.decode()
-    assert client.get(url, {"task": "x"}).status_code == 400
+    html = done.content.decode()
+    assert done.status_code == 200 and 'action="https://workersandbox.mturk.com/mturk/externalSubmit"' in html
+    assert f'value="{lease.token}"' in html and "<script>" not in html
+    assert "form-action 'self' https://www.mturk.com https://workersandbox.mturk.com" in done["Content-Security-Policy"]
+    ans = Answer.objects.get(assignment=lease)
+    assert ans.quarantined and ans.weight == 0 and ans.cost_cents == 0
+    assert client.get(reverse("annotation:mturk"), {"task": "x"}).status_code == 400
 
 
 def test_document_view_shows_exhaustive_and_verified_layers(client, setup):

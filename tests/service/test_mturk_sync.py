@@ -75,29 +75,55 @@ def test_publish_crash_reconcile_and_pay(client, corpus, stubbed):
     # publishing again posts nothing: every open task has its HIT
     assert publish(corpus, backend, "https://unpooled.example").created == 0
 
-    # worker W1 answers t1 on our page (as the HIT's iframe would), W2 submits on MTurk without answering
-    url = reverse("annotation:mturk")
-    r = client.get(url, {"task": t1.pk, "assignmentId": "AS1", "hitId": h1, "workerId": "W1"})
+    # worker W1 answers t1 on our page (as the HIT's iframe would: the signed link the HIT carries, plus
+    # Amazon's parameters); W2 submits on MTurk without answering
+    from unpooled.service.annotation.hits import task_query
+    from unpooled.service.annotation.models import Answer, Assignment
+    from unpooled.service.crowd.mturk_sync import question_url
+
+    hit1 = Hit.objects.get(task=t1)
+    assert question_url("https://unpooled.example", t1, hit1).endswith(task_query(t1, hit1))
+    from urllib.parse import parse_qsl
+
+    r = client.get(reverse("annotation:mturk"), {**dict(parse_qsl(task_query(t1, hit1))), "assignmentId": AS1,
+                                                  "hitId": h1, "workerId": W1})
     client.post(r["Location"], {"answer": json.dumps({"relation": "holds", "subject_ok": True, "object_ok": True,
                                                       "link_ok": None})})
-    subm = [{"AssignmentId": "AS1", "WorkerId": "W1", "HITId": h1, "AssignmentStatus": "Submitted", "Answer": ""},
-            {"AssignmentId": "AS2", "WorkerId": "W2", "HITId": h1, "AssignmentStatus": "Submitted", "Answer": ""}]
+    lease = Assignment.objects.get(annotator__external_id=W1)
+    ans = Answer.objects.get(assignment=lease)
+    assert ans.quarantined and ans.weight == 0 and ans.cost_cents == 0  # nothing counts before Amazon says so
+    subm = [{"AssignmentId": AS1, "WorkerId": W1, "HITId": h1, "AssignmentStatus": "Submitted",
+             "Answer": _answer_xml(lease.token)},
+            {"AssignmentId": AS2, "WorkerId": W2, "HITId": h1, "AssignmentStatus": "Submitted", "Answer": ""}]
     stub.add_response("list_assignments_for_hit", {"Assignments": subm, "NumResults": 2},
-                      {"HITId": h1, "MaxResults": 100, "AssignmentStatuses": ["Submitted"]})
-    stub.add_response("approve_assignment", {}, {"AssignmentId": "AS1"})
-    stub.add_response("reject_assignment", {}, {"AssignmentId": "AS2", "RequesterFeedback": ANY})
+                      {"HITId": h1, "MaxResults": 100, "AssignmentStatuses": ["Submitted", "Approved"]})
+    stub.add_response("approve_assignment", {}, {"AssignmentId": AS1})
+    stub.add_response("reject_assignment", {}, {"AssignmentId": AS2, "RequesterFeedback": ANY})
     stub.add_response("list_assignments_for_hit", {"Assignments": [], "NumResults": 0},
-                      {"HITId": h2, "MaxResults": 100, "AssignmentStatuses": ["Submitted"]})
+                      {"HITId": h2, "MaxResults": 100, "AssignmentStatuses": ["Submitted", "Approved"]})
     rep = collect(corpus, backend)
-    assert (rep.approved, rep.rejected) == (1, 1)
+    assert (rep.approved, rep.rejected, rep.confirmed) == (1, 1, 1)
+    ans.refresh_from_db()
+    assert not ans.quarantined and ans.weight == 1 and ans.cost_cents == 5  # confirmed: counts, and is paid
     # a duplicate notification (the same submitted assignments listed again) pays nobody twice
     stub.add_response("list_assignments_for_hit", {"Assignments": subm, "NumResults": 2},
-                      {"HITId": h1, "MaxResults": 100, "AssignmentStatuses": ["Submitted"]})
+                      {"HITId": h1, "MaxResults": 100, "AssignmentStatuses": ["Submitted", "Approved"]})
     stub.add_response("list_assignments_for_hit", {"Assignments": [], "NumResults": 0},
-                      {"HITId": h2, "MaxResults": 100, "AssignmentStatuses": ["Submitted"]})
+                      {"HITId": h2, "MaxResults": 100, "AssignmentStatuses": ["Submitted", "Approved"]})
     rep = collect(corpus, backend)
     assert (rep.approved, rep.rejected) == (0, 0)
-    assert Hit.objects.get(task=t1).approved == ["AS1"]
+    assert Hit.objects.get(task=t1).approved == [AS1]
+
+
+AS1, AS2 = "3" + "S" * 29, "3" + "T" * 29
+W1, W2 = "A1WORKERONE0", "A2WORKERTWO0"
+
+
+def _answer_xml(token: str) -> str:
+    """A QuestionFormAnswers document as MTurk keeps an ExternalQuestion's posted fields."""
+    return ('<?xml version="1.0" encoding="ASCII"?><QuestionFormAnswers xmlns="http://mechanicalturk.amazonaws.com/'
+            'AWSMechanicalTurkDataSchemas/2005-10-01/QuestionFormAnswers.xsd"><Answer><QuestionIdentifier>'
+            f'unpooled_token</QuestionIdentifier><FreeText>{token}</FreeText></Answer></QuestionFormAnswers>')
 
 
 def test_backend_for_follows_the_settings(corpus, stubbed):

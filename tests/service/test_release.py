@@ -51,6 +51,8 @@ def pool(shared_data, tmp_path):
         lease = actions.lease_next(ann, kind=Kind.VERIFY, corpus=corpus)
         actions.submit_answer(lease, {"relation": "holds", "subject_ok": True, "object_ok": True, "link_ok": None},
                               seconds=7.5)
+        if ann is turk:  # as collect does once Amazon lists the assignment (until then it is quarantined)
+            assert actions.confirm_mturk_answer(lease)
     SimulatedCrowd.uniform(corpus, 5, accuracy=0.8, rng=3).run()
     assert not Task.objects.filter(corpus=corpus, status=Task.Status.OPEN, is_control=False).exists()
     assert actions.reaggregate(corpus) > 0

@@ -63,6 +63,7 @@ def build(cfg: dict) -> dict:
     from datetime import timedelta
 
     import numpy as np
+    from django.conf import settings as django_settings
     from django.contrib.auth import BACKEND_SESSION_KEY, HASH_SESSION_KEY, SESSION_KEY, get_user_model
     from django.contrib.sessions.backends.db import SessionStore
     from django.db import connection, transaction
@@ -199,7 +200,7 @@ def build(cfg: dict) -> dict:
     expires = now + timedelta(days=1)
     for i in range(cfg["clients"]):
         user = User.objects.create_user(f"bench-annotator-{i:02d}")
-        Profile.objects.create(user=user, role=Role.ANNOTATOR)
+        Profile.objects.create(user=user, role=Role.ANNOTATOR, invited=True)
         ann = Annotator.objects.create(backend=Backend.INHOUSE, external_id=user.get_username(), user=user)
         vt = verify[i % len(verify)]
         doc = ent_docs[i % len(ent_docs)]
@@ -213,7 +214,7 @@ def build(cfg: dict) -> dict:
             tokens[kind] = lease.token
         s = SessionStore()
         s[SESSION_KEY] = str(user.pk)
-        s[BACKEND_SESSION_KEY] = "django.contrib.auth.backends.ModelBackend"
+        s[BACKEND_SESSION_KEY] = django_settings.AUTHENTICATION_BACKENDS[0]  # the service's (throttled) backend
         s[HASH_SESSION_KEY] = user.get_session_auth_hash()
         s.create()
         clients.append({"session": s.session_key, **tokens})

@@ -79,10 +79,19 @@ def verify_correct(answer: Mapping) -> bool:
             and answer.get("link_ok") is not False)
 
 
-def validate_entities(value: Any, *, text_length: int, types: Iterable[str]) -> dict:
-    """Check an entity answer: spans inside the text, known types, no duplicate or crossing spans."""
+#: cluster numbers are any integers of this magnitude at most
+MAX_CLUSTER = 2 ** 31
+
+
+def validate_entities(value: Any, *, text_length: int, types: Iterable[str], max_mentions: int | None = None,
+                      max_link: int | None = None) -> dict:
+    """Check an entity answer: spans inside the text, known types, no duplicate or crossing spans; at most
+    ``max_mentions`` mentions and links of at most ``max_link`` characters (when given)."""
     if not isinstance(value, Mapping) or not isinstance(value.get("mentions"), list):
         raise AnswerError("mentions", "expected an object with a list 'mentions'")
+    if max_mentions is not None and len(value["mentions"]) > max_mentions:
+        raise AnswerError("mentions", f"{len(value['mentions']):,} mentions; at most {max_mentions} in a document "
+                                      f"of {text_length:,} characters")
     allowed = set(types)
     out = []
     seen: set[tuple[int, int]] = set()
@@ -102,11 +111,14 @@ def validate_entities(value: Any, *, text_length: int, types: Iterable[str]) -> 
         if typ not in allowed:
             raise AnswerError(f"{where}.type", f"expected one of {', '.join(sorted(allowed))}, got {typ!r}")
         cluster = m.get("cluster", i)
-        if not isinstance(cluster, int) or isinstance(cluster, bool):
-            raise AnswerError(f"{where}.cluster", f"expected an integer, got {cluster!r}")
+        if not isinstance(cluster, int) or isinstance(cluster, bool) or abs(cluster) > MAX_CLUSTER:
+            raise AnswerError(f"{where}.cluster", f"expected an integer of at most {MAX_CLUSTER} in magnitude, "
+                                                  f"got {str(cluster)[:40]!r}")
         link = m.get("link") or ""
         if not isinstance(link, str):
-            raise AnswerError(f"{where}.link", f"expected a string, got {link!r}")
+            raise AnswerError(f"{where}.link", f"expected a string, got {str(link)[:40]!r}")
+        if max_link is not None and len(link) > max_link:
+            raise AnswerError(f"{where}.link", f"{len(link):,} characters; at most {max_link}")
         out.append({"start": start, "end": end, "type": typ, "cluster": cluster, "link": link})
     spans = sorted(seen)
     for (s1, e1), (s2, e2) in zip(spans, spans[1:]):
@@ -132,6 +144,9 @@ def validate_relations(value: Any, *, n_pairs: int, predicates: Iterable[str]) -
             raise AnswerError(f"pairs[{k}]", f"the task has pairs 0-{n_pairs - 1}")
         if not isinstance(labels, list):
             raise AnswerError(f"pairs[{k}]", "expected a list of relations ([] for none)")
+        if allowed and len(labels) > 2 * len(allowed):
+            raise AnswerError(f"pairs[{k}]", f"{len(labels):,} relations; at most {2 * len(allowed)} (each relation "
+                                             "of the schema in both directions)")
         clean = []
         for lab in labels:
             if not isinstance(lab, str) or lab[:3] not in ("ab:", "ba:") or lab[3:] not in allowed:

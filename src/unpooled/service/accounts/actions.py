@@ -18,7 +18,7 @@ from django.utils import timezone
 from unpooled.core.errors import UnpooledError
 from unpooled.service.submissions.models import Submission, Team
 
-from .models import ApiToken, Profile, Role
+from .models import ApiToken, Invite, Profile, Role
 
 TOKEN_PREFIX = "upt_"
 
@@ -76,10 +76,58 @@ def check_team_name(name: str) -> str:
     return name
 
 
+#: callables telling whether some corpus takes annotators without an organiser's invite; the annotation app
+#: (above this one, which cannot import it) adds its own when it is ready
+open_signup_checks: list = []
+
+
+def open_signup() -> bool:
+    """Whether some corpus takes annotators who signed up without an invite."""
+    return any(check() for check in open_signup_checks)
+
+
+INVITE_DAYS = 14
+
+
+def check_invite(code: str) -> Invite:
+    """The live invite of ``code`` (unused, not expired); raises :class:`AccountError`."""
+    code = (code or "").strip()
+    inv = Invite.objects.filter(code=code).first() if code else None
+    if inv is None or not secrets.compare_digest(inv.code, code):
+        raise AccountError("invite_code: no such invite (ask an organiser for one)", code="invite_invalid", status=403)
+    if inv.used_by_id is not None:
+        raise AccountError("invite_code: this invite was used already", code="invite_used", status=403)
+    if inv.expires < timezone.now():
+        raise AccountError(f"invite_code: this invite expired on {inv.expires:%Y-%m-%d}", code="invite_expired",
+                           status=403)
+    return inv
+
+
+def check_sign_up(role: str, invite_code: str = "") -> None:
+    """What the public sign-up page adds to :func:`do_sign_up`: an annotator account comes from an
+    organiser's invite, unless some corpus takes annotators without one."""
+    if role == Role.ANNOTATOR and not (invite_code or "").strip() and not open_signup():
+        raise AccountError("invite_code: annotator accounts come from an organiser's invite; give its code",
+                           code="invite_required", status=403)
+
+
+def _redeem(inv: Invite, user, prof: Profile) -> None:
+    """Mark ``inv`` used by ``user`` (once: a concurrent use of the same invite loses) and vouch for ``prof``."""
+    if not Invite.objects.filter(pk=inv.pk, used_by__isnull=True).update(used_by=user, used=timezone.now()):
+        raise AccountError("invite_code: this invite was used already", code="invite_used", status=403)
+    prof.invited = True
+    prof.save(update_fields=["invited"])
+    prof.conflicts.add(*inv.conflicts.all())
+
+
 @transaction.atomic
 def do_sign_up(username: str, password: str, *, email: str = "", role: str = Role.SUBMITTER, team: str = "",
                invite_code: str = "", affiliation: str = ""):
-    """Create a user with a profile. A submitter names a new team, or joins an existing one with its invite code."""
+    """Create a user with a profile. A submitter names a new team, or joins an existing one with its invite code.
+
+    An annotator with an organiser's invite code may annotate every corpus (the invite's conflicts are
+    copied to the profile); without one, only corpora open to sign-up (the public sign-up page refuses one
+    when no corpus is: :func:`check_sign_up`)."""
     User = get_user_model()
     if role not in (Role.SUBMITTER, Role.ANNOTATOR):
         raise AccountError(f"role: expected submitter or annotator, got {role!r} (organisers are made by an organiser)",
@@ -95,17 +143,47 @@ def do_sign_up(username: str, password: str, *, email: str = "", role: str = Rol
         elif not invite_code or not secrets.compare_digest(invite_code.strip(), the_team.invite_code):
             raise AccountError(f"team: {name!r} exists; to join it, give its invite code (a member finds it on their "
                                "account page)", code="team_exists", status=409)
+    invite = check_invite(invite_code) if role == Role.ANNOTATOR and (invite_code or "").strip() else None
     user = User.objects.create_user(username=username, email=email, password=password)
-    Profile.objects.create(user=user, role=role, team=the_team, affiliation=affiliation)
+    prof = Profile.objects.create(user=user, role=role, team=the_team, affiliation=affiliation)
+    if invite is not None:
+        _redeem(invite, user, prof)
     return user
 
 
+@transaction.atomic
+def do_redeem_invite(user, code: str) -> Profile:
+    """An annotator who signed up without an invite gives one now: the account may annotate every corpus."""
+    inv = check_invite(code)
+    prof, _ = Profile.objects.get_or_create(user=user, defaults={"role": Role.ANNOTATOR})
+    if prof.role != Role.ANNOTATOR:
+        raise AccountError("invite_code: invites are for annotator accounts", code="invite_role", status=403)
+    _redeem(inv, user, prof)
+    user.__dict__.pop("_unpooled_profile", None)
+    return prof
+
+
+def do_make_invite(organiser, *, note: str = "", conflicts=(), days: int = INVITE_DAYS) -> Invite:
+    """An organiser's invite for one annotator account, valid ``days`` days; ``conflicts``: teams whose
+    instances the invitee must never label."""
+    if not is_organiser(organiser):
+        raise AccountError("only organisers invite annotators", code="forbidden", status=403)
+    if not isinstance(days, int) or isinstance(days, bool) or not 1 <= days <= 365:
+        raise AccountError(f"days: expected a whole number of days from 1 to 365, got {days!r}", code="invite_days")
+    inv = Invite.objects.create(code=secrets.token_urlsafe(18), role=Role.ANNOTATOR, note=(note or "").strip()[:200],
+                                created_by=organiser, expires=timezone.now() + timedelta(days=days))
+    inv.conflicts.set(list(conflicts))
+    return inv
+
+
 def do_set_role(user, role: str, *, team: Team | None = None):
-    """Organisers change roles (an organiser is also staff, for the admin)."""
+    """Organisers change roles (an organiser is also staff, for the admin); an organiser who makes someone an
+    annotator vouches for them (as an invite would)."""
     if role not in Role.values:
         raise AccountError(f"role: expected one of {', '.join(Role.values)}, got {role!r}", code="role_invalid")
     prof, _ = Profile.objects.get_or_create(user=user, defaults={"role": role, "team": team})
     prof.role = role
+    prof.invited = prof.invited or role == Role.ANNOTATOR
     if team is not None:
         prof.team = team
     prof.save()
@@ -197,5 +275,6 @@ def can_manage(user, sub: Submission) -> bool:
 
 
 __all__ = ["AccountError", "IntegrityError", "Role", "authenticate_token", "can_annotate", "can_manage", "can_view",
-           "check_quota", "do_issue_token", "do_revoke_token", "do_set_quota", "do_set_role", "do_sign_up",
+           "check_invite", "check_quota", "check_sign_up", "do_issue_token", "do_make_invite", "do_redeem_invite",
+           "do_revoke_token", "do_set_quota", "do_set_role", "do_sign_up", "open_signup",
            "is_organiser", "quota", "role_of", "team_of", "visible_submissions"]

@@ -25,10 +25,17 @@ class Role(models.TextChoices):
 
 
 class Profile(models.Model):
+    """A user's role and team. ``invited``: an organiser's invite made (or vouches for) the account, so it may
+    annotate every corpus; an annotator who signed up without one annotates only corpora open to sign-up.
+    ``conflicts``: teams whose instances this person never labels (besides their own ``team``)."""
+
     user = models.OneToOneField(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="profile")
     role = models.CharField(max_length=20, choices=Role.choices, default=Role.SUBMITTER)
     team = models.ForeignKey(Team, null=True, blank=True, on_delete=models.SET_NULL, related_name="members")
     affiliation = models.CharField(max_length=200, blank=True)
+    invited = models.BooleanField(default=False, help_text="an organiser invited or vouched for this account")
+    conflicts = models.ManyToManyField(Team, blank=True, related_name="conflicted_profiles",
+                                       help_text="teams whose instances this person never labels")
     created = models.DateTimeField(auto_now_add=True)
 
     def __str__(self) -> str:
@@ -53,3 +60,26 @@ class ApiToken(models.Model):
 
     def __str__(self) -> str:
         return f"{self.team.name}: {self.name} ({self.prefix}…)"
+
+
+class Invite(models.Model):
+    """An organiser's invite to make an annotator account: one use, until ``expires``.
+
+    ``conflicts``: teams the invitee must never label for (a colleague's, a former employer's)."""
+
+    code = models.CharField(max_length=64, unique=True)
+    role = models.CharField(max_length=20, choices=Role.choices, default=Role.ANNOTATOR)
+    note = models.CharField(max_length=200, blank=True, help_text="who it is for (shown to organisers only)")
+    conflicts = models.ManyToManyField(Team, blank=True, related_name="+")
+    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+")
+    created = models.DateTimeField(auto_now_add=True)
+    expires = models.DateTimeField()
+    used_by = models.OneToOneField(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL,
+                                   related_name="invite")
+    used = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created"]
+
+    def __str__(self) -> str:
+        return f"invite {self.code[:6]}… ({self.note or self.role})"

@@ -5,12 +5,23 @@ from __future__ import annotations
 from django.contrib import messages
 from django.contrib.auth import login
 from django.contrib.auth.decorators import login_required
+from django.contrib.auth.views import LoginView
+from django.core.exceptions import PermissionDenied
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_POST
 
 from . import actions
-from .forms import SignUpForm, TokenForm
-from .models import ApiToken, Role
+from .forms import InviteForm, RedeemForm, SignUpForm, TokenForm
+from .models import ApiToken, Invite, Role
+from .throttle import ThrottledAuthenticationForm
+
+#: the sign-in page: its form refuses, with a wait, while the throttle's limits are reached
+sign_in = LoginView.as_view(authentication_form=ThrottledAuthenticationForm)
+
+
+def _field_error(form, exc: actions.AccountError) -> None:
+    field, _, msg = str(exc).partition(": ")
+    form.add_error(field if field in form.fields else None, msg or str(exc))
 
 
 def signup(request):
@@ -19,18 +30,56 @@ def signup(request):
         if form.is_valid():
             d = form.cleaned_data
             try:
+                actions.check_sign_up(d["role"], d.get("invite_code") or "")
                 user = actions.do_sign_up(d["username"], d["password"], email=d.get("email") or "", role=d["role"],
                                           team=d.get("team") or "", invite_code=d.get("invite_code") or "",
                                           affiliation=d.get("affiliation") or "")
             except actions.AccountError as exc:
-                field, _, msg = str(exc).partition(": ")
-                form.add_error(field if field in form.fields else None, msg or str(exc))
+                _field_error(form, exc)
             else:
-                login(request, user, backend="django.contrib.auth.backends.ModelBackend")
+                login(request, user, backend="unpooled.service.accounts.throttle.ThrottledModelBackend")
                 return redirect("accounts:home")
     else:
-        form = SignUpForm()
+        form = SignUpForm(initial={"invite_code": request.GET.get("invite", "")[:64],
+                                   **({"role": Role.ANNOTATOR} if request.GET.get("invite") else {})})
     return render(request, "accounts/signup.html", {"form": form})
+
+
+@login_required
+@require_POST
+def invite_redeem(request):
+    form = RedeemForm(request.POST)
+    if form.is_valid():
+        try:
+            actions.do_redeem_invite(request.user, form.cleaned_data["invite_code"])
+        except actions.AccountError as exc:
+            messages.error(request, str(exc))
+        else:
+            messages.success(request, "Invite accepted: you may annotate every corpus.")
+    else:
+        messages.error(request, "invite_code: " + " ".join(form.errors.get("invite_code", ["required"])))
+    return redirect("accounts:account")
+
+
+@login_required
+def invites(request):
+    """Organisers: make an invite for an annotator account, and see the invites made."""
+    if not actions.is_organiser(request.user):
+        raise PermissionDenied("only organisers invite annotators")
+    form = InviteForm(request.POST or None)
+    made = None
+    if request.method == "POST" and form.is_valid():
+        d = form.cleaned_data
+        try:
+            made = actions.do_make_invite(request.user, note=d.get("note") or "", conflicts=d.get("conflicts") or (),
+                                          days=d["days"])
+        except actions.AccountError as exc:
+            _field_error(form, exc)
+        else:
+            form = InviteForm()
+    rows = Invite.objects.select_related("used_by", "created_by").prefetch_related("conflicts")[:200]
+    return render(request, "accounts/invites.html", {"form": form, "invites": rows, "made": made},
+                  status=400 if form.errors else 200)
 
 
 @login_required
@@ -45,7 +94,9 @@ def home(request):
 def account(request):
     team = actions.team_of(request.user)
     ctx = {"role": actions.role_of(request.user), "team": team, "form": TokenForm(),
-           "new_token": request.session.pop("new_token", None)}
+           "new_token": request.session.pop("new_token", None), "redeem": RedeemForm()}
+    prof = getattr(request.user, "profile", None)
+    ctx["invited"] = prof is None or prof.invited
     if team is not None:
         ctx["quota"] = actions.quota(team)
         ctx["tokens"] = ApiToken.objects.filter(team=team).select_related("user")

@@ -6,18 +6,20 @@ several rows runs in one transaction, so a failure leaves the database as it was
 
 from __future__ import annotations
 
+import math
 import secrets
 from dataclasses import dataclass, field
 from datetime import timedelta
 
 import numpy as np
 from django.db import IntegrityError, transaction
-from django.db.models import Count, F, Q, Sum
+from django.db.models import Count, Exists, F, OuterRef, Q, Sum
 from django.utils import timezone
 
 from unpooled.core.annotation import answers as fmt
 from unpooled.core.annotation.aggregation import strict_majority
 from unpooled.core.errors import UnpooledError
+from unpooled.service.accounts.models import Profile, Role
 from unpooled.service.corpora.models import Corpus, Document, GoldMention, GoldRelation
 from unpooled.service.submissions.actions import parse_provenance
 from unpooled.service.submissions.models import RelationInstance, Submission
@@ -25,9 +27,25 @@ from unpooled.service.submissions.models import RelationInstance, Submission
 from .guidelines import VERSIONS
 from .signals import labels_written
 from .models import (
-    AnnotationSettings, Annotator, Answer, Assignment, ExhaustiveDocument, Kind, Label, SubmissionBudget,
+    AnnotationSettings, Annotator, Answer, Assignment, Backend, ExhaustiveDocument, Kind, Label, SubmissionBudget,
     Task, TaskRequest,
 )
+
+#: the longest time an answer may say it took (a day): the page's clock, sent by the browser
+MAX_ANSWER_SECONDS = 86400.0
+#: an entity answer marks at most one mention per this many characters of the document (Re-DocRED's 1,000
+#: documents: at least 18.8 characters per mention, median 40) ...
+CHARS_PER_MENTION = 10
+#: ... and never fewer than this many mentions (short documents), nor more than MAX_MENTIONS
+MIN_MENTIONS_ALLOWED = 40
+MAX_MENTIONS = 2000
+#: candidate pairs one entity answer may imply (Re-DocRED's gold mentions: median 40, at most 291 per document)
+MAX_PAIRS_PER_ANSWER = 600
+#: pairs a relations task shows at most; more (majority mentions from answers that each had fewer) are cut,
+#: and the task says how many (payload ``pairs_dropped``)
+MAX_PAIRS_PER_TASK = 1000
+#: longest KB link an entity answer may give a mention
+MAX_LINK_CHARS = 300
 
 
 class AnnotationError(UnpooledError):
@@ -50,27 +68,27 @@ def _sentence_span(doc: Document, start: int, end: int) -> tuple[int, int]:
 
 
 def verify_payload(inst: RelationInstance, doc: Document) -> dict:
-    """What the verification page shows for one instance (never which system predicted it)."""
+    """What the verification page shows for one instance: the claim (the two spans of the document, the
+    relation of the schema, the value of a value object) and the passage around it, and no more.
+
+    Never which system predicted it, nor anything only a system wrote: its KB links and entity types
+    would let a team recognise (or signal) its own output, and the method judges the relation in the
+    passage, not them.  The system's provenance only widens the passage to the sentences it names.
+    """
     schema = doc.corpus.schema.schema()
     rel = schema.resolve(inst.predicate)
     spans = list(parse_provenance(inst.provenance)) if inst.provenance else []
     lo = min([inst.subject_start, inst.object_start] + [s for s, _ in spans])
     hi = max([inst.subject_end, inst.object_end] + [e for _, e in spans])
     c0, c1 = _sentence_span(doc, lo, hi)
-    subj = inst.subject
-    obj = inst.object
     return {
         "predicate": inst.predicate,
         "description": rel.description if rel else "",
         "context": [c0, c1],
-        "provenance": [list(s) for s in spans],
         "subject": {"start": inst.subject_start, "end": inst.subject_end,
-                    "text": doc.text[inst.subject_start:inst.subject_end], "type": subj.type or "",
-                    "links": list(subj.links or [])},
+                    "text": doc.text[inst.subject_start:inst.subject_end]},
         "object": {"start": inst.object_start, "end": inst.object_end,
-                   "text": doc.text[inst.object_start:inst.object_end],
-                   "type": (obj.type if obj is not None else "") or "", "value": inst.value,
-                   "links": list(obj.links or []) if obj is not None else []},
+                   "text": doc.text[inst.object_start:inst.object_end], "value": inst.value},
     }
 
 
@@ -151,6 +169,10 @@ def request_verification(sub: Submission, instance_ids, *, now=None) -> RequestR
             if task is not None:
                 _, made = TaskRequest.objects.get_or_create(task=task, submission=sub)
                 res.joined += made
+                if made and task.status == Task.Status.OPEN:
+                    # members of this team may have answered before it asked: their answers no longer count
+                    Answer.objects.filter(task=task, weight__gt=0, annotator__user__in=_team_users(sub.team_id)
+                                          ).update(weight=0.0)
                 continue
             if (sub_left is not None and sub_left < cost) or (corpus_left is not None and corpus_left < cost):
                 res.over_budget += 1
@@ -225,12 +247,11 @@ def create_verify_controls(corpus: Corpus, n: int, *, rng=None) -> int:
         lo, hi = min(pair[0].start, pair[1].start), max(pair[0].end, pair[1].end)
         c0, c1 = _sentence_span(doc, lo, hi)
         rel = schema.resolve(pred)
-        payload = {
-            "predicate": pred, "description": rel.description if rel else "", "context": [c0, c1], "provenance": [],
-            "subject": {"start": pair[0].start, "end": pair[0].end, "text": doc.text[pair[0].start:pair[0].end],
-                        "type": pair[0].type, "links": []},
+        payload = {  # the same fields as verify_payload's: a control looks like any other item
+            "predicate": pred, "description": rel.description if rel else "", "context": [c0, c1],
+            "subject": {"start": pair[0].start, "end": pair[0].end, "text": doc.text[pair[0].start:pair[0].end]},
             "object": {"start": pair[1].start, "end": pair[1].end, "text": doc.text[pair[1].start:pair[1].end],
-                       "type": pair[1].type, "value": None, "links": []},
+                       "value": None},
         }
         _, new = Task.objects.get_or_create(
             corpus=corpus, kind=Kind.VERIFY, document=doc, key=key,
@@ -239,6 +260,71 @@ def create_verify_controls(corpus: Corpus, n: int, *, rng=None) -> int:
                       "guideline_version": VERSIONS["verify"]})
         made += new
     return made
+
+
+# --------------------------------------------------------------------------- who may label what
+
+def _team_users(team_id: int):
+    """The users who must never label team ``team_id``'s instances: its members and those conflicted with it."""
+    return Profile.objects.filter(Q(team_id=team_id) | Q(conflicts=team_id)).values("user_id")
+
+
+@dataclass(frozen=True)
+class Scope:
+    """What one annotator may label: never the instances of ``teams`` (their own team and declared
+    conflicts); only corpora open to sign-up when ``open_only`` (an account made without an invite)."""
+
+    teams: frozenset = frozenset()
+    open_only: bool = False
+
+
+def scope_of(annotator: Annotator) -> Scope:
+    """The annotator's :class:`Scope`, read once per annotator object.
+
+    In-house accounts only: simulated workers and MTurk workers belong to no team. An account without a
+    profile was made by an operator (``createsuperuser``, the admin) and counts as invited.
+    """
+    got = getattr(annotator, "_unpooled_scope", None)
+    if got is not None:
+        return got
+    scope = Scope()
+    if annotator.backend == Backend.INHOUSE and annotator.user_id is not None:
+        prof = Profile.objects.filter(user_id=annotator.user_id).select_related("user").first()
+        if prof is not None:
+            teams = set(prof.conflicts.values_list("pk", flat=True))
+            if prof.team_id is not None:
+                teams.add(prof.team_id)
+            staff = prof.user.is_staff or prof.user.is_superuser
+            scope = Scope(frozenset(teams), prof.role == Role.ANNOTATOR and not prof.invited and not staff)
+    annotator._unpooled_scope = scope
+    return scope
+
+
+def _in_scope(qs, scope: Scope):
+    """``qs`` (tasks) without those ``scope`` forbids: a verification item that one of ``scope.teams``'
+    submissions asked for or predicted (the same instance key), and, for ``open_only``, closed corpora."""
+    if scope.open_only:
+        qs = qs.filter(corpus__annotation_settings__open_signup=True)
+    if scope.teams:
+        teams = list(scope.teams)
+        qs = qs.exclude(pk__in=TaskRequest.objects.filter(submission__team_id__in=teams).values("task_id"))
+        qs = qs.exclude(Q(kind=Kind.VERIFY) & Exists(RelationInstance.objects.filter(
+            submission__team_id__in=teams, submission__corpus_id=OuterRef("corpus_id"), key_hash=OuterRef("key_hash"),
+            key=OuterRef("key"))))
+    return qs
+
+
+def may_label(annotator: Annotator, task: Task) -> bool:
+    """Whether ``annotator`` may answer ``task`` (see :class:`Scope`)."""
+    scope = scope_of(annotator)
+    if not scope.teams and not scope.open_only:
+        return True
+    return _in_scope(Task.objects.filter(pk=task.pk), scope).exists()
+
+
+def available_tasks(annotator: Annotator):
+    """Open tasks this annotator may be offered (before the per-annotator rules of :func:`lease_next`)."""
+    return _in_scope(Task.objects.filter(status=Task.Status.OPEN), scope_of(annotator))
 
 
 # --------------------------------------------------------------------------- leasing
@@ -285,7 +371,7 @@ def lease_next(annotator: Annotator, *, kind: str | None = None, corpus: Corpus 
     got = current.first()
     if got is not None:
         return got
-    base = Task.objects.filter(status=Task.Status.OPEN)
+    base = available_tasks(annotator)
     if kind:
         base = base.filter(kind=kind)
     if corpus is not None:
@@ -314,12 +400,16 @@ def _control_share(corpus: Corpus | None) -> float:
     return settings_for(corpus).control_share
 
 
-def _try_lease(task_id: int, annotator: Annotator, now) -> Assignment | None:
+def _try_lease(task_id: int, annotator: Annotator, now, *, capacity: bool = True) -> Assignment | None:
+    """Lease task ``task_id`` to ``annotator`` if it is open, the annotator may label it and has not had it,
+    and (``capacity``) its active leases and counted answers are fewer than it needs.  MTurk leases pass
+    ``capacity=False``: the HIT's MaxAssignments bounds the real workers, so made-up ones cannot fill the
+    slots, and only confirmed answers count."""
     with transaction.atomic():
         task = Task.objects.select_for_update().get(pk=task_id)
-        if task.status != Task.Status.OPEN:
+        if task.status != Task.Status.OPEN or annotator.blocked or not may_label(annotator, task):
             return None
-        if not task.is_control:
+        if capacity and not task.is_control:
             active = Assignment.objects.filter(task=task).filter(
                 Q(status=Assignment.Status.LEASED, expires__gte=now)
                 | Q(status=Assignment.Status.SUBMITTED, answer__weight__gt=0)).count()
@@ -349,46 +439,145 @@ def release(assignment: Assignment) -> None:
 
 # --------------------------------------------------------------------------- answers
 
+def max_mentions(text_length: int) -> int:
+    """The most mentions one entity answer may mark in a document of ``text_length`` characters."""
+    return min(MAX_MENTIONS, max(MIN_MENTIONS_ALLOWED, text_length // CHARS_PER_MENTION))
+
+
+def _pair_finder(task: Task):
+    """``pairs(mentions)``: the candidate pairs a relations task would show for these mentions of the task's
+    document (within a sentence, types some relation of the schema allows)."""
+    doc = task.document
+    rows = list(doc.sentences.order_by("index").values_list("start", "end"))
+    schema = task.corpus.schema.schema()
+    rels = schema.canonical_relations
+
+    def compatible(ta: str, tb: str) -> bool:
+        if schema.type_check != "error":
+            return True
+        return any((ta in r.subject_types and tb in r.object_types) or (tb in r.subject_types and ta in r.object_types)
+                   for r in rels)
+
+    return lambda mentions: fmt.candidate_pairs(mentions, [s for s, _ in rows], [e for _, e in rows],
+                                                compatible=compatible)
+
+
 def check_answer(task: Task, value) -> dict:
-    """Validate an answer for ``task``; raises :class:`unpooled.core.annotation.answers.AnswerError`."""
+    """Validate an answer for ``task``; raises :class:`unpooled.core.annotation.answers.AnswerError`.
+
+    Bounded: an entity answer marks at most :func:`max_mentions` mentions, none with a link longer than
+    :data:`MAX_LINK_CHARS`, and implies at most :data:`MAX_PAIRS_PER_ANSWER` candidate pairs (the
+    relations task that follows shows each pair with its sentence)."""
     schema = task.corpus.schema.schema()
     if task.kind == Kind.VERIFY:
         return fmt.validate_verify(value, predicates=schema.relations.keys())
     if task.kind == Kind.ENTITIES:
-        return fmt.validate_entities(value, text_length=task.document.length, types=schema.entity_types.keys())
+        length = task.document.length
+        clean = fmt.validate_entities(value, text_length=length, types=schema.entity_types.keys(),
+                                      max_mentions=max_mentions(length), max_link=MAX_LINK_CHARS)
+        n = len(_pair_finder(task)(clean["mentions"]))
+        if n > MAX_PAIRS_PER_ANSWER:
+            raise fmt.AnswerError("mentions", f"these {len(clean['mentions'])} mentions make {n:,} pairs of "
+                                              f"mentions within sentences; at most {MAX_PAIRS_PER_ANSWER} per document")
+        return clean
     return fmt.validate_relations(value, n_pairs=len(task.payload.get("pairs", [])), predicates=schema.relations.keys())
+
+
+def check_seconds(seconds) -> float | None:
+    """The time an answer took, as sent by the page: nothing, or a finite number from 0 to
+    :data:`MAX_ANSWER_SECONDS` (raises :class:`unpooled.core.annotation.answers.AnswerError`)."""
+    if seconds is None or seconds == "":
+        return None
+    try:
+        x = float(seconds)
+    except (TypeError, ValueError):
+        raise fmt.AnswerError("seconds", f"expected a number of seconds, got {str(seconds)[:40]!r}") from None
+    if not math.isfinite(x) or not 0 <= x <= MAX_ANSWER_SECONDS:
+        raise fmt.AnswerError("seconds", f"expected a number of seconds from 0 to {MAX_ANSWER_SECONDS:.0f}, "
+                                         f"got {str(seconds)[:40]}")
+    return x
+
+
+def _counted(task: Task) -> int:
+    """Answers of ``task`` that count: weight above 0, by annotators not blocked."""
+    return task.answers.filter(weight__gt=0, annotator__blocked=False).count()
+
+
+def _slot_taken(a: Assignment, task: Task, now) -> bool:
+    """Whether lease ``a``, past its expiry, lost its slot: the others' live leases and counted answers
+    already give the task what it needs."""
+    others = Assignment.objects.filter(task=task).exclude(pk=a.pk).filter(
+        Q(status=Assignment.Status.LEASED, expires__gte=now)
+        | Q(status=Assignment.Status.SUBMITTED, answer__weight__gt=0)).count()
+    return others >= task.answers_needed
 
 
 def submit_answer(assignment: Assignment, value, *, seconds: float | None = None, now=None) -> Answer:
     """Store an answer to a leased task; complete and aggregate the task when it has enough.
 
-    A late answer (lease expired, but nobody else took the slot) is still accepted; an
-    answer to a task already complete is stored with weight 0 (paid, not counted).
+    Refused (:class:`AnnotationError`): a second answer with one lease, an answer after Skip (the lease
+    was released, the slot may be someone else's), a late answer whose slot was given to someone else.
+    A late answer whose slot is still free is accepted.  Stored with weight 0 (kept, never counted): an
+    answer by a blocked annotator, by one who may not label the item (:func:`may_label`: their team's
+    instances), or to a task already complete.  An MTurk answer is stored *quarantined* (weight 0, cost 0)
+    until :func:`confirm_mturk_answer`.
     """
     now = now or timezone.now()
     task = assignment.task
     clean = check_answer(task, value)
+    seconds = check_seconds(seconds)
     annotator = assignment.annotator
     st = settings_for(task.corpus)
+    mturk = annotator.backend == Backend.MTURK
     with transaction.atomic():
         a = Assignment.objects.select_for_update().get(pk=assignment.pk)
         if a.status == Assignment.Status.SUBMITTED:
             raise AnnotationError("this task was already answered with this lease")
+        if a.status == Assignment.Status.SKIPPED:
+            raise AnnotationError("this task was skipped: its lease was released, so the answer is not taken")
         task = Task.objects.select_for_update().get(pk=task.pk)
+        late = a.status == Assignment.Status.EXPIRED or a.expires < now
+        if late and not mturk and not task.is_control and task.status == Task.Status.OPEN and _slot_taken(a, task, now):
+            raise AnnotationError("this lease expired and the item went to another annotator: the answer is not taken")
         correct = fmt.verify_correct(clean) if task.kind == Kind.VERIFY else None
-        weight = 0.0 if (annotator.blocked or task.status != Task.Status.OPEN) else 1.0
+        counts = not (annotator.blocked or task.status != Task.Status.OPEN or mturk or not may_label(annotator, task))
         ans = Answer.objects.create(
-            assignment=a, task=task, annotator=annotator, value=clean, correct=correct, weight=weight,
-            seconds=seconds, cost_cents=st.reward_cents(task.kind), guideline_version=task.guideline_version)
+            assignment=a, task=task, annotator=annotator, value=clean, correct=correct, weight=1.0 if counts else 0.0,
+            seconds=seconds, quarantined=mturk, cost_cents=0 if mturk else st.reward_cents(task.kind),
+            guideline_version=task.guideline_version)
         a.status = Assignment.Status.SUBMITTED
         a.save(update_fields=["status"])
+        if mturk:
+            return ans
         if task.is_control:
             _score_control(annotator, task, ans, st, now)
-        elif weight > 0:
-            n = task.answers.filter(weight__gt=0).count()
-            if n >= task.answers_needed:
-                complete_task(task, now=now)
+        elif counts and _counted(task) >= task.answers_needed:
+            complete_task(task, now=now)
     return ans
+
+
+def confirm_mturk_answer(assignment: Assignment, *, now=None) -> bool:
+    """Release the quarantined answer of MTurk lease ``assignment``: Mechanical Turk has listed its
+    assignment among the HIT's, by the lease's worker, with the lease's token in the answer (the caller,
+    :func:`unpooled.service.crowd.mturk_sync.collect`, checked that).  The answer then costs its reward and
+    counts, unless its worker is blocked or the task was complete; the task completes when it has enough.
+    Returns whether an answer was released (False when there was none, or it was released before)."""
+    now = now or timezone.now()
+    with transaction.atomic():
+        ans = Answer.objects.select_for_update().filter(assignment=assignment, quarantined=True).first()
+        if ans is None:
+            return False
+        task = Task.objects.select_for_update().get(pk=ans.task_id)
+        annotator = Annotator.objects.get(pk=ans.annotator_id)
+        st = settings_for(task.corpus)
+        counts = not annotator.blocked and task.status == Task.Status.OPEN
+        ans.quarantined, ans.weight, ans.cost_cents = False, 1.0 if counts else 0.0, st.reward_cents(task.kind)
+        ans.save(update_fields=["quarantined", "weight", "cost_cents"])
+        if task.is_control:
+            _score_control(annotator, task, ans, st, now)
+        elif counts and _counted(task) >= task.answers_needed:
+            complete_task(task, now=now)
+    return True
 
 
 def _score_control(annotator: Annotator, task: Task, ans: Answer, st: AnnotationSettings, now) -> None:
@@ -435,7 +624,7 @@ def block_annotator(annotator: Annotator, *, reason: str, now=None) -> int:
 def complete_task(task: Task, *, now=None) -> None:
     """Aggregate a task's counted answers (strict majority) and act on the result."""
     now = now or timezone.now()
-    answers = list(task.answers.filter(weight__gt=0).order_by("id"))
+    answers = list(task.answers.filter(weight__gt=0, annotator__blocked=False).order_by("id"))
     if task.kind == Kind.VERIFY:
         votes = [a.correct for a in answers]
         yes = sum(votes)
@@ -462,24 +651,20 @@ def complete_task(task: Task, *, now=None) -> None:
 
 
 def _create_relations_task(entity_task: Task, mentions: list[dict], now) -> Task:
-    doc = entity_task.document
-    rows = list(doc.sentences.order_by("index").values_list("start", "end"))
-    schema = entity_task.corpus.schema.schema()
-    rels = schema.canonical_relations
-
-    def compatible(ta: str, tb: str) -> bool:
-        if schema.type_check != "error":
-            return True
-        return any((ta in r.subject_types and tb in r.object_types) or (tb in r.subject_types and ta in r.object_types)
-                   for r in rels)
-
-    pairs = fmt.candidate_pairs(mentions, [s for s, _ in rows], [e for _, e in rows], compatible=compatible)
+    """The document's relations task over the aggregated ``mentions``: at most :data:`MAX_PAIRS_PER_TASK`
+    pairs, in document order; ``pairs_dropped`` in its payload counts any cut (none for real documents:
+    each answer implies at most :data:`MAX_PAIRS_PER_ANSWER`)."""
+    pairs = _pair_finder(entity_task)(mentions)
+    dropped = max(0, len(pairs) - MAX_PAIRS_PER_TASK)
+    pairs = pairs[:MAX_PAIRS_PER_TASK]
     st = settings_for(entity_task.corpus)
+    payload = {"mentions": mentions, "pairs": [list(p) for p in pairs]}
+    if dropped:
+        payload["pairs_dropped"] = dropped
     task, _ = Task.objects.get_or_create(
-        corpus=entity_task.corpus, kind=Kind.RELATIONS, document=doc, key="",
-        defaults={"payload": {"mentions": mentions, "pairs": [list(p) for p in pairs]},
-                  "answers_needed": st.answers_per_item if pairs else 0, "priority": entity_task.priority,
-                  "guideline_version": VERSIONS["relations"]})
+        corpus=entity_task.corpus, kind=Kind.RELATIONS, document=entity_task.document, key="",
+        defaults={"payload": payload, "answers_needed": st.answers_per_item if pairs else 0,
+                  "priority": entity_task.priority, "guideline_version": VERSIONS["relations"]})
     if not pairs and task.status == Task.Status.OPEN:
         task.status, task.completed, task.result = Task.Status.COMPLETE, now, {"pairs": {}, "relations": []}
         task.save(update_fields=["status", "completed", "result"])
@@ -502,12 +687,14 @@ def current_labels(corpus: Corpus, *, method: str | None = None) -> dict[str, La
 def reaggregate(corpus: Corpus, *, method: str = "dawid-skene") -> int:
     """Fit Dawid–Skene over every counted verification answer of the corpus (controls included,
     which anchor the annotators' confusion) and append a label wherever the probability changed.
+    Counted: weight above 0 (not quarantined, not discounted) by an annotator not blocked now.
 
     Returns the number of labels written.
     """
     from unpooled.core.annotation import Answers, dawid_skene
 
-    rows = list(Answer.objects.filter(task__corpus=corpus, task__kind=Kind.VERIFY, weight__gt=0)
+    rows = list(Answer.objects.filter(task__corpus=corpus, task__kind=Kind.VERIFY, weight__gt=0,
+                                      annotator__blocked=False)
                 .values_list("task_id", "annotator_id", "correct"))
     if not rows:
         return 0

@@ -5,7 +5,7 @@ from .models import AnnotationSettings, Annotator, Answer, Assignment, Exhaustiv
 
 @admin.register(AnnotationSettings)
 class AnnotationSettingsAdmin(admin.ModelAdmin):
-    list_display = ("corpus", "backend", "answers_per_item", "budget_cents", "aggregation")
+    list_display = ("corpus", "backend", "answers_per_item", "budget_cents", "aggregation", "open_signup")
 
 
 @admin.register(Annotator)
@@ -31,7 +31,8 @@ class AssignmentAdmin(admin.ModelAdmin):
 
 @admin.register(Answer)
 class AnswerAdmin(admin.ModelAdmin):
-    list_display = ("pk", "task", "annotator", "correct", "weight", "cost_cents", "created")
+    list_display = ("pk", "task", "annotator", "correct", "weight", "quarantined", "cost_cents", "created")
+    list_filter = ("quarantined",)
     raw_id_fields = ("task", "annotator", "assignment")
 
 

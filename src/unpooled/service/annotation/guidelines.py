@@ -6,7 +6,7 @@ change of instructions can be told apart in the data.
 
 from __future__ import annotations
 
-VERSIONS = {"verify": "2026.11", "entities": "2026.11", "relations": "2026.11"}
+VERSIONS = {"verify": "2026.12", "entities": "2026.11", "relations": "2026.11"}
 
 INSTRUCTIONS = {
     "verify": {
@@ -17,8 +17,8 @@ INSTRUCTIONS = {
             "Choose 'holds' when the passage states or clearly implies the relation.",
             "Choose 'another relation' when the two are related, but by a different relation; pick it.",
             "Choose 'no relation' when the passage does not connect them this way.",
-            "Then check each highlighted mention: is it a real name or expression of the stated type?",
-            "When a knowledge-base link is shown, check that it names the same thing.",
+            "Then check each highlighted mention: is it a real name of an entity (or, for the object, a value "
+            "such as a date or a number), marked at the right words?",
         ],
         "examples": [
             {"text": "Barack Obama was born in Honolulu, Hawaii.", "subject": "Barack Obama",
@@ -30,8 +30,7 @@ INSTRUCTIONS = {
              "answer": "another relation (position held / employer), unless citizenship is stated"},
         ],
         "keys": [("1", "holds"), ("2", "another relation"), ("3", "no relation"),
-                 ("s", "subject mention wrong"), ("o", "object mention wrong"),
-                 ("l", "link wrong"), ("Enter", "submit")],
+                 ("s", "subject mention wrong"), ("o", "object mention wrong"), ("Enter", "submit")],
     },
     "entities": {
         "summary": "Mark every mention of a named entity, time or number in the document, give its type, "

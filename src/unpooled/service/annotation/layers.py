@@ -2,14 +2,20 @@
 
 from __future__ import annotations
 
+from django.db.models import Exists, OuterRef
+
+from unpooled.service.accounts.actions import visible_submissions
 from unpooled.service.corpora.models import Document
 
-from .models import ExhaustiveDocument, Kind, Label, Task
+from .models import ExhaustiveDocument, Kind, Label, Task, TaskRequest
 
 
-def annotation_layers(doc: Document) -> dict:
+def annotation_layers(doc: Document, viewer=None) -> dict:
     """``exhaustive``: the sample row and the aggregated mentions and relations (None if not sampled);
-    ``verified``: each verification task of the document with its current label."""
+    ``verified``: each verification task of the document with its current label, among those a submission
+    that ``viewer`` may see asked for (public ones, their team's, every one for organisers; anonymous
+    without ``viewer``).  A task only private submissions of other teams asked for is not shown, nor its
+    label: which instances a private submission sampled, and how they were judged, is that team's."""
     text = doc.text
     out: dict = {"exhaustive": None, "verified": []}
     ex = ExhaustiveDocument.objects.filter(document=doc).first()
@@ -30,7 +36,9 @@ def annotation_layers(doc: Document) -> dict:
                           "link": m.get("link", "")} for m in mentions],
             "relations": relations,
         }
-    tasks = list(Task.objects.filter(document=doc, kind=Kind.VERIFY, is_control=False).order_by("id"))
+    asked = TaskRequest.objects.filter(task=OuterRef("pk"), submission__in=visible_submissions(viewer).values("pk"))
+    tasks = list(Task.objects.filter(document=doc, kind=Kind.VERIFY, is_control=False).filter(Exists(asked))
+                 .order_by("id"))
     out["exhaustive_spans"] = []
     if ex is not None and out["exhaustive"]["mentions"]:
         out["exhaustive_spans"] = [(m["start"], m["end"], f"{m['type']} · group {m['cluster']}") for m in mentions]

@@ -57,6 +57,8 @@ class AnnotationSettings(models.Model):
         default=20, help_text="documents sampled for exhaustive annotation (recall) when the corpus has none")
     levels = models.CharField(max_length=60, default="instance,relation,entity",
                               help_text="comma-separated levels a new submission is sampled and scored at")
+    open_signup = models.BooleanField(
+        default=False, help_text="annotators who signed up without an organiser's invite may annotate this corpus")
 
     def reward_cents(self, kind: str) -> int:
         return {Kind.VERIFY: self.reward_verify_cents, Kind.ENTITIES: self.reward_entities_cents,
@@ -155,6 +157,8 @@ class Assignment(models.Model):
     leased = models.DateTimeField()
     expires = models.DateTimeField()
     external_ref = models.CharField(max_length=200, blank=True, help_text="e.g. MTurk HITId/AssignmentId")
+    submit_to = models.CharField(max_length=40, blank=True,
+                                 help_text="MTurk: where the worker's browser finishes the assignment (one of two hosts)")
 
     class Meta:
         constraints = [models.UniqueConstraint(fields=["task", "annotator"], name="assignment_unique")]
@@ -162,7 +166,13 @@ class Assignment(models.Model):
 
 
 class Answer(models.Model):
-    """One annotator's answer to one task. Append-only; ``weight`` 0 discounts it."""
+    """One annotator's answer to one task. Append-only; ``weight`` 0 discounts it.
+
+    An answer through Mechanical Turk arrives ``quarantined`` (weight 0, nothing owed): the page cannot tell a
+    real assignment from a made-up one. It counts once :func:`~unpooled.service.crowd.mturk_sync.collect`
+    has found the assignment among the HIT's submitted assignments, by the same worker, carrying this lease's
+    token (:func:`~unpooled.service.annotation.actions.confirm_mturk_answer`).
+    """
 
     assignment = models.OneToOneField(Assignment, on_delete=models.CASCADE, related_name="answer")
     task = models.ForeignKey(Task, on_delete=models.CASCADE, related_name="answers")
@@ -171,6 +181,7 @@ class Answer(models.Model):
     correct = models.BooleanField(null=True, help_text="verify: the answer says the instance is correct")
     weight = models.FloatField(default=1.0)
     seconds = models.FloatField(null=True, blank=True)
+    quarantined = models.BooleanField(default=False, help_text="MTurk: not yet confirmed by the MTurk API")
     cost_cents = models.PositiveIntegerField(default=0)
     guideline_version = models.CharField(max_length=20)
     created = models.DateTimeField(auto_now_add=True)

@@ -214,7 +214,8 @@ def export_release(corpus, out_dir: str | Path, *, licence: str = DEFAULT_LICENC
     kinds: Counter = Counter()
     annotators: dict[int, str] = {}
     with _Writer(out, "answers.jsonl", counts) as w:
-        rows = (Answer.objects.filter(task__corpus=corpus).order_by("id").values_list(
+        # an MTurk answer Amazon never confirmed is nobody's work we can vouch for: not released
+        rows = (Answer.objects.filter(task__corpus=corpus, quarantined=False).order_by("id").values_list(
             "id", "task_id", "task__kind", "task__is_control", "task__control_answer", "task__key",
             "task__document_id", "annotator_id", "annotator__backend", "value", "correct", "weight", "seconds",
             "guideline_version", "created").iterator(chunk_size=5000))

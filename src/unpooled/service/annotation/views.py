@@ -13,20 +13,23 @@ import time
 from django.contrib.auth.decorators import login_required
 from django.core.cache import cache
 from django.db.models import Count
-from django.http import Http404, HttpResponseBadRequest
+from django.http import Http404
 from django.shortcuts import get_object_or_404, redirect, render
 from django.template.loader import render_to_string
 from django.utils import timezone
 from django.utils.html import escape, format_html
 from django.utils.safestring import SafeString, mark_safe
-from django.views.decorators.clickjacking import xframe_options_exempt
+from django.views.decorators.csrf import csrf_exempt, csrf_protect
 from django.views.decorators.http import require_POST
 
 from unpooled.core.annotation.answers import AnswerError
 
-from . import actions
+from . import actions, hits
 from .guidelines import INSTRUCTIONS
-from .models import Annotator, Assignment, Backend, Kind, Task
+from .models import Assignment, Backend, Kind, Task
+
+#: an answer's JSON is refused beyond this size (the largest entity answer allowed is far smaller)
+MAX_ANSWER_BYTES = 512 * 1024
 
 _TOKEN = re.compile(r"\w+|[^\w\s]", re.UNICODE)
 
@@ -64,11 +67,12 @@ def queue(request):
     if (refused := _submitter_refused(request)) is not None:
         return refused
     ann = actions.annotator_for_user(request.user)
-    open_by_kind = dict(Task.objects.filter(status=Task.Status.OPEN, is_control=False).values_list("kind")
+    open_by_kind = dict(actions.available_tasks(ann).filter(is_control=False).values_list("kind")
                         .annotate(n=Count("id")).values_list("kind", "n"))
     done = ann.answers.count()
     kinds = [{"kind": k, "label": label, "open": open_by_kind.get(k, 0)} for k, label in Kind.choices]
-    return render(request, "annotation/queue.html", {"annotator": ann, "kinds": kinds, "done": done})
+    return render(request, "annotation/queue.html", {"annotator": ann, "kinds": kinds, "done": done,
+                                                     "needs_invite": actions.scope_of(ann).open_only})
 
 
 @login_required
@@ -87,6 +91,8 @@ def next_task(request, kind: str):
 
 
 def _lease_for(request, token: str) -> Assignment:
+    """The lease of ``token`` for this caller: an in-house lease answers to its signed-in owner only, an MTurk
+    lease to whoever holds its token (given once, by the signed HIT link); a simulated worker's never."""
     # the lease, its task and annotator in one light query; the document and the schema are read only when
     # the task's body is not in the cache yet (_body)
     lease = get_object_or_404(Assignment.objects.select_related("task", "annotator"), token=token)
@@ -94,7 +100,23 @@ def _lease_for(request, token: str) -> Assignment:
     if ann.backend == Backend.INHOUSE:
         if not request.user.is_authenticated or ann.user_id != request.user.pk:
             raise Http404("no such task for you")
+    elif ann.backend != Backend.MTURK:
+        raise Http404("no such task for you")
     return lease
+
+
+#: Mechanical Turk shows the task page in a frame and the worker's browser finishes the assignment there
+MTURK_FRAME = {"frame-ancestors": hits.MTURK_SUBMIT_HOSTS}
+MTURK_FINISH = {**MTURK_FRAME, "form-action": hits.MTURK_SUBMIT_HOSTS}
+
+
+def _for_mturk(response, policy=MTURK_FRAME):
+    """Let Mechanical Turk's pages frame ``response`` (and no one else): X-Frame-Options off, the
+    Content-Security-Policy's ``frame-ancestors`` (and ``form-action``) naming the two MTurk hosts
+    (read by :class:`unpooled.service.config.security.SecurityHeaders`)."""
+    response.xframe_options_exempt = True
+    response.csp_allow = {**policy, **getattr(response, "csp_allow", {})}
+    return response
 
 
 # schema row id -> (read at, definition, _SchemaParts): parsing costs more than the page
@@ -206,7 +228,7 @@ def _context(request, lease: Assignment, error: str | None = None, value=None) -
 def _body(task: Task) -> SafeString:
     """The task itself, rendered once and kept in the cache shared by the server's processes: it depends on
     the task (payload, document) and its corpus's schema only, never on the lease or the annotator."""
-    key = f"unpooled.task-body:v1:{task.pk}:{task.kind}:{task.guideline_version}"
+    key = f"unpooled.task-body:v2:{task.pk}:{task.kind}:{task.guideline_version}"
     html = cache.get(key)
     if html is None:
         full = Task.objects.select_related("document", "corpus").get(pk=task.pk)
@@ -226,7 +248,6 @@ def _body_context(task: Task) -> dict:
         ctx["pieces"] = segments(doc.text, c0, c1, marks)
         ctx["p"] = p
         ctx["relation_options"] = parts.relation_options
-        ctx["has_links"] = bool(p["subject"].get("links") or p["object"].get("links"))
     elif task.kind == Kind.ENTITIES:
         ctx["lead"], ctx["tokens_html"] = _tokens_html(doc)
         ctx["types_json"] = parts.types_json
@@ -254,71 +275,87 @@ def _with_next(toks):
         yield t, (toks[i + 1] if i + 1 < len(toks) else None)
 
 
-@xframe_options_exempt
+@csrf_exempt
 def task_page(request, token: str):
+    """The task page of a lease: GET shows it, POST answers it.
+
+    An in-house lease is checked for CSRF like any form (its owner is signed in).  An MTurk lease is not:
+    it runs in Mechanical Turk's frame, where the browser sends no cookie of this site, and its unguessable
+    token in the URL is the credential a forged cross-site request would lack."""
     lease = _lease_for(request, token)
+    if lease.annotator.backend == Backend.MTURK:
+        return _for_mturk(_task_page(request, lease))
+    return _task_page_csrf(request, lease)
+
+
+def _task_page(request, lease: Assignment):
+    mturk = lease.annotator.backend == Backend.MTURK
     if lease.status == Assignment.Status.SUBMITTED:
-        return redirect("annotation:next", kind=lease.task.kind) if lease.annotator.backend == Backend.INHOUSE \
-            else render(request, "annotation/thanks.html", {})
+        return _mturk_finish(request, lease) if mturk else redirect("annotation:next", kind=lease.task.kind)
+    if lease.status == Assignment.Status.SKIPPED:
+        return render(request, "annotation/expired.html", {"kind": lease.task.kind, "skipped": True}, status=410)
     if request.method == "POST":
         raw = request.POST.get("answer", "")
+        if len(raw) > MAX_ANSWER_BYTES:
+            return render(request, "annotation/task.html", _context(
+                request, lease, f"answer: {len(raw):,} characters; at most {MAX_ANSWER_BYTES:,}"), status=400)
         try:
             value = json.loads(raw)
         except ValueError as exc:
             return render(request, "annotation/task.html", _context(request, lease, f"answer: not JSON ({exc})"),
                           status=400)
         try:
-            seconds = float(request.POST.get("seconds") or 0) or None
-        except ValueError:
-            seconds = None
-        try:
-            actions.submit_answer(lease, value, seconds=seconds)
+            actions.submit_answer(lease, value, seconds=request.POST.get("seconds") or None)
         except AnswerError as exc:
             return render(request, "annotation/task.html", _context(request, lease, str(exc), value), status=400)
         except actions.AnnotationError as exc:
             return render(request, "annotation/task.html", _context(request, lease, str(exc), value), status=409)
-        request.session[ANSWERED] = True
-        if lease.annotator.backend == Backend.MTURK:
-            return render(request, "annotation/mturk_submit.html",
-                          {"submit_to": request.session.get(f"turk:{token}", "https://workersandbox.mturk.com"),
-                           "assignment_id": lease.external_ref.split("/")[-1], "token": token})
-        return redirect("annotation:next", kind=lease.task.kind)
+        if not mturk:
+            request.session[ANSWERED] = True
+            return redirect("annotation:next", kind=lease.task.kind)
+        return _mturk_finish(request, lease)
     if lease.status == Assignment.Status.EXPIRED or lease.expires < timezone.now():
         return render(request, "annotation/expired.html", {"kind": lease.task.kind}, status=410)
     return render(request, "annotation/task.html", _context(request, lease))
+
+
+_task_page_csrf = csrf_protect(_task_page)
+
+
+def _mturk_finish(request, lease: Assignment):
+    """The answered MTurk lease's last page: its form hands the assignment (and the lease's token, which
+    confirms the answer later) back to the MTurk host the entry named, one of two."""
+    lease.refresh_from_db(fields=["external_ref", "submit_to", "token"])
+    submit_to = lease.submit_to if lease.submit_to in hits.MTURK_SUBMIT_HOSTS else hits.MTURK_SUBMIT_HOSTS[1]
+    return _for_mturk(render(request, "annotation/mturk_submit.html", {
+        "submit_to": submit_to, "assignment_id": lease.external_ref.split("/")[-1], "token": lease.token}),
+        MTURK_FINISH)
 
 
 @require_POST
 @login_required
 def skip(request, token: str):
     lease = _lease_for(request, token)
+    if lease.annotator.backend != Backend.INHOUSE:
+        raise Http404("no such task for you")
     actions.release(lease)
     return redirect("annotation:next", kind=lease.task.kind)
 
 
-@xframe_options_exempt
 def mturk_entry(request):
-    """ExternalQuestion landing page: ``?hitId=&assignmentId=&workerId=&turkSubmitTo=&task=``.
+    """ExternalQuestion landing page: ``?task=&sig=`` as posted, plus Amazon's ``hitId``, ``assignmentId``,
+    ``workerId`` and ``turkSubmitTo`` (rules in :mod:`.hits`).
 
-    In preview (``assignmentId=ASSIGNMENT_ID_NOT_AVAILABLE``) it shows the instructions only.
+    Nothing is shown before the signed link checks out.  In preview (``assignmentId=ASSIGNMENT_ID_NOT_AVAILABLE``)
+    the page shows the instructions only; with an accepted assignment it leases the task to the worker and
+    sends them to the task page.
     """
-    task_id = request.GET.get("task", "")
-    assignment_id = request.GET.get("assignmentId", "")
-    worker = request.GET.get("workerId", "")
-    if not task_id.isdigit():
-        return HttpResponseBadRequest("task: missing or not a number")
-    task = get_object_or_404(Task, pk=int(task_id))
-    if not assignment_id or assignment_id == "ASSIGNMENT_ID_NOT_AVAILABLE" or not worker:
-        return render(request, "annotation/preview.html", {"guide": INSTRUCTIONS[task.kind], "kind": task.kind})
-    ann, _ = Annotator.objects.get_or_create(backend=Backend.MTURK, external_id=worker)
-    if ann.blocked:
-        return render(request, "annotation/blocked.html", {"annotator": ann}, status=403)
-    lease = Assignment.objects.filter(task=task, annotator=ann).first()
-    if lease is None or lease.status == Assignment.Status.EXPIRED:
-        lease = actions._try_lease(task.pk, ann, timezone.now())
-        if lease is None:
-            return render(request, "annotation/empty.html", {"kind": task.kind, "label": "this item"}, status=409)
-        lease.external_ref = f"{request.GET.get('hitId', '')}/{assignment_id}"
-        lease.save(update_fields=["external_ref"])
-    request.session[f"turk:{lease.token}"] = request.GET.get("turkSubmitTo", "https://workersandbox.mturk.com")
+    try:
+        entry = hits.check_entry(request.GET)
+        if entry.preview:
+            return _for_mturk(render(request, "annotation/preview.html",
+                                     {"guide": INSTRUCTIONS[entry.task.kind], "kind": entry.task.kind}))
+        lease = hits.lease_for_entry(entry)
+    except hits.EntryRefused as exc:
+        return _for_mturk(render(request, "annotation/refused.html", {"reason": str(exc)}, status=exc.status))
     return redirect("annotation:task", token=lease.token)

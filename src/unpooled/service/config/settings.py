@@ -20,6 +20,9 @@ variable                        meaning (default)
 ``UNPOOLED_CACHE``              where rendered pages and built leaderboards are kept: a folder
                                 shared by the web workers and the task worker of one machine
                                 (``$UNPOOLED_DATA_DIR/cache``), or ``memory`` (per process)
+``UNPOOLED_SECURE``             ``1`` behind TLS: cookies only over HTTPS (``Secure``), HSTS for a year,
+                                and ``X-Forwarded-Proto: https`` from the proxy marks a request
+                                secure (the proxy must set or strip that header) (off)
 ==============================  ================================================
 """
 
@@ -73,6 +76,7 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
+    "unpooled.service.config.security.SecurityHeaders",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
@@ -167,6 +171,27 @@ FILE_UPLOAD_MAX_MEMORY_SIZE = 2 * 1024 * 1024
 # leaves there is deleted by the task workers (unpooled.service.workers.sweep_uploads)
 FILE_UPLOAD_TEMP_DIR = str(UPLOAD_DIR / "partial")
 Path(FILE_UPLOAD_TEMP_DIR).mkdir(parents=True, exist_ok=True)
+# sign-in: every password check goes through the throttle (per account, per address: accounts/throttle.py)
+AUTHENTICATION_BACKENDS = ["unpooled.service.accounts.throttle.ThrottledModelBackend"]
+AUTH_PASSWORD_VALIDATORS = [
+    {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},
+    {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator", "OPTIONS": {"min_length": 8}},
+    {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
+    {"NAME": "django.contrib.auth.password_validation.NumericPasswordValidator"},
+]
+
+# cookies and transport: no script reads a cookie (the CSRF token is in the pages); behind TLS
+# (UNPOOLED_SECURE=1) cookies travel over HTTPS only and browsers are told to use HTTPS for a year
+SESSION_COOKIE_HTTPONLY = True
+CSRF_COOKIE_HTTPONLY = True
+SESSION_COOKIE_SAMESITE = CSRF_COOKIE_SAMESITE = "Lax"
+SECURE = os.environ.get("UNPOOLED_SECURE", "").strip().lower() in ("1", "true", "yes", "on")
+SESSION_COOKIE_SECURE = CSRF_COOKIE_SECURE = SECURE
+SECURE_HSTS_SECONDS = 31536000 if SECURE else 0
+SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https") if SECURE else None
+SECURE_CONTENT_TYPE_NOSNIFF = True
+SECURE_REFERRER_POLICY = "same-origin"
+X_FRAME_OPTIONS = "DENY"
 LOGIN_URL = "/accounts/login/"
 LOGIN_REDIRECT_URL = "/accounts/home/"
 # a label batch is re-scored this many seconds after its first label (later labels join the same re-scoring)

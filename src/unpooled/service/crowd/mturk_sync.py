@@ -1,14 +1,19 @@
 """Mechanical Turk as an annotation backend: publish open tasks as HITs, pay for answers, reconcile.
 
-Workers open our own task page inside the HIT (ExternalQuestion: ``/annotate/mturk/?task=ID``);
-their answers are stored by the page exactly like an in-house annotator's.  This module only
-moves HITs and money:
+Workers open our own task page inside the HIT (ExternalQuestion: ``/annotate/mturk/?task=ID&sig=…``, a
+link signed by the service: :mod:`unpooled.service.annotation.hits`); their answers are stored by the
+page like an in-house annotator's, but *quarantined*: nothing in the page's request proves that the
+worker and assignment are real.  This module moves HITs and money, and confirms answers:
 
 * :func:`publish` writes the :class:`~unpooled.service.annotation.models.Hit` row with its
   request token *before* calling ``CreateHIT``; a crash in between is repaired by
   :func:`reconcile_corpus` (the HIT is found by its ``RequesterAnnotation`` and adopted).
-* :func:`collect` approves submitted assignments whose answer we stored and rejects, with a
-  reason, those that reached Mechanical Turk without an answer on our side.
+* :func:`collect` asks Mechanical Turk for the HIT's submitted (and auto-approved) assignments: an
+  answer whose lease matches one (same HIT, assignment and worker, and the lease's token in the
+  assignment's answer) is confirmed (it now counts and costs) and the assignment approved; a submitted
+  assignment without such an answer is rejected, with a reason.  Answers no assignment confirms stay
+  quarantined: they never reach a label and nothing is paid for them.  :func:`reconcile_corpus` also
+  confirms what it finds.
 """
 
 from __future__ import annotations
@@ -17,7 +22,8 @@ from dataclasses import dataclass, field
 
 from django.db import transaction
 
-from unpooled.service.annotation.models import Answer, Assignment, Backend, Hit, Kind, Task
+from unpooled.service.annotation import actions, hits
+from unpooled.service.annotation.models import Assignment, Backend, Hit, Kind, Task
 from unpooled.service.corpora.models import Corpus
 
 from .mturk import LocalHit, MTurkBackend, reconcile, request_token
@@ -36,10 +42,38 @@ class SyncReport:
     approved: int = 0
     rejected: int = 0
     adopted: int = 0
+    confirmed: int = 0
     errors: list[str] = field(default_factory=list)
 
     def to_dict(self) -> dict:
         return dict(self.__dict__)
+
+
+def question_url(base_url: str, task: Task, hit: Hit) -> str:
+    """The ExternalQuestion URL of ``task``'s HIT: the entry page with the signed task link."""
+    return f"{base_url.rstrip('/')}/annotate/mturk/?{hits.task_query(task, hit)}"
+
+
+def _lease_of(hit: Hit, assignment: dict) -> Assignment | None:
+    """Our lease matching an assignment Mechanical Turk listed for ``hit``: same task, worker and assignment
+    id, the HIT id recorded at entry equal to the HIT's, and the lease's token in the assignment's answer."""
+    aid, token = assignment["AssignmentId"], (assignment.get("answers") or {}).get("unpooled_token", "")
+    lease = Assignment.objects.filter(task=hit.task, annotator__backend=Backend.MTURK,
+                                      annotator__external_id=assignment.get("WorkerId", ""),
+                                      external_ref=f"{hit.hit_id}/{aid}").first()
+    if lease is None or not token or token != lease.token or assignment.get("HITId", hit.hit_id) != hit.hit_id:
+        return None
+    return lease
+
+
+def confirm(hit: Hit, assignment: dict) -> Assignment | None:
+    """Confirm the quarantined answer an assignment listed by Mechanical Turk vouches for (see
+    :func:`_lease_of`); returns the lease whose answer is stored (confirmed now or before), else None."""
+    lease = _lease_of(hit, assignment)
+    if lease is None or not hasattr(lease, "answer"):
+        return None
+    actions.confirm_mturk_answer(lease)
+    return lease
 
 
 def publish(corpus: Corpus, backend: MTurkBackend, base_url: str, *, limit: int | None = None) -> SyncReport:
@@ -52,7 +86,7 @@ def publish(corpus: Corpus, backend: MTurkBackend, base_url: str, *, limit: int 
             hit, _ = Hit.objects.get_or_create(task=task, defaults={"request_token": request_token("task", task.pk, 0),
                                                                     "max_assignments": n})
         try:
-            got = backend.create_hit(item_token(task), f"{base_url.rstrip('/')}/annotate/mturk/?task={task.pk}",
+            got = backend.create_hit(item_token(task), question_url(base_url, task, hit),
                                      task_type=task.kind, max_assignments=n, title=TITLES[task.kind],
                                      description=TITLES[task.kind], request_token=hit.request_token)
         except Exception as exc:  # recorded; the row stays pending and reconcile or the next publish repairs it
@@ -64,26 +98,29 @@ def publish(corpus: Corpus, backend: MTurkBackend, base_url: str, *, limit: int 
 
 
 def collect(corpus: Corpus, backend: MTurkBackend) -> SyncReport:
-    """Approve assignments whose answers we stored; reject those without an answer; expire finished HITs."""
+    """Confirm and approve assignments whose answers we stored; reject submitted ones without an answer;
+    expire finished HITs."""
     rep = SyncReport()
     for hit in Hit.objects.filter(task__corpus=corpus).exclude(hit_id="").select_related("task"):
         approved, rejected = set(hit.approved), set(hit.rejected)
-        for a in backend.list_assignments(hit.hit_id, statuses=("Submitted",)):
+        for a in backend.list_assignments(hit.hit_id, statuses=("Submitted", "Approved")):
             aid = a["AssignmentId"]
-            if aid in approved or aid in rejected:
+            if aid in rejected:
                 continue
-            ours = Assignment.objects.filter(task=hit.task, annotator__backend=Backend.MTURK,
-                                             annotator__external_id=a["WorkerId"],
-                                             external_ref__endswith=f"/{aid}").first()
-            if ours is not None and Answer.objects.filter(assignment=ours).exists():
-                backend.approve(aid)
-                approved.add(aid)
-                rep.approved += 1
-            else:
+            lease = confirm(hit, a)
+            if lease is not None:
+                rep.confirmed += 1
+                if aid not in approved:
+                    if a.get("AssignmentStatus") != "Approved":
+                        backend.approve(aid)
+                        rep.approved += 1
+                    approved.add(aid)
+            elif a.get("AssignmentStatus") == "Submitted" and aid not in approved:
                 backend.reject(aid, "No answer was recorded for this assignment on the task page.")
                 rejected.add(aid)
                 rep.rejected += 1
         status = hit.status
+        hit.task.refresh_from_db(fields=["status"])
         if hit.task.status != Task.Status.OPEN and status != "expired":
             backend.expire_hit(hit.hit_id)
             status = "expired"
@@ -93,11 +130,16 @@ def collect(corpus: Corpus, backend: MTurkBackend) -> SyncReport:
 
 def reconcile_corpus(corpus: Corpus, backend: MTurkBackend, *, expire_orphans: bool = False) -> dict:
     """Compare the local HIT rows with Mechanical Turk and repair lost HIT ids."""
-    hits = list(Hit.objects.filter(task__corpus=corpus).select_related("task"))
-    local = [LocalHit(item_token(h.task), h.hit_id or None, h.request_token, h.max_assignments) for h in hits]
-    known = {aid for h in hits for aid in h.approved + h.rejected}
+    rows = list(Hit.objects.filter(task__corpus=corpus).select_related("task"))
+    local = [LocalHit(item_token(h.task), h.hit_id or None, h.request_token, h.max_assignments) for h in rows]
+    known = {aid for h in rows for aid in h.approved + h.rejected}
     rep = reconcile(backend, local, known_assignments=known, expire_orphans=expire_orphans)
-    by_token = {item_token(h.task): h for h in hits}
+    by_token = {item_token(h.task): h for h in rows}
     for token, hid in rep.adopted.items():
         Hit.objects.filter(pk=by_token[token].pk).update(hit_id=hid, status="posted")
-    return rep.to_dict()
+        by_token[token].hit_id = hid
+    out = rep.to_dict()
+    # the submitted assignments Mechanical Turk listed vouch for our quarantined answers (collect pays them)
+    out["confirmed"] = sum(confirm(by_token[a["item_token"]], a) is not None for a in rep.new_assignments
+                           if a.get("item_token") in by_token)
+    return out

@@ -33,7 +33,8 @@ REBOOTSTRAP_GROWTH = 0.10
 
 
 def verify_answers(corpus, fp: tuple | None = None) -> VerifyAnswers:
-    """The corpus's counted verification answers.  ``fp``: their :func:`_answers_fp`, just read; then the rows
+    """The corpus's counted verification answers (weight above 0, by annotators not blocked: a blocked
+    annotator's answers leave the votes, those to completed items included).  ``fp``: their :func:`_answers_fp`, just read; then the rows
     are kept in memory and only answers with ids above the held ones are read, if the count adds up (answers are
     append-only; a discounted answer, or one committed late under a lower id, makes it re-read them all).
 
@@ -42,7 +43,8 @@ def verify_answers(corpus, fp: tuple | None = None) -> VerifyAnswers:
     appearance, so rows appended at the end only add to the end)."""
     from unpooled.service.annotation.models import Answer, Kind
 
-    qs = Answer.objects.filter(task__corpus=corpus, task__kind=Kind.VERIFY, weight__gt=0).order_by("id")
+    qs = Answer.objects.filter(task__corpus=corpus, task__kind=Kind.VERIFY, weight__gt=0,
+                               annotator__blocked=False).order_by("id")
     cols = ("task_id", "annotator_id", "correct", "task__key", "task__is_control", "task__control_answer", "id")
     rows = parsed = None
     held = _answer_rows.get(corpus.pk) if fp is not None else None
@@ -124,7 +126,7 @@ def _answer_rows_between(corpus, after: int, upto: int | None) -> list:
 
     if upto is None or upto <= after:
         return []
-    got = list(Answer.objects.filter(id__gt=after, id__lte=upto, weight__gt=0).order_by("id")
+    got = list(Answer.objects.filter(id__gt=after, id__lte=upto, weight__gt=0, annotator__blocked=False).order_by("id")
                .values_list("id", "task_id", "annotator_id", "correct"))
     ids = sorted({r[1] for r in got})
     tasks: dict[int, tuple] = {}
@@ -147,12 +149,14 @@ def _extends(old: VerifyAnswers, new: VerifyAnswers) -> bool:
 
 
 def answers_fp(corpus) -> tuple:
-    """Fingerprint of the corpus's counted verification answers: ``(pk, created, count, max id, weight sum)``."""
+    """Fingerprint of the corpus's counted verification answers: ``(pk, created, count, max id, weight sum)``
+    (blocking an annotator changes it: the count falls)."""
     from django.db.models import Count, Max, Sum
 
     from unpooled.service.annotation.models import Answer, Kind
 
-    a = Answer.objects.filter(task__corpus=corpus, task__kind=Kind.VERIFY, weight__gt=0).aggregate(
+    a = Answer.objects.filter(task__corpus=corpus, task__kind=Kind.VERIFY, weight__gt=0,
+                              annotator__blocked=False).aggregate(
         n=Count("id"), mx=Max("id"), w=Sum("weight"))
     return corpus.pk, corpus.created, a["n"], a["mx"], a["w"]  # (pk, created): a re-created corpus is another
 

@@ -42,7 +42,7 @@ SETTINGS_FIELDS = (
     "backend", "answers_per_item", "lease_seconds", "reward_verify_cents", "reward_entities_cents",
     "reward_relations_cents", "budget_cents", "submission_budget_cents", "control_share", "block_below_accuracy",
     "block_min_controls", "aggregation", "target_halfwidth", "min_draws", "max_draws", "exhaustive_documents",
-    "levels",
+    "levels", "open_signup",
 )
 MAX_ANSWERS_PER_ITEM = 20
 MIN_LEASE_SECONDS = 60
@@ -367,6 +367,7 @@ def check_settings(corpus: Corpus, values: dict) -> dict:
             v["levels"] = ",".join(got)
     else:
         need("levels", False, f"expected a comma-separated list of {', '.join(LEVELS)}, got {raw!r}")
+    need("open_signup", isinstance(v.get("open_signup"), bool), f"expected true or false, got {v.get('open_signup')!r}")
     if errors:
         raise SettingsError({f: errors[f] for f in SETTINGS_FIELDS if f in errors})
     return {f: v[f] for f in SETTINGS_FIELDS}

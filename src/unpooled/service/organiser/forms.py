@@ -27,6 +27,8 @@ class SettingsForm(forms.ModelForm):
             "block_below_accuracy": "block an annotator whose gold-control accuracy is below this "
                                     "(with 95% confidence)",
             "block_min_controls": "fewest controls before blocking",
+            "open_signup": "annotators who signed up without an organiser's invite may annotate this corpus "
+                           "(and the sign-up page takes them)",
         }
 
     def __init__(self, *args, corpus: Corpus, **kwargs) -> None:

@@ -36,7 +36,7 @@ def document_detail(request, name: str, pk: int):
     sents = list(doc.sentences.values_list("index", "start", "end"))
     entities = list(doc.gold_entities.prefetch_related("mentions").order_by("index"))
     relations = doc.gold_relations.select_related("subject", "object")
-    layers = annotation_layers(doc)
+    layers = annotation_layers(doc, request.user)
     gold = [(m.start, m.end, f"gold {e.type} #{e.index} {e.name}") for e in entities for m in e.mentions.all()]
     sentences = layered_sentences(doc.text, sents, {"gold": gold, "exh": layers["exhaustive_spans"],
                                                     "ver": layers["verified_spans"]})

@@ -1,0 +1,140 @@
+"""Sign-in throttling: failed password checks are counted per account and per address, in the cache.
+
+Three limits, each over a fixed window that starts at its first failure:
+
+* :data:`PER_PAIR` failures for one account from one address in :data:`WINDOW` seconds;
+* :data:`PER_ADDRESS` failures from one address, whatever the accounts, in :data:`WINDOW` seconds;
+* :data:`PER_ACCOUNT` failures for one account from all addresses in :data:`ACCOUNT_WINDOW` seconds
+  (a guess spread over many addresses).
+
+An address the account signed in from before (remembered :data:`KNOWN_SECONDS`) is exempt from the last
+two: an attack from elsewhere, or from other accounts behind the same address (a proxy, a campus), does
+not lock out the account's owner.
+
+While a limit is reached, every attempt it covers is refused, the right password included, with a message
+that says how long to wait; nothing is locked for longer than its window, and a success clears the
+account's count for that address.  The checks run in :class:`ThrottledModelBackend`, so the sign-in page,
+the admin's and ``authenticate()`` anywhere are covered; :class:`ThrottledAuthenticationForm` shows the
+message on the sign-in page.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+import time
+
+from django import forms
+from django.conf import settings
+from django.contrib.auth.backends import ModelBackend
+from django.contrib.auth.forms import AuthenticationForm
+from django.core.cache import cache
+from django.core.exceptions import PermissionDenied
+
+WINDOW = 15 * 60
+ACCOUNT_WINDOW = 60 * 60
+PER_PAIR = 5
+PER_ADDRESS = 20
+PER_ACCOUNT = 50
+KNOWN_SECONDS = 30 * 24 * 3600
+_PREFIX = "unpooled.signin:"
+
+
+def _h(*parts: str) -> str:
+    return hashlib.sha256("\x00".join(parts).encode()).hexdigest()[:32]
+
+
+def address_of(request) -> str:
+    """The client's address: ``REMOTE_ADDR``, or behind the TLS proxy (``UNPOOLED_SECURE=1``) the address
+    that proxy appended to ``X-Forwarded-For``.  Empty without a request."""
+    if request is None:
+        return ""
+    meta = request.META
+    if getattr(settings, "SECURE_PROXY_SSL_HEADER", None) and meta.get("HTTP_X_FORWARDED_FOR"):
+        return meta["HTTP_X_FORWARDED_FOR"].split(",")[-1].strip()[:64]
+    return str(meta.get("REMOTE_ADDR", ""))[:64]
+
+
+def _account(username) -> str:
+    return str(username or "").strip().lower()[:150]
+
+
+def _keys(account: str, address: str) -> list[tuple[str, int, int]]:
+    """(cache key, limit, window) of each limit that applies to an attempt."""
+    keys = [(_PREFIX + "pair:" + _h(account, address), PER_PAIR, WINDOW)]
+    if address and cache.get(_PREFIX + "known:" + _h(account, address)):
+        return keys
+    if address:
+        keys.append((_PREFIX + "addr:" + _h(address), PER_ADDRESS, WINDOW))
+    keys.append((_PREFIX + "acct:" + _h(account), PER_ACCOUNT, ACCOUNT_WINDOW))
+    return keys
+
+
+def wait_seconds(request, username) -> int:
+    """Seconds until an attempt for ``username`` from this request's address is allowed again (0: now)."""
+    account, address = _account(username), address_of(request)
+    now = time.time()
+    wait = 0
+    for key, limit, window in _keys(account, address):
+        got = cache.get(key)
+        if got and got[0] >= limit:
+            wait = max(wait, math.ceil(got[1] + window - now))
+    return wait
+
+
+def record_failure(request, username) -> None:
+    account, address = _account(username), address_of(request)
+    now = time.time()
+    for key, _, window in _keys(account, address):
+        got = cache.get(key)
+        count, start = (got if got and now < got[1] + window else (0, now))
+        cache.set(key, (count + 1, start), int(start + window - now) + 1)
+
+
+def record_success(request, username) -> None:
+    account, address = _account(username), address_of(request)
+    cache.delete(_PREFIX + "pair:" + _h(account, address))
+    if address:
+        cache.set(_PREFIX + "known:" + _h(account, address), 1, KNOWN_SECONDS)
+
+
+def message(wait: int) -> str:
+    minutes = max(1, -(-wait // 60))
+    return (f"Too many failed sign-ins for this account or from your address: try again in {minutes} minute"
+            f"{'s' if minutes != 1 else ''}. Nothing is locked for longer than that.")
+
+
+class ThrottledModelBackend(ModelBackend):
+    """Django's user-name and password check, refused while a limit is reached; failures are counted."""
+
+    def authenticate(self, request, username=None, password=None, **kwargs):
+        from django.contrib.auth import get_user_model
+
+        if username is None:
+            username = kwargs.get(get_user_model().USERNAME_FIELD)
+        if username is None or password is None:
+            return None
+        wait = wait_seconds(request, username)
+        if wait:
+            raise PermissionDenied(message(wait))
+        user = super().authenticate(request, username=username, password=password, **kwargs)
+        if user is None:
+            record_failure(request, username)
+        else:
+            record_success(request, username)
+        return user
+
+
+class ThrottledAuthenticationForm(AuthenticationForm):
+    """The sign-in form: says so, and how long to wait, when a limit is reached."""
+
+    throttled = ""   # the message, when a limit refused this attempt
+
+    def clean(self):
+        username = self.cleaned_data.get("username")
+        if username is not None:
+            wait = wait_seconds(self.request, username)
+            if wait:
+                self.throttled = message(wait)
+                raise forms.ValidationError(self.throttled, code="throttled")
+        return super().clean()
