@@ -7,11 +7,10 @@ organisers see everything. A submission the caller may not see answers 404, as i
 from __future__ import annotations
 
 import math
-import time
 from typing import Annotated, Literal
 
 from django.db.models import Count, Exists, OuterRef, Q, Subquery
-from django.http import HttpRequest
+from django.http import HttpRequest, HttpResponse
 from django.urls import reverse
 from ninja import File, Form, Router, Schema, UploadedFile
 from ninja.responses import Status
@@ -24,8 +23,9 @@ from unpooled.service.annotation.models import Label
 from unpooled.service.corpora.models import Corpus, Document
 from unpooled.service.evaluations.models import Draw, Score
 from unpooled.service.submissions.models import RelationInstance, Submission
+from unpooled.service.submissions.uploads import client_address, may_see_upload
 
-from . import actions
+from . import actions, waiting
 from .auth import OPTIONAL, OPTIONAL_EXTRA, REQUIRED, Caller, caller
 from .errors import ApiError, rejection, report_diagnostics
 from .schemas import (
@@ -54,7 +54,9 @@ router = Router()
 
 Limit = Annotated[int, Field(ge=1, le=500, description="items per page")]
 Offset = Annotated[int, Field(ge=0, le=1_000_000_000, description="items to skip")]
-Wait = Annotated[int, Field(ge=0, le=300, description="seconds to wait for the validation to finish")]
+Wait = Annotated[int, Field(ge=0, le=300, description="seconds to wait for the validation to finish (the server "
+                                                       "waits at most UNPOOLED_UPLOAD_WAIT_SECONDS, 5 by default; "
+                                                       "poll again while not done)")]
 PUBLISHED = Submission.Status.PUBLISHED
 
 
@@ -328,29 +330,32 @@ def _upload_out(request, result) -> tuple[dict, ApiError | None]:
     return out, err
 
 
-def _wait(result, seconds: int):
-    end = time.monotonic() + seconds
-    while not result.is_finished and time.monotonic() < end:
-        time.sleep(min(0.25, max(0.0, end - time.monotonic())))
-        result.refresh()
+def _wait(result, seconds: int, response: HttpResponse | None = None):
+    """Wait for the validation (bounded: :mod:`.waiting`); an unfinished upload tells the client when to poll."""
+    if seconds and not result.is_finished:
+        result = waiting.wait_until_finished(result, seconds)
+    if response is not None and not result.is_finished:
+        response["Retry-After"] = str(waiting.POLL_SECONDS)
     return result
 
 
 @router.post("/submissions", response={200: UploadOut, 201: UploadOut, 202: UploadOut,
                                        **errors(400, 401, 403, 404, 409, 413, 422, 429, 500)},
              auth=REQUIRED, tags=["submissions"], summary="Submit a file (multipart): validated in the background")
-def submission_create(request, file: File[UploadedFile], data: Form[UploadIn], wait: Wait = 0):
-    """Answers 202 with the upload's id and URL; poll ``GET /api/uploads/{id}``. With ``wait`` (seconds), answers
-    when validation has finished within that time: 201 with the submission, or the error (422 with every
-    located diagnostic for a rejected file; nothing is stored). A file submitted before answers 200 with
-    the earlier submission."""
+def submission_create(request, response: HttpResponse, file: File[UploadedFile], data: Form[UploadIn],
+                      wait: Wait = 0):
+    """Answers 202 with the upload's id and URL (and ``Retry-After``); poll ``GET /api/uploads/{id}``. With
+    ``wait`` (seconds; the server waits at most a few, see the API's description), answers when validation
+    has finished within that time: 201 with the submission, or the error (422 with every located diagnostic
+    for a rejected file; nothing is stored). A file your team submitted before answers 200 with that
+    submission. Too many rejected or waiting uploads: 429 ``rate_limited``."""
     c = caller(request)
     up = actions.check_upload(c, corpus=data.corpus, file_name=file.name, size=file.size, run=data.run,
                               fmt=data.format, visibility=data.visibility, description=data.description,
                               team=data.team)
-    result = actions.do_upload(up, file.chunks(), user=c.user)
-    if wait and not result.is_finished:
-        result = _wait(result, wait)
+    result = actions.do_upload(up, file.chunks(), user=c.user, address=client_address(request),
+                               limited=not c.organiser)
+    result = _wait(result, wait, response)
     out, err = _upload_out(request, result)
     if err is not None:
         raise err
@@ -363,10 +368,11 @@ def submission_create(request, file: File[UploadedFile], data: Form[UploadIn], w
 
 @router.get("/uploads/{upload_id}", response={200: UploadOut, **errors(400, 401, 404)}, auth=REQUIRED,
             tags=["submissions"], summary="An upload's validation: queued, validating, accepted or rejected")
-def upload_detail(request, upload_id: str, wait: Wait = 0):
+def upload_detail(request, response: HttpResponse, upload_id: str, wait: Wait = 0):
     """Visible to the uploading team, the user who uploaded and organisers. ``wait``: seconds to wait for it to
-    finish. A rejected upload carries the error with every located diagnostic (line, col, field, code,
-    message, help)."""
+    finish (the server waits at most a few; an unfinished upload answers with ``Retry-After``). A rejected
+    upload carries the error with every located diagnostic (line, col, field, code, message, help).
+    Outcomes are kept for ``UNPOOLED_UPLOAD_RESULT_HOURS`` (48 hours), then answer 404."""
     from django.core.exceptions import ValidationError as DjangoValidationError
     from django_tasks.exceptions import TaskResultDoesNotExist, TaskResultMismatch
 
@@ -378,13 +384,9 @@ def upload_detail(request, upload_id: str, wait: Wait = 0):
         result = ingest_upload.get_result(upload_id)
     except (TaskResultDoesNotExist, TaskResultMismatch, ValueError, DjangoValidationError, NotImplementedError):
         raise missing from None
-    args = list(result.args) + [None] * 9
-    own_team = c.team is not None and c.team.name == args[2]
-    own_user = c.authenticated and args[7] is not None and args[7] == c.user.pk
-    if not (c.organiser or own_team or own_user):
+    if not may_see_upload(result, user=c.user, team=c.team, organiser=c.organiser):
         raise missing
-    if wait and not result.is_finished:
-        result = _wait(result, wait)
+    result = _wait(result, wait, response)
     return _upload_out(request, result)[0]
 
 

@@ -2,14 +2,17 @@
 
 ``check_submission`` validates a file against a stored corpus without writing;
 ``do_ingest_submission`` validates and then stores it in one transaction, so a
-rejected or crashed import leaves no rows.  The same file (by SHA-256) is
-recognised and returns the existing submission.
+rejected or crashed import leaves no rows.  The same file (by SHA-256) submitted again
+by the same team is recognised and returns that team's existing submission; another
+team's identical file is stored as that team's own run (nothing about the first team's
+submission is ever told to another team).
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import logging
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, TextIO
@@ -25,6 +28,8 @@ from unpooled.service.corpora.corpus_view import DbCorpusView
 from unpooled.service.corpora.models import Corpus
 
 from .models import RelationInstance, Submission, SubmissionEntity, SubmissionMention, Team
+
+log = logging.getLogger(__name__)
 
 
 @dataclass
@@ -45,6 +50,18 @@ class IngestResult:
             out.update(submission=sub.pk, team=sub.team.name, run=sub.run_id, corpus=sub.corpus.name,
                        counts=sub.counts, duplicate=self.duplicate_of is not None)
         return out
+
+
+def _same_file(corpus: Corpus, team_name: str, sha: str) -> Submission | None:
+    """The team's own submission of the same bytes to the corpus (never another team's)."""
+    return (Submission.objects.filter(corpus=corpus, team__name=team_name, file_sha256=sha)
+            .select_related("team", "corpus").first())
+
+
+def _duplicate(existing: Submission, path: str | Path) -> IngestResult:
+    rep = Report(path=str(path))
+    rep.counts = dict(existing.counts)
+    return IngestResult(rep, existing, duplicate_of=existing)
 
 
 def file_sha256(path: str | Path) -> tuple[str, int]:
@@ -82,12 +99,11 @@ def do_ingest_submission(
     corpus = get_corpus(corpus_name)
     if not team_name or not team_name.strip():
         raise ActionError("a team name is required (--team)")
+    team_name = team_name.strip()
     sha, size = file_sha256(path)
-    existing = Submission.objects.filter(corpus=corpus, file_sha256=sha).select_related("team", "corpus").first()
+    existing = _same_file(corpus, team_name, sha)
     if existing is not None:
-        rep = Report(path=str(path))
-        rep.counts = dict(existing.counts)
-        return IngestResult(rep, existing, duplicate_of=existing)
+        return _duplicate(existing, path)
     view = DbCorpusView(corpus)
     kb, report = check_submission(path, corpus, fmt, view=view)
     if timer:
@@ -98,7 +114,7 @@ def do_ingest_submission(
     fmt = kb.format
     try:
         with transaction.atomic():
-            team, _ = Team.objects.get_or_create(name=team_name.strip())
+            team, _ = Team.objects.get_or_create(name=team_name)
             if enforce_quota:
                 from .quota import check_quota
 
@@ -119,8 +135,16 @@ def do_ingest_submission(
                 from .signals import submission_stored
 
                 submission_stored.send(sender=Submission, submission=sub)  # the evaluations app starts it
-    except IntegrityError as exc:  # a concurrent upload of the same file or run
-        raise ActionError(f"submission conflicts with one stored meanwhile: {exc}") from None
+    except IntegrityError:  # a concurrent upload of the same file or run name by the same team
+        log.warning("storing %s for team %r on %s raced another upload", file_name or path, team_name, corpus.name,
+                    exc_info=True)
+        existing = _same_file(corpus, team_name, sha)
+        if existing is not None:
+            return _duplicate(existing, path)
+        if Submission.objects.filter(corpus=corpus, team__name=team_name, run_id=run).exists():
+            raise ActionError(f"team {team_name!r} already has a run named {run!r} on corpus {corpus.name!r}; "
+                              "choose another --run") from None
+        raise ActionError("submission conflicts with one stored at the same time; upload it again") from None
     if timer:
         timer("store")
     return IngestResult(report, sub)

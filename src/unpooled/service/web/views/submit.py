@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import uuid
+import re
 
 from django.conf import settings
 from django.contrib.auth.decorators import login_required
@@ -11,6 +11,7 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_POST
 
 from unpooled.service.accounts import actions as accounts
+from unpooled.service.submissions import uploads
 from unpooled.service.submissions.models import Submission, Team
 
 from ..forms import UploadForm
@@ -18,8 +19,6 @@ from ..forms import UploadForm
 
 @login_required
 def upload(request):
-    from unpooled.service.submissions.tasks import ingest_upload
-
     organiser = accounts.is_organiser(request.user)
     team = accounts.team_of(request.user)
     if team is None and not organiser:
@@ -42,20 +41,21 @@ def upload(request):
                 except (accounts.AccountError, accounts.QuotaError) as exc:
                     form.add_error(None, str(exc))
                 else:
-                    settings.UPLOAD_DIR.mkdir(parents=True, exist_ok=True)
-                    dest = settings.UPLOAD_DIR / f"{uuid.uuid4().hex}.upload"
-                    with open(dest, "wb") as out:
-                        for chunk in f.chunks():
-                            out.write(chunk)
-                    result = ingest_upload.enqueue(
-                        str(dest), form.cleaned_data["corpus"].name, team_name, form.cleaned_data["run"],
-                        form.cleaned_data["format"], f.name, form.cleaned_data["visibility"], request.user.pk,
-                        form.cleaned_data["description"] or "",
-                    )
-                    url = f"/submissions/uploads/{result.id}/"
-                    if request.headers.get("x-requested-with") == "fetch":
-                        return JsonResponse({"upload": str(result.id), "status_url": url}, status=202)
-                    return redirect("web:upload_status", task_id=result.id)
+                    dest = uploads.save_upload(f.chunks())  # a private file (0600), removed if refused
+                    try:
+                        result = uploads.start_upload(
+                            dest, corpus=form.cleaned_data["corpus"].name, team=team_name,
+                            run=form.cleaned_data["run"], fmt=form.cleaned_data["format"], file_name=f.name,
+                            visibility=form.cleaned_data["visibility"],
+                            description=form.cleaned_data["description"] or "", user=request.user,
+                            address=uploads.client_address(request), limited=not organiser)
+                    except accounts.QuotaError as exc:  # too many rejected or waiting uploads
+                        form.add_error(None, str(exc))
+                    else:
+                        url = f"/submissions/uploads/{result.id}/"
+                        if request.headers.get("x-requested-with") == "fetch":
+                            return JsonResponse({"upload": str(result.id), "status_url": url}, status=202)
+                        return redirect("web:upload_status", task_id=result.id)
         if request.headers.get("x-requested-with") == "fetch":
             return JsonResponse({"errors": {k: [str(e) for e in v] for k, v in form.errors.items()}}, status=400)
     else:
@@ -63,22 +63,47 @@ def upload(request):
     return render(request, "web/upload.html", {"form": form, "organiser": organiser, "team": team})
 
 
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
+
+
+def _printable(v):
+    """Diagnostics echo the uploaded bytes: control characters (NUL...) are shown as U+FFFD."""
+    if isinstance(v, str):
+        return _CONTROL.sub("\ufffd", v)
+    if isinstance(v, dict):
+        return {k: _printable(x) for k, x in v.items()}
+    if isinstance(v, list):
+        return [_printable(x) for x in v]
+    return v
+
+
+@login_required
 def upload_status(request, task_id: str):
+    """An upload's validation, for the uploading team, the user who uploaded and organisers (as
+    ``GET /api/uploads/{id}``; anyone else: 404). A crashed validation shows what failed, never the traceback."""
+    from django.core.exceptions import ValidationError
     from django_tasks import TaskResultStatus
-    from django_tasks.exceptions import TaskResultDoesNotExist
+    from django_tasks.exceptions import TaskResultDoesNotExist, TaskResultMismatch
 
     from unpooled.service.submissions.tasks import ingest_upload
 
     try:
         result = ingest_upload.get_result(task_id)
-    except (TaskResultDoesNotExist, ValueError):
+    except (TaskResultDoesNotExist, TaskResultMismatch, ValueError, ValidationError, NotImplementedError):
         raise Http404("no such upload") from None
+    if not uploads.may_see_upload(result, user=request.user, team=accounts.team_of(request.user),
+                                  organiser=accounts.is_organiser(request.user)):
+        raise Http404("no such upload")
     outcome = result.return_value if result.status == TaskResultStatus.SUCCESSFUL else None
     if outcome and outcome.get("ok"):
         return redirect("web:status", pk=outcome["submission"])
-    errors = [str(e) for e in result.errors] if result.status == TaskResultStatus.FAILED else []
-    return render(request, "web/upload_status.html", {"result": result, "outcome": outcome, "errors": errors,
-                                                      "done": result.is_finished})
+    errors = []
+    if result.status == TaskResultStatus.FAILED:  # the traceback stays in the worker's log
+        what = result.errors[-1].exception_class_path.rsplit(".", 1)[-1] if result.errors else "unknown error"
+        errors = [f"Validating the file failed on the server ({what}); nothing was stored. Upload it again; if it "
+                  "fails again, tell the organisers (the server's log has the details)."]
+    return render(request, "web/upload_status.html", {"result": result, "outcome": _printable(outcome),
+                                                      "errors": errors, "done": result.is_finished})
 
 
 def _visible(request, pk: int) -> Submission:
