@@ -290,7 +290,7 @@ def submission_update(request, pk: int, payload: SubmissionPatch):
 
 
 class UploadIn(Schema):
-    corpus: str = Field(description="the corpus name")
+    corpus: str = Field(min_length=1, max_length=200, description="the corpus name")
     run: str = Field("", max_length=200, description="run name (default: the TAC run id line, else the file name)")
     format: Literal[("",) + KB_FORMATS] = Field("", description="tac or jsonl; detected when empty")  # type: ignore
     visibility: Visibility = "public"
