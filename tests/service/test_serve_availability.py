@@ -217,3 +217,24 @@ def test_corrupt_cache_files_are_misses(server):
                 assert json.loads(body) == json.loads(before)
             else:
                 assert b"red/r-pub" in body or u.endswith("/")
+
+
+def test_an_older_data_directory_is_made_private(tmp_path):
+    """A data directory made before this (the SQLite file and its WAL 0644, the secret key 0644, uploads/ 0755):
+    starting the service takes the group's and others' bits away."""
+    data = tmp_path / "old"
+    (data / "uploads").mkdir(parents=True, mode=0o755)
+    for name in ("unpooled.sqlite3", "unpooled.sqlite3-wal", "secret_key"):
+        (data / name).write_bytes(b"" if name != "secret_key" else b"an-old-secret-key-of-enough-length")
+        os.chmod(data / name, 0o644)
+    os.chmod(data / "uploads", 0o755)
+    env = dict(os.environ, UNPOOLED_DATA_DIR=str(data), DJANGO_SETTINGS_MODULE="unpooled.service.config.settings")
+    for k in ("DATABASE_URL", "UNPOOLED_SECRET_KEY"):
+        env.pop(k, None)
+    out = subprocess.run([sys.executable, "-c", "import django; django.setup(); from django.conf import settings; "
+                          "print(settings.SECRET_KEY)"], env=env, capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.strip() == "an-old-secret-key-of-enough-length"
+    for name in ("unpooled.sqlite3", "unpooled.sqlite3-wal", "secret_key"):
+        assert _mode(data / name) == 0o600, name
+    assert _mode(data / "uploads") == 0o700

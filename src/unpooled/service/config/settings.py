@@ -69,6 +69,18 @@ def _create_private(path: Path, data: bytes) -> None:
             os.unlink(tmp)
 
 
+def _owner_only(*paths) -> None:
+    """A data directory made by an older version had the umask's modes (the SQLite file 0644, uploads/ 0755):
+    what exists and is ours loses its group and other bits."""
+    for p in paths:
+        try:
+            st = os.stat(p)
+            if st.st_uid == os.getuid() and st.st_mode & 0o077:
+                os.chmod(p, st.st_mode & 0o700)
+        except OSError:
+            pass
+
+
 def _secret_key() -> str:
     if os.environ.get("UNPOOLED_SECRET_KEY"):
         return os.environ["UNPOOLED_SECRET_KEY"]
@@ -78,6 +90,7 @@ def _secret_key() -> str:
     return path.read_text().strip()
 
 
+_owner_only(DATA_DIR / "secret_key", UPLOAD_DIR)
 SECRET_KEY = _secret_key()
 DEBUG = os.environ.get("UNPOOLED_DEBUG", "") in ("1", "true", "yes")
 ALLOWED_HOSTS = [h.strip() for h in os.environ.get("UNPOOLED_ALLOWED_HOSTS", "localhost,127.0.0.1,[::1]").split(",") if h.strip()]
@@ -144,6 +157,7 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
             os.close(os.open(_db, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
         except FileExistsError:
             pass
+    _owner_only(_db, f"{_db}-wal", f"{_db}-shm")
     # WAL lets the web server read while the worker writes; IMMEDIATE avoids lock-upgrade deadlocks.
     # persistent connections: opening one (and its PRAGMAs) was a third of a cached page's time
     DATABASES["default"]["CONN_MAX_AGE"] = 60
