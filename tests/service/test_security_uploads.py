@@ -462,3 +462,34 @@ def test_wait_is_capped_and_needs_a_slot(client, corpus, people, monkeypatch):
     fake.slept = 0.0
     done = client.get(url + "?wait=300", **auth(people["red"]))
     assert done.json()["state"] == "accepted" and fake.slept == 0.0 and "Retry-After" not in done
+
+
+# ---------------------------------------------------------------------------- a failed stage's cause
+
+def test_a_failed_stage_tells_its_cause_to_the_team_only(client, people, subs):
+    """A stage's cause is an exception's text (it may quote the database): the team and organisers read it; anyone
+    else who may view the submission is told only that the stage failed."""
+    sub = subs["red_pub"]
+    cause = ('django.db.utils.IntegrityError: UNIQUE constraint failed: evaluations_draw.submission_id, '
+             'evaluations_draw.seq')
+    Submission.objects.filter(pk=sub.pk).update(status="failed", failed_stage="sampling", error=cause)
+    olga = Client()
+    olga.force_login(people["olga"])
+    alice = Client()
+    alice.force_login(people["alice"])
+    bob = Client()
+    bob.force_login(people["bob"])
+    for c, kw, sees in ((client, {}, False), (client, auth(people["blue"]), False), (bob, {}, False),
+                        (client, auth(people["red"]), True), (olga, {}, True)):
+        detail = c.get(f"/api/submissions/{sub.pk}", **kw).json()
+        status = c.get(f"/api/submissions/{sub.pk}/status", **kw).json()
+        assert detail["failed_stage"] == status["failed_stage"] == "sampling"
+        assert (detail["error"] == cause) is sees and (status["error"] == cause) is sees
+        if not sees:
+            assert detail["error"] == sub_actions.STAGE_ERROR_HIDDEN
+            _no_internal_text(json.dumps(detail) + json.dumps(status))
+    for c, sees in ((Client(), False), (bob, False), (alice, True), (olga, True)):
+        page = c.get(reverse("web:status", args=[sub.pk])).content.decode()
+        js = c.get(reverse("web:status_json", args=[sub.pk])).json()
+        assert ("UNIQUE constraint" in page) is sees and (js["error"] == cause) is sees
+        assert "sampling" in page

@@ -23,6 +23,7 @@ from unpooled.service.annotation.models import Label
 from unpooled.service.corpora.models import Corpus, Document
 from unpooled.service.evaluations.models import Draw, Score
 from unpooled.service.submissions.models import RelationInstance, Submission
+from unpooled.service.submissions.actions import stage_error
 from unpooled.service.submissions.uploads import client_address, may_see_upload
 
 from . import actions, waiting
@@ -251,7 +252,8 @@ def _sub_row(request, s: Submission) -> dict:
 def _sub_detail(request, s: Submission) -> dict:
     warn = report_diagnostics(s.warnings, path=s.file_name or "<input>") if s.warnings else []
     return {**_sub_row(request, s), "status_changed": s.status_changed, "failed_stage": s.failed_stage,
-            "error": s.error, "warnings": warn, "labels_url": _url(request, "submission_labels", s.pk)}
+            "error": stage_error(s, manage=caller(request).can_manage(s)), "warnings": warn,
+            "labels_url": _url(request, "submission_labels", s.pk)}
 
 
 @router.get("/submissions", response={200: SubmissionPage, **errors(400, 401)}, auth=OPTIONAL,
@@ -399,8 +401,9 @@ def submission_status(request, pk: int):
     from unpooled.service.evaluations.lifecycle import progress
 
     sub = _submission(request, pk)
-    return {**_finite(progress(sub)), "url": _url(request, "submission_status", pk),
-            "scores_url": _url(request, "submission_scores", pk)}
+    out = _finite(progress(sub))
+    out["error"] = stage_error(sub, manage=caller(request).can_manage(sub))
+    return {**out, "url": _url(request, "submission_status", pk), "scores_url": _url(request, "submission_scores", pk)}
 
 
 @router.get("/submissions/{int:pk}/scores", response={200: ScoresOut, **errors(401, 404)}, auth=OPTIONAL,

@@ -261,3 +261,17 @@ def export_submission(sub: Submission, fmt: str, out: TextIO) -> int:
         return write_tac(out, kb.run_id, kb.entities.values(), kb.mentions, kb.instances,
                          lambda d, s, e: view.text(d)[s:e])
     raise ActionError(f"unknown export format {fmt!r}; use tac or jsonl")
+
+
+# -- what a failure may tell ---------------------------------------------------
+
+#: what anyone else is told about a failed stage (the cause is an exception's text: it may quote the database)
+STAGE_ERROR_HIDDEN = "the cause is shown to the submitting team and the organisers"
+
+
+def stage_error(sub, *, manage: bool) -> str:
+    """Why the submission's failed stage failed: the recorded cause for its team and organisers (``manage``),
+    a fixed sentence for anyone else who may view it."""
+    if not sub.error:
+        return ""
+    return sub.error if manage else STAGE_ERROR_HIDDEN

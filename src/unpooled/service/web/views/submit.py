@@ -12,6 +12,7 @@ from django.views.decorators.http import require_POST
 
 from unpooled.service.accounts import actions as accounts
 from unpooled.service.submissions import uploads
+from unpooled.service.submissions.actions import stage_error
 from unpooled.service.submissions.models import Submission, Team
 
 from ..forms import UploadForm
@@ -118,8 +119,10 @@ def status(request, pk: int):
     from unpooled.service.evaluations.lifecycle import newest_scores, progress
 
     sub = _visible(request, pk)
+    p = progress(sub)
+    p["error"] = stage_error(sub, manage=accounts.can_manage(request.user, sub))
     return render(request, "web/status.html", {
-        "sub": sub, "p": progress(sub), "scores": newest_scores(sub),
+        "sub": sub, "p": p, "scores": newest_scores(sub),
         "can_retry": accounts.is_organiser(request.user) and sub.status == Submission.Status.FAILED})
 
 
@@ -128,6 +131,7 @@ def status_json(request, pk: int):
 
     sub = _visible(request, pk)
     out = progress(sub)
+    out["error"] = stage_error(sub, manage=accounts.can_manage(request.user, sub))
     out["scores"] = {lv: {k: getattr(s, k) for k in ("p", "p_lo", "p_hi", "r", "r_lo", "r_hi", "f1", "f1_lo", "f1_hi")}
                      for lv, s in newest_scores(sub).items()}
     return JsonResponse(out)
