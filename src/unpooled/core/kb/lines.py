@@ -62,7 +62,7 @@ def read_lines(
     """Yield ``(line number, text)`` for every line that can be read.
 
     Problems go to ``report``: UP100 (unreadable or corrupt gzip), UP101
-    (line longer than ``limits.max_line`` bytes), UP102 (not UTF-8), UP110
+    (line longer than ``limits.max_line`` bytes), UP102 (not UTF-8, or a NUL byte), UP110
     (more than ``limits.max_bytes`` bytes after decompression; reading stops there, inside an over-long
     line too: no more than ``limits.max_bytes + 1`` decompressed bytes are asked of the stream).
     Lines are returned without their line terminator; a UTF-8 BOM on line 1
@@ -93,7 +93,7 @@ def read_lines(
                 if len(raw.rstrip(b"\r\n")) > limits.max_line:
                     report.add(
                         lineno, "UP101", f"line is longer than {limits.max_line:,} bytes",
-                        text=raw[:80].decode("utf-8", "replace"),
+                        text=raw[:80].replace(b"\x00", b"\xef\xbf\xbd").decode("utf-8", "replace"),
                         help="raise UNPOOLED_MAX_LINE_BYTES if such lines are legitimate",
                     )
                     # skip the rest of the over-long line, never reading past the size limit (a gzip whose
@@ -109,6 +109,14 @@ def read_lines(
                         if total > limits.max_bytes:
                             _too_large(report, lineno, limits)
                             return
+                    continue
+                nul = raw.find(b"\x00")
+                if nul >= 0:  # valid UTF-8, but no text has it (and a database text column refuses it)
+                    report.add(
+                        lineno, "UP102", f"byte 0x00 (NUL) at byte {nul + 1}: a text line has no NUL bytes",
+                        col=nul + 1, text=excerpt(raw.replace(b"\x00", b"\xef\xbf\xbd").decode("utf-8", "replace")),
+                        help="submissions are UTF-8 text; is this a binary file?",
+                    )
                     continue
                 try:
                     text = raw.decode("utf-8")

@@ -69,6 +69,8 @@ def check_upload(caller: Caller, *, corpus: str, file_name: str, size: int, run:
     if fmt and fmt not in KB_FORMATS:
         raise ApiError("invalid_request", detail=f"format: expected one of {', '.join(KB_FORMATS)} (or nothing, to "
                                                  f"detect), got {fmt!r}")
+    if "\x00" in (file_name or ""):
+        raise ApiError("invalid_request", detail="file: the file name contains a NUL character (U+0000)")
     limit = settings.LIMITS.max_bytes
     if size > limit:
         raise ApiError("too_large", limit=limit)

@@ -47,6 +47,7 @@ from .schemas import (
     SubmissionDetailOut,
     SubmissionPage,
     SubmissionPatch,
+    Text,
     UploadOut,
     Visibility,
 )
@@ -142,7 +143,7 @@ def corpus_list(request, limit: Limit = 50, offset: Offset = 0):
 
 @router.get("/corpora/{name}", response={200: CorpusDetailOut, **errors(401, 404)}, auth=OPTIONAL,
             openapi_extra=OPTIONAL_EXTRA, tags=["corpora"], summary="A corpus, with counts")
-def corpus_detail(request, name: str):
+def corpus_detail(request, name: Text):
     from unpooled.service.evaluations.lifecycle import LifecycleError, levels_for
 
     c = _corpus(name)
@@ -166,7 +167,7 @@ def _doc_row(request, c: Corpus, d: Document) -> dict:
 
 @router.get("/corpora/{name}/documents", response={200: DocumentPage, **errors(400, 401, 404)}, auth=OPTIONAL,
             openapi_extra=OPTIONAL_EXTRA, tags=["corpora"], summary="Documents of a corpus (search with q)")
-def document_list(request, name: str, q: Annotated[str, Field(max_length=200)] = "", limit: Limit = 50,
+def document_list(request, name: Text, q: Annotated[Text, Field(max_length=200)] = "", limit: Limit = 50,
                   offset: Offset = 0):
     c = _corpus(name)
     docs = c.documents.only("pk", "doc_id", "title", "length").order_by("pk")
@@ -178,7 +179,7 @@ def document_list(request, name: str, q: Annotated[str, Field(max_length=200)] =
 
 @router.get("/corpora/{name}/documents/{path:doc_id}", response={200: DocumentDetailOut, **errors(401, 404)},
             auth=OPTIONAL, openapi_extra=OPTIONAL_EXTRA, tags=["corpora"], summary="A document: text and sentences")
-def document_detail(request, name: str, doc_id: str):
+def document_detail(request, name: Text, doc_id: Text):
     c = _corpus(name)
     d = c.documents.filter(doc_id=doc_id).first()
     if d is None:
@@ -198,7 +199,7 @@ def _score(s: Score) -> dict:
 @router.get("/corpora/{name}/leaderboard", response={200: LeaderboardOut, **errors(400, 401, 404)}, auth=OPTIONAL,
             openapi_extra=OPTIONAL_EXTRA, tags=["evaluation"],
             summary="Published submissions ranked by F1 with tie groups (private ones: their team and organisers)")
-def leaderboard(request, name: str, level: Level = "instance"):
+def leaderboard(request, name: Text, level: Level = "instance"):
     """The same leaderboard as the page (:mod:`unpooled.service.evaluations.leaderboard`, cached per viewer scope)."""
     from unpooled.service.evaluations.leaderboard import leaderboard as build
 
@@ -218,7 +219,7 @@ def _label(lab: Label) -> dict:
 
 @router.get("/corpora/{name}/labels", response={200: LabelPage, **errors(400, 401, 403, 404)}, auth=REQUIRED,
             tags=["labels"], summary="The label pool of a corpus (organisers): the current label of every key")
-def label_list(request, name: str, method: str = "", correct: bool | None = None, history: bool = False,
+def label_list(request, name: Text, method: Text = "", correct: bool | None = None, history: bool = False,
                limit: Limit = 100, offset: Offset = 0):
     """Labels are append-only; the newest label of a key is its current one. ``history=true`` lists every row."""
     c = _corpus(name)
@@ -258,7 +259,7 @@ def _sub_detail(request, s: Submission) -> dict:
 
 @router.get("/submissions", response={200: SubmissionPage, **errors(400, 401)}, auth=OPTIONAL,
             openapi_extra=OPTIONAL_EXTRA, tags=["submissions"], summary="Submissions you can see, newest first")
-def submission_list(request, corpus: str = "", team: str = "", status: Stage | None = None,
+def submission_list(request, corpus: Text = "", team: Text = "", status: Stage | None = None,
                     visibility: Visibility | None = None, limit: Limit = 50, offset: Offset = 0):
     qs = caller(request).visible(Submission.objects.select_related("team", "corpus"))
     if corpus:
@@ -292,12 +293,12 @@ def submission_update(request, pk: int, payload: SubmissionPatch):
 
 
 class UploadIn(Schema):
-    corpus: str = Field(min_length=1, max_length=200, description="the corpus name")
-    run: str = Field("", max_length=200, description="run name (default: the TAC run id line, else the file name)")
+    corpus: Text = Field(min_length=1, max_length=200, description="the corpus name")
+    run: Text = Field("", max_length=200, description="run name (default: the TAC run id line, else the file name)")
     format: Literal[("",) + KB_FORMATS] = Field("", description="tac or jsonl; detected when empty")  # type: ignore
     visibility: Visibility = "public"
-    description: str = Field("", max_length=10_000)
-    team: str = Field("", max_length=100, description="organisers only: the team the run is for")
+    description: Text = Field("", max_length=10_000)
+    team: Text = Field("", max_length=100, description="organisers only: the team the run is for")
 
 
 def _upload_out(request, result) -> tuple[dict, ApiError | None]:
@@ -343,7 +344,10 @@ def _wait(result, seconds: int, response: HttpResponse | None = None):
 
 @router.post("/submissions", response={200: UploadOut, 201: UploadOut, 202: UploadOut,
                                        **errors(400, 401, 403, 404, 409, 413, 422, 429, 500)},
-             auth=REQUIRED, tags=["submissions"], summary="Submit a file (multipart): validated in the background")
+             auth=REQUIRED, tags=["submissions"], summary="Submit a file (multipart): validated in the background",
+             # an empty file is no submission (UP112): the schema says so
+             openapi_extra={"requestBody": {"content": {"multipart/form-data": {"schema": {"properties": {
+                 "file": {"minLength": 1, "description": "the knowledge base (TAC or JSONL, gzip allowed)"}}}}}}})
 def submission_create(request, response: HttpResponse, file: File[UploadedFile], data: Form[UploadIn],
                       wait: Wait = 0):
     """Answers 202 with the upload's id and URL (and ``Retry-After``); poll ``GET /api/uploads/{id}``. With
@@ -370,7 +374,7 @@ def submission_create(request, response: HttpResponse, file: File[UploadedFile],
 
 @router.get("/uploads/{upload_id}", response={200: UploadOut, **errors(400, 401, 404)}, auth=REQUIRED,
             tags=["submissions"], summary="An upload's validation: queued, validating, accepted or rejected")
-def upload_detail(request, response: HttpResponse, upload_id: str, wait: Wait = 0):
+def upload_detail(request, response: HttpResponse, upload_id: Text, wait: Wait = 0):
     """Visible to the uploading team, the user who uploaded and organisers. ``wait``: seconds to wait for it to
     finish (the server waits at most a few; an unfinished upload answers with ``Retry-After``). A rejected
     upload carries the error with every located diagnostic (line, col, field, code, message, help).

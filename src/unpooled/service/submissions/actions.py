@@ -52,6 +52,42 @@ class IngestResult:
         return out
 
 
+NUL = "\x00"
+
+
+def _no_nul(v):
+    """A report's dict with NUL characters shown as U+FFFD (a database text or JSON column refuses them)."""
+    if isinstance(v, str):
+        return v.replace(NUL, "\ufffd")
+    if isinstance(v, dict):
+        return {k: _no_nul(x) for k, x in v.items()}
+    if isinstance(v, list):
+        return [_no_nul(x) for x in v]
+    return v
+
+
+def _reject_nul(kb: KB, report: Report, run_id: str | None) -> bool:
+    """A NUL character (U+0000, from a JSON ``\\u0000``) in a name, link, value or run id cannot be stored: each
+    one is an error at its line (UP107); returns whether there was any."""
+    n = report.n_errors
+    help_ = "remove the NUL character (U+0000): names, links and values are text"
+    if NUL in (run_id or "") or NUL in (kb.run_id or ""):
+        report.add(1, "UP104", "the run id contains a NUL character (U+0000)", help=help_)
+    for e in kb.entities.values():
+        for what, v in (("entity name", e.name), ("entity type", e.type or ""), *(("link", x) for x in e.links)):
+            if NUL in v:
+                report.add(e.line, "UP107", f"{what} contains a NUL character (U+0000)", field=what.split()[-1],
+                           text=v.replace(NUL, "\ufffd"), help=help_)
+    for m in kb.mentions:
+        if NUL in m.kind:
+            report.add(m.line, "UP107", "mention kind contains a NUL character (U+0000)", field="kind", help=help_)
+    for i in kb.instances:
+        if NUL in (i.value or ""):
+            report.add(i.line, "UP107", "value contains a NUL character (U+0000)", field="value",
+                       text=i.value.replace(NUL, "\ufffd"), help=help_)
+    return report.n_errors > n
+
+
 def _same_file(corpus: Corpus, team_name: str, sha: str) -> Submission | None:
     """The team's own submission of the same bytes to the corpus (never another team's)."""
     return (Submission.objects.filter(corpus=corpus, team__name=team_name, file_sha256=sha)
@@ -110,6 +146,8 @@ def do_ingest_submission(
         timer("validate")
     if kb is None:
         return IngestResult(report)
+    if _reject_nul(kb, report, run_id):
+        return IngestResult(report)
     run = (run_id or kb.run_id or Path(file_name or path).name).strip()
     fmt = kb.format
     try:
@@ -127,7 +165,7 @@ def do_ingest_submission(
             sub = Submission.objects.create(
                 corpus=corpus, team=team, run_id=run, format=fmt, file_name=file_name or Path(path).name,
                 file_sha256=sha, file_size=size, counts=dict(report.counts),
-                warnings=report.to_dict() if report.n_warnings else {},
+                warnings=_no_nul(report.to_dict()) if report.n_warnings else {},
                 visibility=visibility, submitted_by=submitted_by, description=description,
             )
             store_kb(sub, kb, view)

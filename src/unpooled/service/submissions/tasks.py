@@ -52,6 +52,7 @@ def ingest_upload(path: str, corpus: str, team: str, run: str | None, fmt: str |
             out["report"] = uploads.trim_report({**out["report"], "path": file_name})
         except (QuotaError, ActionError) as exc:
             out = _refused(file_name, str(exc))
+        out = uploads.json_safe(out)
         return out
     finally:
         Path(path).unlink(missing_ok=True)

@@ -104,6 +104,7 @@ def start_upload(path: Path, *, corpus: str, team: str, run: str, fmt: str, file
     from .tasks import ingest_upload
 
     user_id = getattr(user, "pk", None) if getattr(user, "is_authenticated", False) else None
+    file_name = file_name.replace("\x00", "\ufffd")  # shown, never looked up: a database text column refuses NUL
     try:
         with transaction.atomic():
             if limited:
@@ -132,6 +133,18 @@ def finish_attempt(attempt: int | None, outcome: dict | None) -> None:
     else:
         state = UploadAttempt.State.ACCEPTED if outcome.get("ok") else UploadAttempt.State.REJECTED
     UploadAttempt.objects.filter(pk=attempt).update(state=state, finished=timezone.now())
+
+
+def json_safe(v):
+    """``v`` with every NUL character (U+0000) shown as U+FFFD: a PostgreSQL JSON or text column refuses NUL, and a
+    rejected file's diagnostics quote it (the outcome could not be stored, so the upload showed as failed)."""
+    if isinstance(v, str):
+        return v.replace("\x00", "\ufffd")
+    if isinstance(v, dict):
+        return {json_safe(k): json_safe(x) for k, x in v.items()}
+    if isinstance(v, (list, tuple)):
+        return [json_safe(x) for x in v]
+    return v
 
 
 def trim_report(report: dict, keep: int = STORED_DIAGNOSTICS) -> dict:
