@@ -131,13 +131,21 @@ def test_crash_during_storage_leaves_no_rows(tac_corpus, monkeypatch):
     assert table_counts() == before
 
 
-def test_same_file_is_recognised(tac_corpus, tmp_path):
+def test_same_file_is_recognised_within_the_team(tac_corpus, tmp_path):
+    """The same bytes again from the same team: its earlier submission. From another team: that team's own run
+    (never the first team's id, counts, team or run: D8)."""
     first = do_ingest_submission(KB, "fixture", "team-a", None, "tac")
     gz_same = tmp_path / "copy.kb"
     gz_same.write_bytes(KB.read_bytes())
-    again = do_ingest_submission(gz_same, "fixture", "team-b", "other", "tac")
-    assert again.duplicate_of == first.submission
+    again = do_ingest_submission(gz_same, "fixture", "team-a", "other", "tac")
+    assert again.duplicate_of == first.submission and again.to_dict()["duplicate"] is True
     assert Submission.objects.count() == 1
+    theirs = do_ingest_submission(gz_same, "fixture", "team-b", "other", "tac")
+    assert theirs.ok and theirs.duplicate_of is None
+    assert (theirs.submission.team.name, theirs.submission.run_id) == ("team-b", "other")
+    out = theirs.to_dict()
+    assert out["submission"] != first.submission.pk and out["team"] == "team-b" and out["duplicate"] is False
+    assert Submission.objects.count() == 2
 
 
 def test_same_run_name_refused(tac_corpus, tmp_path):

@@ -49,14 +49,22 @@ def open_binary(source: str | Path | BinaryIO) -> BinaryIO:
     return raw
 
 
+def _too_large(report: Report, lineno: int, limits: Limits) -> None:
+    report.add(
+        lineno, "UP110", f"the file is larger than the limit of {limits.max_bytes:,} bytes (decompressed)",
+        help="raise UNPOOLED_MAX_UPLOAD_BYTES or split the submission",
+    )
+
+
 def read_lines(
     source: str | Path | BinaryIO, report: Report, *, limits: Limits = Limits()
 ) -> Iterator[tuple[int, str]]:
     """Yield ``(line number, text)`` for every line that can be read.
 
     Problems go to ``report``: UP100 (unreadable or corrupt gzip), UP101
-    (line longer than ``limits.max_line`` bytes), UP102 (not UTF-8), UP110
-    (more than ``limits.max_bytes`` bytes after decompression; reading stops).
+    (line longer than ``limits.max_line`` bytes), UP102 (not UTF-8, or a NUL byte), UP110
+    (more than ``limits.max_bytes`` bytes after decompression; reading stops there, inside an over-long
+    line too: no more than ``limits.max_bytes + 1`` decompressed bytes are asked of the stream).
     Lines are returned without their line terminator; a UTF-8 BOM on line 1
     is dropped.
     """
@@ -71,7 +79,7 @@ def read_lines(
         with stream:
             while True:
                 try:
-                    raw = stream.readline(limits.max_line + 2)
+                    raw = stream.readline(min(limits.max_line + 2, limits.max_bytes - total + 1))
                 except (OSError, EOFError, zlib.error) as exc:
                     report.add(lineno + 1, "UP100", f"the file is corrupt (gzip): {exc}")
                     return
@@ -80,26 +88,34 @@ def read_lines(
                 lineno += 1
                 total += len(raw)
                 if total > limits.max_bytes:
-                    report.add(
-                        lineno, "UP110",
-                        f"the file is larger than the limit of {limits.max_bytes:,} bytes (decompressed)",
-                        help="raise UNPOOLED_MAX_UPLOAD_BYTES or split the submission",
-                    )
+                    _too_large(report, lineno, limits)
                     return
                 if len(raw.rstrip(b"\r\n")) > limits.max_line:
-                    # skip the rest of the over-long line
+                    report.add(
+                        lineno, "UP101", f"line is longer than {limits.max_line:,} bytes",
+                        text=raw[:80].replace(b"\x00", b"\xef\xbf\xbd").decode("utf-8", "replace"),
+                        help="raise UNPOOLED_MAX_LINE_BYTES if such lines are legitimate",
+                    )
+                    # skip the rest of the over-long line, never reading past the size limit (a gzip whose
+                    # content is one endless line stops there, as any other oversized file does)
                     rest = raw
                     while rest and not rest.endswith(b"\n"):
                         try:
-                            rest = stream.readline(1 << 20)
+                            rest = stream.readline(min(1 << 20, limits.max_bytes - total + 1))
                         except (OSError, EOFError, zlib.error) as exc:
                             report.add(lineno, "UP100", f"the file is corrupt (gzip): {exc}")
                             return
                         total += len(rest)
+                        if total > limits.max_bytes:
+                            _too_large(report, lineno, limits)
+                            return
+                    continue
+                nul = raw.find(b"\x00")
+                if nul >= 0:  # valid UTF-8, but no text has it (and a database text column refuses it)
                     report.add(
-                        lineno, "UP101", f"line is longer than {limits.max_line:,} bytes",
-                        text=raw[:80].decode("utf-8", "replace"),
-                        help="raise UNPOOLED_MAX_LINE_BYTES if such lines are legitimate",
+                        lineno, "UP102", f"byte 0x00 (NUL) at byte {nul + 1}: a text line has no NUL bytes",
+                        col=nul + 1, text=excerpt(raw.replace(b"\x00", b"\xef\xbf\xbd").decode("utf-8", "replace")),
+                        help="submissions are UTF-8 text; is this a binary file?",
                     )
                     continue
                 try:

@@ -1,7 +1,7 @@
 """Writes made through the API. ``check_*`` validates and authorises (raising :class:`ApiError`),
 ``do_*`` writes.
 
-An upload is stored as a file under ``settings.UPLOAD_DIR`` and validated by the same
+An upload is stored as a private file under ``settings.UPLOAD_DIR`` and validated by the same
 background task as the web form (:func:`unpooled.service.submissions.tasks.ingest_upload`),
 which stores the submission in one transaction or nothing at all.
 """
@@ -17,6 +17,7 @@ from unpooled.core.names import KB_FORMATS
 
 from unpooled.service.accounts import actions as accounts
 from unpooled.service.corpora.models import Corpus
+from unpooled.service.submissions import uploads
 from unpooled.service.submissions.models import Submission, Team
 
 from .auth import Caller
@@ -68,6 +69,8 @@ def check_upload(caller: Caller, *, corpus: str, file_name: str, size: int, run:
     if fmt and fmt not in KB_FORMATS:
         raise ApiError("invalid_request", detail=f"format: expected one of {', '.join(KB_FORMATS)} (or nothing, to "
                                                  f"detect), got {fmt!r}")
+    if "\x00" in (file_name or ""):
+        raise ApiError("invalid_request", detail="file: the file name contains a NUL character (U+0000)")
     limit = settings.LIMITS.max_bytes
     if size > limit:
         raise ApiError("too_large", limit=limit)
@@ -84,21 +87,14 @@ def check_upload(caller: Caller, *, corpus: str, file_name: str, size: int, run:
     return Upload(the_corpus, team, run, fmt, visibility, (description or "").strip(), file_name or "upload")
 
 
-def do_upload(upload: Upload, chunks, *, user=None):
-    """Save the uploaded bytes and queue their validation; returns the task result (the upload's id)."""
-    from unpooled.service.submissions.tasks import ingest_upload
-
-    from unpooled.service.submissions.storage import store_upload
-
-    dest = store_upload(chunks)  # a full disk: StorageFull (507), nothing kept
-    try:
-        return ingest_upload.enqueue(
-            str(dest), upload.corpus.name, upload.team, upload.run, upload.fmt, upload.file_name,
-            upload.visibility, getattr(user, "pk", None), upload.description,
-        )
-    except BaseException:
-        dest.unlink(missing_ok=True)
-        raise
+def do_upload(upload: Upload, chunks, *, user=None, address: str | None = None, limited: bool = True):
+    """Save the uploaded bytes (a private file) and queue their validation; returns the task result (the upload's
+    id). ``limited``: the limits on rejected and waiting uploads apply (429 ``rate_limited``; not to organisers).
+    """
+    dest = uploads.save_upload(chunks)
+    return uploads.start_upload(dest, corpus=upload.corpus.name, team=upload.team, run=upload.run, fmt=upload.fmt,
+                                file_name=upload.file_name, visibility=upload.visibility,
+                                description=upload.description, user=user, address=address, limited=limited)
 
 
 def check_update_submission(caller: Caller, sub: Submission, *, visibility: str | None,

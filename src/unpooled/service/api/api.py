@@ -8,8 +8,15 @@ from __future__ import annotations
 
 import logging
 
-from django.core.exceptions import RequestDataTooBig, TooManyFieldsSent
-from django.http import Http404, HttpRequest, HttpResponse
+from django.core.exceptions import (
+    BadRequest,
+    RequestDataTooBig,
+    SuspiciousOperation,
+    TooManyFieldsSent,
+    TooManyFilesSent,
+)
+from django.http import Http404, HttpRequest, HttpResponse, UnreadablePostError
+from django.http.multipartparser import MultiPartParserError
 from ninja import NinjaAPI
 from ninja.errors import AuthenticationError, HttpError, ValidationError
 
@@ -34,13 +41,20 @@ the `X-CSRFToken` header). Without credentials you can read public data.
 
 **Errors.** Every error is JSON `{code, message, diagnostics[]}` with a stable `code` and the
 HTTP status: 400 invalid request, 401 no or invalid token, 403 not allowed, 404 not found,
-409 conflict (a run name taken), 413 too large, 422 a rejected file (each diagnostic says
-where: `path`, `line`, `col`, `field`, `code`, `message`, `help`), 429 quota used up, 507 no disk space
-left on the server (try again later).
-A rejected file stores nothing.
+409 conflict (`duplicate_run`: a run name taken; `conflict`: another upload stored the same
+run at the same moment, upload again), 413 too large, 422 a rejected file (each diagnostic
+says where: `path`, `line`, `col`, `field`, `code`, `message`, `help`), 429 quota used up
+(`quota_day`, `quota_total`) or too many rejected or waiting uploads (`rate_limited`), 507 no disk
+space left on the server (`storage_full`: nothing was stored; try again later).
+A rejected file stores nothing. A 500 says only `internal` or `upload_failed`; the server's
+log has the details.
 
 **Submitting.** `POST /api/submissions` (multipart) answers 202 with an upload id; poll
 `GET /api/uploads/{id}` (or pass `?wait=SECONDS`) until it is `accepted` or `rejected`.
+The server waits at most a few seconds per request (`UNPOOLED_UPLOAD_WAIT_SECONDS`, 5), and
+only while few other requests wait: an unfinished upload answers with `Retry-After`; poll
+again. The same file sent again by your team answers 200 with your earlier submission.
+A team may have 20 uploads rejected a day and 3 waiting at once (the organiser's settings).
 From a shell: `unpooled submit FILE --server URL --token T --corpus NAME --wait`.
 """
 
@@ -133,6 +147,7 @@ def _too_big(request, exc):
 
 
 @api.exception_handler(TooManyFieldsSent)
+@api.exception_handler(TooManyFilesSent)
 def _too_many_fields(request, exc):
     return api.error_response(request, ApiError("invalid_request", detail=str(exc)))
 
@@ -140,6 +155,29 @@ def _too_many_fields(request, exc):
 @api.exception_handler(StorageFull)
 def _storage_full(request, exc: StorageFull):
     return api.error_response(request, ApiError("storage_full", detail=str(exc)))
+
+
+@api.exception_handler(MultiPartParserError)
+@api.exception_handler(UnreadablePostError)
+def _bad_multipart(request, exc):
+    """A body that is not the multipart it says (no boundary, cut short): the client's error, never a 500 (a disk
+    that filled while the body was received: 507)."""
+    if storage_full(exc):
+        discard_received(request)
+        return _storage_full(request, StorageFull())
+    ctype = request.META.get("CONTENT_TYPE", "")[:100]
+    return api.error_response(request, ApiError(
+        "invalid_request", detail=f"the request body cannot be read as {ctype!r}: send the fields and the file as "
+                                  "multipart/form-data with a boundary (curl -F, or any HTTP library's multipart "
+                                  "encoder)"))
+
+
+@api.exception_handler(BadRequest)
+@api.exception_handler(SuspiciousOperation)
+def _bad_request(request, exc):
+    log.warning("API %s %s: bad request (%s)", request.method, request.path, type(exc).__name__)
+    return api.error_response(request, ApiError("invalid_request", detail=f"the request was refused "
+                                                                          f"({type(exc).__name__})"))
 
 
 @api.exception_handler(Exception)

@@ -31,13 +31,14 @@ ERRORS: dict[str, tuple[int, str]] = {
     "not_found": (404, "{detail}"),
     "method_not_allowed": (405, "method {method} is not allowed on {path} (allowed: {allowed})"),
     "duplicate_run": (409, "{detail}"),
-    "conflict": (409, "{detail}"),
+    "conflict": (409, "{detail}"),  # another upload stored the same run at the same time: upload again
     "too_large": (413, "the upload is larger than the limit of {limit:,} bytes"),
     "submission_rejected": (422, "{file}: rejected with {n_errors:,} error(s) and {n_warnings:,} warning(s); "
                                  "nothing was stored"),
     "quota_day": (429, "{detail}"),
     "quota_total": (429, "{detail}"),
     "storage_full": (507, "{detail}"),
+    "rate_limited": (429, "{detail}"),  # too many rejected uploads in 24 hours, or too many waiting
     "upload_failed": (500, "validating {file} failed on the server: {detail}; nothing was stored"),
     "internal": (500, "internal error ({detail}); the server log has the details"),
 }
@@ -103,7 +104,7 @@ _ACTION_MESSAGES = (
     ("quota: ", " has used all ", "quota_total"),
     ("quota: ", "", "quota_day"),
     ("team ", "already has a run named", "duplicate_run"),
-    ("submission conflicts with one stored meanwhile", "", "conflict"),
+    ("submission conflicts with one stored at the same time", "", "conflict"),
     ("unknown corpus", "", "not_found"),
     ("the uploaded file is gone", "", "upload_failed"),
     ("the server has no disk space left", "", "storage_full"),

@@ -7,11 +7,10 @@ organisers see everything. A submission the caller may not see answers 404, as i
 from __future__ import annotations
 
 import math
-import time
 from typing import Annotated, Literal
 
 from django.db.models import Count, Exists, OuterRef, Q, Subquery
-from django.http import HttpRequest
+from django.http import HttpRequest, HttpResponse
 from django.urls import reverse
 from ninja import File, Form, Router, Schema, UploadedFile
 from ninja.responses import Status
@@ -24,8 +23,10 @@ from unpooled.service.annotation.models import Label
 from unpooled.service.corpora.models import Corpus, Document
 from unpooled.service.evaluations.models import Draw, Score
 from unpooled.service.submissions.models import RelationInstance, Submission
+from unpooled.service.submissions.actions import stage_error
+from unpooled.service.submissions.uploads import client_address, may_see_upload
 
-from . import actions
+from . import actions, waiting
 from .auth import OPTIONAL, OPTIONAL_EXTRA, REQUIRED, Caller, caller
 from .errors import ApiError, rejection, report_diagnostics
 from .schemas import (
@@ -46,6 +47,7 @@ from .schemas import (
     SubmissionDetailOut,
     SubmissionPage,
     SubmissionPatch,
+    Text,
     UploadOut,
     Visibility,
 )
@@ -54,7 +56,9 @@ router = Router()
 
 Limit = Annotated[int, Field(ge=1, le=500, description="items per page")]
 Offset = Annotated[int, Field(ge=0, le=1_000_000_000, description="items to skip")]
-Wait = Annotated[int, Field(ge=0, le=300, description="seconds to wait for the validation to finish")]
+Wait = Annotated[int, Field(ge=0, le=300, description="seconds to wait for the validation to finish (the server "
+                                                       "waits at most UNPOOLED_UPLOAD_WAIT_SECONDS, 5 by default; "
+                                                       "poll again while not done)")]
 PUBLISHED = Submission.Status.PUBLISHED
 
 
@@ -139,7 +143,7 @@ def corpus_list(request, limit: Limit = 50, offset: Offset = 0):
 
 @router.get("/corpora/{name}", response={200: CorpusDetailOut, **errors(401, 404)}, auth=OPTIONAL,
             openapi_extra=OPTIONAL_EXTRA, tags=["corpora"], summary="A corpus, with counts")
-def corpus_detail(request, name: str):
+def corpus_detail(request, name: Text):
     from unpooled.service.evaluations.lifecycle import LifecycleError, levels_for
 
     c = _corpus(name)
@@ -163,7 +167,7 @@ def _doc_row(request, c: Corpus, d: Document) -> dict:
 
 @router.get("/corpora/{name}/documents", response={200: DocumentPage, **errors(400, 401, 404)}, auth=OPTIONAL,
             openapi_extra=OPTIONAL_EXTRA, tags=["corpora"], summary="Documents of a corpus (search with q)")
-def document_list(request, name: str, q: Annotated[str, Field(max_length=200)] = "", limit: Limit = 50,
+def document_list(request, name: Text, q: Annotated[Text, Field(max_length=200)] = "", limit: Limit = 50,
                   offset: Offset = 0):
     c = _corpus(name)
     docs = c.documents.only("pk", "doc_id", "title", "length").order_by("pk")
@@ -175,7 +179,7 @@ def document_list(request, name: str, q: Annotated[str, Field(max_length=200)] =
 
 @router.get("/corpora/{name}/documents/{path:doc_id}", response={200: DocumentDetailOut, **errors(401, 404)},
             auth=OPTIONAL, openapi_extra=OPTIONAL_EXTRA, tags=["corpora"], summary="A document: text and sentences")
-def document_detail(request, name: str, doc_id: str):
+def document_detail(request, name: Text, doc_id: Text):
     c = _corpus(name)
     d = c.documents.filter(doc_id=doc_id).first()
     if d is None:
@@ -195,7 +199,7 @@ def _score(s: Score) -> dict:
 @router.get("/corpora/{name}/leaderboard", response={200: LeaderboardOut, **errors(400, 401, 404)}, auth=OPTIONAL,
             openapi_extra=OPTIONAL_EXTRA, tags=["evaluation"],
             summary="Published submissions ranked by F1 with tie groups (private ones: their team and organisers)")
-def leaderboard(request, name: str, level: Level = "instance"):
+def leaderboard(request, name: Text, level: Level = "instance"):
     """The same leaderboard as the page (:mod:`unpooled.service.evaluations.leaderboard`, cached per viewer scope)."""
     from unpooled.service.evaluations.leaderboard import leaderboard as build
 
@@ -215,7 +219,7 @@ def _label(lab: Label) -> dict:
 
 @router.get("/corpora/{name}/labels", response={200: LabelPage, **errors(400, 401, 403, 404)}, auth=REQUIRED,
             tags=["labels"], summary="The label pool of a corpus (organisers): the current label of every key")
-def label_list(request, name: str, method: str = "", correct: bool | None = None, history: bool = False,
+def label_list(request, name: Text, method: Text = "", correct: bool | None = None, history: bool = False,
                limit: Limit = 100, offset: Offset = 0):
     """Labels are append-only; the newest label of a key is its current one. ``history=true`` lists every row."""
     c = _corpus(name)
@@ -249,12 +253,13 @@ def _sub_row(request, s: Submission) -> dict:
 def _sub_detail(request, s: Submission) -> dict:
     warn = report_diagnostics(s.warnings, path=s.file_name or "<input>") if s.warnings else []
     return {**_sub_row(request, s), "status_changed": s.status_changed, "failed_stage": s.failed_stage,
-            "error": s.error, "warnings": warn, "labels_url": _url(request, "submission_labels", s.pk)}
+            "error": stage_error(s, manage=caller(request).can_manage(s)), "warnings": warn,
+            "labels_url": _url(request, "submission_labels", s.pk)}
 
 
 @router.get("/submissions", response={200: SubmissionPage, **errors(400, 401)}, auth=OPTIONAL,
             openapi_extra=OPTIONAL_EXTRA, tags=["submissions"], summary="Submissions you can see, newest first")
-def submission_list(request, corpus: str = "", team: str = "", status: Stage | None = None,
+def submission_list(request, corpus: Text = "", team: Text = "", status: Stage | None = None,
                     visibility: Visibility | None = None, limit: Limit = 50, offset: Offset = 0):
     qs = caller(request).visible(Submission.objects.select_related("team", "corpus"))
     if corpus:
@@ -288,12 +293,12 @@ def submission_update(request, pk: int, payload: SubmissionPatch):
 
 
 class UploadIn(Schema):
-    corpus: str = Field(description="the corpus name")
-    run: str = Field("", max_length=200, description="run name (default: the TAC run id line, else the file name)")
+    corpus: Text = Field(min_length=1, max_length=200, description="the corpus name")
+    run: Text = Field("", max_length=200, description="run name (default: the TAC run id line, else the file name)")
     format: Literal[("",) + KB_FORMATS] = Field("", description="tac or jsonl; detected when empty")  # type: ignore
     visibility: Visibility = "public"
-    description: str = Field("", max_length=10_000)
-    team: str = Field("", max_length=100, description="organisers only: the team the run is for")
+    description: Text = Field("", max_length=10_000)
+    team: Text = Field("", max_length=100, description="organisers only: the team the run is for")
 
 
 def _upload_out(request, result) -> tuple[dict, ApiError | None]:
@@ -328,29 +333,35 @@ def _upload_out(request, result) -> tuple[dict, ApiError | None]:
     return out, err
 
 
-def _wait(result, seconds: int):
-    end = time.monotonic() + seconds
-    while not result.is_finished and time.monotonic() < end:
-        time.sleep(min(0.25, max(0.0, end - time.monotonic())))
-        result.refresh()
+def _wait(result, seconds: int, response: HttpResponse | None = None):
+    """Wait for the validation (bounded: :mod:`.waiting`); an unfinished upload tells the client when to poll."""
+    if seconds and not result.is_finished:
+        result = waiting.wait_until_finished(result, seconds)
+    if response is not None and not result.is_finished:
+        response["Retry-After"] = str(waiting.POLL_SECONDS)
     return result
 
 
 @router.post("/submissions", response={200: UploadOut, 201: UploadOut, 202: UploadOut,
                                        **errors(400, 401, 403, 404, 409, 413, 422, 429, 500, 507)},
-             auth=REQUIRED, tags=["submissions"], summary="Submit a file (multipart): validated in the background")
-def submission_create(request, file: File[UploadedFile], data: Form[UploadIn], wait: Wait = 0):
-    """Answers 202 with the upload's id and URL; poll ``GET /api/uploads/{id}``. With ``wait`` (seconds), answers
-    when validation has finished within that time: 201 with the submission, or the error (422 with every
-    located diagnostic for a rejected file; nothing is stored). A file submitted before answers 200 with
-    the earlier submission."""
+             auth=REQUIRED, tags=["submissions"], summary="Submit a file (multipart): validated in the background",
+             # an empty file is no submission (UP112): the schema says so
+             openapi_extra={"requestBody": {"content": {"multipart/form-data": {"schema": {"properties": {
+                 "file": {"minLength": 1, "description": "the knowledge base (TAC or JSONL, gzip allowed)"}}}}}}})
+def submission_create(request, response: HttpResponse, file: File[UploadedFile], data: Form[UploadIn],
+                      wait: Wait = 0):
+    """Answers 202 with the upload's id and URL (and ``Retry-After``); poll ``GET /api/uploads/{id}``. With
+    ``wait`` (seconds; the server waits at most a few, see the API's description), answers when validation
+    has finished within that time: 201 with the submission, or the error (422 with every located diagnostic
+    for a rejected file; nothing is stored). A file your team submitted before answers 200 with that
+    submission. Too many rejected or waiting uploads: 429 ``rate_limited``; no disk space left: 507 ``storage_full``."""
     c = caller(request)
     up = actions.check_upload(c, corpus=data.corpus, file_name=file.name, size=file.size, run=data.run,
                               fmt=data.format, visibility=data.visibility, description=data.description,
                               team=data.team)
-    result = actions.do_upload(up, file.chunks(), user=c.user)
-    if wait and not result.is_finished:
-        result = _wait(result, wait)
+    result = actions.do_upload(up, file.chunks(), user=c.user, address=client_address(request),
+                               limited=not c.organiser)
+    result = _wait(result, wait, response)
     out, err = _upload_out(request, result)
     if err is not None:
         raise err
@@ -363,10 +374,11 @@ def submission_create(request, file: File[UploadedFile], data: Form[UploadIn], w
 
 @router.get("/uploads/{upload_id}", response={200: UploadOut, **errors(400, 401, 404)}, auth=REQUIRED,
             tags=["submissions"], summary="An upload's validation: queued, validating, accepted or rejected")
-def upload_detail(request, upload_id: str, wait: Wait = 0):
+def upload_detail(request, response: HttpResponse, upload_id: Text, wait: Wait = 0):
     """Visible to the uploading team, the user who uploaded and organisers. ``wait``: seconds to wait for it to
-    finish. A rejected upload carries the error with every located diagnostic (line, col, field, code,
-    message, help)."""
+    finish (the server waits at most a few; an unfinished upload answers with ``Retry-After``). A rejected
+    upload carries the error with every located diagnostic (line, col, field, code, message, help).
+    Outcomes are kept for ``UNPOOLED_UPLOAD_RESULT_HOURS`` (48 hours), then answer 404."""
     from django.core.exceptions import ValidationError as DjangoValidationError
     from django_tasks.exceptions import TaskResultDoesNotExist, TaskResultMismatch
 
@@ -378,13 +390,9 @@ def upload_detail(request, upload_id: str, wait: Wait = 0):
         result = ingest_upload.get_result(upload_id)
     except (TaskResultDoesNotExist, TaskResultMismatch, ValueError, DjangoValidationError, NotImplementedError):
         raise missing from None
-    args = list(result.args) + [None] * 9
-    own_team = c.team is not None and c.team.name == args[2]
-    own_user = c.authenticated and args[7] is not None and args[7] == c.user.pk
-    if not (c.organiser or own_team or own_user):
+    if not may_see_upload(result, user=c.user, team=c.team, organiser=c.organiser):
         raise missing
-    if wait and not result.is_finished:
-        result = _wait(result, wait)
+    result = _wait(result, wait, response)
     return _upload_out(request, result)[0]
 
 
@@ -397,8 +405,9 @@ def submission_status(request, pk: int):
     from unpooled.service.evaluations.lifecycle import progress
 
     sub = _submission(request, pk)
-    return {**_finite(progress(sub)), "url": _url(request, "submission_status", pk),
-            "scores_url": _url(request, "submission_scores", pk)}
+    out = _finite(progress(sub))
+    out["error"] = stage_error(sub, manage=caller(request).can_manage(sub))
+    return {**out, "url": _url(request, "submission_status", pk), "scores_url": _url(request, "submission_scores", pk)}
 
 
 @router.get("/submissions/{int:pk}/scores", response={200: ScoresOut, **errors(401, 404)}, auth=OPTIONAL,

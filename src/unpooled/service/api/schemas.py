@@ -3,13 +3,26 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from ninja import Schema
-from pydantic import Field
+from pydantic import AfterValidator, Field
 
 from unpooled.service.submissions.models import Submission
 from unpooled.service.evaluations.policy import SERVICE_LEVELS
+
+def _no_nul(v: str) -> str:
+    if "\x00" in v:
+        raise ValueError("contains a NUL character (U+0000)")
+    return v
+
+
+#: the JSON schema of a string without NUL (an ECMA regular expression)
+NUL_FREE = "^[^\\u0000]*$"
+
+#: any text a client sends (path, query, form, JSON body): no NUL character, as the schema says (the database
+#: refuses NUL in text; in a URL it is refused before any view: ``config.middleware``)
+Text = Annotated[str, AfterValidator(_no_nul), Field(json_schema_extra={"pattern": NUL_FREE})]
 
 Level = Literal[SERVICE_LEVELS]  # the service's sampling levels (evaluations.policy)
 Visibility = Literal[tuple(Submission.Visibility.values)]  # type: ignore[valid-type]
@@ -152,7 +165,7 @@ class SubmissionPage(PageOut):
 
 class SubmissionPatch(Schema):
     visibility: Visibility | None = None
-    description: str | None = Field(None, max_length=10_000)
+    description: Text | None = Field(None, max_length=10_000)
 
 
 class UploadOut(Schema):

@@ -6,7 +6,8 @@ variable                        meaning (default)
 ``DATABASE_URL``                database (``sqlite:///$UNPOOLED_DATA_DIR/unpooled.sqlite3``);
                                 ``postgres://user@host:5432/name`` for the distributed mode
 ``UNPOOLED_DATA_DIR``           where the SQLite file, uploads and the secret key live
-                                (``~/.local/share/unpooled``)
+                                (``~/.local/share/unpooled``); made 0700, the secret key, the SQLite
+                                file and uploads 0600 (created so)
 ``UNPOOLED_SECRET_KEY``         Django secret key (generated once into the data directory)
 ``UNPOOLED_DEBUG``              ``1`` for debug pages (off)
 ``UNPOOLED_ALLOWED_HOSTS``      comma-separated host names (``localhost,127.0.0.1,[::1]``)
@@ -19,7 +20,14 @@ variable                        meaning (default)
                                 over from a killed web process and deleted by a worker's sweep (3600)
 ``UNPOOLED_CACHE``              where rendered pages and built leaderboards are kept: a folder
                                 shared by the web workers and the task worker of one machine
-                                (``$UNPOOLED_DATA_DIR/cache``), or ``memory`` (per process)
+                                (``$UNPOOLED_DATA_DIR/cache``; a corrupt entry is a miss), or ``memory``
+                                (per process)
+``UNPOOLED_UPLOAD_REJECTS_PER_DAY``  rejected uploads per team and per user in 24 hours (20)
+``UNPOOLED_UPLOAD_REJECTS_PER_ADDRESS``  rejected uploads per client address in 24 hours (60; 0: none)
+``UNPOOLED_UPLOADS_PENDING``    uploads of a team waiting for validation at once (3)
+``UNPOOLED_UPLOAD_RESULT_HOURS``  how long an upload's outcome is kept (48)
+``UNPOOLED_UPLOAD_WAIT_SECONDS``  the longest ``?wait=`` of one request (5); ``UNPOOLED_UPLOAD_WAIT_SLOTS``:
+                                requests per machine waiting at once (1)
 ``UNPOOLED_SECURE``             ``1`` behind TLS: cookies only over HTTPS (``Secure``), HSTS for a year,
                                 and ``X-Forwarded-Proto: https`` from the proxy marks a request
                                 secure (the proxy must set or strip that header) (off)
@@ -30,6 +38,7 @@ from __future__ import annotations
 
 import os
 import secrets
+import tempfile
 from pathlib import Path
 
 import dj_database_url
@@ -38,8 +47,43 @@ from unpooled.core.kb.lines import Limits
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 DATA_DIR = Path(os.environ.get("UNPOOLED_DATA_DIR", Path.home() / ".local" / "share" / "unpooled")).expanduser()
-DATA_DIR.mkdir(parents=True, exist_ok=True)
+# private files are created private (0600 files, 0700 folders), never at the umask's mode and chmod-ed after
+DATA_DIR.mkdir(mode=0o700, parents=True, exist_ok=True)
+#: uploaded files while they wait for validation (0700; each file 0600: unpooled.service.submissions.uploads)
 UPLOAD_DIR = DATA_DIR / "uploads"
+
+
+def _create_private(path: Path, data: bytes) -> None:
+    """Make ``path`` holding ``data``, readable by its owner only from its first byte: written to a 0600
+    temporary file, then linked under its name at once (if another process made it first, theirs stays)."""
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
+    try:
+        with os.fdopen(fd, "wb") as out:
+            out.write(data)
+            out.flush()
+            os.fsync(out.fileno())
+        try:
+            os.link(tmp, path)
+        except FileExistsError:
+            pass
+        except OSError:  # a file system without hard links
+            if not path.exists():
+                os.replace(tmp, path)
+    finally:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+
+
+def _owner_only(*paths) -> None:
+    """A data directory made by an older version had the umask's modes (the SQLite file 0644, uploads/ 0755):
+    what exists and is ours loses its group and other bits."""
+    for p in paths:
+        try:
+            st = os.stat(p)
+            if st.st_uid == os.getuid() and st.st_mode & 0o077:
+                os.chmod(p, st.st_mode & 0o700)
+        except OSError:
+            pass
 
 
 def _secret_key() -> str:
@@ -47,11 +91,11 @@ def _secret_key() -> str:
         return os.environ["UNPOOLED_SECRET_KEY"]
     path = DATA_DIR / "secret_key"
     if not path.exists():
-        path.write_text(secrets.token_urlsafe(50))
-        path.chmod(0o600)
+        _create_private(path, secrets.token_urlsafe(50).encode())
     return path.read_text().strip()
 
 
+_owner_only(DATA_DIR / "secret_key", UPLOAD_DIR)
 SECRET_KEY = _secret_key()
 DEBUG = os.environ.get("UNPOOLED_DEBUG", "") in ("1", "true", "yes")
 ALLOWED_HOSTS = [h.strip() for h in os.environ.get("UNPOOLED_ALLOWED_HOSTS", "localhost,127.0.0.1,[::1]").split(",") if h.strip()]
@@ -77,6 +121,7 @@ INSTALLED_APPS = [
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
     "unpooled.service.config.security.SecurityHeaders",
+    "unpooled.service.config.middleware.RefuseNulMiddleware",  # a NUL in the URL: 400, before any lookup
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
@@ -113,6 +158,16 @@ DATABASES = {
 # reconnects instead of answering one 500 (tests/faults/test_postgres_restart.py)
 DATABASES["default"]["CONN_HEALTH_CHECKS"] = True
 if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
+    # the database holds password hashes, token digests, sessions and private submissions: an empty file is a
+    # new SQLite database, made 0600 before SQLite opens it (its -wal and -shm files take the same mode)
+    _db = str(DATABASES["default"].get("NAME") or "")
+    if _db and _db != ":memory:" and not _db.startswith("file:") and not os.path.exists(_db):
+        Path(_db).parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        try:
+            os.close(os.open(_db, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
+        except FileExistsError:
+            pass
+    _owner_only(_db, f"{_db}-wal", f"{_db}-shm")
     # WAL lets the web server read while the worker writes; IMMEDIATE avoids lock-upgrade deadlocks.
     # persistent connections: opening one (and its PRAGMAs) was a third of a cached page's time
     DATABASES["default"]["CONN_MAX_AGE"] = 60
@@ -133,7 +188,7 @@ _cache = os.environ.get("UNPOOLED_CACHE", "").strip()
 CACHES = {
     "default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache", "OPTIONS": {"MAX_ENTRIES": 5000}}
     if _cache == "memory"
-    else {"BACKEND": "django.core.cache.backends.filebased.FileBasedCache",
+    else {"BACKEND": "unpooled.service.config.cache.SafeFileBasedCache",  # a corrupt entry is a miss
           "LOCATION": str(Path(_cache).expanduser() if _cache else DATA_DIR / "cache"),
           "OPTIONS": {"MAX_ENTRIES": 20000}}
 }
@@ -170,7 +225,7 @@ FILE_UPLOAD_MAX_MEMORY_SIZE = 2 * 1024 * 1024
 # request bodies being received live on the data directory's filesystem (not /tmp); what a killed web process
 # leaves there is deleted by the task workers (unpooled.service.workers.sweep_uploads)
 FILE_UPLOAD_TEMP_DIR = str(UPLOAD_DIR / "partial")
-Path(FILE_UPLOAD_TEMP_DIR).mkdir(parents=True, exist_ok=True)
+Path(FILE_UPLOAD_TEMP_DIR).mkdir(mode=0o700, parents=True, exist_ok=True)
 # sign-in: every password check goes through the throttle (per account, per address: accounts/throttle.py)
 AUTHENTICATION_BACKENDS = ["unpooled.service.accounts.throttle.ThrottledModelBackend"]
 AUTH_PASSWORD_VALIDATORS = [
@@ -199,6 +254,18 @@ RESCORE_DELAY_SECONDS = float(os.environ.get("UNPOOLED_RESCORE_DELAY", "2"))
 # submission quotas per team when an organiser has set none (empty: unlimited)
 QUOTA_PER_DAY = int(os.environ["UNPOOLED_QUOTA_PER_DAY"]) if os.environ.get("UNPOOLED_QUOTA_PER_DAY") else 10
 QUOTA_TOTAL = int(os.environ["UNPOOLED_QUOTA_TOTAL"]) if os.environ.get("UNPOOLED_QUOTA_TOTAL") else None
+# uploads that store nothing still cost the task worker: rejected (or crashed) validations in 24 hours per team
+# and per user, and per client address (0: no limit; behind a reverse proxy every client has the proxy's
+# address), and uploads waiting for validation at once per team (organisers are not limited)
+UPLOAD_REJECTS_PER_DAY = int(os.environ.get("UNPOOLED_UPLOAD_REJECTS_PER_DAY", "20"))
+UPLOAD_REJECTS_PER_ADDRESS = int(os.environ.get("UNPOOLED_UPLOAD_REJECTS_PER_ADDRESS", "60"))
+UPLOADS_PENDING = int(os.environ.get("UNPOOLED_UPLOADS_PENDING", "3"))
+# how long an upload's outcome (its task result, the report of a rejected file) is kept: then it is deleted
+UPLOAD_RESULT_HOURS = float(os.environ.get("UNPOOLED_UPLOAD_RESULT_HOURS", "48"))
+# ?wait= on the upload endpoints holds a web process: at most this many seconds per request (the client polls
+# again), and at most UPLOAD_WAIT_SLOTS requests of one machine wait at once (the others answer at once)
+UPLOAD_WAIT_SECONDS = float(os.environ.get("UNPOOLED_UPLOAD_WAIT_SECONDS", "5"))
+UPLOAD_WAIT_SLOTS = int(os.environ.get("UNPOOLED_UPLOAD_WAIT_SLOTS", "1"))
 
 LOGGING = {
     "version": 1,

@@ -2,14 +2,17 @@
 
 ``check_submission`` validates a file against a stored corpus without writing;
 ``do_ingest_submission`` validates and then stores it in one transaction, so a
-rejected or crashed import leaves no rows.  The same file (by SHA-256) is
-recognised and returns the existing submission.
+rejected or crashed import leaves no rows.  The same file (by SHA-256) submitted again
+by the same team is recognised and returns that team's existing submission; another
+team's identical file is stored as that team's own run (nothing about the first team's
+submission is ever told to another team).
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import logging
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, TextIO
@@ -25,6 +28,8 @@ from unpooled.service.corpora.corpus_view import DbCorpusView
 from unpooled.service.corpora.models import Corpus
 
 from .models import RelationInstance, Submission, SubmissionEntity, SubmissionMention, Team
+
+log = logging.getLogger(__name__)
 
 
 @dataclass
@@ -45,6 +50,54 @@ class IngestResult:
             out.update(submission=sub.pk, team=sub.team.name, run=sub.run_id, corpus=sub.corpus.name,
                        counts=sub.counts, duplicate=self.duplicate_of is not None)
         return out
+
+
+NUL = "\x00"
+
+
+def _no_nul(v):
+    """A report's dict with NUL characters shown as U+FFFD (a database text or JSON column refuses them)."""
+    if isinstance(v, str):
+        return v.replace(NUL, "\ufffd")
+    if isinstance(v, dict):
+        return {k: _no_nul(x) for k, x in v.items()}
+    if isinstance(v, list):
+        return [_no_nul(x) for x in v]
+    return v
+
+
+def _reject_nul(kb: KB, report: Report, run_id: str | None) -> bool:
+    """A NUL character (U+0000, from a JSON ``\\u0000``) in a name, link, value or run id cannot be stored: each
+    one is an error at its line (UP107); returns whether there was any."""
+    n = report.n_errors
+    help_ = "remove the NUL character (U+0000): names, links and values are text"
+    if NUL in (run_id or "") or NUL in (kb.run_id or ""):
+        report.add(1, "UP104", "the run id contains a NUL character (U+0000)", help=help_)
+    for e in kb.entities.values():
+        for what, v in (("entity name", e.name), ("entity type", e.type or ""), *(("link", x) for x in e.links)):
+            if NUL in v:
+                report.add(e.line, "UP107", f"{what} contains a NUL character (U+0000)", field=what.split()[-1],
+                           text=v.replace(NUL, "\ufffd"), help=help_)
+    for m in kb.mentions:
+        if NUL in m.kind:
+            report.add(m.line, "UP107", "mention kind contains a NUL character (U+0000)", field="kind", help=help_)
+    for i in kb.instances:
+        if NUL in (i.value or ""):
+            report.add(i.line, "UP107", "value contains a NUL character (U+0000)", field="value",
+                       text=i.value.replace(NUL, "\ufffd"), help=help_)
+    return report.n_errors > n
+
+
+def _same_file(corpus: Corpus, team_name: str, sha: str) -> Submission | None:
+    """The team's own submission of the same bytes to the corpus (never another team's)."""
+    return (Submission.objects.filter(corpus=corpus, team__name=team_name, file_sha256=sha)
+            .select_related("team", "corpus").first())
+
+
+def _duplicate(existing: Submission, path: str | Path) -> IngestResult:
+    rep = Report(path=str(path))
+    rep.counts = dict(existing.counts)
+    return IngestResult(rep, existing, duplicate_of=existing)
 
 
 def file_sha256(path: str | Path) -> tuple[str, int]:
@@ -82,23 +135,24 @@ def do_ingest_submission(
     corpus = get_corpus(corpus_name)
     if not team_name or not team_name.strip():
         raise ActionError("a team name is required (--team)")
+    team_name = team_name.strip()
     sha, size = file_sha256(path)
-    existing = Submission.objects.filter(corpus=corpus, file_sha256=sha).select_related("team", "corpus").first()
+    existing = _same_file(corpus, team_name, sha)
     if existing is not None:
-        rep = Report(path=str(path))
-        rep.counts = dict(existing.counts)
-        return IngestResult(rep, existing, duplicate_of=existing)
+        return _duplicate(existing, path)
     view = DbCorpusView(corpus)
     kb, report = check_submission(path, corpus, fmt, view=view)
     if timer:
         timer("validate")
     if kb is None:
         return IngestResult(report)
+    if _reject_nul(kb, report, run_id):
+        return IngestResult(report)
     run = (run_id or kb.run_id or Path(file_name or path).name).strip()
     fmt = kb.format
     try:
         with transaction.atomic():
-            team, _ = Team.objects.get_or_create(name=team_name.strip())
+            team, _ = Team.objects.get_or_create(name=team_name)
             if enforce_quota:
                 from .quota import check_quota
 
@@ -111,7 +165,7 @@ def do_ingest_submission(
             sub = Submission.objects.create(
                 corpus=corpus, team=team, run_id=run, format=fmt, file_name=file_name or Path(path).name,
                 file_sha256=sha, file_size=size, counts=dict(report.counts),
-                warnings=report.to_dict() if report.n_warnings else {},
+                warnings=_no_nul(report.to_dict()) if report.n_warnings else {},
                 visibility=visibility, submitted_by=submitted_by, description=description,
             )
             store_kb(sub, kb, view)
@@ -119,8 +173,16 @@ def do_ingest_submission(
                 from .signals import submission_stored
 
                 submission_stored.send(sender=Submission, submission=sub)  # the evaluations app starts it
-    except IntegrityError as exc:  # a concurrent upload of the same file or run
-        raise ActionError(f"submission conflicts with one stored meanwhile: {exc}") from None
+    except IntegrityError:  # a concurrent upload of the same file or run name by the same team
+        log.warning("storing %s for team %r on %s raced another upload", file_name or path, team_name, corpus.name,
+                    exc_info=True)
+        existing = _same_file(corpus, team_name, sha)
+        if existing is not None:
+            return _duplicate(existing, path)
+        if Submission.objects.filter(corpus=corpus, team__name=team_name, run_id=run).exists():
+            raise ActionError(f"team {team_name!r} already has a run named {run!r} on corpus {corpus.name!r}; "
+                              "choose another --run") from None
+        raise ActionError("submission conflicts with one stored at the same time; upload it again") from None
     if timer:
         timer("store")
     return IngestResult(report, sub)
@@ -237,3 +299,17 @@ def export_submission(sub: Submission, fmt: str, out: TextIO) -> int:
         return write_tac(out, kb.run_id, kb.entities.values(), kb.mentions, kb.instances,
                          lambda d, s, e: view.text(d)[s:e])
     raise ActionError(f"unknown export format {fmt!r}; use tac or jsonl")
+
+
+# -- what a failure may tell ---------------------------------------------------
+
+#: what anyone else is told about a failed stage (the cause is an exception's text: it may quote the database)
+STAGE_ERROR_HIDDEN = "the cause is shown to the submitting team and the organisers"
+
+
+def stage_error(sub, *, manage: bool) -> str:
+    """Why the submission's failed stage failed: the recorded cause for its team and organisers (``manage``),
+    a fixed sentence for anyone else who may view it."""
+    if not sub.error:
+        return ""
+    return sub.error if manage else STAGE_ERROR_HIDDEN

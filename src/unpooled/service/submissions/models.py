@@ -67,7 +67,9 @@ class Submission(models.Model):
     class Meta:
         ordering = ["-created", "-id"]
         constraints = [
-            models.UniqueConstraint(fields=["corpus", "file_sha256"], name="submission_unique_file"),
+            # the same file is recognised within a team only: another team's identical file is its own run
+            # (a duplicate check across teams told a rival team's private submission id and counts)
+            models.UniqueConstraint(fields=["corpus", "team", "file_sha256"], name="submission_unique_team_file"),
             models.UniqueConstraint(fields=["corpus", "team", "run_id"], name="submission_unique_run"),
         ]
 
@@ -133,3 +135,38 @@ class RelationInstance(models.Model):
             models.Index(fields=["key_hash"], name="instance_key"),
             models.Index(fields=["submission", "id"], name="instance_sub_id"),
         ]
+
+
+class UploadAttempt(models.Model):
+    """One upload handed to validation (web form or API), whatever became of it.
+
+    What bounds the work one caller can cause: rejected and failed uploads count against
+    :data:`settings.UPLOAD_REJECTS_PER_DAY` per team and per user (and per address), uploads still
+    waiting against :data:`settings.UPLOADS_PENDING`; see :mod:`unpooled.service.submissions.uploads`.
+    Accepted ones count against the team's quota instead. Kept as long as upload results are.
+    """
+
+    class State(models.TextChoices):
+        QUEUED = "queued", "waiting or being validated"
+        ACCEPTED = "accepted", "stored (or the team's same file found)"
+        REJECTED = "rejected", "refused: invalid file, quota, run name taken"
+        FAILED = "failed", "the validation crashed"
+
+    task_id = models.CharField(max_length=64, blank=True, db_index=True, help_text="the validation task's result id")
+    team_name = models.CharField(max_length=100)
+    user = models.ForeignKey("auth.User", null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+    address = models.GenericIPAddressField(null=True, blank=True)
+    state = models.CharField(max_length=10, choices=State.choices, default=State.QUEUED)
+    created = models.DateTimeField(auto_now_add=True)
+    finished = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        indexes = [
+            models.Index(fields=["team_name", "created"], name="attempt_team"),
+            models.Index(fields=["user", "created"], name="attempt_user"),
+            models.Index(fields=["address", "created"], name="attempt_address"),
+            models.Index(fields=["created"], name="attempt_created"),
+        ]
+
+    def __str__(self) -> str:
+        return f"upload {self.task_id or self.pk} by {self.team_name}: {self.state}"

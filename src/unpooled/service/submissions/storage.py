@@ -10,6 +10,7 @@ had not handed to a task) is deleted later by the task workers (:func:`unpooled.
 from __future__ import annotations
 
 import errno
+import os
 import uuid
 from pathlib import Path
 from typing import Iterable
@@ -46,13 +47,15 @@ def storage_full(exc: BaseException | None) -> bool:
 
 
 def store_upload(chunks: Iterable[bytes]) -> Path:
-    """Write ``chunks`` to a new file under ``settings.UPLOAD_DIR``; its path.  On any error the file is removed;
+    """Write ``chunks`` to a new file under ``settings.UPLOAD_DIR``, readable by the service's user only (folder
+    0700, file 0600, created so: no moment at the umask's mode); its path.  On any error the file is removed;
     a full disk raises :class:`StorageFull`."""
     folder = Path(settings.UPLOAD_DIR)
     dest = folder / f"{uuid.uuid4().hex}.upload"
     try:
-        folder.mkdir(parents=True, exist_ok=True)
-        with open(dest, "wb") as out:
+        folder.mkdir(mode=0o700, parents=True, exist_ok=True)
+        fd = os.open(dest, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        with os.fdopen(fd, "wb") as out:
             for chunk in chunks:
                 out.write(chunk)
         return dest

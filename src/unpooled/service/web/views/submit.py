@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 from django.conf import settings
 from django.contrib.auth.decorators import login_required
 from django.http import Http404, JsonResponse
@@ -9,17 +11,16 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_POST
 
 from unpooled.service.accounts import actions as accounts
+from unpooled.service.submissions import uploads
+from unpooled.service.submissions.actions import stage_error
 from unpooled.service.submissions.models import Submission, Team
-from unpooled.service.submissions.storage import FULL_MESSAGE, StorageFull, discard_received, store_upload, \
-    storage_full
+from unpooled.service.submissions.storage import FULL_MESSAGE, StorageFull, discard_received, storage_full
 
 from ..forms import UploadForm
 
 
 @login_required
 def upload(request):
-    from unpooled.service.submissions.tasks import ingest_upload
-
     organiser = accounts.is_organiser(request.user)
     team = accounts.team_of(request.user)
     if team is None and not organiser:
@@ -55,24 +56,26 @@ def upload(request):
                     form.add_error(None, str(exc))
                 else:
                     try:
-                        dest = store_upload(f.chunks())  # nothing kept if it fails
+                        dest = uploads.save_upload(f.chunks())  # a private file (0600); nothing kept if it fails
                     except StorageFull as exc:
                         form.add_error(None, str(exc))
                         status = 507
                     else:
                         try:
-                            result = ingest_upload.enqueue(
-                                str(dest), form.cleaned_data["corpus"].name, team_name, form.cleaned_data["run"],
-                                form.cleaned_data["format"], f.name, form.cleaned_data["visibility"], request.user.pk,
-                                form.cleaned_data["description"] or "",
-                            )
-                        except BaseException:
-                            dest.unlink(missing_ok=True)
-                            raise
-                        url = f"/submissions/uploads/{result.id}/"
-                        if request.headers.get("x-requested-with") == "fetch":
-                            return JsonResponse({"upload": str(result.id), "status_url": url}, status=202)
-                        return redirect("web:upload_status", task_id=result.id)
+                            result = uploads.start_upload(
+                                dest, corpus=form.cleaned_data["corpus"].name, team=team_name,
+                                run=form.cleaned_data["run"], fmt=form.cleaned_data["format"], file_name=f.name,
+                                visibility=form.cleaned_data["visibility"],
+                                description=form.cleaned_data["description"] or "", user=request.user,
+                                address=uploads.client_address(request), limited=not organiser)
+                        except accounts.QuotaError as exc:  # too many rejected or waiting uploads
+                            form.add_error(None, str(exc))
+                            status = 429
+                        else:
+                            url = f"/submissions/uploads/{result.id}/"
+                            if request.headers.get("x-requested-with") == "fetch":
+                                return JsonResponse({"upload": str(result.id), "status_url": url}, status=202)
+                            return redirect("web:upload_status", task_id=result.id)
         if request.headers.get("x-requested-with") == "fetch":
             return JsonResponse({"errors": {k: [str(e) for e in v] for k, v in form.errors.items()}},
                                 status=400 if status == 200 else status)
@@ -81,22 +84,47 @@ def upload(request):
     return render(request, "web/upload.html", {"form": form, "organiser": organiser, "team": team}, status=status)
 
 
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
+
+
+def _printable(v):
+    """Diagnostics echo the uploaded bytes: control characters (NUL...) are shown as U+FFFD."""
+    if isinstance(v, str):
+        return _CONTROL.sub("\ufffd", v)
+    if isinstance(v, dict):
+        return {k: _printable(x) for k, x in v.items()}
+    if isinstance(v, list):
+        return [_printable(x) for x in v]
+    return v
+
+
+@login_required
 def upload_status(request, task_id: str):
+    """An upload's validation, for the uploading team, the user who uploaded and organisers (as
+    ``GET /api/uploads/{id}``; anyone else: 404). A crashed validation shows what failed, never the traceback."""
+    from django.core.exceptions import ValidationError
     from django_tasks import TaskResultStatus
-    from django_tasks.exceptions import TaskResultDoesNotExist
+    from django_tasks.exceptions import TaskResultDoesNotExist, TaskResultMismatch
 
     from unpooled.service.submissions.tasks import ingest_upload
 
     try:
         result = ingest_upload.get_result(task_id)
-    except (TaskResultDoesNotExist, ValueError):
+    except (TaskResultDoesNotExist, TaskResultMismatch, ValueError, ValidationError, NotImplementedError):
         raise Http404("no such upload") from None
+    if not uploads.may_see_upload(result, user=request.user, team=accounts.team_of(request.user),
+                                  organiser=accounts.is_organiser(request.user)):
+        raise Http404("no such upload")
     outcome = result.return_value if result.status == TaskResultStatus.SUCCESSFUL else None
     if outcome and outcome.get("ok"):
         return redirect("web:status", pk=outcome["submission"])
-    errors = [str(e) for e in result.errors] if result.status == TaskResultStatus.FAILED else []
-    return render(request, "web/upload_status.html", {"result": result, "outcome": outcome, "errors": errors,
-                                                      "done": result.is_finished})
+    errors = []
+    if result.status == TaskResultStatus.FAILED:  # the traceback stays in the worker's log
+        what = result.errors[-1].exception_class_path.rsplit(".", 1)[-1] if result.errors else "unknown error"
+        errors = [f"Validating the file failed on the server ({what}); nothing was stored. Upload it again; if it "
+                  "fails again, tell the organisers (the server's log has the details)."]
+    return render(request, "web/upload_status.html", {"result": result, "outcome": _printable(outcome),
+                                                      "errors": errors, "done": result.is_finished})
 
 
 def _visible(request, pk: int) -> Submission:
@@ -111,8 +139,10 @@ def status(request, pk: int):
     from unpooled.service.evaluations.lifecycle import newest_scores, progress
 
     sub = _visible(request, pk)
+    p = progress(sub)
+    p["error"] = stage_error(sub, manage=accounts.can_manage(request.user, sub))
     return render(request, "web/status.html", {
-        "sub": sub, "p": progress(sub), "scores": newest_scores(sub),
+        "sub": sub, "p": p, "scores": newest_scores(sub),
         "can_retry": accounts.is_organiser(request.user) and sub.status == Submission.Status.FAILED})
 
 
@@ -121,6 +151,7 @@ def status_json(request, pk: int):
 
     sub = _visible(request, pk)
     out = progress(sub)
+    out["error"] = stage_error(sub, manage=accounts.can_manage(request.user, sub))
     out["scores"] = {lv: {k: getattr(s, k) for k in ("p", "p_lo", "p_hi", "r", "r_lo", "r_hi", "f1", "f1_lo", "f1_hi")}
                      for lv, s in newest_scores(sub).items()}
     return JsonResponse(out)
