@@ -70,7 +70,6 @@ def upload(request):
                                 address=uploads.client_address(request), limited=not organiser)
                         except accounts.QuotaError as exc:  # too many rejected or waiting uploads
                             form.add_error(None, str(exc))
-                            status = 429
                         else:
                             url = f"/submissions/uploads/{result.id}/"
                             if request.headers.get("x-requested-with") == "fetch":
