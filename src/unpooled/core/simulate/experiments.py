@@ -275,3 +275,80 @@ def run_adaptive(world, *, trials: int = 100, systems: int = 40, own: int = 500,
         "own_halfwidth_reference": float(z * np.sqrt(np.median(tp[top_idx] * (1 - tp[top_idx])) / own)),
     }
 
+
+
+#: recall estimators compared by :func:`run_unassessed`
+UNASSESSED_VARIANTS = ("joint", "exhaustive", "stratified", "seed-shared", "joint+exhaustive",
+                       "stratified+exhaustive")
+
+
+def run_unassessed(world, *, trials: int = 100, labels: int = 150, exhaustive: int = 150, confidence: float = 0.90,
+                   min_draws: int = 20, rng=None, progress=None) -> dict:
+    """Recall from pooled and unassessed output (:mod:`unpooled.core.estimators.unassessed`), in the §4.2 set-up:
+    half of the teams' runs evaluated per trial with ``labels`` own draws each and ``exhaustive`` true instances.
+
+    Per estimator, over the evaluated systems: mean and largest absolute bias per system, the spread (root mean
+    per-system variance), mean interval width, coverage of the 90% intervals, and the relative efficiency
+    (ratio of mean variances) against the joint estimator and against the exhaustive sample alone.
+    """
+    from ..estimators.joint import wilson
+    from ..estimators.unassessed import RecallEstimate, combined_recall, stratified_recall
+
+    rng = np.random.default_rng(rng)
+    truth = np.asarray(world.truth, dtype=bool)
+    U = len(truth)
+    m = len(world.systems)
+    _, tr, _ = true_scores(world)
+    P_all = distribution_matrix(world.systems, U)
+    member = _member(world, range(m))
+    Y = np.flatnonzero(truth)
+    teams = np.unique(world.team)
+    err = {k: [] for k in UNASSESSED_VARIANTS}
+    width = {k: [] for k in UNASSESSED_VARIANTS}
+    hit = {k: [] for k in UNASSESSED_VARIANTS}
+    lam = []
+    ids = []
+    for _ in range(trials):
+        pooled_teams = rng.choice(teams, size=len(teams) // 2, replace=False)
+        evald = np.flatnonzero(~np.isin(world.team, pooled_teams))
+        me = len(evald)
+        src = np.repeat(np.arange(me), labels)
+        xs = np.concatenate([_draw_row(P_all, i, world.systems[i], labels, rng) for i in evald])
+        y0 = Y[rng.integers(0, len(Y), exhaustive)]
+        d = make_design(P_all[evald], src, xs, truth[xs].astype(float), member[evald][:, y0])
+        sc = estimate(d, confidence=confidence)
+        joint = RecallEstimate(sc.r, sc.r_se, sc.r_ci, sc.theta, sc.nu)
+        G = d.g0.astype(float)
+        r_e = G.mean(1)
+        v_e = r_e * (1 - r_e) / max(d.n0 - 1, 1)
+        exh = RecallEstimate(r_e, np.sqrt(v_e), wilson(r_e, v_e, confidence, np.full(me, float(d.n0))), sc.theta,
+                             np.ones(me))
+        ps = stratified_recall(d, min_draws=min_draws, confidence=confidence)
+        both = combined_recall(d, ps, confidence=confidence)
+        lam.append(both.weight)
+        got = {"joint": joint, "exhaustive": exh, "stratified": ps,
+               "seed-shared": stratified_recall(d, min_draws=min_draws, confidence=confidence, shared=True),
+               "joint+exhaustive": combined_recall(d, joint, confidence=confidence), "stratified+exhaustive": both}
+        tv = tr[evald]
+        for k, v in got.items():
+            err[k].append(v.r - tv)
+            width[k].append(v.ci[1] - v.ci[0])
+            hit[k].append((v.ci[0] - 1e-12 <= tv) & (tv <= v.ci[1] + 1e-12))
+        ids.append(evald)
+        if progress:
+            progress(1)
+    ids = np.concatenate(ids)
+    systems = np.unique(ids)
+    rows = {}
+    var = {}
+    for k in UNASSESSED_VARIANTS:
+        e = np.concatenate(err[k])
+        bias = np.array([e[ids == s].mean() for s in systems])
+        var[k] = float(np.mean([e[ids == s].var() for s in systems]))
+        rows[k] = {"mean_abs_bias": float(np.abs(bias).mean()), "max_abs_bias": float(np.abs(bias).max()),
+                   "spread": float(np.sqrt(var[k])), "width": float(np.concatenate(width[k]).mean()),
+                   "coverage": float(np.concatenate(hit[k]).mean())}
+    for k in UNASSESSED_VARIANTS:
+        rows[k]["re_joint"] = var["joint"] / var[k] if var[k] > 0 else float("nan")
+        rows[k]["re_exhaustive"] = var["exhaustive"] / var[k] if var[k] > 0 else float("nan")
+    return {"rows": rows, "intervals": int(len(ids)), "exhaustive_weight": float(np.mean(np.concatenate(lam)))}
