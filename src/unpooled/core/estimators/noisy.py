@@ -176,20 +176,33 @@ class KeyedAnswers:
 def kappa(lam, rho):
     r""":math:`\kappa(\lambda, \rho) = (e^\lambda - 1)/(1 + \rho(e^\lambda - 1))`, the score of one item
     (:math:`1/\rho` for certain yes, :math:`-1/(1-\rho)` for certain no), computed without overflow."""
+    return _kappa_at(_exp_parts(lam), rho)
+
+
+def _exp_parts(lam) -> tuple[np.ndarray, np.ndarray]:
+    r"""What :func:`kappa` and :func:`_loglik_terms` need of ``lam``, computed once when one ``lam`` meets many
+    ``rho`` (a root search, a bisection): with :math:`e = e^{-|\lambda|}`, the numerator
+    :math:`n = \pm(1 - e)` (the sign of :math:`\lambda`) and :math:`c = e` for :math:`\lambda > 0`, else 1, so
+    that :math:`\kappa = n/(c + \rho n)` and the log-likelihood term is :math:`\log(c + \rho n)`."""
     lam = np.asarray(lam, float)
     e = np.exp(-np.abs(lam))
     pos = lam > 0
-    num = np.where(pos, 1.0 - e, e - 1.0)
-    den = np.where(pos, rho + (1.0 - rho) * e, rho * e + 1.0 - rho)
+    return np.where(pos, 1.0 - e, e - 1.0), np.where(pos, e, 1.0)
+
+
+def _kappa_at(parts, rho):
+    """:func:`kappa` from :func:`_exp_parts` of ``lam``."""
+    num, c = parts
     with np.errstate(divide="ignore", invalid="ignore"):
-        return num / den
+        return num / (c + rho * num)
 
 
 def kappa_dlam(lam, rho):
     r""":math:`\partial\kappa/\partial\lambda = e^\lambda/(1 + \rho(e^\lambda - 1))^2`, without overflow."""
     lam = np.asarray(lam, float)
     e = np.exp(-np.abs(lam))
-    den = np.where(lam > 0, rho + (1.0 - rho) * e, rho * e + 1.0 - rho)
+    num, c = _exp_parts(lam)
+    den = c + rho * num
     with np.errstate(divide="ignore", invalid="ignore"):
         return e / (den * den)
 
@@ -267,8 +280,10 @@ def _prevalence_rows(M: np.ndarray, lam: np.ndarray, tol: float, max_iter: int):
     rho = np.full(m, np.nan)
     live = total > 0
 
+    parts = _exp_parts(lr)
+
     def sums(r):  # per row: sum w kappa and sum w kappa^2 at r (m,)
-        k = kappa(lr, r[rows])
+        k = _kappa_at(parts, r[rows])
         with np.errstate(invalid="ignore"):
             wk = w * k
             return np.bincount(rows, weights=wk, minlength=m), np.bincount(rows, weights=wk * k, minlength=m)
@@ -313,12 +328,17 @@ def _loglik_terms(lam, rho):
     r""":math:`\log(1 + \rho(e^\lambda - 1))` up to a constant per item (``λ`` for ``λ > 0``), without overflow:
     :math:`\log(\rho + (1-\rho)e^{-\lambda})` for :math:`\lambda > 0`, :math:`\log(1 - \rho + \rho e^{\lambda})`
     otherwise."""
-    e = np.exp(-np.abs(lam))
+    return _loglik_at(_exp_parts(lam), rho)
+
+
+def _loglik_at(parts, rho):
+    """:func:`_loglik_terms` from :func:`_exp_parts` of ``lam``."""
+    num, c = parts
     with np.errstate(divide="ignore"):
-        return np.where(lam > 0, np.log(rho + (1.0 - rho) * e), np.log(1.0 - rho + rho * e))
+        return np.log(c + rho * num)
 
 
-def profile_interval(M, lam, rho, J, var, confidence: float, *, side=None, iters: int = 40):
+def profile_interval(M, lam, rho, J, var, confidence: float, *, side=None, iters: int = 60, tol: float = 1e-10):
     r"""Per row, the likelihood-ratio interval of :func:`prevalence`'s :math:`\hat\rho`, calibrated by its
     variance: :math:`\{\rho : 2(\ell(\hat\rho) - \ell(\rho)) \le z^2\,J\,\widehat{\mathrm{Var}}(\hat\rho)\}`.
 
@@ -347,23 +367,57 @@ def profile_interval(M, lam, rho, J, var, confidence: float, *, side=None, iters
     thr = np.where(ok, z2 * np.asarray(J) * np.asarray(var), 0.0)
     r0 = np.nan_to_num(rho)
 
-    def ll(r):  # per row: sum of w * log-lik terms at r (m,)
-        return np.bincount(rows, weights=w * _loglik_terms(lr, r[rows]), minlength=m)
+    parts = _exp_parts(lr)
+
+    def ll(r, pairs=None):  # per row: sum of w * log-lik terms at r (m,); pairs: only these (row, item) pairs
+        if pairs is None:
+            return np.bincount(rows, weights=w * _loglik_at(parts, r[rows]), minlength=m)
+        pr, pw, pp = pairs
+        return np.bincount(pr, weights=pw * _loglik_at(pp, r[pr]), minlength=m)
+
+    def restrict(todo):
+        sel = np.flatnonzero(todo[rows])
+        return (rows[sel], w[sel], (parts[0][sel], parts[1][sel])), int(todo.sum())
 
     top = ll(r0)
 
     def bound(edge, want):
+        # the root of f(r) = 2(l(rho) - l(r)) - thr between rho (f = -thr <= 0) and the edge (f > 0): f is convex
+        # and monotone there (the log-likelihood is concave), so the Illinois variant of regula falsi keeps the
+        # bracket and converges superlinearly; a bisection while f at the bracket's outer end is infinite (a
+        # certain vote against the edge).  The bound returned is the bracket's inner end (f <= 0), to within
+        # ``tol`` of the root or with f within ``tol`` of 0 relative to the threshold.  Each step evaluates the
+        # log-likelihood of the rows still searching only.
         at = np.full(m, float(edge))
-        reach = 2 * (top - ll(at)) <= thr
-        a, b = r0.copy(), at.copy()  # stat(a) = 0 <= thr < stat(b)
+        with np.errstate(invalid="ignore"):
+            fb = 2 * (top - ll(at)) - thr
+        reach = ~(fb > 0)
+        a, b = r0.copy(), at.copy()
+        fa = -thr.copy()
+        f_in = fa.copy()  # f at the inner end (fa is halved by the Illinois rule)
         todo = want & ~reach
+        side = np.zeros(m, np.int8)  # which end moved last: -1 inner, +1 outer
+        pairs, n_at = restrict(todo)
         for _ in range(iters):
-            if not todo.any():
+            todo &= (np.abs(b - a) > tol) & (f_in < -tol * thr)
+            n = int(todo.sum())
+            if not n:
                 break
-            mid = (a + b) / 2
-            inside = 2 * (top - ll(mid)) <= thr
-            a = np.where(todo & inside, mid, a)
-            b = np.where(todo & ~inside, mid, b)
+            if n <= n_at // 2:
+                pairs, n_at = restrict(todo)
+            with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
+                x = b - fb * (b - a) / (fb - fa)
+            ok = np.isfinite(fb) & np.isfinite(x) & ((x - a) * (x - b) < 0)
+            x = np.where(ok, x, (a + b) / 2)
+            with np.errstate(invalid="ignore"):
+                fx = 2 * (top - ll(x, pairs)) - thr
+            inner = todo & ~(fx > 0)
+            outer = todo & (fx > 0)
+            fb = np.where(inner & (side == -1), fb / 2, fb)  # Illinois: the end kept twice is halved
+            fa = np.where(outer & (side == 1), fa / 2, fa)
+            a, fa, f_in = np.where(inner, x, a), np.where(inner, fx, fa), np.where(inner, fx, f_in)
+            b, fb = np.where(outer, x, b), np.where(outer, fx, fb)
+            side = np.where(inner, -1, np.where(outer, 1, side)).astype(np.int8)
         return np.where(want, np.where(reach, at, a), r0)
 
     lo = np.where(ok & (side != 1), bound(0.0, ok & (side != 1)), rho)
@@ -488,6 +542,19 @@ def _patterns(votes: CrowdVotes, codes: np.ndarray) -> _Patterns:
     return _Patterns(groups, grp, pos)
 
 
+def _finite0(z: np.ndarray) -> np.ndarray:
+    """``z`` with its NaN and infinite entries set to 0, in place (``np.nan_to_num`` without the copies)."""
+    with np.errstate(invalid="ignore"):
+        z[~np.isfinite(z)] = 0.0
+    return z
+
+
+def _dot(*arrays) -> np.ndarray:
+    """Row sums of the elementwise product of ``(n, k)`` arrays, without temporaries."""
+    spec = ",".join("ij" for _ in arrays) + "->i"
+    return np.einsum(spec, *arrays, optimize=False)
+
+
 def _class_var(z, p1, p0, post):
     """Variance of ``z`` over the vote patterns given each class, mixed by ``post``."""
     z = np.nan_to_num(z, nan=0.0, posinf=0.0, neginf=0.0)
@@ -516,17 +583,19 @@ def _vote_var(pat: _Patterns, m: int, rows, cols, gp, rho_p, ga, rho_a, post_p, 
         z = np.nan_to_num(z, nan=0.0, posinf=0.0, neginf=0.0)
         return z, (z * q).sum(-1)
 
+    parts = [_exp_parts(lv) for lv, _, _ in pat.groups]  # once per pattern, not per (target, item) pair
     for g, (lv, p1, p0) in enumerate(pat.groups):
         sel = np.flatnonzero(pat.grp[cols] == g)
         if not len(sel):
             continue
         r_, c_ = rows[sel], cols[sel]
-        li = lv[pat.pos[c_]]
-        q1, q0 = p1[pat.pos[c_]], p0[pat.pos[c_]]
-        zp = np.nan_to_num(gp[sel, None] * kappa(li, rho_p[sel, None]), nan=0.0, posinf=0.0, neginf=0.0)
-        e1p, e0p = (zp * q1).sum(-1), (zp * q0).sum(-1)
-        v1p = np.maximum((zp * zp * q1).sum(-1) - e1p ** 2, 0.0)
-        v0p = np.maximum((zp * zp * q0).sum(-1) - e0p ** 2, 0.0)
+        at = pat.pos[c_]
+        li = (parts[g][0][at], parts[g][1][at])
+        q1, q0 = p1[at], p0[at]
+        zp = _finite0(gp[sel, None] * _kappa_at(li, rho_p[sel, None]))
+        e1p, e0p = _dot(zp, q1), _dot(zp, q0)
+        v1p = np.maximum(_dot(zp, zp, q1) - e1p ** 2, 0.0)
+        v0p = np.maximum(_dot(zp, zp, q0) - e0p ** 2, 0.0)
         w = weight[sel]
         vp += np.bincount(r_, weights=w * (post_p[sel] * v1p + (1 - post_p[sel]) * v0p), minlength=m)
         pb = post_b[sel]
@@ -534,13 +603,13 @@ def _vote_var(pat: _Patterns, m: int, rows, cols, gp, rho_p, ga, rho_a, post_p, 
         if dense is None:
             continue
         b, dvec, rho_d = dense
-        zn = ga[sel, None] * kappa(li, rho_a[sel, None]) + (b[r_] * dvec[c_])[:, None] * kappa(li, rho_d[r_][:, None])
-        zn = np.nan_to_num(zn, nan=0.0, posinf=0.0, neginf=0.0)
-        e1n, e0n = (zn * q1).sum(-1), (zn * q0).sum(-1)
-        v1n = np.maximum((zn * zn * q1).sum(-1) - e1n ** 2, 0.0)
-        v0n = np.maximum((zn * zn * q0).sum(-1) - e0n ** 2, 0.0)
-        c1 = (zp * zn * q1).sum(-1) - e1p * e1n
-        c0 = (zp * zn * q0).sum(-1) - e0p * e0n
+        zn = _finite0(ga[sel, None] * _kappa_at(li, rho_a[sel, None])
+                      + (b[r_] * dvec[c_])[:, None] * _kappa_at(li, rho_d[r_][:, None]))
+        e1n, e0n = _dot(zn, q1), _dot(zn, q0)
+        v1n = np.maximum(_dot(zn, zn, q1) - e1n ** 2, 0.0)
+        v0n = np.maximum(_dot(zn, zn, q0) - e0n ** 2, 0.0)
+        c1 = _dot(zp, zn, q1) - e1p * e1n
+        c0 = _dot(zp, zn, q0) - e0p * e0n
         vn += np.bincount(r_, weights=w * (pb * v1n + (1 - pb) * v0n), minlength=m)
         cv += np.bincount(r_, weights=w * (pb * c1 + (1 - pb) * c0), minlength=m)
     if dense is not None:
@@ -554,7 +623,8 @@ def _vote_var(pat: _Patterns, m: int, rows, cols, gp, rho_p, ga, rho_a, post_p, 
                 items = np.flatnonzero(pat.grp == g)
                 if not len(items):
                     continue
-                k = kappa(lv[pat.pos[items]], val)
+                at = pat.pos[items]
+                k = _kappa_at((parts[g][0][at], parts[g][1][at]), val)
                 VB[items] = _class_var(k, p1[pat.pos[items]], p0[pat.pos[items]], posterior(lam[items], val))
             vec = dvec * dvec * VB
             full = R[tg] @ vec
