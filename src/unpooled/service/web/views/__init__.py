@@ -1,6 +1,7 @@
 """Server-rendered pages, one module per concern. Views are thin: fetch, call an action, render."""
 
 from .explore import corpus_detail, document_detail, home, submission_list
+from . import participate
 from .leaderboard import leaderboard
 from .submission import submission_detail, submission_export
 from .submit import retry, status, status_json, upload, upload_status
