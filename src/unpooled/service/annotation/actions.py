@@ -416,15 +416,15 @@ class Progress:
     left: int
 
 
-def progress(annotator: Annotator, kind: str, *, current: Assignment | None = None, now=None) -> Progress:
+def progress(annotator: Annotator, kind: str, *, now=None) -> Progress:
     """``done``: the annotator's answers to tasks of ``kind``; ``left``: the items of ``kind`` they could still
-    be given now, plus the ``current`` lease's (the page's) while it is live (two counting queries, and the
-    annotator's scope once)."""
+    be given now plus those they hold a live lease of (two counting queries, and the annotator's scope once)."""
     now = now or timezone.now()
-    done = Answer.objects.filter(annotator=annotator, task__kind=kind).count()
-    live = (current is not None and current.status == Assignment.Status.LEASED and current.expires >= now
-            and not current.task.is_control and current.task.status == Task.Status.OPEN)
-    return Progress(done=done, left=leasable(annotator, kind=kind, now=now).count() + int(live))
+    got = Assignment.objects.filter(annotator=annotator, task__kind=kind).aggregate(
+        done=Count("id", filter=Q(status=Assignment.Status.SUBMITTED)),
+        held=Count("id", filter=Q(status=Assignment.Status.LEASED, expires__gte=now, task__status=Task.Status.OPEN,
+                                  task__is_control=False)))
+    return Progress(done=got["done"], left=leasable(annotator, kind=kind, now=now).count() + got["held"])
 
 
 def explain_empty(annotator: Annotator, kind: str, *, now=None) -> list[str]:
@@ -478,7 +478,8 @@ def explain_empty(annotator: Annotator, kind: str, *, now=None) -> list[str]:
                        f"lease returns after {minutes} minute{'s' if minutes != 1 else ''}: look again later.")
     crowds = {}
     for name, backend in AnnotationSettings.objects.exclude(backend=Backend.INHOUSE).values_list("corpus__name", "backend"):
-        crowds.setdefault(Backend(backend).label, []).append(name)
+        crowds.setdefault({Backend.SIMULATED: "a simulated crowd", Backend.MTURK: "Mechanical Turk workers"}.get(
+            backend, Backend(backend).label), []).append(name)
     for label, names in sorted(crowds.items()):
         out.append(f"Corpus{'es' if len(names) > 1 else ''} {', '.join(sorted(names))} "
                    f"{'are' if len(names) > 1 else 'is'} answered by {label}: {'their' if len(names) > 1 else 'its'} "

@@ -77,25 +77,26 @@ INSTRUCTIONS = {
 }
 
 
-#: an example mention for each entity type a schema may have: (text, note), used by entity_guide
-_TYPE_EXAMPLES = {
-    "PER": "Marie Curie", "ORG": "the University of Paris", "GPE": "Paris", "LOC": "the Seine", "FAC": "the Eiffel Tower",
-    "TIME": "1891", "DATE": "7 November 1867", "NUM": "two", "NUMBER": "two", "MISC": "the Nobel Prize",
-    "TITLE": "professor", "EVENT": "World War I",
-}
+#: the entity task's example: (mention, the types it may have, in order of preference, its group)
+_EXAMPLE_TEXT = "Marie Curie moved to Paris in 1891 and won the Nobel Prize. Curie later ..."
+_EXAMPLE_MENTIONS = [("Marie Curie", ("PER",), 1), ("Paris", ("GPE", "LOC"), None), ("1891", ("TIME", "DATE"), None),
+                     ("the Nobel Prize", ("MISC", "AWARD"), None), ("Curie", ("PER",), 1)]
 
 
 def entity_guide(types: dict[str, str]) -> dict:
     """The entity task's instructions for a schema with entity ``types`` (type -> description): the summary
-    lists exactly these types with their keys (the digits, in the legend's order), and the example uses only them."""
+    lists exactly these types with their keys (the digits, in the legend's order), and the example marks only
+    what these types cover."""
     names = sorted(types)
     listed = "; ".join(f"{i + 1} {t} ({types[t]})" for i, t in enumerate(names))
-    base = INSTRUCTIONS["entities"]
-    sample = [(t, _TYPE_EXAMPLES[t]) for t in names if t in _TYPE_EXAMPLES][:4]
-    example_text = "Marie Curie worked at the University of Paris. Curie received the Nobel Prize ..."
-    answer = ", ".join(f"{m} ({t})" for t, m in sample) if sample else "(no example for these types)"
-    examples = [{"text": example_text, "answer": "Marie Curie (PER, group 1), Curie (PER, group 1)"}] if "PER" in types else []
-    examples.append({"text": "; ".join(m for _, m in sample), "answer": answer})
-    return {**base, "summary": f"Mark every mention of an entity of these types, give its type and group mentions "
-                               f"that refer to the same thing: {listed}. Do not mark anything else.",
-            "examples": examples}
+    answer = []
+    for mention, kinds, group in _EXAMPLE_MENTIONS:
+        typ = next((t for t in kinds if t in types), None)
+        if typ is None:
+            answer.append(f"{mention}: not marked (no type for it)")
+        else:
+            answer.append(f"{mention} ({typ}{f', group {group}' if group else ''})")
+    return {**INSTRUCTIONS["entities"],
+            "summary": f"Mark every mention of an entity of these types, give its type and group mentions that "
+                       f"refer to the same thing: {listed}. Do not mark anything else.",
+            "examples": [{"text": _EXAMPLE_TEXT, "answer": "; ".join(answer)}]}

@@ -301,7 +301,7 @@ def _context(request, lease: Assignment, error: str | None = None, value=None) -
             request.session.pop(UNDONE)
             if value is None:
                 ctx["previous"], ctx["undone"] = undone.get("value"), True
-        ctx["progress"] = actions.progress(lease.annotator, task.kind, current=lease)
+        ctx["progress"] = actions.progress(lease.annotator, task.kind)
         ctx.update(_undo_context(request, lease.annotator, lease))
     return ctx
 

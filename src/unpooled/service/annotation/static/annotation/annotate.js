@@ -293,7 +293,7 @@
     pairs.forEach((p, i) => {
       const input = p.querySelector(".rel-search");
       const box = p.querySelector(".suggest");
-      let shown = [], hi = 0;
+      let shown = [], hi = 0, moved = false;  // moved: the arrows chose a match (Enter then takes even one off type)
       function draw() {
         const { fitting, others } = matches(i, input.value);
         shown = (fitting.length ? fitting : others).slice(0, 8);
@@ -303,12 +303,12 @@
           const li = document.createElement("li");
           li.className = "none";
           li.textContent = "No relation for " + p.dataset.aType + " and " + p.dataset.bType +
-            (input.value.trim() ? " matches \u201c" + input.value.trim() + "\u201d" : "") + (others.length ? "; relations for other types:" : ".");
+            (input.value.trim() ? " matches \u201c" + input.value.trim() + "\u201d" : "") + (others.length ? "; relations for other types (\u2193 then Enter to take one anyway):" : ".");
           box.appendChild(li);
         }
         shown.forEach((o, k) => {
           const li = document.createElement("li");
-          li.className = "option" + (k === hi ? " hi" : "") + (o.fits ? "" : " off-type");
+          li.className = "option" + (k === hi && (o.fits || moved) ? " hi" : "") + (o.fits ? "" : " off-type");
           li.setAttribute("role", "option");
           li.dataset.code = o.code;
           li.textContent = o.text;
@@ -323,14 +323,14 @@
         render(); draw();
       }
       input.addEventListener("focus", () => { cur = i; render(); draw(); });
-      input.addEventListener("input", () => { hi = 0; draw(); });
+      input.addEventListener("input", () => { hi = 0; moved = false; draw(); });
       input.addEventListener("blur", () => { box.hidden = true; input.setAttribute("aria-expanded", "false"); });
       input.addEventListener("keydown", (e) => {
         if (e.key === "Enter" && !e.ctrlKey) {
           e.preventDefault();
-          if (shown.length) add(shown[hi]);
-        } else if (e.key === "ArrowDown") { e.preventDefault(); hi = Math.min(shown.length - 1, hi + 1); draw(); }
-        else if (e.key === "ArrowUp") { e.preventDefault(); hi = Math.max(0, hi - 1); draw(); }
+          if (shown.length && (shown[hi].fits || moved)) { add(shown[hi]); moved = false; }
+        } else if (e.key === "ArrowDown") { e.preventDefault(); hi = Math.min(shown.length - 1, hi + 1); moved = true; draw(); }
+        else if (e.key === "ArrowUp") { e.preventDefault(); hi = Math.max(0, hi - 1); moved = true; draw(); }
         else if (e.key === "Escape") { input.blur(); }
       });
     });
