@@ -72,7 +72,7 @@ def test_schema_page_lists_relations_with_names_types_and_gold_examples(client, 
     assert with_example, "the first Re-DocRED documents have gold relations"
     assert all(r.gold > 0 for r in with_example)
     r = with_example[0]
-    assert r.example["subject"] in html and r.example["document"].doc_id in html
+    assert r.example["subject"] in html and r.example["document"]["doc_id"] in html
     assert 'src="/static/web/schema.js"' in html
 
 

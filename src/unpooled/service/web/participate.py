@@ -34,7 +34,7 @@ class RelationRow:
     inverse_of: str | None
     inverses: list[str]
     gold: int = 0
-    example: dict | None = None    # {"pieces": [(text, css class)], "document": Document, "subject", "object"}
+    example: dict | None = None    # {"pieces": [(text, css class)], "document": {pk, doc_id}, "subject", "object"}
 
 
 def _pair(subject_mentions, object_mentions):
@@ -79,9 +79,25 @@ def gold_examples(corpus: Corpus) -> dict[str, tuple[int, GoldRelation | None]]:
     return {p: (n, rels.get(first)) for p, (n, first) in firsts.items()}
 
 
+#: how long the schema page's rows stay in the cache (they change only when the corpus or its schema does)
+ROWS_SECONDS = 600
+
+
 def schema_rows(corpus: Corpus, *, examples: bool = True) -> list[RelationRow]:
     """The corpus's schema, one row per relation (canonical ones first, in the schema's order), each with its
-    gold count and, with ``examples``, one gold example in its sentence."""
+    gold count and, with ``examples``, one gold example in its sentence.  Kept in the cache for
+    :data:`ROWS_SECONDS` (two queries per relation with gold relations: the page would cost a few hundred)."""
+    from django.core.cache import cache
+
+    key = f"unpooled.schema-rows:v1:{corpus.pk}:{corpus.schema_id}:{corpus.n_gold_relations}:{int(examples)}"
+    rows = cache.get(key)
+    if rows is None:
+        rows = _schema_rows(corpus, examples=examples)
+        cache.set(key, rows, ROWS_SECONDS)
+    return rows
+
+
+def _schema_rows(corpus: Corpus, *, examples: bool) -> list[RelationRow]:
     schema = corpus.schema.schema()
     gold = gold_examples(corpus) if examples else {}
     rows = []
@@ -99,7 +115,8 @@ def schema_rows(corpus: Corpus, *, examples: bool = True) -> list[RelationRow]:
                 a, b = pair
                 doc = rel.document
                 c0, c1 = _sentence_bounds(doc, a, b)
-                row.example = {"pieces": _example_pieces(doc.text, c0, c1, a, b), "document": doc,
+                row.example = {"pieces": _example_pieces(doc.text, c0, c1, a, b),
+                               "document": {"pk": doc.pk, "doc_id": doc.doc_id},
                                "subject": doc.text[a.start:a.end], "object": doc.text[b.start:b.end]}
         rows.append(row)
     return rows
@@ -116,7 +133,9 @@ def sample_instances(corpus: Corpus, n: int = SAMPLE_LINES) -> list[dict]:
           .order_by("document_id", "id"))
     schema = corpus.schema.schema()
     for rel in qs[:400]:  # bounded: enough to find n distinct predicates in any real corpus
-        if rel.predicate in seen or len(out) >= n or rel.predicate not in schema:
+        if len(out) >= n:
+            break
+        if rel.predicate in seen or rel.predicate not in schema:
             continue
         ms = list(GoldMention.objects.filter(entity__in=[rel.subject_id, rel.object_id]).order_by("start"))
         pair = _pair([m for m in ms if m.entity_id == rel.subject_id], [m for m in ms if m.entity_id == rel.object_id])

@@ -17,13 +17,15 @@ def _corpus(name: str) -> Corpus:
 
 
 def participate_page(request, name: str):
+    import json
+
     corpus = _corpus(name)
     schema = corpus.schema.schema()
-    sample = participate.sample_instances(corpus, 2)
-    base = request.build_absolute_uri("/").rstrip("/")
+    sample = participate.sample_instances(corpus, 1)
     return render(request, "web/participate.html", {
-        "corpus": corpus, "schema": schema, "example": sample[0] if sample else None,
-        "example_json": participate.sample_jsonl(corpus, 1).strip(), "base": base,
+        "corpus": corpus, "schema": schema,
+        "example_json": json.dumps(sample[0], ensure_ascii=False) if sample else "",
+        "base": request.build_absolute_uri("/").rstrip("/"),
         "n_relations": len(schema.canonical_relations), "n_predicates": len(schema.relations),
         "team": accounts.team_of(request.user), "role": accounts.role_of(request.user)})
 
