@@ -347,8 +347,9 @@
       const none = chosen.every((s) => !s.size);
       if (none && pairs.length && !confirmArmed) {  // a document with no relation at all: ask once
         confirmArmed = true;
-        confirmEl.textContent = "No relation chosen for any of the " + pairs.length + " pair" + (pairs.length === 1 ? "" : "s") +
-          ". Submit \u201cno relation\u201d for all of them? Press Ctrl+Enter (or Submit) again to confirm.";
+        confirmEl.textContent = (pairs.length === 1 ? "No relation chosen for the pair. Submit \u201cno relation\u201d?"
+          : "No relation chosen for any of the " + pairs.length + " pairs. Submit \u201cno relation\u201d for all of them?") +
+          " Press Ctrl+Enter (or Submit) again to confirm.";
         confirmEl.hidden = false;
         return;
       }
