@@ -217,3 +217,14 @@ def test_empty_queue_explains_why(client, setup):
     html = client.get(reverse("annotation:next", args=["verify"])).content.decode()
     assert "about your own team&#x27;s submissions, which you may not judge" in html, html[-3000:]
     assert corpus
+
+
+def test_items_left_are_counted_up_to_a_bound(setup, monkeypatch):
+    ann = actions.annotator_for_user(User.objects.get(username="ann"))
+    n = Task.objects.filter(kind=Kind.VERIFY, is_control=False).count()
+    monkeypatch.setattr(actions, "LEFT_COUNTED", n - 2)
+    assert actions.count_leasable(ann, kind=Kind.VERIFY) == (n - 2, True)
+    p = actions.progress(ann, Kind.VERIFY)
+    assert (p.left, p.more) == (n - 2, True)
+    monkeypatch.setattr(actions, "LEFT_COUNTED", n)
+    assert actions.count_leasable(ann, kind=Kind.VERIFY) == (n, False)

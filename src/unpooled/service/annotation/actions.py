@@ -408,12 +408,25 @@ def leasable(annotator: Annotator, *, kind: str | None = None, now=None):
         active__lt=F("answers_needed"))
 
 
+#: items left are counted up to this many ("1000+"): the count's cost stays bounded however long the queue
+LEFT_COUNTED = 1000
+
+
+def count_leasable(annotator: Annotator, *, kind: str | None = None, now=None) -> tuple[int, bool]:
+    """``(n, more)``: how many tasks :func:`leasable` has, counted up to :data:`LEFT_COUNTED` (``more``: there
+    are more than that)."""
+    n = leasable(annotator, kind=kind, now=now).values("pk")[:LEFT_COUNTED + 1].count()
+    return min(n, LEFT_COUNTED), n > LEFT_COUNTED
+
+
 @dataclass
 class Progress:
-    """What a task page says of the annotator's work: answers given (of this kind), items left for them."""
+    """What a task page says of the annotator's work: answers given (of this kind), items left for them
+    (``more``: at least that many)."""
 
     done: int
     left: int
+    more: bool = False
 
 
 def progress(annotator: Annotator, kind: str, *, now=None) -> Progress:
@@ -424,7 +437,8 @@ def progress(annotator: Annotator, kind: str, *, now=None) -> Progress:
         done=Count("id", filter=Q(status=Assignment.Status.SUBMITTED)),
         held=Count("id", filter=Q(status=Assignment.Status.LEASED, expires__gte=now, task__status=Task.Status.OPEN,
                                   task__is_control=False)))
-    return Progress(done=got["done"], left=leasable(annotator, kind=kind, now=now).count() + got["held"])
+    n, more = count_leasable(annotator, kind=kind, now=now)
+    return Progress(done=got["done"], left=n + got["held"], more=more)
 
 
 def explain_empty(annotator: Annotator, kind: str, *, now=None) -> list[str]:

@@ -69,7 +69,11 @@ def queue(request):
     ann = actions.annotator_for_user(request.user)
     open_by_kind = dict(actions.available_tasks(ann).filter(is_control=False).values_list("kind")
                         .annotate(n=Count("id")).values_list("kind", "n"))
-    for_you = {k: actions.leasable(ann, kind=k).count() for k in Kind.values if open_by_kind.get(k)}
+    for_you = {}
+    for k in Kind.values:
+        if open_by_kind.get(k):
+            n, more = actions.count_leasable(ann, kind=k)
+            for_you[k] = f"{n}+" if more else n
     done = ann.answers.count()
     kinds = [{"kind": k, "label": label, "open": open_by_kind.get(k, 0), "for_you": for_you.get(k, 0)}
              for k, label in Kind.choices]
