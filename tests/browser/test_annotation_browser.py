@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import statistics
+import time
 
 import pytest
 
@@ -13,6 +14,7 @@ from unpooled.service.annotation import actions
 from unpooled.service.annotation.models import Annotator, Answer, Kind, Label, Task
 
 from .conftest import PASSWORD, RUN, TEAM, USER
+from .layout import check_layout
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
@@ -66,10 +68,11 @@ def legend_keys(page) -> dict[str, str]:
     return keys
 
 
-def annotate_entities_by_keyboard(page, task: Task) -> list[list[int]]:
+def annotate_entities_by_keyboard(page, task: Task, shots=None) -> list[list[int]]:
     """Open the entity task and mark, with the keyboard only:
     "Mess of Blues" MISC, "Jeff Healey" PER (with a KB link), "2008" TIME, "his" PER in Jeff Healey's group,
-    after marking "death" by mistake and removing it.  Submits; returns the page's token offsets."""
+    after marking "death" by mistake and removing it.  Submits; returns the page's token offsets.  With
+    ``shots``, checks the layout with the group picker open and of the marked document."""
     page.goto(page.url.split("/annotate/")[0] + "/annotate/next/entities/")
     page.wait_for_selector("#task[data-kind=entities]")
     assert_no_system(page)
@@ -93,11 +96,18 @@ def annotate_entities_by_keyboard(page, task: Task) -> list[list[int]]:
     for _ in range(11):
         kb.press("ArrowRight")          # token 20 "his"
     kb.press(key["PER"])                # "his" PER (its own group for now); cursor on 21 "death"
-    kb.press("[")                       # back to the mention "his"
-    kb.press("g")                       # joins the previous mention's group (Jeff Healey)
+    kb.press("g")                       # the group picker, for the mention just made (the cursor moved on)
+    assert page.is_visible("#group-picker")
+    first = page.inner_text("#group-picker li.chosen")
+    assert first.startswith("1") and "Jeff Healey" in first and "(PER, group 2)" in first, first
+    assert "Mess of Blues" in page.inner_text("#group-picker")   # the other group, offered after
+    if shots is not None:
+        check_layout(page, "entities-group-picker", full_page=False)
+    kb.press("Enter")                   # joins the nearest earlier PER group: Jeff Healey's
+    assert page.is_hidden("#group-picker")
     assert summary().startswith("3 mentions in 2 group(s)")
-    kb.press("ArrowRight")              # "death"
-    kb.press(key["LOC"])                # a mistake
+    assert "joined group 2" in page.inner_text("#ent-status")
+    kb.press(key["LOC"])                # "death": a mistake
     kb.press("[")                       # back to it
     kb.press("Backspace")               # removed
     assert summary().startswith("3 mentions in 2 group(s)")
@@ -112,6 +122,12 @@ def annotate_entities_by_keyboard(page, task: Task) -> list[list[int]]:
     assert summary().endswith("Selected: Jeff")
     page.once("dialog", lambda d: d.accept(LINK))
     kb.press("k")                       # its KB link (a prompt)
+    labels = page.eval_on_selector_all(".tok.m-last", "els => els.map(e => [e.dataset.label, getComputedStyle(e).borderBottomColor])")
+    assert [lab for lab, _ in labels] == ["MISC 1", "PER 2", "TIME 5", "PER 2"]
+    colours = {lab.split()[0]: c for lab, c in labels}
+    assert len(set(colours.values())) == 3      # one colour per type
+    if shots is not None:
+        check_layout(page, "entities-marked")
     with page.expect_navigation():
         kb.press("Enter")
     return toks
@@ -176,7 +192,7 @@ def test_entities_with_the_keyboard(page, live_server, world):
     corpus = world
     task = request_entities(corpus)
     login(page, live_server.url)
-    toks = annotate_entities_by_keyboard(page, task)
+    toks = annotate_entities_by_keyboard(page, task, shots=True)
 
     text = task.document.text
     ans = Answer.objects.get(task=task)
@@ -202,10 +218,10 @@ def test_entities_with_the_keyboard(page, live_server, world):
     assert rel.payload["pairs"] == [[0, 1], [2, 3]]
 
 
-def test_relations_with_the_keyboard(page, live_server, world):
-    """After the entity task: '/' focuses the pair's search, a datalist option typed exactly + Enter adds it,
-    Escape leaves the box, 'j' moves to the next pair, 'x' clears it, Ctrl+Enter submits; the answer and
-    the aggregated relations are stored."""
+def test_relations_with_the_keyboard(page, live_server, world, shots=True):
+    """After the entity task: '/' focuses the pair's search; part of a relation's name lists the relations that
+    fit the pair's types and Enter adds the first (nothing when none fits); Escape leaves the box, 'j' moves
+    to the next pair, 'x' clears it, Ctrl+Enter submits; the answer and the aggregated relations are stored."""
     corpus = world
     ent = request_entities(corpus)
     login(page, live_server.url)
@@ -218,31 +234,49 @@ def test_relations_with_the_keyboard(page, live_server, world):
     page.wait_for_selector("#task[data-kind=relations]")
     assert_no_system(page)
     assert page.locator(".pair").count() == 2
-    options = page.eval_on_selector_all("#relation-list option", "els => els.map(e => e.value)")
-    pick = lambda direction, name: next(o for o in options if o.startswith(direction) and o.endswith(f"({name})"))
-    performer, published, died = pick("A → B", "P175"), pick("A → B", "P577"), pick("B → A", "P570")
-    assert performer == "A → B: performer (P175)" and died == "B → A: date of death (P570)"
     kb = page.keyboard
     chips = lambda i: page.inner_text(f".pair[data-index='{i}'] .chips")
+    suggestions = lambda i: page.eval_on_selector_all(f".pair[data-index='{i}'] .suggest li.option",
+                                                      "els => els.map(e => e.textContent)")
 
     assert "current" in page.get_attribute(".pair[data-index='0']", "class")
-    kb.press("/")                                  # search box of pair 0: Mess of Blues (A), Jeff Healey (B)
+    kb.press("/")                                  # search box of pair 0: Mess of Blues (A, MISC), Jeff Healey (B, PER)
     assert page.evaluate("document.activeElement.classList.contains('rel-search')")
-    kb.type(performer)
-    kb.press("Enter")                              # added
+    kb.type("headq")                               # headquarters location takes no MISC/PER pair
+    assert "No relation for MISC and PER matches" in page.inner_text(".pair[data-index='0'] .suggest")
+    kb.press("Enter")                              # nothing fits: Enter adds nothing
+    assert chips(0) == "no relation"
+    kb.press("Control+a")
+    kb.press("Backspace")
+    kb.type("perf")                                # partial input
+    assert suggestions(0)[0] == "A → B: performer (P175)"
+    kb.press("Enter")                              # the first match is added
     kb.press("Escape")                             # out of the box
     assert chips(0) == "A → B: performer"
-    kb.press("j")                                  # pair 1: 2008 (A), his (B)
+    if shots:
+        page.focus(".pair[data-index='0'] .rel-search")
+        kb.type("date")
+        check_layout(page, "relations-typeahead", full_page=False)
+        kb.press("Control+a")
+        kb.press("Backspace")
+        kb.press("Escape")
+    kb.press("j")                                  # pair 1: 2008 (A, TIME), his (B, PER)
     assert "current" in page.get_attribute(".pair[data-index='1']", "class")
     kb.press("/")
-    kb.type(published)                             # a mistake ...
+    kb.type("date")                                # only PER → TIME relations fit: every one is B → A
+    got = suggestions(1)
+    assert got and all(x.startswith("B → A: ") for x in got), got
+    assert "B → A: date of death (P570)" in got and "B → A: date of birth (P569)" in got
+    kb.press("Control+a")
+    kb.press("Backspace")
+    kb.type("publ")                                # a mistake ...
     kb.press("Enter")
     kb.press("Escape")
-    assert chips(1) == "A → B: publication date"
+    assert chips(1) == "B → A: publication date"
     kb.press("x")                                  # ... cleared
     assert chips(1) == "no relation"
     kb.press("/")
-    kb.type(died)                                  # his → 2008: date of death
+    kb.type("of death")                            # his → 2008: date of death
     kb.press("Enter")
     kb.press("Escape")
     assert chips(0) == "A → B: performer" and chips(1) == "B → A: date of death"
@@ -324,3 +358,115 @@ def test_verify_skip_and_rejected_answer_by_keyboard(page, live_server, world):
     assert ans.value == {"relation": "other", "other_predicate": chosen, "subject_ok": True, "object_ok": False,
                          "link_ok": None}
     assert ans.correct is False
+
+
+# --------------------------------------------------------------------------- ergonomics
+
+def test_undo_and_progress_by_keyboard(page, live_server, world):
+    """The task page says "n done · m left for you"; after an answer the next page offers its undo: 'u' reopens
+    the answered item with the answer filled in, which is corrected and submitted again; Backspace undoes too.
+    Layout checked at 1280 and 390 px."""
+    Task.objects.filter(kind=Kind.VERIFY).update(answers_needed=2)   # one answer leaves an item undecided
+    n = Task.objects.filter(kind=Kind.VERIFY, is_control=False).count()
+    base = live_server.url
+    login(page, base)
+    assert f"({n} open, {n} for you)" in page.inner_text("#count-verify")
+    check_layout(page, "annotate-queue")
+    page.keyboard.press("1")
+    page.wait_for_selector("#task[data-kind=verify]")
+    assert page.inner_text("#progress") == f"0 done · {n} left for you"
+    assert page.locator("#undo").count() == 0
+    check_layout(page, "verify-task")
+    first = page.url
+    page.keyboard.press("3")
+    with page.expect_navigation(url=lambda u: u != first):
+        page.keyboard.press("Enter")
+    page.wait_for_selector("#undo")
+    assert page.inner_text("#progress") == f"1 done · {n - 1} left for you"
+    check_layout(page, "verify-after-answer")
+    with page.expect_navigation(url=first):
+        page.keyboard.press("u")                   # undo: back on the first item
+    assert page.is_visible("#undone")
+    assert page.is_checked("input[name=relation][value=none]")   # the answer, to be corrected
+    assert not Answer.objects.filter(assignment__token=token_of(first)).exists()
+    assert page.inner_text("#progress") == f"0 done · {n} left for you"
+    page.keyboard.press("1")
+    with page.expect_navigation(url=lambda u: u != first):
+        page.keyboard.press("Enter")
+    assert Answer.objects.get(assignment__token=token_of(first)).value["relation"] == "holds"
+    second = page.url
+    page.keyboard.press("3")
+    with page.expect_navigation(url=lambda u: u != second):
+        page.keyboard.press("Enter")
+    with page.expect_navigation(url=second):
+        page.keyboard.press("Backspace")           # Backspace undoes on a verification item too
+    assert page.is_checked("input[name=relation][value=none]")
+
+
+def _relations_task(world):
+    """A relations task over 'Mess of Blues' / 'Jeff Healey' (one pair), from another annotator's entity answer."""
+    ent = request_entities(world)
+    other = Annotator.objects.create(backend="inhouse", external_id="other")
+    text = ent.document.text
+    actions.submit_answer(actions.lease_next(other, kind=Kind.ENTITIES), {"mentions": [
+        {"start": 0, "end": len("Mess of Blues"), "type": "MISC", "cluster": 1},
+        {"start": text.index("Jeff Healey"), "end": text.index("Jeff Healey") + len("Jeff Healey"), "type": "PER",
+         "cluster": 2}]})
+    rel = Task.objects.get(kind=Kind.RELATIONS)
+    rel.answers_needed = 1
+    rel.save(update_fields=["answers_needed"])
+    return rel
+
+
+def test_relations_document_without_relations_asks_to_confirm(page, live_server, world):
+    rel = _relations_task(world)
+    login(page, live_server.url)
+    page.goto(f"{live_server.url}/annotate/next/relations/")
+    page.wait_for_selector("#task[data-kind=relations]")
+    url = page.url
+    page.keyboard.press("Control+Enter")           # no relation for any pair: asks first
+    page.wait_for_selector("#confirm-empty:not([hidden])")
+    assert page.inner_text("#confirm-empty").startswith("No relation chosen for the pair. Submit “no relation”?")
+    assert page.url == url and not Answer.objects.filter(task=rel).exists()
+    check_layout(page, "relations-confirm-empty")
+    with page.expect_navigation():
+        page.keyboard.press("Control+Enter")       # confirmed
+    assert Answer.objects.get(task=rel).value == {"pairs": {"0": []}}
+
+
+def test_empty_queue_explains_why(page, live_server, world):
+    login(page, live_server.url)
+    page.goto(f"{live_server.url}/annotate/next/entities/")
+    reasons = page.inner_text("#empty-reasons")
+    assert "unpooled annotate documents" in reasons
+    check_layout(page, "annotate-empty")
+
+
+def test_time_per_answer(page, live_server, world):
+    """Answers every verification item with the keyboard (1 or 3, then Enter) and prints the time per answer:
+    from the first key to the next page ready (what the annotator waits for), and the seconds the page sent."""
+    login(page, live_server.url)
+    page.keyboard.press("1")
+    page.wait_for_selector("#task[data-kind=verify]")
+    rows = []
+    while True:
+        url = page.url
+        t0 = time.perf_counter()
+        page.keyboard.press("1" if len(rows) % 2 == 0 else "3")
+        with page.expect_navigation(url=lambda u: u != url):
+            page.keyboard.press("Enter")
+        page.wait_for_load_state("load")
+        wall = (time.perf_counter() - t0) * 1000
+        # the new page's own timeline: from the submit's navigation (the POST and its redirect) to its load end
+        nav = json.loads(page.evaluate("JSON.stringify(performance.getEntriesByType('navigation')[0])"))
+        rows.append((token_of(url), nav["loadEventEnd"] - nav["startTime"], wall))
+        if page.locator("#task[data-kind=verify]").count() == 0:
+            break
+    assert page.locator("#empty").count() == 1
+    secs = dict(Answer.objects.filter(assignment__token__in=[r[0] for r in rows]).values_list("assignment__token", "seconds"))
+    assert len(secs) == len(rows) >= 3
+    lines = [f"answer {i + 1}: keys to next page loaded {wall:6.1f} ms (submit navigation {load:6.1f} ms); "
+             f"the page's clock sent {secs[tok]:.2f} s" for i, (tok, load, wall) in enumerate(rows)]
+    walls = [r[2] for r in rows]
+    print(f"\ntime per verification answer ({len(rows)} answers, keyboard, live server, headless Chromium):\n  "
+          + "\n  ".join(lines) + f"\n  median {statistics.median(walls):.1f} ms per answer (machine time only: no reading)")

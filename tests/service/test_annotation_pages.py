@@ -182,8 +182,20 @@ def test_task_page_fragments_built_once_are_exact_and_escaped(client, setup):
     _login(client)
     r = client.get(reverse("annotation:next", args=["verify"]))
     page = client.get(r["Location"]).content.decode()
-    options = re.findall(r'<option value="([^"]*)">', page.split('id="other_predicate"')[1].split("</select>")[0])
-    assert options == ["", *(x.name for x in row.schema().canonical_relations)]  # "choose…" first
+    select = page.split('id="other_predicate"')[1].split("</select>")[0]
+    options = re.findall(r'<option value="([^"]*)">', select)
+    schema = row.schema()
+    assert options[0] == "" and sorted(options[1:]) == sorted(x.name for x in schema.canonical_relations)  # "choose…" first
+    # the relations that fit the item's argument types come first, in their own group; then the others
+    lease = Assignment.objects.get(token=r["Location"].rstrip("/").split("/")[-1])
+    p = lease.task.payload
+    s_types, o_types = views._argument_types(lease.task.document, p, views._schema_parts(schema_id := row.pk))
+    assert schema_id and s_types and o_types
+    fits = [x.name for x in schema.canonical_relations
+            if x.subject_types & s_types and x.object_types & o_types]
+    assert 0 < len(fits) < len(schema.canonical_relations)
+    assert p["predicate"] in fits                  # the claimed relation fits its own types
+    assert options[1:len(fits) + 1] == fits and 'id="fitting"' in select
     assert "born &lt;b&gt;in&lt;/b&gt; &amp; &quot;near&quot;" in page and "<b>in</b>" not in page
     actions.request_exhaustive(corpus, sample_uniform(corpus.n_documents, 1, rng=0))
     task = Task.objects.get(kind=Kind.ENTITIES)
@@ -195,7 +207,10 @@ def test_task_page_fragments_built_once_are_exact_and_escaped(client, setup):
     assert spans and all(html_lib.unescape(t) == text[int(s):int(e)] for s, e, t in spans)
     assert html_lib.unescape(re.sub(r"<[^>]+>", "", doc)) == text
     types = sorted(row.schema().entity_types)
-    assert page.count('<span class="tag t-') == len(types)
+    assert [page.count(f'<span class="tag c-{i + 1}"><kbd>{i + 1}</kbd> {t}</span>') for i, t in enumerate(types)] == [1] * len(types)
+    # the instructions name exactly the schema's types, with their keys
+    guide = page.split('<details class="guide"')[1].split("</details>")[0]
+    assert all(f"{i + 1} {t} (" in guide for i, t in enumerate(types)) and "TIME or number" not in guide
 
 
 def test_task_body_is_rendered_once(client, setup, monkeypatch, django_assert_max_num_queries):
@@ -209,8 +224,9 @@ def test_task_body_is_rendered_once(client, setup, monkeypatch, django_assert_ma
         raise AssertionError("the task's body is in the cache")
 
     monkeypatch.setattr(views, "_body_context", boom)
-    # the lease with its task and annotator, the user, whether the annotator answered before
-    with django_assert_max_num_queries(4):
+    # the lease with its task and annotator, the user, whether the annotator answered before; the progress line
+    # ("n done · m left for you"): the answers given, the annotator's scope, the items left
+    with django_assert_max_num_queries(6):
         again = client.get(r["Location"]).content.decode()
     import re
 

@@ -89,7 +89,9 @@ class KBBuilder:
     def check_doc(self, doc: str, line: int, *, field: str, text: str = "", col: int = 0) -> bool:
         if doc in self.corpus:
             return True
-        self.err(line, "UP201", f"unknown document {doc!r}: not in the corpus", field=field, text=text, col=col)
+        name = getattr(self.corpus, "name", None)
+        where = f"the corpus {name!r}" if isinstance(name, str) and name else "the corpus"
+        self.err(line, "UP201", f"unknown document {doc!r}: not in {where}", field=field, text=text, col=col)
         return False
 
     def check_span(

@@ -15,8 +15,19 @@ from .forms import InviteForm, RedeemForm, SignUpForm, TokenForm
 from .models import ApiToken, Invite, Role
 from .throttle import ThrottledAuthenticationForm
 
-#: the sign-in page: its form refuses, with a wait, while the throttle's limits are reached
-sign_in = LoginView.as_view(authentication_form=ThrottledAuthenticationForm)
+class SignIn(LoginView):
+    """The sign-in page: its form refuses, with a wait, while the throttle's limits are reached; the page says
+    why to sign in (from ``next``) and how to get an account (annotators: by invite, unless sign-up is open)."""
+
+    authentication_form = ThrottledAuthenticationForm
+
+    def get_context_data(self, **kwargs):
+        ctx = super().get_context_data(**kwargs)
+        ctx["open_signup"] = actions.open_signup()
+        return ctx
+
+
+sign_in = SignIn.as_view()
 
 
 def _field_error(form, exc: actions.AccountError) -> None:

@@ -394,6 +394,156 @@ def lease_next(annotator: Annotator, *, kind: str | None = None, corpus: Corpus 
     return None
 
 
+def leasable(annotator: Annotator, *, kind: str | None = None, now=None):
+    """The tasks (not controls) :func:`lease_next` could give ``annotator`` now: open, in scope, never leased to
+    them (an expired lease of theirs counts: it is offered again), with a free slot."""
+    now = now or timezone.now()
+    qs = available_tasks(annotator).filter(is_control=False)
+    if kind:
+        qs = qs.filter(kind=kind)
+    mine = Assignment.objects.filter(annotator=annotator).exclude(status=Assignment.Status.EXPIRED).values("task_id")
+    live = Q(assignments__status=Assignment.Status.LEASED, assignments__expires__gte=now) | Q(
+        assignments__status=Assignment.Status.SUBMITTED, assignments__answer__weight__gt=0)
+    return qs.exclude(pk__in=mine).annotate(active=Count("assignments", filter=live)).filter(
+        active__lt=F("answers_needed"))
+
+
+#: items left are counted up to this many ("1000+"): the count's cost stays bounded however long the queue
+LEFT_COUNTED = 1000
+
+
+def count_leasable(annotator: Annotator, *, kind: str | None = None, now=None) -> tuple[int, bool]:
+    """``(n, more)``: how many tasks :func:`leasable` has, counted up to :data:`LEFT_COUNTED` (``more``: there
+    are more than that)."""
+    n = leasable(annotator, kind=kind, now=now).values("pk")[:LEFT_COUNTED + 1].count()
+    return min(n, LEFT_COUNTED), n > LEFT_COUNTED
+
+
+@dataclass
+class Progress:
+    """What a task page says of the annotator's work: answers given (of this kind), items left for them
+    (``more``: at least that many)."""
+
+    done: int
+    left: int
+    more: bool = False
+
+
+def progress(annotator: Annotator, kind: str, *, now=None) -> Progress:
+    """``done``: the annotator's answers to tasks of ``kind``; ``left``: the items of ``kind`` they could still
+    be given now plus those they hold a live lease of (two counting queries, and the annotator's scope once)."""
+    now = now or timezone.now()
+    got = Assignment.objects.filter(annotator=annotator, task__kind=kind).aggregate(
+        done=Count("id", filter=Q(status=Assignment.Status.SUBMITTED)),
+        held=Count("id", filter=Q(status=Assignment.Status.LEASED, expires__gte=now, task__status=Task.Status.OPEN,
+                                  task__is_control=False)))
+    n, more = count_leasable(annotator, kind=kind, now=now)
+    return Progress(done=got["done"], left=n + got["held"], more=more)
+
+
+def explain_empty(annotator: Annotator, kind: str, *, now=None) -> list[str]:
+    """Why :func:`lease_next` has nothing of ``kind`` for ``annotator``: sentences for the empty queue page,
+    from a few counting queries (open items of the kind, those out of the annotator's scope, those they
+    answered or skipped, those whose slots others hold)."""
+    now = now or timezone.now()
+    scope = scope_of(annotator)
+    open_ = Task.objects.filter(status=Task.Status.OPEN, kind=kind, is_control=False)
+    n_open = open_.count()
+    out: list[str] = []
+    if n_open == 0:
+        if kind == Kind.VERIFY:
+            out.append("No verification item is open. Items appear when a new submission's sampled instances need "
+                       "labels the label pool does not have yet.")
+        elif kind == Kind.ENTITIES:
+            out.append("No document is waiting for entity annotation. Documents appear when an organiser samples "
+                       "a corpus's documents for exhaustive annotation (unpooled annotate documents).")
+        else:
+            waiting = Task.objects.filter(status=Task.Status.OPEN, kind=Kind.ENTITIES, is_control=False).count()
+            out.append("No document is waiting for relation annotation. A document's relations task appears once "
+                       "its entity task has all its answers"
+                       + (f" ({waiting} entity task{'s' if waiting != 1 else ''} still open)." if waiting else "."))
+    else:
+        in_scope = _in_scope(open_, scope)
+        n_scope = in_scope.count()
+        if n_open > n_scope:
+            why = []
+            if scope.open_only:
+                why.append("of corpora that take only invited annotators (an organiser's invite code, entered on "
+                           "your account page, opens them)")
+            if scope.teams:
+                why.append("about your own team's submissions, which you may not judge")
+            out.append(f"{n_open - n_scope} of the {n_open} open items are not for you: they are "
+                       + " or ".join(why or ["outside what you may annotate"]) + ".")
+        mine = Assignment.objects.filter(annotator=annotator, task__in=in_scope)
+        answered = mine.filter(status=Assignment.Status.SUBMITTED).count()
+        skipped = mine.filter(status=Assignment.Status.SKIPPED).count()
+        if answered or skipped:
+            parts = [f"answered {answered}"] if answered else []
+            if skipped:
+                parts.append(f"skipped {skipped}")
+            out.append(f"You {' and '.join(parts)} of the open items; each needs its other answers from other "
+                       "annotators, and nobody answers an item twice.")
+        busy = n_scope - answered - skipped
+        if busy > 0:
+            minutes = max(1, round(min([settings_for(c).lease_seconds for c in Corpus.objects.filter(
+                pk__in=in_scope.values("corpus_id"))] or [900]) / 60))
+            out.append(f"{busy} open item{'s have' if busy != 1 else ' has'} all the annotators {'they' if busy != 1 else 'it'} "
+                       f"need{'' if busy != 1 else 's'} working on {'them' if busy != 1 else 'it'} now; an unanswered "
+                       f"lease returns after {minutes} minute{'s' if minutes != 1 else ''}: look again later.")
+    crowds = {}
+    for name, backend in AnnotationSettings.objects.exclude(backend=Backend.INHOUSE).values_list("corpus__name", "backend"):
+        crowds.setdefault({Backend.SIMULATED: "a simulated crowd", Backend.MTURK: "Mechanical Turk workers"}.get(
+            backend, Backend(backend).label), []).append(name)
+    for label, names in sorted(crowds.items()):
+        out.append(f"Corpus{'es' if len(names) > 1 else ''} {', '.join(sorted(names))} "
+                   f"{'are' if len(names) > 1 else 'is'} answered by {label}: {'their' if len(names) > 1 else 'its'} "
+                   "items are rarely open for long.")
+    return out
+
+
+class UndoRefused(AnnotationError):
+    """An undo the annotator may not make; the message says why."""
+
+
+def undo_answer(assignment: Assignment, *, now=None) -> dict:
+    """Withdraw the answer of in-house lease ``assignment`` and lease the task to its annotator again (the
+    lease keeps its expiry); returns the withdrawn answer's value (the page puts it back to be corrected).
+
+    Refused (:class:`UndoRefused`): a lease not in-house (an MTurk answer is handed to Mechanical Turk), one
+    with no answer, an answer that is not the annotator's newest, a lease past its expiry, a blocked annotator,
+    and a task no longer open (its answers were aggregated: the label is written).  The answer never counted
+    towards a label, so deleting it leaves the labels as they were; a gold control's score is taken back.
+    """
+    now = now or timezone.now()
+    with transaction.atomic():
+        a = Assignment.objects.select_for_update().select_related("annotator").get(pk=assignment.pk)
+        annotator = a.annotator
+        if annotator.backend != Backend.INHOUSE:
+            raise UndoRefused("only an in-house annotator's answer can be undone here")
+        ans = Answer.objects.filter(assignment=a).first()
+        if ans is None or a.status != Assignment.Status.SUBMITTED:
+            raise UndoRefused("this task has no answer of yours to undo")
+        newest = Answer.objects.filter(annotator=annotator).order_by("-id").values_list("pk", flat=True).first()
+        if newest != ans.pk:
+            raise UndoRefused("only your last answer can be undone")
+        if annotator.blocked:
+            raise UndoRefused("your account is blocked from annotating")
+        if a.expires < now:
+            raise UndoRefused("the time for this task is over (its lease expired), so its answer stays")
+        task = Task.objects.select_for_update().get(pk=a.task_id)
+        if task.status != Task.Status.OPEN:
+            raise UndoRefused("the item was decided with your answer (its label is written), so the answer stays")
+        value = ans.value
+        if task.is_control:  # _score_control counted it, whatever its weight
+            right = bool(ans.correct) == bool((task.control_answer or {}).get("correct"))
+            Annotator.objects.filter(pk=annotator.pk).update(
+                controls_answered=F("controls_answered") - 1, controls_correct=F("controls_correct") - int(right))
+        ans.delete()
+        a.status = Assignment.Status.LEASED
+        a.save(update_fields=["status"])
+    return value
+
+
 def _control_share(corpus: Corpus | None) -> float:
     if corpus is None:
         return 0.1

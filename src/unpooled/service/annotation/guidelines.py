@@ -30,33 +30,39 @@ INSTRUCTIONS = {
              "answer": "another relation (position held / employer), unless citizenship is stated"},
         ],
         "keys": [("1", "holds"), ("2", "another relation"), ("3", "no relation"),
-                 ("s", "subject mention wrong"), ("o", "object mention wrong"), ("Enter", "submit")],
+                 ("s", "subject mention wrong"), ("o", "object mention wrong"), ("Enter", "submit"),
+                 ("u or Backspace", "undo your last answer")],
     },
     "entities": {
-        "summary": "Mark every mention of a named entity, time or number in the document, give its type, "
+        # the generic text (the MTurk preview); a task page shows entity_guide(its schema's types)
+        "summary": "Mark every mention of an entity of the listed types in the document, give its type, "
                    "and group mentions that refer to the same thing.",
         "rules": [
             "Select a span with the mouse (or move the token cursor with ← → and extend with Shift+← →).",
             "Press the type's key to mark the selection; marking a marked span again changes its type.",
-            "Press g on a mention to put it in the same group (same real-world thing) as the previous mention.",
+            "Press g to put the mention under the cursor (or the one you just marked) in a group: the list offers "
+            "the nearest earlier group of the same type first (Enter or g again takes it), 1–9 another, Esc none.",
             "Press k on a mention to give its knowledge-base link (e.g. a Wikidata id), when you know it.",
-            "Do not mark nested spans: 'University of Tokyo' is one ORG, not also a LOC 'Tokyo' inside it.",
+            "Do not mark nested spans: 'University of Tokyo' is one ORG, not also a place 'Tokyo' inside it.",
             "Backspace removes the mention under the cursor.",
         ],
         "examples": [
             {"text": "Marie Curie moved to Paris in 1891. Curie later ...",
-             "answer": "Marie Curie (PER, group 1), Paris (LOC), 1891 (TIME), Curie (PER, group 1)"},
+             "answer": "Marie Curie (PER, group 1), Paris (a place), Curie (PER, group 1)"},
         ],
         "keys": [("← →", "move"), ("Shift+← →", "extend"), ("type key", "mark"),
-                 ("[ ]", "previous / next mention"), ("g", "join previous mention's group"), ("k", "KB link"),
-                 ("Backspace", "remove"), ("Enter", "submit")],
+                 ("[ ]", "previous / next mention"), ("g", "group picker"), ("k", "KB link"),
+                 ("Backspace", "remove"), ("u", "undo your last answer"), ("Enter", "submit")],
     },
     "relations": {
         "summary": "For each pair of highlighted mentions in one sentence, choose every relation the "
                    "sentence states between them, in the right direction, or none.",
         "rules": [
             "A → B means A is the subject: 'A born in B' is A → B place of birth.",
-            "Choose nothing (the default) when the sentence does not state a relation of the list.",
+            "Choose nothing (the default) when the sentence does not state a relation of the list; submitting a "
+            "document with no relation at all asks you to confirm.",
+            "Type part of a relation's name ('birth', 'headq'): the list shows the relations that fit the pair's "
+            "types, and Enter adds the first.",
             "Several relations may hold for one pair.",
             "Judge the sentence shown; the whole document is there for context.",
         ],
@@ -64,7 +70,33 @@ INSTRUCTIONS = {
             {"text": "Curie was born in Warsaw.", "answer": "Curie → Warsaw: place of birth"},
             {"text": "Curie visited Warsaw.", "answer": "none"},
         ],
-        "keys": [("j / k", "next / previous pair"), ("/", "search a relation"), ("Enter", "add it"),
-                 ("x", "clear the pair"), ("Ctrl+Enter", "submit")],
+        "keys": [("j / k", "next / previous pair"), ("/", "search a relation"),
+                 ("Enter", "add the first match"), ("↑ ↓", "choose another match"), ("x", "clear the pair"),
+                 ("u", "undo your last answer"), ("Ctrl+Enter", "submit")],
     },
 }
+
+
+#: the entity task's example: (mention, the types it may have, in order of preference, its group)
+_EXAMPLE_TEXT = "Marie Curie moved to Paris in 1891 and won the Nobel Prize. Curie later ..."
+_EXAMPLE_MENTIONS = [("Marie Curie", ("PER",), 1), ("Paris", ("GPE", "LOC"), None), ("1891", ("TIME", "DATE"), None),
+                     ("the Nobel Prize", ("MISC", "AWARD"), None), ("Curie", ("PER",), 1)]
+
+
+def entity_guide(types: dict[str, str]) -> dict:
+    """The entity task's instructions for a schema with entity ``types`` (type -> description): the summary
+    lists exactly these types with their keys (the digits, in the legend's order), and the example marks only
+    what these types cover."""
+    names = sorted(types)
+    listed = "; ".join(f"{i + 1} {t} ({types[t]})" for i, t in enumerate(names))
+    answer = []
+    for mention, kinds, group in _EXAMPLE_MENTIONS:
+        typ = next((t for t in kinds if t in types), None)
+        if typ is None:
+            answer.append(f"{mention}: not marked (no type for it)")
+        else:
+            answer.append(f"{mention} ({typ}{f', group {group}' if group else ''})")
+    return {**INSTRUCTIONS["entities"],
+            "summary": f"Mark every mention of an entity of these types, give its type and group mentions that "
+                       f"refer to the same thing: {listed}. Do not mark anything else.",
+            "examples": [{"text": _EXAMPLE_TEXT, "answer": "; ".join(answer)}]}

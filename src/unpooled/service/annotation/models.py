@@ -166,7 +166,9 @@ class Assignment(models.Model):
 
 
 class Answer(models.Model):
-    """One annotator's answer to one task. Append-only; ``weight`` 0 discounts it.
+    """One annotator's answer to one task. Append-only; ``weight`` 0 discounts it.  The one exception: an in-house
+    annotator's undo of their own last answer while its lease is live and the task still open
+    (:func:`~unpooled.service.annotation.actions.undo_answer`) deletes it; it never counted towards a label.
 
     An answer through Mechanical Turk arrives ``quarantined`` (weight 0, nothing owed): the page cannot tell a
     real assignment from a made-up one. It counts once :func:`~unpooled.service.crowd.mturk_sync.collect`

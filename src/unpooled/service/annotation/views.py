@@ -25,7 +25,7 @@ from django.views.decorators.http import require_POST
 from unpooled.core.annotation.answers import AnswerError
 
 from . import actions, hits
-from .guidelines import INSTRUCTIONS
+from .guidelines import INSTRUCTIONS, entity_guide
 from .models import Assignment, Backend, Kind, Task
 
 #: an answer's JSON is refused beyond this size (the largest entity answer allowed is far smaller)
@@ -69,8 +69,14 @@ def queue(request):
     ann = actions.annotator_for_user(request.user)
     open_by_kind = dict(actions.available_tasks(ann).filter(is_control=False).values_list("kind")
                         .annotate(n=Count("id")).values_list("kind", "n"))
+    for_you = {}
+    for k in Kind.values:
+        if open_by_kind.get(k):
+            n, more = actions.count_leasable(ann, kind=k)
+            for_you[k] = f"{n}+" if more else n
     done = ann.answers.count()
-    kinds = [{"kind": k, "label": label, "open": open_by_kind.get(k, 0)} for k, label in Kind.choices]
+    kinds = [{"kind": k, "label": label, "open": open_by_kind.get(k, 0), "for_you": for_you.get(k, 0)}
+             for k, label in Kind.choices]
     return render(request, "annotation/queue.html", {"annotator": ann, "kinds": kinds, "done": done,
                                                      "needs_invite": actions.scope_of(ann).open_only})
 
@@ -86,8 +92,46 @@ def next_task(request, kind: str):
         return render(request, "annotation/blocked.html", {"annotator": ann}, status=403)
     lease = actions.lease_next(ann, kind=kind)
     if lease is None:
-        return render(request, "annotation/empty.html", {"kind": kind, "label": Kind(kind).label})
+        return render(request, "annotation/empty.html", {
+            "kind": kind, "label": Kind(kind).label, "reasons": actions.explain_empty(ann, kind),
+            "done": ann.answers.filter(task__kind=kind).count(), **_undo_context(request, ann, None)})
     return redirect("annotation:task", token=lease.token)
+
+
+LAST_ANSWER = "unpooled.last-answer"  # session: the token of this browser's last in-house answer (undo offers it)
+UNDONE = "unpooled.undone"            # session: {token, value} of an answer just withdrawn (its page restores it)
+UNDO_REFUSED = "unpooled.undo-refused"  # session: why the last undo was refused (the next page says so)
+
+
+def _undo_context(request, ann, lease) -> dict:
+    """The undo offer of the page after an answer: the last answer's lease, while it may still be undone (one
+    query; :func:`actions.undo_answer` decides for real), and why an undo just failed."""
+    out = {"undo_refused": request.session.pop(UNDO_REFUSED, None)}
+    token = request.session.get(LAST_ANSWER)
+    if token and (lease is None or token != lease.token):
+        if Assignment.objects.filter(token=token, annotator=ann, status=Assignment.Status.SUBMITTED,
+                                     expires__gte=timezone.now(), task__status=Task.Status.OPEN).exists():
+            out["undo_token"] = token
+    return out
+
+
+@require_POST
+@login_required
+def undo(request, token: str):
+    """Withdraw the caller's last answer (lease ``token``) and reopen its task page with the answer filled in;
+    another user's lease is a 404, as everywhere; a refusal says why on the next page."""
+    lease = _lease_for(request, token)
+    if lease.annotator.backend != Backend.INHOUSE:
+        raise Http404("no such task for you")
+    try:
+        value = actions.undo_answer(lease)
+    except actions.UndoRefused as exc:
+        request.session[UNDO_REFUSED] = str(exc)
+        request.session.pop(LAST_ANSWER, None)
+        return redirect("annotation:next", kind=lease.task.kind)
+    request.session.pop(LAST_ANSWER, None)
+    request.session[UNDONE] = {"token": token, "value": value}
+    return redirect("annotation:task", token=token)
 
 
 def _lease_for(request, token: str) -> Assignment:
@@ -95,7 +139,7 @@ def _lease_for(request, token: str) -> Assignment:
     lease to whoever holds its token (given once, by the signed HIT link); a simulated worker's never."""
     # the lease, its task and annotator in one light query; the document and the schema are read only when
     # the task's body is not in the cache yet (_body)
-    lease = get_object_or_404(Assignment.objects.select_related("task", "annotator"), token=token)
+    lease = get_object_or_404(Assignment.objects.select_related("task", "task__corpus", "annotator"), token=token)
     ann = lease.annotator
     if ann.backend == Backend.INHOUSE:
         if not request.user.is_authenticated or ann.user_id != request.user.pk:
@@ -129,22 +173,46 @@ _GUIDES: dict[str, SafeString] = {}  # task kind -> the instructions' HTML
 
 class _SchemaParts:
     """What the task pages show of a schema, rendered once per process (the loops cost more than the rest
-    of the page): the relation ``<option>`` list, the relations task's ``<datalist>``, the entity types."""
+    of the page): the relations with their argument types, the entity types and their legend."""
 
     def __init__(self, schema):
         rels = [(r.name, r.description) for r in schema.canonical_relations]
         self.relations = rels
-        self.relation_options = mark_safe("".join(
-            format_html('<option value="{}">{} ({})</option>', n, d or n, n) for n, d in rels))
-        self.relation_datalist = mark_safe("".join(
-            format_html('<option value="A → B: {} ({})"></option><option value="B → A: {} ({})"></option>',
-                        d or n, n, d or n, n) for n, d in rels))
-        self.relations_json = json.dumps([[n, d or n] for n, d in rels])
-        self.types = [(i + 1, t, desc) for i, (t, desc) in enumerate(sorted(schema.entity_types.items()))]
-        self.types_json = json.dumps([t for t, _ in sorted(schema.entity_types.items())])
+        self.type_check = schema.type_check
+        self.arg_types = {r.name: (frozenset(r.subject_types), frozenset(r.object_types))
+                          for r in schema.canonical_relations}
+        self.relations_json = json.dumps([[r.name, r.description or r.name, sorted(r.subject_types),
+                                           sorted(r.object_types)] for r in schema.canonical_relations])
+        self.entity_types = sorted(schema.entity_types.items())
+        self.types = [(i + 1, t, desc) for i, (t, desc) in enumerate(self.entity_types)]
+        self.types_json = json.dumps([t for t, _ in self.entity_types])
+        # one colour per type, by its place in the legend (css classes c-1 ... c-10)
         self.legend = mark_safe(" · ".join(
-            format_html('<span class="tag t-{}"><kbd>{}</kbd> {}</span> <span class="muted">{}</span>', t, n, t, desc)
+            format_html('<span class="tag c-{}"><kbd>{}</kbd> {}</span> <span class="muted">{}</span>', n, n, t, desc)
             for n, t, desc in self.types))
+
+    def fits(self, name: str, subject_types, object_types) -> bool:
+        """Whether relation ``name`` takes some of ``subject_types`` as subject and of ``object_types`` as object
+        (every relation does under a schema whose types are not checked, or when a side's types are unknown)."""
+        if self.type_check == "off":
+            return True
+        s, o = self.arg_types[name]
+        return (not subject_types or bool(s & subject_types)) and (not object_types or bool(o & object_types))
+
+    def relation_options(self, subject_types=frozenset(), object_types=frozenset()) -> SafeString:
+        """The "another relation" ``<option>`` list: the relations that fit the arguments' types first, the
+        others after them in a group of their own."""
+        def opts(rows):
+            return "".join(format_html('<option value="{}">{} ({})</option>', n, d or n, n) for n, d in rows)
+
+        fit = [(n, d) for n, d in self.relations if self.fits(n, subject_types, object_types)]
+        rest = [(n, d) for n, d in self.relations if not self.fits(n, subject_types, object_types)]
+        if not rest or not fit:
+            return mark_safe(opts(self.relations))
+        label = f"{'/'.join(sorted(subject_types)) or 'any'} → {'/'.join(sorted(object_types)) or 'any'}"
+        return mark_safe(format_html('<optgroup label="{}" id="fitting">', f"fit {label}") + opts(fit) + "</optgroup>"
+                         + format_html('<optgroup label="{}">', "other relations (types do not fit)") + opts(rest)
+                         + "</optgroup>")
 
 
 def forget() -> None:
@@ -192,10 +260,16 @@ def _tokens_html(doc) -> tuple[str, SafeString]:
     return lead, html
 
 
-def _guide_html(kind: str) -> SafeString:
-    got = _GUIDES.get(kind)
+def _guide_html(task: Task) -> SafeString:
+    """The instructions of ``task``'s kind; the entity task's name its corpus schema's types and keys."""
+    key = f"{task.kind}:{task.corpus.schema_id}" if task.kind == Kind.ENTITIES else task.kind
+    got = _GUIDES.get(key)
     if got is None:
-        got = _GUIDES[kind] = mark_safe(render_to_string("annotation/_guide.html", {"guide": INSTRUCTIONS[kind]}))
+        guide = INSTRUCTIONS[task.kind]
+        if task.kind == Kind.ENTITIES:
+            parts = _schema_parts(task.corpus.schema_id)
+            guide = entity_guide(dict(parts.entity_types))
+        got = _GUIDES[key] = mark_safe(render_to_string("annotation/_guide.html", {"guide": guide}))
     return got
 
 
@@ -218,17 +292,28 @@ def _first_time(request, lease: Assignment) -> bool:
 
 
 def _context(request, lease: Assignment, error: str | None = None, value=None) -> dict:
-    """The page around the task's body: the lease, the instructions, the error of a rejected answer."""
+    """The page around the task's body: the lease, the instructions, the error of a rejected answer; for an
+    in-house annotator the progress ("n done · m left for you") and the undo of the last answer."""
     task = lease.task
-    return {"lease": lease, "task": task, "kind": task.kind, "guide_html": _guide_html(task.kind), "error": error,
-            "first_time": _first_time(request, lease), "previous": value, "expires": lease.expires,
-            "mturk": lease.annotator.backend == Backend.MTURK, "body": _body(task)}
+    mturk = lease.annotator.backend == Backend.MTURK
+    ctx = {"lease": lease, "task": task, "kind": task.kind, "guide_html": _guide_html(task), "error": error,
+           "first_time": _first_time(request, lease), "previous": value, "expires": lease.expires,
+           "mturk": mturk, "body": _body(task)}
+    if not mturk:
+        undone = request.session.get(UNDONE)
+        if undone and undone.get("token") == lease.token:
+            request.session.pop(UNDONE)
+            if value is None:
+                ctx["previous"], ctx["undone"] = undone.get("value"), True
+        ctx["progress"] = actions.progress(lease.annotator, task.kind)
+        ctx.update(_undo_context(request, lease.annotator, lease))
+    return ctx
 
 
 def _body(task: Task) -> SafeString:
     """The task itself, rendered once and kept in the cache shared by the server's processes: it depends on
     the task (payload, document) and its corpus's schema only, never on the lease or the annotator."""
-    key = f"unpooled.task-body:v2:{task.pk}:{task.kind}:{task.guideline_version}"
+    key = f"unpooled.task-body:v3:{task.pk}:{task.kind}:{task.guideline_version}"
     html = cache.get(key)
     if html is None:
         full = Task.objects.select_related("document", "corpus").get(pk=task.pk)
@@ -247,7 +332,8 @@ def _body_context(task: Task) -> dict:
         marks = [(p["subject"]["start"], p["subject"]["end"], "subj"), (p["object"]["start"], p["object"]["end"], "obj")]
         ctx["pieces"] = segments(doc.text, c0, c1, marks)
         ctx["p"] = p
-        ctx["relation_options"] = parts.relation_options
+        s_types, o_types = _argument_types(doc, p, parts)
+        ctx["relation_options"] = parts.relation_options(s_types, o_types)
     elif task.kind == Kind.ENTITIES:
         ctx["lead"], ctx["tokens_html"] = _tokens_html(doc)
         ctx["types_json"] = parts.types_json
@@ -265,9 +351,26 @@ def _body_context(task: Task) -> dict:
                           "pieces": segments(doc.text, s[0], s[1], [(ma["start"], ma["end"], "subj"),
                                                                      (mb["start"], mb["end"], "obj")])})
         ctx["pairs"] = pairs
-        ctx["relation_datalist"] = parts.relation_datalist
         ctx["relations_json"] = parts.relations_json
+        ctx["type_check"] = parts.type_check
     return ctx
+
+
+def _argument_types(doc, p: dict, parts: _SchemaParts) -> tuple[frozenset, frozenset]:
+    """The types of a verification item's two mentions, for filtering "another relation": the corpus's gold
+    types of mentions at exactly these spans, else the types the claimed relation takes (never a type the
+    system wrote: the page does not show what only the system said)."""
+    from unpooled.service.corpora.models import GoldMention
+
+    spans = {(p["subject"]["start"], p["subject"]["end"]): "s", (p["object"]["start"], p["object"]["end"]): "o"}
+    gold = {"s": set(), "o": set()}
+    for start, end, typ in GoldMention.objects.filter(document=doc, start__in=[a for a, _ in spans]).values_list(
+            "start", "end", "type"):
+        side = spans.get((start, end))
+        if side:
+            gold[side].add(typ)
+    claimed = parts.arg_types.get(p.get("predicate"), (frozenset(), frozenset()))
+    return frozenset(gold["s"]) or claimed[0], frozenset(gold["o"]) or claimed[1]
 
 
 def _with_next(toks):
@@ -312,6 +415,7 @@ def _task_page(request, lease: Assignment):
             return render(request, "annotation/task.html", _context(request, lease, str(exc), value), status=409)
         if not mturk:
             request.session[ANSWERED] = True
+            request.session[LAST_ANSWER] = lease.token
             return redirect("annotation:next", kind=lease.task.kind)
         return _mturk_finish(request, lease)
     if lease.status == Assignment.Status.EXPIRED or lease.expires < timezone.now():

@@ -17,6 +17,11 @@ class DbCorpusView:
         self._sents: OrderedDict[str, tuple[list[int], list[int]]] = OrderedDict()
         self._cache_size = cache_size
 
+    @property
+    def name(self) -> str:
+        """The corpus's name (validation messages name it)."""
+        return self.corpus.name
+
     def __contains__(self, doc_id: str) -> bool:
         return doc_id in self._meta
 

@@ -6,7 +6,7 @@ from django.core.paginator import Paginator
 from django.db.models import Count, Q
 from django.shortcuts import get_object_or_404, render
 
-from unpooled.service.accounts.actions import visible_submissions
+from unpooled.service.accounts.actions import open_signup, role_of, team_of, visible_submissions
 from unpooled.service.annotation.layers import annotation_layers
 from unpooled.service.corpora.models import Corpus, Document
 from unpooled.service.submissions.models import Submission
@@ -16,7 +16,12 @@ def home(request):
     corpora = Corpus.objects.select_related("schema").annotate(
         n_submissions=Count("submissions", filter=Q(submissions__visibility=Submission.Visibility.PUBLIC)))
     recent = visible_submissions(request.user, Submission.objects.select_related("team", "corpus"))[:20]
-    return render(request, "web/home.html", {"corpora": corpora, "submissions": recent})
+    corpora = list(corpora)
+    # the corpus a newcomer is pointed at: the one with most public submissions
+    first = max(corpora, key=lambda c: (c.n_submissions, -c.pk), default=None)
+    return render(request, "web/home.html", {
+        "corpora": corpora, "submissions": recent, "first_corpus": first, "role": role_of(request.user),
+        "team": team_of(request.user), "open_signup": open_signup()})
 
 
 def corpus_detail(request, name: str):

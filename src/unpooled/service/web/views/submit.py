@@ -11,6 +11,7 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_POST
 
 from unpooled.service.accounts import actions as accounts
+from unpooled.service.corpora.models import Corpus
 from unpooled.service.submissions import uploads
 from unpooled.service.submissions.actions import stage_error
 from unpooled.service.submissions.models import Submission, Team
@@ -71,6 +72,7 @@ def upload(request):
                         except accounts.QuotaError as exc:  # too many rejected or waiting uploads
                             form.add_error(None, str(exc))
                         else:
+                            request.session[LAST_CORPUS] = form.cleaned_data["corpus"].name
                             url = f"/submissions/uploads/{result.id}/"
                             if request.headers.get("x-requested-with") == "fetch":
                                 return JsonResponse({"upload": str(result.id), "status_url": url}, status=202)
@@ -79,8 +81,25 @@ def upload(request):
             return JsonResponse({"errors": {k: [str(e) for e in v] for k, v in form.errors.items()}},
                                 status=400 if status == 200 else status)
     else:
-        form = UploadForm()
+        form = UploadForm(initial={"corpus": initial_corpus(request, team)})
     return render(request, "web/upload.html", {"form": form, "organiser": organiser, "team": team}, status=status)
+
+
+LAST_CORPUS = "unpooled.last-corpus"  # session: the corpus of this browser's last upload
+
+
+def initial_corpus(request, team) -> str | None:
+    """The corpus the upload form starts on: the page's ``?corpus=`` (the Participate page links so), else the
+    corpus of this session's last upload, else of the team's newest submission; None: the form's first."""
+    names = set(Corpus.objects.values_list("name", flat=True))
+    for name in (request.GET.get("corpus", ""), request.session.get(LAST_CORPUS, "")):
+        if name in names:
+            return name
+    if team is not None:
+        last = team.submissions.order_by("-created").values_list("corpus__name", flat=True).first()
+        if last:
+            return last
+    return None
 
 
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
@@ -122,8 +141,11 @@ def upload_status(request, task_id: str):
         what = result.errors[-1].exception_class_path.rsplit(".", 1)[-1] if result.errors else "unknown error"
         errors = [f"Validating the file failed on the server ({what}); nothing was stored. Upload it again; if it "
                   "fails again, tell the organisers (the server's log has the details)."]
+    name = result.args[1] if len(result.args) > 1 else result.kwargs.get("corpus")
+    corpus = Corpus.objects.select_related("schema").filter(name=name).first() if isinstance(name, str) else None
     return render(request, "web/upload_status.html", {"result": result, "outcome": _printable(outcome),
-                                                      "errors": errors, "done": result.is_finished})
+                                                      "errors": errors, "done": result.is_finished,
+                                                      "corpus": corpus, "corpus_name": name})
 
 
 def _visible(request, pk: int) -> Submission:

@@ -24,6 +24,15 @@
     if (e.key === "?" && !typing(e)) { guide.open = !guide.open; e.preventDefault(); }
   });
 
+  // u (and Backspace on a verification item) undoes the last answer, while the server still allows it
+  const undoForm = document.getElementById("undo-form");
+  const undo = () => { if (undoForm) { undoForm.requestSubmit(); return true; } return false; };
+  let picking = false;  // the entity task's group picker is open: it has the keys
+  document.addEventListener("keydown", (e) => {
+    if (typing(e) || picking || e.ctrlKey || e.metaKey || e.altKey) return;
+    if (e.key === "u" || (e.key === "Backspace" && kind === "verify")) { if (undo()) e.preventDefault(); }
+  });
+
   // ------------------------------------------------------------------ verify
   if (kind === "verify") {
     const radios = Array.from(document.querySelectorAll('input[name="relation"]'));
@@ -71,23 +80,31 @@
     const types = JSON.parse(doc.dataset.types);
     const toks = Array.from(doc.querySelectorAll(".tok"));
     const summary = document.getElementById("summary");
+    const status = document.getElementById("ent-status");
+    const picker = document.getElementById("group-picker");
     let cursor = 0, anchor = 0;
-    let mentions = []; // {a, b (token indices, inclusive), type, cluster}
+    let mentions = []; // {a, b (token indices, inclusive), type, cluster, link}
     let nextCluster = 1;
+    let lastMade = null;   // the mention just marked: g acts on it when the cursor is on no mention
+    let choices = [], chosen = 0, target = null;
     const sel = () => [Math.min(cursor, anchor), Math.max(cursor, anchor)];
     const at = (i) => mentions.findIndex((m) => m.a <= i && i <= m.b);
+    const text = (m) => toks.slice(m.a, m.b + 1).map((t) => t.textContent).join(" ");
+    const colour = (type) => "c-" + (types.indexOf(type) + 1);
+    const say = (msg) => { status.textContent = msg; };
     function render() {
       const [a, b] = sel();
       toks.forEach((t, i) => {
         t.className = "tok" + (i >= a && i <= b ? " sel" : "") + (i === cursor ? " cur" : "");
-        t.removeAttribute("data-type"); t.removeAttribute("data-cluster");
+        t.removeAttribute("data-label"); t.removeAttribute("title");
       });
       mentions.forEach((m) => {
         for (let i = m.a; i <= m.b; i++) {
-          toks[i].classList.add("m", "t-" + m.type);
-          if (i === m.a) { toks[i].classList.add("m-first"); toks[i].dataset.cluster = m.cluster; if (m.link) toks[i].title = "link: " + m.link; }
-          if (i === m.b) toks[i].classList.add("m-last");
+          toks[i].classList.add("m", colour(m.type));
+          if (i === m.a) { toks[i].classList.add("m-first"); if (m.link) toks[i].title = "link: " + m.link; }
+          if (i === m.b) { toks[i].classList.add("m-last"); toks[i].dataset.label = m.type + " " + m.cluster; }
         }
+        if (m === lastMade) toks[m.b].classList.add("m-new");
       });
       summary.textContent = mentions.length + " mention" + (mentions.length === 1 ? "" : "s") + " in " +
         new Set(mentions.map((m) => m.cluster)).size + " group(s). Selected: " + toks.slice(a, b + 1).map((t) => t.textContent).join(" ");
@@ -97,24 +114,78 @@
       if (!toks.length) return;
       const [a, b] = sel();
       const same = mentions.find((m) => m.a === a && m.b === b);
-      if (same) { same.type = type; }
+      if (same) { same.type = type; lastMade = same; }
       else {
         mentions = mentions.filter((m) => m.b < a || m.a > b); // no nesting: a new span replaces overlapped ones
-        mentions.push({ a, b, type, cluster: nextCluster++ });
+        lastMade = { a, b, type, cluster: nextCluster++ };
+        mentions.push(lastMade);
         mentions.sort((x, y) => x.a - y.a);
       }
       anchor = cursor = Math.min(b + 1, toks.length - 1);
+      say("Marked " + text(lastMade) + " as " + type + ". g puts it in a group.");
       render();
     }
-    function joinPrevious() {  // the mention under the cursor joins the previous mention's group
+    // ---- the group picker: the groups the mention may join, nearest earlier group of its type first
+    function openPicker() {
       const k = at(cursor);
-      if (k <= 0) return;
-      mentions[k].cluster = mentions[k - 1].cluster; render();
+      target = k >= 0 ? mentions[k] : (lastMade && mentions.includes(lastMade) ? lastMade : null);
+      if (!target) { say("g: no mention here. Mark one first (its type's key), or move onto one with [ ]."); return; }
+      const groups = new Map();
+      mentions.forEach((m) => {
+        if (m.cluster === target.cluster) return;
+        const g = groups.get(m.cluster) || { cluster: m.cluster, mentions: [], type: m.type };
+        g.mentions.push(m); groups.set(m.cluster, g);
+      });
+      const distance = (g) => Math.min(...g.mentions.map((m) => (m.b < target.a ? target.a - m.b : 100000 + m.a - target.b)));
+      choices = Array.from(groups.values()).sort((x, y) =>
+        (x.type === target.type ? 0 : 1) - (y.type === target.type ? 0 : 1) || distance(x) - distance(y));
+      if (!choices.length) { say("g: there is no other group to join yet."); return; }
+      chosen = 0; picking = true; drawPicker();
+      picker.hidden = false;
+    }
+    function drawPicker() {
+      picker.textContent = "";
+      const head = document.createElement("p");
+      head.textContent = "Put \u201c" + text(target) + "\u201d (" + target.type + ") in the group of:";
+      picker.appendChild(head);
+      const ol = document.createElement("ol");
+      choices.slice(0, 9).forEach((g, i) => {
+        const li = document.createElement("li");
+        li.className = "choice " + colour(g.type) + (i === chosen ? " chosen" : "");
+        li.dataset.i = String(i);
+        const names = Array.from(new Set(g.mentions.map(text)));
+        li.textContent = (i + 1) + "  " + names.slice(0, 3).join(" · ") + (names.length > 3 ? " …" : "") + "  (" + g.type + ", group " + g.cluster + ")";
+        li.addEventListener("mousedown", (e) => { e.preventDefault(); pick(i); });
+        ol.appendChild(li);
+      });
+      picker.appendChild(ol);
+      const foot = document.createElement("p");
+      foot.className = "muted";
+      foot.textContent = "Enter or g: the highlighted group · 1\u20139: that group · \u2191 \u2193: move · Esc: none";
+      picker.appendChild(foot);
+    }
+    function closePicker() { picking = false; picker.hidden = true; }
+    function pick(i) {
+      const g = choices[i];
+      closePicker();
+      if (!g || !target) return;
+      target.cluster = g.cluster;
+      say("\u201c" + text(target) + "\u201d joined group " + g.cluster + " (" + Array.from(new Set(g.mentions.map(text))).slice(0, 2).join(", ") + ").");
+      render();
     }
     doc.addEventListener("mousedown", (e) => { const i = toks.indexOf(e.target); if (i >= 0) { anchor = cursor = i; render(); } });
     doc.addEventListener("mouseup", (e) => { const i = toks.indexOf(e.target); if (i >= 0) { cursor = i; render(); } });
     document.addEventListener("keydown", (e) => {
-      if (typing(e) || activates(e)) return;
+      if (picking) {
+        e.preventDefault();
+        if (e.key === "Escape") { closePicker(); say("Not grouped."); }
+        else if (e.key === "Enter" || e.key === "g") pick(chosen);
+        else if (/^[1-9]$/.test(e.key) && Number(e.key) <= Math.min(9, choices.length)) pick(Number(e.key) - 1);
+        else if (e.key === "ArrowDown") { chosen = Math.min(choices.length - 1, Math.min(8, chosen + 1)); drawPicker(); }
+        else if (e.key === "ArrowUp") { chosen = Math.max(0, chosen - 1); drawPicker(); }
+        return;
+      }
+      if (typing(e) || activates(e) || e.ctrlKey || e.metaKey || e.altKey) return;
       const n = toks.length;
       if (e.key === "ArrowRight" || e.key === "ArrowLeft") {
         const d = e.key === "ArrowRight" ? 1 : -1;
@@ -127,17 +198,20 @@
         const list = e.key === "]" ? mentions.filter((m) => m.a > cursor) : mentions.filter((m) => m.b < cursor).reverse();
         if (list.length) { cursor = anchor = list[0].a; render(); }
         e.preventDefault();
-      } else if (e.key === "g") { joinPrevious(); e.preventDefault(); }
+      } else if (e.key === "g") { openPicker(); e.preventDefault(); }
       else if (e.key === "k") {  // optional KB link of the mention under the cursor
         const k = at(cursor);
         if (k >= 0) {
           const v = window.prompt("KB link of this mention (e.g. a Wikidata id such as Q90); empty for none", mentions[k].link || "");
           if (v !== null) { mentions[k].link = v.trim(); render(); }
-        }
+        } else say("k: no mention under the cursor.");
         e.preventDefault();
       }
       else if (e.key === "Backspace" || e.key === "Delete") {
-        const k = at(cursor); if (k >= 0) { mentions.splice(k, 1); render(); } e.preventDefault();
+        const k = at(cursor);
+        if (k >= 0) { const gone = mentions.splice(k, 1)[0]; if (gone === lastMade) lastMade = null; say("Removed " + text(gone) + "."); render(); }
+        else say("Backspace: no mention under the cursor.");
+        e.preventDefault();
       } else if (e.key === "Enter") { e.preventDefault(); form.requestSubmit(); }
     });
     form.addEventListener("submit", (e) => {
@@ -160,18 +234,49 @@
   if (kind === "relations") {
     const list = document.getElementById("pairs");
     const pairs = Array.from(list.querySelectorAll(".pair"));
-    const relations = JSON.parse(list.dataset.relations);
+    const relations = JSON.parse(list.dataset.relations);   // [code, meaning, subject types, object types]
+    const checked = list.dataset.typeCheck !== "off";
     const chosen = pairs.map(() => new Set());
-    let cur = 0;
-    const parse = (text) => {
-      const m = /^(A → B|B → A): .*\(([^()]+)\)\s*$/.exec(text.trim());
-      if (!m || !relations.some((r) => r[0] === m[2])) return null;
-      return (m[1] === "A → B" ? "ab:" : "ba:") + m[2];
-    };
+    const confirmEl = document.getElementById("confirm-empty");
+    let cur = 0, confirmArmed = false;
     const label = (code) => {
       const r = relations.find((x) => x[0] === code.slice(3));
       return (code.startsWith("ab:") ? "A → B: " : "B → A: ") + (r ? r[1] : code.slice(3));
     };
+    // every (direction, relation) a pair may take: A → B when A's type is a subject type and B's an object type
+    const options = pairs.map((p) => {
+      const ta = p.dataset.aType, tb = p.dataset.bType, out = [];
+      relations.forEach((r, order) => {
+        const fitAB = !checked || (r[2].includes(ta) && r[3].includes(tb));
+        const fitBA = !checked || (r[2].includes(tb) && r[3].includes(ta));
+        out.push({ code: "ab:" + r[0], text: "A → B: " + r[1] + " (" + r[0] + ")", meaning: r[1].toLowerCase(), name: r[0].toLowerCase(), fits: fitAB, order: 2 * order });
+        out.push({ code: "ba:" + r[0], text: "B → A: " + r[1] + " (" + r[0] + ")", meaning: r[1].toLowerCase(), name: r[0].toLowerCase(), fits: fitBA, order: 2 * order + 1 });
+      });
+      return out;
+    });
+    // matches of a query: every word must occur in the meaning or the code; a word that starts a word of the
+    // meaning, or the code itself, ranks first; "a>" / "b>" (or "ab:" / "ba:") keep one direction
+    function matches(i, query) {
+      let q = query.trim().toLowerCase(), dir = null;
+      const m = /^(a\s*(?:→|->|>)|ab:|b\s*(?:→|->|>)|ba:)\s*/.exec(q);
+      if (m) { dir = m[1].startsWith("a") ? "ab:" : "ba:"; q = q.slice(m[0].length); }
+      const words = q.split(/\s+/).filter(Boolean);
+      const score = (o) => {
+        let s = 0;
+        for (const w of words) {
+          if (o.name === w) s += 0;
+          else if ((" " + o.meaning).includes(" " + w)) s += 1;
+          else if (o.meaning.includes(w) || o.name.includes(w)) s += 2;
+          else return null;
+        }
+        return s;
+      };
+      const all = options[i].filter((o) => !chosen[i].has(o.code) && (!dir || o.code.startsWith(dir)))
+        .map((o) => ({ o, s: score(o) })).filter((x) => x.s !== null)
+        .sort((x, y) => x.s - y.s || x.o.order - y.o.order).map((x) => x.o);
+      const fitting = all.filter((o) => o.fits);
+      return { fitting, others: fitting.length ? [] : all.filter((o) => !o.fits) };
+    }
     function render() {
       pairs.forEach((p, i) => {
         p.classList.toggle("current", i === cur);
@@ -187,19 +292,51 @@
     }
     pairs.forEach((p, i) => {
       const input = p.querySelector(".rel-search");
-      input.addEventListener("focus", () => { cur = i; render(); });
+      const box = p.querySelector(".suggest");
+      let shown = [], hi = 0, moved = false;  // moved: the arrows chose a match (Enter then takes even one off type)
+      function draw() {
+        const { fitting, others } = matches(i, input.value);
+        shown = (fitting.length ? fitting : others).slice(0, 8);
+        hi = Math.min(hi, Math.max(0, shown.length - 1));
+        box.textContent = "";
+        if (!fitting.length) {
+          const li = document.createElement("li");
+          li.className = "none";
+          li.textContent = "No relation for " + p.dataset.aType + " and " + p.dataset.bType +
+            (input.value.trim() ? " matches \u201c" + input.value.trim() + "\u201d" : "") + (others.length ? "; relations for other types (\u2193 then Enter to take one anyway):" : ".");
+          box.appendChild(li);
+        }
+        shown.forEach((o, k) => {
+          const li = document.createElement("li");
+          li.className = "option" + (k === hi && (o.fits || moved) ? " hi" : "") + (o.fits ? "" : " off-type");
+          li.setAttribute("role", "option");
+          li.dataset.code = o.code;
+          li.textContent = o.text;
+          li.addEventListener("mousedown", (e) => { e.preventDefault(); add(o); });
+          box.appendChild(li);
+        });
+        box.hidden = false;
+        input.setAttribute("aria-expanded", "true");
+      }
+      function add(o) {
+        chosen[i].add(o.code); input.value = ""; hi = 0; confirmArmed = false; confirmEl.hidden = true;
+        render(); draw();
+      }
+      input.addEventListener("focus", () => { cur = i; render(); draw(); });
+      input.addEventListener("input", () => { hi = 0; moved = false; draw(); });
+      input.addEventListener("blur", () => { box.hidden = true; input.setAttribute("aria-expanded", "false"); });
       input.addEventListener("keydown", (e) => {
         if (e.key === "Enter" && !e.ctrlKey) {
           e.preventDefault();
-          const code = parse(input.value);
-          if (code) { chosen[i].add(code); input.value = ""; render(); }
-          else input.setCustomValidity("choose a relation from the list"), input.reportValidity(), input.setCustomValidity("");
-        } else if (e.key === "Escape") { input.blur(); }
+          if (shown.length && (shown[hi].fits || moved)) { add(shown[hi]); moved = false; }
+        } else if (e.key === "ArrowDown") { e.preventDefault(); hi = Math.min(shown.length - 1, hi + 1); moved = true; draw(); }
+        else if (e.key === "ArrowUp") { e.preventDefault(); hi = Math.max(0, hi - 1); moved = true; draw(); }
+        else if (e.key === "Escape") { input.blur(); }
       });
     });
     document.addEventListener("keydown", (e) => {
       if (e.key === "Enter" && e.ctrlKey) { e.preventDefault(); form.requestSubmit(); return; }
-      if (typing(e)) return;
+      if (typing(e) || e.ctrlKey || e.metaKey || e.altKey) return;
       if (e.key === "j" || e.key === "ArrowDown") { cur = Math.min(pairs.length - 1, cur + 1); render(); e.preventDefault(); }
       else if (e.key === "k" || e.key === "ArrowUp") { cur = Math.max(0, cur - 1); render(); e.preventDefault(); }
       else if (e.key === "/") { pairs[cur].querySelector(".rel-search").focus(); e.preventDefault(); }
@@ -207,6 +344,15 @@
     });
     form.addEventListener("submit", (e) => {
       e.preventDefault();
+      const none = chosen.every((s) => !s.size);
+      if (none && pairs.length && !confirmArmed) {  // a document with no relation at all: ask once
+        confirmArmed = true;
+        confirmEl.textContent = (pairs.length === 1 ? "No relation chosen for the pair. Submit \u201cno relation\u201d?"
+          : "No relation chosen for any of the " + pairs.length + " pairs. Submit \u201cno relation\u201d for all of them?") +
+          " Press Ctrl+Enter (or Submit) again to confirm.";
+        confirmEl.hidden = false;
+        return;
+      }
       const out = {};
       chosen.forEach((s, i) => { out[String(i)] = Array.from(s); });
       submit({ pairs: out });

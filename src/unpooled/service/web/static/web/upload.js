@@ -1,6 +1,12 @@
 // Upload with a progress bar (falls back to the plain form without JavaScript).
 (function () {
   const form = document.getElementById("upload-form");
+  // the corpus's Participate page follows the corpus chosen
+  const corpus = document.getElementById("id_corpus"), participate = document.getElementById("participate-link");
+  if (corpus && participate) {
+    const follow = function () { participate.href = "/corpora/" + encodeURIComponent(corpus.value) + "/participate/"; };
+    corpus.addEventListener("change", follow); follow();
+  }
   const bar = document.getElementById("upload-progress"), pct = document.getElementById("upload-percent");
   form.addEventListener("submit", function (ev) {
     if (!window.XMLHttpRequest || !window.FormData) return;

@@ -1,0 +1,46 @@
+"""Taking part: a corpus's "Participate" page (format, schema, sample file, the three ways to submit), its
+schema page and the sample file."""
+
+from __future__ import annotations
+
+from django.http import HttpResponse
+from django.shortcuts import get_object_or_404, render
+
+from unpooled.service.accounts import actions as accounts
+from unpooled.service.corpora.models import Corpus
+
+from .. import participate
+
+
+def _corpus(name: str) -> Corpus:
+    return get_object_or_404(Corpus.objects.select_related("schema"), name=name)
+
+
+def participate_page(request, name: str):
+    import json
+
+    corpus = _corpus(name)
+    schema = corpus.schema.schema()
+    sample = participate.sample_instances(corpus, 1)
+    return render(request, "web/participate.html", {
+        "corpus": corpus, "schema": schema,
+        "example_json": json.dumps(sample[0], ensure_ascii=False) if sample else "",
+        "base": request.build_absolute_uri("/").rstrip("/"),
+        "n_relations": len(schema.canonical_relations), "n_predicates": len(schema.relations),
+        "team": accounts.team_of(request.user), "role": accounts.role_of(request.user)})
+
+
+def schema_page(request, name: str):
+    corpus = _corpus(name)
+    schema = corpus.schema.schema()
+    rows = participate.schema_rows(corpus)
+    return render(request, "web/schema.html", {"corpus": corpus, "schema": schema, "rows": rows,
+                                               "entity_types": sorted(schema.entity_types.items()),
+                                               "value_types": sorted(schema.value_types.items())})
+
+
+def sample_file(request, name: str):
+    corpus = _corpus(name)
+    resp = HttpResponse(participate.sample_jsonl(corpus), content_type="application/jsonl; charset=utf-8")
+    resp["Content-Disposition"] = f'attachment; filename="{corpus.name}-sample.jsonl"'
+    return resp

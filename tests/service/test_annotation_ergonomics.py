@@ -1,0 +1,230 @@
+"""Annotation ergonomics on the server: undo of one's own last answer (and every undo that must be refused),
+"n done · m left for you", the queue's counts for you, and the empty queue's reasons."""
+
+from __future__ import annotations
+
+import json
+from datetime import timedelta
+
+import pytest
+from django.contrib.auth.models import User
+from django.urls import reverse
+from django.utils import timezone
+
+from unpooled.service.annotation import actions
+from unpooled.service.annotation.models import Annotator, Answer, Assignment, Kind, Task
+from unpooled.service.submissions.models import RelationInstance
+
+from ..conftest import load_redocred_subset
+
+pytestmark = pytest.mark.django_db
+
+HOLDS = {"relation": "holds", "subject_ok": True, "object_ok": True, "link_ok": None}
+NONE = {"relation": "none", "subject_ok": True, "object_ok": False, "link_ok": None}
+
+
+@pytest.fixture
+def setup(shared_data, tmp_path):
+    corpus, sub, _ = load_redocred_subset(shared_data, tmp_path, 3, "ergo", team="zz-team", run="zz-run")
+    st = actions.settings_for(corpus)
+    st.answers_per_item = 2     # one answer leaves the item open: it may be undone
+    st.save()
+    ids = list(RelationInstance.objects.filter(submission=sub).order_by("pk").values_list("pk", flat=True))[:5]
+    actions.request_verification(sub, ids)
+    User.objects.create_user("ann", password="pw-ann-123")
+    User.objects.create_user("eve", password="pw-eve-123")
+    return corpus
+
+
+def _token(resp) -> str:
+    return resp["Location"].rstrip("/").split("/")[-1]
+
+
+def _answer(client, value=HOLDS) -> str:
+    """Lease the next verification item, answer it; the lease's token."""
+    r = client.get(reverse("annotation:next", args=["verify"]))
+    token = _token(r)
+    ok = client.post(r["Location"], {"answer": json.dumps(value), "seconds": "2.5"})
+    assert ok.status_code == 302, ok.content.decode()[:400]
+    return token
+
+
+def test_undo_reopens_the_last_answer_with_its_value(client, setup):
+    assert client.login(username="ann", password="pw-ann-123")
+    token = _answer(client, NONE)
+    page = client.get(reverse("annotation:next", args=["verify"]))   # the next item offers the undo
+    html = client.get(page["Location"]).content.decode()
+    assert f'action="{reverse("annotation:undo", args=[token])}"' in html and 'id="undo"' in html
+    assert "1</strong> done · <strong>" in html
+
+    r = client.post(reverse("annotation:undo", args=[token]))
+    assert r.status_code == 302 and r["Location"] == reverse("annotation:task", args=[token])
+    assert not Answer.objects.filter(assignment__token=token).exists()
+    lease = Assignment.objects.get(token=token)
+    assert lease.status == Assignment.Status.LEASED
+    html = client.get(r["Location"]).content.decode()
+    assert 'id="undone"' in html
+    restored = html.split('id="previous-answer" type="application/json">')[1].split("</script>")[0]
+    assert json.loads(restored) == NONE     # the withdrawn answer comes back, to be corrected
+    assert 'id="undo"' not in html          # nothing more to undo
+    ok = client.post(r["Location"], {"answer": json.dumps(HOLDS)})  # answered again, differently
+    assert ok.status_code == 302
+    assert Answer.objects.get(assignment__token=token).value == HOLDS
+
+
+def test_undo_of_another_users_answer_is_a_404(client, setup):
+    assert client.login(username="ann", password="pw-ann-123")
+    token = _answer(client)
+    client.logout()
+    assert client.login(username="eve", password="pw-eve-123")
+    assert client.post(reverse("annotation:undo", args=[token])).status_code == 404
+    assert client.post(reverse("annotation:undo", args=["forged-token"])).status_code == 404
+    client.logout()
+    r = client.post(reverse("annotation:undo", args=[token]))       # signed out: to the sign-in page
+    assert r.status_code == 302 and "/accounts/login/" in r["Location"]
+    assert Answer.objects.filter(assignment__token=token).exists()
+
+
+def test_undo_needs_a_post_with_csrf(setup):
+    from django.test import Client
+
+    c = Client(enforce_csrf_checks=True)
+    assert c.login(username="ann", password="pw-ann-123")
+    ann = actions.annotator_for_user(User.objects.get(username="ann"))
+    lease = actions.lease_next(ann, kind=Kind.VERIFY)
+    actions.submit_answer(lease, HOLDS)
+    assert c.get(reverse("annotation:undo", args=[lease.token])).status_code == 405
+    assert c.post(reverse("annotation:undo", args=[lease.token])).status_code == 403   # no CSRF token
+    assert Answer.objects.filter(assignment=lease).exists()
+
+
+def test_only_the_last_answer_can_be_undone(setup):
+    ann = actions.annotator_for_user(User.objects.get(username="ann"))
+    first = actions.lease_next(ann, kind=Kind.VERIFY)
+    actions.submit_answer(first, HOLDS)
+    second = actions.lease_next(ann, kind=Kind.VERIFY)
+    actions.submit_answer(second, HOLDS)
+    with pytest.raises(actions.UndoRefused, match="only your last answer"):
+        actions.undo_answer(first)
+    assert actions.undo_answer(second) == HOLDS
+    with pytest.raises(actions.UndoRefused, match="no answer of yours"):
+        actions.undo_answer(second)              # twice: nothing left to undo
+
+
+def test_undo_is_refused_after_the_lease_expired_or_once_the_item_is_decided(setup):
+    ann = actions.annotator_for_user(User.objects.get(username="ann"))
+    lease = actions.lease_next(ann, kind=Kind.VERIFY)
+    actions.submit_answer(lease, HOLDS)
+    with pytest.raises(actions.UndoRefused, match="lease expired"):
+        actions.undo_answer(lease, now=lease.expires + timedelta(seconds=1))
+    # another annotator's answer completes the item (2 needed): the label is written, the answer stays
+    other = Annotator.objects.create(backend="inhouse", external_id="other")
+    o = actions._try_lease(lease.task_id, other, timezone.now())
+    actions.submit_answer(o, HOLDS)
+    assert Task.objects.get(pk=lease.task_id).status == Task.Status.COMPLETE
+    with pytest.raises(actions.UndoRefused, match="decided"):
+        actions.undo_answer(lease)
+    assert Answer.objects.filter(assignment=lease).exists()
+
+
+def test_undo_is_refused_for_mturk_and_blocked_annotators(setup):
+    worker = Annotator.objects.create(backend="mturk", external_id="W1")
+    lease = actions._try_lease(Task.objects.filter(kind=Kind.VERIFY).first().pk, worker, timezone.now(),
+                               capacity=False)
+    actions.submit_answer(lease, HOLDS)
+    with pytest.raises(actions.UndoRefused, match="in-house"):
+        actions.undo_answer(lease)
+    ann = actions.annotator_for_user(User.objects.get(username="ann"))
+    mine = actions.lease_next(ann, kind=Kind.VERIFY)
+    actions.submit_answer(mine, HOLDS)
+    actions.block_annotator(ann, reason="test")
+    with pytest.raises(actions.UndoRefused, match="blocked"):
+        actions.undo_answer(mine)
+
+
+def test_undo_of_a_control_takes_its_score_back(setup):
+    corpus = setup
+    actions.create_verify_controls(corpus, 2, rng=0)
+    ann = actions.annotator_for_user(User.objects.get(username="ann"))
+    ctrl = Task.objects.filter(is_control=True).order_by("pk").first()
+    lease = actions._try_lease(ctrl.pk, ann, timezone.now())
+    actions.submit_answer(lease, HOLDS if ctrl.control_answer["correct"] else NONE)
+    ann.refresh_from_db()
+    assert (ann.controls_answered, ann.controls_correct) == (1, 1)
+    actions.undo_answer(lease)
+    ann.refresh_from_db()
+    assert (ann.controls_answered, ann.controls_correct) == (0, 0)
+
+
+def test_an_undo_refused_says_why_on_the_next_page(client, setup):
+    assert client.login(username="ann", password="pw-ann-123")
+    token = _answer(client)
+    Assignment.objects.filter(token=token).update(expires=timezone.now() - timedelta(seconds=1))
+    r = client.post(reverse("annotation:undo", args=[token]))
+    assert r.status_code == 302 and r["Location"] == reverse("annotation:next", args=["verify"])
+    nxt = client.get(r["Location"])
+    html = client.get(nxt["Location"]).content.decode()
+    assert 'id="undo-refused"' in html and "lease expired" in html
+
+
+def test_progress_and_queue_count_what_is_left_for_you(client, setup):
+    ann = actions.annotator_for_user(User.objects.get(username="ann"))
+    n = Task.objects.filter(kind=Kind.VERIFY, is_control=False).count()
+    assert actions.progress(ann, Kind.VERIFY).left == n and actions.progress(ann, Kind.VERIFY).done == 0
+    lease = actions.lease_next(ann, kind=Kind.VERIFY)
+    assert actions.progress(ann, Kind.VERIFY).left == n   # the leased item is still left
+    actions.submit_answer(lease, HOLDS)
+    p = actions.progress(ann, Kind.VERIFY)
+    assert (p.done, p.left) == (1, n - 1)
+    # two other annotators hold every slot of one item: it is open, but not for ann
+    busy = Task.objects.filter(kind=Kind.VERIFY, is_control=False).exclude(pk=lease.task_id).first()
+    for i in range(2):
+        actions._try_lease(busy.pk, Annotator.objects.create(backend="inhouse", external_id=f"x{i}"), timezone.now())
+    assert actions.progress(ann, Kind.VERIFY).left == n - 2
+    assert client.login(username="ann", password="pw-ann-123")
+    html = client.get(reverse("annotation:queue")).content.decode()
+    assert f"({n} open, {n - 2} for you)" in html
+
+
+def test_empty_queue_explains_why(client, setup):
+    corpus = setup
+    ann_user = User.objects.get(username="ann")
+    ann = actions.annotator_for_user(ann_user)
+    # answer what can be answered; two other annotators hold the rest
+    tasks = list(Task.objects.filter(kind=Kind.VERIFY, is_control=False).order_by("pk"))
+    actions.submit_answer(actions._try_lease(tasks[0].pk, ann, timezone.now()), HOLDS)
+    for t in tasks[1:]:
+        for i in range(2):
+            actions._try_lease(t.pk, Annotator.objects.get_or_create(backend="inhouse", external_id=f"y{i}")[0],
+                               timezone.now())
+    assert client.login(username="ann", password="pw-ann-123")
+    html = client.get(reverse("annotation:next", args=["verify"])).content.decode()
+    assert 'id="empty-reasons"' in html
+    assert "You answered 1 of the open items" in html
+    assert f"{len(tasks) - 1} open items have all the annotators they need working on them now" in html
+    assert "15 minutes" in html and "Corpus ergo is answered by a simulated crowd" in html  # the corpus's backend
+    html = client.get(reverse("annotation:next", args=["entities"])).content.decode()
+    assert "unpooled annotate documents" in html
+    html = client.get(reverse("annotation:next", args=["relations"])).content.decode()
+    assert "once its entity task has all its answers" in html
+    # a member of the submitting team may not judge its instances: the page says so
+    from unpooled.service.accounts.models import Profile, Role
+    from unpooled.service.submissions.models import Team
+
+    member = User.objects.create_user("member", password="a-long-password")
+    Profile.objects.create(user=member, role=Role.ANNOTATOR, team=Team.objects.get(name="zz-team"), invited=True)
+    client.force_login(member)
+    html = client.get(reverse("annotation:next", args=["verify"])).content.decode()
+    assert "about your own team&#x27;s submissions, which you may not judge" in html, html[-3000:]
+    assert corpus
+
+
+def test_items_left_are_counted_up_to_a_bound(setup, monkeypatch):
+    ann = actions.annotator_for_user(User.objects.get(username="ann"))
+    n = Task.objects.filter(kind=Kind.VERIFY, is_control=False).count()
+    monkeypatch.setattr(actions, "LEFT_COUNTED", n - 2)
+    assert actions.count_leasable(ann, kind=Kind.VERIFY) == (n - 2, True)
+    p = actions.progress(ann, Kind.VERIFY)
+    assert (p.left, p.more) == (n - 2, True)
+    monkeypatch.setattr(actions, "LEFT_COUNTED", n)
+    assert actions.count_leasable(ann, kind=Kind.VERIFY) == (n, False)
