@@ -30,7 +30,8 @@ from unpooled.service.config.bootstrap import setup_django  # noqa: E402,F401 - 
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from .commands import annotate, bench, corpus, evaluate, schema, score, serve, simulate, submission, validate
+    from .commands import (annotate, bench, corpus, evaluate, schema, score, serve, simulate, submission, user,
+                           validate)
 
     parser = argparse.ArgumentParser(
         prog="unpooled",
@@ -40,7 +41,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--traceback", action="store_true", help="show the full traceback of an error")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     sub.required = True
-    for module in (corpus, schema, validate, submission, score, annotate, evaluate, bench, serve, simulate):
+    for module in (corpus, schema, validate, submission, score, annotate, evaluate, bench, serve, simulate, user):
         module.register(sub)
     return parser
 

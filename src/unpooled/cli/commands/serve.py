@@ -28,6 +28,7 @@ import signal
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 from unpooled.service.config.bootstrap import setup_django
 
@@ -63,7 +64,9 @@ def register(sub) -> None:
     p.add_argument("--web-threads", type=int, default=1,
                    help="threads per web process (default 1: sync workers; more: gthread)")
     p.add_argument("--task-workers", type=int, default=1, help="task worker processes (0: none)")
-    p.add_argument("--demo", action="store_true", help="load the demo corpus and submissions first")
+    p.add_argument("--demo", action="store_true",
+                   help="load the demo (a corpus, two real systems, their evaluation) in the background once the "
+                        "web server answers, with its progress on every page; prints the demo accounts")
     p.set_defaults(func=cmd_serve)
     w = sub.add_parser("worker", help="run one task worker (django-tasks-db) in the foreground",
                        description="Run a task worker with the stable id HOST-SLOT. On start it requeues the tasks "
@@ -117,20 +120,24 @@ def cmd_serve(args) -> int:
     if args.task_workers < 0:
         print("unpooled serve: error: --task-workers must be 0 or more", file=sys.stderr)
         return 2
-    setup_django()
+    started = time.time()
+    _migrate()
+    from django.conf import settings
+
+    host = "localhost" if args.host in ("127.0.0.1", "0.0.0.0") else args.host
+    url = f"http://{host}:{args.port}"
+    accounts: list = []
     if args.demo:
-        from unpooled.demo import load_demo
+        from unpooled.demo import demo_accounts
 
-        names = load_demo(echo=lambda m: print(m, flush=True))
-        from unpooled.service.evaluations.models import Score
+        from unpooled.service.web.demo_progress import write_progress
 
-        for name in names:
-            if not Score.objects.filter(submission__corpus__name=name).exists():
-                from unpooled.service.evaluations.tasks import evaluate_corpus
-
-                evaluate_corpus.enqueue(name)
-                print(f"demo: evaluating {name} in the background (simulated crowd, accuracy 0.8); the leaderboard "
-                      f"fills in about a minute: /corpora/{name}/leaderboard/", flush=True)
+        accounts = demo_accounts(settings.DATA_DIR)
+        # the banner is on the first page served, before the loader has started
+        write_progress({"state": "loading", "step": 0, "steps": 0, "message": "starting the web server",
+                        "started": started, "levels": {}}, settings.DATA_DIR)
+    else:
+        _demo_stopped(settings.DATA_DIR, also=("failed",))  # no banner left from an earlier ./dev up
     from django.db import connections
 
     connections.close_all()  # the children open their own
@@ -139,9 +146,56 @@ def cmd_serve(args) -> int:
                 for i in range(args.task_workers)]
     web = Child("web server", web_server_command(f"{args.host}:{args.port}", web_workers, args.web_threads), env,
                 port=args.port)
-    host = "localhost" if args.host in ("127.0.0.1", "0.0.0.0") else args.host
-    return Supervisor([web, *children], web).run(
-        f"unpooled is running at http://{host}:{args.port}/  ({args.task_workers} task worker(s); Ctrl-C stops)")
+    if args.demo:
+        children.append(Child("demo loader", [sys.executable, "-m", "unpooled.demo", "--started", repr(started),
+                                              "--url", url], env, once=True, after_web=True))
+    lines = [f"unpooled is running at {url}/  ({args.task_workers} task worker(s); Ctrl-C stops)"]
+    if args.demo:
+        lines += demo_banner(url, accounts, settings.DATA_DIR)
+    status = Supervisor([web, *children], web).run("\n".join(lines))
+    if args.demo:
+        _demo_stopped(settings.DATA_DIR)
+    return status
+
+
+def _migrate() -> None:
+    """Set up Django and apply pending migrations, saying so (a fresh data directory takes a while)."""
+    setup_django(migrate=False)
+    from django.core.management import call_command
+    from django.db import connection
+    from django.db.migrations.executor import MigrationExecutor
+
+    executor = MigrationExecutor(connection)
+    plan = executor.migration_plan(executor.loader.graph.leaf_nodes())
+    if plan:
+        t0 = time.monotonic()
+        _log(f"applying {len(plan)} database migration(s) first")
+        call_command("migrate", verbosity=0, interactive=False)
+        _log(f"database ready after {time.monotonic() - t0:.0f} s")
+
+
+def demo_banner(url: str, accounts: list, data_dir) -> list[str]:
+    """The lines printed once the web server answers: where to look and the demo accounts to sign in with."""
+    where = {"organiser": f"{url}/organiser/", "team member": f"{url}/submissions/", "annotator": f"{url}/annotate/"}
+    width = max((len(a[1]) for a in accounts), default=0)
+    out = ["the demo is loading in the background: every page shows its progress in a banner, and so does this "
+           "terminal",
+           f"leaderboard: {url}/corpora/redocred-dev/leaderboard/ (fills level by level)",
+           f"sign in at {url}/accounts/login/ as (passwords kept in {Path(data_dir) / 'demo-accounts.json'}):"]
+    out += [f"  {what:<12} {name:<{width}}  password {pw}   {where.get(what, '')}" for what, name, pw in accounts]
+    return out
+
+
+def _demo_stopped(data_dir, also: tuple[str, ...] = ()) -> None:
+    """serve ends: a loader that did not finish says so in the progress file (no banner is left behind)."""
+    from unpooled.service.web.demo_progress import read_progress, write_progress
+
+    data = read_progress(data_dir)
+    if data and data.get("state") in ("loading", "evaluating", *also):
+        try:
+            write_progress(dict(data, state="stopped"), data_dir)
+        except OSError:
+            pass
 
 
 def _log(msg: str) -> None:
@@ -207,8 +261,11 @@ def listening(pid: int, port: int) -> bool:
 class Child:
     """One supervised process: how to start it, its current process, and its failures in a row."""
 
-    def __init__(self, name: str, argv: list[str], env: dict, *, port: int | None = None) -> None:
+    def __init__(self, name: str, argv: list[str], env: dict, *, port: int | None = None, once: bool = False,
+                 after_web: bool = False) -> None:
         self.name, self.argv, self.env, self.port = name, argv, env, port
+        self.once = once  # runs to its end once and is never restarted (the demo loader)
+        self.after_web = after_web  # started once the web server first listens
         self.proc: subprocess.Popen | None = None
         self.started = 0.0
         self.failures = 0
@@ -259,6 +316,7 @@ class Supervisor:
     def __init__(self, children: list[Child], web: Child | None) -> None:
         self.children, self.web = children, web
         self.signals: list[int] = []
+        self.banner = ""
 
     def _on_signal(self, signum, frame) -> None:
         self.signals.append(signum)
@@ -269,10 +327,13 @@ class Supervisor:
     def run(self, banner: str) -> int:
         old = {s: signal.signal(s, self._on_signal) for s in (signal.SIGTERM, signal.SIGINT)}
         try:
+            self.banner = banner
             for c in self.children:
-                c.start()
-                _log(f"started {c.name} (pid {c.proc.pid})")
-            print(banner, flush=True)
+                if not c.after_web:
+                    c.start()
+                    _log(f"started {c.name} (pid {c.proc.pid})")
+            if self.web is None:
+                print(banner, flush=True)
             status = self._watch()
         finally:
             self._stop_all()
@@ -292,8 +353,11 @@ class Supervisor:
                 rc = c.proc.poll()
                 if rc is None:
                     if c is self.web and c.port is not None and not c.up and listening(c.proc.pid, c.port):
+                        first = not c.listened
                         c.up = c.listened = True
                         _log(f"{c.name} (pid {c.proc.pid}) is listening on port {c.port}")
+                        if first:
+                            self._first_listen()
                     continue
                 if self.signals:  # it ended because we are stopping (a signal to the whole group)
                     break
@@ -304,9 +368,25 @@ class Supervisor:
         _log(f"{signal.Signals(self.signals[0]).name} received: stopping")
         return 0
 
+    def _first_listen(self) -> None:
+        """The web server answers: say where, then start what waited for it (the demo loader)."""
+        print(self.banner, flush=True)
+        for c in self.children:
+            if c.after_web and c.proc is None:
+                c.start()
+                _log(f"started {c.name} (pid {c.proc.pid})")
+
     def _ended(self, c: Child, rc: int, now: float) -> int | None:
         """Child ``c`` ended by itself: schedule its restart, or return serve's exit status."""
         ran = now - c.started
+        if c.once:
+            if rc == 0:
+                _log(f"{c.name} (pid {c.proc.pid}) finished after {ran:.0f} s")
+            else:
+                _log(f"{c.name} (pid {c.proc.pid}) {how_it_ended(rc)} after {ran:.0f} s (its messages are above); "
+                     "not restarted: the web server and the task workers go on")
+            c.proc, c.restart_at = None, None
+            return None
         c.failures = 1 if ran >= STABLE_SECONDS else c.failures + 1
         pid = c.proc.pid
         what = f"{c.name} (pid {pid}) {how_it_ended(rc)} after {ran:.0f} s"

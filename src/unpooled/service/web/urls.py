@@ -8,6 +8,7 @@ urlpatterns = [
     path("corpora/<slug:name>/", views.corpus_detail, name="corpus"),
     path("corpora/<slug:name>/documents/<int:pk>/", views.document_detail, name="document"),
     path("corpora/<slug:name>/leaderboard/", views.leaderboard, name="leaderboard"),
+    path("demo/status.json", views.demo.demo_status, name="demo_status"),
     path("submissions/", views.submission_list, name="submissions"),
     path("submissions/new/", views.upload, name="upload"),
     path("submissions/uploads/<str:task_id>/", views.upload_status, name="upload_status"),
