@@ -11,10 +11,10 @@ def register(sub) -> None:
     ss = p.add_subparsers(dest="schema_command", metavar="ACTION")
     ss.required = True
     ls = ss.add_parser("list", help="list the built-in schemas")
-    ls.add_argument("--json", action="store_true")
+    ls.add_argument("--json", action="store_true", help="print the schemas as JSON")
     ls.set_defaults(func=cmd_list)
     show = ss.add_parser("show", help="show a schema's relations (a built-in name or a schema file)")
-    show.add_argument("schema")
+    show.add_argument("schema", help="a built-in schema name (see schema list) or a schema JSON file")
     show.add_argument("--json", action="store_true", help="print the schema file")
     show.set_defaults(func=cmd_show)
 

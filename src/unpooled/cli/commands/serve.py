@@ -57,8 +57,10 @@ def register(sub) -> None:
                                    "a web server that dies after it was listening is restarted the same way, "
                                    f"and serve exits (status 3) when it fails {WEB_GIVE_UP} times in a row or "
                                    "never listens. SIGTERM or Ctrl-C stops everything (status 0).")
-    p.add_argument("--host", default=os.environ.get("UNPOOLED_HOST", "127.0.0.1"))
-    p.add_argument("--port", type=int, default=int(os.environ.get("UNPOOLED_PORT", "8000")))
+    p.add_argument("--host", default=os.environ.get("UNPOOLED_HOST", "127.0.0.1"),
+                   help="address to listen on (default $UNPOOLED_HOST or 127.0.0.1; 0.0.0.0: every interface)")
+    p.add_argument("--port", type=int, default=int(os.environ.get("UNPOOLED_PORT", "8000")),
+                   help="TCP port to listen on (default $UNPOOLED_PORT or 8000)")
     p.add_argument("--web-workers", type=int, default=None,
                    help=f"web server (gunicorn) processes (default: 2 per CPU, here {default_web_workers()})")
     p.add_argument("--web-threads", type=int, default=1,

@@ -7,28 +7,19 @@ import sys
 
 from ..main import CommandError, Exit, setup_django
 
-EXAMPLES = """examples:
-  unpooled user add carol --role organiser
-  unpooled user add dave --role participant --team "UX Lab" --create-team
-  printf '%s' "$PASSWORD" | unpooled user add erin --role annotator --password-stdin
-"""
 
 
 def register(sub) -> None:
-    import argparse
-
     u = sub.add_parser("user", help="make accounts (organisers, participants, annotators)",
                        description="Accounts of the local service (the database of $DATABASE_URL or "
-                                   "$UNPOOLED_DATA_DIR).",
-                       epilog=EXAMPLES, formatter_class=argparse.RawDescriptionHelpFormatter)
+                                   "$UNPOOLED_DATA_DIR).")
     us = u.add_subparsers(dest="user_command", metavar="ACTION")
     us.required = True
     a = us.add_parser("add", help="make an account with a role (and a team for a participant)",
                       description="Make an account. Organisers run corpora and the console (and the admin); "
                                   "participants submit runs for their team; annotators label. The password is "
                                   "generated and printed once, unless --password-stdin reads it from standard "
-                                  "input (it must pass the site's password rules).",
-                      epilog=EXAMPLES, formatter_class=argparse.RawDescriptionHelpFormatter)
+                                  "input (it must pass the site's password rules).")
     a.add_argument("name", metavar="NAME", help="the user name to sign in with (letters, digits, @ . + - _)")
     a.add_argument("--role", required=True, metavar="ROLE",
                    help="organiser, participant (a team member who submits) or annotator")
