@@ -32,7 +32,7 @@ def test_serve_demo_answers_first_with_a_banner_and_prints_the_accounts(serve, s
     assert first["state"] == "loading" and first["step"] < max(first["steps"], 1), first
     assert 'id="demo-banner"' in page and "Loading the demo" in page, page[:3000]
     assert 'src="/static/web/demo.js"' in page and "<script>" not in page  # the CSP runs no inline script
-    assert first["summary"].startswith("Loading the demo: step"), first
+    assert first["summary"].startswith(f"Step {first['step']} of "), first
     # the terminal: the URL, then the three accounts, then the loader's steps
     s.until(lambda: "demo: step 1/" in s.log(), "the loader's first step")
     log = s.log()
@@ -44,7 +44,7 @@ def test_serve_demo_answers_first_with_a_banner_and_prints_the_accounts(serve, s
     # live progress: the status moves on from what the first page showed
     moved = s.until(lambda: (d := status(s))["step"] > first["step"] and d, "the progress to move on")
     assert moved["state"] in ("loading", "evaluating") and moved["steps"] >= 4, moved
-    assert f"step {moved['step']} of {moved['steps']}" in moved["summary"], moved
+    assert moved["summary"].startswith(f"Step {moved['step']} of {moved['steps']}: "), moved
     _, page = s.get("/submissions/")
     assert 'id="demo-banner"' in page  # on every page, not only the home page
     # the printed passwords sign in, with the roles they are printed for

@@ -34,10 +34,14 @@ def test_status_view_is_bounded_and_summarised(tmp_path):
                         "started": 100.0, "levels": {"instance": 125.4, "relation": None, "entity": None},
                         "answers": 1234, "secret": "not shown"}, now=230.0)
     assert "secret" not in view and view["elapsed"] == 130
-    assert view["summary"] == ("Loading the demo: step 5 of 6, evaluating the relation level (2 min 10 s so far). "
+    assert view["summary"] == ("Step 5 of 6: evaluating the relation level (2 min 10 s so far). "
                                "Leaderboard levels: instance ready at 2 min 05 s, relation being evaluated, "
                                "entity being evaluated. Simulated crowd answers so far: 1,234.")
     assert public_view(None) == {"state": "none", "summary": ""}
+    odd = public_view({"state": "loading", "step": "two", "steps": float("nan"), "answers": "many", "started": "x",
+                       "corpus": "../../etc", "levels": {"instance": "soon"}, "message": ["a"]}, now=5.0)
+    assert odd["step"] is None and odd["answers"] is None and odd["corpus"] is None and odd["elapsed"] == 0
+    assert odd["levels"] == {"instance": None} and odd["summary"].startswith("Step None of None: ['a']")
 
 
 @pytest.mark.django_db
@@ -50,6 +54,6 @@ def test_status_endpoint_and_banner(client, settings, tmp_path):
     resp = client.get("/demo/status.json")
     assert resp["Cache-Control"] == "no-store" and resp.json()["step"] == 1
     page = client.get("/").content.decode()
-    assert 'id="demo-banner"' in page and "step 1 of 6, loading the corpus" in page
+    assert 'id="demo-banner"' in page and "Step 1 of 6: loading the corpus" in page
     assert client.post("/demo/status.json").status_code == 405
     json.loads(progress_path(tmp_path).read_text())  # a whole file, written atomically

@@ -22,7 +22,9 @@ which polls it.  The file says:
 from __future__ import annotations
 
 import json
+import math
 import os
+import re
 import time
 from pathlib import Path
 
@@ -85,10 +87,17 @@ def public_view(data: dict | None, *, now: float | None = None) -> dict:
         return {"state": "none", "summary": ""}
     now = time.time() if now is None else now
     levels = data.get("levels") if isinstance(data.get("levels"), dict) else {}
-    out = {k: data.get(k) for k in ("state", "step", "steps", "message", "corpus", "answers", "error")}
-    started = data.get("started") if isinstance(data.get("started"), (int, float)) else now
+    out = {k: (str(data[k])[:300] if data.get(k) is not None else None) for k in ("state", "message", "error")}
+    for k in ("step", "steps", "answers"):
+        v = data.get(k)
+        out[k] = int(v) if isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) else None
+    corpus = data.get("corpus")
+    out["corpus"] = corpus if isinstance(corpus, str) and re.fullmatch(r"[-a-zA-Z0-9_]{1,100}", corpus) else None
+    started = data.get("started")
+    started = started if isinstance(started, (int, float)) and math.isfinite(started) else now
     out["elapsed"] = round(max(0.0, now - started))
-    out["levels"] = {str(k): (round(v) if isinstance(v, (int, float)) else None) for k, v in list(levels.items())[:8]}
+    out["levels"] = {str(k)[:20]: (round(v) if isinstance(v, (int, float)) and math.isfinite(v) else None)
+                     for k, v in list(levels.items())[:8]}
     out["summary"] = summary(out)
     return out
 
@@ -106,7 +115,7 @@ def summary(view: dict) -> str:
         return f"The demo failed to load: {view.get('error') or 'see the terminal of ./dev up'}."
     if state == "ready":
         return "The demo is loaded: every leaderboard level has numbers."
-    head = (f"Loading the demo: step {view.get('step')} of {view.get('steps')}, {view.get('message') or '…'} "
+    head = (f"Step {view.get('step')} of {view.get('steps')}: {view.get('message') or '…'} "
             f"({clock(view.get('elapsed'))} so far).")
     levels = view.get("levels") or {}
     if levels:

@@ -10,10 +10,15 @@
       if (r.ok) {
         const p = await r.json();
         summary.textContent = p.summary;
+        const board = document.getElementById("demo-board");
+        if (board && p.corpus && board.hidden) {
+          board.href = "/corpora/" + encodeURIComponent(p.corpus) + "/leaderboard/"; board.hidden = false;
+        }
         if (p.steps) { bar.max = p.steps; bar.value = p.state === "ready" ? p.steps : p.step; }
         box.className = "demo-banner " + p.state;
         if (p.state === "ready" || p.state === "none" || p.state === "stopped") {
           box.querySelector("strong").textContent = p.state === "ready" ? "Demo loaded" : "Demo";
+          const note = box.querySelector(".muted"); if (note) note.remove();
           const a = document.createElement("a");
           a.href = window.location.href; a.textContent = " Reload this page to see it.";
           summary.appendChild(a);
