@@ -206,3 +206,17 @@ def test_estimators_plot_shows_bias_and_coverage_of_p_r_and_f1(tmp_path, capsys)
     assert texts.count("pooling") == 3 and texts.count("pooling (no interval)") == 3
     tips = [t.text for t in root.iter("{http://www.w3.org/2000/svg}title") if t.text and t.text.startswith("pooling:")]
     assert any("mean bias" in t for t in tips)
+
+
+@pytest.mark.parametrize("argv, hint", [
+    (["valdate", "x"], "did you mean 'validate'?"),
+    (["corpus", "lst"], "did you mean 'list'?"),
+    (["evaluate", "--corpus", "c", "--crowd", "simulatd"], "did you mean 'simulated'?"),
+    (["zzz"], None),
+])
+def test_a_typo_gets_a_did_you_mean(capsys, argv, hint):
+    with pytest.raises(SystemExit) as exc:
+        main(argv)
+    err = capsys.readouterr().err
+    assert exc.value.code == 2 and "invalid choice" in err
+    assert (hint in err) if hint else "did you mean" not in err

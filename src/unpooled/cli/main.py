@@ -29,6 +29,22 @@ class CommandError(UnpooledError):
 from unpooled.service.config.bootstrap import setup_django  # noqa: E402,F401 - the commands' entry to the service
 
 
+class Parser(argparse.ArgumentParser):
+    """argparse's parser, with a "did you mean" on a mistyped command or choice."""
+
+    def error(self, message: str):
+        import difflib
+        import re
+
+        m = re.search(r"invalid choice: '([^']*)' \(choose from (.*)\)$", message)
+        if m:
+            choices = re.findall(r"'([^']*)'", m.group(2))
+            close = difflib.get_close_matches(m.group(1), choices, n=1, cutoff=0.6)
+            if close:
+                message += f"; did you mean {close[0]!r}?"
+        super().error(message)
+
+
 class HelpFormatter(argparse.HelpFormatter):
     """argparse's formatter, except that an epilog of examples keeps its lines (one command a line)."""
 
@@ -109,7 +125,7 @@ def build_parser() -> argparse.ArgumentParser:
     from .commands import (annotate, bench, corpus, evaluate, schema, score, serve, simulate, submission, user,
                            validate)
 
-    parser = argparse.ArgumentParser(
+    parser = Parser(
         prog="unpooled",
         description="On-demand, importance-sampled evaluation of knowledge base population.",
     )
