@@ -26,8 +26,11 @@ def status(s) -> dict:
 
 def test_serve_demo_answers_first_with_a_banner_and_prints_the_accounts(serve, sqlite_env):
     s = serve(sqlite_env, web_workers=1, extra=("--demo",))
-    # the first answer comes while the demo is still loading: the banner says so and the status endpoint agrees
-    _, page = s.until(lambda: (r := s.get("/"))[0] == 200 and r, "the first page")
+    # the URL is printed once a page answers; the first answer comes while the demo is still loading: the banner
+    # says so and the status endpoint agrees
+    s.until(lambda: "unpooled is running at" in s.log(), "the URL")
+    code, page = s.get("/")
+    assert code == 200, (code, page[:500], s.tail())
     first = status(s)
     assert first["state"] == "loading" and first["step"] < max(first["steps"], 1), first
     assert 'id="demo-banner"' in page and "Loading the demo" in page, page[:3000]

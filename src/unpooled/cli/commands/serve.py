@@ -27,6 +27,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -47,6 +48,8 @@ WEB_GIVE_UP = 5
 STOP_GRACE = 10.0
 #: seconds between looks at the children
 TICK = 0.2
+#: the longest wait for the web server's first answer before the demo loader starts anyway
+PROBE_SECONDS = 60.0
 
 
 def register(sub) -> None:
@@ -148,6 +151,8 @@ def cmd_serve(args) -> int:
                 for i in range(args.task_workers)]
     web = Child("web server", web_server_command(f"{args.host}:{args.port}", web_workers, args.web_threads), env,
                 port=args.port)
+    if args.host not in ("127.0.0.1", "0.0.0.0", "::", "localhost"):
+        web.probe_url = f"http://{args.host if ':' not in args.host else f'[{args.host}]'}:{args.port}/"
     if args.demo:
         children.append(Child("demo loader", [sys.executable, "-m", "unpooled.demo", "--started", repr(started),
                                               "--url", url], env, once=True, after_web=True))
@@ -185,6 +190,8 @@ def demo_banner(url: str, accounts: list, data_dir) -> list[str]:
            f"leaderboard: {url}/corpora/redocred-dev/leaderboard/ (fills level by level)",
            f"sign in at {url}/accounts/login/ as (passwords kept in {Path(data_dir) / 'demo-accounts.json'}):"]
     out += [f"  {what:<12} {name:<{width}}  password {pw}   {where.get(what, '')}" for what, name, pw in accounts]
+    out.append("  (the demo corpus is labelled by a simulated crowd, so the annotator's queue stays empty until an "
+               "organiser switches a corpus to in-house annotators in the console)")
     return out
 
 
@@ -273,6 +280,7 @@ class Child:
         self.failures = 0
         self.restart_at: float | None = None
         self.listened = False  # the web server: listened at least once since serve started
+        self.probe_url = f"http://127.0.0.1:{port}/" if port else ""  # where serve asks the web server for a page
         self.up = False  # the web server: its current process listens
 
     def start(self) -> None:
@@ -319,6 +327,8 @@ class Supervisor:
         self.children, self.web = children, web
         self.signals: list[int] = []
         self.banner = ""
+        self.answered = threading.Event()  # the web server answered an HTTP request (see _first_listen)
+        self.deferred_started = False
 
     def _on_signal(self, signum, frame) -> None:
         self.signals.append(signum)
@@ -345,6 +355,8 @@ class Supervisor:
 
     def _watch(self) -> int:
         while not self.signals:
+            if self.answered.is_set() and not self.deferred_started:
+                self._start_deferred()
             now = time.monotonic()
             for c in self.children:
                 if c.proc is None:
@@ -371,7 +383,31 @@ class Supervisor:
         return 0
 
     def _first_listen(self) -> None:
-        """The web server answers: say where, then start what waited for it (the demo loader)."""
+        """The web server listens.  Without children waiting for it: say where.  With some (the demo loader):
+        ask it for a page first, in a thread, so the URL is printed when a page answers and the loader does not
+        compete with the web workers' start for the CPU; :meth:`_start_deferred` follows."""
+        if not any(c.after_web for c in self.children):
+            print(self.banner, flush=True)
+            return
+        threading.Thread(target=self._probe, daemon=True, name="web-probe").start()
+
+    def _probe(self) -> None:
+        from urllib.error import HTTPError, URLError
+        from urllib.request import urlopen
+
+        end = time.monotonic() + PROBE_SECONDS
+        while time.monotonic() < end and not self.signals:
+            try:
+                urlopen(self.web.probe_url, timeout=PROBE_SECONDS).close()
+                break
+            except HTTPError:  # an answer all the same
+                break
+            except (URLError, OSError):
+                time.sleep(0.5)
+        self.answered.set()  # or it never answered in time: the loader starts anyway
+
+    def _start_deferred(self) -> None:
+        self.deferred_started = True
         print(self.banner, flush=True)
         for c in self.children:
             if c.after_web and c.proc is None:
