@@ -115,6 +115,11 @@ def _clock(seconds: float) -> str:
     return f"{s // 60} min {s % 60:02d} s" if s >= 60 else f"{s} s"
 
 
+def demo_corpus_name() -> str:
+    """The corpus the demo loads here: Re-DocRED dev with the real data, else the generated one."""
+    return DEMO_CORPUS if find_shared_data() is not None else SYNTHETIC_CORPUS
+
+
 def load_demo(echo: Callable[[str], None] = print, progress: Progress | None = None) -> list[str]:
     """Load the demo corpus and submissions if missing; returns the corpus names loaded."""
     from unpooled.service.corpora.models import Corpus
@@ -321,11 +326,12 @@ DEMO_ACCOUNTS = (("organiser", "demo-organiser", "organiser", ""),
 ACCOUNTS_FILE = "demo-accounts.json"
 
 
-def demo_accounts(data_dir: str | Path) -> list[tuple[str, str, str]]:
+def demo_accounts(data_dir: str | Path) -> list[tuple[str, str, str | None]]:
     """Make (or find) the demo's organiser, team member and annotator; returns ``(what, user, password)``.
 
     The passwords are generated once and kept in ``demo-accounts.json`` of the data directory (mode 600), so
-    every ``./dev up`` prints the same ones; an account whose password is not there gets a new one."""
+    every ``./dev up`` prints the same ones.  An account of that name that the demo did not make, or whose
+    password was changed since, is left alone: its password is ``None`` (not known)."""
     from django.contrib.auth import get_user_model
 
     from unpooled.service.accounts.actions import do_add_user
@@ -339,21 +345,16 @@ def demo_accounts(data_dir: str | Path) -> list[tuple[str, str, str]]:
     User = get_user_model()
     out, changed = [], False
     for what, name, role, team in DEMO_ACCOUNTS:
-        user = User.objects.filter(username=name).first()
+        user = User.objects.filter(username__iexact=name).first()
         pw = known.get(name) if isinstance(known.get(name), str) else None
         if user is None:
             user, pw = do_add_user(name, role, team=team, create_team=True, password=None)
+            known[name] = pw
             changed = True
-        elif not pw or not user.check_password(pw):
-            import secrets
-
-            pw = secrets.token_urlsafe(12)
-            user.set_password(pw)
-            user.save(update_fields=["password"])
-            changed = True
-        known[name] = pw
+        elif pw is None or not user.check_password(pw):
+            pw = None
         out.append((what, name, pw))
-    if changed or not path.exists():
+    if changed:
         fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
         with os.fdopen(fd, "w", encoding="utf-8") as f:
             json.dump(known, f, indent=1)

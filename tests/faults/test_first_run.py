@@ -67,3 +67,25 @@ for name, pw in sorted({accounts!r}.items()):
     out = run_py(sqlite_env, "from unpooled.service.web.templatetags.demo_banner import demo_banner\n"
                              "print(demo_banner())")
     assert out.strip().splitlines()[-1] == "{'demo': None}", out
+
+
+def test_demo_accounts_are_kept_and_never_taken_over(sqlite_env):
+    """A second start prints the same passwords; an account of a demo name that the demo did not make keeps its
+    password (it is printed as not known)."""
+    out = run_py(sqlite_env, """
+import json, os, stat
+from django.conf import settings
+from django.contrib.auth.models import User
+from unpooled.demo import demo_accounts
+User.objects.create_user("demo-annotator", password="someone-elses-42")
+first = demo_accounts(settings.DATA_DIR)
+second = demo_accounts(settings.DATA_DIR)
+mode = stat.S_IMODE(os.stat(settings.DATA_DIR / "demo-accounts.json").st_mode)
+print(json.dumps({"first": first, "second": second, "mode": oct(mode),
+                  "kept": User.objects.get(username="demo-annotator").check_password("someone-elses-42")}))
+""")
+    got = json.loads(out.strip().splitlines()[-1])
+    assert got["first"] == got["second"] and got["mode"] == "0o600" and got["kept"] is True, got
+    assert [[w, n, p is not None] for w, n, p in got["first"]] == [
+        ["organiser", "demo-organiser", True], ["team member", "demo-member", True],
+        ["annotator", "demo-annotator", False]]

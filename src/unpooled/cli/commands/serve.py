@@ -131,13 +131,9 @@ def cmd_serve(args) -> int:
 
     host = "localhost" if args.host in ("127.0.0.1", "0.0.0.0") else args.host
     url = f"http://{host}:{args.port}"
-    accounts: list = []
     if args.demo:
-        from unpooled.demo import demo_accounts
-
         from unpooled.service.web.demo_progress import write_progress
 
-        accounts = demo_accounts(settings.DATA_DIR)
         # the banner is on the first page served, before the loader has started
         write_progress({"state": "loading", "step": 0, "steps": 0, "message": "starting the web server",
                         "started": started, "levels": {}}, settings.DATA_DIR)
@@ -156,10 +152,26 @@ def cmd_serve(args) -> int:
     if args.demo:
         children.append(Child("demo loader", [sys.executable, "-m", "unpooled.demo", "--started", repr(started),
                                               "--url", url], env, once=True, after_web=True))
-    lines = [f"unpooled is running at {url}/  ({args.task_workers} task worker(s); Ctrl-C stops)"]
-    if args.demo:
-        lines += demo_banner(url, accounts, settings.DATA_DIR)
-    status = Supervisor([web, *children], web).run("\n".join(lines))
+
+    def banner() -> str:
+        """Where the service is, and with --demo the demo accounts: made here, while the web server starts."""
+        lines = [f"unpooled is running at {url}/  ({args.task_workers} task worker(s); Ctrl-C stops)"]
+        if args.demo:
+            from django.db import connections
+
+            from unpooled.demo import demo_accounts, demo_corpus_name
+
+            try:
+                accounts = demo_accounts(settings.DATA_DIR)
+            except Exception as exc:  # noqa: BLE001 - the service runs on without them, and says why
+                accounts = []
+                _log(f"error: the demo accounts could not be made: {type(exc).__name__}: {exc}")
+            finally:
+                connections.close_all()
+            lines += demo_banner(url, accounts, settings.DATA_DIR, demo_corpus_name())
+        return "\n".join(lines)
+
+    status = Supervisor([web, *children], web).run(banner)
     if args.demo:
         _demo_stopped(settings.DATA_DIR)
     return status
@@ -181,15 +193,17 @@ def _migrate() -> None:
         _log(f"database ready after {time.monotonic() - t0:.0f} s")
 
 
-def demo_banner(url: str, accounts: list, data_dir) -> list[str]:
+def demo_banner(url: str, accounts: list, data_dir, corpus: str = "redocred-dev") -> list[str]:
     """The lines printed once the web server answers: where to look and the demo accounts to sign in with."""
     where = {"organiser": f"{url}/organiser/", "team member": f"{url}/submissions/", "annotator": f"{url}/annotate/"}
     width = max((len(a[1]) for a in accounts), default=0)
     out = ["the demo is loading in the background: every page shows its progress in a banner, and so does this "
            "terminal",
-           f"leaderboard: {url}/corpora/redocred-dev/leaderboard/ (fills level by level)",
+           f"leaderboard: {url}/corpora/{corpus}/leaderboard/ (fills level by level)",
            f"sign in at {url}/accounts/login/ as (passwords kept in {Path(data_dir) / 'demo-accounts.json'}):"]
-    out += [f"  {what:<12} {name:<{width}}  password {pw}   {where.get(what, '')}" for what, name, pw in accounts]
+    out += [f"  {what:<12} {name:<{width}}  " + (f"password {pw}" if pw else "password not known (changed since, or "
+                                                 "not made by the demo)") + f"   {where.get(what, '')}"
+            for what, name, pw in accounts]
     out.append("  (the demo corpus is labelled by a simulated crowd, so the annotator's queue stays empty until an "
                "organiser switches a corpus to in-house annotators in the console)")
     return out
@@ -336,7 +350,9 @@ class Supervisor:
             for c in self.children:
                 c.signal_group(signal.SIGKILL)
 
-    def run(self, banner: str) -> int:
+    def run(self, banner) -> int:
+        """Supervise until a signal (or a web server that cannot come up); ``banner``, a text or a function
+        returning it, is printed when the web server first listens (or answers, see :meth:`_first_listen`)."""
         old = {s: signal.signal(s, self._on_signal) for s in (signal.SIGTERM, signal.SIGINT)}
         try:
             self.banner = banner
@@ -387,9 +403,15 @@ class Supervisor:
         ask it for a page first, in a thread, so the URL is printed when a page answers and the loader does not
         compete with the web workers' start for the CPU; :meth:`_start_deferred` follows."""
         if not any(c.after_web for c in self.children):
-            print(self.banner, flush=True)
+            print(self._banner_text(), flush=True)
             return
         threading.Thread(target=self._probe, daemon=True, name="web-probe").start()
+        self.banner = self._banner_text()  # (the demo accounts are made meanwhile)
+
+    def _banner_text(self) -> str:
+        if callable(self.banner):
+            self.banner = self.banner()
+        return self.banner
 
     def _probe(self) -> None:
         from urllib.error import HTTPError, URLError
@@ -408,7 +430,7 @@ class Supervisor:
 
     def _start_deferred(self) -> None:
         self.deferred_started = True
-        print(self.banner, flush=True)
+        print(self._banner_text(), flush=True)
         for c in self.children:
             if c.after_web and c.proc is None:
                 c.start()
