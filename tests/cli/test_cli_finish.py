@@ -220,3 +220,15 @@ def test_a_typo_gets_a_did_you_mean(capsys, argv, hint):
     err = capsys.readouterr().err
     assert exc.value.code == 2 and "invalid choice" in err
     assert (hint in err) if hint else "did you mean" not in err
+
+
+def test_schema_show_names_each_relation_in_aligned_columns(capsys):
+    code, out, _ = run(capsys, "schema", "show", "docred")
+    lines = out.splitlines()
+    assert code == 0 and lines[2].split() == ["RELATION", "NAME", "SUBJECT", "OBJECT", "FLAGS", "DIRECTION"]
+    birth = next(ln for ln in lines if ln.split()[0] == "P569")
+    assert "date of birth" in birth
+    codes = [ln.split()[0] for ln in lines[3:]]
+    assert codes.index("P6") < codes.index("P17") < codes.index("P569")  # by number, not as strings
+    starts = {ln.index(" PER ") for ln in lines[3:] if " PER " in ln and ln.split()[0] in ("P19", "P20", "P569")}
+    assert len(starts) == 1  # the subject column is aligned
