@@ -46,6 +46,8 @@ def find_shared_data() -> Path | None:
 DEMO_LEVELS = ("instance", "relation", "entity")
 #: seconds between the loader's looks at the evaluation (and writes of the progress file)
 WATCH_EVERY = 2.0
+#: seconds between the loader's progress lines on the terminal while a level is being evaluated
+SAY_EVERY = 30.0
 
 
 class Progress:
@@ -280,6 +282,7 @@ def watch_evaluation(corpus: str, progress: Progress, *, url: str = "", every: f
         progress.data.update(state="evaluating", corpus=corpus,
                              levels={lv: (0 if lv in filled else None) for lv in DEMO_LEVELS})
     first = True
+    said = time.monotonic()  # when the terminal last heard of the crowd's answers
     while True:
         filled = filled_levels(corpus)
         for lv in DEMO_LEVELS:
@@ -303,6 +306,10 @@ def watch_evaluation(corpus: str, progress: Progress, *, url: str = "", every: f
             progress.step(f"evaluating the {todo} level: the simulated crowd labels the sampled instances")
         else:
             progress.update(answers=answers)
+            if time.monotonic() - said >= SAY_EVERY:
+                said = time.monotonic()
+                progress.echo(f"demo: {_clock(progress.since())}: evaluating the {todo} level, {answers:,} simulated "
+                              "crowd answers so far")
         status = DBTaskResult.objects.filter(pk=task_id).values_list("status", flat=True).first() if task_id else None
         if status == TaskResultStatus.FAILED:
             err = (DBTaskResult.objects.filter(pk=task_id).values_list("traceback", flat=True).first() or "")

@@ -57,3 +57,32 @@ def test_status_endpoint_and_banner(client, settings, tmp_path):
     assert 'id="demo-banner"' in page and "Step 1 of 6: loading the corpus" in page
     assert client.post("/demo/status.json").status_code == 405
     json.loads(progress_path(tmp_path).read_text())  # a whole file, written atomically
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_loader_follows_the_evaluation_level_by_level_to_ready(shared_data, tmp_path, settings):
+    """``watch_evaluation`` (what the demo loader runs once the submissions are in): it has the corpus evaluated
+    (here in-process: the immediate task backend), says each level as it gets numbers, and ends ready."""
+    from unpooled.demo import DEMO_LEVELS, Progress, filled_levels, watch_evaluation
+
+    from ..conftest import load_redocred_subset
+
+    settings.TASKS = {"default": {"BACKEND": "django_tasks.backends.immediate.ImmediateBackend"}}
+    load_redocred_subset(shared_data, tmp_path, 4, "mini-demo", team="DocRED-original", run="hwe")
+    said: list[str] = []
+    progress = Progress(said.append, steps=3, data_dir=tmp_path)
+    progress.data["step"] = 3  # as after the corpus and the submissions
+    assert watch_evaluation("mini-demo", progress, url="http://localhost:8000", every=0.01) is True
+    assert filled_levels("mini-demo") == set(DEMO_LEVELS)
+    saved = read_progress(tmp_path)
+    assert saved["state"] == "ready" and saved["step"] == saved["steps"] == 6, saved
+    assert all(isinstance(saved["levels"][lv], int) for lv in DEMO_LEVELS), saved
+    for lv in DEMO_LEVELS:
+        assert any(m.startswith(f"demo: the {lv} level has numbers") and
+                   m.endswith(f"http://localhost:8000/corpora/mini-demo/leaderboard/?level={lv}") for m in said), said
+    assert said[-1].startswith("demo: ready") and current_progress(tmp_path) is None  # no banner once ready
+    # a second start finds every level filled: ready at once, nothing enqueued
+    again: list[str] = []
+    p2 = Progress(again.append, data_dir=tmp_path)
+    assert watch_evaluation("mini-demo", p2, every=0.01) is True
+    assert not any("evaluates" in m for m in again) and again[-1].startswith("demo: ready")
