@@ -300,7 +300,7 @@ def watch_evaluation(corpus: str, progress: Progress, *, url: str = "", every: f
         answers = Answer.objects.filter(task__corpus__name=corpus).count()
         step = base + DEMO_LEVELS.index(todo) + 1
         if step != progress.data["step"] or first:
-            first = False
+            first, said = False, time.monotonic()
             progress.update(step=step - 1)
             progress.data["answers"] = answers
             progress.step(f"evaluating the {todo} level: the simulated crowd labels the sampled instances")
