@@ -153,7 +153,8 @@ def test_submit_wait_polls_until_validated(live_server, token, tmp_path, capsys)
     lines = out.splitlines()
     assert lines[0] == f"submission {sub.pk}: red/waited on fixture: 9 instances, 7 entities, 12 mentions, 0 warning(s)"
     assert lines[1].startswith("stage: ") and lines[1].split(": ")[1] in Submission.Status.values
-    assert lines[2] == f"status: {live_server.url}/api/submissions/{sub.pk}/status"
+    assert lines[2:] == [f"page: {live_server.url}/submissions/{sub.pk}/",  # the web pages, not the API's JSON
+                         f"live status: {live_server.url}/submissions/{sub.pk}/status/"]
 
     # without --wait: queued, and the upload's URL to poll
     code, out, err = run(capsys, "submit", kb_file(tmp_path, "later"), "--server", live_server.url, "--token", token,
@@ -161,7 +162,7 @@ def test_submit_wait_polls_until_validated(live_server, token, tmp_path, capsys)
     assert code == 0, err
     upload = DBTaskResult.objects.filter(status="READY").get()
     assert out.splitlines() == [f"upload {upload.id}: queued for validation",
-                                f"upload status: {live_server.url}/api/uploads/{upload.id}"]
+                                f"follow it: {live_server.url}/submissions/uploads/{upload.id}/"]
 
     # the first file again (--json, --wait): the earlier submission, nothing new
     code, out, _ = run(capsys, "submit", kb_file(tmp_path, "waited"), "--server", live_server.url + "/api/",

@@ -139,13 +139,13 @@ class Service:
     """``unpooled serve`` on a free port, its output in a log file; the pids of what it started."""
 
     def __init__(self, env: dict, log: Path, *, task_workers: int = 1, web_workers: int = 2,
-                 port: int | None = None) -> None:
+                 port: int | None = None, extra: tuple[str, ...] = ()) -> None:
         self.env, self.log_path = env, log
         self.port = port or free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self._log = open(log, "wb")
         self.proc = subprocess.Popen([PY, "-m", "unpooled.cli.main", "serve", "--port", str(self.port),
-                                      "--web-workers", str(web_workers), "--task-workers", str(task_workers)],
+                                      "--web-workers", str(web_workers), "--task-workers", str(task_workers), *extra],
                                      env=env, stdout=self._log, stderr=subprocess.STDOUT)
         self.seen: dict[int, str] = {}  # every descendant seen, with its command line (cleanup checks it)
 

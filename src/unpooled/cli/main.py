@@ -29,10 +29,103 @@ class CommandError(UnpooledError):
 from unpooled.service.config.bootstrap import setup_django  # noqa: E402,F401 - the commands' entry to the service
 
 
-def build_parser() -> argparse.ArgumentParser:
-    from .commands import annotate, bench, corpus, evaluate, schema, score, serve, simulate, submission, validate
+class Parser(argparse.ArgumentParser):
+    """argparse's parser, with a "did you mean" on a mistyped command or choice."""
 
-    parser = argparse.ArgumentParser(
+    def error(self, message: str):
+        import difflib
+        import re
+
+        m = re.search(r"invalid choice: '([^']*)' \(choose from (.*)\)$", message)
+        if m:
+            choices = re.findall(r"'([^']*)'", m.group(2))
+            close = difflib.get_close_matches(m.group(1), choices, n=1, cutoff=0.6)
+            if close:
+                message += f"; did you mean {close[0]!r}?"
+        super().error(message)
+
+
+class HelpFormatter(argparse.HelpFormatter):
+    """argparse's formatter, except that an epilog of examples keeps its lines (one command a line)."""
+
+    def _fill_text(self, text: str, width: int, indent: str) -> str:
+        if text.startswith("examples:"):
+            return "".join(indent + line for line in text.splitlines(keepends=True))
+        return super()._fill_text(text, width, indent)
+
+
+#: examples shown at the end of each command's --help (a command group shows its actions' first examples)
+EXAMPLES: dict[str, tuple[str, ...]] = {
+    "corpus load": ("unpooled corpus load ../shared/data/redocred/dev_revised.json --name redocred-dev "
+                    "--title 'Re-DocRED dev'",
+                    "unpooled corpus load sources/ --format tac --name kbp2015 --schema tac-kbp"),
+    "corpus list": ("unpooled corpus list", "unpooled corpus list --json"),
+    "schema list": ("unpooled schema list",),
+    "schema show": ("unpooled schema show docred", "unpooled schema show my-schema.json --json"),
+    "validate": ("unpooled validate run.jsonl --corpus redocred-dev",
+                 "unpooled validate run.kb --corpus sources/ --corpus-format tac --json"),
+    "submit": ("unpooled submit run.jsonl --corpus redocred-dev --team 'UX Lab' --run baseline-v2",
+               "unpooled submit run.jsonl --corpus redocred-dev --server http://localhost:8000 --token $TOKEN --wait"),
+    "submission list": ("unpooled submission list --corpus redocred-dev", "unpooled submission list --json"),
+    "submission export": ("unpooled submission export 3 --format jsonl -o run3.jsonl",),
+    "score": ("unpooled score --labels labels.jsonl --submissions runs/ --exhaustive exhaustive.jsonl "
+              "--exhaustive-documents 30",),
+    "annotate status": ("unpooled annotate status --corpus redocred-dev",),
+    "annotate simulate": ("unpooled annotate simulate --corpus redocred-dev --accuracy 0.8 --max-answers 500",),
+    "annotate request": ("unpooled annotate request 3 --sample 150",),
+    "annotate documents": ("unpooled annotate documents --corpus redocred-dev --size 20 --scheme uniform",),
+    "annotate controls": ("unpooled annotate controls --corpus redocred-dev -n 100",),
+    "annotate mturk": ("unpooled annotate mturk publish --corpus redocred-dev --base-url https://unpooled.example.org",
+                       "unpooled annotate mturk collect --corpus redocred-dev"),
+    "annotate aggregate": ("unpooled annotate aggregate --corpus redocred-dev",),
+    "annotate export": ("unpooled annotate export --corpus redocred-dev -o release/",
+                        "unpooled annotate export --corpus redocred-dev -o release.zip --licence 'CC BY 4.0'"),
+    "evaluate": ("unpooled evaluate --corpus redocred-dev --level instance",
+                 "unpooled evaluate --corpus redocred-dev --coverage-trials 20 --json"),
+    "bench ingest": ("unpooled bench ingest --lines 100000 --json",),
+    "bench score": ("unpooled bench score --systems 100 --replicates 1000",),
+    "bench rescore": ("unpooled bench rescore --systems 20 --verbose",),
+    "bench pages": ("unpooled bench pages --submissions 20 --requests 200 --pages leaderboard_instance,submission",),
+    "bench core": ("unpooled bench core --json",),
+    "serve": ("unpooled serve --port 8000", "unpooled serve --demo   (what ./dev up runs)",
+              "unpooled serve --host 0.0.0.0 --task-workers 0   (web tier only; workers elsewhere)"),
+    "worker": ("unpooled worker --slot 1", "unpooled worker --batch   (until the queue is empty)"),
+    "simulate pooling-bias": ("unpooled simulate pooling-bias --trials 20 --plot pooling.svg",),
+    "simulate estimators": ("unpooled simulate estimators --trials 500 --plot estimators.svg",
+                            "unpooled simulate estimators --trials 100 --json -"),
+    "simulate adaptive": ("unpooled simulate adaptive --trials 100 --plot adaptive.svg",),
+    "simulate regimes": ("unpooled simulate regimes --trials 100 --json regimes.json",),
+    "simulate unassessed": ("unpooled simulate unassessed --trials 100",),
+    "user add": ("unpooled user add carol --role organiser",
+                 "unpooled user add dave --role participant --team 'UX Lab' --create-team",
+                 "printf '%s\\n' \"$PASSWORD\" | unpooled user add erin --role annotator --password-stdin"),
+}
+
+
+def _examples(lines) -> str:
+    return "examples:\n" + "".join(f"  {ln}\n" for ln in lines)
+
+
+def add_examples(parser: argparse.ArgumentParser, path: tuple[str, ...] = ()) -> None:
+    """Give every command and command group an epilog of examples (from :data:`EXAMPLES`)."""
+    firsts: list[str] = []
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for name, sp in action.choices.items():
+                firsts += add_examples(sp, (*path, name))[:1]
+    key = " ".join(path)
+    lines = list(EXAMPLES.get(key, ())) or firsts
+    if path and lines:
+        parser.epilog = _examples(lines)
+        parser.formatter_class = HelpFormatter
+    return lines
+
+
+def build_parser() -> argparse.ArgumentParser:
+    from .commands import (annotate, bench, corpus, evaluate, schema, score, serve, simulate, submission, user,
+                           validate)
+
+    parser = Parser(
         prog="unpooled",
         description="On-demand, importance-sampled evaluation of knowledge base population.",
     )
@@ -40,8 +133,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--traceback", action="store_true", help="show the full traceback of an error")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     sub.required = True
-    for module in (corpus, schema, validate, submission, score, annotate, evaluate, bench, serve, simulate):
+    for module in (corpus, schema, validate, submission, score, annotate, evaluate, bench, serve, simulate, user):
         module.register(sub)
+    add_examples(parser)
     return parser
 
 

@@ -39,6 +39,7 @@ CODES: dict[str, tuple[str, str]] = {
     "UP110": (ERROR, "file too large"),
     "UP111": (ERROR, "malformed quoted string"),
     "UP112": (ERROR, "empty submission"),
+    "UP113": (ERROR, "file in the other submission format"),
     # -- consistency ----------------------------------------------------
     "UP201": (ERROR, "unknown document"),
     "UP202": (ERROR, "offsets outside the document"),

@@ -16,56 +16,60 @@ def register(sub) -> None:
 
     st = cs.add_parser("status", help="per task type: items, answers, cost, agreement; annotators")
     st.add_argument("--corpus", help="one corpus (default: all)")
-    st.add_argument("--json", action="store_true")
+    st.add_argument("--json", action="store_true", help="print the status as JSON")
     st.set_defaults(func=cmd_status)
 
     sim = cs.add_parser("simulate", help="answer every open task of a corpus with the simulated crowd")
-    sim.add_argument("--corpus", required=True)
+    sim.add_argument("--corpus", required=True, help="the stored corpus whose open tasks are answered")
     sim.add_argument("--accuracy", type=float, default=0.8, help="each simulated annotator's accuracy (0.8)")
     sim.add_argument("--annotators", type=int, default=5, help="number of simulated annotators (5)")
     sim.add_argument("--bias", type=float, default=0.0, help="lean of errors towards 'correct' in [-1, 1] (0)")
     sim.add_argument("--latency", type=float, default=10.0, help="mean seconds per answer (10)")
-    sim.add_argument("--seed", type=int, default=0)
-    sim.add_argument("--max-answers", type=int)
-    sim.add_argument("--json", action="store_true")
+    sim.add_argument("--seed", type=int, default=0, help="random seed of the simulated crowd (0)")
+    sim.add_argument("--max-answers", type=int, help="stop after this many answers (default: every open task)")
+    sim.add_argument("--json", action="store_true", help="print the counts as JSON")
     sim.set_defaults(func=cmd_simulate)
 
     rq = cs.add_parser("request", help="sample a submission's instances and ask for their verification")
-    rq.add_argument("submission", type=int)
+    rq.add_argument("submission", type=int, help="the submission's id (see submission list)")
     rq.add_argument("--sample", type=int, default=150, help="instances drawn uniformly without replacement (150)")
-    rq.add_argument("--seed", type=int, default=0)
-    rq.add_argument("--json", action="store_true")
+    rq.add_argument("--seed", type=int, default=0, help="random seed of the sample (0)")
+    rq.add_argument("--json", action="store_true", help="print the request as JSON")
     rq.set_defaults(func=cmd_request)
 
     dc = cs.add_parser("documents", help="sample documents for exhaustive annotation")
-    dc.add_argument("--corpus", required=True)
-    dc.add_argument("--scheme", choices=("uniform", "two-stage", "tfidf"), default="uniform")
-    dc.add_argument("--size", type=int, required=True)
-    dc.add_argument("--seed", type=int, default=0)
-    dc.add_argument("--json", action="store_true")
+    dc.add_argument("--corpus", required=True, help="the stored corpus to sample documents from")
+    dc.add_argument("--scheme", choices=("uniform", "two-stage", "tfidf"), default="uniform",
+                    help="uniform; two-stage (uniform, then by TF-IDF score against the first stage's entities); or tfidf "
+                         "(by TF-IDF score) (uniform)")
+    dc.add_argument("--size", type=int, required=True, help="how many documents to sample")
+    dc.add_argument("--seed", type=int, default=0, help="random seed of the sample (0)")
+    dc.add_argument("--json", action="store_true", help="print the sample as JSON")
     dc.set_defaults(func=cmd_documents)
 
     ct = cs.add_parser("controls", help="create gold control items from the corpus's gold layer")
-    ct.add_argument("--corpus", required=True)
-    ct.add_argument("-n", type=int, default=50)
-    ct.add_argument("--seed", type=int, default=0)
+    ct.add_argument("--corpus", required=True, help="a stored corpus with a gold layer")
+    ct.add_argument("-n", type=int, default=50, help="how many control items to create (50)")
+    ct.add_argument("--seed", type=int, default=0, help="random seed of the choice of items (0)")
     ct.set_defaults(func=cmd_controls)
 
     mt = cs.add_parser("mturk", help="Mechanical Turk: publish open tasks as HITs, pay for answers, reconcile "
                                      "(sandbox unless UNPOOLED_MTURK_PRODUCTION=1; AWS credentials from the environment)")
-    mt.add_argument("action", choices=("publish", "collect", "reconcile", "balance"))
-    mt.add_argument("--corpus", required=True)
+    mt.add_argument("action", choices=("publish", "collect", "reconcile", "balance"),
+                    help="publish open tasks as HITs, collect and pay answers, reconcile HITs with the database, or "
+                         "show the account balance")
+    mt.add_argument("--corpus", required=True, help="the stored corpus whose tasks are meant")
     mt.add_argument("--base-url", help="public URL of this service (publish)")
     mt.add_argument("--expire-orphans", action="store_true", help="reconcile: expire HITs of ours the database lost")
     mt.set_defaults(func=cmd_mturk)
 
     ag = cs.add_parser("aggregate", help="re-fit Dawid–Skene over all verification answers")
-    ag.add_argument("--corpus", required=True)
+    ag.add_argument("--corpus", required=True, help="the stored corpus whose answers are aggregated")
     ag.set_defaults(func=cmd_aggregate)
 
     ex = cs.add_parser("export", help="write the label pool, every answer and the exhaustive annotations as a "
                                       "dataset release (JSONL files and a README with counts)")
-    ex.add_argument("--corpus", required=True)
+    ex.add_argument("--corpus", required=True, help="the stored corpus whose annotations are released")
     ex.add_argument("-o", "--output", required=True, metavar="DIR",
                     help="folder to write the release into (created if missing), or a file name ending in .zip")
     ex.add_argument("--licence", help="licence of the annotations, stated in the README (default: CC BY 4.0)")

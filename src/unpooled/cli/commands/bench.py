@@ -11,16 +11,16 @@ def register(sub) -> None:
     bs.required = True
     ing = bs.add_parser("ingest", help="validate and store a generated TAC KB of --lines lines "
                                        "(database from DATABASE_URL; default a fresh SQLite file)")
-    ing.add_argument("--lines", type=int, default=1_000_000)
-    ing.add_argument("--seed", type=int, default=0)
+    ing.add_argument("--lines", type=int, default=1_000_000, help="lines of the generated KB (1,000,000)")
+    ing.add_argument("--seed", type=int, default=0, help="random seed of the generated KB (0)")
     ing.add_argument("--json", action="store_true", help='print {"lines", "seconds", "peak_rss_mb", "database"}')
     ing.set_defaults(func=cmd_ingest)
     sc = bs.add_parser("score", help="estimate P/R/F1 with bootstrap intervals for many systems on one core")
-    sc.add_argument("--systems", type=int, default=100)
+    sc.add_argument("--systems", type=int, default=100, help="systems scored (100)")
     sc.add_argument("--labels", type=int, default=500, help="labelled draws per system")
     sc.add_argument("--exhaustive", type=int, default=1000, help="exhaustively found true instances")
     sc.add_argument("--replicates", type=int, default=1000, help="bootstrap replicates")
-    sc.add_argument("--weights", choices=WEIGHTS, default="balance")
+    sc.add_argument("--weights", choices=WEIGHTS, default="balance", help="how the joint estimator weights the systems' samples (balance)")
     sc.add_argument("--instances", type=int, default=3000, help="instances per system (about; the universe is "
                                                                 "at least ten times that)")
     sc.add_argument("--votes", action="store_true", help="score from simulated crowd votes as the service does "
@@ -36,7 +36,7 @@ def register(sub) -> None:
     rs.add_argument("--draws", type=int, default=150, help="draws per submission before the batches")
     rs.add_argument("--documents", type=int, default=30, help="exhaustively annotated documents")
     rs.add_argument("--repeats", type=int, default=3, help="label batches timed (the median is reported)")
-    rs.add_argument("--seed", type=int, default=0)
+    rs.add_argument("--seed", type=int, default=0, help="random seed of the generated corpus and labels (0)")
     rs.add_argument("--keep", action="store_true", help="keep the generated corpus in the database")
     rs.add_argument("--verbose", action="store_true", help="report progress on stderr")
     rs.add_argument("--json", action="store_true",
@@ -55,7 +55,7 @@ def register(sub) -> None:
     pg.add_argument("--threads", type=int, default=1, help="gunicorn threads per worker (unpooled serve: 1)")
     pg.add_argument("--pages", help="comma-separated pages to drive (default all: leaderboard_instance, "
                                     "leaderboard_relation, leaderboard_entity, submission, task_verify, task_entities)")
-    pg.add_argument("--seed", type=int, default=0)
+    pg.add_argument("--seed", type=int, default=0, help="random seed of the generated data (0)")
     pg.add_argument("--keep", action="store_true", help="PostgreSQL: keep the database unpooled_bench_pages")
     pg.add_argument("--verbose", action="store_true", help="report progress on stderr")
     pg.add_argument("--json", action="store_true", help='print {"pages": {PAGE: {"p50_ms", "p95_ms", ...}}, ...}')

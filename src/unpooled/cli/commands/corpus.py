@@ -16,16 +16,16 @@ def register(sub) -> None:
     cs = p.add_subparsers(dest="corpus_command", metavar="ACTION")
     cs.required = True
     load = cs.add_parser("load", help="load documents from a file or folder into a new corpus")
-    load.add_argument("path")
+    load.add_argument("path", help="a corpus file or folder (DocRED JSON, TAC source XML folder, JSONL)")
     load.add_argument("--format", choices=FORMATS, help="source format (detected when omitted)")
     load.add_argument("--name", required=True, help="corpus name (letters, digits, - and _)")
     load.add_argument("--schema", help="relation schema: tac-kbp, docred or a schema JSON file "
                                        "(default: docred for DocRED sources, else tac-kbp)")
-    load.add_argument("--title", default="")
-    load.add_argument("--json", action="store_true")
+    load.add_argument("--title", default="", help="a human title shown on the corpus page")
+    load.add_argument("--json", action="store_true", help="print the stored corpus as JSON")
     load.set_defaults(func=cmd_load)
     ls = cs.add_parser("list", help="list stored corpora")
-    ls.add_argument("--json", action="store_true")
+    ls.add_argument("--json", action="store_true", help="print the corpora as JSON")
     ls.set_defaults(func=cmd_list)
 
 

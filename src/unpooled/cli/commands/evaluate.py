@@ -12,15 +12,19 @@ from ..main import CommandError, setup_django
 def register(sub) -> None:
     p = sub.add_parser("evaluate", help="sample, annotate (simulated crowd by default) and score every pending "
                                         "submission of a corpus; print the leaderboard")
-    p.add_argument("--corpus", required=True)
-    p.add_argument("--crowd", choices=("simulated", "inhouse", "mturk"), default="simulated")
+    p.add_argument("--corpus", required=True, help="the stored corpus whose pending submissions are evaluated")
+    p.add_argument("--crowd", choices=("simulated", "inhouse", "mturk"), default="simulated",
+                   help="who answers the verification tasks: a simulated crowd (default), in-house annotators on "
+                        "the web pages, or Mechanical Turk")
     p.add_argument("--accuracy", type=float, default=0.8, help="simulated annotators' accuracy (0.8)")
     p.add_argument("--annotators", type=int, default=5, help="simulated annotators (5)")
     p.add_argument("--labels", type=int, default=150, help="draws per pending submission in the first round (150)")
     p.add_argument("--documents", type=int, default=20, help="documents to annotate exhaustively when none are (20)")
     p.add_argument("--target-width", type=float, help="draw more until each pending F1 interval is at most this wide")
-    p.add_argument("--level", choices=SERVICE_LEVELS, default="instance")
-    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--level", choices=SERVICE_LEVELS, default="instance",
+                   help="how instances are weighted: instance (micro precision), relation (macro over relations) or "
+                        "entity (macro over subject entities) (instance)")
+    p.add_argument("--seed", type=int, default=0, help="random seed of the samples and of the simulated crowd (0)")
     p.add_argument("--controls", type=int, default=None,
                    help="gold control items to create first (corpus with a gold layer and none yet); they calibrate "
                         "the crowd's error rates (default: 100 with the simulated crowd, else 0)")
@@ -29,7 +33,7 @@ def register(sub) -> None:
                         "report how often each method's 90%% intervals hold the truth (gold-layer corpora)")
     p.add_argument("--replicates", type=int, default=100,
                    help="bootstrap re-estimates of the error rates per coverage trial (100)")
-    p.add_argument("--json", action="store_true")
+    p.add_argument("--json", action="store_true", help="print the leaderboard rows as JSON")
     p.set_defaults(func=cmd_evaluate)
 
 

@@ -11,10 +11,10 @@ def register(sub) -> None:
     ss = p.add_subparsers(dest="schema_command", metavar="ACTION")
     ss.required = True
     ls = ss.add_parser("list", help="list the built-in schemas")
-    ls.add_argument("--json", action="store_true")
+    ls.add_argument("--json", action="store_true", help="print the schemas as JSON")
     ls.set_defaults(func=cmd_list)
     show = ss.add_parser("show", help="show a schema's relations (a built-in name or a schema file)")
-    show.add_argument("schema")
+    show.add_argument("schema", help="a built-in schema name (see schema list) or a schema JSON file")
     show.add_argument("--json", action="store_true", help="print the schema file")
     show.set_defaults(func=cmd_show)
 
@@ -46,13 +46,26 @@ def cmd_show(args) -> int:
     out.write(f"{s.name} {s.version}: {s.title}\n")
     out.write(f"entity types: {', '.join(s.entity_types)}; value types: {', '.join(s.value_types) or '-'}; "
               f"type check: {s.type_check}\n")
-    for r in s.relations.values():
+    rows = [("RELATION", "NAME", "SUBJECT", "OBJECT", "FLAGS", "DIRECTION")]
+    for r in sorted(s.relations.values(), key=_relation_order):
         flags = [r.cardinality]
         if r.string_valued:
             flags.append("string")
         if r.symmetric:
             flags.append("symmetric")
-        direction = f"inverse of {r.inverse_of}" if r.inverse_of else "canonical"
-        out.write(f"  {r.name:<40} {'/'.join(sorted(r.subject_types)):>12} -> {'/'.join(sorted(r.object_types)):<14}"
-                  f" {', '.join(flags):<18} {direction}\n")
+        rows.append((r.name, r.description or "-", "/".join(sorted(r.subject_types)), "/".join(sorted(r.object_types)),
+                     ", ".join(flags), f"inverse of {r.inverse_of}" if r.inverse_of else "canonical"))
+    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
+    widths[1] = min(widths[1], 40)
+    for row in rows:
+        cells = [c if len(c) <= widths[i] else c[:widths[i] - 1] + "…" for i, c in enumerate(row)]
+        out.write("  " + "  ".join(c.ljust(widths[i]) for i, c in enumerate(cells)).rstrip() + "\n")
     return 0
+
+
+def _relation_order(r) -> tuple:
+    """Wikidata codes by number (P6 before P17), other names alphabetically, each after its kind."""
+    import re
+
+    m = re.fullmatch(r"P(\d+)", r.name)
+    return (0, int(m.group(1)), "") if m else (1, 0, r.name)

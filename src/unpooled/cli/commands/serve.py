@@ -27,7 +27,9 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
+from pathlib import Path
 
 from unpooled.service.config.bootstrap import setup_django
 
@@ -46,6 +48,8 @@ WEB_GIVE_UP = 5
 STOP_GRACE = 10.0
 #: seconds between looks at the children
 TICK = 0.2
+#: the longest wait for the web server's first answer before the demo loader starts anyway
+PROBE_SECONDS = 60.0
 
 
 def register(sub) -> None:
@@ -56,14 +60,18 @@ def register(sub) -> None:
                                    "a web server that dies after it was listening is restarted the same way, "
                                    f"and serve exits (status 3) when it fails {WEB_GIVE_UP} times in a row or "
                                    "never listens. SIGTERM or Ctrl-C stops everything (status 0).")
-    p.add_argument("--host", default=os.environ.get("UNPOOLED_HOST", "127.0.0.1"))
-    p.add_argument("--port", type=int, default=int(os.environ.get("UNPOOLED_PORT", "8000")))
+    p.add_argument("--host", default=os.environ.get("UNPOOLED_HOST", "127.0.0.1"),
+                   help="address to listen on (default $UNPOOLED_HOST or 127.0.0.1; 0.0.0.0: every interface)")
+    p.add_argument("--port", type=int, default=int(os.environ.get("UNPOOLED_PORT", "8000")),
+                   help="TCP port to listen on (default $UNPOOLED_PORT or 8000)")
     p.add_argument("--web-workers", type=int, default=None,
                    help=f"web server (gunicorn) processes (default: 2 per CPU, here {default_web_workers()})")
     p.add_argument("--web-threads", type=int, default=1,
                    help="threads per web process (default 1: sync workers; more: gthread)")
     p.add_argument("--task-workers", type=int, default=1, help="task worker processes (0: none)")
-    p.add_argument("--demo", action="store_true", help="load the demo corpus and submissions first")
+    p.add_argument("--demo", action="store_true",
+                   help="load the demo (a corpus, two real systems, their evaluation) in the background once the "
+                        "web server answers, with its progress on every page; prints the demo accounts")
     p.set_defaults(func=cmd_serve)
     w = sub.add_parser("worker", help="run one task worker (django-tasks-db) in the foreground",
                        description="Run a task worker with the stable id HOST-SLOT. On start it requeues the tasks "
@@ -117,20 +125,20 @@ def cmd_serve(args) -> int:
     if args.task_workers < 0:
         print("unpooled serve: error: --task-workers must be 0 or more", file=sys.stderr)
         return 2
-    setup_django()
+    started = time.time()
+    _migrate()
+    from django.conf import settings
+
+    host = "localhost" if args.host in ("127.0.0.1", "0.0.0.0") else args.host
+    url = f"http://{host}:{args.port}"
     if args.demo:
-        from unpooled.demo import load_demo
+        from unpooled.service.web.demo_progress import write_progress
 
-        names = load_demo(echo=lambda m: print(m, flush=True))
-        from unpooled.service.evaluations.models import Score
-
-        for name in names:
-            if not Score.objects.filter(submission__corpus__name=name).exists():
-                from unpooled.service.evaluations.tasks import evaluate_corpus
-
-                evaluate_corpus.enqueue(name)
-                print(f"demo: evaluating {name} in the background (simulated crowd, accuracy 0.8); the leaderboard "
-                      f"fills in about a minute: /corpora/{name}/leaderboard/", flush=True)
+        # the banner is on the first page served, before the loader has started
+        write_progress({"state": "loading", "step": 0, "steps": 0, "message": "starting the web server",
+                        "started": started, "levels": {}}, settings.DATA_DIR)
+    else:
+        _demo_stopped(settings.DATA_DIR, also=("failed",))  # no banner left from an earlier ./dev up
     from django.db import connections
 
     connections.close_all()  # the children open their own
@@ -139,9 +147,78 @@ def cmd_serve(args) -> int:
                 for i in range(args.task_workers)]
     web = Child("web server", web_server_command(f"{args.host}:{args.port}", web_workers, args.web_threads), env,
                 port=args.port)
-    host = "localhost" if args.host in ("127.0.0.1", "0.0.0.0") else args.host
-    return Supervisor([web, *children], web).run(
-        f"unpooled is running at http://{host}:{args.port}/  ({args.task_workers} task worker(s); Ctrl-C stops)")
+    if args.host not in ("127.0.0.1", "0.0.0.0", "::", "localhost"):
+        web.probe_url = f"http://{args.host if ':' not in args.host else f'[{args.host}]'}:{args.port}/"
+    if args.demo:
+        children.append(Child("demo loader", [sys.executable, "-m", "unpooled.demo", "--started", repr(started),
+                                              "--url", url], env, once=True, after_web=True))
+
+    def banner() -> str:
+        """Where the service is, and with --demo the demo accounts: made here, while the web server starts."""
+        lines = [f"unpooled is running at {url}/  ({args.task_workers} task worker(s); Ctrl-C stops)"]
+        if args.demo:
+            from django.db import connections
+
+            from unpooled.demo import demo_accounts, demo_corpus_name
+
+            try:
+                accounts = demo_accounts(settings.DATA_DIR)
+            except Exception as exc:  # noqa: BLE001 - the service runs on without them, and says why
+                accounts = []
+                _log(f"error: the demo accounts could not be made: {type(exc).__name__}: {exc}")
+            finally:
+                connections.close_all()
+            lines += demo_banner(url, accounts, settings.DATA_DIR, demo_corpus_name())
+        return "\n".join(lines)
+
+    status = Supervisor([web, *children], web).run(banner)
+    if args.demo:
+        _demo_stopped(settings.DATA_DIR)
+    return status
+
+
+def _migrate() -> None:
+    """Set up Django and apply pending migrations, saying so (a fresh data directory takes a while)."""
+    setup_django(migrate=False)
+    from django.core.management import call_command
+    from django.db import connection
+    from django.db.migrations.executor import MigrationExecutor
+
+    executor = MigrationExecutor(connection)
+    plan = executor.migration_plan(executor.loader.graph.leaf_nodes())
+    if plan:
+        t0 = time.monotonic()
+        _log(f"applying {len(plan)} database migration(s) first")
+        call_command("migrate", verbosity=0, interactive=False)
+        _log(f"database ready after {time.monotonic() - t0:.0f} s")
+
+
+def demo_banner(url: str, accounts: list, data_dir, corpus: str = "redocred-dev") -> list[str]:
+    """The lines printed once the web server answers: where to look and the demo accounts to sign in with."""
+    where = {"organiser": f"{url}/organiser/", "team member": f"{url}/submissions/", "annotator": f"{url}/annotate/"}
+    width = max((len(a[1]) for a in accounts), default=0)
+    out = ["the demo is loading in the background: every page shows its progress in a banner, and so does this "
+           "terminal",
+           f"leaderboard: {url}/corpora/{corpus}/leaderboard/ (fills level by level)",
+           f"sign in at {url}/accounts/login/ as (passwords kept in {Path(data_dir) / 'demo-accounts.json'}):"]
+    out += [f"  {what:<12} {name:<{width}}  " + (f"password {pw}" if pw else "password not known (changed since, or "
+                                                 "not made by the demo)") + f"   {where.get(what, '')}"
+            for what, name, pw in accounts]
+    out.append("  (the demo corpus is labelled by a simulated crowd, so the annotator's queue stays empty until an "
+               "organiser switches a corpus to in-house annotators in the console)")
+    return out
+
+
+def _demo_stopped(data_dir, also: tuple[str, ...] = ()) -> None:
+    """serve ends: a loader that did not finish says so in the progress file (no banner is left behind)."""
+    from unpooled.service.web.demo_progress import read_progress, write_progress
+
+    data = read_progress(data_dir)
+    if data and data.get("state") in ("loading", "evaluating", *also):
+        try:
+            write_progress(dict(data, state="stopped"), data_dir)
+        except OSError:
+            pass
 
 
 def _log(msg: str) -> None:
@@ -207,13 +284,17 @@ def listening(pid: int, port: int) -> bool:
 class Child:
     """One supervised process: how to start it, its current process, and its failures in a row."""
 
-    def __init__(self, name: str, argv: list[str], env: dict, *, port: int | None = None) -> None:
+    def __init__(self, name: str, argv: list[str], env: dict, *, port: int | None = None, once: bool = False,
+                 after_web: bool = False) -> None:
         self.name, self.argv, self.env, self.port = name, argv, env, port
+        self.once = once  # runs to its end once and is never restarted (the demo loader)
+        self.after_web = after_web  # started once the web server first listens
         self.proc: subprocess.Popen | None = None
         self.started = 0.0
         self.failures = 0
         self.restart_at: float | None = None
         self.listened = False  # the web server: listened at least once since serve started
+        self.probe_url = f"http://127.0.0.1:{port}/" if port else ""  # where serve asks the web server for a page
         self.up = False  # the web server: its current process listens
 
     def start(self) -> None:
@@ -259,6 +340,9 @@ class Supervisor:
     def __init__(self, children: list[Child], web: Child | None) -> None:
         self.children, self.web = children, web
         self.signals: list[int] = []
+        self.banner = ""
+        self.answered = threading.Event()  # the web server answered an HTTP request (see _first_listen)
+        self.deferred_started = False
 
     def _on_signal(self, signum, frame) -> None:
         self.signals.append(signum)
@@ -266,13 +350,18 @@ class Supervisor:
             for c in self.children:
                 c.signal_group(signal.SIGKILL)
 
-    def run(self, banner: str) -> int:
+    def run(self, banner) -> int:
+        """Supervise until a signal (or a web server that cannot come up); ``banner``, a text or a function
+        returning it, is printed when the web server first listens (or answers, see :meth:`_first_listen`)."""
         old = {s: signal.signal(s, self._on_signal) for s in (signal.SIGTERM, signal.SIGINT)}
         try:
+            self.banner = banner
             for c in self.children:
-                c.start()
-                _log(f"started {c.name} (pid {c.proc.pid})")
-            print(banner, flush=True)
+                if not c.after_web:
+                    c.start()
+                    _log(f"started {c.name} (pid {c.proc.pid})")
+            if self.web is None:
+                print(banner, flush=True)
             status = self._watch()
         finally:
             self._stop_all()
@@ -282,6 +371,8 @@ class Supervisor:
 
     def _watch(self) -> int:
         while not self.signals:
+            if self.answered.is_set() and not self.deferred_started:
+                self._start_deferred()
             now = time.monotonic()
             for c in self.children:
                 if c.proc is None:
@@ -292,8 +383,11 @@ class Supervisor:
                 rc = c.proc.poll()
                 if rc is None:
                     if c is self.web and c.port is not None and not c.up and listening(c.proc.pid, c.port):
+                        first = not c.listened
                         c.up = c.listened = True
                         _log(f"{c.name} (pid {c.proc.pid}) is listening on port {c.port}")
+                        if first:
+                            self._first_listen()
                     continue
                 if self.signals:  # it ended because we are stopping (a signal to the whole group)
                     break
@@ -304,9 +398,55 @@ class Supervisor:
         _log(f"{signal.Signals(self.signals[0]).name} received: stopping")
         return 0
 
+    def _first_listen(self) -> None:
+        """The web server listens.  Without children waiting for it: say where.  With some (the demo loader):
+        ask it for a page first, in a thread, so the URL is printed when a page answers and the loader does not
+        compete with the web workers' start for the CPU; :meth:`_start_deferred` follows."""
+        if not any(c.after_web for c in self.children):
+            print(self._banner_text(), flush=True)
+            return
+        threading.Thread(target=self._probe, daemon=True, name="web-probe").start()
+        self.banner = self._banner_text()  # (the demo accounts are made meanwhile)
+
+    def _banner_text(self) -> str:
+        if callable(self.banner):
+            self.banner = self.banner()
+        return self.banner
+
+    def _probe(self) -> None:
+        from urllib.error import HTTPError, URLError
+        from urllib.request import urlopen
+
+        end = time.monotonic() + PROBE_SECONDS
+        while time.monotonic() < end and not self.signals:
+            try:
+                urlopen(self.web.probe_url, timeout=PROBE_SECONDS).close()
+                break
+            except HTTPError:  # an answer all the same
+                break
+            except (URLError, OSError):
+                time.sleep(0.5)
+        self.answered.set()  # or it never answered in time: the loader starts anyway
+
+    def _start_deferred(self) -> None:
+        self.deferred_started = True
+        print(self._banner_text(), flush=True)
+        for c in self.children:
+            if c.after_web and c.proc is None:
+                c.start()
+                _log(f"started {c.name} (pid {c.proc.pid})")
+
     def _ended(self, c: Child, rc: int, now: float) -> int | None:
         """Child ``c`` ended by itself: schedule its restart, or return serve's exit status."""
         ran = now - c.started
+        if c.once:
+            if rc == 0:
+                _log(f"{c.name} (pid {c.proc.pid}) finished after {ran:.0f} s")
+            else:
+                _log(f"{c.name} (pid {c.proc.pid}) {how_it_ended(rc)} after {ran:.0f} s (its messages are above); "
+                     "not restarted: the web server and the task workers go on")
+            c.proc, c.restart_at = None, None
+            return None
         c.failures = 1 if ran >= STABLE_SECONDS else c.failures + 1
         pid = c.proc.pid
         what = f"{c.name} (pid {pid}) {how_it_ended(rc)} after {ran:.0f} s"

@@ -301,17 +301,43 @@ def run_estimators_cli(args) -> int:
     if args.json:
         write_json(args.json, payload)
     if args.plot:
-        from unpooled.core.plots import interval_chart
-
-        names = [r["estimator"] for r in rows]
-        bias = np.array([r["bias_f1"] for r in rows]) * 100
-        half = np.array([r["width_f1"] for r in rows]) * 50
-        write_svg(args.plot, interval_chart(
-            names, bias, bias - half, bias + half, title=f"F1: mean bias and 5-95% spread ({args.trials} trials)",
-            value_label="estimate - truth (F1 points)", reference=[(0.0, "no bias")]))
+        write_svg(args.plot, estimators_figure(payload))
     if args.json != "-":
         print(format_estimators(payload))
     return Exit.OK
+
+
+def estimators_figure(d: dict) -> str:
+    """Six panels: bias with the 5-95% spread of the estimates (top) and the coverage of the 90% intervals (bottom),
+    for P, R and F1, one row per estimator (pooling's bias in P and R shows; it has no interval to cover)."""
+    from unpooled.core.plots import grid, interval_chart
+
+    rows = d["estimators"]
+    names = [r["estimator"] for r in rows]
+    n = max(int(d["trials"]), 1)
+    charts = []
+    for k, metric in (("p", "P"), ("r", "R"), ("f1", "F1")):
+        bias = np.array([r[f"bias_{k}"] for r in rows], dtype=float) * 100
+        half = np.array([r[f"width_{k}"] for r in rows], dtype=float) * 50
+        charts.append(interval_chart(
+            names, bias, bias - half, bias + half, title=f"{metric}: bias and 5-95% spread",
+            value_label=f"estimate - truth ({metric} points)", series_label="mean bias",
+            reference=[(0.0, "no bias")], width=340))
+    for k, metric in (("p", "P"), ("r", "R"), ("f1", "F1")):
+        cov = np.array([np.nan if r.get(f"coverage_{k}") is None else r[f"coverage_{k}"] for r in rows]) * 100
+        # Monte Carlo error of the coverage, trials as the unit (systems of one trial share its labels)
+        se = np.sqrt(np.clip(cov / 100 * (1 - cov / 100), 0, None) / n) * 100
+        charts.append(interval_chart(
+            [f"{a} (no interval)" if np.isnan(c) else a for a, c in zip(names, cov)], cov,
+            np.clip(cov - 1.645 * se, 0, 100), np.clip(cov + 1.645 * se, 0, 100),
+            title=f"{metric}: coverage of 90% intervals", value_label="coverage (%)", series_label="coverage",
+            reference=[(90.0, "nominal 90%")], value_range=(min(50.0, float(np.nanmin(cov, initial=100)) - 2), 100.0),
+            width=340))
+    return grid(charts, columns=3,
+                title=f"Estimators over {d['trials']} trials ({d['labels_per_system']} labels per system, "
+                      f"{d['exhaustive']} exhaustive, top {d['top']} systems)",
+                desc="bias in points with the 5-95% spread of the point estimates, and the coverage of the computed "
+                     "90% intervals with their Monte Carlo 90% interval, for precision, recall and F1")
 
 
 def format_estimators(d: dict) -> str:

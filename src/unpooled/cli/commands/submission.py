@@ -22,8 +22,8 @@ def register(sub) -> None:
         "submit", help="validate and store a submission (atomically), here or on a server",
         description="Without --server: validate FILE and store it in the local database for --team. With "
                     "--server URL --token T: upload FILE to a running service's REST API, for the token's team.")
-    p.add_argument("file")
-    p.add_argument("--corpus", required=True)
+    p.add_argument("file", help="the submission: a TAC KB file or JSONL instances (.gz also)")
+    p.add_argument("--corpus", required=True, help="the stored corpus the run is on (see corpus list)")
     p.add_argument("--team", help="the team (required without --server; with --server, organisers only: the "
                                   "token's team is used otherwise)")
     p.add_argument("--run", help="run name (default: the TAC run id line, else the file name)")
@@ -36,19 +36,21 @@ def register(sub) -> None:
                                                       "print the outcome (diagnostics of a rejected file)")
     p.add_argument("--timeout", type=float, default=600.0, metavar="SECONDS",
                    help="with --wait: give up waiting after this long (default 600)")
-    p.add_argument("--json", action="store_true")
+    p.add_argument("--json", action="store_true", help="print the outcome as JSON")
     p.set_defaults(func=cmd_submit)
 
     s = sub.add_parser("submission", help="list and export stored submissions")
     ss = s.add_subparsers(dest="submission_command", metavar="ACTION")
     ss.required = True
-    ls = ss.add_parser("list", help="list stored submissions")
-    ls.add_argument("--corpus")
-    ls.add_argument("--json", action="store_true")
+    ls = ss.add_parser("list", help="list stored submissions: stage and latest scores")
+    ls.add_argument("--corpus", help="only this corpus's submissions")
+    ls.add_argument("--level", choices=("instance", "relation", "entity"), default="instance",
+                    help="the level whose scores are shown (default: instance)")
+    ls.add_argument("--json", action="store_true", help="print the submissions as JSON (with every level's scores)")
     ls.set_defaults(func=cmd_list)
     ex = ss.add_parser("export", help="write a stored submission back as a file")
-    ex.add_argument("id", type=int)
-    ex.add_argument("--format", choices=KB_FORMATS, required=True)
+    ex.add_argument("id", type=int, help="the submission's id (see submission list)")
+    ex.add_argument("--format", choices=KB_FORMATS, required=True, help="the file format to write")
     ex.add_argument("-o", "--output", help="output file (default: standard output)")
     ex.set_defaults(func=cmd_export)
 
@@ -91,22 +93,66 @@ def cmd_submit(args) -> int:
 
 def _row(s) -> dict:
     return {"id": s.pk, "corpus": s.corpus.name, "team": s.team.name, "run": s.run_id, "format": s.format,
-            "status": s.status, "created": s.created.isoformat(), "counts": s.counts}
+            "status": s.status, "stage": s.get_status_display(), "visibility": s.visibility,
+            "created": s.created.isoformat(), "counts": s.counts, "scores": {}}
+
+
+def latest_scores(ids) -> dict[int, dict[str, dict]]:
+    """Per submission and level, its latest score: ``{p, p_lo, p_hi, r, ..., f1_hi, draws, estimator}``."""
+    from unpooled.service.evaluations.models import Score
+
+    fields = ("p", "p_lo", "p_hi", "r", "r_lo", "r_hi", "f1", "f1_lo", "f1_hi", "draws", "estimator")
+    out: dict[int, dict[str, dict]] = {}
+    rows = (Score.objects.filter(submission_id__in=list(ids)).order_by("submission_id", "level", "-created", "-id")
+            .values_list("submission_id", "level", *fields))
+    for sid, level, *vals in rows.iterator(chunk_size=2000):
+        out.setdefault(sid, {}).setdefault(level, dict(zip(fields, vals)))
+    return out
+
+
+def _pm(v, lo, hi) -> str:
+    """``0.958±0.050``: the estimate and the half-width of its interval; ``-`` when there is none."""
+    if v is None:
+        return "-"
+    if lo is None or hi is None:
+        return f"{v:.3f}"
+    return f"{v:.3f}±{max(hi - v, v - lo):.3f}"
 
 
 def cmd_list(args) -> int:
     setup_django()
     from unpooled.service.submissions.models import Submission
 
-    qs = Submission.objects.select_related("corpus", "team")
+    qs = Submission.objects.select_related("corpus", "team").order_by("pk")
     if args.corpus:
-        qs = qs.filter(corpus__name=args.corpus)
-    rows = [_row(s) for s in qs]
+        from unpooled.service.corpora.actions import get_corpus
+
+        qs = qs.filter(corpus=get_corpus(args.corpus))  # an unknown corpus is an error that lists the stored ones
+    subs = list(qs)
+    scores = latest_scores(s.pk for s in subs)
+    rows = [dict(_row(s), scores=scores.get(s.pk, {})) for s in subs]
     if args.json:
         print(json.dumps(rows))
         return 0
+    if not rows:
+        print("no submissions" + (f" on {args.corpus}" if args.corpus else "") + " yet (unpooled submit FILE "
+              "--corpus NAME --team TEAM stores one)")
+        return 0
+    lv = args.level
+    table = [("ID", "CORPUS", "TEAM/RUN", "INSTANCES", "STAGE", f"P ({lv})", f"R ({lv})", f"F1 ({lv})")]
     for r in rows:
-        print(f"{r['id']:>5} {r['corpus']:<20} {r['team'] + '/' + r['run']:<40} {r['counts'].get('instances', 0):>9,} instances")
+        sc = r["scores"].get(lv) or {}
+        table.append((str(r["id"]), r["corpus"], f"{r['team']}/{r['run']}", f"{r['counts'].get('instances', 0):,}",
+                      r["stage"] + (" (private)" if r["visibility"] == "private" else ""),
+                      _pm(sc.get("p"), sc.get("p_lo"), sc.get("p_hi")), _pm(sc.get("r"), sc.get("r_lo"), sc.get("r_hi")),
+                      _pm(sc.get("f1"), sc.get("f1_lo"), sc.get("f1_hi"))))
+    widths = [min(44, max(len(row[i]) for row in table)) for i in range(len(table[0]))]
+    right = {0, 3, 5, 6, 7}
+    for row in table:
+        cells = [(c if len(c) <= widths[i] else c[:widths[i] - 1] + "…") for i, c in enumerate(row)]
+        print("  ".join(c.rjust(widths[i]) if i in right else c.ljust(widths[i]) for i, c in enumerate(cells)).rstrip())
+    print(f"scores: the latest estimate at the {lv} level with the half-width of its 90% interval "
+          "(--level for another; --json for all)")
     return 0
 
 
@@ -289,7 +335,7 @@ def submit_to_server(args) -> int:
             print(json.dumps({"ok": True, **data}))
         else:
             print(f"upload {data.get('upload')}: {data.get('state', 'queued')} for validation")
-            print(f"upload status: {data.get('url')}")
+            print(f"follow it: {_site(base)}/submissions/uploads/{quote(str(data.get('upload')))}/")
         return Exit.OK
     sub = {}
     st, detail = _call("GET", data["submission_url"], token)
@@ -309,8 +355,15 @@ def submit_to_server(args) -> int:
               f"{len(data.get('warnings') or [])} warning(s)")
     if sub:
         print(f"stage: {sub.get('status')}")
-    print(f"status: {data.get('status_url')}")
+    site = _site(base)
+    print(f"page: {site}/submissions/{data['submission']}/")
+    print(f"live status: {site}/submissions/{data['submission']}/status/")
     return Exit.OK
+
+
+def _site(api_base: str) -> str:
+    """The web pages' root of a service whose API is ``api_base`` (``http://host:8000/api``)."""
+    return api_base.removesuffix("/api")
 
 
 def _wait_upload(base: str, token: str, data: dict, timeout: float) -> dict:

@@ -16,7 +16,7 @@ def register(sub) -> None:
         description="Check a submission. --corpus is a stored corpus name, or a corpus file/folder read offline "
                     "(no database) with --corpus-format and --schema.",
     )
-    p.add_argument("file")
+    p.add_argument("file", help="the submission: a TAC KB file or JSONL instances (.gz also)")
     p.add_argument("--corpus", required=True, help="stored corpus name, or a corpus path (offline)")
     p.add_argument("--format", choices=KB_FORMATS, help="submission format (detected when omitted)")
     p.add_argument("--corpus-format", choices=CORPUS_FORMATS, help="offline corpus format")

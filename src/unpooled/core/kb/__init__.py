@@ -35,6 +35,38 @@ def detect_kb_format(path: str | Path) -> str:
     return "tac"
 
 
+#: how each submission format looks, for the hint on a file in the other one
+FORMAT_LOOKS = {"tac": "a TAC KB (a run id line, then tab-separated lines)",
+                "jsonl": "JSONL (one JSON object a line)"}
+
+
+def sniff_kb_content(path: str | Path) -> str | None:
+    """The format the file's first non-blank lines look like: ``jsonl`` (a JSON object), ``tac`` (a run id
+    alone on its line or three or more tab-separated columns), or ``None`` (neither, or unreadable)."""
+    try:
+        with open_binary(path) as fh:
+            lines = []
+            for _ in range(50):
+                line = fh.readline(4096)
+                if not line:
+                    break
+                if line.strip():
+                    lines.append(line.strip())
+                    if len(lines) == 2:
+                        break
+    except OSError:
+        return None
+    if not lines:
+        return None
+    first = lines[0]
+    if first.startswith(b"{") and first.endswith(b"}"):
+        return "jsonl"
+    if first.count(b"\t") >= 2 or (b"\t" not in first and b" " not in first and b"{" not in first
+                                     and (len(lines) == 1 or lines[1].count(b"\t") >= 2)):
+        return "tac"
+    return None
+
+
 def read_kb(
     source: str | Path | BinaryIO,
     corpus: CorpusView,
@@ -52,11 +84,21 @@ def read_kb(
     if fmt not in KB_FORMATS:
         raise ValueError(f"fmt: expected one of {', '.join(KB_FORMATS)}, got {fmt!r}")
     reader = read_tac if fmt == "tac" else read_jsonl
-    return reader(source, corpus, schema, path=path, limits=limits)
+    kb, report = reader(source, corpus, schema, path=path, limits=limits)
+    if not report.ok and isinstance(source, (str, Path)):
+        looks = sniff_kb_content(source)
+        if looks is not None and looks != fmt:
+            # said first (line 0: the whole file): the errors that follow come from reading it as the wrong format
+            report.add(0, "UP113", f"this file looks like {FORMAT_LOOKS[looks]}, but it was read as "
+                                   f"{FORMAT_LOOKS[fmt]}: the errors below may all come from that",
+                       help=f"read it as {looks}: give the format {looks} (--format {looks})"
+                            + (", or leave the format out to have it detected" if detect_kb_format(source) == looks
+                               else f", or rename it (its name says {fmt})"))
+    return kb, report
 
 
 __all__ = [
     "KB", "KB_FORMATS", "CorpusView", "Entity", "InMemoryCorpus", "Instance", "Limits", "Mention",
-    "canonical_instance", "detect_kb_format", "instance_key", "read_jsonl", "read_kb", "read_tac",
-    "write_jsonl", "write_tac",
+    "FORMAT_LOOKS", "canonical_instance", "detect_kb_format", "instance_key", "read_jsonl", "read_kb", "read_tac",
+    "sniff_kb_content", "write_jsonl", "write_tac",
 ]

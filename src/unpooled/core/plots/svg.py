@@ -323,6 +323,52 @@ def interval_chart(labels: Sequence[str], values, low=None, high=None, *, truth=
     return str(doc)
 
 
+def grid(charts: Sequence[str], *, columns: int, title: str = "", desc: str = "", gap: int = 6) -> str:
+    r"""Several charts of this module in one SVG document, ``columns`` a row, under a common title.
+
+    Each chart keeps its own axes, legend and tooltips (it is nested as an ``<svg>`` element, its ids made
+    unique); a row is as tall as its tallest chart.
+
+    >>> g = grid([scatter([0.1], [0.2], title="a"), scatter([0.3], [0.4], title="b")], columns=2, title="ab")
+    >>> g.count("<svg") == 3 and 'id="chart-title-1"' in g
+    True
+    """
+    import re
+
+    if isinstance(columns, bool) or not isinstance(columns, (int, np.integer)) or columns < 1:
+        raise InvalidInputError(f"columns: expected a positive integer, got {columns!r}")
+    if not charts:
+        raise InvalidInputError("charts: expected at least one chart")
+    sizes = []
+    for k, c in enumerate(charts):
+        m = re.match(r'<svg [^>]*width="(\d+)" height="(\d+)"', c)
+        if m is None:
+            raise InvalidInputError(f"charts[{k}]: expected an SVG document made by this module")
+        sizes.append((int(m.group(1)), int(m.group(2))))
+    rows = [list(range(i, min(i + columns, len(charts)))) for i in range(0, len(charts), columns)]
+    col_w = [max(sizes[k][0] for k in range(j, len(charts), columns)) for j in range(min(columns, len(charts)))]
+    row_h = [max(sizes[k][1] for k in row) for row in rows]
+    top = 34 if title else 0
+    width = sum(col_w) + gap * (len(col_w) - 1)
+    height = top + sum(row_h) + gap * (len(rows) - 1)
+    doc = _Doc(width, height, title, desc)
+    if title:
+        doc.text(width / 2, 22, title, size=15, weight="bold")
+    y = top
+    for r, row in enumerate(rows):
+        x = 0
+        for j, k in enumerate(row):
+            inner = charts[k].strip()
+            inner = (inner.replace('id="chart-title"', f'id="chart-title-{k}"')
+                     .replace('id="chart-desc"', f'id="chart-desc-{k}"')
+                     .replace('aria-labelledby="chart-title chart-desc"',
+                              f'aria-labelledby="chart-title-{k} chart-desc-{k}"'))
+            doc.add(f'<svg x="{_num(x)}" y="{_num(y)}"' + inner[len("<svg"):])
+            x += col_w[j] + gap
+        y += row_h[r] + gap
+    return str(doc)
+
+
 def line_chart(x, series: Mapping[str, object], *, title: str = "", xlabel: str = "", ylabel: str = "",
                reference=None, markers: bool = True, width: int = 640, height: int = 400,
                y_range=None) -> str:

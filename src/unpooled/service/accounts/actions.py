@@ -193,6 +193,77 @@ def do_set_role(user, role: str, *, team: Team | None = None):
     return prof
 
 
+#: the roles ``unpooled user add`` accepts, and the stored role each one means ("participant" is a team member who
+#: submits: the ``submitter`` role)
+ADD_USER_ROLES = {"organiser": Role.ORGANISER, "participant": Role.SUBMITTER, "submitter": Role.SUBMITTER,
+                  "annotator": Role.ANNOTATOR}
+
+
+def check_add_user(username: str, role: str, *, team: str = "", create_team: bool = False,
+                   password: str | None = None) -> tuple[str, Team | None]:
+    """Validate ``unpooled user add``: the stored role and the team (``None`` for a team still to be made with
+    ``create_team``); raises :class:`AccountError` naming the field, what is accepted and what was given."""
+    from django.contrib.auth.password_validation import validate_password
+    from django.core.exceptions import ValidationError
+
+    User = get_user_model()
+    username = (username or "").strip()
+    if not username:
+        raise AccountError("NAME: a user name is required", code="username_required")
+    try:
+        User.username_validator(username)
+    except ValidationError:
+        raise AccountError(f"NAME: {username!r} is not a valid user name (letters, digits and @ . + - _ only)",
+                           code="username_invalid") from None
+    if len(username) > User._meta.get_field("username").max_length:
+        raise AccountError(f"NAME: at most {User._meta.get_field('username').max_length} characters",
+                           code="username_invalid")
+    if role not in ADD_USER_ROLES:
+        raise AccountError(f"--role: expected organiser, participant or annotator, got {role!r}", code="role_invalid")
+    stored = ADD_USER_ROLES[role]
+    if User.objects.filter(username__iexact=username).exists():
+        raise AccountError(f"NAME: a user {username!r} exists already", code="username_taken", status=409)
+    the_team = None
+    team = (team or "").strip()
+    if stored == Role.SUBMITTER and not team:
+        raise AccountError("--team: a participant belongs to a team: give --team NAME", code="team_required")
+    if team:
+        name = check_team_name(team)
+        the_team = Team.objects.filter(name__iexact=name).first()
+        if the_team is None and not create_team:
+            known = list(Team.objects.order_by("name").values_list("name", flat=True)[:20])
+            raise AccountError(f"--team: no team {name!r} (teams: {', '.join(known) if known else 'none yet'}); "
+                               "add --create-team to make it", code="team_unknown", status=404)
+    if password is not None:
+        try:
+            validate_password(password, User(username=username))
+        except ValidationError as exc:
+            raise AccountError("password: " + " ".join(exc.messages), code="password_invalid") from None
+    return stored, the_team
+
+
+@transaction.atomic
+def do_add_user(username: str, role: str, *, team: str = "", create_team: bool = False,
+                password: str | None = None, email: str = ""):
+    """Create a user with ``role`` (``organiser``, ``participant`` or ``annotator``) and, for a participant, a
+    team (made when ``create_team``).  Without ``password`` one is generated.  Returns ``(user, password)``.
+
+    An organiser is also staff (the admin); an annotator made here is vouched for (as by an invite)."""
+    stored, the_team = check_add_user(username, role, team=team, create_team=create_team, password=password)
+    if the_team is None and (team or "").strip():
+        the_team = Team.objects.create(name=check_team_name(team))
+    if password is None:
+        password = secrets.token_urlsafe(12)
+    User = get_user_model()
+    try:
+        with transaction.atomic():
+            user = User.objects.create_user(username=username.strip(), email=email, password=password)
+    except IntegrityError:
+        raise AccountError(f"NAME: a user {username!r} exists already", code="username_taken", status=409) from None
+    do_set_role(user, stored, team=the_team)
+    return user, password
+
+
 # ---------------------------------------------------------------------------- tokens
 
 def _digest(raw: str) -> str:

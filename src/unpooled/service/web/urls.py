@@ -11,6 +11,7 @@ urlpatterns = [
     path("corpora/<slug:name>/participate/", views.participate.participate_page, name="participate"),
     path("corpora/<slug:name>/schema/", views.participate.schema_page, name="schema"),
     path("corpora/<slug:name>/sample.jsonl", views.participate.sample_file, name="sample"),
+    path("demo/status.json", views.demo.demo_status, name="demo_status"),
     path("submissions/", views.submission_list, name="submissions"),
     path("submissions/new/", views.upload, name="upload"),
     path("submissions/uploads/<str:task_id>/", views.upload_status, name="upload_status"),

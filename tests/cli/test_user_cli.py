@@ -1,0 +1,96 @@
+"""``unpooled user add NAME --role organiser|participant|annotator [--team T]``."""
+
+from __future__ import annotations
+
+import io
+import json
+
+import pytest
+
+from unpooled.cli.main import main
+
+pytestmark = pytest.mark.django_db
+
+
+def run(capsys, *argv, stdin: str | None = None, monkeypatch=None) -> tuple[int, str, str]:
+    if stdin is not None:
+        monkeypatch.setattr("sys.stdin", io.StringIO(stdin))
+    code = main([str(a) for a in argv])
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def signs_in(name: str, password: str) -> bool:
+    from django.contrib.auth import authenticate
+
+    return authenticate(username=name, password=password) is not None
+
+
+def test_organiser_with_a_generated_password(capsys):
+    from django.contrib.auth.models import User
+
+    from unpooled.service.accounts.actions import role_of
+
+    code, out, err = run(capsys, "user", "add", "carol", "--role", "organiser")
+    assert code == 0, err
+    assert out.splitlines()[0] == "made organiser carol"
+    pw = out.splitlines()[1].removeprefix("password: ")
+    assert len(pw) >= 12 and signs_in("carol", pw) and "shown once" in err
+    u = User.objects.get(username="carol")
+    assert role_of(u) == "organiser" and u.is_staff  # the console and the admin
+
+
+def test_participant_in_a_team_and_annotator_with_a_password_from_stdin(capsys, monkeypatch):
+    from django.contrib.auth.models import User
+
+    from unpooled.service.accounts.actions import role_of, team_of
+    from unpooled.service.submissions.models import Team
+
+    code, out, err = run(capsys, "user", "add", "dave", "--role", "participant", "--team", "UX Lab", "--create-team",
+                         "--password-stdin", stdin="a-long-secret-42\n", monkeypatch=monkeypatch)
+    assert code == 0, err
+    assert out == "made submitter dave in team UX Lab\n"  # no password printed: the caller chose it
+    assert signs_in("dave", "a-long-secret-42") and team_of(User.objects.get(username="dave")).name == "UX Lab"
+    code, out, err = run(capsys, "user", "add", "erin", "--role", "participant", "--team", "ux lab", "--json")
+    assert code == 0, err
+    got = json.loads(out)
+    assert got["team"] == "UX Lab" and got["role"] == "submitter" and signs_in("erin", got["password"])
+    assert Team.objects.count() == 1  # the existing team, matched without regard to case
+    code, out, err = run(capsys, "user", "add", "fay", "--role", "annotator", "--password", stdin="another-secret-7\n",
+                         monkeypatch=monkeypatch)
+    assert code == 0 and signs_in("fay", "another-secret-7"), err
+    fay = User.objects.get(username="fay")
+    assert role_of(fay) == "annotator" and fay.profile.invited and not fay.is_staff
+
+
+@pytest.mark.parametrize("argv, stdin, message", [
+    (["gus", "--role", "admin"], None, "--role: expected organiser, participant or annotator, got 'admin'"),
+    (["gus", "--role", "participant"], None, "--team: a participant belongs to a team: give --team NAME"),
+    (["gus", "--role", "participant", "--team", "Nowhere"], None,
+     "--team: no team 'Nowhere' (teams: Red); add --create-team to make it"),
+    (["carol", "--role", "annotator"], None, "NAME: a user 'carol' exists already"),
+    (["CAROL", "--role", "annotator"], None, "NAME: a user 'CAROL' exists already"),
+    (["bad name!", "--role", "annotator"], None, "NAME: 'bad name!' is not a valid user name"),
+    (["gus", "--role", "annotator", "--password-stdin"], "12345678\n", "password: This password is too common."),
+    (["gus", "--role", "annotator", "--password-stdin"], "\n", "--password-stdin: standard input gave no password"),
+])
+def test_clear_errors_and_nothing_stored(capsys, monkeypatch, argv, stdin, message):
+    from django.contrib.auth.models import User
+
+    from unpooled.service.accounts.actions import do_add_user
+    from unpooled.service.submissions.models import Team
+
+    do_add_user("carol", "organiser")
+    Team.objects.create(name="Red")
+    before = (User.objects.count(), Team.objects.count())
+    code, out, err = run(capsys, "user", "add", *argv, stdin=stdin if stdin is not None else "",
+                         monkeypatch=monkeypatch)
+    assert code == 3 and out == ""
+    assert err.startswith(f"unpooled: error: {message}"), err
+    assert (User.objects.count(), Team.objects.count()) == before
+
+
+def test_role_is_required(capsys):
+    with pytest.raises(SystemExit) as exc:
+        main(["user", "add", "gus"])
+    assert exc.value.code == 2 and "--role" in capsys.readouterr().err
