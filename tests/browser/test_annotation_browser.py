@@ -291,17 +291,24 @@ def test_relations_with_the_keyboard(page, live_server, world, shots=True):
                           "relations": [[0, "P175", 1], [3, "P570", 2]]}
 
 
-def test_task_pages_hide_the_system_and_load_times(page, live_server, world):
-    """No page names the submitting team or run; prints each task page's load time over 5 reloads."""
-    corpus = world
-    ent = request_entities(corpus)
-    # a relations task for the same document, from an entity answer given by someone else
+def _entities_answered_by_other(world):
+    """The entities task of 'Mess of Blues', answered by another annotator with two mentions (a relations task
+    over their one pair follows); returns the entities task."""
+    ent = request_entities(world)
     other = Annotator.objects.create(backend="inhouse", external_id="other")
     text = ent.document.text
     actions.submit_answer(actions.lease_next(other, kind=Kind.ENTITIES), {"mentions": [
         {"start": 0, "end": len("Mess of Blues"), "type": "MISC", "cluster": 1},
         {"start": text.index("Jeff Healey"), "end": text.index("Jeff Healey") + len("Jeff Healey"), "type": "PER",
          "cluster": 2}]})
+    return ent
+
+
+def test_task_pages_hide_the_system_and_load_times(page, live_server, world):
+    """No page names the submitting team or run; prints each task page's load time over 5 reloads."""
+    corpus = world
+    # a relations task for the same document, from an entity answer given by someone else
+    ent = _entities_answered_by_other(corpus)
     # that entity task is complete: a second one (same document) for this annotator's entities page
     Task.objects.create(corpus=corpus, kind=Kind.ENTITIES, document=ent.document, key="second",
                         answers_needed=1, priority=ent.priority, guideline_version=ent.guideline_version)
@@ -405,13 +412,7 @@ def test_undo_and_progress_by_keyboard(page, live_server, world):
 
 def _relations_task(world):
     """A relations task over 'Mess of Blues' / 'Jeff Healey' (one pair), from another annotator's entity answer."""
-    ent = request_entities(world)
-    other = Annotator.objects.create(backend="inhouse", external_id="other")
-    text = ent.document.text
-    actions.submit_answer(actions.lease_next(other, kind=Kind.ENTITIES), {"mentions": [
-        {"start": 0, "end": len("Mess of Blues"), "type": "MISC", "cluster": 1},
-        {"start": text.index("Jeff Healey"), "end": text.index("Jeff Healey") + len("Jeff Healey"), "type": "PER",
-         "cluster": 2}]})
+    _entities_answered_by_other(world)
     rel = Task.objects.get(kind=Kind.RELATIONS)
     rel.answers_needed = 1
     rel.save(update_fields=["answers_needed"])

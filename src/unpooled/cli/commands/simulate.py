@@ -73,6 +73,16 @@ def default_spread() -> Path | None:
     return None
 
 
+def seeded_world(args):
+    """``(spread, world)``: the world of ``--seed`` and ``--spread`` (the first child of the seed's sequence, so
+    the trials' own stream stays the seed's)."""
+    from unpooled.core.simulate import load_spread, make_world
+
+    spread = resolve_spread(args)
+    return spread, make_world(rng=np.random.default_rng(np.random.SeedSequence(args.seed).spawn(1)[0]),
+                              spread=load_spread(spread) if spread is not None else None)
+
+
 def resolve_spread(args) -> Path | None:
     """``--spread``: a path (which must exist), ``parametric`` (None) or, when omitted, :func:`default_spread`."""
     from ..main import CommandError
@@ -264,7 +274,6 @@ ESTIMATOR_KEYS = ("bias_p", "bias_r", "bias_f1", "width_p", "width_r", "width_f1
 
 def run_estimators_cli(args) -> int:
     """Pooling vs simple vs joint on one world over ``--trials`` draws (method.md §4.2)."""
-    from unpooled.core.simulate import load_spread, make_world
     from unpooled.core.simulate.experiments import ESTIMATOR_VARIANTS, run_estimators
 
     from ..main import CommandError, Exit
@@ -273,9 +282,7 @@ def run_estimators_cli(args) -> int:
     for name in ("labels", "exhaustive", "top"):
         if getattr(args, name) < 1:
             raise CommandError(f"--{name} must be at least 1, got {getattr(args, name)}")
-    spread = resolve_spread(args)
-    world = make_world(rng=np.random.default_rng(np.random.SeedSequence(args.seed).spawn(1)[0]),
-                       spread=load_spread(spread) if spread is not None else None)
+    spread, world = seeded_world(args)
     start = time.perf_counter()
     with progress_bar(total=args.trials, desc="estimators", unit="trial") as bar:
         res = run_estimators(world, trials=args.trials, labels=args.labels, exhaustive=args.exhaustive,
@@ -384,7 +391,6 @@ def add_adaptive_arguments(p: argparse.ArgumentParser) -> None:
 
 def run_adaptive_cli(args) -> int:
     """Cumulative labels as systems arrive, fixed vs adaptive (method.md §4.3)."""
-    from unpooled.core.simulate import load_spread, make_world
     from unpooled.core.simulate.experiments import run_adaptive
 
     from ..main import CommandError, Exit
@@ -392,9 +398,7 @@ def run_adaptive_cli(args) -> int:
     check_common(args)
     if args.systems < 1 or args.own < 1:
         raise CommandError("--systems and --own must be at least 1")
-    spread = resolve_spread(args)
-    world = make_world(rng=np.random.default_rng(np.random.SeedSequence(args.seed).spawn(1)[0]),
-                       spread=load_spread(spread) if spread is not None else None)
+    spread, world = seeded_world(args)
     start = time.perf_counter()
     with progress_bar(total=args.trials, desc="adaptive", unit="trial") as bar:
         res = run_adaptive(world, trials=args.trials, systems=args.systems, own=args.own, rng=args.seed,
@@ -485,7 +489,6 @@ def add_unassessed_arguments(p: argparse.ArgumentParser) -> None:
 
 def run_unassessed_cli(args) -> int:
     """Recall from pooled and unassessed output (seed 002) against the joint estimator and the exhaustive sample."""
-    from unpooled.core.simulate import load_spread, make_world
     from unpooled.core.simulate.experiments import UNASSESSED_VARIANTS, run_unassessed
 
     from ..main import CommandError, Exit
@@ -495,9 +498,7 @@ def run_unassessed_cli(args) -> int:
         raise CommandError(f"--min-draws must be at least 1, got {args.min_draws}")
     if args.plot:
         raise CommandError("--plot: the unassessed experiment prints a table (use --json for the figures)")
-    spread = resolve_spread(args)
-    world = make_world(rng=np.random.default_rng(np.random.SeedSequence(args.seed).spawn(1)[0]),
-                       spread=load_spread(spread) if spread is not None else None)
+    spread, world = seeded_world(args)
     start = time.perf_counter()
     with progress_bar(total=args.trials, desc="unassessed", unit="trial") as bar:
         res = run_unassessed(world, trials=args.trials, rng=args.seed, min_draws=args.min_draws, progress=bar.update)
