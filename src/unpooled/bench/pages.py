@@ -151,7 +151,7 @@ def build(cfg: dict) -> dict:
     t0 = time.perf_counter()
     generations = []
     for level in LEVELS:
-        got = score_corpus(corpus, level=level, reuse=new_reused)
+        got = score_corpus(corpus, level=level)
         Score.objects.filter(pk__in=[s.pk for s in got]).delete()
         generations.append(got)
     jitter = np.random.default_rng(seed + 6)

@@ -112,8 +112,12 @@ def check_update_submission(caller: Caller, sub: Submission, *, visibility: str 
 
 
 def do_update_submission(sub: Submission, *, visibility: str | None = None,
-                         description: str | None = None) -> Submission:
+                         description: str | None = None, link: str | None = None) -> Submission:
+    """Change what the team may change (``None``: leave it); the caller has checked who asks and the values
+    (:func:`check_update_submission`, or the web page's form)."""
     fields = {}
+    if link is not None:
+        fields["link"] = link.strip()
     if visibility is not None:
         fields["visibility"] = visibility
     if description is not None:

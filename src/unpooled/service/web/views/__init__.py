@@ -1,9 +1,10 @@
 """Server-rendered pages, one module per concern. Views are thin: fetch, call an action, render."""
 
 from .explore import corpus_detail, document_detail, home, submission_list
-from .leaderboard import leaderboard
-from .submission import submission_detail, submission_export
-from .submit import retry, status, status_json, upload, upload_status
+from .leaderboard import about_numbers, leaderboard, leaderboard_csv
+from .submission import submission_detail, submission_export, submission_settings
+from .submit import retry, status, status_json, upload, upload_history, upload_status
 
-__all__ = ["corpus_detail", "document_detail", "home", "leaderboard", "submission_detail", "submission_export",
-           "submission_list", "retry", "status", "status_json", "upload", "upload_status"]
+__all__ = ["about_numbers", "corpus_detail", "document_detail", "home", "leaderboard", "leaderboard_csv",
+           "submission_detail", "submission_export", "submission_list", "submission_settings", "retry", "status",
+           "status_json", "upload", "upload_history", "upload_status"]
