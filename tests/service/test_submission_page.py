@@ -109,6 +109,11 @@ def _exhaustive(corpus, oracle):
 
 @pytest.fixture
 def world(shared_data, tmp_path):
+    return make_world(shared_data, tmp_path)
+
+
+def make_world(shared_data, tmp_path):
+    """Two scored submissions of teams ``team-a`` and ``team-b`` on ``N_DOCS`` documents (see the module)."""
     from unpooled.service.evaluations.actions import draw, score_corpus
 
     data = json.loads((shared_data / "redocred" / "dev_revised.json").read_text())[:N_DOCS]

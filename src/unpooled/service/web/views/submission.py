@@ -34,8 +34,8 @@ from unpooled.service.submissions.actions import export_submission
 from unpooled.service.submissions.models import RelationInstance, Submission
 
 log = logging.getLogger(__name__)
-ERRORS_PER_PAGE = 20
-MISSED_PER_PAGE = 20
+ERRORS_PER_PAGE = 10
+MISSED_PER_PAGE = 10
 CHART_ROWS = 15
 
 
@@ -292,7 +292,8 @@ def _headline(sub: Submission, score) -> dict:
     labels = current_sample_labels(sub)
     keys = set(Draw.objects.filter(submission=sub, level=score.level).values_list("key", flat=True))
     got = [labels[k].correct for k in keys if k in labels]
-    own = {"labelled": len(got), "correct": sum(1 for c in got if c)} if got else None
+    own = {"labelled": len(got), "correct": sum(1 for c in got if c),
+           "share": sum(1 for c in got if c) / len(got)} if got else None
     smp = (score.details or {}).get("sample") or {}
     shift = None
     if smp.get("p") is not None and score.p is not None and score.p_lo is not None and score.p_hi is not None:
