@@ -180,3 +180,16 @@ def test_upload_history_keeps_rejected_uploads_with_their_diagnostics(world, tmp
     html = other.get(reverse("web:upload_history")).content.decode()
     assert "bad.jsonl" not in html and 'id="no-uploads"' in html
     assert Client().get(reverse("web:upload_history")).status_code == 302  # sign in first
+
+
+def test_a_level_the_corpus_does_not_evaluate_says_so(world):
+    from unpooled.service.annotation.actions import settings_for
+
+    corpus, a, b = world
+    st = settings_for(corpus)
+    st.levels = "instance,relation"
+    st.save()
+    html = Client().get(reverse("web:leaderboard", args=[corpus.name]) + "?level=entity").content.decode()
+    assert 'id="level-not-evaluated"' in html and "instance, relation levels" in html
+    html = Client().get(reverse("web:leaderboard", args=[corpus.name]) + "?level=relation").content.decode()
+    assert 'id="level-not-evaluated"' not in html

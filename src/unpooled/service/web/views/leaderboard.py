@@ -33,7 +33,19 @@ def leaderboard(request, name: str):
     board = SimpleLazyObject(lambda: build(corpus, level=level, user=request.user, key=key))
     return render(request, "web/leaderboard.html", {
         "corpus": corpus, "level": level, "levels": SERVICE_LEVELS, "key": key, "board": board,
-        "cache_seconds": CACHE_SECONDS, "organiser": is_organiser(request.user)})
+        "cache_seconds": CACHE_SECONDS, "organiser": is_organiser(request.user),
+        "evaluated": _evaluated_levels(corpus)})
+
+
+def _evaluated_levels(corpus: Corpus) -> list[str]:
+    """The levels the corpus's settings evaluate new submissions at (all of them when the settings are unreadable:
+    the page then says nothing it cannot back)."""
+    from unpooled.service.evaluations.lifecycle import LifecycleError, levels_for
+
+    try:
+        return levels_for(corpus)
+    except LifecycleError:
+        return list(SERVICE_LEVELS)
 
 
 def leaderboard_csv(request, name: str):
