@@ -342,14 +342,17 @@ def test_errors_and_missed(world, client):
     inst = {i.pk: i for i in RelationInstance.objects.filter(pk__in=drawn).select_related("document")}
     wrong = [pk for pk in drawn if inst[pk].key in labels and not labels[inst[pk].key].correct]
     labelled = sum(1 for pk in drawn if inst[pk].key in labels)
-    assert len(wrong) > 20, "the world should fill more than one page of errors"
+    from unpooled.service.web.views.submission import ERRORS_PER_PAGE as E
+    from unpooled.service.web.views.submission import MISSED_PER_PAGE as M
+
+    assert len(wrong) > E, "the world should fill more than one page of errors"
     assert f"{len(wrong)} of the {labelled} labelled drawn instances ({len(drawn)} drawn)" in html
-    # the first page lists the first 20 wrong instances (first drawn first), spans highlighted
+    # the first page lists the first E wrong instances (first drawn first), spans highlighted
     table = html[html.index('id="error-table"'):html.index('id="missed"')]
-    assert table.count("<tr>") == 1 + 20
+    assert table.count("<tr>") == 1 + E
     from django.utils.html import escape
 
-    for pk in wrong[:20]:
+    for pk in wrong[:E]:
         i = inst[pk]
         text = i.document.text
         assert f'<mark class="subj">{escape(text[i.subject_start:i.subject_end])}</mark>' in table
@@ -357,8 +360,8 @@ def test_errors_and_missed(world, client):
     assert '<span class="prov">' in table and "errors_page=2" in table
     page2 = client.get(reverse("web:submission", args=[a.pk]) + "?errors_page=2").content.decode()
     t2 = page2[page2.index('id="error-table"'):page2.index('id="missed"')]
-    assert t2.count("<tr>") == 1 + len(wrong) - 20
-    i = inst[wrong[-1]]
+    assert t2.count("<tr>") == 1 + min(E, len(wrong) - E)
+    i = inst[wrong[E]]
     assert escape(i.document.text[i.subject_start:i.subject_end]) in t2
     # missed: the true instances the submission does not overlap-match
     hand = _hand(a, [b], corpus)
@@ -368,7 +371,7 @@ def test_errors_and_missed(world, client):
     mtable = html[html.index('id="missed-table"'):html.index('id="downloads"')]
     docs = {d.doc_id: d.text for d in corpus.documents.all()}
     # listed by document, then position
-    for t in sorted(hand["missed"], key=lambda t: (t[0], t[1], t[4], t[3]))[:20]:
+    for t in sorted(hand["missed"], key=lambda t: (t[0], t[1], t[4], t[3]))[:M]:
         doc, s0, s1, pred, o0, o1 = t[:6]
         assert f"<code>{pred}</code>" in mtable
         assert f'<mark class="subj">{escape(docs[doc][s0:s1])}</mark>' in mtable

@@ -17,7 +17,6 @@ import logging
 from django.core.cache import cache
 from django.core.exceptions import PermissionDenied
 from django.core.paginator import Paginator
-from django.db.models import Count
 from django.http import Http404, HttpResponse
 from django.shortcuts import get_object_or_404, render
 from django.template.loader import render_to_string
@@ -189,7 +188,7 @@ def submission_settings(request, pk: int):
     from django.http import HttpResponseNotAllowed
     from django.shortcuts import redirect
 
-    from unpooled.service.api.actions import do_update_submission
+    from unpooled.service.submissions.actions import do_update_submission
 
     sub = _submission(request, pk)
     if request.method != "POST":
