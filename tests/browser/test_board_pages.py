@@ -150,6 +150,7 @@ def test_board_pages_in_chromium(page, live_server, board, shots, tmp_path):
     row.locator("summary").click()
     assert "bad-run.jsonl:1: UP107 'subject' needs 'entity'" in row.inner_text()
     check_widths(page, f"{base}/submissions/uploads/", "upload_history", shots)
+    check_widths(page, f"{base}/submissions/", "submissions", shots)
 
     # an organiser sees the command-line hint on the leaderboard; visitors never do
     page.goto(f"{base}/accounts/login/")
