@@ -219,6 +219,7 @@ def test_session_writes_need_csrf(corpus, people, subs):
     tok = Client(enforce_csrf_checks=True)
     resp = tok.patch(url, {"visibility": "public"}, content_type="application/json", **auth(people["red"]))
     assert resp.status_code == 200 and resp.json()["visibility"] == "public"
+    assert resp.json()["link"] == ""  # the paper/code link the team sets on the submission's page
 
 
 # ---------------------------------------------------------------------------- errors in general
