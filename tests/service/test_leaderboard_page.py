@@ -137,11 +137,20 @@ def test_csv_download_follows_the_page_visibility(world):
 
 def test_in_progress_notice_and_organiser_hint(world):
     corpus, a, b = world
-    # nothing published, b still waiting for labels: visitors are told, without a command to run
+    # a published (no entity-level score), b still waiting for labels: visitors are told, without a command to run
+    _publish(a)
     Submission.objects.filter(pk=b.pk).update(status=Submission.Status.ANNOTATING)
     html = Client().get(reverse("web:leaderboard", args=[corpus.name]) + "?level=entity").content.decode()
     assert 'id="in-progress"' in html and "waiting for labels" in html and "unpooled evaluate" not in html
     assert "team-b" not in html
+    # a private submission in progress is not counted for those who may not see it
+    Submission.objects.filter(pk=b.pk).update(visibility=Submission.Visibility.PRIVATE)
+    html = Client().get(reverse("web:leaderboard", args=[corpus.name]) + "?level=entity").content.decode()
+    assert 'id="in-progress"' not in html
+    member = Client()
+    member.force_login(_user("bob", team=b.team))
+    html = member.get(reverse("web:leaderboard", args=[corpus.name]) + "?level=entity").content.decode()
+    assert 'id="in-progress"' in html and "1 submission waiting for labels" in html
     org = Client()
     org.force_login(_user("org", staff=True))
     html = org.get(reverse("web:leaderboard", args=[corpus.name]) + "?level=entity").content.decode()

@@ -85,12 +85,14 @@ def leaderboard(corpus: Corpus, *, level: str = "instance", user=None, key: str 
     return got
 
 
-def in_progress(corpus: Corpus) -> list[dict]:
-    """Submissions of the corpus still being evaluated (not published, not failed): ``pk``, ``status``, ``label``.
-    Their team and run are not named (a private one's existence is its team's business)."""
+def in_progress(corpus: Corpus, user=None) -> list[dict]:
+    """How many submissions of the corpus the viewer may see are still being evaluated (not published, not
+    failed), per stage: ``status``, ``label`` (the stage's words), ``n``.  ``user`` as for :func:`leaderboard`:
+    another team's private submissions are not counted."""
+    from unpooled.service.accounts.actions import visible_submissions
     from unpooled.service.submissions.models import Submission
 
-    busy = (Submission.objects.filter(corpus=corpus).exclude(
+    busy = (visible_submissions(user, Submission.objects.filter(corpus=corpus)).exclude(
         status__in=(Submission.Status.PUBLISHED, Submission.Status.FAILED)).order_by("id").values_list("status", flat=True))
     out: dict[str, int] = {}
     for st in busy:
@@ -161,7 +163,7 @@ def build(corpus: Corpus, *, level: str = "instance", user=None) -> dict:
     from unpooled.service.accounts.actions import visible_submissions
     from unpooled.service.submissions.models import Submission
 
-    busy = in_progress(corpus)
+    busy = in_progress(corpus, user)
     subs = visible_submissions(user, Submission.objects.filter(corpus=corpus, status=Submission.Status.PUBLISHED))
     newest = (Score.objects.filter(submission__in=subs.values("pk"), level=level).values("submission_id")
               .annotate(m=Max("id")).values("m"))
