@@ -142,7 +142,10 @@ def _charts(rows: list[dict], level: str) -> tuple[str, str]:
     def tcol(k):
         return [t.get(k) if t.get(k) is not None else math.nan for t in truth]
 
-    f1 = interval_chart([f"{'=' if r['tied'] else ''}{r['rank']} {r['name']}" for r in rows], col("f1"),
+    def short(name: str, n: int = 30) -> str:  # the chart's label column is at most 40% of its width
+        return name if len(name) <= n else name[:n - 1] + "…"
+
+    f1 = interval_chart([f"{'=' if r['tied'] else ''}{r['rank']} {short(r['name'])}" for r in rows], col("f1"),
                         col("f1_lo"), col("f1_hi"), truth=tcol("f1") if has_truth else None,
                         title=f"F1, 90% intervals ({level} level)", value_label="F1", series_label="F1",
                         truth_label="truth (gold layer)", value_range=(0.0, 1.0), width=520)
