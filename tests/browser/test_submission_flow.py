@@ -156,6 +156,6 @@ def test_sign_up_upload_watch_annotate_leaderboard(browser, server):
     submitter.click("#leaderboard-link")
     table = submitter.inner_text("#leaderboard")
     assert "Team Alice/docred-original" in table and "1.000" in table  # every answer said "holds"
-    assert "[" in table and "labelled draws" in table
+    assert "–" in submitter.inner_text("#leaderboard td.iv .ci") and "labelled draws" in table  # the interval
     assert submitter.query_selector("figure svg") is not None
     assert violations == [[], []], f"Content-Security-Policy violations: {violations}"

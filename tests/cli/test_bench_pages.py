@@ -26,6 +26,9 @@ def test_bench_pages_small_on_sqlite(tmp_path):
     assert got["counts"]["submissions"] == 3 and got["counts"]["scores"] == 3 * 3 * 2
     assert set(got["leaderboard_build_ms"]) == {"instance", "relation", "entity"}
     assert set(got["pages"]) == set(PAGES)
+    for k in ("first_view", "first_view_team"):  # the submission pages' first views, by a visitor and by the team
+        fv = got["pages"]["submission"][k]
+        assert fv["pages"] == 3 and fv["errors"] == 0 and 0 < fv["p50_ms"] <= fv["max_ms"], (k, fv)
     for page, f in got["pages"].items():
         assert f["requests"] == 20 and f["errors"] == 0, (page, f)
         assert 0 < f["p50_ms"] <= f["p95_ms"] <= f["p99_ms"] <= f["max_ms"], (page, f)

@@ -106,3 +106,25 @@ def test_invalid_inputs():
         interval_chart(["a"], [1], value_range=(2, 1))
     with pytest.raises(InvalidInputError, match="labels: expected 1 labels, got 2"):
         scatter([1], [1], labels=["a", "b"])
+
+
+def test_pr_chart_crosses_truth_and_checks():
+    import xml.etree.ElementTree as ET
+
+    from unpooled.core.errors import InvalidInputError
+    from unpooled.core.plots.svg import pr_chart
+
+    svg = pr_chart(["a/1", "b/<2>"], [0.3, 0.6], [0.2, 0.5], [0.4, 0.7], [0.9, float("nan")], [0.8, 0.5],
+                   [0.95, 0.7], truth_x=[0.35, 0.5], truth_y=[0.92, 0.6], title="P-R")
+    root = ET.fromstring(svg)  # well-formed, names escaped
+    ns = "{http://www.w3.org/2000/svg}"
+    # the first item: two interval bars (tooltips name it) and a point; the second has no precision: not drawn
+    tips = [t.text for t in root.iter(f"{ns}title")]
+    assert sum(1 for t in tips if t and t.startswith("a/1: precision 0.9")) == 3
+    assert not any(t and t.startswith("b/<2>: precision") for t in tips)
+    assert any(t and t.startswith("a/1: truth precision 0.92") for t in tips)
+    assert "b/&lt;2&gt;" in svg and "truth" in [t.text.strip() for t in root.iter(f"{ns}text") if t.text]
+    with pytest.raises(InvalidInputError, match="truth_x, truth_y: expected both or neither"):
+        pr_chart(["a"], [0.1], [0.0], [0.2], [0.5], [0.4], [0.6], truth_x=[0.1])
+    with pytest.raises(InvalidInputError, match="y_low: expected 1 values, got 2"):
+        pr_chart(["a"], [0.1], [0.0], [0.2], [0.5], [0.4, 0.1], [0.6])

@@ -219,6 +219,7 @@ def test_session_writes_need_csrf(corpus, people, subs):
     tok = Client(enforce_csrf_checks=True)
     resp = tok.patch(url, {"visibility": "public"}, content_type="application/json", **auth(people["red"]))
     assert resp.status_code == 200 and resp.json()["visibility"] == "public"
+    assert resp.json()["link"] == ""  # the paper/code link the team sets on the submission's page
 
 
 # ---------------------------------------------------------------------------- errors in general
@@ -513,7 +514,7 @@ def test_leaderboard_respects_visibility(client, people, subs):
     assert rows[0]["score"]["f1"] == 0.9 and rows[0]["url"].endswith(f"/api/submissions/{pub.pk}")
     red_rows = client.get(url, **auth(people["red"])).json()["rows"]
     assert [(r["name"], r["rank"], r["tied"], r["visibility"]) for r in red_rows] == [
-        ("red/r-pub", 1, True, "public"), ("red/r-priv", 1, True, "private"), ("blue/b-pub", 2, False, "public")]
+        ("red/r-pub", 1, True, "public"), ("red/r-priv", 1, True, "private"), ("blue/b-pub", 3, False, "public")]
     assert [r["name"] for r in client.get(url, **auth(people["blue"])).json()["rows"]] == ["red/r-pub", "blue/b-pub"]
     olga = Client()
     olga.force_login(people["olga"])

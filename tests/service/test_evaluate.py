@@ -77,7 +77,8 @@ def test_evaluate_cli_scores_every_submission_with_intervals(shared_data, tmp_pa
     from django.test import Client
 
     html = Client().get("/corpora/evalc/leaderboard/").content.decode()
-    assert html.count("<tr>") == 1 + 3 and "<svg" in html and "labelled draws" in html and "exhaustive documents" in html
+    assert html.count("<tr data-submission=") == 3 and "labelled draws" in html and "exhaustive documents" in html
+    assert 'id="f1-chart"' in html and 'id="pr-chart"' in html and html.count("<svg") == 2
     assert html.index("DocRED-original/hwe") < html.index("noisy/run-1")
     assert "No scores at this level yet" in Client().get("/corpora/evalc/leaderboard/?level=entity").content.decode()
     assert Client().get("/corpora/evalc/leaderboard/?level=bogus").status_code == 404
@@ -108,4 +109,10 @@ def test_evaluate_task_scores_every_level_and_keeps_the_truth(shared_data, tmp_p
         s = Score.objects.filter(level=level).latest("id")
         assert s.details["truth"]["p"] is not None and s.submission.plan["labels"]["new"] > 0
         html = client.get(f"/corpora/evlevels/leaderboard/?level={level}").content.decode()
-        assert "truth (gold layer): P" in html and f"{s.draws} labelled draws" in html
+        assert f"{s.draws} labelled draws" in html and "true P" in html and ('class="in"' in html or 'class="out"' in html)
+        # provenance of this level's own draws: new + reused labels never exceed the distinct drawn instances
+        for sc in Score.objects.filter(level=level):
+            pv = sc.details["provenance"]
+            assert sc.labels_new == pv["new"] and sc.labels_reused == pv["reused"]
+            assert 0 < pv["new"] + pv["reused"] <= pv["drawn"]
+            assert pv["drawn"] == Draw.objects.filter(submission=sc.submission, level=level).values("key").distinct().count()

@@ -413,6 +413,11 @@ def test_outcomes_of_uploads_expire(client, corpus, people):
     call_command("db_worker", batch=True, startup_delay=False, interval=0)
     assert not DBTaskResult.objects.filter(id=old["upload"]).exists()
     assert DBTaskResult.objects.filter(id=new["upload"]).exists()
+    # the rejected attempt stays in the team's upload history (its diagnostics) until HISTORY_DAYS have passed
+    assert sorted(UploadAttempt.objects.values_list("task_id", flat=True)) == sorted([old["upload"], new["upload"]])
+    UploadAttempt.objects.filter(task_id=old["upload"]).update(
+        created=timezone.now() - timedelta(days=uploads.HISTORY_DAYS + 1))
+    assert uploads.prune()["attempts"] == 1
     assert list(UploadAttempt.objects.values_list("task_id", flat=True)) == [new["upload"]]
     is_error(client.get(old["url"], **auth(people["red"])), 404, "not_found")
     # prune() on its own: nothing young is touched

@@ -109,6 +109,11 @@ def _exhaustive(corpus, oracle):
 
 @pytest.fixture
 def world(shared_data, tmp_path):
+    return make_world(shared_data, tmp_path)
+
+
+def make_world(shared_data, tmp_path):
+    """Two scored submissions of teams ``team-a`` and ``team-b`` on ``N_DOCS`` documents (see the module)."""
     from unpooled.service.evaluations.actions import draw, score_corpus
 
     data = json.loads((shared_data / "redocred" / "dev_revised.json").read_text())[:N_DOCS]
@@ -268,7 +273,7 @@ def test_breakdown_matches_hand_computation(world, client):
     assert rel["P17"]["description"] == "country" and '<code>P17</code> <span class="muted">country</span>' in html
     some = next(r for r in bd["relation"] if r["p"] is not None)
     assert f'data-group="{some["group"]}"' in html
-    assert f'{floatformat(some["p"], 3)} <span class="muted">[{floatformat(some["p_lo"], 3)}, ' in html
+    assert f'{floatformat(some["p"], 3)}<span class="ci">{floatformat(some["p_lo"], 3)}–{floatformat(some["p_hi"], 3)}</span>' in html
     for s in Score.objects.filter(submission=a).values_list("level", flat=True).distinct():
         assert f'data-level="{s}"' in html
     assert f'id="status-link" href="{reverse("web:status", args=[a.pk])}"' in html
@@ -337,14 +342,17 @@ def test_errors_and_missed(world, client):
     inst = {i.pk: i for i in RelationInstance.objects.filter(pk__in=drawn).select_related("document")}
     wrong = [pk for pk in drawn if inst[pk].key in labels and not labels[inst[pk].key].correct]
     labelled = sum(1 for pk in drawn if inst[pk].key in labels)
-    assert len(wrong) > 20, "the world should fill more than one page of errors"
+    from unpooled.service.web.views.submission import ERRORS_PER_PAGE as E
+    from unpooled.service.web.views.submission import MISSED_PER_PAGE as M
+
+    assert len(wrong) > E, "the world should fill more than one page of errors"
     assert f"{len(wrong)} of the {labelled} labelled drawn instances ({len(drawn)} drawn)" in html
-    # the first page lists the first 20 wrong instances (first drawn first), spans highlighted
+    # the first page lists the first E wrong instances (first drawn first), spans highlighted
     table = html[html.index('id="error-table"'):html.index('id="missed"')]
-    assert table.count("<tr>") == 1 + 20
+    assert table.count("<tr>") == 1 + E
     from django.utils.html import escape
 
-    for pk in wrong[:20]:
+    for pk in wrong[:E]:
         i = inst[pk]
         text = i.document.text
         assert f'<mark class="subj">{escape(text[i.subject_start:i.subject_end])}</mark>' in table
@@ -352,8 +360,8 @@ def test_errors_and_missed(world, client):
     assert '<span class="prov">' in table and "errors_page=2" in table
     page2 = client.get(reverse("web:submission", args=[a.pk]) + "?errors_page=2").content.decode()
     t2 = page2[page2.index('id="error-table"'):page2.index('id="missed"')]
-    assert t2.count("<tr>") == 1 + len(wrong) - 20
-    i = inst[wrong[-1]]
+    assert t2.count("<tr>") == 1 + min(E, len(wrong) - E)
+    i = inst[wrong[E]]
     assert escape(i.document.text[i.subject_start:i.subject_end]) in t2
     # missed: the true instances the submission does not overlap-match
     hand = _hand(a, [b], corpus)
@@ -363,7 +371,7 @@ def test_errors_and_missed(world, client):
     mtable = html[html.index('id="missed-table"'):html.index('id="downloads"')]
     docs = {d.doc_id: d.text for d in corpus.documents.all()}
     # listed by document, then position
-    for t in sorted(hand["missed"], key=lambda t: (t[0], t[1], t[4], t[3]))[:20]:
+    for t in sorted(hand["missed"], key=lambda t: (t[0], t[1], t[4], t[3]))[:M]:
         doc, s0, s1, pred, o0, o1 = t[:6]
         assert f"<code>{pred}</code>" in mtable
         assert f'<mark class="subj">{escape(docs[doc][s0:s1])}</mark>' in mtable
@@ -536,3 +544,70 @@ def test_page_with_a_pending_breakdown_is_not_cached(world, client):
     cache.delete(lock)
     html = client.get(url).content.decode()
     assert 'id="breakdown-pending"' not in html and "relation-table" in html
+
+
+# -- the page's headline, short tables and the team's settings form ------------------------------------------
+def test_headline_short_tables_and_names(world, client):
+    corpus, a, b = world
+    score = Score.objects.filter(submission=a, level="instance").latest("id")
+    html = client.get(reverse("web:submission", args=[a.pk])).content.decode()
+    # the headline: P, R, F1 with their intervals; the sample figures beside the published ones
+    assert 'id="headline"' in html and f"{floatformat(score.p, 3)}" in html
+    assert 'id="sample-figures"' in html and f"{score.draws} labelled draws" in html
+    # relation rows without a labelled draw are there but hidden by default (a toggle shows them)
+    score.refresh_from_db()
+    bd = breakdown.stored(score)
+    empty = [r for r in bd["relation"] if not r["n_draws"]]
+    assert empty, "the world should have relations without draws"
+    assert 'class="breakdown sortable hide-empty" id="relation-table"' in html
+    assert html.count('class="nodraw"') >= len(empty) and 'class="toggle-empty"' in html
+    # relation names beside their codes in the instance table; the duplicate "by predicate" list is gone
+    assert '<code>P17</code> <span class="muted">country</span>' in html and "Instances by predicate" not in html
+    assert "string_instances" not in html
+
+
+def test_team_edits_settings_on_the_page_and_others_are_refused(world):
+    from django.test import Client
+
+    corpus, a, b = world
+    url = reverse("web:submission_settings", args=[a.pk])
+    page = reverse("web:submission", args=[a.pk])
+    new = {"visibility": "private", "description": "BERT + rules", "link": "https://example.org/paper"}
+    alice, bob, org = _user("alice", team=a.team), _user("bob", team=b.team), _user("org", staff=True)
+    before = Submission.objects.values("visibility", "description", "link").get(pk=a.pk)
+
+    # CSRF is enforced: the team's own post without the token is refused and changes nothing
+    c = Client(enforce_csrf_checks=True)
+    c.force_login(alice)
+    assert c.post(url, new).status_code == 403
+    assert Submission.objects.values("visibility", "description", "link").get(pk=a.pk) == before
+    # the form is on the team's page only, with a token
+    html = c.get(page).content.decode()
+    assert 'id="settings-form"' in html and "csrfmiddlewaretoken" in html
+    for user in (None, bob, org):
+        other = Client()
+        if user is not None:
+            other.force_login(user)
+        assert 'id="settings-form"' not in other.get(page).content.decode()
+        # refused: anonymous and another team 403 (a is public, so they may see it), nothing changes
+        r = other.post(url, new)
+        assert r.status_code == 403, (user, r.status_code)
+        assert Submission.objects.values("visibility", "description", "link").get(pk=a.pk) == before
+    # a bad link is refused with the field named, nothing stored
+    c = Client()
+    c.force_login(alice)
+    r = c.post(url, {**new, "link": "javascript:alert(1)"})
+    assert r.status_code == 400 and "Enter a valid URL" in r.content.decode()
+    assert Submission.objects.values("visibility", "description", "link").get(pk=a.pk) == before
+    assert c.get(url).status_code == 405
+    # the team's post with the token saves and shows at once (the cached page has a new key)
+    r = c.post(url, new)
+    assert r.status_code == 302 and r["Location"].endswith("?saved=1")
+    got = Submission.objects.get(pk=a.pk)
+    assert (got.visibility, got.description, got.link) == ("private", "BERT + rules", "https://example.org/paper")
+    html = c.get(r["Location"]).content.decode()
+    assert 'id="settings-saved"' in html and "BERT + rules" in html and 'href="https://example.org/paper"' in html
+    # now private: another team no longer sees it at all
+    other = Client()
+    other.force_login(bob)
+    assert other.post(url, new).status_code == 404 and other.get(page).status_code == 404

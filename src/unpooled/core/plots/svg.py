@@ -499,4 +499,88 @@ def scatter(x, y, *, labels: Sequence[str] | None = None, title: str = "", xlabe
     return str(doc)
 
 
-__all__ = ["PALETTE", "interval_chart", "line_chart", "nice_ticks", "scatter"]
+def pr_chart(labels: Sequence[str], x, x_low, x_high, y, y_low, y_high, *, truth_x=None, truth_y=None,
+             title: str = "", xlabel: str = "recall", ylabel: str = "precision", truth_label: str = "truth",
+             width: int = 480, height: int = 440) -> str:
+    r"""One cross per item: the point ``(x_i, y_i)`` with its interval on each axis (e.g. recall, precision).
+
+    Both axes run over [0, 1].  Each item gets its own colour (cycling through :data:`PALETTE`) and a number
+    beside its point, keyed in the legend below the plot; an optional second point per item (``truth_x``,
+    ``truth_y``) is an open diamond in the item's colour, joined to its estimate by a thin line.
+
+    Parameters
+    ----------
+    labels : sequence of str
+        One name per item (legend and tooltips).
+    x, x_low, x_high, y, y_low, y_high : array_like, shape (n,)
+        The points and their interval ends; a non-finite end draws no bar on that axis.
+    truth_x, truth_y : array_like, shape (n,), optional
+        Both or neither.
+    title, xlabel, ylabel, truth_label : str
+    width, height : int
+        Pixels of the plot area and axes; the legend adds 16 px per item below.
+
+    Returns
+    -------
+    str
+        The SVG document.
+    """
+    labels = [str(s) for s in labels]
+    n = len(labels)
+    xs, xl, xh = (_array(nm, a, n) for nm, a in (("x", x), ("x_low", x_low), ("x_high", x_high)))
+    ys, yl, yh = (_array(nm, a, n) for nm, a in (("y", y), ("y_low", y_low), ("y_high", y_high)))
+    if (truth_x is None) != (truth_y is None):
+        raise InvalidInputError("truth_x, truth_y: expected both or neither")
+    tx = _array("truth_x", truth_x, n) if truth_x is not None else None
+    ty = _array("truth_y", truth_y, n) if truth_y is not None else None
+    width, height = _size("width", width), _size("height", height)
+    total = height + 16 * n + (16 if tx is not None else 0) + 8
+    doc = _Doc(width, total, title, f"{ylabel} against {xlabel} of {n} items with intervals on both axes"
+               + (f" and {truth_label}" if tx is not None else ""))
+    if title:
+        doc.text(width / 2, 22, title, size=14, weight="bold")
+    left, right, top, bottom = 64, 20, 40, 52
+    sx = _Scale(0.0, 1.0, left, width - right)
+    sy = _Scale(0.0, 1.0, height - bottom, top)
+    _axis(doc, sx, horizontal=True, at=height - bottom, span=(top, height - bottom), label=xlabel)
+    _axis(doc, sy, horizontal=False, at=left, span=(left, width - right), label=ylabel)
+
+    def fin(*v):
+        return all(math.isfinite(float(a)) for a in v)
+
+    doc.add('<g class="items">')
+    for i, name in enumerate(labels):
+        colour = PALETTE[i % len(PALETTE)]
+        tip = f"{name}: {ylabel} {_fmt(ys[i])} [{_fmt(yl[i])}, {_fmt(yh[i])}], {xlabel} {_fmt(xs[i])} " \
+              f"[{_fmt(xl[i])}, {_fmt(xh[i])}]"
+        if not fin(xs[i], ys[i]):
+            continue
+        px, py = sx(xs[i]), sy(ys[i])
+        if tx is not None and fin(tx[i], ty[i]):
+            doc.line(px, py, sx(tx[i]), sy(ty[i]), stroke=colour, width=0.8, dash="2 2")
+            doc.marker(sx(tx[i]), sy(ty[i]), fill=colour,
+                       tip=f"{name}: {truth_label} {ylabel} {_fmt(ty[i])}, {xlabel} {_fmt(tx[i])}")
+        if fin(xl[i], xh[i]):
+            doc.line(sx(xl[i]), py, sx(xh[i]), py, stroke=colour, width=1.8, tip=tip)
+        if fin(yl[i], yh[i]):
+            doc.line(px, sy(yl[i]), px, sy(yh[i]), stroke=colour, width=1.8, tip=tip)
+        doc.circle(px, py, 3.5, fill=colour, tip=tip)
+        doc.text(px + 6, py - 6, str(i + 1), anchor="start", size=10, fill=colour)
+    doc.add("</g>")
+    doc.add('<g class="legend">')
+    y0 = height + 4
+    for i, name in enumerate(labels):
+        colour = PALETTE[i % len(PALETTE)]
+        doc.add(f'<circle cx="{_num(left + 4)}" cy="{_num(y0 + 16 * i - 4)}" r="4" fill="{colour}"/>')
+        doc.text(left + 14, y0 + 16 * i, f"{i + 1}  {name}", anchor="start", size=11)
+    if tx is not None:
+        yy = y0 + 16 * n
+        doc.add(f'<polygon points="{_num(left + 4)},{_num(yy - 9)} {_num(left + 9)},{_num(yy - 4)} '
+                f'{_num(left + 4)},{_num(yy + 1)} {_num(left - 1)},{_num(yy - 4)}" fill="none" stroke="#444444" '
+                f'stroke-width="1.5"/>')
+        doc.text(left + 14, yy, truth_label, anchor="start", size=11)
+    doc.add("</g>")
+    return str(doc)
+
+
+__all__ = ["PALETTE", "interval_chart", "line_chart", "nice_ticks", "pr_chart", "scatter"]

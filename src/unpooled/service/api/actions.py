@@ -11,7 +11,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from django.conf import settings
-from django.utils import timezone
 
 from unpooled.core.names import KB_FORMATS
 
@@ -112,15 +111,9 @@ def check_update_submission(caller: Caller, sub: Submission, *, visibility: str 
 
 
 def do_update_submission(sub: Submission, *, visibility: str | None = None,
-                         description: str | None = None) -> Submission:
-    fields = {}
-    if visibility is not None:
-        fields["visibility"] = visibility
-    if description is not None:
-        fields["description"] = description.strip()
-    if fields:
-        fields["updated"] = timezone.now()
-        Submission.objects.filter(pk=sub.pk).update(**fields)
-        for k, v in fields.items():
-            setattr(sub, k, v)
-    return sub
+                         description: str | None = None, link: str | None = None) -> Submission:
+    """Change what the team may change (``None``: leave it): :func:`unpooled.service.submissions.actions.
+    do_update_submission`; the caller has checked who asks and the values (:func:`check_update_submission`)."""
+    from unpooled.service.submissions.actions import do_update_submission as update
+
+    return update(sub, visibility=visibility, description=description, link=link)

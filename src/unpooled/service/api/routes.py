@@ -244,7 +244,8 @@ def label_list(request, name: Text, method: Text = "", correct: bool | None = No
 
 def _sub_row(request, s: Submission) -> dict:
     return {"id": s.pk, "corpus": s.corpus.name, "team": s.team.name, "run": s.run_id, "format": s.format,
-            "status": s.status, "visibility": s.visibility, "description": s.description, "file_name": s.file_name,
+            "status": s.status, "visibility": s.visibility, "description": s.description, "link": s.link,
+            "file_name": s.file_name,
             "file_size": s.file_size, "counts": s.counts, "created": s.created,
             "url": _url(request, "submission_detail", s.pk), "status_url": _url(request, "submission_status", s.pk),
             "scores_url": _url(request, "submission_scores", s.pk)}

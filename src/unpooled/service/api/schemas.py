@@ -142,6 +142,7 @@ class SubmissionOut(Schema):
     status: Stage = Field(description="the evaluation's lifecycle stage")
     visibility: Visibility
     description: str
+    link: str = Field("", description="the method's paper or code, as the team gave it")
     file_name: str
     file_size: int
     counts: dict[str, Any]

@@ -125,14 +125,39 @@ class EvaluationReport:
     warnings: list[str] = field(default_factory=list)
 
 
-def score_corpus(corpus: Corpus, *, level: str = "instance", match: str = "overlap", weights: str = "balance",
-                 reuse: dict[int, tuple[int, int]] | None = None) -> list[Score]:
+def label_provenance(corpus: Corpus, level: str) -> dict[int, dict[str, int]]:
+    """Per submission, where the labels of its draws at ``level`` come from (one query).
+
+    ``drawn``: distinct instance keys among its draws at the level; ``new``: those whose verification task this
+    submission created (and paid for); ``reused``: the other drawn keys that have a label -- labelled before it
+    asked, or by a task another submission created (it joined that task).  ``new + reused <= drawn``, and each
+    level counts its own draws (a submission drawn at three levels has three sets of counts).
+    """
+    from django.db.models import Count, Exists, OuterRef, Q
+
+    from unpooled.service.annotation.models import Label, TaskRequest
+
+    paid = TaskRequest.objects.filter(submission_id=OuterRef("submission_id"), committed_cents__gt=0,
+                                      task__kind=Kind.VERIFY, task__key_hash=OuterRef("key_hash"),
+                                      task__key=OuterRef("key"))
+    labelled = Label.objects.filter(corpus=corpus, key_hash=OuterRef("key_hash"), key=OuterRef("key"))
+    rows = (Draw.objects.filter(submission__corpus=corpus, level=level)
+            .annotate(paid=Exists(paid), labelled=Exists(labelled)).order_by()
+            .values("submission_id")
+            .annotate(drawn=Count("key", distinct=True), new=Count("key", distinct=True, filter=Q(paid=True)),
+                      reused=Count("key", distinct=True, filter=Q(paid=False, labelled=True))))
+    return {r["submission_id"]: {"drawn": r["drawn"], "new": r["new"], "reused": r["reused"]} for r in rows}
+
+
+def score_corpus(corpus: Corpus, *, level: str = "instance", match: str = "overlap",
+                 weights: str = "balance") -> list[Score]:
     """Score every submission of the corpus jointly with all labels so far; store one Score each.
 
     The estimates are :func:`offline_data` + the core's ``score`` with the crowd's answers (the from-scratch
     path), computed incrementally: :mod:`.scoring` keeps the label-free parts in memory and re-reads only what
     changed.  ``details`` keeps the labelled-sample figures (majority labels taken as certain) beside the
-    published ones, the crowd's mean rates, and the variance by source.
+    published ones, the crowd's mean rates, and the variance by source.  ``labels_new`` and ``labels_reused``
+    (and ``details['provenance']``) are this level's own: :func:`label_provenance`.
     """
     from . import scoring
 
@@ -142,10 +167,11 @@ def score_corpus(corpus: Corpus, *, level: str = "instance", match: str = "overl
         return []
     sc = res.scores
     out = []
-    reuse = reuse or {}
+    prov = label_provenance(corpus, level)
     for i, row in enumerate(res.rows):
         sub = by_name[row.system]
-        new, reused = reuse.get(sub.pk, (0, 0))
+        pv = prov.get(sub.pk, {"drawn": 0, "new": 0, "reused": 0})
+        new, reused = pv["new"], pv["reused"]
 
         def num(x):
             # the joint estimator is unbiased but not self-normalised: a point estimate can leave [0, 1]
@@ -157,7 +183,7 @@ def score_corpus(corpus: Corpus, *, level: str = "instance", match: str = "overl
             p=num(row.p), p_lo=num(row.p_lo), p_hi=num(row.p_hi), r=num(row.r), r_lo=num(row.r_lo), r_hi=num(row.r_hi),
             f1=num(row.f1), f1_lo=num(row.f1_lo), f1_hi=num(row.f1_hi), draws=row.labels, labels_new=new,
             labels_reused=reused, exhaustive_documents=docs,
-            details={"ess": row.ess, "warnings": list(row.warnings) + list(res.warnings),
+            details={"ess": row.ess, "warnings": list(row.warnings) + list(res.warnings), "provenance": pv,
                      "raw": {"p": row.p, "r": row.r, "f1": row.f1}, **_crowd_details(sc, i)}))
     with transaction.atomic():
         return Score.objects.bulk_create(out)
@@ -217,7 +243,7 @@ def evaluate(corpus: Corpus, *, crowd=None, labels: int = 150, documents: int = 
         ask(sub, labels)
     answer()
     report.rounds = 1
-    scores = score_corpus(corpus, level=level, reuse={k: tuple(v) for k, v in reuse.items()})
+    scores = score_corpus(corpus, level=level)
     while target_width is not None and report.rounds < 50:
         wide = [s.submission for s in scores if s.submission_id in reuse
                 and (s.f1_lo is None or s.f1_hi is None or s.f1_hi - s.f1_lo > target_width)
@@ -229,7 +255,7 @@ def evaluate(corpus: Corpus, *, crowd=None, labels: int = 150, documents: int = 
         answer()
         report.rounds += 1
         Score.objects.filter(pk__in=[s.pk for s in scores]).delete()  # superseded within this run
-        scores = score_corpus(corpus, level=level, reuse={k: tuple(v) for k, v in reuse.items()})
+        scores = score_corpus(corpus, level=level)
     report.open_tasks = Task.objects.filter(corpus=corpus, status=Task.Status.OPEN, is_control=False).count()
     if report.open_tasks:
         report.warnings.append(f"{report.open_tasks} annotation tasks are still open: the scores use the labels "

@@ -66,12 +66,14 @@ def cache_key(corpus: Corpus, level: str, user=None) -> str:
 
 
 def leaderboard(corpus: Corpus, *, level: str = "instance", user=None, key: str | None = None) -> dict:
-    """Rows (newest score per published submission at ``level``) ranked by F1 with tie groups, and the chart.
+    """Rows (newest score per published submission at ``level``) ranked by F1 with tie groups, and the charts.
 
     ``user``: whose view -- public submissions, plus the user's team's private ones
     (organisers see all); ``None`` is the public view.  Ranks are computed among the rows shown.
-    Each row has ``rank``, ``tied``, ``name``, ``score`` (the :data:`SCORE_FIELDS` as attributes)
-    and ``submission`` (``pk``, ``run_id``, ``visibility``, ``team.name``).  ``key`` is the cache key
+    Each row has ``rank`` (competition rank), ``group`` (tie group number), ``tied``, ``name``, ``score`` (the
+    :data:`SCORE_FIELDS` as attributes), ``submission`` (``pk``, ``run_id``, ``visibility``, ``team.name``,
+    ``created``, ``description``, ``link``), ``truth`` (a gold layer's P, R, F1 and ``covered``: whether each lies
+    in its interval; ``None`` without gold) and ``provenance`` (this level's ``drawn``, ``new``, ``reused``).  ``key`` is the cache key
     (``cache_seconds`` its lifetime), under which the page caches its rendered table; a caller that has
     computed it already passes it as ``key``.
     """
@@ -83,25 +85,104 @@ def leaderboard(corpus: Corpus, *, level: str = "instance", user=None, key: str 
     return got
 
 
-def build(corpus: Corpus, *, level: str = "instance", user=None) -> dict:
-    """:func:`leaderboard` without the cache."""
+def in_progress(corpus: Corpus, user=None) -> list[dict]:
+    """How many submissions of the corpus the viewer may see are still being evaluated (not published, not
+    failed), per stage: ``status``, ``label`` (the stage's words), ``n``.  ``user`` as for :func:`leaderboard`:
+    another team's private submissions are not counted."""
     from unpooled.service.accounts.actions import visible_submissions
     from unpooled.service.submissions.models import Submission
 
+    busy = (visible_submissions(user, Submission.objects.filter(corpus=corpus)).exclude(
+        status__in=(Submission.Status.PUBLISHED, Submission.Status.FAILED)).order_by("id").values_list("status", flat=True))
+    out: dict[str, int] = {}
+    for st in busy:
+        out[st] = out.get(st, 0) + 1
+    return [{"status": st, "label": Submission.Status(st).label, "n": n} for st, n in out.items()]
+
+
+#: the columns of the CSV download (:func:`csv_rows`), in order
+CSV_COLUMNS = ("rank", "tied", "team", "run", "submission", "visibility", "submitted", "level", "p", "p_lo", "p_hi",
+               "r", "r_lo", "r_hi", "f1", "f1_lo", "f1_hi", "labelled_draws", "drawn_instances", "labels_new",
+               "labels_reused", "exhaustive_documents", "estimator", "scored", "description", "link",
+               "p_true", "p_covered", "r_true", "r_covered", "f1_true", "f1_covered")
+
+
+def csv_rows(board: dict) -> list[list]:
+    """The board's rows for a CSV file (:data:`CSV_COLUMNS`); a text cell a spreadsheet would run as a formula
+    (``= + - @``, tab, carriage return first) is prefixed with ``'``."""
+
+    def text(v):
+        v = "" if v is None else str(v)
+        return "'" + v if v[:1] in ("=", "+", "-", "@", "\t", "\r") else v
+
+    out = []
+    for r in board["rows"]:
+        s, sub, t = r["score"], r["submission"], r["truth"] or {}
+        cov = t.get("covered") or {}
+        out.append([r["rank"], int(r["tied"]), text(sub.team.name), text(sub.run_id), sub.pk, sub.visibility,
+                    sub.created.isoformat() if sub.created else "", board["level"],
+                    s.p, s.p_lo, s.p_hi, s.r, s.r_lo, s.r_hi, s.f1, s.f1_lo, s.f1_hi, s.draws,
+                    r["provenance"].get("drawn", ""), s.labels_new, s.labels_reused, s.exhaustive_documents,
+                    s.estimator, s.created.isoformat() if s.created else "", text(sub.description), text(sub.link),
+                    t.get("p"), cov.get("p"), t.get("r"), cov.get("r"), t.get("f1"), cov.get("f1")])
+    return [[("" if v is None else v) for v in row] for row in out]
+
+
+def _charts(rows: list[dict], level: str) -> tuple[str, str]:
+    """The F1 interval chart and the precision-recall chart (truth markers where a gold layer gives them)."""
+    from unpooled.core.plots.svg import pr_chart
+
+    names = [r["name"] for r in rows]
+    truth = [r["truth"] or {} for r in rows]
+    has_truth = any(t.get("f1") is not None for t in truth)
+
+    def col(attr):
+        return [getattr(r["score"], attr) for r in rows]
+
+    def tcol(k):
+        return [t.get(k) if t.get(k) is not None else math.nan for t in truth]
+
+    def short(name: str, n: int = 30) -> str:  # the chart's label column is at most 40% of its width
+        return name if len(name) <= n else name[:n - 1] + "…"
+
+    f1 = interval_chart([f"{'=' if r['tied'] else ''}{r['rank']} {short(r['name'])}" for r in rows], col("f1"),
+                        col("f1_lo"), col("f1_hi"), truth=tcol("f1") if has_truth else None,
+                        title=f"F1, 90% intervals ({level} level)", value_label="F1", series_label="F1",
+                        truth_label="truth (gold layer)", value_range=(0.0, 1.0), width=520)
+    pr = pr_chart(names, col("r"), col("r_lo"), col("r_hi"), col("p"), col("p_lo"), col("p_hi"),
+                  truth_x=tcol("r") if has_truth else None, truth_y=tcol("p") if has_truth else None,
+                  title=f"Precision and recall, 90% intervals ({level} level)", width=520, height=440)
+    return f1, pr
+
+
+def build(corpus: Corpus, *, level: str = "instance", user=None) -> dict:
+    """:func:`leaderboard` without the cache.
+
+    Returns ``rows`` (see :func:`leaderboard`), ``svg`` (F1 with intervals), ``pr_svg`` (precision against recall
+    with both intervals), ``level``, ``has_truth`` (a gold layer gave some row its truth) and ``in_progress``
+    (:func:`in_progress`).  Ranks are competition ranks: the first row of a tie group gets the number of rows
+    above it plus one, and every member shares it (1, =2, =2, 4).
+    """
+    from unpooled.service.accounts.actions import visible_submissions
+    from unpooled.service.submissions.models import Submission
+
+    busy = in_progress(corpus, user)
     subs = visible_submissions(user, Submission.objects.filter(corpus=corpus, status=Submission.Status.PUBLISHED))
     newest = (Score.objects.filter(submission__in=subs.values("pk"), level=level).values("submission_id")
               .annotate(m=Max("id")).values("m"))
-    rows_db = list(Score.objects.filter(id__in=newest).order_by("submission_id").values_list(
-        *SCORE_FIELDS, "submission_id", "submission__run_id", "submission__visibility", "submission__team__name",
-        "details__truth"))
+    extra = ("submission_id", "submission__run_id", "submission__visibility", "submission__team__name",
+             "details__truth", "details__provenance", "submission__created", "submission__description",
+             "submission__link")
+    rows_db = list(Score.objects.filter(id__in=newest).order_by("submission_id").values_list(*SCORE_FIELDS, *extra))
     if not rows_db:
-        return {"rows": [], "svg": "", "level": level}
+        return {"rows": [], "svg": "", "pr_svg": "", "level": level, "has_truth": False, "in_progress": busy}
     n = len(SCORE_FIELDS)
-    # details: only the truth (a gold layer's P/R/F1, for demos), never the stored breakdowns
+    # details: only the truth (a gold layer's P/R/F1, for demos) and the provenance, never the stored breakdowns
     scores = [SimpleNamespace(**dict(zip(SCORE_FIELDS, r[:n])), details={"truth": r[n + 4]} if r[n + 4] else {})
               for r in rows_db]
     subs_of = [SimpleNamespace(pk=r[n], id=r[n], run_id=r[n + 1], visibility=r[n + 2],
-                               team=SimpleNamespace(name=r[n + 3])) for r in rows_db]
+                               team=SimpleNamespace(name=r[n + 3]), created=r[n + 6], description=r[n + 7] or "",
+                               link=r[n + 8] or "") for r in rows_db]
 
     def arr(name):
         return np.array([getattr(s, name) if getattr(s, name) is not None else math.nan for s in scores], dtype=float)
@@ -110,13 +191,16 @@ def build(corpus: Corpus, *, level: str = "instance", user=None) -> dict:
     groups = tie_groups(f1, lo, hi)
     size = np.bincount(groups)
     order = sorted(range(len(scores)), key=lambda i: (groups[i], -(f1[i] if not math.isnan(f1[i]) else -1)))
+    first_row = {}
+    for k, i in enumerate(order):
+        first_row.setdefault(int(groups[i]), k + 1)
     rows = []
     for i in order:
         s, sub = scores[i], subs_of[i]
-        rows.append({"rank": int(groups[i]), "tied": int(size[groups[i]]) > 1, "score": s, "submission": sub,
-                     "name": f"{sub.team.name}/{sub.run_id}"})
-    svg = interval_chart([r["name"] for r in rows], [r["score"].f1 for r in rows],
-                         [r["score"].f1_lo for r in rows], [r["score"].f1_hi for r in rows],
-                         title=f"F1 with 90% intervals ({level} level)", value_label="F1", item_label="system",
-                         value_range=(0.0, 1.0))
-    return {"rows": rows, "svg": svg, "level": level}
+        truth = s.details.get("truth") or None
+        rows.append({"rank": first_row[int(groups[i])], "group": int(groups[i]), "tied": int(size[groups[i]]) > 1,
+                     "score": s, "submission": sub, "name": f"{sub.team.name}/{sub.run_id}", "truth": truth,
+                     "provenance": rows_db[i][n + 5] or {}})
+    svg, pr_svg = _charts(rows, level)
+    return {"rows": rows, "svg": svg, "pr_svg": pr_svg, "level": level,
+            "has_truth": any(r["truth"] for r in rows), "in_progress": busy}

@@ -225,24 +225,15 @@ def open_requests(sub: Submission):
     return Task.objects.filter(requests__submission=sub, kind=Kind.VERIFY, status=Task.Status.OPEN)
 
 
-def reuse_counts(corpus: Corpus) -> dict[int, tuple[int, int]]:
-    out = {}
-    for pk, plan in Submission.objects.filter(corpus=corpus).values_list("pk", "plan"):
-        lab = (plan or {}).get("labels") or {}
-        out[pk] = (int(lab.get("new", 0)), int(lab.get("reused", 0)) + int(lab.get("joined", 0)))
-    return out
-
-
 def rescore(corpus: Corpus) -> list[Score]:
     """Score every submission of the corpus at every level that has draws."""
     from .actions import score_corpus
 
     out: list[Score] = []
-    reuse = reuse_counts(corpus)
     levels = set(Draw.objects.filter(submission__corpus=corpus).values_list("level", flat=True).distinct())
     by_level = {}
     for level in [lv for lv in LEVELS if lv in levels]:
-        by_level[level] = score_corpus(corpus, level=level, reuse=reuse)
+        by_level[level] = score_corpus(corpus, level=level)
         out += by_level[level]
     for level, scores in by_level.items():
         breakdowns(corpus, level)

@@ -313,3 +313,25 @@ def stage_error(sub, *, manage: bool) -> str:
     if not sub.error:
         return ""
     return sub.error if manage else STAGE_ERROR_HIDDEN
+
+
+def do_update_submission(sub: Submission, *, visibility: str | None = None, description: str | None = None,
+                         link: str | None = None) -> Submission:
+    """Change a submission's visibility, description or paper/code link (``None``: leave it) and its ``updated``
+    time (the leaderboard's and the page's caches see it); the caller has checked who asks and the values
+    (the API's ``check_update_submission``, the web page's form)."""
+    from django.utils import timezone
+
+    fields = {}
+    if visibility is not None:
+        fields["visibility"] = visibility
+    if description is not None:
+        fields["description"] = description.strip()
+    if link is not None:
+        fields["link"] = link.strip()
+    if fields:
+        fields["updated"] = timezone.now()
+        Submission.objects.filter(pk=sub.pk).update(**fields)
+        for k, v in fields.items():
+            setattr(sub, k, v)
+    return sub

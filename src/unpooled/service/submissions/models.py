@@ -55,6 +55,7 @@ class Submission(models.Model):
     submitted_by = models.ForeignKey("auth.User", null=True, blank=True, on_delete=models.SET_NULL,
                                      related_name="submissions")
     description = models.TextField(blank=True)
+    link = models.URLField(max_length=500, blank=True, help_text="the method's paper or code (http or https)")
     plan = models.JSONField(default=dict, help_text="the sampling plan per level, and label reuse (lifecycle)")
     file_name = models.CharField(max_length=500, blank=True)
     file_sha256 = models.CharField(max_length=64)
@@ -159,6 +160,10 @@ class UploadAttempt(models.Model):
     state = models.CharField(max_length=10, choices=State.choices, default=State.QUEUED)
     created = models.DateTimeField(auto_now_add=True)
     finished = models.DateTimeField(null=True, blank=True)
+    corpus_name = models.CharField(max_length=100, blank=True)
+    file_name = models.CharField(max_length=500, blank=True)
+    outcome = models.JSONField(default=dict, blank=True, help_text="a rejected upload's message and diagnostics "
+                                                                   "(at most HISTORY_DIAGNOSTICS), kept for its history")
 
     class Meta:
         indexes = [

@@ -34,6 +34,10 @@ log = logging.getLogger(__name__)
 
 #: diagnostics kept in the stored outcome of a rejected upload (the counts stay exact)
 STORED_DIAGNOSTICS = 1000
+#: diagnostics a rejected upload keeps in the team's upload history (:class:`~.models.UploadAttempt`)
+HISTORY_DIAGNOSTICS = 50
+#: how long rejected and failed uploads stay in the history (accepted ones are submissions)
+HISTORY_DAYS = 90
 
 
 # ---------------------------------------------------------------------------- files
@@ -100,7 +104,8 @@ def start_upload(path: Path, *, corpus: str, team: str, run: str, fmt: str, file
             if limited:
                 Team.objects.select_for_update().filter(name=team).first()
                 check_upload_rate(team, user=user if user_id else None, address=address)
-            attempt = UploadAttempt.objects.create(team_name=team, user_id=user_id, address=address)
+            attempt = UploadAttempt.objects.create(team_name=team, user_id=user_id, address=address,
+                                                   corpus_name=str(corpus)[:100], file_name=file_name[:500])
         try:
             result = ingest_upload.enqueue(str(path), corpus, team, run, fmt, file_name, visibility, user_id,
                                            description, attempt=attempt.pk)
@@ -114,15 +119,42 @@ def start_upload(path: Path, *, corpus: str, team: str, run: str, fmt: str, file
     return result
 
 
+def history_outcome(outcome: dict | None) -> dict:
+    """What the upload history keeps of an outcome: the message, the counts and the first
+    :data:`HISTORY_DIAGNOSTICS` diagnostics (errors first), or the submission an accepted upload became."""
+    if outcome is None:
+        return {"error": "the validation crashed; the organisers have the log"}
+    if outcome.get("ok"):
+        sub = outcome.get("submission")
+        return {"submission": sub if isinstance(sub, int) else None}
+    rep = outcome.get("report") or {}
+    return json_safe({"error": outcome.get("error") or "", "n_errors": rep.get("n_errors", 0),
+                      "n_warnings": rep.get("n_warnings", 0),
+                      "diagnostics": trim_report(rep, HISTORY_DIAGNOSTICS).get("errors", [])[:HISTORY_DIAGNOSTICS]})
+
+
 def finish_attempt(attempt: int | None, outcome: dict | None) -> None:
-    """Record what became of an upload (called by the validation task; ``None``: it crashed)."""
+    """Record what became of an upload (called by the validation task; ``None``: it crashed), and keep a
+    rejected one's diagnostics for the team's upload history."""
     if not attempt:
         return
     if outcome is None:
         state = UploadAttempt.State.FAILED
     else:
         state = UploadAttempt.State.ACCEPTED if outcome.get("ok") else UploadAttempt.State.REJECTED
-    UploadAttempt.objects.filter(pk=attempt).update(state=state, finished=timezone.now())
+    UploadAttempt.objects.filter(pk=attempt).update(state=state, finished=timezone.now(),
+                                                    outcome=history_outcome(outcome))
+
+
+def upload_history(team, user, *, limit: int = 50):
+    """The newest uploads of ``team`` (or, without a team, of ``user``), newest first."""
+    if team is not None:
+        qs = UploadAttempt.objects.filter(team_name=team.name)
+    elif getattr(user, "is_authenticated", False):
+        qs = UploadAttempt.objects.filter(user=user)
+    else:
+        return UploadAttempt.objects.none()
+    return qs.order_by("-created", "-id")[:limit]
 
 
 def json_safe(v):
@@ -185,5 +217,9 @@ def prune(now=None) -> dict[str, int]:
     n_results, _ = DBTaskResult.objects.filter(
         task_path=ingest_upload.module_path, status__in=(TaskResultStatus.SUCCESSFUL, TaskResultStatus.FAILED),
         finished_at__lt=cutoff).delete()
-    n_attempts, _ = UploadAttempt.objects.filter(created__lt=min(cutoff, now - timedelta(days=1))).delete()
+    # accepted and waiting attempts go after the rate window; rejected and failed ones are the team's upload
+    # history (their diagnostics) for HISTORY_DAYS: their number is bounded by the rate limit on rejections
+    old = UploadAttempt.objects.filter(created__lt=min(cutoff, now - timedelta(days=1)))
+    n_attempts, _ = (old.exclude(state__in=(UploadAttempt.State.REJECTED, UploadAttempt.State.FAILED))
+                     | old.filter(created__lt=now - timedelta(days=HISTORY_DAYS))).delete()
     return {"results": n_results, "attempts": n_attempts}

@@ -1,4 +1,5 @@
 from django import forms
+from django.core import validators
 
 from unpooled.service.corpora.models import Corpus
 from unpooled.service.submissions.models import Submission
@@ -14,3 +15,18 @@ class UploadForm(forms.Form):
     visibility = forms.ChoiceField(choices=Submission.Visibility.choices, initial=Submission.Visibility.PUBLIC)
     description = forms.CharField(widget=forms.Textarea(attrs={"rows": 2, "cols": 60}), required=False)
     file = forms.FileField(help_text="plain or gzip-compressed")
+
+
+class SubmissionSettingsForm(forms.ModelForm):
+    """What the submitting team may change on its submission's page."""
+
+    link = forms.URLField(max_length=500, required=False, assume_scheme="https",
+                          validators=[validators.URLValidator(schemes=["http", "https"])],
+                          help_text="the method's paper or code (http or https)")
+    description = forms.CharField(max_length=2000, required=False,
+                                  widget=forms.Textarea(attrs={"rows": 3, "cols": 60}),
+                                  help_text="the method in a sentence or two (shown on the leaderboard)")
+
+    class Meta:
+        model = Submission
+        fields = ["visibility", "description", "link"]

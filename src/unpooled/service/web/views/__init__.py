@@ -3,9 +3,10 @@
 from . import demo  # noqa: F401 - demo.demo_status
 from .explore import corpus_detail, document_detail, home, submission_list
 from . import participate
-from .leaderboard import leaderboard
-from .submission import submission_detail, submission_export
-from .submit import retry, status, status_json, upload, upload_status
+from .leaderboard import about_numbers, leaderboard, leaderboard_csv
+from .submission import submission_detail, submission_export, submission_settings
+from .submit import retry, status, status_json, upload, upload_history, upload_status
 
-__all__ = ["participate", "corpus_detail", "document_detail", "home", "leaderboard", "submission_detail", "submission_export",
-           "submission_list", "retry", "status", "status_json", "upload", "upload_status"]
+__all__ = ["about_numbers", "corpus_detail", "document_detail", "home", "leaderboard", "leaderboard_csv",
+           "participate", "submission_detail", "submission_export", "submission_list", "submission_settings",
+           "retry", "status", "status_json", "upload", "upload_history", "upload_status"]

@@ -1,8 +1,11 @@
-"""The leaderboard page of a corpus."""
+"""The leaderboard page of a corpus, its CSV download, and the page that explains its numbers."""
 
 from __future__ import annotations
 
-from django.http import Http404
+import csv
+import io
+
+from django.http import Http404, HttpResponse
 from django.shortcuts import get_object_or_404, render
 from django.utils.functional import SimpleLazyObject
 
@@ -10,16 +13,60 @@ from unpooled.service.corpora.models import Corpus
 from unpooled.service.evaluations.policy import SERVICE_LEVELS
 
 
-def leaderboard(request, name: str):
-    from unpooled.service.evaluations.leaderboard import CACHE_SECONDS, cache_key
-    from unpooled.service.evaluations.leaderboard import leaderboard as build
-
+def _corpus_level(request, name: str) -> tuple[Corpus, str]:
     corpus = get_object_or_404(Corpus, name=name)
     level = request.GET.get("level", "instance")
     if level not in SERVICE_LEVELS:
         raise Http404("level must be instance, relation or entity")
-    # the rendered table is cached under the leaderboard's key: on a hit the rows are never needed
+    return corpus, level
+
+
+def leaderboard(request, name: str):
+    from unpooled.service.accounts.actions import is_organiser
+    from unpooled.service.evaluations.leaderboard import CACHE_SECONDS, cache_key
+    from unpooled.service.evaluations.leaderboard import leaderboard as build
+
+    corpus, level = _corpus_level(request, name)
+    # the rendered table is cached under the leaderboard's key (the viewer's scope is part of it: organisers,
+    # who alone see the command-line hint, have their own); on a hit the rows are never needed
     key = cache_key(corpus, level, request.user)
     board = SimpleLazyObject(lambda: build(corpus, level=level, user=request.user, key=key))
-    return render(request, "web/leaderboard.html", {"corpus": corpus, "level": level, "key": key, "board": board,
-                                                    "cache_seconds": CACHE_SECONDS})
+    return render(request, "web/leaderboard.html", {
+        "corpus": corpus, "level": level, "levels": SERVICE_LEVELS, "key": key, "board": board,
+        "cache_seconds": CACHE_SECONDS, "organiser": is_organiser(request.user),
+        "evaluated": _evaluated_levels(corpus)})
+
+
+def _evaluated_levels(corpus: Corpus) -> list[str]:
+    """The levels the corpus's settings evaluate new submissions at (all of them when the settings are unreadable:
+    the page then says nothing it cannot back)."""
+    from unpooled.service.evaluations.lifecycle import LifecycleError, levels_for
+
+    try:
+        return levels_for(corpus)
+    except LifecycleError:
+        return list(SERVICE_LEVELS)
+
+
+def leaderboard_csv(request, name: str):
+    """The rows the viewer sees on the page, as CSV (the same visibility rules: private rows only for their team
+    and the organisers)."""
+    from unpooled.service.evaluations.leaderboard import CSV_COLUMNS, csv_rows
+    from unpooled.service.evaluations.leaderboard import leaderboard as build
+
+    corpus, level = _corpus_level(request, name)
+    board = build(corpus, level=level, user=request.user)
+    buf = io.StringIO()
+    w = csv.writer(buf)
+    w.writerow(CSV_COLUMNS)
+    w.writerows(csv_rows(board))
+    resp = HttpResponse(buf.getvalue(), content_type="text/csv; charset=utf-8")
+    resp["Content-Disposition"] = f'attachment; filename="leaderboard-{corpus.name}-{level}.csv"'
+    return resp
+
+
+def about_numbers(request):
+    """What the leaderboard's and the submission pages' numbers are, in words."""
+    from unpooled.service.evaluations.policy import CONFIDENCE
+
+    return render(request, "web/about_numbers.html", {"confidence": round(CONFIDENCE * 100)})

@@ -17,7 +17,6 @@ import logging
 from django.core.cache import cache
 from django.core.exceptions import PermissionDenied
 from django.core.paginator import Paginator
-from django.db.models import Count
 from django.http import Http404, HttpResponse
 from django.shortcuts import get_object_or_404, render
 from django.template.loader import render_to_string
@@ -28,14 +27,15 @@ from django.utils.safestring import mark_safe
 from unpooled.core.names import KB_FORMATS
 
 from unpooled.service.accounts.actions import can_manage, can_view
+from unpooled.service.web.forms import SubmissionSettingsForm
 from unpooled.service.evaluations.policy import SERVICE_LEVELS as LEVELS
 from unpooled.service.submissions.actions import export_submission
 from unpooled.service.submissions.models import RelationInstance, Submission
 
 log = logging.getLogger(__name__)
-ERRORS_PER_PAGE = 20
-MISSED_PER_PAGE = 20
-CHART_ROWS = 40
+ERRORS_PER_PAGE = 10
+MISSED_PER_PAGE = 10
+CHART_ROWS = 15
 
 
 def _submission(request, pk: int, *, manage: bool = False) -> Submission:
@@ -58,13 +58,15 @@ def _page_links(request, param: str, page, anchor: str) -> dict:
 
 
 def _chart(rows: list[dict], title: str) -> str:
-    """F1 with its interval per group (the largest groups)."""
+    """F1 with its interval per group: the :data:`CHART_ROWS` groups with most instances that have labelled draws
+    (rows come sorted by instances), named by code and description."""
     from unpooled.core.plots.svg import interval_chart
 
-    shown = [r for r in rows if r.get("f1") is not None][:CHART_ROWS]
+    shown = [r for r in rows if r.get("f1") is not None and r.get("n_draws")][:CHART_ROWS]
     if not shown:
         return ""
-    return interval_chart([r["group"] for r in shown], [r["f1"] for r in shown], [r["f1_lo"] for r in shown],
+    names = [f"{r['group']} {r['description']}"[:34] if r.get("description") else r["group"] for r in shown]
+    return interval_chart(names, [r["f1"] for r in shown], [r["f1_lo"] for r in shown],
                           [r["f1_hi"] for r in shown], title=title, value_label="F1", series_label="F1",
                           value_range=(0.0, 1.0), width=560)
 
@@ -77,10 +79,10 @@ def _breakdown_html(score, bd: dict, levels: list[str]) -> str:
         level = score.level
         return render_to_string("web/submission_breakdown.html", {
             "bd": bd, "level": level, "levels": levels,
-            "relation_svg": _chart(bd["relation"], f"F1 by relation ({level} level)"),
+            "relation_svg": _chart(bd["relation"], f"F1 by relation, the {CHART_ROWS} largest ({level} level)"),
             "type_svg": _chart(bd["entity_type"], f"F1 by subject type ({level} level)")})
 
-    key = f"unpooled:breakdown-html:v{VERSION}:{score.pk}:{bd.get('computed', '')}:{','.join(levels)}"
+    key = f"unpooled:breakdown-html:v{VERSION}.{TEMPLATE_VERSION}:{score.pk}:{bd.get('computed', '')}:{','.join(levels)}"
     return mark_safe(cache.get_or_set(key, build, timeout=24 * 3600))
 
 
@@ -113,6 +115,14 @@ def _status_url(sub: Submission) -> str | None:
 #: view (error analysis: the labels) is kept shorter, as labels may change before the next score
 PAGE_SECONDS = 24 * 3600
 MANAGE_PAGE_SECONDS = 60
+#: part of every cache key of a rendered page or breakdown: a change of the templates gives new keys
+TEMPLATE_VERSION = 2
+
+#: what the validation's counts are called on the page (others: their key with spaces)
+COUNT_LABELS = {"instances": "instances stored", "lines": "lines read", "documents": "documents",
+                "string_instances": "instances with a string value (no object entity)",
+                "inverses_merged": "inverse relations turned into their canonical direction",
+                "duplicates_dropped": "duplicate instances dropped", "entities": "entities", "mentions": "mentions"}
 
 
 def _newest_ids(sub: Submission) -> dict[str, int]:
@@ -138,7 +148,7 @@ def page_key(sub: Submission, newest: dict[str, int], *, manage: bool, level: st
     scores = ",".join(f"{lv}{i}" for lv, i in sorted(newest.items()))
     pages = ":".join(str(params.get(k, ""))[:12] for k in ("page", "errors_page", "missed_page"))
     stamp = "-".join(str(t.timestamp() if t else 0) for t in (sub.updated, sub.status_changed))
-    return (f"unpooled.subpage:v{VERSION}:{sub.pk}:{int(manage)}:{level}:{scores}:{sub.status}:{sub.visibility}:"
+    return (f"unpooled.subpage:v{VERSION}.{TEMPLATE_VERSION}:{sub.pk}:{int(manage)}:{level}:{scores}:{sub.status}:{sub.visibility}:"
             f"{stamp}:"
             f"{hashlib.blake2b(pages.encode(), digest_size=6).hexdigest()}")
 
@@ -159,7 +169,39 @@ def submission_detail(request, pk: int):
         content, cacheable = _render_content(request, sub, manage, level)
         if cacheable:
             cache.set(key, content, MANAGE_PAGE_SECONDS if manage else PAGE_SECONDS)
-    return render(request, "web/submission.html", {"sub": sub, "content": mark_safe(content)})
+    return render(request, "web/submission.html", {
+        "sub": sub, "content": mark_safe(content), "owner": _owner(request.user, sub),
+        "form": SubmissionSettingsForm(instance=sub) if _owner(request.user, sub) else None})
+
+
+def _owner(user, sub: Submission) -> bool:
+    """A member of the submitting team: the one who may change the submission's settings on its page."""
+    from unpooled.service.accounts.actions import team_of
+
+    team = team_of(user)
+    return team is not None and team.pk == sub.team_id
+
+
+def submission_settings(request, pk: int):
+    """POST: the submitting team changes visibility, description and paper link (CSRF-checked by the middleware).
+    Anyone else: 404 when they may not see the submission, 403 when they may see but not change it."""
+    from django.http import HttpResponseNotAllowed
+    from django.shortcuts import redirect
+
+    from unpooled.service.submissions.actions import do_update_submission
+
+    sub = _submission(request, pk)
+    if request.method != "POST":
+        return HttpResponseNotAllowed(["POST"])
+    if not _owner(request.user, sub):
+        raise PermissionDenied(f"only members of team {sub.team.name} can change submission {sub.pk}")
+    form = SubmissionSettingsForm(request.POST, instance=Submission.objects.get(pk=sub.pk))
+    if not form.is_valid():
+        return render(request, "web/submission.html", {
+            "sub": sub, "content": "", "owner": True, "form": form, "settings_open": True}, status=400)
+    d = form.cleaned_data
+    do_update_submission(sub, visibility=d["visibility"], description=d["description"], link=d["link"])
+    return redirect(reverse("web:submission", args=[sub.pk]) + "?saved=1")
 
 
 def _render_content(request, sub: Submission, manage: bool, level: str | None) -> tuple[str, bool]:
@@ -189,7 +231,11 @@ def _render_content(request, sub: Submission, manage: bool, level: str | None) -
             log.exception("breakdown of submission %s at level %s failed", sub.pk, level)
             bd_state = "failed"
     ctx = {"sub": sub, "manage": manage, "scores": scores, "level": level, "score": score, "bd": bd,
-           "bd_state": bd_state, "status_url": _status_url(sub), "warnings": sub.warnings.get("warnings", [])}
+           "bd_state": bd_state, "status_url": _status_url(sub), "warnings": sub.warnings.get("warnings", []),
+           "counts": [(COUNT_LABELS.get(k, k.replace("_", " ")), v) for k, v in (sub.counts or {}).items()]}
+    if score is not None:
+        ctx.update(_headline(sub, score))
+    names = _relation_names(sub.corpus)
     if bd:
         ctx["breakdown_html"] = _breakdown_html(score, bd, [s.level for s in scores])
     if manage:
@@ -198,6 +244,7 @@ def _render_content(request, sub: Submission, manage: bool, level: str | None) -
         erows = breakdown.error_rows(errs, list(epage.object_list))
         for r in erows:
             r["context"] = _context_html(r)
+            r["relation_name"] = names.get(r["i"].predicate, "")
         ctx["errors"] = {"rows": erows, "total": len(errs.instance_ids),
                          "labelled": errs.labelled, "drawn": errs.drawn,
                          **_page_links(request, "errors_page", epage, "errors")}
@@ -206,11 +253,10 @@ def _render_content(request, sub: Submission, manage: bool, level: str | None) -
             mrows = breakdown.missed_rows(list(mpage.object_list))
             for r in mrows:
                 r["context"] = _context_html(r)
+                r["relation_name"] = names.get(r["predicate"], "")
             ctx["missed"] = {"rows": mrows, "total": bd["missed_total"],
                              "stored": len(bd["missed"]), "truth": bd["truth_total"],
                              **_page_links(request, "missed_page", mpage, "missed")}
-    by_pred = (RelationInstance.objects.filter(submission=sub).values("predicate")
-               .annotate(n=Count("id")).order_by("-n"))
     # the surface strings are cut in SQL: a page of 50 rows need not read 50 document texts
     inst = (RelationInstance.objects.filter(submission=sub).order_by("pk").annotate(
         subject_text=Substr("document__text", F("subject_start") + 1, F("subject_end") - F("subject_start")),
@@ -220,10 +266,40 @@ def _render_content(request, sub: Submission, manage: bool, level: str | None) -
     page = Paginator(inst, 50).get_page(request.GET.get("page"))
     rows = [{"doc_id": i["document__doc_id"], "subject": i["subject_text"], "subject_name": i["subject__name"],
              "predicate": i["predicate"], "object": i["value"] if i["value"] is not None else i["object_text"],
-             "object_name": i["object__name"], "confidence": f"{i['confidence']:.2f}", "line": i["line"]}
-            for i in page]
-    ctx.update(by_pred=by_pred, page=page, rows=rows)
+             "object_name": i["object__name"], "confidence": f"{i['confidence']:.2f}", "line": i["line"],
+             "relation_name": names.get(i["predicate"], "")} for i in page]
+    ctx.update(page=page, rows=rows)
     return render_to_string("web/_submission_content.html", ctx, request=request), bd_state in ("ready", "none")
+
+
+def _relation_names(corpus) -> dict[str, str]:
+    """Predicate code -> its description in the corpus's schema ("P17" -> "country")."""
+    try:
+        schema = corpus.schema.schema()
+    except Exception:  # noqa: BLE001 - names are a convenience: the codes stand alone
+        log.exception("schema of corpus %s", corpus.name)
+        return {}
+    return {name: r.description for name, r in schema.relations.items() if r.description}
+
+
+def _headline(sub: Submission, score) -> dict:
+    """The headline's evidence: this submission's own labelled draws at the score's level (distinct instances,
+    by their current label) and how far the correction for annotator error moved precision."""
+    from unpooled.service.evaluations.breakdown import current_sample_labels
+    from unpooled.service.evaluations.models import Draw
+
+    labels = current_sample_labels(sub)
+    keys = set(Draw.objects.filter(submission=sub, level=score.level).values_list("key", flat=True))
+    got = [labels[k].correct for k in keys if k in labels]
+    own = {"labelled": len(got), "correct": sum(1 for c in got if c),
+           "share": sum(1 for c in got if c) / len(got)} if got else None
+    smp = (score.details or {}).get("sample") or {}
+    shift = None
+    if smp.get("p") is not None and score.p is not None and score.p_lo is not None and score.p_hi is not None:
+        d = abs(score.p - smp["p"])
+        if d > (score.p_hi - score.p_lo) / 2:
+            shift = d
+    return {"own": own, "shift": shift}
 
 
 def submission_export(request, pk: int, fmt: str):

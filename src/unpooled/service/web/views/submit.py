@@ -148,6 +148,17 @@ def upload_status(request, task_id: str):
                                                       "corpus": corpus, "corpus_name": name})
 
 
+@login_required
+def upload_history(request):
+    """The uploads of the user's team (without a team: the user's own), newest first, each with what became of it;
+    a rejected one keeps its diagnostics (:func:`unpooled.service.submissions.uploads.history_outcome`) after the
+    upload's own status page has expired."""
+    team = accounts.team_of(request.user)
+    attempts = list(uploads.upload_history(team, request.user))
+    return render(request, "web/upload_history.html", {"attempts": attempts, "team": team,
+                                                       "keep_days": uploads.HISTORY_DAYS})
+
+
 def _visible(request, pk: int) -> Submission:
     sub = get_object_or_404(Submission.objects.select_related("team", "corpus"), pk=pk)
     if not accounts.can_view(request.user, sub):
