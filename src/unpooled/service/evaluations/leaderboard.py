@@ -7,6 +7,15 @@ submissions (``updated``: visibility, description; ``status_changed``: publicati
 a publication or a visibility change therefore shows at the next request; the entry also expires
 after :data:`CACHE_SECONDS`, for what the fingerprint does not see (a team renamed in the admin).
 The page caches its rendered table and chart under the same key (``leaderboard.html``).
+
+**Periods.** ``period`` (a :class:`~unpooled.service.corpora.models.Period`) restricts the board to the
+submissions made in that period; ``None`` is the overall board (every submission).  A submission whose period
+closed shows its frozen score (:class:`~unpooled.service.evaluations.models.ScoreSnapshot`, ``frozen`` on its
+row), on the period's board and the overall one.  The key counts the corpus's periods and snapshots, so a period
+opened or closed shows at the next request.
+
+**The human reference** (:mod:`.reference`) is a marked row (``reference``) on every board of its corpus: it
+takes no rank and is placed by its F1 among the ranked systems.
 """
 
 from __future__ import annotations
@@ -61,11 +70,25 @@ def fingerprint(corpus: Corpus, level: str) -> str:
         f"{row[4]}|{row[5]}".encode(), digest_size=8).hexdigest()
 
 
-def cache_key(corpus: Corpus, level: str, user=None) -> str:
-    return f"unpooled.leaderboard:{corpus.pk}:{corpus.name}:{level}:{scope(user)}:{fingerprint(corpus, level)}"
+def period_fingerprint(corpus: Corpus) -> str:
+    """Changes when a period of ``corpus`` opens or closes or a score of it is frozen (one query)."""
+    from django.db.models import Count
+
+    from unpooled.service.corpora.models import Period
+
+    from .models import ScoreSnapshot
+
+    p = Period.objects.filter(corpus=corpus).aggregate(n=Count("id"), c=Count("closed"))
+    f = ScoreSnapshot.objects.filter(period__corpus=corpus).aggregate(n=Count("id"), m=Max("id"))
+    return f"{p['n']}.{p['c']}.{f['n']}.{f['m'] or 0}"
 
 
-def leaderboard(corpus: Corpus, *, level: str = "instance", user=None, key: str | None = None) -> dict:
+def cache_key(corpus: Corpus, level: str, user=None, period=None) -> str:
+    return (f"unpooled.leaderboard:{corpus.pk}:{corpus.name}:{level}:{scope(user)}:"
+            f"p{period.pk if period is not None else 'all'}.{period_fingerprint(corpus)}:{fingerprint(corpus, level)}")
+
+
+def leaderboard(corpus: Corpus, *, level: str = "instance", user=None, key: str | None = None, period=None) -> dict:
     """Rows (newest score per published submission at ``level``) ranked by F1 with tie groups, and the chart.
 
     ``user``: whose view -- public submissions, plus the user's team's private ones
@@ -73,50 +96,81 @@ def leaderboard(corpus: Corpus, *, level: str = "instance", user=None, key: str 
     Each row has ``rank``, ``tied``, ``name``, ``score`` (the :data:`SCORE_FIELDS` as attributes)
     and ``submission`` (``pk``, ``run_id``, ``visibility``, ``team.name``).  ``key`` is the cache key
     (``cache_seconds`` its lifetime), under which the page caches its rendered table; a caller that has
-    computed it already passes it as ``key``.
+    computed it already passes it as ``key``.  ``period``: that period's submissions (and the human
+    reference), ``None``: all; rows carry ``frozen`` (the time their score was frozen, or ``None``) and
+    ``reference`` (the human reference: no rank).
     """
-    key = key or cache_key(corpus, level, user)
+    key = key or cache_key(corpus, level, user, period)
     got = cache.get(key)
     if got is None:
-        got = {**build(corpus, level=level, user=user), "key": key, "cache_seconds": CACHE_SECONDS}
+        got = {**build(corpus, level=level, user=user, period=period), "key": key, "cache_seconds": CACHE_SECONDS}
         cache.set(key, got, CACHE_SECONDS)
     return got
 
 
-def build(corpus: Corpus, *, level: str = "instance", user=None) -> dict:
+def build(corpus: Corpus, *, level: str = "instance", user=None, period=None) -> dict:
     """:func:`leaderboard` without the cache."""
+    from django.db.models import Q
+
     from unpooled.service.accounts.actions import visible_submissions
     from unpooled.service.submissions.models import Submission
 
+    from .models import ScoreSnapshot
+
     subs = visible_submissions(user, Submission.objects.filter(corpus=corpus, status=Submission.Status.PUBLISHED))
-    newest = (Score.objects.filter(submission__in=subs.values("pk"), level=level).values("submission_id")
-              .annotate(m=Max("id")).values("m"))
-    rows_db = list(Score.objects.filter(id__in=newest).order_by("submission_id").values_list(
+    if period is not None:
+        subs = subs.filter(Q(period=period) | Q(is_reference=True))
+    newest = dict(Score.objects.filter(submission__in=subs.values("pk"), level=level).values("submission_id")
+                  .annotate(m=Max("id")).values_list("submission_id", "m"))
+    # a frozen submission shows its snapshot (the re-scoring writes none after it; this holds whatever happens)
+    frozen = {}
+    for sid, score_id, when in ScoreSnapshot.objects.filter(submission__in=subs.values("pk"), level=level).values_list(
+            "submission_id", "score_id", "frozen"):
+        newest[sid], frozen[sid] = score_id, when
+    rows_db = list(Score.objects.filter(id__in=list(newest.values())).order_by("submission_id").values_list(
         *SCORE_FIELDS, "submission_id", "submission__run_id", "submission__visibility", "submission__team__name",
-        "details__truth"))
+        "details__truth", "submission__is_reference", "submission__period__number"))
     if not rows_db:
-        return {"rows": [], "svg": "", "level": level}
+        return {"rows": [], "svg": "", "level": level, "period": _period_info(period)}
     n = len(SCORE_FIELDS)
     # details: only the truth (a gold layer's P/R/F1, for demos), never the stored breakdowns
     scores = [SimpleNamespace(**dict(zip(SCORE_FIELDS, r[:n])), details={"truth": r[n + 4]} if r[n + 4] else {})
               for r in rows_db]
-    subs_of = [SimpleNamespace(pk=r[n], id=r[n], run_id=r[n + 1], visibility=r[n + 2],
-                               team=SimpleNamespace(name=r[n + 3])) for r in rows_db]
+    subs_of = [SimpleNamespace(pk=r[n], id=r[n], run_id=r[n + 1], visibility=r[n + 2], is_reference=bool(r[n + 5]),
+                               period=r[n + 6], team=SimpleNamespace(name=r[n + 3])) for r in rows_db]
 
     def arr(name):
         return np.array([getattr(s, name) if getattr(s, name) is not None else math.nan for s in scores], dtype=float)
 
     f1, lo, hi = arr("f1"), arr("f1_lo"), arr("f1_hi")
-    groups = tie_groups(f1, lo, hi)
-    size = np.bincount(groups)
-    order = sorted(range(len(scores)), key=lambda i: (groups[i], -(f1[i] if not math.isnan(f1[i]) else -1)))
+    # the human reference takes no rank (it is no team's run): ranks and tie groups are the systems' alone
+    ranked = [i for i in range(len(scores)) if not subs_of[i].is_reference]
+    groups = np.zeros(len(scores), dtype=int)
+    if ranked:
+        groups[ranked] = tie_groups(f1[ranked], lo[ranked], hi[ranked])
+    size = np.bincount(groups[ranked]) if ranked else np.zeros(1, int)
+    order = sorted(ranked, key=lambda i: (groups[i], -(f1[i] if not math.isnan(f1[i]) else -1)))
+    for i in (i for i in range(len(scores)) if subs_of[i].is_reference):  # placed by its F1 among the ranked
+        at = len(order) if math.isnan(f1[i]) else next((k for k, j in enumerate(order) if not f1[j] >= f1[i]),
+                                                       len(order))
+        order.insert(at, i)
     rows = []
     for i in order:
         s, sub = scores[i], subs_of[i]
-        rows.append({"rank": int(groups[i]), "tied": int(size[groups[i]]) > 1, "score": s, "submission": sub,
-                     "name": f"{sub.team.name}/{sub.run_id}"})
+        ref = sub.is_reference
+        rows.append({"rank": None if ref else int(groups[i]), "tied": (not ref) and int(size[groups[i]]) > 1,
+                     "score": s, "submission": sub, "reference": ref, "frozen": frozen.get(sub.pk),
+                     "period": sub.period, "name": "human reference (exhaustive annotation)" if ref
+                     else f"{sub.team.name}/{sub.run_id}"})
     svg = interval_chart([r["name"] for r in rows], [r["score"].f1 for r in rows],
                          [r["score"].f1_lo for r in rows], [r["score"].f1_hi for r in rows],
                          title=f"F1 with 90% intervals ({level} level)", value_label="F1", item_label="system",
                          value_range=(0.0, 1.0))
-    return {"rows": rows, "svg": svg, "level": level}
+    return {"rows": rows, "svg": svg, "level": level, "period": _period_info(period)}
+
+
+def _period_info(period) -> dict | None:
+    if period is None:
+        return None
+    return {"number": period.number, "title": period.title, "open": period.is_open, "opened": period.opened,
+            "closed": period.closed}

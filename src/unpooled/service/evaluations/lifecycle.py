@@ -84,6 +84,10 @@ def set_status(sub: Submission, status: str, **fields) -> None:
     sub.status, sub.status_changed = status, now
     for k, v in fields.items():
         setattr(sub, k, v)
+    if status == Status.PUBLISHED and sub.period_id is not None:
+        from .periods import freeze_pending
+
+        freeze_pending(sub.corpus)  # published after its period closed: frozen now
 
 
 # ---------------------------------------------------------------------------- planning
@@ -445,8 +449,17 @@ def progress(sub: Submission, *, now=None) -> dict:
 
 
 def newest_scores(sub: Submission) -> dict[str, Score]:
-    """The newest score per level."""
+    """The newest score per level; a frozen level's snapshot (its period closed: :mod:`.periods`), with
+    ``frozen`` (the time) set on it (``None`` on the others)."""
+    from .models import ScoreSnapshot
+
     # a GROUP BY over the (submission, level, id) index: a correlated subquery per score row cost 4 ms on PostgreSQL
     newest = Score.objects.filter(id__in=Score.objects.filter(submission=sub).order_by().values("level")
                                   .annotate(m=Max("id")).values("m"))
-    return {s.level: s for s in newest}
+    out = {s.level: s for s in newest}
+    for s in out.values():
+        s.frozen = None
+    for snap in ScoreSnapshot.objects.filter(submission=sub).select_related("score"):
+        out[snap.level] = snap.score
+        snap.score.frozen = snap.frozen
+    return out
