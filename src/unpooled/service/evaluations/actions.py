@@ -90,7 +90,7 @@ def offline_data(corpus: Corpus, *, level: str = "instance", label_method: str =
     towards it (measured: +9 points on a system of true precision 0.50 scored beside one of
     1.00, tests/service/test_evaluate.py); ``label_method='dawid-skene'`` uses them anyway.
     """
-    subs = list(Submission.objects.filter(corpus=corpus).select_related("team").order_by("id"))
+    subs = list(Submission.objects.filter(corpus=corpus, is_reference=False).select_related("team").order_by("id"))
     core_subs, by_name = [], {}
     for sub in subs:
         rows = list(RelationInstance.objects.filter(submission=sub).order_by("pk").values_list(
@@ -201,7 +201,8 @@ def evaluate(corpus: Corpus, *, crowd=None, labels: int = 150, documents: int = 
     report = EvaluationReport()
     if not ExhaustiveDocument.objects.filter(corpus=corpus).exists() and documents:
         sample_documents(corpus, "uniform", min(documents, corpus.n_documents), seed=seed)
-    pending = [s for s in Submission.objects.filter(corpus=corpus).select_related("team").order_by("id")
+    pending = [s for s in Submission.objects.filter(corpus=corpus, is_reference=False).select_related("team")
+               .order_by("id")
                if not s.scores.filter(level=level).exists() and s.instances.exists()]
     reuse: dict[int, list[int]] = {s.pk: [0, 0] for s in pending}
 

@@ -243,7 +243,8 @@ def rescore(corpus: Corpus) -> list[Score]:
 
     out: list[Score] = []
     reuse = reuse_counts(corpus)
-    levels = set(Draw.objects.filter(submission__corpus=corpus).values_list("level", flat=True).distinct())
+    levels = set(Draw.objects.filter(submission__corpus=corpus, submission__is_reference=False)
+                 .values_list("level", flat=True).distinct())
     by_level = {}
     for level in [lv for lv in LEVELS if lv in levels]:
         by_level[level] = score_corpus(corpus, level=level, reuse=reuse)
@@ -352,13 +353,18 @@ def schedule_poll(sub: Submission, seconds: float = 60.0) -> None:
 
 def on_labels(corpus: Corpus) -> dict:
     """A label batch arrived: re-score everyone, and publish the submissions whose labels are all in."""
-    waiting = list(Submission.objects.filter(corpus=corpus, status=Status.ANNOTATING))
+    waiting = list(Submission.objects.filter(corpus=corpus, status=Status.ANNOTATING, is_reference=False))
     done = [s for s in waiting if not open_requests(s).exists() and not _topped_up(s)]
     for s in done:
         set_status(s, Status.SCORING)
-    scores = rescore(corpus) if Draw.objects.filter(submission__corpus=corpus).exists() else []
+    scores = rescore(corpus) if Draw.objects.filter(submission__corpus=corpus,
+                                                    submission__is_reference=False).exists() else []
     for s in done:
         set_status(s, Status.PUBLISHED)
+    if Submission.objects.filter(corpus=corpus, is_reference=True).exists():
+        from . import reference
+
+        reference.on_labels(corpus)  # the human reference, scored on its own (reference.py)
     return {"rescored": len(scores), "published": [s.pk for s in done]}
 
 

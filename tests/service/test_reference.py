@@ -1,0 +1,129 @@
+"""The human reference: the exhaustive annotation scored as a submission of its own, on the simulated crowd
+(unpooled.service.evaluations.reference, unpooled.core.estimators.reference)."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from unpooled.core.estimators.reference import f1_independent, found_by_reference, recall_by_capture
+from unpooled.core.errors import InvalidInputError
+from unpooled.service.annotation import actions as ann
+from unpooled.service.annotation.models import Answer, Backend, Kind, TaskRequest
+from unpooled.service.crowd.simulated import SimulatedCrowd
+from unpooled.service.evaluations import lifecycle, reference
+from unpooled.service.evaluations.leaderboard import leaderboard
+from unpooled.service.evaluations.models import Score
+from unpooled.service.submissions.actions import do_ingest_submission
+from unpooled.service.submissions.models import Submission
+
+from ..conftest import load_redocred_subset
+from .test_annotation_e2e import _system_jsonl
+
+S = Submission.Status
+
+
+# ---------------------------------------------------------------------------- the core's pieces
+
+def test_recall_by_capture_by_hand():
+    # 80 found at 0.9 correct, 20 missed at 0.5: 72 / (72 + 10)
+    e = recall_by_capture(80, 0.9, 0.0, 20, 0.5, 0.0)
+    assert e.value == pytest.approx(72 / 82) and e.se == 0 and e.lo <= e.value <= e.hi
+    assert recall_by_capture(10, 1.0, 0.0, 0, math.nan, math.nan).value == 1.0  # nothing missed
+    assert math.isnan(recall_by_capture(0, math.nan, math.nan, 0, math.nan, math.nan).value)
+    wide = recall_by_capture(80, 0.9, 0.05, 20, 0.5, 0.1)
+    assert wide.se == pytest.approx(math.hypot(80 * 10 / 82 ** 2 * 0.05, 20 * 72 / 82 ** 2 * 0.1))
+    with pytest.raises(InvalidInputError, match=r"p_found: expected a number in \[0, 1\], got 1.5"):
+        recall_by_capture(1, 1.5, 0, 1, 0.5, 0)
+    with pytest.raises(InvalidInputError, match=r"confidence: expected a number in \(0, 1\), got 1"):
+        recall_by_capture(1, 0.5, 0, 1, 0.5, 0, confidence=1)
+    f = f1_independent(e, e, n_fallback=100)
+    assert f.value == pytest.approx(e.value)
+
+
+def test_found_by_reference_needs_the_fact_in_the_same_sentence():
+    facts = [("d", 0, "p", 1, 2), ("d", 3, "q", 1, 2)]
+    cands = [("d", 0, "p", {1}, {2}), ("d", 1, "p", {1}, {2}), ("d", 0, "p", {2}, {1}), ("d", 3, "q", {5, 1}, {2}),
+             ("e", 0, "p", {1}, {2})]
+    assert found_by_reference(facts, cands).tolist() == [True, False, False, True, False]
+
+
+# ---------------------------------------------------------------------------- the service, end to end
+
+def run_reference(shared_data, tmp_path, monkeypatch, *, seed: int, docs: int = 30, exhaustive: int = 8,
+                  name: str = "human"):
+    """Re-DocRED subset; DocRED-original and a noisy system evaluated by the simulated crowd (5 annotators); then
+    the human reference's samples verified by a crowd of 8 (the makers of a document's annotation excluded)."""
+    corpus, hwe, path = load_redocred_subset(shared_data, tmp_path, docs, name, team="DocRED-original", run="hwe")
+    st = ann.settings_for(corpus)
+    st.backend, st.exhaustive_documents, st.min_draws, st.max_draws = Backend.SIMULATED, exhaustive, 20, 40
+    st.levels = "instance"
+    st.save()
+    noisy = tmp_path / f"noisy{seed}.jsonl"
+    _system_jsonl(path, noisy, rng=seed, keep=0.6)
+    other = do_ingest_submission(noisy, name, "noisy", "r1", "jsonl").submission
+    from unpooled.service.crowd import base
+
+    # the lifecycle's simulated crowd (5 annotators) answers with this run's seed
+    monkeypatch.setitem(base.SimulatedBackend.__init__.__kwdefaults__, "seed", seed)
+    assert lifecycle.advance(hwe) == S.PUBLISHED and lifecycle.advance(other) == S.PUBLISHED
+    reference.request(corpus, rng=seed)
+    SimulatedCrowd.uniform(corpus, 8, rng=seed + 100).run()
+    ann.reaggregate(corpus)
+    score = reference.score(corpus)
+    return corpus, score, hwe, other
+
+
+@pytest.mark.django_db
+def test_human_reference_end_to_end(shared_data, tmp_path, monkeypatch):
+    corpus, score, hwe, other = run_reference(shared_data, tmp_path, monkeypatch, seed=1)
+    ref = reference.reference_of(corpus)
+    assert ref.is_reference and ref.team.name == "[human reference]" and ref.period is None
+    assert ref.status == S.PUBLISHED
+    # no answer to an item the reference asked for comes from a maker of that document's exhaustive annotation
+    counted = Answer.objects.filter(task__requests__submission=ref, task__kind=Kind.VERIFY, weight__gt=0)
+    assert counted.exists()
+    for a in counted.select_related("task"):
+        assert not Answer.objects.filter(annotator_id=a.annotator_id, task__document_id=a.task.document_id,
+                                         task__kind__in=[Kind.ENTITIES, Kind.RELATIONS]).exists()
+    # it is scored apart: the systems' pool has two systems, the reference has its own estimator
+    assert score.estimator == "reference/capture" and 0 <= score.p_lo <= score.p <= score.p_hi <= 1
+    assert 0 <= score.r_lo <= score.r <= score.r_hi <= 1 and 0 <= score.f1_lo <= score.f1 <= score.f1_hi <= 1
+    assert not Score.objects.filter(submission=ref).exclude(estimator="reference/capture").exists()
+    sample = score.details["sample"]
+    assert sample["found"] > 0 and sample["missed"] >= 0 and score.details["truth"]["gold"] > 0
+    # the leaderboard: a marked row without a rank, placed by its F1
+    rows = leaderboard(corpus)["rows"]
+    marked = [r for r in rows if r["reference"]]
+    assert len(marked) == 1 and marked[0]["rank"] is None and marked[0]["name"].startswith("human reference")
+    assert sorted(r["rank"] for r in rows if not r["reference"]) == [1, 2] or len(rows) == 3
+    from django.test import Client
+
+    page = Client().get(f"/corpora/{corpus.name}/leaderboard/").content.decode()
+    assert 'class="reference"' in page and "human reference (exhaustive annotation)" in page
+    api = Client().get(f"/api/corpora/{corpus.name}/leaderboard").json()["rows"]
+    assert [r["reference"] for r in api].count(True) == 1
+    assert next(r for r in api if r["reference"])["rank"] is None
+    # a team cannot take the reserved name
+    from unpooled.service.corpora.actions import ActionError
+
+    with pytest.raises(ActionError, match="reserved for the human reference"):
+        do_ingest_submission(tmp_path / "noisy1.jsonl", corpus.name, "[human reference]", "x", "jsonl")
+
+
+@pytest.mark.django_db
+def test_print_figures(shared_data, tmp_path, monkeypatch):
+    import os
+    import time
+
+    out = []
+    for seed in range(int(os.environ.get("REF_SEEDS", "3"))):
+        t = time.perf_counter()
+        (tmp_path / f"s{seed}").mkdir()
+        corpus, score, _, _ = run_reference(shared_data, tmp_path / f"s{seed}", monkeypatch, seed=seed,
+                                            name=f"human{seed}")
+        tr = score.details["truth"]
+        out.append((seed, score.p, score.p_lo, score.p_hi, tr["p"], score.r, score.r_lo, score.r_hi, tr["r"],
+                    score.f1, score.f1_lo, score.f1_hi, tr["f1"], score.details["sample"], time.perf_counter() - t))
+        print(out[-1], flush=True)
