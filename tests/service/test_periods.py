@@ -269,3 +269,16 @@ def test_closing_freezes_scores_that_later_labels_would_move(shared_data, tmp_pa
     assert lifecycle.newest_scores(a)["instance"].pk == snap.score_id
     row = next(r for r in leaderboard(corpus)["rows"] if r["submission"].pk == a.pk)
     assert row["score"].id == snap.score_id and row["frozen"] == snap.frozen
+
+
+def test_human_reference_button_is_for_organisers_and_says_when_there_is_nothing_to_score(corpus, people):
+    anon, alice, olga = Client(), Client(), Client()
+    alice.force_login(people["alice"])
+    olga.force_login(people["olga"])
+    assert anon.post("/organiser/reference/", {"corpus": "fixture"}).status_code == 302
+    assert alice.post("/organiser/reference/", {"corpus": "fixture"}).status_code == 403
+    resp = olga.post("/organiser/reference/", {"corpus": "fixture"}, follow=True)
+    assert "has no completely annotated exhaustive document yet" in resp.content.decode()
+    assert not Submission.objects.filter(is_reference=True).exists()
+    page = olga.get("/organiser/periods/?corpus=fixture").content.decode()
+    assert 'id="reference-form"' in page and "Score the human reference" in page

@@ -112,18 +112,32 @@ def test_human_reference_end_to_end(shared_data, tmp_path, monkeypatch):
         do_ingest_submission(tmp_path / "noisy1.jsonl", corpus.name, "[human reference]", "x", "jsonl")
 
 
+@pytest.mark.slow
 @pytest.mark.django_db
-def test_print_figures(shared_data, tmp_path, monkeypatch):
+def test_human_reference_intervals_hold_the_truth_in_most_runs(shared_data, tmp_path, monkeypatch):
+    """Runs of the whole flow (30 Re-DocRED documents, 8 annotated exhaustively, DocRED-original and a noisy
+    system, crowd accuracy 0.8) with different seeds: the truth of the reference (its P over its instances, its R
+    over the protocol's within-sentence facts of the annotated documents, from the gold layer) is inside the 90%
+    interval in most runs.  Figures: REF_TABLE=1 prints the table (the report quotes it)."""
     import os
-    import time
 
-    out = []
-    for seed in range(int(os.environ.get("REF_SEEDS", "3"))):
-        t = time.perf_counter()
+    seeds = range(int(os.environ.get("REF_SEEDS", "6")))
+    hits = {"p": 0, "r": 0, "f1": 0}
+    rows = []
+    for seed in seeds:
         (tmp_path / f"s{seed}").mkdir()
         corpus, score, _, _ = run_reference(shared_data, tmp_path / f"s{seed}", monkeypatch, seed=seed,
                                             name=f"human{seed}")
         tr = score.details["truth"]
-        out.append((seed, score.p, score.p_lo, score.p_hi, tr["p"], score.r, score.r_lo, score.r_hi, tr["r"],
-                    score.f1, score.f1_lo, score.f1_hi, tr["f1"], score.details["sample"], time.perf_counter() - t))
-        print(out[-1], flush=True)
+        for k in hits:
+            hits[k] += bool(tr["covered"][k])
+        rows.append(f"{seed:>4} " + " ".join(
+            f"{getattr(score, k):.3f} [{getattr(score, k + '_lo'):.3f}, {getattr(score, k + '_hi'):.3f}] {tr[k]:.3f}"
+            for k in ("p", "r", "f1")) + f"  found {score.details['sample']['found']}, missed "
+            f"{score.details['sample']['missed']}")
+    if os.environ.get("REF_TABLE"):
+        print("\nseed  P [90%] true                 R [90%] true                 F1 [90%] true")
+        print("\n".join(rows))
+        print({k: f"{v}/{len(seeds)}" for k, v in hits.items()})
+    n = len(seeds)
+    assert hits["p"] >= n - 2 and hits["r"] >= n - 2 and hits["f1"] >= n - 2, (hits, rows)

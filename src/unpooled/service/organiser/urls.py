@@ -16,4 +16,5 @@ urlpatterns = [
     path("organiser/periods/open/", views.period_open, name="period_open"),
     path("organiser/periods/<int:pk>/close/", views.period_close, name="period_close"),
     path("organiser/periods/<int:pk>/release/", views.period_release, name="period_release"),
+    path("organiser/reference/", views.reference_request, name="reference"),
 ]

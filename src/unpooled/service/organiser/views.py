@@ -186,8 +186,12 @@ def periods(request):
     ctx = console_context(request, "periods")
     corpus = ctx["corpus"]
     if corpus is not None:
+        from unpooled.service.evaluations import reference
+
+        ref = reference.reference_of(corpus)
         ctx.update(rows=periods_mod.period_rows(corpus), current=periods_mod.open_period(corpus),
-                   uses_periods=corpus.periods.exists(), alerts=console.alerts(corpus))
+                   uses_periods=corpus.periods.exists(), alerts=console.alerts(corpus), reference=ref,
+                   reference_score=ref.scores.order_by("-id").first() if ref is not None else None)
     return render(request, "organiser/periods.html", ctx)
 
 
@@ -245,3 +249,25 @@ def period_release(request, pk: int):
         return redirect(_back("organiser:periods", p.corpus))
     out.seek(0)
     return FileResponse(out, as_attachment=True, filename=name + ".zip", content_type="application/zip")
+
+
+@require_POST
+@organiser_required
+def reference_request(request):
+    """Build (or rebuild) the corpus's human reference from its exhaustive annotation and ask for the verification
+    of its samples (:func:`unpooled.service.evaluations.reference.request`); its score follows the labels."""
+    from unpooled.service.crowd.base import backend_for
+    from unpooled.service.evaluations import reference
+
+    corpus = get_object_or_404(Corpus, name=request.POST.get("corpus", ""))
+    got = reference.request(corpus)
+    if got.get("reference") is None:
+        messages.error(request, f"{corpus.name} has no completely annotated exhaustive document yet: no human "
+                                "reference to score")
+    else:
+        backend_for(corpus).publish(corpus)
+        reference.score(corpus)
+        messages.success(request, f"human reference of {corpus.name}: {got['draws']} instances drawn for its "
+                                  f"precision, {got['recall_sample']} system instances for its recall; "
+                                  f"{got['tasks_created']} verification items created")
+    return redirect(_back("organiser:periods", corpus))
