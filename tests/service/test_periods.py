@@ -282,3 +282,10 @@ def test_human_reference_button_is_for_organisers_and_says_when_there_is_nothing
     assert not Submission.objects.filter(is_reference=True).exists()
     page = olga.get("/organiser/periods/?corpus=fixture").content.decode()
     assert 'id="reference-form"' in page and "Score the human reference" in page
+
+
+def test_the_api_names_a_submissions_period(corpus, people):
+    p = periods.do_open_period(people["olga"], corpus)
+    sub = ingest("red", "r1")
+    got = Client().get(f"/api/submissions/{sub.pk}").json()
+    assert got["period"] == p.number and got["reference"] is False

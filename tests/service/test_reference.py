@@ -29,11 +29,18 @@ S = Submission.Status
 def test_recall_by_capture_by_hand():
     # 80 found at 0.9 correct, 20 missed at 0.5: 72 / (72 + 10)
     e = recall_by_capture(80, 0.9, 0.0, 20, 0.5, 0.0)
-    assert e.value == pytest.approx(72 / 82) and e.se == 0 and e.lo <= e.value <= e.hi
+    assert e.value == pytest.approx(72 / 82) and e.lo <= e.value <= e.hi
+    # a share's standard error is at least the plus-two binomial one: sqrt(t(1-t)/(n+2)), t = (n p + 1)/(n + 2)
+    t1, t0 = (72 + 1) / 82, (10 + 1) / 22
+    s1, s0 = math.sqrt(t1 * (1 - t1) / 82), math.sqrt(t0 * (1 - t0) / 22)
+    assert e.se == pytest.approx(math.hypot(80 * 10 / 82 ** 2 * s1, 20 * 72 / 82 ** 2 * s0))
     assert recall_by_capture(10, 1.0, 0.0, 0, math.nan, math.nan).value == 1.0  # nothing missed
     assert math.isnan(recall_by_capture(0, math.nan, math.nan, 0, math.nan, math.nan).value)
-    wide = recall_by_capture(80, 0.9, 0.05, 20, 0.5, 0.1)
-    assert wide.se == pytest.approx(math.hypot(80 * 10 / 82 ** 2 * 0.05, 20 * 72 / 82 ** 2 * 0.1))
+    wide = recall_by_capture(80, 0.9, 0.05, 20, 0.5, 0.2)  # above the floors: the delta method as given
+    assert wide.se == pytest.approx(math.hypot(80 * 10 / 82 ** 2 * 0.05, 20 * 72 / 82 ** 2 * 0.2))
+    # nothing of the missed group judged correct: the interval is not a point
+    edge = recall_by_capture(150, 1.0, 0.0, 30, 0.0, 0.0)
+    assert edge.value == 1.0 and 0.95 < edge.lo < 0.99
     with pytest.raises(InvalidInputError, match=r"p_found: expected a number in \[0, 1\], got 1.5"):
         recall_by_capture(1, 1.5, 0, 1, 0.5, 0)
     with pytest.raises(InvalidInputError, match=r"confidence: expected a number in \(0, 1\), got 1"):

@@ -17,7 +17,12 @@ verification votes, :mod:`.noisy`),
       + \Bigl(\frac{n_0 n_1 \hat\pi_1}{D^2}\Bigr)^2 \widehat{\mathrm{Var}}(\hat\pi_0),
     \quad D = n_1\hat\pi_1 + n_0\hat\pi_0
 
-(the delta method; the two shares come from different items and votes).  :math:`r_H` is the recall of
+(the delta method; the two shares come from different items and votes).  A share estimated at a bound (all
+items of a group judged correct, or none) comes with a standard error of 0 from the vote model, which would make
+the interval a point; each share's standard error is therefore at least that of a binomial share at the
+plus-two estimate :math:`\tilde\pi_g = (n_g\hat\pi_g + 1)/(n_g + 2)`,
+:math:`\sqrt{\tilde\pi_g(1-\tilde\pi_g)/(n_g+2)}` (Agresti and Coull 1998), with :math:`n_g` the group's
+labelled instances.  :math:`r_H` is the recall of
 :math:`H` over the true facts the systems find; it equals :math:`H`'s recall over all true facts when whether
 :math:`H` finds a fact does not depend on whether a system finds it (the capture--recapture assumption).  Facts
 hard for both (found by neither) make it an overestimate.
@@ -29,6 +34,8 @@ Intervals are Wilson's at the effective sample size (:func:`.joint.wilson`).
 References
 ----------
 F. C. Lincoln. Calculating waterfowl abundance on the basis of banding returns. USDA Circular 118, 1930.
+A. Agresti, B. A. Coull. Approximate is better than "exact" for interval estimation of binomial proportions.
+*The American Statistician* 52(2):119-126, 1998.
 A. T. Chaganty, A. Paranjape, P. Liang, C. D. Manning. Importance sampling for unbiased on-demand evaluation of
 knowledge base population. EMNLP 2017 (§2, the harmonic mean of the point estimates).
 """
@@ -81,7 +88,7 @@ def _recall_by_capture_iv(n_found, p_found, se_found, n_missed, p_missed, se_mis
 
 
 def recall_by_capture(n_found, p_found, se_found, n_missed, p_missed, se_missed, *,
-                      confidence: float = 0.90) -> ReferenceEstimate:
+                      confidence: float = 0.90, labelled_found=None, labelled_missed=None) -> ReferenceEstimate:
     r"""Recall of the reference over a verified sample of true facts (module docs).
 
     Parameters
@@ -94,6 +101,9 @@ def recall_by_capture(n_found, p_found, se_found, n_missed, p_missed, se_missed,
         Their standard errors.
     confidence : float
         Interval level in (0, 1).
+    labelled_found, labelled_missed : float, optional
+        How many of each group have labels (default ``n_found``, ``n_missed``): the floor of each share's standard
+        error (module docs).
 
     Returns
     -------
@@ -114,13 +124,21 @@ def recall_by_capture(n_found, p_found, se_found, n_missed, p_missed, se_missed,
         p0, s0 = 0.0, 0.0
     if any(math.isnan(v) for v in (p1, p0)):
         return ReferenceEstimate(math.nan, math.nan, math.nan, math.nan)
+    m1 = n1 if labelled_found is None else _num("labelled_found", labelled_found)
+    m0 = n0 if labelled_missed is None else _num("labelled_missed", labelled_missed)
+
+    def floor(se, p, m):  # eq. in the module docs: the plus-two binomial standard error
+        t = (m * p + 1) / (m + 2)
+        return max(0.0 if math.isnan(se) else se, math.sqrt(t * (1 - t) / (m + 2)))
+
+    s1 = floor(s1, p1, m1) if n1 > 0 else 0.0
+    s0 = floor(s0, p0, m0) if n0 > 0 else 0.0
     a, b = n1 * p1, n0 * p0
     D = a + b
     if D <= 0:
         return ReferenceEstimate(math.nan, math.nan, math.nan, math.nan)
     r = a / D
-    var = (n1 * b / D ** 2) ** 2 * (s1 if not math.isnan(s1) else 0.0) ** 2 \
-        + (n0 * a / D ** 2) ** 2 * (s0 if not math.isnan(s0) else 0.0) ** 2
+    var = (n1 * b / D ** 2) ** 2 * s1 ** 2 + (n0 * a / D ** 2) ** 2 * s0 ** 2
     lo, hi = wilson(np.array([r]), np.array([var]), confidence, np.array([max(n1 + n0, 1.0)]))
     return ReferenceEstimate(r, math.sqrt(var), float(lo[0]), float(hi[0]))
 

@@ -107,7 +107,7 @@ def _corpus(name: str) -> Corpus:
 
 
 def _submission(request: HttpRequest, pk: int) -> Submission:
-    sub = Submission.objects.select_related("team", "corpus").filter(pk=pk).first()
+    sub = Submission.objects.select_related("team", "corpus", "period").filter(pk=pk).first()
     if sub is None or not caller(request).can_view(sub):
         raise ApiError("not_found", detail=f"no submission with id {pk}")
     return sub
@@ -342,6 +342,7 @@ def _sub_row(request, s: Submission) -> dict:
     return {"id": s.pk, "corpus": s.corpus.name, "team": s.team.name, "run": s.run_id, "format": s.format,
             "status": s.status, "visibility": s.visibility, "description": s.description, "file_name": s.file_name,
             "file_size": s.file_size, "counts": s.counts, "created": s.created,
+            "period": s.period.number if s.period_id else None, "reference": s.is_reference,
             "url": _url(request, "submission_detail", s.pk), "status_url": _url(request, "submission_status", s.pk),
             "scores_url": _url(request, "submission_scores", s.pk)}
 
@@ -357,7 +358,7 @@ def _sub_detail(request, s: Submission) -> dict:
             openapi_extra=OPTIONAL_EXTRA, tags=["submissions"], summary="Submissions you can see, newest first")
 def submission_list(request, corpus: Text = "", team: Text = "", status: Stage | None = None,
                     visibility: Visibility | None = None, limit: Limit = 50, offset: Offset = 0):
-    qs = caller(request).visible(Submission.objects.select_related("team", "corpus"))
+    qs = caller(request).visible(Submission.objects.select_related("team", "corpus", "period"))
     if corpus:
         qs = qs.filter(corpus__name=corpus)
     if team:
@@ -380,7 +381,7 @@ def submission_detail(request, pk: int):
               summary="Change a submission's visibility or description (its team, organisers)")
 def submission_update(request, pk: int, payload: SubmissionPatch):
     c = caller(request)
-    sub = Submission.objects.select_related("team", "corpus").filter(pk=pk).first()
+    sub = Submission.objects.select_related("team", "corpus", "period").filter(pk=pk).first()
     if sub is None:
         raise ApiError("not_found", detail=f"no submission with id {pk}")
     actions.check_update_submission(c, sub, visibility=payload.visibility, description=payload.description)

@@ -146,6 +146,8 @@ class SubmissionOut(Schema):
     file_size: int
     counts: dict[str, Any]
     created: datetime
+    period: int | None = Field(None, description="the evaluation period it was made in (null: outside periods)")
+    reference: bool = Field(False, description="the human reference (the exhaustive annotation), not a team's run")
     url: str
     status_url: str
     scores_url: str
