@@ -224,7 +224,7 @@ def test_a_period_release_holds_the_labels_of_its_submissions_only(corpus, peopl
     # the organiser's download
     c = Client()
     c.force_login(olga)
-    resp = c.get(f"/api/corpora/fixture/periods/1/release")
+    resp = c.get("/api/corpora/fixture/periods/1/release")
     assert resp.status_code == 200 and resp["Content-Type"] == "application/zip"
     is_error(c.get("/api/corpora/fixture/periods/2/release"), 409, "conflict")
 

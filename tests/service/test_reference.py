@@ -10,7 +10,7 @@ import pytest
 from unpooled.core.estimators.reference import f1_independent, found_by_reference, recall_by_capture
 from unpooled.core.errors import InvalidInputError
 from unpooled.service.annotation import actions as ann
-from unpooled.service.annotation.models import Answer, Backend, Kind, TaskRequest
+from unpooled.service.annotation.models import Answer, Backend, Kind
 from unpooled.service.crowd.simulated import SimulatedCrowd
 from unpooled.service.evaluations import lifecycle, reference
 from unpooled.service.evaluations.leaderboard import leaderboard
