@@ -148,3 +148,76 @@ def test_human_reference_intervals_hold_the_truth_in_most_runs(shared_data, tmp_
         print({k: f"{v}/{len(seeds)}" for k, v in hits.items()})
     n = len(seeds)
     assert hits["p"] >= n - 2 and hits["r"] >= n - 2 and hits["f1"] >= n - 2, (hits, rows)
+
+
+@pytest.mark.django_db
+def test_human_reference_on_a_tac_corpus_routes_its_items_away_from_the_documents_annotators(tmp_path):
+    """The TAC-format fixture corpus (no gold layer: answers given here): one document annotated exhaustively by
+    three annotators from the Cold Start submission's own mentions, one relation per compatible pair; the
+    reference is built from it, asks for verification, and none of its items goes to those three."""
+    from types import SimpleNamespace
+
+    from django.conf import settings
+
+    from unpooled.service.annotation.models import Annotator, Task
+    from unpooled.service.corpora.actions import do_load_corpus
+    from unpooled.service.submissions.models import RelationInstance, SubmissionMention
+
+    from ..conftest import FIXTURES
+    from .test_api import kb_text
+
+    corpus = do_load_corpus(FIXTURES / "kb" / "sources.xml", "tac", "tacref", schema="tac-kbp")
+    path = settings.DATA_DIR / "cs.kb"
+    path.write_text(kb_text("cs"))
+    sys_ = do_ingest_submission(path, "tacref", "red", "cs", "tac").submission
+    inst = RelationInstance.objects.filter(submission=sys_, object__isnull=False).select_related("document").first()
+    doc = inst.document
+    rows = list(SubmissionMention.objects.filter(submission=sys_, document=doc).select_related("entity")
+                .order_by("start", "-end"))
+    mentions, last = [], -1
+    for m in rows:  # no overlaps, as the entity task requires
+        if m.start >= last and m.entity.type:
+            mentions.append({"start": m.start, "end": m.end, "type": m.entity.type, "cluster": m.entity_id,
+                             "link": ""})
+            last = m.end
+    idx = list(corpus.documents.order_by("id").values_list("id", flat=True)).index(doc.pk)
+    ann.request_exhaustive(corpus, SimpleNamespace(indices=[idx], inclusion=[1.0], stage=[1], scheme="uniform"))
+    makers = [Annotator.objects.create(backend="simulated", external_id=f"maker{i}") for i in range(3)]
+    others = [Annotator.objects.create(backend="simulated", external_id=f"other{i}") for i in range(3)]
+    for a in makers:
+        lease = ann.lease_next(a, kind=Kind.ENTITIES, corpus=corpus)
+        ann.submit_answer(lease, {"mentions": mentions})
+    schema = corpus.schema.schema()
+    rel = Task.objects.get(corpus=corpus, kind=Kind.RELATIONS)
+    ms, pairs = rel.payload["mentions"], rel.payload["pairs"]
+    answer = {}
+    for i, (x, y) in enumerate(pairs):
+        ta, tb = ms[x]["type"], ms[y]["type"]
+        fit = sorted(r.name for r in schema.canonical_relations if ta in r.subject_types and tb in r.object_types)
+        answer[str(i)] = [f"ab:{fit[0]}"] if fit else []
+    assert any(answer.values()), "the fixture document should have a pair some relation allows"
+    for a in makers:
+        ann.submit_answer(ann.lease_next(a, kind=Kind.RELATIONS, corpus=corpus), {"pairs": answer})
+    got = reference.request(corpus, draws=20, rng=0)
+    ref = reference.reference_of(corpus)
+    assert got["reference"] == ref.pk and ref.instances.count() == sum(bool(v) for v in answer.values())
+    assert ref.mentions.count() == len(ms)
+    asked = Task.objects.filter(requests__submission=ref, kind=Kind.VERIFY)
+    assert asked.exists()
+    for a in makers:  # the document's annotators are offered none of the reference's items
+        lease = ann.lease_next(a, kind=Kind.VERIFY, corpus=corpus)
+        assert lease is None or not asked.filter(pk=lease.task_id).exists()
+        if lease is not None:
+            ann.release(lease)
+    lease = ann.lease_next(others[0], kind=Kind.VERIFY, corpus=corpus)
+    assert lease is not None and asked.filter(pk=lease.task_id).exists()
+    # an answer a maker sends anyway (a forged or stale lease) does not count
+    from unpooled.service.annotation.models import Assignment
+
+    forged = Assignment.objects.create(task=lease.task, annotator=makers[0], token="forged-token",
+                                       leased=lease.leased, expires=lease.expires)
+    a = ann.submit_answer(forged, {"relation": "holds", "subject_ok": True, "object_ok": True, "link_ok": None})
+    assert a.weight == 0.0
+    # scoring before any label: every number is missing, nothing crashes
+    s = reference.score(corpus)
+    assert s.p is None and s.r is None and ref.status != S.PUBLISHED
