@@ -109,6 +109,9 @@ def test_human_reference_end_to_end(shared_data, tmp_path, monkeypatch):
 
     page = Client().get(f"/corpora/{corpus.name}/leaderboard/").content.decode()
     assert 'class="reference"' in page and "human reference (exhaustive annotation)" in page
+    sub_page = Client().get(f"/submissions/{ref.pk}/")
+    assert sub_page.status_code == 200 and "reference/capture" in sub_page.content.decode()
+    assert Client().get(f"/api/submissions/{ref.pk}").json()["reference"] is True
     api = Client().get(f"/api/corpora/{corpus.name}/leaderboard").json()["rows"]
     assert [r["reference"] for r in api].count(True) == 1
     assert next(r for r in api if r["reference"])["rank"] is None
