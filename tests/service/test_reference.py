@@ -224,3 +224,23 @@ def test_human_reference_on_a_tac_corpus_routes_its_items_away_from_the_document
     # scoring before any label: every number is missing, nothing crashes
     s = reference.score(corpus)
     assert s.p is None and s.r is None and ref.status != S.PUBLISHED
+
+
+@pytest.mark.django_db
+def test_evaluate_cli_scores_the_human_reference(shared_data, tmp_path, capsys):
+    """``unpooled evaluate --reference`` on a Re-DocRED subset: the systems' rows, then the reference's, with its
+    truth from the gold layer; in the table, a row of its own after the systems'."""
+    import json
+
+    from unpooled.cli.main import main
+
+    load_redocred_subset(shared_data, tmp_path, 20, "evref", team="DocRED-original", run="hwe")
+    code = main(["evaluate", "--corpus", "evref", "--documents", "5", "--labels", "60", "--reference", "--json"])
+    rows = json.loads(capsys.readouterr().out)
+    assert code == 0 and [r.get("reference", False) for r in rows] == [False, True]
+    human = rows[1]
+    assert 0 <= human["p_lo"] <= human["p"] <= human["p_hi"] <= 1 and human["draws"] > 0
+    assert 0 <= human["r_lo"] <= human["r"] <= human["r_hi"] <= 1 and human["truth"]["gold"] > 0
+    assert main(["evaluate", "--corpus", "evref", "--reference"]) == 0
+    out = capsys.readouterr().out
+    assert any(line.lstrip().startswith("- human reference (exhaustive annotation)") for line in out.splitlines())
