@@ -33,6 +33,10 @@ def register(sub) -> None:
                         "report how often each method's 90%% intervals hold the truth (gold-layer corpora)")
     p.add_argument("--replicates", type=int, default=100,
                    help="bootstrap re-estimates of the error rates per coverage trial (100)")
+    p.add_argument("--reference", action="store_true",
+                   help="also score the human reference (the exhaustive annotation as a submission): its samples are "
+                        "verified by annotators who did not annotate the document (the simulated crowd gets at "
+                        "least 8 annotators for them)")
     p.add_argument("--json", action="store_true", help="print the leaderboard rows as JSON")
     p.set_defaults(func=cmd_evaluate)
 
@@ -89,6 +93,29 @@ def cmd_coverage(args, corpus) -> int:
     return 0
 
 
+def _reference(args, corpus, crowd) -> dict | None:
+    """Score the human reference after the systems (``--reference``); its row as a dict, or None."""
+    from unpooled.service.annotation.actions import reaggregate
+    from unpooled.service.crowd.base import SimulatedBackend
+    from unpooled.service.evaluations import reference
+
+    got = reference.request(corpus, rng=args.seed)
+    if got.get("reference") is None:
+        print("warning: no completely annotated exhaustive document: no human reference")
+        return None
+    if isinstance(crowd, SimulatedBackend):  # the makers of a document's annotation may not verify it
+        crowd = SimulatedBackend(annotators=max(args.annotators, 8), accuracy=args.accuracy, seed=args.seed + 1)
+    crowd.publish(corpus)
+    crowd.collect(corpus)
+    reaggregate(corpus)
+    s = reference.score(corpus)
+    if s is None:
+        return None
+    return {"submission": s.submission_id, "team": "", "run": "human reference", "level": s.level, "p": s.p,
+            "p_lo": s.p_lo, "p_hi": s.p_hi, "r": s.r, "r_lo": s.r_lo, "r_hi": s.r_hi, "f1": s.f1, "f1_lo": s.f1_lo,
+            "f1_hi": s.f1_hi, "draws": s.draws, "truth": s.details.get("truth"), "sample": s.details.get("sample")}
+
+
 def cmd_evaluate(args) -> int:
     if not 0 <= args.accuracy <= 1:
         raise CommandError(f"--accuracy {args.accuracy}: expected a probability in [0, 1]")
@@ -125,6 +152,7 @@ def cmd_evaluate(args) -> int:
         crowd = InHouseBackend()
     rep = evaluate(corpus, crowd=crowd, labels=args.labels, documents=args.documents,
                    target_width=args.target_width, level=args.level, seed=args.seed)
+    human = _reference(args, corpus, crowd) if args.reference else None
     keys = ("submission", "team", "run", "level", "p", "p_lo", "p_hi", "r", "r_lo", "r_hi", "f1", "f1_lo", "f1_hi",
             "labels_new", "labels_reused")
     inside = None
@@ -134,7 +162,8 @@ def cmd_evaluate(args) -> int:
         inside = attach_truth(corpus, rep.rows, level=args.level)
         keys += ("p_true", "r_true", "f1_true")
     if args.json:
-        print(json.dumps([{k: r.get(k) for k in keys} for r in rep.rows]))
+        print(json.dumps([{k: r.get(k) for k in keys} for r in rep.rows]
+                         + ([{"reference": True, **human}] if human else [])))
         return 0
     truth_col = f" {'true P/R/F1':>20}" if inside is not None else ""
     print(f"{'#':>3} {'team/run':<40} {'precision':>21} {'recall':>21} {'F1':>21}{truth_col} {'new':>5} {'reused':>6}")
@@ -144,6 +173,13 @@ def cmd_evaluate(args) -> int:
         print(f"{r['submission']:>3} {(r['team'] + '/' + r['run'])[:40]:<40} {_fmt(r['p'], r['p_lo'], r['p_hi'])} "
               f"{_fmt(r['r'], r['r_lo'], r['r_hi'])} {_fmt(r['f1'], r['f1_lo'], r['f1_hi'])}{true} "
               f"{r['labels_new']:>5} {r['labels_reused']:>6}")
+    if human:
+        tr = human.get("truth") or {}
+        true = (f" {_opt(tr.get('p'), '.3f'):>6}/{_opt(tr.get('r'), '.3f'):>6}/{_opt(tr.get('f1'), '.3f'):>6}"
+                if inside is not None else "")
+        print(f"{'-':>3} {'human reference (exhaustive annotation)':<40} {_fmt(human['p'], human['p_lo'], human['p_hi'])} "
+              f"{_fmt(human['r'], human['r_lo'], human['r_hi'])} {_fmt(human['f1'], human['f1_lo'], human['f1_hi'])}"
+              f"{true} {human['draws']:>5} {'':>6}")
     print(f"90% intervals; {rep.rows[0]['estimator'] if rep.rows else ''} estimator; "
           f"{rep.rows[0]['exhaustive_documents'] if rep.rows else 0} exhaustive documents; {rep.rounds} round(s)")
     if inside is not None:

@@ -73,6 +73,10 @@ def check_team_name(name: str) -> str:
         raise AccountError("team: a team name is required", code="team_required")
     if len(name) > 100:
         raise AccountError("team: at most 100 characters", code="team_invalid")
+    from unpooled.service.submissions.models import REFERENCE_TEAM
+
+    if name.casefold() == REFERENCE_TEAM.casefold():
+        raise AccountError(f"team: {REFERENCE_TEAM!r} is reserved for the human reference", code="team_invalid")
     return name
 
 

@@ -137,8 +137,9 @@ def corpus_committed_cents(corpus: Corpus) -> int:
     return spent + missing
 
 
-def request_verification(sub: Submission, instance_ids, *, now=None) -> RequestResult:
-    """Ask for verification labels of these instances of ``sub``.
+def request_verification(sub: Submission, instance_ids, *, now=None, of_corpus: bool = False) -> RequestResult:
+    """Ask for verification labels of these instances of ``sub`` (``of_corpus``: of any submission of its corpus,
+    asked for by ``sub``: the human reference's recall sample is other systems' instances).
 
     An instance whose canonical key already has a label creates nothing (label reuse); one
     whose key has an open task joins it; the rest create tasks while the submission's and
@@ -147,7 +148,8 @@ def request_verification(sub: Submission, instance_ids, *, now=None) -> RequestR
     corpus = sub.corpus
     st = settings_for(corpus)
     now = now or timezone.now()
-    insts = list(RelationInstance.objects.filter(submission=sub, pk__in=list(instance_ids))
+    owner = {"submission__corpus_id": sub.corpus_id} if of_corpus else {"submission": sub}
+    insts = list(RelationInstance.objects.filter(pk__in=list(instance_ids), **owner)
                  .select_related("subject", "object", "document"))
     by_key: dict[str, RelationInstance] = {}
     for inst in sorted(insts, key=lambda i: i.pk):
@@ -314,8 +316,21 @@ def _in_scope(qs, scope: Scope):
     return qs
 
 
+def not_own_exhaustive(qs, annotator_id):
+    """``qs`` (tasks) without the verification items the human reference asked for in a document whose exhaustive
+    annotation (entities or relations) this annotator answered: the reference's precision must come from others
+    (:mod:`unpooled.service.evaluations.reference`)."""
+    made = Answer.objects.filter(annotator_id=annotator_id, task__kind__in=[Kind.ENTITIES, Kind.RELATIONS],
+                                 task__document_id=OuterRef("document_id"))
+    ref = TaskRequest.objects.filter(task_id=OuterRef("pk"), submission__is_reference=True)
+    return qs.exclude(Q(kind=Kind.VERIFY) & Exists(ref) & Exists(made))
+
+
 def may_label(annotator: Annotator, task: Task) -> bool:
-    """Whether ``annotator`` may answer ``task`` (see :class:`Scope`)."""
+    """Whether ``annotator`` may answer ``task`` (see :class:`Scope`, and :func:`not_own_exhaustive`)."""
+    if task.kind == Kind.VERIFY and not task.is_control and not not_own_exhaustive(
+            Task.objects.filter(pk=task.pk), annotator.pk).exists():
+        return False
     scope = scope_of(annotator)
     if not scope.teams and not scope.open_only:
         return True
@@ -324,7 +339,8 @@ def may_label(annotator: Annotator, task: Task) -> bool:
 
 def available_tasks(annotator: Annotator):
     """Open tasks this annotator may be offered (before the per-annotator rules of :func:`lease_next`)."""
-    return _in_scope(Task.objects.filter(status=Task.Status.OPEN), scope_of(annotator))
+    return not_own_exhaustive(_in_scope(Task.objects.filter(status=Task.Status.OPEN), scope_of(annotator)),
+                              annotator.pk)
 
 
 # --------------------------------------------------------------------------- leasing

@@ -88,6 +88,7 @@ class ReleaseCounts:
     exhaustive_relations: int = 0
     predicates: dict = field(default_factory=dict)  # predicate -> {labelled, correct, exhaustive}
     files: dict = field(default_factory=dict)  # file name -> lines
+    period: int | None = None  # an evaluation period's release (export_release's scope)
 
     @property
     def correct_share(self) -> float | None:
@@ -136,7 +137,7 @@ def _canonical(schema, ms: list[dict], a: int, pred: str, b: int) -> tuple[int, 
 
 
 def export_release(corpus, out_dir: str | Path, *, licence: str = DEFAULT_LICENCE, now: datetime | None = None,
-                   secret: str | None = None) -> ReleaseCounts:
+                   secret: str | None = None, scope: dict | None = None) -> ReleaseCounts:
     """Write the release of ``corpus`` into ``out_dir`` (created if missing; release files replaced).
 
     Parameters
@@ -150,6 +151,12 @@ def export_release(corpus, out_dir: str | Path, *, licence: str = DEFAULT_LICENC
         The generation time written into the README (default: now).
     secret : str, optional
         The key of the annotator pseudonyms (default: the service's ``SECRET_KEY``).
+    scope : dict, optional
+        An evaluation period's release (:func:`unpooled.service.evaluations.periods.release_scope`): ``period``
+        (its number), ``key_hashes`` (the instance key hashes its submissions drew, a set or a ``values()``
+        queryset), ``opened`` and ``closed``.  Labels and verification answers are then those of these keys;
+        gold-control answers those given during the period; the exhaustive annotation (the corpus's recall
+        sample, which every period's scores use) is released whole.  None: the whole corpus.
 
     Returns
     -------
@@ -159,6 +166,14 @@ def export_release(corpus, out_dir: str | Path, *, licence: str = DEFAULT_LICENC
     out.mkdir(parents=True, exist_ok=True)
     now = now or timezone.now()
     counts = ReleaseCounts(corpus=corpus.name, generated=now.isoformat(timespec="seconds"))
+    labels_qs = Label.objects.filter(corpus=corpus)
+    answer_q = Q()
+    if scope is not None:
+        counts.period = int(scope["period"])
+        labels_qs = labels_qs.filter(key_hash__in=scope["key_hashes"])
+        answer_q = (Q(task__kind=Kind.VERIFY, task__is_control=False, task__key_hash__in=scope["key_hashes"])
+                    | Q(task__is_control=True, created__gte=scope["opened"], created__lte=scope["closed"])
+                    | Q(task__kind__in=[Kind.ENTITIES, Kind.RELATIONS]))
     schema = corpus.schema.schema()
     doc_ids = dict(corpus.documents.values_list("pk", "doc_id"))
     per_pred: dict[str, Counter] = defaultdict(Counter)
@@ -166,7 +181,7 @@ def export_release(corpus, out_dir: str | Path, *, licence: str = DEFAULT_LICENC
 
     # ---- labels: every row, oldest first; the newest row of a key is its current label
     newest: dict[str, int] = {}
-    for pk, key in Label.objects.filter(corpus=corpus).order_by("id").values_list("id", "key").iterator(chunk_size=5000):
+    for pk, key in labels_qs.order_by("id").values_list("id", "key").iterator(chunk_size=5000):
         newest[key] = pk
     texts: dict[str, str] = {}
 
@@ -177,7 +192,7 @@ def export_release(corpus, out_dir: str | Path, *, licence: str = DEFAULT_LICENC
 
     methods: Counter = Counter()
     with _Writer(out, "labels.jsonl", counts) as w:
-        for lab in (Label.objects.filter(corpus=corpus).select_related("task").order_by("id")
+        for lab in (labels_qs.select_related("task").order_by("id")
                     .iterator(chunk_size=2000)):
             ref = InstanceRef.from_key(lab.key)
             payload = lab.task.payload if lab.task is not None else {}
@@ -215,7 +230,7 @@ def export_release(corpus, out_dir: str | Path, *, licence: str = DEFAULT_LICENC
     annotators: dict[int, str] = {}
     with _Writer(out, "answers.jsonl", counts) as w:
         # an MTurk answer Amazon never confirmed is nobody's work we can vouch for: not released
-        rows = (Answer.objects.filter(task__corpus=corpus, quarantined=False).order_by("id").values_list(
+        rows = (Answer.objects.filter(answer_q, task__corpus=corpus, quarantined=False).order_by("id").values_list(
             "id", "task_id", "task__kind", "task__is_control", "task__control_answer", "task__key",
             "task__document_id", "annotator_id", "annotator__backend", "value", "correct", "weight", "seconds",
             "guideline_version", "created").iterator(chunk_size=5000))
@@ -315,21 +330,22 @@ def export_release(corpus, out_dir: str | Path, *, licence: str = DEFAULT_LICENC
     return counts
 
 
-def release_name(corpus, now: datetime | None = None) -> str:
-    """``unpooled-release-<corpus>-<YYYYMMDD>``: the folder inside the zip, and the zip's name."""
+def release_name(corpus, now: datetime | None = None, *, period: int | None = None) -> str:
+    """``unpooled-release-<corpus>-<YYYYMMDD>`` (``-period<N>`` before the date for a period's release): the
+    folder inside the zip, and the zip's name."""
     now = now or timezone.now()
-    return f"unpooled-release-{corpus.name}-{now:%Y%m%d}"
+    return f"unpooled-release-{corpus.name}-{f'period{int(period)}-' if period is not None else ''}{now:%Y%m%d}"
 
 
 def write_release_zip(corpus, fileobj: IO[bytes], *, licence: str = DEFAULT_LICENCE, now: datetime | None = None,
-                      secret: str | None = None) -> ReleaseCounts:
+                      secret: str | None = None, scope: dict | None = None) -> ReleaseCounts:
     """The release as a zip archive (one folder, :func:`release_name`) written to ``fileobj``."""
     import tempfile
 
     now = now or timezone.now()
-    top = release_name(corpus, now)
+    top = release_name(corpus, now, period=scope["period"] if scope else None)
     with tempfile.TemporaryDirectory(prefix="unpooled-release-") as tmp:
-        counts = export_release(corpus, tmp, licence=licence, now=now, secret=secret)
+        counts = export_release(corpus, tmp, licence=licence, now=now, secret=secret, scope=scope)
         with zipfile.ZipFile(fileobj, "w", compression=zipfile.ZIP_DEFLATED) as zf:
             for name in RELEASE_FILES:
                 zf.write(Path(tmp) / name, f"{top}/{name}")
@@ -352,8 +368,12 @@ def readme_text(corpus, c: ReleaseCounts, *, licence: str = DEFAULT_LICENCE) -> 
     pred_rows = "\n".join(f"| `{p}` | {d['labelled']:,} | {d['correct']:,} | {d['exhaustive']:,} |"
                           for p, d in c.predicates.items()) or "| (none) | 0 | 0 | 0 |"
     incomplete = c.exhaustive_documents - c.exhaustive_complete
-    return f"""# Annotation release: corpus `{corpus.name}`
-
+    period = (f"\nThis is the release of **evaluation period {c.period}**: the labels of the instances its "
+              "submissions drew, their verification answers, the gold-control answers given during the period, and "
+              "the corpus's exhaustive annotation (the recall sample every period's scores use).\n"
+              if c.period is not None else "")
+    return f"""# Annotation release: corpus `{corpus.name}`{f' (evaluation period {c.period})' if c.period is not None else ''}
+{period}
 {corpus.title or corpus.name}: relation schema `{sch.name}`{f' (version {sch.version})' if sch.version else ''},
 {c.documents:,} documents. Generated {c.generated} by unpooled {__version__}, an on-demand evaluation
 service for knowledge base population (Chaganty, Paranjape, Liang and Manning, *Importance sampling

@@ -16,6 +16,7 @@ from unpooled.core.names import KB_FORMATS
 
 from unpooled.service.accounts import actions as accounts
 from unpooled.service.corpora.models import Corpus
+from unpooled.service.corpora.periods import PeriodError, period_for_upload
 from unpooled.service.submissions import uploads
 from unpooled.service.submissions.models import Submission, Team
 
@@ -62,6 +63,10 @@ def check_upload(caller: Caller, *, corpus: str, file_name: str, size: int, run:
     if not team:
         raise ApiError("no_team")
     the_corpus = get_corpus(corpus)
+    try:  # refused now if no period is open (the ingestion decides the period when it stores the file)
+        period_for_upload(the_corpus)
+    except PeriodError as exc:
+        raise ApiError(exc.code, detail=str(exc)) from None
     if visibility not in Submission.Visibility.values:
         raise ApiError("invalid_request", detail=f"visibility: expected one of "
                                                  f"{', '.join(Submission.Visibility.values)}, got {visibility!r}")

@@ -32,6 +32,7 @@ ERRORS: dict[str, tuple[int, str]] = {
     "method_not_allowed": (405, "method {method} is not allowed on {path} (allowed: {allowed})"),
     "duplicate_run": (409, "{detail}"),
     "conflict": (409, "{detail}"),  # another upload stored the same run at the same time: upload again
+    "period_closed": (409, "{detail}"),  # the corpus has had evaluation periods and none is open
     "too_large": (413, "the upload is larger than the limit of {limit:,} bytes"),
     "submission_rejected": (422, "{file}: rejected with {n_errors:,} error(s) and {n_warnings:,} warning(s); "
                                  "nothing was stored"),
@@ -106,6 +107,7 @@ _ACTION_MESSAGES = (
     ("team ", "already has a run named", "duplicate_run"),
     ("submission conflicts with one stored at the same time", "", "conflict"),
     ("unknown corpus", "", "not_found"),
+    ("corpus ", "takes no submissions now", "period_closed"),
     ("the uploaded file is gone", "", "upload_failed"),
     ("the server has no disk space left", "", "storage_full"),
 )

@@ -38,6 +38,9 @@ from .schemas import (
     LabelPage,
     LeaderboardOut,
     Level,
+    PeriodIn,
+    PeriodList,
+    PeriodOut,
     MeOut,
     Stage,
     ProgressOut,
@@ -104,7 +107,7 @@ def _corpus(name: str) -> Corpus:
 
 
 def _submission(request: HttpRequest, pk: int) -> Submission:
-    sub = Submission.objects.select_related("team", "corpus").filter(pk=pk).first()
+    sub = Submission.objects.select_related("team", "corpus", "period").filter(pk=pk).first()
     if sub is None or not caller(request).can_view(sub):
         raise ApiError("not_found", detail=f"no submission with id {pk}")
     return sub
@@ -190,26 +193,119 @@ def document_detail(request, name: Text, doc_id: Text):
 
 # ---------------------------------------------------------------------------- leaderboard and labels
 
-def _score(s: Score) -> dict:
-    return _finite({k: getattr(s, k) for k in (
+def _score(s: Score, frozen=None) -> dict:
+    out = _finite({k: getattr(s, k) for k in (
         "id", "level", "estimator", "p", "p_lo", "p_hi", "r", "r_lo", "r_hi", "f1", "f1_lo", "f1_hi", "draws",
         "labels_new", "labels_reused", "exhaustive_documents", "details", "created")})
+    out["frozen"] = frozen if frozen is not None else getattr(s, "frozen", None)
+    return out
 
 
 @router.get("/corpora/{name}/leaderboard", response={200: LeaderboardOut, **errors(400, 401, 404)}, auth=OPTIONAL,
             openapi_extra=OPTIONAL_EXTRA, tags=["evaluation"],
             summary="Published submissions ranked by F1 with tie groups (private ones: their team and organisers)")
-def leaderboard(request, name: Text, level: Level = "instance"):
+def leaderboard(request, name: Text, level: Level = "instance",
+                period: Annotated[int | None, Field(ge=1, le=1_000_000, description="one evaluation period's "
+                                                    "submissions (and the human reference); omitted: all")] = None):
     """The same leaderboard as the page (:mod:`unpooled.service.evaluations.leaderboard`, cached per viewer scope)."""
     from unpooled.service.evaluations.leaderboard import leaderboard as build
 
     c = _corpus(name)
-    board = build(c, level=level, user=caller(request).user)
-    rows = [{"rank": r["rank"], "tied": r["tied"], "name": r["name"], "submission": r["submission"].pk,
+    the_period = _period(c, period) if period is not None else None
+    board = build(c, level=level, user=caller(request).user, period=the_period)
+    rows = [{"rank": r["rank"], "tied": r["tied"], "reference": r.get("reference", False), "period": r.get("period"),
+             "frozen": r.get("frozen"), "name": r["name"], "submission": r["submission"].pk,
              "team": r["submission"].team.name, "run": r["submission"].run_id,
              "visibility": r["submission"].visibility, "url": _url(request, "submission_detail", r["submission"].pk),
-             "score": _score(r["score"])} for r in board["rows"]]
-    return {"corpus": c.name, "level": level, "rows": rows}
+             "score": _score(r["score"], r.get("frozen"))} for r in board["rows"]]
+    return {"corpus": c.name, "level": level, "period": period, "rows": rows}
+
+
+# ---------------------------------------------------------------------------- evaluation periods
+
+def _period(c: Corpus, number: int):
+    from unpooled.service.evaluations import periods
+
+    try:
+        return periods.get_period(c, number)
+    except periods.PeriodError as exc:
+        raise ApiError(exc.code, detail=str(exc)) from None
+
+
+def _period_call(fn, *args, **kwargs):
+    from unpooled.service.evaluations import periods
+
+    try:
+        return fn(*args, **kwargs)
+    except periods.PeriodError as exc:
+        raise ApiError(exc.code, detail=str(exc)) from None
+
+
+@router.get("/corpora/{name}/periods", response={200: PeriodList, **errors(400, 401, 404)}, auth=OPTIONAL,
+            openapi_extra=OPTIONAL_EXTRA, tags=["periods"], summary="The corpus's evaluation periods, oldest first")
+def period_list(request, name: Text):
+    from unpooled.service.corpora.models import Period
+    from unpooled.service.evaluations.periods import period_out
+
+    c = _corpus(name)
+    return {"corpus": c.name, "items": [period_out(p) for p in Period.objects.filter(corpus=c)
+                                        .select_related("follows__corpus").order_by("number")]}
+
+
+@router.post("/corpora/{name}/periods", response={201: PeriodOut, **errors(400, 401, 403, 404, 409)},
+             auth=REQUIRED, tags=["periods"],
+             summary="Open an evaluation period (organisers): uploads from now on belong to it")
+def period_open(request, name: Text, payload: PeriodIn):
+    from unpooled.service.corpora.models import Corpus as CorpusModel
+    from unpooled.service.evaluations import periods
+
+    c = _corpus(name)
+    follows = None
+    if payload.follows_corpus or payload.follows_number is not None:
+        _period_call(periods.check_organiser, caller(request).user)
+        if not payload.follows_corpus or payload.follows_number is None:
+            raise ApiError("invalid_request", detail="follows_corpus and follows_number: give both, or neither")
+        prev = CorpusModel.objects.filter(name=payload.follows_corpus).first()
+        if prev is None:
+            raise ApiError("not_found", detail=f"follows_corpus: unknown corpus {payload.follows_corpus!r}")
+        follows = _period(prev, payload.follows_number)
+    p = _period_call(periods.do_open_period, caller(request).user, c, title=payload.title, follows=follows)
+    return Status(201, periods.period_out(p))
+
+
+@router.post("/corpora/{name}/periods/{int:number}/close", response={200: PeriodOut, **errors(401, 403, 404, 409)},
+             auth=REQUIRED, tags=["periods"],
+             summary="Close an evaluation period (organisers): its submissions' published scores are frozen")
+def period_close(request, name: Text, number: int):
+    from unpooled.service.evaluations import periods
+
+    c = _corpus(name)
+    _period_call(periods.check_organiser, caller(request).user)
+    p = _period(c, number)
+    _period_call(periods.do_close_period, caller(request).user, p)
+    return periods.period_out(p)
+
+
+@router.get("/corpora/{name}/periods/{int:number}/release", response={200: None, **errors(401, 403, 404, 409)},
+            auth=REQUIRED, tags=["periods"],
+            openapi_extra={"responses": {"200": {"description": "the period's dataset release (a zip archive)",
+                                                 "content": {"application/zip": {"schema": {
+                                                     "type": "string", "format": "binary"}}}}}},
+            summary="A closed period's annotated data as a dataset release (organisers; .zip)")
+def period_release(request, name: Text, number: int):
+    import tempfile
+
+    from django.http import FileResponse
+
+    from unpooled.service.evaluations import periods
+
+    c = _corpus(name)
+    _period_call(periods.check_organiser, caller(request).user)
+    p = _period(c, number)
+    out = tempfile.TemporaryFile()
+    top, _ = _period_call(periods.do_release_period, caller(request).user, p, out)
+    out.seek(0)
+    return FileResponse(out, as_attachment=True, filename=top + ".zip", content_type="application/zip")
 
 
 def _label(lab: Label) -> dict:
@@ -247,6 +343,7 @@ def _sub_row(request, s: Submission) -> dict:
             "status": s.status, "visibility": s.visibility, "description": s.description, "link": s.link,
             "file_name": s.file_name,
             "file_size": s.file_size, "counts": s.counts, "created": s.created,
+            "period": s.period.number if s.period_id else None, "reference": s.is_reference,
             "url": _url(request, "submission_detail", s.pk), "status_url": _url(request, "submission_status", s.pk),
             "scores_url": _url(request, "submission_scores", s.pk)}
 
@@ -262,7 +359,7 @@ def _sub_detail(request, s: Submission) -> dict:
             openapi_extra=OPTIONAL_EXTRA, tags=["submissions"], summary="Submissions you can see, newest first")
 def submission_list(request, corpus: Text = "", team: Text = "", status: Stage | None = None,
                     visibility: Visibility | None = None, limit: Limit = 50, offset: Offset = 0):
-    qs = caller(request).visible(Submission.objects.select_related("team", "corpus"))
+    qs = caller(request).visible(Submission.objects.select_related("team", "corpus", "period"))
     if corpus:
         qs = qs.filter(corpus__name=corpus)
     if team:
@@ -285,7 +382,7 @@ def submission_detail(request, pk: int):
               summary="Change a submission's visibility or description (its team, organisers)")
 def submission_update(request, pk: int, payload: SubmissionPatch):
     c = caller(request)
-    sub = Submission.objects.select_related("team", "corpus").filter(pk=pk).first()
+    sub = Submission.objects.select_related("team", "corpus", "period").filter(pk=pk).first()
     if sub is None:
         raise ApiError("not_found", detail=f"no submission with id {pk}")
     actions.check_update_submission(c, sub, visibility=payload.visibility, description=payload.description)

@@ -147,6 +147,8 @@ class SubmissionOut(Schema):
     file_size: int
     counts: dict[str, Any]
     created: datetime
+    period: int | None = Field(None, description="the evaluation period it was made in (null: outside periods)")
+    reference: bool = Field(False, description="the human reference (the exhaustive annotation), not a team's run")
     url: str
     status_url: str
     scores_url: str
@@ -209,6 +211,8 @@ class ScoreOut(Schema):
     exhaustive_documents: int
     details: dict[str, Any]
     created: datetime
+    frozen: datetime | None = Field(None, description="when this score was frozen (its evaluation period closed): "
+                                                      "later labels do not move it; null while it may move")
 
 
 class ScoresOut(Schema):
@@ -251,8 +255,12 @@ class ProgressOut(Schema):
 
 
 class LeaderboardRow(Schema):
-    rank: int
+    rank: int | None = Field(description="null for the human reference, which takes no rank")
     tied: bool
+    reference: bool = Field(False, description="the human reference: the corpus's exhaustive annotation scored as "
+                                               "a submission (precision from other annotators' verification)")
+    period: int | None = Field(None, description="the evaluation period the submission was made in")
+    frozen: datetime | None = Field(None, description="when its score was frozen (its period closed)")
     name: str = Field(description="team/run")
     submission: int
     team: str
@@ -262,9 +270,39 @@ class LeaderboardRow(Schema):
     score: ScoreOut
 
 
+class PeriodRef(Schema):
+    corpus: str
+    number: int
+
+
+class PeriodOut(Schema):
+    """An evaluation period of a corpus (``unpooled.service.evaluations.periods``)."""
+
+    number: int
+    title: str
+    open: bool
+    opened: datetime
+    closed: datetime | None = Field(description="null while open; when closed, its submissions' scores are frozen")
+    released: datetime | None = Field(description="when its annotated data was last released")
+    follows: PeriodRef | None = Field(description="the period this one continues (possibly of another corpus)")
+
+
+class PeriodList(Schema):
+    corpus: str
+    items: list[PeriodOut]
+
+
+class PeriodIn(Schema):
+    title: Text = Field("", max_length=200)
+    follows_corpus: Text = Field("", max_length=100, description="with follows_number: the closed period this one "
+                                                                 "continues (the next period, on a new corpus)")
+    follows_number: int | None = Field(None, ge=1)
+
+
 class LeaderboardOut(Schema):
     corpus: str
     level: str
+    period: int | None = Field(None, description="the period shown; null: every submission (overall)")
     rows: list[LeaderboardRow]
 
 

@@ -49,6 +49,41 @@ class Corpus(models.Model):
         return self.n_gold_relations > 0
 
 
+class Period(models.Model):
+    """An evaluation period of a corpus: submissions made while it is open belong to it.
+
+    At most one period of a corpus is open (``closed`` empty).  Closing a period freezes the scores of its
+    submissions (:mod:`unpooled.service.evaluations.periods`); its annotated data can then be released and the
+    next period started, on this corpus or a new one (``follows``).
+    """
+
+    corpus = models.ForeignKey(Corpus, on_delete=models.CASCADE, related_name="periods")
+    number = models.PositiveIntegerField(help_text="1, 2, ... per corpus")
+    title = models.CharField(max_length=200, blank=True)
+    opened = models.DateTimeField()
+    opened_by = models.ForeignKey("auth.User", null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+    closed = models.DateTimeField(null=True, blank=True, help_text="empty while the period is open")
+    closed_by = models.ForeignKey("auth.User", null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+    released = models.DateTimeField(null=True, blank=True, help_text="when its annotated data was last released")
+    follows = models.ForeignKey("self", null=True, blank=True, on_delete=models.SET_NULL, related_name="next",
+                                help_text="the period (of any corpus) this one continues")
+
+    class Meta:
+        ordering = ["corpus", "number"]
+        constraints = [
+            models.UniqueConstraint(fields=["corpus", "number"], name="period_unique_number"),
+            models.UniqueConstraint(fields=["corpus"], condition=models.Q(closed__isnull=True),
+                                    name="period_one_open_per_corpus"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.corpus.name} period {self.number}"
+
+    @property
+    def is_open(self) -> bool:
+        return self.closed is None
+
+
 class Document(models.Model):
     corpus = models.ForeignKey(Corpus, on_delete=models.CASCADE, related_name="documents")
     doc_id = models.CharField(max_length=255)

@@ -26,6 +26,7 @@ from unpooled.service.corpora.models import Corpus
 from unpooled.service.submissions.models import RelationInstance, Submission
 
 from .models import Draw, Score
+from .periods import freeze_pending, frozen_levels
 from .policy import LABEL_METHOD
 
 
@@ -89,7 +90,7 @@ def offline_data(corpus: Corpus, *, level: str = "instance", label_method: str =
     towards it (measured: +9 points on a system of true precision 0.50 scored beside one of
     1.00, tests/service/test_evaluate.py); ``label_method='dawid-skene'`` uses them anyway.
     """
-    subs = list(Submission.objects.filter(corpus=corpus).select_related("team").order_by("id"))
+    subs = list(Submission.objects.filter(corpus=corpus, is_reference=False).select_related("team").order_by("id"))
     core_subs, by_name = [], {}
     for sub in subs:
         rows = list(RelationInstance.objects.filter(submission=sub).order_by("pk").values_list(
@@ -185,8 +186,14 @@ def score_corpus(corpus: Corpus, *, level: str = "instance", match: str = "overl
             labels_reused=reused, exhaustive_documents=docs,
             details={"ess": row.ess, "warnings": list(row.warnings) + list(res.warnings), "provenance": pv,
                      "raw": {"p": row.p, "r": row.r, "f1": row.f1}, **_crowd_details(sc, i)}))
+    # a submission of a closed period keeps the score it was frozen with (periods.py): its draws and labels still
+    # take part in the others' joint estimates above, but no new score of its own is written
+    frozen = frozen_levels(corpus)
+    out = [s for s in out if (s.submission.pk, level) not in frozen]
     with transaction.atomic():
-        return Score.objects.bulk_create(out)
+        made = Score.objects.bulk_create(out)
+        freeze_pending(corpus)  # published submissions of a closed period not frozen yet
+    return made
 
 
 def _crowd_details(sc, i: int) -> dict:
@@ -220,7 +227,8 @@ def evaluate(corpus: Corpus, *, crowd=None, labels: int = 150, documents: int = 
     report = EvaluationReport()
     if not ExhaustiveDocument.objects.filter(corpus=corpus).exists() and documents:
         sample_documents(corpus, "uniform", min(documents, corpus.n_documents), seed=seed)
-    pending = [s for s in Submission.objects.filter(corpus=corpus).select_related("team").order_by("id")
+    pending = [s for s in Submission.objects.filter(corpus=corpus, is_reference=False).select_related("team")
+               .order_by("id")
                if not s.scores.filter(level=level).exists() and s.instances.exists()]
     reuse: dict[int, list[int]] = {s.pk: [0, 0] for s in pending}
 
@@ -271,6 +279,7 @@ def evaluate(corpus: Corpus, *, crowd=None, labels: int = 150, documents: int = 
     if not report.open_tasks:  # every label is in: the scores are final, publish them
         Submission.objects.filter(pk__in=[s.submission_id for s in scores]).exclude(
             status=Submission.Status.FAILED).update(status=Submission.Status.PUBLISHED, status_changed=timezone.now())
+        freeze_pending(corpus)
     return report
 
 

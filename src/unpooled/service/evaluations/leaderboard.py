@@ -7,6 +7,15 @@ submissions (``updated``: visibility, description; ``status_changed``: publicati
 a publication or a visibility change therefore shows at the next request; the entry also expires
 after :data:`CACHE_SECONDS`, for what the fingerprint does not see (a team renamed in the admin).
 The page caches its rendered table and chart under the same key (``leaderboard.html``).
+
+**Periods.** ``period`` (a :class:`~unpooled.service.corpora.models.Period`) restricts the board to the
+submissions made in that period; ``None`` is the overall board (every submission).  A submission whose period
+closed shows its frozen score (:class:`~unpooled.service.evaluations.models.ScoreSnapshot`, ``frozen`` on its
+row), on the period's board and the overall one.  The key counts the corpus's periods and snapshots, so a period
+opened or closed shows at the next request.
+
+**The human reference** (:mod:`.reference`) is a marked row (``reference``) on every board of its corpus: it
+takes no rank and is placed by its F1 among the ranked systems.
 """
 
 from __future__ import annotations
@@ -61,11 +70,25 @@ def fingerprint(corpus: Corpus, level: str) -> str:
         f"{row[4]}|{row[5]}".encode(), digest_size=8).hexdigest()
 
 
-def cache_key(corpus: Corpus, level: str, user=None) -> str:
-    return f"unpooled.leaderboard:{corpus.pk}:{corpus.name}:{level}:{scope(user)}:{fingerprint(corpus, level)}"
+def period_fingerprint(corpus: Corpus) -> str:
+    """Changes when a period of ``corpus`` opens or closes or a score of it is frozen (one query)."""
+    from django.db.models import Count
+
+    from unpooled.service.corpora.models import Period
+
+    from .models import ScoreSnapshot
+
+    p = Period.objects.filter(corpus=corpus).aggregate(n=Count("id"), c=Count("closed"))
+    f = ScoreSnapshot.objects.filter(period__corpus=corpus).aggregate(n=Count("id"), m=Max("id"))
+    return f"{p['n']}.{p['c']}.{f['n']}.{f['m'] or 0}"
 
 
-def leaderboard(corpus: Corpus, *, level: str = "instance", user=None, key: str | None = None) -> dict:
+def cache_key(corpus: Corpus, level: str, user=None, period=None) -> str:
+    return (f"unpooled.leaderboard:{corpus.pk}:{corpus.name}:{level}:{scope(user)}:"
+            f"p{period.pk if period is not None else 'all'}.{period_fingerprint(corpus)}:{fingerprint(corpus, level)}")
+
+
+def leaderboard(corpus: Corpus, *, level: str = "instance", user=None, key: str | None = None, period=None) -> dict:
     """Rows (newest score per published submission at ``level``) ranked by F1 with tie groups, and the charts.
 
     ``user``: whose view -- public submissions, plus the user's team's private ones
@@ -75,12 +98,14 @@ def leaderboard(corpus: Corpus, *, level: str = "instance", user=None, key: str 
     ``created``, ``description``, ``link``), ``truth`` (a gold layer's P, R, F1 and ``covered``: whether each lies
     in its interval; ``None`` without gold) and ``provenance`` (this level's ``drawn``, ``new``, ``reused``).  ``key`` is the cache key
     (``cache_seconds`` its lifetime), under which the page caches its rendered table; a caller that has
-    computed it already passes it as ``key``.
+    computed it already passes it as ``key``.  ``period``: that period's submissions (and the human
+    reference), ``None``: all; rows carry ``frozen`` (the time their score was frozen, or ``None``) and
+    ``reference`` (the human reference: no rank).
     """
-    key = key or cache_key(corpus, level, user)
+    key = key or cache_key(corpus, level, user, period)
     got = cache.get(key)
     if got is None:
-        got = {**build(corpus, level=level, user=user), "key": key, "cache_seconds": CACHE_SECONDS}
+        got = {**build(corpus, level=level, user=user, period=period), "key": key, "cache_seconds": CACHE_SECONDS}
         cache.set(key, got, CACHE_SECONDS)
     return got
 
@@ -104,7 +129,7 @@ def in_progress(corpus: Corpus, user=None) -> list[dict]:
 CSV_COLUMNS = ("rank", "tied", "team", "run", "submission", "visibility", "submitted", "level", "p", "p_lo", "p_hi",
                "r", "r_lo", "r_hi", "f1", "f1_lo", "f1_hi", "labelled_draws", "drawn_instances", "labels_new",
                "labels_reused", "exhaustive_documents", "estimator", "scored", "description", "link",
-               "p_true", "p_covered", "r_true", "r_covered", "f1_true", "f1_covered")
+               "p_true", "p_covered", "r_true", "r_covered", "f1_true", "f1_covered", "period", "reference", "frozen")
 
 
 def csv_rows(board: dict) -> list[list]:
@@ -124,7 +149,9 @@ def csv_rows(board: dict) -> list[list]:
                     s.p, s.p_lo, s.p_hi, s.r, s.r_lo, s.r_hi, s.f1, s.f1_lo, s.f1_hi, s.draws,
                     r["provenance"].get("drawn", ""), s.labels_new, s.labels_reused, s.exhaustive_documents,
                     s.estimator, s.created.isoformat() if s.created else "", text(sub.description), text(sub.link),
-                    t.get("p"), cov.get("p"), t.get("r"), cov.get("r"), t.get("f1"), cov.get("f1")])
+                    t.get("p"), cov.get("p"), t.get("r"), cov.get("r"), t.get("f1"), cov.get("f1"),
+                    getattr(sub, "period", None), int(bool(r.get("reference"))),
+                    r["frozen"].isoformat() if r.get("frozen") else ""])
     return [[("" if v is None else v) for v in row] for row in out]
 
 
@@ -145,7 +172,9 @@ def _charts(rows: list[dict], level: str) -> tuple[str, str]:
     def short(name: str, n: int = 30) -> str:  # the chart's label column is at most 40% of its width
         return name if len(name) <= n else name[:n - 1] + "…"
 
-    f1 = interval_chart([f"{'=' if r['tied'] else ''}{r['rank']} {short(r['name'])}" for r in rows], col("f1"),
+    labels = [short(r["name"]) if r.get("reference") else f"{'=' if r['tied'] else ''}{r['rank']} {short(r['name'])}"
+              for r in rows]
+    f1 = interval_chart(labels, col("f1"),
                         col("f1_lo"), col("f1_hi"), truth=tcol("f1") if has_truth else None,
                         title=f"F1, 90% intervals ({level} level)", value_label="F1", series_label="F1",
                         truth_label="truth (gold layer)", value_range=(0.0, 1.0), width=520)
@@ -155,52 +184,84 @@ def _charts(rows: list[dict], level: str) -> tuple[str, str]:
     return f1, pr
 
 
-def build(corpus: Corpus, *, level: str = "instance", user=None) -> dict:
+def build(corpus: Corpus, *, level: str = "instance", user=None, period=None) -> dict:
     """:func:`leaderboard` without the cache.
 
     Returns ``rows`` (see :func:`leaderboard`), ``svg`` (F1 with intervals), ``pr_svg`` (precision against recall
-    with both intervals), ``level``, ``has_truth`` (a gold layer gave some row its truth) and ``in_progress``
-    (:func:`in_progress`).  Ranks are competition ranks: the first row of a tie group gets the number of rows
-    above it plus one, and every member shares it (1, =2, =2, 4).
+    with both intervals), ``level``, ``has_truth`` (a gold layer gave some row its truth), ``in_progress``
+    (:func:`in_progress`) and ``period`` (the period shown, or ``None``).  Ranks are competition ranks among the
+    systems: the first row of a tie group gets the number of rows above it plus one, and every member shares it
+    (1, =2, =2, 4); the human reference takes none and is placed by its F1.
     """
+    from django.db.models import Q
+
     from unpooled.service.accounts.actions import visible_submissions
     from unpooled.service.submissions.models import Submission
 
+    from .models import ScoreSnapshot
+
     busy = in_progress(corpus, user)
     subs = visible_submissions(user, Submission.objects.filter(corpus=corpus, status=Submission.Status.PUBLISHED))
-    newest = (Score.objects.filter(submission__in=subs.values("pk"), level=level).values("submission_id")
-              .annotate(m=Max("id")).values("m"))
+    if period is not None:
+        subs = subs.filter(Q(period=period) | Q(is_reference=True))
+    newest = dict(Score.objects.filter(submission__in=subs.values("pk"), level=level).values("submission_id")
+                  .annotate(m=Max("id")).values_list("submission_id", "m"))
+    # a frozen submission shows its snapshot (the re-scoring writes none after it; this holds whatever happens)
+    frozen = {}
+    for sid, score_id, when in ScoreSnapshot.objects.filter(submission__in=subs.values("pk"), level=level).values_list(
+            "submission_id", "score_id", "frozen"):
+        newest[sid], frozen[sid] = score_id, when
     extra = ("submission_id", "submission__run_id", "submission__visibility", "submission__team__name",
              "details__truth", "details__provenance", "submission__created", "submission__description",
-             "submission__link")
-    rows_db = list(Score.objects.filter(id__in=newest).order_by("submission_id").values_list(*SCORE_FIELDS, *extra))
+             "submission__link", "submission__is_reference", "submission__period__number")
+    rows_db = list(Score.objects.filter(id__in=list(newest.values())).order_by("submission_id").values_list(
+        *SCORE_FIELDS, *extra))
     if not rows_db:
-        return {"rows": [], "svg": "", "pr_svg": "", "level": level, "has_truth": False, "in_progress": busy}
+        return {"rows": [], "svg": "", "pr_svg": "", "level": level, "has_truth": False, "in_progress": busy,
+                "period": _period_info(period)}
     n = len(SCORE_FIELDS)
     # details: only the truth (a gold layer's P/R/F1, for demos) and the provenance, never the stored breakdowns
     scores = [SimpleNamespace(**dict(zip(SCORE_FIELDS, r[:n])), details={"truth": r[n + 4]} if r[n + 4] else {})
               for r in rows_db]
     subs_of = [SimpleNamespace(pk=r[n], id=r[n], run_id=r[n + 1], visibility=r[n + 2],
                                team=SimpleNamespace(name=r[n + 3]), created=r[n + 6], description=r[n + 7] or "",
-                               link=r[n + 8] or "") for r in rows_db]
+                               link=r[n + 8] or "", is_reference=bool(r[n + 9]), period=r[n + 10]) for r in rows_db]
 
     def arr(name):
         return np.array([getattr(s, name) if getattr(s, name) is not None else math.nan for s in scores], dtype=float)
 
     f1, lo, hi = arr("f1"), arr("f1_lo"), arr("f1_hi")
-    groups = tie_groups(f1, lo, hi)
-    size = np.bincount(groups)
-    order = sorted(range(len(scores)), key=lambda i: (groups[i], -(f1[i] if not math.isnan(f1[i]) else -1)))
+    # the human reference takes no rank (it is no team's run): ranks and tie groups are the systems' alone
+    ranked = [i for i in range(len(scores)) if not subs_of[i].is_reference]
+    groups = np.zeros(len(scores), dtype=int)
+    if ranked:
+        groups[ranked] = tie_groups(f1[ranked], lo[ranked], hi[ranked])
+    size = np.bincount(groups[ranked]) if ranked else np.zeros(1, int)
+    order = sorted(ranked, key=lambda i: (groups[i], -(f1[i] if not math.isnan(f1[i]) else -1)))
     first_row = {}
     for k, i in enumerate(order):
         first_row.setdefault(int(groups[i]), k + 1)
+    for i in (i for i in range(len(scores)) if subs_of[i].is_reference):  # placed by its F1 among the ranked
+        at = len(order) if math.isnan(f1[i]) else next((k for k, j in enumerate(order) if not f1[j] >= f1[i]),
+                                                       len(order))
+        order.insert(at, i)
     rows = []
     for i in order:
         s, sub = scores[i], subs_of[i]
+        ref = sub.is_reference
         truth = s.details.get("truth") or None
-        rows.append({"rank": first_row[int(groups[i])], "group": int(groups[i]), "tied": int(size[groups[i]]) > 1,
-                     "score": s, "submission": sub, "name": f"{sub.team.name}/{sub.run_id}", "truth": truth,
-                     "provenance": rows_db[i][n + 5] or {}})
+        rows.append({"rank": None if ref else first_row[int(groups[i])], "group": None if ref else int(groups[i]),
+                     "tied": (not ref) and int(size[groups[i]]) > 1, "score": s, "submission": sub,
+                     "name": "human reference (exhaustive annotation)" if ref else f"{sub.team.name}/{sub.run_id}",
+                     "truth": truth, "provenance": rows_db[i][n + 5] or {}, "reference": ref,
+                     "frozen": frozen.get(sub.pk), "period": sub.period})
     svg, pr_svg = _charts(rows, level)
-    return {"rows": rows, "svg": svg, "pr_svg": pr_svg, "level": level,
-            "has_truth": any(r["truth"] for r in rows), "in_progress": busy}
+    return {"rows": rows, "svg": svg, "pr_svg": pr_svg, "level": level, "has_truth": any(r["truth"] for r in rows),
+            "in_progress": busy, "period": _period_info(period)}
+
+
+def _period_info(period) -> dict | None:
+    if period is None:
+        return None
+    return {"number": period.number, "title": period.title, "open": period.is_open, "opened": period.opened,
+            "closed": period.closed}

@@ -84,6 +84,10 @@ def set_status(sub: Submission, status: str, **fields) -> None:
     sub.status, sub.status_changed = status, now
     for k, v in fields.items():
         setattr(sub, k, v)
+    if status == Status.PUBLISHED and sub.period_id is not None:
+        from .periods import freeze_pending
+
+        freeze_pending(sub.corpus)  # published after its period closed: frozen now
 
 
 # ---------------------------------------------------------------------------- planning
@@ -230,7 +234,8 @@ def rescore(corpus: Corpus) -> list[Score]:
     from .actions import score_corpus
 
     out: list[Score] = []
-    levels = set(Draw.objects.filter(submission__corpus=corpus).values_list("level", flat=True).distinct())
+    levels = set(Draw.objects.filter(submission__corpus=corpus, submission__is_reference=False)
+                 .values_list("level", flat=True).distinct())
     by_level = {}
     for level in [lv for lv in LEVELS if lv in levels]:
         by_level[level] = score_corpus(corpus, level=level)
@@ -339,13 +344,18 @@ def schedule_poll(sub: Submission, seconds: float = 60.0) -> None:
 
 def on_labels(corpus: Corpus) -> dict:
     """A label batch arrived: re-score everyone, and publish the submissions whose labels are all in."""
-    waiting = list(Submission.objects.filter(corpus=corpus, status=Status.ANNOTATING))
+    waiting = list(Submission.objects.filter(corpus=corpus, status=Status.ANNOTATING, is_reference=False))
     done = [s for s in waiting if not open_requests(s).exists() and not _topped_up(s)]
     for s in done:
         set_status(s, Status.SCORING)
-    scores = rescore(corpus) if Draw.objects.filter(submission__corpus=corpus).exists() else []
+    scores = rescore(corpus) if Draw.objects.filter(submission__corpus=corpus,
+                                                    submission__is_reference=False).exists() else []
     for s in done:
         set_status(s, Status.PUBLISHED)
+    if Submission.objects.filter(corpus=corpus, is_reference=True).exists():
+        from . import reference
+
+        reference.on_labels(corpus)  # the human reference, scored on its own (reference.py)
     return {"rescored": len(scores), "published": [s.pk for s in done]}
 
 
@@ -436,8 +446,17 @@ def progress(sub: Submission, *, now=None) -> dict:
 
 
 def newest_scores(sub: Submission) -> dict[str, Score]:
-    """The newest score per level."""
+    """The newest score per level; a frozen level's snapshot (its period closed: :mod:`.periods`), with
+    ``frozen`` (the time) set on it (``None`` on the others)."""
+    from .models import ScoreSnapshot
+
     # a GROUP BY over the (submission, level, id) index: a correlated subquery per score row cost 4 ms on PostgreSQL
     newest = Score.objects.filter(id__in=Score.objects.filter(submission=sub).order_by().values("level")
                                   .annotate(m=Max("id")).values("m"))
-    return {s.level: s for s in newest}
+    out = {s.level: s for s in newest}
+    for s in out.values():
+        s.frozen = None
+    for snap in ScoreSnapshot.objects.filter(submission=sub).select_related("score"):
+        out[snap.level] = snap.score
+        snap.score.frozen = snap.frozen
+    return out

@@ -51,3 +51,18 @@ class Score(models.Model):
     class Meta:
         ordering = ["-created", "-id"]
         indexes = [models.Index(fields=["submission", "level", "id"], name="score_sub_level")]
+
+
+class ScoreSnapshot(models.Model):
+    """A frozen published score: the score of ``submission`` at ``level`` when its period closed (or when it was
+    published, for a submission of a period that closed before it was).  Later labels never move it: the
+    re-scoring writes no new score for a submission with a snapshot (:mod:`.periods`)."""
+
+    period = models.ForeignKey("corpora.Period", on_delete=models.CASCADE, related_name="snapshots")
+    submission = models.ForeignKey(Submission, on_delete=models.CASCADE, related_name="snapshots")
+    level = models.CharField(max_length=20)
+    score = models.ForeignKey(Score, on_delete=models.CASCADE, related_name="+")
+    frozen = models.DateTimeField()
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["submission", "level"], name="snapshot_unique_level")]

@@ -427,7 +427,8 @@ def score(corpus: Corpus, *, level: str = "instance", match: str = "overlap", we
         t["start"] = now
 
     with _lock:
-        subs = list(Submission.objects.filter(corpus=corpus).select_related("team").order_by("id"))
+        # the human reference is no system of the pool (evaluations/reference.py says why)
+        subs = list(Submission.objects.filter(corpus=corpus, is_reference=False).select_related("team").order_by("id"))
         pool = _pool(corpus, match, tuple((s.pk, s.created) for s in subs))
         mark("pool")
         by_id = {s.pk: s for s in subs}
@@ -542,7 +543,8 @@ def from_scratch(corpus: Corpus, *, level: str = "instance", match: str = "overl
 
 # -- what to re-score -------------------------------------------------------------------------------------
 def levels_with_draws(corpus: Corpus) -> list[str]:
-    got = set(Draw.objects.filter(submission__corpus=corpus).values_list("level", flat=True).distinct())
+    got = set(Draw.objects.filter(submission__corpus=corpus, submission__is_reference=False)
+              .values_list("level", flat=True).distinct())
     return [lv for lv in LEVELS if lv in got]
 
 
@@ -561,7 +563,8 @@ def affected_levels(corpus: Corpus, keys, *, match: str = "overlap", weights: st
     hashes = sorted({key_hash(k) for k in keys})
     drawn: set[str] = set()  # levels where one of the keys is drawn
     for i in range(0, len(hashes), 500):
-        for level, key in (Draw.objects.filter(submission__corpus=corpus, key_hash__in=hashes[i:i + 500])
+        for level, key in (Draw.objects.filter(submission__corpus=corpus, submission__is_reference=False,
+                                               key_hash__in=hashes[i:i + 500])
                            .values_list("level", "key").distinct()):
             if key in keys:
                 drawn.add(level)
@@ -583,7 +586,8 @@ def _current_inputs(corpus: Corpus, level: str, match: str, label_method: str) -
             return None
         from .actions import system_name
 
-        subs = list(Submission.objects.filter(corpus=corpus).select_related("team").order_by("id"))
+        # the human reference is no system of the pool (evaluations/reference.py says why)
+        subs = list(Submission.objects.filter(corpus=corpus, is_reference=False).select_related("team").order_by("id"))
         if tuple((s.pk, s.created) for s in subs) != pool.sub_fp:
             return None
         by_id = {s.pk: s for s in subs}

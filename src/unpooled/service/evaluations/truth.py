@@ -201,7 +201,7 @@ def true_scores_all(corpus, *, level: str = "instance", match: str = MATCH) -> d
     oracle = GoldOracle(corpus)
     gold = protocol_gold(corpus, oracle=oracle)
     out = {}
-    for sid in Submission.objects.filter(corpus=corpus).order_by("id").values_list("pk", flat=True):
+    for sid in Submission.objects.filter(corpus=corpus, is_reference=False).order_by("id").values_list("pk", flat=True):
         ts = true_scores(corpus, sid, level=level, match=match, gold=gold, oracle=oracle)
         if ts.instances:
             out[sid] = ts

@@ -12,4 +12,9 @@ urlpatterns = [
     path("organiser/teams/", views.teams, name="teams"),
     path("organiser/teams/<int:pk>/quota/", views.team_quota, name="team_quota"),
     path("organiser/release/", views.release, name="release"),
+    path("organiser/periods/", views.periods, name="periods"),
+    path("organiser/periods/open/", views.period_open, name="period_open"),
+    path("organiser/periods/<int:pk>/close/", views.period_close, name="period_close"),
+    path("organiser/periods/<int:pk>/release/", views.period_release, name="period_release"),
+    path("organiser/reference/", views.reference_request, name="reference"),
 ]

@@ -173,3 +173,101 @@ def annotation(request):
         ctx.update(st=annotation_status(corpus), stalled=stalled, budget=console.corpus_budget(corpus),
                    submissions=console.submission_rows(corpus), alerts=console.alerts(corpus, stalled=stalled))
     return render(request, "annotation/organiser.html", ctx)
+
+
+# ---------------------------------------------------------------------------- evaluation periods
+
+@organiser_required
+def periods(request):
+    """The corpus's evaluation periods: open one, close the open one (freezing its scores), release a closed one's
+    annotated data, start the next period on another corpus (:mod:`unpooled.service.evaluations.periods`)."""
+    from unpooled.service.evaluations import periods as periods_mod
+
+    ctx = console_context(request, "periods")
+    corpus = ctx["corpus"]
+    if corpus is not None:
+        from unpooled.service.evaluations import reference
+
+        ref = reference.reference_of(corpus)
+        ctx.update(rows=periods_mod.period_rows(corpus), current=periods_mod.open_period(corpus),
+                   uses_periods=corpus.periods.exists(), alerts=console.alerts(corpus), reference=ref,
+                   reference_score=ref.scores.order_by("-id").first() if ref is not None else None)
+    return render(request, "organiser/periods.html", ctx)
+
+
+def _period_of(pk: int):
+    from unpooled.service.corpora.models import Period
+
+    return get_object_or_404(Period.objects.select_related("corpus"), pk=pk)
+
+
+@require_POST
+@organiser_required
+def period_open(request):
+    """Open a period on ``corpus`` (POST ``title``; ``follows``: the closed period this one continues)."""
+    from unpooled.service.evaluations import periods as periods_mod
+
+    corpus = get_object_or_404(Corpus, name=request.POST.get("corpus", ""))
+    follows = _period_of(int(request.POST["follows"])) if request.POST.get("follows", "").isdigit() else None
+    try:
+        p = periods_mod.do_open_period(request.user, corpus, title=request.POST.get("title", ""), follows=follows)
+    except periods_mod.PeriodError as exc:
+        messages.error(request, str(exc))
+    else:
+        messages.success(request, f"period {p.number} of {corpus.name} is open: uploads from now on belong to it")
+    return redirect(_back("organiser:periods", corpus))
+
+
+@require_POST
+@organiser_required
+def period_close(request, pk: int):
+    from unpooled.service.evaluations import periods as periods_mod
+
+    p = _period_of(pk)
+    try:
+        n = periods_mod.do_close_period(request.user, p)
+    except periods_mod.PeriodError as exc:
+        messages.error(request, str(exc))
+    else:
+        messages.success(request, f"period {p.number} of {p.corpus.name} is closed: {n} published scores frozen; "
+                                  "uploads are refused until a new period opens")
+    return redirect(_back("organiser:periods", p.corpus))
+
+
+@organiser_required
+def period_release(request, pk: int):
+    """A closed period's dataset release as a zip."""
+    from unpooled.service.evaluations import periods as periods_mod
+
+    p = _period_of(pk)
+    out = tempfile.TemporaryFile()
+    try:
+        name, _ = periods_mod.do_release_period(request.user, p, out)
+    except periods_mod.PeriodError as exc:
+        out.close()
+        messages.error(request, str(exc))
+        return redirect(_back("organiser:periods", p.corpus))
+    out.seek(0)
+    return FileResponse(out, as_attachment=True, filename=name + ".zip", content_type="application/zip")
+
+
+@require_POST
+@organiser_required
+def reference_request(request):
+    """Build (or rebuild) the corpus's human reference from its exhaustive annotation and ask for the verification
+    of its samples (:func:`unpooled.service.evaluations.reference.request`); its score follows the labels."""
+    from unpooled.service.crowd.base import backend_for
+    from unpooled.service.evaluations import reference
+
+    corpus = get_object_or_404(Corpus, name=request.POST.get("corpus", ""))
+    got = reference.request(corpus)
+    if got.get("reference") is None:
+        messages.error(request, f"{corpus.name} has no completely annotated exhaustive document yet: no human "
+                                "reference to score")
+    else:
+        backend_for(corpus).publish(corpus)
+        reference.score(corpus)
+        messages.success(request, f"human reference of {corpus.name}: {got['draws']} instances drawn for its "
+                                  f"precision, {got['recall_sample']} system instances for its recall; "
+                                  f"{got['tasks_created']} verification items created")
+    return redirect(_back("organiser:periods", corpus))

@@ -26,8 +26,9 @@ from unpooled.core.kb.model import Entity, Instance, Mention, key_hash
 from unpooled.service.corpora.actions import ActionError, get_corpus
 from unpooled.service.corpora.corpus_view import DbCorpusView
 from unpooled.service.corpora.models import Corpus
+from unpooled.service.corpora.periods import PeriodError, period_for_upload
 
-from .models import RelationInstance, Submission, SubmissionEntity, SubmissionMention, Team
+from .models import REFERENCE_TEAM, RelationInstance, Submission, SubmissionEntity, SubmissionMention, Team
 
 log = logging.getLogger(__name__)
 
@@ -136,6 +137,8 @@ def do_ingest_submission(
     if not team_name or not team_name.strip():
         raise ActionError("a team name is required (--team)")
     team_name = team_name.strip()
+    if team_name.casefold() == REFERENCE_TEAM.casefold():
+        raise ActionError(f"team {REFERENCE_TEAM!r} is reserved for the human reference; name another team")
     sha, size = file_sha256(path)
     existing = _same_file(corpus, team_name, sha)
     if existing is not None:
@@ -162,7 +165,12 @@ def do_ingest_submission(
                 raise ActionError(
                     f"team {team.name!r} already has a run named {run!r} on corpus {corpus.name!r}; choose another --run"
                 )
+            try:  # the evaluation period open now, decided here, server-side (corpora/periods.py)
+                period = period_for_upload(corpus, lock=True)
+            except PeriodError as exc:
+                raise ActionError(str(exc)) from None
             sub = Submission.objects.create(
+                period=period,
                 corpus=corpus, team=team, run_id=run, format=fmt, file_name=file_name or Path(path).name,
                 file_sha256=sha, file_size=size, counts=dict(report.counts),
                 warnings=_no_nul(report.to_dict()) if report.n_warnings else {},

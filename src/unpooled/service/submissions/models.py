@@ -6,6 +6,10 @@ from django.db import models
 
 from unpooled.service.corpora.models import Corpus, Document
 
+#: the team of the human reference submissions (:mod:`unpooled.service.evaluations.reference`); no one can sign up
+#: or upload under it (:func:`unpooled.service.accounts.actions.check_team_name`)
+REFERENCE_TEAM = "[human reference]"
+
 
 def _invite_code() -> str:
     import secrets
@@ -45,6 +49,12 @@ class Submission(models.Model):
 
     corpus = models.ForeignKey(Corpus, on_delete=models.PROTECT, related_name="submissions")
     team = models.ForeignKey(Team, on_delete=models.PROTECT, related_name="submissions")
+    period = models.ForeignKey("corpora.Period", null=True, blank=True, on_delete=models.PROTECT,
+                               related_name="submissions", help_text="the evaluation period it was made in (set "
+                                                                     "at upload; empty: the corpus had no periods)")
+    is_reference = models.BooleanField(
+        default=False, help_text="the human reference: the corpus's exhaustive annotation scored as a submission "
+                                 "(unpooled.service.evaluations.reference), not a team's run")
     run_id = models.CharField(max_length=200)
     format = models.CharField(max_length=10)
     status = models.CharField(max_length=20, choices=Status.choices, default=Status.INGESTED)

@@ -1,4 +1,5 @@
-"""The leaderboard page of a corpus, its CSV download, and the page that explains its numbers."""
+"""The leaderboard page of a corpus (``?level=``, ``?period=N`` for one evaluation period's board), its CSV
+download, and the page that explains its numbers."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ from django.http import Http404, HttpResponse
 from django.shortcuts import get_object_or_404, render
 from django.utils.functional import SimpleLazyObject
 
-from unpooled.service.corpora.models import Corpus
+from unpooled.service.corpora.models import Corpus, Period
 from unpooled.service.evaluations.policy import SERVICE_LEVELS
 
 
@@ -21,20 +22,33 @@ def _corpus_level(request, name: str) -> tuple[Corpus, str]:
     return corpus, level
 
 
+def _periods(request, corpus: Corpus):
+    """The corpus's periods and the one ``?period=N`` asks for (``None``: all periods); 404 for another."""
+    periods = list(Period.objects.filter(corpus=corpus).order_by("number"))
+    asked = request.GET.get("period", "")
+    period = None
+    if asked:
+        period = next((p for p in periods if str(p.number) == asked), None)
+        if period is None:
+            raise Http404(f"corpus {corpus.name} has no period {asked[:20]!r}")
+    return periods, period
+
+
 def leaderboard(request, name: str):
     from unpooled.service.accounts.actions import is_organiser
     from unpooled.service.evaluations.leaderboard import CACHE_SECONDS, cache_key
     from unpooled.service.evaluations.leaderboard import leaderboard as build
 
     corpus, level = _corpus_level(request, name)
+    periods, period = _periods(request, corpus)
     # the rendered table is cached under the leaderboard's key (the viewer's scope is part of it: organisers,
     # who alone see the command-line hint, have their own); on a hit the rows are never needed
-    key = cache_key(corpus, level, request.user)
-    board = SimpleLazyObject(lambda: build(corpus, level=level, user=request.user, key=key))
+    key = cache_key(corpus, level, request.user, period)
+    board = SimpleLazyObject(lambda: build(corpus, level=level, user=request.user, key=key, period=period))
     return render(request, "web/leaderboard.html", {
         "corpus": corpus, "level": level, "levels": SERVICE_LEVELS, "key": key, "board": board,
         "cache_seconds": CACHE_SECONDS, "organiser": is_organiser(request.user),
-        "evaluated": _evaluated_levels(corpus)})
+        "evaluated": _evaluated_levels(corpus), "periods": periods, "period": period})
 
 
 def _evaluated_levels(corpus: Corpus) -> list[str]:
@@ -55,13 +69,15 @@ def leaderboard_csv(request, name: str):
     from unpooled.service.evaluations.leaderboard import leaderboard as build
 
     corpus, level = _corpus_level(request, name)
-    board = build(corpus, level=level, user=request.user)
+    _, period = _periods(request, corpus)
+    board = build(corpus, level=level, user=request.user, period=period)
     buf = io.StringIO()
     w = csv.writer(buf)
     w.writerow(CSV_COLUMNS)
     w.writerows(csv_rows(board))
     resp = HttpResponse(buf.getvalue(), content_type="text/csv; charset=utf-8")
-    resp["Content-Disposition"] = f'attachment; filename="leaderboard-{corpus.name}-{level}.csv"'
+    suffix = f"-period{period.number}" if period else ""
+    resp["Content-Disposition"] = f'attachment; filename="leaderboard-{corpus.name}-{level}{suffix}.csv"'
     return resp
 
 

@@ -131,8 +131,13 @@ def _newest_ids(sub: Submission) -> dict[str, int]:
 
     from unpooled.service.evaluations.models import Score
 
-    return dict(Score.objects.filter(submission=sub).order_by().values("level").annotate(m=Max("id"))
-                .values_list("level", "m"))
+    from unpooled.service.evaluations.models import ScoreSnapshot
+
+    out = dict(Score.objects.filter(submission=sub).order_by().values("level").annotate(m=Max("id"))
+               .values_list("level", "m"))
+    # a frozen level (its period closed) shows its snapshot, "frozen at": the key says so
+    out.update({lv: f"{i}f" for lv, i in ScoreSnapshot.objects.filter(submission=sub).values_list("level", "score_id")})
+    return out
 
 
 def page_key(sub: Submission, newest: dict[str, int], *, manage: bool, level: str | None, params) -> str:

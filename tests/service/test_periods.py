@@ -1,0 +1,291 @@
+"""Evaluation periods: who opens and closes them, the period of an upload, frozen scores, leaderboards per period,
+a period's release, the next period on a new corpus (unpooled.service.evaluations.periods)."""
+
+from __future__ import annotations
+
+import io
+import json
+import zipfile
+
+import pytest
+from django.conf import settings
+from django.test import Client
+
+from unpooled.service.annotation.models import Label
+from unpooled.service.corpora.actions import ActionError, do_load_corpus
+from unpooled.service.corpora.models import Period
+from unpooled.service.evaluations import periods
+from unpooled.service.evaluations.leaderboard import leaderboard
+from unpooled.service.evaluations.models import Draw, Score, ScoreSnapshot
+from unpooled.service.submissions.actions import do_ingest_submission
+from unpooled.service.submissions.models import Submission
+
+from ..conftest import FIXTURES, load_redocred_subset
+from .test_api import auth, is_error, kb_text, people, publish, score  # noqa: F401 - fixtures
+
+pytestmark = pytest.mark.django_db
+S = Submission.Status
+
+
+@pytest.fixture
+def corpus():
+    """The TAC-format fixture corpus (Cold Start KB and its sources)."""
+    return do_load_corpus(FIXTURES / "kb" / "sources.xml", "tac", "fixture", schema="tac-kbp")
+
+
+def ingest(team: str, run: str, corpus: str = "fixture"):
+    path = settings.DATA_DIR / f"{team}-{run}.kb"
+    path.write_text(kb_text(run))
+    res = do_ingest_submission(path, corpus, team, run, "tac")
+    assert res.ok, res.report.to_dict()
+    return res.submission
+
+
+def test_a_submission_belongs_to_the_period_open_at_upload_and_uploads_between_periods_are_refused(corpus, people):
+    olga = people["olga"]
+    before = ingest("red", "r0")
+    assert before.period is None  # the corpus never had a period: uploads are taken outside periods
+    p1 = periods.do_open_period(olga, corpus, title="spring")
+    assert (p1.number, p1.title, p1.is_open) == (1, "spring", True)
+    sub = ingest("red", "r1")
+    assert sub.period == p1
+    periods.do_close_period(olga, p1)
+    n = Submission.objects.count()
+    path = settings.DATA_DIR / "late.kb"
+    path.write_text(kb_text("late"))
+    with pytest.raises(ActionError, match=r"corpus 'fixture' takes no submissions now: its evaluation period 1 "
+                                          r"closed on .* no new period is open"):
+        do_ingest_submission(path, "fixture", "red", "late", "tac")
+    assert Submission.objects.count() == n  # nothing stored
+    # the API refuses at once, before the upload is queued
+    c = Client()
+    resp = c.post("/api/submissions", {"corpus": "fixture", "run": "late", "format": "tac",
+                                       "file": io.BytesIO(kb_text("late").encode())}, **auth(people["red"]))
+    body = is_error(resp, 409, "period_closed")
+    assert "evaluation period 1 closed" in body["message"]
+    p2 = periods.do_open_period(olga, corpus, follows=p1)
+    assert p2.number == 2 and ingest("red", "r2").period == p2
+
+
+def test_one_open_period_per_corpus_and_clear_refusals(corpus, people):
+    olga = people["olga"]
+    p1 = periods.do_open_period(olga, corpus)
+    with pytest.raises(periods.PeriodError, match="already has an open period \\(1, opened"):
+        periods.do_open_period(olga, corpus)
+    with pytest.raises(periods.PeriodError, match="still open: its annotated data is released once it closes"):
+        periods.do_release_period(olga, p1, io.BytesIO())
+    with pytest.raises(periods.PeriodError, match="title: at most 200 characters, got 201"):
+        periods.check_open_period(olga, corpus, title="x" * 201)
+    periods.do_close_period(olga, p1)
+    with pytest.raises(periods.PeriodError, match="fixture period 1 closed on .* already"):
+        periods.do_close_period(olga, p1)
+    with pytest.raises(periods.PeriodError, match="has no period 7 \\(its periods: 1\\)"):
+        periods.get_period(corpus, 7)
+
+
+def test_participants_annotators_and_anonymous_users_may_not_open_close_or_release(corpus, people):
+    from django.contrib.auth.models import AnonymousUser
+
+    p = periods.do_open_period(people["olga"], corpus)
+    for who, code in ((AnonymousUser(), "unauthenticated"), (people["alice"], "forbidden"),
+                      (people["anna"], "forbidden")):
+        with pytest.raises(periods.PeriodError) as err:
+            periods.do_close_period(who, p)
+        assert err.value.code == code
+        with pytest.raises(periods.PeriodError):
+            periods.do_open_period(who, corpus)
+    assert Period.objects.get(pk=p.pk).is_open
+    # the API: anonymous 401, a team's token 403, an annotator's session 403; organisers may
+    anon, red = Client(), Client()
+    is_error(anon.post("/api/corpora/fixture/periods/1/close"), 401, "unauthenticated")
+    is_error(red.post("/api/corpora/fixture/periods/1/close", **auth(people["red"])), 403, "forbidden")
+    is_error(red.post("/api/corpora/fixture/periods", data={"title": "x"}, content_type="application/json",
+                      **auth(people["red"])), 403, "forbidden")
+    is_error(red.get("/api/corpora/fixture/periods/1/release", **auth(people["red"])), 403, "forbidden")
+    annotator = Client()
+    annotator.force_login(people["anna"])
+    is_error(annotator.post("/api/corpora/fixture/periods/1/close"), 403, "forbidden")
+    # the console: anonymous users sign in first, others get 403, and nothing changed
+    assert anon.get("/organiser/periods/?corpus=fixture").status_code == 302
+    assert anon.post(f"/organiser/periods/{p.pk}/close/").status_code == 302
+    assert annotator.get("/organiser/periods/?corpus=fixture").status_code == 403
+    assert annotator.post(f"/organiser/periods/{p.pk}/close/").status_code == 403
+    alice = Client()
+    alice.force_login(people["alice"])
+    assert alice.post("/organiser/periods/open/", {"corpus": "fixture"}).status_code == 403
+    assert alice.get(f"/organiser/periods/{p.pk}/release/").status_code == 403
+    assert Period.objects.get(pk=p.pk).is_open and Period.objects.count() == 1
+    # the public may list periods
+    got = anon.get("/api/corpora/fixture/periods").json()
+    assert [(i["number"], i["open"], i["closed"]) for i in got["items"]] == [(1, True, None)]
+
+
+def test_organiser_console_and_api_run_periods_end_to_end(corpus, people):
+    olga = Client()
+    olga.force_login(people["olga"])
+    page = olga.get("/organiser/periods/?corpus=fixture")
+    assert page.status_code == 200 and b"has never had a period" in page.content and b'id="open-period"' in page.content
+    resp = olga.post("/organiser/periods/open/", {"corpus": "fixture", "title": "first"})
+    assert resp.status_code == 302
+    p = Period.objects.get(corpus=corpus)
+    page = olga.get("/organiser/periods/?corpus=fixture")
+    assert b"is open since" in page.content and b'id="close-period"' in page.content
+    sub = ingest("red", "r1")
+    score(sub, f1=0.7, lo=0.6, hi=0.8)
+    publish(sub)
+    assert olga.post(f"/organiser/periods/{p.pk}/close/").status_code == 302
+    p.refresh_from_db()
+    assert not p.is_open and ScoreSnapshot.objects.filter(period=p, submission=sub).count() == 1
+    page = olga.get("/organiser/periods/?corpus=fixture").content.decode()
+    assert "Start the next period" in page and "release (.zip)" in page
+    # the next period on a new corpus
+    do_load_corpus(FIXTURES / "kb" / "sources.xml", "tac", "fixture-2", schema="tac-kbp")
+    assert olga.post("/organiser/periods/open/", {"corpus": "fixture-2", "follows": str(p.pk)}).status_code == 302
+    nxt = Period.objects.get(corpus__name="fixture-2")
+    assert nxt.follows == p and nxt.number == 1
+    got = Client().get("/api/corpora/fixture-2/periods").json()["items"][0]
+    assert got["follows"] == {"corpus": "fixture", "number": 1}
+    # the API: an organiser's session opens and closes
+    resp = olga.post("/api/corpora/fixture/periods", data=json.dumps({"title": "second"}),
+                     content_type="application/json")
+    assert resp.status_code == 201 and resp.json()["number"] == 2 and resp.json()["open"]
+    is_error(olga.post("/api/corpora/fixture/periods", data=json.dumps({}), content_type="application/json"),
+             409, "conflict")
+    resp = olga.post("/api/corpora/fixture/periods/2/close")
+    assert resp.status_code == 200 and resp.json()["closed"]
+    is_error(olga.post("/api/corpora/fixture/periods/2/close"), 409, "conflict")
+    is_error(olga.post("/api/corpora/fixture/periods/9/close"), 404, "not_found")
+
+
+def test_leaderboards_per_period_and_overall_and_frozen_scores_say_so(corpus, people):
+    olga = people["olga"]
+    p1 = periods.do_open_period(olga, corpus)
+    a = ingest("red", "a")
+    score(a, f1=0.6, lo=0.5, hi=0.7)
+    publish(a)
+    periods.do_close_period(olga, p1)
+    frozen_score = Score.objects.get(submission=a)
+    p2 = periods.do_open_period(olga, corpus)
+    b = ingest("blue", "b")
+    score(b, f1=0.8, lo=0.7, hi=0.9)
+    publish(b)
+    overall = leaderboard(corpus)
+    assert [r["name"] for r in overall["rows"]] == ["blue/b", "red/a"]
+    first = leaderboard(corpus, period=p1)
+    assert [r["name"] for r in first["rows"]] == ["red/a"] and first["rows"][0]["frozen"] is not None
+    assert first["period"]["number"] == 1 and not first["period"]["open"]
+    second = leaderboard(corpus, period=p2)
+    assert [r["name"] for r in second["rows"]] == ["blue/b"] and second["rows"][0]["frozen"] is None
+    # a later score of a frozen submission (a stray write) does not reach the boards: the snapshot does
+    Score.objects.create(submission=a, level="instance", estimator="joint", f1=0.1, f1_lo=0.0, f1_hi=0.2)
+    row = leaderboard(corpus, period=p1)["rows"][0]
+    assert row["score"].id == frozen_score.id and row["score"].f1 == 0.6
+    # the page and the API say "frozen at"
+    c = Client()
+    page = c.get("/corpora/fixture/leaderboard/?period=1").content.decode()
+    assert "frozen at" in page and 'id="period-selector"' in page and "Its scores are <strong>frozen</strong>" in page
+    assert "red/a" in page and "blue/b" not in page
+    assert c.get("/corpora/fixture/leaderboard/?period=5").status_code == 404
+    api = c.get("/api/corpora/fixture/leaderboard?period=1").json()
+    assert api["period"] == 1 and api["rows"][0]["frozen"] and api["rows"][0]["score"]["frozen"]
+    assert api["rows"][0]["score"]["f1"] == 0.6
+    is_error(c.get("/api/corpora/fixture/leaderboard?period=5"), 404, "not_found")
+    scores = c.get(f"/api/submissions/{a.pk}/scores").json()["scores"]["instance"]
+    assert scores["id"] == frozen_score.id and scores["frozen"]
+    assert c.get(f"/api/submissions/{b.pk}/scores").json()["scores"]["instance"]["frozen"] is None
+    page = c.get(f"/submissions/{a.pk}/").content.decode()
+    assert "frozen at" in page and "0.600" in page and "0.100" not in page
+    assert "frozen at" not in c.get(f"/submissions/{b.pk}/").content.decode()
+
+
+def test_a_period_release_holds_the_labels_of_its_submissions_only(corpus, people):
+    olga = people["olga"]
+    p1 = periods.do_open_period(olga, corpus)
+    a = ingest("red", "a")
+    periods.do_close_period(olga, p1)
+    periods.do_open_period(olga, corpus)
+    b = ingest("blue", "b")
+    ia, ib = a.instances.order_by("pk")[0], b.instances.order_by("-pk")[0]
+    assert ia.key != ib.key
+    for sub, inst in ((a, ia), (b, ib)):
+        Draw.objects.create(submission=sub, level="instance", seq=1, instance=inst, key=inst.key,
+                            key_hash=inst.key_hash)
+        Label.objects.create(corpus=corpus, key=inst.key, key_hash=inst.key_hash, probability=1.0, correct=True,
+                             method="majority", n_answers=3, guideline_version="1")
+    out = io.BytesIO()
+    name, counts = periods.do_release_period(olga, p1, out)
+    assert name.startswith("unpooled-release-fixture-period1-") and counts.period == 1
+    with zipfile.ZipFile(io.BytesIO(out.getvalue())) as zf:
+        labels = [json.loads(x) for x in zf.read(f"{name}/labels.jsonl").decode().splitlines()]
+        readme = zf.read(f"{name}/README.md").decode()
+    assert [x["key"] for x in labels] == [ia.key]
+    assert "evaluation period 1" in readme
+    assert Period.objects.get(pk=p1.pk).released is not None
+    # the organiser's download
+    c = Client()
+    c.force_login(olga)
+    resp = c.get("/api/corpora/fixture/periods/1/release")
+    assert resp.status_code == 200 and resp["Content-Type"] == "application/zip"
+    is_error(c.get("/api/corpora/fixture/periods/2/release"), 409, "conflict")
+
+
+def test_closing_freezes_scores_that_later_labels_would_move(shared_data, tmp_path):
+    """End to end on a Re-DocRED subset with the simulated crowd: a period's submission is scored, the period
+    closes, a submission of the next period brings new labels and re-scores the corpus: the frozen one's published
+    score stays the snapshot, the one outside periods moves."""
+    from django.contrib.auth import get_user_model
+
+    from unpooled.service.accounts.actions import do_set_role
+    from unpooled.service.annotation import actions as ann
+    from unpooled.service.annotation.models import Backend
+    from unpooled.service.evaluations import lifecycle
+
+    from .test_annotation_e2e import _system_jsonl
+
+    olga = get_user_model().objects.create_user("olga", password="x")
+    do_set_role(olga, "organiser")
+    corpus, hwe, path = load_redocred_subset(shared_data, tmp_path, 20, "periods", team="DocRED-original", run="hwe")
+    st = ann.settings_for(corpus)
+    st.backend, st.exhaustive_documents, st.min_draws, st.max_draws = Backend.SIMULATED, 5, 20, 40
+    st.levels = "instance"
+    st.save()
+    assert hwe.period is None
+    p1 = periods.do_open_period(olga, corpus)
+    half = tmp_path / "half.jsonl"
+    _system_jsonl(path, half, rng=5, keep=0.5)
+    a = do_ingest_submission(half, "periods", "half", "r1", "jsonl").submission
+    assert a.period == p1
+    assert lifecycle.advance(hwe) == S.PUBLISHED and lifecycle.advance(a) == S.PUBLISHED
+    assert periods.do_close_period(olga, p1) == 1  # a's instance score; hwe is outside periods
+    snap = ScoreSnapshot.objects.get(submission=a, level="instance")
+    n_hwe = Score.objects.filter(submission=hwe).count()
+    periods.do_open_period(olga, corpus)
+    other = tmp_path / "other.jsonl"
+    _system_jsonl(path, other, rng=9, keep=0.6)
+    b = do_ingest_submission(other, "periods", "other", "r1", "jsonl").submission
+    assert lifecycle.advance(b) == S.PUBLISHED
+    assert Score.objects.filter(submission=hwe).count() > n_hwe  # the new labels re-scored the others
+    assert Score.objects.filter(submission=a, level="instance").latest("id").pk == snap.score_id  # not a
+    assert lifecycle.newest_scores(a)["instance"].pk == snap.score_id
+    row = next(r for r in leaderboard(corpus)["rows"] if r["submission"].pk == a.pk)
+    assert row["score"].id == snap.score_id and row["frozen"] == snap.frozen
+
+
+def test_human_reference_button_is_for_organisers_and_says_when_there_is_nothing_to_score(corpus, people):
+    anon, alice, olga = Client(), Client(), Client()
+    alice.force_login(people["alice"])
+    olga.force_login(people["olga"])
+    assert anon.post("/organiser/reference/", {"corpus": "fixture"}).status_code == 302
+    assert alice.post("/organiser/reference/", {"corpus": "fixture"}).status_code == 403
+    resp = olga.post("/organiser/reference/", {"corpus": "fixture"}, follow=True)
+    assert "has no completely annotated exhaustive document yet" in resp.content.decode()
+    assert not Submission.objects.filter(is_reference=True).exists()
+    page = olga.get("/organiser/periods/?corpus=fixture").content.decode()
+    assert 'id="reference-form"' in page and "Score the human reference" in page
+
+
+def test_the_api_names_a_submissions_period(corpus, people):
+    p = periods.do_open_period(people["olga"], corpus)
+    sub = ingest("red", "r1")
+    got = Client().get(f"/api/submissions/{sub.pk}").json()
+    assert got["period"] == p.number and got["reference"] is False

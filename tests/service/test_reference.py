@@ -1,0 +1,246 @@
+"""The human reference: the exhaustive annotation scored as a submission of its own, on the simulated crowd
+(unpooled.service.evaluations.reference, unpooled.core.estimators.reference)."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from unpooled.core.estimators.reference import f1_independent, found_by_reference, recall_by_capture
+from unpooled.core.errors import InvalidInputError
+from unpooled.service.annotation import actions as ann
+from unpooled.service.annotation.models import Answer, Backend, Kind
+from unpooled.service.crowd.simulated import SimulatedCrowd
+from unpooled.service.evaluations import lifecycle, reference
+from unpooled.service.evaluations.leaderboard import leaderboard
+from unpooled.service.evaluations.models import Score
+from unpooled.service.submissions.actions import do_ingest_submission
+from unpooled.service.submissions.models import Submission
+
+from ..conftest import load_redocred_subset
+from .test_annotation_e2e import _system_jsonl
+
+S = Submission.Status
+
+
+# ---------------------------------------------------------------------------- the core's pieces
+
+def test_recall_by_capture_by_hand():
+    # 80 found at 0.9 correct, 20 missed at 0.5: 72 / (72 + 10)
+    e = recall_by_capture(80, 0.9, 0.0, 20, 0.5, 0.0)
+    assert e.value == pytest.approx(72 / 82) and e.lo <= e.value <= e.hi
+    # a share's standard error is at least the plus-two binomial one: sqrt(t(1-t)/(n+2)), t = (n p + 1)/(n + 2)
+    t1, t0 = (72 + 1) / 82, (10 + 1) / 22
+    s1, s0 = math.sqrt(t1 * (1 - t1) / 82), math.sqrt(t0 * (1 - t0) / 22)
+    assert e.se == pytest.approx(math.hypot(80 * 10 / 82 ** 2 * s1, 20 * 72 / 82 ** 2 * s0))
+    assert recall_by_capture(10, 1.0, 0.0, 0, math.nan, math.nan).value == 1.0  # nothing missed
+    assert math.isnan(recall_by_capture(0, math.nan, math.nan, 0, math.nan, math.nan).value)
+    wide = recall_by_capture(80, 0.9, 0.05, 20, 0.5, 0.2)  # above the floors: the delta method as given
+    assert wide.se == pytest.approx(math.hypot(80 * 10 / 82 ** 2 * 0.05, 20 * 72 / 82 ** 2 * 0.2))
+    # nothing of the missed group judged correct: the interval is not a point
+    edge = recall_by_capture(150, 1.0, 0.0, 30, 0.0, 0.0)
+    assert edge.value == 1.0 and 0.95 < edge.lo < 0.99
+    with pytest.raises(InvalidInputError, match=r"p_found: expected a number in \[0, 1\], got 1.5"):
+        recall_by_capture(1, 1.5, 0, 1, 0.5, 0)
+    with pytest.raises(InvalidInputError, match=r"confidence: expected a number in \(0, 1\), got 1"):
+        recall_by_capture(1, 0.5, 0, 1, 0.5, 0, confidence=1)
+    f = f1_independent(e, e, n_fallback=100)
+    assert f.value == pytest.approx(e.value)
+
+
+def test_found_by_reference_needs_the_fact_in_the_same_sentence():
+    facts = [("d", 0, "p", 1, 2), ("d", 3, "q", 1, 2)]
+    cands = [("d", 0, "p", {1}, {2}), ("d", 1, "p", {1}, {2}), ("d", 0, "p", {2}, {1}), ("d", 3, "q", {5, 1}, {2}),
+             ("e", 0, "p", {1}, {2})]
+    assert found_by_reference(facts, cands).tolist() == [True, False, False, True, False]
+
+
+# ---------------------------------------------------------------------------- the service, end to end
+
+def run_reference(shared_data, tmp_path, monkeypatch, *, seed: int, docs: int = 30, exhaustive: int = 8,
+                  name: str = "human"):
+    """Re-DocRED subset; DocRED-original and a noisy system evaluated by the simulated crowd (5 annotators); then
+    the human reference's samples verified by a crowd of 8 (the makers of a document's annotation excluded)."""
+    corpus, hwe, path = load_redocred_subset(shared_data, tmp_path, docs, name, team="DocRED-original", run="hwe")
+    st = ann.settings_for(corpus)
+    st.backend, st.exhaustive_documents, st.min_draws, st.max_draws = Backend.SIMULATED, exhaustive, 20, 40
+    st.levels = "instance"
+    st.save()
+    noisy = tmp_path / f"noisy{seed}.jsonl"
+    _system_jsonl(path, noisy, rng=seed, keep=0.6)
+    other = do_ingest_submission(noisy, name, "noisy", "r1", "jsonl").submission
+    from unpooled.service.crowd import base
+
+    # the lifecycle's simulated crowd (5 annotators) answers with this run's seed
+    monkeypatch.setitem(base.SimulatedBackend.__init__.__kwdefaults__, "seed", seed)
+    assert lifecycle.advance(hwe) == S.PUBLISHED and lifecycle.advance(other) == S.PUBLISHED
+    reference.request(corpus, rng=seed)
+    SimulatedCrowd.uniform(corpus, 8, rng=seed + 100).run()
+    ann.reaggregate(corpus)
+    score = reference.score(corpus)
+    return corpus, score, hwe, other
+
+
+@pytest.mark.django_db
+def test_human_reference_end_to_end(shared_data, tmp_path, monkeypatch):
+    corpus, score, hwe, other = run_reference(shared_data, tmp_path, monkeypatch, seed=1)
+    ref = reference.reference_of(corpus)
+    assert ref.is_reference and ref.team.name == "[human reference]" and ref.period is None
+    assert ref.status == S.PUBLISHED
+    # no answer to an item the reference asked for comes from a maker of that document's exhaustive annotation
+    counted = Answer.objects.filter(task__requests__submission=ref, task__kind=Kind.VERIFY, weight__gt=0)
+    assert counted.exists()
+    for a in counted.select_related("task"):
+        assert not Answer.objects.filter(annotator_id=a.annotator_id, task__document_id=a.task.document_id,
+                                         task__kind__in=[Kind.ENTITIES, Kind.RELATIONS]).exists()
+    # it is scored apart: the systems' pool has two systems, the reference has its own estimator
+    assert score.estimator == "reference/capture" and 0 <= score.p_lo <= score.p <= score.p_hi <= 1
+    assert 0 <= score.r_lo <= score.r <= score.r_hi <= 1 and 0 <= score.f1_lo <= score.f1 <= score.f1_hi <= 1
+    assert not Score.objects.filter(submission=ref).exclude(estimator="reference/capture").exists()
+    sample = score.details["sample"]
+    assert sample["found"] > 0 and sample["missed"] >= 0 and score.details["truth"]["gold"] > 0
+    # the leaderboard: a marked row without a rank, placed by its F1
+    rows = leaderboard(corpus)["rows"]
+    marked = [r for r in rows if r["reference"]]
+    assert len(marked) == 1 and marked[0]["rank"] is None and marked[0]["name"].startswith("human reference")
+    assert sorted(r["rank"] for r in rows if not r["reference"]) == [1, 2] or len(rows) == 3
+    from django.test import Client
+
+    page = Client().get(f"/corpora/{corpus.name}/leaderboard/").content.decode()
+    assert 'class="reference"' in page and "human reference (exhaustive annotation)" in page
+    sub_page = Client().get(f"/submissions/{ref.pk}/")
+    assert sub_page.status_code == 200 and "reference/capture" in sub_page.content.decode()
+    assert Client().get(f"/api/submissions/{ref.pk}").json()["reference"] is True
+    api = Client().get(f"/api/corpora/{corpus.name}/leaderboard").json()["rows"]
+    assert [r["reference"] for r in api].count(True) == 1
+    assert next(r for r in api if r["reference"])["rank"] is None
+    # a team cannot take the reserved name
+    from unpooled.service.corpora.actions import ActionError
+
+    with pytest.raises(ActionError, match="reserved for the human reference"):
+        do_ingest_submission(tmp_path / "noisy1.jsonl", corpus.name, "[human reference]", "x", "jsonl")
+
+
+@pytest.mark.slow
+@pytest.mark.django_db
+def test_human_reference_intervals_hold_the_truth_in_most_runs(shared_data, tmp_path, monkeypatch):
+    """Runs of the whole flow (30 Re-DocRED documents, 8 annotated exhaustively, DocRED-original and a noisy
+    system, crowd accuracy 0.8) with different seeds: the truth of the reference (its P over its instances, its R
+    over the protocol's within-sentence facts of the annotated documents, from the gold layer) is inside the 90%
+    interval in most runs.  Figures: REF_TABLE=1 prints the table (the report quotes it)."""
+    import os
+
+    seeds = range(int(os.environ.get("REF_SEEDS", "6")))
+    hits = {"p": 0, "r": 0, "f1": 0}
+    rows = []
+    for seed in seeds:
+        (tmp_path / f"s{seed}").mkdir()
+        corpus, score, _, _ = run_reference(shared_data, tmp_path / f"s{seed}", monkeypatch, seed=seed,
+                                            name=f"human{seed}")
+        tr = score.details["truth"]
+        for k in hits:
+            hits[k] += bool(tr["covered"][k])
+        rows.append(f"{seed:>4} " + " ".join(
+            f"{getattr(score, k):.3f} [{getattr(score, k + '_lo'):.3f}, {getattr(score, k + '_hi'):.3f}] {tr[k]:.3f}"
+            for k in ("p", "r", "f1")) + f"  found {score.details['sample']['found']}, missed "
+            f"{score.details['sample']['missed']}")
+    if os.environ.get("REF_TABLE"):
+        print("\nseed  P [90%] true                 R [90%] true                 F1 [90%] true")
+        print("\n".join(rows))
+        print({k: f"{v}/{len(seeds)}" for k, v in hits.items()})
+    n = len(seeds)
+    assert hits["p"] >= n - 2 and hits["r"] >= n - 2 and hits["f1"] >= n - 2, (hits, rows)
+
+
+@pytest.mark.django_db
+def test_human_reference_on_a_tac_corpus_routes_its_items_away_from_the_documents_annotators(tmp_path):
+    """The TAC-format fixture corpus (no gold layer: answers given here): one document annotated exhaustively by
+    three annotators from the Cold Start submission's own mentions, one relation per compatible pair; the
+    reference is built from it, asks for verification, and none of its items goes to those three."""
+    from types import SimpleNamespace
+
+    from django.conf import settings
+
+    from unpooled.service.annotation.models import Annotator, Task
+    from unpooled.service.corpora.actions import do_load_corpus
+    from unpooled.service.submissions.models import RelationInstance, SubmissionMention
+
+    from ..conftest import FIXTURES
+    from .test_api import kb_text
+
+    corpus = do_load_corpus(FIXTURES / "kb" / "sources.xml", "tac", "tacref", schema="tac-kbp")
+    path = settings.DATA_DIR / "cs.kb"
+    path.write_text(kb_text("cs"))
+    sys_ = do_ingest_submission(path, "tacref", "red", "cs", "tac").submission
+    inst = RelationInstance.objects.filter(submission=sys_, object__isnull=False).select_related("document").first()
+    doc = inst.document
+    rows = list(SubmissionMention.objects.filter(submission=sys_, document=doc).select_related("entity")
+                .order_by("start", "-end"))
+    mentions, last = [], -1
+    for m in rows:  # no overlaps, as the entity task requires
+        if m.start >= last and m.entity.type:
+            mentions.append({"start": m.start, "end": m.end, "type": m.entity.type, "cluster": m.entity_id,
+                             "link": ""})
+            last = m.end
+    idx = list(corpus.documents.order_by("id").values_list("id", flat=True)).index(doc.pk)
+    ann.request_exhaustive(corpus, SimpleNamespace(indices=[idx], inclusion=[1.0], stage=[1], scheme="uniform"))
+    makers = [Annotator.objects.create(backend="simulated", external_id=f"maker{i}") for i in range(3)]
+    others = [Annotator.objects.create(backend="simulated", external_id=f"other{i}") for i in range(3)]
+    for a in makers:
+        lease = ann.lease_next(a, kind=Kind.ENTITIES, corpus=corpus)
+        ann.submit_answer(lease, {"mentions": mentions})
+    schema = corpus.schema.schema()
+    rel = Task.objects.get(corpus=corpus, kind=Kind.RELATIONS)
+    ms, pairs = rel.payload["mentions"], rel.payload["pairs"]
+    answer = {}
+    for i, (x, y) in enumerate(pairs):
+        ta, tb = ms[x]["type"], ms[y]["type"]
+        fit = sorted(r.name for r in schema.canonical_relations if ta in r.subject_types and tb in r.object_types)
+        answer[str(i)] = [f"ab:{fit[0]}"] if fit else []
+    assert any(answer.values()), "the fixture document should have a pair some relation allows"
+    for a in makers:
+        ann.submit_answer(ann.lease_next(a, kind=Kind.RELATIONS, corpus=corpus), {"pairs": answer})
+    got = reference.request(corpus, draws=20, rng=0)
+    ref = reference.reference_of(corpus)
+    assert got["reference"] == ref.pk and ref.instances.count() == sum(bool(v) for v in answer.values())
+    assert ref.mentions.count() == len(ms)
+    asked = Task.objects.filter(requests__submission=ref, kind=Kind.VERIFY)
+    assert asked.exists()
+    for a in makers:  # the document's annotators are offered none of the reference's items
+        lease = ann.lease_next(a, kind=Kind.VERIFY, corpus=corpus)
+        assert lease is None or not asked.filter(pk=lease.task_id).exists()
+        if lease is not None:
+            ann.release(lease)
+    lease = ann.lease_next(others[0], kind=Kind.VERIFY, corpus=corpus)
+    assert lease is not None and asked.filter(pk=lease.task_id).exists()
+    # an answer a maker sends anyway (a forged or stale lease) does not count
+    from unpooled.service.annotation.models import Assignment
+
+    forged = Assignment.objects.create(task=lease.task, annotator=makers[0], token="forged-token",
+                                       leased=lease.leased, expires=lease.expires)
+    a = ann.submit_answer(forged, {"relation": "holds", "subject_ok": True, "object_ok": True, "link_ok": None})
+    assert a.weight == 0.0
+    # scoring before any label: every number is missing, nothing crashes
+    s = reference.score(corpus)
+    assert s.p is None and s.r is None and ref.status != S.PUBLISHED
+
+
+@pytest.mark.django_db
+def test_evaluate_cli_scores_the_human_reference(shared_data, tmp_path, capsys):
+    """``unpooled evaluate --reference`` on a Re-DocRED subset: the systems' rows, then the reference's, with its
+    truth from the gold layer; in the table, a row of its own after the systems'."""
+    import json
+
+    from unpooled.cli.main import main
+
+    load_redocred_subset(shared_data, tmp_path, 20, "evref", team="DocRED-original", run="hwe")
+    code = main(["evaluate", "--corpus", "evref", "--documents", "5", "--labels", "60", "--reference", "--json"])
+    rows = json.loads(capsys.readouterr().out)
+    assert code == 0 and [r.get("reference", False) for r in rows] == [False, True]
+    human = rows[1]
+    assert 0 <= human["p_lo"] <= human["p"] <= human["p_hi"] <= 1 and human["draws"] > 0
+    assert 0 <= human["r_lo"] <= human["r"] <= human["r_hi"] <= 1 and human["truth"]["gold"] > 0
+    assert main(["evaluate", "--corpus", "evref", "--reference"]) == 0
+    out = capsys.readouterr().out
+    assert any(line.lstrip().startswith("- human reference (exhaustive annotation)") for line in out.splitlines())
