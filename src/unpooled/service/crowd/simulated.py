@@ -127,12 +127,23 @@ class SimulatedCrowd:
 
     # ------------------------------------------------------------------ answers
     def answer_verify(self, w: SimulatedWorker, task: Task) -> dict:
+        """The relation judged as before; with "holds" both mentions are valid (the answer says the instance is
+        correct), otherwise each mention's validity (it overlaps a gold mention) is judged on its own with the
+        worker's accuracy.  The gold layer has no KB links: ``link_ok`` stays unanswered."""
         truth = self.oracle.verify(task)
         err = (1 - w.accuracy) * ((1 - w.bias) if truth else (1 + w.bias))
         says = truth if self.rng.random() >= min(1.0, max(0.0, err)) else not truth
         if says:
             return {"relation": "holds", "subject_ok": True, "object_ok": True, "link_ok": None}
-        return {"relation": "none", "subject_ok": True, "object_ok": True, "link_ok": None}
+        ok = {}
+        for role in ("subject", "object"):
+            arg = task.payload.get(role) or {}
+            if arg.get("start") is None or (role == "object" and arg.get("value") is not None):
+                ok[role] = True
+                continue
+            valid = bool(self.oracle.entities_at(task.document_id, arg["start"], arg["end"]))
+            ok[role] = valid if self.rng.random() < w.accuracy else not valid
+        return {"relation": "none", "subject_ok": ok["subject"], "object_ok": ok["object"], "link_ok": None}
 
     def answer_entities(self, w: SimulatedWorker, task: Task) -> dict:
         out = []
