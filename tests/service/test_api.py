@@ -114,6 +114,7 @@ EXPECTED_PATHS = {
     "/api/corpora/{name}/documents/{doc_id}", "/api/corpora/{name}/leaderboard", "/api/corpora/{name}/labels",
     "/api/submissions", "/api/submissions/{pk}", "/api/submissions/{pk}/status", "/api/submissions/{pk}/scores",
     "/api/submissions/{pk}/scores/history", "/api/submissions/{pk}/labels", "/api/uploads/{upload_id}",
+    "/api/submissions/{pk}/entity-scores", "/api/corpora/{name}/leaderboard/entities",
 }
 
 
@@ -602,7 +603,7 @@ def test_get_endpoints_conform_to_the_schema(corpus, people, subs):
     try:
         schema = schemathesis.openapi.from_wsgi("/api/openapi.json", WSGIHandler())
         ops = [r.ok() for r in schema.include(method="GET").get_all_operations()]
-        assert len(ops) == 14
+        assert len(ops) == 16
         for op in ops:
             @given(case=op.as_strategy(), token=st.sampled_from([None, people["red"]]))
             @hsettings(max_examples=8, deadline=None, database=None, derandomize=True,

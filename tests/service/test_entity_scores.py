@@ -49,3 +49,124 @@ def test_redocred_entity_scores_with_intervals_and_no_linking(shared_data, tmp_p
             assert m["typing"]["lo"] <= m["typing"]["value"] <= m["typing"]["hi"] and m["typing"]["value"] > 0.9
         for k in ("link_p", "link_r", "link_f1"):
             assert m[k]["value"] is None and "no KB links" in m[k]["reason"]
+
+    # the submission page's entity section (its own partial), the API and the leaderboard tab
+    from django.test import Client
+
+    from unpooled.service.api.schemas import EntityLeaderboardOut, EntityScoresOut
+    from unpooled.service.submissions.models import Submission
+
+    Submission.objects.filter(pk__in=[hwe.pk, noisy.pk]).update(status=Submission.Status.PUBLISHED)
+    c = Client()
+    html = c.get(f"/submissions/{hwe.pk}/").content.decode()
+    assert 'id="entity-table"' in html and "mention precision" in html and 'id="entity-unscored"' in html
+    assert "no KB links" in html and "linking precision, linking recall, linking F1" in html
+    html = c.get(f"/submissions/{noisy.pk}/").content.decode()
+    assert "without entity types" in html
+    api = c.get(f"/api/submissions/{hwe.pk}/entity-scores").json()
+    EntityScoresOut.model_validate(api)
+    m = api["entity_score"]["metrics"]
+    assert m["link_p"]["value"] is None and m["mention_f1"]["lo"] <= m["mention_f1"]["value"] <= m["mention_f1"]["hi"]
+    board = c.get("/api/corpora/entc/leaderboard/entities?metric=mention_p").json()
+    EntityLeaderboardOut.model_validate(board)
+    assert [r["rank"] is not None for r in board["rows"]] == [True, True]
+    assert c.get("/api/corpora/entc/leaderboard/entities?metric=nope").status_code == 400
+    board = c.get("/api/corpora/entc/leaderboard/entities?metric=typing").json()
+    assert [r["run"] for r in board["rows"] if r["rank"] is None] == ["run-1"]  # no types: last, unranked
+    page = c.get("/corpora/entc/leaderboard/entities/?metric=typing").content.decode()
+    assert 'id="entity-leaderboard"' in page and "not scored" in page and "<svg" in page
+    assert c.get("/corpora/entc/leaderboard/entities/?metric=nope").status_code == 404
+    assert 'id="entities-tab"' in c.get("/corpora/entc/leaderboard/").content.decode()
+    # a private submission's entity scores are its team's and the organisers'
+    Submission.objects.filter(pk=noisy.pk).update(visibility=Submission.Visibility.PRIVATE)
+    assert c.get(f"/api/submissions/{noisy.pk}/entity-scores").status_code == 404
+    assert "run-1" not in c.get("/corpora/entc/leaderboard/entities/").content.decode()
+
+
+# ---------------------------------------------------------------------------- a TAC corpus, with KB links
+
+def test_tac_corpus_entity_scores_with_links(tmp_path):
+    """The TAC fixture corpus and Cold Start KB, its two documents annotated exhaustively by three annotators
+    who give KB links (the corpus has no gold layer: the annotators' layer is the only truth), the drawn
+    instances verified: linking is scored, with the figures computed by hand."""
+    from types import SimpleNamespace
+
+    from django.test import Client
+
+    from unpooled.service.annotation import actions
+    from unpooled.service.annotation.models import Annotator, Backend, Kind, Task
+    from unpooled.service.corpora.actions import do_load_corpus
+    from unpooled.service.corpora.models import Document
+    from unpooled.service.evaluations import lifecycle
+    from unpooled.service.evaluations.actions import evaluate
+    from unpooled.service.submissions.actions import do_ingest_submission
+    from unpooled.service.submissions.models import Submission
+
+    from ..conftest import FIXTURES
+
+    corpus = do_load_corpus(FIXTURES / "kb" / "sources.xml", "tac", "tacent", schema="tac-kbp")
+    st = actions.settings_for(corpus)
+    st.control_share = 0.0
+    st.save()
+    sub = do_ingest_submission(FIXTURES / "kb" / "coldstart.kb", "tacent", "team-a", None, "tac").submission
+    actions.request_exhaustive(corpus, SimpleNamespace(indices=[0, 1], inclusion=[1.0, 1.0], stage=[1, 1],
+                                                       scheme="uniform"))
+    nyt = Document.objects.get(corpus=corpus, doc_id="NYT_ENG_20130914.0094")
+    df = Document.objects.get(corpus=corpus, doc_id="bolt-eng-DF-170-181103-15978")
+
+    def span(doc, text, after=""):
+        start = doc.text.index(after + text) + len(after)
+        return start, start + len(text)
+
+    layer = {
+        nyt.pk: [("Carrie Fisher", "", "PER", 0, "WIKI:Carrie_Fisher"), ("Beverly Hills", "", "GPE", 1, "WIKI:Beverly_Hills"),
+                 ("Debbie Reynolds", "", "PER", 2, "WIKI:Debbie_Reynolds"),
+                 ("Fisher", "<P>\n", "PER", 0, "WIKI:Carrie_Fisher"), ("Paul Simon", "", "PER", 3, "WIKI:Paul_Simon"),
+                 ("Lucasfilm", "", "ORG", 4, ""), ("Los Angeles", "", "GPE", 5, "WIKI:Los_Angeles")],
+        df.pk: [("Debbie Reynolds", "", "PER", 0, "WIKI:Debbie_Reynolds"), ("Thalians", "", "ORG", 1, ""),
+                ("Hollywood", "", "GPE", 2, "WIKI:Hollywood")],
+    }
+    docs = {nyt.pk: nyt, df.pk: df}
+
+    def entities_answer(doc_pk):
+        out = []
+        for text, after, typ, cluster, link in layer[doc_pk]:
+            s, e = span(docs[doc_pk], text, after)
+            out.append({"start": s, "end": e, "type": typ, "cluster": cluster, "link": link})
+        return {"mentions": out}
+
+    people = [Annotator.objects.create(backend=Backend.SIMULATED, external_id=f"tac-{i}") for i in range(3)]
+    for ann in people:
+        while (lease := actions.lease_next(ann, kind=Kind.ENTITIES, corpus=corpus)) is not None:
+            actions.submit_answer(lease, entities_answer(lease.task.document_id))
+    assert Task.objects.filter(corpus=corpus, kind=Kind.ENTITIES, status=Task.Status.COMPLETE).count() == 2
+
+    evaluate(corpus, crowd=None, labels=30, documents=0)  # draws and verification tasks; nobody answered yet
+    valid = {span(nyt, t, a) for t, a, *_ in layer[nyt.pk]} | {span(df, t, a) for t, a, *_ in layer[df.pk]}
+
+    def ok(arg):
+        return any(s < arg["end"] and arg["start"] < e for s, e in valid)
+
+    for ann in people:
+        while (lease := actions.lease_next(ann, kind=Kind.VERIFY, corpus=corpus)) is not None:
+            p = lease.task.payload
+            actions.submit_answer(lease, {"relation": "holds", "subject_ok": ok(p["subject"]),
+                                          "object_ok": ok(p["object"]) if p["object"].get("value") is None else True,
+                                          "link_ok": None})
+    lifecycle.rescore(corpus)
+    from unpooled.service.evaluations.models import EntityScore
+
+    es = EntityScore.objects.filter(submission=sub).order_by("-id").first()
+    m = es.details["metrics"]
+    # by hand: the KB links 7 distinct mentions (Carrie Fisher's 5, Debbie Reynolds' 2); right: Carrie Fisher,
+    # Fisher, Debbie Reynolds twice (the nominal and pronominal ones match no mention of the layer)
+    assert m["link_p"]["value"] == pytest.approx(4 / 7)
+    # 8 linked mentions in the layer; the KB links 4 of them rightly (Paul Simon, Beverly Hills, ... unlinked)
+    assert m["link_r"]["value"] == pytest.approx(4 / 8)
+    for k in ("link_p", "link_r", "link_f1", "mention_p", "mention_r", "typing"):
+        assert m[k]["lo"] <= m[k]["value"] <= m[k]["hi"], k
+    # NIL mentions: Lucasfilm (overlapped by "Lucasfilm & Disney") and the Thalians, each alone: B-cubed 1
+    assert m["nil_b3_p"]["value"] == pytest.approx(1.0) and m["nil_b3_r"]["value"] == pytest.approx(1.0)
+    Submission.objects.filter(pk=sub.pk).update(status=Submission.Status.PUBLISHED)
+    html = Client().get(f"/submissions/{sub.pk}/").content.decode()
+    assert 'data-metric="link_p"' in html and "no KB links" not in html

@@ -242,8 +242,17 @@ def _interval(est: float, var: float, n: float, confidence: float) -> tuple[floa
 def _metric(est: float, var: float, n: int, confidence: float, reason: str) -> Metric:
     if math.isnan(est):
         return Metric.undefined(reason)
+    raw = est
     est = min(max(est, 0.0), 1.0)  # error-corrected labels can carry an estimate past a bound
     lo, hi = _interval(est, var, n, confidence)
+    if var > 0:
+        # near a bound Wilson's interval stops short of it, while an estimate from error-corrected labels is
+        # spread around the truth on both sides: the interval also holds the normal one (measured: a precision
+        # of 1 estimated 0.992 [0.950, 0.999] on Re-DocRED)
+        from scipy.stats import norm
+
+        z = norm.ppf(0.5 + confidence / 2) * math.sqrt(var)
+        lo, hi = min(lo, max(0.0, raw - z)), max(hi, min(1.0, raw + z))
     return Metric(est, math.sqrt(max(var, 0.0)), lo, hi, int(n))
 
 

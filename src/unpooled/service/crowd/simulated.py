@@ -9,7 +9,9 @@ truth (from the gold layer) with probability ``accuracy``, else a wrong answer:
 * verify: the opposite judgement (with ``bias`` > 0 errors lean towards "correct":
   an annotator with bias b answers "correct" on a wrong item with probability
   ``(1 − a)(1 + b)`` clipped to [0, 1] and "wrong" on a correct item with probability
-  ``(1 − a)(1 − b)``; b = 0 keeps the accuracy exactly ``a`` on both classes);
+  ``(1 − a)(1 − b)``; b = 0 keeps the accuracy exactly ``a`` on both classes); the subject and
+  object are judged valid mentions or not with accuracy ``1 − (1 − a)/3`` each, independently
+  (:meth:`SimulatedCrowd.answer_verify`);
 * entities: per gold mention, with probability ``1 − a`` one error: the mention is
   missed, given another type, or put in a cluster of its own;
 * relations: per candidate pair, with probability ``1 − a`` one error: a true
@@ -127,23 +129,34 @@ class SimulatedCrowd:
 
     # ------------------------------------------------------------------ answers
     def answer_verify(self, w: SimulatedWorker, task: Task) -> dict:
-        """The relation judged as before; with "holds" both mentions are valid (the answer says the instance is
-        correct), otherwise each mention's validity (it overlaps a gold mention) is judged on its own with the
-        worker's accuracy.  The gold layer has no KB links: ``link_ok`` stays unanswered."""
+        """A verification answer whose *correct* judgement has the worker's error rate (module docs) and whose
+        mention judgements are one-coin: each mention (subject; object unless a value) is judged a valid mention
+        (it overlaps a gold mention) with accuracy ``1 - (1 - accuracy)/3``, independently of the relation.
+
+        The answer is correct when it says "holds" and both mentions valid; "holds" is said with probability
+        ``target / (P(subject said valid) P(object said valid))`` (at most 1), so that the answer is correct with
+        the worker's probability ``target`` whenever that is reachable (always for instances whose mentions are
+        valid).  The gold layer has no KB links: ``link_ok`` stays unanswered.
+        """
         truth = self.oracle.verify(task)
         err = (1 - w.accuracy) * ((1 - w.bias) if truth else (1 + w.bias))
-        says = truth if self.rng.random() >= min(1.0, max(0.0, err)) else not truth
-        if says:
-            return {"relation": "holds", "subject_ok": True, "object_ok": True, "link_ok": None}
-        ok = {}
+        target = 1 - min(1.0, max(0.0, err)) if truth else min(1.0, max(0.0, err))
+        if task.is_control:
+            says = self.rng.random() < target
+            return {"relation": "holds" if says else "none", "subject_ok": True, "object_ok": True, "link_ok": None}
+        acc_m = 1 - (1 - w.accuracy) / 3
+        ok, p_valid = {}, 1.0
         for role in ("subject", "object"):
             arg = task.payload.get(role) or {}
             if arg.get("start") is None or (role == "object" and arg.get("value") is not None):
                 ok[role] = True
                 continue
             valid = bool(self.oracle.entities_at(task.document_id, arg["start"], arg["end"]))
-            ok[role] = valid if self.rng.random() < w.accuracy else not valid
-        return {"relation": "none", "subject_ok": ok["subject"], "object_ok": ok["object"], "link_ok": None}
+            ok[role] = valid if self.rng.random() < acc_m else not valid
+            p_valid *= acc_m if valid else 1 - acc_m
+        holds = self.rng.random() < min(1.0, target / p_valid) if p_valid > 0 else False
+        return {"relation": "holds" if holds else "none", "subject_ok": ok["subject"], "object_ok": ok["object"],
+                "link_ok": None}
 
     def answer_entities(self, w: SimulatedWorker, task: Task) -> dict:
         out = []

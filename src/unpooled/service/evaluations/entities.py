@@ -248,3 +248,105 @@ def rows_for_display(es: EntityScore | None) -> list[dict]:
         out.append({"key": k, "label": LABELS[k], "value": m.get("value"), "lo": m.get("lo"), "hi": m.get("hi"),
                     "n": m.get("n", 0), "reason": m.get("reason", "")})
     return out
+
+
+#: below this estimated accuracy of the crowd's mention judgements, the page warns that the exhaustive layer's
+#: types and clusters are biased (``unpooled simulate entities``: at 0.75 with 3 answers, typing -2.9 and NIL
+#: B-cubed precision -4.4 points; with 5 answers -0.4 and -1.9)
+WARN_ACCURACY = 0.85
+
+
+def page_context(sub: Submission) -> dict | None:
+    """What the submission page's entity section shows (None: no entity score yet)."""
+    es = newest(sub)
+    if es is None:
+        return None
+    det = es.details or {}
+    rows = rows_for_display(es)
+    ver = det.get("verification") or {}
+    rates = ver.get("rates") or {}
+    acc = rates.get("accuracy")
+    unscored = {}
+    for r in rows:
+        if r["value"] is None and r["reason"]:
+            unscored.setdefault(r["reason"], []).append(r["label"])
+    return {
+        "score": es, "rows": rows, "documents": es.documents, "level": es.level,
+        "mentions": det.get("mentions"), "argument_mentions": det.get("argument_mentions"),
+        "argument_share": det.get("argument_share"), "argument_draws": det.get("argument_draws"),
+        "parts": det.get("parts") or {}, "notes": det.get("notes") or [], "match": det.get("match"),
+        "accuracy": acc, "corrected": rates.get("corrected"), "unjudged": ver.get("draws_unjudged") or 0,
+        "weak_crowd": acc is not None and acc < WARN_ACCURACY,
+        "unscored": [{"reason": k, "metrics": v} for k, v in unscored.items()],
+        "layer_has_links": det.get("layer_has_links"),
+    }
+
+
+def api_dict(es: EntityScore) -> dict:
+    """An entity score as the API gives it."""
+    det = es.details or {}
+    return {"id": es.pk, "created": es.created.isoformat(), "level": es.level, "documents": es.documents,
+            "confidence": det.get("confidence"), "match": det.get("match"),
+            "metrics": det.get("metrics", {}), "mentions": det.get("mentions"),
+            "argument_mentions": det.get("argument_mentions"), "argument_draws": det.get("argument_draws"),
+            "notes": det.get("notes") or [],
+            "crowd_accuracy": ((det.get("verification") or {}).get("rates") or {}).get("accuracy")}
+
+
+def leaderboard(corpus: Corpus, *, metric: str = "mention_f1", user=None) -> dict:
+    """The newest entity score of every published submission ``user`` may see, ranked by ``metric`` with tie
+    groups (:func:`unpooled.core.ranking.tie_groups`, as the relation leaderboard), and an SVG chart.
+
+    Rows whose ``metric`` cannot be scored come last with the reason.  Not cached: one query per table and the
+    rows' JSON, bounded by the number of visible submissions.
+    """
+    from django.db.models import Max
+
+    from unpooled.core.estimators.entities import LABELS, METRICS
+    from unpooled.core.plots.svg import interval_chart
+    from unpooled.core.ranking import tie_groups
+    from unpooled.service.accounts.actions import visible_submissions
+
+    if metric not in METRICS:
+        raise ValueError(f"metric: expected one of {', '.join(METRICS)}, got {metric!r}")
+    subs = visible_submissions(user, Submission.objects.filter(corpus=corpus, status=Submission.Status.PUBLISHED))
+    newest_ids = (EntityScore.objects.filter(submission__in=subs.values("pk")).values("submission_id")
+                  .annotate(m=Max("id")).values("m"))
+    got = list(EntityScore.objects.filter(id__in=newest_ids).select_related("submission__team")
+               .order_by("submission_id"))
+    if not got:
+        return {"rows": [], "svg": "", "metric": metric, "label": LABELS[metric]}
+
+    def val(es, k):
+        m = ((es.details or {}).get("metrics") or {}).get(metric) or {}
+        v = m.get(k)
+        return math.nan if v is None else float(v)
+
+    est = np.array([val(e, "value") for e in got])
+    lo = np.array([val(e, "lo") for e in got])
+    hi = np.array([val(e, "hi") for e in got])
+    scored = np.flatnonzero(~np.isnan(est))
+    rows = []
+    if len(scored):
+        groups = tie_groups(est[scored], lo[scored], hi[scored])
+        size = np.bincount(groups)
+        order = sorted(range(len(scored)), key=lambda k: (groups[k], -est[scored[k]]))
+        for k in order:
+            e = got[scored[k]]
+            rows.append({"rank": int(groups[k]), "tied": int(size[groups[k]]) > 1, "entity": e,
+                         "name": f"{e.submission.team.name}/{e.submission.run_id}", "rows": rows_for_display(e)})
+    for i in range(len(got)):
+        if np.isnan(est[i]):
+            e = got[i]
+            rows.append({"rank": None, "tied": False, "entity": e, "name": f"{e.submission.team.name}/"
+                         f"{e.submission.run_id}", "rows": rows_for_display(e)})
+    shown = [r for r in rows if r["rank"] is not None]
+    svg = ""
+    if shown:
+        svg = interval_chart([r["name"] for r in shown],
+                             [{x["key"]: x for x in r["rows"]}[metric]["value"] for r in shown],
+                             [{x["key"]: x for x in r["rows"]}[metric]["lo"] for r in shown],
+                             [{x["key"]: x for x in r["rows"]}[metric]["hi"] for r in shown],
+                             title=f"{LABELS[metric]} with 90% intervals", value_label=LABELS[metric],
+                             item_label="system", value_range=(0.0, 1.0))
+    return {"rows": rows, "svg": svg, "metric": metric, "label": LABELS[metric]}

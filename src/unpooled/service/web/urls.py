@@ -1,6 +1,7 @@
 from django.urls import path
 
 from . import views
+from .views.entity_leaderboard import entity_leaderboard
 
 app_name = "web"
 urlpatterns = [
@@ -8,6 +9,7 @@ urlpatterns = [
     path("corpora/<slug:name>/", views.corpus_detail, name="corpus"),
     path("corpora/<slug:name>/documents/<int:pk>/", views.document_detail, name="document"),
     path("corpora/<slug:name>/leaderboard/", views.leaderboard, name="leaderboard"),
+    path("corpora/<slug:name>/leaderboard/entities/", entity_leaderboard, name="leaderboard_entities"),
     path("submissions/", views.submission_list, name="submissions"),
     path("submissions/new/", views.upload, name="upload"),
     path("submissions/uploads/<str:task_id>/", views.upload_status, name="upload_status"),
