@@ -85,10 +85,10 @@ def test_redocred_entity_scores_with_intervals_and_no_linking(shared_data, tmp_p
 
 # ---------------------------------------------------------------------------- a TAC corpus, with KB links
 
-def test_tac_corpus_entity_scores_with_links(tmp_path):
+def tac_world(name: str = "tacent"):
     """The TAC fixture corpus and Cold Start KB, its two documents annotated exhaustively by three annotators
     who give KB links (the corpus has no gold layer: the annotators' layer is the only truth), the drawn
-    instances verified: linking is scored, with the figures computed by hand."""
+    instances verified, the corpus re-scored; returns (corpus, submission)."""
     from types import SimpleNamespace
 
     from django.test import Client
@@ -104,11 +104,11 @@ def test_tac_corpus_entity_scores_with_links(tmp_path):
 
     from ..conftest import FIXTURES
 
-    corpus = do_load_corpus(FIXTURES / "kb" / "sources.xml", "tac", "tacent", schema="tac-kbp")
+    corpus = do_load_corpus(FIXTURES / "kb" / "sources.xml", "tac", name, schema="tac-kbp")
     st = actions.settings_for(corpus)
     st.control_share = 0.0
     st.save()
-    sub = do_ingest_submission(FIXTURES / "kb" / "coldstart.kb", "tacent", "team-a", None, "tac").submission
+    sub = do_ingest_submission(FIXTURES / "kb" / "coldstart.kb", name, "team-a", None, "tac").submission
     actions.request_exhaustive(corpus, SimpleNamespace(indices=[0, 1], inclusion=[1.0, 1.0], stage=[1, 1],
                                                        scheme="uniform"))
     nyt = Document.objects.get(corpus=corpus, doc_id="NYT_ENG_20130914.0094")
@@ -154,8 +154,17 @@ def test_tac_corpus_entity_scores_with_links(tmp_path):
                                           "object_ok": ok(p["object"]) if p["object"].get("value") is None else True,
                                           "link_ok": None})
     lifecycle.rescore(corpus)
-    from unpooled.service.evaluations.models import EntityScore
+    return corpus, sub
 
+
+def test_tac_corpus_entity_scores_with_links():
+    """Linking is scored on a corpus whose exhaustive layer has links, with the figures computed by hand."""
+    from django.test import Client
+
+    from unpooled.service.evaluations.models import EntityScore
+    from unpooled.service.submissions.models import Submission
+
+    corpus, sub = tac_world()
     es = EntityScore.objects.filter(submission=sub).order_by("-id").first()
     m = es.details["metrics"]
     # by hand: the KB links 7 distinct mentions (Carrie Fisher's 5, Debbie Reynolds' 2); right: Carrie Fisher,
