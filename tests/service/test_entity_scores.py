@@ -3,8 +3,6 @@ layer, stored, shown on the submission page, the API and the leaderboard tab; wh
 
 from __future__ import annotations
 
-import json
-import math
 
 import pytest
 
@@ -91,7 +89,6 @@ def tac_world(name: str = "tacent"):
     instances verified, the corpus re-scored; returns (corpus, submission)."""
     from types import SimpleNamespace
 
-    from django.test import Client
 
     from unpooled.service.annotation import actions
     from unpooled.service.annotation.models import Annotator, Backend, Kind, Task
@@ -100,7 +97,6 @@ def tac_world(name: str = "tacent"):
     from unpooled.service.evaluations import lifecycle
     from unpooled.service.evaluations.actions import evaluate
     from unpooled.service.submissions.actions import do_ingest_submission
-    from unpooled.service.submissions.models import Submission
 
     from ..conftest import FIXTURES
 
