@@ -175,3 +175,24 @@ def test_validity_labels_by_hand():
     assert rates["accuracy"] == pytest.approx(a)
     assert lab[0] == pytest.approx((1 - (1 - a)) / (2 * a - 1))
     assert lab[1] == pytest.approx((0.5 - (1 - a)) / (2 * a - 1))
+
+
+def test_cross_document_b3_by_hand_and_in_entity_scores():
+    from unpooled.core.estimators.entities import cross_document_b3
+
+    out = cross_document_b3([[("e1", "g")], [("e1", "g")], [("e2", "g")]])
+    assert out["n"] == 3 and out["p"][0] == pytest.approx(1.0) and out["r"][0] == pytest.approx(5 / 9)
+    # jackknife: leaving out doc 1 or 2 gives R 1/2, leaving out doc 3 gives 1
+    reps = np.array([0.5, 0.5, 1.0])
+    assert out["r"][1] == pytest.approx(2 / 3 * ((reps - reps.mean()) ** 2).sum())
+    # the same NIL entity in two documents: within documents B3 is perfect, across them it sees the split
+    docs = [ExhaustiveDocument("a", 1.0, (M(0, 5, "ORG", 0),)), ExhaustiveDocument("b", 1.0, (M(0, 5, "ORG", 0),)),
+            ExhaustiveDocument("c", 1.0, (M(0, 5, "ORG", 0),))]
+    sys_ = {"a": [M(0, 5, "ORG", "x")], "b": [M(0, 5, "ORG", "y")], "c": [M(0, 5, "ORG", "x")]}
+    within = entity_scores(docs, [sys_])[0].metrics
+    assert within["nil_b3_r"].value == pytest.approx(1.0)
+    ident = {("a", 0): 7, ("b", 0): 7, ("c", 0): 7}
+    across = entity_scores(docs, [sys_], nil_identity=ident)[0]
+    assert across.metrics["nil_b3_r"].value == pytest.approx(5 / 9)
+    assert across.metrics["nil_b3_p"].value == pytest.approx(1.0)
+    assert any("across documents" in n for n in across.notes)

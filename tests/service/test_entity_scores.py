@@ -48,6 +48,19 @@ def test_redocred_entity_scores_with_intervals_and_no_linking(shared_data, tmp_p
         for k in ("link_p", "link_r", "link_f1"):
             assert m[k]["value"] is None and "no KB links" in m[k]["reason"]
 
+    # the cross-document clustering task: created once every sampled document's entity layer was final, answered
+    # by the simulated crowd from the gold layer, aggregated with agreement figures, feeding the NIL scores
+    from unpooled.service.annotation.models import Kind, Task
+
+    ct = Task.objects.get(corpus=corpus, kind=Kind.CLUSTERS)
+    assert ct.status == Task.Status.COMPLETE and len(ct.payload["items"]) >= 2
+    assert ct.result["answers"] == 3 and 0 <= ct.result["agreement"]["unanimous"] <= 1
+    assert sum(len(c) for c in ct.result["clusters"]) == len(ct.payload["items"])
+    es = EntityScore.objects.filter(submission=hwe).order_by("-id").first()
+    assert es.details["nil_across_documents"] is True
+    v = es.details["metrics"]["nil_b3_p"]
+    assert v["lo"] <= v["value"] <= v["hi"]
+
     # the submission page's entity section (its own partial), the API and the leaderboard tab
     from django.test import Client
 

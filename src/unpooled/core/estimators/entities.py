@@ -475,6 +475,70 @@ def _doc_totals(gold: Sequence[Mention], system: Sequence[Mention], arg_spans: s
 MATCHES = ("overlap", "exact")
 
 
+def _b3_counts(cells: Mapping) -> tuple[float, float, int]:
+    r"""B-cubed P and R from the contingency counts ``(system cluster, gold cluster) -> c``:
+    :math:`P = \frac1n\sum_{s,g} c_{sg}^2/c_s`, :math:`R = \frac1n\sum_{s,g} c_{sg}^2/c_g`."""
+    cs: dict = defaultdict(int)
+    cg: dict = defaultdict(int)
+    n = 0
+    for (a, b), c in cells.items():
+        cs[a] += c
+        cg[b] += c
+        n += c
+    if n == 0:
+        return float("nan"), float("nan"), 0
+    p = sum(c * c / cs[a] for (a, b), c in cells.items() if c) / n
+    r = sum(c * c / cg[b] for (a, b), c in cells.items() if c) / n
+    return p, r, n
+
+
+def cross_document_b3(per_doc: Sequence[Sequence[tuple]]) -> dict:
+    r"""B-cubed of the NIL mentions of all exhaustive documents together, gold clusters across documents.
+
+    ``per_doc``: per document, ``(system entity, gold cross-document entity)`` of each gold NIL mention the system
+    found.  The figure is over the exhaustive documents' NIL mentions (a system entity and a gold entity both span
+    documents, so it is not a sum over documents); its variance is the delete-one-document jackknife
+    :math:`\frac{N-1}{N}\sum_d (\hat\theta_{(d)} - \bar\theta)^2` (Efron & Stein 1981).
+
+    Returns ``{'p': (value, var), 'r': ..., 'f1': ..., 'n': mentions}``.
+
+    >>> out = cross_document_b3([[("e1", "g")], [("e1", "g")], [("e2", "g")]])
+    >>> round(out["p"][0], 3), round(out["r"][0], 3)
+    (1.0, 0.556)
+    """
+    cells: dict = defaultdict(int)
+    docs = []
+    for rows in per_doc:
+        mine: dict = defaultdict(int)
+        for a, b in rows:
+            mine[(a, b)] += 1
+            cells[(a, b)] += 1
+        docs.append(mine)
+    p, r, n = _b3_counts(cells)
+
+    def f1(x, y):
+        return 2 * x * y / (x + y) if x + y > 0 else 0.0
+
+    out = {"n": n}
+    full = {"p": p, "r": r, "f1": f1(p, r) if n else float("nan")}
+    N = len(docs)
+    reps = {"p": [], "r": [], "f1": []}
+    if n and N >= 2:
+        for mine in docs:
+            less = {k: c - mine.get(k, 0) for k, c in cells.items()}
+            pp, rr, nn = _b3_counts(less)
+            if nn == 0:
+                pp = rr = float("nan")
+            reps["p"].append(pp)
+            reps["r"].append(rr)
+            reps["f1"].append(f1(pp, rr) if nn else float("nan"))
+    for k in ("p", "r", "f1"):
+        v = np.array([x for x in reps[k] if not math.isnan(x)])
+        var = (len(v) - 1) / len(v) * float(((v - v.mean()) ** 2).sum()) if len(v) >= 2 else float("nan")
+        out[k] = (full[k], var)
+    return out
+
+
 def _entity_scores_iv(docs, systems, arguments, confidence, match):
     if match not in MATCHES:
         raise InvalidInputError(f"match: expected one of {', '.join(MATCHES)}, got {match!r}")
@@ -496,7 +560,7 @@ def _entity_scores_iv(docs, systems, arguments, confidence, match):
 
 def entity_scores(docs: Sequence[ExhaustiveDocument], systems: Sequence[Mapping], *, mention_counts=None,
                   argument_spans=None, arguments: Mapping | None = None, match: str = "overlap",
-                  confidence: float = 0.90) -> list[EntityScores]:
+                  nil_identity: Mapping | None = None, confidence: float = 0.90) -> list[EntityScores]:
     r"""Entity metrics of every system (module docs).
 
     Parameters
@@ -515,6 +579,10 @@ def entity_scores(docs: Sequence[ExhaustiveDocument], systems: Sequence[Mapping]
         Without it, mention precision comes from the exhaustive documents alone (all mentions).
     match : {'overlap', 'exact'}
         How a system mention matches a mention of the layer (module docs).
+    nil_identity : mapping, optional
+        ``(doc id, layer cluster) -> cross-document entity`` of the unlinked clusters (the aggregated clustering
+        task).  With it the NIL B-cubed figures are across documents (:func:`cross_document_b3`); without, within
+        each document.
     confidence : float
         Level of the intervals.
 
@@ -621,10 +689,28 @@ def entity_scores(docs: Sequence[ExhaustiveDocument], systems: Sequence[Mapping]
             metrics["link_r"] = ratio_metric("link_r", "the exhaustive documents have no linked mention")
         metrics["link_f1"] = _pair_f1(metrics["link_p"], metrics["link_r"], ratios.get("link_p"),
                                       ratios.get("link_r"), confidence, tf)
-        metrics["nil_b3_p"] = ratio_metric("nil_b3_p", "the submission found no unlinked (NIL) gold mention")
-        metrics["nil_b3_r"] = ratio_metric("nil_b3_r", "the submission found no unlinked (NIL) gold mention")
-        metrics["nil_b3_f1"] = _pair_f1(metrics["nil_b3_p"], metrics["nil_b3_r"], ratios.get("nil_b3_p"),
-                                        ratios.get("nil_b3_r"), confidence, tf)
+        if nil_identity:
+            per_doc = []
+            for d in docs:
+                rows = []
+                for sm in systems[i].get(d.doc, ()):
+                    g = _best(sm, d.mentions, match)
+                    if g is not None and not g.link:
+                        rows.append((sm.cluster, nil_identity.get((d.doc, g.cluster), ("doc", d.doc, g.cluster))))
+                per_doc.append(rows)
+            xb = cross_document_b3(per_doc)
+            why = "the submission found no unlinked (NIL) gold mention"
+            for k in ("p", "r", "f1"):
+                val, var = xb[k]
+                metrics[f"nil_b3_{k}"] = (_metric(val, var * tf, xb["n"], confidence, why) if xb["n"]
+                                          else Metric.undefined(why))
+            notes.append("NIL clustering: B-cubed across documents, the unlinked entities grouped by the "
+                         "cross-document clustering task")
+        else:
+            metrics["nil_b3_p"] = ratio_metric("nil_b3_p", "the submission found no unlinked (NIL) gold mention")
+            metrics["nil_b3_r"] = ratio_metric("nil_b3_r", "the submission found no unlinked (NIL) gold mention")
+            metrics["nil_b3_f1"] = _pair_f1(metrics["nil_b3_p"], metrics["nil_b3_r"], ratios.get("nil_b3_p"),
+                                            ratios.get("nil_b3_r"), confidence, tf)
         out.append(EntityScores(metrics, len(docs), alpha, n_draws, notes, parts))
     return out
 
@@ -640,4 +726,4 @@ def _pair_f1(p: Metric, r: Metric, rp, rr, confidence: float, tf: float = 1.0) -
 
 
 __all__ = ["ExhaustiveDocument", "EntityScores", "LABELS", "METRICS", "Mention", "Metric", "argument_precision",
-           "MATCHES", "t_factor", "document_ratio", "entity_scores", "rate_variance", "validity_labels"]
+           "MATCHES", "cross_document_b3", "t_factor", "document_ratio", "entity_scores", "rate_variance", "validity_labels"]

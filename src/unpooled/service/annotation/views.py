@@ -248,6 +248,8 @@ def _body_context(task: Task) -> dict:
         ctx["pieces"] = segments(doc.text, c0, c1, marks)
         ctx["p"] = p
         ctx["relation_options"] = parts.relation_options
+    elif task.kind == Kind.CLUSTERS:
+        ctx["items"] = [{"index": i, **it} for i, it in enumerate(task.payload.get("items", []))]
     elif task.kind == Kind.ENTITIES:
         ctx["lead"], ctx["tokens_html"] = _tokens_html(doc)
         ctx["types_json"] = parts.types_json

@@ -29,7 +29,7 @@ import numpy as np
 
 from unpooled.service.annotation import actions
 from unpooled.service.annotation.models import Annotator, Backend, Kind, Task
-from unpooled.service.corpora.models import Corpus, Document, GoldMention, GoldRelation
+from unpooled.service.corpora.models import Corpus, Document, GoldEntity, GoldMention, GoldRelation
 
 
 @dataclass(frozen=True)
@@ -68,6 +68,16 @@ class GoldOracle:
             for s, p, o in GoldRelation.objects.filter(document_id=doc_id).values_list("subject_id", "predicate", "object_id"):
                 rels[(s, o)].add(p)
             got = self._docs[doc_id] = (mentions, rels)
+        return got
+
+    def entity_name(self, entity_id: int) -> str:
+        """A gold entity's name, case-folded (what identifies it across documents)."""
+        if not hasattr(self, "_names"):
+            self._names: dict[int, str] = {}
+        got = self._names.get(entity_id)
+        if got is None:
+            got = self._names[entity_id] = " ".join(
+                GoldEntity.objects.filter(pk=entity_id).values_list("name", flat=True).first().split()).casefold()
         return got
 
     def entities_at(self, doc_id: int, start: int, end: int) -> set[int]:
@@ -191,7 +201,26 @@ class SimulatedCrowd:
             out[str(i)] = labels
         return {"pairs": out}
 
+    def answer_clusters(self, w: SimulatedWorker, task: Task) -> dict:
+        """Group the items by the gold entity their mention overlaps, entities being the same across documents
+        when their gold names agree (case-folded; the gold layer has no cross-document identity of its own); with
+        probability ``1 - accuracy`` per item, one error: the item is put alone, or into another item's group."""
+        items = task.payload.get("items", [])
+        key = []
+        for k, it in enumerate(items):
+            ents = self.oracle.entities_at(it["document"], it["start"], it["end"])
+            key.append(self.oracle.entity_name(min(ents)) if ents else f"#alone{k}")
+        for k in range(len(items)):
+            if self.rng.random() < 1 - w.accuracy:
+                key[k] = f"#err{k}" if self.rng.random() < 0.5 or len(items) < 2 else key[int(self.rng.integers(len(items)))]
+        groups: dict = {}
+        for k, g in enumerate(key):
+            groups.setdefault(g, []).append(k)
+        return {"groups": list(groups.values())}
+
     def answer(self, w: SimulatedWorker, task: Task) -> dict:
+        if task.kind == Kind.CLUSTERS:
+            return self.answer_clusters(w, task)
         if task.kind == Kind.VERIFY:
             return self.answer_verify(w, task)
         if task.kind == Kind.ENTITIES:

@@ -214,14 +214,18 @@ def compute(corpus: Corpus, *, level: str | None = None) -> list[EntityScore]:
         scored.level = level
         arguments, info = _arguments(scored, subs)
     systems, arg_spans, counts = _system_inputs(corpus, subs, docs)
+    from unpooled.service.annotation.actions import nil_identity
+
+    identity = nil_identity(corpus)
     results = entity_scores(docs, systems, mention_counts=counts, argument_spans=arg_spans, arguments=arguments,
-                            match=MATCH, confidence=CONFIDENCE)
+                            match=MATCH, nil_identity=identity or None, confidence=CONFIDENCE)
     newest = {e.submission_id: e for e in EntityScore.objects.filter(submission__in=subs).order_by("id")}
     out = []
     layer_links = any(mm.link for d in docs for mm in d.mentions)
     for sub, res, (M, A) in zip(subs, results, counts):
         details = res.to_dict()
         details.update({"mentions": M, "argument_mentions": A, "layer_has_links": layer_links,
+                        "nil_across_documents": bool(identity),
                         "verification": info, "confidence": CONFIDENCE, "match": MATCH})
         old = newest.get(sub.pk)
         if old is not None and old.details == details and old.level == (level or ""):
@@ -278,7 +282,7 @@ def page_context(sub: Submission) -> dict | None:
         "accuracy": acc, "corrected": rates.get("corrected"), "unjudged": ver.get("draws_unjudged") or 0,
         "weak_crowd": acc is not None and acc < WARN_ACCURACY,
         "unscored": [{"reason": k, "metrics": v} for k, v in unscored.items()],
-        "layer_has_links": det.get("layer_has_links"),
+        "layer_has_links": det.get("layer_has_links"), "nil_across": det.get("nil_across_documents"),
     }
 
 
