@@ -47,7 +47,9 @@ def test_aggregate_majority_and_agreement_by_hand():
     z = {"groups": [[0, 1, 2]]}
     assert aggregate_clusters([x, y, z], 3)["clusters"] == [[0, 1, 2]]
     empty = aggregate_clusters([], 2)
-    assert empty["clusters"] == [[0], [1]] and math.isnan(empty["agreement"]["kappa"])
+    assert empty["clusters"] == [[0], [1]] and empty["agreement"]["kappa"] is None
+    one = aggregate_clusters([x], 3)
+    assert one["clusters"] == [[0, 1], [2]] and one["agreement"]["rand"] is None and one["agreement"]["kappa"] is None
 
 
 def test_b_cubed():

@@ -81,7 +81,8 @@ def aggregate_clusters(answers: Sequence[Mapping], n_items: int) -> dict:
     """Strict-majority pairwise clusters of ``answers`` (validated) over ``n_items``, with agreement figures.
 
     Returns ``{"clusters": [[items], ...], "agreement": {...}, "answers": k}`` (module docs); clusters sorted by
-    their smallest item, singletons included.
+    their smallest item, singletons included; a figure that is undefined (one answer, one item) is None, so the
+    result can be stored as JSON.
 
     Examples
     --------
@@ -95,8 +96,7 @@ def aggregate_clusters(answers: Sequence[Mapping], n_items: int) -> dict:
     n = int(n_items)
     if n == 0 or k == 0:
         return {"clusters": [[i] for i in range(n)], "answers": k,
-                "agreement": {"unanimous": float("nan"), "rand": float("nan"), "kappa": float("nan"), "pairs": 0,
-                              "support": []}}
+                "agreement": {"unanimous": None, "rand": None, "kappa": None, "pairs": 0, "support": []}}
     labels = np.stack([_labels(a["groups"], n) for a in answers])  # (k, n)
     iu, ju = np.triu_indices(n, 1)
     Y = labels[:, iu] == labels[:, ju]  # (k, pairs)
@@ -139,8 +139,13 @@ def aggregate_clusters(answers: Sequence[Mapping], n_items: int) -> dict:
         inside = [share[p] for p in range(P) if int(iu[p]) in cs and int(ju[p]) in cs]
         support.append(round(float(np.mean(inside)), 4))
     return {"clusters": clusters, "answers": k,
-            "agreement": {"unanimous": unanimous, "rand": rand, "kappa": kappa, "pairs": int(P),
+            "agreement": {"unanimous": _num(unanimous), "rand": _num(rand), "kappa": _num(kappa), "pairs": int(P),
                           "support": support}}
+
+
+def _num(x: float) -> float | None:
+    """A figure for the stored result (JSON): None where it is undefined."""
+    return None if x is None or x != x else float(x)
 
 
 def b_cubed(system: Sequence, gold: Sequence) -> tuple[float, float]:
