@@ -71,6 +71,7 @@ def test_redocred_entity_scores_with_intervals_and_no_linking(shared_data, tmp_p
     c = Client()
     html = c.get(f"/submissions/{hwe.pk}/").content.decode()
     assert 'id="entity-table"' in html and "mention precision" in html and 'id="entity-unscored"' in html
+    assert 'id="entity-clustering"' in html and "Fleiss κ" in html and "across documents" in html
     assert "no KB links" in html and "linking precision, linking recall, linking F1" in html
     html = c.get(f"/submissions/{noisy.pk}/").content.decode()
     assert "without entity types" in html

@@ -274,7 +274,17 @@ def page_context(sub: Submission) -> dict | None:
     for r in rows:
         if r["value"] is None and r["reason"]:
             unscored.setdefault(r["reason"], []).append(r["label"])
+    from unpooled.service.annotation.models import Kind, Task
+
+    ct = (Task.objects.filter(corpus_id=sub.corpus_id, kind=Kind.CLUSTERS, status=Task.Status.COMPLETE)
+          .order_by("-completed", "-id").values("payload", "result").first())
+    clustering = None
+    if ct is not None:
+        res = ct["result"] or {}
+        clustering = {"items": len((ct["payload"] or {}).get("items", [])), "clusters": len(res.get("clusters", [])),
+                      "answers": res.get("answers"), **(res.get("agreement") or {})}
     return {
+        "clustering": clustering,
         "score": es, "rows": rows, "documents": es.documents, "level": es.level,
         "mentions": det.get("mentions"), "argument_mentions": det.get("argument_mentions"),
         "argument_share": det.get("argument_share"), "argument_draws": det.get("argument_draws"),
