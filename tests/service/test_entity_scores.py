@@ -189,3 +189,13 @@ def test_tac_corpus_entity_scores_with_links():
     Submission.objects.filter(pk=sub.pk).update(status=Submission.Status.PUBLISHED)
     html = Client().get(f"/submissions/{sub.pk}/").content.decode()
     assert 'data-metric="link_p"' in html and "no KB links" not in html
+
+
+def test_clustering_task_posts_to_mturk_like_the_others():
+    """A clusters task has its own HIT title and reward (set by UNPOOLED_MTURK_REWARD_CLUSTERS)."""
+    from unpooled.service.crowd.mturk import MTurkConfig
+    from unpooled.service.crowd.mturk_sync import TITLES
+    from unpooled.service.annotation.models import Kind
+
+    assert Kind.CLUSTERS in TITLES and MTurkConfig().rewards["clusters"] == "1.20"
+    assert MTurkConfig.from_env({"UNPOOLED_MTURK_REWARD_CLUSTERS": "0.90"}).rewards["clusters"] == "0.90"
