@@ -50,3 +50,16 @@ def test_adaptive_json(tmp_path, capsys):
 def test_bad_arguments(capsys):
     assert main(["simulate", "estimators", "--trials", "0"]) == 3
     assert "--trials must be at least 1" in capsys.readouterr().err
+
+
+def test_entities_table_and_json(tmp_path, capsys):
+    out = tmp_path / "ent.json"
+    code = main(["simulate", "entities", "--trials", "2", "--seed", "1", "--cells", "small-good,few-documents",
+                 "--json", str(out)])
+    text = capsys.readouterr().out
+    assert code == 0 and "mention_p" in text and "nil_b3_f1" in text and "cover90" in text
+    data = json.loads(out.read_text())
+    assert [c["cell"] for c in data["cells"]] == ["small-good", "few-documents"]
+    row = data["cells"][0]["rows"][0]
+    assert set(row) == {"metric", "bias_pts", "rmse_pts", "width", "coverage", "coverage_se", "defined", "intervals"}
+    assert main(["simulate", "entities", "--trials", "1", "--cells", "nope"]) != 0

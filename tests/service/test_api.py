@@ -116,6 +116,7 @@ EXPECTED_PATHS = {
     "/api/submissions/{pk}/scores/history", "/api/submissions/{pk}/labels", "/api/uploads/{upload_id}",
     "/api/corpora/{name}/periods", "/api/corpora/{name}/periods/{number}/close",
     "/api/corpora/{name}/periods/{number}/release",
+    "/api/submissions/{pk}/entity-scores", "/api/corpora/{name}/leaderboard/entities",
 }
 
 
@@ -605,7 +606,7 @@ def test_get_endpoints_conform_to_the_schema(corpus, people, subs):
     try:
         schema = schemathesis.openapi.from_wsgi("/api/openapi.json", WSGIHandler())
         ops = [r.ok() for r in schema.include(method="GET").get_all_operations()]
-        assert len(ops) == 16  # 14 + the periods list and a period's release
+        assert len(ops) == 18  # 14 + the periods list and a period's release + the entity scores and their board
         for op in ops:
             @given(case=op.as_strategy(), token=st.sampled_from([None, people["red"]]))
             @hsettings(max_examples=8, deadline=None, database=None, derandomize=True,

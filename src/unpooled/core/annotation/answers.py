@@ -166,7 +166,9 @@ def aggregate_mentions(answers: Sequence[Mapping]) -> list[dict]:
 
     A span is kept when a strict majority of the answers marked it; its type is the most
     frequent type given to it (ties: alphabetical).  Two kept mentions share a cluster when
-    a strict majority of the answers put them in one cluster (transitively closed).
+    a strict majority of the answers that marked both put them in one cluster (transitively closed): an
+    answer that missed one of the two says nothing about the pair (counting it against them split 22% of
+    the true pairs at accuracy 0.75, ``unpooled simulate entities``).
     Returns mentions sorted by position with ``cluster`` = index of the cluster's first mention.
     """
     n = len(answers)
@@ -185,12 +187,14 @@ def aggregate_mentions(answers: Sequence[Mapping]) -> list[dict]:
     kept = sorted(sp for sp, c in span_votes.items() if c >= need)
     index = {sp: i for i, sp in enumerate(kept)}
     together: Counter = Counter()
+    marked: list[set[int]] = []
     for a in answers:
         by_cluster: dict[int, list[int]] = defaultdict(list)
         for m in a["mentions"]:
             i = index.get((m["start"], m["end"]))
             if i is not None:
                 by_cluster[m["cluster"]].append(i)
+        marked.append({i for members in by_cluster.values() for i in members})
         for members in by_cluster.values():
             members.sort()
             for x in range(len(members)):
@@ -205,7 +209,8 @@ def aggregate_mentions(answers: Sequence[Mapping]) -> list[dict]:
         return i
 
     for (i, j), c in together.items():
-        if c >= need:
+        # a majority of the answers that marked both (an answer that missed one says nothing of the pair)
+        if c >= quorum(sum(1 for mk in marked if i in mk and j in mk)):
             ri, rj = find(i), find(j)
             if ri != rj:
                 parent[max(ri, rj)] = min(ri, rj)

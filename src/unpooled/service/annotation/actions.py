@@ -17,6 +17,7 @@ from django.db.models import Count, Exists, F, OuterRef, Q, Sum
 from django.utils import timezone
 
 from unpooled.core.annotation import answers as fmt
+from unpooled.core.annotation import clustering as clu
 from unpooled.core.annotation.aggregation import strict_majority
 from unpooled.core.errors import UnpooledError
 from unpooled.service.accounts.models import Profile, Role
@@ -646,6 +647,8 @@ def check_answer(task: Task, value) -> dict:
             raise fmt.AnswerError("mentions", f"these {len(clean['mentions'])} mentions make {n:,} pairs of "
                                               f"mentions within sentences; at most {MAX_PAIRS_PER_ANSWER} per document")
         return clean
+    if task.kind == Kind.CLUSTERS:
+        return clu.validate_clusters(value, n_items=len(task.payload.get("items", [])))
     return fmt.validate_relations(value, n_pairs=len(task.payload.get("pairs", [])), predicates=schema.relations.keys())
 
 
@@ -804,6 +807,8 @@ def complete_task(task: Task, *, now=None) -> None:
         mentions = fmt.aggregate_mentions([a.value for a in answers])
         task.result = {"mentions": mentions}
         _create_relations_task(task, mentions, now)
+    elif task.kind == Kind.CLUSTERS:
+        task.result = clu.aggregate_clusters([a.value for a in answers], len(task.payload.get("items", [])))
     else:
         labels = fmt.aggregate_relations([a.value for a in answers], len(task.payload["pairs"]))
         triples = fmt.relation_triples(task.payload["mentions"], task.payload["pairs"], labels)
@@ -811,6 +816,10 @@ def complete_task(task: Task, *, now=None) -> None:
     task.status = Task.Status.COMPLETE
     task.completed = now
     task.save(update_fields=["result", "status", "completed"])
+    if task.kind == Kind.ENTITIES and not Task.objects.filter(
+            corpus_id=task.corpus_id, kind=Kind.ENTITIES, status=Task.Status.OPEN).exists():
+        # every sampled document's entity layer is final: its unlinked entities are grouped across documents
+        request_clustering(task.corpus, now=now)
     if task.kind != Kind.ENTITIES and not task.is_control:
         # the evaluations app re-scores the corpus once this label batch is committed (its apps.ready connects)
         labels_written.send(sender=Task, corpus_id=task.corpus_id)
@@ -835,6 +844,87 @@ def _create_relations_task(entity_task: Task, mentions: list[dict], now) -> Task
         task.status, task.completed, task.result = Task.Status.COMPLETE, now, {"pairs": {}, "relations": []}
         task.save(update_fields=["status", "completed", "result"])
     return task
+
+
+# --------------------------------------------------------------------------- cross-document clustering
+
+def nil_items(corpus: Corpus) -> list[dict]:
+    """The canonical mention of every unlinked (NIL) cluster of the corpus's final exhaustive entity layers:
+    per cluster its longest mention (the first on ties), with the sentence around it; in document order.
+    What the clustering task shows (:func:`request_clustering`); at most :data:`~unpooled.core.annotation.
+    clustering.MAX_ITEMS`."""
+    from unpooled.service.corpora.models import Sentence
+
+    docs = ExhaustiveDocument.objects.filter(corpus=corpus).values("document_id")
+    out: list[dict] = []
+    tasks = (Task.objects.filter(corpus=corpus, kind=Kind.ENTITIES, key="", status=Task.Status.COMPLETE,
+                                 document_id__in=docs).select_related("document").order_by("document_id"))
+    for t in tasks:
+        clusters: dict = {}
+        for m in (t.result or {}).get("mentions", []):
+            clusters.setdefault(m["cluster"], []).append(m)
+        nil = {c: ms for c, ms in clusters.items() if not any(m.get("link") for m in ms)}
+        if not nil:
+            continue
+        sents = list(Sentence.objects.filter(document=t.document).order_by("index").values_list("start", "end"))
+        text = t.document.text
+        for c, ms in sorted(nil.items(), key=lambda kv: min(m["start"] for m in kv[1])):
+            best = max(ms, key=lambda m: (m["end"] - m["start"], -m["start"]))
+            s0, s1 = next(((a, b) for a, b in sents if a <= best["start"] < b),
+                          (max(0, best["start"] - 150), min(len(text), best["end"] + 150)))
+            out.append({"doc": t.document.doc_id, "document": t.document_id, "cluster": c, "type": best["type"],
+                        "start": best["start"], "end": best["end"], "text": text[best["start"]:best["end"]],
+                        "context": [s0, s1], "before": text[max(s0, best["start"] - 200):best["start"]],
+                        "after": text[best["end"]:min(s1, best["end"] + 200)]})
+    return out
+
+
+def request_clustering(corpus: Corpus, *, now=None) -> Task | None:
+    """The corpus's cross-document clustering task over :func:`nil_items` (None when there are fewer than two).
+
+    One task per set of items: a new exhaustive layer gives a new task (its key is the items' digest) and an open
+    task over the old items is cancelled.  At most :data:`~unpooled.core.annotation.clustering.MAX_ITEMS` items
+    (the rest counted in ``items_dropped``)."""
+    import hashlib
+    import json
+
+    now = now or timezone.now()
+    items = nil_items(corpus)
+    if len(items) < 2:
+        return None
+    dropped = max(0, len(items) - clu.MAX_ITEMS)
+    items = items[:clu.MAX_ITEMS]
+    digest = hashlib.blake2b(json.dumps([(i["doc"], i["cluster"], i["start"], i["end"]) for i in items])
+                             .encode(), digest_size=8).hexdigest()
+    key = f"clusters:{digest}"
+    st = settings_for(corpus)
+    with transaction.atomic():
+        Task.objects.filter(corpus=corpus, kind=Kind.CLUSTERS, status=Task.Status.OPEN).exclude(key=key).update(
+            status=Task.Status.CANCELLED)
+        payload = {"items": items}
+        if dropped:
+            payload["items_dropped"] = dropped
+        task, _ = Task.objects.get_or_create(
+            corpus=corpus, kind=Kind.CLUSTERS, document_id=items[0]["document"], key=key,
+            defaults={"payload": payload, "answers_needed": st.answers_per_item, "priority": now,
+                      "guideline_version": VERSIONS["clusters"]})
+    return task
+
+
+def nil_identity(corpus: Corpus) -> dict:
+    """``(doc id, layer cluster) -> cross-document entity number`` from the newest complete clustering task
+    (empty without one)."""
+    task = (Task.objects.filter(corpus=corpus, kind=Kind.CLUSTERS, status=Task.Status.COMPLETE)
+            .order_by("-completed", "-id").first())
+    if task is None:
+        return {}
+    items = task.payload.get("items", [])
+    out = {}
+    for g, members in enumerate((task.result or {}).get("clusters", [])):
+        for i in members:
+            if 0 <= i < len(items):
+                out[(items[i]["doc"], items[i]["cluster"])] = g
+    return out
 
 
 # --------------------------------------------------------------------------- labels

@@ -6,7 +6,7 @@ change of instructions can be told apart in the data.
 
 from __future__ import annotations
 
-VERSIONS = {"verify": "2026.12", "entities": "2026.11", "relations": "2026.11"}
+VERSIONS = {"verify": "2026.12", "entities": "2026.11", "relations": "2026.11", "clusters": "2026.11"}
 
 INSTRUCTIONS = {
     "verify": {
@@ -73,6 +73,24 @@ INSTRUCTIONS = {
         "keys": [("j / k", "next / previous pair"), ("/", "search a relation"),
                  ("Enter", "add the first match"), ("↑ ↓", "choose another match"), ("x", "clear the pair"),
                  ("u", "undo your last answer"), ("Ctrl+Enter", "submit")],
+    },
+    "clusters": {
+        "summary": "Each line is the name of an entity that has no knowledge-base entry, with the sentence it comes "
+                   "from. Put the lines that name the same real-world entity in one group.",
+        "rules": [
+            "Move between lines with j / k (or the arrow keys).",
+            "Press a letter key (a-z) to put the current line in that group; lines with the same letter are one "
+            "entity. A line without a letter is an entity of its own.",
+            "Press the same letter again, or Backspace, to take the line out of its group.",
+            "Judge by the names and the sentences: 'Dr. Smith' and 'John Smith' are one group only if the "
+            "sentences show they are the same person.",
+        ],
+        "examples": [
+            {"text": "1: Acme Corp. (doc A) · 2: Acme (doc B, 'Acme, the toy maker, ...') · 3: Acme (doc C, "
+                     "'the Acme river')", "answer": "1 and 2 in group a; 3 alone"},
+        ],
+        "keys": [("j / k, ↓ ↑", "next / previous line"), ("a-z", "put the line in that group"),
+                 ("Backspace", "take it out"), ("Enter", "submit")],
     },
 }
 

@@ -22,6 +22,7 @@ class Kind(models.TextChoices):
     VERIFY = "verify", "verify an instance"
     ENTITIES = "entities", "annotate a document's entities"
     RELATIONS = "relations", "annotate a document's relations"
+    CLUSTERS = "clusters", "group unlinked entities across documents"
 
 
 class Backend(models.TextChoices):
@@ -40,6 +41,7 @@ class AnnotationSettings(models.Model):
     reward_verify_cents = models.PositiveIntegerField(default=5)
     reward_entities_cents = models.PositiveIntegerField(default=260)
     reward_relations_cents = models.PositiveIntegerField(default=225)
+    reward_clusters_cents = models.PositiveIntegerField(default=120, help_text="cross-document clustering task")
     budget_cents = models.PositiveIntegerField(null=True, blank=True, help_text="cap for the whole corpus")
     submission_budget_cents = models.PositiveIntegerField(
         null=True, blank=True, help_text="default cap per submission (verification)")
@@ -62,7 +64,7 @@ class AnnotationSettings(models.Model):
 
     def reward_cents(self, kind: str) -> int:
         return {Kind.VERIFY: self.reward_verify_cents, Kind.ENTITIES: self.reward_entities_cents,
-                Kind.RELATIONS: self.reward_relations_cents}[kind]
+                Kind.RELATIONS: self.reward_relations_cents, Kind.CLUSTERS: self.reward_clusters_cents}[kind]
 
 
 class Annotator(models.Model):

@@ -334,6 +334,8 @@ def _body_context(task: Task) -> dict:
         ctx["p"] = p
         s_types, o_types = _argument_types(doc, p, parts)
         ctx["relation_options"] = parts.relation_options(s_types, o_types)
+    elif task.kind == Kind.CLUSTERS:
+        ctx["items"] = [{"index": i, **it} for i, it in enumerate(task.payload.get("items", []))]
     elif task.kind == Kind.ENTITIES:
         ctx["lead"], ctx["tokens_html"] = _tokens_html(doc)
         ctx["types_json"] = parts.types_json

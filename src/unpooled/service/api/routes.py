@@ -34,6 +34,8 @@ from .schemas import (
     CorpusPage,
     DocumentDetailOut,
     DocumentPage,
+    EntityLeaderboardOut,
+    EntityScoresOut,
     ErrorOut,
     LabelPage,
     LeaderboardOut,
@@ -192,6 +194,10 @@ def document_detail(request, name: Text, doc_id: Text):
 
 
 # ---------------------------------------------------------------------------- leaderboard and labels
+
+EntityMetric = Literal["mention_p", "mention_r", "mention_f1", "typing", "link_p", "link_r", "link_f1", "nil_b3_p",
+                       "nil_b3_r", "nil_b3_f1"]
+
 
 def _score(s: Score, frozen=None) -> dict:
     out = _finite({k: getattr(s, k) for k in (
@@ -516,6 +522,41 @@ def submission_scores(request, pk: int):
     sub = _submission(request, pk)
     return {"submission": sub.pk, "status": sub.status,
             "scores": {lv: _score(s) for lv, s in sorted(newest_scores(sub).items())}}
+
+
+def _entity(es) -> dict:
+    from unpooled.service.evaluations.entities import api_dict
+
+    return _finite(api_dict(es))
+
+
+@router.get("/submissions/{int:pk}/entity-scores", response={200: EntityScoresOut, **errors(401, 404)},
+            auth=OPTIONAL, openapi_extra=OPTIONAL_EXTRA, tags=["evaluation"],
+            summary="The newest entity scores: mention detection, typing, linking, NIL clustering")
+def submission_entity_scores(request, pk: int):
+    """Each metric with its 90% interval, or null and the reason it cannot be scored
+    (:mod:`unpooled.core.estimators.entities`)."""
+    from unpooled.service.evaluations.entities import newest
+
+    sub = _submission(request, pk)
+    es = newest(sub)
+    return {"submission": sub.pk, "status": sub.status, "entity_score": _entity(es) if es is not None else None}
+
+
+@router.get("/corpora/{name}/leaderboard/entities", response={200: EntityLeaderboardOut, **errors(400, 401, 404)},
+            auth=OPTIONAL, openapi_extra=OPTIONAL_EXTRA, tags=["evaluation"],
+            summary="Published submissions ranked by an entity metric with tie groups")
+def entity_leaderboard(request, name: Text, metric: EntityMetric = "mention_f1"):
+    from unpooled.service.evaluations.entities import leaderboard as build
+
+    c = _corpus(name)
+    board = build(c, metric=metric, user=caller(request).user)
+    rows = [{"rank": r["rank"], "tied": r["tied"], "name": r["name"], "submission": r["entity"].submission.pk,
+             "team": r["entity"].submission.team.name, "run": r["entity"].submission.run_id,
+             "visibility": r["entity"].submission.visibility,
+             "url": _url(request, "submission_detail", r["entity"].submission.pk),
+             "entity_score": _entity(r["entity"])} for r in board["rows"]]
+    return {"corpus": c.name, "metric": metric, "rows": rows}
 
 
 @router.get("/submissions/{int:pk}/scores/history", response={200: ScorePage, **errors(400, 401, 404)},

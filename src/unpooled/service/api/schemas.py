@@ -306,6 +306,57 @@ class LeaderboardOut(Schema):
     rows: list[LeaderboardRow]
 
 
+class EntityMetricOut(Schema):
+    value: float | None = Field(description="the estimate; null when it cannot be given (see reason)")
+    se: float | None
+    lo: float | None = Field(description="lower end of the interval (a bound alone when value is null)")
+    hi: float | None
+    n: int = Field(description="the sample size behind it (mentions, draws)")
+    reason: str = Field("", description="why there is no estimate (e.g. the corpus's gold layer has no KB links)")
+
+
+class EntityScoreOut(Schema):
+    id: int
+    created: datetime
+    level: str = Field(description="the sampling level whose verified draws gave the argument mentions' validity")
+    documents: int = Field(description="exhaustively annotated documents used")
+    confidence: float | None
+    match: str | None = Field(description="how mentions match the exhaustive layer: overlap or exact")
+    metrics: dict[str, EntityMetricOut] = Field(
+        description="mention_p, mention_r, mention_f1, typing, link_p, link_r, link_f1, nil_b3_p, nil_b3_r, "
+                    "nil_b3_f1")
+    mentions: int | None = Field(description="the submission's distinct mentions")
+    argument_mentions: int | None = Field(description="of which its relation instances use")
+    argument_draws: int | None
+    notes: list[str]
+    crowd_accuracy: float | None = Field(description="the annotators' accuracy on mention validity, estimated "
+                                                     "from their agreement")
+
+
+class EntityScoresOut(Schema):
+    submission: int
+    status: str
+    entity_score: EntityScoreOut | None = Field(description="the newest entity score (null: not computed yet)")
+
+
+class EntityLeaderboardRow(Schema):
+    rank: int | None = Field(description="null: the ranking metric cannot be scored for this submission")
+    tied: bool
+    name: str
+    submission: int
+    team: str
+    run: str
+    visibility: str
+    url: str
+    entity_score: EntityScoreOut
+
+
+class EntityLeaderboardOut(Schema):
+    corpus: str
+    metric: str
+    rows: list[EntityLeaderboardRow]
+
+
 class LabelOut(Schema):
     id: int
     key: str

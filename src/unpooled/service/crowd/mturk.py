@@ -51,7 +51,8 @@ def _flag(environ: Mapping[str, str], name: str) -> bool | None:
 class MTurkConfig:
     sandbox: bool = True
     region: str = "us-east-1"
-    rewards: Mapping[str, str] = field(default_factory=lambda: {"verify": "0.05", "entities": "2.60", "relations": "2.25"})
+    rewards: Mapping[str, str] = field(default_factory=lambda: {"verify": "0.05", "entities": "2.60",
+                                                                "relations": "2.25", "clusters": "1.20"})
     assignment_seconds: int = 1800
     lifetime_seconds: int = 7 * 24 * 3600
     auto_approval_seconds: int = 3 * 24 * 3600
@@ -68,7 +69,7 @@ class MTurkConfig:
         env = os.environ if environ is None else environ
         production = _flag(env, "UNPOOLED_MTURK_PRODUCTION") is True and _flag(env, "UNPOOLED_MTURK_SANDBOX") is not True
         kw = {}
-        for kind in ("verify", "entities", "relations"):
+        for kind in ("verify", "entities", "relations", "clusters"):
             v = env.get(f"UNPOOLED_MTURK_REWARD_{kind.upper()}")
             if v:
                 kw[kind] = v

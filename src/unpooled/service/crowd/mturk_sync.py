@@ -29,7 +29,8 @@ from unpooled.service.corpora.models import Corpus
 from .mturk import LocalHit, MTurkBackend, reconcile, request_token
 
 TITLES = {Kind.VERIFY: "Does this sentence state the relation?", Kind.ENTITIES: "Mark the names in a short text",
-          Kind.RELATIONS: "Which relations does each sentence state?"}
+          Kind.RELATIONS: "Which relations does each sentence state?",
+          Kind.CLUSTERS: "Which of these names are the same entity?"}
 
 
 def item_token(task: Task) -> str:

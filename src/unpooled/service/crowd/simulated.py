@@ -9,7 +9,9 @@ truth (from the gold layer) with probability ``accuracy``, else a wrong answer:
 * verify: the opposite judgement (with ``bias`` > 0 errors lean towards "correct":
   an annotator with bias b answers "correct" on a wrong item with probability
   ``(1 − a)(1 + b)`` clipped to [0, 1] and "wrong" on a correct item with probability
-  ``(1 − a)(1 − b)``; b = 0 keeps the accuracy exactly ``a`` on both classes);
+  ``(1 − a)(1 − b)``; b = 0 keeps the accuracy exactly ``a`` on both classes); the subject and
+  object are judged valid mentions or not with accuracy ``1 − (1 − a)/3`` each, independently
+  (:meth:`SimulatedCrowd.answer_verify`);
 * entities: per gold mention, with probability ``1 − a`` one error: the mention is
   missed, given another type, or put in a cluster of its own;
 * relations: per candidate pair, with probability ``1 − a`` one error: a true
@@ -27,7 +29,7 @@ import numpy as np
 
 from unpooled.service.annotation import actions
 from unpooled.service.annotation.models import Annotator, Backend, Kind, Task
-from unpooled.service.corpora.models import Corpus, Document, GoldMention, GoldRelation
+from unpooled.service.corpora.models import Corpus, Document, GoldEntity, GoldMention, GoldRelation
 
 
 @dataclass(frozen=True)
@@ -66,6 +68,16 @@ class GoldOracle:
             for s, p, o in GoldRelation.objects.filter(document_id=doc_id).values_list("subject_id", "predicate", "object_id"):
                 rels[(s, o)].add(p)
             got = self._docs[doc_id] = (mentions, rels)
+        return got
+
+    def entity_name(self, entity_id: int) -> str:
+        """A gold entity's name, case-folded (what identifies it across documents)."""
+        if not hasattr(self, "_names"):
+            self._names: dict[int, str] = {}
+        got = self._names.get(entity_id)
+        if got is None:
+            got = self._names[entity_id] = " ".join(
+                GoldEntity.objects.filter(pk=entity_id).values_list("name", flat=True).first().split()).casefold()
         return got
 
     def entities_at(self, doc_id: int, start: int, end: int) -> set[int]:
@@ -127,12 +139,34 @@ class SimulatedCrowd:
 
     # ------------------------------------------------------------------ answers
     def answer_verify(self, w: SimulatedWorker, task: Task) -> dict:
+        """A verification answer whose *correct* judgement has the worker's error rate (module docs) and whose
+        mention judgements are one-coin: each mention (subject; object unless a value) is judged a valid mention
+        (it overlaps a gold mention) with accuracy ``1 - (1 - accuracy)/3``, independently of the relation.
+
+        The answer is correct when it says "holds" and both mentions valid; "holds" is said with probability
+        ``target / (P(subject said valid) P(object said valid))`` (at most 1), so that the answer is correct with
+        the worker's probability ``target`` whenever that is reachable (always for instances whose mentions are
+        valid).  The gold layer has no KB links: ``link_ok`` stays unanswered.
+        """
         truth = self.oracle.verify(task)
         err = (1 - w.accuracy) * ((1 - w.bias) if truth else (1 + w.bias))
-        says = truth if self.rng.random() >= min(1.0, max(0.0, err)) else not truth
-        if says:
-            return {"relation": "holds", "subject_ok": True, "object_ok": True, "link_ok": None}
-        return {"relation": "none", "subject_ok": True, "object_ok": True, "link_ok": None}
+        target = 1 - min(1.0, max(0.0, err)) if truth else min(1.0, max(0.0, err))
+        if task.is_control:
+            says = self.rng.random() < target
+            return {"relation": "holds" if says else "none", "subject_ok": True, "object_ok": True, "link_ok": None}
+        acc_m = 1 - (1 - w.accuracy) / 3
+        ok, p_valid = {}, 1.0
+        for role in ("subject", "object"):
+            arg = task.payload.get(role) or {}
+            if arg.get("start") is None or (role == "object" and arg.get("value") is not None):
+                ok[role] = True
+                continue
+            valid = bool(self.oracle.entities_at(task.document_id, arg["start"], arg["end"]))
+            ok[role] = valid if self.rng.random() < acc_m else not valid
+            p_valid *= acc_m if valid else 1 - acc_m
+        holds = self.rng.random() < min(1.0, target / p_valid) if p_valid > 0 else False
+        return {"relation": "holds" if holds else "none", "subject_ok": ok["subject"], "object_ok": ok["object"],
+                "link_ok": None}
 
     def answer_entities(self, w: SimulatedWorker, task: Task) -> dict:
         out = []
@@ -167,7 +201,26 @@ class SimulatedCrowd:
             out[str(i)] = labels
         return {"pairs": out}
 
+    def answer_clusters(self, w: SimulatedWorker, task: Task) -> dict:
+        """Group the items by the gold entity their mention overlaps, entities being the same across documents
+        when their gold names agree (case-folded; the gold layer has no cross-document identity of its own); with
+        probability ``1 - accuracy`` per item, one error: the item is put alone, or into another item's group."""
+        items = task.payload.get("items", [])
+        key = []
+        for k, it in enumerate(items):
+            ents = self.oracle.entities_at(it["document"], it["start"], it["end"])
+            key.append(self.oracle.entity_name(min(ents)) if ents else f"#alone{k}")
+        for k in range(len(items)):
+            if self.rng.random() < 1 - w.accuracy:
+                key[k] = f"#err{k}" if self.rng.random() < 0.5 or len(items) < 2 else key[int(self.rng.integers(len(items)))]
+        groups: dict = {}
+        for k, g in enumerate(key):
+            groups.setdefault(g, []).append(k)
+        return {"groups": list(groups.values())}
+
     def answer(self, w: SimulatedWorker, task: Task) -> dict:
+        if task.kind == Kind.CLUSTERS:
+            return self.answer_clusters(w, task)
         if task.kind == Kind.VERIFY:
             return self.answer_verify(w, task)
         if task.kind == Kind.ENTITIES:

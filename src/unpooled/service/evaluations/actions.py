@@ -269,13 +269,14 @@ def evaluate(corpus: Corpus, *, crowd=None, labels: int = 150, documents: int = 
         report.warnings.append(f"{report.open_tasks} annotation tasks are still open: the scores use the labels "
                                "received so far")
     report.rows = [leaderboard_row(s) for s in sorted(scores, key=lambda s: -(s.f1 or 0))]
-    from .lifecycle import breakdowns
+    from .lifecycle import breakdowns, entities
 
     for sub in pending:  # kept with the submission, so that later re-scorings report them too
         plan = dict(sub.plan or {})
         plan["labels"] = {**(plan.get("labels") or {}), "new": reuse[sub.pk][0], "reused": reuse[sub.pk][1]}
         Submission.objects.filter(pk=sub.pk).update(plan=plan)
     breakdowns(corpus, level)
+    entities(corpus)
     if not report.open_tasks:  # every label is in: the scores are final, publish them
         Submission.objects.filter(pk__in=[s.submission_id for s in scores]).exclude(
             status=Submission.Status.FAILED).update(status=Submission.Status.PUBLISHED, status_changed=timezone.now())

@@ -244,7 +244,18 @@ def rescore(corpus: Corpus) -> list[Score]:
         breakdowns(corpus, level)
         if corpus.has_gold:
             truth(corpus, level, scores)
+    entities(corpus)
     return out
+
+
+def entities(corpus: Corpus) -> None:
+    """The entity scores (mentions, types, links, NIL clusters) beside the relation scores."""
+    from .entities import compute
+
+    try:
+        compute(corpus)
+    except Exception:  # noqa: BLE001 - the relation scores stand without the entity scores
+        log.exception("entity scores of %s failed", corpus.name)
 
 
 def truth(corpus: Corpus, level: str, scores: list[Score]) -> None:

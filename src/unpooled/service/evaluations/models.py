@@ -66,3 +66,19 @@ class ScoreSnapshot(models.Model):
 
     class Meta:
         constraints = [models.UniqueConstraint(fields=["submission", "level"], name="snapshot_unique_level")]
+
+
+class EntityScore(models.Model):
+    """A submission's entity scores (:mod:`unpooled.core.estimators.entities`): mention detection P/R/F1,
+    typing accuracy, linking P/R/F1 and NIL clustering B-cubed, each with its interval or the reason it cannot
+    be given (``details['metrics']``), and what they rest on (documents, verified argument mentions)."""
+
+    submission = models.ForeignKey(Submission, on_delete=models.CASCADE, related_name="entity_scores")
+    level = models.CharField(max_length=20, help_text="the sampling level whose draws gave the verified mentions")
+    documents = models.PositiveIntegerField(default=0, help_text="exhaustively annotated documents used")
+    details = models.JSONField(default=dict)
+    created = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["-created", "-id"]
+        indexes = [models.Index(fields=["submission", "id"], name="entity_score_sub")]

@@ -403,6 +403,8 @@ class Scored:
     timings: dict = field(default_factory=dict)
     keys: list | None = None
     truth: list | None = None
+    #: the pool's instances (``result.design.P``'s columns), when scored from the cache
+    universe: list | None = None
 
 
 def score(corpus: Corpus, *, level: str = "instance", match: str = "overlap", weights: str = "balance",
@@ -454,7 +456,7 @@ def score(corpus: Corpus, *, level: str = "instance", match: str = "overlap", we
             t.pop("start")
             last_timings.clear()
             last_timings.update(t)
-            return Scored(done[1], by_name, truth.docs, t, done[2], list(truth.truth))
+            return Scored(done[1], by_name, truth.docs, t, done[2], list(truth.truth), list(pool.universe))
         # each drawn key's label: the hard majority label (Dawid-Skene: the posterior); with the crowd's answers
         # the estimates come from the votes (core.estimators.noisy) and these labels give the raw figures only
         value = np.zeros(len(d.keys))
@@ -498,7 +500,7 @@ def score(corpus: Corpus, *, level: str = "instance", match: str = "overlap", we
     t.pop("start")
     last_timings.clear()
     last_timings.update(t)
-    return Scored(res, by_name, truth.docs, t, keys, list(truth.truth))
+    return Scored(res, by_name, truth.docs, t, keys, list(truth.truth), list(pool.universe))
 
 
 def _inputs_fp(pool: _Pool, d: _Draws, truth: _Truth, labels, ans_fp, label_method) -> tuple:

@@ -1,6 +1,7 @@
 from django.urls import path
 
 from . import views
+from .views.entity_leaderboard import entity_leaderboard
 
 app_name = "web"
 urlpatterns = [
@@ -14,6 +15,7 @@ urlpatterns = [
     path("demo/status.json", views.demo.demo_status, name="demo_status"),
     path("corpora/<slug:name>/leaderboard.csv", views.leaderboard_csv, name="leaderboard_csv"),
     path("about/numbers/", views.about_numbers, name="about_numbers"),
+    path("corpora/<slug:name>/leaderboard/entities/", entity_leaderboard, name="leaderboard_entities"),
     path("submissions/", views.submission_list, name="submissions"),
     path("submissions/new/", views.upload, name="upload"),
     path("submissions/uploads/", views.upload_history, name="upload_history"),

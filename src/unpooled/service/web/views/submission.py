@@ -140,6 +140,14 @@ def _newest_ids(sub: Submission) -> dict[str, int]:
     return out
 
 
+def _newest_entity_id(sub: Submission) -> dict[str, int]:
+    """The newest entity score's id (under a key no level has), for the page's cache key."""
+    from unpooled.service.evaluations.models import EntityScore
+
+    got = EntityScore.objects.filter(submission=sub).order_by("-id").values_list("id", flat=True).first()
+    return {"~entities": got} if got else {}
+
+
 def page_key(sub: Submission, newest: dict[str, int], *, manage: bool, level: str | None, params) -> str:
     """The cache key of a rendered submission page: what it shows depends on nothing else.
 
@@ -168,7 +176,7 @@ def submission_detail(request, pk: int):
     level = request.GET.get("level")
     if level not in ids:
         level = order[0] if order else None
-    key = page_key(sub, ids, manage=manage, level=level, params=request.GET)
+    key = page_key(sub, {**ids, **_newest_entity_id(sub)}, manage=manage, level=level, params=request.GET)
     content = cache.get(key)
     if content is None:
         content, cacheable = _render_content(request, sub, manage, level)
@@ -235,7 +243,9 @@ def _render_content(request, sub: Submission, manage: bool, level: str | None) -
         except Exception:  # noqa: BLE001 - the rest of the page still renders; the log has the cause
             log.exception("breakdown of submission %s at level %s failed", sub.pk, level)
             bd_state = "failed"
-    ctx = {"sub": sub, "manage": manage, "scores": scores, "level": level, "score": score, "bd": bd,
+    from unpooled.service.evaluations.entities import page_context
+
+    ctx = {"entities": page_context(sub), "sub": sub, "manage": manage, "scores": scores, "level": level, "score": score, "bd": bd,
            "bd_state": bd_state, "status_url": _status_url(sub), "warnings": sub.warnings.get("warnings", []),
            "counts": [(COUNT_LABELS.get(k, k.replace("_", " ")), v) for k, v in (sub.counts or {}).items()]}
     if score is not None:

@@ -360,4 +360,53 @@
     if (previous && previous.pairs) Object.entries(previous.pairs).forEach(([k, v]) => { if (chosen[Number(k)]) v.forEach((c) => chosen[Number(k)].add(c)); });
     if (pairs.length) render();
   }
+  // ------------------------------------------------------------------ clusters
+  if (kind === "clusters") {
+    const items = Array.from(document.querySelectorAll(".cluster-item"));
+    const summary = document.getElementById("cluster-summary");
+    const group = items.map(() => null);  // a letter per item, or null (an entity of its own)
+    let cur = 0;
+    function render() {
+      items.forEach((li, i) => {
+        li.classList.toggle("current", i === cur);
+        li.querySelector(".group-tag").textContent = group[i] || "·";
+        li.dataset.group = group[i] || "";
+      });
+      const used = new Set(group.filter((g) => g));
+      summary.textContent = used.size + " group" + (used.size === 1 ? "" : "s") + " of two or more lines chosen; " +
+        group.filter((g) => !g).length + " lines alone.";
+      items[cur].scrollIntoView({ block: "nearest" });
+    }
+    function value() {
+      const byLetter = new Map();
+      const groups = [];
+      group.forEach((g, i) => {
+        if (!g) { groups.push([i]); return; }
+        if (!byLetter.has(g)) { byLetter.set(g, []); groups.push(byLetter.get(g)); }
+        byLetter.get(g).push(i);
+      });
+      return { groups: groups };
+    }
+    items.forEach((li, i) => li.addEventListener("click", () => { cur = i; render(); }));
+    form.addEventListener("submit", (e) => { e.preventDefault(); submit(value()); });
+    document.addEventListener("keydown", (e) => {
+      if (typing(e) || activates(e) || e.ctrlKey || e.metaKey || e.altKey) return;
+      if (e.key === "j" || e.key === "ArrowDown") { cur = Math.min(items.length - 1, cur + 1); }
+      else if (e.key === "k" || e.key === "ArrowUp") { cur = Math.max(0, cur - 1); }
+      else if (e.key === "Backspace") { group[cur] = null; }
+      else if (e.key === "Enter") { e.preventDefault(); form.requestSubmit(); return; }
+      else if (/^[a-z]$/.test(e.key) && e.key !== "j" && e.key !== "k") {
+        group[cur] = group[cur] === e.key ? null : e.key;
+        cur = Math.min(items.length - 1, cur + 1);
+      } else return;
+      e.preventDefault();
+      render();
+    });
+    if (previous && Array.isArray(previous.groups)) {  // a rejected answer comes back
+      const letters = "abcdefghilmnopqrstuvwxyz";
+      let n = 0;
+      previous.groups.forEach((g) => { if (g.length > 1) { const l = letters[n++ % letters.length]; g.forEach((i) => { if (i < group.length) group[i] = l; }); } });
+    }
+    if (items.length) render();
+  }
 })();

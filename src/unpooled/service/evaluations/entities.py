@@ -1,0 +1,373 @@
+"""Entity scores of a corpus's submissions: the database read into core inputs, the core called, the result stored.
+
+The formulas are in :mod:`unpooled.core.estimators.entities`; this module only gathers what they need:
+
+* the exhaustive documents (:class:`~unpooled.service.annotation.models.ExhaustiveDocument`) whose entity task is
+  complete, each with its inclusion probability and aggregated layer (mentions, types, clusters, links);
+* every submission's mentions in those documents (its entity's type and first KB link), and which of them are
+  arguments of its relation instances;
+* the relation evaluation's design at one level (its draws, the rows of :math:`p_i`, the instances' spans), and
+  the verification answers on the drawn instances' subject and object: "is it a valid mention" (``subject_ok``,
+  ``object_ok``), pooled per span and corrected for the annotators' error rates
+  (:func:`~unpooled.core.estimators.entities.validity_labels`).
+
+Verification never shows a system's KB links (:func:`~unpooled.service.annotation.actions.verify_payload`), so
+linking is scored from the exhaustive layer only; a layer without any link (a corpus whose gold layer has none,
+Re-DocRED) leaves linking unscored, with that reason on the page.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+from collections import defaultdict
+from dataclasses import replace
+
+import numpy as np
+import scipy.sparse as sp
+
+from unpooled.core.estimators.entities import (ExhaustiveDocument, Mention, argument_precision, entity_scores,
+                                               validity_labels)
+from unpooled.core.estimators.joint import weight_matrix
+from unpooled.service.annotation.models import Answer, ExhaustiveDocument as ExDoc, Kind, Task
+from unpooled.service.corpora.models import Corpus
+from unpooled.service.submissions.models import RelationInstance, Submission, SubmissionMention
+
+from .models import EntityScore
+from .policy import CONFIDENCE
+
+log = logging.getLogger(__name__)
+
+#: the relation level whose draws give the verified argument mentions, in order of preference
+LEVEL_ORDER = ("instance", "relation", "entity", "subj-rel", "fill")
+#: how relation spans and mentions are matched (as relation instances are, by default)
+MATCH = "overlap"
+#: (submission pk, created) -> (|M_i|, |A_i|): a submission is immutable once ingested
+_COUNTS: dict = {}
+
+
+def exhaustive_documents(corpus: Corpus) -> list[ExhaustiveDocument]:
+    """The sampled documents whose entity layer is final, with their inclusion probabilities."""
+    incl = dict(ExDoc.objects.filter(corpus=corpus).values_list("document_id", "inclusion"))
+    out = []
+    for doc_pk, doc_id, result in (Task.objects.filter(corpus=corpus, kind=Kind.ENTITIES, key="",
+                                                       status=Task.Status.COMPLETE, document_id__in=list(incl))
+                                   .order_by("document_id").values_list("document_id", "document__doc_id", "result")):
+        ms = tuple(Mention(int(m["start"]), int(m["end"]), m.get("type"), m.get("cluster"), m.get("link") or "")
+                   for m in (result or {}).get("mentions", []))
+        out.append(ExhaustiveDocument(doc_id, float(incl[doc_pk]), ms))
+    return out
+
+
+def _arguments(scored, subs: list[Submission]) -> tuple[dict | None, dict]:
+    """The argument-mention precision of every submission from the relation design (core), and notes."""
+    res = scored.result
+    info: dict = {"level": scored.level}
+    m = len(subs)
+    if res is None or scored.universe is None or not len(res.design.xs):
+        return None, info
+    d = res.design
+    universe = scored.universe[:d.P.shape[1]]
+    span_id: dict = {}
+    rows, cols = [], []
+    for u, ref in enumerate(universe):
+        rows.append(u)
+        cols.append(span_id.setdefault((ref.doc, ref.s_start, ref.s_end), len(span_id)))
+        if ref.value is None and ref.o_start >= 0:
+            rows.append(u)
+            cols.append(span_id.setdefault((ref.doc, ref.o_start, ref.o_end), len(span_id)))
+    K = len(span_id)
+    args = sp.csr_matrix((np.ones(len(rows)), (rows, cols)), shape=(len(universe), max(K, 1)))
+    # the answers on the drawn instances' arguments: one item per (task, role)
+    keys = set(scored.keys or ())
+    items: dict = {}
+    it, wk, yv = [], [], []
+    qs = (Answer.objects.filter(task__corpus_id=subs[0].corpus_id, task__kind=Kind.VERIFY, task__is_control=False,
+                                weight__gt=0, quarantined=False, annotator__blocked=False)
+          .values_list("task_id", "task__key", "task__document__doc_id", "task__payload", "annotator_id", "value"))
+    item_span: list = []
+    for task_id, key, doc, payload, ann, value in qs.iterator(chunk_size=5000):
+        if key not in keys or not isinstance(value, dict):
+            continue
+        for role, field in (("subject", "subject_ok"), ("object", "object_ok")):
+            arg = (payload or {}).get(role) or {}
+            if role == "object" and arg.get("value") is not None:
+                continue
+            ok = value.get(field)
+            if not isinstance(ok, bool) or arg.get("start") is None:
+                continue
+            sid = span_id.get((doc, arg["start"], arg["end"]))
+            if sid is None:
+                continue
+            k = items.setdefault((task_id, role), len(items))
+            if k == len(item_span):
+                item_span.append(sid)
+            it.append(k)
+            wk.append(ann)
+            yv.append(int(ok))
+    labels, rates = validity_labels(it, wk, yv, n_items=len(items))
+    valid = np.full(max(K, 1), np.nan)
+    if items:
+        spans = np.asarray(item_span, dtype=np.int64)
+        num = np.bincount(spans, weights=np.nan_to_num(labels), minlength=max(K, 1))
+        cnt = np.bincount(spans, weights=~np.isnan(labels), minlength=max(K, 1))
+        with np.errstate(invalid="ignore", divide="ignore"):
+            valid = np.where(cnt > 0, num / cnt, np.nan)
+    # draws whose arguments were never judged (labels from elsewhere): left out, and counted
+    drawn = args[d.xs]
+    judged = np.ones(len(d.xs), dtype=bool)
+    co = drawn.tocoo()
+    np.logical_and.at(judged, co.row, ~np.isnan(valid[co.col]))
+    info["draws_unjudged"] = int((~judged).sum())
+    info["rates"] = {k: (None if isinstance(v, float) and not math.isfinite(v) else v) for k, v in rates.items()}
+    if not judged.any():
+        return None, info
+    if not judged.all():
+        d = replace(d, src=d.src[judged], xs=d.xs[judged], f=d.f[judged],
+                    gs=None if d.gs is None else d.gs[:, judged])
+    W = weight_matrix(d.P, d.n, "balance")
+    ap = argument_precision(d, W, args, valid, rates=rates, confidence=CONFIDENCE)
+    pos = {sub.pk: i for i, sub in enumerate(subs)}
+    out = {"p": np.full(m, np.nan), "var": np.full(m, np.nan), "sizes": np.zeros(m, np.int64),
+           "draws": np.zeros(m, np.int64)}
+    n = d.n
+    for j, name in enumerate(res.systems):
+        sub = scored.by_name.get(name)
+        if sub is None or sub.pk not in pos:
+            continue
+        i = pos[sub.pk]
+        out["p"][i], out["var"][i], out["sizes"][i], out["draws"][i] = ap["p"][j], ap["var"][j], ap["sizes"][j], n[j]
+    return out, info
+
+
+def _system_inputs(corpus: Corpus, subs: list[Submission], docs: list[ExhaustiveDocument]):
+    """Per submission: its mentions in the exhaustive documents, their argument spans, and (|M_i|, |A_i|)."""
+    ex_ids = {d.doc for d in docs}
+    pos = {s.pk: i for i, s in enumerate(subs)}
+    m = len(subs)
+    systems: list[dict] = [defaultdict(list) for _ in range(m)]
+    arg_spans: list[dict] = [defaultdict(set) for _ in range(m)]
+    all_spans: list[set] = [set() for _ in range(m)]
+    args_all: list[set] = [set() for _ in range(m)]
+    sub_ids = [s.pk for s in subs if (s.pk, s.created) not in _COUNTS]
+    for sid, doc, s, e in (SubmissionMention.objects.filter(submission_id__in=sub_ids)
+                           .values_list("submission_id", "document_id", "start", "end").iterator(chunk_size=20000)):
+        all_spans[pos[sid]].add((doc, s, e))
+    for sid, doc, ss, se, os_, oe, obj in (RelationInstance.objects.filter(submission_id__in=sub_ids)
+                                           .values_list("submission_id", "document_id", "subject_start", "subject_end",
+                                                        "object_start", "object_end", "object_id")
+                                           .iterator(chunk_size=20000)):
+        i = pos[sid]
+        args_all[i].add((doc, ss, se))
+        if obj is not None:
+            args_all[i].add((doc, os_, oe))
+    # a submission's mentions never change once ingested: its counts are read once per process
+    for i, s in enumerate(subs):
+        if s.pk in sub_ids:
+            _COUNTS[(s.pk, s.created)] = (len(all_spans[i] | args_all[i]), len(args_all[i]))
+    counts = [_COUNTS[(s.pk, s.created)] for s in subs]
+    del all_spans, args_all
+    sub_ids = list(pos)
+    if ex_ids:
+        seen: list[set] = [set() for _ in range(m)]
+        qs = (SubmissionMention.objects.filter(submission_id__in=sub_ids, document__doc_id__in=ex_ids)
+              .values_list("submission_id", "document__doc_id", "document_id", "start", "end", "entity_id",
+                           "entity__type", "entity__links"))
+        doc_pk: dict = {}
+        for sid, doc, dpk, s, e, ent, typ, links in qs.iterator(chunk_size=20000):
+            i = pos[sid]
+            doc_pk[dpk] = doc
+            if (doc, s, e) in seen[i]:
+                continue
+            seen[i].add((doc, s, e))
+            systems[i][doc].append(Mention(s, e, typ, ent, (links or [""])[0] or ""))
+        # argument spans (and arguments that are not listed as mentions: they are mentions of the KB too)
+        qs = (RelationInstance.objects.filter(submission_id__in=sub_ids, document__doc_id__in=ex_ids)
+              .values_list("submission_id", "document__doc_id", "subject_start", "subject_end", "subject_id",
+                           "subject__type", "subject__links", "object_start", "object_end", "object_id",
+                           "object__type", "object__links"))
+        for sid, doc, ss, se, sj, st, sl, os_, oe, oj, ot, ol in qs.iterator(chunk_size=20000):
+            i = pos[sid]
+            for a, b, ent, typ, links in ((ss, se, sj, st, sl), (os_, oe, oj, ot, ol)):
+                if ent is None:
+                    continue
+                arg_spans[i][doc].add((a, b))
+                if (doc, a, b) not in seen[i]:
+                    seen[i].add((doc, a, b))
+                    systems[i][doc].append(Mention(a, b, typ, ent, (links or [""])[0] or ""))
+    return [dict(s) for s in systems], [dict(a) for a in arg_spans], counts
+
+
+def compute(corpus: Corpus, *, level: str | None = None) -> list[EntityScore]:
+    """Entity scores of every submission of ``corpus`` with mentions or instances; stores one
+    :class:`EntityScore` per submission whose figures changed, and returns the new rows."""
+    from . import scoring
+    from .models import Draw
+
+    subs = list(Submission.objects.filter(corpus=corpus).order_by("id"))
+    has = set(SubmissionMention.objects.filter(submission__corpus=corpus).values_list("submission_id", flat=True)
+              .distinct()) | set(RelationInstance.objects.filter(submission__corpus=corpus)
+                                 .values_list("submission_id", flat=True).distinct())
+    subs = [s for s in subs if s.pk in has]
+    if not subs:
+        return []
+    docs = exhaustive_documents(corpus)
+    if level is None:
+        drawn = set(Draw.objects.filter(submission__corpus=corpus).values_list("level", flat=True).distinct())
+        level = next((lv for lv in LEVEL_ORDER if lv in drawn), None)
+    arguments, info = None, {"level": level}
+    if level is not None:
+        scored = scoring.score(corpus, level=level, match=MATCH)
+        scored.level = level
+        arguments, info = _arguments(scored, subs)
+    systems, arg_spans, counts = _system_inputs(corpus, subs, docs)
+    from unpooled.service.annotation.actions import nil_identity
+
+    identity = nil_identity(corpus)
+    results = entity_scores(docs, systems, mention_counts=counts, argument_spans=arg_spans, arguments=arguments,
+                            match=MATCH, nil_identity=identity or None, confidence=CONFIDENCE)
+    newest = {e.submission_id: e for e in EntityScore.objects.filter(submission__in=subs).order_by("id")}
+    out = []
+    layer_links = any(mm.link for d in docs for mm in d.mentions)
+    for sub, res, (M, A) in zip(subs, results, counts):
+        details = res.to_dict()
+        details.update({"mentions": M, "argument_mentions": A, "layer_has_links": layer_links,
+                        "nil_across_documents": bool(identity),
+                        "verification": info, "confidence": CONFIDENCE, "match": MATCH})
+        old = newest.get(sub.pk)
+        if old is not None and old.details == details and old.level == (level or ""):
+            continue
+        out.append(EntityScore.objects.create(submission=sub, level=level or "", documents=len(docs),
+                                              details=details))
+    return out
+
+
+def newest(sub: Submission) -> EntityScore | None:
+    return EntityScore.objects.filter(submission=sub).order_by("-id").first()
+
+
+def rows_for_display(es: EntityScore | None) -> list[dict]:
+    """The metrics of an entity score in display order: label, value, interval, n, reason."""
+    from unpooled.core.estimators.entities import LABELS, METRICS
+
+    if es is None:
+        return []
+    got = (es.details or {}).get("metrics", {})
+    out = []
+    for k in METRICS:
+        m = got.get(k) or {}
+        out.append({"key": k, "label": LABELS[k], "value": m.get("value"), "lo": m.get("lo"), "hi": m.get("hi"),
+                    "n": m.get("n", 0), "reason": m.get("reason", "")})
+    return out
+
+
+#: below this estimated accuracy of the crowd's mention judgements, the page warns that the exhaustive layer's
+#: types and clusters are biased (``unpooled simulate entities``: at 0.75 with 3 answers, typing -2.9 and NIL
+#: B-cubed precision -4.4 points; with 5 answers -0.4 and -1.9)
+WARN_ACCURACY = 0.85
+
+
+def page_context(sub: Submission) -> dict | None:
+    """What the submission page's entity section shows (None: no entity score yet)."""
+    es = newest(sub)
+    if es is None:
+        return None
+    det = es.details or {}
+    rows = rows_for_display(es)
+    ver = det.get("verification") or {}
+    rates = ver.get("rates") or {}
+    acc = rates.get("accuracy")
+    unscored = {}
+    for r in rows:
+        if r["value"] is None and r["reason"]:
+            unscored.setdefault(r["reason"], []).append(r["label"])
+    from unpooled.service.annotation.models import Kind, Task
+
+    ct = (Task.objects.filter(corpus_id=sub.corpus_id, kind=Kind.CLUSTERS, status=Task.Status.COMPLETE)
+          .order_by("-completed", "-id").values("payload", "result").first())
+    clustering = None
+    if ct is not None:
+        res = ct["result"] or {}
+        clustering = {"items": len((ct["payload"] or {}).get("items", [])), "clusters": len(res.get("clusters", [])),
+                      "answers": res.get("answers"), **(res.get("agreement") or {})}
+    return {
+        "clustering": clustering,
+        "score": es, "rows": rows, "documents": es.documents, "level": es.level,
+        "mentions": det.get("mentions"), "argument_mentions": det.get("argument_mentions"),
+        "argument_share": det.get("argument_share"), "argument_draws": det.get("argument_draws"),
+        "parts": det.get("parts") or {}, "notes": det.get("notes") or [], "match": det.get("match"),
+        "accuracy": acc, "corrected": rates.get("corrected"), "unjudged": ver.get("draws_unjudged") or 0,
+        "weak_crowd": acc is not None and acc < WARN_ACCURACY,
+        "unscored": [{"reason": k, "metrics": v} for k, v in unscored.items()],
+        "layer_has_links": det.get("layer_has_links"), "nil_across": det.get("nil_across_documents"),
+    }
+
+
+def api_dict(es: EntityScore) -> dict:
+    """An entity score as the API gives it."""
+    det = es.details or {}
+    return {"id": es.pk, "created": es.created.isoformat(), "level": es.level, "documents": es.documents,
+            "confidence": det.get("confidence"), "match": det.get("match"),
+            "metrics": det.get("metrics", {}), "mentions": det.get("mentions"),
+            "argument_mentions": det.get("argument_mentions"), "argument_draws": det.get("argument_draws"),
+            "notes": det.get("notes") or [],
+            "crowd_accuracy": ((det.get("verification") or {}).get("rates") or {}).get("accuracy")}
+
+
+def leaderboard(corpus: Corpus, *, metric: str = "mention_f1", user=None) -> dict:
+    """The newest entity score of every published submission ``user`` may see, ranked by ``metric`` with tie
+    groups (:func:`unpooled.core.ranking.tie_groups`, as the relation leaderboard), and an SVG chart.
+
+    Rows whose ``metric`` cannot be scored come last with the reason.  Not cached: one query per table and the
+    rows' JSON, bounded by the number of visible submissions.
+    """
+    from django.db.models import Max
+
+    from unpooled.core.estimators.entities import LABELS, METRICS
+    from unpooled.core.plots.svg import interval_chart
+    from unpooled.core.ranking import tie_groups
+    from unpooled.service.accounts.actions import visible_submissions
+
+    if metric not in METRICS:
+        raise ValueError(f"metric: expected one of {', '.join(METRICS)}, got {metric!r}")
+    subs = visible_submissions(user, Submission.objects.filter(corpus=corpus, status=Submission.Status.PUBLISHED))
+    newest_ids = (EntityScore.objects.filter(submission__in=subs.values("pk")).values("submission_id")
+                  .annotate(m=Max("id")).values("m"))
+    got = list(EntityScore.objects.filter(id__in=newest_ids).select_related("submission__team")
+               .order_by("submission_id"))
+    if not got:
+        return {"rows": [], "svg": "", "metric": metric, "label": LABELS[metric]}
+
+    def val(es, k):
+        m = ((es.details or {}).get("metrics") or {}).get(metric) or {}
+        v = m.get(k)
+        return math.nan if v is None else float(v)
+
+    est = np.array([val(e, "value") for e in got])
+    lo = np.array([val(e, "lo") for e in got])
+    hi = np.array([val(e, "hi") for e in got])
+    scored = np.flatnonzero(~np.isnan(est))
+    rows = []
+    if len(scored):
+        groups = tie_groups(est[scored], lo[scored], hi[scored])
+        size = np.bincount(groups)
+        order = sorted(range(len(scored)), key=lambda k: (groups[k], -est[scored[k]]))
+        for k in order:
+            e = got[scored[k]]
+            rows.append({"rank": int(groups[k]), "tied": int(size[groups[k]]) > 1, "entity": e,
+                         "name": f"{e.submission.team.name}/{e.submission.run_id}", "rows": rows_for_display(e)})
+    for i in range(len(got)):
+        if np.isnan(est[i]):
+            e = got[i]
+            rows.append({"rank": None, "tied": False, "entity": e, "name": f"{e.submission.team.name}/"
+                         f"{e.submission.run_id}", "rows": rows_for_display(e)})
+    shown = [r for r in rows if r["rank"] is not None]
+    svg = ""
+    if shown:
+        svg = interval_chart([r["name"] for r in shown],
+                             [{x["key"]: x for x in r["rows"]}[metric]["value"] for r in shown],
+                             [{x["key"]: x for x in r["rows"]}[metric]["lo"] for r in shown],
+                             [{x["key"]: x for x in r["rows"]}[metric]["hi"] for r in shown],
+                             title=f"{LABELS[metric]} with 90% intervals", value_label=LABELS[metric],
+                             item_label="system", value_range=(0.0, 1.0))
+    return {"rows": rows, "svg": svg, "metric": metric, "label": LABELS[metric]}

@@ -1,0 +1,201 @@
+"""Entity scores in the service: computed with the evaluation from the verification answers and the exhaustive
+layer, stored, shown on the submission page, the API and the leaderboard tab; what cannot be scored says why."""
+
+from __future__ import annotations
+
+
+import pytest
+
+from unpooled.cli.main import main
+from unpooled.service.evaluations.models import EntityScore
+
+from ..conftest import load_redocred_subset
+from .test_annotation_e2e import _system_jsonl
+
+pytestmark = pytest.mark.django_db
+
+
+def _metrics(es):
+    return es.details["metrics"]
+
+
+def test_redocred_entity_scores_with_intervals_and_no_linking(shared_data, tmp_path, capsys):
+    corpus, hwe, path = load_redocred_subset(shared_data, tmp_path, 40, "entc", team="DocRED-original", run="hwe")
+    noisy_path = tmp_path / "noisy.jsonl"
+    _system_jsonl(path, noisy_path, rng=3, keep=0.4)
+    from unpooled.service.submissions.actions import do_ingest_submission
+
+    noisy = do_ingest_submission(noisy_path, "entc", "noisy", "run-1", "jsonl").submission
+    code = main(["evaluate", "--corpus", "entc", "--accuracy", "0.9", "--labels", "150", "--documents", "10",
+                 "--json"])
+    capsys.readouterr()
+    assert code == 0
+    for sub in (hwe, noisy):
+        es = EntityScore.objects.filter(submission=sub).order_by("-id").first()
+        assert es is not None and es.documents == 10
+        m = _metrics(es)
+        with capsys.disabled():
+            print("\n", sub, {k: (v["value"], v["lo"], v["hi"], v.get("reason", "")[:30]) for k, v in m.items()},
+                  es.details["verification"], es.details["parts"], es.details["argument_share"])
+        for k in ("mention_p", "mention_r", "mention_f1", "nil_b3_p", "nil_b3_r", "nil_b3_f1"):
+            v = m[k]
+            assert v["value"] is not None and 0 <= v["lo"] <= v["value"] <= v["hi"] <= 1, (k, v)
+        # the noisy system gives no entity types: typing is not scored, and says why
+        if sub == noisy:
+            assert m["typing"]["value"] is None and "without entity types" in m["typing"]["reason"]
+        else:
+            assert m["typing"]["lo"] <= m["typing"]["value"] <= m["typing"]["hi"] and m["typing"]["value"] > 0.9
+        for k in ("link_p", "link_r", "link_f1"):
+            assert m[k]["value"] is None and "no KB links" in m[k]["reason"]
+
+    # the cross-document clustering task: created once every sampled document's entity layer was final, answered
+    # by the simulated crowd from the gold layer, aggregated with agreement figures, feeding the NIL scores
+    from unpooled.service.annotation.models import Kind, Task
+
+    ct = Task.objects.get(corpus=corpus, kind=Kind.CLUSTERS)
+    assert ct.status == Task.Status.COMPLETE and len(ct.payload["items"]) >= 2
+    assert ct.result["answers"] == 3 and 0 <= ct.result["agreement"]["unanimous"] <= 1
+    assert sum(len(c) for c in ct.result["clusters"]) == len(ct.payload["items"])
+    es = EntityScore.objects.filter(submission=hwe).order_by("-id").first()
+    assert es.details["nil_across_documents"] is True
+    v = es.details["metrics"]["nil_b3_p"]
+    assert v["lo"] <= v["value"] <= v["hi"]
+
+    # the submission page's entity section (its own partial), the API and the leaderboard tab
+    from django.test import Client
+
+    from unpooled.service.api.schemas import EntityLeaderboardOut, EntityScoresOut
+    from unpooled.service.submissions.models import Submission
+
+    Submission.objects.filter(pk__in=[hwe.pk, noisy.pk]).update(status=Submission.Status.PUBLISHED)
+    c = Client()
+    html = c.get(f"/submissions/{hwe.pk}/").content.decode()
+    assert 'id="entity-table"' in html and "mention precision" in html and 'id="entity-unscored"' in html
+    assert 'id="entity-clustering"' in html and "Fleiss κ" in html and "across documents" in html
+    assert "no KB links" in html and "linking precision, linking recall, linking F1" in html
+    html = c.get(f"/submissions/{noisy.pk}/").content.decode()
+    assert "without entity types" in html
+    api = c.get(f"/api/submissions/{hwe.pk}/entity-scores").json()
+    EntityScoresOut.model_validate(api)
+    m = api["entity_score"]["metrics"]
+    assert m["link_p"]["value"] is None and m["mention_f1"]["lo"] <= m["mention_f1"]["value"] <= m["mention_f1"]["hi"]
+    board = c.get("/api/corpora/entc/leaderboard/entities?metric=mention_p").json()
+    EntityLeaderboardOut.model_validate(board)
+    assert [r["rank"] is not None for r in board["rows"]] == [True, True]
+    assert c.get("/api/corpora/entc/leaderboard/entities?metric=nope").status_code == 400
+    board = c.get("/api/corpora/entc/leaderboard/entities?metric=typing").json()
+    assert [r["run"] for r in board["rows"] if r["rank"] is None] == ["run-1"]  # no types: last, unranked
+    page = c.get("/corpora/entc/leaderboard/entities/?metric=typing").content.decode()
+    assert 'id="entity-leaderboard"' in page and "not scored" in page and "<svg" in page
+    assert c.get("/corpora/entc/leaderboard/entities/?metric=nope").status_code == 404
+    assert 'id="entities-tab"' in c.get("/corpora/entc/leaderboard/").content.decode()
+    # a private submission's entity scores are its team's and the organisers'
+    Submission.objects.filter(pk=noisy.pk).update(visibility=Submission.Visibility.PRIVATE)
+    assert c.get(f"/api/submissions/{noisy.pk}/entity-scores").status_code == 404
+    assert "run-1" not in c.get("/corpora/entc/leaderboard/entities/").content.decode()
+
+
+# ---------------------------------------------------------------------------- a TAC corpus, with KB links
+
+def tac_world(name: str = "tacent"):
+    """The TAC fixture corpus and Cold Start KB, its two documents annotated exhaustively by three annotators
+    who give KB links (the corpus has no gold layer: the annotators' layer is the only truth), the drawn
+    instances verified, the corpus re-scored; returns (corpus, submission)."""
+    from types import SimpleNamespace
+
+
+    from unpooled.service.annotation import actions
+    from unpooled.service.annotation.models import Annotator, Backend, Kind, Task
+    from unpooled.service.corpora.actions import do_load_corpus
+    from unpooled.service.corpora.models import Document
+    from unpooled.service.evaluations import lifecycle
+    from unpooled.service.evaluations.actions import evaluate
+    from unpooled.service.submissions.actions import do_ingest_submission
+
+    from ..conftest import FIXTURES
+
+    corpus = do_load_corpus(FIXTURES / "kb" / "sources.xml", "tac", name, schema="tac-kbp")
+    st = actions.settings_for(corpus)
+    st.control_share = 0.0
+    st.save()
+    sub = do_ingest_submission(FIXTURES / "kb" / "coldstart.kb", name, "team-a", None, "tac").submission
+    actions.request_exhaustive(corpus, SimpleNamespace(indices=[0, 1], inclusion=[1.0, 1.0], stage=[1, 1],
+                                                       scheme="uniform"))
+    nyt = Document.objects.get(corpus=corpus, doc_id="NYT_ENG_20130914.0094")
+    df = Document.objects.get(corpus=corpus, doc_id="bolt-eng-DF-170-181103-15978")
+
+    def span(doc, text, after=""):
+        start = doc.text.index(after + text) + len(after)
+        return start, start + len(text)
+
+    layer = {
+        nyt.pk: [("Carrie Fisher", "", "PER", 0, "WIKI:Carrie_Fisher"), ("Beverly Hills", "", "GPE", 1, "WIKI:Beverly_Hills"),
+                 ("Debbie Reynolds", "", "PER", 2, "WIKI:Debbie_Reynolds"),
+                 ("Fisher", "<P>\n", "PER", 0, "WIKI:Carrie_Fisher"), ("Paul Simon", "", "PER", 3, "WIKI:Paul_Simon"),
+                 ("Lucasfilm", "", "ORG", 4, ""), ("Los Angeles", "", "GPE", 5, "WIKI:Los_Angeles")],
+        df.pk: [("Debbie Reynolds", "", "PER", 0, "WIKI:Debbie_Reynolds"), ("Thalians", "", "ORG", 1, ""),
+                ("Hollywood", "", "GPE", 2, "WIKI:Hollywood")],
+    }
+    docs = {nyt.pk: nyt, df.pk: df}
+
+    def entities_answer(doc_pk):
+        out = []
+        for text, after, typ, cluster, link in layer[doc_pk]:
+            s, e = span(docs[doc_pk], text, after)
+            out.append({"start": s, "end": e, "type": typ, "cluster": cluster, "link": link})
+        return {"mentions": out}
+
+    people = [Annotator.objects.create(backend=Backend.SIMULATED, external_id=f"tac-{i}") for i in range(3)]
+    for ann in people:
+        while (lease := actions.lease_next(ann, kind=Kind.ENTITIES, corpus=corpus)) is not None:
+            actions.submit_answer(lease, entities_answer(lease.task.document_id))
+    assert Task.objects.filter(corpus=corpus, kind=Kind.ENTITIES, status=Task.Status.COMPLETE).count() == 2
+
+    evaluate(corpus, crowd=None, labels=30, documents=0)  # draws and verification tasks; nobody answered yet
+    valid = {span(nyt, t, a) for t, a, *_ in layer[nyt.pk]} | {span(df, t, a) for t, a, *_ in layer[df.pk]}
+
+    def ok(arg):
+        return any(s < arg["end"] and arg["start"] < e for s, e in valid)
+
+    for ann in people:
+        while (lease := actions.lease_next(ann, kind=Kind.VERIFY, corpus=corpus)) is not None:
+            p = lease.task.payload
+            actions.submit_answer(lease, {"relation": "holds", "subject_ok": ok(p["subject"]),
+                                          "object_ok": ok(p["object"]) if p["object"].get("value") is None else True,
+                                          "link_ok": None})
+    lifecycle.rescore(corpus)
+    return corpus, sub
+
+
+def test_tac_corpus_entity_scores_with_links():
+    """Linking is scored on a corpus whose exhaustive layer has links, with the figures computed by hand."""
+    from django.test import Client
+
+    from unpooled.service.evaluations.models import EntityScore
+    from unpooled.service.submissions.models import Submission
+
+    corpus, sub = tac_world()
+    es = EntityScore.objects.filter(submission=sub).order_by("-id").first()
+    m = es.details["metrics"]
+    # by hand: the KB links 7 distinct mentions (Carrie Fisher's 5, Debbie Reynolds' 2); right: Carrie Fisher,
+    # Fisher, Debbie Reynolds twice (the nominal and pronominal ones match no mention of the layer)
+    assert m["link_p"]["value"] == pytest.approx(4 / 7)
+    # 8 linked mentions in the layer; the KB links 4 of them rightly (Paul Simon, Beverly Hills, ... unlinked)
+    assert m["link_r"]["value"] == pytest.approx(4 / 8)
+    for k in ("link_p", "link_r", "link_f1", "mention_p", "mention_r", "typing"):
+        assert m[k]["lo"] <= m[k]["value"] <= m[k]["hi"], k
+    # NIL mentions: Lucasfilm (overlapped by "Lucasfilm & Disney") and the Thalians, each alone: B-cubed 1
+    assert m["nil_b3_p"]["value"] == pytest.approx(1.0) and m["nil_b3_r"]["value"] == pytest.approx(1.0)
+    Submission.objects.filter(pk=sub.pk).update(status=Submission.Status.PUBLISHED)
+    html = Client().get(f"/submissions/{sub.pk}/").content.decode()
+    assert 'data-metric="link_p"' in html and "no KB links" not in html
+
+
+def test_clustering_task_posts_to_mturk_like_the_others():
+    """A clusters task has its own HIT title and reward (set by UNPOOLED_MTURK_REWARD_CLUSTERS)."""
+    from unpooled.service.crowd.mturk import MTurkConfig
+    from unpooled.service.crowd.mturk_sync import TITLES
+    from unpooled.service.annotation.models import Kind
+
+    assert Kind.CLUSTERS in TITLES and MTurkConfig().rewards["clusters"] == "1.20"
+    assert MTurkConfig.from_env({"UNPOOLED_MTURK_REWARD_CLUSTERS": "0.90"}).rewards["clusters"] == "0.90"
