@@ -510,7 +510,7 @@ def test_page_is_cached_until_what_it_shows_changes(world, client, monkeypatch, 
         raise AssertionError("a cached page must not be rendered again")
 
     monkeypatch.setattr(view, "_render_content", boom)
-    with django_assert_max_num_queries(3):  # the submission, the newest score ids (sessions: none)
+    with django_assert_max_num_queries(4):  # the submission, the newest score ids, the newest entity score id
         assert client.get(url).content.decode() == first
     # another page of the instance table, the team's view, a new score: rendered afresh
     monkeypatch.undo()
