@@ -39,7 +39,9 @@ def register(sub) -> None:
 
     dc = cs.add_parser("documents", help="sample documents for exhaustive annotation")
     dc.add_argument("--corpus", required=True)
-    dc.add_argument("--scheme", choices=("uniform", "two-stage", "tfidf"), default="uniform")
+    dc.add_argument("--scheme", choices=("uniform", "two-stage", "tfidf", "seed"), default="uniform",
+                    help="seed: 20%% uniform, then up to 4 documents per query entity of the annotated first stage "
+                         "(run twice, like two-stage)")
     dc.add_argument("--size", type=int, required=True)
     dc.add_argument("--seed", type=int, default=0)
     dc.add_argument("--json", action="store_true")

@@ -92,6 +92,8 @@ from scipy import sparse
 from ..errors import InvalidInputError
 from .documents import DocumentSample, _size_iv, tokenize
 
+#: entity types that are *named* entities (the seed's query entities), across the schemas' spellings
+NAMED_TYPES = frozenset({"PER", "ORG", "LOC", "GPE", "MISC", "FAC", "NORP", "PERSON", "ORGANIZATION", "LOCATION"})
 PER_ENTITY = 4
 DEFENSIVE = 0.1
 REPLICATES = 400
@@ -337,4 +339,4 @@ def sample_seed(texts: Sequence[str], entities_of: Callable[[np.ndarray], Sequen
 
 
 __all__ = ["SeedDesign", "SeedSample", "mention_index", "sample_seed", "sample_seed_second_stage", "seed_design",
-           "seed_inclusion", "seed_inclusion_exact", "PER_ENTITY", "DEFENSIVE", "REPLICATES"]
+           "seed_inclusion", "seed_inclusion_exact", "NAMED_TYPES", "PER_ENTITY", "DEFENSIVE", "REPLICATES"]

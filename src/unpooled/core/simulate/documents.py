@@ -32,10 +32,8 @@ from scipy import stats
 from ..errors import InvalidInputError
 from ..estimators.exhaustive import theta_variance
 from ..sampling.documents import DocumentSample, sample_two_stage, sample_uniform
-from ..sampling.seed import REPLICATES, mention_index, sample_seed_second_stage
+from ..sampling.seed import NAMED_TYPES, REPLICATES, mention_index, sample_seed_second_stage
 
-#: entity types that are *named* entities (the seed's query entities)
-NAMED_TYPES = frozenset({"PER", "ORG", "LOC", "GPE", "MISC", "FAC", "NORP", "PERSON", "ORGANIZATION", "LOCATION"})
 
 
 @dataclass

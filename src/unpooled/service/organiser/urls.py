@@ -12,4 +12,7 @@ urlpatterns = [
     path("organiser/teams/", views.teams, name="teams"),
     path("organiser/teams/<int:pk>/quota/", views.team_quota, name="team_quota"),
     path("organiser/release/", views.release, name="release"),
+    path("organiser/documents/", views.document_sampling, name="documents"),
+    path("organiser/documents/analyse/", views.document_analysis, name="documents_analyse"),
+    path("organiser/documents/sample/", views.document_sample, name="documents_sample"),
 ]
