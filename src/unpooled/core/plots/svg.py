@@ -455,7 +455,7 @@ def scatter(x, y, *, labels: Sequence[str] | None = None, title: str = "", xlabe
 
 def bar_chart(categories: Sequence[str], series: Mapping[str, object], *, title: str = "", xlabel: str = "",
               ylabel: str = "", horizontal: bool = False, log: bool = False, width: int = 640,
-              height: int | None = None) -> str:
+              height: int | None = None, colours: Mapping[str, str] | None = None) -> str:
     r"""Grouped bars: one group per category, one bar (colour, legend entry) per series.
 
     Parameters
@@ -471,6 +471,8 @@ def bar_chart(categories: Sequence[str], series: Mapping[str, object], *, title:
         A log10 value axis (bars start at 1; zeros are not drawn).
     width, height : int
         Pixels; the default height is 400, or grows with the rows when horizontal.
+    colours : mapping of str to str, optional
+        A colour per series name (so several charts keep one colour per series); default the palette in order.
 
     Returns
     -------
@@ -485,6 +487,7 @@ def bar_chart(categories: Sequence[str], series: Mapping[str, object], *, title:
         if np.any(v[np.isfinite(v)] < 0):
             raise InvalidInputError(f"series[{k!r}]: expected non-negative values")
     m = len(vals)
+    colour_of = {k: (colours or {}).get(k, PALETTE[j % len(PALETTE)]) for j, k in enumerate(vals)}
     width = _size("width", width)
     height = _size("height", height if height is not None else
                    (90 + max(n, 1) * (6 + 9 * m) + 40 if horizontal else 400))
@@ -550,7 +553,7 @@ def bar_chart(categories: Sequence[str], series: Mapping[str, object], *, title:
             if not math.isfinite(t):
                 continue
             a, b = scale(lo_v), scale(max(t, lo_v))
-            colour = PALETTE[j % len(PALETTE)]
+            colour = colour_of[name]
             tip = escape(f"{c}: {name} {_fmt(val)}")
             off = start + inner * j
             if horizontal:
@@ -564,7 +567,7 @@ def bar_chart(categories: Sequence[str], series: Mapping[str, object], *, title:
         doc.line(left, height - bottom, width - right, height - bottom, stroke="#444444")
         if xlabel:
             doc.text((left + width - right) / 2, height - 8, xlabel, size=11)
-    _legend(doc, [("point", PALETTE[j % len(PALETTE)], name) for j, name in enumerate(vals)], left, legend_y)
+    _legend(doc, [("point", colour_of[name], name) for name in vals], left, legend_y)
     return str(doc)
 
 

@@ -194,9 +194,10 @@ def mean_analysis(items: Sequence[SampleAnalysis], label: str) -> SampleAnalysis
 def figures_svg(corpus: CorpusEntities, analyses: Sequence[SampleAnalysis], *, top: int = 15,
                 width: int = 720) -> dict[str, str]:
     """The three figures as SVG (``histogram``, ``clusters``, ``relations``), one series per analysis."""
-    from ..plots.svg import bar_chart
+    from ..plots.svg import PALETTE, bar_chart
 
     base = analyse_corpus(corpus)
+    colours = {name: PALETTE[j % len(PALETTE)] for j, name in enumerate(["corpus"] + [a.label for a in analyses])}
     lo, hi = corpus.thresholds
     bks = buckets(max(corpus.df.values(), default=1))
     series = {"corpus": base.histogram}
@@ -204,16 +205,16 @@ def figures_svg(corpus: CorpusEntities, analyses: Sequence[SampleAnalysis], *, t
     th = f"low ≤ {_n(lo)} < medium ≤ {_n(hi)} < high documents"
     hist = bar_chart([bucket_label(b) for b in bks], series, log=True, width=width,
                      title="Entities by the number of documents mentioning them",
-                     xlabel=f"documents mentioning the entity ({th})", ylabel="entities (log scale)")
+                     xlabel=f"documents mentioning the entity ({th})", ylabel="entities (log scale)", colours=colours)
     clusters = bar_chart(list(BINS), {a.label: [a.clusters[b] for b in BINS] for a in analyses}, width=width,
                          title="Entities in more than one sampled document, by frequency bin",
-                         xlabel=th, ylabel="entities")
+                         xlabel=th, ylabel="entities", colours=colours)
     rels = [r for r, _ in sorted(base.relations.items(), key=lambda kv: -kv[1])[:top]]
     rseries = {"corpus": [base.relations.get(r, 0.0) for r in rels]}
     rseries.update({a.label: [a.relations.get(r, 0.0) for r in rels] for a in analyses})
     relations = bar_chart(rels, rseries, horizontal=True, width=width,
                           title=f"Relation types: share of the sample's relations against the corpus (top {len(rels)})",
-                          ylabel="share of relations")
+                          ylabel="share of relations", colours=colours)
     return {"histogram": hist, "clusters": clusters, "relations": relations}
 
 

@@ -16,7 +16,7 @@ import numpy as np
 from django.core.cache import cache
 
 from unpooled.core.sampling.analysis import (
-    SCHEMES, analyse_sample, analyse_schemes, figures_svg, format_tables,
+    SCHEMES, analyse_corpus, analyse_sample, analyse_schemes, figures_svg, format_tables,
 )
 from unpooled.core.sampling.seed import NAMED_TYPES, mention_index
 from unpooled.service.annotation.models import ExhaustiveDocument, Kind, Task
@@ -111,6 +111,7 @@ def compute(corpus: Corpus, opts: dict) -> dict:
         "corpus": corpus.name, "options": dict(opts, size=size), "source": inp["source"],
         "has_relations": inp["relations"] is not None, "documents": ent_corpus.n_documents,
         "entities": len(ent_corpus.df), "thresholds": list(ent_corpus.thresholds),
+        "corpus_row": analyse_corpus(ent_corpus).to_dict(),
         "analyses": [a.to_dict() for a in analyses], "table": format_tables(ent_corpus, analyses), "svgs": svgs,
         "seconds": {"read": round(t1 - t0, 2), "analyse": round(t2 - t1, 2),
                     "total": round(time.perf_counter() - t0, 2)},
