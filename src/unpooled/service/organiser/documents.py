@@ -3,7 +3,7 @@ inputs, call :mod:`unpooled.core.sampling.analysis`, cache what it returns.
 
 Bounded work: the result is cached under a key that changes when what it reads changes (documents,
 exhaustive sample, completed entity tasks, options).  A corpus of at most :data:`INLINE_DOCUMENTS`
-documents is analysed inside the request (a second or two); a larger one only by a background task
+documents is analysed inside the request (about a second); a larger one only by a background task
 the organiser starts (:func:`request_analysis`; one at a time per key, marked pending in the cache).
 """
 
@@ -23,7 +23,8 @@ from unpooled.service.annotation.models import ExhaustiveDocument, Kind, Task
 from unpooled.service.annotation.sampling import annotated_entities
 from unpooled.service.corpora.models import Corpus, GoldEntity, GoldRelation
 
-INLINE_DOCUMENTS = 1500      # analysed within the request up to this many documents (Re-DocRED's 1,000: ~3 s)
+INLINE_DOCUMENTS = 600       # analysed within the request up to this many documents (`unpooled bench documents`:
+                             # Re-DocRED's 1,000 take about 2 s of CPU, 5-7 s on a loaded machine: background)
 MAX_DOCUMENTS = 200_000      # refused above (the background task would hold every text in memory)
 TIMEOUT = 7 * 24 * 3600
 PENDING_TIMEOUT = 3600
