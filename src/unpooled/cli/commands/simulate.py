@@ -508,6 +508,8 @@ def add_documents_arguments(p: argparse.ArgumentParser) -> None:
                    help="Monte Carlo re-simulations per sample for the seed scheme's inclusion probabilities "
                         "(default 200)")
     p.add_argument("--quick", action="store_true", help="only the Re-DocRED seed-scheme regime at size 100")
+    p.add_argument("--rows", metavar="I,J,...", help="only these rows of the table (1-based; to split the work "
+                                                     "across processes)")
 
 
 def document_regimes(data, *, quick: bool = False) -> list[tuple]:
@@ -546,9 +548,17 @@ def run_documents_cli(args) -> int:
         raise CommandError("--plot: the documents experiment prints a table (use --json for the figures)")
     start = time.perf_counter()
     regimes = document_regimes(find_shared_data(), quick=args.quick)
+    seeds = np.random.SeedSequence(args.seed).spawn(len(regimes))
+    if args.rows:
+        try:
+            pick = [int(i) - 1 for i in args.rows.split(",")]
+        except ValueError:
+            raise CommandError(f"--rows: expected row numbers like 1,3, got {args.rows!r}") from None
+        if any(not 0 <= i < len(regimes) for i in pick):
+            raise CommandError(f"--rows: expected numbers in 1..{len(regimes)}, got {args.rows!r}")
+        regimes, seeds = [regimes[i] for i in pick], [seeds[i] for i in pick]
     worlds: dict = {}
     rows = []
-    seeds = np.random.SeedSequence(args.seed).spawn(len(regimes))
     with progress_bar(total=args.trials * len(regimes), desc="documents", unit="trial") as bar:
         for (make, scheme, size, defensive), ss in zip(regimes, seeds):
             world = worlds.get(make) or worlds.setdefault(make, make())
