@@ -143,7 +143,8 @@ def test_probabilities_sum_to_the_sample_size_and_are_positive(mentions, size, p
     pi, se, method = seed_inclusion(d, replicates=300, rng=seed)
     assert np.all(pi > 0) and np.all(pi <= 1)
     # sum of pi is the (fixed) stage-2 size: exactly for the exact method, within Monte Carlo error otherwise
-    tol = 1e-9 if method == "exact" else 6 * math.sqrt((se ** 2).sum()) * math.sqrt(len(pi)) + 1e-9
+    # (sd of a sum <= sum of the sds, whatever the correlation)
+    tol = 1e-9 if method == "exact" else 6 * se.sum() + 1e-9
     assert abs(pi.sum() - size) <= tol
 
 
