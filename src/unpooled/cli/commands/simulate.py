@@ -524,13 +524,13 @@ def document_regimes(data, *, quick: bool = False) -> list[tuple]:
         both = dev + list(iter_documents(data / "redocred" / "test_revised.json", "docred"))
         rd = lambda: world_from_documents("redocred r.5 tilt+1", both, recall=0.5, tilt=1.0, rng=11)  # noqa: E731
         if quick:
-            return [(rd, "seed", 100, 0.1)]
+            return [(rd, "seed", 100, 0.2)]
         rd_neg = lambda: world_from_documents("redocred r.3 tilt-1", both, recall=0.3, tilt=-1.0, rng=12)  # noqa: E731
         demo = lambda: world_from_documents("redocred-dev r.7 tilt+1", dev, recall=0.7, tilt=1.0, rng=13)  # noqa: E731
-        rows += [(rd, "uniform", 100, 0.1), (rd, "two-stage", 100, 0.1), (rd, "seed", 100, 0.1),
-                 (rd, "seed", 100, 0.2), (rd, "seed", 200, 0.1), (rd_neg, "seed", 100, 0.1), (demo, "seed", 50, 0.1)]
+        rows += [(rd, "uniform", 100, 0.2), (rd, "two-stage", 100, 0.2), (rd, "seed", 100, 0.1),
+                 (rd, "seed", 100, 0.2), (rd, "seed", 200, 0.2), (rd_neg, "seed", 100, 0.2), (demo, "seed", 50, 0.2)]
     syn = lambda: synthetic_world(2000, zipf=1.1, recall=0.5, tilt=1.0, rng=14)  # noqa: E731
-    rows += [(syn, "uniform", 100, 0.1), (syn, "seed", 100, 0.1)]
+    rows += [(syn, "uniform", 100, 0.2), (syn, "seed", 100, 0.2)]
     return rows[-1:] if quick else rows
 
 

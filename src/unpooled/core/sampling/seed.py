@@ -26,8 +26,10 @@ Stage 2 fills :math:`m = n - n_1` places, conditional on :math:`S_1`:
 
 The defensive part is not in the seed: without it a document that mentions no stage-1 entity
 has inclusion probability 0 and no weighting can make recall unbiased (Horvitz–Thompson needs
-:math:`\pi_d > 0` for every document).  :math:`\delta` (``defensive``, default 0.1) trades the
-seed's entity clustering against the variance of recall.
+:math:`\pi_d > 0` for every document).  :math:`\delta` (``defensive``, default 0.2) trades the
+seed's entity clustering against the variance of recall: with 0.1 the few defensive documents carry
+weights of about 100 on Re-DocRED and the 90% intervals cover only 81% of the time; with 0.2 they
+cover 90% and are narrower too (``unpooled simulate documents``).
 
 Recall, conditional on :math:`S_1`
 -----------------------------------
@@ -95,7 +97,7 @@ from .documents import DocumentSample, _size_iv, tokenize
 #: entity types that are *named* entities (the seed's query entities), across the schemas' spellings
 NAMED_TYPES = frozenset({"PER", "ORG", "LOC", "GPE", "MISC", "FAC", "NORP", "PERSON", "ORGANIZATION", "LOCATION"})
 PER_ENTITY = 4
-DEFENSIVE = 0.1
+DEFENSIVE = 0.2
 REPLICATES = 400
 
 

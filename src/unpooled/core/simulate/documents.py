@@ -32,7 +32,7 @@ from scipy import stats
 from ..errors import InvalidInputError
 from ..estimators.exhaustive import theta_variance
 from ..sampling.documents import DocumentSample, sample_two_stage, sample_uniform
-from ..sampling.seed import NAMED_TYPES, REPLICATES, mention_index, sample_seed_second_stage
+from ..sampling.seed import DEFENSIVE, NAMED_TYPES, REPLICATES, mention_index, sample_seed_second_stage
 
 
 
@@ -109,7 +109,7 @@ def synthetic_world(n_documents: int = 1000, *, n_entities: int = 3000, per_docu
     return w
 
 
-def draw(world: DocumentWorld, scheme: str, size: int, rng, *, defensive: float = 0.1,
+def draw(world: DocumentWorld, scheme: str, size: int, rng, *, defensive: float = DEFENSIVE,
          replicates: int = REPLICATES, first_fraction: float = 0.2) -> DocumentSample:
     """One document sample of ``scheme`` (``uniform``, ``two-stage``, ``seed``) from the world."""
     n = len(world.texts)
@@ -163,7 +163,7 @@ class SchemeRow:
 
 
 def run_scheme(world: DocumentWorld, scheme: str, size: int, *, trials: int = 200, confidence: float = 0.90,
-               defensive: float = 0.1, replicates: int = REPLICATES, rng=None, progress: Callable | None = None) -> SchemeRow:
+               defensive: float = DEFENSIVE, replicates: int = REPLICATES, rng=None, progress: Callable | None = None) -> SchemeRow:
     """``trials`` independent samples of ``scheme``; bias, coverage and width of the recall interval."""
     rng = np.random.default_rng(rng)
     est, cov, wid, naive, sizes = [], [], [], [], []
