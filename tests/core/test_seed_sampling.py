@@ -51,9 +51,9 @@ def enumerate_pi(design) -> np.ndarray:
     return np.array([float(x) for x in pi])
 
 
-def _design(mentions, n=10, first=(0,), size=5, per_entity=2, defensive=0.2):
+def _design(mentions, n=10, first=(0,), size=5, per_entity=2, defensive=0.2, min_defensive=0):
     return seed_design(n, list(first), [np.array(m) for m in mentions], size=size, per_entity=per_entity,
-                       defensive=defensive)
+                       defensive=defensive, min_defensive=min_defensive)
 
 
 OVERLAPPING = [[1, 2, 4, 6], [2, 5], [1, 4, 5, 9], [7, 8]]
@@ -136,16 +136,26 @@ def test_without_the_defensive_part_unmentioned_documents_get_zero():
 
 @settings(max_examples=25, deadline=None)
 @given(st.lists(st.lists(st.integers(0, 14), min_size=0, max_size=6), min_size=0, max_size=6),
-       st.integers(1, 10), st.integers(1, 4), st.sampled_from([0.1, 0.3, 1.0]), st.integers(0, 2 ** 31))
-def test_probabilities_sum_to_the_sample_size_and_are_positive(mentions, size, per_entity, defensive, seed):
+       st.integers(1, 10), st.integers(1, 4), st.sampled_from([0.1, 0.3, 1.0]), st.integers(0, 3),
+       st.integers(0, 2 ** 31))
+def test_probabilities_sum_to_the_sample_size_and_are_positive(mentions, size, per_entity, defensive, least, seed):
     d = seed_design(15, [0, 1], [np.array(m, dtype=np.int64) for m in mentions], size=size, per_entity=per_entity,
-                    defensive=defensive)
+                    defensive=defensive, min_defensive=least)
     pi, se, method = seed_inclusion(d, replicates=300, rng=seed)
     assert np.all(pi > 0) and np.all(pi <= 1)
     # sum of pi is the (fixed) stage-2 size: exactly for the exact method, within Monte Carlo error otherwise
     # (sd of a sum <= sum of the sds, whatever the correlation)
     tol = 1e-9 if method == "exact" else 6 * se.sum() + 1e-9
     assert abs(pi.sum() - size) <= tol
+
+
+def test_defensive_part_size():
+    assert _design(OVERLAPPING, size=8, defensive=0.1).entity_budget == 7                   # ceil(0.8) = 1
+    assert _design(OVERLAPPING, size=8, defensive=0.1, min_defensive=3).entity_budget == 5  # at least 3
+    assert _design(OVERLAPPING, size=2, defensive=0.1, min_defensive=5).entity_budget == 0  # at most all
+    assert _design(OVERLAPPING, size=8, defensive=0.0, min_defensive=5).entity_budget == 8  # 0: none at all
+    d = seed_design(100, [0], [np.arange(1, 50)], size=80)                                 # the defaults
+    assert d.size - d.entity_budget == 20
 
 
 def test_sample_seed_shapes_and_stage_one_weights():
@@ -169,6 +179,7 @@ def test_second_stage_alone():
     (dict(size=0), r"size: expected 1\.\.9"),
     (dict(size=4, per_entity=0), "per_entity: expected an integer of at least 1, got 0"),
     (dict(size=4, defensive=1.5), r"defensive: expected a share in \[0, 1\], got 1.5"),
+    (dict(size=4, min_defensive=-1), "min_defensive: expected a non-negative integer, got -1"),
 ])
 def test_seed_design_iv(kwargs, match):
     with pytest.raises(InvalidInputError, match=match):

@@ -513,7 +513,8 @@ def add_documents_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def document_regimes(data, *, quick: bool = False) -> list[tuple]:
-    """(world factory, scheme, size, defensive) per row of the table; Re-DocRED when the shared data is at hand."""
+    """(world factory, scheme, size, defensive share, fewest defensive documents) per row of the table;
+    Re-DocRED when the shared data is at hand."""
     from unpooled.core.simulate.documents import synthetic_world, world_from_documents
 
     rows: list[tuple] = []
@@ -524,13 +525,16 @@ def document_regimes(data, *, quick: bool = False) -> list[tuple]:
         both = dev + list(iter_documents(data / "redocred" / "test_revised.json", "docred"))
         rd = lambda: world_from_documents("redocred r.5 tilt+1", both, recall=0.5, tilt=1.0, rng=11)  # noqa: E731
         if quick:
-            return [(rd, "seed", 100, 0.2)]
+            return [(rd, "seed", 100, 0.2, 20)]
         rd_neg = lambda: world_from_documents("redocred r.3 tilt-1", both, recall=0.3, tilt=-1.0, rng=12)  # noqa: E731
         demo = lambda: world_from_documents("redocred-dev r.7 tilt+1", dev, recall=0.7, tilt=1.0, rng=13)  # noqa: E731
-        rows += [(rd, "uniform", 100, 0.2), (rd, "two-stage", 100, 0.2), (rd, "seed", 100, 0.1),
-                 (rd, "seed", 100, 0.2), (rd, "seed", 200, 0.2), (rd_neg, "seed", 100, 0.2), (demo, "seed", 50, 0.2)]
+        rows += [(rd, "uniform", 100, 0.2, 20), (rd, "two-stage", 100, 0.2, 20), (rd, "seed", 100, 0.1, 0),
+                 (rd, "seed", 100, 0.2, 0), (rd, "seed", 200, 0.2, 20), (rd_neg, "seed", 100, 0.2, 20),
+                 (demo, "seed", 50, 0.2, 20)]
     syn = lambda: synthetic_world(2000, zipf=1.1, recall=0.5, tilt=1.0, rng=14)  # noqa: E731
-    rows += [(syn, "uniform", 100, 0.2), (syn, "seed", 100, 0.2)]
+    rows += [(syn, "uniform", 100, 0.2, 20), (syn, "seed", 100, 0.2, 20)]
+    if data is not None:
+        rows.append((rd, "seed", 100, 0.2, 20))
     return rows[-1:] if quick else rows
 
 
@@ -560,12 +564,12 @@ def run_documents_cli(args) -> int:
     worlds: dict = {}
     rows = []
     with progress_bar(total=args.trials * len(regimes), desc="documents", unit="trial") as bar:
-        for (make, scheme, size, defensive), ss in zip(regimes, seeds):
+        for (make, scheme, size, defensive, least), ss in zip(regimes, seeds):
             world = worlds.get(make) or worlds.setdefault(make, make())
-            rows.append(run_scheme(world, scheme, size, trials=args.trials, defensive=defensive,
+            rows.append(run_scheme(world, scheme, size, trials=args.trials, defensive=defensive, min_defensive=least,
                                    replicates=args.replicates, rng=np.random.default_rng(ss), progress=bar.update))
     payload = {"experiment": "documents", "trials": args.trials, "seed": args.seed, "replicates": args.replicates,
-               "rows": [dict(r.to_dict(), defensive=reg[3]) for r, reg in zip(rows, regimes)],
+               "rows": [dict(r.to_dict(), defensive=reg[3], min_defensive=reg[4]) for r, reg in zip(rows, regimes)],
                "seconds": round(time.perf_counter() - start, 1)}
     if args.json:
         write_json(args.json, payload)
@@ -573,8 +577,9 @@ def run_documents_cli(args) -> int:
         print(f"recall under document-sampling schemes: {args.trials} samples per row, seed {args.seed}, "
               f"{args.replicates} re-simulations for the seed scheme's inclusion probabilities, {payload['seconds']} s")
         print(format_table(rows))
-        print("defensive share per row: " + ", ".join(f"{r.world}/{r.scheme}/{r.size}: {reg[3]:g}"
-                                                       for r, reg in zip(rows, regimes) if r.scheme == "seed"))
+        print("seed rows, defensive share / fewest defensive documents: "
+              + ", ".join(f"{r.world}/{r.size}: {reg[3]:g}/{reg[4]}" for r, reg in zip(rows, regimes)
+                          if r.scheme == "seed"))
     return Exit.OK
 
 

@@ -21,8 +21,10 @@ Stage 2 fills :math:`m = n - n_1` places, conditional on :math:`S_1`:
    :math:`t_e = \min(4, a_e, k - |C|)` documents drawn uniformly without replacement from its
    :math:`a_e` documents not yet chosen (:math:`C` is what the entity part chose so far).  Stop
    when :math:`|C| = k` or the entities run out.
-2. *Defensive part*: the remaining :math:`m - |C| \ge u = \lceil \delta m \rceil` places go to a
-   uniform sample of the documents outside :math:`S_1 \cup C`.
+2. *Defensive part*: the remaining :math:`m - |C| \ge u = \min(m, \max(\lceil \delta m \rceil, u_0))`
+   places go to a uniform sample of the documents outside :math:`S_1 \cup C` (:math:`u_0`,
+   ``min_defensive``, default 20: the defensive documents carry the weight of the whole corpus
+   outside the entities' documents, and fewer than about 20 make the recall interval too short).
 
 The defensive part is not in the seed: without it a document that mentions no stage-1 entity
 has inclusion probability 0 and no weighting can make recall unbiased (Horvitz–Thompson needs
@@ -98,6 +100,7 @@ from .documents import DocumentSample, _size_iv, tokenize
 NAMED_TYPES = frozenset({"PER", "ORG", "LOC", "GPE", "MISC", "FAC", "NORP", "PERSON", "ORGANIZATION", "LOCATION"})
 PER_ENTITY = 4
 DEFENSIVE = 0.2
+MIN_DEFENSIVE = 20
 REPLICATES = 400
 
 
@@ -154,7 +157,8 @@ class SeedDesign:
 
 
 def seed_design(n_documents: int, first: Sequence[int], mentions: Sequence[np.ndarray], *, size: int,
-                per_entity: int = PER_ENTITY, defensive: float = DEFENSIVE) -> SeedDesign:
+                per_entity: int = PER_ENTITY, defensive: float = DEFENSIVE,
+                min_defensive: int = MIN_DEFENSIVE) -> SeedDesign:
     """Build the stage-2 design: ``first`` the stage-1 indices, ``mentions`` each query entity's
     documents (corpus indices, e.g. from :func:`mention_index`), ``size`` the stage-2 size *m*."""
     first = np.unique(np.asarray(first, dtype=np.int64))
@@ -181,7 +185,9 @@ def seed_design(n_documents: int, first: Sequence[int], mentions: Sequence[np.nd
     r = np.concatenate(rows) if rows else np.zeros(0, np.int64)
     c = np.concatenate(cols) if cols else np.zeros(0, np.int64)
     inc = sparse.csr_matrix((np.ones(len(r)), (r, c)), shape=(e, len(cand)))
-    u = int(math.ceil(defensive * size)) if defensive > 0 else 0
+    if isinstance(min_defensive, bool) or not isinstance(min_defensive, (int, np.integer)) or min_defensive < 0:
+        raise InvalidInputError(f"min_defensive: expected a non-negative integer, got {min_defensive!r}")
+    u = min(size, max(int(math.ceil(defensive * size)), int(min_defensive))) if defensive > 0 else 0
     return SeedDesign(cand, inc, int(size), int(size - u), int(per_entity))
 
 
@@ -286,7 +292,8 @@ class SeedSample(DocumentSample):
 
 def sample_seed_second_stage(texts: Sequence[str], first: Sequence[int], queries: Sequence, *, size: int,
                              per_entity: int = PER_ENTITY, defensive: float = DEFENSIVE,
-                             replicates: int = REPLICATES, rng=None, mentions=None) -> SeedSample:
+                             min_defensive: int = MIN_DEFENSIVE, replicates: int = REPLICATES, rng=None,
+                             mentions=None) -> SeedSample:
     """Stage 2 alone, after stage 1 (``first``) was annotated: ``queries`` are stage 1's named entities
     (a name or a list of names each).  Returns only the stage-2 documents with
     :math:`\\pi_d = P(d \\in S_2 \\mid S_1)`; stage-1 documents keep inclusion 1.
@@ -297,7 +304,8 @@ def sample_seed_second_stage(texts: Sequence[str], first: Sequence[int], queries
     rng = np.random.default_rng(rng)
     if mentions is None:
         mentions = mention_index(texts, queries)
-    design = seed_design(n, first, mentions, size=size, per_entity=per_entity, defensive=defensive)
+    design = seed_design(n, first, mentions, size=size, per_entity=per_entity, defensive=defensive,
+                         min_defensive=min_defensive)
     chosen, pick, _ = _run(design, rng, hazard=False)
     pi, se, method = seed_inclusion(design, replicates=replicates, rng=rng)
     pos = np.concatenate([chosen, pick])
@@ -309,7 +317,7 @@ def sample_seed_second_stage(texts: Sequence[str], first: Sequence[int], queries
 
 def sample_seed(texts: Sequence[str], entities_of: Callable[[np.ndarray], Sequence], *, size: int,
                 first_fraction: float = 0.2, per_entity: int = PER_ENTITY, defensive: float = DEFENSIVE,
-                replicates: int = REPLICATES, rng=None) -> SeedSample:
+                min_defensive: int = MIN_DEFENSIVE, replicates: int = REPLICATES, rng=None) -> SeedSample:
     r"""Both stages of the seed scheme: stage 1 uniform (``first_fraction · size`` documents), stage 2 by
     query entities (``entities_of(stage-1 indices)``: a name or list of names per named entity; the
     service passes the stage-1 annotations).  Stage-1 documents get inclusion 1 and stage-2
@@ -332,7 +340,7 @@ def sample_seed(texts: Sequence[str], entities_of: Callable[[np.ndarray], Sequen
     if n1 >= size:
         return SeedSample(s1, np.ones(n1), np.ones(n1, dtype=np.int64), "seed", inclusion_se=np.zeros(n1))
     s2 = sample_seed_second_stage(texts, s1, list(entities_of(s1)), size=size - n1, per_entity=per_entity,
-                                  defensive=defensive, replicates=replicates, rng=rng)
+                                  defensive=defensive, min_defensive=min_defensive, replicates=replicates, rng=rng)
     idx = np.concatenate([s1, s2.indices])
     order = np.argsort(idx)
     return SeedSample(idx[order], np.concatenate([np.ones(n1), s2.inclusion])[order],
@@ -341,4 +349,4 @@ def sample_seed(texts: Sequence[str], entities_of: Callable[[np.ndarray], Sequen
 
 
 __all__ = ["SeedDesign", "SeedSample", "mention_index", "sample_seed", "sample_seed_second_stage", "seed_design",
-           "seed_inclusion", "seed_inclusion_exact", "NAMED_TYPES", "PER_ENTITY", "DEFENSIVE", "REPLICATES"]
+           "seed_inclusion", "seed_inclusion_exact", "NAMED_TYPES", "MIN_DEFENSIVE", "PER_ENTITY", "DEFENSIVE", "REPLICATES"]

@@ -32,7 +32,7 @@ from scipy import stats
 from ..errors import InvalidInputError
 from ..estimators.exhaustive import theta_variance
 from ..sampling.documents import DocumentSample, sample_two_stage, sample_uniform
-from ..sampling.seed import DEFENSIVE, NAMED_TYPES, REPLICATES, mention_index, sample_seed_second_stage
+from ..sampling.seed import DEFENSIVE, MIN_DEFENSIVE, NAMED_TYPES, REPLICATES, mention_index, sample_seed_second_stage
 
 
 
@@ -110,7 +110,7 @@ def synthetic_world(n_documents: int = 1000, *, n_entities: int = 3000, per_docu
 
 
 def draw(world: DocumentWorld, scheme: str, size: int, rng, *, defensive: float = DEFENSIVE,
-         replicates: int = REPLICATES, first_fraction: float = 0.2) -> DocumentSample:
+         min_defensive: int = MIN_DEFENSIVE, replicates: int = REPLICATES, first_fraction: float = 0.2) -> DocumentSample:
     """One document sample of ``scheme`` (``uniform``, ``two-stage``, ``seed``) from the world."""
     n = len(world.texts)
     if scheme == "uniform":
@@ -123,7 +123,8 @@ def draw(world: DocumentWorld, scheme: str, size: int, rng, *, defensive: float 
         s1 = np.sort(rng.choice(n, size=n1, replace=False))
         names = sorted({nm for i in s1 for nm in world.entities[i]})
         s2 = sample_seed_second_stage(world.texts, s1, names, size=size - n1, defensive=defensive,
-                                      replicates=replicates, rng=rng, mentions=world.mentions(names))
+                                      min_defensive=min_defensive, replicates=replicates, rng=rng,
+                                      mentions=world.mentions(names))
         return DocumentSample(np.concatenate([s1, s2.indices]), np.concatenate([np.ones(n1), s2.inclusion]),
                               np.concatenate([np.ones(n1, np.int64), s2.stage]), "seed")
     raise InvalidInputError(f"scheme: expected uniform, two-stage or seed, got {scheme!r}")
@@ -163,13 +164,14 @@ class SchemeRow:
 
 
 def run_scheme(world: DocumentWorld, scheme: str, size: int, *, trials: int = 200, confidence: float = 0.90,
-               defensive: float = DEFENSIVE, replicates: int = REPLICATES, rng=None, progress: Callable | None = None) -> SchemeRow:
+               defensive: float = DEFENSIVE, min_defensive: int = MIN_DEFENSIVE, replicates: int = REPLICATES,
+               rng=None, progress: Callable | None = None) -> SchemeRow:
     """``trials`` independent samples of ``scheme``; bias, coverage and width of the recall interval."""
     rng = np.random.default_rng(rng)
     est, cov, wid, naive, sizes = [], [], [], [], []
     truth = world.recall
     for _ in range(trials):
-        s = draw(world, scheme, size, rng, defensive=defensive, replicates=replicates)
+        s = draw(world, scheme, size, rng, defensive=defensive, min_defensive=min_defensive, replicates=replicates)
         r, se, lo, hi = recall_with_interval(world.x[s.indices], world.y[s.indices], s.inclusion, confidence=confidence)
         if not math.isfinite(r):
             continue
