@@ -535,6 +535,9 @@ def document_regimes(data, *, quick: bool = False) -> list[tuple]:
     rows += [(syn, "uniform", 100, 0.2, 20), (syn, "seed", 100, 0.2, 20)]
     if data is not None:
         rows.append((rd, "seed", 100, 0.2, 20))
+    rows += [(syn, "seed", 100, 0.3, 30)]       # more defensive: the trade-off against clustering
+    if data is not None:
+        rows.append((rd, "seed", 100, 0.3, 30))
     return rows[-1:] if quick else rows
 
 
