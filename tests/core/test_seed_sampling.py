@@ -154,8 +154,9 @@ def test_defensive_part_size():
     assert _design(OVERLAPPING, size=8, defensive=0.1, min_defensive=3).entity_budget == 5  # at least 3
     assert _design(OVERLAPPING, size=2, defensive=0.1, min_defensive=5).entity_budget == 0  # at most all
     assert _design(OVERLAPPING, size=8, defensive=0.0, min_defensive=5).entity_budget == 8  # 0: none at all
-    d = seed_design(100, [0], [np.arange(1, 50)], size=80)                                 # the defaults
-    assert d.size - d.entity_budget == 20
+    d = seed_design(200, [0], [np.arange(1, 50)], size=80)                                 # the defaults
+    assert d.size - d.entity_budget == 30
+    assert seed_design(500, [0], [], size=200).entity_budget == 140                       # 30% of 200
 
 
 def test_sample_seed_shapes_and_stage_one_weights():

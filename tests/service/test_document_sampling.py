@@ -41,30 +41,30 @@ def test_seed_scheme_end_to_end_on_redocred(world):
     from unpooled.service.evaluations.actions import exhaustive_truth
 
     corpus, _ = world
-    s1, made = sample_documents(corpus, "seed", 40, seed=2)
-    assert made == 8 and set(s1.stage.tolist()) == {1}
-    with pytest.raises(AnnotationError, match="stage 1 is not annotated yet: 8 of 8 documents"):
-        sample_documents(corpus, "seed", 40, seed=2)
+    s1, made = sample_documents(corpus, "seed", 50, seed=2)
+    assert made == 10 and set(s1.stage.tolist()) == {1}
+    with pytest.raises(AnnotationError, match="stage 1 is not annotated yet: 10 of 10 documents"):
+        sample_documents(corpus, "seed", 50, seed=2)
     SimulatedCrowd.uniform(corpus, 3, accuracy=1.0, rng=0).run(kinds=[Kind.ENTITIES])
     stage1 = list(ExhaustiveDocument.objects.filter(corpus=corpus, stage=1).values_list("document_id", flat=True))
     names = annotated_entities(corpus, stage1)
     assert names and all(n.strip() for n in names)
-    s2, made2 = sample_documents(corpus, "seed", 40, seed=2)
-    assert made2 == len(s2) == 32 and s2.scheme == "seed"      # 12 by query entities, 20 defensive
+    s2, made2 = sample_documents(corpus, "seed", 50, seed=2)
+    assert made2 == len(s2) == 40 and s2.scheme == "seed"      # 10 by query entities, 30 defensive
     rows = ExhaustiveDocument.objects.filter(corpus=corpus)
     assert all(r.inclusion == 1.0 and r.scheme == "seed" for r in rows.filter(stage=1))
     inc2 = [r.inclusion for r in rows.filter(stage=2)]
-    assert len(inc2) == 32 and all(0 < p <= 1 for p in inc2)
+    assert len(inc2) == 40 and all(0 < p <= 1 for p in inc2)
     # the entity part prefers documents mentioning stage-1 entities: they get higher probabilities than the
     # defensive uniform rate of the rest
     assert max(inc2) > min(inc2)
     with pytest.raises(AnnotationError, match="both stages are already drawn"):
-        sample_documents(corpus, "seed", 40, seed=2)
+        sample_documents(corpus, "seed", 50, seed=2)
     # the recall estimators read these probabilities: every exhaustive true instance carries its document's
     SimulatedCrowd.uniform(corpus, 3, accuracy=1.0, rng=1).run()
     truth, ndocs = exhaustive_truth(corpus)
     inc = inclusion_by_document(corpus)
-    assert ndocs == 40 and truth
+    assert ndocs == 50 and truth
     assert {t.inclusion for t in truth} <= set(inc.values())
     assert any(t.inclusion < 1 for t in truth)                        # stage-2 documents are weighted by 1/pi
 

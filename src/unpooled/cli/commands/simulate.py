@@ -525,7 +525,7 @@ def document_regimes(data, *, quick: bool = False) -> list[tuple]:
         both = dev + list(iter_documents(data / "redocred" / "test_revised.json", "docred"))
         rd = lambda: world_from_documents("redocred r.5 tilt+1", both, recall=0.5, tilt=1.0, rng=11)  # noqa: E731
         if quick:
-            return [(rd, "seed", 100, 0.2, 20)]
+            return [(rd, "seed", 100, 0.3, 30)]
         rd_neg = lambda: world_from_documents("redocred r.3 tilt-1", both, recall=0.3, tilt=-1.0, rng=12)  # noqa: E731
         demo = lambda: world_from_documents("redocred-dev r.7 tilt+1", dev, recall=0.7, tilt=1.0, rng=13)  # noqa: E731
         rows += [(rd, "uniform", 100, 0.2, 20), (rd, "two-stage", 100, 0.2, 20), (rd, "seed", 100, 0.1, 0),
@@ -535,9 +535,10 @@ def document_regimes(data, *, quick: bool = False) -> list[tuple]:
     rows += [(syn, "uniform", 100, 0.2, 20), (syn, "seed", 100, 0.2, 20)]
     if data is not None:
         rows.append((rd, "seed", 100, 0.2, 20))
-    rows += [(syn, "seed", 100, 0.3, 30)]       # more defensive: the trade-off against clustering
+    rows += [(syn, "seed", 100, 0.3, 30)]       # the default (0.3, at least 30 documents)
     if data is not None:
-        rows.append((rd, "seed", 100, 0.3, 30))
+        rows += [(rd, "seed", 100, 0.3, 30), (rd, "seed", 200, 0.3, 30), (rd_neg, "seed", 100, 0.3, 30),
+                 (demo, "seed", 50, 0.3, 30)]
     return rows[-1:] if quick else rows
 
 

@@ -9,7 +9,7 @@ every entity annotated so far in the corpus.  ``seed``: the seeds' scheme
 (:mod:`unpooled.core.sampling.seed`): like ``two-stage``, stage 1 (20%, uniform) first; once it
 is annotated, the second call draws query entities from stage 1's named entities (each cluster by
 its longest named mention) and adds up to 4 documents mentioning each by exact string match, plus
-a defensive uniform share (20%, at least 20 documents); stage-2 documents get :math:`P(d \in S_2 \mid S_1)` (exact or by
+a defensive uniform share (30%, at least 30 documents); stage-2 documents get :math:`P(d \in S_2 \mid S_1)` (exact or by
 Monte Carlo re-simulation) and stage 1 gets inclusion 1.
 """
 
