@@ -39,9 +39,10 @@ def register(sub) -> None:
 
     dc = cs.add_parser("documents", help="sample documents for exhaustive annotation")
     dc.add_argument("--corpus", required=True, help="the stored corpus to sample documents from")
-    dc.add_argument("--scheme", choices=("uniform", "two-stage", "tfidf"), default="uniform",
-                    help="uniform; two-stage (uniform, then by TF-IDF score against the first stage's entities); or tfidf "
-                         "(by TF-IDF score) (uniform)")
+    dc.add_argument("--scheme", choices=("uniform", "two-stage", "tfidf", "seed"), default="uniform",
+                    help="uniform; two-stage (uniform, then by TF-IDF score against the first stage's entities); "
+                         "tfidf (by TF-IDF score); or seed (20%% uniform, then up to 4 documents per query entity of "
+                         "the annotated first stage, and a uniform share: run twice, like two-stage) (uniform)")
     dc.add_argument("--size", type=int, required=True, help="how many documents to sample")
     dc.add_argument("--seed", type=int, default=0, help="random seed of the sample (0)")
     dc.add_argument("--json", action="store_true", help="print the sample as JSON")

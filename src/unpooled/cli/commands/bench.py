@@ -1,4 +1,4 @@
-"""``unpooled bench ingest|score|rescore|pages|core``: benchmarks that print their figures."""
+"""``unpooled bench ingest|score|rescore|pages|core|documents``: benchmarks that print their figures."""
 
 from __future__ import annotations
 
@@ -28,6 +28,13 @@ def register(sub) -> None:
     sc.add_argument("--json", action="store_true",
                     help='print {"systems", "replicates", "seconds", "instances", "votes", "peak_rss_mb"}')
     sc.set_defaults(func=cmd_score)
+    dc = bs.add_parser("documents", help="the document-sample analysis (organiser page, corpus analyse) on "
+                                         "Re-DocRED: read, analyse per scheme, page cold and cached")
+    dc.add_argument("--copies", type=int, default=1, help="repeat Re-DocRED's 1,000 documents this many times")
+    dc.add_argument("--size", type=int, default=100, help="documents per sample")
+    dc.add_argument("--draws", type=int, default=3, help="samples per scheme")
+    dc.add_argument("--json", action="store_true")
+    dc.set_defaults(func=cmd_documents)
     rs = bs.add_parser("rescore", help="re-score every submission of a corpus after a batch of new labels "
                                        "(incremental; database from DATABASE_URL, default a fresh SQLite file)")
     rs.add_argument("--systems", type=int, default=100, help="submissions")
@@ -92,6 +99,16 @@ def cmd_score(args) -> int:
         raise CommandError("--systems, --labels, --exhaustive, --replicates and --instances must be positive")
     return run(args.systems, args.labels, args.exhaustive, args.replicates, args.weights, as_json=args.json,
                instances=args.instances, votes=args.votes)
+
+
+def cmd_documents(args) -> int:
+    from unpooled.bench.documents import run
+
+    if min(args.copies, args.size, args.draws) < 1:
+        from ..main import CommandError
+
+        raise CommandError("--copies, --size and --draws must be positive")
+    return run(copies=args.copies, size=args.size, draws=args.draws, as_json=args.json)
 
 
 def cmd_rescore(args) -> int:

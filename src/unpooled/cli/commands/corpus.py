@@ -1,4 +1,4 @@
-"""``unpooled corpus load|list``."""
+"""``unpooled corpus load|list|analyse``."""
 
 from __future__ import annotations
 
@@ -27,6 +27,22 @@ def register(sub) -> None:
     ls = cs.add_parser("list", help="list stored corpora")
     ls.add_argument("--json", action="store_true", help="print the corpora as JSON")
     ls.set_defaults(func=cmd_list)
+    an = cs.add_parser("analyse", help="what each document-sampling scheme samples: entity frequency, clusters, "
+                                      "relation types (seed 000's figures)",
+                       description="Per scheme: entities by the number of documents mentioning them (low / medium / "
+                                   "high at the corpus's 50th and 90th percentiles), how many appear in more than one "
+                                   "sampled document, and the sample's relation types against the corpus's. NAME is "
+                                   "a stored corpus, or a corpus file or folder (read offline, no database).")
+    an.add_argument("name", metavar="NAME", help="a stored corpus, or a path to corpus files")
+    an.add_argument("--format", choices=FORMATS, help="source format of a path (detected when omitted)")
+    an.add_argument("--scheme", action="append", choices=("uniform", "two-stage", "tfidf", "seed"),
+                    help="a scheme to analyse (repeat for several; default all four)")
+    an.add_argument("--size", type=int, default=100, help="documents per sample (default 100, at most the corpus)")
+    an.add_argument("--draws", type=int, default=3, help="samples per scheme, averaged (default 3)")
+    an.add_argument("--seed", type=int, default=0)
+    an.add_argument("--svg", metavar="DIR", help="also write the figures as SVG files into DIR")
+    an.add_argument("--json", action="store_true", help="the figures as JSON instead of tables")
+    an.set_defaults(func=cmd_analyse)
 
 
 def cmd_load(args) -> int:
@@ -73,4 +89,71 @@ def cmd_list(args) -> int:
     print(f"{'name':<24} {'format':<7} {'schema':<26} {'documents':>9} {'gold rel.':>9}")
     for r in rows:
         print(f"{r['name']:<24} {r['format']:<7} {r['schema']:<26} {r['documents']:>9,} {r['gold_relations']:>9,}")
+    return 0
+
+
+def cmd_analyse(args) -> int:
+    """``unpooled corpus analyse NAME``: the document-sample figures per scheme, as tables (and SVG)."""
+    import time
+    from pathlib import Path
+
+    from unpooled.core.errors import InvalidInputError
+    from unpooled.core.sampling.analysis import SCHEMES, analyse_schemes, figures_svg, format_tables
+
+    from ..main import CommandError
+
+    schemes = tuple(dict.fromkeys(args.scheme or SCHEMES))
+    if args.draws < 1 or args.draws > 100:
+        raise CommandError(f"--draws must be 1..100, got {args.draws}")
+    if args.size < 1:
+        raise CommandError(f"--size must be at least 1, got {args.size}")
+    t0 = time.perf_counter()
+    path = Path(args.name)
+    if path.exists():
+        from unpooled.core.corpus import detect_format, iter_documents
+        from unpooled.core.sampling.seed import NAMED_TYPES
+
+        docs = list(iter_documents(path, args.format or detect_format(str(path))))
+        texts = [d.text for d in docs]
+        names = [[e.name for e in d.entities if e.type.upper() in NAMED_TYPES] for d in docs]
+        rels = [[r.predicate for r in d.relations] for d in docs] if any(d.relations for d in docs) else None
+        label, source = str(path), "gold" if any(names) else "none"
+    else:
+        setup_django()
+        from unpooled.service.corpora.models import Corpus
+        from unpooled.service.organiser.documents import corpus_inputs
+
+        corpus = Corpus.objects.filter(name=args.name).first()
+        if corpus is None:
+            raise CommandError(f"no corpus or file {args.name!r} (`unpooled corpus list` shows the stored corpora)")
+        inp = corpus_inputs(corpus)
+        texts, names, rels, label, source = inp["texts"], inp["names"], inp["relations"], corpus.name, inp["source"]
+    if not texts:
+        raise CommandError(f"{args.name}: no documents")
+    t1 = time.perf_counter()
+    size = min(args.size, len(texts))
+    try:
+        with progress_bar(total=len(schemes) * args.draws, desc="analysing", unit="sample") as bar:
+            corpus_e, analyses = analyse_schemes(texts, names, rels, schemes=schemes, size=size, draws=args.draws,
+                                                 rng=args.seed, progress=bar.update)
+    except InvalidInputError as exc:
+        raise CommandError(str(exc)) from None
+    t2 = time.perf_counter()
+    if args.svg:
+        out = Path(args.svg)
+        out.mkdir(parents=True, exist_ok=True)
+        for k, svg in figures_svg(corpus_e, analyses).items():
+            (out / f"{k}.svg").write_text(svg, encoding="utf-8")
+    secs = {"read": round(t1 - t0, 2), "analyse": round(t2 - t1, 2)}
+    if args.json:
+        print(json.dumps({"corpus": label, "entities_from": source, "size": size, "draws": args.draws,
+                          "thresholds": list(corpus_e.thresholds), "analyses": [a.to_dict() for a in analyses],
+                          "seconds": secs}))
+        return 0
+    print(f"{label}: {len(schemes)} scheme(s), {args.draws} sample(s) of {size} documents each, seed {args.seed}; "
+          f"entities from {'the gold layer' if source == 'gold' else source}")
+    if source == "none":
+        print("no entities: the corpus has no gold layer and nothing is annotated yet", file=sys.stderr)
+    print(format_tables(corpus_e, analyses))
+    print(f"\nread {secs['read']} s, analysed {secs['analyse']} s" + (f"; SVG in {args.svg}" if args.svg else ""))
     return 0

@@ -570,6 +570,94 @@ def run_entities_cli(args) -> int:
     return 0
 
 
+# ---------------------------------------------------------------------------------------------
+# documents
+
+
+def add_documents_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--replicates", type=int, default=200, metavar="R",
+                   help="Monte Carlo re-simulations per sample for the seed scheme's inclusion probabilities "
+                        "(default 200)")
+    p.add_argument("--quick", action="store_true", help="only the Re-DocRED seed-scheme regime at size 100")
+    p.add_argument("--rows", metavar="I,J,...", help="only these rows of the table (1-based; to split the work "
+                                                     "across processes)")
+
+
+def document_regimes(data, *, quick: bool = False) -> list[tuple]:
+    """(world factory, scheme, size, defensive share, fewest defensive documents) per row of the table;
+    Re-DocRED when the shared data is at hand."""
+    from unpooled.core.simulate.documents import synthetic_world, world_from_documents
+
+    rows: list[tuple] = []
+    if data is not None:
+        from unpooled.core.corpus import iter_documents
+
+        dev = list(iter_documents(data / "redocred" / "dev_revised.json", "docred"))
+        both = dev + list(iter_documents(data / "redocred" / "test_revised.json", "docred"))
+        rd = lambda: world_from_documents("redocred r.5 tilt+1", both, recall=0.5, tilt=1.0, rng=11)  # noqa: E731
+        if quick:
+            return [(rd, "seed", 100, 0.3, 30)]
+        rd_neg = lambda: world_from_documents("redocred r.3 tilt-1", both, recall=0.3, tilt=-1.0, rng=12)  # noqa: E731
+        demo = lambda: world_from_documents("redocred-dev r.7 tilt+1", dev, recall=0.7, tilt=1.0, rng=13)  # noqa: E731
+        rows += [(rd, "uniform", 100, 0.2, 20), (rd, "two-stage", 100, 0.2, 20), (rd, "seed", 100, 0.1, 0),
+                 (rd, "seed", 100, 0.2, 0), (rd, "seed", 200, 0.2, 20), (rd_neg, "seed", 100, 0.2, 20),
+                 (demo, "seed", 50, 0.2, 20)]
+    syn = lambda: synthetic_world(2000, zipf=1.1, recall=0.5, tilt=1.0, rng=14)  # noqa: E731
+    rows += [(syn, "uniform", 100, 0.2, 20), (syn, "seed", 100, 0.2, 20)]
+    if data is not None:
+        rows.append((rd, "seed", 100, 0.2, 20))
+    rows += [(syn, "seed", 100, 0.3, 30)]       # the default (0.3, at least 30 documents)
+    if data is not None:
+        rows += [(rd, "seed", 100, 0.3, 30), (rd, "seed", 200, 0.3, 30), (rd_neg, "seed", 100, 0.3, 30),
+                 (demo, "seed", 50, 0.3, 30)]
+    return rows[-1:] if quick else rows
+
+
+def run_documents_cli(args) -> int:
+    """Recall under the document-sampling schemes (uniform, two-stage, the seed's): bias and coverage."""
+    from unpooled.core.simulate.documents import format_table, run_scheme
+    from unpooled.demo import find_shared_data
+
+    from ..main import CommandError, Exit
+
+    check_common(args)
+    if args.replicates < 2:
+        raise CommandError(f"--replicates must be at least 2, got {args.replicates}")
+    if args.plot:
+        raise CommandError("--plot: the documents experiment prints a table (use --json for the figures)")
+    start = time.perf_counter()
+    regimes = document_regimes(find_shared_data(), quick=args.quick)
+    seeds = np.random.SeedSequence(args.seed).spawn(len(regimes))
+    if args.rows:
+        try:
+            pick = [int(i) - 1 for i in args.rows.split(",")]
+        except ValueError:
+            raise CommandError(f"--rows: expected row numbers like 1,3, got {args.rows!r}") from None
+        if any(not 0 <= i < len(regimes) for i in pick):
+            raise CommandError(f"--rows: expected numbers in 1..{len(regimes)}, got {args.rows!r}")
+        regimes, seeds = [regimes[i] for i in pick], [seeds[i] for i in pick]
+    worlds: dict = {}
+    rows = []
+    with progress_bar(total=args.trials * len(regimes), desc="documents", unit="trial") as bar:
+        for (make, scheme, size, defensive, least), ss in zip(regimes, seeds):
+            world = worlds.get(make) or worlds.setdefault(make, make())
+            rows.append(run_scheme(world, scheme, size, trials=args.trials, defensive=defensive, min_defensive=least,
+                                   replicates=args.replicates, rng=np.random.default_rng(ss), progress=bar.update))
+    payload = {"experiment": "documents", "trials": args.trials, "seed": args.seed, "replicates": args.replicates,
+               "rows": [dict(r.to_dict(), defensive=reg[3], min_defensive=reg[4]) for r, reg in zip(rows, regimes)],
+               "seconds": round(time.perf_counter() - start, 1)}
+    if args.json:
+        write_json(args.json, payload)
+    if args.json != "-":
+        print(f"recall under document-sampling schemes: {args.trials} samples per row, seed {args.seed}, "
+              f"{args.replicates} re-simulations for the seed scheme's inclusion probabilities, {payload['seconds']} s")
+        print(format_table(rows))
+        print("seed rows, defensive share / fewest defensive documents: "
+              + ", ".join(f"{r.world}/{r.size}: {reg[3]:g}/{reg[4]}" for r, reg in zip(rows, regimes)
+                          if r.scheme == "seed"))
+    return Exit.OK
+
+
 EXPERIMENTS: dict[str, Experiment] = {
     "pooling-bias": Experiment(
         help="leave-team-out pooling bias (method.md §4.1): each system scored on a pool of the other teams' runs",
@@ -594,4 +682,9 @@ EXPERIMENTS: dict[str, Experiment] = {
         help="entity detection, typing, linking and NIL clustering scores (core/estimators/entities.py): bias and "
              "coverage of their 90%% intervals for small and large systems, good and poor crowds, few documents",
         add_arguments=add_entities_arguments, run=run_entities_cli, trials=200),
+    "documents": Experiment(
+        help="recall under the document-sampling schemes (uniform, two-stage TF-IDF, the seed's query-entity "
+             "scheme with Monte Carlo inclusion probabilities): bias, coverage and width of 90%% intervals, and the "
+             "bias of the naive ratio that ignores inclusion probabilities",
+        add_arguments=add_documents_arguments, run=run_documents_cli, trials=400),
 }

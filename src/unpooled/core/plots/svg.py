@@ -584,3 +584,124 @@ def pr_chart(labels: Sequence[str], x, x_low, x_high, y, y_low, y_high, *, truth
 
 
 __all__ = ["PALETTE", "interval_chart", "line_chart", "nice_ticks", "pr_chart", "scatter"]
+
+
+def bar_chart(categories: Sequence[str], series: Mapping[str, object], *, title: str = "", xlabel: str = "",
+              ylabel: str = "", horizontal: bool = False, log: bool = False, width: int = 640,
+              height: int | None = None, colours: Mapping[str, str] | None = None) -> str:
+    r"""Grouped bars: one group per category, one bar (colour, legend entry) per series.
+
+    Parameters
+    ----------
+    categories : sequence of str
+    series : mapping of str to array_like, shape (n,)
+        Name (the legend label) to non-negative values; non-finite values are not drawn.
+    title, xlabel, ylabel : str
+        ``ylabel`` names the value axis (horizontal when ``horizontal``).
+    horizontal : bool, default False
+        Categories as rows (long labels) instead of columns.
+    log : bool, default False
+        A log10 value axis (bars start at 1; zeros are not drawn).
+    width, height : int
+        Pixels; the default height is 400, or grows with the rows when horizontal.
+    colours : mapping of str to str, optional
+        A colour per series name (so several charts keep one colour per series); default the palette in order.
+
+    Returns
+    -------
+    str
+    """
+    cats = [str(c) for c in categories]
+    n = len(cats)
+    if not series:
+        raise InvalidInputError("series: expected at least one series, got none")
+    vals = {str(k): _array(f"series[{k!r}]", v, n) for k, v in series.items()}
+    for k, v in vals.items():
+        if np.any(v[np.isfinite(v)] < 0):
+            raise InvalidInputError(f"series[{k!r}]: expected non-negative values")
+    m = len(vals)
+    colour_of = {k: (colours or {}).get(k, PALETTE[j % len(PALETTE)]) for j, k in enumerate(vals)}
+    width = _size("width", width)
+    height = _size("height", height if height is not None else
+                   (90 + max(n, 1) * (6 + 9 * m) + 40 if horizontal else 400))
+    doc = _Doc(width, height, title, f"bar chart of {', '.join(vals)} by {xlabel or 'category'}")
+    if title:
+        doc.text(width / 2, 22, title, size=14, weight="bold")
+    allv = np.concatenate([v[np.isfinite(v)] for v in vals.values()] + [np.zeros(0)])
+    if log:
+        pos = allv[allv > 0]
+        top_v = max(math.log10(pos.max()) * 1.05, 1.0) if len(pos) else 1.0
+        tr = lambda v: math.log10(v) if v > 0 else float("nan")  # noqa: E731
+        lo_v, hi_v = -0.3, float(top_v)   # a count of 1 still shows a bar
+    else:
+        tr = float
+        lo_v, hi_v = 0.0, (float(allv.max()) * 1.05 if len(allv) and allv.max() > 0 else 1.0)
+    longest = max((len(c) for c in cats), default=0)
+    legend_y = 40 if title else 18
+    if horizontal:
+        left, right, top, bottom = min(20 + 6.5 * longest, width * 0.4), 20, legend_y + 14, 52
+        scale = _Scale(lo_v, hi_v, left, width - right)
+        band = (height - top - bottom) / max(n, 1)
+    else:
+        left, right, top, bottom = 70, 20, legend_y + 14, 56 + (min(6.0 * longest, 80) if longest > 6 else 0)
+        scale = _Scale(lo_v, hi_v, height - bottom, top)
+        band = (width - left - right) / max(n, 1)
+    if log:
+        for t in range(int(math.floor(hi_v)) + 1):
+            p = scale(t)
+            lab = _fmt(10.0 ** t)
+            if horizontal:
+                doc.line(p, top, p, height - bottom, stroke="#e5e5e5")
+                doc.text(p, height - bottom + 16, lab, size=11)
+            else:
+                doc.line(left, p, width - right, p, stroke="#e5e5e5")
+                doc.text(left - 7, p + 4, lab, anchor="end", size=11)
+        if horizontal:
+            doc.line(left, height - bottom, width - right, height - bottom, stroke="#444444")
+            if ylabel:
+                doc.text((left + width - right) / 2, height - bottom + 34, ylabel)
+        else:
+            doc.line(left, top, left, height - bottom, stroke="#444444")
+            if ylabel:
+                doc.text(left - 50, (top + height - bottom) / 2, ylabel, rotate=-90)
+    elif horizontal:
+        _axis(doc, scale, horizontal=True, at=height - bottom, span=(top, height - bottom), label=ylabel)
+    else:
+        _axis(doc, scale, horizontal=False, at=left, span=(left, width - right), label=ylabel)
+    inner = band * 0.8 / m
+    doc.add('<g class="bars">')
+    for i, c in enumerate(cats):
+        start = (top if horizontal else left) + band * i + band * 0.1
+        if horizontal:
+            doc.text(left - 6, start + band * 0.4 + 4, c, anchor="end", size=11)
+        else:
+            y = height - bottom + 14
+            if longest > 6:
+                doc.text(start + band * 0.4, y, c, anchor="end", size=10, rotate=-45)
+            else:
+                doc.text(start + band * 0.4, y, c, size=11)
+        for j, (name, v) in enumerate(vals.items()):
+            val = v[i]
+            t = tr(val) if math.isfinite(val) else float("nan")
+            if not math.isfinite(t):
+                continue
+            a, b = scale(lo_v), scale(max(t, lo_v))
+            colour = colour_of[name]
+            tip = escape(f"{c}: {name} {_fmt(val)}")
+            off = start + inner * j
+            if horizontal:
+                doc.add(f'<rect x="{_num(a)}" y="{_num(off)}" width="{_num(max(b - a, 0.5))}" '
+                        f'height="{_num(inner)}" fill="{colour}"><title>{tip}</title></rect>')
+            else:
+                doc.add(f'<rect x="{_num(off)}" y="{_num(b)}" width="{_num(inner)}" '
+                        f'height="{_num(max(a - b, 0.5))}" fill="{colour}"><title>{tip}</title></rect>')
+    doc.add("</g>")
+    if not horizontal:
+        doc.line(left, height - bottom, width - right, height - bottom, stroke="#444444")
+        if xlabel:
+            doc.text((left + width - right) / 2, height - 8, xlabel, size=11)
+    _legend(doc, [("point", colour_of[name], name) for name in vals], left, legend_y)
+    return str(doc)
+
+
+__all__ = ["PALETTE", "bar_chart", "interval_chart", "line_chart", "nice_ticks", "scatter"]

@@ -434,7 +434,7 @@ instance is correct: the relation holds, both mentions are valid and no link is 
 `seconds`, `guideline_version`, `created`.
 
 **`exhaustive.jsonl`**: one document sampled for exhaustive annotation a line: `doc`, `title`,
-`scheme` (`uniform`, `two-stage`, `tfidf`), `stage`, `inclusion` (the probability π_d that the
+`scheme` (`uniform`, `two-stage`, `tfidf`, `seed`), `stage`, `inclusion` (the probability π_d that the
 sample includes the document), `weight` (1/π_d), `status` (`complete`, `annotating entities`,
 `annotating relations`, `cancelled`), `answers` counted per layer, `guideline_versions`,
 `mentions` `[{{index, start, end, text, type, group, link}}]` (aggregated over the annotators:

@@ -17,4 +17,7 @@ urlpatterns = [
     path("organiser/periods/<int:pk>/close/", views.period_close, name="period_close"),
     path("organiser/periods/<int:pk>/release/", views.period_release, name="period_release"),
     path("organiser/reference/", views.reference_request, name="reference"),
+    path("organiser/documents/", views.document_sampling, name="documents"),
+    path("organiser/documents/analyse/", views.document_analysis, name="documents_analyse"),
+    path("organiser/documents/sample/", views.document_sample, name="documents_sample"),
 ]

@@ -22,12 +22,17 @@ from django.views.decorators.http import require_POST
 
 from unpooled.service.accounts.actions import is_organiser
 from unpooled.service.annotation import release as release_mod
-from unpooled.service.annotation.actions import settings_for
+from django.db.models import Count
+
+from unpooled.service.annotation.actions import AnnotationError, settings_for
+from unpooled.service.annotation.models import ExhaustiveDocument
+from unpooled.service.annotation.sampling import SCHEMES as SAMPLING_SCHEMES
+from unpooled.service.annotation.sampling import sample_documents
 from unpooled.service.annotation.status import status as annotation_status
 from unpooled.service.corpora.models import Corpus
 from unpooled.service.submissions.models import Submission, Team
 
-from . import console
+from . import console, documents
 from .heartbeats import worker_rows
 from .forms import QuotaForm, SettingsForm
 
@@ -271,3 +276,80 @@ def reference_request(request):
                                   f"precision, {got['recall_sample']} system instances for its recall; "
                                   f"{got['tasks_created']} verification items created")
     return redirect(_back("organiser:periods", corpus))
+
+
+def _doc_options(request, corpus: Corpus) -> dict:
+    src = request.POST if request.method == "POST" else request.GET
+    return documents.options_iv(src.get("size", min(documents.DEFAULTS["size"], corpus.n_documents)),
+                                src.get("draws", documents.DEFAULTS["draws"]),
+                                src.get("seed", documents.DEFAULTS["seed"]), corpus.n_documents)
+
+
+@organiser_required
+def document_sampling(request):
+    """Document sampling for exhaustive annotation: the schemes' figures (seed 000) for this corpus, and the
+    form that draws the sample (logic in :mod:`.documents` and :mod:`unpooled.service.annotation.sampling`)."""
+    ctx = console_context(request, "documents")
+    corpus = ctx["corpus"]
+    status = 200
+    if corpus is not None:
+        try:
+            opts = _doc_options(request, corpus)
+        except documents.AnalysisError as exc:
+            opts, status = dict(documents.DEFAULTS, size=min(documents.DEFAULTS["size"], corpus.n_documents)), 400
+            ctx["option_error"] = str(exc)
+        result, pending = documents.analysis_for_page(corpus, opts)
+        ctx.update(opts=opts, result=result, pending=pending, schemes=SAMPLING_SCHEMES,
+                   inline_limit=documents.INLINE_DOCUMENTS, alerts=console.alerts(corpus),
+                   drawn=ExhaustiveDocument.objects.filter(corpus=corpus).values("scheme", "stage")
+                   .annotate(n=Count("id")).order_by("scheme", "stage"))
+    return render(request, "organiser/documents.html", ctx, status=status)
+
+
+@require_POST
+@organiser_required
+def document_analysis(request):
+    """Start the background analysis of a large corpus (one at a time per corpus and options)."""
+    ctx = console_context(request, "documents")
+    corpus = ctx["corpus"]
+    if corpus is None:
+        raise Http404("no corpus yet")
+    try:
+        opts = _doc_options(request, corpus)
+    except documents.AnalysisError as exc:
+        messages.error(request, str(exc))
+        return redirect(_back("organiser:documents", corpus))
+    if documents.request_analysis(corpus, opts):
+        messages.success(request, f"analysis of {corpus.name} started; this page shows it when it is done")
+    else:
+        messages.info(request, f"the analysis of {corpus.name} with these options is done or already running")
+    q = f"&size={opts['size']}&draws={opts['draws']}&seed={opts['seed']}"
+    return redirect(_back("organiser:documents", corpus) + q)
+
+
+@require_POST
+@organiser_required
+def document_sample(request):
+    """Draw (the next stage of) the exhaustive document sample with the chosen scheme."""
+    ctx = console_context(request, "documents")
+    corpus = ctx["corpus"]
+    if corpus is None:
+        raise Http404("no corpus yet")
+    scheme = request.POST.get("scheme", "")
+    try:
+        size = int(request.POST.get("sample_size", ""))
+        seed = int(request.POST.get("sample_seed", "0") or 0)
+    except ValueError:
+        messages.error(request, "sample size and seed: expected whole numbers")
+        return redirect(_back("organiser:documents", corpus))
+    if scheme not in SAMPLING_SCHEMES or not 1 <= size <= corpus.n_documents or not 0 <= seed < 2 ** 31:
+        messages.error(request, f"scheme: expected one of {', '.join(SAMPLING_SCHEMES)}; size: 1..{corpus.n_documents}; "
+                                f"seed: 0..{2 ** 31 - 1} (got {scheme!r}, {size}, {seed})")
+        return redirect(_back("organiser:documents", corpus))
+    try:
+        sample, made = sample_documents(corpus, scheme, size, seed=seed)
+    except AnnotationError as exc:
+        messages.error(request, str(exc))
+    else:
+        messages.success(request, f"{len(sample)} documents drawn ({scheme}), {made} new: one entity task each")
+    return redirect(_back("organiser:documents", corpus))
