@@ -33,7 +33,7 @@ def register(sub) -> None:
     dc.add_argument("--copies", type=int, default=1, help="repeat Re-DocRED's 1,000 documents this many times")
     dc.add_argument("--size", type=int, default=100, help="documents per sample")
     dc.add_argument("--draws", type=int, default=3, help="samples per scheme")
-    dc.add_argument("--json", action="store_true")
+    dc.add_argument("--json", action="store_true", help="print the figures as JSON")
     dc.set_defaults(func=cmd_documents)
     rs = bs.add_parser("rescore", help="re-score every submission of a corpus after a batch of new labels "
                                        "(incremental; database from DATABASE_URL, default a fresh SQLite file)")
