@@ -287,6 +287,7 @@ def drop_postgres(conn, name: str) -> None:
 # ---------------------------------------------------------------------------- what a finished evaluation holds
 
 REWARD_SQL = "CASE t.kind WHEN 'verify' THEN s.reward_verify_cents WHEN 'entities' THEN s.reward_entities_cents " \
+             "WHEN 'clusters' THEN s.reward_clusters_cents " \
              "ELSE s.reward_relations_cents END"
 
 

@@ -294,7 +294,7 @@ def period_close(request, name: Text, number: int):
 
 @router.get("/corpora/{name}/periods/{int:number}/release", response={200: None, **errors(401, 403, 404, 409)},
             auth=REQUIRED, tags=["periods"],
-            openapi_extra={"responses": {"200": {"description": "the period's dataset release (a zip archive)",
+            openapi_extra={"responses": {200: {"description": "the period's dataset release (a zip archive)",
                                                  "content": {"application/zip": {"schema": {
                                                      "type": "string", "format": "binary"}}}}}},
             summary="A closed period's annotated data as a dataset release (organisers; .zip)")
