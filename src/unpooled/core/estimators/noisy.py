@@ -194,7 +194,11 @@ def _kappa_at(parts, rho):
     """:func:`kappa` from :func:`_exp_parts` of ``lam``."""
     num, c = parts
     with np.errstate(divide="ignore", invalid="ignore"):
-        return num / (c + rho * num)
+        den = np.multiply(num, rho)
+        if not isinstance(den, np.ndarray) or den.ndim == 0:
+            return num / (c + den)
+        den += c  # in place: these arrays are (target, item) pairs x vote patterns, millions of entries
+        return np.divide(num, den, out=den)
 
 
 def kappa_dlam(lam, rho):
@@ -648,7 +652,8 @@ def _kappa_where(X: np.ndarray, lam_s: np.ndarray, rho: np.ndarray) -> np.ndarra
             out[tg] = np.where(X[tg] != 0, k[None, :], 0.0)
         return out
     rows, cols = np.nonzero(X)
-    out[rows, cols] = np.nan_to_num(kappa(lam_s[cols], rho[rows]), posinf=0.0, neginf=0.0)
+    num, c = _exp_parts(lam_s)
+    out[rows, cols] = _finite0(_kappa_at((num[cols], c[cols]), rho[rows]))
     return out
 
 
