@@ -223,13 +223,16 @@ def submission_rows(corpus: Corpus, *, limit: int = 500) -> list[dict]:
                  .values("requests__submission_id").annotate(n=Count("id")).values_list("requests__submission_id", "n"))
     own = dict(SubmissionBudget.objects.filter(submission_id__in=ids).values_list("submission_id", "limit_cents"))
     default = settings_for(corpus).submission_budget_cents
+    from unpooled.service.evaluations.lifecycle import level_states, stage_summary
+
+    states = level_states(subs)
     rows = []
     for s in subs:
         budget = own.get(s.pk, default)
         c, sp = committed.get(s.pk) or 0, spent.get(s.pk) or 0
         rows.append({
             "pk": s.pk, "team": s.team.name, "run": s.run_id, "status": s.status,
-            "status_label": Submission.Status(s.status).label, "failed_stage": s.failed_stage, "error": s.error,
+            "status_label": stage_summary(s, states[s.pk]), "levels": states[s.pk], "failed_stage": s.failed_stage, "error": s.error,
             "status_changed": s.status_changed, "created": s.created, "visibility": s.visibility,
             "open_tasks": open_.get(s.pk, 0), "spent_cents": sp, "committed_cents": c, "budget_cents": budget,
             "budget_source": "own" if s.pk in own else ("corpus default" if default is not None else None),

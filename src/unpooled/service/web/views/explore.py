@@ -9,13 +9,14 @@ from django.shortcuts import get_object_or_404, render
 from unpooled.service.accounts.actions import open_signup, role_of, team_of, visible_submissions
 from unpooled.service.annotation.layers import annotation_layers
 from unpooled.service.corpora.models import Corpus, Document
+from unpooled.service.evaluations.lifecycle import attach_level_states
 from unpooled.service.submissions.models import Submission
 
 
 def home(request):
     corpora = Corpus.objects.select_related("schema").annotate(
         n_submissions=Count("submissions", filter=Q(submissions__visibility=Submission.Visibility.PUBLIC)))
-    recent = visible_submissions(request.user, Submission.objects.select_related("team", "corpus"))[:20]
+    recent = attach_level_states(visible_submissions(request.user, Submission.objects.select_related("team", "corpus"))[:20])
     corpora = list(corpora)
     # the corpus a newcomer is pointed at: the one with most public submissions
     first = max(corpora, key=lambda c: (c.n_submissions, -c.pk), default=None)
@@ -63,6 +64,7 @@ def submission_list(request):
         subs = subs.filter(Q(run_id__icontains=f["q"]) | Q(team__name__icontains=f["q"])
                            | Q(description__icontains=f["q"]) | Q(file_name__icontains=f["q"]))
     page = Paginator(subs, 50).get_page(request.GET.get("page"))
+    page.object_list = attach_level_states(page.object_list)
     query = "&".join(f"{k}={v}" for k, v in f.items() if v)
     return render(request, "web/submissions.html", {
         "page": page, "f": f, "query": query, "corpora": Corpus.objects.values_list("name", flat=True),
