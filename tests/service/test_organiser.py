@@ -136,6 +136,16 @@ def test_console_renders_with_data(client, world):
     assert 'id="kinds"' in ann and 'id="annotators"' in ann and "Fleiss" in ann and 'id="submission-cost"' in ann
     assert "median seconds" in ann and "agreement with final label" in ann and 'id="stalled"' in ann
     assert f"{3 * n} / {3 * n}" in ann
+    # the agreement table names each relation ("P17 country") and lists the most items first (review defect 13)
+    from unpooled.service.annotation.status import verification_agreement
+    from unpooled.service.corpora.names import predicate_order, relation_names
+
+    names, by_rel = relation_names(corpus), verification_agreement(corpus)["by_relation"]
+    assert by_rel and all(d["name"] == names.get(g, "") for g, d in by_rel.items())
+    keys = [(-d["items"], predicate_order(g)) for g, d in by_rel.items()]
+    assert keys == sorted(keys)
+    g, d = next(iter(by_rel.items()))
+    assert f"<td><code>{g}</code> {names[g]}</td>" in ann
     for a in Annotator.objects.filter(backend="simulated"):
         assert f"simulated:{a.external_id}" in ann
     spent = sum(ans.cost_cents for ans in Answer.objects.filter(task__corpus=corpus))
