@@ -114,3 +114,13 @@ def test_upload_form_errors(client, corpus):
     resp = client.post(reverse("web:upload"), {"corpus": "fixture"})
     assert resp.status_code == 200
     assert "This field is required" in resp.content.decode()
+
+
+def test_corpus_page_names_the_file_not_the_server_path(client, corpus):
+    """Review: the corpus page showed the directory the corpus was loaded from, and its name twice."""
+    html = client.get(reverse("web:corpus", args=["fixture"])).content.decode()
+    assert "loaded from <code>sources.xml</code>" in html and str(FIXTURES) not in html
+    corpus.title = "fixture"
+    corpus.save(update_fields=["title"])
+    html = client.get(reverse("web:corpus", args=["fixture"])).content.decode()
+    assert "<h1>fixture</h1>" in html

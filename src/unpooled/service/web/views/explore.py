@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import PurePath
+
 from django.core.paginator import Paginator
 from django.db.models import Count, Q
 from django.shortcuts import get_object_or_404, render
@@ -32,7 +34,9 @@ def corpus_detail(request, name: str):
     if q:
         docs = docs.filter(Q(doc_id__icontains=q) | Q(title__icontains=q) | Q(text__icontains=q))
     page = Paginator(docs, 50).get_page(request.GET.get("page"))
-    return render(request, "web/corpus.html", {"corpus": corpus, "page": page, "q": q})
+    # the file's name only: the directory it was loaded from is the server's business (review: "server path")
+    source_name = PurePath(corpus.source).name if corpus.source else "-"
+    return render(request, "web/corpus.html", {"corpus": corpus, "page": page, "q": q, "source_name": source_name})
 
 
 def document_detail(request, name: str, pk: int):
