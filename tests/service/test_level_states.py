@@ -55,6 +55,9 @@ def test_states_per_level(corpus):
     assert stage_summary(part, got[part.pk]) == "published, partly scored"
     assert stage_summary(full, got[full.pk]) == "scored and published"
     assert stage_summary(new, got[new.pk]) == "sampling instances"
+    from unpooled.service.evaluations.lifecycle import newest_scores
+
+    assert list(newest_scores(part)) == ["instance", "relation"]  # in the levels' order, not the rows'
     p = progress(part)  # the status page and its JSON say the same
     assert p["status_label"] == "published, partly scored" and p["levels"] == got[part.pk]
 

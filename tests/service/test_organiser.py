@@ -121,6 +121,11 @@ def test_console_renders_with_data(client, world):
 
     home = client.get(reverse("organiser:home"), q).content.decode()
     assert 'id="progress"' in home and 'id="budget-bar"' in home and 'id="sections"' in home
+    # a simulated crowd is not paid: its cost is what the answers would cost (review: simulated-crowd "cost")
+    from unpooled.service.annotation.actions import settings_for
+
+    simulated = settings_for(corpus).backend == "simulated"
+    assert ("nothing is paid" in home) == simulated and ("(answers paid)" in home) == (not simulated)
     # the failed submission is an alert at the top, before the progress table
     assert home.index('id="alerts"') < home.index('id="progress"')
     assert f"submission {sub.pk} (team-a/run-1) failed at stage scoring: ValueError: scores went wrong" in home
@@ -149,7 +154,7 @@ def test_console_renders_with_data(client, world):
     for a in Annotator.objects.filter(backend="simulated"):
         assert f"simulated:{a.external_id}" in ann
     spent = sum(ans.cost_cents for ans in Answer.objects.filter(task__corpus=corpus))
-    assert f"Spent <strong>${spent / 100:,.2f}</strong>" in ann
+    assert f"would cost\n<strong>${spent / 100:,.2f}</strong>" in ann
 
     subs = client.get(reverse("organiser:submissions"), q).content.decode()
     assert f'id="sub-{sub.pk}"' in subs and "ValueError: scores went wrong" in subs and 'class="retry"' in subs

@@ -213,7 +213,7 @@ def _score(s: Score, frozen=None) -> dict:
 def leaderboard(request, name: Text, level: Level = "instance",
                 period: Annotated[int | None, Field(ge=1, le=1_000_000, description="one evaluation period's "
                                                     "submissions (and the human reference); omitted: all")] = None):
-    """The same leaderboard as the page (:mod:`unpooled.service.evaluations.leaderboard`, cached per viewer scope)."""
+    """The same leaderboard as the page (computed by `unpooled.service.evaluations.leaderboard`, cached per viewer scope)."""
     from unpooled.service.evaluations.leaderboard import leaderboard as build
 
     c = _corpus(name)
@@ -535,7 +535,7 @@ def _entity(es) -> dict:
             summary="The newest entity scores: mention detection, typing, linking, NIL clustering")
 def submission_entity_scores(request, pk: int):
     """Each metric with its 90% interval, or null and the reason it cannot be scored
-    (:mod:`unpooled.core.estimators.entities`)."""
+    (computed by `unpooled.core.estimators.entities`)."""
     from unpooled.service.evaluations.entities import newest
 
     sub = _submission(request, pk)

@@ -524,4 +524,5 @@ def newest_scores(sub: Submission) -> dict[str, Score]:
     for snap in ScoreSnapshot.objects.filter(submission=sub).select_related("score"):
         out[snap.level] = snap.score
         snap.score.frozen = snap.frozen
-    return out
+    # in the levels' order (instance, relation, entity), as everywhere else
+    return {lv: out[lv] for lv in sorted(out, key=lambda lv: (LEVELS.index(lv) if lv in LEVELS else len(LEVELS), lv))}

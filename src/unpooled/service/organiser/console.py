@@ -193,8 +193,10 @@ def corpus_budget(corpus: Corpus) -> dict:
     committed (both) against the corpus budget; shares are of the budget (None: no cap)."""
     spent = Answer.objects.filter(task__corpus=corpus).aggregate(s=Sum("cost_cents"))["s"] or 0
     committed = corpus_committed_cents(corpus)
-    budget = settings_for(corpus).budget_cents
-    return {"spent_cents": spent, "outstanding_cents": committed - spent, "committed_cents": committed,
+    st = settings_for(corpus)
+    budget = st.budget_cents
+    return {"simulated": st.backend == Backend.SIMULATED,
+            "spent_cents": spent, "outstanding_cents": committed - spent, "committed_cents": committed,
             "budget_cents": budget, "spent_share": _share(spent, budget), "committed_share": _share(committed, budget),
             "bar": _bar(spent, committed, budget)}
 
