@@ -89,3 +89,12 @@ def test_lists_show_levels_with_bounded_queries(corpus, client, django_assert_ma
     for url, n in few.items():
         with django_assert_max_num_queries(n):
             client.get(url)
+
+
+def test_leaderboard_says_which_published_submissions_wait_at_its_level(corpus, client):
+    _sub("t-part", status="published", plan=PLAN, scored=("instance", "relation"),
+         drawn=("instance", "relation", "entity"))
+    ent = client.get(reverse("web:leaderboard", args=["fixture"]) + "?level=entity").content.decode()
+    assert "1 submission published, still waiting for labels at the entity level" in ent
+    inst = client.get(reverse("web:leaderboard", args=["fixture"]) + "?level=instance").content.decode()
+    assert "still waiting for labels at the" not in inst
