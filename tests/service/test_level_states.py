@@ -98,3 +98,14 @@ def test_leaderboard_says_which_published_submissions_wait_at_its_level(corpus, 
     assert "1 submission published, still waiting for labels at the entity level" in ent
     inst = client.get(reverse("web:leaderboard", args=["fixture"]) + "?level=instance").content.decode()
     assert "still waiting for labels at the" not in inst
+
+
+def test_entity_tab_gives_the_cli_hint_to_organisers_only(corpus, client):
+    """Review defect 4: an empty level told visitors to run `unpooled evaluate`, which starts an evaluation."""
+    from django.contrib.auth.models import User
+
+    url = reverse("web:leaderboard_entities", args=["fixture"])
+    html = client.get(url).content.decode()
+    assert 'id="no-entity-scores"' in html and "unpooled evaluate" not in html
+    client.force_login(User.objects.create_user("boss", password="x-long-password", is_staff=True))
+    assert "unpooled evaluate --corpus fixture" in client.get(url).content.decode()
