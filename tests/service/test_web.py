@@ -124,3 +124,9 @@ def test_corpus_page_names_the_file_not_the_server_path(client, corpus):
     corpus.save(update_fields=["title"])
     html = client.get(reverse("web:corpus", args=["fixture"])).content.decode()
     assert "<h1>fixture</h1>" in html
+
+
+def test_favicon_ico_is_the_site_icon(client):
+    """Review: every page's /favicon.ico request was a 404."""
+    resp = client.get("/favicon.ico")
+    assert resp.status_code == 302 and resp.url.endswith("favicon.svg")

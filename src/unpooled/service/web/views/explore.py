@@ -75,3 +75,11 @@ def submission_list(request):
     return render(request, "web/submissions.html", {
         "page": page, "f": f, "query": query, "corpora": Corpus.objects.values_list("name", flat=True),
         "statuses": Submission.Status.choices})
+
+
+def favicon(request):
+    """``/favicon.ico``, which browsers ask for on pages without an icon link (the API docs): the site's icon."""
+    from django.http import HttpResponseRedirect
+    from django.templatetags.static import static
+
+    return HttpResponseRedirect(static("web/favicon.svg"))
