@@ -109,3 +109,25 @@ def test_entity_tab_gives_the_cli_hint_to_organisers_only(corpus, client):
     assert 'id="no-entity-scores"' in html and "unpooled evaluate" not in html
     client.force_login(User.objects.create_user("boss", password="x-long-password", is_staff=True))
     assert "unpooled evaluate --corpus fixture" in client.get(url).content.decode()
+
+
+def test_time_left_is_unknown_when_nobody_answers(corpus):
+    """Review: "time left 17 s" was shown for an in-house queue nobody worked on."""
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from unpooled.service.annotation import actions
+    from unpooled.service.annotation.models import Annotator, Answer, Task
+    from unpooled.service.evaluations.lifecycle import IDLE_MINUTES
+
+    sub = _sub("t-eta", status="annotating", plan={"instance": {"draws": 5}})
+    ids = list(RelationInstance.objects.filter(submission=sub).values_list("pk", flat=True)[:3])
+    actions.request_verification(sub, ids)
+    ann = Annotator.objects.create(backend="inhouse", external_id="a1")
+    actions.submit_answer(actions.lease_next(ann, kind="verify"), {"relation": "holds", "subject_ok": True, "object_ok": True,
+                                                                                 "link_ok": None})
+    assert Task.objects.filter(requests__submission=sub, status="open").exists()
+    assert progress(sub)["eta_seconds"] is not None  # somebody answered a moment ago: the pace gives a time
+    Answer.objects.update(created=timezone.now() - timedelta(minutes=IDLE_MINUTES + 1))
+    assert progress(sub)["eta_seconds"] is None

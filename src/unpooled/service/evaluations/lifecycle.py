@@ -454,6 +454,10 @@ def attach_level_states(subs) -> list:
     return subs
 
 
+#: no verification answer for this long: the time left is unknown, not the last hour's pace
+IDLE_MINUTES = 10
+
+
 def progress(sub: Submission, *, now=None) -> dict:
     """What the status page shows: stage, labels received / needed, cost so far, time left."""
     now = now or timezone.now()
@@ -472,13 +476,14 @@ def progress(sub: Submission, *, now=None) -> dict:
     outstanding = max(0, open_tasks.aggregate(n=Sum(F("answers_needed") - F("got")))["n"] or 0)
     cost = (Answer.objects.filter(task__requests__submission=sub, task__requests__committed_cents__gt=0)
             .aggregate(s=Sum("cost_cents"))["s"] or 0)
-    recent = Answer.objects.filter(task__corpus=corpus, task__kind=Kind.VERIFY,
-                                   created__gte=now - timedelta(hours=1)).count()
+    answers = Answer.objects.filter(task__corpus=corpus, task__kind=Kind.VERIFY, created__gte=now - timedelta(hours=1))
+    recent = answers.count()
     rate = recent / 3600.0
     eta = None
     if outstanding == 0:
         eta = 0.0
-    elif rate > 0:
+    elif rate > 0 and answers.filter(created__gte=now - timedelta(minutes=IDLE_MINUTES)).exists():
+        # the last hour's pace, while somebody is still answering (an in-house queue nobody works on has no ETA)
         eta = outstanding / rate
     ex = ExhaustiveDocument.objects.filter(corpus=corpus)
     ex_done = Task.objects.filter(corpus=corpus, kind=Kind.RELATIONS, status=Task.Status.COMPLETE,
