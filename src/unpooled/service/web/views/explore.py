@@ -5,7 +5,8 @@ from __future__ import annotations
 from pathlib import PurePath
 
 from django.core.paginator import Paginator
-from django.db.models import Count, Q
+from django.db.models import Count, Q, Value
+from django.db.models.functions import Greatest, Lower, StrIndex, Substr
 from django.shortcuts import get_object_or_404, render
 
 from unpooled.service.accounts.actions import open_signup, role_of, team_of, visible_submissions
@@ -27,13 +28,34 @@ def home(request):
         "team": team_of(request.user), "open_signup": open_signup()})
 
 
+#: characters of text shown either side of a search match
+SNIPPET = 70
+
+
+def _snippet(doc, n: int) -> dict | None:
+    """The text around the first match of a search (``hit``: 1-based, 0 when only the id or title matched)."""
+    if not doc.hit:
+        return None
+    i = doc.hit - doc.snip_from
+    s = doc.snippet
+    return {"before": s[:i], "match": s[i:i + n], "after": s[i + n:],
+            "cut_left": doc.snip_from > 1, "cut_right": doc.snip_from - 1 + len(s) < doc.length}
+
+
 def corpus_detail(request, name: str):
     corpus = get_object_or_404(Corpus.objects.select_related("schema"), name=name)
-    q = request.GET.get("q", "").strip()
+    q = request.GET.get("q", "").strip()[:200]
     docs = corpus.documents.only("pk", "doc_id", "title", "length")
     if q:
         docs = docs.filter(Q(doc_id__icontains=q) | Q(title__icontains=q) | Q(text__icontains=q))
+        # where the text matches, and the text around it, cut in SQL (a page need not read 50 document texts)
+        hit = StrIndex(Lower("text"), Lower(Value(q)))
+        start = Greatest(hit - SNIPPET, 1)
+        docs = docs.annotate(hit=hit, snip_from=start, snippet=Substr("text", start, 2 * SNIPPET + len(q)))
     page = Paginator(docs, 50).get_page(request.GET.get("page"))
+    if q:
+        for d in page.object_list:
+            d.snip = _snippet(d, len(q))
     # the file's name only: the directory it was loaded from is the server's business (review: "server path")
     source_name = PurePath(corpus.source).name if corpus.source else "-"
     return render(request, "web/corpus.html", {"corpus": corpus, "page": page, "q": q, "source_name": source_name})
