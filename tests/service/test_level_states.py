@@ -24,8 +24,8 @@ def corpus():
     return do_load_corpus(FIXTURES / "kb" / "sources.xml", "tac", "fixture", schema="tac-kbp")
 
 
-def _sub(team, *, status, plan, scored=(), drawn=()):
-    sub = do_ingest_submission(KB, "fixture", team, None, "tac").submission
+def _sub(team, *, status, plan, scored=(), drawn=(), kb=KB):
+    sub = do_ingest_submission(kb, "fixture", team, None, "tac").submission
     Submission.objects.filter(pk=sub.pk).update(status=status, plan=plan)
     inst = RelationInstance.objects.filter(submission=sub).first()
     for i, lv in enumerate(drawn):
@@ -131,3 +131,25 @@ def test_time_left_is_unknown_when_nobody_answers(corpus):
     assert progress(sub)["eta_seconds"] is not None  # somebody answered a moment ago: the pace gives a time
     Answer.objects.update(created=timezone.now() - timedelta(minutes=IDLE_MINUTES + 1))
     assert progress(sub)["eta_seconds"] is None
+
+
+def test_account_page_shows_levels_with_bounded_queries(corpus, client, django_assert_max_num_queries, tmp_path):
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    from unpooled.service.accounts.actions import do_sign_up
+
+    client.force_login(do_sign_up("member", "a-long-password", team="t-part"))
+    _sub("t-part", status="published", plan=PLAN, scored=("instance", "relation"),
+         drawn=("instance", "relation", "entity"))
+    url = reverse("accounts:account")
+    with CaptureQueriesContext(connection) as ctx:
+        html = client.get(url).content.decode()
+    assert "published, partly scored" in html and "entity: waiting for labels" in html
+    for i in range(4):
+        lines = KB.read_text().splitlines(keepends=True)
+        (tmp_path / f"r{i}.kb").write_text(f"run{i}\n" + "".join(lines[1:]))  # another run: another submission
+        _sub("t-part", status="published", plan=PLAN, scored=("instance",), drawn=("instance",), kb=tmp_path / f"r{i}.kb")
+    assert Submission.objects.filter(team__name="t-part").count() == 5
+    with django_assert_max_num_queries(len(ctx.captured_queries)):
+        assert client.get(url).content.decode().count("instance ✓") == 5
