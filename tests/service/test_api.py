@@ -288,6 +288,7 @@ def test_corpora_and_documents(client, corpus, subs):
     assert [x["doc_id"] for x in found["items"]] == ["bolt-eng-DF-170-181103-15978"]
     one = client.get(found["items"][0]["url"]).json()
     assert "Thalians" in one["text"] and one["length"] == len(one["text"])
+    assert one["source"].startswith("tac:") and "/" not in one["source"]  # no server directory
     assert all(0 <= s < e <= one["length"] for s, e in one["sentences"])
     is_error(client.get("/api/corpora/fixture/documents/NOPE"), 404, "not_found")
 

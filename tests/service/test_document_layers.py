@@ -63,3 +63,16 @@ def test_predicate_order_is_by_number():
         "P6", "P17", "P131", "P1001", "per:spouse"]
     assert relation_label("P17", {"P17": "country"}) == "P17 country"
     assert relation_label("P99", {"P17": "country"}) == "P99"
+
+
+
+@pytest.mark.parametrize("source, shown", [
+    ("docred:/srv/data/redocred/dev_revised.json#3", "docred:dev_revised.json#3"),
+    ("tac:/home/x/sources.xml:12", "tac:sources.xml:12"),
+    ("jsonl:../shared/docs.jsonl:7", "jsonl:docs.jsonl:7"),
+    ("text:/a/b/c.txt", "text:c.txt"),
+    ("", "")])
+def test_public_source_keeps_the_file_name_only(source, shown):
+    from unpooled.service.corpora.names import public_source
+
+    assert public_source(source) == shown

@@ -21,6 +21,7 @@ from unpooled.core.names import KB_FORMATS
 from unpooled.service.accounts import actions as accounts
 from unpooled.service.annotation.models import Label
 from unpooled.service.corpora.models import Corpus, Document
+from unpooled.service.corpora.names import public_source
 from unpooled.service.evaluations.models import Draw, Score
 from unpooled.service.submissions.models import RelationInstance, Submission
 from unpooled.service.submissions.actions import stage_error
@@ -189,7 +190,7 @@ def document_detail(request, name: Text, doc_id: Text):
     d = c.documents.filter(doc_id=doc_id).first()
     if d is None:
         raise ApiError("not_found", detail=f"corpus {c.name!r} has no document {doc_id!r}")
-    return {**_doc_row(request, c, d), "text": d.text, "source": d.source,
+    return {**_doc_row(request, c, d), "text": d.text, "source": public_source(d.source),
             "sentences": [[s, e] for s, e in d.sentences.order_by("index").values_list("start", "end")]}
 
 

@@ -1,10 +1,12 @@
-"""Relation names for people: a schema's predicate codes with their descriptions ("P569" -> "date of birth"), so
-that no page shows a bare P-code, and the order codes are listed in (by their number: P17 before P131)."""
+"""Names for people: a schema's predicate codes with their descriptions ("P569" -> "date of birth"), so that no page
+shows a bare P-code, and the order codes are listed in (by their number: P17 before P131); where a document came
+from without the server's directories (:func:`public_source`)."""
 
 from __future__ import annotations
 
 import logging
 import re
+from pathlib import PurePath
 
 from .models import Corpus, RelationSchema
 
@@ -45,3 +47,15 @@ _NUM = re.compile(r"(\d+)")
 def predicate_order(code: str) -> tuple:
     """Sort key of a predicate code: its digits as numbers ("P17" < "P131"), then the text."""
     return tuple(int(p) if p.isdigit() else p for p in _NUM.split(code)), code
+
+
+_SOURCE = re.compile(r"^(?P<fmt>[a-z]+):(?P<path>.*?)(?P<where>(#\d+|:\d+)?)$")
+
+
+def public_source(source: str) -> str:
+    """A document's ``source`` (``"docred:/srv/data/dev.json#3"``) with the file's name only
+    (``"docred:dev.json#3"``): which directory the corpus was loaded from is the server's business."""
+    m = _SOURCE.match(source or "")
+    if not m or not m["path"]:
+        return PurePath(source).name if source else ""
+    return f"{m['fmt']}:{PurePath(m['path']).name}{m['where']}"
