@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import gzip
+import html
 import json
+import os
 import re
 import shutil
 from pathlib import Path
@@ -15,7 +17,7 @@ from unpooled.core.corpus.loaders.docred import document_id_base
 from unpooled.core.errors import CorpusError
 
 REPO = Path(__file__).resolve().parents[2]
-SHARED = REPO.parent / "shared" / "data"
+SHARED = Path(os.environ.get("UNPOOLED_SHARED_DATA", REPO.parent / "shared" / "data"))
 CORPUS = REPO / "tests" / "fixtures" / "corpus"
 TAC = CORPUS / "tac"
 NW = TAC / "nw" / "APW_ENG_200901.xml"
@@ -103,7 +105,7 @@ def test_real_text_sentences_and_spans(real, key):
     docs, raw, warnings = real[key]
     warned = {w.field for w in warnings}
     for i, (doc, r) in enumerate(zip(docs, raw)):
-        assert doc.title == r["title"]
+        assert doc.title == html.unescape(r["title"])  # "&amp;" decoded in the shown title
         assert doc.text == " ".join(t for s in r["sents"] for t in s)
         assert " ".join(doc.text[s:e] for s, e in doc.sentences) == doc.text
         assert [doc.text[s:e] for s, e in doc.sentences] == [" ".join(s) for s in r["sents"]]
@@ -205,6 +207,14 @@ def test_docred_ids_from_titles(tmp_path):
     assert [d.id for d in load(path, "docred")] == [
         "Same_title", "Other_title", "Same_title#2", "Same_title#3", "untitled"]
     assert document_id_base("I, Frankenstein") == "I,_Frankenstein"
+
+
+
+def test_docred_title_entities_are_decoded_but_not_in_the_id(tmp_path):
+    """Re-DocRED has a title 'TMF (UK &amp; Ireland)': shown decoded; the id, which submissions use, is unchanged."""
+    path = write_json(tmp_path / "d.json", [docred_doc("TMF (UK &amp; Ireland)")])
+    (doc,) = load(path, "docred")
+    assert doc.title == "TMF (UK & Ireland)" and doc.id == "TMF_(UK_&amp;_Ireland)"
 
 
 def test_docred_without_labels_has_no_relations(tmp_path):

@@ -136,6 +136,8 @@ def test_openapi_schema_lists_every_path(client):
             assert op["operationId"] not in ids
             ids.add(op["operationId"])
             assert op["summary"] and op.get("tags"), (path, method)
+            # descriptions are Markdown in Swagger UI: no Sphinx role (":mod:`x`") may leak into them
+            assert not re.search(r":(mod|func|class|meth|attr|data):`", op.get("description", "")), (path, method)
             assert {"200", "201", "202"} & set(op["responses"])
             errs = [r for s, r in op["responses"].items() if s.startswith(("4", "5"))]
             assert errs, (path, method)
@@ -286,6 +288,7 @@ def test_corpora_and_documents(client, corpus, subs):
     assert [x["doc_id"] for x in found["items"]] == ["bolt-eng-DF-170-181103-15978"]
     one = client.get(found["items"][0]["url"]).json()
     assert "Thalians" in one["text"] and one["length"] == len(one["text"])
+    assert one["source"].startswith("tac:") and "/" not in one["source"]  # no server directory
     assert all(0 <= s < e <= one["length"] for s, e in one["sentences"])
     is_error(client.get("/api/corpora/fixture/documents/NOPE"), 404, "not_found")
 

@@ -34,3 +34,45 @@ def test_document_page_shows_the_layers(client, shared_data, tmp_path):
     html = client.get(reverse("web:document", args=["layers", inst.document_id])).content.decode()
     assert 'id="doc-text"' in html and 'class="seg gold' in html and "ver-open" in html
     assert 'data-layer="exh"' in html
+
+
+@pytest.mark.django_db
+def test_document_page_names_every_relation(client, shared_data, tmp_path):
+    """Review defect 13: gold and verified relations, and the span tooltips, say "P17 country", not "P17"."""
+    from unpooled.service.annotation import actions
+    from unpooled.service.corpora.models import GoldRelation
+    from unpooled.service.corpora.names import relation_label, relation_names
+    from unpooled.service.submissions.models import RelationInstance
+
+    corpus, sub, _ = load_redocred_subset(shared_data, tmp_path, 2, "names")
+    names = relation_names(corpus)
+    assert names["P569"] == "date of birth" and names["P17"] == "country"
+    inst = RelationInstance.objects.filter(submission=sub).order_by("pk").first()
+    actions.request_verification(sub, [inst.pk])
+    html = client.get(reverse("web:document", args=["names", inst.document_id])).content.decode()
+    gold = GoldRelation.objects.filter(document_id=inst.document_id).first()
+    assert f"<code>{gold.predicate}</code> {names[gold.predicate]}</td>" in html
+    assert f"<code>{inst.predicate}</code> {names[inst.predicate]}</td>" in html  # the verified table
+    assert f"subject of {relation_label(inst.predicate, names)}: open" in html  # the tooltip
+
+
+def test_predicate_order_is_by_number():
+    from unpooled.service.corpora.names import predicate_order, relation_label
+
+    assert sorted(["P131", "P17", "P6", "per:spouse", "P1001"], key=predicate_order) == [
+        "P6", "P17", "P131", "P1001", "per:spouse"]
+    assert relation_label("P17", {"P17": "country"}) == "P17 country"
+    assert relation_label("P99", {"P17": "country"}) == "P99"
+
+
+
+@pytest.mark.parametrize("source, shown", [
+    ("docred:/srv/data/redocred/dev_revised.json#3", "docred:dev_revised.json#3"),
+    ("tac:/home/x/sources.xml:12", "tac:sources.xml:12"),
+    ("jsonl:../shared/docs.jsonl:7", "jsonl:docs.jsonl:7"),
+    ("text:/a/b/c.txt", "text:c.txt"),
+    ("", "")])
+def test_public_source_keeps_the_file_name_only(source, shown):
+    from unpooled.service.corpora.names import public_source
+
+    assert public_source(source) == shown

@@ -121,6 +121,11 @@ def test_console_renders_with_data(client, world):
 
     home = client.get(reverse("organiser:home"), q).content.decode()
     assert 'id="progress"' in home and 'id="budget-bar"' in home and 'id="sections"' in home
+    # a simulated crowd is not paid: its cost is what the answers would cost (review: simulated-crowd "cost")
+    from unpooled.service.annotation.actions import settings_for
+
+    simulated = settings_for(corpus).backend == "simulated"
+    assert ("nothing is paid" in home) == simulated and ("(answers paid)" in home) == (not simulated)
     # the failed submission is an alert at the top, before the progress table
     assert home.index('id="alerts"') < home.index('id="progress"')
     assert f"submission {sub.pk} (team-a/run-1) failed at stage scoring: ValueError: scores went wrong" in home
@@ -136,10 +141,20 @@ def test_console_renders_with_data(client, world):
     assert 'id="kinds"' in ann and 'id="annotators"' in ann and "Fleiss" in ann and 'id="submission-cost"' in ann
     assert "median seconds" in ann and "agreement with final label" in ann and 'id="stalled"' in ann
     assert f"{3 * n} / {3 * n}" in ann
+    # the agreement table names each relation ("P17 country") and lists the most items first (review defect 13)
+    from unpooled.service.annotation.status import verification_agreement
+    from unpooled.service.corpora.names import predicate_order, relation_names
+
+    names, by_rel = relation_names(corpus), verification_agreement(corpus)["by_relation"]
+    assert by_rel and all(d["name"] == names.get(g, "") for g, d in by_rel.items())
+    keys = [(-d["items"], predicate_order(g)) for g, d in by_rel.items()]
+    assert keys == sorted(keys)
+    g, d = next(iter(by_rel.items()))
+    assert f"<td><code>{g}</code> {names[g]}</td>" in ann
     for a in Annotator.objects.filter(backend="simulated"):
         assert f"simulated:{a.external_id}" in ann
     spent = sum(ans.cost_cents for ans in Answer.objects.filter(task__corpus=corpus))
-    assert f"Spent <strong>${spent / 100:,.2f}</strong>" in ann
+    assert f"would cost\n<strong>${spent / 100:,.2f}</strong>" in ann
 
     subs = client.get(reverse("organiser:submissions"), q).content.decode()
     assert f'id="sub-{sub.pk}"' in subs and "ValueError: scores went wrong" in subs and 'class="retry"' in subs

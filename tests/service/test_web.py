@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import gzip
+import html as html_lib
+import re
 
 import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
@@ -96,6 +98,12 @@ def test_pages_render(client, corpus):
 def test_search_finds_text(client, corpus):
     html = client.get(reverse("web:corpus", args=["fixture"]) + "?q=Thalians").content.decode()
     assert "bolt-eng-DF-170-181103-15978" in html and "NYT_ENG_20130914.0094" not in html
+    # a count, and the text around the match with the match marked (any case)
+    assert "1 document matches “Thalians”" in html
+    html = client.get(reverse("web:corpus", args=["fixture"]) + "?q=thalians").content.decode()
+    m = re.search(r'<small class="snippet">(…?)([^<]*)<mark>([^<]*)</mark>([^<]*?)(…?)</small>', html)
+    before, after = html_lib.unescape(m.group(2)), html_lib.unescape(m.group(4))
+    assert m.group(3) == "Thalians" and len(before) == 70 and 0 < len(after) <= 70 and m.group(1) == "…"
 
 
 def test_upload_needs_a_team(corpus):
@@ -114,3 +122,19 @@ def test_upload_form_errors(client, corpus):
     resp = client.post(reverse("web:upload"), {"corpus": "fixture"})
     assert resp.status_code == 200
     assert "This field is required" in resp.content.decode()
+
+
+def test_corpus_page_names_the_file_not_the_server_path(client, corpus):
+    """Review: the corpus page showed the directory the corpus was loaded from, and its name twice."""
+    html = client.get(reverse("web:corpus", args=["fixture"])).content.decode()
+    assert "loaded from <code>sources.xml</code>" in html and str(FIXTURES) not in html
+    corpus.title = "fixture"
+    corpus.save(update_fields=["title"])
+    html = client.get(reverse("web:corpus", args=["fixture"])).content.decode()
+    assert "<h1>fixture</h1>" in html
+
+
+def test_favicon_ico_is_the_site_icon(client):
+    """Review: every page's /favicon.ico request was a 404."""
+    resp = client.get("/favicon.ico")
+    assert resp.status_code == 302 and resp.url.endswith("favicon.svg")

@@ -123,7 +123,8 @@ def cmd_status(args) -> int:
     if rel:
         print(f"{'relation':<28} {'items':>6} {'kappa':>7} {'alpha':>7}")
         for g, d in list(rel.items())[:40]:
-            print(f"{g:<28} {d['items']:>6} {_opt(d['fleiss_kappa']):>7} {_opt(d['krippendorff_alpha']):>7}")
+            label = f"{g} {d['name']}" if d.get("name") else str(g)
+            print(f"{label[:28]:<28} {d['items']:>6} {_opt(d['fleiss_kappa']):>7} {_opt(d['krippendorff_alpha']):>7}")
         if len(rel) > 40:
             print(f"... {len(rel) - 40} more relation types (--json for all)")
     if st["annotators"]:

@@ -6,6 +6,7 @@ from django.db.models import Exists, OuterRef
 
 from unpooled.service.accounts.actions import visible_submissions
 from unpooled.service.corpora.models import Document
+from unpooled.service.corpora.names import relation_label, relation_names
 
 from .models import ExhaustiveDocument, Kind, Label, Task, TaskRequest
 
@@ -17,7 +18,8 @@ def annotation_layers(doc: Document, viewer=None) -> dict:
     without ``viewer``).  A task only private submissions of other teams asked for is not shown, nor its
     label: which instances a private submission sampled, and how they were judged, is that team's."""
     text = doc.text
-    out: dict = {"exhaustive": None, "verified": []}
+    names = relation_names(doc.corpus)
+    out: dict = {"exhaustive": None, "verified": [], "relation_names": names}
     ex = ExhaustiveDocument.objects.filter(document=doc).first()
     if ex is not None:
         ent = Task.objects.filter(document=doc, kind=Kind.ENTITIES, key="").first()
@@ -28,7 +30,7 @@ def annotation_layers(doc: Document, viewer=None) -> dict:
             ms = rel.payload.get("mentions", [])
             for a, pred, b in rel.result.get("relations", []):
                 relations.append({"subject": text[ms[a]["start"]:ms[a]["end"]], "predicate": pred,
-                                  "object": text[ms[b]["start"]:ms[b]["end"]]})
+                                  "relation_name": names.get(pred, ""), "object": text[ms[b]["start"]:ms[b]["end"]]})
         out["exhaustive"] = {
             "scheme": ex.scheme, "stage": ex.stage, "inclusion": ex.inclusion,
             "entities_status": ent.status if ent else "none", "relations_status": rel.status if rel else "waiting",
@@ -52,6 +54,7 @@ def annotation_layers(doc: Document, viewer=None) -> dict:
             lab = labels.get(t.key)
             out["verified"].append({
                 "subject": p["subject"]["text"], "predicate": p["predicate"],
+                "relation_name": names.get(p["predicate"], ""),
                 "object": p["object"].get("value") or p["object"]["text"], "status": t.status,
                 "probability": lab.probability if lab else None, "correct": lab.correct if lab else None,
                 "method": lab.method if lab else "", "answers": lab.n_answers if lab else t.answers.count(),
@@ -60,7 +63,7 @@ def annotation_layers(doc: Document, viewer=None) -> dict:
             for arg in ("subject", "object"):
                 a = p.get(arg) or {}
                 if a.get("start") is not None and a.get("end") is not None:
-                    out["verified_spans"].append((a["start"], a["end"], f"{arg} of {p['predicate']}: {state}", state))
+                    out["verified_spans"].append((a["start"], a["end"], f"{arg} of {relation_label(p['predicate'], names)}: {state}", state))
     return out
 
 

@@ -39,7 +39,13 @@ def verification_agreement(corpus: Corpus | None = None) -> dict:
     overall = {"items": len(answers.item_keys), "answers": len(rows),
                "fleiss_kappa": _num(fleiss_kappa(answers, n_classes=2)),
                "krippendorff_alpha": _num(krippendorff_alpha(answers, n_classes=2))}
-    by_rel = {g: {k: (_num(v) if isinstance(v, float) else v) for k, v in d.items()} for g, d in sorted(per.items())}
+    from unpooled.service.corpora.names import predicate_order, relation_names
+
+    names = relation_names(corpus)
+    # the relations with most items first (ties by number: P17 before P131), each with its schema's name
+    order = sorted(per, key=lambda g: (-per[g].get("items", 0), predicate_order(str(g))))
+    by_rel = {g: {**{k: (_num(v) if isinstance(v, float) else v) for k, v in per[g].items()},
+                  "name": names.get(g, "")} for g in order}
     return {"overall": overall, "by_relation": by_rel}
 
 

@@ -21,6 +21,7 @@ from unpooled.core.names import KB_FORMATS
 from unpooled.service.accounts import actions as accounts
 from unpooled.service.annotation.models import Label
 from unpooled.service.corpora.models import Corpus, Document
+from unpooled.service.corpora.names import public_source
 from unpooled.service.evaluations.models import Draw, Score
 from unpooled.service.submissions.models import RelationInstance, Submission
 from unpooled.service.submissions.actions import stage_error
@@ -189,7 +190,7 @@ def document_detail(request, name: Text, doc_id: Text):
     d = c.documents.filter(doc_id=doc_id).first()
     if d is None:
         raise ApiError("not_found", detail=f"corpus {c.name!r} has no document {doc_id!r}")
-    return {**_doc_row(request, c, d), "text": d.text, "source": d.source,
+    return {**_doc_row(request, c, d), "text": d.text, "source": public_source(d.source),
             "sentences": [[s, e] for s, e in d.sentences.order_by("index").values_list("start", "end")]}
 
 
@@ -213,7 +214,7 @@ def _score(s: Score, frozen=None) -> dict:
 def leaderboard(request, name: Text, level: Level = "instance",
                 period: Annotated[int | None, Field(ge=1, le=1_000_000, description="one evaluation period's "
                                                     "submissions (and the human reference); omitted: all")] = None):
-    """The same leaderboard as the page (:mod:`unpooled.service.evaluations.leaderboard`, cached per viewer scope)."""
+    """The same leaderboard as the page (computed by `unpooled.service.evaluations.leaderboard`, cached per viewer scope)."""
     from unpooled.service.evaluations.leaderboard import leaderboard as build
 
     c = _corpus(name)
@@ -535,7 +536,7 @@ def _entity(es) -> dict:
             summary="The newest entity scores: mention detection, typing, linking, NIL clustering")
 def submission_entity_scores(request, pk: int):
     """Each metric with its 90% interval, or null and the reason it cannot be scored
-    (:mod:`unpooled.core.estimators.entities`)."""
+    (computed by `unpooled.core.estimators.entities`)."""
     from unpooled.service.evaluations.entities import newest
 
     sub = _submission(request, pk)

@@ -234,6 +234,8 @@ class ProgressOut(Schema):
     failed_stage: str
     error: str
     steps: list[dict[str, str]]
+    levels: list[dict[str, str]] = Field(description="each level of the plan: level, state (scored, waiting, "
+                                                          "none, todo, failed) and label")
     status_changed: str | None
     draws: dict[str, int]
     plan: dict[str, Any]

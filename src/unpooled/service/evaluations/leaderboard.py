@@ -110,10 +110,11 @@ def leaderboard(corpus: Corpus, *, level: str = "instance", user=None, key: str 
     return got
 
 
-def in_progress(corpus: Corpus, user=None) -> list[dict]:
+def in_progress(corpus: Corpus, user=None, *, level: str | None = None) -> list[dict]:
     """How many submissions of the corpus the viewer may see are still being evaluated (not published, not
     failed), per stage: ``status``, ``label`` (the stage's words), ``n``.  ``user`` as for :func:`leaderboard`:
-    another team's private submissions are not counted."""
+    another team's private submissions are not counted.  With ``level``, also the published submissions whose
+    score at that level is still to come (:func:`unpooled.service.evaluations.lifecycle.level_states`)."""
     from unpooled.service.accounts.actions import visible_submissions
     from unpooled.service.submissions.models import Submission
 
@@ -122,7 +123,18 @@ def in_progress(corpus: Corpus, user=None) -> list[dict]:
     out: dict[str, int] = {}
     for st in busy:
         out[st] = out.get(st, 0) + 1
-    return [{"status": st, "label": Submission.Status(st).label, "n": n} for st, n in out.items()]
+    rows = [{"status": st, "label": Submission.Status(st).label, "n": n} for st, n in out.items()]
+    if level is not None:
+        from .lifecycle import level_states
+
+        published = visible_submissions(user, Submission.objects.filter(
+            corpus=corpus, status=Submission.Status.PUBLISHED, is_reference=False)).only("pk", "status", "plan")
+        n = sum(1 for states in level_states(published).values() for r in states
+                if r["level"] == level and r["state"] in ("waiting", "todo"))
+        if n:
+            rows.append({"status": "published", "label": f"published, still waiting for labels at the {level} level",
+                         "n": n})
+    return rows
 
 
 #: the columns of the CSV download (:func:`csv_rows`), in order
@@ -200,7 +212,7 @@ def build(corpus: Corpus, *, level: str = "instance", user=None, period=None) ->
 
     from .models import ScoreSnapshot
 
-    busy = in_progress(corpus, user)
+    busy = in_progress(corpus, user, level=level)
     subs = visible_submissions(user, Submission.objects.filter(corpus=corpus, status=Submission.Status.PUBLISHED))
     if period is not None:
         subs = subs.filter(Q(period=period) | Q(is_reference=True))

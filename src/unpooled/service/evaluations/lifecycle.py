@@ -401,6 +401,63 @@ def notify_labels(corpus_id: int) -> None:
 
 # ---------------------------------------------------------------------------- progress
 
+LEVEL_STATE_LABELS = {"scored": "✓", "waiting": "waiting for labels", "none": "no instances at this level",
+                      "todo": "not sampled yet", "failed": "failed"}
+
+
+def level_states(subs) -> dict[int, list[dict]]:
+    """Each submission of ``subs``: every level it is evaluated at, with its state.
+
+    A level is ``scored`` once a score row exists for it, ``none`` when its plan drew nothing (the system has no
+    instances there), ``waiting`` (for labels) once it has draws, ``failed`` when the submission failed before its
+    score, and ``todo`` before its draws.  The levels are those of the submission's sampling plan plus any scored
+    one.  Two queries, whatever the number of submissions (the lists and the status page share this)."""
+    subs = list(subs)
+    ids = [s.pk for s in subs]
+    scored = set(Score.objects.filter(submission_id__in=ids).order_by().values_list("submission_id", "level").distinct())
+    drawn = set(Draw.objects.filter(submission_id__in=ids).order_by().values_list("submission_id", "level").distinct())
+    out = {}
+    for s in subs:
+        plan = s.plan or {}
+        levels = [lv for lv in LEVELS if lv in plan or (s.pk, lv) in scored]
+        rows = []
+        for lv in levels:
+            if (s.pk, lv) in scored:
+                state = "scored"
+            elif isinstance(plan.get(lv), dict) and not plan[lv].get("draws"):
+                state = "none"
+            elif s.status == Status.FAILED:
+                state = "failed"
+            elif (s.pk, lv) in drawn:
+                state = "waiting"
+            else:
+                state = "todo"
+            rows.append({"level": lv, "state": state, "label": LEVEL_STATE_LABELS[state]})
+        out[s.pk] = rows
+    return out
+
+
+def stage_summary(sub: Submission, levels: list[dict]) -> str:
+    """The stage in a few words: "scored and published" only when every level of the plan has its score."""
+    if sub.status == Status.PUBLISHED and any(r["state"] not in ("scored", "none") for r in levels):
+        return "published, partly scored"
+    return Status(sub.status).label
+
+
+def attach_level_states(subs) -> list:
+    """Set ``levels`` (see :func:`level_states`) and ``stage_summary`` on each submission of a list page."""
+    subs = list(subs)
+    states = level_states(subs)
+    for s in subs:
+        s.levels = states[s.pk]
+        s.stage_summary = stage_summary(s, s.levels)
+    return subs
+
+
+#: no verification answer for this long: the time left is unknown, not the last hour's pace
+IDLE_MINUTES = 10
+
+
 def progress(sub: Submission, *, now=None) -> dict:
     """What the status page shows: stage, labels received / needed, cost so far, time left."""
     now = now or timezone.now()
@@ -419,13 +476,14 @@ def progress(sub: Submission, *, now=None) -> dict:
     outstanding = max(0, open_tasks.aggregate(n=Sum(F("answers_needed") - F("got")))["n"] or 0)
     cost = (Answer.objects.filter(task__requests__submission=sub, task__requests__committed_cents__gt=0)
             .aggregate(s=Sum("cost_cents"))["s"] or 0)
-    recent = Answer.objects.filter(task__corpus=corpus, task__kind=Kind.VERIFY,
-                                   created__gte=now - timedelta(hours=1)).count()
+    answers = Answer.objects.filter(task__corpus=corpus, task__kind=Kind.VERIFY, created__gte=now - timedelta(hours=1))
+    recent = answers.count()
     rate = recent / 3600.0
     eta = None
     if outstanding == 0:
         eta = 0.0
-    elif rate > 0:
+    elif rate > 0 and answers.filter(created__gte=now - timedelta(minutes=IDLE_MINUTES)).exists():
+        # the last hour's pace, while somebody is still answering (an in-house queue nobody works on has no ETA)
         eta = outstanding / rate
     ex = ExhaustiveDocument.objects.filter(corpus=corpus)
     ex_done = Task.objects.filter(corpus=corpus, kind=Kind.RELATIONS, status=Task.Status.COMPLETE,
@@ -437,8 +495,9 @@ def progress(sub: Submission, *, now=None) -> dict:
                         "done" if at in order and order.index(s.value) < order.index(at) or sub.status == Status.PUBLISHED
                         else "current" if s.value == at else "todo")} for s in STAGES]
     plan = sub.plan or {}
+    levels = level_states([sub])[sub.pk]
     return {
-        "submission": sub.pk, "status": sub.status, "status_label": Status(sub.status).label,
+        "submission": sub.pk, "status": sub.status, "status_label": stage_summary(sub, levels), "levels": levels,
         "failed_stage": sub.failed_stage, "error": sub.error, "steps": steps,
         "status_changed": sub.status_changed.isoformat() if sub.status_changed else None,
         "draws": {lv: draws.filter(level=lv).count() for lv in LEVELS if lv in st.levels},
@@ -470,4 +529,5 @@ def newest_scores(sub: Submission) -> dict[str, Score]:
     for snap in ScoreSnapshot.objects.filter(submission=sub).select_related("score"):
         out[snap.level] = snap.score
         snap.score.frozen = snap.frozen
-    return out
+    # in the levels' order (instance, relation, entity), as everywhere else
+    return {lv: out[lv] for lv in sorted(out, key=lambda lv: (LEVELS.index(lv) if lv in LEVELS else len(LEVELS), lv))}

@@ -193,8 +193,10 @@ def corpus_budget(corpus: Corpus) -> dict:
     committed (both) against the corpus budget; shares are of the budget (None: no cap)."""
     spent = Answer.objects.filter(task__corpus=corpus).aggregate(s=Sum("cost_cents"))["s"] or 0
     committed = corpus_committed_cents(corpus)
-    budget = settings_for(corpus).budget_cents
-    return {"spent_cents": spent, "outstanding_cents": committed - spent, "committed_cents": committed,
+    st = settings_for(corpus)
+    budget = st.budget_cents
+    return {"simulated": st.backend == Backend.SIMULATED,
+            "spent_cents": spent, "outstanding_cents": committed - spent, "committed_cents": committed,
             "budget_cents": budget, "spent_share": _share(spent, budget), "committed_share": _share(committed, budget),
             "bar": _bar(spent, committed, budget)}
 
@@ -223,13 +225,16 @@ def submission_rows(corpus: Corpus, *, limit: int = 500) -> list[dict]:
                  .values("requests__submission_id").annotate(n=Count("id")).values_list("requests__submission_id", "n"))
     own = dict(SubmissionBudget.objects.filter(submission_id__in=ids).values_list("submission_id", "limit_cents"))
     default = settings_for(corpus).submission_budget_cents
+    from unpooled.service.evaluations.lifecycle import level_states, stage_summary
+
+    states = level_states(subs)
     rows = []
     for s in subs:
         budget = own.get(s.pk, default)
         c, sp = committed.get(s.pk) or 0, spent.get(s.pk) or 0
         rows.append({
             "pk": s.pk, "team": s.team.name, "run": s.run_id, "status": s.status,
-            "status_label": Submission.Status(s.status).label, "failed_stage": s.failed_stage, "error": s.error,
+            "status_label": stage_summary(s, states[s.pk]), "levels": states[s.pk], "failed_stage": s.failed_stage, "error": s.error,
             "status_changed": s.status_changed, "created": s.created, "visibility": s.visibility,
             "open_tasks": open_.get(s.pk, 0), "spent_cents": sp, "committed_cents": c, "budget_cents": budget,
             "budget_source": "own" if s.pk in own else ("corpus default" if default is not None else None),

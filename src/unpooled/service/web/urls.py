@@ -6,6 +6,7 @@ from .views.entity_leaderboard import entity_leaderboard
 app_name = "web"
 urlpatterns = [
     path("", views.home, name="home"),
+    path("favicon.ico", views.explore.favicon, name="favicon"),
     path("corpora/<slug:name>/", views.corpus_detail, name="corpus"),
     path("corpora/<slug:name>/documents/<int:pk>/", views.document_detail, name="document"),
     path("corpora/<slug:name>/leaderboard/", views.leaderboard, name="leaderboard"),

@@ -49,6 +49,7 @@ York"``), so a mismatch is not an error: it is reported through the optional
 
 from __future__ import annotations
 
+import html
 import json
 import re
 from pathlib import Path
@@ -208,7 +209,9 @@ def parse_document(
             relations.append(GoldRelation(subject=h, predicate=r, object=t, evidence=tuple(evidence)))
 
     return Document(
-        id=doc_id, text=text, title=title, source=f"docred:{path}#{index}", sentences=sentences,
+        # the shown title with HTML entities decoded (a DocRED title has 'UK &amp; Ireland'); the id keeps the raw
+        # title, which is what submissions name the document by
+        id=doc_id, text=text, title=html.unescape(title), source=f"docred:{path}#{index}", sentences=sentences,
         entities=entities, relations=relations,
     )
 

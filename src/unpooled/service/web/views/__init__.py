@@ -1,6 +1,6 @@
 """Server-rendered pages, one module per concern. Views are thin: fetch, call an action, render."""
 
-from . import demo  # noqa: F401 - demo.demo_status
+from . import demo, explore  # noqa: F401 - demo.demo_status, explore.favicon
 from .explore import corpus_detail, document_detail, home, submission_list
 from . import participate
 from .leaderboard import about_numbers, leaderboard, leaderboard_csv

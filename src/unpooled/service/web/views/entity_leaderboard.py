@@ -10,6 +10,7 @@ from unpooled.service.corpora.models import Corpus
 
 
 def entity_leaderboard(request, name: str):
+    from unpooled.service.accounts.actions import is_organiser
     from unpooled.service.evaluations.entities import leaderboard
 
     corpus = get_object_or_404(Corpus, name=name)
@@ -19,4 +20,4 @@ def entity_leaderboard(request, name: str):
     board = leaderboard(corpus, metric=metric, user=request.user)
     return render(request, "web/leaderboard_entities.html", {
         "corpus": corpus, "metric": metric, "board": board,
-        "metrics": [{"key": k, "label": LABELS[k]} for k in METRICS]})
+        "metrics": [{"key": k, "label": LABELS[k]} for k in METRICS], "organiser": is_organiser(request.user)})

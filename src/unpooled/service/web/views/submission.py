@@ -27,6 +27,7 @@ from django.utils.safestring import mark_safe
 from unpooled.core.names import KB_FORMATS
 
 from unpooled.service.accounts.actions import can_manage, can_view
+from unpooled.service.corpora.names import relation_names
 from unpooled.service.web.forms import SubmissionSettingsForm
 from unpooled.service.evaluations.policy import SERVICE_LEVELS as LEVELS
 from unpooled.service.submissions.actions import export_submission
@@ -250,7 +251,7 @@ def _render_content(request, sub: Submission, manage: bool, level: str | None) -
            "counts": [(COUNT_LABELS.get(k, k.replace("_", " ")), v) for k, v in (sub.counts or {}).items()]}
     if score is not None:
         ctx.update(_headline(sub, score))
-    names = _relation_names(sub.corpus)
+    names = relation_names(sub.corpus)
     if bd:
         ctx["breakdown_html"] = _breakdown_html(score, bd, [s.level for s in scores])
     if manage:
@@ -285,16 +286,6 @@ def _render_content(request, sub: Submission, manage: bool, level: str | None) -
              "relation_name": names.get(i["predicate"], "")} for i in page]
     ctx.update(page=page, rows=rows)
     return render_to_string("web/_submission_content.html", ctx, request=request), bd_state in ("ready", "none")
-
-
-def _relation_names(corpus) -> dict[str, str]:
-    """Predicate code -> its description in the corpus's schema ("P17" -> "country")."""
-    try:
-        schema = corpus.schema.schema()
-    except Exception:  # noqa: BLE001 - names are a convenience: the codes stand alone
-        log.exception("schema of corpus %s", corpus.name)
-        return {}
-    return {name: r.description for name, r in schema.relations.items() if r.description}
 
 
 def _headline(sub: Submission, score) -> dict:

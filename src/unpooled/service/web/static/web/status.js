@@ -9,9 +9,10 @@
       if (r.ok) {
         const p = await r.json();
         if (p.done || p.status !== box.dataset.status && Object.keys(p.scores).length) { window.location.reload(); return; }
-        set("stage", p.status_label); set("labels-received", p.labels_received); set("labels-needed", p.labels_needed);
+        set("stage", p.status_label);
+        set("levels", p.levels.map((l) => l.state === "scored" ? l.level + " ✓" : l.level + ": " + l.label).join(" · ") || "not planned yet"); set("labels-received", p.labels_received); set("labels-needed", p.labels_needed);
         set("outstanding", p.answers_outstanding); set("cost", p.cost + (p.budget ? " of " + p.budget : ""));
-        set("eta", p.eta_seconds === null ? "unknown (no answers in the last hour)" : p.eta_seconds + " s");
+        set("eta", p.eta_seconds === null ? "unknown (nobody has answered in the last 10 minutes)" : p.eta_seconds + " s");
         const bar = document.getElementById("labels-bar"); bar.max = Math.max(1, p.labels_needed); bar.value = p.labels_received;
         for (const s of p.steps) { const li = document.querySelector(`#steps li[data-stage="${s.stage}"]`); if (li) li.className = s.state; }
       }
