@@ -440,9 +440,26 @@ def run_adaptive_cli(args) -> int:
 # regimes
 
 
-def add_regimes_arguments(p: argparse.ArgumentParser) -> None:
+def add_cells_argument(p: argparse.ArgumentParser) -> None:
     p.add_argument("--cells", metavar="NAMES",
                    help="comma-separated cell names to run (default: every cell; see the table's first column)")
+
+
+def select_cells(cells: list, spec: str | None) -> list:
+    """The cells ``--cells`` names (comma-separated, in its order); all of them without it."""
+    from ..main import CommandError
+
+    if not spec:
+        return cells
+    names = [c.strip() for c in spec.split(",") if c.strip()]
+    known = {c.name: c for c in cells}
+    bad = [n for n in names if n not in known]
+    if bad:
+        raise CommandError(f"--cells: unknown cell {bad[0]!r}; cells: {', '.join(known)}")
+    return [known[n] for n in names]
+
+
+add_regimes_arguments = add_cells_argument
 
 
 def run_regimes_cli(args) -> int:
@@ -452,13 +469,7 @@ def run_regimes_cli(args) -> int:
 
     check_common(args)
     cells = default_cells()
-    if args.cells:
-        names = [c.strip() for c in args.cells.split(",") if c.strip()]
-        known = {c.name: c for c in cells}
-        bad = [n for n in names if n not in known]
-        if bad:
-            raise CommandError(f"--cells: unknown cell {bad[0]!r}; cells: {', '.join(known)}")
-        cells = [known[n] for n in names]
+    cells = select_cells(cells, args.cells)
     rows = []
     t0 = time.time()
     with progress_bar(total=len(cells), desc="regimes", unit="cell") as bar:
@@ -530,9 +541,7 @@ def run_unassessed_cli(args) -> int:
 # entities
 
 
-def add_entities_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--cells", metavar="NAMES",
-                   help="comma-separated cell names to run (default: every cell; see the table's first column)")
+add_entities_arguments = add_cells_argument
 
 
 def run_entities_cli(args) -> int:
@@ -545,13 +554,7 @@ def run_entities_cli(args) -> int:
     if args.plot:
         raise CommandError("--plot: the entities experiment prints a table (use --json for the figures)")
     cells = default_cells()
-    if args.cells:
-        names = [c.strip() for c in args.cells.split(",") if c.strip()]
-        known = {c.name: c for c in cells}
-        bad = [n for n in names if n not in known]
-        if bad:
-            raise CommandError(f"--cells: unknown cell {bad[0]!r}; cells: {', '.join(known)}")
-        cells = [known[n] for n in names]
+    cells = select_cells(cells, args.cells)
     t0 = time.time()
     rows = []
     with progress_bar(total=len(cells) * args.trials, desc="entities", unit="trial") as bar:

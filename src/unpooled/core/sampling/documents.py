@@ -60,6 +60,18 @@ class DocumentSample:
                 "stage": self.stage.tolist()}
 
 
+def first_stage(n: int, size: int, first_fraction: float, rng):
+    """The uniform first stage of a two-stage scheme: ``(rng, n1, s1)``, ``n1 = max(1, round(first_fraction x
+    size))`` documents of ``n`` drawn without replacement (sorted), after checking ``size`` and
+    ``first_fraction``."""
+    _size_iv(n, size)
+    if not 0 < first_fraction <= 1:
+        raise InvalidInputError(f"first_fraction: expected a share in (0, 1], got {first_fraction}")
+    rng = np.random.default_rng(rng)
+    n1 = max(1, int(round(first_fraction * size)))
+    return rng, n1, np.sort(rng.choice(n, size=n1, replace=False))
+
+
 def _size_iv(n_documents: int, size: int) -> None:
     if n_documents < 1:
         raise InvalidInputError(f"n_documents: expected at least 1, got {n_documents}")
@@ -157,12 +169,7 @@ def sample_two_stage(texts: Sequence[str], entities_of: Callable[[np.ndarray], S
     Stage 2's size is random with expectation ``size − n₁``.
     """
     n = len(texts)
-    _size_iv(n, size)
-    if not 0 < first_fraction <= 1:
-        raise InvalidInputError(f"first_fraction: expected a share in (0, 1], got {first_fraction}")
-    rng = np.random.default_rng(rng)
-    n1 = max(1, int(round(first_fraction * size)))
-    s1 = np.sort(rng.choice(n, size=n1, replace=False))
+    rng, n1, s1 = first_stage(n, size, first_fraction, rng)
     if n1 == size or n1 == n:
         return DocumentSample(s1, np.ones(n1), np.ones(n1, dtype=np.int64), "two-stage")
     rest = np.setdiff1d(np.arange(n), s1)

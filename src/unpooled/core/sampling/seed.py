@@ -96,7 +96,7 @@ import numpy as np
 from scipy import sparse
 
 from ..errors import InvalidInputError
-from .documents import DocumentSample, _size_iv, tokenize
+from .documents import DocumentSample, first_stage, tokenize
 
 #: entity types that are *named* entities (the seed's query entities), across the schemas' spellings
 NAMED_TYPES = frozenset({"PER", "ORG", "LOC", "GPE", "MISC", "FAC", "NORP", "PERSON", "ORGANIZATION", "LOCATION"})
@@ -333,12 +333,7 @@ def sample_seed(texts: Sequence[str], entities_of: Callable[[np.ndarray], Sequen
     (3, 'seed')
     """
     n = len(texts)
-    _size_iv(n, size)
-    if not 0 < first_fraction <= 1:
-        raise InvalidInputError(f"first_fraction: expected a share in (0, 1], got {first_fraction}")
-    rng = np.random.default_rng(rng)
-    n1 = max(1, int(round(first_fraction * size)))
-    s1 = np.sort(rng.choice(n, size=n1, replace=False))
+    rng, n1, s1 = first_stage(n, size, first_fraction, rng)
     if n1 >= size:
         return SeedSample(s1, np.ones(n1), np.ones(n1, dtype=np.int64), "seed", inclusion_se=np.zeros(n1))
     s2 = sample_seed_second_stage(texts, s1, list(entities_of(s1)), size=size - n1, per_entity=per_entity,

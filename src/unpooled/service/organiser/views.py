@@ -306,14 +306,19 @@ def document_sampling(request):
     return render(request, "organiser/documents.html", ctx, status=status)
 
 
+def _documents_corpus(request) -> Corpus:
+    """The console's corpus for the document-sampling actions (404 without one)."""
+    corpus = console_context(request, "documents")["corpus"]
+    if corpus is None:
+        raise Http404("no corpus yet")
+    return corpus
+
+
 @require_POST
 @organiser_required
 def document_analysis(request):
     """Start the background analysis of a large corpus (one at a time per corpus and options)."""
-    ctx = console_context(request, "documents")
-    corpus = ctx["corpus"]
-    if corpus is None:
-        raise Http404("no corpus yet")
+    corpus = _documents_corpus(request)
     try:
         opts = _doc_options(request, corpus)
     except documents.AnalysisError as exc:
@@ -331,10 +336,7 @@ def document_analysis(request):
 @organiser_required
 def document_sample(request):
     """Draw (the next stage of) the exhaustive document sample with the chosen scheme."""
-    ctx = console_context(request, "documents")
-    corpus = ctx["corpus"]
-    if corpus is None:
-        raise Http404("no corpus yet")
+    corpus = _documents_corpus(request)
     scheme = request.POST.get("scheme", "")
     try:
         size = int(request.POST.get("sample_size", ""))
