@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import json
 import os
+import subprocess
+import sys
 from pathlib import Path
 
 
@@ -15,3 +18,14 @@ def child_env(work: Path) -> dict:
     env.setdefault("UNPOOLED_DATA_DIR", str(work))
     env["DJANGO_SETTINGS_MODULE"] = "unpooled.service.config.settings"
     return env
+
+
+def run_child(name: str, cfg: dict, work: Path) -> dict | None:
+    """Run ``python -m unpooled.bench.NAME --child CFG`` in :func:`child_env` and return the JSON of its last
+    line of output, or ``None`` (after saying so on stderr) when it failed."""
+    out = subprocess.run([sys.executable, "-m", f"unpooled.bench.{name}", "--child", json.dumps(cfg)],
+                         env=child_env(work), stdout=subprocess.PIPE, text=True)
+    if out.returncode != 0:
+        print(f"bench {name}: the benchmark failed (see above)", file=sys.stderr)
+        return None
+    return json.loads(out.stdout.strip().splitlines()[-1])

@@ -12,13 +12,12 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 
-from unpooled.bench import child_env
+from unpooled.bench import run_child
 
 
 def child(cfg: dict) -> None:
@@ -92,14 +91,10 @@ def run(*, copies: int = 1, size: int = 100, draws: int = 3, as_json: bool = Fal
         print("bench documents: Re-DocRED not found (../shared/data/redocred, or UNPOOLED_SHARED_DATA)", file=sys.stderr)
         return 3
     with tempfile.TemporaryDirectory(prefix="unpooled-bench-") as tmp:
-        env = child_env(Path(tmp))
         cfg = {"copies": copies, "size": size, "draws": draws, "workdir": tmp, "data": str(data)}
-        out = subprocess.run([sys.executable, "-m", "unpooled.bench.documents", "--child", json.dumps(cfg)], env=env,
-                             stdout=subprocess.PIPE, text=True)
-        if out.returncode != 0:
-            print("bench documents: the benchmark failed (see above)", file=sys.stderr)
+        got = run_child("documents", cfg, Path(tmp))
+        if got is None:
             return 3
-        got = json.loads(out.stdout.strip().splitlines()[-1])
     if as_json:
         print(json.dumps(got))
         return 0

@@ -34,14 +34,13 @@ import json
 import os
 import secrets
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
 import uuid
 from pathlib import Path
 
-from unpooled.bench import child_env
+from unpooled.bench import run_child
 
 SPAN_VARIANT = 0.05  # share of a system's correct instances given with a shortened subject span
 
@@ -442,15 +441,11 @@ def run(systems: int, instances: int, labels: int, *, draws: int = 150, document
         seed: int = 0, as_json: bool = False, keep: bool = False, verbose: bool = False) -> int:
     with tempfile.TemporaryDirectory(prefix="unpooled-bench-") as tmp:
         work = Path(tmp)
-        env = child_env(work)
         cfg = {"systems": systems, "instances": instances, "labels": labels, "draws": draws, "documents": documents,
                "repeats": repeats, "seed": seed, "workdir": str(work), "keep": keep, "verbose": verbose}
-        out = subprocess.run([sys.executable, "-m", "unpooled.bench.rescore", "--child", json.dumps(cfg)], env=env,
-                             stdout=subprocess.PIPE, text=True)
-        if out.returncode != 0:
-            print("bench rescore: the benchmark failed (see above)", file=sys.stderr)
+        got = run_child("rescore", cfg, work)
+        if got is None:
             return 3
-        got = json.loads(out.stdout.strip().splitlines()[-1])
     if as_json:
         print(json.dumps(got))
     else:
