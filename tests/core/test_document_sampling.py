@@ -136,3 +136,16 @@ def test_input_errors():
         sample_two_stage(TEXTS, lambda f: [], size=4, first_fraction=0)
     with pytest.raises(InvalidInputError, match="method"):
         query_scores(TEXTS, ["x"], method="bm25")
+
+
+def test_poisson_probabilities_when_every_document_is_capped():
+    """An expected size that caps every document at 1 (e.g. the whole rest of a small corpus) gives all ones,
+    without dividing by an empty sum."""
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        pi = poisson_probabilities(np.array([5.0, 0.0, 1.0, 0.0]), 4.0, smoothing=0.5)
+        assert pi.tolist() == [1.0, 1.0, 1.0, 1.0]
+        pi = poisson_probabilities(np.array([50.0, 1.0, 1.0, 1.0]), 3.5, smoothing=0.5)
+    assert pi.sum() == pytest.approx(3.5) and pi.max() <= 1.0
