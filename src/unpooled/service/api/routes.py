@@ -25,7 +25,7 @@ from unpooled.service.corpora.names import public_source
 from unpooled.service.evaluations.models import Draw, Score
 from unpooled.service.submissions.models import RelationInstance, Submission
 from unpooled.service.submissions.actions import stage_error
-from unpooled.service.submissions.uploads import client_address, may_see_upload
+from unpooled.service.submissions.uploads import client_address
 
 from . import actions, waiting
 from .auth import OPTIONAL, OPTIONAL_EXTRA, REQUIRED, Caller, caller
@@ -484,19 +484,12 @@ def upload_detail(request, response: HttpResponse, upload_id: Text, wait: Wait =
     finish (the server waits at most a few; an unfinished upload answers with ``Retry-After``). A rejected
     upload carries the error with every located diagnostic (line, col, field, code, message, help).
     Outcomes are kept for ``UNPOOLED_UPLOAD_RESULT_HOURS`` (48 hours), then answer 404."""
-    from django.core.exceptions import ValidationError as DjangoValidationError
-    from django_tasks.exceptions import TaskResultDoesNotExist, TaskResultMismatch
-
-    from unpooled.service.submissions.tasks import ingest_upload
+    from unpooled.service.submissions.uploads import visible_upload
 
     c = caller(request)
-    missing = ApiError("not_found", detail=f"no upload with id {upload_id!r}")
-    try:
-        result = ingest_upload.get_result(upload_id)
-    except (TaskResultDoesNotExist, TaskResultMismatch, ValueError, DjangoValidationError, NotImplementedError):
-        raise missing from None
-    if not may_see_upload(result, user=c.user, team=c.team, organiser=c.organiser):
-        raise missing
+    result = visible_upload(upload_id, user=c.user, team=c.team, organiser=c.organiser)
+    if result is None:
+        raise ApiError("not_found", detail=f"no upload with id {upload_id!r}")
     result = _wait(result, wait, response)
     return _upload_out(request, result)[0]
 

@@ -202,6 +202,21 @@ def may_see_upload(result, *, user, team, organiser: bool) -> bool:
     return bool(getattr(user, "is_authenticated", False) and user_id is not None and user_id == user.pk)
 
 
+def visible_upload(upload_id: str, *, user, team, organiser: bool):
+    """The validation task result of upload ``upload_id`` when the caller :func:`may_see_upload` it, else ``None``
+    (no such upload, a malformed id, or someone else's: the callers answer 404 alike)."""
+    from django.core.exceptions import ValidationError
+    from django_tasks.exceptions import TaskResultDoesNotExist, TaskResultMismatch
+
+    from .tasks import ingest_upload
+
+    try:
+        result = ingest_upload.get_result(upload_id)
+    except (TaskResultDoesNotExist, TaskResultMismatch, ValueError, ValidationError, NotImplementedError):
+        return None
+    return result if may_see_upload(result, user=user, team=team, organiser=organiser) else None
+
+
 # ---------------------------------------------------------------------------- retention
 
 def prune(now=None) -> dict[str, int]:

@@ -120,18 +120,11 @@ def _printable(v):
 def upload_status(request, task_id: str):
     """An upload's validation, for the uploading team, the user who uploaded and organisers (as
     ``GET /api/uploads/{id}``; anyone else: 404). A crashed validation shows what failed, never the traceback."""
-    from django.core.exceptions import ValidationError
     from django_tasks import TaskResultStatus
-    from django_tasks.exceptions import TaskResultDoesNotExist, TaskResultMismatch
 
-    from unpooled.service.submissions.tasks import ingest_upload
-
-    try:
-        result = ingest_upload.get_result(task_id)
-    except (TaskResultDoesNotExist, TaskResultMismatch, ValueError, ValidationError, NotImplementedError):
-        raise Http404("no such upload") from None
-    if not uploads.may_see_upload(result, user=request.user, team=accounts.team_of(request.user),
-                                  organiser=accounts.is_organiser(request.user)):
+    result = uploads.visible_upload(task_id, user=request.user, team=accounts.team_of(request.user),
+                                    organiser=accounts.is_organiser(request.user))
+    if result is None:
         raise Http404("no such upload")
     outcome = result.return_value if result.status == TaskResultStatus.SUCCESSFUL else None
     if outcome and outcome.get("ok"):
