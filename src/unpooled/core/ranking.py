@@ -32,3 +32,26 @@ def tie_groups(values, low, high) -> np.ndarray:
             leader_low = lo[i]
         groups[i] = g
     return groups
+
+
+def competition_ranks(values, low, high) -> tuple[list[int], np.ndarray, np.ndarray, np.ndarray]:
+    """The leaderboard order and ranks of :func:`tie_groups`: ``(order, rank, group, tied)``.
+
+    ``order`` lists the indices by group, then by decreasing value (NaN last); ``rank[i]`` is the competition
+    rank of ``i`` (the first row of its group's position, 1-based: 1, =2, =2, 4), ``group[i]`` its tie group and
+    ``tied[i]`` whether it shares the group.
+
+    >>> order, rank, group, tied = competition_ranks([0.5, 0.9, 0.85], [0.4, 0.8, 0.75], [0.6, 0.95, 0.9])
+    >>> order, rank.tolist(), tied.tolist()
+    ([1, 2, 0], [3, 1, 1], [False, True, True])
+    """
+    v = np.asarray(values, dtype=float)
+    group = tie_groups(v, low, high)
+    size = np.bincount(group) if len(group) else np.zeros(1, np.int64)
+    order = sorted(range(len(v)), key=lambda i: (group[i], -(v[i] if not np.isnan(v[i]) else -1)))
+    first: dict[int, int] = {}
+    for k, i in enumerate(order):
+        first.setdefault(int(group[i]), k + 1)
+    rank = np.array([first[int(g)] for g in group], dtype=np.int64)
+    tied = np.array([size[g] > 1 for g in group], dtype=bool)
+    return order, rank, group, tied

@@ -316,7 +316,7 @@ def api_dict(es: EntityScore) -> dict:
 
 def leaderboard(corpus: Corpus, *, metric: str = "mention_f1", user=None) -> dict:
     """The newest entity score of every published submission ``user`` may see, ranked by ``metric`` with tie
-    groups (:func:`unpooled.core.ranking.tie_groups`, as the relation leaderboard), and an SVG chart.
+    groups and competition ranks (:func:`unpooled.core.ranking.competition_ranks`, as the relation leaderboard), and an SVG chart.
 
     Rows whose ``metric`` cannot be scored come last with the reason.  Not cached: one query per table and the
     rows' JSON, bounded by the number of visible submissions.
@@ -325,7 +325,7 @@ def leaderboard(corpus: Corpus, *, metric: str = "mention_f1", user=None) -> dic
 
     from unpooled.core.estimators.entities import LABELS, METRICS
     from unpooled.core.plots.svg import interval_chart
-    from unpooled.core.ranking import tie_groups
+    from unpooled.core.ranking import competition_ranks
     from unpooled.service.accounts.actions import visible_submissions
 
     if metric not in METRICS:
@@ -349,12 +349,10 @@ def leaderboard(corpus: Corpus, *, metric: str = "mention_f1", user=None) -> dic
     scored = np.flatnonzero(~np.isnan(est))
     rows = []
     if len(scored):
-        groups = tie_groups(est[scored], lo[scored], hi[scored])
-        size = np.bincount(groups)
-        order = sorted(range(len(scored)), key=lambda k: (groups[k], -est[scored[k]]))
+        order, rank, _, tied = competition_ranks(est[scored], lo[scored], hi[scored])
         for k in order:
             e = got[scored[k]]
-            rows.append({"rank": int(groups[k]), "tied": int(size[groups[k]]) > 1, "entity": e,
+            rows.append({"rank": int(rank[k]), "tied": bool(tied[k]), "entity": e,
                          "name": f"{e.submission.team.name}/{e.submission.run_id}", "rows": rows_for_display(e)})
     for i in range(len(got)):
         if np.isnan(est[i]):

@@ -29,7 +29,7 @@ from django.core.cache import cache
 from django.db.models import Max
 
 from unpooled.core.plots.svg import interval_chart
-from unpooled.core.ranking import tie_groups
+from unpooled.core.ranking import competition_ranks
 from unpooled.service.corpora.models import Corpus
 
 from .models import Score
@@ -245,14 +245,9 @@ def build(corpus: Corpus, *, level: str = "instance", user=None, period=None) ->
     f1, lo, hi = arr("f1"), arr("f1_lo"), arr("f1_hi")
     # the human reference takes no rank (it is no team's run): ranks and tie groups are the systems' alone
     ranked = [i for i in range(len(scores)) if not subs_of[i].is_reference]
-    groups = np.zeros(len(scores), dtype=int)
-    if ranked:
-        groups[ranked] = tie_groups(f1[ranked], lo[ranked], hi[ranked])
-    size = np.bincount(groups[ranked]) if ranked else np.zeros(1, int)
-    order = sorted(ranked, key=lambda i: (groups[i], -(f1[i] if not math.isnan(f1[i]) else -1)))
-    first_row = {}
-    for k, i in enumerate(order):
-        first_row.setdefault(int(groups[i]), k + 1)
+    at_order, at_rank, at_group, at_tied = competition_ranks(f1[ranked], lo[ranked], hi[ranked])
+    order = [ranked[k] for k in at_order]
+    rank = {ranked[k]: (int(at_rank[k]), int(at_group[k]), bool(at_tied[k])) for k in range(len(ranked))}
     for i in (i for i in range(len(scores)) if subs_of[i].is_reference):  # placed by its F1 among the ranked
         at = len(order) if math.isnan(f1[i]) else next((k for k, j in enumerate(order) if not f1[j] >= f1[i]),
                                                        len(order))
@@ -262,8 +257,8 @@ def build(corpus: Corpus, *, level: str = "instance", user=None, period=None) ->
         s, sub = scores[i], subs_of[i]
         ref = sub.is_reference
         truth = s.details.get("truth") or None
-        rows.append({"rank": None if ref else first_row[int(groups[i])], "group": None if ref else int(groups[i]),
-                     "tied": (not ref) and int(size[groups[i]]) > 1, "score": s, "submission": sub,
+        r_, g_, t_ = rank.get(i, (None, None, False))
+        rows.append({"rank": r_, "group": g_, "tied": t_, "score": s, "submission": sub,
                      "name": "human reference (exhaustive annotation)" if ref else f"{sub.team.name}/{sub.run_id}",
                      "truth": truth, "provenance": rows_db[i][n + 5] or {}, "reference": ref,
                      "frozen": frozen.get(sub.pk), "period": sub.period})
