@@ -262,3 +262,21 @@ def test_console_zip_download(pool, client):
     readme = zf.read(f"{top}/README.md").decode()
     assert f"# Annotation release: corpus `{corpus.name}`" in readme
     assert MTURK_WORKER.encode() not in b"".join(zf.read(n) for n in names)
+
+
+def test_a_document_whose_entity_task_was_reopened_keeps_its_relations_and_mentions(pool, tmp_path):
+    """The relations task is complete but its entity task is open again (an answer discounted): the export lists
+    the mentions the relations were made on (it raised IndexError when the mentions came only from a complete
+    entity task)."""
+    corpus, _ = pool
+    ex = ExhaustiveDocument.objects.filter(corpus=corpus).select_related("document").first()
+    ent = Task.objects.get(corpus=corpus, kind=Kind.ENTITIES, document=ex.document, key="", is_control=False)
+    rel = Task.objects.get(corpus=corpus, kind=Kind.RELATIONS, document=ex.document, key="", is_control=False)
+    assert rel.status == Task.Status.COMPLETE and (rel.result or {}).get("relations")
+    Task.objects.filter(pk=ent.pk).update(status=Task.Status.OPEN)
+    out = tmp_path / "release"
+    export_release(corpus, out)
+    row = next(x for x in _read(out / "exhaustive.jsonl") if x["doc"] == ex.document.doc_id)
+    assert row["status"] == "complete"
+    assert len(row["mentions"]) == len(rel.payload["mentions"])
+    assert row["relations"] and all(r["subject"] < len(row["mentions"]) for r in row["relations"])

@@ -280,7 +280,7 @@ def export_release(corpus, out_dir: str | Path, *, licence: str = DEFAULT_LICENC
                 ((ent.result or {}).get("mentions", []) if ent_done else [])
             mentions = [{"index": i, "start": m["start"], "end": m["end"], "text": doc.text[m["start"]:m["end"]],
                          "type": m["type"], "group": m["cluster"], "link": m.get("link") or ""}
-                        for i, m in enumerate(ms)] if ent_done else []
+                        for i, m in enumerate(ms)] if (ent_done or rel_done) else []
             relations = []
             if rel_done:
                 seen = set()
