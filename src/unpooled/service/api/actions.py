@@ -102,7 +102,7 @@ def do_upload(upload: Upload, chunks, *, user=None, address: str | None = None, 
 
 
 def check_update_submission(caller: Caller, sub: Submission, *, visibility: str | None,
-                            description: str | None) -> None:
+                            description: str | None, link: str | None = None) -> None:
     if not caller.can_view(sub):
         raise ApiError("not_found", detail=f"no submission with id {sub.pk}")
     if not caller.authenticated:
@@ -113,6 +113,12 @@ def check_update_submission(caller: Caller, sub: Submission, *, visibility: str 
     if visibility is not None and visibility not in Submission.Visibility.values:
         raise ApiError("invalid_request", detail=f"visibility: expected one of "
                                                  f"{', '.join(Submission.Visibility.values)}, got {visibility!r}")
+    if link is not None:
+        from unpooled.service.submissions.actions import link_problem
+
+        why = link_problem(link)
+        if why:
+            raise ApiError("invalid_request", detail=f"link: {why}")
 
 
 def do_update_submission(sub: Submission, *, visibility: str | None = None,

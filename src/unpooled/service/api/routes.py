@@ -386,14 +386,16 @@ def submission_detail(request, pk: int):
 
 @router.patch("/submissions/{int:pk}", response={200: SubmissionDetailOut, **errors(400, 401, 403, 404)},
               auth=REQUIRED, tags=["submissions"],
-              summary="Change a submission's visibility or description (its team, organisers)")
+              summary="Change a submission's visibility, description or paper/code link (its team, organisers)")
 def submission_update(request, pk: int, payload: SubmissionPatch):
     c = caller(request)
     sub = Submission.objects.select_related("team", "corpus", "period").filter(pk=pk).first()
     if sub is None:
         raise ApiError("not_found", detail=f"no submission with id {pk}")
-    actions.check_update_submission(c, sub, visibility=payload.visibility, description=payload.description)
-    actions.do_update_submission(sub, visibility=payload.visibility, description=payload.description)
+    actions.check_update_submission(c, sub, visibility=payload.visibility, description=payload.description,
+                                    link=payload.link)
+    actions.do_update_submission(sub, visibility=payload.visibility, description=payload.description,
+                                 link=payload.link)
     return _sub_detail(request, sub)
 
 

@@ -169,6 +169,8 @@ class SubmissionPage(PageOut):
 class SubmissionPatch(Schema):
     visibility: Visibility | None = None
     description: Text | None = Field(None, max_length=10_000)
+    link: Text | None = Field(None, max_length=500, description="the method's paper or code: an http or https URL, "
+                                                                 "or '' to remove it")
 
 
 class UploadOut(Schema):

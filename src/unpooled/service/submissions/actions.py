@@ -323,6 +323,28 @@ def stage_error(sub, *, manage: bool) -> str:
     return sub.error if manage else STAGE_ERROR_HIDDEN
 
 
+#: the longest paper/code link a submission keeps (the web form's and the API's limit)
+LINK_MAX = 500
+
+
+def link_problem(link: str) -> str:
+    """Why ``link`` cannot be a submission's paper/code link ('' when it can: empty, or an http(s) URL of at most
+    :data:`LINK_MAX` characters); one check for the web form and the API."""
+    from django.core.exceptions import ValidationError
+    from django.core.validators import URLValidator
+
+    link = link.strip()
+    if not link:
+        return ""
+    if len(link) > LINK_MAX:
+        return f"at most {LINK_MAX} characters, got {len(link)}"
+    try:
+        URLValidator(schemes=["http", "https"])(link)
+    except ValidationError:
+        return f"expected an http or https URL, got {link[:80]!r}"
+    return ""
+
+
 def do_update_submission(sub: Submission, *, visibility: str | None = None, description: str | None = None,
                          link: str | None = None) -> Submission:
     """Change a submission's visibility, description or paper/code link (``None``: leave it) and its ``updated``

@@ -2,6 +2,7 @@ from django import forms
 from django.core import validators
 
 from unpooled.service.corpora.models import Corpus
+from unpooled.service.submissions.actions import LINK_MAX
 from unpooled.service.submissions.models import Submission
 
 
@@ -20,7 +21,7 @@ class UploadForm(forms.Form):
 class SubmissionSettingsForm(forms.ModelForm):
     """What the submitting team may change on its submission's page."""
 
-    link = forms.URLField(max_length=500, required=False, assume_scheme="https",
+    link = forms.URLField(max_length=LINK_MAX, required=False, assume_scheme="https",
                           validators=[validators.URLValidator(schemes=["http", "https"])],
                           help_text="the method's paper or code (http or https)")
     description = forms.CharField(max_length=2000, required=False,
@@ -30,3 +31,12 @@ class SubmissionSettingsForm(forms.ModelForm):
     class Meta:
         model = Submission
         fields = ["visibility", "description", "link"]
+
+    def clean_link(self):
+        from unpooled.service.submissions.actions import link_problem
+
+        link = self.cleaned_data.get("link") or ""
+        why = link_problem(link)
+        if why:
+            raise forms.ValidationError(why)
+        return link.strip()
