@@ -194,6 +194,10 @@ def test_clustering_hit_end_to_end_on_mturk(corpus, stubbed):
     # (MTurk's frame loads the entry link again) shows the task, not "time ran out"
     page3 = enter(W[2], AS[2])
     Assignment.objects.filter(annotator__external_id=W[2]).update(expires=timezone.now() - timedelta(minutes=1))
+    r = anon.get(page3)  # the page itself, reloaded alone: back to the HIT, not to the in-house queue
+    html = r.content.decode()
+    assert r.status_code == 410 and 'id="reopen"' in html and "/annotate/next/" not in html
+    _frame_headers(r)
     assert enter(W[2], AS[2]) == page3
     r = anon.get(page3)
     assert r.status_code == 200 and 'data-kind="clusters"' in r.content.decode()
