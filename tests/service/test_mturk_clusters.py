@@ -51,6 +51,7 @@ def corpus(shared_data, tmp_path):
     SimulatedCrowd.uniform(corpus, 3, accuracy=1.0, rng=0).run(kinds=[Kind.ENTITIES, Kind.RELATIONS])
     st = actions.settings_for(corpus)
     st.backend = "mturk"
+    st.reward_clusters_cents = 135   # the organiser's reward, not the adapter's default of 1.20
     st.save()
     assert list(Task.objects.filter(corpus=corpus, status=Task.Status.OPEN).values_list("kind", flat=True)) == [
         Kind.CLUSTERS]
@@ -100,7 +101,7 @@ def test_clustering_hit_end_to_end_on_mturk(corpus, stubbed):
     st = actions.settings_for(corpus)
     token = request_token("task", task.pk, 0)
     expected = {"MaxAssignments": 3, "Title": "Which of these names are the same entity?", "Description": ANY,
-                "Keywords": ANY, "Reward": "1.20", "AssignmentDurationInSeconds": 1800,
+                "Keywords": ANY, "Reward": "1.35", "AssignmentDurationInSeconds": 1800,
                 "LifetimeInSeconds": 7 * 24 * 3600, "AutoApprovalDelayInSeconds": 3 * 24 * 3600,
                 "Question": external_question(question_url(BASE, task, Hit(task=task, request_token=token))),
                 "RequesterAnnotation": item_token(task), "UniqueRequestToken": token,
@@ -182,7 +183,7 @@ def test_clustering_hit_end_to_end_on_mturk(corpus, stubbed):
     hit.refresh_from_db()
     assert hit.hit_id == HIT and hit.status == "posted"
     a1.refresh_from_db()
-    assert not a1.quarantined and a1.weight == 1 and a1.cost_cents == st.reward_clusters_cents
+    assert not a1.quarantined and a1.weight == 1 and a1.cost_cents == 135
     assert publish(corpus, backend, BASE).created == 0  # nothing is posted twice
     # ---- once the id is known, another HIT id is refused; workers 2 and 3 answer
     r = anon.get(entry, {**signed, "hitId": "3" + "Z" * 29, "assignmentId": AS[1], "workerId": W[1],
@@ -229,7 +230,7 @@ def test_clustering_hit_end_to_end_on_mturk(corpus, stubbed):
     assert hit.approved == sorted(AS) and hit.rejected == [THIEF_AS] and hit.status == "expired"
     counted = Answer.objects.filter(task=task, weight__gt=0)
     assert sorted(counted.values_list("annotator__external_id", flat=True)) == sorted(W)
-    assert all(a.cost_cents == st.reward_clusters_cents for a in counted)
+    assert [a.cost_cents for a in counted] == [135] * 3  # what the HIT paid each
     forged = Answer.objects.get(annotator__external_id=FORGER)
     assert forged.quarantined and forged.weight == 0 and forged.cost_cents == 0  # never counts, never paid
 
