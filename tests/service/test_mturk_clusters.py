@@ -264,3 +264,66 @@ def test_clustering_hit_end_to_end_on_mturk(corpus, stubbed):
     r = es.details["metrics"]["nil_b3_r"]
     # the submission (the documents' own labels) keeps each document's entities apart: it misses the two merges
     assert r["value"] is not None and r["value"] < 1 and r["lo"] <= r["value"] <= r["hi"]
+
+
+def test_a_new_exhaustive_layer_replaces_the_clustering_hit(shared_data, tmp_path, stubbed):
+    """The clustering task is the one task a newer one replaces (another document's layer adds items): the old
+    HIT stops at the next sync (its worker's answer is paid, and counts for nothing), the new task gets its own."""
+    backend, stub = stubbed
+    corpus, _, _ = load_redocred_subset(shared_data, tmp_path, 4, "turkclu2")
+    sample = SimpleNamespace(indices=[0, 1], inclusion=[0.5] * 2, stage=[1] * 2, scheme="uniform")
+    actions.request_exhaustive(corpus, sample)
+    crowd = SimulatedCrowd.uniform(corpus, 3, accuracy=1.0, rng=0)
+    crowd.run(kinds=[Kind.ENTITIES, Kind.RELATIONS])
+    st = actions.settings_for(corpus)
+    st.backend = "mturk"
+    st.save()
+    old = Task.objects.get(corpus=corpus, kind=Kind.CLUSTERS, status=Task.Status.OPEN)
+    h_old, h_new = "3" + "O" * 29, "3" + "P" * 29
+    stub.add_response("create_hit", {"HIT": {"HITId": h_old}},
+                      {**_create(old), "Reward": "1.20", "MaxAssignments": 3})
+    assert publish(corpus, backend, BASE).created == 1
+    hit_old = Hit.objects.get(task=old)
+    signed = dict(parse_qsl(hits.task_query(old, hit_old)))
+    anon = Client(enforce_csrf_checks=True)
+    r = anon.get(reverse("annotation:mturk"), {**signed, "hitId": h_old, "assignmentId": AS[0], "workerId": W[0],
+                                               "turkSubmitTo": SANDBOX})
+    lease = Assignment.objects.get(task=old, annotator__external_id=W[0])
+    n_old = len(old.payload["items"])
+    assert anon.post(r["Location"], {"answer": json.dumps(_groups(n_old))}).status_code == 200
+
+    # a third document is sampled and annotated: a new clustering task over more items, the old one cancelled
+    actions.request_exhaustive(corpus, SimpleNamespace(indices=[2], inclusion=[0.5], stage=[2], scheme="uniform"))
+    crowd.run(kinds=[Kind.ENTITIES, Kind.RELATIONS])
+    old.refresh_from_db()
+    new = Task.objects.get(corpus=corpus, kind=Kind.CLUSTERS, status=Task.Status.OPEN)
+    assert old.status == Task.Status.CANCELLED and len(new.payload["items"]) > n_old
+    # the old HIT's page takes nobody new
+    r = anon.get(reverse("annotation:mturk"), {**signed, "hitId": h_old, "assignmentId": AS[1], "workerId": W[1],
+                                               "turkSubmitTo": SANDBOX})
+    assert r.status_code == 409 and "needs no more answers" in r.content.decode()
+
+    stub.add_response("create_hit", {"HIT": {"HITId": h_new}}, {**_create(new), "Reward": "1.20", "MaxAssignments": 3})
+    assert publish(corpus, backend, BASE).created == 1
+    listed = [{"AssignmentId": AS[0], "WorkerId": W[0], "HITId": h_old, "AssignmentStatus": "Submitted",
+               "Answer": _answer_xml(lease.token)}]
+    for hid, got in ((h_old, listed), (h_new, [])):
+        stub.add_response("list_assignments_for_hit", {"Assignments": got, "NumResults": len(got)},
+                          {"HITId": hid, "MaxResults": 100, "AssignmentStatuses": ["Submitted", "Approved"]})
+        if got:
+            stub.add_response("approve_assignment", {}, {"AssignmentId": AS[0]})
+            stub.add_response("update_expiration_for_hit", {}, {"HITId": h_old, "ExpireAt": ANY})
+    rep = collect(corpus, backend)
+    assert (rep.confirmed, rep.approved, rep.rejected) == (1, 1, 0)
+    assert Hit.objects.get(task=old).status == "expired" and Hit.objects.get(task=new).status == "posted"
+    ans = Answer.objects.get(assignment=lease)
+    assert not ans.quarantined and ans.weight == 0 and ans.cost_cents == 120  # paid, counts for nothing
+    assert Task.objects.get(pk=new.pk).status == Task.Status.OPEN and not new.answers.exists()
+
+
+def _create(task) -> dict:
+    token = request_token("task", task.pk, 0)
+    return {"Title": "Which of these names are the same entity?", "Description": ANY, "Keywords": ANY,
+            "AssignmentDurationInSeconds": 1800, "LifetimeInSeconds": ANY, "AutoApprovalDelayInSeconds": ANY,
+            "Question": external_question(question_url(BASE, task, Hit(task=task, request_token=token))),
+            "RequesterAnnotation": item_token(task), "UniqueRequestToken": token, "QualificationRequirements": ANY}

@@ -107,7 +107,7 @@ def collect(corpus: Corpus, backend: MTurkBackend) -> SyncReport:
     """Confirm and approve assignments whose answers we stored; reject submitted ones without an answer;
     expire finished HITs."""
     rep = SyncReport()
-    for hit in Hit.objects.filter(task__corpus=corpus).exclude(hit_id="").select_related("task"):
+    for hit in Hit.objects.filter(task__corpus=corpus).exclude(hit_id="").select_related("task").order_by("id"):
         approved, rejected = set(hit.approved), set(hit.rejected)
         for a in backend.list_assignments(hit.hit_id, statuses=("Submitted", "Approved")):
             aid = a["AssignmentId"]
