@@ -50,8 +50,10 @@ def test_clusters_in_the_mturk_frame(page, live_server, world):
     assert frame.locator("#skip").count() == 0 and frame.locator("#progress").count() == 0
     frame.locator('.cluster-item[data-index="0"]').click()  # the frame has the keys from now on
     page.keyboard.press("c")          # item 0 -> group c, cursor to item 1
-    page.keyboard.press("c")          # item 1 -> group c, cursor to item 2
-    assert frame.locator('.cluster-item[data-group="c"]').count() == 2
+    page.keyboard.press("Shift+C")    # item 1 -> group C (Shift: another group), cursor to item 2
+    page.keyboard.press("Shift+C")    # item 2 -> group C
+    assert frame.locator('.cluster-item[data-group="C"]').count() == 2
+    # the lone c counts as a line alone, as the answer will have it
     assert "1 group of two or more lines chosen; 1 lines alone." in frame.locator("#cluster-summary").inner_text()
     page.keyboard.press("Enter")
     frame.locator("#done").wait_for()
@@ -59,7 +61,7 @@ def test_clusters_in_the_mturk_frame(page, live_server, world):
     form = parse_qs(posted[0][1])
     ans = Answer.objects.get(task=task)
     assert form["assignmentId"] == [amazon["assignmentId"]] and form["unpooled_token"] == [ans.assignment.token]
-    assert ans.value == {"groups": [[0, 1], [2]]} and ans.seconds is not None
+    assert ans.value == {"groups": [[0], [1, 2]]} and ans.seconds is not None
     assert ans.quarantined and ans.weight == 0  # until the sync finds the assignment at Amazon
     task.refresh_from_db()
     assert task.status == Task.Status.OPEN and task.result is None
