@@ -24,13 +24,14 @@
     if (e.key === "?" && !typing(e)) { guide.open = !guide.open; e.preventDefault(); }
   });
 
-  // u (and Backspace on a verification item) undoes the last answer, while the server still allows it
+  // u (and Backspace on a verification item) undoes the last answer, while the server still allows it; not on the
+  // clustering page, where u is a group's letter (its Undo button still works)
   const undoForm = document.getElementById("undo-form");
   const undo = () => { if (undoForm) { undoForm.requestSubmit(); return true; } return false; };
   let picking = false;  // the entity task's group picker is open: it has the keys
   document.addEventListener("keydown", (e) => {
     if (typing(e) || picking || e.ctrlKey || e.metaKey || e.altKey) return;
-    if (e.key === "u" || (e.key === "Backspace" && kind === "verify")) { if (undo()) e.preventDefault(); }
+    if ((e.key === "u" && kind !== "clusters") || (e.key === "Backspace" && kind === "verify")) { if (undo()) e.preventDefault(); }
   });
 
   // ------------------------------------------------------------------ verify
