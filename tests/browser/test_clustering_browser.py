@@ -59,3 +59,33 @@ def test_clusters_with_the_keyboard(page, live_server, world):
     task.refresh_from_db()
     assert task.status == Task.Status.COMPLETE and task.result["clusters"] == [[0, 1], [2]]
     print(f"\nscreenshots in {shots}")
+
+
+def test_u_is_a_group_letter_beside_an_undo_offer(page, live_server, world):
+    """After an answer that may still be undone, the clustering page offers the undo as a button only: u puts the
+    line in group u (it withdrew the previous answer and left the page)."""
+    Task.objects.filter(kind=Kind.VERIFY).update(answers_needed=2)  # one answer leaves the item open: undoable
+    task = _task(world)
+    base = live_server.url
+    page.goto(f"{base}/accounts/login/")
+    page.fill("#id_username", USER)
+    page.fill("#id_password", PASSWORD)
+    with page.expect_navigation():
+        page.keyboard.press("Enter")
+    page.goto(f"{base}/annotate/next/verify/")
+    page.wait_for_selector("#task[data-kind=verify]")
+    first = page.url
+    page.keyboard.press("3")
+    with page.expect_navigation(url=lambda u: u != first):
+        page.keyboard.press("Enter")
+    page.goto(f"{base}/annotate/next/clusters/")
+    page.wait_for_selector("#cluster-items")
+    assert page.is_visible("#undo") and page.locator("#undo kbd").count() == 0
+    clusters = page.url
+    page.keyboard.press("u")          # item 0 -> group u, cursor to item 1
+    page.keyboard.press("u")          # item 1 -> group u
+    assert page.url == clusters and page.locator('.cluster-item[data-group="u"]').count() == 2
+    assert Answer.objects.filter(task__kind=Kind.VERIFY).count() == 1  # the verification answer stands
+    with page.expect_navigation():
+        page.keyboard.press("Enter")
+    assert Answer.objects.get(task=task).value == {"groups": [[0, 1], [2]]}

@@ -192,7 +192,8 @@ def test_tac_corpus_entity_scores_with_links():
 
 
 def test_clustering_task_posts_to_mturk_like_the_others():
-    """A clusters task has its own HIT title and reward (set by UNPOOLED_MTURK_REWARD_CLUSTERS)."""
+    """A clusters task has its own HIT title and adapter default reward (UNPOOLED_MTURK_REWARD_CLUSTERS); publishing
+    pays the corpus's reward_clusters_cents (tests/service/test_mturk_clusters.py)."""
     from unpooled.service.crowd.mturk import MTurkConfig
     from unpooled.service.crowd.mturk_sync import TITLES
     from unpooled.service.annotation.models import Kind

@@ -208,3 +208,12 @@ def test_credentials_come_from_the_environment_only(monkeypatch):
 def test_parse_answer_xml():
     assert parse_answer_xml(ANSWER_XML) == {"unpooled_token": "tok-1"}
     assert parse_answer_xml("") == {}
+
+
+def test_dollars_formats_a_reward_in_cents():
+    from unpooled.service.crowd.mturk import dollars
+
+    assert [dollars(c) for c in (0, 1, 5, 120, 135, 1000, 12345)] == ["0.00", "0.01", "0.05", "1.20", "1.35", "10.00",
+                                                                       "123.45"]
+    with pytest.raises(ValueError):
+        dollars(-1)

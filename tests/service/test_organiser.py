@@ -195,7 +195,7 @@ def test_settings_form_saves_valid_settings(client, world):
     _login(client, "boss", staff=True)
     url = reverse("organiser:settings") + f"?corpus={corpus.name}"
     r = client.post(url, _settings_post(corpus, backend="inhouse", answers_per_item=5, reward_verify_cents=7,
-                                        budget_cents=100000, submission_budget_cents=2000, target_halfwidth=0.03,
+                                        reward_clusters_cents=150, budget_cents=100000, submission_budget_cents=2000, target_halfwidth=0.03,
                                         min_draws=30, max_draws=300, exhaustive_documents=2,
                                         levels=" relation , instance "))
     assert r.status_code == 302 and r["Location"] == url
@@ -203,6 +203,7 @@ def test_settings_form_saves_valid_settings(client, world):
     assert (st.backend, st.answers_per_item, st.reward_verify_cents, st.budget_cents, st.submission_budget_cents,
             st.target_halfwidth, st.min_draws, st.max_draws, st.exhaustive_documents, st.levels) == \
         ("inhouse", 5, 7, 100000, 2000, 0.03, 30, 300, 2, "relation,instance")
+    assert st.reward_clusters_cents == 150  # the cross-document clustering task's reward, like the others
     page = client.get(url).content.decode()
     assert "annotation settings of console saved" in page
     # empty budgets: no cap
@@ -224,6 +225,7 @@ def test_settings_form_shows_each_problem_at_its_field(client, world):
     url = reverse("organiser:settings") + f"?corpus={corpus.name}"
     before = console.current_settings(corpus)
     r = client.post(url, _settings_post(corpus, backend="mturk", answers_per_item=0, reward_verify_cents=0,
+                                        reward_clusters_cents=0,
                                         budget_cents=1000, submission_budget_cents=5000, control_share=1.5,
                                         target_halfwidth=0, min_draws=50, max_draws=10, exhaustive_documents=99,
                                         levels="instance,bogus", lease_seconds=5))
@@ -231,6 +233,7 @@ def test_settings_form_shows_each_problem_at_its_field(client, world):
     html = r.content.decode()
     assert _field_error(html, "answers_per_item") == "expected an integer from 1 to 20, got 0"
     assert _field_error(html, "reward_verify_cents") == "Mechanical Turk pays at least 1 cent per assignment"
+    assert _field_error(html, "reward_clusters_cents") == "Mechanical Turk pays at least 1 cent per assignment"
     assert _field_error(html, "submission_budget_cents") == \
         "5000 cents per submission exceeds the corpus budget of 1000 cents"
     assert _field_error(html, "control_share") == "expected a share in [0, 1), got 1.5"

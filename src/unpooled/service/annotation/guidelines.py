@@ -80,7 +80,8 @@ INSTRUCTIONS = {
         "rules": [
             "Move between lines with j / k (or the arrow keys).",
             "Press a letter key (a-z) to put the current line in that group; lines with the same letter are one "
-            "entity. A line without a letter is an entity of its own.",
+            "entity. A line without a letter is an entity of its own. More groups than letters: Shift and a letter "
+            "(A-Z) are 26 more.",
             "Press the same letter again, or Backspace, to take the line out of its group.",
             "Judge by the names and the sentences: 'Dr. Smith' and 'John Smith' are one group only if the "
             "sentences show they are the same person.",
@@ -89,7 +90,7 @@ INSTRUCTIONS = {
             {"text": "1: Acme Corp. (doc A) · 2: Acme (doc B, 'Acme, the toy maker, ...') · 3: Acme (doc C, "
                      "'the Acme river')", "answer": "1 and 2 in group a; 3 alone"},
         ],
-        "keys": [("j / k, ↓ ↑", "next / previous line"), ("a-z", "put the line in that group"),
+        "keys": [("j / k, ↓ ↑", "next / previous line"), ("a-z, A-Z", "put the line in that group"),
                  ("Backspace", "take it out"), ("Enter", "submit")],
     },
 }

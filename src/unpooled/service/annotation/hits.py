@@ -122,6 +122,11 @@ def lease_for_entry(entry: Entry, *, now=None) -> Assignment:
         if lease.status == Assignment.Status.LEASED:
             Assignment.objects.filter(pk=lease.pk).update(status=Assignment.Status.EXPIRED)
             lease.status = Assignment.Status.EXPIRED
+    elif lease is not None and lease.status == Assignment.Status.LEASED and lease.expires < now:
+        # the same assignment back after the lease's time (Amazon's assignment may last longer, and Amazon says
+        # whether it was submitted in time): renewed, as once the sweep has marked it expired
+        Assignment.objects.filter(pk=lease.pk).update(status=Assignment.Status.EXPIRED)
+        lease.status = Assignment.Status.EXPIRED
     if lease is None or lease.status == Assignment.Status.EXPIRED:
         rebound = lease is not None and lease.external_ref not in ("", ref)
         lease = actions._try_lease(entry.task.pk, ann, now, capacity=False)

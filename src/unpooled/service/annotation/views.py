@@ -421,7 +421,9 @@ def _task_page(request, lease: Assignment):
             return redirect("annotation:next", kind=lease.task.kind)
         return _mturk_finish(request, lease)
     if lease.status == Assignment.Status.EXPIRED or lease.expires < timezone.now():
-        return render(request, "annotation/expired.html", {"kind": lease.task.kind}, status=410)
+        # an MTurk worker is sent back to the HIT (its entry renews the lease while Amazon's assignment lasts),
+        # not to the in-house queue
+        return render(request, "annotation/expired.html", {"kind": lease.task.kind, "mturk": mturk}, status=410)
     return render(request, "annotation/task.html", _context(request, lease))
 
 

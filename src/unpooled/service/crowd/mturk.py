@@ -96,6 +96,14 @@ def request_token(*parts: object) -> str:
 _make_token = request_token
 
 
+def dollars(cents: int) -> str:
+    """A reward in cents as Mechanical Turk's ``Reward`` string: ``120`` → ``"1.20"``."""
+    cents = int(cents)
+    if cents < 0:
+        raise ValueError(f"reward: {cents} cents")
+    return f"{cents // 100}.{cents % 100:02d}"
+
+
 def external_question(url: str, frame_height: int = 0) -> str:
     return (f'<ExternalQuestion xmlns="{EXTERNAL_QUESTION_NS}"><ExternalURL>{escape(url)}</ExternalURL>'
             f"<FrameHeight>{int(frame_height)}</FrameHeight></ExternalQuestion>")

@@ -26,7 +26,7 @@ from unpooled.service.annotation import actions, hits
 from unpooled.service.annotation.models import Assignment, Backend, Hit, Kind, Task
 from unpooled.service.corpora.models import Corpus
 
-from .mturk import LocalHit, MTurkBackend, reconcile, request_token
+from .mturk import LocalHit, MTurkBackend, dollars, reconcile, request_token
 
 TITLES = {Kind.VERIFY: "Does this sentence state the relation?", Kind.ENTITIES: "Mark the names in a short text",
           Kind.RELATIONS: "Which relations does each sentence state?",
@@ -78,8 +78,12 @@ def confirm(hit: Hit, assignment: dict) -> Assignment | None:
 
 
 def publish(corpus: Corpus, backend: MTurkBackend, base_url: str, *, limit: int | None = None) -> SyncReport:
-    """Post one HIT per open task of ``corpus`` that has none (controls included, one assignment each)."""
+    """Post one HIT per open task of ``corpus`` that has none (controls included, one assignment each).
+
+    A HIT pays the corpus's reward for its kind (:class:`~unpooled.service.annotation.models.AnnotationSettings`):
+    the one its confirmed answers cost and budgets count."""
     rep = SyncReport()
+    st = actions.settings_for(corpus)
     tasks = Task.objects.filter(corpus=corpus, status=Task.Status.OPEN, hit__isnull=True).order_by("priority", "id")
     for task in tasks[:limit] if limit else tasks:
         n = task.answers_needed or 1
@@ -89,7 +93,8 @@ def publish(corpus: Corpus, backend: MTurkBackend, base_url: str, *, limit: int 
         try:
             got = backend.create_hit(item_token(task), question_url(base_url, task, hit),
                                      task_type=task.kind, max_assignments=n, title=TITLES[task.kind],
-                                     description=TITLES[task.kind], request_token=hit.request_token)
+                                     description=TITLES[task.kind], request_token=hit.request_token,
+                                     reward=dollars(st.reward_cents(task.kind)))
         except Exception as exc:  # recorded; the row stays pending and reconcile or the next publish repairs it
             rep.errors.append(f"task {task.pk}: {exc}")
             continue
@@ -102,7 +107,7 @@ def collect(corpus: Corpus, backend: MTurkBackend) -> SyncReport:
     """Confirm and approve assignments whose answers we stored; reject submitted ones without an answer;
     expire finished HITs."""
     rep = SyncReport()
-    for hit in Hit.objects.filter(task__corpus=corpus).exclude(hit_id="").select_related("task"):
+    for hit in Hit.objects.filter(task__corpus=corpus).exclude(hit_id="").select_related("task").order_by("id"):
         approved, rejected = set(hit.approved), set(hit.rejected)
         for a in backend.list_assignments(hit.hit_id, statuses=("Submitted", "Approved")):
             aid = a["AssignmentId"]

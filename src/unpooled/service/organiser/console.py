@@ -40,9 +40,9 @@ BUDGET_WARN_SHARE = 0.9
 #: the settings an organiser edits in the console (the rest stays in the Django admin)
 SETTINGS_FIELDS = (
     "backend", "answers_per_item", "lease_seconds", "reward_verify_cents", "reward_entities_cents",
-    "reward_relations_cents", "budget_cents", "submission_budget_cents", "control_share", "block_below_accuracy",
-    "block_min_controls", "aggregation", "target_halfwidth", "min_draws", "max_draws", "exhaustive_documents",
-    "levels", "open_signup",
+    "reward_relations_cents", "reward_clusters_cents", "budget_cents", "submission_budget_cents", "control_share",
+    "block_below_accuracy", "block_min_controls", "aggregation", "target_halfwidth", "min_draws", "max_draws",
+    "exhaustive_documents", "levels", "open_signup",
 )
 MAX_ANSWERS_PER_ITEM = 20
 MIN_LEASE_SECONDS = 60
@@ -325,7 +325,7 @@ def check_settings(corpus: Corpus, values: dict) -> dict:
     lease = num("lease_seconds")
     need("lease_seconds", lease is not None and lease >= MIN_LEASE_SECONDS,
          f"expected at least {MIN_LEASE_SECONDS} seconds, got {v.get('lease_seconds')!r}")
-    for f in ("reward_verify_cents", "reward_entities_cents", "reward_relations_cents"):
+    for f in ("reward_verify_cents", "reward_entities_cents", "reward_relations_cents", "reward_clusters_cents"):
         r = num(f)
         need(f, r is not None and r >= 0, f"expected a non-negative number of cents, got {v.get(f)!r}")
         if backend == Backend.MTURK:

@@ -22,6 +22,7 @@ class SettingsForm(forms.ModelForm):
             "reward_verify_cents": "per answer, in cents",
             "reward_entities_cents": "per answer, in cents",
             "reward_relations_cents": "per answer, in cents",
+            "reward_clusters_cents": "per answer to the cross-document clustering task, in cents",
             "budget_cents": "cap for the whole corpus, in cents (empty: no cap)",
             "submission_budget_cents": "default cap per submission, in cents (empty: no cap)",
             "block_below_accuracy": "block an annotator whose gold-control accuracy is below this "

@@ -24,13 +24,14 @@
     if (e.key === "?" && !typing(e)) { guide.open = !guide.open; e.preventDefault(); }
   });
 
-  // u (and Backspace on a verification item) undoes the last answer, while the server still allows it
+  // u (and Backspace on a verification item) undoes the last answer, while the server still allows it; not on the
+  // clustering page, where u is a group's letter (its Undo button still works)
   const undoForm = document.getElementById("undo-form");
   const undo = () => { if (undoForm) { undoForm.requestSubmit(); return true; } return false; };
   let picking = false;  // the entity task's group picker is open: it has the keys
   document.addEventListener("keydown", (e) => {
     if (typing(e) || picking || e.ctrlKey || e.metaKey || e.altKey) return;
-    if (e.key === "u" || (e.key === "Backspace" && kind === "verify")) { if (undo()) e.preventDefault(); }
+    if ((e.key === "u" && kind !== "clusters") || (e.key === "Backspace" && kind === "verify")) { if (undo()) e.preventDefault(); }
   });
 
   // ------------------------------------------------------------------ verify
@@ -372,9 +373,11 @@
         li.querySelector(".group-tag").textContent = group[i] || "·";
         li.dataset.group = group[i] || "";
       });
-      const used = new Set(group.filter((g) => g));
-      summary.textContent = used.size + " group" + (used.size === 1 ? "" : "s") + " of two or more lines chosen; " +
-        group.filter((g) => !g).length + " lines alone.";
+      const size = new Map();  // a letter on one line only leaves that line alone
+      group.forEach((g) => { if (g) size.set(g, (size.get(g) || 0) + 1); });
+      const many = Array.from(size.values()).filter((k) => k > 1).length;
+      summary.textContent = many + " group" + (many === 1 ? "" : "s") + " of two or more lines chosen; " +
+        group.filter((g) => !g || size.get(g) === 1).length + " lines alone.";
       items[cur].scrollIntoView({ block: "nearest" });
     }
     function value() {
@@ -395,7 +398,7 @@
       else if (e.key === "k" || e.key === "ArrowUp") { cur = Math.max(0, cur - 1); }
       else if (e.key === "Backspace") { group[cur] = null; }
       else if (e.key === "Enter") { e.preventDefault(); form.requestSubmit(); return; }
-      else if (/^[a-z]$/.test(e.key) && e.key !== "j" && e.key !== "k") {
+      else if (/^[a-zA-Z]$/.test(e.key) && e.key !== "j" && e.key !== "k") {  // with Shift: 26 more groups
         group[cur] = group[cur] === e.key ? null : e.key;
         cur = Math.min(items.length - 1, cur + 1);
       } else return;
@@ -403,7 +406,7 @@
       render();
     });
     if (previous && Array.isArray(previous.groups)) {  // a rejected answer comes back
-      const letters = "abcdefghilmnopqrstuvwxyz";
+      const letters = "abcdefghilmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ";
       let n = 0;
       previous.groups.forEach((g) => { if (g.length > 1) { const l = letters[n++ % letters.length]; g.forEach((i) => { if (i < group.length) group[i] = l; }); } });
     }
