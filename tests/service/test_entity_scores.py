@@ -47,6 +47,12 @@ def test_redocred_entity_scores_with_intervals_and_no_linking(shared_data, tmp_p
             assert m["typing"]["lo"] <= m["typing"]["value"] <= m["typing"]["hi"] and m["typing"]["value"] > 0.9
         for k in ("link_p", "link_r", "link_f1"):
             assert m[k]["value"] is None and "no KB links" in m[k]["reason"]
+        # the exhaustive documents' labels come from the simulated crowd's answers, corrected for its rates
+        crowd = es.details["crowd"]
+        with capsys.disabled():
+            print(" crowd", crowd)
+        assert crowd["corrected"]["type"] and 0.8 < crowd["c"] <= 1 and 0.8 < crowd["s1"] <= 1
+        assert any("corrected for the crowd's errors" in n for n in es.details["notes"])
 
     # the cross-document clustering task: created once every sampled document's entity layer was final, answered
     # by the simulated crowd from the gold layer, aggregated with agreement figures, feeding the NIL scores

@@ -842,8 +842,12 @@ def entity_scores(docs: Sequence[ExhaustiveDocument], systems: Sequence[Mapping]
                    for d, ad in zip(docs, ads)]
             ratios = _corrected_ratios(sds, rates, free, K, pi)
             if free:
+                what = {"mark": "mention validity", "type": "types", "pair": "clusters"}
+                done = [w for c, w in what.items() if rates.corrected[c]]
+                left = [w for c, w in what.items() if not rates.corrected[c]]
                 notes.append("the exhaustive documents' labels are corrected for the crowd's errors, estimated "
-                             "from the agreement of its answers")
+                             f"from the agreement of its answers: {', '.join(done)}"
+                             + (f"; {', '.join(left)} from the aggregated layer (rates not identified)" if left else ""))
         metrics: dict[str, Metric] = {}
         nodocs = "no exhaustively annotated document yet"
 
