@@ -86,6 +86,12 @@ def test_fit_rates_jackknife_and_gaps():
     noisy = [DocumentItems(np.full(30, 1), [2] * 30, [0] * 30, [3] * 30, [], []) for _ in range(3)]
     r2 = fit_rates(noisy, 5)
     assert not any(r2.corrected.values()) and not np.any(r2.delta)
+    # what is stored (JSON): no NaN, the pair channel without items gives None
+    import json
+
+    out = r2.to_dict()
+    json.dumps(out, allow_nan=False)
+    assert out["f1"] is None and out["pair_prevalence"] is None
 
 
 # ---------------------------------------------------------------------------- the corrected labels

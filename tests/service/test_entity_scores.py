@@ -205,3 +205,19 @@ def test_clustering_task_posts_to_mturk_like_the_others():
 
     assert Kind.CLUSTERS in TITLES and MTurkConfig().rewards["clusters"] == "1.20"
     assert MTurkConfig.from_env({"UNPOOLED_MTURK_REWARD_CLUSTERS": "0.90"}).rewards["clusters"] == "0.90"
+
+
+def test_weak_crowd_warning_says_whether_the_labels_were_corrected():
+    """The page's warning under a poor crowd: scores from the answers say what the correction assumes; scores
+    from the aggregated layer alone (no answers, or rates not identified) say the layer's errors remain."""
+    from django.template.loader import render_to_string
+
+    base = {"rows": [], "documents": 3, "weak_crowd": True, "accuracy": 0.74, "notes": [], "unscored": []}
+    corrected = render_to_string("web/_submission_entities.html", {"entities": {
+        **base, "layer_corrected": True, "crowd": {"s1": 0.917, "c": 0.909}}})
+    assert 'id="entity-weak-crowd"' in corrected and "corrected for their error rates" in corrected
+    assert "0.92 of the mentions" in corrected and "likely too low" not in corrected
+    layer = render_to_string("web/_submission_entities.html", {"entities": {**base, "layer_corrected": False}})
+    assert 'id="entity-weak-crowd"' in layer and "likely too low" in layer
+    calm = render_to_string("web/_submission_entities.html", {"entities": {**base, "weak_crowd": False}})
+    assert 'id="entity-weak-crowd"' not in calm

@@ -183,7 +183,7 @@ class Rates:
             return None if not math.isfinite(v) else round(float(v), 6)
 
         return {**{p: num(v) for p, v in zip(PARAMS, self.theta)}, "corrected": dict(self.corrected),
-                **self.details}
+                **{k: num(v) if isinstance(v, float) else v for k, v in self.details.items()}}
 
 
 def _fit(items: Sequence[DocumentItems], n_types: int, start=None) -> tuple[np.ndarray, dict]:
