@@ -107,7 +107,7 @@ layer mention the crowd invented would count; the simulated crowds invent none).
 estimated gold cluster size, :math:`\sum_{m' \in S(m)} \tilde\rho / \max(\sum_{m'} \tilde\rho, \cdot)` clipped to
 [0, 1]: a ratio of noisy sums, *not* exactly unbiased (``unpooled simulate entities``, 200 trials: +0.6 and +0.7
 point at accuracy 0.75 with 3 answers, −0.75 with a crowd that also merges clusters; from the layer +1.6, +1.4
-and +2.7).  Mention and linking recall keep the layer's mention set: a non-mention a majority marks counts as a
+and +2.4).  Mention and linking recall keep the layer's mention set: a non-mention a majority marks counts as a
 gold mention missed (−1.0 point of mention recall when each answer marks one a document on average).  The link label trusts the answers' links (their errors are not
 modelled).  Answers are pooled per document; a document without answers keeps its layer labels.  The rates'
 error enters every variance through the delete-one-document differences :math:`\Delta_d` of the refitted rates
