@@ -47,6 +47,12 @@ def test_redocred_entity_scores_with_intervals_and_no_linking(shared_data, tmp_p
             assert m["typing"]["lo"] <= m["typing"]["value"] <= m["typing"]["hi"] and m["typing"]["value"] > 0.9
         for k in ("link_p", "link_r", "link_f1"):
             assert m[k]["value"] is None and "no KB links" in m[k]["reason"]
+        # the exhaustive documents' labels come from the simulated crowd's answers, corrected for its rates
+        crowd = es.details["crowd"]
+        with capsys.disabled():
+            print(" crowd", crowd)
+        assert crowd["corrected"]["type"] and 0.8 < crowd["c"] <= 1 and 0.8 < crowd["s1"] <= 1
+        assert any("corrected for the crowd's errors" in n for n in es.details["notes"])
 
     # the cross-document clustering task: created once every sampled document's entity layer was final, answered
     # by the simulated crowd from the gold layer, aggregated with agreement figures, feeding the NIL scores
@@ -200,3 +206,19 @@ def test_clustering_task_posts_to_mturk_like_the_others():
 
     assert Kind.CLUSTERS in TITLES and MTurkConfig().rewards["clusters"] == "1.20"
     assert MTurkConfig.from_env({"UNPOOLED_MTURK_REWARD_CLUSTERS": "0.90"}).rewards["clusters"] == "0.90"
+
+
+def test_weak_crowd_warning_says_whether_the_labels_were_corrected():
+    """The page's warning under a poor crowd: scores from the answers say what the correction assumes; scores
+    from the aggregated layer alone (no answers, or rates not identified) say the layer's errors remain."""
+    from django.template.loader import render_to_string
+
+    base = {"rows": [], "documents": 3, "weak_crowd": True, "accuracy": 0.74, "notes": [], "unscored": []}
+    corrected = render_to_string("web/_submission_entities.html", {"entities": {
+        **base, "layer_corrected": True, "crowd": {"s1": 0.917, "c": 0.909}}})
+    assert 'id="entity-weak-crowd"' in corrected and "corrected for their error rates" in corrected
+    assert "0.92 of the mentions" in corrected and "likely too low" not in corrected
+    layer = render_to_string("web/_submission_entities.html", {"entities": {**base, "layer_corrected": False}})
+    assert 'id="entity-weak-crowd"' in layer and "likely too low" in layer
+    calm = render_to_string("web/_submission_entities.html", {"entities": {**base, "weak_crowd": False}})
+    assert 'id="entity-weak-crowd"' not in calm

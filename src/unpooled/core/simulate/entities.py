@@ -20,7 +20,13 @@ accuracy ``accuracy``, its label corrected for their error rates (one-coin, from
 ``exhaustive`` documents are sampled uniformly without replacement; each is annotated by 3 annotators who make,
 per gold mention and with probability :math:`1 - \text{accuracy}`, one error (the mention missed, given another
 type, or put in a cluster of its own: the service's simulated crowd), aggregated by
-:func:`~unpooled.core.annotation.answers.aggregate_mentions`; links are copied from the gold layer.
+:func:`~unpooled.core.annotation.answers.aggregate_mentions`; links are copied from the gold layer.  The entity
+scores read the answers themselves (labels corrected for the crowd's rates, estimated from the answers; cells with
+``answers=False`` read the aggregated layer only).  That crowd never marks a non-mention nor merges two entities;
+the cell ``large-noisy`` adds both (per answer and gold mention, probability 0.05 of being put in another entity's
+cluster; :math:`\mathrm{Poisson}(1)` non-mentions marked per answer, at the places where the systems' spurious
+mentions fall), so that the rates :math:`s_0` and :math:`f_0` of :mod:`~unpooled.core.estimators.crowd_channels`
+are not zero.
 
 **The truth** is computed from the gold layer over *all* documents: mention P over every system mention, R over
 every gold mention, typing accuracy over the valid system mentions, linking P over the system-linked mentions,
@@ -59,6 +65,12 @@ class EntityCell:
     exhaustive: int = 30
     draws: int = 150
     k: int = 3
+    #: score from the answers of the exhaustive documents (False: from their aggregated layer only)
+    answers: bool = True
+    #: a noisier crowd: per answer and gold mention, the chance of putting it in another entity's cluster, and
+    #: the mean number of non-mentions marked (0: the service's simulated crowd)
+    merge: float = 0.0
+    spurious: float = 0.0
 
 
 def default_cells() -> list[EntityCell]:
@@ -69,6 +81,7 @@ def default_cells() -> list[EntityCell]:
         EntityCell("small-bad", detect=(0.5, 0.3), false=(0.3, 0.5), rate=(0.4, 0.2), accuracy=0.75, draws=40),
         EntityCell("large-bad-k5", rate=(6.0, 3.0), accuracy=0.75, k=5),
         EntityCell("few-documents", exhaustive=8, accuracy=0.9),
+        EntityCell("large-noisy", rate=(6.0, 3.0), accuracy=0.75, merge=0.05, spurious=1.0),
     ]
 
 
@@ -167,9 +180,12 @@ def _truth(gold, systems, s: int) -> dict:
     return out
 
 
-def _crowd_layer(gms, acc: float, k: int, rng) -> tuple:
+def _crowd_layer(gms, acc: float, k: int, rng, *, merge: float = 0.0, spurious: float = 0.0) -> tuple:
+    """The aggregated layer and the ``k`` answers of one document (module docs; ``merge`` and ``spurious``: the
+    noisier crowd's extra errors, 0 in the service's simulated crowd)."""
     answers = []
     fresh = 10 ** 6
+    ents = sorted({m.cluster for m in gms})
     for _ in range(k):
         out = []
         for m in gms:
@@ -183,10 +199,20 @@ def _crowd_layer(gms, acc: float, k: int, rng) -> tuple:
                 else:
                     fresh += 1
                     d["cluster"] = fresh
+            if merge and len(ents) > 1 and rng.random() < merge:  # put in another entity's cluster
+                d["cluster"] = [e for e in ents if e != m.cluster][int(rng.integers(len(ents) - 1))]
             out.append(d)
+        if spurious and gms:
+            for slot in set(rng.integers(len(gms), size=rng.poisson(spurious)).tolist()):
+                fresh += 1  # a non-mention marked, where the systems' spurious mentions are
+                out.append({"start": 20 * slot + 8, "end": 20 * slot + 12, "type": TYPES[int(rng.integers(5))],
+                            "cluster": fresh, "link": ""})
+        out.sort(key=lambda x: x["start"])
         answers.append({"mentions": out})
     agg = aggregate_mentions(answers)
-    return tuple(Mention(x["start"], x["end"], x["type"], x["cluster"], x["link"]) for x in agg)
+    layer = tuple(Mention(x["start"], x["end"], x["type"], x["cluster"], x["link"]) for x in agg)
+    return layer, tuple(tuple(Mention(x["start"], x["end"], x["type"], x["cluster"], x["link"]) for x in a["mentions"])
+                        for a in answers)
 
 
 def run_trial(cell: EntityCell, rng) -> list[tuple[dict, dict]]:
@@ -244,7 +270,10 @@ def run_trial(cell: EntityCell, rng) -> list[tuple[dict, dict]]:
     # exhaustive sample
     ex = sorted(rng.choice(cell.documents, cell.exhaustive, replace=False).tolist())
     pi = cell.exhaustive / cell.documents
-    docs = [ExhaustiveDocument(str(d), pi, _crowd_layer(gold[d], cell.accuracy, cell.k, rng)) for d in ex]
+    docs = []
+    for d in ex:
+        layer, answers = _crowd_layer(gold[d], cell.accuracy, cell.k, rng, merge=cell.merge, spurious=cell.spurious)
+        docs.append(ExhaustiveDocument(str(d), pi, layer, answers if cell.answers else ()))
     sysmaps = [{str(d): systems[s][d] for d in ex} for s in range(m)]
     counts, spans = [], []
     for s in range(m):
@@ -255,7 +284,7 @@ def run_trial(cell: EntityCell, rng) -> list[tuple[dict, dict]]:
         for d, a, b in used:
             sp_.setdefault(str(d), set()).add((a, b))
         spans.append(sp_)
-    res = entity_scores(docs, sysmaps, mention_counts=counts, argument_spans=spans, arguments=ap)
+    res = entity_scores(docs, sysmaps, mention_counts=counts, argument_spans=spans, arguments=ap, types=TYPES)
     out = []
     for s in range(m):
         est = {k: (res[s].metrics[k].value, res[s].metrics[k].lo, res[s].metrics[k].hi) for k in METRICS}

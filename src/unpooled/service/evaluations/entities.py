@@ -3,7 +3,8 @@
 The formulas are in :mod:`unpooled.core.estimators.entities`; this module only gathers what they need:
 
 * the exhaustive documents (:class:`~unpooled.service.annotation.models.ExhaustiveDocument`) whose entity task is
-  complete, each with its inclusion probability and aggregated layer (mentions, types, clusters, links);
+  complete, each with its inclusion probability, aggregated layer (mentions, types, clusters, links) and the
+  counted answers it was aggregated from (the core corrects its labels with them) and the schema's entity types;
 * every submission's mentions in those documents (its entity's type and first KB link), and which of them are
   arguments of its relation instances;
 * the relation evaluation's design at one level (its draws, the rows of :math:`p_i`, the instances' spans), and
@@ -46,17 +47,27 @@ MATCH = "overlap"
 _COUNTS: dict = {}
 
 
+def _mentions(value) -> tuple:
+    return tuple(Mention(int(m["start"]), int(m["end"]), m.get("type"), m.get("cluster"), m.get("link") or "")
+                 for m in (value or {}).get("mentions", []))
+
+
 def exhaustive_documents(corpus: Corpus) -> list[ExhaustiveDocument]:
-    """The sampled documents whose entity layer is final, with their inclusion probabilities."""
+    """The sampled documents whose entity layer is final, with their inclusion probabilities, aggregated layers
+    and the answers counted (weight above 0, by an annotator not blocked: those the layer was aggregated from,
+    :func:`~unpooled.service.annotation.actions.complete_task`), which the core corrects the labels with."""
     incl = dict(ExDoc.objects.filter(corpus=corpus).values_list("document_id", "inclusion"))
-    out = []
-    for doc_pk, doc_id, result in (Task.objects.filter(corpus=corpus, kind=Kind.ENTITIES, key="",
-                                                       status=Task.Status.COMPLETE, document_id__in=list(incl))
-                                   .order_by("document_id").values_list("document_id", "document__doc_id", "result")):
-        ms = tuple(Mention(int(m["start"]), int(m["end"]), m.get("type"), m.get("cluster"), m.get("link") or "")
-                   for m in (result or {}).get("mentions", []))
-        out.append(ExhaustiveDocument(doc_id, float(incl[doc_pk]), ms))
-    return out
+    tasks = list(Task.objects.filter(corpus=corpus, kind=Kind.ENTITIES, key="", status=Task.Status.COMPLETE,
+                                     document_id__in=list(incl))
+                 .order_by("document_id").values_list("id", "document_id", "document__doc_id", "result"))
+    answers: dict = defaultdict(list)
+    for task_id, value in (Answer.objects.filter(task_id__in=[t[0] for t in tasks], weight__gt=0,
+                                                 annotator__blocked=False)
+                           .order_by("task_id", "id").values_list("task_id", "value").iterator(chunk_size=2000)):
+        if isinstance(value, dict):
+            answers[task_id].append(_mentions(value))
+    return [ExhaustiveDocument(doc_id, float(incl[doc_pk]), _mentions(result), tuple(answers.get(task_id, ())))
+            for task_id, doc_pk, doc_id, result in tasks]
 
 
 def _arguments(scored, subs: list[Submission]) -> tuple[dict | None, dict]:
@@ -225,7 +236,8 @@ def compute(corpus: Corpus, *, level: str | None = None) -> list[EntityScore]:
 
     identity = nil_identity(corpus)
     results = entity_scores(docs, systems, mention_counts=counts, argument_spans=arg_spans, arguments=arguments,
-                            match=MATCH, nil_identity=identity or None, confidence=CONFIDENCE)
+                            match=MATCH, nil_identity=identity or None, confidence=CONFIDENCE,
+                            types=sorted(corpus.schema.schema().entity_types) or None)
     newest = {e.submission_id: e for e in EntityScore.objects.filter(submission__in=subs).order_by("id")}
     out = []
     layer_links = any(mm.link for d in docs for mm in d.mentions)
@@ -261,9 +273,10 @@ def rows_for_display(es: EntityScore | None) -> list[dict]:
     return out
 
 
-#: below this estimated accuracy of the crowd's mention judgements, the page warns that the exhaustive layer's
-#: types and clusters are biased (``unpooled simulate entities``: at 0.75 with 3 answers, typing -2.9 and NIL
-#: B-cubed precision -4.4 points; with 5 answers -0.4 and -1.9)
+#: below this estimated accuracy of the crowd's mention judgements, the page warns: scores computed from the
+#: aggregated layer alone are biased (``unpooled simulate entities``: at 0.75 with 3 answers, typing -2.9 and NIL
+#: B-cubed precision -4.4 points; with 5 answers -0.4 and -1.9); scores from the answers are corrected, but rest on
+#: the crowd's rates being alike across mentions, and NIL B-cubed recall only approximately (+0.5 to +1 point)
 WARN_ACCURACY = 0.85
 
 
@@ -298,6 +311,8 @@ def page_context(sub: Submission) -> dict | None:
         "parts": det.get("parts") or {}, "notes": det.get("notes") or [], "match": det.get("match"),
         "accuracy": acc, "corrected": rates.get("corrected"), "unjudged": ver.get("draws_unjudged") or 0,
         "weak_crowd": acc is not None and acc < WARN_ACCURACY,
+        "crowd": det.get("crowd") or {},
+        "layer_corrected": any(((det.get("crowd") or {}).get("corrected") or {}).values()),
         "unscored": [{"reason": k, "metrics": v} for k, v in unscored.items()],
         "layer_has_links": det.get("layer_has_links"), "nil_across": det.get("nil_across_documents"),
     }
