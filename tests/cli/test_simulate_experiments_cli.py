@@ -63,3 +63,37 @@ def test_entities_table_and_json(tmp_path, capsys):
     row = data["cells"][0]["rows"][0]
     assert set(row) == {"metric", "bias_pts", "rmse_pts", "width", "coverage", "coverage_se", "defined", "intervals"}
     assert main(["simulate", "entities", "--trials", "1", "--cells", "nope"]) != 0
+
+
+def test_reference_table_and_json(tmp_path, capsys):
+    """``unpooled simulate reference``: the reference's and a system's precision per cell, the rates' sources."""
+    out = tmp_path / "ref.json"
+    code = main(["simulate", "reference", "--trials", "3", "--seed", "2", "--cells",
+                 "crowd 0.9 / 60 instances,crowd 0.75 / 300 without controls", "--json", str(out)])
+    text = capsys.readouterr().out
+    assert code == 0 and "ref bias" in text and "rates from" in text and "dawid-skene 3" in text
+    data = json.loads(out.read_text())
+    assert [c["cell"] for c in data["cells"]] == ["crowd 0.9 / 60 instances", "crowd 0.75 / 300 without controls"]
+    for cell in data["cells"]:
+        for t in ("reference", "system"):
+            assert 0 <= cell[t]["width"] <= cell[t]["width_max"] <= 1 and 0 <= cell[t]["coverage"] <= 1
+            assert abs(cell[t]["bias"]) < 0.5
+    assert data["cells"][0]["sources"] == {"semi": 3}
+    assert main(["simulate", "reference", "--trials", "1", "--cells", "nope"]) != 0
+
+
+def test_reference_trial_truth_and_routing():
+    """One trial of the core experiment: the truth is each target's realised share of correct instances, and the
+    estimates lie in their intervals."""
+    import numpy as np
+
+    from unpooled.core.simulate.reference import ReferenceCell, run_trial
+
+    est, truth, source = run_trial(ReferenceCell("t", ref_size=40, draws=50, controls=40), np.random.default_rng(3))
+    assert source in ("semi", "items") and set(est) == set(truth) == {"reference", "system"}
+    for t, (p, lo, hi) in est.items():
+        assert 0 <= lo <= p <= hi <= 1 and 0 <= truth[t] <= 1
+    with pytest.raises(Exception, match="trials"):
+        from unpooled.core.simulate.reference import run_cell
+
+        run_cell(ReferenceCell("t"), 0)

@@ -75,11 +75,11 @@ def test_shifted_replicates_move_with_the_point_fit():
     assert moved[0][0][2] == pytest.approx(0.9) and moved[0][1][2] == pytest.approx(0.05)  # a new worker: no deviation
 
 
-def _crowd(acc_items, acc_controls, n_items=300, n_controls=100, workers=10, seed=0):
+def _crowd(acc_items, acc_controls, n_items=300, n_controls=100, workers=10, seed=0, prevalence=0.6):
     from unpooled.core.annotation.confusion import VerifyAnswers
 
     rng = np.random.default_rng(seed)
-    truth = np.concatenate([rng.random(n_items) < 0.6, np.arange(n_controls) % 2 == 0])
+    truth = np.concatenate([rng.random(n_items) < prevalence, np.arange(n_controls) % 2 == 0])
     control = np.concatenate([np.full(n_items, -1), truth[n_items:].astype(int)])
     item = np.repeat(np.arange(n_items + n_controls), 3)
     worker = np.concatenate([rng.choice(workers, 3, replace=False) for _ in range(n_items + n_controls)])
@@ -93,7 +93,7 @@ def test_controls_easier_than_the_items_send_the_fit_to_the_items():
     from unpooled.core.annotation.confusion import control_mismatch, fit_preferred, items_only, preferred_source
 
     same = _crowd(0.8, 0.8)
-    assert control_mismatch(same) < 2 and preferred_source(same) == "semi"
+    assert (control_mismatch(same) is None or control_mismatch(same) < 2) and preferred_source(same) == "semi"
     easy = _crowd(0.7, 0.95)
     assert control_mismatch(easy) > 4 and preferred_source(easy) == "items"
     source, (sens, fpr), reps = fit_preferred(easy, replicates=5, rng=1)
@@ -105,3 +105,49 @@ def test_controls_easier_than_the_items_send_the_fit_to_the_items():
     # no controls of both classes: no comparison, Dawid-Skene on everything
     none = _crowd(0.8, 0.8, n_controls=0)
     assert control_mismatch(none) is None and preferred_source(none) == "dawid-skene"
+
+
+def test_items_of_one_class_do_not_overrule_the_controls():
+    """Every item correct (a human reference and a system as good as it): Dawid-Skene on the items alone cannot
+    tell a crowd that errs from a few incorrect items, so its rates are no evidence against the controls.  The
+    controls are answered somewhat worse than the items here (accuracy 0.7 against 0.8): the old rule compared
+    them with the items' own fit, which stops anywhere on a flat ridge, and sent the rates to it (seeds 1 and 2)."""
+    from unpooled.core.annotation.confusion import (
+        ITEMS_MIN_LR, control_mismatch, ds_fit, items_loglik, items_only, preferred_source, real_items,
+    )
+
+    for seed in range(4):
+        a = _crowd(0.8, 0.7, seed=seed, prevalence=1.0, n_items=250)
+        assert control_mismatch(a) is None and preferred_source(a) == "semi"
+        # the items' own rates differ from the anchored ones but explain their votes hardly better
+        sub = items_only(a)
+        s_x, e_x, post = ds_fit(sub)
+        s_a, e_a, anchored = ds_fit(a, clamp_controls=True)
+        gain = 2 * (items_loglik(sub, s_x, e_x, post.mean()) - items_loglik(sub, s_a, e_a,
+                                                                          anchored[real_items(a)].mean()))
+        assert gain <= ITEMS_MIN_LR
+    # both classes among the items and the same crowd: nothing to see
+    same = _crowd(0.8, 0.8, prevalence=0.6)
+    assert control_mismatch(same) is None or control_mismatch(same) < 2
+
+
+def test_items_loglik_by_hand():
+    from unpooled.core.annotation.confusion import VerifyAnswers, items_loglik
+
+    # item 0: worker 0 yes, worker 1 no; item 1: worker 1 yes
+    a = VerifyAnswers(np.array([0, 0, 1]), np.array([0, 1, 1]), np.array([1, 0, 1]), ["a", "b"],
+                      np.array([-1, -1]), 2)
+    sens, fpr, rho = np.array([0.9, 0.8]), np.array([0.2, 0.1]), 0.7
+    want = (np.log(rho * 0.9 * 0.2 + (1 - rho) * 0.2 * 0.9) + np.log(rho * 0.8 + (1 - rho) * 0.1))
+    assert items_loglik(a, sens, fpr, rho) == pytest.approx(want)
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_a_crowd_at_chance_on_the_items_still_sends_the_fit_to_them(seed):
+    """Items of both classes answered at random (accuracy 0.5), controls at 0.9: the items do identify that the
+    crowd tells their classes apart no better than chance, and the rates come from them (the guard above is about
+    the items' classes, not about how well the crowd separates them)."""
+    from unpooled.core.annotation.confusion import CONTROL_MISMATCH_Z, control_mismatch, preferred_source
+
+    a = _crowd(0.5, 0.9, seed=seed)
+    assert control_mismatch(a) > CONTROL_MISMATCH_Z and preferred_source(a) == "items"

@@ -205,3 +205,43 @@ def test_breakdown_from_votes_agrees_with_the_whole_system():
     b = subset_scores(d, 1, groups, np.zeros(d.n0, np.int64), n_groups=2, votes=v, zero_division="nan")
     ok = ~np.isnan(b.p)
     assert np.all((b.p_ci[0][ok] <= b.p[ok]) & (b.p[ok] <= b.p_ci[1][ok]))
+
+
+@pytest.mark.parametrize("acc, lowest", [(0.9, 0.9), (0.75, 0.85)])
+def test_a_precision_estimated_at_1_has_a_narrow_interval(acc, lowest):
+    """Sixty items, all correct, each answered by 3 of 6 workers of known accuracy, drawn 200 times: every
+    seed whose estimate is 1 gets an interval about as wide as a binomial 60 of 60 (Wilson's lower bound 0.957; 0.947 at seed 0),
+    not [0.004, 1] (seed 0 at accuracy 0.9 before the expected information was used at the bound).  At the bound the observed information holds none of the contrary vote patterns the votes'
+    variance weighs (their kappa is unbounded there); the expected information is used for both."""
+    from unpooled.core.estimators.noisy import _patterns, item_log_lr
+
+    at_one = 0
+    for seed in range(12):
+        rng = np.random.default_rng(seed)
+        f = np.ones(60)
+        P = sp.csr_matrix(np.full((1, 60), 1 / 60))
+        xs = rng.integers(0, 60, 200)
+        d = make_design(P, np.zeros(200, int), xs, f[xs], np.ones((1, 5), bool))
+        v = _votes(np.unique(xs), f, rng, acc=acc, U=60)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            s = estimate(d, estimator="simple", votes=v)
+        if s.p[0] < 1:
+            continue
+        at_one += 1
+        assert s.p_ci[0][0] > lowest, (seed, s.p_ci)
+        # the votes' variance at the bound: sum_x r(x) p(x)^2 V_x / J_exp^2 with J_exp = sum_x c(x) V_x, c(x) the
+        # item's share of the draws, r(x) = c(x) / p(x) its importance ratio, p(x) = 1/60
+        codes = np.unique(xs)
+        c = np.bincount(xs, minlength=60)[codes] / 200
+        pat = _patterns(v, codes)
+        lam = item_log_lr(v, 60)[codes]
+        V = np.empty(len(codes))
+        for g, (lv, p1, p0) in enumerate(pat.groups):
+            items = np.flatnonzero(pat.grp == g)
+            k = kappa(lv[pat.pos[items]], 1.0)
+            V[items] = (k * k * p1[pat.pos[items]]).sum(-1)
+        assert np.isfinite(lam).all()
+        want = (c * 60 * (1 / 60) ** 2 * V).sum() / (c * V).sum() ** 2
+        assert s.var_parts["votes"]["p"][0] == pytest.approx(want, rel=1e-6)
+    assert at_one >= 3

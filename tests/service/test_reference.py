@@ -99,6 +99,8 @@ def test_human_reference_end_to_end(shared_data, tmp_path, monkeypatch):
     assert 0 <= score.r_lo <= score.r <= score.r_hi <= 1 and 0 <= score.f1_lo <= score.f1 <= score.f1_hi <= 1
     assert not Score.objects.filter(submission=ref).exclude(estimator="reference/capture").exists()
     sample = score.details["sample"]
+    # no gold controls in this corpus: the rates come from Dawid-Skene alone, and the score says so
+    assert any("no gold controls" in w for w in score.details["warnings"])
     assert sample["found"] > 0 and sample["missed"] >= 0 and score.details["truth"]["gold"] > 0
     # the leaderboard: a marked row without a rank, placed by its F1
     rows = leaderboard(corpus)["rows"]
@@ -244,3 +246,32 @@ def test_evaluate_cli_scores_the_human_reference(shared_data, tmp_path, capsys):
     assert main(["evaluate", "--corpus", "evref", "--reference"]) == 0
     out = capsys.readouterr().out
     assert any(line.lstrip().startswith("- human reference (exhaustive annotation)") for line in out.splitlines())
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("seed", [0, 2])
+def test_the_references_precision_interval_is_informative_with_gold_controls(shared_data, tmp_path, capsys, seed):
+    """``unpooled evaluate --reference`` as the demo runs it (a simulated crowd of accuracy 0.8, 100 gold controls
+    offered at the default share, 8 documents annotated exhaustively, the reference's 200 draws), on 30 Re-DocRED
+    documents whose DocRED-original run is as good as the reference (true precision 1 for both): every verified
+    item is nearly always correct.  The reference's 90% precision interval is at most 0.3 wide and holds the
+    truth.  Before, the rates were taken from Dawid-Skene on those items alone (which cannot identify them) and
+    the reference's precision was 0 in [0, 1] at both seeds; with the rates anchored by the controls
+    (confusion.ITEMS_MIN_LR) seed 2's estimate of 1 still had [0.716, 1] (the votes' variance at the bound); now
+    0.995 in [0.900, 1] and 1 in [0.817, 1]."""
+    import json
+
+    from unpooled.cli.main import main
+
+    name = f"refci{seed}"
+    load_redocred_subset(shared_data, tmp_path, 30, name, team="DocRED-original", run="hwe", control_share=0.1)
+    code = main(["evaluate", "--corpus", name, "--documents", "8", "--labels", "60", "--reference", "--json",
+                 "--seed", str(seed)])
+    rows = json.loads(capsys.readouterr().out)
+    human = rows[-1]
+    assert code == 0 and human["run"] == "human reference" and human["draws"] == 200
+    width = human["p_hi"] - human["p_lo"]
+    assert width < 0.3, human
+    details = Score.objects.filter(submission_id=human["submission"]).order_by("-id").first().details
+    assert not any("no gold controls" in w for w in details["warnings"])
+    assert human["p_lo"] - 1e-9 <= human["truth"]["p"] <= human["p_hi"] + 1e-9, human

@@ -98,6 +98,8 @@ EXAMPLES: dict[str, tuple[str, ...]] = {
                             "unpooled simulate estimators --trials 100 --json -"),
     "simulate adaptive": ("unpooled simulate adaptive --trials 100 --plot adaptive.svg",),
     "simulate regimes": ("unpooled simulate regimes --trials 100 --json regimes.json",),
+    "simulate reference": ("unpooled simulate reference --trials 100",
+                           "unpooled simulate reference --trials 20 --cells 'crowd 0.9 / 60 instances' --json -"),
     "simulate unassessed": ("unpooled simulate unassessed --trials 100",),
     "simulate entities": ("unpooled simulate entities --trials 200", "unpooled simulate entities --trials 50 --cells "
                           "large-good,small-bad --json entities.json"),

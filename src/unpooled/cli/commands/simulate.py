@@ -490,6 +490,36 @@ def run_regimes_cli(args) -> int:
 
 
 # ---------------------------------------------------------------------------------------------
+# reference
+
+
+def run_reference_cli(args) -> int:
+    from unpooled.core.simulate.reference import default_cells, format_table, run_cell
+
+    from ..main import CommandError
+
+    check_common(args)
+    cells = select_cells(default_cells(), args.cells)
+    rows = []
+    t0 = time.time()
+    with progress_bar(total=len(cells), desc="reference", unit="cell") as bar:
+        for j, cell in enumerate(cells):
+            rows.append(run_cell(cell, args.trials, seed=args.seed + 1000 * j).summary())
+            bar.update(1)
+    if args.plot:
+        raise CommandError("--plot: the reference experiment prints a table (use --json for the figures)")
+    if args.json:
+        write_json(args.json, {"experiment": "reference", "trials": args.trials, "seed": args.seed,
+                               "seconds": round(time.time() - t0, 1), "cells": rows})
+        if args.json == "-":
+            return 0
+    print(f"the human reference's precision: {args.trials} trials per cell, seed {args.seed}, "
+          f"{time.time() - t0:.0f} s")
+    print(format_table(rows))
+    return 0
+
+
+# ---------------------------------------------------------------------------------------------
 # unassessed
 
 
@@ -677,6 +707,11 @@ EXPERIMENTS: dict[str, Experiment] = {
              "is told wrongly), 2 to 300 systems, label reuse and adaptive stopping; scored as the service scores "
              "(from the crowd's votes, error rates fitted with gold controls)",
         add_arguments=add_regimes_arguments, run=run_regimes_cli, trials=100),
+    "reference": Experiment(
+        help="the human reference's precision (the exhaustive annotation verified by the crowd, its items routed "
+             "away from their makers) beside a system's of as many draws: bias, width and coverage of the 90%% "
+             "intervals for good and poor crowds, few and many reference instances, with and without gold controls",
+        add_arguments=add_cells_argument, run=run_reference_cli, trials=100),
     "unassessed": Experiment(
         help="recall from pooled and unassessed output (seed 002): agreement-stratified recall and its combination "
              "with the exhaustive sample against the joint estimator: bias, width, coverage, relative efficiency",

@@ -13,6 +13,11 @@ for is never routed to an annotator who answered that document's exhaustive task
 (:func:`unpooled.service.annotation.actions.not_own_exhaustive`), and such an annotator's answers to an open item
 it joins are discounted.  (A key already labelled before the reference asked, for a system, keeps its label.)
 
+Its instances are nearly all correct, so the crowd's error rates behind that precision must be anchored by gold
+controls: the items alone do not identify them (:func:`unpooled.core.annotation.confusion.control_mismatch`), and
+without controls the interval is wide (a warning in the score's details).  ``unpooled simulate reference``
+measures the interval beside a system's of as many draws.
+
 **Recall** cannot come from the exhaustive sample (it *is* that sample: recall 1 by construction).  It comes from
 the systems' instances in the same documents, within one sentence (the protocol's support), verified by the
 crowd: the share of the correct ones the reference finds (:mod:`unpooled.core.estimators.reference`, a
@@ -285,6 +290,12 @@ def score(corpus: Corpus) -> Score | None:
         "precision: a uniform sample of the reference's instances verified by annotators other than its makers; "
         "recall: the share of the systems' verified instances in the same documents (within one sentence) it "
         "finds (unpooled.core.estimators.reference); 90% intervals"), "warnings": []}
+    conf = rates.confusions(corpus)
+    if conf is not None and conf.source == "dawid-skene":
+        details["warnings"].append(
+            "no gold controls of both classes answered: the crowd's error rates come from Dawid-Skene on items "
+            "nearly all correct, which hardly identifies them, so the precision interval is wide (gold controls "
+            "anchor them: unpooled annotate controls)")
     if got["sample"]["found"] + got["sample"]["missed"] == 0:
         details["warnings"].append("no system instance in the exhaustively annotated documents yet: recall needs "
                                    "some to be verified")
