@@ -77,14 +77,17 @@ def test_simulate_documents_regimes_cover_every_scheme_size_and_system():
     from unpooled.core.simulate.documents import SCHEMES
 
     rows = document_regimes(None)          # without the shared data: the synthetic world only
-    assert len(rows) == len(DOCUMENT_SYSTEMS) * len(DOCUMENT_SIZES) * len(SCHEMES)
-    assert {(r[1], r[2]) for r in rows} == {(s, n) for s in SCHEMES for n in DOCUMENT_SIZES}
+    sizes = [n for block in DOCUMENT_SIZES for n in block]
+    assert len(rows) == len(DOCUMENT_SYSTEMS) * len(sizes) * len(SCHEMES)
+    assert {(r[1], r[2]) for r in rows} == {(s, n) for s in SCHEMES for n in sizes}
+    first = len(DOCUMENT_SYSTEMS) * len(DOCUMENT_SIZES[0]) * len(SCHEMES)
+    assert {r[2] for r in rows[:first]} == set(DOCUMENT_SIZES[0])     # later sizes come after (earlier seeds kept)
     assert all(r[3] is None for r in rows)           # the service's defaults
     assert len({r[0] for r in rows}) == len(DOCUMENT_SYSTEMS)
     recalls = sorted({r for r, _ in DOCUMENT_SYSTEMS})
     tilts = sorted({t for _, t in DOCUMENT_SYSTEMS})
     assert recalls[0] <= 0.3 and recalls[-1] >= 0.8 and tilts[0] == 0 and tilts[-1] > 0
-    assert min(DOCUMENT_SIZES) <= 20 and max(DOCUMENT_SIZES) >= 60
+    assert min(sizes) <= 20 and max(sizes) >= 60
     shares = document_regimes(None, shares=True)
     assert {r[3] for r in shares if r[1] == "seed"} == {0.2, 0.3}
 

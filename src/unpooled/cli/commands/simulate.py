@@ -589,8 +589,9 @@ def add_documents_arguments(p: argparse.ArgumentParser) -> None:
                                                      "across processes)")
 
 
-#: the sample sizes of the regimes table: few documents and the usual hundred
-DOCUMENT_SIZES = (15, 100)
+#: the sample sizes of the regimes table: few documents and the usual hundred, then (rows 65 on, so that the
+#: first rows keep their seeds) 40, where :data:`unpooled.core.sampling.documents.FEW_DOCUMENTS` was decided
+DOCUMENT_SIZES = ((15, 100), (40,))
 #: the systems of the regimes table: (recall, tilt), tilt > 0 when the system finds more in documents about
 #: frequent entities (the documents the entity-driven schemes prefer)
 DOCUMENT_SYSTEMS = ((0.3, 0.0), (0.3, 1.0), (0.8, 0.0), (0.8, 1.0))
@@ -625,9 +626,10 @@ def document_regimes(data, *, quick: bool = False, shares: bool = False) -> list
                                              rng=21 + j))
             worlds.append(_world_factory(synthetic_world, 2000, zipf=1.1, recall=r, tilt=tilt, rng=31 + j,
                                          name=f"zipf1.1 {label}"))
-        for make in worlds:
-            for size in DOCUMENT_SIZES:
-                rows += [(make, scheme, size, None, 30) for scheme in SCHEMES]
+        for sizes in DOCUMENT_SIZES:
+            for make in worlds:
+                for size in sizes:
+                    rows += [(make, scheme, size, None, 30) for scheme in SCHEMES]
         return rows
     rows = []
     if data is not None:
