@@ -732,8 +732,9 @@ EXPERIMENTS: dict[str, Experiment] = {
              "coverage of their 90%% intervals for small and large systems, good and poor crowds, few documents",
         add_arguments=add_entities_arguments, run=run_entities_cli, trials=200),
     "documents": Experiment(
-        help="recall under the document-sampling schemes (uniform, two-stage TF-IDF, the seed's query-entity "
-             "scheme with Monte Carlo inclusion probabilities): bias, coverage and width of 90%% intervals, and the "
-             "bias of the naive ratio that ignores inclusion probabilities",
+        help="recall under the document-sampling schemes (uniform, two-stage TF-IDF, single-stage tfidf, the seed's "
+             "query-entity scheme with Monte Carlo inclusion probabilities) at 15, 100 and 40 documents, for systems "
+             "of low and high recall, tilted or not, on Re-DocRED and a power-law corpus: bias, coverage and width "
+             "of 90%% intervals, and the bias of the naive ratio that ignores inclusion probabilities",
         add_arguments=add_documents_arguments, run=run_documents_cli, trials=400),
 }
