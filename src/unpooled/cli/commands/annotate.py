@@ -211,9 +211,8 @@ def cmd_request(args) -> int:
 
 def cmd_documents(args) -> int:
     setup_django()
-    from unpooled.service.annotation.sampling import sample_documents
-
     from unpooled.core.sampling import small_sample_warning
+    from unpooled.service.annotation.sampling import sample_documents
 
     corpus = _corpus(args.corpus)
     sample, made = sample_documents(corpus, args.scheme, args.size, seed=args.seed)
