@@ -77,3 +77,16 @@ def test_annotate_errors(capsys, corpus_and_submission):
     assert code == 3 and "none yet" in err
     code, _, err = run(capsys, "annotate", "request", 999)
     assert code == 3 and "submission 999: no such submission" in err
+
+
+@pytest.mark.django_db
+def test_annotate_documents_warns_below_the_floor(capsys, corpus_and_submission):
+    code, out, err = run(capsys, "annotate", "documents", "--corpus", "cli-ann", "--scheme", "uniform", "--size", 5)
+    assert code == 0 and "5 documents sampled (uniform)" in out
+    assert "warning: 5 documents (uniform) are few for recall" in err and "sample at least 40 documents" in err
+
+
+@pytest.mark.django_db
+def test_annotate_documents_of_the_whole_corpus_does_not_warn(capsys, corpus_and_submission):
+    code, out, err = run(capsys, "annotate", "documents", "--corpus", "cli-ann", "--scheme", "uniform", "--size", 12)
+    assert code == 0 and "12 documents sampled (uniform)" in out and "few for recall" not in err

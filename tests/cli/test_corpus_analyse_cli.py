@@ -70,3 +70,31 @@ def test_simulate_documents_quick(capsys, tmp_path):
     assert code == 0 and "naive bias" in table
     rows = json.loads(out.read_text())["rows"]
     assert rows and all(0 <= r["coverage"] <= 1 and r["trials"] == 4 for r in rows)
+
+
+def test_simulate_documents_regimes_cover_every_scheme_size_and_system():
+    from unpooled.cli.commands.simulate import DOCUMENT_SIZES, DOCUMENT_SYSTEMS, document_regimes
+    from unpooled.core.simulate.documents import SCHEMES
+
+    rows = document_regimes(None)          # without the shared data: the synthetic world only
+    sizes = [n for block in DOCUMENT_SIZES for n in block]
+    assert len(rows) == len(DOCUMENT_SYSTEMS) * len(sizes) * len(SCHEMES)
+    assert {(r[1], r[2]) for r in rows} == {(s, n) for s in SCHEMES for n in sizes}
+    first = len(DOCUMENT_SYSTEMS) * len(DOCUMENT_SIZES[0]) * len(SCHEMES)
+    assert {r[2] for r in rows[:first]} == set(DOCUMENT_SIZES[0])     # later sizes come after (earlier seeds kept)
+    assert all(r[3] is None for r in rows)           # the service's defaults
+    assert len({r[0] for r in rows}) == len(DOCUMENT_SYSTEMS)
+    recalls = sorted({r for r, _ in DOCUMENT_SYSTEMS})
+    tilts = sorted({t for _, t in DOCUMENT_SYSTEMS})
+    assert recalls[0] <= 0.3 and recalls[-1] >= 0.8 and tilts[0] == 0 and tilts[-1] > 0
+    assert min(sizes) <= 20 and max(sizes) >= 60
+    shares = document_regimes(None, shares=True)
+    assert {r[3] for r in shares if r[1] == "seed"} == {0.2, 0.3}
+
+
+def test_simulate_documents_rows_print_the_share(capsys, tmp_path):
+    out = tmp_path / "d.json"
+    code, table, _ = run(capsys, "simulate", "documents", "--rows", "3", "--trials", 3, "--json", out)
+    rows = json.loads(out.read_text())["rows"]
+    assert code == 0 and len(rows) == 1 and rows[0]["scheme"] == "tfidf" and rows[0]["size"] == 15
+    assert "share" in table and "tfidf" in table

@@ -15,7 +15,7 @@ from unpooled.core.sampling.analysis import (
     analyse_corpus, analyse_sample, analyse_schemes, buckets, corpus_entities, entity_key, figures_svg,
     format_tables, frequency_thresholds, mean_analysis,
 )
-from unpooled.core.simulate.documents import recall_with_interval, run_scheme, synthetic_world
+from unpooled.core.simulate.documents import default_defensive, draw, recall_with_interval, run_scheme, synthetic_world
 
 NAMES = [["Obama", "Paris"], ["paris", "France"], ["Obama"], [], ["France", "Merkel"], ["Obama", "Berlin"]]
 RELS = [["per:visited"], ["loc:in", "loc:in"], [], [], ["per:met"], ["per:visited", "per:met"]]
@@ -116,7 +116,7 @@ def test_recall_interval_by_hand():
     assert all(math.isnan(v) for v in recall_with_interval([0], [0], [1.0]))
 
 
-@pytest.mark.parametrize("scheme", ["uniform", "seed"])
+@pytest.mark.parametrize("scheme", ["uniform", "two-stage", "tfidf", "seed"])
 def test_recall_under_the_schemes_is_unbiased_on_a_small_world(scheme):
     """A quick version of `unpooled simulate documents` (the full table is in the report): bias within
     3 Monte Carlo standard errors, coverage of the 90% intervals near 0.9."""
@@ -130,3 +130,21 @@ def test_synthetic_world_is_reproducible():
     a = synthetic_world(50, rng=3)
     b = synthetic_world(50, rng=3)
     assert a.texts == b.texts and np.array_equal(a.x, b.x) and 0 < a.recall < 1
+
+
+@pytest.mark.parametrize("scheme", ["uniform", "two-stage", "tfidf", "seed"])
+def test_simulated_draws_use_the_service_defaults(scheme):
+    """The simulation draws each scheme with the share the service uses (and an explicit one when given)."""
+    from unpooled.core.sampling.documents import TFIDF_DEFENSIVE, TWO_STAGE_DEFENSIVE
+    from unpooled.core.sampling.seed import DEFENSIVE
+
+    assert default_defensive(scheme) == {"uniform": 0.0, "two-stage": TWO_STAGE_DEFENSIVE, "tfidf": TFIDF_DEFENSIVE,
+                                         "seed": DEFENSIVE}[scheme]
+    w = synthetic_world(200, n_entities=300, rng=2)
+    s = draw(w, scheme, 30, np.random.default_rng(0), replicates=20)
+    assert s.scheme == scheme and np.all((s.inclusion > 0) & (s.inclusion <= 1))
+    assert len(np.unique(s.indices)) == len(s)
+    row = run_scheme(w, scheme, 30, trials=3, defensive=None if scheme == "uniform" else 0.7, replicates=20, rng=0)
+    assert row.defensive == (0.0 if scheme == "uniform" else 0.7) and row.trials == 3
+    with pytest.raises(InvalidInputError, match="scheme: expected one of uniform, two-stage, tfidf, seed"):
+        draw(w, "magic", 30, np.random.default_rng(0))

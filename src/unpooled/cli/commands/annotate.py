@@ -211,10 +211,14 @@ def cmd_request(args) -> int:
 
 def cmd_documents(args) -> int:
     setup_django()
+    from unpooled.core.sampling import small_sample_warning
     from unpooled.service.annotation.sampling import sample_documents
 
     corpus = _corpus(args.corpus)
     sample, made = sample_documents(corpus, args.scheme, args.size, seed=args.seed)
+    warning = small_sample_warning(args.scheme, args.size, corpus.n_documents)
+    if warning:
+        print(f"warning: {warning}", file=sys.stderr)
     out = {"corpus": corpus.name, "scheme": args.scheme, "sampled": int(len(sample.indices)), "new_documents": made}
     if args.json:
         print(json.dumps(out))

@@ -612,43 +612,85 @@ def add_documents_arguments(p: argparse.ArgumentParser) -> None:
                    help="Monte Carlo re-simulations per sample for the seed scheme's inclusion probabilities "
                         "(default 200)")
     p.add_argument("--quick", action="store_true", help="only the Re-DocRED seed-scheme regime at size 100")
+    p.add_argument("--shares", action="store_true",
+                   help="the defensive-share comparison instead of the regimes: the seed scheme at shares 0.1 to "
+                        "0.3 and the two-stage scheme at 0.1 and 0.5 (how the defaults were chosen)")
     p.add_argument("--rows", metavar="I,J,...", help="only these rows of the table (1-based; to split the work "
                                                      "across processes)")
 
 
-def document_regimes(data, *, quick: bool = False) -> list[tuple]:
-    """(world factory, scheme, size, defensive share, fewest defensive documents) per row of the table;
-    Re-DocRED when the shared data is at hand."""
-    from unpooled.core.simulate.documents import synthetic_world, world_from_documents
+#: the sample sizes of the regimes table: few documents and the usual hundred, then (rows 65 on, so that the
+#: first rows keep their seeds) 40, where :data:`unpooled.core.sampling.documents.FEW_DOCUMENTS` was decided
+DOCUMENT_SIZES = ((15, 100), (40,))
+#: the systems of the regimes table: (recall, tilt), tilt > 0 when the system finds more in documents about
+#: frequent entities (the documents the entity-driven schemes prefer)
+DOCUMENT_SYSTEMS = ((0.3, 0.0), (0.3, 1.0), (0.8, 0.0), (0.8, 1.0))
 
-    rows: list[tuple] = []
+
+def document_regimes(data, *, quick: bool = False, shares: bool = False) -> list[tuple]:
+    """(world factory, scheme, size, defensive share or None for the scheme's default, fewest defensive documents)
+    per row of the table; Re-DocRED when the shared data is at hand.
+
+    The regimes table: per world (Re-DocRED and a synthetic power-law corpus, each with the systems of
+    :data:`DOCUMENT_SYSTEMS`), every scheme at every size of :data:`DOCUMENT_SIZES`, at the service's defaults.
+    ``shares``: the defensive-share comparison the defaults were chosen from."""
+    from unpooled.core.simulate.documents import SCHEMES, synthetic_world, world_from_documents
+
+    both = dev = None
     if data is not None:
         from unpooled.core.corpus import iter_documents
 
         dev = list(iter_documents(data / "redocred" / "dev_revised.json", "docred"))
         both = dev + list(iter_documents(data / "redocred" / "test_revised.json", "docred"))
-        rd = lambda: world_from_documents("redocred r.5 tilt+1", both, recall=0.5, tilt=1.0, rng=11)  # noqa: E731
-        if quick:
-            return [(rd, "seed", 100, 0.3, 30)]
+    rd = lambda: world_from_documents("redocred r.5 tilt+1", both, recall=0.5, tilt=1.0, rng=11)  # noqa: E731
+    syn = lambda: synthetic_world(2000, zipf=1.1, recall=0.5, tilt=1.0, rng=14)  # noqa: E731
+    if quick:
+        return [(rd, "seed", 100, None, 30)] if data is not None else [(syn, "seed", 100, None, 30)]
+    if not shares:
+        rows: list[tuple] = []
+        worlds = []
+        for j, (r, tilt) in enumerate(DOCUMENT_SYSTEMS):
+            label = f"r.{round(10 * r)} tilt{tilt:+g}" if tilt else f"r.{round(10 * r)} tilt0"
+            if data is not None:
+                worlds.append(_world_factory(world_from_documents, f"redocred {label}", both, recall=r, tilt=tilt,
+                                             rng=21 + j))
+            worlds.append(_world_factory(synthetic_world, 2000, zipf=1.1, recall=r, tilt=tilt, rng=31 + j,
+                                         name=f"zipf1.1 {label}"))
+        for sizes in DOCUMENT_SIZES:
+            for make in worlds:
+                for size in sizes:
+                    rows += [(make, scheme, size, None, 30) for scheme in SCHEMES]
+        return rows
+    rows = []
+    if data is not None:
         rd_neg = lambda: world_from_documents("redocred r.3 tilt-1", both, recall=0.3, tilt=-1.0, rng=12)  # noqa: E731
         demo = lambda: world_from_documents("redocred-dev r.7 tilt+1", dev, recall=0.7, tilt=1.0, rng=13)  # noqa: E731
-        rows += [(rd, "uniform", 100, 0.2, 20), (rd, "two-stage", 100, 0.2, 20), (rd, "seed", 100, 0.1, 0),
-                 (rd, "seed", 100, 0.2, 0), (rd, "seed", 200, 0.2, 20), (rd_neg, "seed", 100, 0.2, 20),
-                 (demo, "seed", 50, 0.2, 20)]
-    syn = lambda: synthetic_world(2000, zipf=1.1, recall=0.5, tilt=1.0, rng=14)  # noqa: E731
-    rows += [(syn, "uniform", 100, 0.2, 20), (syn, "seed", 100, 0.2, 20)]
+        rows += [(rd, "uniform", 100, None, 20), (rd, "two-stage", 100, 0.1, 20), (rd, "two-stage", 100, 0.5, 20),
+                 (rd, "seed", 100, 0.1, 0), (rd, "seed", 100, 0.2, 0), (rd, "seed", 200, 0.2, 20),
+                 (rd_neg, "seed", 100, 0.2, 20), (demo, "seed", 50, 0.2, 20)]
+    rows += [(syn, "uniform", 100, None, 20), (syn, "seed", 100, 0.2, 20)]
     if data is not None:
         rows.append((rd, "seed", 100, 0.2, 20))
     rows += [(syn, "seed", 100, 0.3, 30)]       # the default (0.3, at least 30 documents)
     if data is not None:
         rows += [(rd, "seed", 100, 0.3, 30), (rd, "seed", 200, 0.3, 30), (rd_neg, "seed", 100, 0.3, 30),
                  (demo, "seed", 50, 0.3, 30)]
-    return rows[-1:] if quick else rows
+    return rows
+
+
+def _world_factory(make, *args, name: str | None = None, **kwargs):
+    """A world factory (one object per world, so that the runner builds each world once)."""
+    def build():
+        w = make(*args, **kwargs)
+        if name is not None:
+            w.name = name
+        return w
+    return build
 
 
 def run_documents_cli(args) -> int:
-    """Recall under the document-sampling schemes (uniform, two-stage, the seed's): bias and coverage."""
-    from unpooled.core.simulate.documents import format_table, run_scheme
+    """Recall under the document-sampling schemes (uniform, two-stage, tfidf, the seed's): bias and coverage."""
+    from unpooled.core.simulate.documents import format_summary, format_table, run_scheme
     from unpooled.demo import find_shared_data
 
     from ..main import CommandError, Exit
@@ -659,7 +701,7 @@ def run_documents_cli(args) -> int:
     if args.plot:
         raise CommandError("--plot: the documents experiment prints a table (use --json for the figures)")
     start = time.perf_counter()
-    regimes = document_regimes(find_shared_data(), quick=args.quick)
+    regimes = document_regimes(find_shared_data(), quick=args.quick, shares=args.shares)
     seeds = np.random.SeedSequence(args.seed).spawn(len(regimes))
     if args.rows:
         try:
@@ -677,7 +719,7 @@ def run_documents_cli(args) -> int:
             rows.append(run_scheme(world, scheme, size, trials=args.trials, defensive=defensive, min_defensive=least,
                                    replicates=args.replicates, rng=np.random.default_rng(ss), progress=bar.update))
     payload = {"experiment": "documents", "trials": args.trials, "seed": args.seed, "replicates": args.replicates,
-               "rows": [dict(r.to_dict(), defensive=reg[3], min_defensive=reg[4]) for r, reg in zip(rows, regimes)],
+               "rows": [dict(r.to_dict(), min_defensive=reg[4]) for r, reg in zip(rows, regimes)],
                "seconds": round(time.perf_counter() - start, 1)}
     if args.json:
         write_json(args.json, payload)
@@ -685,9 +727,13 @@ def run_documents_cli(args) -> int:
         print(f"recall under document-sampling schemes: {args.trials} samples per row, seed {args.seed}, "
               f"{args.replicates} re-simulations for the seed scheme's inclusion probabilities, {payload['seconds']} s")
         print(format_table(rows))
-        print("seed rows, defensive share / fewest defensive documents: "
-              + ", ".join(f"{r.world}/{r.size}: {reg[3]:g}/{reg[4]}" for r, reg in zip(rows, regimes)
-                          if r.scheme == "seed"))
+        if len(rows) > 1:
+            print("\npooled over the worlds:")
+            print(format_summary(rows))
+        least = sorted({reg[4] for r, reg in zip(rows, regimes) if r.scheme == "seed"})
+        if least:
+            print("seed rows: at least " + " or ".join(map(str, least)) + " defensive documents (fewer when the "
+                  "sample is smaller); tfidf: queries from the entities of a uniform pilot of 20% of the size")
     return Exit.OK
 
 
@@ -721,8 +767,9 @@ EXPERIMENTS: dict[str, Experiment] = {
              "coverage of their 90%% intervals for small and large systems, good and poor crowds, few documents",
         add_arguments=add_entities_arguments, run=run_entities_cli, trials=200),
     "documents": Experiment(
-        help="recall under the document-sampling schemes (uniform, two-stage TF-IDF, the seed's query-entity "
-             "scheme with Monte Carlo inclusion probabilities): bias, coverage and width of 90%% intervals, and the "
-             "bias of the naive ratio that ignores inclusion probabilities",
+        help="recall under the document-sampling schemes (uniform, two-stage TF-IDF, single-stage tfidf, the seed's "
+             "query-entity scheme with Monte Carlo inclusion probabilities) at 15, 100 and 40 documents, for systems "
+             "of low and high recall, tilted or not, on Re-DocRED and a power-law corpus: bias, coverage and width "
+             "of 90%% intervals, and the bias of the naive ratio that ignores inclusion probabilities",
         add_arguments=add_documents_arguments, run=run_documents_cli, trials=400),
 }

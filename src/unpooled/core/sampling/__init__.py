@@ -1,11 +1,12 @@
 """Document sampling for exhaustive annotation, with inclusion probabilities (Horvitz–Thompson)."""
 
 from .documents import (
-    DocumentSample, horvitz_thompson_total, poisson_probabilities, query_scores, recall_estimate, sample_second_stage,
-    sample_tfidf, sample_two_stage, sample_uniform, tokenize,
+    FEW_DOCUMENTS, DocumentSample, horvitz_thompson_total, poisson_probabilities, query_scores, recall_estimate,
+    sample_second_stage, sample_tfidf, sample_two_stage, sample_uniform, small_sample_warning, tokenize,
 )
 
 __all__ = [
-    "DocumentSample", "horvitz_thompson_total", "poisson_probabilities", "query_scores", "recall_estimate",
-    "sample_second_stage", "sample_tfidf", "sample_two_stage", "sample_uniform", "tokenize",
+    "FEW_DOCUMENTS", "DocumentSample", "horvitz_thompson_total", "poisson_probabilities", "query_scores",
+    "recall_estimate", "sample_second_stage", "sample_tfidf", "sample_two_stage", "sample_uniform",
+    "small_sample_warning", "tokenize",
 ]

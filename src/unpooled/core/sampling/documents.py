@@ -91,12 +91,14 @@ def tokenize(text: str) -> list[str]:
     return [w.casefold() for w in _WORD.findall(text)]
 
 
-def query_scores(texts: Sequence[str], queries: Sequence[str], *, method: str = "tfidf") -> np.ndarray:
+def query_scores(texts: Sequence[str], queries: Sequence[str], *, method: str = "tfidf",
+                 tokens: Sequence[list[str]] | None = None) -> np.ndarray:
     r"""Each document's score against query strings (entity names).
 
     A query *occurs* in a document when its token sequence does.  ``'exact-match'``: the
     number of distinct queries occurring (the seeds' rule); ``'tfidf'``: :math:`\sum_q
-    \text{tf}_{qd} \log(N / \text{df}_q)` over occurring queries.
+    \text{tf}_{qd} \log(N / \text{df}_q)` over occurring queries.  ``tokens`` (optional): the
+    documents already tokenized (``tokenize(text)`` each, aligned with ``texts``), to reuse.
     """
     if method not in ("tfidf", "exact-match"):
         raise InvalidInputError(f"method: expected 'tfidf' or 'exact-match', got {method!r}")
@@ -106,8 +108,10 @@ def query_scores(texts: Sequence[str], queries: Sequence[str], *, method: str = 
     for q in qtoks:
         by_first.setdefault(q[0], []).append(q)
     tf = []
-    for text in texts:
-        toks = tokenize(text)
+    if tokens is not None and len(tokens) != len(texts):
+        raise InvalidInputError(f"tokens: expected one token list per document ({len(texts)}), got {len(tokens)}")
+    for d, text in enumerate(texts):
+        toks = tokens[d] if tokens is not None else tokenize(text)
         c: Counter = Counter()
         for i, t in enumerate(toks):
             for q in by_first.get(t, ()):
@@ -125,11 +129,46 @@ def query_scores(texts: Sequence[str], queries: Sequence[str], *, method: str = 
     return out
 
 
-#: the defensive uniform share of the two-stage scheme's second stage.  ``unpooled simulate documents --rows 2
-#: --trials 300`` (Re-DocRED, 100 documents, recall 0.48): 90% recall intervals covered 0.837 with 0.1, 0.853 with
-#: 0.2, 0.877 with 0.3 and 0.883 with 0.5 (bias +0.2, +0.1, -0.0, -0.0 points; widths 14.7, 12.7, 11.6, 10.5): the
-#: uniform share bounds the weights 1/pi that make the ratio's sampling distribution skewed.
+#: the defensive uniform share of the two-stage scheme's second stage.  ``unpooled simulate documents --shares
+#: --rows 2,3 --trials 300`` (Re-DocRED, 100 documents, recall 0.48; normal intervals then): 90% recall intervals
+#: covered 0.837 with 0.1, 0.853 with 0.2, 0.877 with 0.3 and 0.883 with 0.5 (bias +0.2, +0.1, -0.0, -0.0 points;
+#: widths 14.7, 12.7, 11.6, 10.5): the uniform share bounds the weights 1/pi that make the ratio's sampling
+#: distribution skewed.  The regimes table (``unpooled simulate documents``) has the coverage across worlds.
 TWO_STAGE_DEFENSIVE = 0.5
+
+#: the defensive uniform share of the single-stage ``tfidf`` scheme (:func:`sample_tfidf`), the two-stage one's.
+#: ``unpooled simulate documents`` (Re-DocRED and a power-law corpus, systems of recall 0.3 and 0.8, tilt 0 and
+#: +1, 300 samples a row): with 0.1 the 90% recall intervals of 100 documents covered 0.860 pooled (0.83 to 0.91;
+#: 15 documents: 0.66, 0.53 to 0.78, bias up to +3.5 points); with 0.5, 0.907 (0.86 to 0.93; 15 documents: 0.84)
+#: (the weights 1/pi of documents no query scores are at most 2N/n instead of 10N/n).
+TFIDF_DEFENSIVE = TWO_STAGE_DEFENSIVE
+
+
+#: per scheme, the fewest documents of an exhaustive sample (all stages) whose recall intervals
+#: ``unpooled simulate documents`` found adequate: 90% intervals holding the true recall at least 0.88 of the time,
+#: pooled over its regimes (Re-DocRED and a power-law corpus, systems of recall 0.3 and 0.8, tilt 0 and +1, 300
+#: samples each, seed 0).  At 100 documents every scheme did (0.895 to 0.916); at 40 uniform and seed did (0.905,
+#: 0.890), two-stage and tfidf did not (0.870, 0.872).  :func:`small_sample_warning` warns below it.
+FEW_DOCUMENTS = {"uniform": 40, "two-stage": 100, "tfidf": 100, "seed": 40}
+
+#: per scheme, the measured size just below :data:`FEW_DOCUMENTS`: (documents, pooled coverage of the 90% recall
+#: intervals, lowest and highest over the 8 regimes)
+COVERAGE_BELOW = {"uniform": (15, 0.857, 0.827, 0.897), "two-stage": (40, 0.870, 0.850, 0.887),
+                  "tfidf": (40, 0.872, 0.853, 0.907), "seed": (15, 0.868, 0.837, 0.907)}
+
+
+def small_sample_warning(scheme: str, size: int, n_documents: int | None = None) -> str | None:
+    """A warning when ``size`` documents of ``scheme`` are too few for recall's 90% interval
+    (:data:`FEW_DOCUMENTS`); None otherwise, and when the sample is the whole corpus (recall is then exact)."""
+    if scheme not in FEW_DOCUMENTS:
+        raise InvalidInputError(f"scheme: expected one of {', '.join(FEW_DOCUMENTS)}, got {scheme!r}")
+    least = FEW_DOCUMENTS[scheme]
+    if size >= least or (n_documents is not None and size >= n_documents):
+        return None
+    docs, pooled, lo, hi = COVERAGE_BELOW[scheme]
+    return (f"{size} documents ({scheme}) are few for recall: below {least} documents its 90% intervals are too "
+            f"short (`unpooled simulate documents`: with {docs} documents they held the true recall {pooled:.1%} of "
+            f"the time, {lo:.0%} to {hi:.0%} by regime); sample at least {least} documents")
 
 
 def poisson_probabilities(scores, expected_size: float, *, smoothing: float = 0.1) -> np.ndarray:
@@ -170,7 +209,7 @@ def _poisson_stage(candidates: np.ndarray, scores: np.ndarray, size: float, smoo
 
 def sample_two_stage(texts: Sequence[str], entities_of: Callable[[np.ndarray], Sequence[str]], *, size: int,
                      first_fraction: float = 0.2, stage2: str = "tfidf", smoothing: float = TWO_STAGE_DEFENSIVE,
-                     rng=None) -> DocumentSample:
+                     rng=None, tokens: Sequence[list[str]] | None = None) -> DocumentSample:
     """Stage 1 uniform (``first_fraction · size`` documents), stage 2 Poisson by score against the
     entities ``entities_of(stage-1 indices)`` returns (the service passes the stage-1 annotations).
 
@@ -184,15 +223,16 @@ def sample_two_stage(texts: Sequence[str], entities_of: Callable[[np.ndarray], S
     if n1 == size or n1 == n:
         return DocumentSample(s1, np.ones(n1), np.ones(n1, dtype=np.int64), "two-stage")
     rest = np.setdiff1d(np.arange(n), s1)
-    scores = query_scores([texts[i] for i in rest], list(entities_of(s1)), method=stage2)
+    scores = query_scores([texts[i] for i in rest], list(entities_of(s1)), method=stage2,
+                          tokens=None if tokens is None else [tokens[i] for i in rest])
     s2, pi2 = _poisson_stage(rest, scores, float(size - n1), smoothing, rng)
     return DocumentSample(np.concatenate([s1, s2]), np.concatenate([np.ones(n1), pi2]),
                           np.concatenate([np.ones(n1, dtype=np.int64), np.full(len(s2), 2)]), "two-stage")
 
 
 def sample_second_stage(texts: Sequence[str], first: Sequence[int], queries: Sequence[str], *, size: int,
-                        stage2: str = "tfidf", smoothing: float = TWO_STAGE_DEFENSIVE, rng=None
-                        ) -> DocumentSample:
+                        stage2: str = "tfidf", smoothing: float = TWO_STAGE_DEFENSIVE, rng=None,
+                        tokens: Sequence[list[str]] | None = None) -> DocumentSample:
     """Stage 2 alone, after stage 1 (``first``) was annotated: Poisson among the other documents.
 
     Returns only the stage-2 documents; stage-1 documents keep inclusion 1 (see the module docstring).
@@ -204,18 +244,20 @@ def sample_second_stage(texts: Sequence[str], first: Sequence[int], queries: Seq
     if not 1 <= size <= len(rest):
         raise InvalidInputError(f"size: expected 1..{len(rest)} (documents outside stage 1), got {size}")
     rng = np.random.default_rng(rng)
-    scores = query_scores([texts[i] for i in rest], queries, method=stage2)
+    scores = query_scores([texts[i] for i in rest], queries, method=stage2,
+                          tokens=None if tokens is None else [tokens[i] for i in rest])
     s2, pi2 = _poisson_stage(rest, scores, float(size), smoothing, rng)
     return DocumentSample(s2, pi2, np.full(len(s2), 2), "two-stage")
 
 
-def sample_tfidf(texts: Sequence[str], queries: Sequence[str], *, size: int, smoothing: float = 0.1,
-                 rng=None) -> DocumentSample:
-    """Single-stage Poisson sampling with probability by TF-IDF score against ``queries``."""
+def sample_tfidf(texts: Sequence[str], queries: Sequence[str], *, size: int, smoothing: float = TFIDF_DEFENSIVE,
+                 rng=None, tokens: Sequence[list[str]] | None = None) -> DocumentSample:
+    """Single-stage Poisson sampling with probability by TF-IDF score against ``queries``, with a defensive
+    uniform share ``smoothing`` (:data:`TFIDF_DEFENSIVE`)."""
     n = len(texts)
     _size_iv(n, size)
     rng = np.random.default_rng(rng)
-    scores = query_scores(texts, queries, method="tfidf")
+    scores = query_scores(texts, queries, method="tfidf", tokens=tokens)
     idx, pi = _poisson_stage(np.arange(n), scores, float(size), smoothing, rng)
     return DocumentSample(idx, pi, np.ones(len(idx), dtype=np.int64), "tfidf")
 

@@ -9,7 +9,8 @@ for the crowd's annotation), and estimates recall by the Hájek ratio of Horvitz
 .. math:: \hat r = \frac{\sum_{d\in S} x_d/\pi_d}{\sum_{d\in S} y_d/\pi_d}
 
 with the service's cluster-sample variance (:func:`unpooled.core.estimators.exhaustive.theta_variance`
-over documents: :math:`z_d = (x_d - \hat r y_d)/(\pi_d \sum_S y/\pi)`) and a normal interval.
+over documents: :math:`z_d = (x_d - \hat r y_d)/(\pi_d \sum_S y/\pi)`) and the service's interval (Wilson's
+at the effective sample size, :func:`unpooled.core.estimators.joint.wilson`).
 The table reports the bias (and its Monte Carlo standard error), the standard deviation,
 the interval's coverage and mean width, and the bias of the *naive* ratio that ignores
 :math:`\pi_d` (what the paper computed).
@@ -27,11 +28,13 @@ from dataclasses import dataclass, field
 from typing import Callable, Sequence
 
 import numpy as np
-from scipy import stats
 
 from ..errors import InvalidInputError
 from ..estimators.exhaustive import theta_variance
-from ..sampling.documents import DocumentSample, sample_two_stage, sample_uniform
+from ..estimators.joint import wilson
+from ..sampling.documents import (
+    TFIDF_DEFENSIVE, TWO_STAGE_DEFENSIVE, DocumentSample, sample_tfidf, sample_two_stage, sample_uniform, tokenize,
+)
 from ..sampling.seed import DEFENSIVE, MIN_DEFENSIVE, NAMED_TYPES, REPLICATES, mention_index, sample_seed_second_stage
 
 
@@ -46,16 +49,24 @@ class DocumentWorld:
     y: np.ndarray                      # true instances per document
     x: np.ndarray                      # found by the system per document
     _index: dict = field(default_factory=dict, repr=False)
+    _tokens: list = field(default_factory=list, repr=False)
 
     @property
     def recall(self) -> float:
         return float(self.x.sum() / self.y.sum())
 
+    @property
+    def tokens(self) -> list[list[str]]:
+        """Each document's tokens (:func:`~unpooled.core.sampling.documents.tokenize`), computed once."""
+        if not self._tokens and self.texts:
+            self._tokens.extend(tokenize(t) for t in self.texts)
+        return self._tokens
+
     def mentions(self, names: Sequence[str]) -> list[np.ndarray]:
         """Documents mentioning each name (exact token-sequence match), cached per world."""
         missing = [n for n in dict.fromkeys(names) if n not in self._index]
         if missing:
-            for n, docs in zip(missing, mention_index(self.texts, missing)):
+            for n, docs in zip(missing, mention_index(self.texts, missing, tokens=self.tokens)):
                 self._index[n] = docs
         return [self._index[n] for n in names]
 
@@ -109,29 +120,47 @@ def synthetic_world(n_documents: int = 1000, *, n_entities: int = 3000, per_docu
     return w
 
 
-def draw(world: DocumentWorld, scheme: str, size: int, rng, *, defensive: float = DEFENSIVE,
+SCHEMES = ("uniform", "two-stage", "tfidf", "seed")
+
+
+def default_defensive(scheme: str) -> float:
+    """The scheme's defensive uniform share as the service uses it (0 for ``uniform``)."""
+    return {"uniform": 0.0, "two-stage": TWO_STAGE_DEFENSIVE, "tfidf": TFIDF_DEFENSIVE, "seed": DEFENSIVE}[scheme]
+
+
+def draw(world: DocumentWorld, scheme: str, size: int, rng, *, defensive: float | None = None,
          min_defensive: int = MIN_DEFENSIVE, replicates: int = REPLICATES, first_fraction: float = 0.2) -> DocumentSample:
-    """One document sample of ``scheme`` (``uniform``, ``two-stage``, ``seed``) from the world."""
+    """One document sample of ``scheme`` (``uniform``, ``two-stage``, ``tfidf``, ``seed``) from the world.
+
+    ``defensive``: the defensive uniform share (the Poisson smoothing of ``two-stage`` and ``tfidf``, the seed
+    scheme's share); None: the scheme's default (:func:`default_defensive`).  ``tfidf`` scores against the entities
+    of a uniform pilot of ``first_fraction · size`` documents (standing in for the entities annotated so far; the
+    pilot is not part of the sample, so the probabilities are fixed before the draw)."""
     n = len(world.texts)
+    if scheme not in SCHEMES:
+        raise InvalidInputError(f"scheme: expected one of {', '.join(SCHEMES)}, got {scheme!r}")
+    share = default_defensive(scheme) if defensive is None else defensive
     if scheme == "uniform":
         return sample_uniform(n, size, rng=rng)
     if scheme == "two-stage":
         return sample_two_stage(world.texts, lambda s1: [nm for i in s1 for nm in world.entities[i]], size=size,
-                                first_fraction=first_fraction, rng=rng)
-    if scheme == "seed":
-        n1 = max(1, int(round(first_fraction * size)))
-        s1 = np.sort(rng.choice(n, size=n1, replace=False))
-        names = sorted({nm for i in s1 for nm in world.entities[i]})
-        s2 = sample_seed_second_stage(world.texts, s1, names, size=size - n1, defensive=defensive,
-                                      min_defensive=min_defensive, replicates=replicates, rng=rng,
-                                      mentions=world.mentions(names))
-        return DocumentSample(np.concatenate([s1, s2.indices]), np.concatenate([np.ones(n1), s2.inclusion]),
-                              np.concatenate([np.ones(n1, np.int64), s2.stage]), "seed")
-    raise InvalidInputError(f"scheme: expected uniform, two-stage or seed, got {scheme!r}")
+                                first_fraction=first_fraction, smoothing=share, rng=rng, tokens=world.tokens)
+    n1 = max(1, int(round(first_fraction * size)))
+    s1 = np.sort(rng.choice(n, size=n1, replace=False))
+    names = sorted({nm for i in s1 for nm in world.entities[i]})
+    if scheme == "tfidf":
+        return sample_tfidf(world.texts, names, size=size, smoothing=share, rng=rng, tokens=world.tokens)
+    s2 = sample_seed_second_stage(world.texts, s1, names, size=size - n1, defensive=share,
+                                  min_defensive=min_defensive, replicates=replicates, rng=rng,
+                                  mentions=world.mentions(names))
+    return DocumentSample(np.concatenate([s1, s2.indices]), np.concatenate([np.ones(n1), s2.inclusion]),
+                          np.concatenate([np.ones(n1, np.int64), s2.stage]), "seed")
 
 
 def recall_with_interval(x, y, inclusion, *, confidence: float = 0.90) -> tuple[float, float, float, float]:
-    """Hájek recall, its standard error (cluster-sample variance over documents) and a normal interval."""
+    """Hájek recall, its standard error (cluster-sample variance over documents) and the service's interval:
+    Wilson's at the effective sample size (:func:`unpooled.core.estimators.joint.wilson`, with the number of
+    true instances as the fallback size, as the service scores recall from the exhaustive documents)."""
     w = 1.0 / np.asarray(inclusion, dtype=float)
     x, y = np.asarray(x, float), np.asarray(y, float)
     V = (w * y).sum()
@@ -139,9 +168,9 @@ def recall_with_interval(x, y, inclusion, *, confidence: float = 0.90) -> tuple[
         return math.nan, math.nan, math.nan, math.nan
     r = (w * x).sum() / V
     z = w * (x - r * y) / V
-    se = math.sqrt(max(float(theta_variance(z[None, :])[0]), 0.0))
-    q = stats.norm.ppf(0.5 + confidence / 2)
-    return r, se, r - q * se, r + q * se
+    var = max(float(theta_variance(z[None, :])[0]), 0.0)
+    lo, hi = wilson(np.array([r]), np.array([var]), confidence, np.array([max(float(y.sum()), 1.0)]))
+    return r, math.sqrt(var), float(lo[0]), float(hi[0])
 
 
 @dataclass(frozen=True)
@@ -158,13 +187,14 @@ class SchemeRow:
     width: float
     naive_bias: float
     mean_size: float
+    defensive: float = 0.0
 
     def to_dict(self) -> dict:
         return dict(self.__dict__)
 
 
 def run_scheme(world: DocumentWorld, scheme: str, size: int, *, trials: int = 200, confidence: float = 0.90,
-               defensive: float = DEFENSIVE, min_defensive: int = MIN_DEFENSIVE, replicates: int = REPLICATES,
+               defensive: float | None = None, min_defensive: int = MIN_DEFENSIVE, replicates: int = REPLICATES,
                rng=None, progress: Callable | None = None) -> SchemeRow:
     """``trials`` independent samples of ``scheme``; bias, coverage and width of the recall interval."""
     rng = np.random.default_rng(rng)
@@ -186,22 +216,42 @@ def run_scheme(world: DocumentWorld, scheme: str, size: int, *, trials: int = 20
     est = np.array(est)
     return SchemeRow(world.name, scheme, size, len(est), truth, float(est.mean() - truth),
                      float(est.std(ddof=1) / math.sqrt(len(est))), float(est.std(ddof=1)), float(np.mean(cov)),
-                     float(np.mean(wid)), float(np.nanmean(naive) - truth), float(np.mean(sizes)))
+                     float(np.mean(wid)), float(np.nanmean(naive) - truth), float(np.mean(sizes)),
+                     default_defensive(scheme) if defensive is None else float(defensive))
 
 
 def format_table(rows: Sequence[SchemeRow], confidence: float = 0.90) -> str:
     """The simulation table: one row per (world, scheme, size), figures in recall points."""
-    head = (f"{'world':<26} {'scheme':<9} {'size':>4} {'trials':>6} {'recall':>6} {'bias':>12} {'sd':>5} "
-            f"{'cover':>5} {'width':>5} {'naive bias':>10}")
+    head = (f"{'world':<24} {'scheme':<9} {'share':>5} {'size':>4} {'trials':>6} {'recall':>6} {'bias':>12} {'sd':>5} "
+            f"{'cover':>12} {'width':>5} {'naive bias':>10}")
     out = [head, "-" * len(head)]
     for r in rows:
-        out.append(f"{r.world:<26} {r.scheme:<9} {r.size:>4} {r.trials:>6} {100 * r.recall:>6.1f} "
-                   f"{100 * r.bias:>+5.2f} ±{100 * r.bias_se:>4.2f} {100 * r.sd:>5.1f} {r.coverage:>5.3f} "
+        cse = math.sqrt(max(r.coverage * (1 - r.coverage), 1e-12) / max(r.trials, 1))
+        out.append(f"{r.world:<24} {r.scheme:<9} {r.defensive:>5.2g} {r.size:>4} {r.trials:>6} {100 * r.recall:>6.1f} "
+                   f"{100 * r.bias:>+5.2f} ±{100 * r.bias_se:>4.2f} {100 * r.sd:>5.1f} {r.coverage:>5.3f} ±{cse:.3f} "
                    f"{100 * r.width:>5.1f} {100 * r.naive_bias:>+10.2f}")
     out.append(f"(recall, bias ± its Monte Carlo s.e., sd, {confidence:.0%} interval width and naive bias in points; "
-               "cover: share of intervals holding the true recall)")
+               "cover ± its s.e.: share of intervals holding the true recall; share: the defensive uniform share)")
     return "\n".join(out)
 
 
-__all__ = ["DocumentWorld", "NAMED_TYPES", "SchemeRow", "draw", "format_table", "recall_with_interval", "run_scheme",
-           "synthetic_world", "world_from_documents"]
+def format_summary(rows: Sequence[SchemeRow]) -> str:
+    """Per (scheme, size): the coverage pooled over the worlds (with its s.e.), its lowest and highest row, and
+    the largest |bias| in Monte Carlo standard errors — a row near a threshold is mostly Monte Carlo noise when the
+    pooled figure is not."""
+    groups: dict = {}
+    for r in rows:
+        groups.setdefault((r.scheme, r.size, r.defensive), []).append(r)
+    out = [f"{'scheme':<9} {'share':>5} {'size':>4} {'rows':>4} {'pooled cover':>14} {'lowest':>6} {'highest':>7} "
+           f"{'max |bias|/se':>13}"]
+    for (scheme, size, share), rs in groups.items():
+        n = sum(r.trials for r in rs)
+        c = sum(r.coverage * r.trials for r in rs) / n
+        out.append(f"{scheme:<9} {share:>5.2g} {size:>4} {len(rs):>4} {c:>7.3f} ±{math.sqrt(c * (1 - c) / n):.3f} "
+                   f"{min(r.coverage for r in rs):>6.3f} {max(r.coverage for r in rs):>7.3f} "
+                   f"{max(abs(r.bias) / r.bias_se if r.bias_se > 0 else 0.0 for r in rs):>13.1f}")
+    return "\n".join(out)
+
+
+__all__ = ["DocumentWorld", "NAMED_TYPES", "SCHEMES", "SchemeRow", "default_defensive", "draw", "format_summary",
+           "format_table", "recall_with_interval", "run_scheme", "synthetic_world", "world_from_documents"]

@@ -5,7 +5,7 @@ r"""Document samples for exhaustive annotation, stored with their inclusion prob
 annotated, the second call draws stage 2 by TF-IDF against those entities (Poisson
 sampling) and sets stage 1's inclusion to 1 (conditional design, see
 :mod:`unpooled.core.sampling.documents`).  ``tfidf``: one Poisson sample scored against
-every entity annotated so far in the corpus.  ``seed``: the seeds' scheme
+every entity annotated so far in the corpus (defensive uniform share 50%, as in two-stage).  ``seed``: the seeds' scheme
 (:mod:`unpooled.core.sampling.seed`): like ``two-stage``, stage 1 (20%, uniform) first; once it
 is annotated, the second call draws query entities from stage 1's named entities (each cluster by
 its longest named mention) and adds up to 4 documents mentioning each by exact string match, plus

@@ -20,6 +20,8 @@ from django.urls import reverse
 from django.utils import timezone
 from django.views.decorators.http import require_POST
 
+from unpooled.core.sampling import FEW_DOCUMENTS, small_sample_warning
+from unpooled.core.sampling.documents import COVERAGE_BELOW
 from unpooled.service.accounts.actions import is_organiser
 from unpooled.service.annotation import release as release_mod
 from django.db.models import Count
@@ -300,6 +302,8 @@ def document_sampling(request):
             ctx["option_error"] = str(exc)
         result, pending = documents.analysis_for_page(corpus, opts)
         ctx.update(opts=opts, result=result, pending=pending, schemes=SAMPLING_SCHEMES,
+                   few_documents=[dict(scheme=k, least=FEW_DOCUMENTS[k], documents=COVERAGE_BELOW[k][0],
+                                       coverage=f"{COVERAGE_BELOW[k][1]:.1%}") for k in SAMPLING_SCHEMES],
                    inline_limit=documents.INLINE_DOCUMENTS, alerts=console.alerts(corpus),
                    drawn=ExhaustiveDocument.objects.filter(corpus=corpus).values("scheme", "stage")
                    .annotate(n=Count("id")).order_by("scheme", "stage"))
@@ -354,4 +358,7 @@ def document_sample(request):
         messages.error(request, str(exc))
     else:
         messages.success(request, f"{len(sample)} documents drawn ({scheme}), {made} new: one entity task each")
+        warning = small_sample_warning(scheme, size, corpus.n_documents)
+        if warning:
+            messages.warning(request, warning)
     return redirect(_back("organiser:documents", corpus))
