@@ -600,6 +600,10 @@ def test_team_edits_settings_on_the_page_and_others_are_refused(world):
     assert r.status_code == 400 and "Enter a valid URL" in r.content.decode()
     assert Submission.objects.values("visibility", "description", "link").get(pk=a.pk) == before
     assert c.get(url).status_code == 405
+    # a pasted address with accents is stored percent-encoded (the API's rule: printable ASCII)
+    r = c.post(url, {**new, "link": "https://de.wikipedia.org/wiki/Überwachung"})
+    assert r.status_code == 302
+    assert Submission.objects.get(pk=a.pk).link == "https://de.wikipedia.org/wiki/%C3%9Cberwachung"
     # the team's post with the token saves and shows at once (the cached page has a new key)
     r = c.post(url, new)
     assert r.status_code == 302 and r["Location"].endswith("?saved=1")

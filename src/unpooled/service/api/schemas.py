@@ -8,6 +8,7 @@ from typing import Annotated, Any, Literal
 from ninja import Schema
 from pydantic import AfterValidator, Field
 
+from unpooled.service.submissions.actions import LINK_MAX, LINK_PATTERN
 from unpooled.service.submissions.models import Submission
 from unpooled.service.evaluations.policy import SERVICE_LEVELS
 
@@ -169,8 +170,9 @@ class SubmissionPage(PageOut):
 class SubmissionPatch(Schema):
     visibility: Visibility | None = None
     description: Text | None = Field(None, max_length=10_000)
-    link: Text | None = Field(None, max_length=500, description="the method's paper or code: an http or https URL, "
-                                                                 "or '' to remove it")
+    link: str | None = Field(None, max_length=LINK_MAX, pattern=LINK_PATTERN,
+                             description="the method's paper or code: an http(s) address (printable ASCII, "
+                                         "percent-encoded), or '' to remove it")
 
 
 class UploadOut(Schema):

@@ -325,23 +325,22 @@ def stage_error(sub, *, manage: bool) -> str:
 
 #: the longest paper/code link a submission keeps (the web form's and the API's limit)
 LINK_MAX = 500
+#: what a paper/code link may be: empty, or http(s):// and printable ASCII without space, quote or angle bracket
+#: (the API declares this pattern in its schema; a non-ASCII address is sent percent-encoded)
+LINK_PATTERN = r"^(https?://[!#-;=?-~]+)?$"
 
 
 def link_problem(link: str) -> str:
-    """Why ``link`` cannot be a submission's paper/code link ('' when it can: empty, or an http(s) URL of at most
-    :data:`LINK_MAX` characters); one check for the web form and the API."""
-    from django.core.exceptions import ValidationError
-    from django.core.validators import URLValidator
+    """Why ``link`` cannot be a submission's paper/code link ('' when it can: :data:`LINK_PATTERN`, at most
+    :data:`LINK_MAX` characters, surrounding blanks ignored); one check for the web form and the API."""
+    import re
 
     link = link.strip()
-    if not link:
-        return ""
     if len(link) > LINK_MAX:
         return f"at most {LINK_MAX} characters, got {len(link)}"
-    try:
-        URLValidator(schemes=["http", "https"])(link)
-    except ValidationError:
-        return f"expected an http or https URL, got {link[:80]!r}"
+    if not re.fullmatch(LINK_PATTERN, link):
+        return (f"expected an http:// or https:// address of printable ASCII characters without spaces, quotes "
+                f"or angle brackets, got {link[:80]!r}")
     return ""
 
 

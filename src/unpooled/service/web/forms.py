@@ -35,7 +35,9 @@ class SubmissionSettingsForm(forms.ModelForm):
     def clean_link(self):
         from unpooled.service.submissions.actions import link_problem
 
-        link = self.cleaned_data.get("link") or ""
+        from django.utils.encoding import iri_to_uri
+
+        link = iri_to_uri((self.cleaned_data.get("link") or "").strip())  # a pasted address with accents: encoded
         why = link_problem(link)
         if why:
             raise forms.ValidationError(why)
