@@ -462,31 +462,35 @@ def select_cells(cells: list, spec: str | None) -> list:
 add_regimes_arguments = add_cells_argument
 
 
-def run_regimes_cli(args) -> int:
-    from unpooled.core.simulate.regimes import default_cells, format_table, run_cell
-
+def _run_cell_table(args, experiment: str, module, title: str) -> int:
+    """Run ``module``'s default cells (``--cells`` selects) with ``module.run_cell``, one seed per cell, and print
+    ``module.format_table`` under ``title`` (or write ``--json``): the regimes and reference experiments."""
     from ..main import CommandError
 
     check_common(args)
-    cells = default_cells()
-    cells = select_cells(cells, args.cells)
+    cells = select_cells(module.default_cells(), args.cells)
     rows = []
     t0 = time.time()
-    with progress_bar(total=len(cells), desc="regimes", unit="cell") as bar:
+    with progress_bar(total=len(cells), desc=experiment, unit="cell") as bar:
         for j, cell in enumerate(cells):
-            rows.append(run_cell(cell, args.trials, seed=args.seed + 1000 * j).summary())
+            rows.append(module.run_cell(cell, args.trials, seed=args.seed + 1000 * j).summary())
             bar.update(1)
     if args.plot:
-        raise CommandError("--plot: the regimes experiment prints a table (use --json for the figures)")
+        raise CommandError(f"--plot: the {experiment} experiment prints a table (use --json for the figures)")
     if args.json:
-        write_json(args.json, {"experiment": "regimes", "trials": args.trials, "seed": args.seed,
+        write_json(args.json, {"experiment": experiment, "trials": args.trials, "seed": args.seed,
                                "seconds": round(time.time() - t0, 1), "cells": rows})
         if args.json == "-":
             return 0
-    print(f"coverage across regimes: {args.trials} trials per cell (fewer in the large cells), seed {args.seed}, "
-          f"{time.time() - t0:.0f} s")
-    print(format_table(rows))
+    print(f"{title}: {args.trials} trials per cell, seed {args.seed}, {time.time() - t0:.0f} s")
+    print(module.format_table(rows))
     return 0
+
+
+def run_regimes_cli(args) -> int:
+    from unpooled.core.simulate import regimes
+
+    return _run_cell_table(args, "regimes", regimes, "coverage across regimes (fewer trials in the large cells)")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -494,29 +498,9 @@ def run_regimes_cli(args) -> int:
 
 
 def run_reference_cli(args) -> int:
-    from unpooled.core.simulate.reference import default_cells, format_table, run_cell
+    from unpooled.core.simulate import reference
 
-    from ..main import CommandError
-
-    check_common(args)
-    cells = select_cells(default_cells(), args.cells)
-    rows = []
-    t0 = time.time()
-    with progress_bar(total=len(cells), desc="reference", unit="cell") as bar:
-        for j, cell in enumerate(cells):
-            rows.append(run_cell(cell, args.trials, seed=args.seed + 1000 * j).summary())
-            bar.update(1)
-    if args.plot:
-        raise CommandError("--plot: the reference experiment prints a table (use --json for the figures)")
-    if args.json:
-        write_json(args.json, {"experiment": "reference", "trials": args.trials, "seed": args.seed,
-                               "seconds": round(time.time() - t0, 1), "cells": rows})
-        if args.json == "-":
-            return 0
-    print(f"the human reference's precision: {args.trials} trials per cell, seed {args.seed}, "
-          f"{time.time() - t0:.0f} s")
-    print(format_table(rows))
-    return 0
+    return _run_cell_table(args, "reference", reference, "the human reference's precision")
 
 
 # ---------------------------------------------------------------------------------------------
