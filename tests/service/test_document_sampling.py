@@ -216,3 +216,41 @@ def test_enough_documents_draw_without_the_warning(world):
                                                        "sample_size": FEW_DOCUMENTS["uniform"]}, follow=True)
     assert ExhaustiveDocument.objects.filter(corpus=corpus).count() == FEW_DOCUMENTS["uniform"]
     assert "are few for recall" not in r.content.decode()
+
+
+def test_the_console_warns_of_a_small_exhaustive_sample_planned_or_drawn(world):
+    """The default plan is the measured minimum; a smaller plan, then a smaller sample drawn, is an alert on every
+    console page (with a link to where it is changed); a plan of the whole corpus or of nothing is not."""
+    from unpooled.core.sampling import FEW_DOCUMENTS
+    from unpooled.service.annotation.actions import settings_for
+    from unpooled.service.annotation.models import AnnotationSettings
+    from unpooled.service.organiser import console
+
+    corpus, _ = world
+    assert AnnotationSettings._meta.get_field("exhaustive_documents").default == FEW_DOCUMENTS["uniform"]
+
+    def few():
+        return [a for a in console.alerts(corpus) if a.code == "few_exhaustive_documents"]
+
+    st = settings_for(corpus)
+    assert st.exhaustive_documents == FEW_DOCUMENTS["uniform"] and few() == []
+    st.exhaustive_documents = 0  # recall from exhaustive documents switched off: nothing planned
+    st.save()
+    assert few() == []
+    st.exhaustive_documents = 500  # more than the corpus: the lifecycle takes all 60, recall is exact
+    st.save()
+    assert few() == []
+    st.exhaustive_documents = 20
+    st.save()
+    (a,) = few()
+    assert a.level == "warning" and a.section == "settings"
+    assert a.message.startswith("the planned exhaustive sample: 20 documents (uniform) are few for recall")
+    c = Client()
+    _login(c, "org", role=Role.ORGANISER)
+    html = c.get(reverse("organiser:home") + f"?corpus={corpus.name}").content.decode()
+    assert 'data-code="few_exhaustive_documents"' in html
+    sample_documents(corpus, "seed", 30)  # stage 1 of the seed scheme: 6 documents drawn
+    (a,) = few()
+    assert a.section == "documents" and a.message.startswith("6 documents (seed) are few for recall")
+    html = c.get(reverse("organiser:home") + f"?corpus={corpus.name}").content.decode()
+    assert reverse("organiser:documents") + f"?corpus={corpus.name}" in html.split('data-code="few_exhaustive')[1]

@@ -37,7 +37,10 @@ def test_evaluate_cli_scores_every_submission_with_intervals(shared_data, tmp_pa
 
     code = main(["evaluate", "--corpus", "evalc", "--accuracy", "0.9", "--labels", "150", "--documents", "8",
                  "--json"])
-    rows = json.loads(capsys.readouterr().out)
+    got = capsys.readouterr()
+    rows = json.loads(got.out)
+    # 8 of 40 documents are below the measured minimum (FEW_DOCUMENTS): drawn, but warned about
+    assert "warning: the planned exhaustive sample: 8 documents (uniform) are few for recall" in got.err
     assert code == 0 and len(rows) == 2
     assert set(rows[0]) == {"submission", "team", "run", "level", "p", "p_lo", "p_hi", "r", "r_lo", "r_hi", "f1",
                             "f1_lo", "f1_hi", "labels_new", "labels_reused", "p_true", "r_true", "f1_true"}
@@ -62,7 +65,9 @@ def test_evaluate_cli_scores_every_submission_with_intervals(shared_data, tmp_pa
 
     labelled = set(Label.objects.filter(corpus=corpus).values_list("key", flat=True))
     code = main(["evaluate", "--corpus", "evalc", "--accuracy", "0.9", "--labels", "150", "--json"])
-    rows = json.loads(capsys.readouterr().out)
+    got = capsys.readouterr()
+    rows = json.loads(got.out)
+    assert "warning: 8 documents (uniform) are few for recall" in got.err  # the sample drawn, not the default
     cc = next(r for r in rows if r["team"] == "copycat")
     drawn = set(Draw.objects.filter(submission=copycat).values_list("key", flat=True))
     assert cc["labels_reused"] == len(drawn & labelled) > 0
@@ -96,6 +101,12 @@ def test_evaluate_task_reports_true_precision(shared_data, tmp_path):
 def test_evaluate_errors(capsys):
     assert main(["evaluate", "--corpus", "x", "--accuracy", "2"]) == 3
     assert "--accuracy 2.0: expected a probability" in capsys.readouterr().err
+
+
+def test_evaluate_refuses_a_negative_document_count(shared_data, tmp_path, capsys):
+    load_redocred_subset(shared_data, tmp_path, 5, "evneg")
+    assert main(["evaluate", "--corpus", "evneg", "--documents", "-1"]) == 3
+    assert "--documents -1: expected a non-negative number of documents" in capsys.readouterr().err
 
 
 def test_evaluate_task_scores_every_level_and_keeps_the_truth(shared_data, tmp_path, client):

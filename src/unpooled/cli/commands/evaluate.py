@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import sys
 
 from unpooled.service.evaluations.policy import SERVICE_LEVELS
 
@@ -19,7 +20,8 @@ def register(sub) -> None:
     p.add_argument("--accuracy", type=float, default=0.8, help="simulated annotators' accuracy (0.8)")
     p.add_argument("--annotators", type=int, default=5, help="simulated annotators (5)")
     p.add_argument("--labels", type=int, default=150, help="draws per pending submission in the first round (150)")
-    p.add_argument("--documents", type=int, default=20, help="documents to annotate exhaustively when none are (20)")
+    p.add_argument("--documents", type=int, default=40,
+                   help="documents to annotate exhaustively when none are (40: fewer are warned about)")
     p.add_argument("--target-width", type=float, help="draw more until each pending F1 interval is at most this wide")
     p.add_argument("--level", choices=SERVICE_LEVELS, default="instance",
                    help="how instances are weighted: instance (micro precision), relation (macro over relations) or "
@@ -133,6 +135,13 @@ def cmd_evaluate(args) -> int:
     except Corpus.DoesNotExist:
         names = ", ".join(Corpus.objects.values_list("name", flat=True)) or "none yet"
         raise CommandError(f"--corpus {args.corpus!r}: no such corpus (stored: {names})") from None
+    if args.documents < 0:
+        raise CommandError(f"--documents {args.documents}: expected a non-negative number of documents")
+    from unpooled.service.annotation.sampling import sample_size_warning
+
+    few = sample_size_warning(corpus, args.documents)
+    if few:
+        print(f"warning: {few}", file=sys.stderr)
     if args.coverage_trials is not None:
         return cmd_coverage(args, corpus)
     controls = args.controls if args.controls is not None else (100 if args.crowd == "simulated" else 0)

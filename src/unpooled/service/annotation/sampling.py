@@ -17,7 +17,8 @@ from __future__ import annotations
 
 from django.db import transaction
 
-from unpooled.core.sampling import DocumentSample, sample_second_stage, sample_tfidf, sample_uniform
+from unpooled.core.sampling import (FEW_DOCUMENTS, DocumentSample, sample_second_stage, sample_tfidf, sample_uniform,
+                                    small_sample_warning)
 from unpooled.core.sampling.seed import NAMED_TYPES, sample_seed_second_stage
 from unpooled.service.corpora.models import Corpus
 
@@ -128,4 +129,23 @@ def inclusion_by_document(corpus: Corpus) -> dict[int, float]:
     return dict(ExhaustiveDocument.objects.filter(corpus=corpus).values_list("document_id", "inclusion"))
 
 
-__all__ = ["SCHEMES", "annotated_entities", "sample_documents", "inclusion_by_document"]
+def sample_size_warning(corpus: Corpus, planned: int | None = None) -> str | None:
+    """:func:`~unpooled.core.sampling.small_sample_warning` for the corpus's exhaustive sample: the one drawn (its
+    size and its scheme: with several schemes, the one needing the most documents), else the ``planned`` uniform
+    sample (the lifecycle's and ``unpooled evaluate``'s: ``min(planned, documents)``); None when it is large enough,
+    is the whole corpus, or when nothing is drawn or planned."""
+    n = corpus.n_documents
+    drawn = list(ExhaustiveDocument.objects.filter(corpus=corpus).values_list("scheme", flat=True))
+    if drawn:
+        known = [sc for sc in set(drawn) if sc in SCHEMES]
+        if not known:
+            return None
+        scheme = max(sorted(known), key=lambda sc: FEW_DOCUMENTS[sc])
+        return small_sample_warning(scheme, len(drawn), n)
+    if not planned or not n:
+        return None
+    got = small_sample_warning("uniform", min(planned, n), n)
+    return None if got is None else f"the planned exhaustive sample: {got}"
+
+
+__all__ = ["SCHEMES", "annotated_entities", "inclusion_by_document", "sample_documents", "sample_size_warning"]

@@ -211,7 +211,7 @@ def _crowd_details(sc, i: int) -> dict:
             "variance": {src: {k: num(v[i]) for k, v in parts.items()} for src, parts in sc.var_parts.items()}}
 
 
-def evaluate(corpus: Corpus, *, crowd=None, labels: int = 150, documents: int = 20, target_width: float | None = None,
+def evaluate(corpus: Corpus, *, crowd=None, labels: int = 150, documents: int = 40, target_width: float | None = None,
              level: str = "instance", max_labels: int = 1000, step: int = 50, seed: int = 0,
              progress=None) -> EvaluationReport:
     """Run every pending submission (no score yet) to a score and re-score every submission.

@@ -6,7 +6,7 @@ from django_tasks import task
 
 
 @task()
-def evaluate_corpus(corpus: str, accuracy: float = 0.8, labels: int = 300, documents: int = 30, seed: int = 0,
+def evaluate_corpus(corpus: str, accuracy: float = 0.8, labels: int = 300, documents: int = 40, seed: int = 0,
                     controls: int = 100, levels: tuple[str, ...] | list[str] = ("instance", "relation", "entity")
                     ) -> dict:
     """Evaluate every pending submission of ``corpus`` through the simulated crowd, at each of ``levels``.

@@ -21,8 +21,9 @@ from django.utils import timezone
 from unpooled.core.errors import UnpooledError
 from unpooled.service.accounts.actions import AccountError, do_set_quota, is_organiser, quota
 from unpooled.service.annotation.actions import corpus_committed_cents, settings_for
+from unpooled.service.annotation.sampling import sample_size_warning
 from unpooled.service.annotation.models import (
-    AnnotationSettings, Answer, Assignment, Backend, Kind, SubmissionBudget, Task, TaskRequest,
+    AnnotationSettings, Answer, Assignment, Backend, ExhaustiveDocument, Kind, SubmissionBudget, Task, TaskRequest,
 )
 from unpooled.service.corpora.models import Corpus
 from unpooled.service.submissions.models import Submission, Team
@@ -161,6 +162,10 @@ def alerts(corpus: Corpus, *, now=None, expiries: int = STALL_EXPIRIES, open_hou
     if st["n_unanswered"]:
         out.append(Alert("warning", "open_unanswered",
                          f"{st['n_unanswered']} task(s) open for more than {open_hours:g} hours with no answer"))
+    few = sample_size_warning(corpus, settings_for(corpus).exhaustive_documents)
+    if few:
+        drawn = ExhaustiveDocument.objects.filter(corpus=corpus).exists()
+        out.append(Alert("warning", "few_exhaustive_documents", few, section="documents" if drawn else "settings"))
     b = corpus_budget(corpus)
     if b["budget_cents"] is not None:
         if b["committed_cents"] >= b["budget_cents"]:
