@@ -170,7 +170,7 @@ def test_answers_are_validated():
 
 # ---------------------------------------------------------------------------- a poor crowd
 
-def _poor_crowd_world(seed, k=3, accuracy=0.75, documents=400):
+def _poor_crowd_world(seed, k=3, accuracy=0.75, documents=400, spurious=0.0):
     from unpooled.core.simulate.entities import EntityCell, TYPES, _crowd_layer, _world
 
     rng = np.random.default_rng(seed)
@@ -178,7 +178,7 @@ def _poor_crowd_world(seed, k=3, accuracy=0.75, documents=400):
     gold, systems, _, _ = _world(cell, rng)
     with_answers, layer_only, census = [], [], []
     for d, gms in enumerate(gold):
-        layer, answers = _crowd_layer(gms, accuracy, k, rng)
+        layer, answers = _crowd_layer(gms, accuracy, k, rng, spurious=spurious)
         with_answers.append(ExhaustiveDocument(str(d), 1.0, layer, answers))
         layer_only.append(ExhaustiveDocument(str(d), 1.0, layer))
         census.append(ExhaustiveDocument(str(d), 1.0, tuple(gms)))
@@ -206,11 +206,50 @@ def test_the_answers_remove_the_layers_bias_under_a_poor_crowd():
     assert corr[0].crowd["c"] == pytest.approx((0.75 + 0.25 / 3) / (1 - 0.25 / 3), abs=0.01)
 
 
+@settings(max_examples=60, deadline=None)
+@given(s1=st.floats(0.6, 0.999), s0=st.floats(0.0, 0.3), k=st.integers(2, 7))
+def test_span_weights_are_unbiased_given_that_a_span_was_marked(s1, s0, k):
+    """E[w(X) 1[X >= 1] | T] = T: the weights over the marked spans (X ~ Bin(k, s_T)) sum to the true mentions."""
+    from unpooled.core.estimators.entities import span_weights
+
+    x = np.arange(1, k + 1)
+    w = span_weights(x, k, s1, s0)
+
+    def pmf(s):
+        return np.array([math.comb(k, int(j)) * s ** j * (1 - s) ** (k - j) for j in x])
+
+    assert float((w * pmf(s1)).sum()) == pytest.approx(1.0, abs=1e-9)
+    assert float((w * pmf(s0)).sum()) == pytest.approx(0.0, abs=1e-9)
+
+
+def test_recall_counts_every_marked_span_not_the_layers_invented_mentions():
+    """Answers that also mark non-mentions (one a document each, where the systems' spurious mentions are): a
+    majority of them puts some in the layer, which the layer-only recall counts as gold mentions missed; the
+    weighted marked spans do not."""
+    with_answers, layer_only, census, sysmaps, types = _poor_crowd_world(11, spurious=1.0)
+    invented = sum(len(d.mentions) for d in layer_only) - sum(
+        sum(1 for g in d.mentions if any((g.start, g.end) == (c.start, c.end) for c in t.mentions))
+        for d, t in zip(layer_only, census))
+    assert invented > 20  # the layer holds non-mentions
+    corr = entity_scores(with_answers, sysmaps, types=types)
+    lay = entity_scores(layer_only, sysmaps)
+    ref = entity_scores(census, sysmaps)
+    for s in range(len(sysmaps)):
+        for key in ("mention_r", "link_r"):
+            truth = ref[s].metrics[key].value
+            m = corr[s].metrics[key]
+            assert m.value == pytest.approx(truth, abs=0.006), (s, key)
+            assert m.lo <= truth <= m.hi
+        truth = ref[s].metrics["mention_r"].value
+        assert lay[s].metrics["mention_r"].value < truth - 0.005, s  # what the weights remove
+
+
 def test_the_variance_matches_the_jackknife_of_the_whole_estimate():
     """The linearised variance (labels and the rates' delete-one-document differences, one sum over documents)
     agrees with the delete-one-document jackknife of the whole estimator (the rates refitted each time), and
     differs from the variance that treats the rates as known."""
     import unpooled.core.estimators.crowd_channels as cc
+    import unpooled.core.estimators.entities as ent
     from unpooled.core.estimators.entities import t_factor
 
     with_answers, _, _, sysmaps, types = _poor_crowd_world(3, documents=40)
@@ -230,11 +269,11 @@ def test_the_variance_matches_the_jackknife_of_the_whole_estimate():
         r.delta[:] = 0.0
         return r
 
-    cc.fit_rates = known
+    ent.fit_rates = known  # the name entity_scores calls
     try:
         fixed = entity_scores(with_answers, sysmaps, types=types)
     finally:
-        cc.fit_rates = real
+        ent.fit_rates = real
     tf = t_factor(N, 0.90)
     moved = compared = 0
     for (s, k), v in reps.items():

@@ -101,14 +101,20 @@ link of :math:`s` right  the plurality link of the answers marking :math:`s` is 
 Mention precision (all mentions, or those outside relations), the numerators of typing accuracy and linking
 precision, and NIL B-cubed precision :math:`\sum_m \frac{1}{|S(m)|}\sum_{m' \in S(m)} \tilde\rho(m, m')` are linear
 in these labels, hence unbiased given the rates.  Which system mentions are typed and valid (typing's denominator)
-and which are NIL mentions found (B-cubed's) still come from the layer, as do mention and linking recall: the
-layer's misses are independent of the system's type and clustering, so these ratios keep no bias from them (a
-layer mention the crowd invented would count; the simulated crowds invent none).  B-cubed recall divides by the
+and which are NIL mentions found (B-cubed's) still come from the layer: the layer's misses are independent of the
+system's type and clustering, so these ratios keep no bias from them.  Mention and linking recall count, instead
+of the layer's mentions, every span some answer marked (the layer's, then the answers' other mentions), each
+weighted by :func:`span_weights` :math:`\omega(x)`, the marking channel's label given that the span was marked
+at all (:math:`x \ge 1` of :math:`k` answers): the true mentions the system has, over the true mentions,
+:math:`\sum \omega\,\mathbb 1[\text{found}] / \sum \omega` (linking: over the spans the answers link, found with
+that link), unbiased given the rates whichever non-mentions the answers marked (from the layer, a non-mention a
+majority marks counted as a gold mention missed: −1.0 point of mention recall, coverage 0.89, when each answer
+marks one a document on average; with the weights −0.02, coverage 0.95; a document with one answer, or
+marking rates not identified, keeps the layer's mentions).  B-cubed recall divides by the
 estimated gold cluster size, :math:`\sum_{m' \in S(m)} \tilde\rho / \max(\sum_{m'} \tilde\rho, \cdot)` clipped to
 [0, 1]: a ratio of noisy sums, *not* exactly unbiased (``unpooled simulate entities``, 200 trials: +0.6 and +0.7
 point at accuracy 0.75 with 3 answers, −0.75 with a crowd that also merges clusters; from the layer +1.6, +1.4
-and +2.4).  Mention and linking recall keep the layer's mention set: a non-mention a majority marks counts as a
-gold mention missed (−1.0 point of mention recall when each answer marks one a document on average).  The link label trusts the answers' links (their errors are not
+and +2.4).  The link label trusts the answers' links (their errors are not
 modelled).  Answers are pooled per document; a document without answers keeps its layer labels.  The rates'
 error enters every variance through the delete-one-document differences :math:`\Delta_d` of the refitted rates
 (:func:`~.crowd_channels.fit_rates`): the linearised values become
@@ -143,6 +149,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from ..errors import InvalidInputError
+from .crowd_channels import PARAMS, DocumentItems, fit_rates, type_channel
 from .exhaustive import theta_variance
 from .joint import Design, _terms, strata_var, wilson
 
@@ -437,7 +444,7 @@ def validity_labels(items, workers, says_valid, *, n_items: int | None = None, m
     if P <= 0:
         return share, {"accuracy": float("nan"), "pairs": 0, "corrected": False, "answers": int(len(y))}
     g = float(agree.sum() / P)
-    acc = 0.5 * (1 + math.sqrt(max(2 * g - 1, 0.0)))
+    acc = type_channel(agree, pairs, 2)  # the symmetric channel at K = 2: (1 + sqrt(2g - 1)) / 2
     # Var(g) over items (a ratio of item totals), then Var(a) = Var(g) / (4a - 2)^2 (delta method)
     has = pairs > 0
     z = (agree[has] - g * pairs[has]) / P
@@ -528,6 +535,37 @@ class _AnswerDoc:
     marks: list        # per layer mention: {answer index: the answer's mention}
     pair_x: np.ndarray  # (L, L) answers putting both in one cluster
     pair_k: np.ndarray  # (L, L) answers marking both
+    spans: list = field(default_factory=list)  # every span some answer marked: the layer's, then the others
+    span_x: np.ndarray = field(default_factory=lambda: np.zeros(0))  # answers marking each
+    span_link: list = field(default_factory=list)  # the plurality link of the answers marking it ('' for none)
+
+
+def _marked_spans(d: ExhaustiveDocument, marks: list, match: str) -> tuple[list, np.ndarray, list]:
+    """Every span some answer marked (recall's items): the layer's mentions with their answers, then the answers'
+    mentions that match none of them, grouped (an answer's mention joins the first group it matches)."""
+    spans = list(d.mentions)
+    x = [len(mk) for mk in marks]
+    links = [g.link or "" for g in d.mentions]
+    extra: list = []
+    votes: list = []
+    for j, ans in enumerate(d.answers):
+        for a in ans:
+            if _best(a, d.mentions, match) is not None:
+                continue
+            e = _best(a, [m for m, _ in extra], match)
+            if e is None:
+                extra.append((a, set()))
+                votes.append(defaultdict(int))
+                e = a
+            at = next(i for i, (m, _) in enumerate(extra) if m is e)
+            if j not in extra[at][1]:
+                extra[at][1].add(j)
+                votes[at][a.link or ""] += 1
+    for (m, who), v in zip(extra, votes):
+        spans.append(m)
+        x.append(len(who))
+        links.append(sorted(v.items(), key=lambda kv: (-kv[1], kv[0]))[0][0])
+    return spans, np.array(x, dtype=float), links
 
 
 def _answer_doc(d: ExhaustiveDocument, match: str) -> _AnswerDoc:
@@ -542,14 +580,13 @@ def _answer_doc(d: ExhaustiveDocument, match: str) -> _AnswerDoc:
             pk[x, y] = pk[y, x] = len(both)
             px[x, y] = px[y, x] = sum(marks[x][j] is marks[y][j] or marks[x][j].cluster == marks[y][j].cluster
                                       for j in both)
-    return _AnswerDoc(len(d.answers), marks, px, pk)
+    return _AnswerDoc(len(d.answers), marks, px, pk, *(_marked_spans(d, marks, match) if d.answers else
+                                                      ([], np.zeros(0), [])))
 
 
 def _items(d: ExhaustiveDocument, ad: _AnswerDoc, candidates: Sequence[Mention], match: str):
     """The document's items for :func:`~.crowd_channels.fit_rates`: the candidate (system) spans' marks, the layer
     mentions' type agreement, the layer pairs' clustering."""
-    from .crowd_channels import DocumentItems
-
     if not ad.k:
         return DocumentItems()
     seen: dict = {}
@@ -591,6 +628,11 @@ class _SysDoc:
     lay_same: np.ndarray  # (n, n) the layer's clusters agree
     px: np.ndarray      # (n, n) answers putting the two together
     pk: np.ndarray      # (n, n) answers marking both
+    k: int = 0          # the document's answers
+    span_x: np.ndarray = field(default_factory=lambda: np.zeros(0))  # per marked span: answers marking it
+    span_found: np.ndarray = field(default_factory=lambda: np.zeros(0, bool))  # the system has it
+    span_linked: np.ndarray = field(default_factory=lambda: np.zeros(0, bool))  # the answers link it
+    span_link_ok: np.ndarray = field(default_factory=lambda: np.zeros(0, bool))  # and the system the same
 
 
 def _sys_doc(d: ExhaustiveDocument, ad: _AnswerDoc, system: Sequence[Mention], arg_spans: set, links_known: bool,
@@ -621,6 +663,7 @@ def _sys_doc(d: ExhaustiveDocument, ad: _AnswerDoc, system: Sequence[Mention], a
                 votes[a.link or ""] += 1
             ll[x] = bool(s.link) and sorted(votes.items(), key=lambda kv: (-kv[1], kv[0]))[0][0] == s.link
     lv = np.array([g is not None for _, g in found], dtype=bool)
+    hits = [_best(m, system, match) for m in ad.spans]  # the system mention matching each marked span
     nil = [(s, g) for s, g in found if g is not None and not g.link]
     gi = np.array([index[id(g)] for _, g in nil], dtype=np.int64)
     key = [id(g) if g.cluster is None else g.cluster for _, g in nil]
@@ -634,7 +677,39 @@ def _sys_doc(d: ExhaustiveDocument, ad: _AnswerDoc, system: Sequence[Mention], a
         np.array([g is not None and g.link == s.link for s, g in found], dtype=bool),
         gi, [s.cluster for s, _ in nil], same,
         ad.pair_x[np.ix_(gi, gi)] if ad.k else np.zeros((len(nil), len(nil))),
-        ad.pair_k[np.ix_(gi, gi)] if ad.k else np.zeros((len(nil), len(nil))))
+        ad.pair_k[np.ix_(gi, gi)] if ad.k else np.zeros((len(nil), len(nil))),
+        ad.k, ad.span_x, np.array([h is not None for h in hits], dtype=bool),
+        np.array([bool(lk) for lk in ad.span_link], dtype=bool),
+        np.array([bool(lk) and h is not None and h.link == lk for h, lk in zip(hits, ad.span_link)], dtype=bool))
+
+
+def span_weights(x, k: int, s1: float, s0: float) -> np.ndarray:
+    r"""Recall's weight of each span marked by :math:`x \ge 1` of :math:`k` answers (module docs): the
+    Rogan–Gladen label of the marking channel *given that the span was marked at all*,
+
+    .. math:: \omega(x) = \frac{x/k - m(s_0)}{m(s_1) - m(s_0)} \Big/ \left(1 - (1-s_1)^k\right), \qquad
+              m(s) = \mathbb E[X/k \mid X \ge 1] = \frac{s}{1 - (1-s)^k},
+
+    so that :math:`\mathbb E[\omega(X)\,\mathbb 1[X \ge 1] \mid T] = T`: a sum over the marked spans is
+    unbiased for the number of true mentions, whichever non-mentions the answers marked (a span nobody marked
+    weighs 0, as its expectation :math:`\omega(0)` would weigh an unbounded set of spans).
+
+    >>> np.round(span_weights([1, 2, 3], 3, 0.9, 0.0), 3)  # no false marks: a lone mark says nothing
+    array([0.   , 0.588, 1.176])
+    >>> np.round(span_weights([1, 2, 3], 3, 0.9, 0.08), 3)  # a lone mark is more likely a false one
+    array([-0.052,  0.566,  1.185])
+    """
+    x = np.asarray(x, dtype=float)
+    if k < 2:
+        raise InvalidInputError(f"k: one answer cannot tell a mention from a false mark (got k = {k})")
+
+    def marked(s: float) -> float:  # 1 - (1 - s)^k, exact for tiny s
+        return -math.expm1(k * math.log1p(-s)) if s < 1 else 1.0
+
+    def m(s: float) -> float:
+        return s / marked(s) if s > 1e-12 else 1.0 / k
+
+    return (x / k - m(s0)) / (m(s1) - m(s0)) / marked(s1)
 
 
 def _sys_doc_totals(sd: _SysDoc, theta: np.ndarray, corrected: Mapping, n_types: int) -> dict:
@@ -650,6 +725,11 @@ def _sys_doc_totals(sd: _SysDoc, theta: np.ndarray, corrected: Mapping, n_types:
         lk = sd.lay_link.astype(float)
     out["mention_p_all"] = (float(v.sum()), len(v))
     out["mention_p_rest"] = (float(v[sd.rest].sum()), int(sd.rest.sum()))
+    if corrected.get("mark") and sd.k >= 2 and len(sd.span_x):  # one answer cannot weigh its marks
+        w = span_weights(sd.span_x, sd.k, theta[0], theta[1])
+        out["mention_r"] = (float(w[sd.span_found].sum()), float(w.sum()))
+        if "link_r" in out:
+            out["link_r"] = (float(w[sd.span_link_ok].sum()), float(w[sd.span_linked].sum()))
     if corrected.get("type"):
         c = theta[2]
         e = (1 - c) / (n_types - 1)
@@ -812,8 +892,6 @@ def entity_scores(docs: Sequence[ExhaustiveDocument], systems: Sequence[Mapping]
     links_known = any(g.link for d in docs for g in d.mentions)
     rates = None
     if any(d.answers for d in docs):
-        from .crowd_channels import PARAMS, fit_rates
-
         tset = frozenset(types) if types is not None else None
         K = len(tset) if tset is not None else len({a.type for d in docs for ans in d.answers for a in ans if a.type}
                                                    | {g.type for d in docs for g in d.mentions if g.type})
