@@ -280,3 +280,171 @@ def test_a_document_whose_entity_task_was_reopened_keeps_its_relations_and_menti
     assert row["status"] == "complete"
     assert len(row["mentions"]) == len(rel.payload["mentions"])
     assert row["relations"] and all(r["subject"] < len(row["mentions"]) for r in row["relations"])
+
+
+# ---------------------------------------------------------------------------- the cross-document clustering task
+
+def _clusters_line(out, task) -> dict:
+    return next(x for x in _read(out / "clusters.jsonl") if x["task"] == task.pk)
+
+
+def test_clustering_task_items_answers_and_clusters(pool, tmp_path):
+    """``clusters.jsonl``: the items the task showed (joined to ``exhaustive.jsonl`` by document and group), every
+    answer under its pseudonym (the same answers as ``answers.jsonl``) and the clusters and agreement figures the
+    service aggregated, which the released counted answers reproduce; the README counts it."""
+    from unpooled.core.annotation.clustering import aggregate_clusters
+
+    corpus, _ = pool
+    task = Task.objects.get(corpus=corpus, kind=Kind.CLUSTERS)
+    assert task.status == Task.Status.COMPLETE and actions.clustering_task(corpus) == task
+    out = tmp_path / "release"
+    c = export_release(corpus, out)
+    lines = _read(out / "clusters.jsonl")
+    assert len(lines) == c.files["clusters.jsonl"] == c.cluster_tasks == c.cluster_tasks_complete == 1
+    row = lines[0]
+    assert set(row) == {"task", "status", "current", "guideline_version", "created", "completed", "items",
+                        "items_dropped", "answers", "clusters", "agreement", "aggregated_answers"}
+    assert (row["task"], row["status"], row["current"]) == (task.pk, "complete", True)
+
+    # items: the stored canonical mentions, without the text around them
+    stored = task.payload["items"]
+    assert len(row["items"]) == len(stored) == c.cluster_items >= 2
+    texts = dict(corpus.documents.values_list("doc_id", "text"))
+    groups = {(e["doc"], m["group"]): m for e in _read(out / "exhaustive.jsonl") for m in e["mentions"]}
+    for i, (it, st) in enumerate(zip(row["items"], stored)):
+        assert it == {"index": i, "doc": st["doc"], "group": st["cluster"], "type": st["type"], "start": st["start"],
+                      "end": st["end"], "text": st["text"], "context": st["context"]}
+        assert it["text"] == texts[it["doc"]][it["start"]:it["end"]]
+        assert (it["doc"], it["group"]) in groups and not groups[(it["doc"], it["group"])]["link"]
+
+    # answers: pseudonymised, the task's answers as answers.jsonl has them
+    db = list(Answer.objects.filter(task=task).order_by("id"))
+    assert [a["id"] for a in row["answers"]] == [a.pk for a in db] and len(db) == c.cluster_answers >= 3
+    for got, a in zip(row["answers"], db):
+        assert got["annotator"] == pseudonym(a.annotator_id) and got["groups"] == a.value["groups"]
+        assert got["counted"] == (a.weight > 0) and got["backend"] == "simulated"
+    flat = {a["id"]: a for a in _read(out / "answers.jsonl")}
+    assert all(flat[a["id"]]["kind"] == "clusters" and flat[a["id"]]["annotator"] == a["annotator"]
+               for a in row["answers"])
+
+    # the aggregated clusters, as stored when the task completed and as the core computes them from the answers
+    assert (row["clusters"], row["agreement"], row["aggregated_answers"]) == (
+        task.result["clusters"], task.result["agreement"], task.result["answers"])
+    counted = [{"groups": a["groups"]} for a in row["answers"] if a["counted"]]
+    assert aggregate_clusters(counted, len(row["items"])) == task.result
+    assert c.cross_document_clusters == len(row["clusters"])
+
+    readme = (out / "README.md").read_text(encoding="utf-8")
+    assert f"| cross-document clustering tasks (`clusters.jsonl`) | {c.cluster_tasks:,} (1 complete) |" in readme
+    assert f"| answers to them | {c.cluster_answers:,} |" in readme
+    assert f"current clustering's items) | {c.cluster_items:,} |" in readme
+
+
+@pytest.fixture
+def clustering(shared_data, tmp_path):
+    """Three Re-DocRED documents annotated exhaustively by the simulated crowd (the gold layer): the clustering
+    task over their unlinked entities is open, alone (as in test_mturk_clusters)."""
+    from types import SimpleNamespace
+
+    corpus, _, _ = load_redocred_subset(shared_data, tmp_path, 3, "relclu")
+    actions.request_exhaustive(corpus, SimpleNamespace(indices=[0, 1, 2], inclusion=[1.0] * 3, stage=[1] * 3,
+                                                       scheme="uniform"))
+    crowd = SimulatedCrowd.uniform(corpus, 3, accuracy=1.0, rng=0)
+    crowd.run(kinds=[Kind.ENTITIES, Kind.RELATIONS])
+    task = Task.objects.get(corpus=corpus, kind=Kind.CLUSTERS, status=Task.Status.OPEN)
+    return corpus, crowd, task
+
+
+def test_unconfirmed_mturk_clustering_answers_are_not_released(clustering, tmp_path):
+    """A Mechanical Turk answer Amazon never confirmed (a forger's: quarantined) stays out of ``clusters.jsonl``
+    as out of ``answers.jsonl``; a confirmed one is released under its pseudonym; the clusters are the
+    confirmed answers'."""
+    corpus, crowd, task = clustering
+    n = len(task.payload["items"])
+    forger = Annotator.objects.create(backend=Backend.MTURK, external_id="A9FORGEDCLUSTERS")
+    honest = Annotator.objects.create(backend=Backend.MTURK, external_id="A1HONESTCLUSTERS")
+    leases = {}
+    for ann in (forger, honest):
+        leases[ann] = actions.lease_next(ann, kind=Kind.CLUSTERS, corpus=corpus)
+        actions.submit_answer(leases[ann], {"groups": [list(range(n))]} if ann is forger
+                              else {"groups": [[i] for i in range(n)]}, seconds=60)
+    assert actions.confirm_mturk_answer(leases[honest])
+    crowd.run(kinds=[Kind.CLUSTERS])
+    task.refresh_from_db()
+    assert task.status == Task.Status.COMPLETE and task.result["answers"] == 3
+    forged = Answer.objects.get(task=task, annotator=forger)
+    assert forged.quarantined
+
+    out = tmp_path / "release"
+    c = export_release(corpus, out)
+    row = _clusters_line(out, task)
+    ids = [a["id"] for a in row["answers"]]
+    assert forged.pk not in ids and forged.pk not in {a["id"] for a in _read(out / "answers.jsonl")}
+    assert ids == list(Answer.objects.filter(task=task, quarantined=False).order_by("id").values_list("id", flat=True))
+    assert pseudonym(honest.pk) in {a["annotator"] for a in row["answers"]}
+    assert c.cluster_answers == len(ids) == task.answers.count() - 1
+    assert row["clusters"] == task.result["clusters"] and len(row["clusters"]) > 1  # not the forger's one group
+    blob = "".join((out / name).read_text(encoding="utf-8") for name in RELEASE_FILES)
+    assert "A9FORGEDCLUSTERS" not in blob and "A1HONESTCLUSTERS" not in blob
+
+
+def test_a_period_release_holds_the_whole_clustering(clustering, tmp_path):
+    """A period's release holds the corpus's clustering whole, as its exhaustive annotation (every period's NIL
+    clustering scores use it): its answers in ``clusters.jsonl`` and in ``answers.jsonl``, whatever the window."""
+    from datetime import datetime, timezone
+
+    corpus, crowd, task = clustering
+    crowd.run(kinds=[Kind.CLUSTERS])
+    long_ago = datetime(2001, 1, 1, tzinfo=timezone.utc)
+    scope = {"period": 1, "key_hashes": set(), "opened": long_ago, "closed": long_ago}
+    out = tmp_path / "release"
+    c = export_release(corpus, out, scope=scope)
+    row = _clusters_line(out, task)
+    ids = sorted(Answer.objects.filter(task=task).values_list("id", flat=True))
+    assert sorted(a["id"] for a in row["answers"]) == ids and row["status"] == "complete" and row["current"]
+    assert sorted(a["id"] for a in _read(out / "answers.jsonl") if a["kind"] == "clusters") == ids
+    assert c.answers_by_kind[Kind.CLUSTERS] == len(ids) and c.answers_by_kind[Kind.VERIFY] == 0
+    assert "with its cross-document clustering" in (out / "README.md").read_text(encoding="utf-8")
+
+
+def test_a_clustering_task_a_newer_layer_cancelled_is_listed_without_clusters(shared_data, tmp_path):
+    """A newer exhaustive layer replaces the open clustering task (a third document adds items): both tasks are
+    listed with their answers; the cancelled one has no clusters, the complete new one is current."""
+    from types import SimpleNamespace
+
+    corpus, _, _ = load_redocred_subset(shared_data, tmp_path, 3, "relclu2")
+    actions.request_exhaustive(corpus, SimpleNamespace(indices=[0, 1], inclusion=[0.5] * 2, stage=[1] * 2,
+                                                       scheme="uniform"))
+    crowd = SimulatedCrowd.uniform(corpus, 3, accuracy=1.0, rng=0)
+    crowd.run(kinds=[Kind.ENTITIES, Kind.RELATIONS])
+    old = Task.objects.get(corpus=corpus, kind=Kind.CLUSTERS, status=Task.Status.OPEN)
+    lease = actions.lease_next(crowd.annotators[0], kind=Kind.CLUSTERS, corpus=corpus)
+    actions.submit_answer(lease, {"groups": [[i] for i in range(len(old.payload["items"]))]})
+    actions.request_exhaustive(corpus, SimpleNamespace(indices=[2], inclusion=[0.5], stage=[2], scheme="uniform"))
+    crowd.run(kinds=[Kind.ENTITIES, Kind.RELATIONS, Kind.CLUSTERS])
+    old.refresh_from_db()
+    new = Task.objects.get(corpus=corpus, kind=Kind.CLUSTERS, status=Task.Status.COMPLETE)
+    assert old.status == Task.Status.CANCELLED
+
+    out = tmp_path / "release"
+    c = export_release(corpus, out)
+    assert [x["task"] for x in _read(out / "clusters.jsonl")] == [old.pk, new.pk]
+    row = _clusters_line(out, old)
+    assert (row["status"], row["current"], row["clusters"], row["agreement"]) == ("cancelled", False, None, None)
+    assert [a["id"] for a in row["answers"]] == [Answer.objects.get(assignment=lease).pk]
+    row = _clusters_line(out, new)
+    assert row["status"] == "complete" and row["current"] and row["clusters"] == new.result["clusters"]
+    assert (c.cluster_tasks, c.cluster_tasks_complete, c.cluster_items) == (2, 1, len(new.payload["items"]))
+    assert c.cluster_answers == 1 + new.answers.count() and c.cross_document_clusters == len(new.result["clusters"])
+
+
+def test_a_corpus_without_clustering_has_an_empty_clusters_file(shared_data, tmp_path):
+    corpus, _, _ = load_redocred_subset(shared_data, tmp_path, 2, "noclu")
+    out = tmp_path / "release"
+    c = export_release(corpus, out)
+    assert sorted(p.name for p in out.iterdir()) == sorted(RELEASE_FILES)
+    assert (out / "clusters.jsonl").read_text() == "" and c.files["clusters.jsonl"] == 0
+    assert (out / "exhaustive.jsonl").read_text() == ""  # as the other files with nothing to hold
+    assert c.cluster_tasks == c.cluster_answers == c.cluster_items == 0
+    assert "| cross-document clustering tasks (`clusters.jsonl`) | 0 (0 complete) |" in (
+        out / "README.md").read_text(encoding="utf-8")

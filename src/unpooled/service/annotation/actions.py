@@ -911,11 +911,16 @@ def request_clustering(corpus: Corpus, *, now=None) -> Task | None:
     return task
 
 
-def nil_identity(corpus: Corpus) -> dict:
-    """``(doc id, layer cluster) -> cross-document entity number`` from the newest complete clustering task
-    (empty without one)."""
-    task = (Task.objects.filter(corpus=corpus, kind=Kind.CLUSTERS, status=Task.Status.COMPLETE)
+def clustering_task(corpus: Corpus) -> Task | None:
+    """The clustering task whose clusters are the corpus's cross-document identity: the newest complete one."""
+    return (Task.objects.filter(corpus=corpus, kind=Kind.CLUSTERS, status=Task.Status.COMPLETE)
             .order_by("-completed", "-id").first())
+
+
+def nil_identity(corpus: Corpus) -> dict:
+    """``(doc id, layer cluster) -> cross-document entity number`` from :func:`clustering_task` (empty without
+    one)."""
+    task = clustering_task(corpus)
     if task is None:
         return {}
     items = task.payload.get("items", [])

@@ -11,6 +11,9 @@ file                           one line per
 ``exhaustive.jsonl``           document sampled for exhaustive annotation (mentions, groups, links, relations)
 ``exhaustive_instances.jsonl`` true relation instance of a completely annotated sampled document, in the
                                format ``unpooled score --exhaustive`` reads (:mod:`unpooled.core.offline`)
+``clusters.jsonl``             cross-document clustering task: its items (the canonical mentions of the
+                               unlinked entities of the exhaustive layers), its answers, the aggregated
+                               clusters with their agreement figures
 ``documents.jsonl``            corpus document: id, title, length and SHA-256 of its text -- not the text
 ``README.md``                  counts, formats, how to score with it, licence, generation time
 =============================  ==========================================================================
@@ -48,7 +51,7 @@ from unpooled.core.matching import InstanceRef
 from .models import Answer, ExhaustiveDocument, Kind, Label, Task
 
 RELEASE_FILES = ("labels.jsonl", "answers.jsonl", "exhaustive.jsonl", "exhaustive_instances.jsonl",
-                 "documents.jsonl", "README.md")
+                 "clusters.jsonl", "documents.jsonl", "README.md")
 DEFAULT_LICENCE = "CC BY 4.0 (https://creativecommons.org/licenses/by/4.0/)"
 _PSEUDONYM_SALT = "unpooled.release.annotator"
 
@@ -86,6 +89,11 @@ class ReleaseCounts:
     exhaustive_complete: int = 0
     exhaustive_mentions: int = 0
     exhaustive_relations: int = 0
+    cluster_tasks: int = 0
+    cluster_tasks_complete: int = 0
+    cluster_answers: int = 0
+    cluster_items: int = 0  # of the clustering the scores use (actions.clustering_task)
+    cross_document_clusters: int = 0  # its clusters, singletons included
     predicates: dict = field(default_factory=dict)  # predicate -> {labelled, correct, exhaustive}
     files: dict = field(default_factory=dict)  # file name -> lines
     period: int | None = None  # an evaluation period's release (export_release's scope)
@@ -156,7 +164,8 @@ def export_release(corpus, out_dir: str | Path, *, licence: str = DEFAULT_LICENC
         (its number), ``key_hashes`` (the instance key hashes its submissions drew, a set or a ``values()``
         queryset), ``opened`` and ``closed``.  Labels and verification answers are then those of these keys;
         gold-control answers those given during the period; the exhaustive annotation (the corpus's recall
-        sample, which every period's scores use) is released whole.  None: the whole corpus.
+        sample, which every period's scores use) and its cross-document clustering (every period's NIL
+        clustering scores use it) are released whole.  None: the whole corpus.
 
     Returns
     -------
@@ -173,7 +182,7 @@ def export_release(corpus, out_dir: str | Path, *, licence: str = DEFAULT_LICENC
         labels_qs = labels_qs.filter(key_hash__in=scope["key_hashes"])
         answer_q = (Q(task__kind=Kind.VERIFY, task__is_control=False, task__key_hash__in=scope["key_hashes"])
                     | Q(task__is_control=True, created__gte=scope["opened"], created__lte=scope["closed"])
-                    | Q(task__kind__in=[Kind.ENTITIES, Kind.RELATIONS]))
+                    | Q(task__kind__in=[Kind.ENTITIES, Kind.RELATIONS, Kind.CLUSTERS]))
     schema = corpus.schema.schema()
     doc_ids = dict(corpus.documents.values_list("pk", "doc_id"))
     per_pred: dict[str, Counter] = defaultdict(Counter)
@@ -310,6 +319,9 @@ def export_release(corpus, out_dir: str | Path, *, licence: str = DEFAULT_LICENC
     counts.exhaustive_documents = len(sample)
     sampled = {ex.document_id for ex in sample}
 
+    # ---- cross-document clustering: one line per task, its answers (as answers.jsonl releases them) and result
+    _write_clusters(corpus, out, counts, answer_q, secret)
+
     # ---- documents: ids, titles, lengths and checksums (never the text)
     with _Writer(out, "documents.jsonl", counts) as w:
         for pk, doc, title, length, text in (corpus.documents.order_by("id")
@@ -328,6 +340,46 @@ def export_release(corpus, out_dir: str | Path, *, licence: str = DEFAULT_LICENC
     os.replace(tmp, readme)
     counts.files["README.md"] = 1
     return counts
+
+
+def _write_clusters(corpus, out: Path, counts: ReleaseCounts, answer_q: Q, secret: str | None) -> None:
+    """``clusters.jsonl``: every clustering task of ``corpus``, oldest first, with the items it showed (the
+    stored canonical mentions, without the text around them), the answers ``answer_q`` releases (not
+    quarantined; the same answers as ``answers.jsonl``) and, once complete, the clusters and agreement figures
+    the service aggregated (:func:`unpooled.core.annotation.clustering.aggregate_clusters`, stored when the task
+    completed); ``current`` marks the task whose clusters the scores use (:func:`.actions.clustering_task`)."""
+    from .actions import clustering_task
+
+    current = clustering_task(corpus)
+    tasks = list(Task.objects.filter(corpus=corpus, kind=Kind.CLUSTERS).order_by("id"))
+    answers: dict[int, list[dict]] = defaultdict(list)
+    for pk, task, ann, backend, value, weight, seconds, gv, created in (
+            Answer.objects.filter(answer_q, task__in=tasks, quarantined=False).order_by("id").values_list(
+                "id", "task_id", "annotator_id", "annotator__backend", "value", "weight", "seconds",
+                "guideline_version", "created")):
+        answers[task].append({"id": pk, "annotator": pseudonym(ann, secret=secret), "backend": backend,
+                              "groups": value.get("groups"), "counted": weight > 0, "seconds": seconds,
+                              "guideline_version": gv, "created": _iso(created)})
+    with _Writer(out, "clusters.jsonl", counts) as w:
+        for t in tasks:
+            items = [{"index": i, "doc": it["doc"], "group": it["cluster"], "type": it["type"], "start": it["start"],
+                      "end": it["end"], "text": it["text"], "context": it.get("context")}
+                     for i, it in enumerate((t.payload or {}).get("items", []))]
+            done = t.status == Task.Status.COMPLETE
+            is_current = current is not None and t.pk == current.pk
+            res = (t.result or {}) if done else {}  # an open or cancelled task has no clusters
+            w.write({"task": t.pk, "status": t.status, "current": is_current,
+                     "guideline_version": t.guideline_version, "created": _iso(t.created),
+                     "completed": _iso(t.completed), "items": items,
+                     "items_dropped": (t.payload or {}).get("items_dropped", 0), "answers": answers[t.pk],
+                     "clusters": res.get("clusters"), "agreement": res.get("agreement"),
+                     "aggregated_answers": res.get("answers")})
+            counts.cluster_tasks_complete += int(done)
+            counts.cluster_answers += len(answers[t.pk])
+            if is_current:
+                counts.cluster_items = len(items)
+                counts.cross_document_clusters = len(res.get("clusters", []))
+    counts.cluster_tasks = len(tasks)
 
 
 def release_name(corpus, now: datetime | None = None, *, period: int | None = None) -> str:
@@ -370,7 +422,8 @@ def readme_text(corpus, c: ReleaseCounts, *, licence: str = DEFAULT_LICENCE) -> 
     incomplete = c.exhaustive_documents - c.exhaustive_complete
     period = (f"\nThis is the release of **evaluation period {c.period}**: the labels of the instances its "
               "submissions drew, their verification answers, the gold-control answers given during the period, and "
-              "the corpus's exhaustive annotation (the recall sample every period's scores use).\n"
+              "the corpus's exhaustive annotation (the recall sample every period's scores use) with its "
+              "cross-document clustering.\n"
               if c.period is not None else "")
     return f"""# Annotation release: corpus `{corpus.name}`{f' (evaluation period {c.period})' if c.period is not None else ''}
 {period}
@@ -396,6 +449,10 @@ for unbiased on-demand evaluation of knowledge base population*, EMNLP 2017).
 | of them completely annotated | {c.exhaustive_complete:,} |
 | mentions in completely annotated documents | {c.exhaustive_mentions:,} |
 | true relation instances in them (`exhaustive_instances.jsonl`) | {c.exhaustive_relations:,} |
+| cross-document clustering tasks (`clusters.jsonl`) | {c.cluster_tasks:,} ({c.cluster_tasks_complete:,} complete) |
+| answers to them | {c.cluster_answers:,} |
+| unlinked entities grouped across documents (the current clustering's items) | {c.cluster_items:,} |
+| cross-document entities they form (clusters, singletons included) | {c.cross_document_clusters:,} |
 
 Relations per predicate (canonical direction): labelled instance keys, how many of them the
 current label calls correct, and true instances found by exhaustive annotation.
@@ -423,12 +480,14 @@ the instances systems predicted and an evaluation sampled, so the pool is not a 
 true facts; importance weights are needed to score with it (below).
 
 **`answers.jsonl`**: every individual answer, oldest first. `id`, `task` (the item), `kind`
-(`verify`, `entities`, `relations`), `control` (a gold control item: `gold` holds its answer),
-`doc`, `key` (verification items), `annotator` (pseudonym), `backend` (`inhouse`, `mturk`,
+(`verify`, `entities`, `relations`, `clusters`), `control` (a gold control item: `gold` holds its answer),
+`doc` (clusters: the document of the task's first item; the items are in `clusters.jsonl`), `key`
+(verification items), `annotator` (pseudonym), `backend` (`inhouse`, `mturk`,
 `simulated`: simulated answers come from a synthetic crowd answering from the gold layer),
 `value` (the answer as given: verify `{{relation, other_predicate?, subject_ok, object_ok, link_ok}}`;
 entities `{{mentions: [{{start, end, type, cluster, link}}]}}`; relations `{{pairs: {{"i": ["ab:R" | "ba:R"]}}}}`
-over the candidate pairs of that document's relation item), `correct` (verify: the answer says the
+over the candidate pairs of that document's relation item; clusters `{{groups: [[item, ...], ...]}}` over
+the items of that task), `correct` (verify: the answer says the
 instance is correct: the relation holds, both mentions are valid and no link is wrong), `counted`
 (false: answered after the item completed, or by an annotator blocked for failing gold controls),
 `seconds`, `guideline_version`, `created`.
@@ -445,6 +504,24 @@ sample includes the document), `weight` (1/π_d), `status` (`complete`, `annotat
 **`exhaustive_instances.jsonl`**: the relations of the complete documents, one true instance a
 line, in the format `unpooled score --exhaustive` reads: `doc`, `subject` `{{start, end, text}}`,
 `predicate`, `object` `{{start, end, text}}`, `inclusion`.
+
+**`clusters.jsonl`**: one cross-document clustering task a line, oldest first. Once every sampled
+document's entity layer is final, annotators are shown the canonical mention (the longest) of every
+unlinked (NIL) coreference group of those layers and put the ones naming the same entity in one
+group. Fields: `task`, `status` (`open`, `complete`, or `cancelled`: a newer layer replaced its
+items), `current` (true for the one task whose clusters the service's NIL clustering scores across
+documents use: the newest complete one), `guideline_version`, `created`, `completed`, `items`
+`[{{index, doc, group, type, start, end, text, context}}]` (`group`: the coreference group in that
+document's entity layer, as in `exhaustive.jsonl`; `context`: the offsets of the sentence shown
+around it), `items_dropped` (items beyond the task's limit), `answers` `[{{id, annotator, backend,
+groups, counted, seconds, guideline_version, created}}]` (the same answers as in `answers.jsonl`;
+`groups` partitions the item indices), and for a complete task `clusters` (lists of item indices,
+singletons included: a pair of items is together when a strict majority of the counted answers puts
+it in one group, transitively closed), `agreement` (`unanimous`: share of item pairs every answer
+decides alike; `rand`: mean Rand index between two answers; `kappa`: Fleiss' κ of the pair decisions;
+`pairs`; `support`: per cluster of two or more items, the mean share of answers putting its pairs
+together; null where undefined) and `aggregated_answers` (how many answers were aggregated), as
+`unpooled.core.annotation.clustering.aggregate_clusters` computed them when the task completed.
 
 **`documents.jsonl`**: every document of the corpus: `doc`, `title`, `length` (characters),
 `sha256` (of the UTF-8 text), `labelled_keys`, `exhaustive`. The text is not included: it belongs
@@ -492,7 +569,8 @@ names and Mechanical Turk WorkerIds are never included, nor which system or team
 
 ## Licence
 
-The annotations in this release (labels, answers, exhaustive annotations) are released under:
+The annotations in this release (labels, answers, exhaustive annotations, cross-document clusters) are released
+under:
 
 > {licence}
 
