@@ -294,14 +294,13 @@ def page_context(sub: Submission) -> dict | None:
     for r in rows:
         if r["value"] is None and r["reason"]:
             unscored.setdefault(r["reason"], []).append(r["label"])
-    from unpooled.service.annotation.models import Kind, Task
+    from unpooled.service.annotation.actions import clustering_task
 
-    ct = (Task.objects.filter(corpus_id=sub.corpus_id, kind=Kind.CLUSTERS, status=Task.Status.COMPLETE)
-          .order_by("-completed", "-id").values("payload", "result").first())
+    ct = clustering_task(sub.corpus)
     clustering = None
     if ct is not None:
-        res = ct["result"] or {}
-        clustering = {"items": len((ct["payload"] or {}).get("items", [])), "clusters": len(res.get("clusters", [])),
+        res = ct.result or {}
+        clustering = {"items": len((ct.payload or {}).get("items", [])), "clusters": len(res.get("clusters", [])),
                       "answers": res.get("answers"), **(res.get("agreement") or {})}
     return {
         "clustering": clustering,
