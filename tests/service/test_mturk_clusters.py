@@ -100,7 +100,9 @@ def test_clustering_hit_end_to_end_on_mturk(corpus, stubbed):
     # its answer is lost (two service faults, the retry included)
     st = actions.settings_for(corpus)
     token = request_token("task", task.pk, 0)
-    expected = {"MaxAssignments": 3, "Title": "Which of these names are the same entity?", "Description": ANY,
+    expected = {"MaxAssignments": 3, "Title": "Which of these names are the same entity?",
+                "Description": f"Group {n} names, each shown with its sentence, that refer to the same person, "
+                               "organisation or place (keyboard: a letter puts a name in a group).",
                 "Keywords": ANY, "Reward": "1.35", "AssignmentDurationInSeconds": 1800,
                 "LifetimeInSeconds": 7 * 24 * 3600, "AutoApprovalDelayInSeconds": 3 * 24 * 3600,
                 "Question": external_question(question_url(BASE, task, Hit(task=task, request_token=token))),
@@ -328,3 +330,18 @@ def _create(task) -> dict:
             "AssignmentDurationInSeconds": 1800, "LifetimeInSeconds": ANY, "AutoApprovalDelayInSeconds": ANY,
             "Question": external_question(question_url(BASE, task, Hit(task=task, request_token=token))),
             "RequesterAnnotation": item_token(task), "UniqueRequestToken": token, "QualificationRequirements": ANY}
+
+
+def test_hit_descriptions_say_what_and_how_big(corpus):
+    """The description a worker reads before accepting names the task and its size (it was the title again)."""
+    from unpooled.service.crowd.mturk_sync import TITLES, hit_description
+
+    for task in Task.objects.filter(corpus=corpus).select_related("document"):
+        got = hit_description(task)
+        assert got != TITLES[task.kind] and len(got) <= 2000  # Amazon's limit
+        if task.kind == Kind.ENTITIES:
+            assert f"a text of about {len(task.document.text.split()):,} words" in got
+        elif task.kind == Kind.RELATIONS:
+            assert got.startswith(f"For {len(task.payload['pairs']):,} pairs of names")
+        elif task.kind == Kind.CLUSTERS:
+            assert got.startswith(f"Group {len(task.payload['items']):,} names")

@@ -51,7 +51,11 @@ def test_publish_crash_reconcile_and_pay(client, corpus, stubbed):
     h1, h2 = "3" + "A" * 29, "3" + "B" * 29
     # t1 posts; t2's CreateHIT fails twice (the process "crashes" from our point of view: no id saved)
     stub.add_response("create_hit", {"HIT": _hit(h1, item_token(t1))},
-                      {"MaxAssignments": 3, "Title": ANY, "Description": ANY, "Keywords": ANY, "Reward": "0.05",
+                      {"MaxAssignments": 3, "Title": "Does this sentence state the relation?",
+                       "Description": "Read one sentence from a document and say whether it states the given relation "
+                                      "between the two highlighted names. A few seconds; some items are checked "
+                                      "against known answers.",
+                       "Keywords": ANY, "Reward": "0.05",
                        "AssignmentDurationInSeconds": ANY, "LifetimeInSeconds": ANY, "AutoApprovalDelayInSeconds": ANY,
                        "Question": ANY, "RequesterAnnotation": item_token(t1), "UniqueRequestToken": ANY,
                        "QualificationRequirements": ANY})

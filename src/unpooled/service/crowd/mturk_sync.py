@@ -33,6 +33,24 @@ TITLES = {Kind.VERIFY: "Does this sentence state the relation?", Kind.ENTITIES: 
           Kind.CLUSTERS: "Which of these names are the same entity?"}
 
 
+def hit_description(task: Task) -> str:
+    """What a worker reads in the HIT list before accepting: what the task asks and how big this one is (Amazon
+    shows the description beside the title; a size lets a worker judge the reward)."""
+    p = task.payload or {}
+    if task.kind == Kind.VERIFY:
+        return ("Read one sentence from a document and say whether it states the given relation between the two "
+                "highlighted names. A few seconds; some items are checked against known answers.")
+    if task.kind == Kind.ENTITIES:
+        words = len((task.document.text or "").split()) if task.document_id else 0
+        return (f"Mark every name of a person, organisation, place or other entity in a text of about {words:,} words, "
+                "give its type and group the names that refer to the same entity.")
+    if task.kind == Kind.RELATIONS:
+        return (f"For {len(p.get('pairs', [])):,} pairs of names in the sentences of a document, choose the relations "
+                "each sentence states between them (or none).")
+    return (f"Group {len(p.get('items', [])):,} names, each shown with its sentence, that refer to the same "
+            "person, organisation or place (keyboard: a letter puts a name in a group).")
+
+
 def item_token(task: Task) -> str:
     return f"unpooled:task:{task.pk}"
 
@@ -84,7 +102,8 @@ def publish(corpus: Corpus, backend: MTurkBackend, base_url: str, *, limit: int 
     the one its confirmed answers cost and budgets count."""
     rep = SyncReport()
     st = actions.settings_for(corpus)
-    tasks = Task.objects.filter(corpus=corpus, status=Task.Status.OPEN, hit__isnull=True).order_by("priority", "id")
+    tasks = (Task.objects.filter(corpus=corpus, status=Task.Status.OPEN, hit__isnull=True)
+             .select_related("document").order_by("priority", "id"))
     for task in tasks[:limit] if limit else tasks:
         n = task.answers_needed or 1
         with transaction.atomic():
@@ -93,7 +112,7 @@ def publish(corpus: Corpus, backend: MTurkBackend, base_url: str, *, limit: int 
         try:
             got = backend.create_hit(item_token(task), question_url(base_url, task, hit),
                                      task_type=task.kind, max_assignments=n, title=TITLES[task.kind],
-                                     description=TITLES[task.kind], request_token=hit.request_token,
+                                     description=hit_description(task), request_token=hit.request_token,
                                      reward=dollars(st.reward_cents(task.kind)))
         except Exception as exc:  # recorded; the row stays pending and reconcile or the next publish repairs it
             rep.errors.append(f"task {task.pk}: {exc}")
