@@ -57,6 +57,7 @@ class ApiToken(models.Model):
 
     class Meta:
         ordering = ["-created"]
+        verbose_name = "API token"
 
     def __str__(self) -> str:
         return f"{self.team.name}: {self.name} ({self.prefix}…)"

@@ -63,6 +63,9 @@ class AnnotationSettings(models.Model):
     open_signup = models.BooleanField(
         default=False, help_text="annotators who signed up without an organiser's invite may annotate this corpus")
 
+    class Meta:
+        verbose_name = verbose_name_plural = "annotation settings"
+
     def reward_cents(self, kind: str) -> int:
         return {Kind.VERIFY: self.reward_verify_cents, Kind.ENTITIES: self.reward_entities_cents,
                 Kind.RELATIONS: self.reward_relations_cents, Kind.CLUSTERS: self.reward_clusters_cents}[kind]
@@ -253,3 +256,6 @@ class Hit(models.Model):
     rejected = models.JSONField(default=list, help_text="AssignmentIds rejected")
     created = models.DateTimeField(auto_now_add=True)
     updated = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        verbose_name, verbose_name_plural = "HIT", "HITs"

@@ -123,6 +123,7 @@ class GoldEntity(models.Model):
 
     class Meta:
         constraints = [models.UniqueConstraint(fields=["document", "index"], name="gold_entity_unique_index")]
+        verbose_name_plural = "gold entities"
 
 
 class GoldMention(models.Model):

@@ -98,6 +98,7 @@ class SubmissionEntity(models.Model):
 
     class Meta:
         constraints = [models.UniqueConstraint(fields=["submission", "name"], name="entity_unique_name")]
+        verbose_name_plural = "submission entities"
 
 
 class SubmissionMention(models.Model):
