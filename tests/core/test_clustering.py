@@ -56,3 +56,40 @@ def test_b_cubed():
     assert b_cubed([0, 0, 1], [0, 1, 1]) == pytest.approx((2 / 3, 2 / 3))
     assert b_cubed(["a", "b"], ["x", "x"]) == pytest.approx((1.0, 0.5))
     assert all(math.isnan(v) for v in b_cubed([], []))
+
+
+from hypothesis import given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+
+@settings(max_examples=80, deadline=None)
+@given(types=st.lists(st.sampled_from(["PER", "ORG", "LOC", "per"]), max_size=60),
+       names=st.lists(st.sampled_from(["Bill Clinton", "Clinton", "Paris", "", "Al  Gore", "x"]), min_size=60,
+                      max_size=60),
+       max_items=st.integers(1, 12))
+def test_blocks_partition_the_items_by_type_within_the_limit(types, names, max_items):
+    from collections import Counter
+
+    from unpooled.core.annotation.clustering import blocks
+
+    items = [{"type": t, "text": names[i]} for i, t in enumerate(types)]
+    got = blocks(items, max_items)
+    flat = [i for b in got for i in b]
+    assert sorted(flat) == list(range(len(items)))  # every item exactly once
+    assert all(1 <= len(b) <= max_items for b in got)
+    if len(items) <= max_items:
+        assert got == ([list(range(len(items)))] if items else [])
+        return
+    per_type = Counter(t.upper() for t in types)
+    for b in got:
+        kinds = {types[i].upper() for i in b}
+        assert len(kinds) == 1  # split by type (case-insensitive)
+        assert len(b) >= 2 or per_type[kinds.pop()] == 1 or max_items <= 2  # no lone item cut off a type
+
+
+def test_combine_agreement_of_one_block_is_that_blocks():
+    from unpooled.core.annotation.clustering import combine_agreement
+
+    one = {"pairs": 6, "unanimous": 0.5, "rand": 0.75, "kappa": 0.2}
+    assert combine_agreement([one]) == {**one, "blocks": 1}
+    assert combine_agreement([]) == {"pairs": 0, "unanimous": None, "rand": None, "kappa": None, "blocks": 0}

@@ -296,13 +296,13 @@ def test_clustering_task_items_answers_and_clusters(pool, tmp_path):
 
     corpus, _ = pool
     task = Task.objects.get(corpus=corpus, kind=Kind.CLUSTERS)
-    assert task.status == Task.Status.COMPLETE and actions.clustering_task(corpus) == task
+    assert task.status == Task.Status.COMPLETE and actions.clustering_tasks(corpus) == [task]
     out = tmp_path / "release"
     c = export_release(corpus, out)
     lines = _read(out / "clusters.jsonl")
     assert len(lines) == c.files["clusters.jsonl"] == c.cluster_tasks == c.cluster_tasks_complete == 1
     row = lines[0]
-    assert set(row) == {"task", "status", "current", "guideline_version", "created", "completed", "items",
+    assert set(row) == {"task", "status", "current", "block", "guideline_version", "created", "completed", "items",
                         "items_dropped", "answers", "clusters", "agreement", "aggregated_answers"}
     assert (row["task"], row["status"], row["current"]) == (task.pk, "complete", True)
 
@@ -448,3 +448,48 @@ def test_a_corpus_without_clustering_has_an_empty_clusters_file(shared_data, tmp
     assert c.cluster_tasks == c.cluster_answers == c.cluster_items == 0
     assert "| cross-document clustering tasks (`clusters.jsonl`) | 0 (0 complete) |" in (
         out / "README.md").read_text(encoding="utf-8")
+
+
+def test_a_large_clustering_is_split_into_tasks_by_type_and_all_of_them_are_used(shared_data, tmp_path, monkeypatch,
+                                                                                client):
+    """Above MAX_ITEMS (here 4, so that 3 documents exceed it; the demo's 40 documents hold 847) the unlinked
+    entities are split by type, large types in runs of similar names: every item in exactly one task of at most
+    MAX_ITEMS items; the scores read every task's clusters once all are complete, the page says how many tasks, the
+    release marks them all current."""
+    import unpooled.core.annotation.clustering as clu
+    from unpooled.service.evaluations import entities
+    from unpooled.service.evaluations.models import EntityScore
+
+    monkeypatch.setattr(clu, "MAX_ITEMS", 4)
+    corpus, sub, _ = load_redocred_subset(shared_data, tmp_path, 3, "blocks")
+    sample_documents(corpus, "uniform", 3, seed=0)
+    crowd = SimulatedCrowd.uniform(corpus, 3, accuracy=1.0, rng=0)
+    crowd.run(kinds=[Kind.ENTITIES, Kind.RELATIONS])
+    items = actions.nil_items(corpus)
+    tasks = list(Task.objects.filter(corpus=corpus, kind=Kind.CLUSTERS).order_by("id"))
+    assert len(items) > 4 and len(tasks) >= 2
+    shown = [(it["doc"], it["cluster"]) for t in tasks for it in t.payload["items"]]
+    singles = {t for t, n in Counter(it["type"].upper() for it in items).items() if n == 1}
+    assert sorted(shown) == sorted((it["doc"], it["cluster"]) for it in items if it["type"].upper() not in singles)
+    for b, t in enumerate(tasks):
+        assert 2 <= len(t.payload["items"]) <= 4 and len({it["type"].upper() for it in t.payload["items"]}) == 1
+        assert t.payload["block"] == [b, len(tasks)] and t.key.endswith(f":{b + 1}/{len(tasks)}")
+    crowd.run(kinds=[Kind.CLUSTERS])
+    assert all(t.status == Task.Status.COMPLETE for t in Task.objects.filter(pk__in=[t.pk for t in tasks]))
+    assert [t.pk for t in actions.clustering_tasks(corpus)] == [t.pk for t in tasks]
+    # while one block is still open the generation is not in use (nor, here, any older one)
+    Task.objects.filter(pk=tasks[-1].pk).update(status=Task.Status.OPEN)
+    assert actions.clustering_tasks(corpus) == [] and actions.nil_identity(corpus) == {}
+    Task.objects.filter(pk=tasks[-1].pk).update(status=Task.Status.COMPLETE)
+    identity = actions.nil_identity(corpus)
+    assert set(identity) == set(shown)
+    assert {i[0] for i in identity.values()} == {t.pk for t in tasks}  # entities of two tasks never join
+    entities.compute(corpus)
+    es = EntityScore.objects.filter(submission=sub).order_by("-id").first()
+    assert es.details["nil_across_documents"] is True
+    html = client.get(f"/submissions/{sub.pk}/?level=entity").content.decode()
+    assert f"in {len(tasks)} tasks (by entity type" in html
+    c = export_release(corpus, tmp_path / "rel")
+    rows = _read(tmp_path / "rel" / "clusters.jsonl")
+    assert [r["current"] for r in rows] == [True] * len(tasks) and c.cluster_items == len(shown)
+    assert [r["block"] for r in rows] == [[b, len(tasks)] for b in range(len(tasks))]

@@ -167,5 +167,63 @@ def b_cubed(system: Sequence, gold: Sequence) -> tuple[float, float]:
     return float(np.mean(both / same_s.sum(1))), float(np.mean(both / same_g.sum(1)))
 
 
-__all__ = ["MAX_ITEMS", "aggregate_clusters", "b_cubed", "validate_clusters"]
+def _head(text: str) -> str:
+    words = str(text).lower().split()
+    return words[-1] if words else ""
+
+
+def blocks(items: Sequence[Mapping], max_items: int = MAX_ITEMS) -> list[list[int]]:
+    """The items split into clustering tasks of at most ``max_items`` each (indices into ``items``).
+
+    All in one task when they fit.  Otherwise one task per entity ``type`` (items of two types are not asked
+    about: blocking, as in record linkage), and a type with more than ``max_items`` items in consecutive runs of
+    its items sorted by their last word, then their text ("Clinton", "Bill Clinton" and "Hillary Clinton" fall
+    together), cut into runs of near-equal size; pairs across tasks are never asked, so the clusters never join
+    them.  A type with one item needs no task (the caller drops blocks of one).
+
+    >>> items = [{"type": "PER", "text": t} for t in ("Bill Clinton", "Paris", "Clinton", "Al Gore")]
+    >>> blocks(items, 10), blocks(items, 2)
+    ([[0, 1, 2, 3]], [[0, 2], [3, 1]])
+    >>> blocks([{"type": "LOC", "text": "Paris"}, {"type": "PER", "text": "Paris Hilton"}], 1)
+    [[0], [1]]
+    """
+    if max_items < 1:
+        raise ValueError(f"max_items: expected at least 1, got {max_items}")
+    n = len(items)
+    if n <= max_items:
+        return [list(range(n))] if n else []
+    by_type: dict = {}
+    for i, it in enumerate(items):
+        by_type.setdefault(str(it.get("type", "")).upper(), []).append(i)
+    out = []
+    for t in sorted(by_type):
+        idx = sorted(by_type[t], key=lambda i: (_head(items[i].get("text", "")), str(items[i].get("text", "")).lower(), i))
+        k = -(-len(idx) // max_items)  # runs of near-equal size: no lone item left at the end of a type
+        cuts = [len(idx) * j // k for j in range(k + 1)]
+        out += [idx[cuts[j]:cuts[j + 1]] for j in range(k)]
+    return out
+
+
+def combine_agreement(agreements: Sequence[Mapping]) -> dict:
+    """The agreement figures of several blocks' :func:`aggregate_clusters` as one: ``pairs`` summed, ``unanimous``
+    over all their pairs (exact: the pairs-weighted mean), ``rand`` and ``kappa`` the pairs-weighted means of the
+    blocks' (a mean of per-block figures, not the figure of the pooled decisions), ``blocks`` their number.
+
+    >>> combine_agreement([{"pairs": 10, "unanimous": 0.9, "rand": 0.95, "kappa": 0.5},
+    ...                    {"pairs": 30, "unanimous": 0.7, "rand": 0.85, "kappa": None}])
+    {'pairs': 40, 'unanimous': 0.75, 'rand': 0.875, 'kappa': 0.5, 'blocks': 2}
+    """
+    out: dict = {"pairs": int(sum(int(a.get("pairs") or 0) for a in agreements))}
+    for key in ("unanimous", "rand", "kappa"):
+        got = [(float(a[key]), int(a.get("pairs") or 0)) for a in agreements if a.get(key) is not None]
+        w = sum(p for _, p in got)
+        if len(got) == 1:  # one block: its own figure, exactly
+            out[key] = _num(got[0][0])
+        else:
+            out[key] = _num(sum(v * p for v, p in got) / w) if w else None
+    out["blocks"] = len(agreements)
+    return out
+
+
+__all__ = ["MAX_ITEMS", "aggregate_clusters", "b_cubed", "blocks", "combine_agreement", "validate_clusters"]
 

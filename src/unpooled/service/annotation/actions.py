@@ -851,8 +851,8 @@ def _create_relations_task(entity_task: Task, mentions: list[dict], now) -> Task
 def nil_items(corpus: Corpus) -> list[dict]:
     """The canonical mention of every unlinked (NIL) cluster of the corpus's final exhaustive entity layers:
     per cluster its longest mention (the first on ties), with the sentence around it; in document order.
-    What the clustering task shows (:func:`request_clustering`); at most :data:`~unpooled.core.annotation.
-    clustering.MAX_ITEMS`."""
+    What the clustering tasks show (:func:`request_clustering`, in blocks of at most
+    :data:`~unpooled.core.annotation.clustering.MAX_ITEMS`)."""
     from unpooled.service.corpora.models import Sentence
 
     docs = ExhaustiveDocument.objects.filter(corpus=corpus).values("document_id")
@@ -879,56 +879,72 @@ def nil_items(corpus: Corpus) -> list[dict]:
     return out
 
 
-def request_clustering(corpus: Corpus, *, now=None) -> Task | None:
-    """The corpus's cross-document clustering task over :func:`nil_items` (None when there are fewer than two).
+def request_clustering(corpus: Corpus, *, now=None) -> list[Task]:
+    """The corpus's cross-document clustering tasks over :func:`nil_items` (none when there are fewer than two).
 
-    One task per set of items: a new exhaustive layer gives a new task (its key is the items' digest) and an open
-    task over the old items is cancelled.  At most :data:`~unpooled.core.annotation.clustering.MAX_ITEMS` items
-    (the rest counted in ``items_dropped``)."""
+    One task when the items fit :data:`~unpooled.core.annotation.clustering.MAX_ITEMS`, else one per block of
+    :func:`~unpooled.core.annotation.clustering.blocks` (by entity type, large types in runs of similar names;
+    a block of one item needs no task).  The tasks of one set of items are a *generation* (their key is the items'
+    digest, then ``:i/n`` when there are several; ``payload["block"]`` is ``[i, n]``): a new exhaustive layer
+    gives a new generation and cancels the open tasks of older ones."""
     import hashlib
     import json
 
     now = now or timezone.now()
     items = nil_items(corpus)
     if len(items) < 2:
-        return None
-    dropped = max(0, len(items) - clu.MAX_ITEMS)
-    items = items[:clu.MAX_ITEMS]
+        return []
     digest = hashlib.blake2b(json.dumps([(i["doc"], i["cluster"], i["start"], i["end"]) for i in items])
                              .encode(), digest_size=8).hexdigest()
-    key = f"clusters:{digest}"
+    parts = [p for p in clu.blocks(items, clu.MAX_ITEMS) if len(p) >= 2]
+    n = len(parts)
+    keys = [f"clusters:{digest}"] if n == 1 else [f"clusters:{digest}:{b + 1}/{n}" for b in range(n)]
     st = settings_for(corpus)
+    out = []
     with transaction.atomic():
-        Task.objects.filter(corpus=corpus, kind=Kind.CLUSTERS, status=Task.Status.OPEN).exclude(key=key).update(
+        Task.objects.filter(corpus=corpus, kind=Kind.CLUSTERS, status=Task.Status.OPEN).exclude(key__in=keys).update(
             status=Task.Status.CANCELLED)
-        payload = {"items": items}
-        if dropped:
-            payload["items_dropped"] = dropped
-        task, _ = Task.objects.get_or_create(
-            corpus=corpus, kind=Kind.CLUSTERS, document_id=items[0]["document"], key=key,
-            defaults={"payload": payload, "answers_needed": st.answers_per_item, "priority": now,
-                      "guideline_version": VERSIONS["clusters"]})
-    return task
+        for b, (key, part) in enumerate(zip(keys, parts)):
+            its = [items[i] for i in part]
+            task, _ = Task.objects.get_or_create(
+                corpus=corpus, kind=Kind.CLUSTERS, document_id=its[0]["document"], key=key,
+                defaults={"payload": {"items": its, "block": [b, n]}, "answers_needed": st.answers_per_item,
+                          "priority": now, "guideline_version": VERSIONS["clusters"]})
+            out.append(task)
+    return out
 
 
-def clustering_task(corpus: Corpus) -> Task | None:
-    """The clustering task whose clusters are the corpus's cross-document identity: the newest complete one."""
-    return (Task.objects.filter(corpus=corpus, kind=Kind.CLUSTERS, status=Task.Status.COMPLETE)
-            .order_by("-completed", "-id").first())
+def _generation(task: Task) -> tuple[str, int, int]:
+    """``(items digest, block, blocks)`` of a clustering task (:func:`request_clustering`)."""
+    parts = task.key.split(":")
+    b, n = (task.payload or {}).get("block", [0, 1])
+    return (parts[1] if len(parts) > 1 else task.key), int(b), int(n)
+
+
+def clustering_tasks(corpus: Corpus) -> list[Task]:
+    """The clustering tasks whose clusters are the corpus's cross-document identity: those of the newest generation
+    whose every task is complete (in block order; empty without one).  Until a new generation is complete the
+    previous one stays in use."""
+    seen: dict[str, list[Task]] = {}
+    for t in (Task.objects.filter(corpus=corpus, kind=Kind.CLUSTERS, status=Task.Status.COMPLETE)
+              .order_by("-completed", "-id")):
+        g, _, n = _generation(t)
+        seen.setdefault(g, []).append(t)
+        if len(seen[g]) == n:
+            return sorted(seen[g], key=lambda x: _generation(x)[1])
+    return []
 
 
 def nil_identity(corpus: Corpus) -> dict:
-    """``(doc id, layer cluster) -> cross-document entity number`` from :func:`clustering_task` (empty without
-    one)."""
-    task = clustering_task(corpus)
-    if task is None:
-        return {}
-    items = task.payload.get("items", [])
+    """``(doc id, layer cluster) -> cross-document entity`` (``(task id, cluster number)``) from
+    :func:`clustering_tasks` (empty without them)."""
     out = {}
-    for g, members in enumerate((task.result or {}).get("clusters", [])):
-        for i in members:
-            if 0 <= i < len(items):
-                out[(items[i]["doc"], items[i]["cluster"])] = g
+    for task in clustering_tasks(corpus):
+        items = task.payload.get("items", [])
+        for g, members in enumerate((task.result or {}).get("clusters", [])):
+            for i in members:
+                if 0 <= i < len(items):
+                    out[(items[i]["doc"], items[i]["cluster"])] = (task.pk, g)
     return out
 
 

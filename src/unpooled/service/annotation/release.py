@@ -92,7 +92,7 @@ class ReleaseCounts:
     cluster_tasks: int = 0
     cluster_tasks_complete: int = 0
     cluster_answers: int = 0
-    cluster_items: int = 0  # of the clustering the scores use (actions.clustering_task)
+    cluster_items: int = 0  # of the clustering the scores use (actions.clustering_tasks)
     cross_document_clusters: int = 0  # its clusters, singletons included
     predicates: dict = field(default_factory=dict)  # predicate -> {labelled, correct, exhaustive}
     files: dict = field(default_factory=dict)  # file name -> lines
@@ -347,10 +347,11 @@ def _write_clusters(corpus, out: Path, counts: ReleaseCounts, answer_q: Q, secre
     stored canonical mentions, without the text around them), the answers ``answer_q`` releases (not
     quarantined; the same answers as ``answers.jsonl``) and, once complete, the clusters and agreement figures
     the service aggregated (:func:`unpooled.core.annotation.clustering.aggregate_clusters`, stored when the task
-    completed); ``current`` marks the task whose clusters the scores use (:func:`.actions.clustering_task`)."""
-    from .actions import clustering_task
+    completed); ``current`` marks the tasks whose clusters the scores use (:func:`.actions.clustering_tasks`: one,
+    or one per block of a large corpus); ``block`` is ``[i, n]``, the task's block among its generation's."""
+    from .actions import clustering_tasks
 
-    current = clustering_task(corpus)
+    current = {t.pk for t in clustering_tasks(corpus)}
     tasks = list(Task.objects.filter(corpus=corpus, kind=Kind.CLUSTERS).order_by("id"))
     answers: dict[int, list[dict]] = defaultdict(list)
     for pk, task, ann, backend, value, weight, seconds, gv, created in (
@@ -366,9 +367,10 @@ def _write_clusters(corpus, out: Path, counts: ReleaseCounts, answer_q: Q, secre
                       "end": it["end"], "text": it["text"], "context": it.get("context")}
                      for i, it in enumerate((t.payload or {}).get("items", []))]
             done = t.status == Task.Status.COMPLETE
-            is_current = current is not None and t.pk == current.pk
+            is_current = t.pk in current
             res = (t.result or {}) if done else {}  # an open or cancelled task has no clusters
             w.write({"task": t.pk, "status": t.status, "current": is_current,
+                     "block": (t.payload or {}).get("block", [0, 1]),
                      "guideline_version": t.guideline_version, "created": _iso(t.created),
                      "completed": _iso(t.completed), "items": items,
                      "items_dropped": (t.payload or {}).get("items_dropped", 0), "answers": answers[t.pk],
@@ -377,8 +379,8 @@ def _write_clusters(corpus, out: Path, counts: ReleaseCounts, answer_q: Q, secre
             counts.cluster_tasks_complete += int(done)
             counts.cluster_answers += len(answers[t.pk])
             if is_current:
-                counts.cluster_items = len(items)
-                counts.cross_document_clusters = len(res.get("clusters", []))
+                counts.cluster_items += len(items)
+                counts.cross_document_clusters += len(res.get("clusters", []))
     counts.cluster_tasks = len(tasks)
 
 
@@ -509,11 +511,13 @@ line, in the format `unpooled score --exhaustive` reads: `doc`, `subject` `{{sta
 document's entity layer is final, annotators are shown the canonical mention (the longest) of every
 unlinked (NIL) coreference group of those layers and put the ones naming the same entity in one
 group. Fields: `task`, `status` (`open`, `complete`, or `cancelled`: a newer layer replaced its
-items), `current` (true for the one task whose clusters the service's NIL clustering scores across
-documents use: the newest complete one), `guideline_version`, `created`, `completed`, `items`
+items), `current` (true for the tasks whose clusters the service's NIL clustering scores across
+documents use: those of the newest set of items whose every task is complete), `block` (`[i, n]`: above
+400 items the items are split by entity type, and large types into runs of similar names, one task
+each; pairs across tasks are never asked), `guideline_version`, `created`, `completed`, `items`
 `[{{index, doc, group, type, start, end, text, context}}]` (`group`: the coreference group in that
 document's entity layer, as in `exhaustive.jsonl`; `context`: the offsets of the sentence shown
-around it), `items_dropped` (items beyond the task's limit), `answers` `[{{id, annotator, backend,
+around it), `items_dropped` (items beyond the task's limit: 0 since the split), `answers` `[{{id, annotator, backend,
 groups, counted, seconds, guideline_version, created}}]` (the same answers as in `answers.jsonl`;
 `groups` partitions the item indices), and for a complete task `clusters` (lists of item indices,
 singletons included: a pair of items is together when a strict majority of the counted answers puts

@@ -294,14 +294,17 @@ def page_context(sub: Submission) -> dict | None:
     for r in rows:
         if r["value"] is None and r["reason"]:
             unscored.setdefault(r["reason"], []).append(r["label"])
-    from unpooled.service.annotation.actions import clustering_task
+    from unpooled.core.annotation.clustering import combine_agreement
+    from unpooled.service.annotation.actions import clustering_tasks
 
-    ct = clustering_task(sub.corpus)
+    cts = clustering_tasks(sub.corpus)
     clustering = None
-    if ct is not None:
-        res = ct.result or {}
-        clustering = {"items": len((ct.payload or {}).get("items", [])), "clusters": len(res.get("clusters", [])),
-                      "answers": res.get("answers"), **(res.get("agreement") or {})}
+    if cts:
+        res = [ct.result or {} for ct in cts]
+        clustering = {"items": sum(len((ct.payload or {}).get("items", [])) for ct in cts),
+                      "clusters": sum(len(r.get("clusters", [])) for r in res),
+                      "answers": min(r.get("answers") or 0 for r in res),
+                      **combine_agreement([r.get("agreement") or {} for r in res])}
     return {
         "clustering": clustering,
         "score": es, "rows": rows, "documents": es.documents, "level": es.level,
