@@ -83,7 +83,7 @@ def test_annotate_errors(capsys, corpus_and_submission):
 def test_annotate_documents_warns_below_the_floor(capsys, corpus_and_submission):
     code, out, err = run(capsys, "annotate", "documents", "--corpus", "cli-ann", "--scheme", "uniform", "--size", 5)
     assert code == 0 and "5 documents sampled (uniform)" in out
-    assert "warning: 5 documents (uniform) are few for recall" in err and "sample at least 40 documents" in err
+    assert "warning: 5 documents (uniform) are few for recall" in err and "sample at least 15 documents" in err
 
 
 @pytest.mark.django_db

@@ -98,3 +98,12 @@ def test_simulate_documents_rows_print_the_share(capsys, tmp_path):
     rows = json.loads(out.read_text())["rows"]
     assert code == 0 and len(rows) == 1 and rows[0]["scheme"] == "tfidf" and rows[0]["size"] == 15
     assert "share" in table and "tfidf" in table
+
+
+def test_simulate_documents_size_runs_the_rows_at_another_size(capsys, tmp_path):
+    out = tmp_path / "d.json"
+    code, _, _ = run(capsys, "simulate", "documents", "--rows", "1,3", "--size", 10, "--trials", 3, "--json", out)
+    rows = json.loads(out.read_text())["rows"]
+    assert code == 0 and [(r["scheme"], r["size"]) for r in rows] == [("uniform", 10), ("tfidf", 10)]
+    code, _, err = run(capsys, "simulate", "documents", "--rows", "1", "--size", 1, "--trials", 3)
+    assert code != 0 and "--size must be at least 2" in err

@@ -188,14 +188,15 @@ def test_small_sample_warning_below_the_floor_only(scheme, size, n):
 
 
 def test_small_sample_floors_follow_the_simulation():
-    """The Poisson schemes need more documents than uniform and seed (at 40 they covered 0.870 and 0.872); every
-    recorded coverage below a floor is under 0.88, and the floors lie within the simulated sizes."""
+    """Two-stage needs more documents than the others (at 15 it covered 0.879); every recorded figure below a floor
+    is under 0.88 or from intervals over 25 points wide, and the floors lie within the simulated sizes."""
     from unpooled.core.sampling import FEW_DOCUMENTS, small_sample_warning
     from unpooled.core.sampling.documents import COVERAGE_BELOW
 
-    assert FEW_DOCUMENTS["two-stage"] > FEW_DOCUMENTS["uniform"] and FEW_DOCUMENTS["tfidf"] > FEW_DOCUMENTS["seed"]
-    for scheme, (docs, pooled, lo, hi) in COVERAGE_BELOW.items():
-        assert docs < FEW_DOCUMENTS[scheme] and lo <= pooled <= hi and pooled < 0.88
-    assert "with 40 documents they held the true recall 87.0% of the time" in small_sample_warning("two-stage", 60)
+    assert FEW_DOCUMENTS["two-stage"] > FEW_DOCUMENTS["uniform"] and FEW_DOCUMENTS["tfidf"] >= FEW_DOCUMENTS["seed"]
+    assert set(FEW_DOCUMENTS.values()) <= {15, 20, 40, 100}
+    for scheme, (docs, pooled, lo, hi, width) in COVERAGE_BELOW.items():
+        assert docs < FEW_DOCUMENTS[scheme] and lo <= pooled <= hi and (pooled < 0.88 or width > 25)
+    assert "with 15 documents they held the true recall 87.9% of the time" in small_sample_warning("two-stage", 18)
     with pytest.raises(InvalidInputError, match="scheme: expected one of uniform, two-stage, tfidf, seed"):
         small_sample_warning("magic", 5)

@@ -25,9 +25,13 @@ def M(s, e, typ="PER", cluster=0, link=""):
 def test_document_ratio_by_hand():
     est, var, z, B = document_ratio([1, 2, 0], [2, 2, 1], [0.5, 0.5, 0.5])
     assert est == pytest.approx(3 / 5) and B == pytest.approx(10)
-    # z_d = (a_d - R b_d) / pi_d / B
-    assert z == pytest.approx(np.array([1 - 1.2, 2 - 1.2, 0 - 0.6]) / 0.5 / 10)
-    assert var == pytest.approx(3 / 2 * float((z ** 2).sum()))  # sum z = 0 for the Hajek ratio
+    # the jackknife values (N-1)/N z_d/(1 - h_d): z_d = (a_d - R b_d) / pi_d / B, h_d = b_d / pi_d / B
+    lin = np.array([1 - 1.2, 2 - 1.2, 0 - 0.6]) / 0.5 / 10
+    assert z == pytest.approx(2 / 3 * lin / (1 - np.array([0.4, 0.4, 0.2])))
+    assert var == pytest.approx(3 / 2 * float(((z - z.mean()) ** 2).sum()))
+    # the variance is the delete-one-document jackknife of the ratio: without each document 2/3, 1/3, 3/4
+    deleted = np.array([2 / 3, 1 / 3, 3 / 4])
+    assert var == pytest.approx(2 / 3 * float(((deleted - deleted.mean()) ** 2).sum()), rel=1e-12)
     assert math.isnan(document_ratio([0, 0], [0, 0], [1, 1])[0])
 
 

@@ -239,14 +239,23 @@ def _scores_equal(a, b, *, exact=True):
 @settings(max_examples=60, deadline=None)
 @given(designs(), st.sampled_from(["simple", "joint"]))
 def test_one_instance_per_document_is_the_independent_variance(dw, est):
-    """Singleton documents with N = n0: the cluster variance is the independent one (both are
-    n/(n-1) times the centred sum of squares; equal to float round-off), and the bootstrap is the
-    same, bit for bit (documents drawn are instances drawn)."""
+    """Singleton documents with N = n0: the estimates are the independent ones, recall's variance is the
+    jackknife over the instances times Student's t (documents known: _var0; the simple estimator's checked
+    here), and the bootstrap is the same, bit for bit (documents drawn are instances drawn)."""
+    from unpooled.core.estimators.exhaustive import t_factor, theta_variance
+
     d, _ = dw
     docs = [f"doc{k}" for k in range(d.n0)]
     dc = make_design(d.P, d.src, d.xs, d.f, d.g0, d.v0, d.p0, y0_docs=docs)
     assert dc.n_groups == d.n0
-    _scores_equal(estimate(d, estimator=est), estimate(dc, estimator=est), exact=False)
+    a, b = estimate(d, estimator=est), estimate(dc, estimator=est)
+    for k in ("p", "r", "f1", "p_se", "theta", "nu"):
+        np.testing.assert_allclose(getattr(a, k), getattr(b, k), rtol=1e-12, atol=1e-15, err_msg=k)
+    if est == "simple" and d.n0:
+        V = d.v0.sum()
+        T = d.v0 * (d.g0 - a.r[:, None]) / V
+        want = theta_variance(T, shares=d.v0 / V) * t_factor(d.n0, 0.90)
+        np.testing.assert_allclose(b.r_se ** 2, want, rtol=1e-9, atol=1e-15)
     a, b = estimate(d, estimator=est, bootstrap=30, rng=5).boot, estimate(dc, estimator=est, bootstrap=30, rng=5).boot
     for k in a:
         np.testing.assert_array_equal(a[k][0], b[k][0])
@@ -392,3 +401,78 @@ def test_joint_recall_does_not_wrap_with_many_systems(m):
     joint, simple = estimate(d), estimate(d, estimator="simple")
     np.testing.assert_allclose(joint.r, 1.0)
     np.testing.assert_allclose(simple.r, 1.0)
+
+
+def _brute_jackknife(s, v, docs, N):
+    """Delete-one-document jackknife of the Hajek ratios sum_y v s_iy / sum_y v over N documents (codes
+    ``0..N-1``; a code without an instance is a document without a true instance)."""
+    est = []
+    for k in range(N):
+        keep = docs != k
+        est.append((s[:, keep] * v[keep]).sum(1) / v[keep].sum())
+    est = np.array(est)  # (N, m)
+    return (N - 1) / N * ((est - est.mean(0)) ** 2).sum(0)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.integers(1, 3), st.integers(2, 14), st.integers(2, 7), st.integers(0, 4), st.integers(0, 2 ** 32 - 1))
+def test_jackknife_variance_is_the_delete_one_document_jackknife(m, n0, n_docs, extra, seed):
+    """theta_variance(shares=...) equals the brute-force delete-one-document jackknife of the ratio (1e-12),
+    with unequal weights, several instances per document and documents without a true instance."""
+    from unpooled.core.estimators.exhaustive import jackknife_values, theta_variance
+
+    rng = np.random.default_rng(seed)
+    docs = rng.integers(0, n_docs, n0)
+    _, docs = np.unique(docs, return_inverse=True)  # codes 0..distinct-1
+    distinct = int(docs.max()) + 1
+    if distinct < 2:
+        docs[0], docs[-1] = 0, 1
+        distinct = 2
+    N = distinct + extra
+    v = rng.uniform(0.05, 5.0, n0)
+    s = (rng.random((m, n0)) < rng.random((m, 1))).astype(float)
+    V = v.sum()
+    theta = (s * v).sum(1) / V
+    T = v * (s - theta[:, None]) / V
+    got = theta_variance(T, docs, N, shares=v / V)
+    np.testing.assert_allclose(got, _brute_jackknife(s, v, docs, N), rtol=1e-12, atol=1e-15)
+    # one instance per document: the same without groups
+    if n0 >= 2:
+        single = np.arange(n0)
+        np.testing.assert_allclose(theta_variance(T, shares=v / V), _brute_jackknife(s, v, single, n0),
+                                   rtol=1e-12, atol=1e-15)
+    # equal shares: the linearisation exactly
+    D = np.zeros((m, N))
+    np.add.at(D.T, docs, T.T)
+    np.testing.assert_allclose(theta_variance(jackknife_values(D, np.full(N, 1 / N))), theta_variance(D),
+                               rtol=1e-12, atol=1e-18)
+
+
+def test_jackknife_values_guard_a_document_with_every_instance():
+    from unpooled.core.estimators.exhaustive import jackknife_values, theta_variance
+
+    # one document holds every true instance (h = 1): its total is 0, the others' too; no division by 0
+    T = np.array([[0.25, -0.25, 0.0]])
+    var = theta_variance(T, ["a", "a", "a"], 4, shares=np.array([0.5, 0.5, 0.0]) + np.array([0, 0, 0]))
+    assert np.all(np.isfinite(var)) and var == pytest.approx([0.0], abs=1e-15)
+    z = jackknife_values(np.array([[1e-17, 0.0]]), np.array([1.0, 0.0]))
+    assert np.all(np.isfinite(z))
+    with pytest.raises(InvalidInputError, match="shares: expected one share per exhaustive instance"):
+        theta_variance(T, shares=np.ones(2))
+    with pytest.raises(InvalidInputError, match=r"Z, shares: expected shapes"):
+        jackknife_values(np.ones((1, 3)), np.ones(2))
+
+
+def test_simple_recall_variance_is_the_document_jackknife():
+    """The simple estimator's recall over documents: its variance is the brute-force jackknife of the ratio."""
+    P = distribution_matrix(SYSTEMS, 5)
+    g0 = member(SYSTEMS)[:, Y]
+    v0 = np.array([1.0, 3.0, 0.5])
+    d = make_design(P, [0, 1, 2], [0, 2, 3], [1.0, 1.0, 1.0], g0, v0=v0, y0_docs=["a", "b", "b"], documents=3)
+    from unpooled.core.estimators.exhaustive import t_factor
+
+    res = estimate(d, estimator="simple")
+    docs = np.array([0, 1, 1])
+    # times Student's t with N - 1 = 2 degrees of freedom (the interval's level, 0.90)
+    np.testing.assert_allclose(res.r_se ** 2, _brute_jackknife(g0.astype(float), v0, docs, 3) * t_factor(3, 0.90),
+                               rtol=1e-12)

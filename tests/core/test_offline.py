@@ -264,10 +264,11 @@ def test_exhaustive_documents_give_the_cluster_variance(files):
                and "documents without true instances are then not counted" in w for w in res.warnings)
     more = score(data, documents=10)
     assert more.design.n_groups == 10 and not any("not given" in w for w in more.warnings)
-    # documents without a true instance change recall's variance only through N/(N-1), not the estimates
+    # documents without a true instance change recall's variance only through N (the jackknife's (N-1)/N and mean,
+    # Student's t with N - 1 degrees of freedom: 1 here, against 9), not the estimates
     for a, b in zip(res.rows, more.rows):
         assert (a.p, a.r, a.f1, a.p_lo, a.p_hi) == (b.p, b.r, b.f1, b.p_lo, b.p_hi)
-    assert res.scores.r_se == pytest.approx(more.scores.r_se, rel=0.5) and (res.scores.r_se >= more.scores.r_se).all()
+    assert (res.scores.r_se >= more.scores.r_se).all()
     # the same as the core on a design that knows the documents
     d = make_design(res.design.P, res.design.src, res.design.xs, res.design.f, res.design.g0,
                     y0_docs=["D1", "D1", "D1", "D2"], documents=10)

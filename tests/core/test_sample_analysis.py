@@ -111,8 +111,12 @@ def test_bar_chart_draws_every_bar_and_checks_input():
 def test_recall_interval_by_hand():
     r, se, lo, hi = recall_with_interval([1, 2], [2, 2], [0.5, 0.5])
     assert r == pytest.approx(0.75)
-    # z_d = w (x - r y) / sum(w y) = 2 * (-0.5, 0.5) / 8 = (-0.125, 0.125); var = 2 * 0.03125 = 0.0625
-    assert se == pytest.approx(0.25) and lo < r < hi
+    # the delete-one-document jackknife: without document 1 recall is 2/2, without document 2 1/2, so the variance
+    # is (N-1)/N sum (r_(d) - mean)^2 = 1/2 * (0.0625 + 0.0625) = 0.0625 (as the linearisation: equal shares h_d),
+    # times Student's t with N - 1 = 1 degree of freedom
+    from unpooled.core.estimators.exhaustive import t_factor
+
+    assert se == pytest.approx(math.sqrt(0.0625 * t_factor(2, 0.90))) and lo < r < hi
     assert all(math.isnan(v) for v in recall_with_interval([0], [0], [1.0]))
 
 

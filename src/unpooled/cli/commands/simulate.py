@@ -601,6 +601,9 @@ def add_documents_arguments(p: argparse.ArgumentParser) -> None:
                         "0.3 and the two-stage scheme at 0.1 and 0.5 (how the defaults were chosen)")
     p.add_argument("--rows", metavar="I,J,...", help="only these rows of the table (1-based; to split the work "
                                                      "across processes)")
+    p.add_argument("--size", type=int, metavar="N", help="run the rows at N documents instead of their own size "
+                                                          "(same worlds, schemes and seeds: e.g. the 15-document rows "
+                                                          "at 10 or 20)")
 
 
 #: the sample sizes of the regimes table: few documents and the usual hundred, then (rows 65 on, so that the
@@ -695,6 +698,10 @@ def run_documents_cli(args) -> int:
         if any(not 0 <= i < len(regimes) for i in pick):
             raise CommandError(f"--rows: expected numbers in 1..{len(regimes)}, got {args.rows!r}")
         regimes, seeds = [regimes[i] for i in pick], [seeds[i] for i in pick]
+    if args.size is not None:
+        if args.size < 2:
+            raise CommandError(f"--size must be at least 2, got {args.size}")
+        regimes = [(make, scheme, args.size, defensive, least) for make, scheme, _, defensive, least in regimes]
     worlds: dict = {}
     rows = []
     with progress_bar(total=args.trials * len(regimes), desc="documents", unit="trial") as bar:

@@ -26,6 +26,27 @@ With one instance per document and :math:`N = n_0` the formula is the independen
 one, :math:`\frac{n_0}{n_0-1}\sum_y (u_{iy} - \bar u_i)^2` (:func:`theta_variance` with
 ``groups=None``), exactly.
 
+**The leverage-corrected (jackknife) variance.**  The linearisation treats every document as
+if deleting it left the denominator :math:`V` unchanged; with few documents, or unequal weights,
+one document holds a large share :math:`h_d = \sum_{y\in d} v_y / V` of it and the
+linearisation understates the variance (90% intervals covered 0.82–0.88 at 15–40 documents,
+``unpooled simulate documents``).  The delete-one-document jackknife (Quenouille 1956; Efron &
+Stein 1981) of a Hájek ratio is analytic: deleting document :math:`d` moves the ratio by
+:math:`\hat\theta_{i(d)} - \hat\theta_i = -z_{id}/(1 - h_d)`, so with
+:math:`\delta_{id} = z_{id}/(1-h_d)`
+
+.. math::
+
+    \widehat{\mathrm{Var}}_{\rm J}(\hat\theta_i) = \frac{N-1}{N} \sum_{d=1}^{N} (\delta_{id} - \bar\delta_i)^2
+    = \frac{N}{N-1} \sum_{d=1}^{N} (\zeta_{id} - \bar\zeta_i)^2, \qquad
+    \zeta_{id} = \frac{N-1}{N}\,\frac{z_{id}}{1-h_d}
+
+(Wolter 2007, §4.3, the jackknife of a ratio estimator), i.e. the cluster-sample formula
+applied to the *jackknife values* :math:`\zeta_{id}` (:func:`jackknife_values`), which compose
+like linearised values (the delta method for F1, a rates' correction).  With equal shares
+:math:`h_d = 1/N` it is the linearisation exactly; a document holding every true instance
+(:math:`h_d = 1`) has :math:`z_{id} = 0` and keeps :math:`\zeta_{id} = 0`.
+
 **2. The support of** :math:`p_0`.  The protocol labels every type-compatible pair of
 mentions *within one sentence*, so :math:`p_0` is a distribution over the true instances whose
 arguments share a sentence.  A pooled true instance whose subject and object lie in different
@@ -45,6 +66,9 @@ References
 ----------
 W. G. Cochran. *Sampling Techniques*, 3rd ed. Wiley, 1977.
 C.-E. Särndal, B. Swensson, J. Wretman. *Model Assisted Survey Sampling*. Springer, 1992 (§5.7, ratio estimators).
+M. H. Quenouille. Notes on bias in estimation. *Biometrika* 43, 1956.
+B. Efron, C. Stein. The jackknife estimate of variance. *Annals of Statistics* 9(3), 1981.
+K. M. Wolter. *Introduction to Variance Estimation*, 2nd ed. Springer, 2007 (ch. 4, the jackknife).
 """
 
 from __future__ import annotations
@@ -74,7 +98,60 @@ def document_groups(docs: Sequence, documents: int | None = None) -> tuple[np.nd
     return g, max(len(codes), int(documents or 0))
 
 
-def theta_variance(T: np.ndarray, groups: Sequence | None = None, documents: int | None = None) -> np.ndarray:
+#: a document whose share of the denominator is within this of 1 holds (nearly) every true instance: its
+#: jackknife value is its linearised one (0 exactly when the share is 1)
+_FULL_SHARE = 1e-9
+
+
+def jackknife_values(Z: np.ndarray, shares: np.ndarray) -> np.ndarray:
+    r"""Jackknife values :math:`\zeta_{id} = \frac{N-1}{N}\,z_{id}/(1-h_d)` of a Hájek ratio over :math:`N` documents.
+
+    Parameters
+    ----------
+    Z : ndarray, shape (m, N)
+        Per document (column), the linearised value :math:`z_{id} = w_d (a_{id} - \hat R_i b_d)/B` of each ratio
+        (row) :math:`\hat R_i = \sum_d w_d a_{id} / B`, :math:`B = \sum_d w_d b_d`, sharing the denominator.
+    shares : ndarray, shape (N,)
+        :math:`h_d = w_d b_d / B`, each document's share of the weighted denominator (they sum to 1; 0 for a
+        document without a true instance).
+
+    Returns
+    -------
+    ndarray, shape (m, N)
+        :math:`\zeta_{id}`: deleting document :math:`d` moves :math:`\hat R_i` by
+        :math:`-\frac{N}{N-1}\zeta_{id}`, and the cluster-sample variance of :math:`\zeta` (:func:`theta_variance`)
+        is the delete-one-document jackknife variance :math:`\frac{N-1}{N}\sum_d(\delta_{id}-\bar\delta_i)^2`,
+        :math:`\delta_{id} = z_{id}/(1-h_d)` (module docs; Efron & Stein 1981, Wolter 2007 §4.3).  Where
+        :math:`h_d` is within ``1e-9`` of 1 (the document holds every true instance) :math:`\delta_{id} = z_{id}`.
+
+    Examples
+    --------
+    The jackknife of recall :math:`\sum_d x_d / \sum_d y_d` over three documents, against deleting each:
+
+    >>> x, y = np.array([1.0, 2.0, 0.0]), np.array([2.0, 2.0, 1.0])
+    >>> R, B = x.sum() / y.sum(), y.sum()
+    >>> zeta = jackknife_values(((x - R * y) / B)[None, :], y / B)
+    >>> deleted = np.array([(x.sum() - x[d]) / (y.sum() - y[d]) for d in range(3)])
+    >>> bool(np.allclose(deleted - R, -3 / 2 * zeta[0]))
+    True
+    >>> jk = 2 / 3 * ((deleted - deleted.mean()) ** 2).sum()
+    >>> bool(np.isclose(theta_variance(zeta)[0], jk))
+    True
+    """
+    Z = np.asarray(Z, dtype=float)
+    h = np.asarray(shares, dtype=float)
+    if Z.ndim != 2 or h.shape != (Z.shape[1],):
+        raise InvalidInputError(f"Z, shares: expected shapes (m, N) and (N,), got {Z.shape} and {h.shape}")
+    N = Z.shape[1]
+    if N < 2:
+        return Z.copy()
+    rest = 1.0 - h
+    scale = np.where(rest > _FULL_SHARE, 1.0 / np.where(rest > _FULL_SHARE, rest, 1.0), 1.0)
+    return (N - 1) / N * Z * scale[None, :]
+
+
+def theta_variance(T: np.ndarray, groups: Sequence | None = None, documents: int | None = None, *,
+                   shares: np.ndarray | None = None) -> np.ndarray:
     r"""Variance estimate of the row sums of ``T`` over the exhaustive sample :math:`\hat Y_0`.
 
     Parameters
@@ -88,6 +165,11 @@ def theta_variance(T: np.ndarray, groups: Sequence | None = None, documents: int
     documents : int, optional
         Number of exhaustively annotated documents, counting those without a true instance
         (documents with one are always counted: :math:`N = \max(\text{distinct}, \text{documents})`).
+    shares : array_like of length n0, optional
+        Each instance's (column's) share of the ratio's weighted denominator (for :math:`\hat\theta_i`,
+        :math:`v_y/V`; they sum to 1).  Given: the leverage-corrected (jackknife) variance, the formula below of
+        the :func:`jackknife_values` of the document totals with :math:`h_d` the documents' summed shares (module
+        docs); None: the linearisation.
 
     Returns
     -------
@@ -110,14 +192,29 @@ def theta_variance(T: np.ndarray, groups: Sequence | None = None, documents: int
 
     >>> theta_variance(np.array([[0.25, 0.25, -0.5]]), ["a", "a", "b"])
     array([1.])
+
+    With equal shares the jackknife is the linearisation; a heavy document raises it:
+
+    >>> T = np.array([[0.2, -0.1, -0.1]])
+    >>> bool(np.isclose(theta_variance(T, shares=np.full(3, 1 / 3))[0], theta_variance(T)[0]))
+    True
+    >>> bool(theta_variance(T, shares=np.array([0.6, 0.2, 0.2]))[0] > theta_variance(T)[0])
+    True
     """
     T = np.asarray(T, dtype=float)
     if T.ndim != 2:
         raise InvalidInputError(f"T: expected a 2-d array (targets x exhaustive instances), got shape {T.shape}")
     m, n0 = T.shape
+    if shares is not None:
+        shares = np.asarray(shares, dtype=float)
+        if shares.shape != (n0,):
+            raise InvalidInputError(f"shares: expected one share per exhaustive instance ({n0}), got shape "
+                                    f"{shares.shape}")
     if groups is None:
         if n0 < 2:
             return np.zeros(m)
+        if shares is not None:
+            T = jackknife_values(T, shares)
         return n0 / (n0 - 1) * ((T * T).sum(1) - T.sum(1) ** 2 / n0)
     if len(groups) != n0:
         raise InvalidInputError(f"groups: expected the document of each of the {n0} exhaustive instances, "
@@ -129,7 +226,26 @@ def theta_variance(T: np.ndarray, groups: Sequence | None = None, documents: int
         return np.zeros(m)
     D = np.zeros((N, m))
     np.add.at(D, g, T.T)
+    if shares is not None:
+        D = jackknife_values(D.T, np.bincount(g, weights=shares, minlength=N)).T
     return N / (N - 1) * ((D * D).sum(0) - D.sum(0) ** 2 / N)
+
+
+def t_factor(N: int, confidence: float) -> float:
+    r"""Variance inflation :math:`(t_{N-1}/z)^2` for a ratio over :math:`N` sampled documents: the interval of a
+    cluster sample of few documents uses Student's :math:`t` with :math:`N-1` degrees of freedom (Cochran 1977
+    §2.15).  Measured: entity scores with 8 documents, coverage 0.85 -> about 0.9; with the jackknife variance,
+    recall's 90% intervals at 15 documents 0.86-0.88 -> 0.88-0.90 pooled by scheme (``unpooled simulate documents``).
+
+    >>> t_factor(1, 0.9), round(t_factor(8, 0.9), 4)
+    (1.0, 1.3267)
+    """
+    from scipy.stats import norm, t
+
+    if N < 2:
+        return 1.0
+    q = 0.5 + confidence / 2
+    return float((t.ppf(q, N - 1) / norm.ppf(q)) ** 2)
 
 
 # -- 2. the support of p0 ---------------------------------------------------------------------------
@@ -198,4 +314,5 @@ def within_sentence(ref, sentences: Sentences) -> bool:
     return s >= 0 and s == which(ref.o_start, ref.o_end)
 
 
-__all__ = ["Sentences", "document_groups", "restrict_p0", "sentence_index", "theta_variance", "within_sentence"]
+__all__ = ["Sentences", "document_groups", "jackknife_values", "restrict_p0", "sentence_index", "t_factor",
+           "theta_variance", "within_sentence"]

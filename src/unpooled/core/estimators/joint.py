@@ -53,8 +53,11 @@ over the strata :math:`h` (each :math:`\hat X_j`, and :math:`\hat Y_0`), which
 carries the covariance of precision and recall into F1 (the delta method).
 :math:`\hat Y_0` is a sample of documents: when the design knows each exhaustive
 instance's document (``y0_groups``), its stratum is a cluster sample of :math:`N`
-documents, :math:`\widehat{\mathrm{Var}}(\hat\theta_i) = \frac{N}{N-1}\sum_d (z_{id}-\bar z_i)^2`
-over the document totals :math:`z_{id}` of the :math:`u_s` (:mod:`.exhaustive`). The
+documents, :math:`\widehat{\mathrm{Var}}(\hat\theta_i) = \frac{N-1}{N}\sum_d (\delta_{id}-\bar\delta_i)^2`,
+the delete-one-document jackknife, :math:`\delta_{id} = z_{id}/(1-h_d)` from the document totals
+:math:`z_{id}` of the :math:`u_s` and the document's share :math:`h_d` of :math:`V` (:mod:`.exhaustive`;
+the linearisation :math:`\frac{N}{N-1}\sum_d z_{id}^2` understated it with few documents or unequal weights),
+inflated by Student's :math:`(t_{N-1}/z)^2` (:func:`~.exhaustive.t_factor`). The
 interval is Wilson's score interval at the effective sample size
 :math:`\hat e(1-\hat e)/\widehat{\mathrm{Var}}`, which stays inside [0, 1] and behaves
 near the bounds. The product rule for recall uses Lemma A with the squares the
@@ -81,7 +84,7 @@ import scipy.sparse as sp
 from scipy.stats import norm
 
 from ..errors import InvalidInputError, check_choice
-from .exhaustive import document_groups, restrict_p0, theta_variance
+from .exhaustive import document_groups, restrict_p0, t_factor, theta_variance
 
 WEIGHTS = ("heuristic", "balance", "minvar")
 ESTIMATORS = ("simple", "joint")
@@ -307,14 +310,37 @@ def strata_var(U: np.ndarray, src: np.ndarray, m: int) -> np.ndarray:
     return np.maximum(per.sum(axis=1), 0.0)
 
 
-def _var0(T: np.ndarray, d: Design | None = None) -> np.ndarray:
-    """Variance of row sums over the exhaustive stratum: by documents when ``d`` knows them, else i.i.d.
+def _shares0(d: Design) -> np.ndarray | None:
+    r"""Each exhaustive instance's share :math:`v_y/V` of the denominator of every ratio over :math:`\hat Y_0`."""
+    V = float(d.v0.sum())
+    return d.v0 / V if V > 0 else None
 
-    :func:`~unpooled.core.estimators.exhaustive.theta_variance` of ``T`` with ``d.y0_groups``.
+
+def _var0(T: np.ndarray, d: Design | None = None, confidence: float | None = None) -> np.ndarray:
+    r"""Variance of row sums over the exhaustive stratum: by documents when ``d`` knows them, else i.i.d.
+
+    :func:`~unpooled.core.estimators.exhaustive.theta_variance` of ``T`` with ``d.y0_groups``; ``T`` are the
+    linearised values of Hájek ratios over :math:`\hat Y_0` with the denominator :math:`V = \sum_y v_y`, so
+    with the documents known the variance is the leverage-corrected (delete-one-document jackknife) one, the
+    shares :math:`h_d = \sum_{y\in d} v_y/V` (:func:`~unpooled.core.estimators.exhaustive.jackknife_values`),
+    and with a ``confidence`` it is inflated by :func:`~unpooled.core.estimators.exhaustive.t_factor` (Student's
+    :math:`t`, :math:`N-1` degrees of freedom): ``unpooled simulate documents`` measured the two together at
+    0.88-0.90 pooled with 15 documents (the linearisation: 0.81-0.87) and never below the linearisation's
+    coverage.  Without documents (independent instances, hundreds of them) the linearisation is kept.
     """
     if d is None or d.y0_groups is None:
         return theta_variance(T)
-    return theta_variance(T, d.y0_groups, d.n_groups)
+    shares = _shares0(d) if T.shape[1] == d.n0 else None
+    var = theta_variance(T, d.y0_groups, d.n_groups, shares=shares)
+    return var * _t0(d, confidence)
+
+
+def _t0(d: Design, confidence: float | None) -> float:
+    """The :func:`~unpooled.core.estimators.exhaustive.t_factor` of the exhaustive documents (1 without them)."""
+    if confidence is None or d.y0_groups is None:
+        return 1.0
+    present = int(d.y0_groups.max()) + 1 if len(d.y0_groups) else 0
+    return t_factor(max(int(d.n_groups or 0), present), confidence)
 
 
 def wilson(est: np.ndarray, var: np.ndarray, confidence: float, n_fallback: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -488,7 +514,7 @@ def _estimate_with(d: Design, W: np.ndarray, confidence: float, *, simple: bool 
         G = d.g0.astype(float)
         r = (G * v).sum(1) / V if V > 0 else np.zeros(m)
         T = v[None, :] * (G - r[:, None]) / V if V > 0 else np.zeros_like(G)
-        var_r = _var0(T, d)
+        var_r = _var0(T, d, confidence)
         theta = r.copy()
         nu = np.ones(m)
         f1 = _f1(p, r)
@@ -503,7 +529,7 @@ def _estimate_with(d: Design, W: np.ndarray, confidence: float, *, simple: bool 
         theta = (S0 * v).sum(1) / V if V > 0 else np.zeros(m)
         T = v[None, :] * (S0 - theta[:, None]) / V if V > 0 else np.zeros_like(S0)
         var_nu = strata_var(Uu, d.src, m)
-        var_th = _var0(T, d)
+        var_th = _var0(T, d, confidence)
         r = theta * nu
         var_r = theta ** 2 * var_nu + nu ** 2 * var_th + var_th * var_nu
         f1 = _f1(p, r)
@@ -525,7 +551,7 @@ def _estimate_noisy(d: Design, W: np.ndarray, confidence: float, *, simple: bool
 
     m = d.m
     t = _terms(replace(d, f=np.ones(len(d.xs))), W)
-    est, var, parts = noisy_estimates(d, t, W, votes, simple=simple)
+    est, var, parts = noisy_estimates(d, t, W, votes, simple=simple, confidence=confidence)
     n_labels = np.bincount(d.src, minlength=m)
     # near the bounds Wilson falls back to a sample size: the effective number of *items* behind the
     # precision (an item's votes count once however often it is drawn), at most the draws' effective size

@@ -678,9 +678,11 @@ class NoisyParts:
     mean_fpr: float
 
 
-def noisy_estimates(d, t, W: np.ndarray, votes: CrowdVotes, *, simple: bool = False):
+def noisy_estimates(d, t, W: np.ndarray, votes: CrowdVotes, *, simple: bool = False,
+                    confidence: float | None = None):
     """Estimates and variances of every target from the design ``d``, its unit-label terms ``t`` (the joint
-    kernel's ``_terms`` with every label 1) and the crowd's ``votes`` (module docs).
+    kernel's ``_terms`` with every label 1) and the crowd's ``votes`` (module docs).  ``confidence``: the level
+    of the intervals, for the exhaustive documents' Student-:math:`t` inflation (:func:`~.joint._var0`).
 
     Returns ``(est, var, parts)``: dicts metric -> (m,) for ``p``, ``r``, ``f1``, ``theta``, ``nu`` and the
     total variances of ``p``, ``r``, ``f1``; and :class:`NoisyParts`.
@@ -720,7 +722,7 @@ def noisy_estimates(d, t, W: np.ndarray, votes: CrowdVotes, *, simple: bool = Fa
         S0 = t.S0.astype(float)
         theta = (S0 * v).sum(1) / V if V > 0 else np.zeros(m)
         T0 = v[None, :] * (S0 - theta[:, None]) / V if V > 0 else np.zeros_like(S0)
-    var_th = _var0(T0, d)
+    var_th = _var0(T0, d, confidence)
     r = theta * nu
     f1 = _f1(p, r)
     dP, dR = _f1_partials(p, r)

@@ -57,7 +57,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..errors import InvalidInputError
-from .joint import Design, _terms, _var0, strata_var, weight_matrix, wilson
+from .exhaustive import jackknife_values
+from .joint import Design, _t0, _terms, _var0, strata_var, weight_matrix, wilson
 
 #: agreement bands: instances output by 1, 2, 3-4, 5-8 and 9 or more of the design's systems
 BANDS = (1, 2, 3, 5, 9)
@@ -167,7 +168,7 @@ def stratified_recall(d: Design, W: np.ndarray | None = None, *, bands=BANDS, mi
     S0 = t.S0.astype(float)
     theta = (S0 * v).sum(1) / V if V > 0 else np.zeros(m)
     T = v[None, :] * (S0 - theta[:, None]) / V if V > 0 else np.zeros_like(S0)
-    var_th = _var0(T, d)
+    var_th = _var0(T, d, confidence)
     r_out = theta * nu_out
     var_r = theta ** 2 * var_out + nu_out ** 2 * var_th + var_th * var_out
     n0 = float(max(d.n0, 1))
@@ -196,8 +197,9 @@ def combined_recall(d: Design, base: RecallEstimate, *, confidence: float = 0.90
     t = _terms(d, weight_matrix(d.P, d.n, "balance"))
     S0 = t.S0.astype(float)
     Tb = base.nu[:, None] * v[None, :] * (S0 - base.theta[:, None]) / V
-    V_e = _var0(Te, d)
+    V_e = _var0(Te, d, confidence)
     V_b = base.se ** 2
+    # with documents: the covariance of the jackknife values (the variances are the jackknife ones: _var0)
     if d.y0_groups is None:
         n0 = Te.shape[1]
         C = n0 / max(n0 - 1, 1) * ((Te - Te.mean(1, keepdims=True)) * (Tb - Tb.mean(1, keepdims=True))).sum(1)
@@ -207,8 +209,11 @@ def combined_recall(d: Design, base: RecallEstimate, *, confidence: float = 0.90
         for k in range(m):
             z_e[k] = np.bincount(d.y0_groups, weights=Te[k], minlength=z_e.shape[1])
             z_b[k] = np.bincount(d.y0_groups, weights=Tb[k], minlength=z_e.shape[1])
+        h = np.bincount(d.y0_groups, weights=v / V, minlength=z_e.shape[1])
+        z_e, z_b = jackknife_values(z_e, h), jackknife_values(z_b, h)
         N = z_e.shape[1]
         C = N / max(N - 1, 1) * ((z_e - z_e.mean(1, keepdims=True)) * (z_b - z_b.mean(1, keepdims=True))).sum(1)
+    C = C * _t0(d, confidence)  # on the variances' scale (Student's t with the documents, :func:`~.joint._var0`)
     den = V_e + V_b - 2 * C
     with np.errstate(divide="ignore", invalid="ignore"):
         lam = np.clip(np.where(den > 0, (V_b - C) / np.where(den > 0, den, 1.0), 0.0), 0.0, 1.0)

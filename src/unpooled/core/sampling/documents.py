@@ -147,14 +147,20 @@ TFIDF_DEFENSIVE = TWO_STAGE_DEFENSIVE
 #: per scheme, the fewest documents of an exhaustive sample (all stages) whose recall intervals
 #: ``unpooled simulate documents`` found adequate: 90% intervals holding the true recall at least 0.88 of the time,
 #: pooled over its regimes (Re-DocRED and a power-law corpus, systems of recall 0.3 and 0.8, tilt 0 and +1, 300
-#: samples each, seed 0).  At 100 documents every scheme did (0.895 to 0.916); at 40 uniform and seed did (0.905,
-#: 0.890), two-stage and tfidf did not (0.870, 0.872).  :func:`small_sample_warning` warns below it.
-FEW_DOCUMENTS = {"uniform": 40, "two-stage": 100, "tfidf": 100, "seed": 40}
+#: samples each, seed 0), among 15, 20 (``--size 20`` on the 15-document rows), 40 and 100 documents.  With the
+#: variance recall uses (the delete-one-document jackknife with Student's t, :mod:`unpooled.core.estimators.exhaustive`)
+#: 15 documents covered 0.897 (uniform), 0.887 (tfidf), 0.903 (seed) and 0.879 (two-stage; 0.882 at 20), 40
+#: documents 0.890 to 0.915, 100 documents 0.902 to 0.921.  (With the linearised variance it replaced, 15 documents
+#: covered 0.81 to 0.87 and two-stage and tfidf needed 100.)  Uniform and seed also covered at least 0.88 with 10
+#: and 5 documents (0.909, 0.885; 0.892, 0.880) with intervals 27 to 43 points wide: 15, the table's smallest size,
+#: stays their floor.  :func:`small_sample_warning` warns below it.
+FEW_DOCUMENTS = {"uniform": 15, "two-stage": 20, "tfidf": 15, "seed": 15}
 
-#: per scheme, the measured size just below :data:`FEW_DOCUMENTS`: (documents, pooled coverage of the 90% recall
-#: intervals, lowest and highest over the 8 regimes)
-COVERAGE_BELOW = {"uniform": (15, 0.857, 0.827, 0.897), "two-stage": (40, 0.870, 0.850, 0.887),
-                  "tfidf": (40, 0.872, 0.853, 0.907), "seed": (15, 0.868, 0.837, 0.907)}
+#: per scheme, the measured size just below :data:`FEW_DOCUMENTS` (``--size 10`` or the 15-document rows):
+#: (documents, pooled coverage of the 90% recall intervals, lowest and highest over the 8 regimes, mean width in
+#: points)
+COVERAGE_BELOW = {"uniform": (10, 0.909, 0.873, 0.927, 27.1), "two-stage": (15, 0.879, 0.840, 0.913, 27.7),
+                  "tfidf": (10, 0.876, 0.837, 0.917, 31.4), "seed": (10, 0.885, 0.863, 0.923, 29.9)}
 
 
 def small_sample_warning(scheme: str, size: int, n_documents: int | None = None) -> str | None:
@@ -165,10 +171,11 @@ def small_sample_warning(scheme: str, size: int, n_documents: int | None = None)
     least = FEW_DOCUMENTS[scheme]
     if size >= least or (n_documents is not None and size >= n_documents):
         return None
-    docs, pooled, lo, hi = COVERAGE_BELOW[scheme]
-    return (f"{size} documents ({scheme}) are few for recall: below {least} documents its 90% intervals are too "
-            f"short (`unpooled simulate documents`: with {docs} documents they held the true recall {pooled:.1%} of "
-            f"the time, {lo:.0%} to {hi:.0%} by regime); sample at least {least} documents")
+    docs, pooled, lo, hi, width = COVERAGE_BELOW[scheme]
+    return (f"{size} documents ({scheme}) are few for recall: below {least} documents its 90% intervals are wide or "
+            f"too short (`unpooled simulate documents`: with {docs} documents they held the true recall {pooled:.1%} "
+            f"of the time, {lo:.0%} to {hi:.0%} by regime, {width:.0f} points wide on average); sample at least "
+            f"{least} documents")
 
 
 def poisson_probabilities(scores, expected_size: float, *, smoothing: float = 0.1) -> np.ndarray:

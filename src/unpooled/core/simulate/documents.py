@@ -8,9 +8,13 @@ for the crowd's annotation), and estimates recall by the Hájek ratio of Horvitz
 
 .. math:: \hat r = \frac{\sum_{d\in S} x_d/\pi_d}{\sum_{d\in S} y_d/\pi_d}
 
-with the service's cluster-sample variance (:func:`unpooled.core.estimators.exhaustive.theta_variance`
-over documents: :math:`z_d = (x_d - \hat r y_d)/(\pi_d \sum_S y/\pi)`) and the service's interval (Wilson's
-at the effective sample size, :func:`unpooled.core.estimators.joint.wilson`).
+with the service's variance over documents, the delete-one-document jackknife
+(:func:`unpooled.core.estimators.exhaustive.theta_variance` with shares:
+:math:`\frac{N-1}{N}\sum_d (\delta_d - \bar\delta)^2`, :math:`\delta_d = z_d/(1-h_d)`,
+:math:`z_d = (x_d - \hat r y_d)/(\pi_d \sum_S y/\pi)`, :math:`h_d = (y_d/\pi_d)/\sum_S y/\pi`) times Student's
+:math:`(t_{N-1}/z)^2`, and the service's interval (Wilson's at the effective sample size,
+:func:`unpooled.core.estimators.joint.wilson`).  The linearisation :math:`\frac{N}{N-1}\sum_d z_d^2` it replaced
+covered 0.81-0.87 with 15 documents (pooled by scheme; 0.88-0.90 now).
 The table reports the bias (and its Monte Carlo standard error), the standard deviation,
 the interval's coverage and mean width, and the bias of the *naive* ratio that ignores
 :math:`\pi_d` (what the paper computed).
@@ -30,7 +34,7 @@ from typing import Callable, Sequence
 import numpy as np
 
 from ..errors import InvalidInputError
-from ..estimators.exhaustive import theta_variance
+from ..estimators.exhaustive import t_factor, theta_variance
 from ..estimators.joint import wilson
 from ..sampling.documents import (
     TFIDF_DEFENSIVE, TWO_STAGE_DEFENSIVE, DocumentSample, sample_tfidf, sample_two_stage, sample_uniform, tokenize,
@@ -158,9 +162,12 @@ def draw(world: DocumentWorld, scheme: str, size: int, rng, *, defensive: float 
 
 
 def recall_with_interval(x, y, inclusion, *, confidence: float = 0.90) -> tuple[float, float, float, float]:
-    """Hájek recall, its standard error (cluster-sample variance over documents) and the service's interval:
-    Wilson's at the effective sample size (:func:`unpooled.core.estimators.joint.wilson`, with the number of
-    true instances as the fallback size, as the service scores recall from the exhaustive documents)."""
+    """Hájek recall, its standard error and the service's interval: the delete-one-document jackknife variance
+    (:func:`unpooled.core.estimators.exhaustive.theta_variance` with the documents' shares of the weighted true
+    instances) inflated by Student's *t* with :math:`N-1` degrees of freedom
+    (:func:`~unpooled.core.estimators.exhaustive.t_factor`), as the service's relation recall treats its exhaustive
+    documents, and Wilson's interval at the effective sample size (:func:`unpooled.core.estimators.joint.wilson`,
+    with the number of true instances as the fallback size).  The standard error includes the inflation."""
     w = 1.0 / np.asarray(inclusion, dtype=float)
     x, y = np.asarray(x, float), np.asarray(y, float)
     V = (w * y).sum()
@@ -168,7 +175,7 @@ def recall_with_interval(x, y, inclusion, *, confidence: float = 0.90) -> tuple[
         return math.nan, math.nan, math.nan, math.nan
     r = (w * x).sum() / V
     z = w * (x - r * y) / V
-    var = max(float(theta_variance(z[None, :])[0]), 0.0)
+    var = max(float(theta_variance(z[None, :], shares=w * y / V)[0]), 0.0) * t_factor(len(x), confidence)
     lo, hi = wilson(np.array([r]), np.array([var]), confidence, np.array([max(float(y.sum()), 1.0)]))
     return r, math.sqrt(var), float(lo[0]), float(hi[0])
 

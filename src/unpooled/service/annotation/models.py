@@ -57,7 +57,8 @@ class AnnotationSettings(models.Model):
     max_draws = models.PositiveIntegerField(default=500, help_text="most draws per level and submission")
     exhaustive_documents = models.PositiveIntegerField(
         default=40, help_text="documents sampled for exhaustive annotation (recall) when the corpus has none "
-                              "(below 40, recall's 90% intervals were measured too short: `unpooled simulate documents`)")
+                              "(below 15, recall's 90% intervals were measured wide or too short: `unpooled simulate "
+                              "documents`)")
     levels = models.CharField(max_length=60, default="instance,relation,entity",
                               help_text="comma-separated levels a new submission is sampled and scored at")
     open_signup = models.BooleanField(

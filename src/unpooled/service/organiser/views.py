@@ -303,7 +303,8 @@ def document_sampling(request):
         result, pending = documents.analysis_for_page(corpus, opts)
         ctx.update(opts=opts, result=result, pending=pending, schemes=SAMPLING_SCHEMES,
                    few_documents=[dict(scheme=k, least=FEW_DOCUMENTS[k], documents=COVERAGE_BELOW[k][0],
-                                       coverage=f"{COVERAGE_BELOW[k][1]:.1%}") for k in SAMPLING_SCHEMES],
+                                       coverage=f"{COVERAGE_BELOW[k][1]:.1%}", width=f"{COVERAGE_BELOW[k][4]:.0f}")
+                                  for k in SAMPLING_SCHEMES],
                    inline_limit=documents.INLINE_DOCUMENTS, alerts=console.alerts(corpus),
                    drawn=ExhaustiveDocument.objects.filter(corpus=corpus).values("scheme", "stage")
                    .annotate(n=Count("id")).order_by("scheme", "stage"))
