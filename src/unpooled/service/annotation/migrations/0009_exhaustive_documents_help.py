@@ -4,7 +4,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('annotation', '0007_exhaustive_documents_40'),
+        ('annotation', '0008_verbose_names'),
     ]
 
     operations = [
