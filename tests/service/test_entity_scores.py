@@ -196,6 +196,28 @@ def test_tac_corpus_entity_scores_with_links():
     html = Client().get(f"/submissions/{sub.pk}/").content.decode()
     assert 'data-metric="link_p"' in html and "no KB links" not in html
 
+    # the cross-document clustering task on a TAC corpus: its two unlinked entities (Lucasfilm, the Thalians), one
+    # per document, answered apart by the three annotators; the NIL figures are then across documents
+    from unpooled.service.annotation import actions
+    from unpooled.service.annotation.models import Annotator, Kind, Task
+    from unpooled.service.evaluations import lifecycle
+
+    ct = Task.objects.get(corpus=corpus, kind=Kind.CLUSTERS, status=Task.Status.OPEN)
+    assert sorted(it["text"] for it in ct.payload["items"]) == ["Lucasfilm", "Thalians"]
+    for ann in Annotator.objects.filter(external_id__startswith="tac-"):
+        lease = actions.lease_next(ann, kind=Kind.CLUSTERS, corpus=corpus)
+        actions.submit_answer(lease, {"groups": [[0], [1]]})
+    ct.refresh_from_db()
+    assert ct.status == Task.Status.COMPLETE and ct.result["clusters"] == [[0], [1]]
+    assert ct.result["agreement"]["unanimous"] == 1.0
+    lifecycle.rescore(corpus)
+    es = EntityScore.objects.filter(submission=sub).order_by("-id").first()
+    assert es.details["nil_across_documents"] is True
+    m = es.details["metrics"]
+    assert m["nil_b3_p"]["value"] == pytest.approx(1.0) and m["nil_b3_r"]["value"] == pytest.approx(1.0)
+    html = Client().get(f"/submissions/{sub.pk}/").content.decode()
+    assert "2 entities in 2 clusters from 3 answers" in html
+
 
 def test_clustering_task_posts_to_mturk_like_the_others():
     """A clusters task has its own HIT title and adapter default reward (UNPOOLED_MTURK_REWARD_CLUSTERS); publishing
