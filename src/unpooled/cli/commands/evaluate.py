@@ -125,6 +125,8 @@ def cmd_evaluate(args) -> int:
         raise CommandError(f"--labels {args.labels}: at least 1")
     if args.target_width is not None and not 0 < args.target_width < 1:
         raise CommandError(f"--target-width {args.target_width}: expected a width in (0, 1)")
+    if args.documents < 0:
+        raise CommandError(f"--documents {args.documents}: expected a non-negative number of documents")
     setup_django()
     from unpooled.service.corpora.models import Corpus
     from unpooled.service.crowd.base import InHouseBackend, MTurkCrowd, SimulatedBackend
@@ -135,8 +137,6 @@ def cmd_evaluate(args) -> int:
     except Corpus.DoesNotExist:
         names = ", ".join(Corpus.objects.values_list("name", flat=True)) or "none yet"
         raise CommandError(f"--corpus {args.corpus!r}: no such corpus (stored: {names})") from None
-    if args.documents < 0:
-        raise CommandError(f"--documents {args.documents}: expected a non-negative number of documents")
     from unpooled.service.annotation.sampling import sample_size_warning
 
     few = sample_size_warning(corpus, args.documents)

@@ -197,7 +197,8 @@ def blocks(items: Sequence[Mapping], max_items: int = MAX_ITEMS) -> list[list[in
         by_type.setdefault(str(it.get("type", "")).upper(), []).append(i)
     out = []
     for t in sorted(by_type):
-        idx = sorted(by_type[t], key=lambda i: (_head(items[i].get("text", "")), str(items[i].get("text", "")).lower(), i))
+        text = {i: str(items[i].get("text", "")) for i in by_type[t]}
+        idx = sorted(by_type[t], key=lambda i: (_head(text[i]), text[i].lower(), i))
         k = -(-len(idx) // max_items)  # runs of near-equal size: no lone item left at the end of a type
         cuts = [len(idx) * j // k for j in range(k + 1)]
         out += [idx[cuts[j]:cuts[j + 1]] for j in range(k)]

@@ -144,7 +144,7 @@ W. G. Cochran. *Sampling Techniques*, 3rd ed. Wiley, 1977.
 from __future__ import annotations
 
 import math
-from collections import defaultdict
+from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from typing import Mapping, Sequence
 
@@ -536,32 +536,31 @@ class _AnswerDoc:
     span_link: list = field(default_factory=list)  # the plurality link of the answers marking it ('' for none)
 
 
+def _plurality_link(marks) -> str:
+    """The link most of ``marks`` (answers' mentions) give, '' for none; ties: the first in alphabetical order."""
+    votes = Counter(a.link or "" for a in marks)
+    return min(votes.items(), key=lambda kv: (-kv[1], kv[0]))[0]
+
+
 def _marked_spans(d: ExhaustiveDocument, marks: list, match: str) -> tuple[list, np.ndarray, list]:
     """Every span some answer marked (recall's items): the layer's mentions with their answers, then the answers'
-    mentions that match none of them, grouped (an answer's mention joins the first group it matches)."""
-    spans = list(d.mentions)
-    x = [len(mk) for mk in marks]
-    links = [g.link or "" for g in d.mentions]
-    extra: list = []
-    votes: list = []
+    mentions that match none of them, grouped (an answer's mention joins the first group it matches): the spans,
+    the answers marking each, and each one's link (the layer's; the others' plurality link)."""
+    extra: list = []    # a representative mention per group of the answers' other mentions
+    by: list = []       # per group: answer index -> that answer's mention
     for j, ans in enumerate(d.answers):
         for a in ans:
             if _best(a, d.mentions, match) is not None:
                 continue
-            e = _best(a, [m for m, _ in extra], match)
+            e = _best(a, extra, match)
+            at = len(extra) if e is None else next(i for i, m in enumerate(extra) if m is e)
             if e is None:
-                extra.append((a, set()))
-                votes.append(defaultdict(int))
-                e = a
-            at = next(i for i, (m, _) in enumerate(extra) if m is e)
-            if j not in extra[at][1]:
-                extra[at][1].add(j)
-                votes[at][a.link or ""] += 1
-    for (m, who), v in zip(extra, votes):
-        spans.append(m)
-        x.append(len(who))
-        links.append(sorted(v.items(), key=lambda kv: (-kv[1], kv[0]))[0][0])
-    return spans, np.array(x, dtype=float), links
+                extra.append(a)
+                by.append({})
+            by[at].setdefault(j, a)
+    x = [len(mk) for mk in marks] + [len(b) for b in by]
+    links = [g.link or "" for g in d.mentions] + [_plurality_link(b.values()) for b in by]
+    return list(d.mentions) + extra, np.array(x, dtype=float), links
 
 
 def _answer_doc(d: ExhaustiveDocument, match: str) -> _AnswerDoc:
@@ -654,10 +653,7 @@ def _sys_doc(d: ExhaustiveDocument, ad: _AnswerDoc, system: Sequence[Mention], a
         if ms:
             if s.type:
                 yt[x] = sum(a.type == s.type for a in ms) / len(ms)
-            votes: dict = defaultdict(int)
-            for a in ms:
-                votes[a.link or ""] += 1
-            ll[x] = bool(s.link) and sorted(votes.items(), key=lambda kv: (-kv[1], kv[0]))[0][0] == s.link
+            ll[x] = bool(s.link) and _plurality_link(ms) == s.link
     lv = np.array([g is not None for _, g in found], dtype=bool)
     hits = [_best(m, system, match) for m in ad.spans]  # the system mention matching each marked span
     nil = [(s, g) for s, g in found if g is not None and not g.link]

@@ -914,7 +914,7 @@ def request_clustering(corpus: Corpus, *, now=None) -> list[Task]:
     return out
 
 
-def _generation(task: Task) -> tuple[str, int, int]:
+def clustering_generation(task: Task) -> tuple[str, int, int]:
     """``(items digest, block, blocks)`` of a clustering task (:func:`request_clustering`)."""
     parts = task.key.split(":")
     b, n = (task.payload or {}).get("block", [0, 1])
@@ -928,10 +928,10 @@ def clustering_tasks(corpus: Corpus) -> list[Task]:
     seen: dict[str, list[Task]] = {}
     for t in (Task.objects.filter(corpus=corpus, kind=Kind.CLUSTERS, status=Task.Status.COMPLETE)
               .order_by("-completed", "-id")):
-        g, _, n = _generation(t)
+        g, _, n = clustering_generation(t)
         seen.setdefault(g, []).append(t)
         if len(seen[g]) == n:
-            return sorted(seen[g], key=lambda x: _generation(x)[1])
+            return sorted(seen[g], key=lambda x: clustering_generation(x)[1])
     return []
 
 

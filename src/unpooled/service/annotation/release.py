@@ -349,7 +349,7 @@ def _write_clusters(corpus, out: Path, counts: ReleaseCounts, answer_q: Q, secre
     the service aggregated (:func:`unpooled.core.annotation.clustering.aggregate_clusters`, stored when the task
     completed); ``current`` marks the tasks whose clusters the scores use (:func:`.actions.clustering_tasks`: one,
     or one per block of a large corpus); ``block`` is ``[i, n]``, the task's block among its generation's."""
-    from .actions import clustering_tasks
+    from .actions import clustering_generation, clustering_tasks
 
     current = {t.pk for t in clustering_tasks(corpus)}
     tasks = list(Task.objects.filter(corpus=corpus, kind=Kind.CLUSTERS).order_by("id"))
@@ -370,7 +370,7 @@ def _write_clusters(corpus, out: Path, counts: ReleaseCounts, answer_q: Q, secre
             is_current = t.pk in current
             res = (t.result or {}) if done else {}  # an open or cancelled task has no clusters
             w.write({"task": t.pk, "status": t.status, "current": is_current,
-                     "block": (t.payload or {}).get("block", [0, 1]),
+                     "block": list(clustering_generation(t)[1:]),
                      "guideline_version": t.guideline_version, "created": _iso(t.created),
                      "completed": _iso(t.completed), "items": items,
                      "items_dropped": (t.payload or {}).get("items_dropped", 0), "answers": answers[t.pk],
