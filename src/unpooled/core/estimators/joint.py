@@ -564,13 +564,14 @@ def _estimate_noisy(d: Design, W: np.ndarray, confidence: float, *, simple: bool
     nfb_p = np.maximum(np.minimum(t.ess, items_eff), 1)
     n0 = float(max(d.n0, 1))
     p, r, f1 = est["p"], est["r"], est["f1"]
-    Mc_, lam_, Jc_ = est["_p_fit"]
-    p_ci = precision_interval(Mc_, lam_, p, Jc_, var["p"], confidence, nfb_p)
+    Mc_, lam_, Jc_, one_p = est["_p_fit"]
+    p_ci = precision_interval(Mc_, lam_, p, Jc_, var["p"], confidence, nfb_p, profile=one_p)
     if simple:
         r_ci = wilson(r, var["r"], confidence, np.full(m, n0))
     else:
-        Ma_, lam_a, Ja_, rho_a, scale = est["_r_fit"]
-        r_ci = recall_interval(Ma_, lam_a, rho_a, Ja_, scale, est["theta"], r, var["r"], confidence, np.full(m, n0))
+        Ma_, lam_a, Ja_, rho_a, scale, one_a = est["_r_fit"]
+        r_ci = recall_interval(Ma_, lam_a, rho_a, Ja_, scale, est["theta"], r, var["r"], confidence, np.full(m, n0),
+                               profile=one_a)
     f_ci = wilson(f1, var["f1"], confidence, np.minimum(nfb_p, n0))
     out = Scores(p, r, f1, np.sqrt(var["p"]), np.sqrt(var["r"]), np.sqrt(var["f1"]), p_ci, r_ci, f_ci, t.ess,
                  n_labels, est["theta"], est["nu"], "", confidence)
