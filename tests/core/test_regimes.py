@@ -11,7 +11,8 @@ from unpooled.core.simulate.regimes import Cell, _world, default_cells, format_t
 def test_world_truth_and_sharing():
     rng = np.random.default_rng(0)
     cell = Cell("x", (200, 300, 100), (0.2, 0.5, 0.9), shared=0.5)
-    P, members, f, missed, tp, tr = _world(cell, rng)
+    P, members, f, missed, tp, tr, st = _world(cell, rng)
+    assert not st.any()  # one stratum
     assert P.shape[0] == 3 and np.allclose(np.asarray(P.sum(1)).ravel(), 1)
     assert [len(x) for x in members] == [200, 300, 100]
     assert len(set(members[0]) & set(members[1])) > 0  # shared instances: labels are reused
@@ -56,7 +57,7 @@ def test_controls_answered_at_their_own_accuracy():
     rng = np.random.default_rng(3)
     truth = np.arange(4000) % 2 == 0
     for acc in (0.6, 0.95):
-        it, _, yes = _answers(np.arange(4000), truth, acc, 10, rng)
+        it, _, yes = _answers(np.arange(4000), truth, acc, 1 - acc, 10, rng)
         assert np.mean(yes == truth[it]) == pytest.approx(acc, abs=0.02)
     cell = next(c for c in default_cells() if c.name == "crowd 0.8 / controls 0.9")
     assert (cell.accuracy, cell.control_accuracy) == (0.8, 0.9)

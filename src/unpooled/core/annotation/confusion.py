@@ -122,42 +122,53 @@ class VerifyAnswers:
         return stratified_rates(y.reshape(-1, H), n.reshape(-1, H), shrinkage).ravel()
 
 
-def between_worker_variance(yes_c: np.ndarray, n_c: np.ndarray) -> float:
+def between_worker_variance(yes_c: np.ndarray, n_c: np.ndarray):
     r"""Method-of-moments variance of a rate between workers (beta-binomial; DerSimonian–Laird form).
 
     :math:`\hat\sigma^2_b = \max\bigl(0, [\sum_w n_w(\hat p_w - \bar p)^2 - \bar p(1-\bar p)(W-1)]
-    / [N - \sum_w n_w^2 / N]\bigr)` over the :math:`W` workers with answers, :math:`N = \sum_w n_w`.
+    / [N - \sum_w n_w^2 / N]\bigr)` over the :math:`W` workers with answers, :math:`N = \sum_w n_w`; 0 with
+    fewer than two workers.  ``(W,)`` counts give a number, ``(W, H)`` counts one per column.
     """
-    ok = n_c > 0
-    W = int(ok.sum())
-    N = float(n_c[ok].sum())
-    if W < 2 or N <= 0:
-        return 0.0
-    pbar = yes_c[ok].sum() / N
-    ph = yes_c[ok] / n_c[ok]
-    num = float((n_c[ok] * (ph - pbar) ** 2).sum()) - pbar * (1 - pbar) * (W - 1)
-    den = N - float((n_c[ok] ** 2).sum()) / N
-    return max(0.0, num / den) if den > 0 else 0.0
+    Y, N = np.asarray(yes_c, float), np.asarray(n_c, float)
+    one = Y.ndim == 1
+    if one:
+        Y, N = Y[:, None], N[:, None]
+    ok = N > 0
+    W = ok.sum(0)
+    tot = np.where(ok, N, 0).sum(0)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        pbar = np.where(ok, Y, 0).sum(0) / np.where(tot > 0, tot, 1)
+        ph = np.where(ok, Y / np.where(ok, N, 1), 0)
+        num = np.where(ok, N * (ph - pbar) ** 2, 0).sum(0) - pbar * (1 - pbar) * (W - 1)
+        den = tot - np.where(ok, N ** 2, 0).sum(0) / np.where(tot > 0, tot, 1)
+        out = np.where((den > 0) & (W >= 2) & (tot > 0), np.maximum(num, 0) / np.where(den > 0, den, 1), 0.0)
+    return float(out[0]) if one else out
 
 
 #: bounds of the empirical-Bayes prior strength (answers' worth)
 EB_MIN, EB_MAX = 1.0, 1e4
 
 
-def shrunk_rates(yes_c: np.ndarray, n_c: np.ndarray, shrinkage, smoothing: float = 0.01) -> np.ndarray:
+def shrunk_rates(yes_c: np.ndarray, n_c: np.ndarray, shrinkage, smoothing: float = 0.01, *, prior=None
+                 ) -> np.ndarray:
     """Per worker ``(yes + s + τ·pooled) / (n + 2s + τ)`` with the pooled rate ``(Σyes + s) / (Σn + 2s)``.
 
     ``shrinkage`` τ in answers, or ``'eb'``: empirical Bayes, τ = p̄(1 − p̄)/σ²_b − 1 from the
     between-worker variance (:func:`between_worker_variance`), so a crowd whose workers do not
-    differ measurably is pooled and one with a spammer is not.
+    differ measurably is pooled and one with a spammer is not.  ``(W, H)`` counts: per column;
+    ``prior``: the means to shrink towards instead of the pooled rate (τ still from the column's spread).
     """
-    pooled = (yes_c.sum() + smoothing) / (n_c.sum() + 2 * smoothing)
+    yes_c, n_c = np.asarray(yes_c, float), np.asarray(n_c, float)
+    pooled = (yes_c.sum(0) + smoothing) / (n_c.sum(0) + 2 * smoothing)
     if shrinkage == "eb":
-        var_b = between_worker_variance(yes_c, n_c)
-        tau = EB_MAX if var_b <= 0 else float(np.clip(pooled * (1 - pooled) / var_b - 1, EB_MIN, EB_MAX))
+        var_b = np.asarray(between_worker_variance(yes_c, n_c))
+        with np.errstate(divide="ignore"):
+            tau = np.where(var_b <= 0, EB_MAX,
+                           np.clip(pooled * (1 - pooled) / np.where(var_b > 0, var_b, 1.0) - 1, EB_MIN, EB_MAX))
     else:
         tau = float(shrinkage)
-    return (yes_c + smoothing + tau * pooled) / (n_c + 2 * smoothing + tau)
+    mean = pooled if prior is None else prior
+    return (yes_c + smoothing + tau * mean) / (n_c + 2 * smoothing + tau)
 
 
 def stratified_rates(yes_c: np.ndarray, n_c: np.ndarray, shrinkage, smoothing: float = 0.01) -> np.ndarray:
@@ -177,17 +188,7 @@ def stratified_rates(yes_c: np.ndarray, n_c: np.ndarray, shrinkage, smoothing: f
     r_h = shrunk_rates(yes_c.sum(0), n_c.sum(0), shrinkage, smoothing)
     r_w = shrunk_rates(yes_c.sum(1), n_c.sum(1), shrinkage, smoothing)
     prior = 1.0 / (1.0 + np.exp(-(_logit(r_h)[None, :] + _logit(r_w)[:, None] - _logit(overall))))
-    out = np.empty_like(yes_c)
-    for h in range(yes_c.shape[1]):
-        y, n = yes_c[:, h], n_c[:, h]
-        if shrinkage == "eb":
-            pooled = (y.sum() + smoothing) / (n.sum() + 2 * smoothing)
-            var_b = between_worker_variance(y, n)
-            tau = EB_MAX if var_b <= 0 else float(np.clip(pooled * (1 - pooled) / var_b - 1, EB_MIN, EB_MAX))
-        else:
-            tau = float(shrinkage)
-        out[:, h] = (y + smoothing + tau * prior[:, h]) / (n + 2 * smoothing + tau)
-    return out
+    return shrunk_rates(yes_c, n_c, shrinkage, smoothing, prior=prior)
 
 
 def control_confusions(a: VerifyAnswers, weights: np.ndarray | None = None, *, shrinkage=SHRINKAGE

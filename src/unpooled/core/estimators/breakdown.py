@@ -447,7 +447,7 @@ def subset_scores(design: Design, target: int, groups_of_universe, groups_of_tru
 def _group_precision_from_votes(d, votes, w, g, ok, coef, q_x, pi_x, D, G, m, n):
     """Per group: precision from the votes (:func:`.noisy.prevalence` with the group's importance weights per
     item), its variance (draws + votes + confusions, :mod:`.noisy`), and what its interval needs."""
-    from .noisy import _patterns, _vote_var, item_log_lr, kappa, kappa_dlam, posterior, prevalence
+    from .noisy import _patterns, _vote_var, item_log_lr, kappa, posterior, prevalence
 
     U = d.P.shape[1]
     codes, inv = np.unique(d.xs, return_inverse=True)
@@ -478,11 +478,9 @@ def _group_precision_from_votes(d, votes, w, g, ok, coef, q_x, pi_x, D, G, m, n)
         vp, *_ = _vote_var(pat, G, rows, cols, p_item[cols] * invJ[rows], p0[rows], zeros, zeros, post, post,
                            R[rows, cols])
         var_p = var_p + vp
-    if votes.replicates > 1:
-        lam_rep = item_log_lr(votes, U, votes.sens_rep, votes.fpr_rep, items=codes)
-        dlam = np.nan_to_num((lam_rep - lam[None, :]).T)
-        Dm = Mg * np.nan_to_num(kappa_dlam(lam[None, :], p0[:, None])) * invJ[:, None] * np.isfinite(lam)[None, :]
-        var_p = var_p + np.var(Dm @ dlam, axis=1, ddof=1)
+    if votes.replicates > 1:  # the confusions: the spread of the prevalences refitted under their replicates
+        rho_rep, _ = prevalence(Mg, item_log_lr(votes, U, votes.sens_rep, votes.fpr_rep, items=codes))
+        var_p = var_p + np.var(np.nan_to_num(rho_rep), axis=0, ddof=1)
     with np.errstate(divide="ignore", invalid="ignore"):
         items_eff = np.nan_to_num(Mg.sum(1) ** 2 / (Mg ** 2).sum(1))
     return p, var_p, (Mg, lam, J, items_eff)

@@ -50,9 +50,10 @@ its self-normalised (Hájek) form.
    (:math:`1 - e^{-\lambda}` at :math:`\rho = 1`), and the linearisation pairing them gave one contrary
    pattern a pull of 12 on a prevalence of 60 items (60 correct items at crowd accuracy 0.9 estimated at 1 had
    [0.004, 1]; with the expected information [0.947, 1], about a binomial 60 of 60);
-3. *the confusions*: their bootstrap replicates move every :math:`\lambda`; by the delta method the estimate
-   moves by :math:`\sum_s c_s \partial_\lambda\kappa_s\,\Delta\lambda_s / J`, and the spread over the
-   replicates is added.
+3. *the confusions*: their bootstrap replicates move every :math:`\lambda`; the estimates refitted under each
+   replicate (draws and votes held) spread by the confusions' share of the variance.  A refit, not the delta
+   method: where the crowd barely tells the classes apart (a hard relation type) the prevalence is far from
+   linear in :math:`\lambda`, and the linearisation overstated the spread up to threefold.
 
 The interval is Wilson's at the effective sample size :math:`\hat e(1-\hat e)/\widehat{\mathrm{Var}}`
 (:func:`~unpooled.core.estimators.joint.wilson`): inside [0, 1] and around the estimate.
@@ -222,16 +223,6 @@ def _kappa_at(parts, rho):
         return np.divide(num, den, out=den)
 
 
-def kappa_dlam(lam, rho):
-    r""":math:`\partial\kappa/\partial\lambda = e^\lambda/(1 + \rho(e^\lambda - 1))^2`, without overflow."""
-    lam = np.asarray(lam, float)
-    e = np.exp(-np.abs(lam))
-    num, c = _exp_parts(lam)
-    den = c + rho * num
-    with np.errstate(divide="ignore", invalid="ignore"):
-        return e / (den * den)
-
-
 def posterior(lam, rho):
     r""":math:`P(f = 1 \mid v) = \rho e^\lambda / (\rho e^\lambda + 1 - \rho)`."""
     lam = np.asarray(lam, float)
@@ -299,7 +290,14 @@ def prevalence(M, lam, *, tol: float = 1e-10, max_iter: int = 100, groups=None, 
     rows, cols = np.nonzero(uniq > 0)
     G = int(n_groups) if groups is not None else 1
     grows = rows * G + (np.asarray(groups)[cols] if groups is not None else 0)
-    rho, J = _prevalence_pairs(grows, uniq[rows, cols], lam[cols], uniq.shape[0] * G, tol, max_iter)
+    n = uniq.shape[0] * G
+    if lam.ndim == 2:  # replicates of the log ratios: every row fitted under each, (R, m[, G])
+        Rn = lam.shape[0]
+        grows = (np.arange(Rn)[:, None] * n + grows[None, :]).ravel()
+        rho, J = _prevalence_pairs(grows, np.tile(uniq[rows, cols], Rn), lam[:, cols].ravel(), Rn * n, tol, max_iter)
+        shape = (Rn, -1, G) if groups is not None else (Rn, -1)
+        return rho.reshape(shape)[:, inv], J.reshape(shape)[:, inv]
+    rho, J = _prevalence_pairs(grows, uniq[rows, cols], lam[cols], n, tol, max_iter)
     if groups is None:
         return rho[inv], J[inv]
     return rho.reshape(-1, G)[inv], J.reshape(-1, G)[inv]
@@ -472,6 +470,8 @@ def precision_interval(M, lam, p, J, var, confidence: float, n_fallback, *, prof
     if profile is not None:
         side = np.where(profile, side, 0)
     plo, phi = profile_interval(M, lam, p, J, var, confidence, side=side)
+    if profile is not None:
+        plo, phi = np.where(profile, plo, wlo), np.where(profile, phi, whi)
     return np.minimum(wlo, plo), np.maximum(whi, phi)
 
 
@@ -501,6 +501,8 @@ def recall_interval(M, lam, rho_a, J, scale, theta, r, var, confidence: float, n
         var_rho = np.where(scale > 0, np.asarray(var, float) / np.where(scale > 0, scale, 1.0) ** 2, 0.0)
     plo, phi = profile_interval(M, lam, rho_a, J, var_rho, confidence, side=np.where(scale > 0, side, 0))
     rlo, rhi = scale * plo, np.minimum(scale * phi, np.maximum(theta, r))
+    if profile is not None:
+        rlo, rhi = np.where(profile, rlo, wlo), np.where(profile, rhi, whi)
     return np.minimum(wlo, rlo), np.maximum(whi, rhi)
 
 
@@ -757,13 +759,27 @@ def _fit(Mc, Ma, Mb, lam, grp, P, simple: bool) -> _Fit:
     ra, Ja = prevalence(Ma, lam, groups=gk, n_groups=G)
     rb, Jb = prevalence(Mb, lam, groups=gk, n_groups=G)
     rc, ra, rb = np.nan_to_num(rc), np.nan_to_num(ra), np.nan_to_num(rb)
-    wc = precision_weights(grp.masses(P), grp.sums(Mc) > 0) if G > 1 else (Mc.sum(1, keepdims=True) > 0) * 1.0
+    wc = _precision_weights(Mc, grp, P)
     sa, sb = grp.sums(Ma), grp.sums(Mb)
-    p = (wc * rc).sum(1)
-    Ahat, Bhat = (sa * ra).sum(1), (sb * rb).sum(1)
-    nu = np.ones(len(p)) if simple else np.clip(_safe_div(Ahat, Bhat), 0.0, 1.0)
+    p, Ahat, Bhat, nu = _combine(rc, ra, rb, wc, sa, sb, simple)
     return _Fit(rc, Jc, _safe_div(wc, Jc), ra, Ja, _safe_div(sa, Ja), sa, rb, _safe_div(sb, Jb), p, Ahat, Bhat,
                 nu, wc)
+
+
+def _precision_weights(Mc, grp, P) -> np.ndarray:
+    """``(m, G)``: precision's weight of each group (:func:`.strata.precision_weights`; 1 for one group)."""
+    if grp.n > 1:
+        return precision_weights(grp.masses(P), grp.sums(Mc) > 0)
+    return (Mc.sum(1, keepdims=True) > 0) * 1.0
+
+
+def _combine(rc, ra, rb, wc, sa, sb, simple: bool):
+    """Precision, recall's numerator and denominator and :math:`\nu` from the prevalences per (target, group)
+    (any leading axes: replicates)."""
+    p = (wc * rc).sum(-1)
+    Ahat, Bhat = (sa * ra).sum(-1), (sb * rb).sum(-1)
+    nu = np.ones_like(p) if simple else np.clip(_safe_div(Ahat, Bhat), 0.0, 1.0)
+    return p, Ahat, Bhat, nu
 
 
 def _by(X: np.ndarray, g: np.ndarray) -> np.ndarray:
@@ -853,29 +869,20 @@ def _votes_var(d, t, fit: _Fit, votes, codes, lam, grp, Mc, Ma, Mb, R, theta, dP
     return var
 
 
-def _rates_var(votes, U, codes, lam, fit: _Fit, gk, Mc, Ma, Mb, theta, dP, dR, simple: bool):
-    """The confusions' variance (module docs, 3.): per metric, ``(m,)``, by the delta method over their
-    replicates."""
+def _rates_var(votes, U, codes, Mc, Ma, Mb, grp, P, theta, simple: bool):
+    """The confusions' variance (module docs, 3.): per metric, ``(m,)``, the spread of the estimates refitted
+    under each replicate of the confusions (the draws and the votes held)."""
+    from .joint import _f1
+
     m = Mc.shape[0]
-    out = {k: np.zeros(m) for k in ("p", "r", "f1")}
     if votes.replicates <= 1:
-        return out
+        return {k: np.zeros(m) for k in ("p", "r", "f1")}
     lam_rep = item_log_lr(votes, U, votes.sens_rep, votes.fpr_rep, items=codes)  # (R, K)
-    dlam = np.nan_to_num((lam_rep - lam[None, :]).T)  # (K, R)
-    Dp = Mc * np.nan_to_num(kappa_dlam(lam[None, :], _by(fit.rc, gk))) * _by(fit.kc, gk)
-    if simple:
-        Dn = np.zeros_like(Dp)
-    else:
-        Da = Ma * np.nan_to_num(kappa_dlam(lam[None, :], _by(fit.ra, gk))) * _by(fit.ka, gk)
-        Db = Mb * np.nan_to_num(kappa_dlam(lam[None, :], _by(fit.rb, gk))) * _by(fit.kb, gk)
-        Dn = (Da - fit.nu[:, None] * Db) * _safe_div(np.ones(m), fit.Bhat)[:, None]
-    fin = np.isfinite(lam)
-    X = np.concatenate([Dp * fin[None, :], Dn * fin[None, :]], axis=0) @ dlam  # (2m, R)
-    dp_, dn_ = X[:m], X[m:]
-    out["p"] = np.var(dp_, axis=1, ddof=1)
-    out["r"] = theta ** 2 * np.var(dn_, axis=1, ddof=1)
-    out["f1"] = np.var(dP[:, None] * dp_ + (dR * theta)[:, None] * dn_, axis=1, ddof=1)
-    return out
+    G, gk = grp.n, grp.item
+    rc, ra, rb = (np.nan_to_num(prevalence(M, lam_rep, groups=gk, n_groups=G)[0]) for M in (Mc, Ma, Mb))
+    p, _, _, nu = _combine(rc, ra, rb, _precision_weights(Mc, grp, P), grp.sums(Ma), grp.sums(Mb), simple)
+    r = theta[None, :] * nu
+    return {"p": np.var(p, axis=0, ddof=1), "r": np.var(r, axis=0, ddof=1), "f1": np.var(_f1(p, r), axis=0, ddof=1)}
 
 
 def noisy_estimates(d, t, W: np.ndarray, votes: CrowdVotes, *, simple: bool = False,
@@ -920,7 +927,7 @@ def noisy_estimates(d, t, W: np.ndarray, votes: CrowdVotes, *, simple: bool = Fa
     var_d = _design_var(d, t, fit, lam[inv], gs, var_th, theta, dP, dR, simple)
     var_v = _votes_var(d, t, fit, votes, codes, lam, grp, Mc, Ma, Mb, per_item(np.asarray(t.ratio)), theta, dP,
                        dR, simple)
-    var_r = _rates_var(votes, U, codes, lam, fit, grp.item, Mc, Ma, Mb, theta, dP, dR, simple)
+    var_r = _rates_var(votes, U, codes, Mc, Ma, Mb, grp, d.P, theta, simple)
     var = {k: var_d[k] + var_v[k] + var_r[k] for k in ("p", "r", "f1")}
     # the raw figure: majority labels as if certain
     y = majority_labels(votes, U)[codes]
