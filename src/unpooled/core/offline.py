@@ -456,18 +456,20 @@ def read_exhaustive(path: str | Path, *, limits: Limits = Limits()) -> tuple[lis
     return out, rep
 
 
-def read_answers(path: str | Path, *, limits: Limits = Limits()):
+def read_answers(path: str | Path, *, limits: Limits = Limits(), relation_strata: dict | None = None):
     """Read verification answers, one a line, as a dataset release's ``answers.jsonl`` holds them.
 
     A line: ``task`` (the item answered: a number or string), ``annotator`` (who answered), ``correct`` (the
     answer says the instance is correct), ``key`` (the instance; not needed for a gold ``control``, whose
     ``gold.correct`` is its known answer); optional ``kind`` (lines of another kind than ``verify`` are passed
-    over) and ``counted`` (false: passed over, as the service does).  Items and annotators are numbered in
+    over), ``counted`` (false: passed over, as the service does) and ``relation`` (the item's relation: the crowd's
+    rates are then fitted per relation, :mod:`unpooled.core.estimators.strata`; ``relation_strata`` numbers
+    them, default in name order).  Items and annotators are numbered in
     order of first appearance (the service's order when the file lists answers by id).
 
     Returns ``(VerifyAnswers, Report)``.
     """
-    from .annotation.confusion import VerifyAnswers
+    from .annotation.confusion import VerifyAnswers, relation_stratum_codes
 
     path = Path(path)
     if not path.is_file():
@@ -477,6 +479,7 @@ def read_answers(path: str | Path, *, limits: Limits = Limits()):
     workers: dict = {}
     keys: list = []
     control: list = []
+    relations: list = []
     it, wk, yes = [], [], []
     n_lines = 0
     for lineno, line in read_lines(path, rep, limits=limits):
@@ -516,11 +519,17 @@ def read_answers(path: str | Path, *, limits: Limits = Limits()):
                         field="key", text=line)
                 continue
             cls = -1
+        relation = obj.get("relation")
+        if relation is not None and not isinstance(relation, str):
+            rep.add(lineno, "UP107", f"'relation' (the item's relation: its stratum of the crowd model) must be a "
+                                     f"string, got {relation!r}", field="relation", text=line)
+            continue
         i = items.get(task)
         if i is None:
             i = items[task] = len(keys)
             keys.append(key)
             control.append(cls)
+            relations.append(relation or "")
         elif keys[i] != key:
             rep.add(lineno, "UP107", f"task {task!r} was about {keys[i]!r} on an earlier line, here {key!r}",
                     field="key", text=line)
@@ -529,8 +538,11 @@ def read_answers(path: str | Path, *, limits: Limits = Limits()):
         wk.append(workers.setdefault(ann, len(workers)))
         yes.append(int(correct))
     rep.counts.update(lines=n_lines, answers=len(it), items=len(keys), annotators=len(workers))
+    strata = (None, None, None)
+    if any(relations):  # the crowd model by relation (core.estimators.strata)
+        strata = relation_stratum_codes(relations, relation_strata)
     return VerifyAnswers(np.array(it, np.int64), np.array(wk, np.int64), np.array(yes, np.int64), keys,
-                         np.array(control, np.int64), len(workers)), rep
+                         np.array(control, np.int64), len(workers), None, None, None, *strata), rep
 
 
 def read_sentences(corpus: str | Path, fmt: str | None = None, *, docs=None) -> dict[str, tuple[list, list]]:
@@ -785,7 +797,7 @@ def score(data: OfflineData, *, level: str = "instance", estimator: str = "joint
         for sub in data.submissions:
             for key in sub.keys:
                 index.setdefault(key, len(index))
-        crowd = votes.on(index, len(universe))
+        crowd = votes.on(index, len(universe), [x.predicate for x in universe])
     names = tuple(s.name for s in data.submissions)
     glob: list[str] = []
     if design.n0 == 0:

@@ -88,6 +88,8 @@ class VerifyAnswers:
     stratum: np.ndarray | None = None
     #: the number of strata (default: the highest stratum + 1); the confusion rows depend on it
     strata: int | None = None
+    #: relation -> stratum, when the strata are relations (one the mapping does not name: the last stratum)
+    relation_strata: dict | None = None
 
     @property
     def n_items(self) -> int:
@@ -171,23 +173,35 @@ def shrunk_rates(yes_c: np.ndarray, n_c: np.ndarray, shrinkage, smoothing: float
     return (yes_c + smoothing + tau * mean) / (n_c + 2 * smoothing + tau)
 
 
+def relation_stratum_codes(relations: list, strata: dict | None = None) -> tuple[np.ndarray, int, dict]:
+    """Per item its stratum from its relation: ``(codes, number of strata, relation -> stratum)``, by ``strata``
+    (a relation it does not name, or None: the last stratum) or, without it, the relations in name order."""
+    if strata is None:
+        strata = {r: i for i, r in enumerate(sorted({r for r in relations if r}))}
+    other = len(strata)
+    return np.array([strata.get(r, other) for r in relations], np.int64), other + 1, strata
+
+
 def stratified_rates(yes_c: np.ndarray, n_c: np.ndarray, shrinkage, smoothing: float = 0.01) -> np.ndarray:
     r"""Per (worker, stratum) rates from ``(W, H)`` counts, shrunk towards the worker's and the stratum's.
 
     The stratum's crowd rate :math:`r_h` (every worker's answers in the stratum, shrunk towards the crowd's by
     :func:`shrunk_rates` across strata) and the worker's overall rate :math:`r_w` (:func:`shrunk_rates` across
-    workers) give the prior mean :math:`\operatorname{logit} m_{wh} = \operatorname{logit} r_h +
-    \operatorname{logit} r_w - \operatorname{logit} \bar r` (a worker better than the crowd overall is better
-    in every stratum by as much on the logit scale); the cell's rate is ``(yes + s + τ_h m) / (n + 2s + τ_h)``
+    workers, towards the crowd's rate at the worker's mix of strata :math:`\bar r_w = \sum_h n_{wh} r_h / n_w`)
+    give the prior mean :math:`\operatorname{logit} m_{wh} = \operatorname{logit} r_h +
+    \operatorname{logit} r_w - \operatorname{logit} \bar r_w` (a worker better than the crowd at its own mix is
+    better in every stratum by as much on the logit scale); the cell's rate is ``(yes + s + τ_h m) / (n + 2s + τ_h)``
     with :math:`\tau_h` the empirical-Bayes strength of the between-worker variance within the stratum (or
     ``shrinkage`` answers).  A thin cell borrows from its worker and its stratum; a stratum without answers
     gets the worker's rates.
     """
     yes_c, n_c = np.asarray(yes_c, float), np.asarray(n_c, float)
-    overall = (yes_c.sum() + smoothing) / (n_c.sum() + 2 * smoothing)
     r_h = shrunk_rates(yes_c.sum(0), n_c.sum(0), shrinkage, smoothing)
-    r_w = shrunk_rates(yes_c.sum(1), n_c.sum(1), shrinkage, smoothing)
-    prior = 1.0 / (1.0 + np.exp(-(_logit(r_h)[None, :] + _logit(r_w)[:, None] - _logit(overall))))
+    n_w = n_c.sum(1)
+    # the crowd's rate at each worker's mix of strata: a worker who answered mostly easy items is not better
+    at_mix = np.where(n_w > 0, (n_c * r_h[None, :]).sum(1) / np.where(n_w > 0, n_w, 1), r_h.mean())
+    r_w = shrunk_rates(yes_c.sum(1), n_w, shrinkage, smoothing, prior=at_mix)
+    prior = 1.0 / (1.0 + np.exp(-(_logit(r_h)[None, :] + (_logit(r_w) - _logit(at_mix))[:, None])))
     return shrunk_rates(yes_c, n_c, shrinkage, smoothing, prior=prior)
 
 
@@ -371,7 +385,7 @@ def items_only(a: VerifyAnswers) -> VerifyAnswers:
     return VerifyAnswers(new[np.asarray(a.item)[keep]], np.asarray(a.worker)[keep], np.asarray(a.yes)[keep],
                          [k for k, r in zip(a.item_keys, real_item) if r], np.full(int(real_item.sum()), -1),
                          a.n_workers, pick(a.answer_ids), pick(a.task_ids), pick(a.annotator_ids),
-                         st, a.n_strata if st is not None else None)
+                         st, a.n_strata if st is not None else None, a.relation_strata)
 
 
 def real_items(a: VerifyAnswers) -> np.ndarray:
@@ -483,7 +497,8 @@ def fit_preferred(a: VerifyAnswers, *, replicates: int = REPLICATES, rng=0, shri
 def keyed_answers(a: VerifyAnswers, point: tuple, reps: list):
     """The non-control answers of ``a`` by instance key with the confusions ``point`` and their replicates
     ``reps``: the estimator's input (:class:`unpooled.core.estimators.noisy.KeyedAnswers`); each answer's
-    "worker" is its confusion row (:meth:`VerifyAnswers.rate_rows`)."""
+    "worker" is its confusion row (:meth:`VerifyAnswers.rate_rows`); with ``a.relation_strata`` the estimator
+    places the universe's instances in strata by their relation."""
     from ..estimators.noisy import KeyedAnswers
 
     real = np.asarray(a.control)[a.item] < 0
@@ -493,4 +508,5 @@ def keyed_answers(a: VerifyAnswers, point: tuple, reps: list):
     if len(reps) > 1:
         sr = np.array([r[0] for r in reps])
         fr = np.array([r[1] for r in reps])
-    return KeyedAnswers(keys, a.rate_rows()[real], np.asarray(a.yes)[real].astype(bool), sens, fpr, sr, fr)
+    return KeyedAnswers(keys, a.rate_rows()[real], np.asarray(a.yes)[real].astype(bool), sens, fpr, sr, fr,
+                        a.relation_strata if a.stratum is not None else None)

@@ -447,7 +447,7 @@ def subset_scores(design: Design, target: int, groups_of_universe, groups_of_tru
 def _group_precision_from_votes(d, votes, w, g, ok, coef, q_x, pi_x, D, G, m, n):
     """Per group: precision from the votes (:func:`.noisy.prevalence` with the group's importance weights per
     item), its variance (draws + votes + confusions, :mod:`.noisy`), and what its interval needs."""
-    from .noisy import _patterns, _vote_var, item_log_lr, kappa, posterior, prevalence
+    from .noisy import item_log_lr, kappa, posterior, prevalence, vote_patterns, vote_variance
 
     U = d.P.shape[1]
     codes, inv = np.unique(d.xs, return_inverse=True)
@@ -472,10 +472,10 @@ def _group_precision_from_votes(d, votes, w, g, ok, coef, q_x, pi_x, D, G, m, n)
     p_item[inv] = pi_x
     rows, cols = np.nonzero(Mg > 0)
     if len(rows):
-        pat = _patterns(votes, codes)
+        pat = vote_patterns(votes, codes)
         post = posterior(lam[cols], p0[rows])
         zeros = np.zeros(len(rows))
-        vp, *_ = _vote_var(pat, G, rows, cols, p_item[cols] * invJ[rows], p0[rows], zeros, zeros, post, post,
+        vp, *_ = vote_variance(pat, G, rows, cols, p_item[cols] * invJ[rows], p0[rows], zeros, zeros, post, post,
                            R[rows, cols])
         var_p = var_p + vp
     if votes.replicates > 1:  # the confusions: the spread of the prevalences refitted under their replicates

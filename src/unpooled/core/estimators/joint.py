@@ -546,8 +546,9 @@ def _estimate_with(d: Design, W: np.ndarray, confidence: float, *, simple: bool 
 
 
 def _estimate_noisy(d: Design, W: np.ndarray, confidence: float, *, simple: bool, votes) -> Scores:
-    """The estimates from crowd votes (:func:`.noisy.noisy_estimates`) with Wilson intervals."""
-    from .noisy import noisy_estimates, precision_interval, recall_interval
+    """The estimates from crowd votes (:func:`.from_votes.noisy_estimates`) with Wilson intervals."""
+    from .from_votes import noisy_estimates
+    from .noisy import precision_interval, recall_interval
 
     m = d.m
     t = _terms(replace(d, f=np.ones(len(d.xs))), W)
