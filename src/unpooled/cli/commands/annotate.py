@@ -235,7 +235,7 @@ def cmd_documents(args) -> int:
 
 def cmd_controls(args) -> int:
     setup_django()
-    from unpooled.service.annotation.actions import create_verify_controls
+    from unpooled.service.annotation.controls import create_verify_controls
 
     corpus = _corpus(args.corpus)
     made = create_verify_controls(corpus, args.n, rng=args.seed)

@@ -167,7 +167,7 @@ def cmd_evaluate(args) -> int:
         return cmd_coverage(args, corpus)
     controls = args.controls if args.controls is not None else (100 if args.crowd == "simulated" else 0)
     if controls and corpus.has_gold:
-        from unpooled.service.annotation.actions import create_verify_controls
+        from unpooled.service.annotation.controls import create_verify_controls
         from unpooled.service.annotation.models import Task
 
         if not Task.objects.filter(corpus=corpus, is_control=True).exists():

@@ -151,24 +151,31 @@ def between_worker_variance(yes_c: np.ndarray, n_c: np.ndarray):
 EB_MIN, EB_MAX = 1.0, 1e4
 
 
-def shrunk_rates(yes_c: np.ndarray, n_c: np.ndarray, shrinkage, smoothing: float = 0.01, *, prior=None
-                 ) -> np.ndarray:
+#: the most answers' worth a stratum's crowd rate borrows from the other strata's: a relation with a few dozen
+#: answers keeps rates of its own even when most relations are alike (one variance between strata, estimated
+#: by moments, pooled the two easy relations of a crowd with many hard ones entirely)
+STRATUM_PRIOR_MAX = 20.0
+
+
+def shrunk_rates(yes_c: np.ndarray, n_c: np.ndarray, shrinkage, smoothing: float = 0.01, *, prior=None,
+                 tau_max: float = EB_MAX) -> np.ndarray:
     """Per worker ``(yes + s + τ·pooled) / (n + 2s + τ)`` with the pooled rate ``(Σyes + s) / (Σn + 2s)``.
 
     ``shrinkage`` τ in answers, or ``'eb'``: empirical Bayes, τ = p̄(1 − p̄)/σ²_b − 1 from the
     between-worker variance (:func:`between_worker_variance`), so a crowd whose workers do not
     differ measurably is pooled and one with a spammer is not.  ``(W, H)`` counts: per column;
-    ``prior``: the means to shrink towards instead of the pooled rate (τ still from the column's spread).
+    ``prior``: the means to shrink towards instead of the pooled rate (τ still from the column's spread);
+    ``tau_max``: the largest τ.
     """
     yes_c, n_c = np.asarray(yes_c, float), np.asarray(n_c, float)
     pooled = (yes_c.sum(0) + smoothing) / (n_c.sum(0) + 2 * smoothing)
     if shrinkage == "eb":
         var_b = np.asarray(between_worker_variance(yes_c, n_c))
         with np.errstate(divide="ignore"):
-            tau = np.where(var_b <= 0, EB_MAX,
-                           np.clip(pooled * (1 - pooled) / np.where(var_b > 0, var_b, 1.0) - 1, EB_MIN, EB_MAX))
+            tau = np.where(var_b <= 0, tau_max,
+                           np.clip(pooled * (1 - pooled) / np.where(var_b > 0, var_b, 1.0) - 1, EB_MIN, tau_max))
     else:
-        tau = float(shrinkage)
+        tau = min(float(shrinkage), tau_max)
     mean = pooled if prior is None else prior
     return (yes_c + smoothing + tau * mean) / (n_c + 2 * smoothing + tau)
 
@@ -186,7 +193,7 @@ def stratified_rates(yes_c: np.ndarray, n_c: np.ndarray, shrinkage, smoothing: f
     r"""Per (worker, stratum) rates from ``(W, H)`` counts, shrunk towards the worker's and the stratum's.
 
     The stratum's crowd rate :math:`r_h` (every worker's answers in the stratum, shrunk towards the crowd's by
-    :func:`shrunk_rates` across strata) and the worker's overall rate :math:`r_w` (:func:`shrunk_rates` across
+    :func:`shrunk_rates` across strata, at most :data:`STRATUM_PRIOR_MAX` answers' worth) and the worker's overall rate :math:`r_w` (:func:`shrunk_rates` across
     workers, towards the crowd's rate at the worker's mix of strata :math:`\bar r_w = \sum_h n_{wh} r_h / n_w`)
     give the prior mean :math:`\operatorname{logit} m_{wh} = \operatorname{logit} r_h +
     \operatorname{logit} r_w - \operatorname{logit} \bar r_w` (a worker better than the crowd at its own mix is
@@ -196,7 +203,7 @@ def stratified_rates(yes_c: np.ndarray, n_c: np.ndarray, shrinkage, smoothing: f
     gets the worker's rates.
     """
     yes_c, n_c = np.asarray(yes_c, float), np.asarray(n_c, float)
-    r_h = shrunk_rates(yes_c.sum(0), n_c.sum(0), shrinkage, smoothing)
+    r_h = shrunk_rates(yes_c.sum(0), n_c.sum(0), shrinkage, smoothing, tau_max=STRATUM_PRIOR_MAX)
     n_w = n_c.sum(1)
     # the crowd's rate at each worker's mix of strata: a worker who answered mostly easy items is not better
     at_mix = np.where(n_w > 0, (n_c * r_h[None, :]).sum(1) / np.where(n_w > 0, n_w, 1), r_h.mean())

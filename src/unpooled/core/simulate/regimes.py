@@ -108,7 +108,8 @@ EASY, HARD = (0.97, 0.07), (0.75, 0.45)
 def type_cells() -> list[Cell]:
     """Crowds whose accuracy depends on the relation type (:attr:`Cell.strata`): a system heavy in hard or in easy
     relations beside a balanced one, with controls drawn like the items or mostly easy, symmetric accuracy by
-    type, difficulty no type explains, many types (two of them rare), a tiny system and 40 systems."""
+    type, difficulty no type explains, many types (two of them rare; and the same types judged alike: what
+    fitting by type costs when the crowd is uniform), a tiny system and 40 systems."""
     two = (EASY, HARD)
     heavy_hard = dict(sizes=(500, 2000), strata=two, mix=((0.2, 0.8), (0.5, 0.5)),
                       strata_precision=((0.85, 0.45), (0.8, 0.5)), precision=(0.0, 0.0))
@@ -131,6 +132,8 @@ def type_cells() -> list[Cell]:
             Cell("types 400 controls", **heavy_hard, controls=400),
             Cell("types tiny system", **dict(heavy_hard, sizes=(25, 2000))),
             Cell("types 8 relations", (300, 800, 2000, 150), (0.0,) * 4, strata=eight, mix=mix8,
+                 strata_precision=prec8, report=4, controls=200),
+            Cell("types 8, uniform crowd", (300, 800, 2000, 150), (0.0,) * 4, strata=((0.8, 0.2),) * 8, mix=mix8,
                  strata_precision=prec8, report=4, controls=200),
             Cell("types 40 systems", s40, (0.0,) * 40, strata=two, mix=mix40, strata_precision=prec40, shared=0.5,
                  report=40, draws=100, trial_share=0.5)]

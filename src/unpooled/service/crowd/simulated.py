@@ -166,7 +166,8 @@ class SimulatedCrowd:
         if task.is_control:
             says = self.rng.random() < target
             return {"relation": "holds" if says else "none", "subject_ok": True, "object_ok": True, "link_ok": None}
-        acc_m = 1 - (1 - w.accuracy) / 3
+        # mentions judged as well as the relation's correct items are (so that the target stays reachable)
+        acc_m = 1 - (1 - (w.accuracy if by_relation is None else by_relation[0])) / 3
         ok, p_valid = {}, 1.0
         for role in ("subject", "object"):
             arg = task.payload.get(role) or {}

@@ -275,7 +275,8 @@ def run_coverage(corpus, trials: int, *, accuracy: float = 0.8, annotators: int 
     ``controls`` gold controls are created per trial (:func:`create_verify_controls`) and
     offered with probability ``control_share`` per lease.
     """
-    from unpooled.service.annotation.actions import create_verify_controls, settings_for
+    from unpooled.service.annotation.actions import settings_for
+    from unpooled.service.annotation.controls import create_verify_controls
 
     from .actions import evaluate, system_name
     from .truth import true_scores_all

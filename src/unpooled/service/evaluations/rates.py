@@ -234,6 +234,19 @@ def keyed_answers(corpus, fp: tuple | None = None, *, replicates: int = REPLICAT
     return _keyed(c.answers, c.point, c.reps)
 
 
+def crowd_fit(corpus) -> list[dict]:
+    """The crowd model's fit check per relation (:func:`unpooled.core.annotation.fitcheck.stratum_fits` on the
+    fitted confusions), weakest first; [] without answers."""
+    from unpooled.core.annotation.fitcheck import stratum_fits
+
+    c = confusions(corpus)
+    if c is None:
+        return []
+    names = {v: k for k, v in (c.answers.relation_strata or {}).items()}
+    rows = [{**f.to_dict(), "relation": names.get(f.stratum, "(other)")} for f in stratum_fits(c.answers, *c.point)]
+    return sorted(rows, key=lambda r: (r["separation"], r["relation"]))
+
+
 # --------------------------------------------------------------------------- p0's support
 def sentence_index(corpus) -> dict[str, tuple[list[int], list[int]]]:
     """``doc_id -> (sentence starts, sentence ends)`` from the database."""
