@@ -65,7 +65,7 @@ def test_options_change_recall_only(capsys, args, tmp_path):
     assert b[0]["r"] > a[0]["r"] and b[1]["r"] < a[1]["r"]
     code, out, _ = run(capsys, *args, "--exhaustive-documents", "12", "--corpus", corpus(tmp_path))
     assert out.splitlines()[0].endswith("; intervals 90%; 12 exhaustive documents; "
-                                        "p0 within one sentence (1 of 6 draws outside)")
+                                        "p0 within one sentence of the corpus's documents (1 of 6 draws outside)")
 
 
 def test_bad_exhaustive_documents(capsys, args):
@@ -125,4 +125,4 @@ def test_labels_on_documents_no_longer_in_the_corpus_count_for_precision_only(ca
     assert [r["p"] for r in a] == [r["p"] for r in b] and b[1]["labels"] == 3
     assert b[0]["r"] > a[0]["r"]  # x4 and x6 no longer dilute A's share of the pool
     code, out, _ = run(capsys, *args, "--corpus", current)
-    assert out.splitlines()[0].endswith("p0 within one sentence (2 of 6 draws outside)")
+    assert out.splitlines()[0].endswith("p0 within one sentence of the corpus's documents (2 of 6 draws outside)")

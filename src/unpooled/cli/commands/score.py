@@ -86,7 +86,7 @@ def write_table(result, out) -> None:
         extra += f"; {o['documents']} exhaustive documents" + ("" if o.get("documents_given") else " (with a true "
                                                                                                     "instance)")
     if o.get("sentences"):
-        extra += f"; p0 within one sentence ({o['outside_p0']} of {len(d.src)} draws outside)"
+        extra += f"; p0 within one sentence of the corpus's documents ({o['outside_p0']} of {len(d.src)} draws outside)"
     out.write(f"estimator {result.scores.method}, level {o['level']}, match {o['match']}: "
               f"{len(result.systems)} systems, {len(d.src)} labelled draws, {d.n0} exhaustive true instances; "
               f"intervals {pct}{extra}\n")
