@@ -23,9 +23,9 @@ annotators' accuracy instead of fitting it; None: fitted.
 
 **A changing corpus** (``replaced`` > 0): the same systems ran in two periods on a corpus of
 :data:`CORPUS_DOCUMENTS` documents of which the share ``replaced`` was replaced between them.  A system's
-instances lie in documents drawn uniformly from its period's corpus; its output on the kept documents is the same
-in both periods, so a share ``1 - replaced`` of it; the rest is on the dropped documents (first period) or the new
-ones (second).  Each system's two versions drew ``draws`` labelled instances each; recall and precision are those
+instances lie in documents drawn uniformly from its period's corpus: a share ``1 - replaced`` of its output is on
+the kept documents, the same in both periods; the rest is on the dropped documents (first period) or the new ones
+(second).  Each system's two versions drew ``draws`` labelled instances each; recall and precision are those
 of the current versions, against the true instances of the current corpus (30% more that no system found), from
 an exhaustive sample of :data:`EXHAUSTIVE_DOCUMENTS` current documents drawn uniformly.  ``reuse``: ``all``, the
 first period's systems and labels enter the joint estimation with :math:`p_0 = 1` everywhere (the library without
