@@ -747,7 +747,8 @@ EXPERIMENTS: dict[str, Experiment] = {
     "regimes": Experiment(
         help="bias, width and coverage of the 90%% intervals of P, R and F1 across regimes: system size (5 to "
              "10,000 instances), precision (0.05 to 0.99), crowd accuracy (0.6 to 0.95, and rates the estimator "
-             "is told wrongly), 2 to 300 systems, label reuse and adaptive stopping; scored as the service scores "
+             "is told wrongly), 2 to 300 systems, label reuse (also across a corpus half replaced between two "
+             "periods) and adaptive stopping; scored as the service scores "
              "(from the crowd's votes, error rates fitted with gold controls)",
         add_arguments=add_regimes_arguments, run=run_regimes_cli, trials=100),
     "reference": Experiment(

@@ -21,10 +21,22 @@ crowd answers the gold controls at this accuracy instead (controls easier or har
 or better than its controls suggest; the rates are fitted on both).  ``believed``: the estimator is *told* the
 annotators' accuracy instead of fitting it; None: fitted.
 
+**A changing corpus** (``replaced`` > 0): the same systems ran in two periods on a corpus of
+:data:`CORPUS_DOCUMENTS` documents of which the share ``replaced`` was replaced between them.  A system's
+instances lie in documents drawn uniformly from its period's corpus: a share ``1 - replaced`` of its output is on
+the kept documents, the same in both periods; the rest is on the dropped documents (first period) or the new ones
+(second).  Each system's two versions drew ``draws`` labelled instances each; recall and precision are those
+of the current versions, against the true instances of the current corpus (30% more that no system found), from
+an exhaustive sample of :data:`EXHAUSTIVE_DOCUMENTS` current documents drawn uniformly.  ``reuse``: ``all``, the
+first period's systems and labels enter the joint estimation with :math:`p_0 = 1` everywhere (the library without
+the current corpus); ``current``, the same with recall's pool restricted to the current documents
+(:func:`~unpooled.core.estimators.exhaustive.p0_support`); ``none``, the current period alone.
+
 **The cells** (:func:`default_cells`) vary one factor at a time around a default (a system of 500 instances of
 precision 0.7 beside one of 2,000 at 0.6, crowd accuracy 0.8, rates fitted), plus the interactions that matter:
 tiny systems with a poor crowd, 40 and 300 systems sharing instances (at least 128 systems share every pooled
-instance in the 300-system cell), heavy label reuse and adaptive stopping.
+instance in the 300-system cell), heavy label reuse, adaptive stopping, and half the corpus replaced between two
+periods with each way of reusing the first period's labels.
 """
 
 from __future__ import annotations
@@ -39,6 +51,9 @@ import scipy.sparse as sp
 from ..errors import InvalidInputError
 
 METRICS = ("p", "r", "f1")
+#: the changing-corpus cells: documents of each period's corpus, and the current ones exhaustively annotated
+CORPUS_DOCUMENTS, EXHAUSTIVE_DOCUMENTS = 400, 40
+REUSE = ("all", "current", "none")
 
 
 @dataclass(frozen=True)
@@ -73,6 +88,8 @@ class Cell:
     #: difficulty no stratum explains: this share of each stratum's items is judged at chance plus a quarter
     #: (sensitivity and false-positive rate moved three quarters of the way to 0.5)
     hidden: float = 0.0
+    replaced: float = 0.0      # share of the corpus's documents replaced between two periods (module docs)
+    reuse: str = "all"         # with ``replaced``: how the first period's labels are used (:data:`REUSE`)
 
 
 def default_cells() -> list[Cell]:
@@ -98,6 +115,8 @@ def default_cells() -> list[Cell]:
               Cell("300 systems", s300, p300, shared=0.5, report=300, draws=50, trial_share=0.1),
               Cell("label reuse 80%", s40[:10], p40[:10], shared=0.8, report=10),
               Cell("adaptive stopping", s40[:10], p40[:10], shared=0.3, report=10, adaptive=True)]
+    cells += [Cell(f"replaced 50% / {how}", (500,) + big, (0.7, 0.6), replaced=0.5, reuse=how, report=2)
+              for how in REUSE]
     return cells + type_cells()
 
 
@@ -279,11 +298,79 @@ def _votes(cell: Cell, labelled, f, U, rng, st=None, *, use_strata: bool = True)
     return crowd_votes(it, rows, yes, sens, fpr, sr, fr, n_items=U, strata=st if strat else None)
 
 
+def _changing_world(cell: Cell, rng):
+    """``(P, members, f, doc)`` of a changing corpus (module docs): the current systems' rows first, then the first
+    period's; ``doc`` per instance, the dropped documents numbered first, then the kept ones, then the new."""
+    D, r = CORPUS_DOCUMENTS, cell.replaced
+    n_rep = int(round(D * r))
+    cur, old, f, doc = [], [], [], []
+    start = 0
+    for n, p in zip(cell.sizes, cell.precision):
+        k = int(round(n * (1 - r)))
+        kept, dropped, new = np.split(np.arange(start, start + 2 * n - k), [k, n])
+        start += 2 * n - k
+        cur.append(np.concatenate([kept, new]))
+        old.append(np.concatenate([kept, dropped]))
+        f.append(rng.random(2 * n - k) < p)
+        doc += [rng.integers(n_rep, D, k), rng.integers(0, n_rep, n - k), rng.integers(D, D + n_rep, n - k)]
+    members = cur + old
+    rows = np.concatenate([np.full(len(x), i) for i, x in enumerate(members)])
+    vals = np.concatenate([np.full(len(x), 1.0 / len(x)) for x in members])
+    P = sp.csr_matrix((vals, (rows, np.concatenate(members))), shape=(len(members), start))
+    return P, members, np.concatenate(f), np.concatenate(doc)
+
+
+def _changing_trial(cell: Cell, rng) -> tuple[dict, dict, int]:
+    """:func:`run_trial` of a changing corpus (module docs)."""
+    from ..estimators import estimate, make_design
+    from ..estimators.exhaustive import p0_support
+    from ..matching import InstanceRef
+
+    if cell.reuse not in REUSE:
+        raise InvalidInputError(f"reuse: expected one of {', '.join(REUSE)}, got {cell.reuse!r}")
+    P, members, f, doc = _changing_world(cell, rng)
+    m = len(cell.sizes)
+    n_rep = int(round(CORPUS_DOCUMENTS * cell.replaced))
+    current = np.arange(n_rep, CORPUS_DOCUMENTS + n_rep)
+    found = f & (doc >= n_rep)
+    missed = int(round(0.3 * found.sum()))  # true instances of the current corpus that no system found
+    y_idx = np.concatenate([np.flatnonzero(found), np.full(missed, -1)])
+    y_doc = np.concatenate([doc[found], rng.choice(current, missed)])
+    sample = np.isin(y_doc, rng.choice(current, EXHAUSTIVE_DOCUMENTS, replace=False))
+    systems = m if cell.reuse == "none" else 2 * m
+    g0 = np.array([np.isin(y_idx[sample], members[i]) for i in range(systems)])
+    draws = [rng.choice(members[i], cell.draws) for i in range(systems)]
+    src = np.concatenate([np.full(len(d), i) for i, d in enumerate(draws)])
+    xs = np.concatenate(draws)
+    inside = None
+    if cell.reuse == "current":
+        refs = [InstanceRef(str(doc[u]), u, u + 1, "r", -1, -1, "v") for u in xs.tolist()]
+        inside = p0_support(refs, population={str(d) for d in current.tolist()})
+    d = make_design(P[:systems], src, xs, f[xs].astype(float), g0, y0_docs=y_doc[sample].tolist(),
+                    documents=EXHAUSTIVE_DOCUMENTS, inside=inside)
+    v = _votes(cell, np.unique(xs), f, P.shape[1], rng)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        s = estimate(d, votes=v)
+    truth_p = np.array([f[x].mean() for x in members[:m]])
+    truth_r = np.array([f[x].sum() for x in members[:m]]) / (found.sum() + missed)
+    return s, _with_f1({"p": truth_p, "r": truth_r}), len(xs)
+
+
+def _with_f1(truth: dict) -> dict:
+    p, r = truth["p"], truth["r"]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        truth["f1"] = np.where(p + r > 0, 2 * p * r / (p + r), 0.0)
+    return truth
+
+
 def run_trial(cell: Cell, rng, *, use_strata: bool = True) -> tuple[dict, dict, int]:
     """One trial: ``(estimates, truth, total draws)``, estimates as the core's :class:`Scores`; ``use_strata``:
     the estimator is told each instance's stratum (else it fits one crowd model for all)."""
     from ..estimators import estimate, make_design
 
+    if cell.replaced:
+        return _changing_trial(cell, rng)
     P, members, f, missed, truth_p, truth_r, st = _world(cell, rng)
     m, U = P.shape
     n_true = int(f.sum())
@@ -316,10 +403,7 @@ def run_trial(cell: Cell, rng, *, use_strata: bool = True) -> tuple[dict, dict, 
             for i in more:
                 draws[i] = np.concatenate([draws[i], rng.choice(members[i], 50)])
             s, n = score()
-    truth = {"p": truth_p, "r": truth_r}
-    with np.errstate(divide="ignore", invalid="ignore"):
-        truth["f1"] = np.where(truth_p + truth_r > 0, 2 * truth_p * truth_r / (truth_p + truth_r), 0.0)
-    return s, truth, n
+    return s, _with_f1({"p": truth_p, "r": truth_r}), n
 
 
 def run_cell(cell: Cell, trials: int, *, seed: int = 0, progress=None, use_strata: bool = True) -> CellResult:

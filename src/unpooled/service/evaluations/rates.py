@@ -26,7 +26,7 @@ from unpooled.core.annotation.confusion import (
     REPLICATES, SHRINKAGE, VerifyAnswers, fit_confusions, keyed_answers as _keyed, preferred_source,
     relation_stratum_codes, shifted_replicates,
 )
-from unpooled.core.estimators.exhaustive import within_sentence
+from unpooled.core.estimators.exhaustive import p0_support
 from unpooled.core.estimators.noisy import KeyedAnswers
 #: a full bootstrap again once the counted answers have grown by this share since the last one
 REBOOTSTRAP_GROWTH = 0.10
@@ -279,27 +279,17 @@ def sentences(corpus):
 
 
 def inside(corpus, refs, found: set) -> np.ndarray:
-    """Per instance (an :class:`~unpooled.core.matching.InstanceRef`), whether it is in :math:`p_0`'s support:
-    found by the exhaustive protocol (its key in ``found``) or within one sentence; as
-    :func:`unpooled.core.offline.inside_p0` (memoised per key under the corpus's sentence split)."""
+    """Per instance (an :class:`~unpooled.core.matching.InstanceRef`), whether it is in :math:`p_0`'s support
+    (:func:`unpooled.core.estimators.exhaustive.p0_support`, memoised per key under the corpus's sentence split):
+    found by the exhaustive protocol (its key in ``found``) or within one sentence.  No document population is
+    given: a corpus's submissions, draws and labels are all its own (a period on a next corpus starts a new pool),
+    so every drawn instance lies in one of its documents."""
     skey = _sentences_key(corpus)
     memo = _inside_memo.get(skey)
     if memo is None:
         _inside_memo.clear()
         memo = _inside_memo[skey] = {}
-    split = None
-    out = np.empty(len(refs), bool)
-    for j, ref in enumerate(refs):
-        if ref.key in found:
-            out[j] = True
-            continue
-        v = memo.get(ref.key)
-        if v is None:
-            if split is None:
-                split = sentences(corpus)
-            v = memo[ref.key] = within_sentence(ref, split)
-        out[j] = v
-    return out
+    return p0_support(refs, found=found, sentences=sentences(corpus), memo=memo)
 
 
 def clear_cache() -> None:
