@@ -430,8 +430,9 @@ def subset_scores(design: Design, target: int, groups_of_universe, groups_of_tru
     with np.errstate(divide="ignore", invalid="ignore"):
         r_ess = np.nan_to_num(V ** 2 / np.bincount(rows, weights=v[oc] ** 2, minlength=G))
     if d.y0_groups is not None and n0:
-        docs_of = np.unique(rows * (int(d.y0_groups.max()) + 1) + d.y0_groups[oc])
-        r_ess = np.minimum(r_ess, np.bincount(docs_of // (int(d.y0_groups.max()) + 1), minlength=G))
+        n_docs = int(d.y0_groups.max()) + 1
+        pairs = np.unique(rows * n_docs + d.y0_groups[oc])  # distinct (group, document)
+        r_ess = np.minimum(r_ess, np.bincount(pairs // n_docs, minlength=G))
     # -- F1 --------------------------------------------------------------------------
     with np.errstate(divide="ignore", invalid="ignore"):
         ssum = p + r
