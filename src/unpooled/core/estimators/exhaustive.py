@@ -120,9 +120,9 @@ def jackknife_values(Z: np.ndarray, shares: np.ndarray) -> np.ndarray:
     Z : ndarray, shape (m, N)
         Per document (column), the linearised value :math:`z_{id} = w_d (a_{id} - \hat R_i b_d)/B` of each ratio
         (row) :math:`\hat R_i = \sum_d w_d a_{id} / B`, :math:`B = \sum_d w_d b_d`, sharing the denominator.
-    shares : ndarray, shape (N,)
+    shares : ndarray, shape (N,) or (m, N)
         :math:`h_d = w_d b_d / B`, each document's share of the weighted denominator (they sum to 1; 0 for a
-        document without a true instance).
+        document without a true instance); one row per ratio when the ratios have different denominators.
 
     Returns
     -------
@@ -149,14 +149,14 @@ def jackknife_values(Z: np.ndarray, shares: np.ndarray) -> np.ndarray:
     """
     Z = np.asarray(Z, dtype=float)
     h = np.asarray(shares, dtype=float)
-    if Z.ndim != 2 or h.shape != (Z.shape[1],):
-        raise InvalidInputError(f"Z, shares: expected shapes (m, N) and (N,), got {Z.shape} and {h.shape}")
+    if Z.ndim != 2 or h.shape not in ((Z.shape[1],), Z.shape):
+        raise InvalidInputError(f"Z, shares: expected shapes (m, N) and (N,) or (m, N), got {Z.shape} and {h.shape}")
     N = Z.shape[1]
     if N < 2:
         return Z.copy()
     rest = 1.0 - h
     scale = np.where(rest > _FULL_SHARE, 1.0 / np.where(rest > _FULL_SHARE, rest, 1.0), 1.0)
-    return (N - 1) / N * Z * scale[None, :]
+    return (N - 1) / N * Z * scale
 
 
 def theta_variance(T: np.ndarray, groups: Sequence | None = None, documents: int | None = None, *,
@@ -174,9 +174,10 @@ def theta_variance(T: np.ndarray, groups: Sequence | None = None, documents: int
     documents : int, optional
         Number of exhaustively annotated documents, counting those without a true instance
         (documents with one are always counted: :math:`N = \max(\text{distinct}, \text{documents})`).
-    shares : array_like of length n0, optional
+    shares : array_like of length n0, or shape (m, n0), optional
         Each instance's (column's) share of the ratio's weighted denominator (for :math:`\hat\theta_i`,
-        :math:`v_y/V`; they sum to 1).  Given: the leverage-corrected (jackknife) variance, the formula below of
+        :math:`v_y/V`; they sum to 1), one row per target when the targets' denominators differ (the groups
+        of :mod:`.breakdown`).  Given: the leverage-corrected (jackknife) variance, the formula below of
         the :func:`jackknife_values` of the document totals with :math:`h_d` the documents' summed shares (module
         docs); None: the linearisation.
 
@@ -216,9 +217,9 @@ def theta_variance(T: np.ndarray, groups: Sequence | None = None, documents: int
     m, n0 = T.shape
     if shares is not None:
         shares = np.asarray(shares, dtype=float)
-        if shares.shape != (n0,):
-            raise InvalidInputError(f"shares: expected one share per exhaustive instance ({n0}), got shape "
-                                    f"{shares.shape}")
+        if shares.shape not in ((n0,), (m, n0)):
+            raise InvalidInputError(f"shares: expected one share per exhaustive instance ({n0}), or one row of "
+                                    f"them per target ({m}, {n0}), got shape {shares.shape}")
     if groups is None:
         if n0 < 2:
             return np.zeros(m)
@@ -236,7 +237,9 @@ def theta_variance(T: np.ndarray, groups: Sequence | None = None, documents: int
     D = np.zeros((N, m))
     np.add.at(D, g, T.T)
     if shares is not None:
-        D = jackknife_values(D.T, np.bincount(g, weights=shares, minlength=N)).T
+        H = np.zeros((N, m))
+        np.add.at(H, g, np.broadcast_to(shares, (m, n0)).T)
+        D = jackknife_values(D.T, H.T if shares.ndim == 2 else H[:, 0]).T
     return N / (N - 1) * ((D * D).sum(0) - D.sum(0) ** 2 / N)
 
 

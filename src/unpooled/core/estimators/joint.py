@@ -316,7 +316,7 @@ def _shares0(d: Design) -> np.ndarray | None:
     return d.v0 / V if V > 0 else None
 
 
-def _var0(T: np.ndarray, d: Design | None = None, confidence: float | None = None) -> np.ndarray:
+def _var0(T: np.ndarray, d: Design | None = None, confidence: float | None = None, shares=None) -> np.ndarray:
     r"""Variance of row sums over the exhaustive stratum: by documents when ``d`` knows them, else i.i.d.
 
     :func:`~unpooled.core.estimators.exhaustive.theta_variance` of ``T`` with ``d.y0_groups``; ``T`` are the
@@ -327,10 +327,13 @@ def _var0(T: np.ndarray, d: Design | None = None, confidence: float | None = Non
     :math:`t`, :math:`N-1` degrees of freedom): ``unpooled simulate documents`` measured the two together at
     0.88-0.90 pooled with 15 documents (the linearisation: 0.81-0.87) and never below the linearisation's
     coverage.  Without documents (independent instances, hundreds of them) the linearisation is kept.
+    ``shares`` (one row per row of ``T``): the denominators' shares when the rows are ratios over different
+    parts of :math:`\hat Y_0` (default :math:`v_y/V`).
     """
     if d is None or d.y0_groups is None:
         return theta_variance(T)
-    shares = _shares0(d) if T.shape[1] == d.n0 else None
+    if shares is None:
+        shares = _shares0(d) if T.shape[1] == d.n0 else None
     var = theta_variance(T, d.y0_groups, d.n_groups, shares=shares)
     return var * _t0(d, confidence)
 
