@@ -227,7 +227,7 @@ def create_verify_controls(corpus: Corpus, n: int, *, rng=None) -> int:
     produce labels; they measure annotators.
     """
     rng = np.random.default_rng(rng)
-    rels = list(GoldRelation.objects.filter(document__corpus=corpus).values_list("pk", flat=True))
+    rels = list(GoldRelation.objects.filter(document__corpus=corpus).order_by("pk").values_list("pk", flat=True))
     if not rels:
         raise AnnotationError(f"corpus {corpus.name} has no gold relations to make controls from")
     schema = corpus.schema.schema()
@@ -972,7 +972,7 @@ def reaggregate(corpus: Corpus, *, method: str = "dawid-skene") -> int:
 
     rows = list(Answer.objects.filter(task__corpus=corpus, task__kind=Kind.VERIFY, weight__gt=0,
                                       annotator__blocked=False)
-                .values_list("task_id", "annotator_id", "correct"))
+                .order_by("id").values_list("task_id", "annotator_id", "correct"))
     if not rows:
         return 0
     answers = Answers.from_records((t, w, int(bool(c))) for t, w, c in rows)
