@@ -126,3 +126,34 @@ def test_the_same_inputs_and_seed_publish_the_same_numbers(shared_data, tmp_path
     assert a["entity"], "the entity scores are published too"
     diff = _differences(a, b)
     assert not diff, f"{len(diff)} differences: " + "; ".join(diff[:10])
+
+
+@pytest.mark.django_db
+def test_the_sampling_secret_keys_the_lifecycle_samples_and_the_audit_prints_it(shared_data, tmp_path, capsys,
+                                                                               settings):
+    from unpooled.cli.main import main
+    from unpooled.service.evaluations.lifecycle import _draw_up_to, sampling_key, stage_sampling
+    from unpooled.service.evaluations.models import Draw
+
+    from ..conftest import load_redocred_subset
+
+    _, sub, _ = load_redocred_subset(shared_data, tmp_path, 5, "audited")
+
+    def drawn(secret: str) -> list[str]:
+        settings.SAMPLING_SECRET = secret
+        Draw.objects.filter(submission=sub).delete()
+        _draw_up_to(sub, "instance", 40)
+        return list(Draw.objects.filter(submission=sub).order_by("seq").values_list("key", flat=True))
+
+    first = drawn("one")
+    assert len(first) == 40 and drawn("one") == first  # the secret reproduces the draws
+    assert drawn("two") != first  # and without it they cannot be told
+    settings.SAMPLING_SECRET = "one"
+    stage_sampling(sub)
+    assert main(["corpus", "audit", "audited"]) == 0
+    got = capsys.readouterr()
+    audit = json.loads(got.out)
+    assert audit["sampling_secret"] == "one" and audit["sampling_key"] == sampling_key()
+    assert audit["exhaustive_documents"] == [{"scheme": "uniform", "stage": 1, "seed": sampling_key()}]
+    assert "give it to the auditor only" in got.err
+    assert main(["corpus", "audit", "nosuch"]) == 3
