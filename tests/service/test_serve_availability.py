@@ -81,7 +81,7 @@ def server(tmp_path_factory):
     data = tmp / "data"
     env = dict(os.environ, UNPOOLED_DATA_DIR=str(data), DJANGO_SETTINGS_MODULE="unpooled.service.config.settings",
                UNPOOLED_UPLOAD_WAIT_SECONDS="60", UNPOOLED_UPLOAD_WAIT_SLOTS="1")
-    for k in ("DATABASE_URL", "UNPOOLED_CACHE", "UNPOOLED_SECRET_KEY"):
+    for k in ("DATABASE_URL", "UNPOOLED_CACHE", "UNPOOLED_SECRET_KEY", "UNPOOLED_SAMPLING_SECRET"):
         env.pop(k, None)
     out = subprocess.run([sys.executable, "-c", SETUP, str(FIXTURES)], env=env, capture_output=True, text=True,
                          timeout=600)
@@ -143,7 +143,7 @@ def test_files_are_private_from_creation(server):
     uploads/ 0755 with 0644 files, the secret key chmod-ed after it was written)."""
     data = server["data"]
     assert _mode(data) == 0o700
-    assert _mode(data / "secret_key") == 0o600
+    assert _mode(data / "secret_key") == 0o600 and _mode(data / "sampling_secret") == 0o600
     for f in data.glob("unpooled.sqlite3*"):  # the database, its -wal and -shm
         assert _mode(f) == 0o600, f
     assert (data / "unpooled.sqlite3").stat().st_size > 0
@@ -229,7 +229,7 @@ def test_an_older_data_directory_is_made_private(tmp_path):
         os.chmod(data / name, 0o644)
     os.chmod(data / "uploads", 0o755)
     env = dict(os.environ, UNPOOLED_DATA_DIR=str(data), DJANGO_SETTINGS_MODULE="unpooled.service.config.settings")
-    for k in ("DATABASE_URL", "UNPOOLED_SECRET_KEY"):
+    for k in ("DATABASE_URL", "UNPOOLED_SECRET_KEY", "UNPOOLED_SAMPLING_SECRET"):
         env.pop(k, None)
     out = subprocess.run([sys.executable, "-c", "import django; django.setup(); from django.conf import settings; "
                           "print(settings.SECRET_KEY)"], env=env, capture_output=True, text=True, timeout=120)

@@ -43,6 +43,10 @@ def register(sub) -> None:
     an.add_argument("--svg", metavar="DIR", help="also write the figures as SVG files into DIR")
     an.add_argument("--json", action="store_true", help="the figures as JSON instead of tables")
     an.set_defaults(func=cmd_analyse)
+    au = cs.add_parser("audit", help="what reproduces a corpus's samples: the installation's sampling secret and how "
+                                     "each sample's seed is made (JSON; share it with the auditor only)")
+    au.add_argument("name", metavar="NAME", help="a stored corpus")
+    au.set_defaults(func=cmd_audit)
 
 
 def cmd_load(args) -> int:
@@ -89,6 +93,37 @@ def cmd_list(args) -> int:
     print(f"{'name':<24} {'format':<7} {'schema':<26} {'documents':>9} {'gold rel.':>9}")
     for r in rows:
         print(f"{r['name']:<24} {r['format']:<7} {r['schema']:<26} {r['documents']:>9,} {r['gold_relations']:>9,}")
+    return 0
+
+
+def cmd_audit(args) -> int:
+    """``unpooled corpus audit NAME``: the sampling secret and the seeds of the corpus's samples, as JSON.
+
+    Whoever can run this can read the data directory (0700), which holds the secret anyway."""
+    setup_django()
+    from django.conf import settings
+
+    from unpooled.service.annotation.models import ExhaustiveDocument
+    from unpooled.service.corpora.models import Corpus
+    from unpooled.service.evaluations.lifecycle import sampling_key
+    from unpooled.service.evaluations.policy import SERVICE_LEVELS
+
+    from ..main import CommandError
+
+    corpus = Corpus.objects.filter(name=args.name).first()
+    if corpus is None:
+        raise CommandError(f"{args.name!r}: no such corpus (see `unpooled corpus list`)")
+    sample = sorted(ExhaustiveDocument.objects.filter(corpus=corpus).values_list("scheme", "stage", "sample_seed")
+                    .distinct())
+    print(json.dumps({
+        "corpus": corpus.name, "sampling_secret": settings.SAMPLING_SECRET, "sampling_key": sampling_key(),
+        "exhaustive_documents": [{"scheme": s, "stage": st, "seed": seed} for s, st, seed in sample],
+        "draws": "numpy.random.default_rng([sampling_key, submission id, level index, draws before]); levels "
+                 + ", ".join(f"{lv} {i}" for i, lv in enumerate(SERVICE_LEVELS)),
+        "reproduce": "UNPOOLED_SAMPLING_SECRET=<sampling_secret> gives another installation the same samples; "
+                     "unpooled evaluate --seed S draws from S alone"}, indent=1))
+    print("the sampling secret lets its holder predict the samples of submissions to come: give it to the auditor "
+          "only, and set a new UNPOOLED_SAMPLING_SECRET afterwards if they may submit", file=sys.stderr)
     return 0
 
 

@@ -159,12 +159,19 @@ def b_cubed(system: Sequence, gold: Sequence) -> tuple[float, float]:
     n = len(system)
     if n == 0:
         return float("nan"), float("nan")
-    s = np.asarray([hash(x) for x in system])
-    g = np.asarray([hash(x) for x in gold])
+    s = _codes(system)
+    g = _codes(gold)
     same_s = s[:, None] == s[None, :]
     same_g = g[:, None] == g[None, :]
     both = (same_s & same_g).sum(1)
     return float(np.mean(both / same_s.sum(1))), float(np.mean(both / same_g.sum(1)))
+
+
+def _codes(labels: Sequence) -> np.ndarray:
+    """Cluster labels as integers, equal exactly when the labels are (Python's ``hash`` would make a collision,
+    and so the figures, depend on ``PYTHONHASHSEED``)."""
+    index: dict = {}
+    return np.asarray([index.setdefault(x, len(index)) for x in labels], dtype=np.int64)
 
 
 def _head(text: str) -> str:

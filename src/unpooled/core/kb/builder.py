@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from ..corpus.model import covering_sentences
 from ..diagnostics import ERROR, WARNING, Report
 from ..schema import Schema
-from .model import KB, CorpusView, Entity, Instance, Mention, canonical_instance, normalise_value
+from .model import KB, CorpusView, Entity, Instance, Mention, canonical_instance, key_hash, normalise_value
 
 _WS = re.compile(r"\s+")
 
@@ -224,7 +224,7 @@ class KBBuilder:
                 continue
             asserted = inst.predicate  # alias resolved, direction as asserted
             inst, swapped = canonical_instance(self.schema, inst, asserted)
-            h = hash(inst.key)
+            h = key_hash(inst.key)  # stable: Python's hash() of a string varies by process
             prev = seen.get(h)
             if prev is not None:
                 prev_line, prev_pred, prev_swapped = prev

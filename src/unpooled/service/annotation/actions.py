@@ -926,7 +926,7 @@ def reaggregate(corpus: Corpus, *, method: str = "dawid-skene") -> int:
 
     rows = list(Answer.objects.filter(task__corpus=corpus, task__kind=Kind.VERIFY, weight__gt=0,
                                       annotator__blocked=False)
-                .values_list("task_id", "annotator_id", "correct"))
+                .order_by("id").values_list("task_id", "annotator_id", "correct"))
     if not rows:
         return 0
     answers = Answers.from_records((t, w, int(bool(c))) for t, w, c in rows)

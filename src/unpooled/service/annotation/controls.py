@@ -56,8 +56,8 @@ def _make_control(corpus, schema, predicates, rel_pk: int, positive: bool, want:
     when ``want`` holds between them, another relation that does not); 1 if it is new."""
     gr = GoldRelation.objects.select_related("document", "subject", "object").get(pk=rel_pk)
     doc = gr.document
-    ms = list(GoldMention.objects.filter(entity=gr.subject).order_by("start"))
-    mo = list(GoldMention.objects.filter(entity=gr.object).order_by("start"))
+    ms = list(GoldMention.objects.filter(entity=gr.subject).order_by("start", "end", "pk"))
+    mo = list(GoldMention.objects.filter(entity=gr.object).order_by("start", "end", "pk"))
     pair = min(((a, b) for a in ms for b in mo), key=lambda ab: (abs(ab[0].sentence - ab[1].sentence), ab[0].start))
     true_preds = set(GoldRelation.objects.filter(subject=gr.subject, object=gr.object).values_list("predicate", flat=True))
     pred = gr.predicate

@@ -84,7 +84,7 @@ def sample_documents(corpus: Corpus, scheme: str, size: int, *, seed: int = 0) -
         sample = sample_uniform(n, size, rng=seed)
     elif scheme in STAGED:
         stage1 = list(ExhaustiveDocument.objects.filter(corpus=corpus, scheme=scheme, stage=1)
-                      .values_list("document_id", flat=True))
+                      .order_by("document_id").values_list("document_id", flat=True))
         if not stage1:
             if done:
                 raise AnnotationError(f"corpus {corpus.name} already has a {len(done)}-document sample of another scheme")

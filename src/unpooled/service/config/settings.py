@@ -9,6 +9,9 @@ variable                        meaning (default)
                                 (``~/.local/share/unpooled``); made 0700, the secret key, the SQLite
                                 file and uploads 0600 (created so)
 ``UNPOOLED_SECRET_KEY``         Django secret key (generated once into the data directory)
+``UNPOOLED_SAMPLING_SECRET``    the key of the service's own samples of submitted runs (generated once into the
+                                data directory, ``sampling_secret``): submitters cannot predict which of their
+                                instances get checked; with it the samples are reproduced (``unpooled corpus audit``)
 ``UNPOOLED_DEBUG``              ``1`` for debug pages (off)
 ``UNPOOLED_ALLOWED_HOSTS``      comma-separated host names (``localhost,127.0.0.1,[::1]``)
 ``UNPOOLED_MAX_UPLOAD_BYTES``   largest accepted submission, decompressed (2 GiB)
@@ -86,17 +89,20 @@ def _owner_only(*paths) -> None:
             pass
 
 
-def _secret_key() -> str:
-    if os.environ.get("UNPOOLED_SECRET_KEY"):
-        return os.environ["UNPOOLED_SECRET_KEY"]
-    path = DATA_DIR / "secret_key"
+def _secret(variable: str, name: str) -> str:
+    """``$variable``, else the data directory's file ``name`` (made once, 0600, holding a new random secret)."""
+    if os.environ.get(variable):
+        return os.environ[variable]
+    path = DATA_DIR / name
     if not path.exists():
         _create_private(path, secrets.token_urlsafe(50).encode())
     return path.read_text().strip()
 
 
-_owner_only(DATA_DIR / "secret_key", UPLOAD_DIR)
-SECRET_KEY = _secret_key()
+_owner_only(DATA_DIR / "secret_key", DATA_DIR / "sampling_secret", UPLOAD_DIR)
+SECRET_KEY = _secret("UNPOOLED_SECRET_KEY", "secret_key")
+#: kept apart from SECRET_KEY: an organiser can hand it to an auditor without handing over the sessions' key
+SAMPLING_SECRET = _secret("UNPOOLED_SAMPLING_SECRET", "sampling_secret")
 DEBUG = os.environ.get("UNPOOLED_DEBUG", "") in ("1", "true", "yes")
 ALLOWED_HOSTS = [h.strip() for h in os.environ.get("UNPOOLED_ALLOWED_HOSTS", "localhost,127.0.0.1,[::1]").split(",") if h.strip()]
 

@@ -33,7 +33,7 @@ import numpy as np
 from unpooled.core.annotation.crowd import relation_rates
 from unpooled.service.annotation import actions
 from unpooled.service.annotation.models import Annotator, Backend, Kind, Task
-from unpooled.service.corpora.models import Corpus, Document, GoldEntity, GoldMention, GoldRelation
+from unpooled.service.corpora.models import Corpus, GoldEntity, GoldMention, GoldRelation
 
 
 @dataclass(frozen=True)
@@ -70,7 +70,7 @@ class GoldOracle:
     def _doc(self, doc_id: int):
         got = self._docs.get(doc_id)
         if got is None:
-            mentions = list(GoldMention.objects.filter(document_id=doc_id).order_by("start", "-end")
+            mentions = list(GoldMention.objects.filter(document_id=doc_id).order_by("start", "-end", "pk")
                             .values_list("start", "end", "type", "entity_id"))
             rels: dict[tuple[int, int], set[str]] = defaultdict(set)
             for s, p, o in GoldRelation.objects.filter(document_id=doc_id).values_list("subject_id", "predicate", "object_id"):
@@ -321,6 +321,3 @@ def exhaustive_accuracy(corpus: Corpus) -> dict:
         "documents": Task.objects.filter(corpus=corpus, kind=Kind.ENTITIES, status=Task.Status.COMPLETE).count(),
     }
 
-
-def documents_with_gold(corpus: Corpus) -> list[int]:
-    return list(Document.objects.filter(corpus=corpus, gold_relations__isnull=False).distinct().values_list("pk", flat=True))

@@ -66,7 +66,8 @@ def exhaustive_truth(corpus: Corpus) -> tuple[list[TrueInstance], int]:
     out: list[TrueInstance] = []
     docs = 0
     for task in (Task.objects.filter(corpus=corpus, kind=Kind.RELATIONS, key="", status=Task.Status.COMPLETE,
-                                     document_id__in=list(inclusion)).select_related("document")):
+                                     document_id__in=list(inclusion)).select_related("document")
+                 .order_by("document_id", "id")):
         docs += 1
         ms = task.payload.get("mentions", [])
         seen = set()

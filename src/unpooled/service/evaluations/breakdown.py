@@ -104,7 +104,7 @@ def truth_types(corpus: Corpus) -> dict[str, tuple[str, str]]:
     out: dict[str, tuple[str, str]] = {}
     for doc_id, payload, result in (Task.objects.filter(corpus=corpus, kind=Kind.RELATIONS, key="",
                                                         status=Task.Status.COMPLETE, document_id__in=docs)
-                                    .values_list("document__doc_id", "payload", "result")):
+                                    .order_by("id").values_list("document__doc_id", "payload", "result")):
         ms = (payload or {}).get("mentions", [])
         for a, pred, b in (result or {}).get("relations", []):
             try:

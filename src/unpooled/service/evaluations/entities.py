@@ -95,6 +95,7 @@ def _arguments(scored, subs: list[Submission]) -> tuple[dict | None, dict]:
     it, wk, yv = [], [], []
     qs = (Answer.objects.filter(task__corpus_id=subs[0].corpus_id, task__kind=Kind.VERIFY, task__is_control=False,
                                 weight__gt=0, quarantined=False, annotator__blocked=False)
+          .order_by("id")
           .values_list("task_id", "task__key", "task__document__doc_id", "task__payload", "annotator_id", "value"))
     item_span: list = []
     for task_id, key, doc, payload, ann, value in qs.iterator(chunk_size=5000):
@@ -182,6 +183,7 @@ def _system_inputs(corpus: Corpus, subs: list[Submission], docs: list[Exhaustive
     if ex_ids:
         seen: list[set] = [set() for _ in range(m)]
         qs = (SubmissionMention.objects.filter(submission_id__in=sub_ids, document__doc_id__in=ex_ids)
+              .order_by("pk")
               .values_list("submission_id", "document__doc_id", "document_id", "start", "end", "entity_id",
                            "entity__type", "entity__links"))
         doc_pk: dict = {}
@@ -194,6 +196,7 @@ def _system_inputs(corpus: Corpus, subs: list[Submission], docs: list[Exhaustive
             systems[i][doc].append(Mention(s, e, typ, ent, (links or [""])[0] or ""))
         # argument spans (and arguments that are not listed as mentions: they are mentions of the KB too)
         qs = (RelationInstance.objects.filter(submission_id__in=sub_ids, document__doc_id__in=ex_ids)
+              .order_by("pk")
               .values_list("submission_id", "document__doc_id", "subject_start", "subject_end", "subject_id",
                            "subject__type", "subject__links", "object_start", "object_end", "object_id",
                            "object__type", "object__links"))

@@ -135,7 +135,7 @@ def stage_sampling(sub: Submission) -> None:
     corpus = sub.corpus
     st = settings_for(corpus)
     if st.exhaustive_documents and not ExhaustiveDocument.objects.filter(corpus=corpus).exists():
-        sample_documents(corpus, "uniform", min(st.exhaustive_documents, corpus.n_documents), seed=0)
+        sample_documents(corpus, "uniform", min(st.exhaustive_documents, corpus.n_documents), seed=sampling_key())
     plan = dict(sub.plan or {})
     for level in levels_for(corpus):
         if level not in plan:
@@ -146,6 +146,18 @@ def stage_sampling(sub: Submission) -> None:
     _request(sub, first=True)
 
 
+def sampling_key() -> int:
+    """The installation's sampling secret (``settings.SAMPLING_SECRET``) as a seed: a 62-bit digest of it.
+
+    The lifecycle's samples are seeded by it (the exhaustive documents: by it alone; a submission's draws: by it,
+    the submission's id, the level and the draws so far), so a submitter who knows the code and can guess the id
+    of their next submission still cannot tell which of its lines will be drawn; the same secret reproduces
+    every sample (``unpooled corpus audit`` prints it)."""
+    import hashlib
+
+    return int.from_bytes(hashlib.blake2b(settings.SAMPLING_SECRET.encode(), digest_size=8).digest(), "big") >> 2
+
+
 def _draw_up_to(sub: Submission, level: str, need: int) -> bool:
     """Draw until ``sub`` has ``need`` draws at ``level``; True when something was drawn."""
     from .actions import draw
@@ -153,8 +165,10 @@ def _draw_up_to(sub: Submission, level: str, need: int) -> bool:
     have = Draw.objects.filter(submission=sub, level=level).count()
     if have >= need:
         return False
-    # a seed fixed by submission, level and draws so far: a resumed stage draws what the dead one would have
-    draw(sub, need - have, level=level, rng=np.random.default_rng([sub.pk, LEVELS.index(level), have]))
+    # a seed fixed by the sampling secret, submission, level and draws so far: a resumed stage draws what the dead
+    # one would have
+    draw(sub, need - have, level=level,
+         rng=np.random.default_rng([sampling_key(), sub.pk, LEVELS.index(level), have]))
     return True
 
 

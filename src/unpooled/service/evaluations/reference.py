@@ -176,9 +176,9 @@ def recall_candidates(corpus: Corpus, ref: Submission) -> list[dict]:
     chosen = [by_key[k] for k in order[:RECALL_SAMPLE]]
     # the reference's facts: (doc, sentence, predicate, subject entity, object entity); its mentions per document
     facts = [(d, _sentence_of(sentences, d, ss), p, s, o) for d, ss, p, s, o in RelationInstance.objects.filter(
-        submission=ref).values_list("document__doc_id", "subject_start", "predicate", "subject_id", "object_id")]
+        submission=ref).order_by("pk").values_list("document__doc_id", "subject_start", "predicate", "subject_id", "object_id")]
     mentions: dict[str, list] = {}
-    for d, st, en, ent in SubmissionMention.objects.filter(submission=ref).values_list(
+    for d, st, en, ent in SubmissionMention.objects.filter(submission=ref).order_by("pk").values_list(
             "document__doc_id", "start", "end", "entity_id"):
         mentions.setdefault(d, []).append((st, en, ent))
 
