@@ -75,7 +75,7 @@ def test_groups_merge_thin_strata_and_weights_follow_known_masses():
 
     strata = np.array([0] * 30 + [1] * 25 + [2] * 3 + [3] * 2)
     codes = np.arange(60)
-    g = groups(strata, codes, 60)
+    g = groups(strata, codes, 60, min_items=20)
     assert g.n == 3 and g.item[:30].tolist() == [0] * 30 and set(g.item[55:].tolist()) == {2}  # 2 and 3: rest
     assert groups(None, codes, 60).n == 1 and groups(np.zeros(60, np.int64), codes, 60).n == 1
     P = sp.csr_matrix(np.r_[np.full(30, 0.5 / 30), np.full(25, 0.3 / 25), np.full(5, 0.2 / 5)][None, :])

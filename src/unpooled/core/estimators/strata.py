@@ -14,7 +14,8 @@ has items; a stratum without any of its items lends its mass to the others).  Re
 weigh the strata by :math:`\bar c_{ih}`, their unbiased estimates of the strata's mass of true instances.
 
 A stratum with fewer than :data:`MIN_ITEMS` distinct labelled items is fitted together with the other thin ones
-(one *rest* group): a prevalence needs items to be identified.  Linearisation gives every influence value of
+(one *rest* group): a prevalence needs items to be identified; a target with fewer than :data:`MIN_TARGET_ITEMS`
+of its own items in one of its groups is fitted in one group (its workers' rates stay per stratum).  Linearisation gives every influence value of
 :mod:`.noisy` per (target, group): an item in group :math:`g` enters target :math:`i`'s estimate through
 :math:`\rho_{ig}` and :math:`w_{ig}/J_{ig}` where one stratum had :math:`\rho_i` and :math:`1/J_i`; the variances
 of independent groups add.
@@ -30,7 +31,10 @@ import scipy.sparse as sp
 from ..errors import InvalidInputError
 
 #: a stratum with fewer distinct labelled items is fitted with the other thin strata (one "rest" group)
-MIN_ITEMS = 20
+MIN_ITEMS = 40
+#: a target with fewer of its own items in one of its groups is fitted in one group (its prevalences per group
+#: would sit at a bound too often: bounded estimates of small groups add up to a bias)
+MIN_TARGET_ITEMS = 20
 
 
 @dataclass(frozen=True)
@@ -98,4 +102,4 @@ def precision_weights(masses: np.ndarray, support: np.ndarray) -> np.ndarray:
         return np.where(tot > 0, w / np.where(tot > 0, tot, 1.0), 0.0)
 
 
-__all__ = ["Groups", "MIN_ITEMS", "groups", "precision_weights"]
+__all__ = ["Groups", "MIN_ITEMS", "MIN_TARGET_ITEMS", "groups", "precision_weights"]
