@@ -39,6 +39,11 @@ def test_a_fitting_model_passes_and_a_weak_stratum_is_named():
     assert easy.p_value > 0.001 and hard.p_value > 0.001
     assert not easy.weak and hard.weak and hard.separation == pytest.approx(0.3, abs=0.08)
     assert easy.to_dict()["observed"] == list(easy.observed)
+    assert not easy.few_controls and not hard.few_controls
+    thin = _answers(1)
+    thin = type(thin)(thin.item, thin.worker, thin.yes, thin.item_keys, np.where(np.arange(1500) < 8, thin.control, -1),
+                      thin.n_workers, stratum=thin.stratum, strata=2)
+    assert any(f.few_controls for f in stratum_fits(thin, s, e))
 
 
 def test_difficulty_no_stratum_explains_shows_as_a_misfit_with_enough_answers():

@@ -12,7 +12,8 @@ counts (tails merged until every expected count is at least 5) with ``bins - 2``
 prevalence fitted) tells a misfit: items of one stratum that differ in difficulty, workers who copy each other,
 rates that drifted.  With three answers per item there are four counts and the check has little power (half the
 items judged near chance went unnoticed; with five answers, p < 0.001).  A weak stratum (separation below :data:`WEAK_SEPARATION`) gives wide intervals however
-well it fits; more answers per item there narrow them (three answers of a crowd at 0.75/0.45 carry about as much
+well it fits; more answers per item there narrow them; a stratum with many items and few gold controls
+(:data:`FEW_CONTROLS`) has rates anchored mostly by its own items and the other strata (three answers of a crowd at 0.75/0.45 carry about as much
 as one answer at 0.95/0.05).
 """
 
@@ -29,6 +30,10 @@ from .confusion import VerifyAnswers
 WEAK_SEPARATION = 0.4
 #: merge the tail bins of the fit check until each expects at least this many items
 MIN_EXPECTED = 5.0
+#: a stratum with at least :data:`FEW_CONTROLS_ITEMS` items and fewer gold controls than this has rates anchored
+#: mostly by its items and the other strata (the controls should follow the items' mix of strata)
+FEW_CONTROLS = 6
+FEW_CONTROLS_ITEMS = 20
 
 
 @dataclass(frozen=True)
@@ -57,11 +62,15 @@ class StratumFit:
     def weak(self) -> bool:
         return self.separation < WEAK_SEPARATION
 
+    @property
+    def few_controls(self) -> bool:
+        return self.items >= FEW_CONTROLS_ITEMS and self.controls < FEW_CONTROLS
+
     def to_dict(self) -> dict:
         out = {k: getattr(self, k) for k in ("stratum", "items", "answers", "controls", "sens", "fpr", "prevalence",
                                             "k", "chi2", "df", "p_value")}
         return {**out, "observed": list(self.observed), "expected": [round(x, 2) for x in self.expected],
-                "separation": self.separation, "weak": self.weak}
+                "separation": self.separation, "weak": self.weak, "few_controls": self.few_controls}
 
 
 def _poisson_binomial(p: np.ndarray) -> np.ndarray:
@@ -127,4 +136,4 @@ def stratum_fits(a: VerifyAnswers, sens, fpr) -> list[StratumFit]:
     return out
 
 
-__all__ = ["MIN_EXPECTED", "StratumFit", "WEAK_SEPARATION", "stratum_fits"]
+__all__ = ["FEW_CONTROLS", "MIN_EXPECTED", "StratumFit", "WEAK_SEPARATION", "stratum_fits"]
