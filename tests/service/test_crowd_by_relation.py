@@ -60,3 +60,19 @@ def test_relation_dependent_crowd_through_the_service(shared_data, tmp_path, cap
     client.login(username="org", password="pw-org-123")
     html = client.get(reverse("organiser:annotation"), {"corpus": corpus.name}).content.decode()
     assert 'id="crowd-by-relation"' in html and "<code>P17</code>" in html and "<code>P150</code>" in html
+    # relations the crowd judges weakly are asked with more answers per item, and the request says what it costs
+    from unpooled.service.annotation.actions import request_verification, settings_for
+    from unpooled.service.annotation.models import Task
+
+    weak = rates.weak_relations(corpus)
+    assert weak and not weak & {"P17", "P131"}
+    _system_jsonl(path, tmp_path / "other.jsonl", rng=9, keep=0.6)
+    other = do_ingest_submission(tmp_path / "other.jsonl", "crowdrel", "other", "run-1", "jsonl").submission
+    st = settings_for(corpus)
+    res = request_verification(other, list(other.instances.values_list("pk", flat=True)), weak_relations=weak)
+    made = Task.objects.filter(requests__submission=other, requests__committed_cents__gt=0)
+    assert res.more_answers == made.filter(group__in=weak).count() > 0
+    assert set(made.filter(group__in=weak).values_list("answers_needed", flat=True)) == {st.answers_weak_relation}
+    assert set(made.exclude(group__in=weak).values_list("answers_needed", flat=True)) == {st.answers_per_item}
+    assert res.more_answers_cents == res.more_answers * (st.answers_weak_relation - st.answers_per_item) * \
+        st.reward_verify_cents

@@ -105,6 +105,8 @@ class RequestResult:
     created: int = 0         # new tasks
     over_budget: int = 0     # not created: the budget is spent
     committed_cents: int = 0
+    more_answers: int = 0    # new tasks of weak relations, with answers_weak_relation answers
+    more_answers_cents: int = 0  # what their answers beyond answers_per_item commit
     over_budget_keys: list[str] = field(default_factory=list)
 
     def to_dict(self) -> dict:
@@ -138,13 +140,16 @@ def corpus_committed_cents(corpus: Corpus) -> int:
     return spent + missing
 
 
-def request_verification(sub: Submission, instance_ids, *, now=None, of_corpus: bool = False) -> RequestResult:
+def request_verification(sub: Submission, instance_ids, *, now=None, of_corpus: bool = False,
+                         weak_relations=frozenset()) -> RequestResult:
     """Ask for verification labels of these instances of ``sub`` (``of_corpus``: of any submission of its corpus,
     asked for by ``sub``: the human reference's recall sample is other systems' instances).
 
     An instance whose canonical key already has a label creates nothing (label reuse); one
     whose key has an open task joins it; the rest create tasks while the submission's and
-    the corpus's budgets allow (each new task commits ``k × reward``).
+    the corpus's budgets allow (each new task commits ``k × reward``; ``k`` is the settings'
+    ``answers_weak_relation`` for an instance of one of ``weak_relations``, where the crowd's answers say
+    little and more of them narrow the intervals).
     """
     corpus = sub.corpus
     st = settings_for(corpus)
@@ -157,7 +162,7 @@ def request_verification(sub: Submission, instance_ids, *, now=None, of_corpus: 
         by_key.setdefault(inst.key, inst)
     res = RequestResult(keys=len(by_key))
     done = labelled_keys(corpus, [i.key_hash for i in by_key.values()])
-    cost = st.answers_per_item * st.reward_verify_cents
+    k_weak = max(st.answers_per_item, st.answers_weak_relation)
     limit = getattr(SubmissionBudget.objects.filter(submission=sub).first(), "limit_cents", None)
     if limit is None:
         limit = st.submission_budget_cents
@@ -177,6 +182,8 @@ def request_verification(sub: Submission, instance_ids, *, now=None, of_corpus: 
                     Answer.objects.filter(task=task, weight__gt=0, annotator__user__in=_team_users(sub.team_id)
                                           ).update(weight=0.0)
                 continue
+            k = k_weak if inst.predicate in weak_relations else st.answers_per_item
+            cost = k * st.reward_verify_cents
             if (sub_left is not None and sub_left < cost) or (corpus_left is not None and corpus_left < cost):
                 res.over_budget += 1
                 res.over_budget_keys.append(key)
@@ -184,11 +191,14 @@ def request_verification(sub: Submission, instance_ids, *, now=None, of_corpus: 
             task = Task.objects.create(
                 corpus=corpus, kind=Kind.VERIFY, document=inst.document, key=key, key_hash=inst.key_hash,
                 payload=verify_payload(inst, inst.document), group=inst.predicate,
-                answers_needed=st.answers_per_item, priority=sub.created or now,
+                answers_needed=k, priority=sub.created or now,
                 guideline_version=VERSIONS["verify"])
             TaskRequest.objects.create(task=task, submission=sub, committed_cents=cost)
             res.created += 1
             res.committed_cents += cost
+            if k > st.answers_per_item:
+                res.more_answers += 1
+                res.more_answers_cents += (k - st.answers_per_item) * st.reward_verify_cents
             if sub_left is not None:
                 sub_left -= cost
             if corpus_left is not None:

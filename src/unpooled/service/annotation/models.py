@@ -37,6 +37,9 @@ class AnnotationSettings(models.Model):
     corpus = models.OneToOneField(Corpus, on_delete=models.CASCADE, related_name="annotation_settings")
     backend = models.CharField(max_length=20, choices=Backend.choices, default=Backend.SIMULATED)
     answers_per_item = models.PositiveSmallIntegerField(default=3)
+    answers_weak_relation = models.PositiveSmallIntegerField(
+        default=5, help_text="answers per verification item of a relation the crowd judges weakly (its "
+                             "sensitivity minus false-positive rate below 0.4 on the console); 0: answers per item")
     lease_seconds = models.PositiveIntegerField(default=900)
     reward_verify_cents = models.PositiveIntegerField(default=5)
     reward_entities_cents = models.PositiveIntegerField(default=260)

@@ -248,6 +248,9 @@ class ProgressOut(Schema):
     labels_new: int
     labels_reused: int
     over_budget: int
+    more_answers: int = Field(description="verification items of relations the crowd judges weakly, asked with "
+                                          "more answers each")
+    more_answers_cost: str = Field(description="what those extra answers cost")
     answers_outstanding: int
     cost_cents: int
     budget_cents: int | None

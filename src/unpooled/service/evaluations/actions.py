@@ -25,6 +25,7 @@ from unpooled.service.annotation.models import ExhaustiveDocument, Kind, Task
 from unpooled.service.corpora.models import Corpus
 from unpooled.service.submissions.models import RelationInstance, Submission
 
+from . import rates
 from .models import Draw, Score
 from .periods import freeze_pending, frozen_levels
 from .policy import LABEL_METHOD
@@ -235,7 +236,7 @@ def evaluate(corpus: Corpus, *, crowd=None, labels: int = 150, documents: int = 
 
     def ask(sub, n):
         ids = draw(sub, n, level=level, rng=rng)
-        res = request_verification(sub, sorted(set(ids)))
+        res = request_verification(sub, sorted(set(ids)), weak_relations=rates.weak_relations(corpus))
         reuse[sub.pk][0] += res.created
         reuse[sub.pk][1] += res.reused + res.joined
 

@@ -176,8 +176,10 @@ def _request(sub: Submission, *, first: bool) -> None:
     """Ask for verification of every drawn instance without a label (idempotent), and count what it did."""
     from unpooled.service.annotation.actions import request_verification
 
+    from . import rates
+
     ids = sorted(set(Draw.objects.filter(submission=sub).values_list("instance_id", flat=True)))
-    res = request_verification(sub, ids)
+    res = request_verification(sub, ids, weak_relations=rates.weak_relations(sub.corpus))
     plan = dict(sub.plan or {})
     labels = dict(plan.get("labels") or {})
     # what this request did; a repeated request finds its own tasks and adds nothing new
@@ -187,6 +189,9 @@ def _request(sub: Submission, *, first: bool) -> None:
         labels["reused"] = res.reused
     labels["joined"] = TaskRequest.objects.filter(submission=sub, committed_cents=0).count()
     labels["over_budget"] = res.over_budget
+    if res.more_answers:  # new tasks of relations the crowd judges weakly, with more answers each
+        labels["more_answers"] = labels.get("more_answers", 0) + res.more_answers
+        labels["more_answers_cents"] = labels.get("more_answers_cents", 0) + res.more_answers_cents
     plan["labels"] = labels
     Submission.objects.filter(pk=sub.pk).update(plan=plan)
     sub.plan = plan
@@ -520,6 +525,8 @@ def progress(sub: Submission, *, now=None) -> dict:
         "labels_new": (plan.get("labels") or {}).get("new", 0),
         "labels_reused": (plan.get("labels") or {}).get("reused", 0) + (plan.get("labels") or {}).get("joined", 0),
         "over_budget": (plan.get("labels") or {}).get("over_budget", 0),
+        "more_answers": (plan.get("labels") or {}).get("more_answers", 0),
+        "more_answers_cost": f"${(plan.get('labels') or {}).get('more_answers_cents', 0) / 100:,.2f}",
         "answers_outstanding": outstanding, "cost_cents": int(cost), "cost": f"${cost / 100:,.2f}",
         "budget_cents": budget, "budget": None if budget is None else f"${budget / 100:,.2f}",
         "eta_seconds": None if eta is None or math.isinf(eta) else round(eta),

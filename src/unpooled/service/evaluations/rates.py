@@ -247,6 +247,16 @@ def crowd_fit(corpus) -> list[dict]:
     return sorted(rows, key=lambda r: (r["separation"], r["relation"]))
 
 
+#: a relation is asked for more answers per item when it is weak on at least this many items (fewer: its rates
+#: are mostly the other relations')
+WEAK_MIN_ITEMS = 10
+
+
+def weak_relations(corpus) -> frozenset:
+    """The relations the crowd judges weakly (:func:`crowd_fit`), on at least :data:`WEAK_MIN_ITEMS` items."""
+    return frozenset(f["relation"] for f in crowd_fit(corpus) if f["weak"] and f["items"] >= WEAK_MIN_ITEMS)
+
+
 # --------------------------------------------------------------------------- p0's support
 def sentence_index(corpus) -> dict[str, tuple[list[int], list[int]]]:
     """``doc_id -> (sentence starts, sentence ends)`` from the database."""

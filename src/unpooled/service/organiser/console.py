@@ -40,7 +40,7 @@ BUDGET_WARN_SHARE = 0.9
 
 #: the settings an organiser edits in the console (the rest stays in the Django admin)
 SETTINGS_FIELDS = (
-    "backend", "answers_per_item", "lease_seconds", "reward_verify_cents", "reward_entities_cents",
+    "backend", "answers_per_item", "answers_weak_relation", "lease_seconds", "reward_verify_cents", "reward_entities_cents",
     "reward_relations_cents", "reward_clusters_cents", "budget_cents", "submission_budget_cents", "control_share",
     "block_below_accuracy", "block_min_controls", "aggregation", "target_halfwidth", "min_draws", "max_draws",
     "exhaustive_documents", "levels", "open_signup",
@@ -327,6 +327,10 @@ def check_settings(corpus: Corpus, values: dict) -> dict:
     k = num("answers_per_item")
     need("answers_per_item", k is not None and 1 <= k <= MAX_ANSWERS_PER_ITEM,
          f"expected an integer from 1 to {MAX_ANSWERS_PER_ITEM}, got {v.get('answers_per_item')!r}")
+    kw = num("answers_weak_relation")
+    need("answers_weak_relation", kw is not None and 0 <= kw <= MAX_ANSWERS_PER_ITEM and int(kw) == kw,
+         f"expected an integer from 0 to {MAX_ANSWERS_PER_ITEM} (0: answers per item), "
+         f"got {v.get('answers_weak_relation')!r}")
     lease = num("lease_seconds")
     need("lease_seconds", lease is not None and lease >= MIN_LEASE_SECONDS,
          f"expected at least {MIN_LEASE_SECONDS} seconds, got {v.get('lease_seconds')!r}")

@@ -18,6 +18,8 @@ class SettingsForm(forms.ModelForm):
         fields = list(console.SETTINGS_FIELDS)
         help_texts = {
             "answers_per_item": "independent answers per item (tasks created from now on)",
+            "answers_weak_relation": "answers per verification item of a relation the crowd judges weakly (see "
+                                     "'The crowd by relation' on the annotation page; 0: answers per item)",
             "lease_seconds": "how long an annotator holds a task",
             "reward_verify_cents": "per answer, in cents",
             "reward_entities_cents": "per answer, in cents",
