@@ -168,7 +168,7 @@ def test_answers_give_the_estimates_from_the_votes(capsys, args, tmp_path):
 
 def score_cmd_key(lab):
     from unpooled.core.diagnostics import Report
-    from unpooled.core.offline import _ref_or_key
+    from unpooled.core.offline_files import _ref_or_key
 
     return _ref_or_key(lab, Report(path="x"), 1, "")[1]
 
