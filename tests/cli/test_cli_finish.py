@@ -170,13 +170,13 @@ def test_submission_list_has_a_header_the_stage_and_scores(capsys, tmp_path):
                                 "F1", "(instance)"]
     row = lines[1].split("  ")
     cells = [c.strip() for c in row if c.strip()]
-    assert cells == [str(sid), "fx", "Red Lab/r1", "9", "scored and published", "0.900±0.050", "0.500±0.110",
-                     "0.643±0.063"], lines
+    assert cells == [str(sid), "fx", "Red Lab/r1", "9", "scored and published", "0.900 [0.850, 0.930]",
+                     "0.500 [0.420, 0.610]", "0.643 [0.580, 0.700]"], lines
     cells = [c.strip() for c in lines[2].split("  ") if c.strip()]
     assert cells[1:] == ["fx", "Blue/r2", "9", "validated and stored (private)", "-", "-", "-"], lines
     assert lines[-1].startswith("scores: the latest estimate at the instance level")
     code, out, _ = run(capsys, "submission", "list", "--level", "relation")
-    assert "0.800±0.100" in out and "0.100±0.100" not in out  # the latest score, not an older one
+    assert "0.800 [0.700, 0.850]" in out and "0.100 [0.000, 0.200]" not in out  # the latest score, not an older one
     code, out, _ = run(capsys, "submission", "list", "--json")
     got = json.loads(out)[0]
     assert got["stage"] == "scored and published" and got["scores"]["relation"]["p"] == 0.8

@@ -1,7 +1,8 @@
 """``unpooled score --exhaustive-documents N --corpus PATH``: how the exhaustive sample was collected.
 
 ``--exhaustive-documents``: documents annotated (recall's variance is a cluster sample of them);
-``--corpus``: the sentence split that restricts p0 to instances within one sentence.
+``--corpus``: the current corpus, whose sentence split restricts p0 to instances within one sentence and whose
+documents recall's pool follows.
 """
 
 from __future__ import annotations
@@ -64,7 +65,7 @@ def test_options_change_recall_only(capsys, args, tmp_path):
     assert b[0]["r"] > a[0]["r"] and b[1]["r"] < a[1]["r"]
     code, out, _ = run(capsys, *args, "--exhaustive-documents", "12", "--corpus", corpus(tmp_path))
     assert out.splitlines()[0].endswith("; intervals 90%; 12 exhaustive documents; "
-                                        "p0 within one sentence (1 of 6 draws outside)")
+                                        "p0 within one sentence of the corpus's documents (1 of 6 draws outside)")
 
 
 def test_bad_exhaustive_documents(capsys, args):
@@ -94,16 +95,34 @@ def test_bad_corpus_is_located(capsys, args, tmp_path):
     assert code == Exit.ERROR and "--corpus-format needs --corpus" in err
 
 
-def test_draw_outside_the_corpus_is_a_located_finding(capsys, args, tmp_path):
+def test_the_exhaustive_sample_must_lie_in_the_current_corpus(capsys, args, tmp_path):
     only_d1 = write_jsonl(tmp_path / "d1.jsonl", [{"id": "D1", "text": "x" * 60}])
-    labels = args[2]
+    ex = args[-1]
     code, out, _ = run(capsys, *args, "--corpus", only_d1)
     assert code == Exit.FINDINGS
-    found = [ln for ln in out.splitlines() if ln.startswith(f"{labels}:")]
-    assert found[0] == (f"{labels}:4:1: UP201 document 'D2' of this draw is not in the corpus {only_d1}: its "
-                        "sentence split is unknown [doc]")
-    assert [ln.split(":")[1] for ln in found[:2]] == ["4", "5"]
+    found = [ln for ln in out.splitlines() if ln.startswith(f"{ex}:4")]
+    assert found == [f"{ex}:4:1: UP201 document 'D2' of this true instance is not in the corpus {only_d1}, the "
+                     "documents the exhaustive sample was drawn from [doc]"]
     code, out, _ = run(capsys, *args, "--corpus", only_d1, "--json")
     rep = json.loads(out)
     assert code == Exit.FINDINGS and [(e["line"], e["code"], e["field"]) for e in rep["reports"][0]["errors"]] == [
-        (4, "UP201", "doc"), (5, "UP201", "doc")]
+        (4, "UP201", "doc")]
+
+
+def test_labels_on_documents_no_longer_in_the_corpus_count_for_precision_only(capsys, args, tmp_path):
+    # D2 was dropped from the corpus (D3 came in): B's labels of x4 and x6 are kept, the exhaustive sample is D1's
+    ex = write_jsonl(tmp_path / "E.jsonl", [inst(*X1), inst(X3[0], X3[1], X3[2], None, value="senator"), inst(*Y5)])
+    current = write_jsonl(tmp_path / "current.jsonl", [{"id": "D1", "text": "x" * 60, "sentences": [[0, 60]]},
+                                                       {"id": "D3", "text": "z" * 20}])
+    _, plain, err = run(capsys, *args, "--json")
+    assert "without it, labels kept from documents no longer in the corpus also count in recall's pool" in err
+    code, out, err = run(capsys, *args, "--json", "--corpus", current)
+    assert code == Exit.OK
+    assert ("unpooled: warning: 2 labelled draws (2 distinct instances) on 1 document outside the current corpus "
+            "(D2) count for precision only: recall's pool follows the current documents, which the exhaustive "
+            "sample covers (p0 = 0 there)") in err
+    a, b = json.loads(plain), json.loads(out)
+    assert [r["p"] for r in a] == [r["p"] for r in b] and b[1]["labels"] == 3
+    assert b[0]["r"] > a[0]["r"]  # x4 and x6 no longer dilute A's share of the pool
+    code, out, _ = run(capsys, *args, "--corpus", current)
+    assert out.splitlines()[0].endswith("p0 within one sentence of the corpus's documents (2 of 6 draws outside)")

@@ -22,6 +22,7 @@ from unpooled.core.estimators import (
     subset_scores,
 )
 from unpooled.core.estimators.joint import wilson
+from unpooled.core.estimators.breakdown import MIN_EFFECTIVE
 
 from .test_estimators_exact import SUBJ, SYSTEMS, TRUTH, enumerate_expectation
 
@@ -97,6 +98,20 @@ def test_undefined_group_is_nan_and_warns_once():
     assert s.row(1)["p"] is None and s.row(0)["p"] == 1.0 and s.row(2)["n_true"] == 1
 
 
+def test_groups_with_too_few_effective_draws_are_flagged():
+    """4 draws, all correct, in group 0; 12 in group 1: group 0's row says too few (its Wilson interval would
+    be [0.60, 1]); recall's effective sample is at most the documents its true instances come from."""
+    P = sp.csr_matrix(np.full((1, 4), 0.25))
+    xs = [0] * 4 + [2, 3] * 6
+    d = make_design(P, [0] * 16, xs, [1] * 16, [[True] * 6 + [False] * 6], y0_docs=list("aaaaab") + list("cdefgh"))
+    s = subset_scores(d, 0, [0, 0, 1, 1], [0] * 6 + [1] * 6)
+    assert s.p_ess.tolist() == pytest.approx([4, 12]) and s.r_ess.tolist() == pytest.approx([2, 6])
+    assert MIN_EFFECTIVE == 5
+    r0, r1 = s.row(0), s.row(1)
+    assert r0["p_few"] and r0["r_few"] and r0["f1_few"] and r0["p"] == 1.0
+    assert not (r1["p_few"] or r1["r_few"] or r1["f1_few"])
+
+
 # -- generated designs: identities ----------------------------------------------------
 @st.composite
 def designs(draw, soft=True):
@@ -123,7 +138,10 @@ def designs(draw, soft=True):
     gu = draw(st.lists(st.integers(0, G - 1), min_size=U, max_size=U))
     gt = draw(st.lists(st.integers(0, G - 1), min_size=n0, max_size=n0))
     target = draw(st.integers(0, m - 1))
-    return make_design(sp.csr_matrix(P), src, xs, f, g0, v0), np.array(gu), np.array(gt), G, target
+    # half the designs know each exhaustive instance's document (recall's variance by documents)
+    docs = draw(st.one_of(st.none(), st.lists(st.sampled_from("abcd"), min_size=n0, max_size=n0)))
+    return (make_design(sp.csr_matrix(P), src, xs, f, g0, v0, y0_docs=docs), np.array(gu), np.array(gt), G,
+            target)
 
 
 def _quiet(fn, *a, **k):
@@ -197,7 +215,8 @@ def test_permuting_draws_changes_nothing(case, rnd):
     rnd.shuffle(order)
     k0 = list(range(d.n0))
     rnd.shuffle(k0)
-    d2 = make_design(d.P, d.src[order], d.xs[order], d.f[order], d.g0[:, k0], d.v0[k0])
+    d2 = make_design(d.P, d.src[order], d.xs[order], d.f[order], d.g0[:, k0], d.v0[k0],
+                     y0_docs=None if d.y0_groups is None else d.y0_groups[k0])
     a = _quiet(subset_scores, d, i, gu, gt, n_groups=G)
     b = _quiet(subset_scores, d2, i, gu, gt[k0], n_groups=G)
     for k in ("p", "r", "f1", "p_se", "r_se"):

@@ -295,6 +295,38 @@ def test_p0_zero_outside_removes_the_instance_from_pooled_recall_only(dw, rnd):
     np.testing.assert_array_equal(got.theta, base.theta)
 
 
+_REFS = st.lists(st.tuples(st.sampled_from(["D1", "D2", "D3", "D4"]), st.integers(0, 40), st.integers(1, 9),
+                           st.integers(0, 40)), max_size=12)
+
+
+@settings(max_examples=150, deadline=None)
+@given(_REFS, st.sets(st.sampled_from(["D1", "D2", "D3", "D4"])), st.randoms(use_true_random=False))
+def test_p0_support_is_the_sentence_support_within_the_population(rows, population, rnd):
+    """p0's support: the current documents' instances that the protocol found or can find (one sentence); a
+    document outside the population is out whatever its sentences, and the warning counts exactly those draws."""
+    from unpooled.core.estimators.exhaustive import outside_population, p0_support, within_sentence
+    from unpooled.core.matching import InstanceRef
+
+    refs = [InstanceRef(doc, s, s + n, "p", o, o + 2) for doc, s, n, o in rows]
+    sentences = {"D1": ([0, 20], [20, 60]), "D2": ([0], [60])}
+    found = {r.key for r in refs if rnd.random() < 0.3}
+    memo: dict = {}
+    got = p0_support(refs, found=found, sentences=sentences, population=population, memo=memo)
+    want = [r.doc in population and (r.key in found or within_sentence(r, sentences)) for r in refs]
+    assert got.tolist() == want
+    assert p0_support(refs, found=found, sentences=sentences, population=population, memo=memo).tolist() == want
+    assert p0_support(refs, population=population).tolist() == [r.doc in population for r in refs]
+    assert p0_support(refs).all() and p0_support(refs, population=None, sentences=None).shape == (len(refs),)
+    text = outside_population(refs, population)
+    out = [r for r in refs if r.doc not in population]
+    assert (text is None) == (not out) and outside_population(refs, None) is None
+    if out:
+        n, k, docs = len(out), len({r.key for r in out}), list(dict.fromkeys(r.doc for r in out))
+        assert text.startswith(f"{n} labelled draw{'s' if n > 1 else ''} ({k} distinct instance{'s' if k > 1 else ''}) "
+                               f"on {len(docs)} document{'s' if len(docs) > 1 else ''} outside the current corpus "
+                               f"({', '.join(docs[:3])}{', ...' if len(docs) > 3 else ''}) count")
+
+
 def _hajek_T(rng, m, n0):
     """Linearised Hajek values v (s - theta) / V of random weights and indicators (rows sum to 0)."""
     if n0 == 0:

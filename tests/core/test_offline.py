@@ -341,11 +341,12 @@ def test_sentence_split_keeps_the_exhaustive_instances_and_says_so(crossing, tmp
 def test_corpus_errors_are_located(crossing, tmp_path):
     labels, subs, ex = crossing
     only_d1 = write_jsonl(tmp_path / "d1.jsonl", [{"id": "D1", "text": "x" * 60}])
-    with pytest.raises(InputFindings) as exc:
+    with pytest.raises(InputFindings) as exc:  # the exhaustive sample was drawn from the current corpus
         score_files(labels, subs, ex, corpus=only_d1)
-    assert _errors(exc) == [("L.jsonl", 7, "UP201", "doc"), ("L.jsonl", 8, "UP201", "doc"),
-                            ("L.jsonl", 9, "UP201", "doc")]
-    assert "document 'D2' of this draw is not in the corpus" in exc.value.reports[0].errors[0].message
+    assert _errors(exc) == [("E.jsonl", 4, "UP201", "doc")]
+    assert exc.value.reports[0].errors[0].message == (
+        f"document 'D2' of this true instance is not in the corpus {only_d1}, the documents the exhaustive sample "
+        "was drawn from")
     bad = _corpus(tmp_path, d2=((0, 15), (10, 30)))
     from unpooled.core.errors import CorpusError
 
@@ -354,6 +355,57 @@ def test_corpus_errors_are_located(crossing, tmp_path):
     assert (Path(err.value.path).name, err.value.line, err.value.field) == ("corpus.jsonl", 2, "sentences")
     with pytest.raises(LocatedError, match="no such file or folder"):
         load(labels, subs, ex, corpus=tmp_path / "missing")
+
+
+# -- labels kept from documents no longer in the corpus ---------------------------------------------------
+@pytest.fixture
+def dropped(files, tmp_path):
+    """D2 was replaced by D3: B's labelled draws of x4 (D2) are kept, the exhaustive sample covers D1 only."""
+    labels, subs, _ = files
+    with labels.open("a") as fh:
+        fh.write(json.dumps({"system": "B", **inst(*X4), "label": 1}) + "\n")
+    ex = write_jsonl(tmp_path / "E.jsonl", [inst(*X1), inst(X3[0], X3[1], X3[2], None, value="senator"), inst(*Y5)])
+    current = write_jsonl(tmp_path / "current.jsonl", [{"id": "D1", "text": "x" * 60, "sentences": [[0, 60]]},
+                                                       {"id": "D3", "text": "z" * 20, "sentences": [[0, 20]]}])
+    return labels, subs, ex, current
+
+
+def test_the_pool_follows_the_current_corpus(dropped):
+    labels, subs, ex, current = dropped
+    before = score_files(labels, subs, ex)  # the population unknown: today's p0 = 1 everywhere, and a warning
+    assert any("without it, labels kept from documents no longer in the corpus also count in recall's pool" in w
+               for w in before.warnings)
+    res = score_files(labels, subs, ex, corpus=current)
+    u4 = 3  # x4, B's second instance
+    assert res.design.p0.tolist() == [1.0, 1.0, 1.0, 0.0] and res.options["outside_p0"] == 2
+    assert ("2 labelled draws (1 distinct instance) on 1 document outside the current corpus (D2) count for "
+            "precision only: recall's pool follows the current documents, which the exhaustive sample covers "
+            "(p0 = 0 there)") in res.warnings
+    assert not any("labels kept from documents" in w for w in res.warnings)
+    # precision keeps every label; x4 (true, B's only) no longer dilutes A's share of the pool, nor counts for B
+    assert [r.p for r in res.rows] == [r.p for r in before.rows] and res.rows[1].labels == 3
+    assert res.rows[0].r > before.rows[0].r and res.rows[1].r == 0.0 < before.rows[1].r
+    d = before.design
+    p0 = d.p0.copy()
+    p0[u4] = 0.0
+    direct = estimate(make_design(d.P, d.src, d.xs, d.f, d.g0, d.v0, p0, y0_docs=["D1"] * 3))
+    for i, row in enumerate(res.rows):
+        assert (row.r, row.r_lo, row.r_hi) == pytest.approx(tuple(direct.row(i)[k] for k in ("r", "r_lo", "r_hi")))
+    # the library: the population given directly, as documents of any collection
+    again = score(load(labels, subs, ex), population=["D1", "D3"])
+    assert [r.r for r in again.rows] == pytest.approx([r.r for r in res.rows])
+    assert any(w.startswith("2 labelled draws (1 distinct instance) on 1 document outside") for w in again.warnings)
+    with pytest.raises(InvalidInputError, match=r"population: expected the documents the exhaustive sample was drawn "
+                                                r"from, but the exhaustive file has true instances in 1 other\(s\), "
+                                                r"e.g. 'D1'"):
+        score(load(labels, subs, ex), population=["D2"])
+
+
+def test_no_draw_outside_the_current_corpus_changes_nothing(files, tmp_path):
+    both = _corpus(tmp_path, d1=((0, 60),), d2=((0, 30),))
+    plain, res = score_files(*files), score_files(*files, corpus=both)
+    assert res.options["outside_p0"] == 0 and not any("outside the current corpus" in w for w in res.warnings)
+    assert [(r.p, r.r, r.r_lo, r.r_hi) for r in res.rows] == [(r.p, r.r, r.r_lo, r.r_hi) for r in plain.rows]
 
 
 # -- a small simulation: the coverage of recall's intervals ---------------------------------------------

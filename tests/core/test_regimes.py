@@ -11,7 +11,8 @@ from unpooled.core.simulate.regimes import Cell, _world, default_cells, format_t
 def test_world_truth_and_sharing():
     rng = np.random.default_rng(0)
     cell = Cell("x", (200, 300, 100), (0.2, 0.5, 0.9), shared=0.5)
-    P, members, f, missed, tp, tr = _world(cell, rng)
+    P, members, f, missed, tp, tr, st = _world(cell, rng)
+    assert not st.any()  # one stratum
     assert P.shape[0] == 3 and np.allclose(np.asarray(P.sum(1)).ravel(), 1)
     assert [len(x) for x in members] == [200, 300, 100]
     assert len(set(members[0]) & set(members[1])) > 0  # shared instances: labels are reused
@@ -56,7 +57,7 @@ def test_controls_answered_at_their_own_accuracy():
     rng = np.random.default_rng(3)
     truth = np.arange(4000) % 2 == 0
     for acc in (0.6, 0.95):
-        it, _, yes = _answers(np.arange(4000), truth, acc, 10, rng)
+        it, _, yes = _answers(np.arange(4000), truth, acc, 1 - acc, 10, rng)
         assert np.mean(yes == truth[it]) == pytest.approx(acc, abs=0.02)
     cell = next(c for c in default_cells() if c.name == "crowd 0.8 / controls 0.9")
     assert (cell.accuracy, cell.control_accuracy) == (0.8, 0.9)
@@ -69,3 +70,34 @@ def test_a_low_precision_system_s_recall_interval_reaches_its_truth():
     res = run_cell(Cell("p05", (500, 2000), (0.05, 0.6), replicates=10), 60, seed=11)
     hits = np.asarray(res.hits["r"])
     assert binomtest(int(hits.sum()), len(hits), 0.9, alternative="less").pvalue > 0.001
+
+
+def test_changing_world_keeps_the_output_on_kept_documents():
+    from unpooled.core.simulate.regimes import CORPUS_DOCUMENTS, _changing_world
+
+    cell = Cell("x", (100, 40), (0.5, 0.9), replaced=0.5)
+    P, members, f, doc = _changing_world(cell, np.random.default_rng(0))
+    assert P.shape == (4, len(f)) and np.allclose(np.asarray(P.sum(1)).ravel(), 1)
+    (cur_a, cur_b, old_a, old_b), cut = members, CORPUS_DOCUMENTS // 2
+    assert [len(x) for x in members] == [100, 40, 100, 40]
+    for cur, old in ((cur_a, old_a), (cur_b, old_b)):
+        kept = np.intersect1d(cur, old)
+        assert len(kept) == len(cur) // 2 and ((doc[kept] >= cut) & (doc[kept] < CORPUS_DOCUMENTS)).all()
+        assert (doc[np.setdiff1d(old, kept)] < cut).all() and (doc[np.setdiff1d(cur, kept)] >= CORPUS_DOCUMENTS).all()
+    assert not set(cur_a) & set(cur_b)
+
+
+def test_labels_kept_from_replaced_documents_bias_recall_unless_the_pool_follows_the_corpus():
+    """Half the corpus replaced, the first period's labels reused (the crowd's accuracy told): with p0 = 1 on the
+    dropped documents recall is far too low; restricted to the current documents it is not, and precision, which
+    still uses every label, is the same estimate."""
+    runs = {how: run_cell(Cell(how, (300, 600), (0.7, 0.6), believed=0.8, replaced=0.5, reuse=how, report=2), 8,
+                          seed=5) for how in ("all", "current", "none")}
+    bias = {how: float(np.mean(r.errors["r"])) for how, r in runs.items()}
+    assert bias["all"] < -0.08 and abs(bias["current"]) < 0.02 and abs(bias["none"]) < 0.02
+    assert runs["all"].errors["p"] == runs["current"].errors["p"]
+    assert np.mean(runs["all"].hits["r"]) < 0.5 <= np.mean(runs["current"].hits["r"])
+    names = [c.name for c in default_cells()]
+    assert {"replaced 50% / all", "replaced 50% / current", "replaced 50% / none"} <= set(names)
+    with pytest.raises(InvalidInputError, match="reuse: expected one of all, current, none"):
+        run_cell(Cell("x", (50,), (0.5,), replaced=0.5, reuse="some"), 1)

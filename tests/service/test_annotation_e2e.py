@@ -16,6 +16,7 @@ from django.db.models import Sum
 
 from unpooled.core.corpus import iter_documents
 from unpooled.service.annotation import actions
+from unpooled.service.annotation.controls import create_verify_controls
 from unpooled.service.annotation.models import Answer, Assignment, Kind, Label, Task, TaskRequest
 from unpooled.service.corpora.actions import do_load_corpus
 from unpooled.service.crowd.simulated import SimulatedCrowd, exhaustive_accuracy, verification_accuracy
@@ -209,7 +210,7 @@ def test_controls_block_a_bad_annotator_and_discount_pending_answers(world):
     st.block_min_controls = 5
     st.block_below_accuracy = 0.6
     st.save()
-    assert actions.create_verify_controls(corpus, 30, rng=2) == 30
+    assert create_verify_controls(corpus, 30, rng=2) == 30
     ids = list(RelationInstance.objects.filter(submission=sub).order_by("pk").values_list("pk", flat=True))[:60]
     actions.request_verification(sub, ids)
     from unpooled.service.crowd.simulated import SimulatedWorker

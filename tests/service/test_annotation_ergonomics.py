@@ -12,6 +12,7 @@ from django.urls import reverse
 from django.utils import timezone
 
 from unpooled.service.annotation import actions
+from unpooled.service.annotation.controls import create_verify_controls
 from unpooled.service.annotation.models import Annotator, Answer, Assignment, Kind, Task
 from unpooled.service.submissions.models import RelationInstance
 
@@ -144,7 +145,7 @@ def test_undo_is_refused_for_mturk_and_blocked_annotators(setup):
 
 def test_undo_of_a_control_takes_its_score_back(setup):
     corpus = setup
-    actions.create_verify_controls(corpus, 2, rng=0)
+    create_verify_controls(corpus, 2, rng=0)
     ann = actions.annotator_for_user(User.objects.get(username="ann"))
     ctrl = Task.objects.filter(is_control=True).order_by("pk").first()
     lease = actions._try_lease(ctrl.pk, ann, timezone.now())

@@ -265,11 +265,23 @@ def test_breakdown_matches_hand_computation(world, client):
     # the group estimates weighted by their estimated masses give back the joint precision of the score
     combined = sum(r["mass_hat"] * r["p"] for r in bd["relation"] if r["p"] is not None)
     assert combined == pytest.approx(score.details["raw"]["p"], abs=1e-9)
-    assert bd["all"]["r"] == pytest.approx(hand["recall_all"], abs=1e-9)
+    # the groups' recall (the exhaustive documents alone) weighted by their true instances' weights: the simple
+    # recall over every true instance; the "all" row is the score itself, figure for figure
+    rows_r = [r for r in bd["relation"] if r["r"] is not None]
+    assert sum(r["true_weight"] * r["r"] for r in rows_r) / sum(r["true_weight"] for r in rows_r) == pytest.approx(
+        hand["recall_all"], abs=1e-9)
+    for k in ("p", "p_lo", "p_hi", "r", "r_lo", "r_hi", "f1", "f1_lo", "f1_hi"):
+        assert bd["all"][k] == getattr(score, k), k
+    assert bd["all"]["n_true"] == len(_truth(corpus))
     assert bd["all"]["instances"] == a.instances.count() and bd["own_draws"] == score.draws
     # the page shows the tables, the numbers and the charts
-    for g in ("relation-table", "type-table", 'id="scores"', 'id="errors"', 'id="missed"', "<svg"):
+    for g in ("relation-table", "type-table", 'id="scores"', 'id="errors"', 'id="missed"'):
         assert g in html, g
+    # 3 exhaustive documents: every group's recall rests on fewer than 5 documents, so every F1 reads "too few"
+    # and no chart is drawn
+    assert all(r["r_few"] and r["f1_few"] for r in bd["relation"] + bd["entity_type"] if r["r"] is not None)
+    assert "too few true instances" in html and "too few draws" in html and "<svg" not in html
+    assert 'all: the headline score' in html
     assert rel["P17"]["description"] == "country" and '<code>P17</code> <span class="muted">country</span>' in html
     some = next(r for r in bd["relation"] if r["p"] is not None)
     assert f'data-group="{some["group"]}"' in html
@@ -564,6 +576,51 @@ def test_headline_short_tables_and_names(world, client):
     # relation names beside their codes in the instance table; the duplicate "by predicate" list is gone
     assert '<code>P17</code> <span class="muted">country</span>' in html and "Instances by predicate" not in html
     assert "string_instances" not in html
+
+
+def test_headline_says_when_and_from_what_the_score_changed(world, client):
+    """A re-scoring that leaves the figures alone says nothing; one that moves them shows the previous figures and
+    when they changed; the labelled-sample figures sit under one detail; annotator quality is sensitivity and
+    false-positive rate."""
+    from django.core.cache import cache
+
+    from unpooled.service.evaluations.actions import score_corpus
+    from unpooled.service.evaluations.lifecycle import score_change
+
+    corpus, a, b = world
+    url = reverse("web:submission", args=[a.pk])
+    first = Score.objects.filter(submission=a, level="instance").latest("id")
+    assert score_change(first) is None and 'id="score-change"' not in client.get(url).content.decode()
+    score_corpus(corpus, level="instance")
+    same = Score.objects.filter(submission=a, level="instance").latest("id")
+    assert same.pk != first.pk and score_change(same) is None
+    # a label of one of a's drawn keys flips: the figures move
+    keys = Draw.objects.filter(submission=a, level="instance").values("key")
+    lab = Label.objects.filter(corpus=corpus, method="majority", correct=True, key__in=keys).order_by("id").first()
+    Label.objects.create(corpus=corpus, key=lab.key, key_hash=lab.key_hash, probability=1 / 3, correct=False,
+                         method="majority", n_answers=3, guideline_version="test")
+    score_corpus(corpus, level="instance")
+    new = Score.objects.filter(submission=a, level="instance").latest("id")
+    assert round(new.p, 3) != round(first.p, 3)
+    got = score_change(new)
+    assert got["changed"] == new.created and got["previous_created"] == same.created
+    assert got["previous"] == {k: getattr(first, k) for k in ("p", "p_lo", "p_hi", "r", "r_lo", "r_hi", "f1", "f1_lo",
+                                                                "f1_hi")}
+    html = client.get(url).content.decode()
+    assert 'id="score-change"' in html
+    assert (f"before, P {floatformat(first.p, 3)} [{floatformat(first.p_lo, 3)}–{floatformat(first.p_hi, 3)}], "
+            f"R {floatformat(first.r, 3)}") in html
+    assert 'id="raw-figures"' not in html and "crowd-rates" not in html  # labels without votes: neither
+    # with the crowd's votes: the rates the correction used, the labelled-sample figures under one detail
+    new.details = {**new.details, "sample": {"p": 0.5, "r": 0.25, "f1": 0.3333}, "crowd_rates": {"sens": 0.79,
+                                                                                                 "fpr": 0.18}}
+    new.save(update_fields=["details"])
+    cache.clear()
+    html = client.get(url).content.decode()
+    assert "sensitivity 0.79, false-positive rate 0.18" in html and "accuracy" not in html.split('id="entities"')[0]
+    raw = html.split('id="raw-figures"')[1].split("</details>")[0]
+    assert "Labelled sample, every majority label taken as certain" in raw and "P 0.500, R 0.250, F1 0.333" in raw
+    assert "raw share" not in html and "Raw labelled sample" not in html
 
 
 def test_team_edits_settings_on_the_page_and_others_are_refused(world):

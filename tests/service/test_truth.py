@@ -148,7 +148,8 @@ def test_truth_beside_the_estimates_end_to_end(shared_data, tmp_path, capsys, cl
         assert set(s.details["variance"]) == {"design", "votes", "rates"}
         assert s.p_lo <= s.p <= s.p_hi and 0 <= s.p_lo and s.p_hi <= 1
         html = client.get(f"/submissions/{r['submission']}/").content.decode()
-        assert f"each majority label taken as certain): P {smp['p']:.3f}" in html
+        raw = html.split('id="raw-figures"')[1].split("</details>")[0]
+        assert "every majority label taken as certain" in raw and f"P {smp['p']:.3f}" in raw
         assert "corrected for annotator error" in html and f"sensitivity {rates['sens']:.2f}" in html
     k, n = out["truth_inside"]
     with capsys.disabled():

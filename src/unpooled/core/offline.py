@@ -40,13 +40,16 @@ instances; ``documents=N`` (``--exhaustive-documents N``) gives how many were an
 counting those without any true instance (default: the number of distinct documents present,
 with a warning).
 
-**Sentence split** (optional, ``corpus=PATH`` of :func:`load`, ``--corpus``; any format of
-:mod:`unpooled.core.corpus`, the sentences of a ``jsonl`` corpus as given, else split).  The
-exhaustive protocol pairs mentions *within one sentence*, so :math:`p_0` is 0 for a pooled
-instance whose subject and object lie in different sentences (the joint recall's
-:math:`\hat\nu_i`); an instance of the exhaustive file is inside by definition.  Every labelled
-draw's document must be in the corpus (``UP201``).  Without a corpus :math:`p_0` stays 1
-everywhere, with a warning.
+**The current corpus** (optional, ``corpus=PATH`` of :func:`load`, ``--corpus``; any format of
+:mod:`unpooled.core.corpus`, the sentences of a ``jsonl`` corpus as given, else split): the
+documents the exhaustive sample was drawn from, and their sentence split.  The exhaustive
+protocol pairs mentions *within one sentence*, so :math:`p_0` is 0 for a pooled instance whose
+subject and object lie in different sentences (the joint recall's :math:`\hat\nu_i`); an
+instance of the exhaustive file is inside by definition, and its document must be in the corpus
+(``UP201``).  A labelled draw on a document outside the corpus (a label kept from an earlier
+corpus) gets :math:`p_0 = 0` too and counts for precision only, with a warning naming it
+(:func:`~unpooled.core.estimators.exhaustive.p0_support`).  Without a corpus the population
+is unknown and :math:`p_0` stays 1 everywhere, with a warning.
 
 The universe is the union of the submitted instances by instance key; :math:`p_i` is the
 sampling distribution of ``level`` (:mod:`unpooled.core.estimators.sampling`) computed
@@ -73,7 +76,7 @@ import scipy.sparse as sp
 from .diagnostics import Report
 from .errors import InvalidInputError, check_choice, LocatedError, UnpooledError
 from .estimators import LEVELS, Scores, estimate, make_design, sampling_distribution
-from .estimators.exhaustive import Sentences, sentence_index, within_sentence
+from .estimators.exhaustive import Sentences, outside_population, p0_support, sentence_index, within_sentence
 from .estimators.joint import ESTIMATORS, WEIGHTS, Design, WeightDegeneracyWarning
 from .kb.lines import Limits, read_lines
 from .kb.model import normalise_value
@@ -136,7 +139,9 @@ class OfflineData:
     """Everything read from the three inputs, with the report of every file.
 
     ``sentences``: the sentence split of the corpus given to :func:`load` (``doc id -> (starts,
-    ends)``, the documents of the draws and of the exhaustive file), or None; ``corpus`` its path.
+    ends)``, the documents of the draws and of the exhaustive file), or None; ``corpus`` its path;
+    ``population``: the documents of the draws and of the exhaustive file that the corpus holds (the
+    current documents recall's pool follows, :func:`score`'s ``population``), or None.
     """
 
     submissions: tuple[Submission, ...]
@@ -145,6 +150,7 @@ class OfflineData:
     reports: tuple[Report, ...]
     sentences: Sentences | None = None
     corpus: str | None = None
+    population: frozenset[str] | None = None
 
     @property
     def ok(self) -> bool:
@@ -456,18 +462,20 @@ def read_exhaustive(path: str | Path, *, limits: Limits = Limits()) -> tuple[lis
     return out, rep
 
 
-def read_answers(path: str | Path, *, limits: Limits = Limits()):
+def read_answers(path: str | Path, *, limits: Limits = Limits(), relation_strata: dict | None = None):
     """Read verification answers, one a line, as a dataset release's ``answers.jsonl`` holds them.
 
     A line: ``task`` (the item answered: a number or string), ``annotator`` (who answered), ``correct`` (the
     answer says the instance is correct), ``key`` (the instance; not needed for a gold ``control``, whose
     ``gold.correct`` is its known answer); optional ``kind`` (lines of another kind than ``verify`` are passed
-    over) and ``counted`` (false: passed over, as the service does).  Items and annotators are numbered in
+    over), ``counted`` (false: passed over, as the service does) and ``relation`` (the item's relation: the crowd's
+    rates are then fitted per relation, :mod:`unpooled.core.estimators.strata`; ``relation_strata`` numbers
+    them, default in name order).  Items and annotators are numbered in
     order of first appearance (the service's order when the file lists answers by id).
 
     Returns ``(VerifyAnswers, Report)``.
     """
-    from .annotation.confusion import VerifyAnswers
+    from .annotation.confusion import VerifyAnswers, relation_stratum_codes
 
     path = Path(path)
     if not path.is_file():
@@ -477,6 +485,7 @@ def read_answers(path: str | Path, *, limits: Limits = Limits()):
     workers: dict = {}
     keys: list = []
     control: list = []
+    relations: list = []
     it, wk, yes = [], [], []
     n_lines = 0
     for lineno, line in read_lines(path, rep, limits=limits):
@@ -516,11 +525,17 @@ def read_answers(path: str | Path, *, limits: Limits = Limits()):
                         field="key", text=line)
                 continue
             cls = -1
+        relation = obj.get("relation")
+        if relation is not None and not isinstance(relation, str):
+            rep.add(lineno, "UP107", f"'relation' (the item's relation: its stratum of the crowd model) must be a "
+                                     f"string, got {relation!r}", field="relation", text=line)
+            continue
         i = items.get(task)
         if i is None:
             i = items[task] = len(keys)
             keys.append(key)
             control.append(cls)
+            relations.append(relation or "")
         elif keys[i] != key:
             rep.add(lineno, "UP107", f"task {task!r} was about {keys[i]!r} on an earlier line, here {key!r}",
                     field="key", text=line)
@@ -529,8 +544,11 @@ def read_answers(path: str | Path, *, limits: Limits = Limits()):
         wk.append(workers.setdefault(ann, len(workers)))
         yes.append(int(correct))
     rep.counts.update(lines=n_lines, answers=len(it), items=len(keys), annotators=len(workers))
+    strata = (None, None, None)
+    if any(relations):  # the crowd model by relation (core.estimators.strata)
+        strata = relation_stratum_codes(relations, relation_strata)
     return VerifyAnswers(np.array(it, np.int64), np.array(wk, np.int64), np.array(yes, np.int64), keys,
-                         np.array(control, np.int64), len(workers)), rep
+                         np.array(control, np.int64), len(workers), None, None, None, *strata), rep
 
 
 def read_sentences(corpus: str | Path, fmt: str | None = None, *, docs=None) -> dict[str, tuple[list, list]]:
@@ -550,17 +568,16 @@ def read_sentences(corpus: str | Path, fmt: str | None = None, *, docs=None) -> 
     return sentence_index(iter_documents(corpus, fmt), docs=docs)
 
 
-def _check_corpus_documents(draws, sentences, rep: Report, corpus: str) -> list[LabelledDraw]:
-    """Draws whose document the corpus has; the others are ``UP201`` errors of the labels file."""
+def _check_exhaustive_documents(true, sentences, rep: Report, corpus: str) -> list[TrueInstance]:
+    """True instances whose document the corpus has; the others are ``UP201`` errors of the exhaustive file."""
     keep = []
-    for d in draws:
-        doc = InstanceRef.from_key(d.key).doc
-        if doc in sentences:
-            keep.append(d)
+    for t in true:
+        if t.ref.doc in sentences:
+            keep.append(t)
             continue
-        rep.add(d.line, "UP201", f"document {doc!r} of this draw is not in the corpus {corpus}: its sentence split "
-                                 "is unknown", field="doc",
-                help="give the corpus the submissions were made on (--corpus), or leave it out")
+        rep.add(t.line, "UP201", f"document {t.ref.doc!r} of this true instance is not in the corpus {corpus}, "
+                                 "the documents the exhaustive sample was drawn from", field="doc",
+                help="give the current corpus (--corpus), or leave it out")
     return keep
 
 
@@ -569,9 +586,10 @@ def load(labels: str | Path, submissions: str | Path, exhaustive: str | Path, *,
          limits: Limits = Limits()) -> OfflineData:
     """Read the three inputs; problems are in ``.reports`` (check ``.ok``).
 
-    ``corpus`` (optional): a corpus file or folder (``corpus_format``, detected when None) whose
-    sentence split restricts :math:`p_0` to instances within one sentence (module docs); a
-    labelled draw in a document the corpus lacks is a located error (``UP201``).
+    ``corpus`` (optional): the current corpus, a file or folder (``corpus_format``, detected when
+    None): its documents are the population recall's pool follows, and its sentence split restricts
+    :math:`p_0` to instances within one sentence (module docs); a true instance of the exhaustive
+    file in a document the corpus lacks is a located error (``UP201``).
 
     Raises
     ------
@@ -591,9 +609,9 @@ def load(labels: str | Path, submissions: str | Path, exhaustive: str | Path, *,
     if corpus is not None:
         wanted = {InstanceRef.from_key(d.key).doc for d in draws} | {t.ref.doc for t in true}
         sentences = read_sentences(corpus, corpus_format, docs=wanted)
-        draws = _check_corpus_documents(draws, sentences, lab_rep, str(corpus))
+        true = _check_exhaustive_documents(true, sentences, ex_rep, str(corpus))
     return OfflineData(tuple(subs), tuple(draws), tuple(true), (*sub_reps, lab_rep, ex_rep), sentences,
-                       None if corpus is None else str(corpus))
+                       None if corpus is None else str(corpus), None if corpus is None else frozenset(sentences))
 
 
 # -- scoring --------------------------------------------------------------------------------
@@ -612,13 +630,14 @@ def system_distribution(sub: Submission, level: str) -> np.ndarray:
 
 def build_design(data: OfflineData, *, level: str = "instance", match: str = "exact",
                  corrected_labels: bool = False, documents: int | None = None,
-                 sentences: Sentences | None = None) -> tuple[Design, list[InstanceRef]]:
+                 sentences: Sentences | None = None, population=None) -> tuple[Design, list[InstanceRef]]:
     """The estimators' :class:`Design` and the universe (union of submissions by key).
 
     The design knows the document of every exhaustive instance (``documents``: how many were
-    annotated, at least the number present; default that number).  ``sentences`` (default
-    ``data.sentences``): :math:`p_0 = 0` for a drawn instance outside the exhaustive protocol's
-    support, i.e. across sentences and not in the exhaustive file (:func:`inside_p0`); None: no
+    annotated, at least the number present; default that number).  :math:`p_0 = 0` for a drawn
+    instance outside the support of :math:`p_0` (:func:`~unpooled.core.estimators.exhaustive.p0_support`):
+    across sentences of ``sentences`` (default ``data.sentences``) and not in the exhaustive file, or
+    on a document outside ``population`` (default ``data.population``, the current corpus); None: no
     restriction.
     """
     check_choice("level", level, LEVELS)
@@ -661,26 +680,14 @@ def build_design(data: OfflineData, *, level: str = "instance", match: str = "ex
         gs = match_universe(universe, members, targets=xs, policy=match).toarray().astype(bool) if len(xs) else None
         p0 = p0 / match_multiplicity(universe, policy=match)
     sentences = data.sentences if sentences is None else sentences
-    inside = inside_p0(data, universe, xs, sentences) if sentences is not None else None
+    population = data.population if population is None else population
+    inside = None
+    if sentences is not None or population is not None:
+        inside = p0_support([universe[u] for u in xs.tolist()], found={t.key for t in data.exhaustive},
+                            sentences=sentences, population=population)
     design = make_design(P, src, xs, f, g0, v0, p0, gs=gs, corrected_labels=corrected_labels,
                          y0_docs=[t.ref.doc for t in data.exhaustive], documents=documents, inside=inside)
     return design, universe
-
-
-def inside_p0(data: OfflineData, universe: list[InstanceRef], xs: np.ndarray, sentences: Sentences) -> np.ndarray:
-    """Per draw, whether the drawn instance is in the support of :math:`p_0`: both arguments in one
-    sentence (:func:`~unpooled.core.estimators.exhaustive.within_sentence`), or it is in the exhaustive
-    file (the protocol found it, so it can)."""
-    found = {t.key for t in data.exhaustive}
-    memo: dict[int, bool] = {}
-    out = np.empty(len(xs), dtype=bool)
-    for s, u in enumerate(xs.tolist()):
-        v = memo.get(u)
-        if v is None:
-            ref = universe[u]
-            v = memo[u] = ref.key in found or within_sentence(ref, sentences)
-        out[s] = v
-    return out
 
 
 def system_rows(sc: Scores, n_own, names, *, estimator: str = "joint") -> tuple[SystemScore, ...]:
@@ -720,7 +727,7 @@ def system_rows(sc: Scores, n_own, names, *, estimator: str = "joint") -> tuple[
 def score(data: OfflineData, *, level: str = "instance", estimator: str = "joint", weights: str = "balance",
           match: str = "exact", bootstrap: int = 0, confidence: float = 0.90, rng=None,
           corrected_labels: bool = False, documents: int | None = None,
-          sentences: Sentences | None = None, votes=None) -> OfflineResult:
+          sentences: Sentences | None = None, population=None, votes=None) -> OfflineResult:
     r"""Estimate P, R and F1 of every submitted system.
 
     Parameters
@@ -756,6 +763,12 @@ def score(data: OfflineData, *, level: str = "instance", estimator: str = "joint
         corpus given to :func:`load`): :math:`p_0(x) = 0` in the joint :math:`\hat\nu_i` for a
         drawn instance whose arguments lie in different sentences, which the exhaustive protocol
         cannot find.  None: :math:`p_0 = 1` for every pooled instance (a warning with ``joint``).
+    population : collection of str, optional
+        The documents of the current corpus, which the exhaustive sample was drawn from (default
+        ``data.population``, from the corpus given to :func:`load`): a labelled draw on another
+        document (a label kept from an earlier corpus) gets :math:`p_0 = 0` and counts for precision
+        only, with a warning naming it; every exhaustive instance must lie in it.  None: unknown, no
+        restriction.
     votes : KeyedAnswers, optional
         The verification answers behind the labels, by instance key, with the workers' confusions
         (:class:`~unpooled.core.estimators.noisy.KeyedAnswers`): the estimates then come from the votes, not
@@ -777,15 +790,20 @@ def score(data: OfflineData, *, level: str = "instance", estimator: str = "joint
             + (f" (the exhaustive file has true instances in {present} documents)" if present else "")
             + f", got {documents!r}")
     sentences = data.sentences if sentences is None else sentences
+    population = data.population if population is None else frozenset(population)
+    stray = sorted({t.ref.doc for t in data.exhaustive} - population) if population is not None else []
+    if stray:
+        raise InvalidInputError(f"population: expected the documents the exhaustive sample was drawn from, but the "
+                                f"exhaustive file has true instances in {len(stray)} other(s), e.g. {stray[0]!r}")
     design, universe = build_design(data, level=level, match=match, corrected_labels=corrected_labels,
-                                    documents=documents, sentences=sentences)
+                                    documents=documents, sentences=sentences, population=population)
     crowd = None
     if votes is not None:
         index: dict[str, int] = {}
         for sub in data.submissions:
             for key in sub.keys:
                 index.setdefault(key, len(index))
-        crowd = votes.on(index, len(universe))
+        crowd = votes.on(index, len(universe), [x.predicate for x in universe])
     names = tuple(s.name for s in data.submissions)
     glob: list[str] = []
     if design.n0 == 0:
@@ -794,15 +812,19 @@ def score(data: OfflineData, *, level: str = "instance", estimator: str = "joint
         glob.append(f"the number of exhaustively annotated documents is not given (--exhaustive-documents, "
                     f"documents=): recall's variance treats the {present} documents with a true instance as the "
                     "sample; documents without true instances are then not counted")
-    outside = 0
+    outside = int((design.p0[design.xs] == 0).sum())  # labelled draws outside p0's support
+    left_out = outside_population([universe[u] for u in design.xs.tolist()], population) if outside else None
+    if estimator == "joint" and left_out:
+        glob.append(left_out)
     if sentences is None:
         if estimator == "joint":
             glob.append("no sentence split (--corpus, sentences=): p0 = 1 for every pooled true instance, also "
                         "those whose subject and object lie in different sentences, which the exhaustive protocol "
                         "(mention pairs within one sentence) cannot find; they dilute every system's recall. Give "
-                        "--corpus to restrict p0 to instances within one sentence")
+                        "--corpus to restrict p0 to instances within one sentence"
+                        + ("" if population is not None else " of the current corpus's documents (without it, labels "
+                           "kept from documents no longer in the corpus also count in recall's pool)"))
     else:
-        outside = int((design.p0[design.xs] == 0).sum())  # labelled draws outside p0's support
         crossing = [t.line for t in data.exhaustive if not within_sentence(t.ref, sentences)]
         if crossing:
             lines = ", ".join(map(str, crossing[:10])) + (", ..." if len(crossing) > 10 else "")
@@ -838,7 +860,7 @@ def score_files(labels: str | Path, submissions: str | Path, exhaustive: str | P
 
 __all__ = [
     "MATCHES", "InputFindings", "LabelledDraw", "OfflineData", "OfflineResult", "Submission", "SystemScore",
-    "TrueInstance", "build_design", "inside_p0", "load", "read_answers", "read_exhaustive", "read_labels",
+    "TrueInstance", "build_design", "load", "read_answers", "read_exhaustive", "read_labels",
     "read_sentences",
     "read_submission", "read_submissions", "score", "score_files", "system_distribution", "system_name",
     "system_rows",

@@ -22,6 +22,9 @@ def register(sub) -> None:
     sim = cs.add_parser("simulate", help="answer every open task of a corpus with the simulated crowd")
     sim.add_argument("--corpus", required=True, help="the stored corpus whose open tasks are answered")
     sim.add_argument("--accuracy", type=float, default=0.8, help="each simulated annotator's accuracy (0.8)")
+    sim.add_argument("--relation-accuracy", metavar="SPEC",
+                     help="verification accuracy by relation, e.g. 'P108,P463=0.75/0.45; *=0.97/0.07' (relations no "
+                          "group names: --accuracy)")
     sim.add_argument("--annotators", type=int, default=5, help="number of simulated annotators (5)")
     sim.add_argument("--bias", type=float, default=0.0, help="lean of errors towards 'correct' in [-1, 1] (0)")
     sim.add_argument("--latency", type=float, default=10.0, help="mean seconds per answer (10)")
@@ -143,6 +146,9 @@ def cmd_simulate(args) -> int:
         raise CommandError(f"--bias {args.bias}: expected a value in [-1, 1]")
     if args.annotators < 1:
         raise CommandError(f"--annotators {args.annotators}: at least 1")
+    from .evaluate import relation_accuracy_option
+
+    rates = relation_accuracy_option(args)
     setup_django()
     from unpooled.service.annotation.actions import reaggregate, settings_for
     from unpooled.service.annotation.models import Task
@@ -155,7 +161,7 @@ def cmd_simulate(args) -> int:
     if not corpus.has_gold:
         raise CommandError(f"corpus {corpus.name} has no gold layer: the simulated crowd answers from it")
     crowd = SimulatedCrowd.uniform(corpus, args.annotators, accuracy=args.accuracy, bias=args.bias,
-                                   latency=args.latency, rng=args.seed)
+                                   latency=args.latency, rng=args.seed, relation_rates=rates)
     open_tasks = Task.objects.filter(corpus=corpus, status=Task.Status.OPEN, is_control=False).count()
     with progress_bar(desc="simulated answers", unit="answer", total=None) as bar:
         report = crowd.run(max_answers=args.max_answers, progress=bar.update)
@@ -229,7 +235,7 @@ def cmd_documents(args) -> int:
 
 def cmd_controls(args) -> int:
     setup_django()
-    from unpooled.service.annotation.actions import create_verify_controls
+    from unpooled.service.annotation.controls import create_verify_controls
 
     corpus = _corpus(args.corpus)
     made = create_verify_controls(corpus, args.n, rng=args.seed)

@@ -18,6 +18,10 @@ def register(sub) -> None:
                    help="who answers the verification tasks: a simulated crowd (default), in-house annotators on "
                         "the web pages, or Mechanical Turk")
     p.add_argument("--accuracy", type=float, default=0.8, help="simulated annotators' accuracy (0.8)")
+    p.add_argument("--relation-accuracy", metavar="SPEC",
+                   help="simulated verification accuracy by relation, e.g. 'P108,P463=0.75/0.45; *=0.97/0.07': groups "
+                        "of relations with one accuracy or SENSITIVITY/FALSE_POSITIVE_RATE ('*': every other "
+                        "relation; relations no group names: --accuracy)")
     p.add_argument("--annotators", type=int, default=5, help="simulated annotators (5)")
     p.add_argument("--labels", type=int, default=150, help="draws per pending submission in the first round (150)")
     p.add_argument("--documents", type=int, default=40,
@@ -41,6 +45,20 @@ def register(sub) -> None:
                         "least 8 annotators for them)")
     p.add_argument("--json", action="store_true", help="print the leaderboard rows as JSON")
     p.set_defaults(func=cmd_evaluate)
+
+
+def relation_accuracy_option(args) -> tuple:
+    """``--relation-accuracy`` parsed (:func:`~unpooled.core.annotation.crowd.parse_relation_accuracy`); ()
+    without it."""
+    from unpooled.core.annotation.crowd import parse_relation_accuracy
+    from unpooled.core.errors import InvalidInputError
+
+    if not args.relation_accuracy:
+        return ()
+    try:
+        return parse_relation_accuracy(args.relation_accuracy)
+    except InvalidInputError as e:
+        raise CommandError(f"--relation-accuracy: {e}") from None
 
 
 def _fmt(v, lo, hi) -> str:
@@ -68,6 +86,7 @@ def cmd_coverage(args, corpus) -> int:
         raise CommandError(f"--coverage-trials: corpus {corpus.name} has no gold layer to compare with")
     bar = progress_bar(total=args.coverage_trials, desc="coverage trials", unit="trial")
     rep = run_coverage(corpus, args.coverage_trials, accuracy=args.accuracy, annotators=args.annotators,
+                       relation_rates=args.relation_rates,
                        labels=args.labels, documents=args.documents,
                        controls=100 if args.controls is None else args.controls, replicates=args.replicates,
                        seed=args.seed, level=args.level, progress=lambda k: bar.update(1))
@@ -106,7 +125,8 @@ def _reference(args, corpus, crowd) -> dict | None:
         print("warning: no completely annotated exhaustive document: no human reference")
         return None
     if isinstance(crowd, SimulatedBackend):  # the makers of a document's annotation may not verify it
-        crowd = SimulatedBackend(annotators=max(args.annotators, 8), accuracy=args.accuracy, seed=args.seed + 1)
+        crowd = SimulatedBackend(annotators=max(args.annotators, 8), accuracy=args.accuracy, seed=args.seed + 1,
+                                 relation_rates=args.relation_rates)
     crowd.publish(corpus)
     crowd.collect(corpus)
     reaggregate(corpus)
@@ -127,6 +147,7 @@ def cmd_evaluate(args) -> int:
         raise CommandError(f"--target-width {args.target_width}: expected a width in (0, 1)")
     if args.documents < 0:
         raise CommandError(f"--documents {args.documents}: expected a non-negative number of documents")
+    args.relation_rates = relation_accuracy_option(args)
     setup_django()
     from unpooled.service.corpora.models import Corpus
     from unpooled.service.crowd.base import InHouseBackend, MTurkCrowd, SimulatedBackend
@@ -146,7 +167,7 @@ def cmd_evaluate(args) -> int:
         return cmd_coverage(args, corpus)
     controls = args.controls if args.controls is not None else (100 if args.crowd == "simulated" else 0)
     if controls and corpus.has_gold:
-        from unpooled.service.annotation.actions import create_verify_controls
+        from unpooled.service.annotation.controls import create_verify_controls
         from unpooled.service.annotation.models import Task
 
         if not Task.objects.filter(corpus=corpus, is_control=True).exists():
@@ -154,7 +175,8 @@ def cmd_evaluate(args) -> int:
     if args.crowd == "simulated":
         if not corpus.has_gold:
             raise CommandError(f"--crowd simulated: corpus {corpus.name} has no gold layer to answer from")
-        crowd = SimulatedBackend(annotators=args.annotators, accuracy=args.accuracy, seed=args.seed)
+        crowd = SimulatedBackend(annotators=args.annotators, accuracy=args.accuracy, seed=args.seed,
+                                 relation_rates=args.relation_rates)
     elif args.crowd == "mturk":
         crowd = MTurkCrowd()
     else:

@@ -6,8 +6,9 @@ the system whose sampling distribution drew it) and an exhaustive file (true
 instances of exhaustively annotated documents).  No database.  Two options describe how the
 exhaustive sample was collected: ``--exhaustive-documents N`` (how many documents were annotated,
 counting those without a true instance; recall's variance is that of a cluster sample of
-documents) and ``--corpus PATH`` (the sentence split: the exhaustive protocol pairs mentions
-within one sentence, so p0 is 0 for pooled instances across sentences).
+documents) and ``--corpus PATH`` (the current corpus the exhaustive sample was drawn from: the
+protocol pairs mentions within one sentence, so p0 is 0 for pooled instances across sentences, and
+for labelled draws on documents no longer in the corpus, which count for precision only).
 
 Exit status: 0 scored; 1 located problems in the input files (printed as
 ``path:line:col: CODE message``, like ``unpooled validate``); 2 usage; 3 other
@@ -45,8 +46,10 @@ def register(sub) -> None:
                    help="number of exhaustively annotated documents, counting those without a true instance "
                         "(default: the documents of the exhaustive file, with a warning)")
     p.add_argument("--corpus", default=None, metavar="PATH",
-                   help="corpus file or folder whose sentence split restricts p0 to instances within one sentence, "
-                        "as the exhaustive protocol annotates (default: no restriction, with a warning)")
+                   help="the current corpus (file or folder), which the exhaustive sample was drawn from: p0 is "
+                        "restricted to instances within one sentence, as the exhaustive protocol annotates, and to "
+                        "its documents (labels kept from documents no longer in it count for precision only, with a "
+                        "warning) (default: no restriction, with a warning)")
     p.add_argument("--corpus-format", choices=CORPUS_FORMATS, default=None,
                    help="format of --corpus (detected when omitted)")
     p.add_argument("--answers", default=None, metavar="A.jsonl",
@@ -83,7 +86,7 @@ def write_table(result, out) -> None:
         extra += f"; {o['documents']} exhaustive documents" + ("" if o.get("documents_given") else " (with a true "
                                                                                                     "instance)")
     if o.get("sentences"):
-        extra += f"; p0 within one sentence ({o['outside_p0']} of {len(d.src)} draws outside)"
+        extra += f"; p0 within one sentence of the corpus's documents ({o['outside_p0']} of {len(d.src)} draws outside)"
     out.write(f"estimator {result.scores.method}, level {o['level']}, match {o['match']}: "
               f"{len(result.systems)} systems, {len(d.src)} labelled draws, {d.n0} exhaustive true instances; "
               f"intervals {pct}{extra}\n")

@@ -459,10 +459,14 @@ def select_cells(cells: list, spec: str | None) -> list:
     return [known[n] for n in names]
 
 
-add_regimes_arguments = add_cells_argument
+def add_regimes_arguments(p: argparse.ArgumentParser) -> None:
+    add_cells_argument(p)
+    p.add_argument("--one-stratum", action="store_true",
+                   help="fit one crowd model for every item (the estimator is not told the relation types): "
+                        "the comparison for the cells whose crowd's accuracy depends on the relation type")
 
 
-def _run_cell_table(args, experiment: str, module, title: str) -> int:
+def _run_cell_table(args, experiment: str, module, title: str, **options) -> int:
     """Run ``module``'s default cells (``--cells`` selects) with ``module.run_cell``, one seed per cell, and print
     ``module.format_table`` under ``title`` (or write ``--json``): the regimes and reference experiments."""
     from ..main import CommandError
@@ -473,7 +477,7 @@ def _run_cell_table(args, experiment: str, module, title: str) -> int:
     t0 = time.time()
     with progress_bar(total=len(cells), desc=experiment, unit="cell") as bar:
         for j, cell in enumerate(cells):
-            rows.append(module.run_cell(cell, args.trials, seed=args.seed + 1000 * j).summary())
+            rows.append(module.run_cell(cell, args.trials, seed=args.seed + 1000 * j, **options).summary())
             bar.update(1)
     if args.plot:
         raise CommandError(f"--plot: the {experiment} experiment prints a table (use --json for the figures)")
@@ -490,7 +494,9 @@ def _run_cell_table(args, experiment: str, module, title: str) -> int:
 def run_regimes_cli(args) -> int:
     from unpooled.core.simulate import regimes
 
-    return _run_cell_table(args, "regimes", regimes, "coverage across regimes (fewer trials in the large cells)")
+    return _run_cell_table(args, "regimes", regimes, "coverage across regimes (fewer trials in the large cells)"
+                           + (", one crowd model for every relation type" if args.one_stratum else ""),
+                           use_strata=not args.one_stratum)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -741,7 +747,8 @@ EXPERIMENTS: dict[str, Experiment] = {
     "regimes": Experiment(
         help="bias, width and coverage of the 90%% intervals of P, R and F1 across regimes: system size (5 to "
              "10,000 instances), precision (0.05 to 0.99), crowd accuracy (0.6 to 0.95, and rates the estimator "
-             "is told wrongly), 2 to 300 systems, label reuse and adaptive stopping; scored as the service scores "
+             "is told wrongly), 2 to 300 systems, label reuse (also across a corpus half replaced between two "
+             "periods) and adaptive stopping; scored as the service scores "
              "(from the crowd's votes, error rates fitted with gold controls)",
         add_arguments=add_regimes_arguments, run=run_regimes_cli, trials=100),
     "reference": Experiment(

@@ -111,12 +111,13 @@ def latest_scores(ids) -> dict[int, dict[str, dict]]:
 
 
 def _pm(v, lo, hi) -> str:
-    """``0.958±0.050``: the estimate and the half-width of its interval; ``-`` when there is none."""
+    """``0.958 [0.908, 1.000]``: the estimate and its interval, as the pages, the leaderboard and ``evaluate``
+    print them (a Wilson interval is not symmetric: a ``±`` would misstate one end); ``-`` when there is none."""
     if v is None:
         return "-"
     if lo is None or hi is None:
         return f"{v:.3f}"
-    return f"{v:.3f}±{max(hi - v, v - lo):.3f}"
+    return f"{v:.3f} [{lo:.3f}, {hi:.3f}]"
 
 
 def cmd_list(args) -> int:
@@ -151,7 +152,7 @@ def cmd_list(args) -> int:
     for row in table:
         cells = [(c if len(c) <= widths[i] else c[:widths[i] - 1] + "…") for i, c in enumerate(row)]
         print("  ".join(c.rjust(widths[i]) if i in right else c.ljust(widths[i]) for i, c in enumerate(cells)).rstrip())
-    print(f"scores: the latest estimate at the {lv} level with the half-width of its 90% interval "
+    print(f"scores: the latest estimate at the {lv} level with its 90% interval "
           "(--level for another; --json for all)")
     return 0
 

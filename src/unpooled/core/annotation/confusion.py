@@ -83,48 +83,133 @@ class VerifyAnswers:
     answer_ids: np.ndarray | None = None
     task_ids: np.ndarray | None = None
     annotator_ids: np.ndarray | None = None
+    #: per item, its stratum ``0..H-1`` (what makes items hard: the relation, or a group of relations; controls
+    #: too); None: one stratum
+    stratum: np.ndarray | None = None
+    #: the number of strata (default: the highest stratum + 1); the confusion rows depend on it
+    strata: int | None = None
+    #: relation -> stratum, when the strata are relations (one the mapping does not name: the last stratum)
+    relation_strata: dict | None = None
 
     @property
     def n_items(self) -> int:
         return len(self.item_keys)
 
+    @property
+    def n_strata(self) -> int:
+        if self.stratum is None:
+            return 1
+        if self.strata is not None:
+            return int(self.strata)
+        return int(np.max(self.stratum)) + 1 if len(self.stratum) else 1
 
-def between_worker_variance(yes_c: np.ndarray, n_c: np.ndarray) -> float:
+    @property
+    def n_rates(self) -> int:
+        """Rows of the fitted confusions: one per (worker, stratum), ``worker * n_strata + stratum``."""
+        return self.n_workers * self.n_strata
+
+    def rate_rows(self) -> np.ndarray:
+        """Per answer, the row of its confusions (:attr:`n_rates`): its worker's rates on its item's stratum."""
+        w = np.asarray(self.worker, np.int64)
+        if self.stratum is None:
+            return w
+        return w * self.n_strata + np.asarray(self.stratum, np.int64)[np.asarray(self.item, np.int64)]
+
+    def rates(self, y: np.ndarray, n: np.ndarray, shrinkage) -> np.ndarray:
+        """Rates per confusion row from per-row counts: :func:`shrunk_rates` with one stratum, else
+        :func:`stratified_rates`."""
+        if self.n_strata == 1:
+            return shrunk_rates(y, n, shrinkage)
+        H = self.n_strata
+        return stratified_rates(y.reshape(-1, H), n.reshape(-1, H), shrinkage).ravel()
+
+
+def between_worker_variance(yes_c: np.ndarray, n_c: np.ndarray):
     r"""Method-of-moments variance of a rate between workers (beta-binomial; DerSimonian–Laird form).
 
     :math:`\hat\sigma^2_b = \max\bigl(0, [\sum_w n_w(\hat p_w - \bar p)^2 - \bar p(1-\bar p)(W-1)]
-    / [N - \sum_w n_w^2 / N]\bigr)` over the :math:`W` workers with answers, :math:`N = \sum_w n_w`.
+    / [N - \sum_w n_w^2 / N]\bigr)` over the :math:`W` workers with answers, :math:`N = \sum_w n_w`; 0 with
+    fewer than two workers.  ``(W,)`` counts give a number, ``(W, H)`` counts one per column.
     """
-    ok = n_c > 0
-    W = int(ok.sum())
-    N = float(n_c[ok].sum())
-    if W < 2 or N <= 0:
-        return 0.0
-    pbar = yes_c[ok].sum() / N
-    ph = yes_c[ok] / n_c[ok]
-    num = float((n_c[ok] * (ph - pbar) ** 2).sum()) - pbar * (1 - pbar) * (W - 1)
-    den = N - float((n_c[ok] ** 2).sum()) / N
-    return max(0.0, num / den) if den > 0 else 0.0
+    Y, N = np.asarray(yes_c, float), np.asarray(n_c, float)
+    one = Y.ndim == 1
+    if one:
+        Y, N = Y[:, None], N[:, None]
+    ok = N > 0
+    W = ok.sum(0)
+    tot = np.where(ok, N, 0).sum(0)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        pbar = np.where(ok, Y, 0).sum(0) / np.where(tot > 0, tot, 1)
+        ph = np.where(ok, Y / np.where(ok, N, 1), 0)
+        num = np.where(ok, N * (ph - pbar) ** 2, 0).sum(0) - pbar * (1 - pbar) * (W - 1)
+        den = tot - np.where(ok, N ** 2, 0).sum(0) / np.where(tot > 0, tot, 1)
+        out = np.where((den > 0) & (W >= 2) & (tot > 0), np.maximum(num, 0) / np.where(den > 0, den, 1), 0.0)
+    return float(out[0]) if one else out
 
 
 #: bounds of the empirical-Bayes prior strength (answers' worth)
 EB_MIN, EB_MAX = 1.0, 1e4
 
 
-def shrunk_rates(yes_c: np.ndarray, n_c: np.ndarray, shrinkage, smoothing: float = 0.01) -> np.ndarray:
+#: the most answers' worth a stratum's crowd rate borrows from the other strata's: a relation with a few dozen
+#: answers keeps rates of its own even when most relations are alike (one variance between strata, estimated
+#: by moments, pooled the two easy relations of a crowd with many hard ones entirely)
+STRATUM_PRIOR_MAX = 20.0
+
+
+def shrunk_rates(yes_c: np.ndarray, n_c: np.ndarray, shrinkage, smoothing: float = 0.01, *, prior=None,
+                 tau_max: float = EB_MAX) -> np.ndarray:
     """Per worker ``(yes + s + τ·pooled) / (n + 2s + τ)`` with the pooled rate ``(Σyes + s) / (Σn + 2s)``.
 
     ``shrinkage`` τ in answers, or ``'eb'``: empirical Bayes, τ = p̄(1 − p̄)/σ²_b − 1 from the
     between-worker variance (:func:`between_worker_variance`), so a crowd whose workers do not
-    differ measurably is pooled and one with a spammer is not.
+    differ measurably is pooled and one with a spammer is not.  ``(W, H)`` counts: per column;
+    ``prior``: the means to shrink towards instead of the pooled rate (τ still from the column's spread);
+    ``tau_max``: the largest τ.
     """
-    pooled = (yes_c.sum() + smoothing) / (n_c.sum() + 2 * smoothing)
+    yes_c, n_c = np.asarray(yes_c, float), np.asarray(n_c, float)
+    pooled = (yes_c.sum(0) + smoothing) / (n_c.sum(0) + 2 * smoothing)
     if shrinkage == "eb":
-        var_b = between_worker_variance(yes_c, n_c)
-        tau = EB_MAX if var_b <= 0 else float(np.clip(pooled * (1 - pooled) / var_b - 1, EB_MIN, EB_MAX))
+        var_b = np.asarray(between_worker_variance(yes_c, n_c))
+        with np.errstate(divide="ignore"):
+            tau = np.where(var_b <= 0, tau_max,
+                           np.clip(pooled * (1 - pooled) / np.where(var_b > 0, var_b, 1.0) - 1, EB_MIN, tau_max))
     else:
-        tau = float(shrinkage)
-    return (yes_c + smoothing + tau * pooled) / (n_c + 2 * smoothing + tau)
+        tau = min(float(shrinkage), tau_max)
+    mean = pooled if prior is None else prior
+    return (yes_c + smoothing + tau * mean) / (n_c + 2 * smoothing + tau)
+
+
+def relation_stratum_codes(relations: list, strata: dict | None = None) -> tuple[np.ndarray, int, dict]:
+    """Per item its stratum from its relation: ``(codes, number of strata, relation -> stratum)``, by ``strata``
+    (a relation it does not name, or None: the last stratum) or, without it, the relations in name order."""
+    if strata is None:
+        strata = {r: i for i, r in enumerate(sorted({r for r in relations if r}))}
+    other = len(strata)
+    return np.array([strata.get(r, other) for r in relations], np.int64), other + 1, strata
+
+
+def stratified_rates(yes_c: np.ndarray, n_c: np.ndarray, shrinkage, smoothing: float = 0.01) -> np.ndarray:
+    r"""Per (worker, stratum) rates from ``(W, H)`` counts, shrunk towards the worker's and the stratum's.
+
+    The stratum's crowd rate :math:`r_h` (every worker's answers in the stratum, shrunk towards the crowd's by
+    :func:`shrunk_rates` across strata, at most :data:`STRATUM_PRIOR_MAX` answers' worth) and the worker's overall rate :math:`r_w` (:func:`shrunk_rates` across
+    workers, towards the crowd's rate at the worker's mix of strata :math:`\bar r_w = \sum_h n_{wh} r_h / n_w`)
+    give the prior mean :math:`\operatorname{logit} m_{wh} = \operatorname{logit} r_h +
+    \operatorname{logit} r_w - \operatorname{logit} \bar r_w` (a worker better than the crowd at its own mix is
+    better in every stratum by as much on the logit scale); the cell's rate is ``(yes + s + τ_h m) / (n + 2s + τ_h)``
+    with :math:`\tau_h` the empirical-Bayes strength of the between-worker variance within the stratum (or
+    ``shrinkage`` answers).  A thin cell borrows from its worker and its stratum; a stratum without answers
+    gets the worker's rates.
+    """
+    yes_c, n_c = np.asarray(yes_c, float), np.asarray(n_c, float)
+    r_h = shrunk_rates(yes_c.sum(0), n_c.sum(0), shrinkage, smoothing, tau_max=STRATUM_PRIOR_MAX)
+    n_w = n_c.sum(1)
+    # the crowd's rate at each worker's mix of strata: a worker who answered mostly easy items is not better
+    at_mix = np.where(n_w > 0, (n_c * r_h[None, :]).sum(1) / np.where(n_w > 0, n_w, 1), r_h.mean())
+    r_w = shrunk_rates(yes_c.sum(1), n_w, shrinkage, smoothing, prior=at_mix)
+    prior = 1.0 / (1.0 + np.exp(-(_logit(r_h)[None, :] + (_logit(r_w) - _logit(at_mix))[:, None])))
+    return shrunk_rates(yes_c, n_c, shrinkage, smoothing, prior=prior)
 
 
 def control_confusions(a: VerifyAnswers, weights: np.ndarray | None = None, *, shrinkage=SHRINKAGE
@@ -135,14 +220,15 @@ def control_confusions(a: VerifyAnswers, weights: np.ndarray | None = None, *, s
     """
     w = np.ones(len(a.item)) if weights is None else weights
     truth = a.control[a.item]
+    rows, R = a.rate_rows(), a.n_rates
     rates = []
     for z in (1, 0):
         sel = truth == z
         if not (sel & (w > 0)).any():
             return None
-        n_c = np.bincount(a.worker[sel], weights=w[sel], minlength=a.n_workers)
-        y_c = np.bincount(a.worker[sel], weights=(w * a.yes)[sel], minlength=a.n_workers)
-        rates.append(shrunk_rates(y_c, n_c, shrinkage))
+        n_c = np.bincount(rows[sel], weights=w[sel], minlength=R)
+        y_c = np.bincount(rows[sel], weights=(w * a.yes)[sel], minlength=R)
+        rates.append(a.rates(y_c, n_c, shrinkage))
     return rates[0], rates[1]
 
 
@@ -163,7 +249,11 @@ def ds_confusions(a: VerifyAnswers, item_weights: np.ndarray | None = None, *, c
 
 def ds_fit(a: VerifyAnswers, item_weights=None, *, clamp_controls: bool = False, shrinkage=SHRINKAGE,
             max_iter: int = 200, tol: float = 1e-7, init: np.ndarray | None = None):
-    """:func:`ds_confusions` returning the posteriors too; ``init``: posteriors to start from (else vote shares)."""
+    """:func:`ds_confusions` returning the posteriors too; ``init``: posteriors to start from (else vote shares).
+
+    With strata (``a.stratum``) the confusions are per (worker, stratum) (:meth:`VerifyAnswers.rates`) and the
+    class prior is per stratum (hard relations are both harder to judge and less often correct).
+    """
     n_i = a.n_items
     iw = np.ones(n_i) if item_weights is None else np.asarray(item_weights, float)
     om = iw[a.item]
@@ -174,25 +264,28 @@ def ds_fit(a: VerifyAnswers, item_weights=None, *, clamp_controls: bool = False,
     T = np.where(total > 0, votes / np.maximum(total, 1), 0.5) if init is None else np.asarray(init, float)
     T = np.where(fixed, a.control, T).astype(float)
     said = a.yes == 1
+    rows, R = a.rate_rows(), a.n_rates
+    st = np.zeros(n_i, np.int64) if a.stratum is None else np.asarray(a.stratum, np.int64)
+    H = a.n_strata
     wr = iw * real
-    wr_sum = max(wr.sum(), 1e-12)
+    wr_h = np.maximum(np.bincount(st, weights=wr, minlength=H), 1e-12)
     prev = -np.inf
     sens = fpr = None
     for _ in range(max_iter):
         # M step
-        rho = float(np.clip((wr * T).sum() / wr_sum, 1e-6, 1 - 1e-6))
+        rho = np.clip(np.bincount(st, weights=wr * T, minlength=H) / wr_h, 1e-6, 1 - 1e-6)[st]
         t_a = T[a.item]
         w1, w0 = om * t_a, om * (1 - t_a)
-        n1 = np.bincount(a.worker, weights=w1, minlength=a.n_workers)
-        y1 = np.bincount(a.worker, weights=w1 * a.yes, minlength=a.n_workers)
-        n0 = np.bincount(a.worker, weights=w0, minlength=a.n_workers)
-        y0 = np.bincount(a.worker, weights=w0 * a.yes, minlength=a.n_workers)
-        sens, fpr = shrunk_rates(y1, n1, shrinkage), shrunk_rates(y0, n0, shrinkage)
-        # E step (the logarithms once per worker, not per answer: the same values)
-        l1 = np.where(said, np.log(sens)[a.worker], np.log1p(-sens)[a.worker])
-        l0 = np.where(said, np.log(fpr)[a.worker], np.log1p(-fpr)[a.worker])
-        s1 = np.bincount(a.item, weights=l1, minlength=n_i) + math.log(rho)
-        s0 = np.bincount(a.item, weights=l0, minlength=n_i) + math.log1p(-rho)
+        n1 = np.bincount(rows, weights=w1, minlength=R)
+        y1 = np.bincount(rows, weights=w1 * a.yes, minlength=R)
+        n0 = np.bincount(rows, weights=w0, minlength=R)
+        y0 = np.bincount(rows, weights=w0 * a.yes, minlength=R)
+        sens, fpr = a.rates(y1, n1, shrinkage), a.rates(y0, n0, shrinkage)
+        # E step (the logarithms once per rate row, not per answer: the same values)
+        l1 = np.where(said, np.log(sens)[rows], np.log1p(-sens)[rows])
+        l0 = np.where(said, np.log(fpr)[rows], np.log1p(-fpr)[rows])
+        s1 = np.bincount(a.item, weights=l1, minlength=n_i) + np.log(rho)
+        s0 = np.bincount(a.item, weights=l0, minlength=n_i) + np.log1p(-rho)
         m = np.maximum(s1, s0)
         ll = float((wr * (m + np.log(np.exp(s1 - m) + np.exp(s0 - m)))).sum())
         T = np.where(fixed, a.control, 1.0 / (1.0 + np.exp(s0 - s1)))
@@ -200,7 +293,6 @@ def ds_fit(a: VerifyAnswers, item_weights=None, *, clamp_controls: bool = False,
             break
         prev = ll
     return sens, fpr, T
-
 
 
 def fit_confusions(a: VerifyAnswers, source: str, *, replicates: int = 0, rng=0, shrinkage=SHRINKAGE,
@@ -296,9 +388,11 @@ def items_only(a: VerifyAnswers) -> VerifyAnswers:
     keep = real_item[np.asarray(a.item)]
     new = np.cumsum(real_item) - 1
     pick = (lambda x: None if x is None else np.asarray(x)[keep])
+    st = None if a.stratum is None else np.asarray(a.stratum)[real_item]
     return VerifyAnswers(new[np.asarray(a.item)[keep]], np.asarray(a.worker)[keep], np.asarray(a.yes)[keep],
                          [k for k, r in zip(a.item_keys, real_item) if r], np.full(int(real_item.sum()), -1),
-                         a.n_workers, pick(a.answer_ids), pick(a.task_ids), pick(a.annotator_ids))
+                         a.n_workers, pick(a.answer_ids), pick(a.task_ids), pick(a.annotator_ids),
+                         st, a.n_strata if st is not None else None, a.relation_strata)
 
 
 def real_items(a: VerifyAnswers) -> np.ndarray:
@@ -306,20 +400,31 @@ def real_items(a: VerifyAnswers) -> np.ndarray:
     return np.asarray(a.control) < 0
 
 
-def items_loglik(a: VerifyAnswers, sens, fpr, rho: float) -> float:
+def items_loglik(a: VerifyAnswers, sens, fpr, rho) -> float:
     r"""The answers' mixture log-likelihood :math:`\sum_x \log(\rho L_1(x) + (1-\rho) L_0(x))` over the items
     of ``a`` (their classes unknown), with :math:`L_c(x)` the product over the item's answers of each worker's
-    probability of that answer given class :math:`c`."""
+    probability of that answer given class :math:`c` (its rates on the item's stratum); ``rho``: the class prior,
+    one number or one per item."""
     sens = np.clip(np.asarray(sens, float), 1e-9, 1 - 1e-9)
     fpr = np.clip(np.asarray(fpr, float), 1e-9, 1 - 1e-9)
-    rho = min(max(float(rho), 1e-9), 1 - 1e-9)
+    rho = np.clip(np.asarray(rho, float), 1e-9, 1 - 1e-9)
     said = np.asarray(a.yes) == 1
-    w = np.asarray(a.worker)
+    w = a.rate_rows()
     l1 = np.where(said, np.log(sens)[w], np.log1p(-sens)[w])
     l0 = np.where(said, np.log(fpr)[w], np.log1p(-fpr)[w])
-    s1 = np.bincount(a.item, weights=l1, minlength=a.n_items) + math.log(rho)
-    s0 = np.bincount(a.item, weights=l0, minlength=a.n_items) + math.log1p(-rho)
+    s1 = np.bincount(a.item, weights=l1, minlength=a.n_items) + np.log(rho)
+    s0 = np.bincount(a.item, weights=l0, minlength=a.n_items) + np.log1p(-rho)
     return float(np.logaddexp(s1, s0).sum())
+
+
+def _stratum_means(a: VerifyAnswers, post: np.ndarray) -> np.ndarray:
+    """Per item, the mean posterior of the items of its stratum (the class prior Dawid--Skene fitted)."""
+    if a.stratum is None:
+        return np.full(a.n_items, float(np.mean(post)) if len(post) else 0.5)
+    st = np.asarray(a.stratum, np.int64)
+    H = a.n_strata
+    n = np.maximum(np.bincount(st, minlength=H), 1)
+    return (np.bincount(st, weights=post, minlength=H) / n)[st]
 
 
 def control_mismatch(a: VerifyAnswers, *, shrinkage=SHRINKAGE) -> float | None:
@@ -355,8 +460,8 @@ def control_mismatch(a: VerifyAnswers, *, shrinkage=SHRINKAGE) -> float | None:
     sub = items_only(a)
     s_x, e_x, post = ds_fit(sub, shrinkage=shrinkage)
     s_a, e_a, anchored = ds_fit(a, clamp_controls=True, shrinkage=shrinkage)
-    if 2 * (items_loglik(sub, s_x, e_x, post.mean()) - items_loglik(sub, s_a, e_a, anchored[real_items(a)].mean())
-            ) <= ITEMS_MIN_LR:
+    if 2 * (items_loglik(sub, s_x, e_x, _stratum_means(sub, post))
+            - items_loglik(sub, s_a, e_a, _stratum_means(sub, anchored[real_items(a)]))) <= ITEMS_MIN_LR:
         return None  # the items do not identify rates of their own (docs)
     t = post[sub.item]
     ys = np.asarray(sub.yes, float)
@@ -398,7 +503,9 @@ def fit_preferred(a: VerifyAnswers, *, replicates: int = REPLICATES, rng=0, shri
 
 def keyed_answers(a: VerifyAnswers, point: tuple, reps: list):
     """The non-control answers of ``a`` by instance key with the confusions ``point`` and their replicates
-    ``reps``: the estimator's input (:class:`unpooled.core.estimators.noisy.KeyedAnswers`)."""
+    ``reps``: the estimator's input (:class:`unpooled.core.estimators.noisy.KeyedAnswers`); each answer's
+    "worker" is its confusion row (:meth:`VerifyAnswers.rate_rows`); with ``a.relation_strata`` the estimator
+    places the universe's instances in strata by their relation."""
     from ..estimators.noisy import KeyedAnswers
 
     real = np.asarray(a.control)[a.item] < 0
@@ -408,4 +515,5 @@ def keyed_answers(a: VerifyAnswers, point: tuple, reps: list):
     if len(reps) > 1:
         sr = np.array([r[0] for r in reps])
         fr = np.array([r[1] for r in reps])
-    return KeyedAnswers(keys, np.asarray(a.worker)[real], np.asarray(a.yes)[real].astype(bool), sens, fpr, sr, fr)
+    return KeyedAnswers(keys, a.rate_rows()[real], np.asarray(a.yes)[real].astype(bool), sens, fpr, sr, fr,
+                        a.relation_strata if a.stratum is not None else None)

@@ -69,6 +69,53 @@ def simulate_answers(truth, annotators: list[SimulatedAnnotator], *, k: int = 3,
     return ans, latency
 
 
+def parse_relation_accuracy(spec: str) -> tuple:
+    """A crowd whose accuracy depends on the relation, from ``"P108,P463=0.75/0.45; *=0.97/0.07"``: groups of
+    relations separated by ``;``, each ``RELATIONS=ACCURACY`` (the same on both classes) or
+    ``RELATIONS=SENSITIVITY/FALSE_POSITIVE_RATE``; ``*`` names every relation no group names.  Returns
+    ``((relations or None for *, sensitivity, false-positive rate), ...)``.
+
+    >>> parse_relation_accuracy("P17=0.95; *=0.75/0.45")
+    ((frozenset({'P17'}), 0.95, 0.050000000000000044), (None, 0.75, 0.45))
+    """
+    out, seen = [], set()
+    for n, part in enumerate(p for p in (spec or "").split(";") if p.strip()):
+        rels, sep, value = part.partition("=")
+        names = [r.strip() for r in rels.split(",") if r.strip()]
+        where = f"relation accuracy, group {n + 1} ({part.strip()!r})"
+        if not sep or not names:
+            raise InvalidInputError(f"{where}: expected RELATIONS=ACCURACY or RELATIONS=SENSITIVITY/FPR")
+        try:
+            nums = [float(x) for x in value.split("/")]
+        except ValueError:
+            raise InvalidInputError(f"{where}: {value.strip()!r} is not a number or SENSITIVITY/FPR") from None
+        if len(nums) not in (1, 2) or not all(0 <= x <= 1 for x in nums):
+            raise InvalidInputError(f"{where}: expected one accuracy or SENSITIVITY/FPR, each in [0, 1]")
+        sens, fpr = (nums[0], 1 - nums[0]) if len(nums) == 1 else nums
+        again = seen.intersection(names)
+        if again:
+            raise InvalidInputError(f"{where}: {sorted(again)[0]} is named by an earlier group")
+        seen.update(names)
+        out.append((None if names == ["*"] else frozenset(names), sens, fpr))
+        if "*" in names and names != ["*"]:
+            raise InvalidInputError(f"{where}: '*' stands alone (every relation no other group names)")
+    if not out:
+        raise InvalidInputError("relation accuracy: expected at least one group RELATIONS=ACCURACY")
+    return tuple(out)
+
+
+def relation_rates(table: tuple, relation: str) -> tuple[float, float] | None:
+    """The (sensitivity, false-positive rate) ``table`` (:func:`parse_relation_accuracy`) gives ``relation``,
+    or None when no group names it and there is no ``*``."""
+    default = None
+    for names, sens, fpr in table:
+        if names is None:
+            default = (sens, fpr)
+        elif relation in names:
+            return sens, fpr
+    return default
+
+
 def expected_majority_accuracy(accuracy: float, k: int) -> float:
     r""":math:`P(\text{Binomial}(k, a) > k/2)`, ties at even *k* broken at random (half credit).
 

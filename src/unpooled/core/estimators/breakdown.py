@@ -63,9 +63,15 @@ through ``design.g0`` (the policy of the overall recall):
 
 .. math::
 
-    \hat r_i(g) = \frac{\sum_k v_k\,1_g(y_k)\,g_i(y_k)}{\sum_k v_k\,1_g(y_k)}, \qquad
-    \widehat{\mathrm{Var}} = \frac{n_0}{n_0-1}\sum_k T_k^2, \quad
-    T_k = \frac{v_k\,1_g(y_k)\,(g_i(y_k) - \hat r_i(g))}{\sum_k v_k 1_g(y_k)} .
+    \hat r_i(g) = \frac{\sum_k v_k\,1_g(y_k)\,g_i(y_k)}{V_g}, \qquad
+    T_k = \frac{v_k\,1_g(y_k)\,(g_i(y_k) - \hat r_i(g))}{V_g}, \qquad V_g = \sum_k v_k 1_g(y_k) .
+
+:math:`\hat Y_0` is a sample of documents, and the true instances of one document move together, so the
+variance is that of the overall recall's :math:`\hat\theta` (:func:`~.joint._var0`): when the design knows the
+documents, the leverage-corrected delete-one-document jackknife of the :math:`T_k` over all :math:`N` sampled
+documents (zeros for documents without an instance of :math:`g`), the shares :math:`h_d = \sum_{k\in d}
+v_k 1_g(y_k)/V_g`, times Student's :math:`(t_{N-1}/z)^2`; otherwise :math:`\frac{n_0}{n_0-1}\sum_k (T_k -
+\bar T)^2`.
 
 This is the simple recall estimator (method.md §2.1) within :math:`g`; the joint
 factorisation :math:`\theta\nu` (§2.3) would need the group of every pooled positive draw
@@ -82,6 +88,12 @@ independent samples, so :math:`\mathrm{Var}\,\hat F \approx (\partial_P F)^2\,\m
 for the overall scores); the fallback size is the Kish effective sample size of the
 group's weights (precision) and the number of exhaustive true instances in the group
 (recall).  F1's is derived from those two (:func:`unpooled.core.estimators.joint.f1_interval`).
+
+**Too few draws.**  A group's precision rests on :math:`e_P = \bigl(\sum w_s\bigr)^2/\sum w_s^2` effective draws
+(with votes, at most the effective number of distinct items: an item's votes count once), its recall on
+:math:`e_R = V_g^2/\sum_k v_k^2 1_g(y_k)`, at most the number of documents its true instances come from.  Below
+:data:`MIN_EFFECTIVE` the row flags the estimate (``p_few``, ``r_few``; F1 with either) instead of giving an
+interval that says nothing (1.000 [0.000, 1.000] from 4 draws) or one that is too short.
 
 References
 ----------
@@ -100,9 +112,15 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..errors import InvalidInputError, check_choice
-from .joint import ESTIMATORS, WEIGHTS, Design, WeightDegeneracyWarning, estimate, f1_interval, weight_matrix, wilson
+from .joint import (ESTIMATORS, WEIGHTS, Design, WeightDegeneracyWarning, _var0, estimate, f1_interval,
+                    weight_matrix, wilson)
 
 ZERO_DIVISION = ("warn", "nan")
+#: the smallest effective sample a group's estimate is shown with: below it the variance behind the interval rests
+#: on at most 4 degrees of freedom (Student's t at 4 is 2.13 against the normal 1.645 of a 90% interval, so the
+#: interval is 30% or more too short where the variance is estimated, and [0, 1] where it is not), and even a group
+#: whose 5 draws are all correct has the 90% Wilson interval [0.65, 1]: fewer draws say nothing a reader can use
+MIN_EFFECTIVE = 5.0
 
 
 class UndefinedEstimateWarning(UserWarning):
@@ -139,6 +157,8 @@ class SubsetScores:
         Exhaustively found true instances in the group.
     true_weight : ndarray
         :math:`V_g = \sum_k v_k 1_g(y_k)`.
+    p_ess, r_ess : ndarray
+        The effective samples :math:`e_P` and :math:`e_R` behind precision and recall (module documentation).
     """
 
     target: int
@@ -157,6 +177,8 @@ class SubsetScores:
     mass_hat: np.ndarray
     n_true: np.ndarray
     true_weight: np.ndarray
+    p_ess: np.ndarray
+    r_ess: np.ndarray
     method: str
     confidence: float
     warnings: tuple[str, ...] = field(default=())
@@ -166,19 +188,23 @@ class SubsetScores:
         return len(self.p)
 
     def row(self, g: int) -> dict:
-        """Group ``g`` as a JSON-ready dict (NaN becomes None)."""
+        """Group ``g`` as a JSON-ready dict (NaN becomes None); ``p_few``, ``r_few``, ``f1_few``: the estimate
+        rests on fewer than :data:`MIN_EFFECTIVE` effective draws (or true instances)."""
 
         def num(x):
             x = float(x)
             return None if math.isnan(x) else x
 
+        p_few = bool(self.p_ess[g] < MIN_EFFECTIVE)
+        r_few = bool(self.r_ess[g] < MIN_EFFECTIVE)
         return {"p": num(self.p[g]), "p_lo": num(self.p_ci[0][g]), "p_hi": num(self.p_ci[1][g]),
                 "r": num(self.r[g]), "r_lo": num(self.r_ci[0][g]), "r_hi": num(self.r_ci[1][g]),
                 "f1": num(self.f1[g]), "f1_lo": num(self.f1_ci[0][g]), "f1_hi": num(self.f1_ci[1][g]),
                 "p_se": num(self.p_se[g]), "r_se": num(self.r_se[g]), "f1_se": num(self.f1_se[g]),
                 "n_draws": int(self.n_draws[g]), "ess": num(self.ess[g]), "mass": num(self.mass[g]),
                 "mass_hat": num(self.mass_hat[g]), "n_true": int(self.n_true[g]),
-                "true_weight": num(self.true_weight[g])}
+                "true_weight": num(self.true_weight[g]), "p_ess": num(self.p_ess[g]), "r_ess": num(self.r_ess[g]),
+                "p_few": p_few, "r_few": r_few, "f1_few": p_few or r_few}
 
 
 def _int_groups(name: str, a, n: int) -> np.ndarray:
@@ -394,13 +420,20 @@ def subset_scores(design: Design, target: int, groups_of_universe, groups_of_tru
         r = np.where(V > 0, A / np.where(V > 0, V, 1), np.nan)
     rk = np.where(oc, np.nan_to_num(r)[np.maximum(gt, 0)], 0.0)
     Vk = np.where(oc, V[np.maximum(gt, 0)], 1.0)
-    T = np.where(oc, v * (gi - rk) / np.where(Vk > 0, Vk, 1), 0.0)
-    if n0 >= 2:
-        S1 = np.bincount(gt[oc], weights=T[oc], minlength=G)
-        S2 = np.bincount(gt[oc], weights=T[oc] ** 2, minlength=G)
-        var_r = np.maximum(n0 / (n0 - 1) * (S2 - S1 ** 2 / n0), 0.0)
-    else:
-        var_r = np.zeros(G)
+    Vk = np.where(Vk > 0, Vk, 1.0)
+    # one row per group: its linearised values and its shares of V_g, zero outside the group
+    rows, cols = gt[oc], np.flatnonzero(oc)
+    Tg, Hg = np.zeros((G, n0)), np.zeros((G, n0))
+    Tg[rows, cols] = (v * (gi - rk) / Vk)[oc]
+    Hg[rows, cols] = (v / Vk)[oc]
+    var_r = np.maximum(_var0(Tg, d, confidence, shares=Hg), 0.0) if n0 >= 2 else np.zeros(G)
+    # recall's effective sample: Kish's of the weights, at most the documents the group's true instances come from
+    with np.errstate(divide="ignore", invalid="ignore"):
+        r_ess = np.nan_to_num(V ** 2 / np.bincount(rows, weights=v[oc] ** 2, minlength=G))
+    if d.y0_groups is not None and n0:
+        n_docs = int(d.y0_groups.max()) + 1
+        pairs = np.unique(rows * n_docs + d.y0_groups[oc])  # distinct (group, document)
+        r_ess = np.minimum(r_ess, np.bincount(pairs // n_docs, minlength=G))
     # -- F1 --------------------------------------------------------------------------
     with np.errstate(divide="ignore", invalid="ignore"):
         ssum = p + r
@@ -416,12 +449,14 @@ def subset_scores(design: Design, target: int, groups_of_universe, groups_of_tru
         lo, hi = wilson(np.nan_to_num(est), var, confidence, np.maximum(fallback, 1.0))
         return np.where(defined, lo, nan), np.where(defined, hi, nan)
 
+    p_ess = ess
     if fit is None:
         p_ci = interval(p, var_p, ess)
     else:
         from .noisy import precision_interval
 
         Mg, lam, J, items_eff = fit
+        p_ess = np.minimum(ess, items_eff)
         defined = ~np.isnan(p)
         lo, hi = precision_interval(Mg, lam, np.nan_to_num(p), J, var_p, confidence,
                                     np.maximum(np.minimum(ess, items_eff), 1.0))
@@ -441,13 +476,13 @@ def subset_scores(design: Design, target: int, groups_of_universe, groups_of_tru
     if msgs and zero_division == "warn":
         warnings.warn("; ".join(msgs), UndefinedEstimateWarning, stacklevel=2)
     return SubsetScores(i, p, r, f1, p_se, r_se, f_se, p_ci, r_ci, f_ci, n_draws, ess, mass, D, n_true, V,
-                        method, confidence, tuple(msgs))
+                        p_ess, r_ess.astype(float), method, confidence, tuple(msgs))
 
 
 def _group_precision_from_votes(d, votes, w, g, ok, coef, q_x, pi_x, D, G, m, n):
     """Per group: precision from the votes (:func:`.noisy.prevalence` with the group's importance weights per
     item), its variance (draws + votes + confusions, :mod:`.noisy`), and what its interval needs."""
-    from .noisy import _patterns, _vote_var, item_log_lr, kappa, kappa_dlam, posterior, prevalence
+    from .noisy import item_log_lr, kappa, posterior, prevalence, vote_patterns, vote_variance
 
     U = d.P.shape[1]
     codes, inv = np.unique(d.xs, return_inverse=True)
@@ -472,20 +507,18 @@ def _group_precision_from_votes(d, votes, w, g, ok, coef, q_x, pi_x, D, G, m, n)
     p_item[inv] = pi_x
     rows, cols = np.nonzero(Mg > 0)
     if len(rows):
-        pat = _patterns(votes, codes)
+        pat = vote_patterns(votes, codes)
         post = posterior(lam[cols], p0[rows])
         zeros = np.zeros(len(rows))
-        vp, *_ = _vote_var(pat, G, rows, cols, p_item[cols] * invJ[rows], p0[rows], zeros, zeros, post, post,
+        vp, *_ = vote_variance(pat, G, rows, cols, p_item[cols] * invJ[rows], p0[rows], zeros, zeros, post, post,
                            R[rows, cols])
         var_p = var_p + vp
-    if votes.replicates > 1:
-        lam_rep = item_log_lr(votes, U, votes.sens_rep, votes.fpr_rep, items=codes)
-        dlam = np.nan_to_num((lam_rep - lam[None, :]).T)
-        Dm = Mg * np.nan_to_num(kappa_dlam(lam[None, :], p0[:, None])) * invJ[:, None] * np.isfinite(lam)[None, :]
-        var_p = var_p + np.var(Dm @ dlam, axis=1, ddof=1)
+    if votes.replicates > 1:  # the confusions: the spread of the prevalences refitted under their replicates
+        rho_rep, _ = prevalence(Mg, item_log_lr(votes, U, votes.sens_rep, votes.fpr_rep, items=codes))
+        var_p = var_p + np.var(np.nan_to_num(rho_rep), axis=0, ddof=1)
     with np.errstate(divide="ignore", invalid="ignore"):
         items_eff = np.nan_to_num(Mg.sum(1) ** 2 / (Mg ** 2).sum(1))
     return p, var_p, (Mg, lam, J, items_eff)
 
 
-__all__ = ["SubsetScores", "UndefinedEstimateWarning", "ZERO_DIVISION", "subset_scores"]
+__all__ = ["MIN_EFFECTIVE", "SubsetScores", "UndefinedEstimateWarning", "ZERO_DIVISION", "subset_scores"]

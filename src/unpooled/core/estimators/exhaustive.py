@@ -62,6 +62,15 @@ denominator of every target and dilutes every system's share (the service measur
 baseline's recall at 0.022 against a true 0.049).  :func:`within_sentence` decides
 membership from a sentence split (:func:`sentence_index`).
 
+**3. The document population.**  :math:`p_0` is a distribution over the true instances of the
+documents :math:`\hat Y_0` was sampled from: the *current* corpus.  Labels kept from an earlier
+corpus (documents replaced between two periods) include instances on documents that are no
+longer in it; :math:`\hat Y_0` can never hold them, so they too get :math:`p_0(x) = 0`, or they
+would dilute :math:`\hat\nu_i` as above while :math:`\hat\theta_i` covers only the current
+documents.  They still count for precision, which reads :math:`p_i` and :math:`f`, not
+:math:`p_0`.  :func:`p0_support` decides both restrictions for the offline scoring and the
+service alike; :func:`outside_population` is the warning naming what was left out.
+
 References
 ----------
 W. G. Cochran. *Sampling Techniques*, 3rd ed. Wiley, 1977.
@@ -111,9 +120,9 @@ def jackknife_values(Z: np.ndarray, shares: np.ndarray) -> np.ndarray:
     Z : ndarray, shape (m, N)
         Per document (column), the linearised value :math:`z_{id} = w_d (a_{id} - \hat R_i b_d)/B` of each ratio
         (row) :math:`\hat R_i = \sum_d w_d a_{id} / B`, :math:`B = \sum_d w_d b_d`, sharing the denominator.
-    shares : ndarray, shape (N,)
+    shares : ndarray, shape (N,) or (m, N)
         :math:`h_d = w_d b_d / B`, each document's share of the weighted denominator (they sum to 1; 0 for a
-        document without a true instance).
+        document without a true instance); one row per ratio when the ratios have different denominators.
 
     Returns
     -------
@@ -140,14 +149,14 @@ def jackknife_values(Z: np.ndarray, shares: np.ndarray) -> np.ndarray:
     """
     Z = np.asarray(Z, dtype=float)
     h = np.asarray(shares, dtype=float)
-    if Z.ndim != 2 or h.shape != (Z.shape[1],):
-        raise InvalidInputError(f"Z, shares: expected shapes (m, N) and (N,), got {Z.shape} and {h.shape}")
+    if Z.ndim != 2 or h.shape not in ((Z.shape[1],), Z.shape):
+        raise InvalidInputError(f"Z, shares: expected shapes (m, N) and (N,) or (m, N), got {Z.shape} and {h.shape}")
     N = Z.shape[1]
     if N < 2:
         return Z.copy()
     rest = 1.0 - h
     scale = np.where(rest > _FULL_SHARE, 1.0 / np.where(rest > _FULL_SHARE, rest, 1.0), 1.0)
-    return (N - 1) / N * Z * scale[None, :]
+    return (N - 1) / N * Z * scale
 
 
 def theta_variance(T: np.ndarray, groups: Sequence | None = None, documents: int | None = None, *,
@@ -165,9 +174,10 @@ def theta_variance(T: np.ndarray, groups: Sequence | None = None, documents: int
     documents : int, optional
         Number of exhaustively annotated documents, counting those without a true instance
         (documents with one are always counted: :math:`N = \max(\text{distinct}, \text{documents})`).
-    shares : array_like of length n0, optional
+    shares : array_like of length n0, or shape (m, n0), optional
         Each instance's (column's) share of the ratio's weighted denominator (for :math:`\hat\theta_i`,
-        :math:`v_y/V`; they sum to 1).  Given: the leverage-corrected (jackknife) variance, the formula below of
+        :math:`v_y/V`; they sum to 1), one row per target when the targets' denominators differ (the groups
+        of :mod:`.breakdown`).  Given: the leverage-corrected (jackknife) variance, the formula below of
         the :func:`jackknife_values` of the document totals with :math:`h_d` the documents' summed shares (module
         docs); None: the linearisation.
 
@@ -207,9 +217,9 @@ def theta_variance(T: np.ndarray, groups: Sequence | None = None, documents: int
     m, n0 = T.shape
     if shares is not None:
         shares = np.asarray(shares, dtype=float)
-        if shares.shape != (n0,):
-            raise InvalidInputError(f"shares: expected one share per exhaustive instance ({n0}), got shape "
-                                    f"{shares.shape}")
+        if shares.shape not in ((n0,), (m, n0)):
+            raise InvalidInputError(f"shares: expected one share per exhaustive instance ({n0}), or one row of "
+                                    f"them per target ({m}, {n0}), got shape {shares.shape}")
     if groups is None:
         if n0 < 2:
             return np.zeros(m)
@@ -227,7 +237,9 @@ def theta_variance(T: np.ndarray, groups: Sequence | None = None, documents: int
     D = np.zeros((N, m))
     np.add.at(D, g, T.T)
     if shares is not None:
-        D = jackknife_values(D.T, np.bincount(g, weights=shares, minlength=N)).T
+        H = np.zeros((N, m))
+        np.add.at(H, g, np.broadcast_to(shares, (m, n0)).T)
+        D = jackknife_values(D.T, H.T if shares.ndim == 2 else H[:, 0]).T
     return N / (N - 1) * ((D * D).sum(0) - D.sum(0) ** 2 / N)
 
 
@@ -279,6 +291,79 @@ def restrict_p0(design, inside):
     return replace(design, p0=p0)
 
 
+def p0_support(refs, *, found=frozenset(), sentences: Sentences | None = None, population=None,
+               memo: dict | None = None) -> np.ndarray:
+    r"""Per instance, whether it lies in the support of :math:`p_0` (module docs, 2 and 3): its document is in
+    the current ``population`` and the exhaustive protocol found it (its key in ``found``) or can find it
+    (:func:`within_sentence`).
+
+    Parameters
+    ----------
+    refs : sequence of :class:`~unpooled.core.matching.InstanceRef`
+        The drawn instances (one per labelled draw, or per distinct instance).
+    found : container of instance keys
+        The instances of :math:`\hat Y_0` (in the support by definition).
+    sentences : mapping, optional
+        :func:`sentence_index` of the corpus; None: no sentence restriction.
+    population : container of document ids, optional
+        The documents :math:`\hat Y_0` was sampled from (the current corpus); None: unknown, no restriction.
+    memo : dict, optional
+        ``key -> within one sentence``, kept by the caller across calls under one sentence split.
+
+    Returns
+    -------
+    ndarray of bool, shape (len(refs),)
+        ``make_design(inside=...)``'s argument.
+
+    >>> from unpooled.core.matching import InstanceRef
+    >>> refs = [InstanceRef("old", 0, 1, "r", 2, 3), InstanceRef("new", 0, 1, "r", 2, 3)]
+    >>> p0_support(refs, population={"new"}).tolist(), p0_support(refs).tolist()
+    ([False, True], [True, True])
+    """
+    memo = {} if memo is None else memo
+    out = np.ones(len(refs), dtype=bool)
+    for j, ref in enumerate(refs):
+        if population is not None and ref.doc not in population:
+            out[j] = False
+        elif sentences is not None and ref.key not in found:
+            key = ref.key
+            v = memo.get(key)
+            if v is None:
+                v = memo[key] = within_sentence(ref, sentences)
+            out[j] = v
+    return out
+
+
+def outside_population(refs, population, *, examples: int = 3) -> str | None:
+    """The warning for labelled draws on documents outside the current ``population`` (:func:`p0_support`):
+    how many draws, of how many distinct instances, on how many documents, with the first ``examples``
+    documents; None when there are none or the population is unknown (None).
+
+    >>> from unpooled.core.matching import InstanceRef
+    >>> print(outside_population([InstanceRef("D9", 0, 1, "r", 2, 3)] * 2, {"D1"}))
+    2 labelled draws (1 distinct instance) on 1 document outside the current corpus (D9) count for precision \
+only: recall's pool follows the current documents, which the exhaustive sample covers (p0 = 0 there)
+    """
+    if population is None:
+        return None
+    docs: dict[str, None] = {}
+    keys = set()
+    n = 0
+    for ref in refs:
+        if ref.doc not in population:
+            n += 1
+            docs.setdefault(ref.doc)
+            keys.add(ref.key)
+    if not n:
+        return None
+    named = ", ".join(list(docs)[:examples]) + (", ..." if len(docs) > examples else "")
+    plural = lambda k, word: f"{k} {word}" + ("" if k == 1 else "s")  # noqa: E731
+    return (f"{plural(n, 'labelled draw')} ({plural(len(keys), 'distinct instance')}) on "
+            f"{plural(len(docs), 'document')} outside the current corpus ({named}) count{'s' if n == 1 else ''} "
+            "for precision only: recall's pool follows the current documents, which the exhaustive sample covers "
+            "(p0 = 0 there)")
+
+
 def sentence_index(documents: Iterable, *, docs: Iterable[str] | None = None) -> dict[str, tuple[list, list]]:
     """``doc id -> (sentence starts, sentence ends)`` of core :class:`~unpooled.core.corpus.Document` objects.
 
@@ -314,5 +399,5 @@ def within_sentence(ref, sentences: Sentences) -> bool:
     return s >= 0 and s == which(ref.o_start, ref.o_end)
 
 
-__all__ = ["Sentences", "document_groups", "jackknife_values", "restrict_p0", "sentence_index", "t_factor",
-           "theta_variance", "within_sentence"]
+__all__ = ["Sentences", "document_groups", "jackknife_values", "outside_population", "p0_support", "restrict_p0",
+           "sentence_index", "t_factor", "theta_variance", "within_sentence"]

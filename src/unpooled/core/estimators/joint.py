@@ -317,7 +317,7 @@ def _shares0(d: Design) -> np.ndarray | None:
     return d.v0 / V if V > 0 else None
 
 
-def _var0(T: np.ndarray, d: Design | None = None, confidence: float | None = None) -> np.ndarray:
+def _var0(T: np.ndarray, d: Design | None = None, confidence: float | None = None, shares=None) -> np.ndarray:
     r"""Variance of row sums over the exhaustive stratum: by documents when ``d`` knows them, else i.i.d.
 
     :func:`~unpooled.core.estimators.exhaustive.theta_variance` of ``T`` with ``d.y0_groups``; ``T`` are the
@@ -328,10 +328,13 @@ def _var0(T: np.ndarray, d: Design | None = None, confidence: float | None = Non
     :math:`t`, :math:`N-1` degrees of freedom): ``unpooled simulate documents`` measured the two together at
     0.88-0.90 pooled with 15 documents (the linearisation: 0.81-0.87) and never below the linearisation's
     coverage.  Without documents (independent instances, hundreds of them) the linearisation is kept.
+    ``shares`` (one row per row of ``T``): the denominators' shares when the rows are ratios over different
+    parts of :math:`\hat Y_0` (default :math:`v_y/V`).
     """
     if d is None or d.y0_groups is None:
         return theta_variance(T)
-    shares = _shares0(d) if T.shape[1] == d.n0 else None
+    if shares is None:
+        shares = _shares0(d) if T.shape[1] == d.n0 else None
     var = theta_variance(T, d.y0_groups, d.n_groups, shares=shares)
     return var * _t0(d, confidence)
 
@@ -603,8 +606,9 @@ def _estimate_with(d: Design, W: np.ndarray, confidence: float, *, simple: bool 
 
 
 def _estimate_noisy(d: Design, W: np.ndarray, confidence: float, *, simple: bool, votes) -> Scores:
-    """The estimates from crowd votes (:func:`.noisy.noisy_estimates`) with Wilson intervals."""
-    from .noisy import noisy_estimates, precision_interval, recall_interval
+    """The estimates from crowd votes (:func:`.from_votes.noisy_estimates`) with Wilson intervals."""
+    from .from_votes import noisy_estimates
+    from .noisy import precision_interval, recall_interval
 
     m = d.m
     t = _terms(replace(d, f=np.ones(len(d.xs))), W)
@@ -621,15 +625,15 @@ def _estimate_noisy(d: Design, W: np.ndarray, confidence: float, *, simple: bool
     nfb_p = np.maximum(np.minimum(t.ess, items_eff), 1)
     n0 = float(max(d.n0, 1))
     p, r, f1 = est["p"], est["r"], est["f1"]
-    Mc_, lam_, Jc_ = est["_p_fit"]
-    p_ci = precision_interval(Mc_, lam_, p, Jc_, var["p"], confidence, nfb_p)
+    Mc_, lam_, Jc_, one_p = est["_p_fit"]
+    p_ci = precision_interval(Mc_, lam_, p, Jc_, var["p"], confidence, nfb_p, profile=one_p)
     if simple:
         r_ci = wilson(r, var["r"], confidence, np.full(m, n0))
     else:
-        Ma_, lam_a, Ja_, rho_a, scale = est["_r_fit"]
+        Ma_, lam_a, Ja_, rho_a, scale, one_a = est["_r_fit"]
         _, var_th = pool_share(d, t.S0, confidence)
         r_ci = recall_interval(Ma_, lam_a, rho_a, Ja_, scale, est["theta"], var_th, r, var["r"], confidence,
-                               np.full(m, n0))
+                               np.full(m, n0), profile=one_a)
     f_ci = f1_interval(p, r, p_ci, r_ci, var["p"], var["r"], var["f1"])
     out = Scores(p, r, f1, np.sqrt(var["p"]), np.sqrt(var["r"]), np.sqrt(var["f1"]), p_ci, r_ci, f_ci, t.ess,
                  n_labels, est["theta"], est["nu"], "", confidence)

@@ -50,9 +50,10 @@ its self-normalised (Hájek) form.
    (:math:`1 - e^{-\lambda}` at :math:`\rho = 1`), and the linearisation pairing them gave one contrary
    pattern a pull of 12 on a prevalence of 60 items (60 correct items at crowd accuracy 0.9 estimated at 1 had
    [0.004, 1]; with the expected information [0.947, 1], about a binomial 60 of 60);
-3. *the confusions*: their bootstrap replicates move every :math:`\lambda`; by the delta method the estimate
-   moves by :math:`\sum_s c_s \partial_\lambda\kappa_s\,\Delta\lambda_s / J`, and the spread over the
-   replicates is added.
+3. *the confusions*: their bootstrap replicates move every :math:`\lambda`; the estimates refitted under each
+   replicate (draws and votes held) spread by the confusions' share of the variance.  A refit, not the delta
+   method: where the crowd barely tells the classes apart (a hard relation type) the prevalence is far from
+   linear in :math:`\lambda`, and the linearisation overstated the spread up to threefold.
 
 The interval is Wilson's at the effective sample size :math:`\hat e(1-\hat e)/\widehat{\mathrm{Var}}`
 (:func:`~unpooled.core.estimators.joint.wilson`): inside [0, 1] and around the estimate.
@@ -98,6 +99,9 @@ class CrowdVotes:
     sens_rep, fpr_rep : ndarray of float, shape (R, W), optional
         Replicates of the confusions (e.g. a bootstrap of the answers they were fitted on): their spread is the
         confusions' own uncertainty, carried into every interval.
+    strata : ndarray of int, shape (n_items,), optional
+        The stratum of every universe instance (:mod:`.strata`): prevalences are then fitted per (target,
+        stratum) and combined.  With rates per (worker, stratum), ``worker`` is the answer's row of the rates.
     """
 
     item: np.ndarray
@@ -107,6 +111,7 @@ class CrowdVotes:
     fpr: np.ndarray
     sens_rep: np.ndarray | None = None
     fpr_rep: np.ndarray | None = None
+    strata: np.ndarray | None = None
 
     @property
     def n_workers(self) -> int:
@@ -117,9 +122,10 @@ class CrowdVotes:
         return 0 if self.sens_rep is None else int(self.sens_rep.shape[0])
 
 
-def crowd_votes(item, worker, yes, sens, fpr, sens_rep=None, fpr_rep=None, *, n_items: int | None = None
-                ) -> CrowdVotes:
-    """Check the arrays once and return a :class:`CrowdVotes`; ``n_items``: the size of the universe."""
+def crowd_votes(item, worker, yes, sens, fpr, sens_rep=None, fpr_rep=None, *, n_items: int | None = None,
+                strata=None) -> CrowdVotes:
+    """Check the arrays once and return a :class:`CrowdVotes`; ``n_items``: the size of the universe (needed
+    with ``strata``, the stratum of each universe instance)."""
     item = np.asarray(item, dtype=np.int64)
     worker = np.asarray(worker, dtype=np.int64)
     yes = np.asarray(yes)
@@ -151,7 +157,14 @@ def crowd_votes(item, worker, yes, sens, fpr, sens_rep=None, fpr_rep=None, *, n_
                                     f"{fpr_rep.shape}")
         sens_rep = np.clip(sens_rep, 1e-9, 1 - 1e-9)
         fpr_rep = np.clip(fpr_rep, 1e-9, 1 - 1e-9)
-    return CrowdVotes(item, worker, yes, sens, fpr, sens_rep, fpr_rep)
+    if strata is not None:
+        strata = np.asarray(strata)
+        if n_items is None or strata.shape != (n_items,) or (
+                strata.size and (not np.issubdtype(strata.dtype, np.integer) or strata.min() < 0)):
+            raise InvalidInputError(f"strata: expected a non-negative integer stratum for each of the {n_items} "
+                                    f"universe instances, got shape {strata.shape}")
+        strata = strata.astype(np.int64)
+    return CrowdVotes(item, worker, yes, sens, fpr, sens_rep, fpr_rep, strata)
 
 
 @dataclass(frozen=True)
@@ -169,13 +182,20 @@ class KeyedAnswers:
     fpr: np.ndarray
     sens_rep: np.ndarray | None = None
     fpr_rep: np.ndarray | None = None
+    #: relation -> stratum of the crowd model (rates per (worker, stratum)); None: one stratum
+    strata: dict | None = None
 
-    def on(self, index, n_items: int) -> CrowdVotes:
-        """The answers on the universe ``index`` (key -> universe index) of ``n_items`` instances."""
+    def on(self, index, n_items: int, relations=None) -> CrowdVotes:
+        """The answers on the universe ``index`` (key -> universe index) of ``n_items`` instances; ``relations``:
+        each universe instance's relation, which places it in its stratum (:attr:`strata`)."""
         u = np.array([index.get(k, -1) for k in self.key], dtype=np.int64)
         keep = u >= 0
+        st = None
+        if self.strata is not None and relations is not None:
+            other = len(self.strata)
+            st = np.fromiter((self.strata.get(r, other) for r in relations), np.int64, count=n_items)
         return crowd_votes(u[keep], np.asarray(self.worker)[keep], np.asarray(self.yes)[keep], self.sens, self.fpr,
-                           self.sens_rep, self.fpr_rep, n_items=n_items)
+                           self.sens_rep, self.fpr_rep, n_items=n_items, strata=st)
 
 
 # -- the kernel functions ---------------------------------------------------------
@@ -207,16 +227,6 @@ def _kappa_at(parts, rho):
         return np.divide(num, den, out=den)
 
 
-def kappa_dlam(lam, rho):
-    r""":math:`\partial\kappa/\partial\lambda = e^\lambda/(1 + \rho(e^\lambda - 1))^2`, without overflow."""
-    lam = np.asarray(lam, float)
-    e = np.exp(-np.abs(lam))
-    num, c = _exp_parts(lam)
-    den = c + rho * num
-    with np.errstate(divide="ignore", invalid="ignore"):
-        return e / (den * den)
-
-
 def posterior(lam, rho):
     r""":math:`P(f = 1 \mid v) = \rho e^\lambda / (\rho e^\lambda + 1 - \rho)`."""
     lam = np.asarray(lam, float)
@@ -242,7 +252,8 @@ def _unique_rows(M: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return M[first], inv
 
 
-def prevalence(M, lam, *, tol: float = 1e-10, max_iter: int = 100) -> tuple[np.ndarray, np.ndarray]:
+def prevalence(M, lam, *, tol: float = 1e-10, max_iter: int = 100, groups=None, n_groups: int = 1
+               ) -> tuple[np.ndarray, np.ndarray]:
     r"""The maximiser :math:`\hat\rho \in [0, 1]` of every row's weighted mixture log-likelihood, and :math:`J`.
 
     Parameters
@@ -258,6 +269,9 @@ def prevalence(M, lam, *, tol: float = 1e-10, max_iter: int = 100) -> tuple[np.n
         :math:`\hat\rho` (NaN for a row without positive coefficients).
     J : ndarray, shape (m,)
         :math:`\sum_u M_u \kappa(\lambda_u, \hat\rho)^2`, minus the second derivative of the log-likelihood.
+
+    With ``groups`` (the group ``0..n_groups-1`` of each item, :mod:`.strata`) every row is fitted in each group
+    separately: ``rho`` and ``J`` are ``(m, n_groups)``.
 
     Notes
     -----
@@ -277,15 +291,24 @@ def prevalence(M, lam, *, tol: float = 1e-10, max_iter: int = 100) -> tuple[np.n
     M = np.atleast_2d(np.asarray(M, float))
     lam = np.asarray(lam, float)
     uniq, inv = _unique_rows(M)
-    rho, J = _prevalence_rows(uniq, lam, tol, max_iter)
-    return rho[inv], J[inv]
+    rows, cols = np.nonzero(uniq > 0)
+    G = int(n_groups) if groups is not None else 1
+    grows = rows * G + (np.asarray(groups)[cols] if groups is not None else 0)
+    n = uniq.shape[0] * G
+    if lam.ndim == 2:  # replicates of the log ratios: every row fitted under each, (R, m[, G])
+        Rn = lam.shape[0]
+        grows = (np.arange(Rn)[:, None] * n + grows[None, :]).ravel()
+        rho, J = _prevalence_pairs(grows, np.tile(uniq[rows, cols], Rn), lam[:, cols].ravel(), Rn * n, tol, max_iter)
+        shape = (Rn, -1, G) if groups is not None else (Rn, -1)
+        return rho.reshape(shape)[:, inv], J.reshape(shape)[:, inv]
+    rho, J = _prevalence_pairs(grows, uniq[rows, cols], lam[cols], n, tol, max_iter)
+    if groups is None:
+        return rho[inv], J[inv]
+    return rho.reshape(-1, G)[inv], J.reshape(-1, G)[inv]
 
 
-def _prevalence_rows(M: np.ndarray, lam: np.ndarray, tol: float, max_iter: int):
-    m = M.shape[0]
-    rows, cols = np.nonzero(M > 0)
-    w = M[rows, cols]
-    lr = lam[cols]
+def _prevalence_pairs(rows: np.ndarray, w: np.ndarray, lr: np.ndarray, m: int, tol: float, max_iter: int):
+    """:func:`prevalence` of ``m`` rows given as (row, weight, log ratio) pairs."""
     total = np.bincount(rows, weights=w, minlength=m)
     rho = np.full(m, np.nan)
     live = total > 0
@@ -435,23 +458,29 @@ def profile_interval(M, lam, rho, J, var, confidence: float, *, side=None, iters
     return lo, hi
 
 
-def precision_interval(M, lam, p, J, var, confidence: float, n_fallback):
+def precision_interval(M, lam, p, J, var, confidence: float, n_fallback, *, profile=None):
     """The interval of precisions estimated from votes: the hull of Wilson's at the effective size (fallback
     ``n_fallback``) and the calibrated likelihood-ratio interval (:func:`profile_interval`).  Near 0 and 1 split
     votes pull the estimate inwards, and the likelihood's shape reaches the bound where a symmetric interval
     would stop short (a perfect system estimated at 0.994 had [0.960, 0.999]); with few items and weak votes
     the likelihood is flat on a wide range that Wilson's interval at the items' count does not cover (the
-    hull is then conservative, the trade ``unpooled simulate regimes`` measures)."""
+    hull is then conservative, the trade ``unpooled simulate regimes`` measures).  ``profile``: per row, whether
+    the estimate is one prevalence of ``M``'s row (default all; Wilson's interval alone elsewhere)."""
     from .joint import wilson
 
     wlo, whi = wilson(p, var, confidence, n_fallback)
     side = np.where(whi < 1, 1, 0) + np.where(wlo > 0, -1, 0)
     side = np.where((whi < 1) & (wlo > 0), 2, side)  # both bounds
+    if profile is not None:
+        side = np.where(profile, side, 0)
     plo, phi = profile_interval(M, lam, p, J, var, confidence, side=side)
+    if profile is not None:
+        plo, phi = np.where(profile, plo, wlo), np.where(profile, phi, whi)
     return np.minimum(wlo, plo), np.maximum(whi, phi)
 
 
-def recall_interval(M, lam, rho_a, J, scale, theta, var_theta, r, var, confidence: float, n_fallback):
+def recall_interval(M, lam, rho_a, J, scale, theta, var_theta, r, var, confidence: float, n_fallback, *,
+                    profile=None):
     r"""The interval of recall estimated from votes, :math:`\hat r = \hat\theta\,\hat\nu` with
     :math:`\hat\nu = k\,\hat\rho_A`, :math:`k = \bar a/\hat B` (``scale`` :math:`= \hat\theta k`): the product of
     two intervals from independent samples (:func:`~unpooled.core.estimators.joint.monotone_interval`, correlation 0).
@@ -471,6 +500,8 @@ def recall_interval(M, lam, rho_a, J, scale, theta, var_theta, r, var, confidenc
     symmetric and has nothing to do with :math:`\rho_A`'s likelihood; pushed through that likelihood near
     :math:`\rho_A = 1` (a near-perfect system) it stretched the lower side several times too far (and so does
     :math:`\nu`'s own design part on the side away from the bound).
+    ``profile``: per row, whether the numerator is one prevalence (default all; elsewhere :math:`\nu`'s
+    interval is Wilson's alone).
     """
     from .joint import monotone_interval, wilson
 
@@ -487,6 +518,8 @@ def recall_interval(M, lam, rho_a, J, scale, theta, var_theta, r, var, confidenc
     # the likelihood's shape on the side of the nearer bound only (where the normal approximation fails)
     high = np.nan_to_num(np.asarray(rho_a, float)) > 0.5
     side = np.where(live & high & (whi < 1), 1, np.where(live & ~high & (wlo > 0), -1, 0))
+    if profile is not None:
+        side = np.where(profile, side, 0)
     plo, phi = profile_interval(M, lam, rho_a, J, var_nu / k ** 2, confidence, side=side)
     nu_ci = np.minimum(wlo, k * plo), np.minimum(np.maximum(whi, k * phi), 1.0)
     th_ci = wilson(theta, var_theta, confidence, n_fallback)
@@ -531,7 +564,7 @@ def majority_labels(votes: CrowdVotes, n_items: int) -> np.ndarray:
 
 # -- the noise variance: each item's vote patterns ------------------------------------
 @dataclass
-class _Patterns:
+class VotePatterns:
     """Items grouped by their number of answers, with every vote pattern's log ratio and probabilities under
     each class; ``grp``/``pos``: each item's group and row in it."""
 
@@ -540,7 +573,7 @@ class _Patterns:
     pos: np.ndarray
 
 
-def _patterns(votes: CrowdVotes, codes: np.ndarray) -> _Patterns:
+def vote_patterns(votes: CrowdVotes, codes: np.ndarray) -> VotePatterns:
     """Vote patterns of the items ``codes`` (universe indices), each over its own workers' confusions."""
     K = len(codes)
     where = np.searchsorted(codes, votes.item)
@@ -567,7 +600,7 @@ def _patterns(votes: CrowdVotes, codes: np.ndarray) -> _Patterns:
         lp1 = ls[ws] @ V.T + l1s[ws] @ (1 - V).T
         lp0 = le[ws] @ V.T + l1e[ws] @ (1 - V).T
         groups.append((lp1 - lp0, np.exp(lp1), np.exp(lp0)))
-    return _Patterns(groups, grp, pos)
+    return VotePatterns(groups, grp, pos)
 
 
 def _finite0(z: np.ndarray) -> np.ndarray:
@@ -592,8 +625,8 @@ def _class_var(z, p1, p0, post):
     return post * v1 + (1 - post) * v0
 
 
-def _vote_var(pat: _Patterns, m: int, rows, cols, gp, rho_p, ga, rho_a, post_p, post_b, weight, *, dense=None,
-              lam=None, R=None):
+def vote_variance(pat: VotePatterns, m: int, rows, cols, gp, rho_p, ga, rho_a, post_p, post_b, weight, *, dense=None,
+              lam=None, R=None, groups=None):
     r"""The votes' variance of precision and of :math:`\hat\nu` (and their covariance), per target.
 
     With :math:`z^P_{iu}(v) = \gamma^P_{iu}\kappa(\lambda(v), \hat\pi_i)` and
@@ -603,7 +636,8 @@ def _vote_var(pat: _Patterns, m: int, rows, cols, gp, rho_p, ga, rho_a, post_p, 
     The pairs ``(rows, cols)`` (target, item) are where the target's own functionals weigh the item; the term
     :math:`b_i p_0(u)` weighs every item, and off the pairs it is summed through one vector per distinct
     :math:`\hat\rho_B` (with the balance heuristic one for all targets): the work is the pairs', not
-    targets x items.  ``dense`` = ``(b, p0, rho_b)``; None: no recall part.
+    targets x items.  ``dense`` = ``(b, p0, rho_b)``; None: no recall part.  With ``groups`` (each item's group
+    of strata, ``G`` of them) the rows are (target, group) pairs ``target * G + group`` and ``R`` is per target.
     """
     vp, vpb, vn, cv = (np.zeros(m) for _ in range(4))
 
@@ -655,210 +689,38 @@ def _vote_var(pat: _Patterns, m: int, rows, cols, gp, rho_p, ga, rho_a, post_p, 
                 k = _kappa_at((parts[g][0][at], parts[g][1][at]), val)
                 VB[items] = _class_var(k, p1[pat.pos[items]], p0[pat.pos[items]], posterior(lam[items], val))
             vec = dvec * dvec * VB
-            full = R[tg] @ vec
+            if groups is None:
+                full = R[tg] @ vec
+            else:  # row (target, g) sums over the items of group g
+                G = m // R.shape[0]
+                full = ((R[tg // G] * (groups[None, :] == (tg % G)[:, None])) @ vec)
             mine = np.isin(rows, tg)
             part = np.bincount(rows[mine], weights=weight[mine] * vec[cols[mine]], minlength=m)[tg]
             vn[tg] += b[tg] ** 2 * np.maximum(full - part, 0.0)
     return vp, vpb, vn, cv
 
 
-def _kappa_where(X: np.ndarray, lam_s: np.ndarray, rho: np.ndarray) -> np.ndarray:
-    """``(m, S)``: :func:`kappa` of each draw at each row's ``rho`` where ``X`` is non-zero, else 0 (infinite
-    values 0 too); rows sharing one ``rho`` and one support are computed once."""
+def kappa_where(X: np.ndarray, lam_s: np.ndarray, rho: np.ndarray, gs: np.ndarray | None = None) -> np.ndarray:
+    """``(m, S)``: :func:`kappa` of each draw at its row's ``rho`` where ``X`` is non-zero, else 0 (infinite
+    values 0 too); ``rho`` per row ``(m,)``, or per (row, group) ``(m, G)`` with ``gs`` each draw's group.  Rows
+    sharing their ``rho`` are computed once."""
     m = X.shape[0]
+    rho = np.asarray(rho, float).reshape(m, -1)
+    at = (lambda vec, cols: vec[0]) if rho.shape[1] == 1 else (lambda vec, cols: vec[gs[cols]])
     out = np.zeros(X.shape)
     keys = np.round(rho, 12)
-    uniq = np.unique(keys)
+    uniq, inv = np.unique(keys, axis=0, return_inverse=True)
+    inv = inv.reshape(-1)
+    S = X.shape[1]
     if len(uniq) < m:  # e.g. recall's denominator under the balance heuristic: one proposal for all
-        for val in uniq:
-            tg = np.flatnonzero(keys == val)
-            k = np.nan_to_num(kappa(lam_s, val), posinf=0.0, neginf=0.0)
+        every = np.arange(S)
+        for j, vec in enumerate(uniq):
+            tg = np.flatnonzero(inv == j)
+            k = np.nan_to_num(kappa(lam_s, at(vec, every)), posinf=0.0, neginf=0.0)
             out[tg] = np.where(X[tg] != 0, k[None, :], 0.0)
         return out
     rows, cols = np.nonzero(X)
     num, c = _exp_parts(lam_s)
-    out[rows, cols] = _finite0(_kappa_at((num[cols], c[cols]), rho[rows]))
+    r = rho[rows, 0] if rho.shape[1] == 1 else rho[rows, gs[cols]]
+    out[rows, cols] = _finite0(_kappa_at((num[cols], c[cols]), r))
     return out
-
-
-# -- estimates ------------------------------------------------------------------------
-@dataclass(frozen=True)
-class NoisyParts:
-    """What :func:`noisy_estimates` computed besides the estimates (for reporting and tests)."""
-
-    p_raw: np.ndarray        # the labelled-sample figure: each item's majority label taken as certain
-    r_raw: np.ndarray
-    f1_raw: np.ndarray
-    var_design: dict         # metric -> (m,)
-    var_votes: dict
-    var_rates: dict
-    mean_sens: float         # the crowd's rates, weighted by answers
-    mean_fpr: float
-
-
-def noisy_estimates(d, t, W: np.ndarray, votes: CrowdVotes, *, simple: bool = False,
-                    confidence: float | None = None):
-    """Estimates and variances of every target from the design ``d``, its unit-label terms ``t`` (the joint
-    kernel's ``_terms`` with every label 1) and the crowd's ``votes`` (module docs).  ``confidence``: the level
-    of the intervals, for the exhaustive documents' Student-:math:`t` inflation (:func:`~.joint._var0`).
-
-    Returns ``(est, var, parts)``: dicts metric -> (m,) for ``p``, ``r``, ``f1``, ``theta``, ``nu`` and the
-    total variances of ``p``, ``r``, ``f1``; and :class:`NoisyParts`.
-    """
-    from .joint import _f1, _f1_partials, _var0, strata_var
-
-    m, U = d.P.shape
-    S = len(d.xs)
-    codes, inv = np.unique(d.xs, return_inverse=True)
-    K = len(codes)
-    lam_all = item_log_lr(votes, U)
-    lam = lam_all[codes]
-    E = sp.csr_matrix((np.ones(S), (np.arange(S), inv)), shape=(S, K))
-
-    def per_item(X):
-        return np.asarray((E.T @ X.T).T) if S else np.zeros((X.shape[0], K))
-
-    Cw, Aw, Bw = t.C, t.A, t.B
-    Mc, Ma, Mb = per_item(Cw), per_item(Aw), per_item(Bw)
-    sa, sb = Aw.sum(1), Bw.sum(1)
-    rho_c, Jc = prevalence(Mc, lam)
-    rho_a, Ja = prevalence(Ma, lam)
-    rho_b, Jb = prevalence(Mb, lam)
-    p = np.nan_to_num(rho_c)
-    Ahat, Bhat = sa * np.nan_to_num(rho_a), sb * np.nan_to_num(rho_b)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        nu = np.clip(np.where(Bhat > 0, Ahat / Bhat, 0.0), 0.0, 1.0)
-    # theta: from the exhaustive sample (no labels)
-    v = d.v0
-    V = v.sum()
-    if simple:
-        G = d.g0.astype(float)
-        theta = (G * v).sum(1) / V if V > 0 else np.zeros(m)
-        T0 = v[None, :] * (G - theta[:, None]) / V if V > 0 else np.zeros_like(G)
-        nu = np.ones(m)
-    else:
-        S0 = t.S0.astype(float)
-        theta = (S0 * v).sum(1) / V if V > 0 else np.zeros(m)
-        T0 = v[None, :] * (S0 - theta[:, None]) / V if V > 0 else np.zeros_like(S0)
-    var_th = _var0(T0, d, confidence)
-    r = theta * nu
-    f1 = _f1(p, r)
-    dP, dR = _f1_partials(p, r)
-
-    def safe_div(a, b):
-        with np.errstate(divide="ignore", invalid="ignore"):
-            return np.where(b > 0, a / np.where(b > 0, b, 1.0), 0.0)
-
-    # 1. the draws: influence values per draw
-    lam_s = lam[inv]
-    # (m, S) arrays are large at scale (300 systems x 500 draws: 360 MB each): built in place, freed early
-    uP = _kappa_where(Cw, lam_s, p)
-    uP *= Cw
-    uP *= safe_div(np.ones(m), Jc)[:, None]
-    var_d = {"p": strata_var(uP, d.src, m)}
-    if simple:
-        uN = np.zeros_like(uP)
-    else:
-        uN = _kappa_where(Aw, lam_s, np.nan_to_num(rho_a))  # dA = Aw (rho_A + sum(A)/J_A kappa_A)
-        uN *= (sa * safe_div(np.ones(m), Ja))[:, None]
-        uN += np.nan_to_num(rho_a)[:, None]
-        uN *= Aw
-        dB = _kappa_where(Bw, lam_s, np.nan_to_num(rho_b))  # dB likewise
-        dB *= (sb * safe_div(np.ones(m), Jb))[:, None]
-        dB += np.nan_to_num(rho_b)[:, None]
-        dB *= Bw
-        dB *= nu[:, None]
-        uN -= dB  # (dA - nu dB) / B
-        del dB
-        uN *= safe_div(np.ones(m), Bhat)[:, None]
-    var_nu = strata_var(uN, d.src, m)
-    var_d["r"] = theta ** 2 * var_nu + nu ** 2 * var_th + var_th * var_nu
-    uN *= (dR * theta)[:, None]  # the F1 influence: dP uP + dR theta uN
-    uP *= dP[:, None]
-    uN += uP
-    del uP
-    var_d["f1"] = strata_var(uN, d.src, m) + (dR * nu) ** 2 * var_th
-    del uN
-
-    # 2. the votes: per item, the expected coefficients (p_i, p0 g_i, p0) and the importance ratio
-    ratio_s = np.asarray(t.ratio) if getattr(t, "ratio", None) is not None else None
-    if ratio_s is None:
-        raise InvalidInputError("terms: the kernel's importance ratios are needed for the vote variance")
-    R = per_item(ratio_s)
-    p_item = np.asarray(d.P[:, codes].todense())
-    p0_item = d.p0[codes][None, :]
-    g_item = safe_div(Ma, Mb) if not simple else np.zeros((m, K))  # g_i(x): A's unit coefficient over B's
-    gam_p = p_item * safe_div(np.ones(m), Jc)[:, None]
-    gam_a = p0_item * g_item * (sa * safe_div(np.ones(m), Ja))[:, None] * safe_div(np.ones(m), Bhat)[:, None]
-    rho_a0, rho_b0 = np.nan_to_num(rho_a), np.nan_to_num(rho_b)
-    pat = _patterns(votes, codes)
-    # the pairs (target, item) where a target's own functionals weigh the item; recall's denominator weighs every
-    # item, by a factor per target (b_i) times p0 (the dense part of _vote_var)
-    rows, cols = np.nonzero((p_item > 0) | (g_item > 0))
-    wpair = R[rows, cols]
-    gp = gam_p[rows, cols]
-    post_p = posterior(lam[cols], p[rows])
-    post_b = posterior(lam[cols], rho_b0[rows])
-    dense = None
-    if not simple:
-        bfac = -(nu * sb * safe_div(np.ones(m), Jb)) * safe_div(np.ones(m), Bhat)
-        dense = (bfac, d.p0[codes], rho_b0)
-    vp, vpb, vn, cv = _vote_var(pat, m, rows, cols, gp, p[rows], gam_a[rows, cols], rho_a0[rows], post_p, post_b,
-                                wpair, dense=dense, lam=lam, R=R)
-    # a precision estimated at 0 or 1: the expected information instead of the observed one (module docs, 2.)
-    edge = np.flatnonzero(np.isfinite(rho_c) & ((p <= 0) | (p >= 1)) & (Jc > 0))
-    if len(edge):
-        on = np.isin(rows, edge)
-        k = int(on.sum())
-        j_exp = _vote_var(pat, m, rows[on], cols[on], np.ones(k), p[rows[on]], np.zeros(k), rho_a0[rows[on]],
-                          post_p[on], post_b[on], Mc[rows[on], cols[on]])[0]
-        shrink = np.ones(m)
-        shrink[edge] = np.where(j_exp[edge] > Jc[edge], Jc[edge] / np.where(j_exp[edge] > 0, j_exp[edge], 1.0), 1.0)
-        vp, vpb, cv = vp * shrink ** 2, vpb * shrink ** 2, cv * shrink
-    var_v = {"p": vp}
-    if simple:
-        var_nu_v = np.zeros(m)
-        var_v["f1"] = dP ** 2 * vp
-    else:
-        var_nu_v = vn
-        fa = dR * theta
-        var_v["f1"] = np.maximum(dP ** 2 * vpb + 2 * dP * fa * cv + fa ** 2 * vn, 0.0)
-    var_v["r"] = theta ** 2 * var_nu_v
-
-    # 3. the confusions: delta method over their replicates
-    var_r = {k: np.zeros(m) for k in ("p", "r", "f1")}
-    if votes.replicates > 1:
-        lam_rep = item_log_lr(votes, U, votes.sens_rep, votes.fpr_rep, items=codes)  # (R, K)
-        dlam = (lam_rep - lam[None, :]).T  # (K, R)
-        dlam = np.nan_to_num(dlam)
-        Dp = Mc * np.nan_to_num(kappa_dlam(lam[None, :], p[:, None])) * safe_div(np.ones(m), Jc)[:, None]
-        Da = Ma * np.nan_to_num(kappa_dlam(lam[None, :], np.nan_to_num(rho_a)[:, None])) * (
-            sa * safe_div(np.ones(m), Ja))[:, None]
-        Db = Mb * np.nan_to_num(kappa_dlam(lam[None, :], np.nan_to_num(rho_b)[:, None])) * (
-            sb * safe_div(np.ones(m), Jb))[:, None]
-        Dn = (Da - nu[:, None] * Db) * safe_div(np.ones(m), Bhat)[:, None]
-        if simple:
-            Dn = np.zeros_like(Dn)
-        fin = np.isfinite(lam)
-        Dp, Dn = Dp * fin[None, :], Dn * fin[None, :]
-        X = np.concatenate([Dp, Dn], axis=0) @ dlam  # (2m, R)
-        dp_, dn_ = X[:m], X[m:]
-        var_r["p"] = np.var(dp_, axis=1, ddof=1)
-        var_r["r"] = theta ** 2 * np.var(dn_, axis=1, ddof=1)
-        var_r["f1"] = np.var(dP[:, None] * dp_ + (dR * theta)[:, None] * dn_, axis=1, ddof=1)
-
-    var = {k: var_d[k] + var_v[k] + var_r[k] for k in ("p", "r", "f1")}
-    # the raw figure: majority labels as if certain
-    y = majority_labels(votes, U)[codes]
-    y = np.where(np.isnan(y), 0.0, y)
-    p_raw = safe_div(Mc @ y, Mc.sum(1))
-    nu_raw = np.ones(m) if simple else np.clip(safe_div(Ma @ y, Mb @ y), 0, 1)
-    r_raw = theta * nu_raw
-    n_ans = np.bincount(votes.worker, minlength=votes.n_workers).astype(float)
-    tot = max(n_ans.sum(), 1.0)
-    parts = NoisyParts(p_raw, r_raw, _f1(p_raw, r_raw), var_d, var_v, var_r,
-                       float((n_ans * votes.sens).sum() / tot), float((n_ans * votes.fpr).sum() / tot))
-    scale = theta * safe_div(sa, Bhat)  # r = scale * rho_A while nu is not clipped
-    est = {"p": p, "r": r, "f1": f1, "theta": theta, "nu": nu, "_p_fit": (Mc, lam, Jc),
-           "_r_fit": (Ma, lam, Ja, np.nan_to_num(rho_a), scale)}
-    return est, var, parts

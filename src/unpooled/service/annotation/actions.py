@@ -21,7 +21,7 @@ from unpooled.core.annotation import clustering as clu
 from unpooled.core.annotation.aggregation import strict_majority
 from unpooled.core.errors import UnpooledError
 from unpooled.service.accounts.models import Profile, Role
-from unpooled.service.corpora.models import Corpus, Document, GoldMention, GoldRelation
+from unpooled.service.corpora.models import Corpus, Document
 from unpooled.service.submissions.actions import parse_provenance
 from unpooled.service.submissions.models import RelationInstance, Submission
 
@@ -216,52 +216,6 @@ def request_exhaustive(corpus: Corpus, sample, *, seed: int | None = None, now=N
                                     payload={}, answers_needed=st.answers_per_item, priority=now,
                                     guideline_version=VERSIONS["entities"])
                 made += 1
-    return made
-
-
-def create_verify_controls(corpus: Corpus, n: int, *, rng=None) -> int:
-    """Gold control items for verification, from the corpus's gold layer.
-
-    Half are gold relations (answer: correct), half are gold entity pairs of one sentence
-    given a relation that does not hold between them (answer: wrong).  Controls never
-    produce labels; they measure annotators.
-    """
-    rng = np.random.default_rng(rng)
-    rels = list(GoldRelation.objects.filter(document__corpus=corpus).values_list("pk", flat=True))
-    if not rels:
-        raise AnnotationError(f"corpus {corpus.name} has no gold relations to make controls from")
-    schema = corpus.schema.schema()
-    predicates = sorted(r.name for r in schema.canonical_relations)
-    made = 0
-    picks = rng.choice(len(rels), size=min(n, len(rels)), replace=False)
-    for j, pick in enumerate(picks.tolist()):
-        gr = GoldRelation.objects.select_related("document", "subject", "object").get(pk=rels[pick])
-        doc = gr.document
-        ms = list(GoldMention.objects.filter(entity=gr.subject).order_by("start"))
-        mo = list(GoldMention.objects.filter(entity=gr.object).order_by("start"))
-        pair = min(((a, b) for a in ms for b in mo), key=lambda ab: (abs(ab[0].sentence - ab[1].sentence), ab[0].start))
-        positive = j % 2 == 0
-        true_preds = set(GoldRelation.objects.filter(subject=gr.subject, object=gr.object).values_list("predicate", flat=True))
-        pred = gr.predicate
-        if not positive:
-            choices = [p for p in predicates if p not in true_preds]
-            pred = choices[int(rng.integers(len(choices)))]
-        key = f"control:{doc.pk}:{pair[0].start}-{pair[0].end}:{pred}:{pair[1].start}-{pair[1].end}"
-        lo, hi = min(pair[0].start, pair[1].start), max(pair[0].end, pair[1].end)
-        c0, c1 = _sentence_span(doc, lo, hi)
-        rel = schema.resolve(pred)
-        payload = {  # the same fields as verify_payload's: a control looks like any other item
-            "predicate": pred, "description": rel.description if rel else "", "context": [c0, c1],
-            "subject": {"start": pair[0].start, "end": pair[0].end, "text": doc.text[pair[0].start:pair[0].end]},
-            "object": {"start": pair[1].start, "end": pair[1].end, "text": doc.text[pair[1].start:pair[1].end],
-                       "value": None},
-        }
-        _, new = Task.objects.get_or_create(
-            corpus=corpus, kind=Kind.VERIFY, document=doc, key=key,
-            defaults={"payload": payload, "group": pred, "answers_needed": 0, "priority": timezone.now(),
-                      "is_control": True, "control_answer": {"correct": positive},
-                      "guideline_version": VERSIONS["verify"]})
-        made += new
     return made
 
 

@@ -242,13 +242,14 @@ def export_release(corpus, out_dir: str | Path, *, licence: str = DEFAULT_LICENC
         rows = (Answer.objects.filter(answer_q, task__corpus=corpus, quarantined=False).order_by("id").values_list(
             "id", "task_id", "task__kind", "task__is_control", "task__control_answer", "task__key",
             "task__document_id", "annotator_id", "annotator__backend", "value", "correct", "weight", "seconds",
-            "guideline_version", "created").iterator(chunk_size=5000))
+            "guideline_version", "created", "task__group").iterator(chunk_size=5000))
         for (pk, task, kind, control, gold, key, doc, ann, backend, value, correct, weight, seconds, gv,
-             created) in rows:
+             created, relation) in rows:
             row = {"id": pk, "task": task, "kind": kind, "control": control, "doc": doc_ids.get(doc),
                    "annotator": pseudonym(ann, secret=secret), "backend": backend, "value": value}
             if kind == Kind.VERIFY:
                 row["correct"] = correct
+                row["relation"] = relation
                 if control:
                     row["gold"] = gold
                 else:
@@ -484,7 +485,8 @@ true facts; importance weights are needed to score with it (below).
 **`answers.jsonl`**: every individual answer, oldest first. `id`, `task` (the item), `kind`
 (`verify`, `entities`, `relations`, `clusters`), `control` (a gold control item: `gold` holds its answer),
 `doc` (clusters: the document of the task's first item; the items are in `clusters.jsonl`), `key`
-(verification items), `annotator` (pseudonym), `backend` (`inhouse`, `mturk`,
+(verification items), `relation` (verification items and controls: the relation judged, the stratum of the
+crowd model), `annotator` (pseudonym), `backend` (`inhouse`, `mturk`,
 `simulated`: simulated answers come from a synthetic crowd answering from the gold layer),
 `value` (the answer as given: verify `{{relation, other_predicate?, subject_ok, object_ok, link_ok}}`;
 entities `{{mentions: [{{start, end, type, cluster, link}}]}}`; relations `{{pairs: {{"i": ["ab:R" | "ba:R"]}}}}`

@@ -40,8 +40,10 @@ class SimulatedBackend:
 
     name = Backend.SIMULATED
 
-    def __init__(self, *, annotators: int = 5, accuracy: float = 0.8, bias: float = 0.0, seed: int = 0) -> None:
+    def __init__(self, *, annotators: int = 5, accuracy: float = 0.8, bias: float = 0.0, seed: int = 0,
+                 relation_rates: tuple = ()) -> None:
         self.annotators, self.accuracy, self.bias, self.seed = annotators, accuracy, bias, seed
+        self.relation_rates = relation_rates
 
     def publish(self, corpus: Corpus) -> dict:
         return InHouseBackend().publish(corpus)
@@ -49,7 +51,8 @@ class SimulatedBackend:
     def collect(self, corpus: Corpus) -> dict:
         from .simulated import SimulatedCrowd
 
-        crowd = SimulatedCrowd.uniform(corpus, self.annotators, accuracy=self.accuracy, bias=self.bias, rng=self.seed)
+        crowd = SimulatedCrowd.uniform(corpus, self.annotators, accuracy=self.accuracy, bias=self.bias, rng=self.seed,
+                                       relation_rates=self.relation_rates)
         return crowd.run().to_dict()
 
 

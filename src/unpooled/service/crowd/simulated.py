@@ -17,7 +17,10 @@ truth (from the gold layer) with probability ``accuracy``, else a wrong answer:
 * relations: per candidate pair, with probability ``1 − a`` one error: a true
   relation dropped or a wrong one added.
 
-Latency is log-normal around ``latency`` seconds and recorded on each answer.
+With ``relation_rates`` a verification of a relation (a control too) that a group names is answered "correct"
+with that group's sensitivity when it is and its false-positive rate when it is not (a crowd that judges
+``country`` well and ``employer`` badly).  Latency is log-normal around ``latency`` seconds and recorded on each
+answer.
 """
 
 from __future__ import annotations
@@ -27,6 +30,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from unpooled.core.annotation.crowd import relation_rates
 from unpooled.service.annotation import actions
 from unpooled.service.annotation.models import Annotator, Backend, Kind, Task
 from unpooled.service.corpora.models import Corpus, Document, GoldEntity, GoldMention, GoldRelation
@@ -38,6 +42,10 @@ class SimulatedWorker:
     accuracy: float = 0.8
     bias: float = 0.0
     latency: float = 10.0
+    #: verification rates that depend on the relation
+    #: (:func:`~unpooled.core.annotation.crowd.parse_relation_accuracy`); a relation no group names is judged at
+    #: ``accuracy`` and ``bias``
+    relation_rates: tuple = ()
 
 
 @dataclass
@@ -134,8 +142,9 @@ class SimulatedCrowd:
 
     @classmethod
     def uniform(cls, corpus: Corpus, k: int, *, accuracy: float = 0.8, bias: float = 0.0, latency: float = 10.0,
-                prefix: str = "sim", rng=None) -> "SimulatedCrowd":
-        return cls(corpus, [SimulatedWorker(f"{prefix}-{i + 1:02d}", accuracy, bias, latency) for i in range(k)], rng=rng)
+                prefix: str = "sim", rng=None, relation_rates: tuple = ()) -> "SimulatedCrowd":
+        return cls(corpus, [SimulatedWorker(f"{prefix}-{i + 1:02d}", accuracy, bias, latency, relation_rates)
+                            for i in range(k)], rng=rng)
 
     # ------------------------------------------------------------------ answers
     def answer_verify(self, w: SimulatedWorker, task: Task) -> dict:
@@ -151,10 +160,14 @@ class SimulatedCrowd:
         truth = self.oracle.verify(task)
         err = (1 - w.accuracy) * ((1 - w.bias) if truth else (1 + w.bias))
         target = 1 - min(1.0, max(0.0, err)) if truth else min(1.0, max(0.0, err))
+        by_relation = relation_rates(w.relation_rates, task.payload.get("predicate", "")) if w.relation_rates else None
+        if by_relation is not None:  # P("correct" said) given the truth, for this relation
+            target = by_relation[0] if truth else by_relation[1]
         if task.is_control:
             says = self.rng.random() < target
             return {"relation": "holds" if says else "none", "subject_ok": True, "object_ok": True, "link_ok": None}
-        acc_m = 1 - (1 - w.accuracy) / 3
+        # mentions judged as well as the relation's correct items are (so that the target stays reachable)
+        acc_m = 1 - (1 - (w.accuracy if by_relation is None else by_relation[0])) / 3
         ok, p_valid = {}, 1.0
         for role in ("subject", "object"):
             arg = task.payload.get(role) or {}

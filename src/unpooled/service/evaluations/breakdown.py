@@ -13,9 +13,13 @@ score's weight rule and matching policy):
 
 Precision within a group is the ratio (Hájek) estimator over the labelled draws in the group,
 recall the inclusion-weighted share of the group's exhaustively found true instances the
-submission matches (the score's matching policy), F1 their harmonic mean; all with 90%
-Wilson intervals.  An ``all`` row is the same estimator over every instance; it can differ a
-little from the headline score, whose recall also uses the pooled labelled draws
+submission matches (the score's matching policy, the variance by documents as the headline's),
+F1 their harmonic mean; all with 90% Wilson intervals, and flagged (``p_few``, ``r_few``,
+``f1_few``) below :data:`~unpooled.core.estimators.breakdown.MIN_EFFECTIVE` effective draws.  The
+design is the score's (the same documents and sentence split as :func:`~.scoring.from_scratch`).
+The ``all`` row *is* the score: its P, R, F1 and intervals are copied from the :class:`~.models.Score`
+the breakdown belongs to (the joint estimate of :func:`unpooled.core.estimators.estimate`), not
+recomputed with the groups' estimator, whose recall uses the exhaustive documents alone
 (the module documentation of :mod:`unpooled.core.estimators.breakdown`).
 
 The breakdown is computed once per new score and stored in ``Score.details['breakdown']``
@@ -52,7 +56,7 @@ from .models import Draw, Score
 from .policy import CONFIDENCE
 
 #: bump when the stored shape changes: older breakdowns are recomputed
-VERSION = 1
+VERSION = 2
 UNTYPED = "(untyped)"
 #: at most this many missed true instances are stored per score (the total is kept)
 MISSED_CAP = 2000
@@ -136,6 +140,13 @@ def _clip(row: dict) -> dict:
     return row
 
 
+def headline_row(score: Score, instances: int, n_draws: int, n_true: int) -> dict:
+    """The breakdown's ``all`` row: the score itself (its published P, R, F1 and intervals)."""
+    return {"group": "all", "instances": instances, "n_draws": n_draws, "n_true": n_true,
+            **{k: getattr(score, k) for k in ("p", "p_lo", "p_hi", "r", "r_lo", "r_hi", "f1", "f1_lo", "f1_hi")},
+            "p_few": False, "r_few": False, "f1_few": False}
+
+
 def compute_breakdowns(corpus: Corpus, level: str, *, only_missing: bool = True) -> int:
     """Compute and store the breakdown of the newest score of every submission at ``level``.
 
@@ -191,7 +202,8 @@ def compute_breakdowns(corpus: Corpus, level: str, *, only_missing: bool = True)
             continue
         weights, match = parse_estimator(score.estimator)
         if (weights, match) not in designs:
-            design, universe = build_design(data, level=level, match=match, corrected_labels=True)
+            design, universe = build_design(data, level=level, match=match, corrected_labels=True,
+                                            documents=docs or None, sentences=rates.sentences(corpus))
             if len(universe) != len(uindex):  # pragma: no cover - build_design changed its universe
                 raise RuntimeError("breakdown: the universe of build_design is not the expected one")
             with warnings.catch_warnings():
@@ -218,9 +230,6 @@ def compute_breakdowns(corpus: Corpus, level: str, *, only_missing: bool = True)
         counts_type = np.bincount(gu_type[xs], minlength=len(types))
         typ = subset_scores(design, i, gu_type, gt_type, n_groups=len(types), weights=W, confidence=CONFIDENCE,
                             zero_division="nan", votes=crowd)
-        # every instance
-        everything = subset_scores(design, i, np.zeros(len(uindex), np.int64), np.zeros(len(truth), np.int64),
-                                   n_groups=1, weights=W, confidence=CONFIDENCE, zero_division="nan", votes=crowd)
         missed_idx = np.flatnonzero(~design.g0[i]) if len(truth) else np.zeros(0, np.int64)
         missed = []
         for k in missed_idx[:MISSED_CAP].tolist():
@@ -234,7 +243,7 @@ def compute_breakdowns(corpus: Corpus, level: str, *, only_missing: bool = True)
             "confidence": CONFIDENCE, "computed": now, "score": score.pk,
             "labelled_draws": int(len(design.xs)), "own_draws": int(design.n[i]),
             "exhaustive_instances": int(design.n0), "exhaustive_documents": docs,
-            "all": _clip({"group": "all", "instances": len(xs), **everything.row(0)}),
+            "all": headline_row(score, len(xs), int(rel.n_draws.sum()), int(len(truth))),
             "relation": [_clip(r) for r in _table(rel, preds, counts_rel, describe)],
             "entity_type": [_clip(r) for r in _table(typ, types, counts_type)],
             "missed": missed, "missed_total": int(len(missed_idx)), "truth_total": int(len(truth)),
@@ -495,5 +504,5 @@ def score_records(sub: Submission) -> list[dict]:
 
 __all__ = ["CONFIDENCE", "MISSED_CAP", "SCORE_FIELDS", "SampleErrors", "SampleLabel", "Segment", "UNTYPED", "VERSION",
            "compute_breakdowns", "context_windows", "current_sample_labels", "ensure_breakdowns", "error_rows",
-           "highlight", "missed_rows", "newest_scores_of_corpus", "parse_estimator", "sample_errors",
+           "headline_row", "highlight", "missed_rows", "newest_scores_of_corpus", "parse_estimator", "sample_errors",
            "sample_lines", "score_records", "stored", "truth_types"]

@@ -51,8 +51,9 @@ class BulkSimulatedCrowd:
     name = "simulated"
 
     def __init__(self, *, annotators: int = 5, accuracy: float = 0.8, bias: float = 0.0, seed: int = 0,
-                 control_share: float | None = None) -> None:
+                 control_share: float | None = None, relation_rates: tuple = ()) -> None:
         self.annotators, self.accuracy, self.bias = annotators, accuracy, bias
+        self.relation_rates = relation_rates
         self.rng = np.random.default_rng(seed)
         self.control_share = control_share
         self.answers = 0
@@ -68,7 +69,8 @@ class BulkSimulatedCrowd:
         from unpooled.service.annotation.models import Answer, Assignment, Kind, Task
         from unpooled.service.crowd.simulated import SimulatedCrowd
 
-        crowd = SimulatedCrowd.uniform(corpus, self.annotators, accuracy=self.accuracy, bias=self.bias, rng=self.rng)
+        crowd = SimulatedCrowd.uniform(corpus, self.annotators, accuracy=self.accuracy, bias=self.bias, rng=self.rng,
+                                       relation_rates=self.relation_rates)
         st = settings_for(corpus)
         share = st.control_share if self.control_share is None else self.control_share
         controls = list(Task.objects.filter(corpus=corpus, kind=Kind.VERIFY, is_control=True, status=Task.Status.OPEN)
@@ -262,8 +264,8 @@ class CoverageReport:
 
 def run_coverage(corpus, trials: int, *, accuracy: float = 0.8, annotators: int = 5, labels: int = 300,
                  documents: int = 30, controls: int = 100, control_share: float = 0.1, replicates: int = 100,
-                 seed: int = 0, level: str = "instance", sources=SOURCES, keep=None, progress=None
-                 ) -> CoverageReport:
+                 seed: int = 0, level: str = "instance", sources=SOURCES, keep=None, progress=None,
+                 relation_rates: tuple = ()) -> CoverageReport:
     """``trials`` runs of the pipeline with seeds ``seed .. seed + trials - 1`` (module docs).
 
     ``keep(seed, inputs, rows)``, if given, receives each trial's :class:`TrialInputs` and the
@@ -273,7 +275,8 @@ def run_coverage(corpus, trials: int, *, accuracy: float = 0.8, annotators: int 
     ``controls`` gold controls are created per trial (:func:`create_verify_controls`) and
     offered with probability ``control_share`` per lease.
     """
-    from unpooled.service.annotation.actions import create_verify_controls, settings_for
+    from unpooled.service.annotation.actions import settings_for
+    from unpooled.service.annotation.controls import create_verify_controls
 
     from .actions import evaluate, system_name
     from .truth import true_scores_all
@@ -286,7 +289,8 @@ def run_coverage(corpus, trials: int, *, accuracy: float = 0.8, annotators: int 
     truth = {names[pk]: {"p": ts.p, "r": ts.r, "f1": ts.f1} for pk, ts in truth_by_pk.items()}
     report = CoverageReport(trials, truth, settings={
         "accuracy": accuracy, "annotators": annotators, "labels": labels, "documents": documents,
-        "controls": controls, "control_share": control_share, "replicates": replicates, "seed": seed, "level": level})
+        "controls": controls, "control_share": control_share, "replicates": replicates, "seed": seed, "level": level,
+        "relation_rates": [[sorted(n) if n else "*", a, b] for n, a, b in relation_rates]})
     sentences = sentence_index(corpus)
     for k in range(trials):
         s = seed + k
@@ -299,7 +303,8 @@ def run_coverage(corpus, trials: int, *, accuracy: float = 0.8, annotators: int 
                 st.save()
                 if controls:
                     create_verify_controls(corpus, controls, rng=s)
-                crowd = BulkSimulatedCrowd(annotators=annotators, accuracy=accuracy, seed=s)
+                crowd = BulkSimulatedCrowd(annotators=annotators, accuracy=accuracy, seed=s,
+                                           relation_rates=relation_rates)
                 rep = evaluate(corpus, crowd=crowd, labels=labels, documents=documents, level=level, seed=s)
                 for row in rep.rows:
                     report.add("current", f"{row['team']}/{row['run']}", row)

@@ -311,7 +311,10 @@ def page_context(sub: Submission) -> dict | None:
         "mentions": det.get("mentions"), "argument_mentions": det.get("argument_mentions"),
         "argument_share": det.get("argument_share"), "argument_draws": det.get("argument_draws"),
         "parts": det.get("parts") or {}, "notes": det.get("notes") or [], "match": det.get("match"),
-        "accuracy": acc, "corrected": rates.get("corrected"), "unjudged": ver.get("draws_unjudged") or 0,
+        # one definition of annotator quality on every page (web/_crowd_rates.html): the one-coin accuracy a of the
+        # mention-validity judgements is sensitivity a and false-positive rate 1 - a
+        "accuracy": acc, "rates": {"sens": acc, "fpr": 1 - acc} if acc is not None and math.isfinite(acc) else None,
+        "corrected": rates.get("corrected"), "unjudged": ver.get("draws_unjudged") or 0,
         "weak_crowd": acc is not None and acc < WARN_ACCURACY,
         "crowd": det.get("crowd") or {},
         "layer_corrected": any(((det.get("crowd") or {}).get("corrected") or {}).values()),

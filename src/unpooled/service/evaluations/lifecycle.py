@@ -515,6 +515,30 @@ def progress(sub: Submission, *, now=None) -> dict:
     }
 
 
+#: the published figures of a score, as every page rounds them (3 decimals)
+SHOWN = ("p", "p_lo", "p_hi", "r", "r_lo", "r_hi", "f1", "f1_lo", "f1_hi")
+#: how far back :func:`score_change` looks for the previous figures (re-scoring writes a score per label batch)
+CHANGE_LOOKBACK = 500
+
+
+def score_change(score: Score) -> dict | None:
+    """What ``score``'s figures replaced: the newest earlier score of the same submission and level whose shown
+    figures (:data:`SHOWN`, to 3 decimals) differ, as ``{"previous": {figure: value}, "previous_created",
+    "changed"}``, ``changed`` being when the current figures appeared (the first later score that has them);
+    None when no earlier score (of the last :data:`CHANGE_LOOKBACK`) differs."""
+    def shown(row):
+        return tuple(None if row[k] is None else round(row[k], 3) for k in SHOWN)
+
+    now = shown({k: getattr(score, k) for k in SHOWN})
+    changed = score.created
+    for row in (Score.objects.filter(submission_id=score.submission_id, level=score.level, id__lt=score.pk)
+                .order_by("-id").values("created", *SHOWN)[:CHANGE_LOOKBACK]):
+        if shown(row) != now:
+            return {"previous": {k: row[k] for k in SHOWN}, "previous_created": row["created"], "changed": changed}
+        changed = row["created"]
+    return None
+
+
 def newest_scores(sub: Submission) -> dict[str, Score]:
     """The newest score per level; a frozen level's snapshot (its period closed: :mod:`.periods`), with
     ``frozen`` (the time) set on it (``None`` on the others)."""

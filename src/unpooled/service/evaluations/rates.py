@@ -24,9 +24,9 @@ import numpy as np
 
 from unpooled.core.annotation.confusion import (
     REPLICATES, SHRINKAGE, VerifyAnswers, fit_confusions, keyed_answers as _keyed, preferred_source,
-    shifted_replicates,
+    relation_stratum_codes, shifted_replicates,
 )
-from unpooled.core.estimators.exhaustive import within_sentence
+from unpooled.core.estimators.exhaustive import p0_support
 from unpooled.core.estimators.noisy import KeyedAnswers
 #: a full bootstrap again once the counted answers have grown by this share since the last one
 REBOOTSTRAP_GROWTH = 0.10
@@ -45,7 +45,8 @@ def verify_answers(corpus, fp: tuple | None = None) -> VerifyAnswers:
 
     qs = Answer.objects.filter(task__corpus=corpus, task__kind=Kind.VERIFY, weight__gt=0,
                                annotator__blocked=False).order_by("id")
-    cols = ("task_id", "annotator_id", "correct", "task__key", "task__is_control", "task__control_answer", "id")
+    cols = ("task_id", "annotator_id", "correct", "task__key", "task__is_control", "task__control_answer", "id",
+            "task__group")
     rows = parsed = None
     held = _answer_rows.get(corpus.pk) if fp is not None else None
     if held is not None and held[0] is not None and held[0][:2] == fp[:2]:
@@ -63,7 +64,21 @@ def verify_answers(corpus, fp: tuple | None = None) -> VerifyAnswers:
         # the fingerprint of what is held, when it is the one read (else the next call reads everything)
         ok = len(rows) == (fp[2] or 0) and (rows[-1][6] if rows else None) == fp[3]
         _answer_rows[corpus.pk] = (fp if ok else None, rows, parsed)
-    return parsed.answers()
+    return parsed.answers(relation_strata(corpus))
+
+
+def relation_strata(corpus) -> dict[str, int]:
+    """The crowd model's strata (:mod:`unpooled.core.estimators.strata`): one per relation of the corpus's schema,
+    numbered in name order (a predicate the schema does not name: one more, the last)."""
+    key = (corpus.pk, corpus.schema_id)
+    got = _strata_memo.get(key)
+    if got is None:
+        names = sorted(r.name for r in corpus.schema.schema().canonical_relations)
+        got = _strata_memo[key] = {n: i for i, n in enumerate(names)}
+    return got
+
+
+_strata_memo: dict = {}
 
 
 @dataclass
@@ -75,6 +90,7 @@ class _Parsed:
     workers: dict = field(default_factory=dict)   # annotator id -> worker index
     keys: list = field(default_factory=list)
     control: list = field(default_factory=list)
+    relations: list = field(default_factory=list)  # per item, its task's relation (the stratum's)
     it: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
     wk: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
     yes: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
@@ -85,14 +101,15 @@ class _Parsed:
     def extended(self, rows) -> "_Parsed":
         """This parse with ``rows`` appended (a new object: the arrays of earlier answers are not touched)."""
         items, workers = dict(self.items), dict(self.workers)
-        keys, control = list(self.keys), list(self.control)
+        keys, control, relations = list(self.keys), list(self.control), list(self.relations)
         it, wk, yes = [], [], []
-        for task, ann, correct, key, is_control, truth, _ in rows:
+        for task, ann, correct, key, is_control, truth, _, relation in rows:
             i = items.get(task)
             if i is None:
                 i = items[task] = len(keys)
                 keys.append(key)
                 control.append(int(bool((truth or {}).get("correct"))) if is_control else -1)
+                relations.append(relation)
             it.append(i)
             wk.append(workers.setdefault(ann, len(workers)))
             yes.append(int(bool(correct)))
@@ -100,13 +117,15 @@ class _Parsed:
         def cat(a, b):
             return np.concatenate([a, np.array(b, np.int64)])
 
-        return _Parsed(items, workers, keys, control, cat(self.it, it), cat(self.wk, wk), cat(self.yes, yes),
-                       cat(self.ids, [r[6] for r in rows]), cat(self.tasks, [r[0] for r in rows]),
+        return _Parsed(items, workers, keys, control, relations, cat(self.it, it), cat(self.wk, wk),
+                       cat(self.yes, yes), cat(self.ids, [r[6] for r in rows]), cat(self.tasks, [r[0] for r in rows]),
                        cat(self.anns, [r[1] for r in rows]))
 
-    def answers(self) -> VerifyAnswers:
+    def answers(self, strata: dict) -> VerifyAnswers:
+        """The answers, each item in its relation's stratum (``strata``: relation -> stratum; others the last)."""
+        st, H, strata = relation_stratum_codes(self.relations, strata)
         return VerifyAnswers(self.it, self.wk, self.yes, list(self.keys), np.array(self.control, np.int64),
-                             len(self.workers), self.ids, self.tasks, self.anns)
+                             len(self.workers), self.ids, self.tasks, self.anns, st, H, strata)
 
 
 #: corpus pk -> (answers' fingerprint or None, the answer rows read, their :class:`_Parsed`)
@@ -132,9 +151,10 @@ def _answer_rows_between(corpus, after: int, upto: int | None) -> list:
     tasks: dict[int, tuple] = {}
     for i in range(0, len(ids), 500):
         for task, *rest in (Task.objects.filter(id__in=ids[i:i + 500], corpus=corpus, kind=Kind.VERIFY)
-                            .values_list("id", "key", "is_control", "control_answer")):
+                            .values_list("id", "key", "is_control", "control_answer", "group")):
             tasks[task] = tuple(rest)
-    return [(task, ann, correct, *tasks[task], aid) for aid, task, ann, correct in got if task in tasks]
+    return [(task, ann, correct, *tasks[task][:3], aid, tasks[task][3]) for aid, task, ann, correct in got
+            if task in tasks]
 
 
 def _extends(old: VerifyAnswers, new: VerifyAnswers) -> bool:
@@ -144,7 +164,7 @@ def _extends(old: VerifyAnswers, new: VerifyAnswers) -> bool:
         return False
     return (np.array_equal(new.answer_ids[:n], old.answer_ids) and np.array_equal(new.task_ids[:n], old.task_ids)
             and np.array_equal(new.annotator_ids[:n], old.annotator_ids) and np.array_equal(new.yes[:n], old.yes)
-            and np.array_equal(new.control[:old.n_items], old.control))
+            and np.array_equal(new.control[:old.n_items], old.control) and new.n_strata == old.n_strata)
 
 
 
@@ -194,7 +214,7 @@ def confusions(corpus, fp: tuple | None = None, *, replicates: int = REPLICATES)
         if base is not None and base[3] == source:
             fitted = fit_confusions(answers, source, shrinkage=SHRINKAGE, point_only=True)
             if fitted is not None:
-                reps = shifted_replicates(base[1], base[2], base[0].n_workers, fitted[0], answers.n_workers)
+                reps = shifted_replicates(base[1], base[2], base[0].n_rates, fitted[0], answers.n_rates)
                 out = Confusions(answers, source, fitted[0], reps, base)
         if out is None:
             fitted = fit_confusions(answers, source, replicates=replicates, rng=0, shrinkage=SHRINKAGE)
@@ -212,6 +232,19 @@ def keyed_answers(corpus, fp: tuple | None = None, *, replicates: int = REPLICAT
     if c is None:
         return None
     return _keyed(c.answers, c.point, c.reps)
+
+
+def crowd_fit(corpus) -> list[dict]:
+    """The crowd model's fit check per relation (:func:`unpooled.core.annotation.fitcheck.stratum_fits` on the
+    fitted confusions), weakest first; [] without answers."""
+    from unpooled.core.annotation.fitcheck import stratum_fits
+
+    c = confusions(corpus)
+    if c is None:
+        return []
+    names = {v: k for k, v in (c.answers.relation_strata or {}).items()}
+    rows = [{**f.to_dict(), "relation": names.get(f.stratum, "(other)")} for f in stratum_fits(c.answers, *c.point)]
+    return sorted(rows, key=lambda r: (r["separation"], r["relation"]))
 
 
 # --------------------------------------------------------------------------- p0's support
@@ -246,27 +279,17 @@ def sentences(corpus):
 
 
 def inside(corpus, refs, found: set) -> np.ndarray:
-    """Per instance (an :class:`~unpooled.core.matching.InstanceRef`), whether it is in :math:`p_0`'s support:
-    found by the exhaustive protocol (its key in ``found``) or within one sentence; as
-    :func:`unpooled.core.offline.inside_p0` (memoised per key under the corpus's sentence split)."""
+    """Per instance (an :class:`~unpooled.core.matching.InstanceRef`), whether it is in :math:`p_0`'s support
+    (:func:`unpooled.core.estimators.exhaustive.p0_support`, memoised per key under the corpus's sentence split):
+    found by the exhaustive protocol (its key in ``found``) or within one sentence.  No document population is
+    given: a corpus's submissions, draws and labels are all its own (a period on a next corpus starts a new pool),
+    so every drawn instance lies in one of its documents."""
     skey = _sentences_key(corpus)
     memo = _inside_memo.get(skey)
     if memo is None:
         _inside_memo.clear()
         memo = _inside_memo[skey] = {}
-    split = None
-    out = np.empty(len(refs), bool)
-    for j, ref in enumerate(refs):
-        if ref.key in found:
-            out[j] = True
-            continue
-        v = memo.get(ref.key)
-        if v is None:
-            if split is None:
-                split = sentences(corpus)
-            v = memo[ref.key] = within_sentence(ref, split)
-        out[j] = v
-    return out
+    return p0_support(refs, found=found, sentences=sentences(corpus), memo=memo)
 
 
 def clear_cache() -> None:
@@ -274,5 +297,6 @@ def clear_cache() -> None:
     rows reappear under the same ids)."""
     _memo.clear()
     _answer_rows.clear()
+    _strata_memo.clear()
     _sentence_memo.clear()
     _inside_memo.clear()

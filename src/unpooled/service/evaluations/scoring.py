@@ -485,12 +485,12 @@ def score(corpus: Corpus, *, level: str = "instance", match: str = "overlap", we
             p0 = p0 / pool.mult
         # recall's variance by documents: each exhaustive instance's document, over the corpus's complete
         # exhaustive documents (those where annotators found nothing count too), as from_scratch gives them;
-        # p0 = 0 outside the exhaustive protocol's support (core.offline.inside_p0)
+        # p0 = 0 outside the exhaustive protocol's support (core.estimators.exhaustive.p0_support)
         found = {tr.key for tr in truth.truth}
         inside = rates.inside(corpus, [pool.universe[u] for u in xs.tolist()], found) if len(xs) else None
         design = make_design(P, src, xs, f, truth.g0, truth.v0, p0, gs=gs, corrected_labels=True,
                              y0_docs=[t.ref.doc for t in truth.truth], documents=truth.docs or None, inside=inside)
-        votes = answers.on(pool.index, U) if answers is not None else None
+        votes = answers.on(pool.index, U, [x.predicate for x in pool.universe]) if answers is not None else None
         mark("design")
     res = _rows(design, tuple(names), truth.truth, level=level, weights=weights, match=match, votes=votes)
     mark("estimate")

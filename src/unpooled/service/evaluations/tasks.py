@@ -17,7 +17,7 @@ def evaluate_corpus(corpus: str, accuracy: float = 0.8, labels: int = 300, docum
     score's ``details['truth']``; ``truth_inside`` is (K, N): the truth is inside the 90% interval
     for K of the N (system, metric, level) triples.
     """
-    from unpooled.service.annotation.actions import create_verify_controls
+    from unpooled.service.annotation.controls import create_verify_controls
     from unpooled.service.annotation.models import Task
     from unpooled.service.corpora.models import Corpus
     from unpooled.service.crowd.base import SimulatedBackend

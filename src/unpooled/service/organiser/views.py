@@ -20,6 +20,7 @@ from django.urls import reverse
 from django.utils import timezone
 from django.views.decorators.http import require_POST
 
+from unpooled.core.annotation.fitcheck import WEAK_SEPARATION
 from unpooled.core.sampling import FEW_DOCUMENTS, small_sample_warning
 from unpooled.core.sampling.documents import COVERAGE_BELOW
 from unpooled.service.accounts.actions import is_organiser
@@ -32,6 +33,7 @@ from unpooled.service.annotation.sampling import SCHEMES as SAMPLING_SCHEMES
 from unpooled.service.annotation.sampling import sample_documents
 from unpooled.service.annotation.status import status as annotation_status
 from unpooled.service.corpora.models import Corpus
+from unpooled.service.evaluations.rates import crowd_fit
 from unpooled.service.submissions.models import Submission, Team
 
 from . import console, documents
@@ -178,7 +180,8 @@ def annotation(request):
     if corpus is not None:
         stalled = console.stalled_tasks(corpus)
         ctx.update(st=annotation_status(corpus), stalled=stalled, budget=console.corpus_budget(corpus),
-                   submissions=console.submission_rows(corpus), alerts=console.alerts(corpus, stalled=stalled))
+                   submissions=console.submission_rows(corpus), alerts=console.alerts(corpus, stalled=stalled),
+                   crowd_fit=crowd_fit(corpus), weak_separation=WEAK_SEPARATION)
     return render(request, "annotation/organiser.html", ctx)
 
 

@@ -59,11 +59,11 @@ def _page_links(request, param: str, page, anchor: str) -> dict:
 
 
 def _chart(rows: list[dict], title: str) -> str:
-    """F1 with its interval per group: the :data:`CHART_ROWS` groups with most instances that have labelled draws
-    (rows come sorted by instances), named by code and description."""
+    """F1 with its interval per group: the :data:`CHART_ROWS` groups with most instances that have enough labelled
+    draws and true instances for an interval (rows come sorted by instances), named by code and description."""
     from unpooled.core.plots.svg import interval_chart
 
-    shown = [r for r in rows if r.get("f1") is not None and r.get("n_draws")][:CHART_ROWS]
+    shown = [r for r in rows if r.get("f1") is not None and r.get("n_draws") and not r.get("f1_few")][:CHART_ROWS]
     if not shown:
         return ""
     names = [f"{r['group']} {r['description']}"[:34] if r.get("description") else r["group"] for r in shown]
@@ -74,12 +74,13 @@ def _chart(rows: list[dict], title: str) -> str:
 
 def _breakdown_html(score, bd: dict, levels: list[str]) -> str:
     """The breakdown sections of a score, rendered once and cached: a score's breakdown never changes."""
+    from unpooled.core.estimators.breakdown import MIN_EFFECTIVE
     from unpooled.service.evaluations.breakdown import VERSION
 
     def build():
         level = score.level
         return render_to_string("web/submission_breakdown.html", {
-            "bd": bd, "level": level, "levels": levels,
+            "bd": bd, "level": level, "levels": levels, "min_effective": MIN_EFFECTIVE,
             "relation_svg": _chart(bd["relation"], f"F1 by relation, the {CHART_ROWS} largest ({level} level)"),
             "type_svg": _chart(bd["entity_type"], f"F1 by subject type ({level} level)")})
 
@@ -117,7 +118,7 @@ def _status_url(sub: Submission) -> str | None:
 PAGE_SECONDS = 24 * 3600
 MANAGE_PAGE_SECONDS = 60
 #: part of every cache key of a rendered page or breakdown: a change of the templates gives new keys
-TEMPLATE_VERSION = 2
+TEMPLATE_VERSION = 3
 
 #: what the validation's counts are called on the page (others: their key with spaces)
 COUNT_LABELS = {"instances": "instances stored", "lines": "lines read", "documents": "documents",
@@ -250,7 +251,7 @@ def _render_content(request, sub: Submission, manage: bool, level: str | None) -
            "bd_state": bd_state, "status_url": _status_url(sub), "warnings": sub.warnings.get("warnings", []),
            "counts": [(COUNT_LABELS.get(k, k.replace("_", " ")), v) for k, v in (sub.counts or {}).items()]}
     if score is not None:
-        ctx.update(_headline(sub, score))
+        ctx.update(_headline(score))
     names = relation_names(sub.corpus)
     if bd:
         ctx["breakdown_html"] = _breakdown_html(score, bd, [s.level for s in scores])
@@ -288,24 +289,18 @@ def _render_content(request, sub: Submission, manage: bool, level: str | None) -
     return render_to_string("web/_submission_content.html", ctx, request=request), bd_state in ("ready", "none")
 
 
-def _headline(sub: Submission, score) -> dict:
-    """The headline's evidence: this submission's own labelled draws at the score's level (distinct instances,
-    by their current label) and how far the correction for annotator error moved precision."""
-    from unpooled.service.evaluations.breakdown import current_sample_labels
-    from unpooled.service.evaluations.models import Draw
+def _headline(score) -> dict:
+    """The headline's context: how far the correction for annotator error moved precision from the labelled
+    sample's (when more than half the interval's width), and what the figures replaced (:func:`score_change`)."""
+    from unpooled.service.evaluations.lifecycle import score_change
 
-    labels = current_sample_labels(sub)
-    keys = set(Draw.objects.filter(submission=sub, level=score.level).values_list("key", flat=True))
-    got = [labels[k].correct for k in keys if k in labels]
-    own = {"labelled": len(got), "correct": sum(1 for c in got if c),
-           "share": sum(1 for c in got if c) / len(got)} if got else None
     smp = (score.details or {}).get("sample") or {}
     shift = None
     if smp.get("p") is not None and score.p is not None and score.p_lo is not None and score.p_hi is not None:
         d = abs(score.p - smp["p"])
         if d > (score.p_hi - score.p_lo) / 2:
             shift = d
-    return {"own": own, "shift": shift}
+    return {"shift": shift, "change": score_change(score)}
 
 
 def submission_export(request, pk: int, fmt: str):

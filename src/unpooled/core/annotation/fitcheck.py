@@ -1,0 +1,130 @@
+r"""Does the crowd model fit, stratum by stratum (the relation types of :mod:`unpooled.core.estimators.strata`)?
+
+For each stratum: how many items, answers and gold controls it has; the crowd's sensitivity and false-positive
+rate there (the fitted rates of :func:`~unpooled.core.annotation.confusion.fit_preferred`, averaged over the
+stratum's answers) and their difference, the *separation* (0: answers say nothing about the truth; 1: perfect);
+and the observed against the model's distribution of the number of "correct" answers among the stratum's items
+answered :math:`k` times (:math:`k` the stratum's most common number of answers).  Under the model an item's
+count of "yes" is a mixture over its class, with the stratum's prevalence :math:`\hat\rho_h` (the maximiser of
+the items' mixture likelihood, :func:`~unpooled.core.estimators.noisy.prevalence`), of the Poisson-binomial laws
+of its own workers' rates; the expected counts are their sums over the items.  Pearson's statistic over the
+counts (tails merged until every expected count is at least 5) with ``bins - 2`` degrees of freedom (the
+prevalence fitted) tells a misfit: items of one stratum that differ in difficulty, workers who copy each other,
+rates that drifted.  With three answers per item there are four counts and the check has little power (half the
+items judged near chance went unnoticed; with five answers, p < 0.001).  A weak stratum (separation below :data:`WEAK_SEPARATION`) gives wide intervals however
+well it fits; more answers per item there narrow them (three answers of a crowd at 0.75/0.45 carry about as much
+as one answer at 0.95/0.05).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from scipy.stats import chi2 as chi2_dist
+
+from .confusion import VerifyAnswers
+
+#: a stratum whose sensitivity minus false-positive rate is below this is weak (its items' votes say little)
+WEAK_SEPARATION = 0.4
+#: merge the tail bins of the fit check until each expects at least this many items
+MIN_EXPECTED = 5.0
+
+
+@dataclass(frozen=True)
+class StratumFit:
+    """The fit check of one stratum (module docs)."""
+
+    stratum: int
+    items: int
+    answers: int
+    controls: int
+    sens: float
+    fpr: float
+    prevalence: float
+    k: int                      # the number of answers per item the counts are about
+    observed: tuple             # items with 0..k "correct" answers
+    expected: tuple             # the model's expected counts
+    chi2: float
+    df: int
+    p_value: float
+
+    @property
+    def separation(self) -> float:
+        return self.sens - self.fpr
+
+    @property
+    def weak(self) -> bool:
+        return self.separation < WEAK_SEPARATION
+
+    def to_dict(self) -> dict:
+        out = {k: getattr(self, k) for k in ("stratum", "items", "answers", "controls", "sens", "fpr", "prevalence",
+                                            "k", "chi2", "df", "p_value")}
+        return {**out, "observed": list(self.observed), "expected": [round(x, 2) for x in self.expected],
+                "separation": self.separation, "weak": self.weak}
+
+
+def _poisson_binomial(p: np.ndarray) -> np.ndarray:
+    """``(n, k+1)``: per row of ``p`` (``(n, k)`` success probabilities) the law of the number of successes."""
+    n, k = p.shape
+    out = np.zeros((n, k + 1))
+    out[:, 0] = 1.0
+    for j in range(k):
+        out[:, 1:] = out[:, 1:] * (1 - p[:, j:j + 1]) + out[:, :-1] * p[:, j:j + 1]
+        out[:, 0] *= 1 - p[:, j]
+    return out
+
+
+def _pearson(obs: np.ndarray, exp: np.ndarray) -> tuple[float, int, float]:
+    """Pearson's statistic with the tails merged until every bin expects :data:`MIN_EXPECTED` (df = bins - 2)."""
+    obs, exp = list(obs.astype(float)), list(exp.astype(float))
+    while len(exp) > 2 and exp[0] < MIN_EXPECTED:
+        obs[1] += obs.pop(0)
+        exp[1] += exp.pop(0)
+    while len(exp) > 2 and exp[-1] < MIN_EXPECTED:
+        obs[-2] += obs.pop()
+        exp[-2] += exp.pop()
+    o, e = np.array(obs), np.array(exp)
+    df = len(e) - 2
+    if df < 1 or np.any(e <= 0):
+        return float("nan"), max(df, 0), float("nan")
+    stat = float(((o - e) ** 2 / e).sum())
+    return stat, df, float(chi2_dist.sf(stat, df))
+
+
+def stratum_fits(a: VerifyAnswers, sens, fpr) -> list[StratumFit]:
+    """:class:`StratumFit` of every stratum of ``a`` with answers about items (module docs); ``sens``/``fpr``: the
+    fitted rates per confusion row (:attr:`VerifyAnswers.n_rates`)."""
+    from ..estimators.noisy import prevalence
+
+    sens = np.clip(np.asarray(sens, float), 1e-9, 1 - 1e-9)
+    fpr = np.clip(np.asarray(fpr, float), 1e-9, 1 - 1e-9)
+    item, yes, rows = np.asarray(a.item), np.asarray(a.yes), a.rate_rows()
+    st_item = np.zeros(a.n_items, np.int64) if a.stratum is None else np.asarray(a.stratum, np.int64)
+    control = np.asarray(a.control)
+    lam = np.bincount(item, weights=np.where(yes == 1, np.log(sens[rows]) - np.log(fpr[rows]),
+                                             np.log1p(-sens[rows]) - np.log1p(-fpr[rows])), minlength=a.n_items)
+    n_ans = np.bincount(item, minlength=a.n_items)
+    out = []
+    for h in range(a.n_strata):
+        on = st_item[item] == h
+        real = np.flatnonzero((st_item == h) & (control < 0) & (n_ans > 0))
+        if not len(real):
+            continue
+        rho = float(np.nan_to_num(prevalence(np.ones((1, len(real))), lam[real])[0][0]))
+        k = int(np.bincount(n_ans[real]).argmax())
+        these = real[n_ans[real] == k]
+        sel = np.flatnonzero(np.isin(item, these))
+        order = sel[np.argsort(item[sel], kind="stable")]
+        r = rows[order].reshape(len(these), k)  # items in increasing order, their k answers each
+        law = rho * _poisson_binomial(sens[r]) + (1 - rho) * _poisson_binomial(fpr[r])
+        obs = np.bincount(np.bincount(item[sel], weights=yes[sel], minlength=a.n_items)[these].astype(int),
+                          minlength=k + 1)
+        stat, df, p = _pearson(obs, law.sum(0))
+        out.append(StratumFit(h, len(real), int(on.sum()), int(((st_item == h) & (control >= 0)).sum()),
+                              float(sens[rows[on]].mean()), float(fpr[rows[on]].mean()), rho, k,
+                              tuple(int(x) for x in obs), tuple(float(x) for x in law.sum(0)), stat, df, p))
+    return out
+
+
+__all__ = ["MIN_EXPECTED", "StratumFit", "WEAK_SEPARATION", "stratum_fits"]

@@ -1,0 +1,265 @@
+r"""Precision, recall and F1 of every target from crowd votes: the estimator of :mod:`.noisy`'s model, with the
+crowd model by strata (:mod:`.strata`).
+
+:func:`noisy_estimates` fits each functional's prevalence per (target, group of strata) by
+:func:`.noisy.prevalence`, combines them, and adds the three sources of variance the model's documentation
+derives (the draws, the votes, the confusions); :func:`unpooled.core.estimators.joint.estimate` calls it when
+it is given votes.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import scipy.sparse as sp
+
+from ..errors import InvalidInputError
+from .noisy import (
+    CrowdVotes, item_log_lr, kappa_where, majority_labels, posterior, prevalence, vote_patterns, vote_variance,
+)
+from .strata import groups as strata_groups
+from .strata import precision_weights
+
+
+@dataclass(frozen=True)
+class NoisyParts:
+    """What :func:`noisy_estimates` computed besides the estimates (for reporting and tests)."""
+
+    p_raw: np.ndarray        # the labelled-sample figure: each item's majority label taken as certain
+    r_raw: np.ndarray
+    f1_raw: np.ndarray
+    var_design: dict         # metric -> (m,)
+    var_votes: dict
+    var_rates: dict
+    mean_sens: float         # the crowd's rates, weighted by answers
+    mean_fpr: float
+
+
+@dataclass(frozen=True)
+class _Fit:
+    """Every functional's prevalence per (target, group) (:mod:`.strata`), ``(m, G)`` each: ``r*`` the prevalence,
+    ``J*`` its information, ``k*`` the factor of its influence values (precision: the group's weight over
+    :math:`J`; recall's numerator and denominator: the group's coefficient sum over :math:`J`), ``s*`` the
+    coefficient sums; and the combined estimates."""
+
+    rc: np.ndarray
+    Jc: np.ndarray
+    kc: np.ndarray
+    ra: np.ndarray
+    Ja: np.ndarray
+    ka: np.ndarray
+    sa: np.ndarray
+    rb: np.ndarray
+    kb: np.ndarray
+    p: np.ndarray
+    Ahat: np.ndarray
+    Bhat: np.ndarray
+    nu: np.ndarray
+    wc: np.ndarray
+
+    def single(self, w: np.ndarray) -> np.ndarray:
+        """Per target, whether one group carries all of ``w`` (``(m, G)``): its estimate is one prevalence."""
+        return (w > 0).sum(1) <= 1
+
+
+def _safe_div(a, b):
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(b > 0, a / np.where(b > 0, b, 1.0), 0.0)
+
+
+def _fit(Mc, Ma, Mb, lam, grp, P, simple: bool) -> _Fit:
+    """The prevalences of precision (``Mc``) and of recall's numerator and denominator (``Ma``, ``Mb``), per
+    (target, group), combined: precision by the targets' known masses, recall by the coefficient sums."""
+    G, gk = grp.n, grp.item
+    rc, Jc = prevalence(Mc, lam, groups=gk, n_groups=G)
+    ra, Ja = prevalence(Ma, lam, groups=gk, n_groups=G)
+    rb, Jb = prevalence(Mb, lam, groups=gk, n_groups=G)
+    rc, ra, rb = np.nan_to_num(rc), np.nan_to_num(ra), np.nan_to_num(rb)
+    wc = _precision_weights(Mc, grp, P)
+    sa, sb = grp.sums(Ma), grp.sums(Mb)
+    p, Ahat, Bhat, nu = _combine(rc, ra, rb, wc, sa, sb, simple)
+    return _Fit(rc, Jc, _safe_div(wc, Jc), ra, Ja, _safe_div(sa, Ja), sa, rb, _safe_div(sb, Jb), p, Ahat, Bhat,
+                nu, wc)
+
+
+def _precision_weights(Mc, grp, P) -> np.ndarray:
+    """``(m, G)``: precision's weight of each group (:func:`.strata.precision_weights`; 1 for one group)."""
+    if grp.n > 1:
+        return precision_weights(grp.masses(P), grp.sums(Mc) > 0)
+    return (Mc.sum(1, keepdims=True) > 0) * 1.0
+
+
+def _combine(rc, ra, rb, wc, sa, sb, simple: bool):
+    """Precision, recall's numerator and denominator and :math:`\nu` from the prevalences per (target, group)
+    (any leading axes: replicates)."""
+    p = (wc * rc).sum(-1)
+    Ahat, Bhat = (sa * ra).sum(-1), (sb * rb).sum(-1)
+    nu = np.ones_like(p) if simple else np.clip(_safe_div(Ahat, Bhat), 0.0, 1.0)
+    return p, Ahat, Bhat, nu
+
+
+def _by(X: np.ndarray, g: np.ndarray) -> np.ndarray:
+    """``X`` (targets x groups) at the groups ``g`` of some draws or items: ``(m, len(g))``, or ``(m, 1)`` to
+    broadcast when there is one group."""
+    return X if X.shape[1] == 1 else X[:, g]
+
+
+def _design_var(d, t, fit: _Fit, lam_s, gs, var_th, theta, dP, dR, simple: bool):
+    """The draws' variance given the votes (module docs, 1.): per metric, ``(m,)``."""
+    from .joint import strata_var
+
+    m = d.m
+    # (m, S) arrays are large at scale (300 systems x 500 draws: 360 MB each): built in place, freed early
+    uP = kappa_where(t.C, lam_s, fit.rc, gs)
+    uP *= t.C
+    uP *= _by(fit.kc, gs)
+    var = {"p": strata_var(uP, d.src, m)}
+    if simple:
+        uN = np.zeros_like(uP)
+    else:
+        uN = kappa_where(t.A, lam_s, fit.ra, gs)  # dA = Aw (rho_A + sum(A)/J_A kappa_A), per group
+        uN *= _by(fit.ka, gs)
+        uN += _by(fit.ra, gs)
+        uN *= t.A
+        dB = kappa_where(t.B, lam_s, fit.rb, gs)  # dB likewise
+        dB *= _by(fit.kb, gs)
+        dB += _by(fit.rb, gs)
+        dB *= t.B
+        dB *= fit.nu[:, None]
+        uN -= dB  # (dA - nu dB) / B
+        del dB
+        uN *= _safe_div(np.ones(m), fit.Bhat)[:, None]
+    var_nu = strata_var(uN, d.src, m)
+    var["r"] = theta ** 2 * var_nu + fit.nu ** 2 * var_th + var_th * var_nu
+    uN *= (dR * theta)[:, None]  # the F1 influence: dP uP + dR theta uN
+    uP *= dP[:, None]
+    uN += uP
+    del uP
+    var["f1"] = strata_var(uN, d.src, m) + (dR * fit.nu) ** 2 * var_th
+    return var
+
+
+def _votes_var(d, t, fit: _Fit, votes, codes, lam, grp, Mc, Ma, Mb, R, theta, dP, dR, simple: bool):
+    """The votes' variance (module docs, 2.): per metric, ``(m,)``.  Computed per (target, group) row
+    (``row * G + group``): the groups' items are distinct, their variances add."""
+    m, G, gk = d.m, grp.n, grp.item
+    p_item = np.asarray(d.P[:, codes].todense())
+    g_item = _safe_div(Ma, Mb) if not simple else np.zeros_like(Mc)  # g_i(x): A's unit coefficient over B's
+    pat = vote_patterns(votes, codes)
+    # the pairs (target, item) where a target's own functionals weigh the item; recall's denominator weighs every
+    # item, by a factor per (target, group) (b) times p0 (the dense part of _vote_var)
+    rows, cols = np.nonzero((p_item > 0) | (g_item > 0))
+    re = rows * G + gk[cols]
+    rc, ra, rb = fit.rc.ravel(), fit.ra.ravel(), fit.rb.ravel()
+    gp = p_item[rows, cols] * fit.kc.ravel()[re]
+    ga = d.p0[codes][cols] * g_item[rows, cols] * fit.ka.ravel()[re] * _safe_div(np.ones(m), fit.Bhat)[rows]
+    post_p = posterior(lam[cols], rc[re])
+    post_b = posterior(lam[cols], rb[re])
+    wpair = R[rows, cols]
+    dense = None
+    if not simple:
+        bfac = -(fit.nu[:, None] * fit.kb) * _safe_div(np.ones(m), fit.Bhat)[:, None]
+        dense = (bfac.ravel(), d.p0[codes], rb)
+    vp, vpb, vn, cv = vote_variance(pat, m * G, re, cols, gp, rc[re], ga, ra[re], post_p, post_b, wpair, dense=dense,
+                                lam=lam, R=R, groups=gk if G > 1 else None)
+    # a precision estimated at 0 or 1: the expected information instead of the observed one (module docs, 2.)
+    Jc = fit.Jc.ravel()
+    edge = np.flatnonzero(np.isfinite(Jc) & ((rc <= 0) | (rc >= 1)) & (Jc > 0))
+    if len(edge):
+        on = np.isin(re, edge)
+        k = int(on.sum())
+        j_exp = vote_variance(pat, m * G, re[on], cols[on], np.ones(k), rc[re[on]], np.zeros(k), ra[re[on]],
+                          post_p[on], post_b[on], Mc[rows[on], cols[on]])[0]
+        shrink = np.ones(m * G)
+        shrink[edge] = np.where(j_exp[edge] > Jc[edge], Jc[edge] / np.where(j_exp[edge] > 0, j_exp[edge], 1.0), 1.0)
+        vp, vpb, cv = vp * shrink ** 2, vpb * shrink ** 2, cv * shrink
+    vp, vpb, vn, cv = (x.reshape(m, G).sum(1) for x in (vp, vpb, vn, cv))
+    var = {"p": vp}
+    if simple:
+        var["f1"] = dP ** 2 * vp
+        var["r"] = np.zeros(m)
+    else:
+        fa = dR * theta
+        var["f1"] = np.maximum(dP ** 2 * vpb + 2 * dP * fa * cv + fa ** 2 * vn, 0.0)
+        var["r"] = theta ** 2 * vn
+    return var
+
+
+def _rates_var(votes, U, codes, Mc, Ma, Mb, grp, P, theta, simple: bool):
+    """The confusions' variance (module docs, 3.): per metric, ``(m,)``, the spread of the estimates refitted
+    under each replicate of the confusions (the draws and the votes held)."""
+    from .joint import _f1
+
+    m = Mc.shape[0]
+    if votes.replicates <= 1:
+        return {k: np.zeros(m) for k in ("p", "r", "f1")}
+    lam_rep = item_log_lr(votes, U, votes.sens_rep, votes.fpr_rep, items=codes)  # (R, K)
+    G, gk = grp.n, grp.item
+    rc, ra, rb = (np.nan_to_num(prevalence(M, lam_rep, groups=gk, n_groups=G)[0]) for M in (Mc, Ma, Mb))
+    p, _, _, nu = _combine(rc, ra, rb, _precision_weights(Mc, grp, P), grp.sums(Ma), grp.sums(Mb), simple)
+    r = theta[None, :] * nu
+    return {"p": np.var(p, axis=0, ddof=1), "r": np.var(r, axis=0, ddof=1), "f1": np.var(_f1(p, r), axis=0, ddof=1)}
+
+
+def noisy_estimates(d, t, W: np.ndarray, votes: CrowdVotes, *, simple: bool = False,
+                    confidence: float | None = None):
+    """Estimates and variances of every target from the design ``d``, its unit-label terms ``t`` (the joint
+    kernel's ``_terms`` with every label 1) and the crowd's ``votes`` (module docs); with ``votes.strata`` every
+    prevalence is fitted per (target, group of strata) and combined (:mod:`.strata`).  ``confidence``: the level
+    of the intervals, for the exhaustive documents' Student-:math:`t` inflation (:func:`~.joint._var0`).
+
+    Returns ``(est, var, parts)``: dicts metric -> (m,) for ``p``, ``r``, ``f1``, ``theta``, ``nu`` and the
+    total variances of ``p``, ``r``, ``f1``; and :class:`NoisyParts`.
+    """
+    from .joint import _f1, _f1_partials, _var0
+
+    m, U = d.P.shape
+    S = len(d.xs)
+    codes, inv = np.unique(d.xs, return_inverse=True)
+    K = len(codes)
+    lam = item_log_lr(votes, U)[codes]
+    grp = strata_groups(votes.strata, codes, U)
+    E = sp.csr_matrix((np.ones(S), (np.arange(S), inv)), shape=(S, K))
+
+    def per_item(X):
+        return np.asarray((E.T @ X.T).T) if S else np.zeros((X.shape[0], K))
+
+    Mc, Ma, Mb = per_item(t.C), per_item(t.A), per_item(t.B)
+    fit = _fit(Mc, Ma, Mb, lam, grp, d.P, simple)
+    # theta: from the exhaustive sample (no labels)
+    v = d.v0
+    V = v.sum()
+    S0 = d.g0.astype(float) if simple else t.S0.astype(float)
+    theta = (S0 * v).sum(1) / V if V > 0 else np.zeros(m)
+    T0 = v[None, :] * (S0 - theta[:, None]) / V if V > 0 else np.zeros_like(S0)
+    var_th = _var0(T0, d, confidence)
+    p, nu = fit.p, fit.nu
+    r = theta * nu
+    f1 = _f1(p, r)
+    dP, dR = _f1_partials(p, r)
+    if getattr(t, "ratio", None) is None:
+        raise InvalidInputError("terms: the kernel's importance ratios are needed for the vote variance")
+    gs = grp.item[inv]
+    var_d = _design_var(d, t, fit, lam[inv], gs, var_th, theta, dP, dR, simple)
+    var_v = _votes_var(d, t, fit, votes, codes, lam, grp, Mc, Ma, Mb, per_item(np.asarray(t.ratio)), theta, dP,
+                       dR, simple)
+    var_r = _rates_var(votes, U, codes, Mc, Ma, Mb, grp, d.P, theta, simple)
+    var = {k: var_d[k] + var_v[k] + var_r[k] for k in ("p", "r", "f1")}
+    # the raw figure: majority labels as if certain
+    y = majority_labels(votes, U)[codes]
+    y = np.where(np.isnan(y), 0.0, y)
+    p_raw = _safe_div(Mc @ y, Mc.sum(1))
+    nu_raw = np.ones(m) if simple else np.clip(_safe_div(Ma @ y, Mb @ y), 0, 1)
+    r_raw = theta * nu_raw
+    n_ans = np.bincount(votes.worker, minlength=votes.n_workers).astype(float)
+    tot = max(n_ans.sum(), 1.0)
+    parts = NoisyParts(p_raw, r_raw, _f1(p_raw, r_raw), var_d, var_v, var_r,
+                       float((n_ans * votes.sens).sum() / tot), float((n_ans * votes.fpr).sum() / tot))
+    # the likelihood-ratio intervals need one prevalence: targets whose estimate is one group's (all without strata)
+    one_p, one_a = fit.single(fit.wc), fit.single(fit.sa * (fit.Ja > 0))
+    scale = theta * _safe_div(fit.sa.sum(1), fit.Bhat)  # r = scale * rho_A while nu is not clipped
+    est = {"p": p, "r": r, "f1": f1, "theta": theta, "nu": nu,
+           "_p_fit": (Mc, lam, (fit.Jc * (fit.wc > 0)).sum(1), one_p),
+           "_r_fit": (Ma, lam, (fit.Ja * (fit.sa > 0)).sum(1), (fit.ra * (fit.sa > 0)).sum(1), scale, one_a)}
+    return est, var, parts

@@ -1,0 +1,111 @@
+"""The crowd model by strata (core/estimators/strata.py, confusion.stratified_rates): rates per (worker, stratum),
+prevalences per (target, stratum) combined by the targets' known masses."""
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from unpooled.core.annotation.confusion import (
+    VerifyAnswers, ds_fit, relation_stratum_codes, shrunk_rates, stratified_rates,
+)
+from unpooled.core.annotation.crowd import parse_relation_accuracy, relation_rates
+from unpooled.core.errors import InvalidInputError
+from unpooled.core.estimators.strata import groups, precision_weights
+from unpooled.core.simulate.regimes import EASY, HARD, Cell, run_trial
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.integers(1, 6), st.integers(1, 4), st.integers(0, 10 ** 6))
+def test_stratified_rates_stay_rates_and_pool_identical_workers(W, H, seed):
+    rng = np.random.default_rng(seed)
+    N = rng.integers(0, 40, (W, H)).astype(float)
+    Y = np.floor(N * rng.random((W, H)))
+    r = stratified_rates(Y, N, "eb")
+    assert r.shape == (W, H) and np.all((r > 0) & (r < 1))
+    # a cell without answers gets its worker's and its stratum's rate (no NaN, inside the others' range)
+    assert np.all(np.isfinite(r))
+
+
+def test_stratified_rates_borrow_where_thin_and_keep_strata_apart():
+    # 10 identical workers, two strata that differ: the strata keep their own rates, thin cells borrow
+    N = np.full((10, 2), 60.0)
+    Y = np.stack([np.full(10, 57.0), np.full(10, 27.0)], axis=1)
+    N[0, 1], Y[0, 1] = 1.0, 1.0  # one answer of worker 0 in stratum 1: not a rate of 1
+    r = stratified_rates(Y, N, "eb")
+    assert r[1:, 0] == pytest.approx(0.95, abs=0.01) and r[1:, 1] == pytest.approx(0.45, abs=0.01)
+    assert r[0, 1] == pytest.approx(0.45, abs=0.05)
+    # one stratum: the answers of VerifyAnswers.rates are shrunk_rates' (the old fit, unchanged)
+    a = VerifyAnswers(np.zeros(3, np.int64), np.arange(3), np.ones(3, np.int64), ["k"], np.array([-1]), 3)
+    assert np.array_equal(a.rates(Y[:, 0], N[:, 0], "eb"), shrunk_rates(Y[:, 0], N[:, 0], "eb"))
+
+
+def test_dawid_skene_by_stratum_recovers_each_stratum_s_rates():
+    rng = np.random.default_rng(4)
+    n, W, k = 3000, 8, 3  # half of them controls: the hard stratum's rates are weakly identified by items alone
+    stratum = rng.integers(0, 2, n)
+    truth = rng.random(n) < np.where(stratum == 0, 0.8, 0.4)
+    sens, fpr = np.array([EASY[0], HARD[0]]), np.array([EASY[1], HARD[1]])
+    item = np.repeat(np.arange(n), k)
+    who = np.argsort(rng.random((n, W)), axis=1)[:, :k].ravel()
+    p_yes = np.where(truth, sens[stratum], fpr[stratum])[item]
+    yes = (rng.random(len(item)) < p_yes).astype(np.int64)
+    control = np.full(n, -1)
+    control[:1500] = truth[:1500]  # gold controls of both strata
+    a = VerifyAnswers(item, who, yes, [str(i) for i in range(n)], control, W, stratum=stratum, strata=2)
+    s, e, post = ds_fit(a, clamp_controls=True)
+    s, e = s.reshape(W, 2).mean(0), e.reshape(W, 2).mean(0)
+    assert s == pytest.approx(sens, abs=0.04) and e == pytest.approx(fpr, abs=0.05)
+    # one stratum: the fit averages the strata (the false-positive rate of hard items far too low)
+    one = VerifyAnswers(item, who, yes, a.item_keys, control, W)
+    s1, e1, _ = ds_fit(one, clamp_controls=True)
+    assert e1.mean() < HARD[1] - 0.1
+
+
+def test_relation_codes_and_rows():
+    codes, H, strata = relation_stratum_codes(["P2", "P1", "", "P2"])
+    assert strata == {"P1": 0, "P2": 1} and H == 3 and codes.tolist() == [1, 0, 2, 1]
+    a = VerifyAnswers(np.array([0, 1, 2, 3]), np.array([0, 1, 1, 0]), np.ones(4, np.int64), list("abcd"),
+                      np.full(4, -1), 2, stratum=codes, strata=H, relation_strata=strata)
+    assert a.n_rates == 6 and a.rate_rows().tolist() == [1, 3, 5, 1]
+
+
+def test_groups_merge_thin_strata_and_weights_follow_known_masses():
+    import scipy.sparse as sp
+
+    strata = np.array([0] * 30 + [1] * 25 + [2] * 3 + [3] * 2)
+    codes = np.arange(60)
+    g = groups(strata, codes, 60)
+    assert g.n == 3 and g.item[:30].tolist() == [0] * 30 and set(g.item[55:].tolist()) == {2}  # 2 and 3: rest
+    assert groups(None, codes, 60).n == 1 and groups(np.zeros(60, np.int64), codes, 60).n == 1
+    P = sp.csr_matrix(np.r_[np.full(30, 0.5 / 30), np.full(25, 0.3 / 25), np.full(5, 0.2 / 5)][None, :])
+    m = g.masses(P)
+    assert m[0] == pytest.approx([0.5, 0.3, 0.2])
+    w = precision_weights(m, np.array([[True, True, False]]))  # no items of the rest: its mass lent to the others
+    assert w[0] == pytest.approx([0.625, 0.375, 0.0])
+    with pytest.raises(InvalidInputError, match="strata"):
+        groups(np.array([-1] * 60), codes, 60)
+
+
+def test_relation_accuracy_spec():
+    t = parse_relation_accuracy("P108, P463 = 0.75/0.45; *=0.97/0.07")
+    assert relation_rates(t, "P463") == (0.75, 0.45) and relation_rates(t, "P17") == (0.97, 0.07)
+    assert relation_rates(parse_relation_accuracy("P17=0.9"), "P6") is None
+    for bad, msg in (("P17", "RELATIONS=ACCURACY"), ("P17=x", "not a number"), ("P17=1.2", r"\[0, 1\]"),
+                     ("P17=0.9;P17=0.8", "earlier group"), ("P1,*=0.9", "alone"), ("", "at least one")):
+        with pytest.raises(InvalidInputError, match=msg):
+            parse_relation_accuracy(bad)
+
+
+def test_strata_remove_the_bias_of_a_crowd_whose_accuracy_depends_on_the_relation():
+    """One large trial (so that its error is mostly bias): a system heavy in hard relations, whose hard items are
+    both judged badly and less often correct; one crowd model for all items puts its precision far above the
+    truth, the model by relation type does not, and its interval holds the truth."""
+    cell = Cell("t", (4000, 4000), (0.0, 0.0), strata=(EASY, HARD), mix=((0.2, 0.8), (0.5, 0.5)),
+                strata_precision=((0.85, 0.45), (0.8, 0.5)), draws=1500, controls=1000, replicates=5, n0=300)
+    one, truth, _ = run_trial(cell, np.random.default_rng(1), use_strata=False)
+    by_type, truth2, _ = run_trial(cell, np.random.default_rng(1), use_strata=True)
+    assert truth["p"][0] == truth2["p"][0]
+    assert one.p[0] - truth["p"][0] > 0.04
+    assert abs(by_type.p[0] - truth["p"][0]) < 0.025
+    assert by_type.p_ci[0][0] <= truth["p"][0] <= by_type.p_ci[1][0]
