@@ -86,8 +86,8 @@ independent samples, so :math:`\mathrm{Var}\,\hat F \approx (\partial_P F)^2\,\m
 **Intervals** are Wilson score intervals at the effective sample size
 :math:`\hat e(1-\hat e)/\widehat{\mathrm{Var}}` (:func:`unpooled.core.estimators.joint.wilson`, as
 for the overall scores); the fallback size is the Kish effective sample size of the
-group's weights (precision), the number of exhaustive true instances in the group
-(recall), and the smaller of the two (F1).
+group's weights (precision) and the number of exhaustive true instances in the group
+(recall).  F1's is derived from those two (:func:`unpooled.core.estimators.joint.f1_interval`).
 
 **Too few draws.**  A group's precision rests on :math:`e_P = \bigl(\sum w_s\bigr)^2/\sum w_s^2` effective draws
 (with votes, at most the effective number of distinct items: an item's votes count once), its recall on
@@ -112,7 +112,8 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..errors import InvalidInputError, check_choice
-from .joint import ESTIMATORS, WEIGHTS, Design, WeightDegeneracyWarning, _var0, estimate, weight_matrix, wilson
+from .joint import (ESTIMATORS, WEIGHTS, Design, WeightDegeneracyWarning, _var0, estimate, f1_interval,
+                    weight_matrix, wilson)
 
 ZERO_DIVISION = ("warn", "nan")
 #: the smallest effective sample a group's estimate is shown with: below it the variance behind the interval rests
@@ -461,7 +462,7 @@ def subset_scores(design: Design, target: int, groups_of_universe, groups_of_tru
                                     np.maximum(np.minimum(ess, items_eff), 1.0))
         p_ci = (np.where(defined, lo, nan), np.where(defined, hi, nan))
     r_ci = interval(r, var_r, n_true.astype(float))
-    f_ci = interval(f1, var_f, np.minimum(np.maximum(ess, 1.0), np.maximum(n_true, 1)).astype(float))
+    f_ci = f1_interval(p, r, p_ci, r_ci, var_p, var_r, var_f)
     p_se = np.where(np.isnan(p), np.nan, np.sqrt(var_p))
     r_se = np.where(np.isnan(r), np.nan, np.sqrt(var_r))
     f_se = np.where(np.isnan(f1), np.nan, np.sqrt(var_f))

@@ -126,7 +126,8 @@ covariance with the labels is kept.
 
 F1 is the harmonic mean of the point estimates; its variance is the delta method on the joint
 influence values (precision and recall share the documents).  Intervals are Wilson's at the effective
-sample size :math:`\hat e(1-\hat e)/\widehat{\mathrm{Var}}` (:func:`~.joint.wilson`); the variances over the
+sample size :math:`\hat e(1-\hat e)/\widehat{\mathrm{Var}}` (:func:`~.joint.wilson`), F1's derived from its
+precision's and recall's (:func:`~.joint.f1_interval`); the variances over the
 documents are first inflated by :func:`t_factor` (Student's :math:`t`, :math:`N-1` degrees of freedom).
 
 **What cannot be scored** gets NaN and a reason, never a number: no exhaustive document, a layer
@@ -154,7 +155,7 @@ import scipy.sparse as sp
 from ..errors import InvalidInputError
 from .crowd_channels import PARAMS, DocumentItems, fit_rates, type_channel
 from .exhaustive import jackknife_values, t_factor, theta_variance
-from .joint import Design, _terms, strata_var, wilson
+from .joint import Design, _terms, f1_interval, strata_var, wilson
 
 #: every metric, in display order
 METRICS = ("mention_p", "mention_r", "mention_f1", "typing", "link_p", "link_r", "link_f1",
@@ -305,10 +306,13 @@ def _metric(est: float, var: float, n: int, confidence: float, reason: str) -> M
 
 
 def _f1_metric(p: Metric, r: Metric, var: float, n: int, confidence: float, reason: str) -> Metric:
+    """F1 of two metrics, its interval derived from theirs (:func:`~.joint.f1_interval`); ``var``: its
+    delta-method variance (it carries their covariance)."""
     if not (p.defined and r.defined):
         return Metric.undefined(p.reason or r.reason or reason)
     f = 2 * p.value * r.value / (p.value + r.value) if p.value + r.value > 0 else 0.0
-    return _metric(f, var, n, confidence, reason)
+    lo, hi = f1_interval(p.value, r.value, (p.lo, p.hi), (r.lo, r.hi), p.se ** 2, r.se ** 2, var)
+    return Metric(f, math.sqrt(max(var, 0.0)), float(lo[0]), float(hi[0]), int(n))
 
 
 def _f1_partials(p: float, r: float) -> tuple[float, float]:
@@ -1010,10 +1014,12 @@ def entity_scores(docs: Sequence[ExhaustiveDocument], systems: Sequence[Mapping]
                 per_doc.append(rows)
             xb = cross_document_b3(per_doc)
             why = "the submission found no unlinked (NIL) gold mention"
-            for k in ("p", "r", "f1"):
+            for k in ("p", "r"):
                 val, var = xb[k]
                 metrics[f"nil_b3_{k}"] = (_metric(val, var * tf, xb["n"], confidence, why) if xb["n"]
                                           else Metric.undefined(why))
+            metrics["nil_b3_f1"] = _f1_metric(metrics["nil_b3_p"], metrics["nil_b3_r"], xb["f1"][1] * tf, xb["n"],
+                                              confidence, why)
             notes.append("NIL clustering: B-cubed across documents, the unlinked entities grouped by the "
                          "cross-document clustering task")
         else:

@@ -60,8 +60,9 @@ the linearisation :math:`\frac{N}{N-1}\sum_d z_{id}^2` understated it with few d
 inflated by Student's :math:`(t_{N-1}/z)^2` (:func:`~.exhaustive.t_factor`). The
 interval is Wilson's score interval at the effective sample size
 :math:`\hat e(1-\hat e)/\widehat{\mathrm{Var}}`, which stays inside [0, 1] and behaves
-near the bounds. The product rule for recall uses Lemma A with the squares the
-paper's Theorem 3 dropped: :math:`\mathrm{Var}(\theta\nu)=\theta^2\sigma_\nu^2+\nu^2\sigma_\theta^2+\sigma_\theta^2\sigma_\nu^2`.
+near the bounds; F1's is derived from precision's and recall's (:func:`f1_interval`: the extremes of F1 on
+their joint region), so that it reaches 0 whenever either of theirs does. The product rule for recall uses
+Lemma A with the squares the paper's Theorem 3 dropped: :math:`\mathrm{Var}(\theta\nu)=\theta^2\sigma_\nu^2+\nu^2\sigma_\theta^2+\sigma_\theta^2\sigma_\nu^2`.
 The bootstrap resamples each :math:`\hat X_j` and :math:`\hat Y_0` with replacement at
 their sizes (the sampling design; :math:`\hat Y_0` by whole documents when they are
 known), keeps the label-free weights fixed, and takes the :math:`\alpha/2, 1-\alpha/2`
@@ -338,6 +339,19 @@ def _var0(T: np.ndarray, d: Design | None = None, confidence: float | None = Non
     return var * _t0(d, confidence)
 
 
+def pool_share(d: Design, inside: np.ndarray, confidence: float | None) -> tuple[np.ndarray, np.ndarray]:
+    r"""Per target, the weighted share :math:`\hat\theta_i = \sum_y v_y s_{iy} / \sum_y v_y` of the exhaustive
+    instances ``inside`` (``(m, n0)``, e.g. in its pool :math:`S_i`, or matched) and its variance
+    (:func:`_var0` of the linearised values :math:`v_y (s_{iy} - \hat\theta_i)/V`)."""
+    S = np.asarray(inside, float)
+    v = d.v0
+    V = v.sum()
+    if V <= 0:
+        return np.zeros(S.shape[0]), np.zeros(S.shape[0])
+    share = (S * v).sum(1) / V
+    return share, _var0(v[None, :] * (S - share[:, None]) / V, d, confidence)
+
+
 def _t0(d: Design, confidence: float | None) -> float:
     """The :func:`~unpooled.core.estimators.exhaustive.t_factor` of the exhaustive documents (1 without them)."""
     if confidence is None or d.y0_groups is None:
@@ -369,6 +383,58 @@ def wilson(est: np.ndarray, var: np.ndarray, confidence: float, n_fallback: np.n
     half = z / (1 + z2n) * np.sqrt(est * (1 - est) / neff + z2n / (4 * neff))
     lo, hi = np.clip(center - half, 0, 1), np.clip(center + half, 0, 1)
     return np.minimum(lo, est), np.maximum(hi, est)
+
+
+def monotone_interval(fn, a, b, a_ci, b_ci, rho, *, steps: int = 1440) -> tuple[np.ndarray, np.ndarray]:
+    r"""The interval of :math:`g(\hat a, \hat b)`, ``fn`` non-decreasing in both, from the intervals of the two
+    estimates (at one level) and their correlation ``rho``: the extremes of :math:`g` on their joint region, an
+    interval at that level.
+
+    Each estimate is put on a standard scale by its own interval, piecewise linearly:
+    :math:`u(a) = z\,(a - \hat a)/(a_{\rm hi} - \hat a)` above :math:`\hat a` and
+    :math:`z\,(a - \hat a)/(\hat a - a_{\rm lo})` below (so :math:`u = \pm z` at the bounds), :math:`v(b)` likewise;
+    the joint region is the ellipse :math:`u^2 - 2\rho uv + v^2 \le (1-\rho^2) z^2`.  As :math:`g` is monotone its
+    bounds are its minimum and maximum on the boundary :math:`(u, v) = z(\cos t, \rho\cos t + \sqrt{1-\rho^2}\sin t)`,
+    searched on ``steps`` angles.  With symmetric intervals and :math:`g` linear this is the delta-method interval
+    :math:`\hat g \pm z\sqrt{g_a^2\sigma_a^2 + g_b^2\sigma_b^2 + 2\rho g_a g_b\sigma_a\sigma_b}` (the method of
+    variance estimates recovery, Zou & Donner 2008, for a monotone function of two parameters); near the bounds it
+    inherits the shape of the two intervals.  The ellipse spans exactly :math:`\pm z` along each axis, so the
+    interval lies within :math:`[g(a_{\rm lo}, b_{\rm lo}), g(a_{\rm hi}, b_{\rm hi})]` and reaches
+    :math:`g(a_{\rm lo}, \cdot)` (at :math:`u = -z`).  NaN where ``a`` or ``b`` is.
+
+    References: G. Y. Zou, A. Donner. Construction of confidence limits about effect measures: a general
+    approach. *Statistics in Medicine* 27(10):1693-1702, 2008.
+    """
+    a, b = (np.atleast_1d(np.asarray(x, float)) for x in (a, b))
+    al, ah = np.minimum(np.asarray(a_ci[0], float), a), np.maximum(np.asarray(a_ci[1], float), a)
+    bl, bh = np.minimum(np.asarray(b_ci[0], float), b), np.maximum(np.asarray(b_ci[1], float), b)
+    rho = np.clip(np.nan_to_num(np.broadcast_to(np.asarray(rho, float), a.shape)), -1.0, 1.0)[:, None]
+    t = np.linspace(0.0, 2 * np.pi, steps, endpoint=False)[None, :]
+    u = np.cos(t)
+    v = rho * u + np.sqrt(1 - rho ** 2) * np.sin(t)
+    aa = a[:, None] + np.where(u >= 0, u * (ah - a)[:, None], u * (a - al)[:, None])
+    bb = b[:, None] + np.where(v >= 0, v * (bh - b)[:, None], v * (b - bl)[:, None])
+    G = fn(aa, bb)
+    g = fn(a, b)
+    nan = np.isnan(a) | np.isnan(b)
+    return (np.where(nan, np.nan, np.minimum(G.min(1), g)), np.where(nan, np.nan, np.maximum(G.max(1), g)))
+
+
+def f1_interval(p, r, p_ci, r_ci, var_p, var_r, var_f) -> tuple[np.ndarray, np.ndarray]:
+    r"""F1's interval from precision's and recall's: :func:`monotone_interval` of :math:`F = 2PR/(P+R)`, with the
+    correlation of the two estimates recovered from F1's delta-method variance,
+    :math:`\rho = (\mathrm{Var}\,\hat F - F_P^2\,\mathrm{Var}\,\hat P - F_R^2\,\mathrm{Var}\,\hat R) /
+    (2 F_P F_R\,\sigma_P\sigma_R)` (0 where a partial derivative vanishes), clipped to [-1, 1].  So F1's interval
+    reaches 0 when either of theirs does, and 1 only when both do.
+    """
+    p, r = (np.atleast_1d(np.asarray(x, float)) for x in (p, r))
+    var_p, var_r, var_f = (np.broadcast_to(np.asarray(x, float), p.shape) for x in (var_p, var_r, var_f))
+    dP, dR = _f1_partials(p, r)
+    den = 2 * dP * dR * np.sqrt(np.maximum(var_p, 0) * np.maximum(var_r, 0))
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        rho = np.where(den > 0, (var_f - dP ** 2 * var_p - dR ** 2 * var_r) / np.where(den > 0, den, 1.0), 0.0)
+    lo, hi = monotone_interval(_f1, p, r, p_ci, r_ci, rho)
+    return np.clip(lo, 0.0, 1.0), np.clip(hi, 0.0, 1.0)
 
 
 @dataclass
@@ -506,18 +572,13 @@ def _estimate_with(d: Design, W: np.ndarray, confidence: float, *, simple: bool 
     if votes is not None:
         return _estimate_noisy(d, W, confidence, simple=simple, votes=votes)
     t = _terms(d, W)
-    v = d.v0
-    V = v.sum()
     n_labels = np.bincount(d.src, minlength=m)
     # precision
     p = t.C.sum(1)
     var_p = strata_var(t.C, d.src, m)
     if simple:
         # recall from the exhaustive sample only: r = sum v g / sum v
-        G = d.g0.astype(float)
-        r = (G * v).sum(1) / V if V > 0 else np.zeros(m)
-        T = v[None, :] * (G - r[:, None]) / V if V > 0 else np.zeros_like(G)
-        var_r = _var0(T, d, confidence)
+        r, var_r = pool_share(d, d.g0, confidence)
         theta = r.copy()
         nu = np.ones(m)
         f1 = _f1(p, r)
@@ -528,22 +589,18 @@ def _estimate_with(d: Design, W: np.ndarray, confidence: float, *, simple: bool 
         with np.errstate(divide="ignore", invalid="ignore"):
             nu = np.where(Bs > 0, t.A.sum(1) / Bs, 0.0)
             Uu = np.where(Bs[:, None] > 0, (t.A - nu[:, None] * t.B) / Bs[:, None], 0.0)
-        S0 = t.S0.astype(float)
-        theta = (S0 * v).sum(1) / V if V > 0 else np.zeros(m)
-        T = v[None, :] * (S0 - theta[:, None]) / V if V > 0 else np.zeros_like(S0)
+        theta, var_th = pool_share(d, t.S0, confidence)
         var_nu = strata_var(Uu, d.src, m)
-        var_th = _var0(T, d, confidence)
         r = theta * nu
         var_r = theta ** 2 * var_nu + nu ** 2 * var_th + var_th * var_nu
         f1 = _f1(p, r)
         dP, dR = _f1_partials(p, r)
         # F1 influence: on the draws, dP*C + dR*theta*U (they share draws); on Y0, dR*nu*T
         var_f = strata_var(dP[:, None] * t.C + (dR * theta)[:, None] * Uu, d.src, m) + (dR * nu) ** 2 * var_th
-    nfb = np.maximum(n_labels, 1).astype(float)
     n0 = float(max(d.n0, 1))
     p_ci = wilson(p, var_p, confidence, np.maximum(t.ess, 1))
     r_ci = wilson(r, var_r, confidence, np.full(m, n0))
-    f_ci = wilson(f1, var_f, confidence, np.minimum(nfb, n0))
+    f_ci = f1_interval(p, r, p_ci, r_ci, var_p, var_r, var_f)
     return Scores(p, r, f1, np.sqrt(var_p), np.sqrt(var_r), np.sqrt(var_f), p_ci, r_ci, f_ci, t.ess, n_labels,
                   theta, nu, "", confidence)
 
@@ -574,9 +631,10 @@ def _estimate_noisy(d: Design, W: np.ndarray, confidence: float, *, simple: bool
         r_ci = wilson(r, var["r"], confidence, np.full(m, n0))
     else:
         Ma_, lam_a, Ja_, rho_a, scale, one_a = est["_r_fit"]
-        r_ci = recall_interval(Ma_, lam_a, rho_a, Ja_, scale, est["theta"], r, var["r"], confidence, np.full(m, n0),
-                               profile=one_a)
-    f_ci = wilson(f1, var["f1"], confidence, np.minimum(nfb_p, n0))
+        _, var_th = pool_share(d, t.S0, confidence)
+        r_ci = recall_interval(Ma_, lam_a, rho_a, Ja_, scale, est["theta"], var_th, r, var["r"], confidence,
+                               np.full(m, n0), profile=one_a)
+    f_ci = f1_interval(p, r, p_ci, r_ci, var["p"], var["r"], var["f1"])
     out = Scores(p, r, f1, np.sqrt(var["p"]), np.sqrt(var["r"]), np.sqrt(var["f1"]), p_ci, r_ci, f_ci, t.ess,
                  n_labels, est["theta"], est["nu"], "", confidence)
     out.raw = {"p": parts.p_raw, "r": parts.r_raw, "f1": parts.f1_raw}

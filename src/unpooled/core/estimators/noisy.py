@@ -479,35 +479,53 @@ def precision_interval(M, lam, p, J, var, confidence: float, n_fallback, *, prof
     return np.minimum(wlo, plo), np.maximum(whi, phi)
 
 
-def recall_interval(M, lam, rho_a, J, scale, theta, r, var, confidence: float, n_fallback, *, profile=None):
-    r"""The interval of recall estimated from votes, :math:`\hat r = s\,\hat\rho_A` with
-    :math:`s = \hat\theta\,\bar a/\hat B` (``scale``): the hull of Wilson's at the effective size (fallback
-    ``n_fallback``) and the calibrated likelihood-ratio interval of the numerator's prevalence
-    :math:`\rho_A` (:func:`profile_interval`) mapped by :math:`s` and capped at :math:`\hat\theta`
-    (:math:`\nu \le 1`).  The statistic is calibrated by the whole of recall's variance over :math:`s^2`
-    (:math:`\hat\theta`'s and the denominator's parts included), so the mapped interval errs on the wide side.
+def recall_interval(M, lam, rho_a, J, scale, theta, var_theta, r, var, confidence: float, n_fallback, *,
+                    profile=None):
+    r"""The interval of recall estimated from votes, :math:`\hat r = \hat\theta\,\hat\nu` with
+    :math:`\hat\nu = k\,\hat\rho_A`, :math:`k = \bar a/\hat B` (``scale`` :math:`= \hat\theta k`): the product of
+    two intervals from independent samples (:func:`~unpooled.core.estimators.joint.monotone_interval`, correlation 0).
+    :math:`\theta`'s (the exhaustive sample's) is Wilson's at its own variance ``var_theta`` (fallback
+    ``n_fallback``); :math:`\nu`'s (the draws' and votes') is the hull of Wilson's (fallback
+    ``n_fallback`` :math:`\hat\theta`) and :math:`k` times the
+    calibrated likelihood-ratio interval of the numerator's prevalence :math:`\rho_A` (:func:`profile_interval`) on
+    the side of the bound :math:`\hat\rho_A` is nearer to, capped at 1, both at :math:`\nu`'s part of recall's variance,
+    :math:`(\widehat{\mathrm{Var}}\,\hat r - \hat\nu^2\,\mathrm{Var}\,\hat\theta)/(\hat\theta^2 + \mathrm{Var}\,\hat\theta)`
+    (from :math:`\mathrm{Var}(\theta\nu) = \theta^2\sigma_\nu^2 + \nu^2\sigma_\theta^2 + \sigma_\theta^2\sigma_\nu^2`).
+    A target without an exhaustive instance in its pool (:math:`\hat\theta = 0`) gets Wilson's on :math:`\hat r`.
 
-    Why: a system of low precision has few correct items among its draws; with a noisy crowd the numerator's
-    mixture likelihood is flat near 0 and its maximiser often *is* 0, where Wilson's interval at the exhaustive
-    sample's size stops at about :math:`2.7/n_0` (precision 0.05 beside a system of 2,000 instances, crowd 0.8:
-    90% recall intervals covered 0.82 of the time; ``unpooled simulate regimes``).  ``profile``: per row, whether
-    the numerator is one prevalence (default all; Wilson's interval alone elsewhere).
+    Why the profile: a system of low precision has few correct items among its draws; with a noisy crowd the
+    numerator's mixture likelihood is flat near 0 and its maximiser often *is* 0, where Wilson's interval stops
+    short of 0 (precision 0.05 beside a system of 2,000 instances, crowd 0.8: 90% recall intervals covered 0.82
+    of the time; ``unpooled simulate regimes``).  Why the product: the exhaustive sample's part of the variance is
+    symmetric and has nothing to do with :math:`\rho_A`'s likelihood; pushed through that likelihood near
+    :math:`\rho_A = 1` (a near-perfect system) it stretched the lower side several times too far (and so does
+    :math:`\nu`'s own design part on the side away from the bound).
+    ``profile``: per row, whether the numerator is one prevalence (default all; elsewhere :math:`\nu`'s
+    interval is Wilson's alone).
     """
-    from .joint import wilson
+    from .joint import monotone_interval, wilson
 
-    wlo, whi = wilson(r, var, confidence, n_fallback)
-    side = np.where(whi < 1, 1, 0) + np.where(wlo > 0, -1, 0)
-    side = np.where((whi < 1) & (wlo > 0), 2, side)
+    theta, r = np.asarray(theta, float), np.asarray(r, float)
+    var, var_theta = np.asarray(var, float), np.asarray(var_theta, float)
+    scale = np.asarray(scale, float)
+    live = (theta > 0) & (scale > 0)
+    th = np.where(live, theta, 1.0)
+    k = np.where(live, scale / th, 1.0)
+    nu = np.where(live, r / th, 0.0)
+    var_nu = np.where(live, np.maximum(var - nu ** 2 * var_theta, 0.0) / (th ** 2 + var_theta), 0.0)
+    # Wilson's fallback size for nu: n_fallback * theta, so that nu's "near 0" is where recall's is
+    wlo, whi = wilson(nu, var_nu, confidence, np.maximum(np.asarray(n_fallback, float) * th, 1.0))
+    # the likelihood's shape on the side of the nearer bound only (where the normal approximation fails)
+    high = np.nan_to_num(np.asarray(rho_a, float)) > 0.5
+    side = np.where(live & high & (whi < 1), 1, np.where(live & ~high & (wlo > 0), -1, 0))
     if profile is not None:
         side = np.where(profile, side, 0)
-    scale = np.asarray(scale, float)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        var_rho = np.where(scale > 0, np.asarray(var, float) / np.where(scale > 0, scale, 1.0) ** 2, 0.0)
-    plo, phi = profile_interval(M, lam, rho_a, J, var_rho, confidence, side=np.where(scale > 0, side, 0))
-    rlo, rhi = scale * plo, np.minimum(scale * phi, np.maximum(theta, r))
-    if profile is not None:
-        rlo, rhi = np.where(profile, rlo, wlo), np.where(profile, rhi, whi)
-    return np.minimum(wlo, rlo), np.maximum(whi, rhi)
+    plo, phi = profile_interval(M, lam, rho_a, J, var_nu / k ** 2, confidence, side=side)
+    nu_ci = np.minimum(wlo, k * plo), np.minimum(np.maximum(whi, k * phi), 1.0)
+    th_ci = wilson(theta, var_theta, confidence, n_fallback)
+    lo, hi = monotone_interval(np.multiply, theta, nu, th_ci, nu_ci, 0.0)
+    rlo, rhi = wilson(r, var, confidence, n_fallback)
+    return np.where(live, lo, rlo), np.where(live, hi, rhi)
 
 
 def item_log_lr(votes: CrowdVotes, n_items: int, sens=None, fpr=None, *, items=None) -> np.ndarray:

@@ -102,6 +102,12 @@ def default_cells() -> list[Cell]:
               Cell("crowd 0.8 / controls 0.9", (500,) + big, (0.7, 0.6), accuracy=0.8, control_accuracy=0.9),
               Cell("crowd 0.9 / controls 0.8", (500,) + big, (0.7, 0.6), accuracy=0.9, control_accuracy=0.8),
               Cell("crowd 0.7 / controls 0.95", (500,) + big, (0.7, 0.6), accuracy=0.7, control_accuracy=0.95)]
+    # the edges: a system with no correct output, near-perfect systems under crowds of 0.7-0.9 ("precision 0.99"
+    # above is the one at 0.8), and a near-perfect large system beside small ones (the first is reported)
+    cells += [Cell("precision 0", (500,) + big, (0.0, 0.6))]
+    cells += [Cell(f"precision {p:g} / crowd {a:g}", (500,) + big, (p, 0.6), accuracy=a)
+              for p in (0.95, 0.99) for a in (0.7, 0.8, 0.9) if (p, a) != (0.99, 0.8)]
+    cells += [Cell("precision 0.95 / small", (1500, 6, 20, 40, 60), (0.95, 0.3, 0.6, 0.8, 0.92))]
     rng = np.random.default_rng(12345)
 
     def many(m):
