@@ -109,3 +109,8 @@ def test_strata_remove_the_bias_of_a_crowd_whose_accuracy_depends_on_the_relatio
     assert one.p[0] - truth["p"][0] > 0.04
     assert abs(by_type.p[0] - truth["p"][0]) < 0.025
     assert by_type.p_ci[0][0] <= truth["p"][0] <= by_type.p_ci[1][0]
+    # the intervals of an estimate combined over strata are Wilson's at its variance (not a profile of one
+    # prevalence, which the combination is not): about 2 x 1.645 standard errors wide
+    for k in ("p", "r", "f1"):
+        lo, hi = (x[0] for x in getattr(by_type, f"{k}_ci"))
+        assert hi - lo < 2 * 1.645 * getattr(by_type, f"{k}_se")[0] * 1.3

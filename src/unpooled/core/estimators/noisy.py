@@ -522,6 +522,8 @@ def recall_interval(M, lam, rho_a, J, scale, theta, var_theta, r, var, confidenc
         side = np.where(profile, side, 0)
     plo, phi = profile_interval(M, lam, rho_a, J, var_nu / k ** 2, confidence, side=side)
     nu_ci = np.minimum(wlo, k * plo), np.minimum(np.maximum(whi, k * phi), 1.0)
+    if profile is not None:  # nu is not one prevalence times k there: Wilson's alone
+        nu_ci = np.where(profile, nu_ci[0], wlo), np.where(profile, nu_ci[1], whi)
     th_ci = wilson(theta, var_theta, confidence, n_fallback)
     lo, hi = monotone_interval(np.multiply, theta, nu, th_ci, nu_ci, 0.0)
     rlo, rhi = wilson(r, var, confidence, n_fallback)
