@@ -135,15 +135,15 @@ def between_worker_variance(yes_c: np.ndarray, n_c: np.ndarray):
     one = Y.ndim == 1
     if one:
         Y, N = Y[:, None], N[:, None]
-    ok = N > 0
+    ok = N > 0  # workers without answers contribute nothing below (their N is 0, their rate set to 0)
     W = ok.sum(0)
-    tot = np.where(ok, N, 0).sum(0)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        pbar = np.where(ok, Y, 0).sum(0) / np.where(tot > 0, tot, 1)
-        ph = np.where(ok, Y / np.where(ok, N, 1), 0)
-        num = np.where(ok, N * (ph - pbar) ** 2, 0).sum(0) - pbar * (1 - pbar) * (W - 1)
-        den = tot - np.where(ok, N ** 2, 0).sum(0) / np.where(tot > 0, tot, 1)
-        out = np.where((den > 0) & (W >= 2) & (tot > 0), np.maximum(num, 0) / np.where(den > 0, den, 1), 0.0)
+    tot = N.sum(0)
+    safe = np.where(tot > 0, tot, 1.0)
+    pbar = Y.sum(0) / safe
+    ph = np.divide(Y, N, out=np.zeros_like(Y), where=ok)
+    num = (N * (ph - pbar) ** 2).sum(0) - pbar * (1 - pbar) * (W - 1)
+    den = tot - (N * N).sum(0) / safe
+    out = np.where((den > 0) & (W >= 2) & (tot > 0), np.maximum(num, 0) / np.where(den > 0, den, 1.0), 0.0)
     return float(out[0]) if one else out
 
 
