@@ -218,8 +218,8 @@ def noisy_estimates(d, t, W: np.ndarray, votes: CrowdVotes, *, simple: bool = Fa
     """Estimates and variances of every target from the design ``d``, its unit-label terms ``t`` (the joint
     kernel's ``_terms`` with every label 1) and the crowd's ``votes`` (module docs); with ``votes.strata`` every
     prevalence is fitted per (target, group of strata) and combined (:mod:`.strata`) for the targets that have at
-    least :data:`~.strata.MIN_TARGET_ITEMS` items in each of their groups and no group's precision within one of
-    its items of 0 or 1, else in one group.
+    least :data:`~.strata.MIN_TARGET_ITEMS` items in each of their groups and are not near a bound with a group at
+    it (:data:`NEAR_BOUND`), else in one group.
     ``confidence``: the level of the intervals, for the exhaustive documents' Student-:math:`t` inflation
     (:func:`~.joint._var0`).
 
@@ -249,14 +249,21 @@ def noisy_estimates(d, t, W: np.ndarray, votes: CrowdVotes, *, simple: bool = Fa
     Mc = items[3]
     own = np.stack([np.bincount(grp.item, weights=(Mc[i] > 0), minlength=grp.n) for i in range(m)])
     thin = ((own > 0) & (own < MIN_TARGET_ITEMS)).any(1)
-    # a target with a group's precision less than one of its items from 0 or 1 too: the likelihood-ratio interval
-    # that reaches the bound needs one prevalence (and at a bound there is little for the groups to correct)
-    rc = got[0]["_rc"]
-    thin |= ((own > 0) & ((rc * own < 1) | ((1 - rc) * own < 1))).any(1)
+    # a target near a bound (precision within NEAR_BOUND of 0 or 1) with a group less than one of its items from
+    # that bound too: the likelihood-ratio interval that reaches the bound needs one prevalence (and near a bound
+    # there is little for the groups to correct)
+    rc, p = got[0]["_rc"], got[0]["p"][:, None]
+    hi = (p > 1 - NEAR_BOUND) & ((1 - rc) * own < 1)
+    lo = (p < NEAR_BOUND) & (rc * own < 1)
+    thin |= ((own > 0) & (hi | lo)).any(1)
     if not thin.any():
         return got
     one = _estimates(d, t, votes, items, strata_groups(None, codes, U), simple, confidence)
     return _pick(one, got, thin)
+
+
+#: a target whose precision is this close to 0 or 1, with a group at that bound, is fitted in one group
+NEAR_BOUND = 0.1
 
 
 def _pick(a, b, where: np.ndarray):
@@ -310,8 +317,7 @@ def _estimates(d, t, votes, items, grp, simple: bool, confidence):
     # the likelihood-ratio intervals need one prevalence: targets whose estimate is one group's (all without strata)
     one_p, one_a = fit.single(fit.wc), fit.single(fit.sa * (fit.Ja > 0))
     scale = theta * _safe_div(fit.sa.sum(1), fit.Bhat)  # r = scale * rho_A while nu is not clipped
-    est = {"p": p, "r": r, "f1": f1, "theta": theta, "nu": nu,
-           "_rc": fit.rc,
+    est = {"p": p, "r": r, "f1": f1, "theta": theta, "nu": nu, "_rc": fit.rc,
            "_p_fit": (Mc, lam, (fit.Jc * (fit.wc > 0)).sum(1), one_p),
            "_r_fit": (Ma, lam, (fit.Ja * (fit.sa > 0)).sum(1), (fit.ra * (fit.sa > 0)).sum(1), scale, one_a)}
     return est, var, parts
