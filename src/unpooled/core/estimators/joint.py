@@ -436,7 +436,7 @@ def f1_interval(p, r, p_ci, r_ci, var_p, var_r, var_f) -> tuple[np.ndarray, np.n
     lo, hi = monotone_interval(_f1, p, r, p_ci, r_ci, rho)
     # exactly 0 where either lower bound is (the combination's arithmetic leaves ~1e-10 there)
     zero = (np.asarray(p_ci[0]) <= 0) | (np.asarray(r_ci[0]) <= 0)
-    return np.where(zero, 0.0, np.clip(lo, 0.0, 1.0)), np.clip(hi, 0.0, 1.0)
+    return np.where(zero & ~np.isnan(lo), 0.0, np.clip(lo, 0.0, 1.0)), np.clip(hi, 0.0, 1.0)
 
 
 @dataclass
