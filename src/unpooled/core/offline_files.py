@@ -312,6 +312,45 @@ def read_exhaustive(path: str | Path, *, limits: Limits = Limits()) -> tuple[lis
     return out, rep
 
 
+def _answer_line(obj: dict, rep: Report, lineno: int, line: str):
+    """One verification answer's fields checked (``UP107`` in ``rep`` and None when one is wrong):
+    ``(task, annotator, correct, key, class: -1 or a control's known answer, relation)``."""
+    task, ann, correct = obj.get("task"), obj.get("annotator"), obj.get("correct")
+    if not isinstance(task, (int, str)) or isinstance(task, bool) or task == "":
+        rep.add(lineno, "UP107", f"'task' (the item answered) must be a number or a non-empty string, got "
+                                 f"{task!r}", field="task", text=line)
+        return None
+    if not isinstance(ann, (int, str)) or isinstance(ann, bool) or ann == "":
+        rep.add(lineno, "UP107", f"'annotator' must be a number or a non-empty string, got {ann!r}",
+                field="annotator", text=line)
+        return None
+    if not isinstance(correct, bool):
+        rep.add(lineno, "UP107", f"'correct' must be true or false, got {correct!r}", field="correct", text=line)
+        return None
+    is_control = obj.get("control", False) is True
+    if is_control:
+        gold = obj.get("gold")
+        truth = gold.get("correct") if isinstance(gold, dict) else None
+        if not isinstance(truth, bool):
+            rep.add(lineno, "UP107", "a gold control's 'gold' must hold its known answer {\"correct\": true|false}",
+                    field="gold", text=line)
+            return None
+        key, cls = f"control:{task}", int(truth)
+    else:
+        key = obj.get("key")
+        if not isinstance(key, str) or not key:
+            rep.add(lineno, "UP107", "'key' (the instance answered about) must be a non-empty string",
+                    field="key", text=line)
+            return None
+        cls = -1
+    relation = obj.get("relation")
+    if relation is not None and not isinstance(relation, str):
+        rep.add(lineno, "UP107", f"'relation' (the item's relation: its stratum of the crowd model) must be a "
+                                 f"string, got {relation!r}", field="relation", text=line)
+        return None
+    return task, ann, correct, key, cls, relation
+
+
 def read_answers(path: str | Path, *, limits: Limits = Limits(), relation_strata: dict | None = None):
     """Read verification answers, one a line, as a dataset release's ``answers.jsonl`` holds them.
 
@@ -347,39 +386,10 @@ def read_answers(path: str | Path, *, limits: Limits = Limits(), relation_strata
             continue
         if obj.get("kind", "verify") != "verify" or obj.get("counted", True) is False:
             continue
-        task, ann, correct = obj.get("task"), obj.get("annotator"), obj.get("correct")
-        if not isinstance(task, (int, str)) or isinstance(task, bool) or task == "":
-            rep.add(lineno, "UP107", f"'task' (the item answered) must be a number or a non-empty string, got "
-                                     f"{task!r}", field="task", text=line)
+        got = _answer_line(obj, rep, lineno, line)
+        if got is None:
             continue
-        if not isinstance(ann, (int, str)) or isinstance(ann, bool) or ann == "":
-            rep.add(lineno, "UP107", f"'annotator' must be a number or a non-empty string, got {ann!r}",
-                    field="annotator", text=line)
-            continue
-        if not isinstance(correct, bool):
-            rep.add(lineno, "UP107", f"'correct' must be true or false, got {correct!r}", field="correct", text=line)
-            continue
-        is_control = obj.get("control", False) is True
-        if is_control:
-            gold = obj.get("gold")
-            truth = gold.get("correct") if isinstance(gold, dict) else None
-            if not isinstance(truth, bool):
-                rep.add(lineno, "UP107", "a gold control's 'gold' must hold its known answer {\"correct\": true|false}",
-                        field="gold", text=line)
-                continue
-            key, cls = f"control:{task}", int(truth)
-        else:
-            key = obj.get("key")
-            if not isinstance(key, str) or not key:
-                rep.add(lineno, "UP107", "'key' (the instance answered about) must be a non-empty string",
-                        field="key", text=line)
-                continue
-            cls = -1
-        relation = obj.get("relation")
-        if relation is not None and not isinstance(relation, str):
-            rep.add(lineno, "UP107", f"'relation' (the item's relation: its stratum of the crowd model) must be a "
-                                     f"string, got {relation!r}", field="relation", text=line)
-            continue
+        task, ann, correct, key, cls, relation = got
         i = items.get(task)
         if i is None:
             i = items[task] = len(keys)
