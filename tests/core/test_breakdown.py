@@ -38,24 +38,25 @@ def _wilson_by_hand(p: float, n_eff: float, level: float = 0.9) -> tuple[float, 
 
 # -- hand computation ------------------------------------------------------------------
 def test_single_system_instance_level_by_hand():
-    # one system, 6 instances (uniform p_i); groups: instances 0-2 -> 0, 3-5 -> 1
-    P = sp.csr_matrix(np.full((1, 6), 1 / 6))
-    xs = [0, 1, 2, 0, 3, 4, 5, 3, 1, 2]
+    # one system, 60 instances (uniform p_i); groups: instances 0-29 -> 0, 30-59 -> 1; 10 distinct draws
+    P = sp.csr_matrix(np.full((1, 60), 1 / 60))
+    xs = [0, 1, 2, 10, 30, 40, 50, 31, 11, 12]
     f = [1, 0, 1, 1, 1, 1, 0, 1, 0, 1]
     # exhaustive: 5 true instances, groups 0,0,1,1,1, found 1,0,1,1,0, weights (1/inclusion) 2,2,1,1,4
     g0 = [[True, False, True, True, False]]
     v0 = [2.0, 2.0, 1.0, 1.0, 4.0]
     d = make_design(P, [0] * 10, xs, f, g0, v0)
-    s = subset_scores(d, 0, [0, 0, 0, 1, 1, 1], [0, 0, 1, 1, 1])
-    # group 0: draws 0,1,2,0,1,2 -> labels 1,0,1,1,0,1: 4/6; group 1: draws 3,4,5,3 -> 1,1,0,1: 3/4
+    s = subset_scores(d, 0, [0] * 30 + [1] * 30, [0, 0, 1, 1, 1])
+    # group 0: draws 0,1,2,10,11,12 -> labels 1,0,1,1,0,1: 4/6; group 1: draws 30,40,50,31 -> 1,1,0,1: 3/4
     assert s.p.tolist() == pytest.approx([4 / 6, 3 / 4])
     assert s.n_draws.tolist() == [6, 4]
     assert s.mass.tolist() == pytest.approx([0.5, 0.5])
     assert s.mass_hat.tolist() == pytest.approx([0.6, 0.4])
-    # Hajek variance with n = 10 draws in one stratum: n/(n-1) * sum_{s in g} (f_s - p_g)^2 / n_g^2
+    # Hajek variance with n = 10 distinct draws of 60 instances in one stratum: the finite-population correction
+    # (1 - n/N) times n/(n-1) * sum_{s in g} (f_s - p_g)^2 / n_g^2
     n = 10
     for g, (lab, pg) in enumerate((([1, 0, 1, 1, 0, 1], 4 / 6), ([1, 1, 0, 1], 3 / 4))):
-        var = n / (n - 1) * sum((x - pg) ** 2 for x in lab) / len(lab) ** 2
+        var = (1 - n / 60) * n / (n - 1) * sum((x - pg) ** 2 for x in lab) / len(lab) ** 2
         assert s.p_se[g] == pytest.approx(math.sqrt(var))
         n_eff = pg * (1 - pg) / var
         if pg * (1 - pg) * len(lab) < 1:  # joint.wilson: near a bound, at least the effective sample size
@@ -180,7 +181,7 @@ def test_one_group_is_the_overall_estimate(case):
     e = _quiet(estimate, d, estimator="simple")
     for k in ("p", "r", "f1"):
         assert getattr(s, k)[0] == pytest.approx(getattr(e, k)[i], abs=1e-9), k
-    for k in ("p_se", "r_se", "f1_se"):  # variances: joint.strata_var's S2 - S1^2/n leaves ~1e-17 of round-off
+    for k in ("p_se", "r_se", "f1_se"):  # variances: sums of squares leave ~1e-17 of round-off
         assert getattr(s, k)[0] ** 2 == pytest.approx(getattr(e, k)[i] ** 2, abs=1e-12), k
     for k in ("p_ci", "r_ci", "f1_ci"):
         assert (getattr(s, k)[0][0], getattr(s, k)[1][0]) == pytest.approx(
@@ -340,8 +341,8 @@ def test_minvar_weights_and_simple_agree_on_own_draws_only():
 
 def test_wilson_is_the_joint_modules():
     # the interval is joint.wilson at the effective size (a regression guard against a private copy)
-    P = sp.csr_matrix(np.full((1, 4), 0.25))
-    d = make_design(P, [0] * 8, [0, 1, 2, 3, 0, 1, 2, 3], [1, 0, 1, 1, 1, 0, 1, 1], [[True, True, False]])
-    s = subset_scores(d, 0, [0, 0, 0, 0], [0, 0, 0])
+    P = sp.csr_matrix(np.full((1, 40), 1 / 40))
+    d = make_design(P, [0] * 8, [0, 1, 2, 3, 4, 5, 6, 7], [1, 0, 1, 1, 1, 0, 1, 1], [[True, True, False]])
+    s = subset_scores(d, 0, [0] * 40, [0, 0, 0])
     lo, hi = wilson(np.array([s.p[0]]), np.array([s.p_se[0] ** 2]), 0.9, np.array([s.ess[0]]))
     assert (s.p_ci[0][0], s.p_ci[1][0]) == pytest.approx((lo[0], hi[0]))

@@ -126,15 +126,37 @@ def test_joint_recall_is_consistent_with_shrinking_bias():
 
 
 def test_identical_systems_reduce_to_the_pooled_mean():
-    """If every system shares one p, the joint estimate is the plain mean of all labels (method.md §2.2)."""
+    """If every system shares one p, the joint estimate is the pooled mean of the labels (method.md §2.2), each
+    system's draws counted over the distinct instances they reached (:mod:`~unpooled.core.estimators.finite`)."""
     systems = [np.array([0, 1, 2, 3])] * 3
     P = distribution_matrix(systems, 5)
-    rng = np.random.default_rng(3)
-    xs = rng.choice(4, size=12)
+    xs = np.array([0, 0, 1, 2, 2, 2, 3, 0, 1, 1, 3, 3])
     src = np.repeat([0, 1, 2], [3, 4, 5])
     d = make_design(P, src, xs, TRUTH[xs], member(systems)[:, Y])
+    distinct = [TRUTH[np.unique(xs[src == j])].mean() for j in range(3)]
+    pooled = np.dot([3, 4, 5], distinct) / 12
     for w in ("heuristic", "balance"):
-        np.testing.assert_allclose(estimate(d, weights=w).p, TRUTH[xs].mean())
+        np.testing.assert_allclose(estimate(d, weights=w).p, pooled)
+    assert pooled != TRUTH[xs].mean()  # the draws' plain mean counts instance 0 twice in system 0's draws
+
+
+def test_a_system_drawn_completely_is_known_exactly():
+    """Every instance drawn (with repeats): precision is exact and its interval a point; drawn partly, the
+    finite-population correction narrows the interval but it still holds the truth (Rao–Blackwell)."""
+    systems = [np.array([0, 1, 2, 3, 4])]
+    P = distribution_matrix(systems, 5)
+    xs = np.array([0, 1, 1, 2, 3, 4, 4, 4, 0, 2])
+    d = make_design(P, np.zeros(10, int), xs, TRUTH[xs], member(systems)[:, Y])
+    s = estimate(d, estimator="simple")
+    assert s.p[0] == pytest.approx(TRUTH.mean()) and s.p_se[0] == pytest.approx(0.0, abs=1e-12)
+    assert s.p_ci[1][0] - s.p_ci[0][0] < 1e-9
+    # four of five instances drawn: the variance is (1 - 4/5) s^2 / 4 over the distinct ones
+    xs = np.array([0, 1, 1, 2, 3, 3])
+    d = make_design(P, np.zeros(6, int), xs, TRUTH[xs], member(systems)[:, Y])
+    s = estimate(d, estimator="simple")
+    y = TRUTH[[0, 1, 2, 3]]
+    assert s.p[0] == pytest.approx(y.mean())
+    assert s.p_se[0] ** 2 == pytest.approx((1 - 4 / 5) * y.var(ddof=1) / 4)
 
 
 def test_sampling_distributions_hand_computed():

@@ -72,11 +72,13 @@ def test_simple_estimator_by_hand(files):
     res = score_files(*files, estimator="simple")
     assert res.systems == ("A", "B")
     a, b = res.rows
-    # precision: A drew x1 (1), x2 (0), x3 (1), x1 (1); B drew x2 (0), x4 (1)
-    assert a.p == pytest.approx(3 / 4) and b.p == pytest.approx(1 / 2)
+    # precision: A drew x1 (1), x2 (0), x3 (1), x1 (1): all three of its instances, so 2/3 exactly (the distinct
+    # instances count, estimators/finite.py); B drew x2 (0), x4 (1)
+    assert a.p == pytest.approx(2 / 3) and b.p == pytest.approx(1 / 2)
+    assert a.p_hi - a.p_lo < 1e-9 and b.p_hi - b.p_lo < 1e-9
     # recall over the 4 exhaustive true instances: A found x1 and x3 (value compared normalised), B found x4
     assert a.r == pytest.approx(2 / 4) and b.r == pytest.approx(1 / 4)
-    assert a.f1 == pytest.approx(2 * 0.75 * 0.5 / 1.25) and b.f1 == pytest.approx(1 / 3)
+    assert a.f1 == pytest.approx(2 * 2 / 3 * 0.5 / (2 / 3 + 0.5)) and b.f1 == pytest.approx(1 / 3)
     assert (a.labels, b.labels) == (4, 2) and a.estimator == "simple"
     for r in res.rows:
         assert r.p_lo <= r.p <= r.p_hi and r.r_lo <= r.r <= r.r_hi and r.f1_lo <= r.f1 <= r.f1_hi

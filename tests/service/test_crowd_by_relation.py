@@ -76,3 +76,31 @@ def test_relation_dependent_crowd_through_the_service(shared_data, tmp_path, cap
     assert set(made.exclude(group__in=weak).values_list("answers_needed", flat=True)) == {st.answers_per_item}
     assert res.more_answers_cents == res.more_answers * (st.answers_weak_relation - st.answers_per_item) * \
         st.reward_verify_cents
+    # the organiser groups (up to) three hard relations the crowd judges alike: they share one stratum, named on the
+    # console with its relations; weak groups ask more answers for each of their relations; the release says which
+    # group each answer's relation is in, and the core reads the same strata back from it
+    from unpooled.core.offline import read_answers
+    from unpooled.service.annotation.release import export_release
+
+    hard_rels = sorted(f["relation"] for f in hard if f["relation"] != "(other)")[:3]
+    assert len(hard_rels) >= 2
+    st.relation_groups = "hard: " + ", ".join(hard_rels)
+    st.save()
+    n_before = answers.n_strata
+    answers = rates.verify_answers(corpus)
+    assert len({answers.relation_strata[r] for r in hard_rels}) == 1 and answers.n_strata == n_before - len(hard_rels) + 1
+    fit = {f["relation"]: f for f in rates.crowd_fit(corpus)}
+    label = f"hard ({', '.join(hard_rels)})"
+    assert label in fit and fit[label]["relations"] == hard_rels
+    assert fit[label]["items"] == sum(f["items"] for f in hard if f["relation"] in hard_rels)
+    if fit[label]["weak"]:
+        assert set(hard_rels) <= rates.weak_relations(corpus)
+    export_release(corpus, tmp_path / "release")
+    lines = [json.loads(x) for x in (tmp_path / "release" / "answers.jsonl").read_text().splitlines()]
+    grouped = [x for x in lines if x.get("relation") in hard_rels]
+    assert grouped and all(x["group"] == "hard" for x in grouped)
+    assert not any("group" in x for x in lines if x.get("relation") not in hard_rels)
+    back, rep = read_answers(tmp_path / "release" / "answers.jsonl")
+    # (numbered over the relations the file holds, not the schema's: the same partition of the items)
+    assert rep.ok and "hard" in back.relation_strata and not set(hard_rels) & set(back.relation_strata)
+    assert len(set(back.stratum.tolist())) == len(set(answers.stratum.tolist()))

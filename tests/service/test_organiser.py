@@ -3,6 +3,7 @@ team quotas, stalled-task alerts, and every page rendering with data."""
 
 from __future__ import annotations
 
+import html
 import re
 import secrets
 from datetime import timedelta
@@ -433,3 +434,30 @@ def test_alerts_show_at_the_top_of_every_corpus_page(client, world):
         top = html.index('id="alerts"')
         assert 'data-code="failed_submission"' in html[top:], name
         assert top < html.index("<h2>"), name
+
+
+def test_relation_groups_are_checked_against_the_schema_and_saved(client, world):
+    """An organiser groups relations the crowd judges alike: a group shares one stratum of the crowd model; a
+    relation the schema does not hold, or one in two groups, is refused at the field, naming it."""
+    from unpooled.service.evaluations import rates
+
+    corpus, _ = world
+    _login(client, "boss", staff=True)
+    url = reverse("organiser:settings") + f"?corpus={corpus.name}"
+    names = sorted(r.name for r in corpus.schema.schema().canonical_relations)
+    a, b, c = names[:3]
+    r = client.post(url, _settings_post(corpus, relation_groups=f"alike: {a}, {b}x"))
+    assert r.status_code == 400
+    said = html.unescape(_field_error(r.content.decode(), "relation_groups"))
+    assert f"'{b}x' is not a relation of the schema (did you mean {b!r}?)" in said
+    r = client.post(url, _settings_post(corpus, relation_groups=f"alike: {a}, {b}\nother: {b} {c}"))
+    assert r.status_code == 400
+    assert "already in group 'alike'" in html.unescape(_field_error(r.content.decode(), "relation_groups"))
+    assert AnnotationSettings.objects.get(corpus=corpus).relation_groups == ""
+    before = rates.relation_strata(corpus)
+    assert len(set(before.values())) == len(names)
+    r = client.post(url, _settings_post(corpus, relation_groups=f"alike: {a}, {b}"))
+    assert r.status_code == 302
+    strata = rates.relation_strata(corpus)
+    assert strata[a] == strata[b] != strata[c] and len(set(strata.values())) == len(names) - 1
+    assert rates.answers_fp(corpus)[-1] == ((a, "alike"), (b, "alike"))  # every fit keyed on it is redone

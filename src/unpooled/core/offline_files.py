@@ -314,7 +314,7 @@ def read_exhaustive(path: str | Path, *, limits: Limits = Limits()) -> tuple[lis
 
 def _answer_line(obj: dict, rep: Report, lineno: int, line: str):
     """One verification answer's fields checked (``UP107`` in ``rep`` and None when one is wrong):
-    ``(task, annotator, correct, key, class: -1 or a control's known answer, relation)``."""
+    ``(task, annotator, correct, key, class: -1 or a control's known answer, stratum: its group or relation)``."""
     task, ann, correct = obj.get("task"), obj.get("annotator"), obj.get("correct")
     if not isinstance(task, (int, str)) or isinstance(task, bool) or task == "":
         rep.add(lineno, "UP107", f"'task' (the item answered) must be a number or a non-empty string, got "
@@ -348,7 +348,12 @@ def _answer_line(obj: dict, rep: Report, lineno: int, line: str):
         rep.add(lineno, "UP107", f"'relation' (the item's relation: its stratum of the crowd model) must be a "
                                  f"string, got {relation!r}", field="relation", text=line)
         return None
-    return task, ann, correct, key, cls, relation
+    group = obj.get("group")
+    if group is not None and (not isinstance(group, str) or not group):
+        rep.add(lineno, "UP107", f"'group' (the organiser's group of relations the crowd judges alike: the item's "
+                                 f"stratum) must be a non-empty string, got {group!r}", field="group", text=line)
+        return None
+    return task, ann, correct, key, cls, group or relation
 
 
 def read_answers(path: str | Path, *, limits: Limits = Limits(), relation_strata: dict | None = None):
@@ -357,9 +362,10 @@ def read_answers(path: str | Path, *, limits: Limits = Limits(), relation_strata
     A line: ``task`` (the item answered: a number or string), ``annotator`` (who answered), ``correct`` (the
     answer says the instance is correct), ``key`` (the instance; not needed for a gold ``control``, whose
     ``gold.correct`` is its known answer); optional ``kind`` (lines of another kind than ``verify`` are passed
-    over), ``counted`` (false: passed over, as the service does) and ``relation`` (the item's relation: the crowd's
+    over), ``counted`` (false: passed over, as the service does), ``relation`` (the item's relation: the crowd's
     rates are then fitted per relation, :mod:`unpooled.core.estimators.strata`; ``relation_strata`` numbers
-    them, default in name order).  Items and annotators are numbered in
+    them, default in name order) and ``group`` (the organiser's group of relations judged alike the relation
+    belongs to: the stratum is then the group's).  Items and annotators are numbered in
     order of first appearance (the service's order when the file lists answers by id).
 
     Returns ``(VerifyAnswers, Report)``.

@@ -103,12 +103,15 @@ def _pearson(obs: np.ndarray, exp: np.ndarray) -> tuple[float, int, float]:
 
 def stratum_fits(a: VerifyAnswers, sens, fpr) -> list[StratumFit]:
     """:class:`StratumFit` of every stratum of ``a`` with answers about items (module docs); ``sens``/``fpr``: the
-    fitted rates per confusion row (:attr:`VerifyAnswers.n_rates`)."""
+    fitted rates per confusion row (:attr:`VerifyAnswers.n_rates`), or per worker when they were fitted without
+    the strata (no gold controls to anchor them, :func:`~.confusion.model_answers`): each stratum's votes are then
+    checked against the one model."""
     from ..estimators.noisy import prevalence
 
     sens = np.clip(np.asarray(sens, float), 1e-9, 1 - 1e-9)
     fpr = np.clip(np.asarray(fpr, float), 1e-9, 1 - 1e-9)
-    item, yes, rows = np.asarray(a.item), np.asarray(a.yes), a.rate_rows()
+    item, yes = np.asarray(a.item), np.asarray(a.yes)
+    rows = a.rate_rows() if len(sens) == a.n_rates else np.asarray(a.worker, np.int64)
     st_item = np.zeros(a.n_items, np.int64) if a.stratum is None else np.asarray(a.stratum, np.int64)
     control = np.asarray(a.control)
     lam = np.bincount(item, weights=np.where(yes == 1, np.log(sens[rows]) - np.log(fpr[rows]),

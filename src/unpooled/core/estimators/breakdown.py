@@ -113,7 +113,7 @@ import numpy as np
 
 from ..errors import InvalidInputError, check_choice
 from .joint import (ESTIMATORS, WEIGHTS, Design, WeightDegeneracyWarning, _var0, estimate, f1_interval,
-                    weight_matrix, wilson)
+                    population_size, strata_var, weight_matrix, wilson)
 
 ZERO_DIVISION = ("warn", "nan")
 #: the smallest effective sample a group's estimate is shown with: below it the variance behind the interval rests
@@ -263,21 +263,14 @@ def _subset_scores_iv(design, target, groups_of_universe, groups_of_truth, n_gro
     return int(target), gu, gt, int(n_groups), weights, float(confidence)
 
 
-def _stratified_group_var(u: np.ndarray, g: np.ndarray, src: np.ndarray, n_h: np.ndarray, G: int, m: int
-                          ) -> np.ndarray:
-    r"""Per group, :math:`\sum_h \frac{n_h}{n_h-1}(\sum_{s\in h}u_s^2 - (\sum_{s\in h}u_s)^2/n_h)`.
-
-    ``u`` is non-zero only for draws in group ``g[s]`` (``g >= 0``); the other draws of each
-    stratum count as zeros, so the stratum sizes ``n_h`` are those of all draws.
-    """
+def _group_var(u: np.ndarray, g: np.ndarray, d: Design, G: int) -> np.ndarray:
+    r"""Per group, the variance of the sum of the draws' values ``u`` (non-zero only for draws in group ``g[s]``,
+    ``g >= 0``) under the design (:func:`~.joint.strata_var`): the other draws of each stratum count as zeros, so
+    the number of draws landing in a group stays random."""
     ok = g >= 0
-    cell = g[ok] * m + src[ok]
-    S1 = np.bincount(cell, weights=u[ok], minlength=G * m).reshape(G, m)
-    S2 = np.bincount(cell, weights=u[ok] ** 2, minlength=G * m).reshape(G, m)
-    n = n_h.astype(float)[None, :]
-    with np.errstate(divide="ignore", invalid="ignore"):
-        per = np.where(n > 1, n / np.maximum(n - 1, 1) * (S2 - S1 ** 2 / np.maximum(n, 1)), 0.0)
-    return np.maximum(per.sum(axis=1), 0.0)
+    U = np.zeros((G, len(u)))
+    U[g[ok], np.flatnonzero(ok)] = u[ok]
+    return strata_var(U, d)
 
 
 def subset_scores(design: Design, target: int, groups_of_universe, groups_of_truth, *, n_groups: int | None = None,
@@ -382,7 +375,7 @@ def subset_scores(design: Design, target: int, groups_of_universe, groups_of_tru
     pi_x = np.asarray(Pi[:, d.xs].todense()).ravel() if len(d.xs) else np.zeros(0)
     q_u = np.asarray(d.P.T @ Wi).ravel()  # q_i over the universe
     q_x = q_u[d.xs]
-    coef = Wi[d.src] / np.maximum(n[d.src], 1)
+    coef = Wi[d.src] * d.units.factor / np.maximum(n[d.src], 1)  # over distinct instances (:mod:`.finite`)
     with np.errstate(divide="ignore", invalid="ignore"):
         w = np.where(q_x > 0, coef * pi_x / q_x, 0.0)
     g = gu[d.xs] if len(d.xs) else np.zeros(0, np.int64)
@@ -402,12 +395,15 @@ def subset_scores(design: Design, target: int, groups_of_universe, groups_of_tru
         pg = np.where(ok, np.nan_to_num(p)[np.maximum(g, 0)], 0.0)
         Dg = np.where(ok, D[np.maximum(g, 0)], 1.0)
         u = np.where(ok, w * (d.f - pg) / np.where(Dg > 0, Dg, 1), 0.0)
-        var_p = _stratified_group_var(u, g, d.src, n, G, m)
+        var_p = _group_var(u, g, d, G)
     # known mass p_i(g) of each group
     cols, vals = Pi.indices, Pi.data
     gc = gu[cols]
     inside = gc >= 0
     mass = np.bincount(gc[inside], weights=vals[inside], minlength=G)
+    unseen = np.bincount(gc[inside], weights=vals[inside] * ~np.isin(cols[inside], d.xs), minlength=G)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        unseen = np.where(mass > 0, unseen / np.where(mass > 0, mass, 1), 1.0)  # share of no draw reached
     # -- recall from the exhaustive sample ------------------------------------------
     v = d.v0
     n0 = d.n0
@@ -450,8 +446,8 @@ def subset_scores(design: Design, target: int, groups_of_universe, groups_of_tru
         return np.where(defined, lo, nan), np.where(defined, hi, nan)
 
     p_ess = ess
-    if fit is None:
-        p_ci = interval(p, var_p, ess)
+    if fit is None:  # a group's unseen share of its mass: every instance drawn, its precision is exact
+        p_ci = interval(p, var_p, population_size(ess, var_p, unseen))
     else:
         from .noisy import precision_interval
 
@@ -498,7 +494,7 @@ def _group_precision_from_votes(d, votes, w, g, ok, coef, q_x, pi_x, D, G, m, n)
     gs = np.maximum(g, 0)
     k_s = np.nan_to_num(kappa(lam[inv], p0[gs]), posinf=0.0, neginf=0.0)
     u = np.where(ok, w * k_s * invJ[gs], 0.0)
-    var_p = _stratified_group_var(u, g, d.src, n, G, m)
+    var_p = _group_var(u, g, d, G)
     # the votes: pairs (group, item), weighted by the importance ratio, gamma = p_i(item) / J_g
     with np.errstate(divide="ignore", invalid="ignore"):
         ratio = np.where(q_x > 0, coef / q_x, 0.0)
@@ -514,7 +510,7 @@ def _group_precision_from_votes(d, votes, w, g, ok, coef, q_x, pi_x, D, G, m, n)
                            R[rows, cols])
         var_p = var_p + vp
     if votes.replicates > 1:  # the confusions: the spread of the prevalences refitted under their replicates
-        rho_rep, _ = prevalence(Mg, item_log_lr(votes, U, votes.sens_rep, votes.fpr_rep, items=codes))
+        rho_rep, _ = prevalence(Mg, item_log_lr(votes, U, votes.sens_rep, votes.fpr_rep, items=codes), extend=True)
         var_p = var_p + np.var(np.nan_to_num(rho_rep), axis=0, ddof=1)
     with np.errstate(divide="ignore", invalid="ignore"):
         items_eff = np.nan_to_num(Mg.sum(1) ** 2 / (Mg ** 2).sum(1))

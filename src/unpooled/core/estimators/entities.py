@@ -384,7 +384,7 @@ def argument_precision(d: Design, W: np.ndarray, args: sp.spmatrix, valid: np.nd
     with np.errstate(divide="ignore", invalid="ignore"):
         p = np.where(Ds > 0, num.sum(1) / Ds, np.nan)
         U_ = np.where(Ds[:, None] > 0, (num - np.nan_to_num(p)[:, None] * den) / Ds[:, None], 0.0)
-    var = strata_var(U_, d.src, m)
+    var = strata_var(U_, d)
     if rates is not None:
         var = var + rate_variance(p, rates)
     ess = np.nan_to_num(t.ess)

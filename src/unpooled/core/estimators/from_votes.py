@@ -114,7 +114,7 @@ def _design_var(d, t, fit: _Fit, lam_s, gs, var_th, theta, dP, dR, simple: bool)
     uP = kappa_where(t.C, lam_s, fit.rc, gs)
     uP *= t.C
     uP *= _by(fit.kc, gs)
-    var = {"p": strata_var(uP, d.src, m)}
+    var = {"p": strata_var(uP, d)}
     if simple:
         uN = np.zeros_like(uP)
     else:
@@ -130,13 +130,13 @@ def _design_var(d, t, fit: _Fit, lam_s, gs, var_th, theta, dP, dR, simple: bool)
         uN -= dB  # (dA - nu dB) / B
         del dB
         uN *= _safe_div(np.ones(m), fit.Bhat)[:, None]
-    var_nu = strata_var(uN, d.src, m)
+    var_nu = strata_var(uN, d)
     var["r"] = theta ** 2 * var_nu + fit.nu ** 2 * var_th + var_th * var_nu
     uN *= (dR * theta)[:, None]  # the F1 influence: dP uP + dR theta uN
     uP *= dP[:, None]
     uN += uP
     del uP
-    var["f1"] = strata_var(uN, d.src, m) + (dR * fit.nu) ** 2 * var_th
+    var["f1"] = strata_var(uN, d) + (dR * fit.nu) ** 2 * var_th
     return var
 
 
@@ -207,7 +207,10 @@ def _rates_var(votes, U, codes, Mc, Ma, Mb, grp, P, theta, simple: bool):
         return {k: np.zeros(m) for k in ("p", "r", "f1")}
     lam_rep = item_log_lr(votes, U, votes.sens_rep, votes.fpr_rep, items=codes)  # (R, K)
     G, gk = grp.n, grp.item
-    rc, ra, rb = (np.nan_to_num(prevalence(M, lam_rep, groups=gk, n_groups=G)[0]) for M in (Mc, Ma, Mb))
+    # refits at a bound continue past it (noisy.prevalence extend): clipped, a point estimate at 1 had refits at 1
+    # and no confusions' variance (a human reference of true precision 1 at 0.965 [0.832, 0.994]; 10-instance
+    # systems judged by a 0.6 crowd covered 0.80 against 0.90 with the delta method)
+    rc, ra, rb = (np.nan_to_num(prevalence(M, lam_rep, groups=gk, n_groups=G, extend=True)[0]) for M in (Mc, Ma, Mb))
     p, _, _, nu = _combine(rc, ra, rb, _precision_weights(Mc, grp, P), grp.sums(Ma), grp.sums(Mb), simple)
     r = theta[None, :] * nu
     return {"p": np.var(p, axis=0, ddof=1), "r": np.var(r, axis=0, ddof=1), "f1": np.var(_f1(p, r), axis=0, ddof=1)}

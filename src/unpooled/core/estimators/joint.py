@@ -46,10 +46,16 @@ arguments lie in different sentences: ``make_design(inside=...)``, :mod:`.exhaus
   estimated variance is smallest. The choice looks at the labels, so exact
   unbiasedness is traded for variance (measured by ``unpooled simulate estimators``).
 
+**Distinct instances.** Every sum over the draws counts each distinct instance a system's draws reached
+:math:`n_c/k_c` times instead of as often as it happened to be drawn (:mod:`.finite`: the Rao–Blackwell
+improvement within cells of equal :math:`p_j`); unbiasedness is kept, a small system drawn completely is known
+exactly, and the variances below carry the finite-population correction.
+
 **Intervals.** Every estimate is a smooth function of stratum sums, so its
 variance is estimated from per-draw influence values
 :math:`\widehat{\mathrm{Var}} = \sum_h \frac{n_h}{n_h-1}\sum_{s\in h}(u_s-\bar u_h)^2`
-over the strata :math:`h` (each :math:`\hat X_j`, and :math:`\hat Y_0`), which
+over the strata :math:`h` (each :math:`\hat X_j`, over its distinct instances and with the
+finite-population correction, :func:`.finite.strata_var`; and :math:`\hat Y_0`), which
 carries the covariance of precision and recall into F1 (the delta method).
 :math:`\hat Y_0` is a sample of documents: when the design knows each exhaustive
 instance's document (``y0_groups``), its stratum is a cluster sample of :math:`N`
@@ -79,6 +85,7 @@ from __future__ import annotations
 
 import warnings
 from dataclasses import dataclass, field, replace
+from functools import cached_property
 
 import numpy as np
 import scipy.sparse as sp
@@ -86,6 +93,8 @@ from scipy.stats import norm
 
 from ..errors import InvalidInputError, check_choice
 from .exhaustive import document_groups, restrict_p0, t_factor, theta_variance
+from .finite import DrawUnits, draw_units, unseen_mass
+from .finite import strata_var as finite_var
 
 WEIGHTS = ("heuristic", "balance", "minvar")
 ESTIMATORS = ("simple", "joint")
@@ -152,6 +161,11 @@ class Design:
     @property
     def n0(self) -> int:
         return len(self.v0)
+
+    @cached_property
+    def units(self) -> DrawUnits:
+        """The draws grouped into distinct instances and cells of equal probability (:mod:`.finite`)."""
+        return draw_units(self.P, self.src, self.xs)
 
 
 def make_design(P, src, xs, f, g0, v0=None, p0=None, gs=None, *, corrected_labels: bool = False,
@@ -268,7 +282,7 @@ def _terms(d: Design, W: np.ndarray) -> _Terms:
     n = d.n.astype(float)
     Pm = d.P[:, d.xs].toarray()  # p_i(x_s), (m, S)
     Q = W @ Pm  # q_i(x_s)
-    coef = W[:, d.src] / np.maximum(n[d.src], 1)[None, :]
+    coef = W[:, d.src] * (d.units.factor / np.maximum(n[d.src], 1))[None, :]  # over distinct instances
     with np.errstate(divide="ignore", invalid="ignore"):
         ratio = np.where(Q > 0, coef / Q, 0.0)
     wimp = ratio * Pm  # importance weight of each draw for target i
@@ -283,32 +297,10 @@ def _terms(d: Design, W: np.ndarray) -> _Terms:
     return _Terms(C, A, Bm, S0, np.nan_to_num(ess), ratio)
 
 
-def _segment_sums(U: np.ndarray, src: np.ndarray, m: int) -> tuple[np.ndarray, np.ndarray]:
-    order = np.argsort(src, kind="stable")
-    s = src[order]
-    starts = np.searchsorted(s, np.arange(m))
-    Us = U[:, order]
-    nonempty = np.bincount(src, minlength=m) > 0
-    S1 = np.zeros((U.shape[0], m))
-    S2 = np.zeros((U.shape[0], m))
-    if Us.shape[1]:
-        idx = starts[nonempty]
-        S1[:, nonempty] = np.add.reduceat(Us, idx, axis=1)
-        S2[:, nonempty] = np.add.reduceat(Us * Us, idx, axis=1)
-    return S1, S2
-
-
-def strata_var(U: np.ndarray, src: np.ndarray, m: int) -> np.ndarray:
-    r"""Variance estimate of the row sums of ``U`` (targets x draws) under stratified i.i.d. draws.
-
-    :math:`\sum_h \frac{n_h}{n_h-1}\left(\sum_{s\in h}u_s^2 - (\sum_{s\in h}u_s)^2/n_h\right)`,
-    strata ``h`` given by ``src``.
-    """
-    S1, S2 = _segment_sums(U, src, m)
-    n = np.bincount(src, minlength=m).astype(float)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        per = np.where(n > 1, n / np.maximum(n - 1, 1) * (S2 - S1 ** 2 / np.maximum(n, 1)), 0.0)
-    return np.maximum(per.sum(axis=1), 0.0)
+def strata_var(U: np.ndarray, d: Design) -> np.ndarray:
+    """Variance estimate of the row sums of ``U`` (targets x draws, built from :func:`_terms`) under the design's
+    stratified draws, over the distinct instances drawn (:func:`.finite.strata_var`)."""
+    return finite_var(U, d.src, d.m, d.units)
 
 
 def _shares0(d: Design) -> np.ndarray | None:
@@ -376,12 +368,14 @@ def wilson(est: np.ndarray, var: np.ndarray, confidence: float, n_fallback: np.n
     # within ~1/n of 0 or 1, est(1-est) collapses while an importance-weighted variance need not:
     # est(1-est)/var would be a handful and the interval absurdly wide (0.999 +- 0.012 gave
     # [0.06, 1]); there the fallback size (the effective sample size) is the better guide
-    near = est * (1 - est) * n_fallback < 1
+    with np.errstate(invalid="ignore"):
+        near = est * (1 - est) * n_fallback < 1
     neff = np.where(near, np.maximum(neff, n_fallback), neff)
     z2n = z * z / neff
     center = (est + z2n / 2) / (1 + z2n)
     half = z / (1 + z2n) * np.sqrt(est * (1 - est) / neff + z2n / (4 * neff))
-    lo, hi = np.clip(center - half, 0, 1), np.clip(center + half, 0, 1)
+    # an exact estimate (every instance drawn, :mod:`.finite`) keeps the round-off of its sums: 1e-12 around it
+    lo, hi = np.clip(center - half - 1e-12, 0, 1), np.clip(center + half + 1e-12, 0, 1)
     return np.minimum(lo, est), np.maximum(hi, est)
 
 
@@ -577,7 +571,7 @@ def _estimate_with(d: Design, W: np.ndarray, confidence: float, *, simple: bool 
     n_labels = np.bincount(d.src, minlength=m)
     # precision
     p = t.C.sum(1)
-    var_p = strata_var(t.C, d.src, m)
+    var_p = strata_var(t.C, d)
     if simple:
         # recall from the exhaustive sample only: r = sum v g / sum v
         r, var_r = pool_share(d, d.g0, confidence)
@@ -592,15 +586,15 @@ def _estimate_with(d: Design, W: np.ndarray, confidence: float, *, simple: bool 
             nu = np.where(Bs > 0, t.A.sum(1) / Bs, 0.0)
             Uu = np.where(Bs[:, None] > 0, (t.A - nu[:, None] * t.B) / Bs[:, None], 0.0)
         theta, var_th = pool_share(d, t.S0, confidence)
-        var_nu = strata_var(Uu, d.src, m)
+        var_nu = strata_var(Uu, d)
         r = theta * nu
         var_r = theta ** 2 * var_nu + nu ** 2 * var_th + var_th * var_nu
         f1 = _f1(p, r)
         dP, dR = _f1_partials(p, r)
         # F1 influence: on the draws, dP*C + dR*theta*U (they share draws); on Y0, dR*nu*T
-        var_f = strata_var(dP[:, None] * t.C + (dR * theta)[:, None] * Uu, d.src, m) + (dR * nu) ** 2 * var_th
+        var_f = strata_var(dP[:, None] * t.C + (dR * theta)[:, None] * Uu, d) + (dR * nu) ** 2 * var_th
     n0 = float(max(d.n0, 1))
-    p_ci = wilson(p, var_p, confidence, np.maximum(t.ess, 1))
+    p_ci = wilson(p, var_p, confidence, population_size(t.ess, var_p, unseen_mass(d.P, d.xs)))
     r_ci = wilson(r, var_r, confidence, np.full(m, n0))
     f_ci = f1_interval(p, r, p_ci, r_ci, var_p, var_r, var_f)
     return Scores(p, r, f1, np.sqrt(var_p), np.sqrt(var_r), np.sqrt(var_f), p_ci, r_ci, f_ci, t.ess, n_labels,
@@ -643,6 +637,16 @@ def _estimate_noisy(d: Design, W: np.ndarray, confidence: float, *, simple: bool
     out.var_parts = {"design": parts.var_design, "votes": parts.var_votes, "rates": parts.var_rates}
     out.rates = {"sens": parts.mean_sens, "fpr": parts.mean_fpr}
     return out
+
+
+def population_size(ess: np.ndarray, var: np.ndarray, unseen: np.ndarray) -> np.ndarray:
+    """Wilson's fallback size for a precision whose variance is 0 (all labels equal, or every instance drawn):
+    the effective sample size over the share of the target's population no draw reached (``unseen``,
+    :func:`.finite.unseen_mass`), infinite once every instance was drawn (the estimate is then exact)."""
+    ess = np.maximum(ess, 1)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        exact = np.where(unseen > 1e-12, ess / np.maximum(unseen, 1e-12), np.inf)
+    return np.where(var > 1e-15, ess, exact)
 
 
 def _f1_partials(p, r):

@@ -252,8 +252,8 @@ def _unique_rows(M: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return M[first], inv
 
 
-def prevalence(M, lam, *, tol: float = 1e-10, max_iter: int = 100, groups=None, n_groups: int = 1
-               ) -> tuple[np.ndarray, np.ndarray]:
+def prevalence(M, lam, *, tol: float = 1e-10, max_iter: int = 100, groups=None, n_groups: int = 1,
+               extend: bool = False) -> tuple[np.ndarray, np.ndarray]:
     r"""The maximiser :math:`\hat\rho \in [0, 1]` of every row's weighted mixture log-likelihood, and :math:`J`.
 
     Parameters
@@ -271,7 +271,9 @@ def prevalence(M, lam, *, tol: float = 1e-10, max_iter: int = 100, groups=None, 
         :math:`\sum_u M_u \kappa(\lambda_u, \hat\rho)^2`, minus the second derivative of the log-likelihood.
 
     With ``groups`` (the group ``0..n_groups-1`` of each item, :mod:`.strata`) every row is fitted in each group
-    separately: ``rho`` and ``J`` are ``(m, n_groups)``.
+    separately: ``rho`` and ``J`` are ``(m, n_groups)``.  ``extend``: a row whose maximiser is a bound gets
+    instead one Newton step of its likelihood continued past it, :math:`b + \ell'(b)/J(b)` (outside [0, 1]): the
+    spread of refits under the confusions' replicates (:mod:`.from_votes`) is then not cut off at the bound.
 
     Notes
     -----
@@ -298,16 +300,18 @@ def prevalence(M, lam, *, tol: float = 1e-10, max_iter: int = 100, groups=None, 
     if lam.ndim == 2:  # replicates of the log ratios: every row fitted under each, (R, m[, G])
         Rn = lam.shape[0]
         grows = (np.arange(Rn)[:, None] * n + grows[None, :]).ravel()
-        rho, J = _prevalence_pairs(grows, np.tile(uniq[rows, cols], Rn), lam[:, cols].ravel(), Rn * n, tol, max_iter)
+        rho, J = _prevalence_pairs(grows, np.tile(uniq[rows, cols], Rn), lam[:, cols].ravel(), Rn * n, tol, max_iter,
+                                   extend)
         shape = (Rn, -1, G) if groups is not None else (Rn, -1)
         return rho.reshape(shape)[:, inv], J.reshape(shape)[:, inv]
-    rho, J = _prevalence_pairs(grows, uniq[rows, cols], lam[cols], n, tol, max_iter)
+    rho, J = _prevalence_pairs(grows, uniq[rows, cols], lam[cols], n, tol, max_iter, extend)
     if groups is None:
         return rho[inv], J[inv]
     return rho.reshape(-1, G)[inv], J.reshape(-1, G)[inv]
 
 
-def _prevalence_pairs(rows: np.ndarray, w: np.ndarray, lr: np.ndarray, m: int, tol: float, max_iter: int):
+def _prevalence_pairs(rows: np.ndarray, w: np.ndarray, lr: np.ndarray, m: int, tol: float, max_iter: int,
+                      extend: bool = False):
     """:func:`prevalence` of ``m`` rows given as (row, weight, log ratio) pairs."""
     total = np.bincount(rows, weights=w, minlength=m)
     rho = np.full(m, np.nan)
@@ -353,7 +357,10 @@ def _prevalence_pairs(rows: np.ndarray, w: np.ndarray, lr: np.ndarray, m: int, t
         r = np.where(todo, new, r)
         todo &= ~done
     rho[live] = r[live]
-    _, J = sums(np.nan_to_num(rho))
+    g, J = sums(np.nan_to_num(rho))
+    if extend:  # past a bound: one Newton step of the likelihood continued beyond [0, 1]
+        edge = (at0 | at1) & (J > 0)
+        rho[edge] = rho[edge] + g[edge] / J[edge]
     return rho, J
 
 

@@ -162,7 +162,7 @@ def stratified_recall(d: Design, W: np.ndarray | None = None, *, bands=BANDS, mi
             lin = np.where(keep, ratio * pw * (d.f - pi[cs]) / np.where(den[cs] > 0, den[cs], 1.0), 0.0)
             share_a = np.where(N_c > 0, NA_c / np.where(N_c > 0, N_c, 1.0), 0.0)
         u = np.where(keep, N_c[cs] * lin * (share_a[cs] - nu), 0.0) / (B if B > 0 else 1.0)
-        var_out[i] = float(strata_var(u[None, :], d.src, m)[0])
+        var_out[i] = float(strata_var(u[None, :], d)[0])
     v = d.v0
     V = v.sum()
     S0 = t.S0.astype(float)

@@ -40,6 +40,9 @@ class AnnotationSettings(models.Model):
     answers_weak_relation = models.PositiveSmallIntegerField(
         default=5, help_text="answers per verification item of a relation the crowd judges weakly (its "
                              "sensitivity minus false-positive rate below 0.4 on the console); 0: answers per item")
+    relation_groups = models.TextField(
+        blank=True, default="", help_text="groups of relations the crowd judges alike, one a line: 'name: R1, R2'; "
+        "a group shares one set of annotator error rates (empty: every relation has its own)")
     lease_seconds = models.PositiveIntegerField(default=900)
     reward_verify_cents = models.PositiveIntegerField(default=5)
     reward_entities_cents = models.PositiveIntegerField(default=260)
@@ -69,6 +72,12 @@ class AnnotationSettings(models.Model):
 
     class Meta:
         verbose_name = verbose_name_plural = "annotation settings"
+
+    def groups(self) -> dict[str, str]:
+        """``relation -> group`` from :attr:`relation_groups` (validated when saved through the console)."""
+        from unpooled.core.annotation.confusion import parse_relation_groups
+
+        return parse_relation_groups(self.relation_groups)
 
     def reward_cents(self, kind: str) -> int:
         return {Kind.VERIFY: self.reward_verify_cents, Kind.ENTITIES: self.reward_entities_cents,

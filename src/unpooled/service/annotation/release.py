@@ -48,7 +48,7 @@ from django.utils.crypto import salted_hmac
 
 from unpooled.core.matching import InstanceRef
 
-from .models import Answer, ExhaustiveDocument, Kind, Label, Task
+from .models import AnnotationSettings, Answer, ExhaustiveDocument, Kind, Label, Task
 
 RELEASE_FILES = ("labels.jsonl", "answers.jsonl", "exhaustive.jsonl", "exhaustive_instances.jsonl",
                  "clusters.jsonl", "documents.jsonl", "README.md")
@@ -237,6 +237,8 @@ def export_release(corpus, out_dir: str | Path, *, licence: str = DEFAULT_LICENC
     # ---- answers
     kinds: Counter = Counter()
     annotators: dict[int, str] = {}
+    groups = AnnotationSettings.objects.filter(corpus=corpus).first()
+    groups = groups.groups() if groups is not None else {}
     with _Writer(out, "answers.jsonl", counts) as w:
         # an MTurk answer Amazon never confirmed is nobody's work we can vouch for: not released
         rows = (Answer.objects.filter(answer_q, task__corpus=corpus, quarantined=False).order_by("id").values_list(
@@ -250,6 +252,8 @@ def export_release(corpus, out_dir: str | Path, *, licence: str = DEFAULT_LICENC
             if kind == Kind.VERIFY:
                 row["correct"] = correct
                 row["relation"] = relation
+                if relation in groups:
+                    row["group"] = groups[relation]
                 if control:
                     row["gold"] = gold
                 else:
@@ -486,7 +490,8 @@ true facts; importance weights are needed to score with it (below).
 (`verify`, `entities`, `relations`, `clusters`), `control` (a gold control item: `gold` holds its answer),
 `doc` (clusters: the document of the task's first item; the items are in `clusters.jsonl`), `key`
 (verification items), `relation` (verification items and controls: the relation judged, the stratum of the
-crowd model), `annotator` (pseudonym), `backend` (`inhouse`, `mturk`,
+crowd model), `group` (when the organiser grouped the relation with others the crowd judges alike: the group,
+which is then the stratum), `annotator` (pseudonym), `backend` (`inhouse`, `mturk`,
 `simulated`: simulated answers come from a synthetic crowd answering from the gold layer),
 `value` (the answer as given: verify `{{relation, other_predicate?, subject_ok, object_ok, link_ok}}`;
 entities `{{mentions: [{{start, end, type, cluster, link}}]}}`; relations `{{pairs: {{"i": ["ab:R" | "ba:R"]}}}}`

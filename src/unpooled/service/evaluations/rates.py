@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from unpooled.core.annotation.confusion import (
-    REPLICATES, SHRINKAGE, VerifyAnswers, fit_confusions, keyed_answers as _keyed, preferred_source,
+    REPLICATES, SHRINKAGE, VerifyAnswers, fit_confusions, keyed_answers as _keyed, model_answers, preferred_source,
     relation_stratum_codes, shifted_replicates,
 )
 from unpooled.core.estimators.exhaustive import p0_support
@@ -69,13 +69,25 @@ def verify_answers(corpus, fp: tuple | None = None) -> VerifyAnswers:
 
 def relation_strata(corpus) -> dict[str, int]:
     """The crowd model's strata (:mod:`unpooled.core.estimators.strata`): one per relation of the corpus's schema,
+    or per group of relations the organiser said the crowd judges alike (``AnnotationSettings.relation_groups``),
     numbered in name order (a predicate the schema does not name: one more, the last)."""
-    key = (corpus.pk, corpus.schema_id)
+    from unpooled.core.annotation.confusion import grouped_strata
+
+    groups = relation_groups(corpus)
+    key = (corpus.pk, corpus.schema_id, tuple(sorted(groups.items())))
     got = _strata_memo.get(key)
     if got is None:
         names = sorted(r.name for r in corpus.schema.schema().canonical_relations)
-        got = _strata_memo[key] = {n: i for i, n in enumerate(names)}
+        got = _strata_memo[key] = grouped_strata(names, groups)
     return got
+
+
+def relation_groups(corpus) -> dict[str, str]:
+    """``relation -> group`` the organiser set for ``corpus`` (empty: none)."""
+    from unpooled.service.annotation.models import AnnotationSettings
+
+    st = AnnotationSettings.objects.filter(corpus=corpus).only("relation_groups").first()
+    return st.groups() if st is not None and st.relation_groups else {}
 
 
 _strata_memo: dict = {}
@@ -164,13 +176,15 @@ def _extends(old: VerifyAnswers, new: VerifyAnswers) -> bool:
         return False
     return (np.array_equal(new.answer_ids[:n], old.answer_ids) and np.array_equal(new.task_ids[:n], old.task_ids)
             and np.array_equal(new.annotator_ids[:n], old.annotator_ids) and np.array_equal(new.yes[:n], old.yes)
-            and np.array_equal(new.control[:old.n_items], old.control) and new.n_strata == old.n_strata)
+            and np.array_equal(new.control[:old.n_items], old.control) and new.n_strata == old.n_strata
+            and old.relation_strata == new.relation_strata)
 
 
 
 def answers_fp(corpus) -> tuple:
-    """Fingerprint of the corpus's counted verification answers: ``(pk, created, count, max id, weight sum)``
-    (blocking an annotator changes it: the count falls)."""
+    """Fingerprint of the corpus's counted verification answers: ``(pk, created, count, max id, weight sum,
+    relation groups)`` (blocking an annotator changes it: the count falls; regrouping relations changes the crowd
+    model's strata, so every fit keyed on it is redone)."""
     from django.db.models import Count, Max, Sum
 
     from unpooled.service.annotation.models import Answer, Kind
@@ -178,7 +192,8 @@ def answers_fp(corpus) -> tuple:
     a = Answer.objects.filter(task__corpus=corpus, task__kind=Kind.VERIFY, weight__gt=0,
                               annotator__blocked=False).aggregate(
         n=Count("id"), mx=Max("id"), w=Sum("weight"))
-    return corpus.pk, corpus.created, a["n"], a["mx"], a["w"]  # (pk, created): a re-created corpus is another
+    groups = tuple(sorted(relation_groups(corpus).items()))
+    return corpus.pk, corpus.created, a["n"], a["mx"], a["w"], groups  # (pk, created): a re-created corpus is another
 
 
 @dataclass
@@ -204,13 +219,15 @@ def confusions(corpus, fp: tuple | None = None, *, replicates: int = REPLICATES)
     if got is not None and got[0] == fp:
         return got[1]
     answers = verify_answers(corpus, fp[0])
+    source = preferred_source(answers, shrinkage=SHRINKAGE)  # the core's choice: semi, or items when the
+    if source is not None:                                      # controls disagree with them, or dawid-skene
+        answers = model_answers(answers, source)  # strata only where controls anchor them
     base = got[1].base if got is not None and got[1] is not None else None
     if base is not None and (fp[0][:2] != got[0][0][:2] or not _extends(base[0], answers)
                              or len(answers.item) >= (1 + REBOOTSTRAP_GROWTH) * len(base[0].item)):
         base = None
     out = None
-    source = preferred_source(answers, shrinkage=SHRINKAGE)  # the core's choice: semi, or items when the
-    if source is not None:                                      # controls disagree with them, or dawid-skene
+    if source is not None:
         if base is not None and base[3] == source:
             fitted = fit_confusions(answers, source, shrinkage=SHRINKAGE, point_only=True)
             if fitted is not None:
@@ -242,8 +259,19 @@ def crowd_fit(corpus) -> list[dict]:
     c = confusions(corpus)
     if c is None:
         return []
-    names = {v: k for k, v in (c.answers.relation_strata or {}).items()}
-    rows = [{**f.to_dict(), "relation": names.get(f.stratum, "(other)")} for f in stratum_fits(c.answers, *c.point)]
+    groups = relation_groups(corpus)
+    members: dict[int, list] = {}
+    for rel, code in sorted((c.answers.relation_strata or {}).items()):
+        members.setdefault(code, []).append(rel)
+
+    def label(stratum: int) -> str:
+        rels = members.get(stratum)
+        if not rels:  # no strata (no gold controls to anchor them: core.annotation.confusion.model_answers)
+            return "(other)" if members else "(all relations)"
+        return groups.get(rels[0], rels[0]) if len(rels) == 1 else f"{groups.get(rels[0])} ({', '.join(rels)})"
+
+    rows = [{**f.to_dict(), "relation": label(f.stratum), "relations": members.get(f.stratum, [])}
+            for f in stratum_fits(c.answers, *c.point)]
     return sorted(rows, key=lambda r: (r["separation"], r["relation"]))
 
 
@@ -254,7 +282,7 @@ WEAK_MIN_ITEMS = 10
 
 def weak_relations(corpus) -> frozenset:
     """The relations the crowd judges weakly (:func:`crowd_fit`), on at least :data:`WEAK_MIN_ITEMS` items."""
-    return frozenset(f["relation"] for f in crowd_fit(corpus) if f["weak"] and f["items"] >= WEAK_MIN_ITEMS)
+    return frozenset(r for f in crowd_fit(corpus) if f["weak"] and f["items"] >= WEAK_MIN_ITEMS for r in f["relations"])
 
 
 # --------------------------------------------------------------------------- p0's support

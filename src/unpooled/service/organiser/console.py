@@ -18,7 +18,7 @@ from datetime import timedelta
 from django.db.models import Count, Q, Sum
 from django.utils import timezone
 
-from unpooled.core.errors import UnpooledError
+from unpooled.core.errors import InvalidInputError, UnpooledError
 from unpooled.service.accounts.actions import AccountError, do_set_quota, is_organiser, quota
 from unpooled.service.annotation.actions import corpus_committed_cents, settings_for
 from unpooled.service.annotation.sampling import sample_size_warning
@@ -40,7 +40,7 @@ BUDGET_WARN_SHARE = 0.9
 
 #: the settings an organiser edits in the console (the rest stays in the Django admin)
 SETTINGS_FIELDS = (
-    "backend", "answers_per_item", "answers_weak_relation", "lease_seconds", "reward_verify_cents", "reward_entities_cents",
+    "backend", "answers_per_item", "answers_weak_relation", "relation_groups", "lease_seconds", "reward_verify_cents", "reward_entities_cents",
     "reward_relations_cents", "reward_clusters_cents", "budget_cents", "submission_budget_cents", "control_share",
     "block_below_accuracy", "block_min_controls", "aggregation", "target_halfwidth", "min_draws", "max_draws",
     "exhaustive_documents", "levels", "open_signup",
@@ -331,6 +331,17 @@ def check_settings(corpus: Corpus, values: dict) -> dict:
     need("answers_weak_relation", kw is not None and 0 <= kw <= MAX_ANSWERS_PER_ITEM and int(kw) == kw,
          f"expected an integer from 0 to {MAX_ANSWERS_PER_ITEM} (0: answers per item), "
          f"got {v.get('answers_weak_relation')!r}")
+    groups = v.get("relation_groups")
+    if groups is None:
+        v["relation_groups"] = groups = ""
+    need("relation_groups", isinstance(groups, str), f"expected text, got {groups!r}")
+    if isinstance(groups, str):
+        from unpooled.core.annotation.confusion import parse_relation_groups
+
+        try:
+            parse_relation_groups(groups, [r.name for r in corpus.schema.schema().canonical_relations])
+        except InvalidInputError as exc:
+            need("relation_groups", False, str(exc))
     lease = num("lease_seconds")
     need("lease_seconds", lease is not None and lease >= MIN_LEASE_SECONDS,
          f"expected at least {MIN_LEASE_SECONDS} seconds, got {v.get('lease_seconds')!r}")

@@ -20,6 +20,9 @@ class SettingsForm(forms.ModelForm):
             "answers_per_item": "independent answers per item (tasks created from now on)",
             "answers_weak_relation": "answers per verification item of a relation the crowd judges weakly (see "
                                      "'The crowd by relation' on the annotation page; 0: answers per item)",
+            "relation_groups": "relations the crowd judges alike, one group a line: 'hard: P108, P463' (a group "
+                               "shares one set of annotator error rates: rare relations borrow each other's "
+                               "answers; empty: every relation has its own)",
             "lease_seconds": "how long an annotator holds a task",
             "reward_verify_cents": "per answer, in cents",
             "reward_entities_cents": "per answer, in cents",
