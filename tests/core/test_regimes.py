@@ -101,3 +101,11 @@ def test_labels_kept_from_replaced_documents_bias_recall_unless_the_pool_follows
     assert {"replaced 50% / all", "replaced 50% / current", "replaced 50% / none"} <= set(names)
     with pytest.raises(InvalidInputError, match="reuse: expected one of all, current, none"):
         run_cell(Cell("x", (50,), (0.5,), replaced=0.5, reuse="some"), 1)
+
+
+def test_every_cell_can_be_named_on_the_command_line():
+    """``--cells`` takes comma-separated names: no cell's name holds a comma (two type cells did)."""
+    from unpooled.core.simulate.regimes import default_cells
+
+    names = [c.name for c in default_cells()]
+    assert len(set(names)) == len(names) and not [n for n in names if "," in n]

@@ -185,7 +185,14 @@ def _hand(sub, others, corpus, level="instance"):
     def p_of(j, key):  # instance level: uniform over the system's instances
         return 1 / size[j] if key in member[j] else 0.0
 
-    w = [p_of(sub.pk, k) / sum(n[j.pk] * p_of(j.pk, k) for j in systems) for _, k in draws]
+    # each system's draws count over the distinct instances they reached (one cell at the instance level): a draw
+    # weighs n_j / (k_j * its instance's draws in j) (estimators/finite.py)
+    times = defaultdict(int)
+    for j, k in draws:
+        times[j, k] += 1
+    distinct = {s.pk: sum(1 for (j, _k) in times if j == s.pk) for s in systems}
+    w = [p_of(sub.pk, k) / sum(n[j.pk] * p_of(j.pk, k) for j in systems) * n[j0] / (distinct[j0] * times[j0, k])
+         for j0, k in draws]
     out = {}
     for name, group_of in (("relation", pred_of), ("type", type_of)):
         C, D = defaultdict(float), defaultdict(float)
@@ -194,15 +201,19 @@ def _hand(sub, others, corpus, level="instance"):
                 C[group_of[k]] += ws * labels[k]
                 D[group_of[k]] += ws
         p = {g: C[g] / D[g] for g in D}
-        # Hajek variance: influence u_s = w_s (f_s - p_g) / D_g, stratified by the drawing system
+        # Hajek variance: influence u_s = w_s (f_s - p_g) / D_g, stratified by the drawing system, over its
+        # distinct instances (a_x: the sum of u_s over x's draws) with the finite-population correction 1 - k/N
         var = defaultdict(float)
         for g in p:
             for s in systems:
-                us = [ws * (labels[k] - p[g]) / D[g] if ws > 0 and group_of[k] == g else 0.0
-                      for (j, k), ws in zip(draws, w) if j == s.pk]
-                if len(us) > 1:
-                    m = len(us)
-                    var[g] += m / (m - 1) * (sum(u * u for u in us) - sum(us) ** 2 / m)
+                a = defaultdict(float)
+                for (j, k), ws in zip(draws, w):
+                    if j == s.pk:
+                        a[k] += ws * (labels[k] - p[g]) / D[g] if ws > 0 and group_of[k] == g else 0.0
+                kk = len(a)
+                if kk > 1:
+                    mean = sum(a.values()) / kk
+                    var[g] += (1 - kk / size[s.pk]) * kk / (kk - 1) * sum((x - mean) ** 2 for x in a.values())
         out[name] = {"p": p, "se": {g: math.sqrt(v) for g, v in var.items()}, "mass_hat": dict(D)}
     truth = _truth(corpus)
     found = [any(i.document.doc_id == t[0] and i.predicate == t[3] and _overlap(i.subject_start, i.subject_end,

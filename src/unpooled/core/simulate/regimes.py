@@ -158,9 +158,9 @@ def type_cells() -> list[Cell]:
             Cell("types tiny system", **dict(heavy_hard, sizes=(25, 2000))),
             Cell("types 8 relations", (300, 800, 2000, 150), (0.0,) * 4, strata=eight, mix=mix8,
                  strata_precision=prec8, report=4, controls=200),
-            Cell("types 8, uniform crowd", (300, 800, 2000, 150), (0.0,) * 4, strata=((0.8, 0.2),) * 8, mix=mix8,
+            Cell("types 8 / uniform crowd", (300, 800, 2000, 150), (0.0,) * 4, strata=((0.8, 0.2),) * 8, mix=mix8,
                  strata_precision=prec8, report=4, controls=200),
-            Cell("types 8, near-perfect", (500, 2000), (0.0, 0.0), strata=((0.9, 0.1),) * 8,
+            Cell("types 8 / near-perfect", (500, 2000), (0.0, 0.0), strata=((0.9, 0.1),) * 8,
                  strata_precision=((0.99,) * 8, (0.6,) * 8)),
             Cell("types 40 systems", s40, (0.0,) * 40, strata=two, mix=mix40, strata_precision=prec40, shared=0.5,
                  report=40, draws=100, trial_share=0.5)]
