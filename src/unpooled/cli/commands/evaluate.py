@@ -98,7 +98,7 @@ def cmd_coverage(args, corpus) -> int:
         return 0
     print(f"coverage of the 90% intervals over {rep.trials} trial(s) of the whole evaluation "
           f"({rep.settings['labels']} draws per system, {rep.settings['documents']} exhaustive documents, "
-          f"crowd accuracy {rep.settings['accuracy']}, {rep.settings['controls']} gold controls); truth from the "
+          f"crowd {_crowd_said(rep.settings)}, {rep.settings['controls']} gold controls); truth from the "
           "gold layer")
     print(f"{'method':<36} {'system':<32} {'':<3} {'truth':>7} {'cover':>6} {'bias':>7} {'rmse':>6} {'width':>6}")
     for r in sorted(rows, key=lambda r: (SHOWN.index(r["method"]) if r["method"] in SHOWN else 99, r["method"],
@@ -219,3 +219,12 @@ def cmd_evaluate(args) -> int:
     for w in rep.warnings:
         print(f"warning: {w}")
     return 0
+
+
+def _crowd_said(settings: dict) -> str:
+    """The simulated crowd of a coverage run in words: its accuracy, or its rates by relation."""
+    groups = settings.get("relation_rates") or []
+    if not groups:
+        return f"accuracy {settings['accuracy']}"
+    return "by relation " + "; ".join(f"{','.join(n) if isinstance(n, list) else n}={a:g}/{b:g}"
+                                      for n, a, b in groups)
