@@ -33,8 +33,13 @@ from ..errors import InvalidInputError
 #: a stratum with fewer distinct labelled items is fitted with the other thin strata (one "rest" group)
 MIN_ITEMS = 40
 #: a target with fewer of its own items in one of its groups is fitted in one group (its prevalences per group
-#: would sit at a bound too often: bounded estimates of small groups add up to a bias)
-MIN_TARGET_ITEMS = 20
+#: would sit at a bound too often: bounded estimates of small groups add up to a bias).  Fitting in one group has a
+#: bias of its own, the larger: items of a hard relation carry weak votes *and* a low precision, so one prevalence
+#: leans on the easy relations' items.  ``simulate regimes``, 40 trials, at 20 / 6 / 3 / 1: a 25-instance system
+#: mostly of hard relations +15.6 / +9.7 / +6.0 / +5.5 points of precision (coverage 0.78 / 0.82 / 0.85 / 0.85);
+#: 8 relation types +1.4 / +1.3 / +0.4 / -0.6 (0.89 / 0.89 / 0.94 / 0.96, width 0.146 / 0.147 / 0.164 / 0.199);
+#: a near-perfect system is held by the rule near a bound (:mod:`.from_votes`), whatever this is
+MIN_TARGET_ITEMS = 3
 
 
 @dataclass(frozen=True)
