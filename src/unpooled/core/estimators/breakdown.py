@@ -113,7 +113,7 @@ import numpy as np
 
 from ..errors import InvalidInputError, check_choice
 from .joint import (ESTIMATORS, WEIGHTS, Design, WeightDegeneracyWarning, _var0, estimate, f1_interval,
-                    population_size, strata_var, weight_matrix, wilson)
+                    own_when_complete, population_size, strata_var, weight_matrix, wilson)
 
 ZERO_DIVISION = ("warn", "nan")
 #: the smallest effective sample a group's estimate is shown with: below it the variance behind the interval rests
@@ -370,6 +370,7 @@ def subset_scores(design: Design, target: int, groups_of_universe, groups_of_tru
         method = f"joint-{weights}"
     s = Wi.sum()
     Wi = Wi / s if s > 0 else Wi
+    Wi = own_when_complete(Wi[None, :].repeat(m, 0), d)[i]  # as the headline's precision (joint._terms)
     # -- importance weights of the draws for the target ---------------------------------
     Pi = d.P.getrow(i)
     pi_x = np.asarray(Pi[:, d.xs].todense()).ravel() if len(d.xs) else np.zeros(0)

@@ -265,6 +265,30 @@ def weight_matrix(P: sp.csr_matrix, n: np.ndarray, rule: str = "balance", *, lam
     return W
 
 
+def complete_targets(d: Design) -> np.ndarray:
+    """Per system, whether its own draws reached every instance it has (:mod:`.finite`)."""
+    k = np.bincount(d.units.cell_src[d.units.cell[np.unique(d.units.unit, return_index=True)[1]]],
+                    minlength=d.m) if len(d.xs) else np.zeros(d.m, np.int64)
+    return (k == np.diff(d.P.indptr)) & (d.n > 0)
+
+
+def own_when_complete(W: np.ndarray, d: Design) -> np.ndarray:
+    r"""Precision's weights: ``W`` with the row of every system whose own draws reached all its instances replaced
+    by its own stratum alone (:func:`complete_targets`).  Its precision is then exact up to its labels (its own
+    draws, counted over distinct instances, :mod:`.finite`), and the other systems' draws would add only their rare
+    hits on its instances, whose variance a few draws cannot estimate (a 30-instance system drawn completely beside a
+    3,000-instance one sharing 15 of them: 90% intervals held its precision 0.46 of the time with the balance
+    heuristic's weights, 1.0 with its own).  The choice depends on which instances were drawn, never on labels.
+    Recall keeps ``W``: its pool is every system's."""
+    done = complete_targets(d)
+    if not done.any():
+        return W
+    W = W.copy()
+    W[done] = 0.0
+    W[done, np.flatnonzero(done)] = 1.0
+    return W
+
+
 # -- the kernel ---------------------------------------------------------------
 @dataclass
 class _Terms:
@@ -278,16 +302,26 @@ class _Terms:
     ratio: np.ndarray | None = None  # (m, S) (w_ij / n_j) / q_i(x_s): the importance ratio of each draw
 
 
-def _terms(d: Design, W: np.ndarray) -> _Terms:
+def _terms(d: Design, W: np.ndarray, *, own_complete: bool = True) -> _Terms:
+    """Per-(target, draw) terms under the weights ``W``; precision's under :func:`own_when_complete` unless
+    ``own_complete`` is False."""
     n = d.n.astype(float)
     Pm = d.P[:, d.xs].toarray()  # p_i(x_s), (m, S)
     Q = W @ Pm  # q_i(x_s)
     coef = W[:, d.src] * (d.units.factor / np.maximum(n[d.src], 1))[None, :]  # over distinct instances
     with np.errstate(divide="ignore", invalid="ignore"):
         ratio = np.where(Q > 0, coef / Q, 0.0)
+    pos = ratio * (d.p0[d.xs] * d.f)[None, :]  # recall: every system's draws
+    Wp = own_when_complete(W, d) if own_complete else W  # precision: a system drawn completely from its own draws
+    if Wp is not W:
+        done = np.flatnonzero(np.any(Wp != W, axis=1))
+        coef_p = Wp[np.ix_(done, d.src)] * (d.units.factor / np.maximum(n[d.src], 1))[None, :]
+        Qp = Wp[done] @ Pm
+        with np.errstate(divide="ignore", invalid="ignore"):
+            ratio = ratio.copy()  # (the votes' variance then weighs its own items for recall's too)
+            ratio[done] = np.where(Qp > 0, coef_p / Qp, 0.0)
     wimp = ratio * Pm  # importance weight of each draw for target i
     C = wimp * d.f[None, :]
-    pos = ratio * (d.p0[d.xs] * d.f)[None, :]
     A = pos * ((Pm > 0) if d.gs is None else d.gs)
     Bm = pos
     # counted in floats: an int8 product wraps at 128 matching systems (joint recall 0 for everyone)

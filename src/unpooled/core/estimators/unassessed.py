@@ -121,7 +121,7 @@ def stratified_recall(d: Design, W: np.ndarray | None = None, *, bands=BANDS, mi
         raise InvalidInputError(f"min_draws: expected at least 1, got {min_draws!r}")
     m, U = d.P.shape
     W = weight_matrix(d.P, d.n, "balance") if W is None else np.asarray(W, float)
-    t = _terms(d, W)
+    t = _terms(d, W, own_complete=False)
     band_u = agreement_band(d.P, bands)
     nb = len(bands)
     p0 = d.p0
@@ -194,7 +194,7 @@ def combined_recall(d: Design, base: RecallEstimate, *, confidence: float = 0.90
     Te = v[None, :] * (G - r_e[:, None]) / V
     # base's influence on Y0: nu * T_theta, theta from the pool of each target (base.theta)
     # the pool indicator is not stored in base: use the design's terms again (balance weights' pool)
-    t = _terms(d, weight_matrix(d.P, d.n, "balance"))
+    t = _terms(d, weight_matrix(d.P, d.n, "balance"), own_complete=False)
     S0 = t.S0.astype(float)
     Tb = base.nu[:, None] * v[None, :] * (S0 - base.theta[:, None]) / V
     V_e = _var0(Te, d, confidence)
