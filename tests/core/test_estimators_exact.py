@@ -530,3 +530,20 @@ def test_simple_recall_variance_is_the_document_jackknife():
     # times Student's t with N - 1 = 2 degrees of freedom (the interval's level, 0.90)
     np.testing.assert_allclose(res.r_se ** 2, _brute_jackknife(g0.astype(float), v0, docs, 3) * t_factor(3, 0.90),
                                rtol=1e-12)
+
+
+def test_a_system_drawn_completely_beside_a_large_one_takes_its_own_draws():
+    """A 30-instance system whose 150 draws reached every instance, beside a 3,000-instance one sharing 15 of them:
+    its precision comes from its own draws alone (joint.own_when_complete), exact; recall keeps the joint pool."""
+    rng = np.random.default_rng(5)
+    U = 30 + 3000 - 15
+    truth = (rng.random(U) < 0.6).astype(float)
+    A, B = np.arange(30), np.arange(15, 3015)
+    P = distribution_matrix([A, B], U)
+    xa = np.r_[A, rng.choice(A, 120)]  # every instance of A, then more
+    xs = np.r_[xa, rng.choice(B, 150)]
+    src = np.r_[np.zeros(150, int), np.ones(150, int)]
+    d = make_design(P, src, xs, truth[xs], np.zeros((2, 0), bool))
+    s = estimate(d)
+    assert s.p[0] == pytest.approx(truth[A].mean()) and s.p_ci[1][0] - s.p_ci[0][0] < 1e-9
+    assert s.p_ci[1][1] - s.p_ci[0][1] > 0.05  # the large system: an ordinary joint estimate
