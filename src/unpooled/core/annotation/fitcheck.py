@@ -24,10 +24,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.stats import chi2 as chi2_dist
 
-from .confusion import VerifyAnswers
-
-#: a stratum whose sensitivity minus false-positive rate is below this is weak (its items' votes say little)
-WEAK_SEPARATION = 0.4
+from .confusion import WEAK_SEPARATION, VerifyAnswers
 #: merge the tail bins of the fit check until each expects at least this many items
 MIN_EXPECTED = 5.0
 #: a stratum with at least :data:`FEW_CONTROLS_ITEMS` items and fewer gold controls than this has rates anchored
