@@ -534,7 +534,7 @@ def test_simple_recall_variance_is_the_document_jackknife():
 
 def test_a_system_drawn_completely_beside_a_large_one_takes_its_own_draws():
     """A 30-instance system whose 150 draws reached every instance, beside a 3,000-instance one sharing 15 of them:
-    its precision comes from its own draws alone (joint.own_when_complete), exact; recall keeps the joint pool."""
+    its precision comes from its own draws alone (joint.complete_targets), exact; recall keeps the joint pool."""
     rng = np.random.default_rng(5)
     U = 30 + 3000 - 15
     truth = (rng.random(U) < 0.6).astype(float)

@@ -113,7 +113,7 @@ import numpy as np
 
 from ..errors import InvalidInputError, check_choice
 from .joint import (ESTIMATORS, WEIGHTS, Design, WeightDegeneracyWarning, _var0, estimate, f1_interval,
-                    own_when_complete, population_size, strata_var, weight_matrix, wilson)
+                    complete_targets, population_size, strata_var, weight_matrix, wilson)
 
 ZERO_DIVISION = ("warn", "nan")
 #: the smallest effective sample a group's estimate is shown with: below it the variance behind the interval rests
@@ -273,6 +273,13 @@ def _group_var(u: np.ndarray, g: np.ndarray, d: Design, G: int) -> np.ndarray:
     return strata_var(U, d)
 
 
+def _unseen_share(groups: np.ndarray, cols: np.ndarray, vals: np.ndarray, mass: np.ndarray, xs) -> np.ndarray:
+    """Per group, the share of its mass (``vals`` of the target's instances ``cols`` in ``groups``) no draw reached."""
+    unseen = np.bincount(groups, weights=vals * ~np.isin(cols, xs), minlength=len(mass))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(mass > 0, unseen / np.where(mass > 0, mass, 1), 1.0)
+
+
 def subset_scores(design: Design, target: int, groups_of_universe, groups_of_truth, *, n_groups: int | None = None,
                   estimator: str = "joint", weights="balance", confidence: float = 0.90,
                   zero_division: str = "warn", votes=None) -> SubsetScores:
@@ -370,7 +377,7 @@ def subset_scores(design: Design, target: int, groups_of_universe, groups_of_tru
         method = f"joint-{weights}"
     s = Wi.sum()
     Wi = Wi / s if s > 0 else Wi
-    Wi = own_when_complete(Wi[None, :].repeat(m, 0), d)[i]  # as the headline's precision (joint._terms)
+    Wi = np.eye(m)[i] if complete_targets(d)[i] else Wi  # as the headline's precision (joint._terms)
     # -- importance weights of the draws for the target ---------------------------------
     Pi = d.P.getrow(i)
     pi_x = np.asarray(Pi[:, d.xs].todense()).ravel() if len(d.xs) else np.zeros(0)
@@ -402,9 +409,7 @@ def subset_scores(design: Design, target: int, groups_of_universe, groups_of_tru
     gc = gu[cols]
     inside = gc >= 0
     mass = np.bincount(gc[inside], weights=vals[inside], minlength=G)
-    unseen = np.bincount(gc[inside], weights=vals[inside] * ~np.isin(cols[inside], d.xs), minlength=G)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        unseen = np.where(mass > 0, unseen / np.where(mass > 0, mass, 1), 1.0)  # share of no draw reached
+    unseen = _unseen_share(gc[inside], cols[inside], vals[inside], mass, d.xs)
     # -- recall from the exhaustive sample ------------------------------------------
     v = d.v0
     n0 = d.n0

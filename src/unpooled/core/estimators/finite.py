@@ -68,11 +68,6 @@ class DrawUnits:
     cell_N: np.ndarray
     n_units: int
 
-    @property
-    def repeats(self) -> bool:
-        """Whether some instance was drawn twice within a stratum (else nothing changes)."""
-        return self.n_units < len(self.unit)
-
 
 def _value_bits(x: np.ndarray) -> np.ndarray:
     return np.ascontiguousarray(x, dtype=np.float64).view(np.int64)
@@ -104,15 +99,14 @@ def draw_units(P: sp.csr_matrix, src: np.ndarray, xs: np.ndarray) -> DrawUnits:
     return DrawUnits(factor, unit, cell, cells[0], k_c, N_c, int(unit.max()) + 1)
 
 
-def strata_var(U: np.ndarray, src: np.ndarray, m: int, units: DrawUnits | None = None) -> np.ndarray:
+def strata_var(U: np.ndarray, src: np.ndarray, m: int, units: DrawUnits) -> np.ndarray:
     r"""Variance estimate of the row sums of ``U`` (targets x draws; values already multiplied by the draws'
     :attr:`DrawUnits.factor`) under stratified i.i.d. draws, strata ``h`` given by ``src``: the two terms of the
-    module docs.  Without ``units`` (or without repeats and with cells much larger than their draws) it is the
-    per-draw formula :math:`\sum_h \frac{n_h}{n_h-1}\sum_{s\in h}(u_s - \bar u_h)^2`.
+    module docs.  Without repeats and with cells much larger than their draws it is the per-draw formula :math:`\sum_h \frac{n_h}{n_h-1}\sum_{s\in h}(u_s - \bar u_h)^2`.
     """
     n = np.bincount(src, minlength=m).astype(float)
-    if units is None or not len(src):
-        return _per_draw(U, src, m, n)
+    if not len(src):
+        return np.zeros(np.shape(U)[0])
     C = len(units.cell_k)
     n_c = np.bincount(units.cell, minlength=C).astype(float)
     A = _col_sums(U, units.cell, C)  # (T, C) cell totals

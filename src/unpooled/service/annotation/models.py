@@ -73,11 +73,14 @@ class AnnotationSettings(models.Model):
     class Meta:
         verbose_name = verbose_name_plural = "annotation settings"
 
-    def groups(self) -> dict[str, str]:
-        """``relation -> group`` from :attr:`relation_groups` (validated when saved through the console)."""
+    @staticmethod
+    def groups_of(corpus) -> dict[str, str]:
+        """``relation -> group`` the organiser set for ``corpus`` in :attr:`relation_groups` (validated when saved
+        through the console); empty without settings or groups."""
         from unpooled.core.annotation.confusion import parse_relation_groups
 
-        return parse_relation_groups(self.relation_groups)
+        st = AnnotationSettings.objects.filter(corpus=corpus).only("relation_groups").first()
+        return parse_relation_groups(st.relation_groups) if st is not None else {}
 
     def reward_cents(self, kind: str) -> int:
         return {Kind.VERIFY: self.reward_verify_cents, Kind.ENTITIES: self.reward_entities_cents,

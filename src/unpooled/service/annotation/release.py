@@ -237,8 +237,7 @@ def export_release(corpus, out_dir: str | Path, *, licence: str = DEFAULT_LICENC
     # ---- answers
     kinds: Counter = Counter()
     annotators: dict[int, str] = {}
-    groups = AnnotationSettings.objects.filter(corpus=corpus).first()
-    groups = groups.groups() if groups is not None else {}
+    groups = AnnotationSettings.groups_of(corpus)
     with _Writer(out, "answers.jsonl", counts) as w:
         # an MTurk answer Amazon never confirmed is nobody's work we can vouch for: not released
         rows = (Answer.objects.filter(answer_q, task__corpus=corpus, quarantined=False).order_by("id").values_list(
@@ -250,10 +249,8 @@ def export_release(corpus, out_dir: str | Path, *, licence: str = DEFAULT_LICENC
             row = {"id": pk, "task": task, "kind": kind, "control": control, "doc": doc_ids.get(doc),
                    "annotator": pseudonym(ann, secret=secret), "backend": backend, "value": value}
             if kind == Kind.VERIFY:
-                row["correct"] = correct
-                row["relation"] = relation
-                if relation in groups:
-                    row["group"] = groups[relation]
+                row.update(correct=correct, relation=relation,
+                           **({"group": groups[relation]} if relation in groups else {}))
                 if control:
                     row["gold"] = gold
                 else:

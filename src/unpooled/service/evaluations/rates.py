@@ -73,7 +73,7 @@ def relation_strata(corpus) -> dict[str, int]:
     numbered in name order (a predicate the schema does not name: one more, the last)."""
     from unpooled.core.annotation.confusion import grouped_strata
 
-    groups = relation_groups(corpus)
+    groups = _groups(corpus)
     key = (corpus.pk, corpus.schema_id, tuple(sorted(groups.items())))
     got = _strata_memo.get(key)
     if got is None:
@@ -82,15 +82,13 @@ def relation_strata(corpus) -> dict[str, int]:
     return got
 
 
-def relation_groups(corpus) -> dict[str, str]:
-    """``relation -> group`` the organiser set for ``corpus`` (empty: none)."""
+_strata_memo: dict = {}
+
+
+def _groups(corpus) -> dict[str, str]:
     from unpooled.service.annotation.models import AnnotationSettings
 
-    st = AnnotationSettings.objects.filter(corpus=corpus).only("relation_groups").first()
-    return st.groups() if st is not None and st.relation_groups else {}
-
-
-_strata_memo: dict = {}
+    return AnnotationSettings.groups_of(corpus)
 
 
 @dataclass
@@ -192,7 +190,7 @@ def answers_fp(corpus) -> tuple:
     a = Answer.objects.filter(task__corpus=corpus, task__kind=Kind.VERIFY, weight__gt=0,
                               annotator__blocked=False).aggregate(
         n=Count("id"), mx=Max("id"), w=Sum("weight"))
-    groups = tuple(sorted(relation_groups(corpus).items()))
+    groups = tuple(sorted(_groups(corpus).items()))
     return corpus.pk, corpus.created, a["n"], a["mx"], a["w"], groups  # (pk, created): a re-created corpus is another
 
 
@@ -259,7 +257,7 @@ def crowd_fit(corpus) -> list[dict]:
     c = confusions(corpus)
     if c is None:
         return []
-    groups = relation_groups(corpus)
+    groups = _groups(corpus)
     members: dict[int, list] = {}
     for rel, code in sorted((c.answers.relation_strata or {}).items()):
         members.setdefault(code, []).append(rel)

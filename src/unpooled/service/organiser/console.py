@@ -300,6 +300,22 @@ def do_retry(user, sub: Submission) -> str:
 
 # ---------------------------------------------------------------------------- settings
 
+def _relation_groups_error(corpus: Corpus, v: dict) -> str | None:
+    """What is wrong with the relation groups in ``v`` (None: nothing; an absent value becomes no groups)."""
+    from unpooled.core.annotation.confusion import parse_relation_groups
+
+    if v.get("relation_groups") is None:
+        v["relation_groups"] = ""
+    groups = v["relation_groups"]
+    if not isinstance(groups, str):
+        return f"expected text, got {groups!r}"
+    try:
+        parse_relation_groups(groups, [r.name for r in corpus.schema.schema().canonical_relations])
+    except InvalidInputError as exc:
+        return str(exc)
+    return None
+
+
 def check_settings(corpus: Corpus, values: dict) -> dict:
     """Validate new annotation settings for ``corpus``; returns them normalised.
 
@@ -331,17 +347,8 @@ def check_settings(corpus: Corpus, values: dict) -> dict:
     need("answers_weak_relation", kw is not None and 0 <= kw <= MAX_ANSWERS_PER_ITEM and int(kw) == kw,
          f"expected an integer from 0 to {MAX_ANSWERS_PER_ITEM} (0: answers per item), "
          f"got {v.get('answers_weak_relation')!r}")
-    groups = v.get("relation_groups")
-    if groups is None:
-        v["relation_groups"] = groups = ""
-    need("relation_groups", isinstance(groups, str), f"expected text, got {groups!r}")
-    if isinstance(groups, str):
-        from unpooled.core.annotation.confusion import parse_relation_groups
-
-        try:
-            parse_relation_groups(groups, [r.name for r in corpus.schema.schema().canonical_relations])
-        except InvalidInputError as exc:
-            need("relation_groups", False, str(exc))
+    err = _relation_groups_error(corpus, v)
+    need("relation_groups", err is None, err or "")
     lease = num("lease_seconds")
     need("lease_seconds", lease is not None and lease >= MIN_LEASE_SECONDS,
          f"expected at least {MIN_LEASE_SECONDS} seconds, got {v.get('lease_seconds')!r}")
