@@ -7,7 +7,7 @@ import math
 
 import pytest
 
-from unpooled.core.estimators.reference import f1_independent, found_by_reference, recall_by_capture
+from unpooled.core.estimators.reference import ReferenceEstimate, f1_independent, found_by_reference, recall_by_capture
 from unpooled.core.errors import InvalidInputError
 from unpooled.service.annotation import actions as ann
 from unpooled.service.annotation.models import Answer, Backend, Kind
@@ -45,8 +45,15 @@ def test_recall_by_capture_by_hand():
         recall_by_capture(1, 1.5, 0, 1, 0.5, 0)
     with pytest.raises(InvalidInputError, match=r"confidence: expected a number in \(0, 1\), got 1"):
         recall_by_capture(1, 0.5, 0, 1, 0.5, 0, confidence=1)
-    f = f1_independent(e, e, n_fallback=100)
+    f = f1_independent(e, e)
     assert f.value == pytest.approx(e.value)
+    # F1's interval lies within what P's and R's allow: F1(p_lo, r_lo) <= lo, hi <= F1(p_hi, r_hi)
+    P = ReferenceEstimate(1.0, 0.15, 0.807, 1.0)
+    R = ReferenceEstimate(0.96, 0.03, 0.887, 0.987)
+    f = f1_independent(P, R)
+    assert 2 * 0.807 * 0.887 / (0.807 + 0.887) - 1e-9 <= f.lo < f.value < f.hi <= 2 * 0.987 / 1.987 + 1e-9
+    zero = f1_independent(ReferenceEstimate(0.1, 0.05, 0.0, 0.3), R)  # P's interval reaches 0: so does F1's
+    assert zero.lo == 0.0 and zero.hi < 1
 
 
 def test_found_by_reference_needs_the_fact_in_the_same_sentence():

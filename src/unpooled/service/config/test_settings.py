@@ -4,6 +4,9 @@ import os
 import tempfile
 
 os.environ.setdefault("UNPOOLED_DATA_DIR", tempfile.mkdtemp(prefix="unpooled-test-"))
+# one sampling key for every run of the suite: the service's own draws (and so every figure a test checks) are the
+# same in each run instead of depending on a secret generated into the throwaway data directory
+os.environ.setdefault("UNPOOLED_SAMPLING_SECRET", "unpooled-test-suite")
 
 from .settings import *  # noqa: E402,F403
 
