@@ -398,8 +398,13 @@ def _fit_confusions(a: VerifyAnswers, source: str, replicates: int, rng, shrinka
             return None
         clamp = source == "semi"
         *got, post = ds_fit(a, clamp_controls=clamp, shrinkage=shrinkage)
-        # replicates start from the full-data posteriors (a warm start: the same fixed point, fewer iterations)
-        fit = lambda w: ds_fit(a, w, clamp_controls=clamp, shrinkage=shrinkage, init=post)[:2]  # noqa: E731
+        # anchored by the controls, replicates start from the full-data posteriors (the same fixed point, fewer
+        # iterations); unanchored, the likelihood has a ridge and a warm start keeps each replicate near the point
+        # fit's end of it, so they start where the point fit did (from the vote shares) and their spread is the
+        # fit's: crowd 0.7 on items, 0.95 on controls (rates from the items), 60 worlds: precision coverage
+        # 0.67 -> 0.90, width 0.50 -> 0.64
+        init = post if clamp else None
+        fit = lambda w: ds_fit(a, w, clamp_controls=clamp, shrinkage=shrinkage, init=init)[:2]  # noqa: E731
     point = tuple(got)
     if point_only or not replicates:
         return point, None
