@@ -388,21 +388,28 @@ def check_settings(corpus: Corpus, values: dict) -> dict:
     # more than the corpus has is fine: the lifecycle samples min(exhaustive_documents, documents)
     need("exhaustive_documents", ex is not None and ex >= 0,
          f"expected a non-negative number of documents, got {v.get('exhaustive_documents')!r}")
-    raw = v.get("levels")
-    if isinstance(raw, str):
-        got = [x.strip() for x in raw.split(",") if x.strip()]
-        bad = [x for x in got if x not in LEVELS]
-        need("levels", not bad, f"expected some of {', '.join(LEVELS)} (comma-separated), got {', '.join(bad)}")
-        need("levels", bool(got), f"at least one of {', '.join(LEVELS)}")
-        need("levels", len(set(got)) == len(got), f"a level is listed twice: {raw!r}")
-        if "levels" not in errors:
-            v["levels"] = ",".join(got)
-    else:
-        need("levels", False, f"expected a comma-separated list of {', '.join(LEVELS)}, got {raw!r}")
+    levels, err = _levels_value(v.get("levels"))
+    need("levels", err is None, err or "")
+    v["levels"] = levels
     need("open_signup", isinstance(v.get("open_signup"), bool), f"expected true or false, got {v.get('open_signup')!r}")
     if errors:
         raise SettingsError({f: errors[f] for f in SETTINGS_FIELDS if f in errors})
     return {f: v[f] for f in SETTINGS_FIELDS}
+
+
+def _levels_value(raw) -> tuple[str | None, str | None]:
+    """The settings' ``levels`` normalised (comma-separated, no blanks), or None and what is wrong with it."""
+    if not isinstance(raw, str):
+        return None, f"expected a comma-separated list of {', '.join(LEVELS)}, got {raw!r}"
+    got = [x.strip() for x in raw.split(",") if x.strip()]
+    bad = [x for x in got if x not in LEVELS]
+    if bad:
+        return None, f"expected some of {', '.join(LEVELS)} (comma-separated), got {', '.join(bad)}"
+    if not got:
+        return None, f"at least one of {', '.join(LEVELS)}"
+    if len(set(got)) != len(got):
+        return None, f"a level is listed twice: {raw!r}"
+    return ",".join(got), None
 
 
 def do_update_settings(corpus: Corpus, values: dict, *, user=None) -> AnnotationSettings:
