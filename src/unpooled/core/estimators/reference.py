@@ -144,14 +144,14 @@ def recall_by_capture(n_found, p_found, se_found, n_missed, p_missed, se_missed,
     return ReferenceEstimate(r, math.sqrt(var), float(lo[0]), float(hi[0]))
 
 
-def f1_independent(p: ReferenceEstimate, r: ReferenceEstimate, *, confidence: float = 0.90) -> ReferenceEstimate:
+def f1_independent(p: ReferenceEstimate, r: ReferenceEstimate) -> ReferenceEstimate:
     r"""F1 of independent precision and recall estimates: :math:`2pr/(p+r)`, its delta-method standard error, and
     the interval derived from theirs (:func:`.joint.f1_interval` with correlation 0): it reaches 0 when either of
     theirs does, 1 only when both do, and never lies outside what their intervals allow (a Wilson interval around F1
-    at its own effective size did: 0.980 [0.176, 1.000] beside P [0.807, 1.000] and R [0.887, 0.987])."""
+    at its own effective size did: 0.980 [0.176, 1.000] beside P [0.807, 1.000] and R [0.887, 0.987]).  Its level
+    is theirs."""
     if any(math.isnan(v) for v in (p.value, r.value)):
         return ReferenceEstimate(math.nan, math.nan, math.nan, math.nan)
-    _num("confidence", confidence, hi=1.0)
     pv, rv = np.array([p.value]), np.array([r.value])
     f1 = float(np.where(pv + rv > 0, 2 * pv * rv / np.maximum(pv + rv, 1e-300), 0.0)[0])
     dP, dR = _f1_partials(pv, rv)

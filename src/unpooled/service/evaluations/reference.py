@@ -266,7 +266,7 @@ def estimate(corpus: Corpus, ref: Submission | None = None) -> dict | None:
     pf, pm = p.get("sample:found", nan), p.get("sample:missed", nan)
     r = recall_by_capture(n1, pf.value, pf.se, n0, pm.value, pm.se, confidence=CONFIDENCE,
                           labelled_found=n_labels.get("sample:found", 0), labelled_missed=n_labels.get("sample:missed", 0))
-    f1 = f1_independent(p["human"], r, confidence=CONFIDENCE)
+    f1 = f1_independent(p["human"], r)
     return {"p": p["human"], "r": r, "f1": f1, "draws": n_labels.get("human", 0), "documents": len(
         _complete_documents(corpus)), "sample": {"found": n1, "missed": n0, "p_found": pf.to_dict(),
                                                  "p_missed": pm.to_dict(),
