@@ -1,0 +1,458 @@
+r"""The exhaustive documents and the per-document totals of the entity ratios: matching, the aggregated layer's
+labels and the labels corrected from the crowd's answers (:mod:`.entities` puts them together).
+
+**Matching.**  A system mention is *valid* when its span overlaps a mention of the exhaustive layer
+(``match='overlap'``, as relation instances are matched; it then stands for the mention it overlaps most) or
+equals one (``'exact'``); the annotators' "valid mention" answers judge the same thing on the draws.  A gold
+mention is *found* when a system mention matches it.
+
+**Per-document totals.**  Every metric but the argument mentions' precision is a ratio
+:math:`\sum_d a_d/\pi_d \,/\, \sum_d b_d/\pi_d` over the exhaustive documents
+(:func:`~.entity_metrics.document_ratio`), with per document :math:`d`:
+
+=========================  =============================================  ===========================================
+metric                     :math:`a_d`                                    :math:`b_d`
+=========================  =============================================  ===========================================
+mention recall             gold mentions the system has (same span)        gold mentions
+mention precision (rest)   valid non-argument system mentions              non-argument system mentions
+typing accuracy            typed valid system mentions of the gold type    typed valid system mentions
+link precision             system-linked mentions, valid, same link        system-linked mentions
+link recall                gold-linked mentions the system links the same  gold-linked mentions
+NIL B-cubed precision      :math:`\sum_m |S(m)\cap G(m)|/|S(m)|`            gold NIL mentions the system has
+NIL B-cubed recall         :math:`\sum_m |S(m)\cap G(m)|/|G(m)|`            gold NIL mentions the system has
+=========================  =============================================  ===========================================
+
+For B-cubed (Bagga & Baldwin 1998), :math:`m` runs over the gold NIL mentions the system found in the
+document, :math:`G(m)` is the gold (exhaustive layer) cluster of :math:`m` and :math:`S(m)` the system
+entity of :math:`m`, both restricted to those mentions: clustering is scored apart from detection.
+The exhaustive layer's clusters are in-document coreference, so the B-cubed figures measure the
+in-document clustering of unlinked mentions (a cross-document identity is not known to the layer).
+
+**Labels from the answers.**  The aggregated layer is not the truth: with a poor crowd its majority type is
+wrong, its clusters split and it misses mentions, and figures read against it inherit those errors (measured with
+``unpooled simulate entities``, accuracy 0.75 and 3 answers a document: typing −2.9 points, NIL B-cubed precision
+−4.4, the precision of mentions outside relations −1.8).  When the documents carry the answers the layer was
+aggregated from (:attr:`ExhaustiveDocument.answers`), the labels of the table are instead corrected per item for
+the crowd's error rates, themselves estimated from the answers' agreement (:mod:`.crowd_channels`: marking
+:math:`s_1, s_0`, typing :math:`c` over :math:`K` types with :math:`e = (1-c)/(K-1)`, clustering :math:`f_1, f_0`).
+With :math:`k_d` answers in document :math:`d`, for a system mention :math:`s` and a pair of layer mentions:
+
+=======================  =========================================================  ==================================
+label                    read from the answers                                      corrected, :math:`\mathbb E` = truth
+=======================  =========================================================  ==================================
+:math:`s` valid          :math:`y_v`: share of the :math:`k_d` answers with a        :math:`\tilde v = (y_v - s_0)/(s_1 - s_0)`
+                         mention matching :math:`s`
+type of :math:`s` right  :math:`y_t`: share of the answers marking :math:`s` that     :math:`(y_t - e)/(c - e)`; 0 for a type
+                         give its type                                               outside the schema
+link of :math:`s` right  the plurality link of the answers marking :math:`s` is       :math:`\tilde v \cdot \mathbb 1[\cdot]`
+                         the system's
+:math:`m, m'` together   :math:`h`: share of the answers marking both that put        :math:`\tilde\rho = (h - f_0)/(f_1 - f_0)`
+                         them in one cluster                                         (1 for one layer mention)
+=======================  =========================================================  ==================================
+
+Mention precision (all mentions, or those outside relations), the numerators of typing accuracy and linking
+precision, and NIL B-cubed precision :math:`\sum_m \frac{1}{|S(m)|}\sum_{m' \in S(m)} \tilde\rho(m, m')` are linear
+in these labels, hence unbiased given the rates.  Which system mentions are typed and valid (typing's denominator)
+and which are NIL mentions found (B-cubed's) still come from the layer: the layer's misses are independent of the
+system's type and clustering, so these ratios keep no bias from them.  Mention and linking recall count, instead
+of the layer's mentions, every span some answer marked (the layer's, then the answers' other mentions), each
+weighted by :func:`span_weights` :math:`\omega(x)`, the marking channel's label given that the span was marked
+at all (:math:`x \ge 1` of :math:`k` answers): the true mentions the system has, over the true mentions,
+:math:`\sum \omega\,\mathbb 1[\text{found}] / \sum \omega` (linking: over the spans the answers link, found with
+that link), unbiased given the rates whichever non-mentions the answers marked (from the layer, a non-mention a
+majority marks counted as a gold mention missed: −1.0 point of mention recall, coverage 0.89, when each answer
+marks one a document on average; with the weights −0.02, coverage 0.95; a document with one answer, or
+marking rates not identified, keeps the layer's mentions).  B-cubed recall divides by the
+estimated gold cluster size, :math:`\sum_{m' \in S(m)} \tilde\rho / \max(\sum_{m'} \tilde\rho, \cdot)` clipped to
+[0, 1]: a ratio of noisy sums, *not* exactly unbiased (``unpooled simulate entities``, 200 trials: +0.6 and +0.7
+point at accuracy 0.75 with 3 answers, −0.75 with a crowd that also merges clusters; from the layer +1.6, +1.4
+and +2.4).  The link label trusts the answers' links (their errors are not
+modelled).  Answers are pooled per document; a document without answers keeps its layer labels.  The rates'
+error enters every variance through the delete-one-document differences :math:`\Delta_d` of the refitted rates
+(:func:`~.crowd_channels.fit_rates`): the linearised values become
+:math:`u_d = z_d + \frac{N-1}{N}\,\nabla_\theta\hat R\cdot\Delta_d` (gradient by finite differences), so their
+covariance with the labels is kept.
+
+References
+----------
+W. J. Rogan, B. Gladen. Estimating prevalence from the results of a screening test. Am. J. Epidemiol. 107, 1978.
+A. Bagga, B. Baldwin. Algorithms for scoring coreference chains. LREC 1998 workshop.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter, defaultdict
+from dataclasses import dataclass, field
+from typing import Mapping, Sequence
+
+import numpy as np
+
+from ..errors import InvalidInputError
+from .crowd_channels import DocumentItems
+from .entity_metrics import document_ratio
+from .exhaustive import theta_variance
+
+MATCHES = ("overlap", "exact")
+
+
+@dataclass(frozen=True)
+class Mention:
+    """A mention of an exhaustive document: span, type, cluster (gold) or entity (system), KB link ('' = none)."""
+
+    start: int
+    end: int
+    type: str | None
+    cluster: object
+    link: str = ""
+
+
+@dataclass(frozen=True)
+class ExhaustiveDocument:
+    """One exhaustively annotated document: its inclusion probability, its aggregated entity layer and (optional)
+    the crowd answers it was aggregated from, each a tuple of :class:`Mention` (``cluster``: the answer's own
+    cluster numbers).  With answers the labels are corrected for the crowd's errors (module docs)."""
+
+    doc: str
+    inclusion: float
+    mentions: tuple
+    answers: tuple = ()
+
+
+# -- per-document totals -------------------------------------------------------------------------------
+def _best(m: Mention, gold: Sequence[Mention], match: str) -> Mention | None:
+    """The gold mention ``m`` matches: the same span, or (``overlap``) the one it overlaps most (first on ties)."""
+    if match == "exact":
+        for g in gold:
+            if g.start == m.start and g.end == m.end:
+                return g
+        return None
+    best, size = None, 0
+    for g in gold:
+        ov = min(g.end, m.end) - max(g.start, m.start)
+        if ov > size:
+            best, size = g, ov
+    return best
+
+
+def _doc_totals(gold: Sequence[Mention], system: Sequence[Mention], arg_spans: set, links_known: bool,
+                match: str) -> dict:
+    """The :math:`(a_d, b_d)` of every ratio for one document (module table)."""
+    out = {}
+    found = [(s, _best(s, gold, match)) for s in system]
+    valid = [(s, g) for s, g in found if g is not None]
+    rev = [_best(g, system, match) for g in gold]  # the system mention matching each gold mention
+    out["mention_r"] = (sum(x is not None for x in rev), len(gold))
+    out["mention_p_all"] = (len(valid), len(system))
+    rest = [(s, g) for s, g in found if (s.start, s.end) not in arg_spans]
+    out["mention_p_rest"] = (sum(g is not None for _, g in rest), len(rest))
+    typed = [(s, g) for s, g in valid if s.type]
+    out["typing"] = (sum(s.type == g.type for s, g in typed), len(typed))
+    if links_known:
+        linked = [(s, g) for s, g in found if s.link]
+        out["link_p"] = (sum(g is not None and g.link == s.link for s, g in linked), len(linked))
+        out["link_r"] = (sum(x is not None and x.link == g.link for g, x in zip(gold, rev) if g.link),
+                         sum(1 for g in gold if g.link))
+    # B-cubed over the system mentions matched to gold NIL mentions
+    nil = [(s, g) for s, g in valid if not g.link]
+    gsets: dict = defaultdict(set)
+    ssets: dict = defaultdict(set)
+    for k, (s, g) in enumerate(nil):
+        gsets[id(g) if g.cluster is None else g.cluster].add(k)
+        ssets[s.cluster].add(k)
+    bp = br = 0.0
+    for k, (s, g) in enumerate(nil):
+        G, S = gsets[id(g) if g.cluster is None else g.cluster], ssets[s.cluster]
+        both = len(G & S)
+        bp += both / len(S)
+        br += both / len(G)
+    out["nil_b3_p"] = (bp, len(nil))
+    out["nil_b3_r"] = (br, len(nil))
+    return out
+
+
+def _layer_ratios(docs: Sequence[ExhaustiveDocument], system: Mapping, arg_spans: Mapping, links_known: bool,
+                  match: str, pi: np.ndarray) -> dict:
+    """The document ratios with the aggregated layer's labels (:func:`_doc_totals`):
+    ``key -> (estimate, variance, z, B, n)``."""
+    totals: dict[str, list] = defaultdict(list)
+    for d in docs:
+        got = _doc_totals(d.mentions, system.get(d.doc, ()), set(arg_spans.get(d.doc, ())), links_known, match)
+        for k, v in got.items():
+            totals[k].append(v)
+    ratios: dict[str, tuple] = {}
+    for k, ab in totals.items():
+        a = np.array([x for x, _ in ab], dtype=float)
+        b = np.array([y for _, y in ab], dtype=float)
+        ratios[k] = (*document_ratio(a, b, pi), int(b.sum()))
+    return ratios
+
+
+
+# -- per-document terms from the crowd's answers (module docs, "Labels from the answers") -------------------
+@dataclass
+class _AnswerDoc:
+    """What a document's answers say, computed once: per layer mention the answers' mention matching it, and
+    per pair of layer mentions the answers putting them together among those marking both."""
+
+    k: int
+    marks: list        # per layer mention: {answer index: the answer's mention}
+    pair_x: np.ndarray  # (L, L) answers putting both in one cluster
+    pair_k: np.ndarray  # (L, L) answers marking both
+    spans: list = field(default_factory=list)  # every span some answer marked: the layer's, then the others
+    span_x: np.ndarray = field(default_factory=lambda: np.zeros(0))  # answers marking each
+    span_link: list = field(default_factory=list)  # the plurality link of the answers marking it ('' for none)
+
+
+def _plurality_link(marks) -> str:
+    """The link most of ``marks`` (answers' mentions) give, '' for none; ties: the first in alphabetical order."""
+    votes = Counter(a.link or "" for a in marks)
+    return min(votes.items(), key=lambda kv: (-kv[1], kv[0]))[0]
+
+
+def _marked_spans(d: ExhaustiveDocument, marks: list, match: str) -> tuple[list, np.ndarray, list]:
+    """Every span some answer marked (recall's items): the layer's mentions with their answers, then the answers'
+    mentions that match none of them, grouped (an answer's mention joins the first group it matches): the spans,
+    the answers marking each, and each one's link (the layer's; the others' plurality link)."""
+    extra: list = []    # a representative mention per group of the answers' other mentions
+    by: list = []       # per group: answer index -> that answer's mention
+    for j, ans in enumerate(d.answers):
+        for a in ans:
+            if _best(a, d.mentions, match) is not None:
+                continue
+            e = _best(a, extra, match)
+            at = len(extra) if e is None else next(i for i, m in enumerate(extra) if m is e)
+            if e is None:
+                extra.append(a)
+                by.append({})
+            by[at].setdefault(j, a)
+    x = [len(mk) for mk in marks] + [len(b) for b in by]
+    links = [g.link or "" for g in d.mentions] + [_plurality_link(b.values()) for b in by]
+    return list(d.mentions) + extra, np.array(x, dtype=float), links
+
+
+def _answer_doc(d: ExhaustiveDocument, match: str) -> _AnswerDoc:
+    L = len(d.mentions)
+    marks = [{j: a for j, ans in enumerate(d.answers) if (a := _best(g, ans, match)) is not None}
+             for g in d.mentions]
+    px = np.zeros((L, L))
+    pk = np.zeros((L, L))
+    for x in range(L):
+        for y in range(x + 1, L):
+            both = marks[x].keys() & marks[y].keys()
+            pk[x, y] = pk[y, x] = len(both)
+            px[x, y] = px[y, x] = sum(marks[x][j] is marks[y][j] or marks[x][j].cluster == marks[y][j].cluster
+                                      for j in both)
+    return _AnswerDoc(len(d.answers), marks, px, pk, *(_marked_spans(d, marks, match) if d.answers else
+                                                      ([], np.zeros(0), [])))
+
+
+def _items(d: ExhaustiveDocument, ad: _AnswerDoc, candidates: Sequence[Mention], match: str):
+    """The document's items for :func:`~.crowd_channels.fit_rates`: the candidate (system) spans' marks, the layer
+    mentions' type agreement, the layer pairs' clustering."""
+    if not ad.k:
+        return DocumentItems()
+    seen: dict = {}
+    for c in candidates:
+        seen.setdefault((c.start, c.end), c)
+    mx = [sum(_best(c, ans, match) is not None for ans in d.answers) for c in seen.values()]
+    agree, pairs = [], []
+    for mk in ad.marks:
+        types = [a.type for a in mk.values()]
+        n = len(types)
+        counts: dict = defaultdict(int)
+        for t in types:
+            counts[t] += 1
+        agree.append(sum(c * (c - 1) // 2 for c in counts.values()))
+        pairs.append(n * (n - 1) // 2)
+    iu = np.triu_indices(len(d.mentions), 1)
+    k = ad.pair_k[iu]
+    has = k > 0
+    return DocumentItems(mx, [ad.k] * len(mx), agree, pairs, ad.pair_x[iu][has].astype(int), k[has].astype(int))
+
+
+@dataclass
+class _SysDoc:
+    """One system's mentions in one document, as arrays the labels are computed from for any rates."""
+
+    layer: dict         # key -> (a, b) that do not depend on the rates
+    yv: np.ndarray      # share of the answers marking each system mention (NaN: no answers)
+    lv: np.ndarray      # the layer's validity
+    rest: np.ndarray    # outside the system's relations
+    typed: np.ndarray   # typed and valid in the layer
+    yt: np.ndarray      # share of the answers marking it that give the system's type (NaN: none marks it)
+    lt: np.ndarray      # the layer's type is the system's
+    oos: np.ndarray     # the system's type is outside the schema: never right
+    linked: np.ndarray  # the system links it
+    ll: np.ndarray      # the answers' plurality link (among those marking it) is the system's
+    lay_link: np.ndarray  # the layer's link is the system's
+    nil_g: np.ndarray   # per NIL mention found: its layer mention
+    nil_s: list         # and its system entity
+    lay_same: np.ndarray  # (n, n) the layer's clusters agree
+    px: np.ndarray      # (n, n) answers putting the two together
+    pk: np.ndarray      # (n, n) answers marking both
+    k: int = 0          # the document's answers
+    span_x: np.ndarray = field(default_factory=lambda: np.zeros(0))  # per marked span: answers marking it
+    span_found: np.ndarray = field(default_factory=lambda: np.zeros(0, bool))  # the system has it
+    span_linked: np.ndarray = field(default_factory=lambda: np.zeros(0, bool))  # the answers link it
+    span_link_ok: np.ndarray = field(default_factory=lambda: np.zeros(0, bool))  # and the system the same
+
+
+def _sys_doc(d: ExhaustiveDocument, ad: _AnswerDoc, system: Sequence[Mention], arg_spans: set, links_known: bool,
+             match: str, types) -> _SysDoc:
+    gold = d.mentions
+    index = {id(g): x for x, g in enumerate(gold)}
+    found = [(s, _best(s, gold, match)) for s in system]
+    n = len(found)
+    layer = {}
+    rev = [_best(g, system, match) for g in gold]
+    layer["mention_r"] = (sum(x is not None for x in rev), len(gold))
+    if links_known:
+        layer["link_r"] = (sum(x is not None and x.link == g.link for g, x in zip(gold, rev) if g.link),
+                           sum(1 for g in gold if g.link))
+    yv = np.full(n, np.nan)
+    yt = np.full(n, np.nan)
+    ll = np.zeros(n, dtype=bool)
+    for x, (s, _) in enumerate(found):
+        if not ad.k:
+            continue
+        ms = [a for ans in d.answers if (a := _best(s, ans, match)) is not None]
+        yv[x] = len(ms) / ad.k
+        if ms:
+            if s.type:
+                yt[x] = sum(a.type == s.type for a in ms) / len(ms)
+            ll[x] = bool(s.link) and _plurality_link(ms) == s.link
+    lv = np.array([g is not None for _, g in found], dtype=bool)
+    hits = [_best(m, system, match) for m in ad.spans]  # the system mention matching each marked span
+    nil = [(s, g) for s, g in found if g is not None and not g.link]
+    gi = np.array([index[id(g)] for _, g in nil], dtype=np.int64)
+    key = [id(g) if g.cluster is None else g.cluster for _, g in nil]
+    same = np.array([[a == b for b in key] for a in key], dtype=bool).reshape(len(nil), len(nil))
+    return _SysDoc(
+        layer, yv, lv, np.array([(s.start, s.end) not in arg_spans for s, _ in found], dtype=bool),
+        np.array([bool(s.type) and g is not None for s, g in found], dtype=bool), yt,
+        np.array([g is not None and s.type == g.type for s, g in found], dtype=bool),
+        np.array([types is not None and bool(s.type) and s.type not in types for s, _ in found], dtype=bool),
+        np.array([bool(s.link) for s, _ in found], dtype=bool), ll,
+        np.array([g is not None and g.link == s.link for s, g in found], dtype=bool),
+        gi, [s.cluster for s, _ in nil], same,
+        ad.pair_x[np.ix_(gi, gi)] if ad.k else np.zeros((len(nil), len(nil))),
+        ad.pair_k[np.ix_(gi, gi)] if ad.k else np.zeros((len(nil), len(nil))),
+        ad.k, ad.span_x, np.array([h is not None for h in hits], dtype=bool),
+        np.array([bool(lk) for lk in ad.span_link], dtype=bool),
+        np.array([bool(lk) and h is not None and h.link == lk for h, lk in zip(hits, ad.span_link)], dtype=bool))
+
+
+def span_weights(x, k: int, s1: float, s0: float) -> np.ndarray:
+    r"""Recall's weight of each span marked by :math:`x \ge 1` of :math:`k` answers (module docs): the
+    Rogan–Gladen label of the marking channel *given that the span was marked at all*,
+
+    .. math:: \omega(x) = \frac{x/k - m(s_0)}{m(s_1) - m(s_0)} \Big/ \left(1 - (1-s_1)^k\right), \qquad
+              m(s) = \mathbb E[X/k \mid X \ge 1] = \frac{s}{1 - (1-s)^k},
+
+    so that :math:`\mathbb E[\omega(X)\,\mathbb 1[X \ge 1] \mid T] = T`: a sum over the marked spans is
+    unbiased for the number of true mentions, whichever non-mentions the answers marked (a span nobody marked
+    weighs 0, as its expectation :math:`\omega(0)` would weigh an unbounded set of spans).
+
+    >>> np.round(span_weights([1, 2, 3], 3, 0.9, 0.0), 3)  # no false marks: a lone mark says nothing
+    array([0.   , 0.588, 1.176])
+    >>> np.round(span_weights([1, 2, 3], 3, 0.9, 0.08), 3)  # a lone mark is more likely a false one
+    array([-0.052,  0.566,  1.185])
+    """
+    x = np.asarray(x, dtype=float)
+    if k < 2:
+        raise InvalidInputError(f"k: one answer cannot tell a mention from a false mark (got k = {k})")
+
+    def marked(s: float) -> float:  # 1 - (1 - s)^k, exact for tiny s
+        return -math.expm1(k * math.log1p(-s)) if s < 1 else 1.0
+
+    def m(s: float) -> float:
+        return s / marked(s) if s > 1e-12 else 1.0 / k
+
+    return (x / k - m(s0)) / (m(s1) - m(s0)) / marked(s1)
+
+
+def _sys_doc_totals(sd: _SysDoc, theta: np.ndarray, corrected: Mapping, n_types: int) -> dict:
+    """The :math:`(a_d, b_d)` of every ratio for one system and document with the labels of rates ``theta``."""
+    out = dict(sd.layer)
+    has = ~np.isnan(sd.yv)
+    if corrected.get("mark") and has.any():
+        s1, s0 = theta[0], theta[1]
+        v = np.where(has, (np.nan_to_num(sd.yv) - s0) / (s1 - s0), sd.lv)
+        lk = np.where(has, v * sd.ll, sd.lay_link)
+    else:
+        v = sd.lv.astype(float)
+        lk = sd.lay_link.astype(float)
+    out["mention_p_all"] = (float(v.sum()), len(v))
+    out["mention_p_rest"] = (float(v[sd.rest].sum()), int(sd.rest.sum()))
+    if corrected.get("mark") and sd.k >= 2 and len(sd.span_x):  # one answer cannot weigh its marks
+        w = span_weights(sd.span_x, sd.k, theta[0], theta[1])
+        out["mention_r"] = (float(w[sd.span_found].sum()), float(w.sum()))
+        if "link_r" in out:
+            out["link_r"] = (float(w[sd.span_link_ok].sum()), float(w[sd.span_linked].sum()))
+    if corrected.get("type"):
+        c = theta[2]
+        e = (1 - c) / (n_types - 1)
+        t = np.where(np.isnan(sd.yt), sd.lt, (np.nan_to_num(sd.yt) - e) / (c - e))
+    else:
+        t = sd.lt.astype(float)
+    t = np.where(sd.oos, 0.0, t)
+    out["typing"] = (float(t[sd.typed].sum()), int(sd.typed.sum()))
+    if "link_r" in out:
+        out["link_p"] = (float(lk[sd.linked].sum()), int(sd.linked.sum()))
+    n = len(sd.nil_g)
+    if corrected.get("pair") and n:
+        f1, f0 = theta[3], theta[4]
+        with np.errstate(invalid="ignore", divide="ignore"):
+            rho = np.where(sd.pk > 0, (sd.px / np.maximum(sd.pk, 1) - f0) / (f1 - f0), sd.lay_same)
+        rho[sd.nil_g[:, None] == sd.nil_g[None, :]] = 1.0  # one layer mention
+    else:
+        rho = sd.lay_same.astype(float)
+    sys_same = np.array([[a == b for b in sd.nil_s] for a in sd.nil_s], dtype=bool).reshape(n, n)
+    size_s = sys_same.sum(1)
+    num = (rho * sys_same).sum(1)
+    bp = float((num / np.maximum(size_s, 1)).sum())
+    # recall's denominator |G(m)| is itself estimated: a ratio per mention (module docs: not exactly unbiased)
+    den = np.maximum(rho.sum(1), np.maximum(num, 1e-12))
+    br = float(np.clip(num / den, 0.0, 1.0).sum()) if n else 0.0
+    out["nil_b3_p"] = (bp, n)
+    out["nil_b3_r"] = (br, n)
+    return out
+
+
+def _corrected_ratios(sds: Sequence[_SysDoc], rates, free: Sequence[int], n_types: int, pi: np.ndarray) -> dict:
+    r"""The document ratios with labels from the answers, their linearised values carrying the rates' error:
+    :math:`u_d = z_d + \frac{N-1}{N}\,\nabla_\theta\hat R\cdot\Delta_d` (module docs)."""
+    def ratios_at(theta):
+        totals: dict[str, list] = defaultdict(list)
+        for sd in sds:
+            for k, v in _sys_doc_totals(sd, theta, rates.corrected, n_types).items():
+                totals[k].append(v)
+        return totals
+
+    totals = ratios_at(rates.theta)
+    N = len(sds)
+    grads = {k: np.zeros(len(rates.theta)) for k in totals}
+    if free and N >= 2:
+        for p in free:
+            h = 1e-6
+            th = rates.theta.copy()
+            th[p] += h
+            moved = ratios_at(th)
+            for k, ab in moved.items():
+                a = np.array([x for x, _ in ab], dtype=float)
+                b = np.array([y for _, y in ab], dtype=float)
+                a0 = np.array([x for x, _ in totals[k]], dtype=float)
+                B = float((b / pi).sum())
+                if B > 0:
+                    grads[k][p] = float(((a - a0) / pi).sum() / B) / h
+    out = {}
+    for k, ab in totals.items():
+        a = np.array([x for x, _ in ab], dtype=float)
+        b = np.array([y for _, y in ab], dtype=float)
+        est, var, z, B = document_ratio(a, b, pi)
+        if not math.isnan(est) and N >= 2 and np.any(grads[k]):
+            u = z + (N - 1) / N * (rates.delta @ grads[k])
+            z, var = u, float(theta_variance(u[None, :])[0])
+        out[k] = (est, var, z, B, int(b.sum()))
+    return out
