@@ -10,7 +10,7 @@ import time
 
 import pytest
 
-from unpooled.service.annotation import actions
+from unpooled.service.annotation import actions, leasing
 from unpooled.service.annotation.models import Annotator, Answer, Kind, Label, Task
 
 from .conftest import PASSWORD, RUN, TEAM, USER
@@ -297,7 +297,7 @@ def _entities_answered_by_other(world):
     ent = request_entities(world)
     other = Annotator.objects.create(backend="inhouse", external_id="other")
     text = ent.document.text
-    actions.submit_answer(actions.lease_next(other, kind=Kind.ENTITIES), {"mentions": [
+    actions.submit_answer(leasing.lease_next(other, kind=Kind.ENTITIES), {"mentions": [
         {"start": 0, "end": len("Mess of Blues"), "type": "MISC", "cluster": 1},
         {"start": text.index("Jeff Healey"), "end": text.index("Jeff Healey") + len("Jeff Healey"), "type": "PER",
          "cluster": 2}]})

@@ -12,7 +12,7 @@ import pytest
 from django.contrib.auth.models import User
 from django.utils import timezone
 
-from unpooled.service.annotation import actions
+from unpooled.service.annotation import actions, leasing
 from unpooled.service.annotation.models import Annotator, Kind, Task
 from unpooled.service.corpora.models import Document
 from unpooled.service.submissions.models import RelationInstance
@@ -37,7 +37,7 @@ def _annotation_work(corpus, sub) -> None:
                                                               scheme="uniform")) == 2
     docs = list(Document.objects.filter(corpus=corpus).order_by("id"))
     other = Annotator.objects.create(backend="inhouse", external_id="other")
-    lease = actions.lease_next(other, kind=Kind.ENTITIES)
+    lease = leasing.lease_next(other, kind=Kind.ENTITIES)
     text = lease.task.document.text
     words = text.split(" ")
     a, b = words[0], words[2]

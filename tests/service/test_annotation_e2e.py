@@ -15,7 +15,7 @@ import pytest
 from django.db.models import Sum
 
 from unpooled.core.corpus import iter_documents
-from unpooled.service.annotation import actions
+from unpooled.service.annotation import actions, leasing
 from unpooled.service.annotation.controls import create_verify_controls
 from unpooled.service.annotation.models import Answer, Assignment, Kind, Label, Task, TaskRequest
 from unpooled.service.corpora.actions import do_load_corpus
@@ -186,19 +186,19 @@ def test_leases_expire_and_no_annotator_answers_twice(world):
     actions.request_verification(sub, ids)
     a, b, c, d = (Annotator.objects.create(backend="simulated", external_id=f"w{i}") for i in range(4))
     now = timezone.now()
-    la = actions.lease_next(a, now=now)
-    assert actions.lease_next(a, now=now) == la  # a reload does not take a second item
+    la = leasing.lease_next(a, now=now)
+    assert leasing.lease_next(a, now=now) == la  # a reload does not take a second item
     actions.submit_answer(la, {"relation": "holds", "subject_ok": True, "object_ok": True, "link_ok": None}, now=now)
-    la2 = actions.lease_next(a, now=now)
+    la2 = leasing.lease_next(a, now=now)
     assert la2.task_id != la.task_id  # never the same item twice
-    lb, lc = actions.lease_next(b, now=now), actions.lease_next(c, now=now)
+    lb, lc = leasing.lease_next(b, now=now), leasing.lease_next(c, now=now)
     assert lb.task_id == lc.task_id == la.task_id  # oldest first, up to k = 3 slots
-    assert actions.lease_next(d, now=now).task_id != la.task_id  # the first task's 3 slots are taken
+    assert leasing.lease_next(d, now=now).task_id != la.task_id  # the first task's 3 slots are taken
     # c abandons its lease: after expiry the slot returns and d can take it
     later = now + timedelta(seconds=st.lease_seconds + 1)
     Assignment.objects.filter(annotator=d).update(status=Assignment.Status.EXPIRED)
     actions.submit_answer(lb, {"relation": "none", "subject_ok": True, "object_ok": True, "link_ok": None}, now=now)
-    got = actions.lease_next(d, now=later)
+    got = leasing.lease_next(d, now=later)
     assert got.task_id == la.task_id
     assert Assignment.objects.get(pk=lc.pk).status == Assignment.Status.EXPIRED
 
@@ -229,7 +229,7 @@ def test_controls_block_a_bad_annotator_and_discount_pending_answers(world):
     for t in Task.objects.filter(corpus=corpus, kind=Kind.VERIFY, is_control=False):
         assert t.status == Task.Status.COMPLETE
         assert t.answers.filter(weight__gt=0).count() == 3
-    assert actions.lease_next(spam) is None
+    assert leasing.lease_next(spam) is None
     assert Label.objects.filter(corpus=corpus).exists()
 
 

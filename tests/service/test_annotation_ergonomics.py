@@ -11,7 +11,7 @@ from django.contrib.auth.models import User
 from django.urls import reverse
 from django.utils import timezone
 
-from unpooled.service.annotation import actions
+from unpooled.service.annotation import actions, leasing
 from unpooled.service.annotation.controls import create_verify_controls
 from unpooled.service.annotation.models import Annotator, Answer, Assignment, Kind, Task
 from unpooled.service.submissions.models import RelationInstance
@@ -91,8 +91,8 @@ def test_undo_needs_a_post_with_csrf(setup):
 
     c = Client(enforce_csrf_checks=True)
     assert c.login(username="ann", password="pw-ann-123")
-    ann = actions.annotator_for_user(User.objects.get(username="ann"))
-    lease = actions.lease_next(ann, kind=Kind.VERIFY)
+    ann = leasing.annotator_for_user(User.objects.get(username="ann"))
+    lease = leasing.lease_next(ann, kind=Kind.VERIFY)
     actions.submit_answer(lease, HOLDS)
     assert c.get(reverse("annotation:undo", args=[lease.token])).status_code == 405
     assert c.post(reverse("annotation:undo", args=[lease.token])).status_code == 403   # no CSRF token
@@ -100,10 +100,10 @@ def test_undo_needs_a_post_with_csrf(setup):
 
 
 def test_only_the_last_answer_can_be_undone(setup):
-    ann = actions.annotator_for_user(User.objects.get(username="ann"))
-    first = actions.lease_next(ann, kind=Kind.VERIFY)
+    ann = leasing.annotator_for_user(User.objects.get(username="ann"))
+    first = leasing.lease_next(ann, kind=Kind.VERIFY)
     actions.submit_answer(first, HOLDS)
-    second = actions.lease_next(ann, kind=Kind.VERIFY)
+    second = leasing.lease_next(ann, kind=Kind.VERIFY)
     actions.submit_answer(second, HOLDS)
     with pytest.raises(actions.UndoRefused, match="only your last answer"):
         actions.undo_answer(first)
@@ -113,14 +113,14 @@ def test_only_the_last_answer_can_be_undone(setup):
 
 
 def test_undo_is_refused_after_the_lease_expired_or_once_the_item_is_decided(setup):
-    ann = actions.annotator_for_user(User.objects.get(username="ann"))
-    lease = actions.lease_next(ann, kind=Kind.VERIFY)
+    ann = leasing.annotator_for_user(User.objects.get(username="ann"))
+    lease = leasing.lease_next(ann, kind=Kind.VERIFY)
     actions.submit_answer(lease, HOLDS)
     with pytest.raises(actions.UndoRefused, match="lease expired"):
         actions.undo_answer(lease, now=lease.expires + timedelta(seconds=1))
     # another annotator's answer completes the item (2 needed): the label is written, the answer stays
     other = Annotator.objects.create(backend="inhouse", external_id="other")
-    o = actions._try_lease(lease.task_id, other, timezone.now())
+    o = leasing._try_lease(lease.task_id, other, timezone.now())
     actions.submit_answer(o, HOLDS)
     assert Task.objects.get(pk=lease.task_id).status == Task.Status.COMPLETE
     with pytest.raises(actions.UndoRefused, match="decided"):
@@ -130,13 +130,13 @@ def test_undo_is_refused_after_the_lease_expired_or_once_the_item_is_decided(set
 
 def test_undo_is_refused_for_mturk_and_blocked_annotators(setup):
     worker = Annotator.objects.create(backend="mturk", external_id="W1")
-    lease = actions._try_lease(Task.objects.filter(kind=Kind.VERIFY).first().pk, worker, timezone.now(),
+    lease = leasing._try_lease(Task.objects.filter(kind=Kind.VERIFY).first().pk, worker, timezone.now(),
                                capacity=False)
     actions.submit_answer(lease, HOLDS)
     with pytest.raises(actions.UndoRefused, match="in-house"):
         actions.undo_answer(lease)
-    ann = actions.annotator_for_user(User.objects.get(username="ann"))
-    mine = actions.lease_next(ann, kind=Kind.VERIFY)
+    ann = leasing.annotator_for_user(User.objects.get(username="ann"))
+    mine = leasing.lease_next(ann, kind=Kind.VERIFY)
     actions.submit_answer(mine, HOLDS)
     actions.block_annotator(ann, reason="test")
     with pytest.raises(actions.UndoRefused, match="blocked"):
@@ -146,9 +146,9 @@ def test_undo_is_refused_for_mturk_and_blocked_annotators(setup):
 def test_undo_of_a_control_takes_its_score_back(setup):
     corpus = setup
     create_verify_controls(corpus, 2, rng=0)
-    ann = actions.annotator_for_user(User.objects.get(username="ann"))
+    ann = leasing.annotator_for_user(User.objects.get(username="ann"))
     ctrl = Task.objects.filter(is_control=True).order_by("pk").first()
-    lease = actions._try_lease(ctrl.pk, ann, timezone.now())
+    lease = leasing._try_lease(ctrl.pk, ann, timezone.now())
     actions.submit_answer(lease, HOLDS if ctrl.control_answer["correct"] else NONE)
     ann.refresh_from_db()
     assert (ann.controls_answered, ann.controls_correct) == (1, 1)
@@ -169,19 +169,19 @@ def test_an_undo_refused_says_why_on_the_next_page(client, setup):
 
 
 def test_progress_and_queue_count_what_is_left_for_you(client, setup):
-    ann = actions.annotator_for_user(User.objects.get(username="ann"))
+    ann = leasing.annotator_for_user(User.objects.get(username="ann"))
     n = Task.objects.filter(kind=Kind.VERIFY, is_control=False).count()
-    assert actions.progress(ann, Kind.VERIFY).left == n and actions.progress(ann, Kind.VERIFY).done == 0
-    lease = actions.lease_next(ann, kind=Kind.VERIFY)
-    assert actions.progress(ann, Kind.VERIFY).left == n   # the leased item is still left
+    assert leasing.progress(ann, Kind.VERIFY).left == n and leasing.progress(ann, Kind.VERIFY).done == 0
+    lease = leasing.lease_next(ann, kind=Kind.VERIFY)
+    assert leasing.progress(ann, Kind.VERIFY).left == n   # the leased item is still left
     actions.submit_answer(lease, HOLDS)
-    p = actions.progress(ann, Kind.VERIFY)
+    p = leasing.progress(ann, Kind.VERIFY)
     assert (p.done, p.left) == (1, n - 1)
     # two other annotators hold every slot of one item: it is open, but not for ann
     busy = Task.objects.filter(kind=Kind.VERIFY, is_control=False).exclude(pk=lease.task_id).first()
     for i in range(2):
-        actions._try_lease(busy.pk, Annotator.objects.create(backend="inhouse", external_id=f"x{i}"), timezone.now())
-    assert actions.progress(ann, Kind.VERIFY).left == n - 2
+        leasing._try_lease(busy.pk, Annotator.objects.create(backend="inhouse", external_id=f"x{i}"), timezone.now())
+    assert leasing.progress(ann, Kind.VERIFY).left == n - 2
     assert client.login(username="ann", password="pw-ann-123")
     html = client.get(reverse("annotation:queue")).content.decode()
     assert f"({n} open, {n - 2} for you)" in html
@@ -190,13 +190,13 @@ def test_progress_and_queue_count_what_is_left_for_you(client, setup):
 def test_empty_queue_explains_why(client, setup):
     corpus = setup
     ann_user = User.objects.get(username="ann")
-    ann = actions.annotator_for_user(ann_user)
+    ann = leasing.annotator_for_user(ann_user)
     # answer what can be answered; two other annotators hold the rest
     tasks = list(Task.objects.filter(kind=Kind.VERIFY, is_control=False).order_by("pk"))
-    actions.submit_answer(actions._try_lease(tasks[0].pk, ann, timezone.now()), HOLDS)
+    actions.submit_answer(leasing._try_lease(tasks[0].pk, ann, timezone.now()), HOLDS)
     for t in tasks[1:]:
         for i in range(2):
-            actions._try_lease(t.pk, Annotator.objects.get_or_create(backend="inhouse", external_id=f"y{i}")[0],
+            leasing._try_lease(t.pk, Annotator.objects.get_or_create(backend="inhouse", external_id=f"y{i}")[0],
                                timezone.now())
     assert client.login(username="ann", password="pw-ann-123")
     html = client.get(reverse("annotation:next", args=["verify"])).content.decode()
@@ -221,11 +221,11 @@ def test_empty_queue_explains_why(client, setup):
 
 
 def test_items_left_are_counted_up_to_a_bound(setup, monkeypatch):
-    ann = actions.annotator_for_user(User.objects.get(username="ann"))
+    ann = leasing.annotator_for_user(User.objects.get(username="ann"))
     n = Task.objects.filter(kind=Kind.VERIFY, is_control=False).count()
-    monkeypatch.setattr(actions, "LEFT_COUNTED", n - 2)
-    assert actions.count_leasable(ann, kind=Kind.VERIFY) == (n - 2, True)
-    p = actions.progress(ann, Kind.VERIFY)
+    monkeypatch.setattr(leasing, "LEFT_COUNTED", n - 2)
+    assert leasing.count_leasable(ann, kind=Kind.VERIFY) == (n - 2, True)
+    p = leasing.progress(ann, Kind.VERIFY)
     assert (p.left, p.more) == (n - 2, True)
-    monkeypatch.setattr(actions, "LEFT_COUNTED", n)
-    assert actions.count_leasable(ann, kind=Kind.VERIFY) == (n, False)
+    monkeypatch.setattr(leasing, "LEFT_COUNTED", n)
+    assert leasing.count_leasable(ann, kind=Kind.VERIFY) == (n, False)

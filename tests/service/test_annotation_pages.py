@@ -8,7 +8,7 @@ import pytest
 from django.contrib.auth.models import User
 from django.urls import reverse
 
-from unpooled.service.annotation import actions
+from unpooled.service.annotation import actions, leasing
 from unpooled.service.annotation.models import Answer, Assignment, Kind, Task
 from unpooled.service.submissions.models import RelationInstance
 
@@ -68,7 +68,7 @@ def test_skip_returns_the_task(client, setup):
     from unpooled.service.annotation.models import Annotator
 
     other = Annotator.objects.create(backend="simulated", external_id="other")
-    assert actions.lease_next(other).task_id == skipped.task_id
+    assert leasing.lease_next(other).task_id == skipped.task_id
 
 
 def test_entities_then_relations_pages(client, setup):

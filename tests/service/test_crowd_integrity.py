@@ -9,6 +9,7 @@ Every forged request is counted; the module's last test asserts that none was wr
 from __future__ import annotations
 
 import json
+from datetime import timedelta
 from urllib.parse import parse_qsl
 
 import boto3
@@ -17,8 +18,9 @@ from botocore.stub import ANY, Stubber
 from django.contrib.auth.models import User
 from django.test import Client
 from django.urls import reverse
+from django.utils import timezone
 
-from unpooled.service.annotation import actions, hits
+from unpooled.service.annotation import actions, hits, leasing
 from unpooled.service.annotation.models import (
     Annotator, Answer, Assignment, Hit, Kind, Label, Task, TaskRequest,
 )
@@ -214,7 +216,7 @@ def test_forged_mturk_entries_on_an_mturk_corpus_are_refused(client, turk):
     forged(r.status_code == 404)
     assert r.status_code == 404 and Assignment.objects.get(pk=lease.pk).status == Assignment.Status.LEASED
     sim = Annotator.objects.create(backend="simulated", external_id="sim-x")
-    sim_lease = actions.lease_next(sim, corpus=corpus)
+    sim_lease = leasing.lease_next(sim, corpus=corpus)
     r = client.get(reverse("annotation:task", args=[sim_lease.token]))
     forged(r.status_code == 404)
     assert r.status_code == 404
@@ -318,28 +320,28 @@ def test_blocked_and_conflicted_annotators_never_reach_a_label(client, world, tm
 
     member = User.objects.create_user("insider", password="pw-insider-1")
     do_set_role(member, Role.ANNOTATOR, team=sec.team)
-    ann = actions.annotator_for_user(member)
+    ann = leasing.annotator_for_user(member)
     theirs = set(TaskRequest.objects.filter(submission=sec).values_list("task_id", flat=True))
     predicted = {t.pk for t in Task.objects.filter(corpus=corpus, kind=Kind.VERIFY)
                  if RelationInstance.objects.filter(submission=sec, key=t.key).exists()}
     assert theirs and predicted > theirs  # the two runs share instances
     got = []
-    while (lease := actions.lease_next(ann, kind=Kind.VERIFY, corpus=corpus, rng=0)) is not None:
+    while (lease := leasing.lease_next(ann, kind=Kind.VERIFY, corpus=corpus, rng=0)) is not None:
         got.append(lease.task_id)
         actions.submit_answer(lease, HOLDS)
     assert got and not set(got) & predicted
     for tid in predicted:  # a direct lease is refused too
-        forged(actions._try_lease(tid, ann, actions.timezone.now()) is None)
+        forged(leasing._try_lease(tid, ann, timezone.now()) is None)
     # a team that joins an open task discounts its members' answers given before it asked
     from unpooled.service.submissions.actions import do_ingest_submission
     from unpooled.service.submissions.models import Team
 
     late = User.objects.create_user("late", password="pw-late-1234")
     do_set_role(late, Role.ANNOTATOR, team=Team.objects.create(name="late-team"))
-    ann_late = actions.annotator_for_user(late)
+    ann_late = leasing.annotator_for_user(late)
     t = Task.objects.filter(corpus=corpus, kind=Kind.VERIFY, status=Task.Status.OPEN, is_control=False,
                             requests__submission=pub).exclude(pk__in=predicted).order_by("id").first()
-    a = actions.submit_answer(actions._try_lease(t.pk, ann_late, actions.timezone.now()), HOLDS)
+    a = actions.submit_answer(leasing._try_lease(t.pk, ann_late, timezone.now()), HOLDS)
     assert a.weight == 1
     kb = tmp_path / "late.jsonl"  # the run file the fixture wrote (tmp_path is the test's and its fixtures')
     kb.write_text("\n".join((tmp_path / f"{corpus.name}.jsonl").read_text().splitlines()[:-1]) + "\n")
@@ -353,7 +355,7 @@ def test_blocked_and_conflicted_annotators_never_reach_a_label(client, world, tm
     # a blocked annotator's answers leave the Dawid–Skene fit, those to completed tasks included
     sims = [Annotator.objects.create(backend="simulated", external_id=f"s{i}") for i in range(3)]
     for s in sims:
-        while (lz := actions.lease_next(s, kind=Kind.VERIFY, corpus=corpus, rng=1)) is not None:
+        while (lz := leasing.lease_next(s, kind=Kind.VERIFY, corpus=corpus, rng=1)) is not None:
             actions.submit_answer(lz, NONE if s is sims[0] else HOLDS)
     counted_then = Answer.objects.filter(annotator=sims[0], weight__gt=0, task__status=Task.Status.COMPLETE).count()
     actions.block_annotator(sims[0], reason="test")
@@ -418,17 +420,15 @@ def test_answer_after_skip_and_odd_seconds_are_refused(client, world):
 
 
 def test_late_answer_whose_slot_was_given_away_is_refused(world):
-    from datetime import timedelta
-
     corpus, _, _ = world
     t = Task.objects.filter(corpus=corpus, kind=Kind.VERIFY, is_control=False).order_by("id").first()
-    now = actions.timezone.now()
+    now = timezone.now()
     a, b, c, d = (Annotator.objects.create(backend="simulated", external_id=f"late{i}") for i in range(4))
-    la = actions._try_lease(t.pk, a, now)
+    la = leasing._try_lease(t.pk, a, now)
     later = now + timedelta(seconds=actions.settings_for(corpus).lease_seconds + 1)
-    actions.expire_leases(later)
+    leasing.expire_leases(later)
     for w in (b, c, d):  # the three slots go to others
-        assert actions._try_lease(t.pk, w, later) is not None
+        assert leasing._try_lease(t.pk, w, later) is not None
     with pytest.raises(actions.AnnotationError, match="went to another annotator"):
         actions.submit_answer(la, HOLDS, now=later)
     forged(True)
@@ -476,7 +476,7 @@ def test_entity_answers_and_relations_tasks_are_bounded(client, shared_data, tmp
                 for n, i in enumerate(range(0, min(len(text), 400), 1)) if text[i].isalnum()][:200]
     task.document.sentences.all().delete()  # one sentence covers them all
     task.document.sentences.create(index=0, start=0, end=len(text))
-    rel = actions._create_relations_task(task, mentions, actions.timezone.now())
+    rel = actions._create_relations_task(task, mentions, timezone.now())
     assert len(rel.payload["pairs"]) == actions.MAX_PAIRS_PER_TASK
     assert rel.payload["pairs_dropped"] == len(mentions) * (len(mentions) - 1) // 2 - actions.MAX_PAIRS_PER_TASK
 
@@ -527,29 +527,29 @@ def test_annotator_accounts_come_from_invites(client, world):
     r = Client().post(signup, {**form, "username": "mallory", "invite_code": inv.code})
     forged(not User.objects.filter(username="mallory").exists())
     assert "used already" in r.content.decode()
-    ann = actions.annotator_for_user(eve)
-    assert not actions.scope_of(ann).open_only and actions.scope_of(ann).teams == frozenset({sec.team_id})
+    ann = leasing.annotator_for_user(eve)
+    assert not leasing.scope_of(ann).open_only and leasing.scope_of(ann).teams == frozenset({sec.team_id})
     # an account made without an invite (open sign-up) annotates only corpora open to sign-up
     st = actions.settings_for(corpus)
     st.open_signup = True
     st.save()
     r = Client().post(signup, {**form, "username": "walkin"})
     assert r.status_code == 302
-    walkin = actions.annotator_for_user(User.objects.get(username="walkin"))
-    assert actions.lease_next(walkin, corpus=corpus) is not None
+    walkin = leasing.annotator_for_user(User.objects.get(username="walkin"))
+    assert leasing.lease_next(walkin, corpus=corpus) is not None
     st.open_signup = False
     st.save()
     walkin = Annotator.objects.get(pk=walkin.pk)
     Assignment.objects.filter(annotator=walkin).delete()
-    forged(actions.lease_next(walkin) is None)
+    forged(leasing.lease_next(walkin) is None)
     wc = Client()
     wc.force_login(User.objects.get(username="walkin"))
     assert 'id="needs-invite"' in wc.get(reverse("annotation:queue")).content.decode()
     inv2 = do_make_invite(org, note="walkin")
     assert wc.post(reverse("accounts:invite_redeem"), {"invite_code": inv2.code}).status_code == 302
-    assert actions.lease_next(Annotator.objects.get(pk=walkin.pk)) is not None
+    assert leasing.lease_next(Annotator.objects.get(pk=walkin.pk)) is not None
     expired = do_make_invite(org, days=1)
-    Invite.objects.filter(pk=expired.pk).update(expires=actions.timezone.now() - actions.timedelta(days=1))
+    Invite.objects.filter(pk=expired.pk).update(expires=timezone.now() - timedelta(days=1))
     with pytest.raises(AccountError, match="expired"):
         check_invite(expired.code)
 

@@ -110,7 +110,7 @@ def tac_world(name: str = "tacent"):
     from types import SimpleNamespace
 
 
-    from unpooled.service.annotation import actions
+    from unpooled.service.annotation import actions, leasing
     from unpooled.service.annotation.models import Annotator, Backend, Kind, Task
     from unpooled.service.corpora.actions import do_load_corpus
     from unpooled.service.corpora.models import Document
@@ -153,7 +153,7 @@ def tac_world(name: str = "tacent"):
 
     people = [Annotator.objects.create(backend=Backend.SIMULATED, external_id=f"tac-{i}") for i in range(3)]
     for ann in people:
-        while (lease := actions.lease_next(ann, kind=Kind.ENTITIES, corpus=corpus)) is not None:
+        while (lease := leasing.lease_next(ann, kind=Kind.ENTITIES, corpus=corpus)) is not None:
             actions.submit_answer(lease, entities_answer(lease.task.document_id))
     assert Task.objects.filter(corpus=corpus, kind=Kind.ENTITIES, status=Task.Status.COMPLETE).count() == 2
 
@@ -164,7 +164,7 @@ def tac_world(name: str = "tacent"):
         return any(s < arg["end"] and arg["start"] < e for s, e in valid)
 
     for ann in people:
-        while (lease := actions.lease_next(ann, kind=Kind.VERIFY, corpus=corpus)) is not None:
+        while (lease := leasing.lease_next(ann, kind=Kind.VERIFY, corpus=corpus)) is not None:
             p = lease.task.payload
             actions.submit_answer(lease, {"relation": "holds", "subject_ok": ok(p["subject"]),
                                           "object_ok": ok(p["object"]) if p["object"].get("value") is None else True,
@@ -198,14 +198,14 @@ def test_tac_corpus_entity_scores_with_links():
 
     # the cross-document clustering task on a TAC corpus: its two unlinked entities (Lucasfilm, the Thalians), one
     # per document, answered apart by the three annotators; the NIL figures are then across documents
-    from unpooled.service.annotation import actions
+    from unpooled.service.annotation import actions, leasing
     from unpooled.service.annotation.models import Annotator, Kind, Task
     from unpooled.service.evaluations import lifecycle
 
     ct = Task.objects.get(corpus=corpus, kind=Kind.CLUSTERS, status=Task.Status.OPEN)
     assert sorted(it["text"] for it in ct.payload["items"]) == ["Lucasfilm", "Thalians"]
     for ann in Annotator.objects.filter(external_id__startswith="tac-"):
-        lease = actions.lease_next(ann, kind=Kind.CLUSTERS, corpus=corpus)
+        lease = leasing.lease_next(ann, kind=Kind.CLUSTERS, corpus=corpus)
         actions.submit_answer(lease, {"groups": [[0], [1]]})
     ct.refresh_from_db()
     assert ct.status == Task.Status.COMPLETE and ct.result["clusters"] == [[0], [1]]

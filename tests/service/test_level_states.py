@@ -117,7 +117,7 @@ def test_time_left_is_unknown_when_nobody_answers(corpus):
 
     from django.utils import timezone
 
-    from unpooled.service.annotation import actions
+    from unpooled.service.annotation import actions, leasing
     from unpooled.service.annotation.models import Annotator, Answer, Task
     from unpooled.service.evaluations.lifecycle import IDLE_MINUTES
 
@@ -125,7 +125,7 @@ def test_time_left_is_unknown_when_nobody_answers(corpus):
     ids = list(RelationInstance.objects.filter(submission=sub).values_list("pk", flat=True)[:3])
     actions.request_verification(sub, ids)
     ann = Annotator.objects.create(backend="inhouse", external_id="a1")
-    actions.submit_answer(actions.lease_next(ann, kind="verify"), {"relation": "holds", "subject_ok": True, "object_ok": True,
+    actions.submit_answer(leasing.lease_next(ann, kind="verify"), {"relation": "holds", "subject_ok": True, "object_ok": True,
                                                                                  "link_ok": None})
     assert Task.objects.filter(requests__submission=sub, status="open").exists()
     assert progress(sub)["eta_seconds"] is not None  # somebody answered a moment ago: the pace gives a time

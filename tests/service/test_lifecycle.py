@@ -6,6 +6,7 @@ import pytest
 from django.core.management import call_command
 
 from unpooled.service.annotation import actions as ann
+from unpooled.service.annotation import leasing
 from unpooled.service.annotation.models import Backend, Kind, Label, Task, TaskRequest
 from unpooled.service.evaluations import lifecycle
 from unpooled.service.evaluations.models import Draw, Score
@@ -107,9 +108,9 @@ def test_inhouse_answers_trigger_rescoring_and_publication(shared_data, tmp_path
     _settings(corpus, backend=Backend.INHOUSE, exhaustive_documents=0, min_draws=5, max_draws=5, levels="instance",
               answers_per_item=1)
     assert lifecycle.advance(sub) == S.ANNOTATING
-    annotator = ann.annotator_for_user(django_user_model.objects.create_user("a1", password="x"))
+    annotator = leasing.annotator_for_user(django_user_model.objects.create_user("a1", password="x"))
     n = 0
-    while (lease := ann.lease_next(annotator, kind=Kind.VERIFY)) is not None:
+    while (lease := leasing.lease_next(annotator, kind=Kind.VERIFY)) is not None:
         ann.submit_answer(lease, {"relation": "holds", "subject_ok": True, "object_ok": True}, seconds=3)
         n += 1
     assert n == Task.objects.filter(kind=Kind.VERIFY, is_control=False).count() > 0

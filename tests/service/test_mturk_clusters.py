@@ -19,7 +19,7 @@ from django.test import Client
 from django.urls import reverse
 from django.utils import timezone
 
-from unpooled.service.annotation import actions, hits
+from unpooled.service.annotation import actions, clustering, hits
 from unpooled.service.annotation.models import Answer, Assignment, Hit, Kind, Task
 from unpooled.service.crowd.mturk import (
     SANDBOX_ENDPOINT, MTurkBackend, MTurkConfig, external_question, request_token,
@@ -254,7 +254,7 @@ def test_clustering_hit_end_to_end_on_mturk(corpus, stubbed):
     assert agr["kappa"] is not None and 0 < agr["kappa"] < 1
 
     # ---- the clusters are the entity-level truth across documents: NIL clustering scores use them
-    identity = actions.nil_identity(corpus)
+    identity = clustering.nil_identity(corpus)
     key = lambda i: (items[i]["doc"], items[i]["cluster"])  # noqa: E731
     assert identity[key(canadian[0])] == identity[key(canadian[1])] != identity[key(canada[0])]
     assert identity[key(canada[0])] == identity[key(canada[1])] and identity[key(x)] != identity[key(canadian[0])]

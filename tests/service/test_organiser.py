@@ -15,7 +15,7 @@ from django.urls import reverse
 from django.utils import timezone
 
 from unpooled.service.accounts.models import Profile, Role
-from unpooled.service.annotation import actions
+from unpooled.service.annotation import actions, leasing
 from unpooled.service.annotation.models import AnnotationSettings, Annotator, Answer, Assignment, Kind, Task
 from unpooled.service.crowd.simulated import SimulatedCrowd
 from unpooled.service.evaluations.lifecycle import set_status
@@ -414,7 +414,7 @@ def test_stalled_task_alerts_from_constructed_data(world):
     assert by_code["budget_spent"].level == "error"
 
     # an answer in the last hour un-sticks the submission
-    lease = actions.lease_next(anns[3], kind=Kind.VERIFY, corpus=corpus)
+    lease = leasing.lease_next(anns[3], kind=Kind.VERIFY, corpus=corpus)
     actions.submit_answer(lease, {"relation": "none", "subject_ok": True, "object_ok": True, "link_ok": None})
     assert "stuck_submission" not in {a.code for a in console.alerts(corpus)}
 

@@ -10,6 +10,7 @@ import pytest
 from unpooled.core.estimators.reference import ReferenceEstimate, f1_independent, found_by_reference, recall_by_capture
 from unpooled.core.errors import InvalidInputError
 from unpooled.service.annotation import actions as ann
+from unpooled.service.annotation import leasing
 from unpooled.service.annotation.models import Answer, Backend, Kind
 from unpooled.service.crowd.simulated import SimulatedCrowd
 from unpooled.service.evaluations import lifecycle, reference
@@ -197,7 +198,7 @@ def test_human_reference_on_a_tac_corpus_routes_its_items_away_from_the_document
     makers = [Annotator.objects.create(backend="simulated", external_id=f"maker{i}") for i in range(3)]
     others = [Annotator.objects.create(backend="simulated", external_id=f"other{i}") for i in range(3)]
     for a in makers:
-        lease = ann.lease_next(a, kind=Kind.ENTITIES, corpus=corpus)
+        lease = leasing.lease_next(a, kind=Kind.ENTITIES, corpus=corpus)
         ann.submit_answer(lease, {"mentions": mentions})
     schema = corpus.schema.schema()
     rel = Task.objects.get(corpus=corpus, kind=Kind.RELATIONS)
@@ -209,7 +210,7 @@ def test_human_reference_on_a_tac_corpus_routes_its_items_away_from_the_document
         answer[str(i)] = [f"ab:{fit[0]}"] if fit else []
     assert any(answer.values()), "the fixture document should have a pair some relation allows"
     for a in makers:
-        ann.submit_answer(ann.lease_next(a, kind=Kind.RELATIONS, corpus=corpus), {"pairs": answer})
+        ann.submit_answer(leasing.lease_next(a, kind=Kind.RELATIONS, corpus=corpus), {"pairs": answer})
     got = reference.request(corpus, draws=20, rng=0)
     ref = reference.reference_of(corpus)
     assert got["reference"] == ref.pk and ref.instances.count() == sum(bool(v) for v in answer.values())
@@ -217,11 +218,11 @@ def test_human_reference_on_a_tac_corpus_routes_its_items_away_from_the_document
     asked = Task.objects.filter(requests__submission=ref, kind=Kind.VERIFY)
     assert asked.exists()
     for a in makers:  # the document's annotators are offered none of the reference's items
-        lease = ann.lease_next(a, kind=Kind.VERIFY, corpus=corpus)
+        lease = leasing.lease_next(a, kind=Kind.VERIFY, corpus=corpus)
         assert lease is None or not asked.filter(pk=lease.task_id).exists()
         if lease is not None:
-            ann.release(lease)
-    lease = ann.lease_next(others[0], kind=Kind.VERIFY, corpus=corpus)
+            leasing.release(lease)
+    lease = leasing.lease_next(others[0], kind=Kind.VERIFY, corpus=corpus)
     assert lease is not None and asked.filter(pk=lease.task_id).exists()
     # an answer a maker sends anyway (a forged or stale lease) does not count
     from unpooled.service.annotation.models import Assignment

@@ -15,7 +15,8 @@ from django.urls import reverse
 from unpooled.cli.main import main
 from unpooled.core.matching import InstanceRef
 from unpooled.core.offline import read_exhaustive
-from unpooled.service.annotation import actions
+from unpooled.service.annotation import actions, leasing
+from unpooled.service.annotation.clustering import clustering_tasks, nil_identity, nil_items
 from unpooled.service.annotation.models import Annotator, Answer, Backend, ExhaustiveDocument, Kind, Label, Task
 from unpooled.service.annotation.release import RELEASE_FILES, export_release, pseudonym
 from unpooled.service.annotation.sampling import sample_documents
@@ -46,9 +47,9 @@ def pool(shared_data, tmp_path):
     # a Mechanical Turk worker and an in-house user answer first (their ids must not leak)
     turk = Annotator.objects.create(backend=Backend.MTURK, external_id=MTURK_WORKER)
     user = User.objects.create_user(INHOUSE_USER, password="pw-alice-123")
-    inhouse = actions.annotator_for_user(user)
+    inhouse = leasing.annotator_for_user(user)
     for ann in (turk, inhouse):
-        lease = actions.lease_next(ann, kind=Kind.VERIFY, corpus=corpus)
+        lease = leasing.lease_next(ann, kind=Kind.VERIFY, corpus=corpus)
         actions.submit_answer(lease, {"relation": "holds", "subject_ok": True, "object_ok": True, "link_ok": None},
                               seconds=7.5)
         if ann is turk:  # as collect does once Amazon lists the assignment (until then it is quarantined)
@@ -296,7 +297,7 @@ def test_clustering_task_items_answers_and_clusters(pool, tmp_path):
 
     corpus, _ = pool
     task = Task.objects.get(corpus=corpus, kind=Kind.CLUSTERS)
-    assert task.status == Task.Status.COMPLETE and actions.clustering_tasks(corpus) == [task]
+    assert task.status == Task.Status.COMPLETE and clustering_tasks(corpus) == [task]
     out = tmp_path / "release"
     c = export_release(corpus, out)
     lines = _read(out / "clusters.jsonl")
@@ -365,7 +366,7 @@ def test_unconfirmed_mturk_clustering_answers_are_not_released(clustering, tmp_p
     honest = Annotator.objects.create(backend=Backend.MTURK, external_id="A1HONESTCLUSTERS")
     leases = {}
     for ann in (forger, honest):
-        leases[ann] = actions.lease_next(ann, kind=Kind.CLUSTERS, corpus=corpus)
+        leases[ann] = leasing.lease_next(ann, kind=Kind.CLUSTERS, corpus=corpus)
         actions.submit_answer(leases[ann], {"groups": [list(range(n))]} if ann is forger
                               else {"groups": [[i] for i in range(n)]}, seconds=60)
     assert actions.confirm_mturk_answer(leases[honest])
@@ -418,7 +419,7 @@ def test_a_clustering_task_a_newer_layer_cancelled_is_listed_without_clusters(sh
     crowd = SimulatedCrowd.uniform(corpus, 3, accuracy=1.0, rng=0)
     crowd.run(kinds=[Kind.ENTITIES, Kind.RELATIONS])
     old = Task.objects.get(corpus=corpus, kind=Kind.CLUSTERS, status=Task.Status.OPEN)
-    lease = actions.lease_next(crowd.annotators[0], kind=Kind.CLUSTERS, corpus=corpus)
+    lease = leasing.lease_next(crowd.annotators[0], kind=Kind.CLUSTERS, corpus=corpus)
     actions.submit_answer(lease, {"groups": [[i] for i in range(len(old.payload["items"]))]})
     actions.request_exhaustive(corpus, SimpleNamespace(indices=[2], inclusion=[0.5], stage=[2], scheme="uniform"))
     crowd.run(kinds=[Kind.ENTITIES, Kind.RELATIONS, Kind.CLUSTERS])
@@ -465,7 +466,7 @@ def test_a_large_clustering_is_split_into_tasks_by_type_and_all_of_them_are_used
     sample_documents(corpus, "uniform", 3, seed=0)
     crowd = SimulatedCrowd.uniform(corpus, 3, accuracy=1.0, rng=0)
     crowd.run(kinds=[Kind.ENTITIES, Kind.RELATIONS])
-    items = actions.nil_items(corpus)
+    items = nil_items(corpus)
     tasks = list(Task.objects.filter(corpus=corpus, kind=Kind.CLUSTERS).order_by("id"))
     assert len(items) > 4 and len(tasks) >= 2
     shown = [(it["doc"], it["cluster"]) for t in tasks for it in t.payload["items"]]
@@ -476,12 +477,12 @@ def test_a_large_clustering_is_split_into_tasks_by_type_and_all_of_them_are_used
         assert t.payload["block"] == [b, len(tasks)] and t.key.endswith(f":{b + 1}/{len(tasks)}")
     crowd.run(kinds=[Kind.CLUSTERS])
     assert all(t.status == Task.Status.COMPLETE for t in Task.objects.filter(pk__in=[t.pk for t in tasks]))
-    assert [t.pk for t in actions.clustering_tasks(corpus)] == [t.pk for t in tasks]
+    assert [t.pk for t in clustering_tasks(corpus)] == [t.pk for t in tasks]
     # while one block is still open the generation is not in use (nor, here, any older one)
     Task.objects.filter(pk=tasks[-1].pk).update(status=Task.Status.OPEN)
-    assert actions.clustering_tasks(corpus) == [] and actions.nil_identity(corpus) == {}
+    assert clustering_tasks(corpus) == [] and nil_identity(corpus) == {}
     Task.objects.filter(pk=tasks[-1].pk).update(status=Task.Status.COMPLETE)
-    identity = actions.nil_identity(corpus)
+    identity = nil_identity(corpus)
     assert set(identity) == set(shown)
     assert {i[0] for i in identity.values()} == {t.pk for t in tasks}  # entities of two tasks never join
     entities.compute(corpus)

@@ -1,35 +1,38 @@
-"""Annotation actions: create tasks, lease them, take answers, aggregate them into labels.
+"""Annotation actions: create tasks, take answers, aggregate them into labels.
 
 ``check_*`` functions validate, ``do_*`` / plain verbs write.  Every write that spans
 several rows runs in one transaction, so a failure leaves the database as it was.
+
+Who may label what and the leases that hand tasks out are in :mod:`.leasing`; the cross-document
+clustering of unlinked entities is in :mod:`.clustering`.
 """
 
 from __future__ import annotations
 
 import math
-import secrets
 from dataclasses import dataclass, field
-from datetime import timedelta
 
 import numpy as np
-from django.db import IntegrityError, transaction
-from django.db.models import Count, Exists, F, OuterRef, Q, Sum
+from django.db import transaction
+from django.db.models import Count, F, Q, Sum
 from django.utils import timezone
 
 from unpooled.core.annotation import answers as fmt
 from unpooled.core.annotation import clustering as clu
 from unpooled.core.annotation.aggregation import strict_majority
 from unpooled.core.errors import UnpooledError
-from unpooled.service.accounts.models import Profile, Role
+from unpooled.service.accounts.models import Profile
 from unpooled.service.corpora.models import Corpus, Document
 from unpooled.service.submissions.actions import parse_provenance
 from unpooled.service.submissions.models import RelationInstance, Submission
 
+from .clustering import request_clustering
 from .guidelines import VERSIONS
+from .leasing import may_label
 from .signals import labels_written
 from .models import (
     AnnotationSettings, Annotator, Answer, Assignment, Backend, ExhaustiveDocument, Kind, Label, SubmissionBudget,
-    Task, TaskRequest,
+    Task, TaskRequest, settings_for,
 )
 
 #: the longest time an answer may say it took (a day): the page's clock, sent by the browser
@@ -51,11 +54,6 @@ MAX_LINK_CHARS = 300
 
 class AnnotationError(UnpooledError):
     """A request the annotation layer refuses; the message says why."""
-
-
-def settings_for(corpus: Corpus) -> AnnotationSettings:
-    got, _ = AnnotationSettings.objects.get_or_create(corpus=corpus)
-    return got
 
 
 # --------------------------------------------------------------------------- payloads
@@ -138,6 +136,11 @@ def corpus_committed_cents(corpus: Corpus) -> int:
             need=Sum(F("answers_needed") - F("got")))["need"] or 0
         missing += max(0, open_) * st.reward_cents(kind)
     return spent + missing
+
+
+def _team_users(team_id: int):
+    """The users who must never label team ``team_id``'s instances: its members and those conflicted with it."""
+    return Profile.objects.filter(Q(team_id=team_id) | Q(conflicts=team_id)).values("user_id")
 
 
 def request_verification(sub: Submission, instance_ids, *, now=None, of_corpus: bool = False,
@@ -227,345 +230,6 @@ def request_exhaustive(corpus: Corpus, sample, *, seed: int | None = None, now=N
                                     guideline_version=VERSIONS["entities"])
                 made += 1
     return made
-
-
-# --------------------------------------------------------------------------- who may label what
-
-def _team_users(team_id: int):
-    """The users who must never label team ``team_id``'s instances: its members and those conflicted with it."""
-    return Profile.objects.filter(Q(team_id=team_id) | Q(conflicts=team_id)).values("user_id")
-
-
-@dataclass(frozen=True)
-class Scope:
-    """What one annotator may label: never the instances of ``teams`` (their own team and declared
-    conflicts); only corpora open to sign-up when ``open_only`` (an account made without an invite)."""
-
-    teams: frozenset = frozenset()
-    open_only: bool = False
-
-
-def scope_of(annotator: Annotator) -> Scope:
-    """The annotator's :class:`Scope`, read once per annotator object.
-
-    In-house accounts only: simulated workers and MTurk workers belong to no team. An account without a
-    profile was made by an operator (``createsuperuser``, the admin) and counts as invited.
-    """
-    got = getattr(annotator, "_unpooled_scope", None)
-    if got is not None:
-        return got
-    scope = Scope()
-    if annotator.backend == Backend.INHOUSE and annotator.user_id is not None:
-        prof = Profile.objects.filter(user_id=annotator.user_id).select_related("user").first()
-        if prof is not None:
-            teams = set(prof.conflicts.values_list("pk", flat=True))
-            if prof.team_id is not None:
-                teams.add(prof.team_id)
-            staff = prof.user.is_staff or prof.user.is_superuser
-            scope = Scope(frozenset(teams), prof.role == Role.ANNOTATOR and not prof.invited and not staff)
-    annotator._unpooled_scope = scope
-    return scope
-
-
-def _in_scope(qs, scope: Scope):
-    """``qs`` (tasks) without those ``scope`` forbids: a verification item that one of ``scope.teams``'
-    submissions asked for or predicted (the same instance key), and, for ``open_only``, closed corpora."""
-    if scope.open_only:
-        qs = qs.filter(corpus__annotation_settings__open_signup=True)
-    if scope.teams:
-        teams = list(scope.teams)
-        qs = qs.exclude(pk__in=TaskRequest.objects.filter(submission__team_id__in=teams).values("task_id"))
-        qs = qs.exclude(Q(kind=Kind.VERIFY) & Exists(RelationInstance.objects.filter(
-            submission__team_id__in=teams, submission__corpus_id=OuterRef("corpus_id"), key_hash=OuterRef("key_hash"),
-            key=OuterRef("key"))))
-    return qs
-
-
-def not_own_exhaustive(qs, annotator_id):
-    """``qs`` (tasks) without the verification items the human reference asked for in a document whose exhaustive
-    annotation (entities or relations) this annotator answered: the reference's precision must come from others
-    (:mod:`unpooled.service.evaluations.reference`)."""
-    made = Answer.objects.filter(annotator_id=annotator_id, task__kind__in=[Kind.ENTITIES, Kind.RELATIONS],
-                                 task__document_id=OuterRef("document_id"))
-    ref = TaskRequest.objects.filter(task_id=OuterRef("pk"), submission__is_reference=True)
-    return qs.exclude(Q(kind=Kind.VERIFY) & Exists(ref) & Exists(made))
-
-
-def may_label(annotator: Annotator, task: Task) -> bool:
-    """Whether ``annotator`` may answer ``task`` (see :class:`Scope`, and :func:`not_own_exhaustive`)."""
-    if task.kind == Kind.VERIFY and not task.is_control and not not_own_exhaustive(
-            Task.objects.filter(pk=task.pk), annotator.pk).exists():
-        return False
-    scope = scope_of(annotator)
-    if not scope.teams and not scope.open_only:
-        return True
-    return _in_scope(Task.objects.filter(pk=task.pk), scope).exists()
-
-
-def available_tasks(annotator: Annotator):
-    """Open tasks this annotator may be offered (before the per-annotator rules of :func:`lease_next`)."""
-    return not_own_exhaustive(_in_scope(Task.objects.filter(status=Task.Status.OPEN), scope_of(annotator)),
-                              annotator.pk)
-
-
-# --------------------------------------------------------------------------- leasing
-
-def annotator_for_user(user) -> Annotator:
-    ann, _ = Annotator.objects.get_or_create(backend="inhouse", external_id=user.get_username(), defaults={"user": user})
-    if ann.user_id is None:
-        ann.user = user
-        ann.save(update_fields=["user"])
-    return ann
-
-
-def expire_leases(now=None) -> int:
-    """Return abandoned work: leases past their expiry become ``expired``."""
-    now = now or timezone.now()
-    return Assignment.objects.filter(status=Assignment.Status.LEASED, expires__lt=now).update(
-        status=Assignment.Status.EXPIRED)
-
-
-def _active_filter() -> Q:
-    return Q(assignments__status=Assignment.Status.LEASED) | Q(
-        assignments__status=Assignment.Status.SUBMITTED, assignments__answer__weight__gt=0)
-
-
-def lease_next(annotator: Annotator, *, kind: str | None = None, corpus: Corpus | None = None,
-               now=None, rng=None) -> Assignment | None:
-    """Lease the next task to ``annotator``: oldest request first, never an item twice.
-
-    A task is available while its active leases plus its counted answers are fewer than
-    its ``answers_needed``.  With probability ``control_share`` a gold control the
-    annotator has not seen comes first.  Returns the annotator's current unexpired lease
-    if there is one (a reload does not take a second item).
-    """
-    now = now or timezone.now()
-    if annotator.blocked:
-        return None
-    expire_leases(now)
-    current = (Assignment.objects.filter(annotator=annotator, status=Assignment.Status.LEASED, expires__gte=now)
-               .select_related("task").order_by("leased"))
-    if kind:
-        current = current.filter(task__kind=kind)
-    if corpus is not None:
-        current = current.filter(task__corpus=corpus)
-    got = current.first()
-    if got is not None:
-        return got
-    base = available_tasks(annotator)
-    if kind:
-        base = base.filter(kind=kind)
-    if corpus is not None:
-        base = base.filter(corpus=corpus)
-    mine = Assignment.objects.filter(annotator=annotator).exclude(status=Assignment.Status.EXPIRED).values("task_id")
-    base = base.exclude(pk__in=mine)
-    rng = np.random.default_rng(rng)
-    candidates = []
-    if kind in (None, Kind.VERIFY):
-        st_share = _control_share(corpus)
-        if st_share > 0 and rng.random() < st_share:
-            candidates.append(base.filter(is_control=True).order_by("id"))
-    candidates.append(base.filter(is_control=False).annotate(active=Count("assignments", filter=_active_filter()))
-                      .filter(active__lt=F("answers_needed")).order_by("priority", "id"))
-    for qs in candidates:
-        for task_id in qs.values_list("pk", flat=True)[:20]:
-            got = _try_lease(task_id, annotator, now)
-            if got is not None:
-                return got
-    return None
-
-
-def leasable(annotator: Annotator, *, kind: str | None = None, now=None):
-    """The tasks (not controls) :func:`lease_next` could give ``annotator`` now: open, in scope, never leased to
-    them (an expired lease of theirs counts: it is offered again), with a free slot."""
-    now = now or timezone.now()
-    qs = available_tasks(annotator).filter(is_control=False)
-    if kind:
-        qs = qs.filter(kind=kind)
-    mine = Assignment.objects.filter(annotator=annotator).exclude(status=Assignment.Status.EXPIRED).values("task_id")
-    live = Q(assignments__status=Assignment.Status.LEASED, assignments__expires__gte=now) | Q(
-        assignments__status=Assignment.Status.SUBMITTED, assignments__answer__weight__gt=0)
-    return qs.exclude(pk__in=mine).annotate(active=Count("assignments", filter=live)).filter(
-        active__lt=F("answers_needed"))
-
-
-#: items left are counted up to this many ("1000+"): the count's cost stays bounded however long the queue
-LEFT_COUNTED = 1000
-
-
-def count_leasable(annotator: Annotator, *, kind: str | None = None, now=None) -> tuple[int, bool]:
-    """``(n, more)``: how many tasks :func:`leasable` has, counted up to :data:`LEFT_COUNTED` (``more``: there
-    are more than that)."""
-    n = leasable(annotator, kind=kind, now=now).values("pk")[:LEFT_COUNTED + 1].count()
-    return min(n, LEFT_COUNTED), n > LEFT_COUNTED
-
-
-@dataclass
-class Progress:
-    """What a task page says of the annotator's work: answers given (of this kind), items left for them
-    (``more``: at least that many)."""
-
-    done: int
-    left: int
-    more: bool = False
-
-
-def progress(annotator: Annotator, kind: str, *, now=None) -> Progress:
-    """``done``: the annotator's answers to tasks of ``kind``; ``left``: the items of ``kind`` they could still
-    be given now plus those they hold a live lease of (two counting queries, and the annotator's scope once)."""
-    now = now or timezone.now()
-    got = Assignment.objects.filter(annotator=annotator, task__kind=kind).aggregate(
-        done=Count("id", filter=Q(status=Assignment.Status.SUBMITTED)),
-        held=Count("id", filter=Q(status=Assignment.Status.LEASED, expires__gte=now, task__status=Task.Status.OPEN,
-                                  task__is_control=False)))
-    n, more = count_leasable(annotator, kind=kind, now=now)
-    return Progress(done=got["done"], left=n + got["held"], more=more)
-
-
-def explain_empty(annotator: Annotator, kind: str, *, now=None) -> list[str]:
-    """Why :func:`lease_next` has nothing of ``kind`` for ``annotator``: sentences for the empty queue page,
-    from a few counting queries (open items of the kind, those out of the annotator's scope, those they
-    answered or skipped, those whose slots others hold)."""
-    now = now or timezone.now()
-    scope = scope_of(annotator)
-    open_ = Task.objects.filter(status=Task.Status.OPEN, kind=kind, is_control=False)
-    n_open = open_.count()
-    out: list[str] = []
-    if n_open == 0:
-        if kind == Kind.VERIFY:
-            out.append("No verification item is open. Items appear when a new submission's sampled instances need "
-                       "labels the label pool does not have yet.")
-        elif kind == Kind.ENTITIES:
-            out.append("No document is waiting for entity annotation. Documents appear when an organiser samples "
-                       "a corpus's documents for exhaustive annotation (unpooled annotate documents).")
-        else:
-            waiting = Task.objects.filter(status=Task.Status.OPEN, kind=Kind.ENTITIES, is_control=False).count()
-            out.append("No document is waiting for relation annotation. A document's relations task appears once "
-                       "its entity task has all its answers"
-                       + (f" ({waiting} entity task{'s' if waiting != 1 else ''} still open)." if waiting else "."))
-    else:
-        in_scope = _in_scope(open_, scope)
-        n_scope = in_scope.count()
-        if n_open > n_scope:
-            why = []
-            if scope.open_only:
-                why.append("of corpora that take only invited annotators (an organiser's invite code, entered on "
-                           "your account page, opens them)")
-            if scope.teams:
-                why.append("about your own team's submissions, which you may not judge")
-            out.append(f"{n_open - n_scope} of the {n_open} open items are not for you: they are "
-                       + " or ".join(why or ["outside what you may annotate"]) + ".")
-        mine = Assignment.objects.filter(annotator=annotator, task__in=in_scope)
-        answered = mine.filter(status=Assignment.Status.SUBMITTED).count()
-        skipped = mine.filter(status=Assignment.Status.SKIPPED).count()
-        if answered or skipped:
-            parts = [f"answered {answered}"] if answered else []
-            if skipped:
-                parts.append(f"skipped {skipped}")
-            out.append(f"You {' and '.join(parts)} of the open items; each needs its other answers from other "
-                       "annotators, and nobody answers an item twice.")
-        busy = n_scope - answered - skipped
-        if busy > 0:
-            minutes = max(1, round(min([settings_for(c).lease_seconds for c in Corpus.objects.filter(
-                pk__in=in_scope.values("corpus_id"))] or [900]) / 60))
-            out.append(f"{busy} open item{'s have' if busy != 1 else ' has'} all the annotators {'they' if busy != 1 else 'it'} "
-                       f"need{'' if busy != 1 else 's'} working on {'them' if busy != 1 else 'it'} now; an unanswered "
-                       f"lease returns after {minutes} minute{'s' if minutes != 1 else ''}: look again later.")
-    crowds = {}
-    for name, backend in AnnotationSettings.objects.exclude(backend=Backend.INHOUSE).values_list("corpus__name", "backend"):
-        crowds.setdefault({Backend.SIMULATED: "a simulated crowd", Backend.MTURK: "Mechanical Turk workers"}.get(
-            backend, Backend(backend).label), []).append(name)
-    for label, names in sorted(crowds.items()):
-        out.append(f"Corpus{'es' if len(names) > 1 else ''} {', '.join(sorted(names))} "
-                   f"{'are' if len(names) > 1 else 'is'} answered by {label}: {'their' if len(names) > 1 else 'its'} "
-                   "items are rarely open for long.")
-    return out
-
-
-class UndoRefused(AnnotationError):
-    """An undo the annotator may not make; the message says why."""
-
-
-def undo_answer(assignment: Assignment, *, now=None) -> dict:
-    """Withdraw the answer of in-house lease ``assignment`` and lease the task to its annotator again (the
-    lease keeps its expiry); returns the withdrawn answer's value (the page puts it back to be corrected).
-
-    Refused (:class:`UndoRefused`): a lease not in-house (an MTurk answer is handed to Mechanical Turk), one
-    with no answer, an answer that is not the annotator's newest, a lease past its expiry, a blocked annotator,
-    and a task no longer open (its answers were aggregated: the label is written).  The answer never counted
-    towards a label, so deleting it leaves the labels as they were; a gold control's score is taken back.
-    """
-    now = now or timezone.now()
-    with transaction.atomic():
-        a = Assignment.objects.select_for_update().select_related("annotator").get(pk=assignment.pk)
-        annotator = a.annotator
-        if annotator.backend != Backend.INHOUSE:
-            raise UndoRefused("only an in-house annotator's answer can be undone here")
-        ans = Answer.objects.filter(assignment=a).first()
-        if ans is None or a.status != Assignment.Status.SUBMITTED:
-            raise UndoRefused("this task has no answer of yours to undo")
-        newest = Answer.objects.filter(annotator=annotator).order_by("-id").values_list("pk", flat=True).first()
-        if newest != ans.pk:
-            raise UndoRefused("only your last answer can be undone")
-        if annotator.blocked:
-            raise UndoRefused("your account is blocked from annotating")
-        if a.expires < now:
-            raise UndoRefused("the time for this task is over (its lease expired), so its answer stays")
-        task = Task.objects.select_for_update().get(pk=a.task_id)
-        if task.status != Task.Status.OPEN:
-            raise UndoRefused("the item was decided with your answer (its label is written), so the answer stays")
-        value = ans.value
-        if task.is_control:  # _score_control counted it, whatever its weight
-            right = bool(ans.correct) == bool((task.control_answer or {}).get("correct"))
-            Annotator.objects.filter(pk=annotator.pk).update(
-                controls_answered=F("controls_answered") - 1, controls_correct=F("controls_correct") - int(right))
-        ans.delete()
-        a.status = Assignment.Status.LEASED
-        a.save(update_fields=["status"])
-    return value
-
-
-def _control_share(corpus: Corpus | None) -> float:
-    if corpus is None:
-        return 0.1
-    return settings_for(corpus).control_share
-
-
-def _try_lease(task_id: int, annotator: Annotator, now, *, capacity: bool = True) -> Assignment | None:
-    """Lease task ``task_id`` to ``annotator`` if it is open, the annotator may label it and has not had it,
-    and (``capacity``) its active leases and counted answers are fewer than it needs.  MTurk leases pass
-    ``capacity=False``: the HIT's MaxAssignments bounds the real workers, so made-up ones cannot fill the
-    slots, and only confirmed answers count."""
-    with transaction.atomic():
-        task = Task.objects.select_for_update().get(pk=task_id)
-        if task.status != Task.Status.OPEN or annotator.blocked or not may_label(annotator, task):
-            return None
-        if capacity and not task.is_control:
-            active = Assignment.objects.filter(task=task).filter(
-                Q(status=Assignment.Status.LEASED, expires__gte=now)
-                | Q(status=Assignment.Status.SUBMITTED, answer__weight__gt=0)).count()
-            if active >= task.answers_needed:
-                return None
-        lease = settings_for(task.corpus).lease_seconds
-        old = Assignment.objects.filter(task=task, annotator=annotator).first()
-        if old is not None:
-            if old.status != Assignment.Status.EXPIRED:
-                return None
-            old.status, old.leased, old.expires = Assignment.Status.LEASED, now, now + timedelta(seconds=lease)
-            old.save(update_fields=["status", "leased", "expires"])
-            return old
-        try:
-            with transaction.atomic():
-                return Assignment.objects.create(task=task, annotator=annotator, token=secrets.token_urlsafe(24),
-                                                 leased=now, expires=now + timedelta(seconds=lease))
-        except IntegrityError:
-            return None
-
-
-def release(assignment: Assignment) -> None:
-    """Give a leased task back at once (the annotator skipped it): others may take the slot,
-    this annotator is not offered the task again."""
-    Assignment.objects.filter(pk=assignment.pk, status=Assignment.Status.LEASED).update(status=Assignment.Status.SKIPPED)
 
 
 # --------------------------------------------------------------------------- answers
@@ -724,6 +388,49 @@ def _score_control(annotator: Annotator, task: Task, ans: Answer, st: Annotation
                         now=now)
 
 
+class UndoRefused(AnnotationError):
+    """An undo the annotator may not make; the message says why."""
+
+
+def undo_answer(assignment: Assignment, *, now=None) -> dict:
+    """Withdraw the answer of in-house lease ``assignment`` and lease the task to its annotator again (the
+    lease keeps its expiry); returns the withdrawn answer's value (the page puts it back to be corrected).
+
+    Refused (:class:`UndoRefused`): a lease not in-house (an MTurk answer is handed to Mechanical Turk), one
+    with no answer, an answer that is not the annotator's newest, a lease past its expiry, a blocked annotator,
+    and a task no longer open (its answers were aggregated: the label is written).  The answer never counted
+    towards a label, so deleting it leaves the labels as they were; a gold control's score is taken back.
+    """
+    now = now or timezone.now()
+    with transaction.atomic():
+        a = Assignment.objects.select_for_update().select_related("annotator").get(pk=assignment.pk)
+        annotator = a.annotator
+        if annotator.backend != Backend.INHOUSE:
+            raise UndoRefused("only an in-house annotator's answer can be undone here")
+        ans = Answer.objects.filter(assignment=a).first()
+        if ans is None or a.status != Assignment.Status.SUBMITTED:
+            raise UndoRefused("this task has no answer of yours to undo")
+        newest = Answer.objects.filter(annotator=annotator).order_by("-id").values_list("pk", flat=True).first()
+        if newest != ans.pk:
+            raise UndoRefused("only your last answer can be undone")
+        if annotator.blocked:
+            raise UndoRefused("your account is blocked from annotating")
+        if a.expires < now:
+            raise UndoRefused("the time for this task is over (its lease expired), so its answer stays")
+        task = Task.objects.select_for_update().get(pk=a.task_id)
+        if task.status != Task.Status.OPEN:
+            raise UndoRefused("the item was decided with your answer (its label is written), so the answer stays")
+        value = ans.value
+        if task.is_control:  # _score_control counted it, whatever its weight
+            right = bool(ans.correct) == bool((task.control_answer or {}).get("correct"))
+            Annotator.objects.filter(pk=annotator.pk).update(
+                controls_answered=F("controls_answered") - 1, controls_correct=F("controls_correct") - int(right))
+        ans.delete()
+        a.status = Assignment.Status.LEASED
+        a.save(update_fields=["status"])
+    return value
+
+
 BLOCK_CONFIDENCE = 0.95
 
 
@@ -808,108 +515,6 @@ def _create_relations_task(entity_task: Task, mentions: list[dict], now) -> Task
         task.status, task.completed, task.result = Task.Status.COMPLETE, now, {"pairs": {}, "relations": []}
         task.save(update_fields=["status", "completed", "result"])
     return task
-
-
-# --------------------------------------------------------------------------- cross-document clustering
-
-def nil_items(corpus: Corpus) -> list[dict]:
-    """The canonical mention of every unlinked (NIL) cluster of the corpus's final exhaustive entity layers:
-    per cluster its longest mention (the first on ties), with the sentence around it; in document order.
-    What the clustering tasks show (:func:`request_clustering`, in blocks of at most
-    :data:`~unpooled.core.annotation.clustering.MAX_ITEMS`)."""
-    from unpooled.service.corpora.models import Sentence
-
-    docs = ExhaustiveDocument.objects.filter(corpus=corpus).values("document_id")
-    out: list[dict] = []
-    tasks = (Task.objects.filter(corpus=corpus, kind=Kind.ENTITIES, key="", status=Task.Status.COMPLETE,
-                                 document_id__in=docs).select_related("document").order_by("document_id"))
-    for t in tasks:
-        clusters: dict = {}
-        for m in (t.result or {}).get("mentions", []):
-            clusters.setdefault(m["cluster"], []).append(m)
-        nil = {c: ms for c, ms in clusters.items() if not any(m.get("link") for m in ms)}
-        if not nil:
-            continue
-        sents = list(Sentence.objects.filter(document=t.document).order_by("index").values_list("start", "end"))
-        text = t.document.text
-        for c, ms in sorted(nil.items(), key=lambda kv: min(m["start"] for m in kv[1])):
-            best = max(ms, key=lambda m: (m["end"] - m["start"], -m["start"]))
-            s0, s1 = next(((a, b) for a, b in sents if a <= best["start"] < b),
-                          (max(0, best["start"] - 150), min(len(text), best["end"] + 150)))
-            out.append({"doc": t.document.doc_id, "document": t.document_id, "cluster": c, "type": best["type"],
-                        "start": best["start"], "end": best["end"], "text": text[best["start"]:best["end"]],
-                        "context": [s0, s1], "before": text[max(s0, best["start"] - 200):best["start"]],
-                        "after": text[best["end"]:min(s1, best["end"] + 200)]})
-    return out
-
-
-def request_clustering(corpus: Corpus, *, now=None) -> list[Task]:
-    """The corpus's cross-document clustering tasks over :func:`nil_items` (none when there are fewer than two).
-
-    One task when the items fit :data:`~unpooled.core.annotation.clustering.MAX_ITEMS`, else one per block of
-    :func:`~unpooled.core.annotation.clustering.blocks` (by entity type, large types in runs of similar names;
-    a block of one item needs no task).  The tasks of one set of items are a *generation* (their key is the items'
-    digest, then ``:i/n`` when there are several; ``payload["block"]`` is ``[i, n]``): a new exhaustive layer
-    gives a new generation and cancels the open tasks of older ones."""
-    import hashlib
-    import json
-
-    now = now or timezone.now()
-    items = nil_items(corpus)
-    if len(items) < 2:
-        return []
-    digest = hashlib.blake2b(json.dumps([(i["doc"], i["cluster"], i["start"], i["end"]) for i in items])
-                             .encode(), digest_size=8).hexdigest()
-    parts = [p for p in clu.blocks(items, clu.MAX_ITEMS) if len(p) >= 2]
-    n = len(parts)
-    keys = [f"clusters:{digest}"] if n == 1 else [f"clusters:{digest}:{b + 1}/{n}" for b in range(n)]
-    st = settings_for(corpus)
-    out = []
-    with transaction.atomic():
-        Task.objects.filter(corpus=corpus, kind=Kind.CLUSTERS, status=Task.Status.OPEN).exclude(key__in=keys).update(
-            status=Task.Status.CANCELLED)
-        for b, (key, part) in enumerate(zip(keys, parts)):
-            its = [items[i] for i in part]
-            task, _ = Task.objects.get_or_create(
-                corpus=corpus, kind=Kind.CLUSTERS, document_id=its[0]["document"], key=key,
-                defaults={"payload": {"items": its, "block": [b, n]}, "answers_needed": st.answers_per_item,
-                          "priority": now, "guideline_version": VERSIONS["clusters"]})
-            out.append(task)
-    return out
-
-
-def clustering_generation(task: Task) -> tuple[str, int, int]:
-    """``(items digest, block, blocks)`` of a clustering task (:func:`request_clustering`)."""
-    parts = task.key.split(":")
-    b, n = (task.payload or {}).get("block", [0, 1])
-    return (parts[1] if len(parts) > 1 else task.key), int(b), int(n)
-
-
-def clustering_tasks(corpus: Corpus) -> list[Task]:
-    """The clustering tasks whose clusters are the corpus's cross-document identity: those of the newest generation
-    whose every task is complete (in block order; empty without one).  Until a new generation is complete the
-    previous one stays in use."""
-    seen: dict[str, list[Task]] = {}
-    for t in (Task.objects.filter(corpus=corpus, kind=Kind.CLUSTERS, status=Task.Status.COMPLETE)
-              .order_by("-completed", "-id")):
-        g, _, n = clustering_generation(t)
-        seen.setdefault(g, []).append(t)
-        if len(seen[g]) == n:
-            return sorted(seen[g], key=lambda x: clustering_generation(x)[1])
-    return []
-
-
-def nil_identity(corpus: Corpus) -> dict:
-    """``(doc id, layer cluster) -> cross-document entity`` (``(task id, cluster number)``) from
-    :func:`clustering_tasks` (empty without them)."""
-    out = {}
-    for task in clustering_tasks(corpus):
-        items = task.payload.get("items", [])
-        for g, members in enumerate((task.result or {}).get("clusters", [])):
-            for i in members:
-                if 0 <= i < len(items):
-                    out[(items[i]["doc"], items[i]["cluster"])] = (task.pk, g)
-    return out
 
 
 # --------------------------------------------------------------------------- labels

@@ -25,7 +25,7 @@ from django.core import signing
 from django.utils import timezone
 from django.utils.crypto import constant_time_compare
 
-from . import actions
+from . import actions, leasing
 from .models import Annotator, Assignment, Backend, Hit, Task
 
 #: where a worker's browser may finish an assignment (``turkSubmitTo``): production and the sandbox
@@ -129,7 +129,7 @@ def lease_for_entry(entry: Entry, *, now=None) -> Assignment:
         lease.status = Assignment.Status.EXPIRED
     if lease is None or lease.status == Assignment.Status.EXPIRED:
         rebound = lease is not None and lease.external_ref not in ("", ref)
-        lease = actions._try_lease(entry.task.pk, ann, now, capacity=False)
+        lease = leasing._try_lease(entry.task.pk, ann, now, capacity=False)
         if lease is None:
             raise EntryRefused("this item needs no more answers", 409)
         if rebound:

@@ -87,6 +87,12 @@ class AnnotationSettings(models.Model):
                 Kind.RELATIONS: self.reward_relations_cents, Kind.CLUSTERS: self.reward_clusters_cents}[kind]
 
 
+def settings_for(corpus: Corpus) -> AnnotationSettings:
+    """The corpus's annotation settings (a row with the defaults is made the first time)."""
+    got, _ = AnnotationSettings.objects.get_or_create(corpus=corpus)
+    return got
+
+
 class Annotator(models.Model):
     """A person (or simulated worker) who answers tasks, on one backend."""
 

@@ -92,7 +92,7 @@ class ReleaseCounts:
     cluster_tasks: int = 0
     cluster_tasks_complete: int = 0
     cluster_answers: int = 0
-    cluster_items: int = 0  # of the clustering the scores use (actions.clustering_tasks)
+    cluster_items: int = 0  # of the clustering the scores use (clustering.clustering_tasks)
     cross_document_clusters: int = 0  # its clusters, singletons included
     predicates: dict = field(default_factory=dict)  # predicate -> {labelled, correct, exhaustive}
     files: dict = field(default_factory=dict)  # file name -> lines
@@ -349,9 +349,9 @@ def _write_clusters(corpus, out: Path, counts: ReleaseCounts, answer_q: Q, secre
     stored canonical mentions, without the text around them), the answers ``answer_q`` releases (not
     quarantined; the same answers as ``answers.jsonl``) and, once complete, the clusters and agreement figures
     the service aggregated (:func:`unpooled.core.annotation.clustering.aggregate_clusters`, stored when the task
-    completed); ``current`` marks the tasks whose clusters the scores use (:func:`.actions.clustering_tasks`: one,
+    completed); ``current`` marks the tasks whose clusters the scores use (:func:`.clustering.clustering_tasks`: one,
     or one per block of a large corpus); ``block`` is ``[i, n]``, the task's block among its generation's."""
-    from .actions import clustering_generation, clustering_tasks
+    from .clustering import clustering_generation, clustering_tasks
 
     current = {t.pk for t in clustering_tasks(corpus)}
     tasks = list(Task.objects.filter(corpus=corpus, kind=Kind.CLUSTERS).order_by("id"))

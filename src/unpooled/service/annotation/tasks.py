@@ -8,7 +8,7 @@ from django_tasks import task
 @task()
 def expire_leases() -> int:
     """Return abandoned work to the queue."""
-    from .actions import expire_leases as do_expire
+    from .leasing import expire_leases as do_expire
 
     return do_expire()
 

@@ -24,7 +24,7 @@ from django.views.decorators.http import require_POST
 
 from unpooled.core.annotation.answers import AnswerError
 
-from . import actions, hits
+from . import actions, hits, leasing
 from .guidelines import INSTRUCTIONS, entity_guide
 from .models import Assignment, Backend, Kind, Task
 
@@ -66,19 +66,19 @@ def _submitter_refused(request):
 def queue(request):
     if (refused := _submitter_refused(request)) is not None:
         return refused
-    ann = actions.annotator_for_user(request.user)
-    open_by_kind = dict(actions.available_tasks(ann).filter(is_control=False).values_list("kind")
+    ann = leasing.annotator_for_user(request.user)
+    open_by_kind = dict(leasing.available_tasks(ann).filter(is_control=False).values_list("kind")
                         .annotate(n=Count("id")).values_list("kind", "n"))
     for_you = {}
     for k in Kind.values:
         if open_by_kind.get(k):
-            n, more = actions.count_leasable(ann, kind=k)
+            n, more = leasing.count_leasable(ann, kind=k)
             for_you[k] = f"{n}+" if more else n
     done = ann.answers.count()
     kinds = [{"kind": k, "label": label, "open": open_by_kind.get(k, 0), "for_you": for_you.get(k, 0)}
              for k, label in Kind.choices]
     return render(request, "annotation/queue.html", {"annotator": ann, "kinds": kinds, "done": done,
-                                                     "needs_invite": actions.scope_of(ann).open_only})
+                                                     "needs_invite": leasing.scope_of(ann).open_only})
 
 
 @login_required
@@ -87,13 +87,13 @@ def next_task(request, kind: str):
         raise Http404(f"no task type {kind!r}")
     if (refused := _submitter_refused(request)) is not None:
         return refused
-    ann = actions.annotator_for_user(request.user)
+    ann = leasing.annotator_for_user(request.user)
     if ann.blocked:
         return render(request, "annotation/blocked.html", {"annotator": ann}, status=403)
-    lease = actions.lease_next(ann, kind=kind)
+    lease = leasing.lease_next(ann, kind=kind)
     if lease is None:
         return render(request, "annotation/empty.html", {
-            "kind": kind, "label": Kind(kind).label, "reasons": actions.explain_empty(ann, kind),
+            "kind": kind, "label": Kind(kind).label, "reasons": leasing.explain_empty(ann, kind),
             "done": ann.answers.filter(task__kind=kind).count(), **_undo_context(request, ann, None)})
     return redirect("annotation:task", token=lease.token)
 
@@ -305,7 +305,7 @@ def _context(request, lease: Assignment, error: str | None = None, value=None) -
             request.session.pop(UNDONE)
             if value is None:
                 ctx["previous"], ctx["undone"] = undone.get("value"), True
-        ctx["progress"] = actions.progress(lease.annotator, task.kind)
+        ctx["progress"] = leasing.progress(lease.annotator, task.kind)
         ctx.update(_undo_context(request, lease.annotator, lease))
     return ctx
 
@@ -446,7 +446,7 @@ def skip(request, token: str):
     lease = _lease_for(request, token)
     if lease.annotator.backend != Backend.INHOUSE:
         raise Http404("no such task for you")
-    actions.release(lease)
+    leasing.release(lease)
     return redirect("annotation:next", kind=lease.task.kind)
 
 

@@ -2,7 +2,7 @@
 
 Each simulated annotator is a row of :class:`~unpooled.service.annotation.models.Annotator`
 (backend ``simulated``) and works through the same path as a person: it leases a task
-with :func:`~unpooled.service.annotation.actions.lease_next` and answers it with
+with :func:`~unpooled.service.annotation.leasing.lease_next` and answers it with
 :func:`~unpooled.service.annotation.actions.submit_answer`.  What it answers is the
 truth (from the gold layer) with probability ``accuracy``, else a wrong answer:
 
@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from unpooled.core.annotation.crowd import relation_rates
-from unpooled.service.annotation import actions
+from unpooled.service.annotation import actions, leasing
 from unpooled.service.annotation.models import Annotator, Backend, Kind, Task
 from unpooled.service.corpora.models import Corpus, GoldEntity, GoldMention, GoldRelation
 
@@ -255,7 +255,7 @@ class SimulatedCrowd:
                     continue
                 lease = None
                 for kind in (kinds or [None]):
-                    lease = actions.lease_next(ann, kind=kind, corpus=self.corpus, rng=self.rng)
+                    lease = leasing.lease_next(ann, kind=kind, corpus=self.corpus, rng=self.rng)
                     if lease is not None:
                         break
                 if lease is None:

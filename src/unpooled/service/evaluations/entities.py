@@ -235,7 +235,7 @@ def compute(corpus: Corpus, *, level: str | None = None) -> list[EntityScore]:
         scored.level = level
         arguments, info = _arguments(scored, subs)
     systems, arg_spans, counts = _system_inputs(corpus, subs, docs)
-    from unpooled.service.annotation.actions import nil_identity
+    from unpooled.service.annotation.clustering import nil_identity
 
     identity = nil_identity(corpus)
     results = entity_scores(docs, systems, mention_counts=counts, argument_spans=arg_spans, arguments=arguments,
@@ -298,7 +298,7 @@ def page_context(sub: Submission) -> dict | None:
         if r["value"] is None and r["reason"]:
             unscored.setdefault(r["reason"], []).append(r["label"])
     from unpooled.core.annotation.clustering import combine_agreement
-    from unpooled.service.annotation.actions import clustering_tasks
+    from unpooled.service.annotation.clustering import clustering_tasks
 
     cts = clustering_tasks(sub.corpus)
     clustering = None

@@ -10,7 +10,7 @@ no quota and belongs to no period.
 **Precision** comes from a uniform sample of its instances (:data:`PRECISION_DRAWS` draws, level ``instance``)
 verified like any system's -- by annotators other than those who made it: a verification item the reference asks
 for is never routed to an annotator who answered that document's exhaustive tasks
-(:func:`unpooled.service.annotation.actions.not_own_exhaustive`), and such an annotator's answers to an open item
+(:func:`unpooled.service.annotation.leasing.not_own_exhaustive`), and such an annotator's answers to an open item
 it joins are discounted.  (A key already labelled before the reference asked, for a system, keeps its label.)
 
 Its instances are nearly all correct, so the crowd's error rates behind that precision must be anchored by gold
