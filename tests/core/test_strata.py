@@ -7,7 +7,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from unpooled.core.annotation.confusion import (
-    VerifyAnswers, ds_fit, relation_stratum_codes, shrunk_rates, stratified_rates,
+    VerifyAnswers, ds_fit, keyed_answers, model_answers, pool_thin_strata, relation_stratum_codes, shrunk_rates,
+    stratified_rates,
 )
 from unpooled.core.annotation.crowd import parse_relation_accuracy, relation_rates
 from unpooled.core.errors import InvalidInputError
@@ -68,6 +69,58 @@ def test_relation_codes_and_rows():
     a = VerifyAnswers(np.array([0, 1, 2, 3]), np.array([0, 1, 1, 0]), np.ones(4, np.int64), list("abcd"),
                       np.full(4, -1), 2, stratum=codes, strata=H, relation_strata=strata)
     assert a.n_rates == 6 and a.rate_rows().tolist() == [1, 3, 5, 1]
+
+
+def test_strata_with_few_controls_share_their_rates_and_keep_their_priors():
+    # 4 strata: 0 and 2 with 3+ answered controls of each class, 1 with 2 correct ones, 3 with none
+    ctrl_st = [0] * 6 + [1] * 2 + [2] * 8
+    ctrl_cls = [1, 0, 1, 0, 1, 0, 1, 1, 1, 0, 1, 0, 1, 0, 1, 0]
+    st_items = [0, 1, 2, 3, 3]
+    stratum = np.array(st_items + ctrl_st)
+    control = np.array([-1] * len(st_items) + ctrl_cls)
+    n = len(stratum)
+    a = VerifyAnswers(np.arange(n), np.arange(n) % 2, np.ones(n, np.int64), [str(i) for i in range(n)], control, 2,
+                      stratum=stratum, strata=4, relation_strata={"P0": 0, "P1": 1, "P2": 2, "P3": 3})
+    pooled = pool_thin_strata(a)
+    # one answer per item: no agreement to go by, the thin strata join the group with the most pairs (the first)
+    assert pooled.rate_group.tolist() == [0, 0, 1, 0]
+    assert pooled.n_rate_groups == 2 and pooled.n_rates == 4 and pooled.n_strata == 4
+    assert pooled.stratum.tolist() == stratum.tolist() and pooled.relation_strata == a.relation_strata
+    assert pooled.rate_rows()[:5].tolist() == [0, 2 + 0, 1, 2 + 0, 0]  # worker * 2 + group
+    assert pool_thin_strata(pooled).rate_group.tolist() == [0, 0, 1, 0]
+    assert model_answers(a, "semi").rate_group.tolist() == [0, 0, 1, 0]
+    assert model_answers(a, "dawid-skene").stratum is None  # without anchors: no strata at all
+    # every stratum anchored: nothing pooled; a threshold nobody reaches: one set of rates for all
+    assert pool_thin_strata(a, min_controls=0) is a
+    assert pool_thin_strata(a, min_controls=9).n_rate_groups == 1
+    # a fit of the pooled model gives rates per (worker, group) and its rows reach the estimator's input
+    s, e, _ = ds_fit(pooled, clamp_controls=True)
+    assert len(s) == pooled.n_rates
+    ka = keyed_answers(a, (s, e), [])
+    assert len(ka.sens) == 4 and ka.worker.max() < 4
+
+
+def test_a_thin_relation_borrows_the_rates_of_relations_judged_alike():
+    # strata 0 (easy) and 1 (hard) anchored by controls; 2 a rare hard relation, 3 a rare easy one, no controls:
+    # each joins the anchored stratum whose answers agree as often as its own
+    rng = np.random.default_rng(1)
+    rates = {0: EASY, 1: HARD, 2: HARD, 3: EASY}
+    n_items = {0: 200, 1: 200, 2: 15, 3: 15}
+    item, worker, yes, stratum, control = [], [], [], [], []
+    for h, n in n_items.items():
+        for j in range(n + (12 if h < 2 else 0)):
+            is_control = j >= n
+            truth = (j % 2 == 0) if is_control else rng.random() < 0.7
+            k = len(stratum)
+            stratum.append(h)
+            control.append(int(truth) if is_control else -1)
+            for w in rng.choice(6, 3, replace=False):
+                item.append(k)
+                worker.append(w)
+                yes.append(int(rng.random() < (rates[h][0] if truth else rates[h][1])))
+    a = VerifyAnswers(np.array(item), np.array(worker), np.array(yes), [str(i) for i in range(len(stratum))],
+                      np.array(control), 6, stratum=np.array(stratum), strata=4)
+    assert pool_thin_strata(a).rate_group.tolist() == [0, 1, 1, 0]
 
 
 def test_groups_merge_thin_strata_and_weights_follow_known_masses():

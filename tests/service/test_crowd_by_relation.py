@@ -54,7 +54,13 @@ def test_relation_dependent_crowd_through_the_service(shared_data, tmp_path, cap
     # (a hard relation's rates are weakly identified by 3 answers an item: its sensitivity is pulled up along the
     # likelihood's ridge; the false-positive rates, far apart, are not)
     assert hard and not fit["P17"]["weak"] and not fit["P131"]["weak"]
-    assert max(fit["P17"]["fpr"], fit["P131"]["fpr"]) < 0.3 < 0.4 < min(f["fpr"] for f in hard)
+    # relations with few controls share the rates of those whose answers agree alike (confusion.pool_thin_strata):
+    # P17 and P131 with the easy ones, the others in groups of their own; a group of weak relations anchored by
+    # about ten controls drifts along the ridge too (P27's group: 0.82 / 0.34 against a true 0.7 / 0.5)
+    assert fit["P27"]["pooled"] and fit["P150"]["pooled"]
+    assert (fit["P17"]["sens"], fit["P17"]["fpr"]) == pytest.approx((fit["P131"]["sens"], fit["P131"]["fpr"]),
+                                                                     abs=0.01)  # one group, workers' mixes apart
+    assert max(fit["P17"]["fpr"], fit["P131"]["fpr"]) < 0.1 < 0.3 < min(f["fpr"] for f in hard)
     assert min(fit["P17"]["separation"], fit["P131"]["separation"]) > max(f["separation"] for f in hard) + 0.2
     User.objects.create_user("org", password="pw-org-123", is_staff=True)
     client.login(username="org", password="pw-org-123")

@@ -262,8 +262,11 @@ def test_the_references_precision_interval_is_informative_with_gold_controls(sha
     """``unpooled evaluate --reference`` as the demo runs it (a simulated crowd of accuracy 0.8, 100 gold controls
     offered at the default share, 8 documents annotated exhaustively, the reference's 200 draws), on 30 Re-DocRED
     documents whose DocRED-original run is as good as the reference (true precision 1 for both): every verified
-    item is nearly always correct.  The reference's 90% precision interval is at most 0.3 wide and holds the
-    truth.  Before, the rates were taken from Dawid-Skene on those items alone (which cannot identify them) and
+    item is nearly always correct.  The reference's 90% precision interval is at most 0.45 wide and holds the
+    truth (0.3 while the rates' bootstrap refits started from the point fit's posteriors: started afresh, as the
+    point fit is, seed 2's false-positive rate, anchored by 6 wrong controls, ranges 0.19-0.61 over the refits and
+    its interval is [0.60, 1]; ``unpooled simulate reference``, 60 trials, crowd 0.75: width 0.25 -> 0.28 at 60
+    instances, 0.15 -> 0.17 at 1,500, coverage 0.98 -> 1.00 and 0.97 -> 0.97).  Before, the rates were taken from Dawid-Skene on those items alone (which cannot identify them) and
     the reference's precision was 0 in [0, 1] at both seeds; with the rates anchored by the controls
     (confusion.ITEMS_MIN_LR) seed 2's estimate of 1 still had [0.716, 1] (the votes' variance at the bound); now
     0.995 in [0.900, 1] and 1 in [0.817, 1]."""
@@ -279,7 +282,7 @@ def test_the_references_precision_interval_is_informative_with_gold_controls(sha
     human = rows[-1]
     assert code == 0 and human["run"] == "human reference" and human["draws"] == 200
     width = human["p_hi"] - human["p_lo"]
-    assert width < 0.3, {k: human[k] for k in ("p", "p_lo", "p_hi", "r", "truth")}
+    assert width < 0.45, {k: human[k] for k in ("p", "p_lo", "p_hi", "r", "truth")}
     details = Score.objects.filter(submission_id=human["submission"]).order_by("-id").first().details
     assert not any("no gold controls" in w for w in details["warnings"])
     # whether one run's interval holds the truth is a coin of 90%: that is what the runs of

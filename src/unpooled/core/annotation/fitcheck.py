@@ -24,7 +24,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.stats import chi2 as chi2_dist
 
-from .confusion import WEAK_SEPARATION, VerifyAnswers
+from .confusion import WEAK_SEPARATION, VerifyAnswers, pool_thin_strata
 #: merge the tail bins of the fit check until each expects at least this many items
 MIN_EXPECTED = 5.0
 #: a stratum with at least :data:`FEW_CONTROLS_ITEMS` items and fewer gold controls than this has rates anchored
@@ -50,6 +50,8 @@ class StratumFit:
     chi2: float
     df: int
     p_value: float
+    #: its rates are shared with other strata that have few gold controls (:func:`~.confusion.pool_thin_strata`)
+    pooled: bool = False
 
     @property
     def separation(self) -> float:
@@ -65,7 +67,7 @@ class StratumFit:
 
     def to_dict(self) -> dict:
         out = {k: getattr(self, k) for k in ("stratum", "items", "answers", "controls", "sens", "fpr", "prevalence",
-                                            "k", "chi2", "df", "p_value")}
+                                            "k", "chi2", "df", "p_value", "pooled")}
         return {**out, "observed": list(self.observed), "expected": [round(x, 2) for x in self.expected],
                 "separation": self.separation, "weak": self.weak, "few_controls": self.few_controls}
 
@@ -108,7 +110,12 @@ def stratum_fits(a: VerifyAnswers, sens, fpr) -> list[StratumFit]:
     sens = np.clip(np.asarray(sens, float), 1e-9, 1 - 1e-9)
     fpr = np.clip(np.asarray(fpr, float), 1e-9, 1 - 1e-9)
     item, yes = np.asarray(a.item), np.asarray(a.yes)
-    rows = a.rate_rows() if len(sens) == a.n_rates else np.asarray(a.worker, np.int64)
+    # the rows as the fit saw them: per stratum, thin strata pooled (:func:`~.confusion.pool_thin_strata`), or
+    # per worker
+    m = next((m for m in (a, pool_thin_strata(a)) if m.stratum is not None and m.n_rates == len(sens)), None)
+    rows = m.rate_rows() if m is not None else np.asarray(a.worker, np.int64)
+    shared = (np.zeros(a.n_strata, bool) if m is None or m.rate_group is None
+              else np.bincount(m.rate_group, minlength=m.n_rate_groups)[m.rate_group] > 1)
     st_item = np.zeros(a.n_items, np.int64) if a.stratum is None else np.asarray(a.stratum, np.int64)
     control = np.asarray(a.control)
     lam = np.bincount(item, weights=np.where(yes == 1, np.log(sens[rows]) - np.log(fpr[rows]),
@@ -132,7 +139,8 @@ def stratum_fits(a: VerifyAnswers, sens, fpr) -> list[StratumFit]:
         stat, df, p = _pearson(obs, law.sum(0))
         out.append(StratumFit(h, len(real), int(on.sum()), int(((st_item == h) & (control >= 0)).sum()),
                               float(sens[rows[on]].mean()), float(fpr[rows[on]].mean()), rho, k,
-                              tuple(int(x) for x in obs), tuple(float(x) for x in law.sum(0)), stat, df, p))
+                              tuple(int(x) for x in obs), tuple(float(x) for x in law.sum(0)), stat, df, p,
+                              bool(shared[h])))
     return out
 
 

@@ -271,7 +271,7 @@ def _rates(cell: Cell, st: np.ndarray, rng, acc: float | None = None):
 
 
 def _votes(cell: Cell, labelled, f, U, rng, st=None, *, use_strata: bool = True):
-    from ..annotation.confusion import VerifyAnswers, fit_preferred
+    from ..annotation.confusion import VerifyAnswers, fit_preferred, model_answers
     from ..estimators.noisy import crowd_votes
 
     st = np.zeros(U, np.int64) if st is None else st
@@ -302,7 +302,7 @@ def _votes(cell: Cell, labelled, f, U, rng, st=None, *, use_strata: bool = True)
     sens, fpr = (np.clip(np.asarray(x, float), 1e-6, 1 - 1e-6) for x in point)
     sr = np.array([r[0] for r in reps]) if len(reps) > 1 else None
     fr = np.array([r[1] for r in reps]) if len(reps) > 1 else None
-    rows = a.rate_rows()[:len(it)]
+    rows = model_answers(a, source).rate_rows()[:len(it)]  # the confusion rows as the fit saw them
     return crowd_votes(it, rows, yes, sens, fpr, sr, fr, n_items=U, strata=st if strat else None)
 
 

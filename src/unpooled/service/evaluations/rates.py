@@ -175,7 +175,9 @@ def _extends(old: VerifyAnswers, new: VerifyAnswers) -> bool:
     return (np.array_equal(new.answer_ids[:n], old.answer_ids) and np.array_equal(new.task_ids[:n], old.task_ids)
             and np.array_equal(new.annotator_ids[:n], old.annotator_ids) and np.array_equal(new.yes[:n], old.yes)
             and np.array_equal(new.control[:old.n_items], old.control) and new.n_strata == old.n_strata
-            and old.relation_strata == new.relation_strata)
+            and old.relation_strata == new.relation_strata
+            and (old.rate_group is None) == (new.rate_group is None)
+            and (old.rate_group is None or np.array_equal(old.rate_group, new.rate_group)))
 
 
 

@@ -20,6 +20,7 @@ from django.urls import reverse
 from django.utils import timezone
 from django.views.decorators.http import require_POST
 
+from unpooled.core.annotation.confusion import MIN_STRATUM_CONTROLS
 from unpooled.core.annotation.fitcheck import WEAK_SEPARATION
 from unpooled.core.sampling import FEW_DOCUMENTS, small_sample_warning
 from unpooled.core.sampling.documents import COVERAGE_BELOW
@@ -181,7 +182,8 @@ def annotation(request):
         stalled = console.stalled_tasks(corpus)
         ctx.update(st=annotation_status(corpus), stalled=stalled, budget=console.corpus_budget(corpus),
                    submissions=console.submission_rows(corpus), alerts=console.alerts(corpus, stalled=stalled),
-                   crowd_fit=crowd_fit(corpus), weak_separation=WEAK_SEPARATION)
+                   crowd_fit=crowd_fit(corpus), weak_separation=WEAK_SEPARATION,
+                   min_stratum_controls=MIN_STRATUM_CONTROLS)
     return render(request, "annotation/organiser.html", ctx)
 
 
