@@ -70,8 +70,8 @@ WEAK_SEPARATION = 0.4
 ITEMS_MIN_LR = 9.21
 #: bootstrap replicates of the confusions behind every published interval
 REPLICATES = 100
-#: a stratum has rates of its own only with at least this many answered gold controls of each class; the strata
-#: with fewer share one set (:func:`pool_thin_strata`)
+#: a stratum has rates of its own only with at least this many answered gold controls of each class; one with
+#: fewer joins a learned group (:func:`pool_thin_strata`)
 MIN_STRATUM_CONTROLS = 3
 
 
@@ -395,8 +395,8 @@ def pool_thin_strata(a: VerifyAnswers, min_controls: int = MIN_STRATUM_CONTROLS)
     a correct item of a 0.97/0.07 relation, 0.63 of a 0.75/0.45 one), so a rare hard relation borrows from the
     hard ones and a rare easy one from the easy ones.  One set of rates for every thin relation instead mixed
     them: 100 coverage runs on Re-DocRED with 16 relations judged at 0.75/0.45 and the others at 0.97/0.07,
-    precision coverage 0.22 and 0.31 for the two systems (0.84 and 0.82 with the learned groups).  Groups are numbered in order of their first stratum; applying it
-    twice changes nothing."""
+    precision coverage 0.22 and 0.31 for the two systems (0.84 and 0.82 with the learned groups).  Groups are
+    numbered in order of their first stratum; applying it twice changes nothing."""
     if a.stratum is None:
         return a
     H = a.n_strata
@@ -711,6 +711,13 @@ def fit_preferred(a: VerifyAnswers, *, replicates: int = REPLICATES, rng=0, shri
     return source, got[0], got[1] or []
 
 
+def fitted_view(a: VerifyAnswers, n_rates: int) -> VerifyAnswers | None:
+    """``a`` as the fit that gave ``n_rates`` confusion rows saw it (:func:`model_answers`): as it is, with its thin
+    strata pooled, or without strata (no anchors); None when none has that many rows."""
+    return next((m for m in (a, model_answers(a, "semi"), model_answers(a, "dawid-skene")) if m.n_rates == n_rates),
+                None)
+
+
 def keyed_answers(a: VerifyAnswers, point: tuple, reps: list):
     """The non-control answers of ``a`` by instance key with the confusions ``point`` and their replicates
     ``reps``: the estimator's input (:class:`unpooled.core.estimators.noisy.KeyedAnswers`); each answer's
@@ -718,9 +725,7 @@ def keyed_answers(a: VerifyAnswers, point: tuple, reps: list):
     places the universe's instances in strata by their relation."""
     from ..estimators.noisy import KeyedAnswers
 
-    # as the source's model saw them (:func:`model_answers`): thin strata pooled, or without strata (no anchors)
-    a = next((m for m in (model_answers(a, "semi"), model_answers(a, "dawid-skene")) if m.n_rates == len(point[0])),
-             a)
+    a = fitted_view(a, len(point[0])) or a
     real = np.asarray(a.control)[a.item] < 0
     keys = tuple(a.item_keys[i] for i in np.asarray(a.item)[real].tolist())
     sens, fpr = (np.clip(np.asarray(x, float), 1e-9, 1 - 1e-9) for x in point)

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.stats import chi2 as chi2_dist
 
-from .confusion import WEAK_SEPARATION, VerifyAnswers, pool_thin_strata
+from .confusion import WEAK_SEPARATION, VerifyAnswers, fitted_view
 #: merge the tail bins of the fit check until each expects at least this many items
 MIN_EXPECTED = 5.0
 #: a stratum with at least :data:`FEW_CONTROLS_ITEMS` items and fewer gold controls than this has rates anchored
@@ -110,9 +110,7 @@ def stratum_fits(a: VerifyAnswers, sens, fpr) -> list[StratumFit]:
     sens = np.clip(np.asarray(sens, float), 1e-9, 1 - 1e-9)
     fpr = np.clip(np.asarray(fpr, float), 1e-9, 1 - 1e-9)
     item, yes = np.asarray(a.item), np.asarray(a.yes)
-    # the rows as the fit saw them: per stratum, thin strata pooled (:func:`~.confusion.pool_thin_strata`), or
-    # per worker
-    m = next((m for m in (a, pool_thin_strata(a)) if m.stratum is not None and m.n_rates == len(sens)), None)
+    m = fitted_view(a, len(sens))  # the rows as the fit saw them (thin strata pooled, or one set per worker)
     rows = m.rate_rows() if m is not None else np.asarray(a.worker, np.int64)
     shared = (np.zeros(a.n_strata, bool) if m is None or m.rate_group is None
               else np.bincount(m.rate_group, minlength=m.n_rate_groups)[m.rate_group] > 1)
