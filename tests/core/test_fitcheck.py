@@ -56,3 +56,20 @@ def test_difficulty_no_stratum_explains_shows_as_a_misfit_with_enough_answers():
     a = _answers(2, n=4000, k=5)
     _, (s, e), _ = fit_preferred(a, replicates=0)
     assert min(f.p_value for f in stratum_fits(a, s, e)) > 1e-3
+
+
+def test_a_stratum_whose_replicates_reach_weak_is_named_weak():
+    """The separation of a hard stratum anchored by few controls is uncertain: its bootstrap replicates' lower
+    quantile names it weak even where the point fit lands above the bar; an easy stratum stays clear of it."""
+    a = _answers(3, n=300)
+    a = type(a)(a.item, a.worker, a.yes, a.item_keys, np.where(np.arange(300) < 30, a.control, -1), a.n_workers,
+                stratum=a.stratum, strata=2)
+    _, (s, e), reps = fit_preferred(a, replicates=50, rng=0)
+    easy, hard = stratum_fits(a, s, e, reps=reps)
+    assert hard.separation_lo < hard.separation and hard.separation_lo < 0.4 and hard.weak
+    assert easy.separation_lo > 0.6 and not easy.weak
+    assert hard.to_dict()["separation_lo"] == hard.separation_lo
+    # the same fit, its point separation moved above the bar: still weak by its replicates
+    lifted = type(hard)(**{**{k: getattr(hard, k) for k in hard.__dataclass_fields__}, "sens": hard.fpr + 0.45})
+    assert lifted.separation > 0.4 and lifted.weak
+    assert stratum_fits(a, s, e)[1].separation_lo is None  # without replicates: the point fit alone

@@ -123,6 +123,29 @@ def test_a_thin_relation_borrows_the_rates_of_relations_judged_alike():
     assert pool_thin_strata(a).rate_group.tolist() == [0, 1, 1, 0]
 
 
+def test_a_relation_seen_only_in_controls_joins_by_what_its_controls_say():
+    # strata 0 (easy) and 1 (hard, the most items) anchored; 2 an easy and 3 a hard relation seen only in gold
+    # controls, each answered once (no two answers about one item): placed by the agreement their control answers
+    # imply, not all with the relation of the most items
+    rng = np.random.default_rng(2)
+    item, worker, yes, stratum, control = [], [], [], [], []
+    for h, rates, n, n_ctrl in ((0, EASY, 100, 12), (1, HARD, 300, 12), (2, EASY, 0, 4), (3, HARD, 0, 4)):
+        for j in range(n + n_ctrl):
+            is_control = j >= n
+            truth = (j % 2 == 0) if is_control else rng.random() < 0.7
+            k = len(stratum)
+            stratum.append(h)
+            control.append(int(truth) if is_control else -1)
+            p_yes = (rates[0] if truth else rates[1]) if h != 3 else (1.0 - truth)  # 3: every control answered wrong
+            for w in rng.choice(6, 1 if is_control else 3, replace=False):
+                item.append(k)
+                worker.append(w)
+                yes.append(int(rng.random() < p_yes))
+    a = VerifyAnswers(np.array(item), np.array(worker), np.array(yes), [str(i) for i in range(len(stratum))],
+                      np.array(control), 6, stratum=np.array(stratum), strata=4)
+    assert pool_thin_strata(a).rate_group.tolist() == [0, 1, 0, 1]
+
+
 def test_groups_merge_thin_strata_and_weights_follow_known_masses():
     import scipy.sparse as sp
 
@@ -167,3 +190,24 @@ def test_strata_remove_the_bias_of_a_crowd_whose_accuracy_depends_on_the_relatio
     for k in ("p", "r", "f1"):
         lo, hi = (x[0] for x in getattr(by_type, f"{k}_ci"))
         assert hi - lo < 2 * 1.645 * getattr(by_type, f"{k}_se")[0] * 1.3
+
+
+def test_a_learned_group_s_controls_follow_its_items_mix():
+    from dataclasses import replace
+
+    from unpooled.core.annotation.confusion import control_mix_weights
+
+    # one group of strata 0 (90 items, 2 wrong controls) and 1 (10 items, 8 wrong controls) and 2 (3 wrong controls,
+    # no items): the 13 wrong controls weigh 9 : 1 : 0 by stratum, in total still 13; the right ones likewise
+    stratum = np.array([0] * 90 + [1] * 10 + [0] * 2 + [1] * 8 + [2] * 3 + [0] * 4 + [1] * 4)
+    control = np.array([-1] * 100 + [0] * 13 + [1] * 8)
+    item = np.arange(len(stratum))
+    a = VerifyAnswers(item, np.zeros(len(item), np.int64), np.ones(len(item), np.int64),
+                      [str(i) for i in item], control, 1, stratum=stratum, strata=3)
+    assert control_mix_weights(a) is None  # every stratum with rates of its own
+    w = control_mix_weights(replace(a, rate_group=np.zeros(3, np.int64)))
+    assert w[:100].tolist() == [1.0] * 100
+    wrong, right = w[100:113], w[113:]
+    assert wrong[:2] == pytest.approx([5.85, 5.85]) and wrong[2:10] == pytest.approx([0.1625] * 8)
+    assert wrong[10:].tolist() == [0.0] * 3 and wrong.sum() == pytest.approx(13)
+    assert right[:4] == pytest.approx([1.8] * 4) and right[4:] == pytest.approx([0.2] * 4)

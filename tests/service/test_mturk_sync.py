@@ -146,3 +146,57 @@ def test_backend_for_follows_the_settings(corpus, stubbed):
     assert isinstance(sim, SimulatedBackend)
     assert sim.collect(corpus)["answers"] == 6
     assert not Task.objects.filter(corpus=corpus, status=Task.Status.OPEN).exists()
+
+
+def test_more_answers_extend_the_hit(corpus, stubbed):
+    """A closed item of a relation the crowd judges weakly, asked for more answers, opens again and its HIT takes
+    the missing assignments for another lifetime; an item of another relation, or asked twice, costs nothing."""
+    from datetime import datetime, timezone
+
+    from django.utils import timezone as dj_tz
+
+    from unpooled.service.annotation.models import TaskRequest
+
+    backend, stub = stubbed
+    t1, t2 = Task.objects.filter(corpus=corpus).order_by("priority", "id")
+    h1, h2 = "3" + "A" * 29, "3" + "B" * 29
+    for t, h in ((t1, h1), (t2, h2)):
+        stub.add_response("create_hit", {"HIT": _hit(h, item_token(t))}, {
+            "MaxAssignments": 3, "Title": ANY, "Description": ANY, "Keywords": ANY, "Reward": "0.05",
+            "AssignmentDurationInSeconds": ANY, "LifetimeInSeconds": ANY, "AutoApprovalDelayInSeconds": ANY,
+            "Question": ANY, "RequesterAnnotation": item_token(t), "UniqueRequestToken": ANY,
+            "QualificationRequirements": ANY})
+    assert publish(corpus, backend, "https://unpooled.example").created == 2
+    Task.objects.filter(pk=t1.pk).update(status=Task.Status.COMPLETE, completed=dj_tz.now())
+    Hit.objects.filter(task=t1).update(status="expired")
+    sub = TaskRequest.objects.get(task=t1).submission
+    st = actions.settings_for(corpus)
+    committed = actions.submission_committed_cents(sub)
+    assert t1.group != t2.group
+    weak = {t1.group}
+    res = actions.request_more_answers(sub, weak)
+    t1.refresh_from_db()
+    extra = st.answers_weak_relation - st.answers_per_item
+    assert res.more_answers == 1 and res.more_answers_cents == extra * st.reward_verify_cents
+    assert t1.status == Task.Status.OPEN and t1.answers_needed == st.answers_weak_relation and t1.completed is None
+    assert actions.submission_committed_cents(sub) == committed + res.more_answers_cents
+    assert actions.request_more_answers(sub, weak).more_answers == 0  # asked once
+    stub.add_response("create_additional_assignments_for_hit", {},
+                      {"HITId": h1, "NumberOfAdditionalAssignments": extra, "UniqueRequestToken": ANY})
+    stub.add_response("get_hit", {"HIT": {**_hit(h1, item_token(t1)), "Expiration": datetime(2015, 1, 1,
+                                                                                             tzinfo=timezone.utc)}},
+                      {"HITId": h1})
+    stub.add_response("update_expiration_for_hit", {}, {"HITId": h1, "ExpireAt": ANY})
+    rep = publish(corpus, backend, "https://unpooled.example")
+    stub.assert_no_pending_responses()
+    assert rep.created == 0 and rep.extended == 1 and not rep.errors
+    hit = Hit.objects.get(task=t1)
+    assert hit.max_assignments == st.answers_weak_relation and hit.status == "posted"
+    assert publish(corpus, backend, "https://unpooled.example").extended == 0  # once
+    # over the submission's budget: nothing is asked, and the request says so
+    Task.objects.filter(pk=t2.pk).update(status=Task.Status.COMPLETE)
+    st.submission_budget_cents = actions.submission_committed_cents(sub)
+    st.save()
+    res = actions.request_more_answers(sub, {t2.group})
+    assert res.more_answers == 0 and res.over_budget == 1
+    assert Task.objects.get(pk=t2.pk).status == Task.Status.COMPLETE

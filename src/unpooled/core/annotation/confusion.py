@@ -412,19 +412,23 @@ def pool_thin_strata(a: VerifyAnswers, min_controls: int = MIN_STRATUM_CONTROLS)
     full = (pos >= min_controls) & (neg >= min_controls)
     if full.all() and a.rate_group is None:
         return a
-    group = _merge_thin(pos, neg, *_pair_counts(a, st, H), min_controls)
+    group = _merge_thin(pos, neg, *_pair_counts(a, st, H), *_control_counts(a, st, H), min_controls)
     base = np.arange(a.n_strata) if a.rate_group is None else np.asarray(a.rate_group, np.int64)
     return replace(a, rate_group=group[base])
 
 
-def _merge_thin(pos, neg, same, pairs, min_controls: int) -> np.ndarray:
+def _merge_thin(pos, neg, same, pairs, ctrl_ok, ctrl_n, min_controls: int) -> np.ndarray:
     """Per stratum its group: strata without ``min_controls`` controls of each class, the smallest first (fewest
     pairs of answers), join the group whose answers agree most like theirs (the share of agreeing pairs of answers
-    about one item: high where the crowd judges well, low where it does not); a stratum without two answers about
-    one item joins the group with the most pairs.  Groups numbered in order of their first stratum."""
+    about one item: high where the crowd judges well, low where it does not).  A stratum without two answers about
+    one item (a rare relation seen only in gold controls, each answered once) joins the group under whose share of
+    right control answers its own (``ctrl_ok`` right of ``ctrl_n``) are likeliest (joining the group with the most
+    pairs instead put every such relation, easy ones too, with the hard relation that had the most items, and
+    diluted its anchors); without either, the group with the most pairs.  Groups numbered in order of their first
+    stratum."""
     H = len(pos)
     members = {h: [h] for h in range(H)}
-    stats = {h: np.array([pos[h], neg[h], same[h], pairs[h]], float) for h in range(H)}
+    stats = {h: np.array([pos[h], neg[h], same[h], pairs[h], ctrl_ok[h], ctrl_n[h]], float) for h in range(H)}
 
     def thin(g):
         return stats[g][0] < min_controls or stats[g][1] < min_controls
@@ -432,22 +436,38 @@ def _merge_thin(pos, neg, same, pairs, min_controls: int) -> np.ndarray:
     def agree(g):
         return stats[g][2] / stats[g][3] if stats[g][3] > 0 else math.nan
 
+    def loglik(g, o):  # g's control answers under o's (Jeffreys-smoothed) share of right ones
+        q = (stats[o][4] + 0.5) / (stats[o][5] + 1)
+        return stats[g][4] * math.log(q) + (stats[g][5] - stats[g][4]) * math.log1p(-q)
+
     while len(members) > 1:
         weak = [g for g in members if thin(g)]
         if not weak:
             break
         g = min(weak, key=lambda x: (stats[x][3], x))
         others = [o for o in members if o != g]
-        if math.isnan(agree(g)):
-            to = max(others, key=lambda o: (stats[o][3], -o))
-        else:
+        if not math.isnan(agree(g)):
             to = min(others, key=lambda o: (abs(agree(o) - agree(g)) if not math.isnan(agree(o)) else 2.0, o))
+        elif stats[g][5] > 0:
+            to = max(others, key=lambda o: (loglik(g, o), -o))
+        else:
+            to = max(others, key=lambda o: (stats[o][3], -o))
         members[to] += members.pop(g)
         stats[to] = stats[to] + stats.pop(g)
     out = np.zeros(H, np.int64)
     for code, g in enumerate(sorted(members, key=lambda x: min(members[x]))):
         out[members[g]] = code
     return out
+
+
+def _control_counts(a: VerifyAnswers, st: np.ndarray, H: int) -> tuple[np.ndarray, np.ndarray]:
+    """Per stratum, the answers about gold controls that were right, and all of them."""
+    item = np.asarray(a.item, np.int64)
+    ctrl = np.asarray(a.control)[item]
+    on = ctrl >= 0
+    right = np.asarray(a.yes)[on] == ctrl[on]
+    s = st[item][on]
+    return np.bincount(s, weights=right.astype(float), minlength=H), np.bincount(s, minlength=H).astype(float)
 
 
 def _pair_counts(a: VerifyAnswers, st: np.ndarray, H: int) -> tuple[np.ndarray, np.ndarray]:
@@ -497,22 +517,28 @@ def _fit_confusions(a: VerifyAnswers, source: str, replicates: int, rng, shrinka
             return None
         return _fit_confusions(sub, "dawid-skene", replicates, rng, shrinkage, point_only)
     if source == "controls":
-        got = control_confusions(a, shrinkage=shrinkage)
+        cw = control_mix_weights(a)
+        cw = None if cw is None else cw[a.item]  # per answer
+        got = control_confusions(a, cw, shrinkage=shrinkage)
         if got is None:
             return None
-        fit = lambda w: control_confusions(a, w, shrinkage=shrinkage)  # noqa: E731
+
+        def fit(w):
+            return control_confusions(a, w if cw is None else w * cw, shrinkage=shrinkage)
     else:
         if source == "semi" and not ((a.control == 0).any() and (a.control == 1).any()):
             return None
         clamp = source == "semi"
-        got = ds_fit(a, clamp_controls=clamp, shrinkage=shrinkage)[:2]
+        cw = control_mix_weights(a) if clamp else None
+        got = ds_fit(a, cw, clamp_controls=clamp, shrinkage=shrinkage)[:2]
         # each replicate starts where the point fit did (from the vote shares), not from its posteriors: where the
         # likelihood has a ridge (no controls, or a stratum with few controls and a weak crowd) a warm start kept
         # every replicate near the point fit's end of it and their spread understated the fit's (60 worlds,
         # precision coverage: crowd 0.7 on items, 0.95 on controls, rates from the items 0.67 -> 0.90; hard-heavy
         # relations with mostly easy controls 0.80 -> 0.95).  Strata without anchors share their rates
         # (:func:`pool_thin_strata`), so the refits have one optimum to return to
-        fit = lambda w: ds_fit(a, w, clamp_controls=clamp, shrinkage=shrinkage)[:2]  # noqa: E731
+        def fit(w):
+            return ds_fit(a, w if cw is None else w * cw, clamp_controls=clamp, shrinkage=shrinkage)[:2]
     point = tuple(got)
     if point_only or not replicates:
         return point, None
@@ -524,6 +550,35 @@ def _fit_confusions(a: VerifyAnswers, source: str, replicates: int, rng, shrinka
         if conf is not None:
             reps.append(tuple(conf))
     return point, reps
+
+
+def control_mix_weights(a: VerifyAnswers) -> np.ndarray | None:
+    """Per item a weight: 1 for an item to verify; for a gold control, the weight that makes the controls of its
+    class in its rate group (:func:`pool_thin_strata`) follow the mix of strata of the group's items (a control of
+    a relation the group has no items of: 0).  A learned group's rates are anchored by its controls: unweighted,
+    the controls of the rare easy relations that joined a hard one's group pulled its false-positive rate down
+    (0.36 said by the group's wrong controls, 0.45 true for the hard relation that held 95% of its items).  The
+    controls of each class keep their total weight.  None when no stratum shares its rates."""
+    if a.rate_group is None or a.stratum is None:
+        return None
+    st = np.asarray(a.stratum, np.int64)
+    grp = np.asarray(a.rate_group, np.int64)
+    H, G = a.n_strata, a.n_rate_groups
+    ctrl = np.asarray(a.control)
+    answered = np.zeros(a.n_items, bool)
+    answered[np.asarray(a.item, np.int64)] = True
+    n_items = np.bincount(st[answered & (ctrl < 0)], minlength=H).astype(float)
+    w = np.ones(a.n_items)
+    for c in (0, 1):
+        on = answered & (ctrl == c)
+        n_ctrl = np.bincount(st[on], minlength=H).astype(float)
+        covered = np.where(n_ctrl > 0, n_items, 0.0)           # items of strata that have such controls
+        items_g = np.bincount(grp, weights=covered, minlength=G)
+        ctrl_g = np.bincount(grp, weights=n_ctrl, minlength=G)
+        target = np.where(items_g[grp] > 0, ctrl_g[grp] * covered / np.maximum(items_g[grp], 1e-12), n_ctrl)
+        per = np.where(n_ctrl > 0, target / np.maximum(n_ctrl, 1e-12), 1.0)
+        w[on] = per[st[on]]
+    return w
 
 
 def _bootstrap_answers(a: VerifyAnswers, gen) -> np.ndarray:

@@ -166,12 +166,8 @@ def request_verification(sub: Submission, instance_ids, *, now=None, of_corpus: 
     res = RequestResult(keys=len(by_key))
     done = labelled_keys(corpus, [i.key_hash for i in by_key.values()])
     k_weak = max(st.answers_per_item, st.answers_weak_relation)
-    limit = getattr(SubmissionBudget.objects.filter(submission=sub).first(), "limit_cents", None)
-    if limit is None:
-        limit = st.submission_budget_cents
     with transaction.atomic():
-        sub_left = None if limit is None else limit - submission_committed_cents(sub)
-        corpus_left = None if st.budget_cents is None else st.budget_cents - corpus_committed_cents(corpus)
+        sub_left, corpus_left = _budget_left(sub, st)
         for key, inst in by_key.items():
             if inst.key_hash in done and Label.objects.filter(corpus=corpus, key_hash=inst.key_hash, key=key).exists():
                 res.reused += 1
@@ -206,6 +202,52 @@ def request_verification(sub: Submission, instance_ids, *, now=None, of_corpus: 
                 sub_left -= cost
             if corpus_left is not None:
                 corpus_left -= cost
+    return res
+
+
+def _budget_left(sub: Submission, st: AnnotationSettings) -> tuple[int | None, int | None]:
+    """What the submission's and the corpus's budgets still allow (None: no limit)."""
+    limit = getattr(SubmissionBudget.objects.filter(submission=sub).first(), "limit_cents", None)
+    if limit is None:
+        limit = st.submission_budget_cents
+    sub_left = None if limit is None else limit - submission_committed_cents(sub)
+    corpus_left = None if st.budget_cents is None else st.budget_cents - corpus_committed_cents(sub.corpus)
+    return sub_left, corpus_left
+
+
+def request_more_answers(sub: Submission, weak_relations) -> RequestResult:
+    """Ask for ``answers_weak_relation`` answers on the verification tasks ``sub`` created for instances of
+    ``weak_relations`` that were asked with fewer (before the crowd's answers showed the relation weak): an item
+    already answered reopens for the missing answers.  Idempotent; within the budgets like
+    :func:`request_verification`, whose ``more_answers`` and ``more_answers_cents`` it fills.  Tasks that ``sub``
+    joined or whose labels it reused are left to the submissions that asked for them."""
+    st = settings_for(sub.corpus)
+    k_weak = st.answers_weak_relation
+    res = RequestResult()
+    if not weak_relations or k_weak <= st.answers_per_item:
+        return res
+    mine = (TaskRequest.objects.filter(submission=sub, committed_cents__gt=0, task__kind=Kind.VERIFY,
+                                       task__is_control=False, task__group__in=sorted(weak_relations),
+                                       task__answers_needed__lt=k_weak)
+            .exclude(task__status=Task.Status.CANCELLED).select_related("task").order_by("task_id"))
+    with transaction.atomic():
+        sub_left, corpus_left = _budget_left(sub, st)
+        for req in mine:
+            task = req.task
+            cost = (k_weak - task.answers_needed) * st.reward_verify_cents
+            if (sub_left is not None and sub_left < cost) or (corpus_left is not None and corpus_left < cost):
+                res.over_budget += 1
+                res.over_budget_keys.append(task.key)
+                continue
+            if not Task.objects.filter(pk=task.pk, answers_needed=task.answers_needed).update(
+                    answers_needed=k_weak, status=Task.Status.OPEN, completed=None):
+                continue  # raised meanwhile by another request
+            TaskRequest.objects.filter(pk=req.pk).update(committed_cents=F("committed_cents") + cost)
+            res.more_answers += 1
+            res.more_answers_cents += cost
+            res.committed_cents += cost
+            sub_left = None if sub_left is None else sub_left - cost
+            corpus_left = None if corpus_left is None else corpus_left - cost
     return res
 
 

@@ -126,7 +126,7 @@ def lease_next(annotator: Annotator, *, kind: str | None = None, corpus: Corpus 
 
     A task is available while its active leases plus its counted answers are fewer than
     its ``answers_needed``.  With probability ``control_share`` a gold control the
-    annotator has not seen comes first.  Returns the annotator's current unexpired lease
+    annotator has not seen comes first (a random one of them).  Returns the annotator's current unexpired lease
     if there is one (a reload does not take a second item).
     """
     now = now or timezone.now()
@@ -154,11 +154,15 @@ def lease_next(annotator: Annotator, *, kind: str | None = None, corpus: Corpus 
     if kind in (None, Kind.VERIFY):
         st_share = _control_share(corpus)
         if st_share > 0 and rng.random() < st_share:
-            candidates.append(base.filter(is_control=True).order_by("id"))
+            # in an order of the annotator's own: every control gets answered (each anchors its relation's rates),
+            # not the same first few by everyone, and nobody can tell which control comes next
+            ids = list(base.filter(is_control=True).order_by("id").values_list("pk", flat=True))
+            candidates.append([ids[i] for i in rng.permutation(len(ids))[:20].tolist()])
     candidates.append(base.filter(is_control=False).annotate(active=Count("assignments", filter=_active_filter()))
-                      .filter(active__lt=F("answers_needed")).order_by("priority", "id"))
-    for qs in candidates:
-        for task_id in qs.values_list("pk", flat=True)[:20]:
+                      .filter(active__lt=F("answers_needed")).order_by("priority", "id")
+                      .values_list("pk", flat=True)[:20])
+    for ids in candidates:
+        for task_id in ids:
             got = _try_lease(task_id, annotator, now)
             if got is not None:
                 return got

@@ -21,6 +21,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from django.db import transaction
+from django.db.models import F
 
 from unpooled.service.annotation import actions, hits
 from unpooled.service.annotation.models import Assignment, Backend, Hit, Kind, Task
@@ -62,6 +63,7 @@ class SyncReport:
     rejected: int = 0
     adopted: int = 0
     confirmed: int = 0
+    extended: int = 0       # HITs given more assignments (their task asked for more answers)
     errors: list[str] = field(default_factory=list)
 
     def to_dict(self) -> dict:
@@ -119,7 +121,28 @@ def publish(corpus: Corpus, backend: MTurkBackend, base_url: str, *, limit: int 
             continue
         Hit.objects.filter(pk=hit.pk).update(hit_id=got["HITId"], status="posted")
         rep.created += 1
+    _extend(corpus, backend, rep)
     return rep
+
+
+def _extend(corpus: Corpus, backend: MTurkBackend, rep: SyncReport) -> None:
+    """Open tasks that now need more answers than their HIT takes (an item of a relation the crowd judges weakly,
+    asked again: :func:`unpooled.service.annotation.actions.request_more_answers`): more assignments on the same HIT,
+    open for another lifetime (an expired HIT takes workers again)."""
+    hits = (Hit.objects.filter(task__corpus=corpus, task__status=Task.Status.OPEN,
+                               max_assignments__lt=F("task__answers_needed"))
+            .exclude(hit_id="").select_related("task").order_by("id"))
+    for hit in hits:
+        n = hit.task.answers_needed
+        try:
+            backend.extend_hit(hit.hit_id, extra_assignments=n - hit.max_assignments,
+                               extra_seconds=backend.config.lifetime_seconds,
+                               request_token=request_token("task", hit.task_id, n))
+        except Exception as exc:  # recorded; the next publish tries again
+            rep.errors.append(f"task {hit.task_id}: {exc}")
+            continue
+        Hit.objects.filter(pk=hit.pk).update(max_assignments=n, status="posted")
+        rep.extended += 1
 
 
 def collect(corpus: Corpus, backend: MTurkBackend) -> SyncReport:

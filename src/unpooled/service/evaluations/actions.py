@@ -241,13 +241,16 @@ def evaluate(corpus: Corpus, *, crowd=None, labels: int = 150, documents: int = 
         reuse[sub.pk][1] += res.reused + res.joined
 
     def answer():
-        from .lifecycle import quiet
+        from .lifecycle import ask_more_answers, quiet
 
         with quiet():  # this run scores by itself: no separate re-scoring per label batch
-            if crowd is not None:
-                crowd.publish(corpus)
-                crowd.collect(corpus)
-            reaggregate(corpus)
+            for _ in range(10):  # the answers may show relations the crowd judges weakly: more answers on those
+                if crowd is not None:
+                    crowd.publish(corpus)
+                    crowd.collect(corpus)
+                reaggregate(corpus)
+                if not [sub for sub in pending if ask_more_answers(sub)]:
+                    break
 
     for sub in pending:
         ask(sub, labels)

@@ -77,6 +77,8 @@ class BulkSimulatedCrowd:
                         .order_by("id"))
         seen = {a.pk: set(Assignment.objects.filter(annotator=a).values_list("task_id", flat=True))
                 for a in crowd.annotators}
+        # each annotator meets the controls in an order of their own, as the lease queue offers them
+        order = {a.pk: [controls[j] for j in self.rng.permutation(len(controls)).tolist()] for a in crowd.annotators}
         now = timezone.now()
         before = self.answers
 
@@ -111,7 +113,7 @@ class BulkSimulatedCrowd:
                     ann = crowd.annotators[i]
                     # a lease is a control with probability `share` (while unseen controls remain)
                     while share > 0 and self.rng.random() < share:
-                        c = next((c for c in controls if c.pk not in seen[ann.pk]), None)
+                        c = next((c for c in order[ann.pk] if c.pk not in seen[ann.pk]), None)
                         if c is None:
                             break
                         give(i, c)

@@ -189,16 +189,41 @@ def _request(sub: Submission, *, first: bool) -> None:
         labels["reused"] = res.reused
     labels["joined"] = TaskRequest.objects.filter(submission=sub, committed_cents=0).count()
     labels["over_budget"] = res.over_budget
-    if res.more_answers:  # new tasks of relations the crowd judges weakly, with more answers each
-        labels["more_answers"] = labels.get("more_answers", 0) + res.more_answers
-        labels["more_answers_cents"] = labels.get("more_answers_cents", 0) + res.more_answers_cents
+    plan["labels"] = labels
+    Submission.objects.filter(pk=sub.pk).update(plan=plan)
+    sub.plan = plan
+    _note_more_answers(sub, res)
+
+
+def _note_more_answers(sub: Submission, res) -> None:
+    """Count in ``sub``'s plan the items of relations the crowd judges weakly asked with more answers each."""
+    if not res.more_answers:
+        return
+    plan = dict(sub.plan or {})
+    labels = dict(plan.get("labels") or {})
+    labels["more_answers"] = labels.get("more_answers", 0) + res.more_answers
+    labels["more_answers_cents"] = labels.get("more_answers_cents", 0) + res.more_answers_cents
     plan["labels"] = labels
     Submission.objects.filter(pk=sub.pk).update(plan=plan)
     sub.plan = plan
 
 
+def ask_more_answers(sub: Submission) -> bool:
+    """``sub``'s items of relations its answers so far show the crowd judging weakly, asked before that was
+    known, get ``answers_weak_relation`` answers each (:func:`~unpooled.service.annotation.actions.
+    request_more_answers`); True when some were asked (their tasks are open again)."""
+    from unpooled.service.annotation.actions import request_more_answers
+
+    from . import rates
+
+    res = request_more_answers(sub, rates.weak_relations(sub.corpus))
+    _note_more_answers(sub, res)
+    return res.more_answers > 0
+
+
 def top_up(sub: Submission) -> bool:
-    """The pilot's labels are in: plan each level again with them and draw what is missing.
+    """The pilot's labels are in: plan each level again with them and draw what is missing, and ask for more
+    answers on items of relations the crowd turned out to judge weakly (:func:`ask_more_answers`).
 
     Each level's plan records its ``round``; a level past :data:`SAMPLING_ROUNDS` (or planned
     before rounds existed) is left alone.  True when new draws were made (their verification is
@@ -218,9 +243,10 @@ def top_up(sub: Submission) -> bool:
         Submission.objects.filter(pk=sub.pk).update(plan=plan)
         sub.plan = plan
         added |= _draw_up_to(sub, level, again["draws"])
+    more = ask_more_answers(sub)
     if added:
         _request(sub, first=False)
-    return added
+    return added or more
 
 
 def stage_annotating(sub: Submission) -> bool:

@@ -271,7 +271,7 @@ def crowd_fit(corpus) -> list[dict]:
         return groups.get(rels[0], rels[0]) if len(rels) == 1 else f"{groups.get(rels[0])} ({', '.join(rels)})"
 
     rows = [{**f.to_dict(), "relation": label(f.stratum), "relations": members.get(f.stratum, [])}
-            for f in stratum_fits(c.answers, *c.point)]
+            for f in stratum_fits(c.answers, *c.point, reps=c.reps)]
     return sorted(rows, key=lambda r: (r["separation"], r["relation"]))
 
 
