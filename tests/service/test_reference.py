@@ -133,12 +133,15 @@ def test_human_reference_end_to_end(shared_data, tmp_path, monkeypatch):
 
 
 @pytest.mark.slow
-@pytest.mark.django_db
+@pytest.mark.django_db(transaction=True, reset_sequences=True)
 def test_human_reference_intervals_hold_the_truth_in_most_runs(shared_data, tmp_path, monkeypatch):
     """Runs of the whole flow (30 Re-DocRED documents, 8 annotated exhaustively, DocRED-original and a noisy
     system, crowd accuracy 0.8) with different seeds: the truth of the reference (its P over its instances, its R
     over the protocol's within-sentence facts of the annotated documents, from the gold layer) is inside the 90%
-    interval in most runs.  Figures: REF_TABLE=1 prints the table (the report quotes it)."""
+    interval in most runs.  Figures: REF_TABLE=1 prints the table (the report quotes it).  The rows' ids start
+    afresh (the draws' seeds include the submission's id): on PostgreSQL the worlds otherwise depended on how many
+    rows the tests before had made, and one of them held the reference's R in 4 and its F1 in 3 of the 6 runs (its
+    recall under-covers: issue 21's notes)."""
     import os
 
     seeds = range(int(os.environ.get("REF_SEEDS", "6")))
