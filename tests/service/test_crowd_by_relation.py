@@ -150,7 +150,9 @@ def test_the_lifecycle_asks_weak_relations_for_more_answers(shared_data, tmp_pat
     st.backend, st.exhaustive_documents, st.min_draws, st.max_draws = "simulated", 6, 150, 200
     st.save()
     create_verify_controls(corpus, 100, rng=1)
-    crowd = base.SimulatedBackend(seed=1, relation_rates=parse_relation_accuracy(SPEC))
+    # (hard relations at 0.75 / 0.45, accuracy 0.65: at SPEC's 0.7 / 0.5 the controls, offered where the items need
+    # them and so mostly of hard relations, say 0.6, the blocking threshold, and the crowd is blocked to the last)
+    crowd = base.SimulatedBackend(seed=1, relation_rates=parse_relation_accuracy("P17,P131=0.97/0.07; *=0.75/0.45"))
     monkeypatch.setattr(base, "backend_for", lambda corpus, **kw: crowd)  # the corpus's crowd judges by relation
     for sub in (hwe, noisy):
         assert lifecycle.advance(sub) == Submission.Status.PUBLISHED, sub.error
@@ -162,3 +164,40 @@ def test_the_lifecycle_asks_weak_relations_for_more_answers(shared_data, tmp_pat
     plans = [Submission.objects.get(pk=s.pk).plan["labels"] for s in (hwe, noisy)]
     assert sum(p.get("more_answers", 0) for p in plans) == more.count()
     assert lifecycle.progress(Submission.objects.get(pk=hwe.pk))["more_answers"] == plans[0].get("more_answers", 0)
+
+
+def test_controls_are_offered_where_the_items_need_them(shared_data, tmp_path):
+    """The lease queue offers the control whose relation's answered controls fall furthest short of its items'
+    share (core/annotation/controls.py): controls made in the mix of the whole submission, items of one relation
+    asked for, so every control leased is of that relation, the classes alternating, each control once."""
+    from collections import Counter
+
+    from unpooled.service.annotation import leasing
+    from unpooled.service.annotation.actions import request_verification, submit_answer
+    from unpooled.service.annotation.controls import create_verify_controls
+    from unpooled.service.annotation.models import Annotator, Task
+    from unpooled.service.submissions.models import RelationInstance
+
+    corpus, sub, _ = load_redocred_subset(shared_data, tmp_path, 20, "needy", control_share=1.0)
+    create_verify_controls(corpus, 60, rng=0)
+    groups = Counter(Task.objects.filter(corpus=corpus, is_control=True).values_list("group", flat=True))
+    # the relation asked for: one with controls of both classes, not the controls' most common one
+    both = [g for g in groups if Task.objects.filter(corpus=corpus, is_control=True, group=g,
+                                                     control_answer__correct=True).exists()
+            and Task.objects.filter(corpus=corpus, is_control=True, group=g, control_answer__correct=False).exists()]
+    want = min(both, key=lambda g: (groups[g], g))
+    assert groups[want] < max(groups.values())
+    ids = list(RelationInstance.objects.filter(submission=sub, predicate=want).values_list("pk", flat=True))
+    assert request_verification(sub, ids).created
+    seen, classes = [], []
+    for i in range(groups[want]):
+        ann = Annotator.objects.create(backend="simulated", external_id=f"w{i % 3}-{i}")
+        lease = leasing.lease_next(ann, kind=Kind.VERIFY, corpus=corpus, rng=i)
+        assert lease.task.is_control and lease.task.group == want
+        seen.append(lease.task_id)
+        classes.append(lease.task.control_answer["correct"])
+        submit_answer(lease, {"relation": "holds", "subject_ok": True, "object_ok": True, "link_ok": None})
+    assert len(set(seen)) == len(seen)  # the least answered first: each of the relation's controls once
+    assert abs(sum(classes) - (len(classes) - sum(classes))) <= 1 + abs(
+        2 * Task.objects.filter(corpus=corpus, is_control=True, group=want, control_answer__correct=True).count()
+        - groups[want])

@@ -157,3 +157,36 @@ def test_the_sampling_secret_keys_the_lifecycle_samples_and_the_audit_prints_it(
     assert audit["exhaustive_documents"] == [{"scheme": "uniform", "stage": 1, "seed": sampling_key()}]
     assert "give it to the auditor only" in got.err
     assert main(["corpus", "audit", "nosuch"]) == 3
+
+
+@pytest.mark.django_db
+def test_the_upload_order_does_not_change_the_numbers(shared_data, tmp_path, capsys):
+    """A batch ``evaluate`` draws each submission from a seed of its contents and queues their items in an order
+    of their contents, so the same files uploaded in the other order publish the same numbers (to rounding: the
+    systems are summed in another order)."""
+    from unpooled.cli.main import main
+    from unpooled.service.annotation.models import Annotator
+    from unpooled.service.evaluations.models import Score
+
+    corpus = tmp_path / "corpus.json"
+    corpus.write_text(json.dumps(json.loads((shared_data / "redocred" / "dev_revised.json").read_text())[:10]))
+    files = []
+    for i, keep in enumerate((0.8, 0.3)):
+        files.append(tmp_path / f"system{i}.jsonl")
+        _system_jsonl(corpus, files[-1], rng=i, keep=keep)
+    published = []
+    for name, order in (("upfirst", (0, 1)), ("uplast", (1, 0))):
+        Annotator.objects.filter(backend="simulated").update(blocked=False, controls_answered=0, controls_correct=0)
+        assert main(["corpus", "load", str(corpus), "--name", name]) == 0
+        for i in order:
+            assert main(["submit", str(files[i]), "--corpus", name, "--team", f"team{i}", "--run", "run"]) == 0
+        assert main(["evaluate", "--corpus", name, "--crowd", "simulated", "--seed", "5", "--documents", "4",
+                     "--labels", "60", "--controls", "30", "--json"]) == 0
+        capsys.readouterr()
+        published.append({(s.submission.team.name, s.level): [getattr(s, k) for k in (
+            "p", "p_lo", "p_hi", "r", "r_lo", "r_hi", "f1", "f1_lo", "f1_hi", "draws", "labels_new", "labels_reused")]
+            for s in Score.objects.filter(submission__corpus__name=name).select_related("submission__team")})
+    a, b = published
+    assert len(a) == 2 and sorted(a) == sorted(b)
+    for k in a:
+        assert b[k] == pytest.approx(a[k], abs=1e-9), k

@@ -16,7 +16,8 @@ output it); 30% more true instances exist that no system found (so the pool's re
 it output.  Every system draws ``draws`` instances i.i.d. from its instance-level :math:`p_i` (with ``adaptive``:
 batches of 50 until its precision interval's half-width is at most 0.05, at most 500); every distinct drawn
 instance is answered by 3 of 10 annotators (accuracy ``accuracy``, the same on both classes), and 100 gold controls
-(half correct) are answered too.  ``n0`` true instances are sampled uniformly for recall.  ``control_accuracy``: the
+(half correct) are answered too, 300 answers in all (with strata, offered where the items' mix needs them most, as
+the service's lease queue offers them: :mod:`unpooled.core.annotation.controls`).  ``n0`` true instances are sampled uniformly for recall.  ``control_accuracy``: the
 crowd answers the gold controls at this accuracy instead (controls easier or harder than the items: a crowd worse
 or better than its controls suggest; the rates are fitted on both).  ``believed``: the estimator is *told* the
 annotators' accuracy instead of fitting it; None: fitted.
@@ -247,15 +248,34 @@ def _world(cell: Cell, rng):
 
 
 def _answers(items, truth, sens, fpr, workers, rng, k=3):
-    """k distinct annotators per item, each saying yes with probability ``sens`` (per item) when it is correct
-    and ``fpr`` when it is not."""
+    """k distinct annotators per item (``k``: a number, or one per item), each saying yes with probability
+    ``sens`` (per item) when it is correct and ``fpr`` when it is not."""
     n = len(items)
-    who = np.argsort(rng.random((n, workers)), axis=1)[:, :k].ravel()
+    ranks = np.argsort(rng.random((n, workers)), axis=1)
+    if np.ndim(k):
+        who = ranks[np.arange(workers)[None, :] < np.asarray(k)[:, None]]
+    else:
+        who = ranks[:, :k].ravel()
     it = np.repeat(items, k)
     j = np.repeat(np.arange(n), k)
     u = rng.random(len(it))
     yes = np.where(truth[j], u < np.broadcast_to(sens, n)[j], u >= 1 - np.broadcast_to(fpr, n)[j])
     return it, who, yes
+
+
+def _control_answers(demand, cst, ctruth, workers, rng, per_control: int = 3) -> np.ndarray:
+    """Answers per control: ``per_control`` times as many as controls, each offered where the items need it most
+    (:func:`~unpooled.core.annotation.controls.control_order`, as the service's lease queue does), at most one
+    per annotator."""
+    from ..annotation.controls import control_order
+
+    n = np.zeros(len(cst), np.int64)
+    for _ in range(per_control * len(cst)):
+        order = control_order(demand, cst, ctruth, n, n < workers, rng)
+        if not len(order):
+            break
+        n[order[0]] += 1
+    return n
 
 
 def _rates(cell: Cell, st: np.ndarray, rng, acc: float | None = None):
@@ -288,7 +308,9 @@ def _votes(cell: Cell, labelled, f, U, rng, st=None, *, use_strata: bool = True)
     cmix = np.asarray(cell.control_mix, float) if cell.control_mix is not None else (sizes[:, None] * mix).sum(0)
     cst = np.sort(rng.choice(H, nc, p=cmix / cmix.sum())) if H > 1 else np.zeros(nc, np.int64)
     cs, ce = _rates(cell, cst, rng, cell.control_accuracy)
-    cit, cwk, cyes = _answers(np.arange(nc), ctruth, cs, ce, cell.annotators, rng)
+    cit, cwk, cyes = _answers(np.arange(nc), ctruth, cs, ce, cell.annotators, rng,
+                              _control_answers(np.bincount(st[labelled], minlength=H), cst, ctruth,
+                                               cell.annotators, rng) if H > 1 else 3)
     # items: the labelled instances then the controls, numbered in order of first appearance
     codes = {int(u): j for j, u in enumerate(labelled.tolist())}
     item = np.concatenate([np.array([codes[int(u)] for u in it], np.int64), len(labelled) + cit])

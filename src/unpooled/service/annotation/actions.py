@@ -144,7 +144,7 @@ def _team_users(team_id: int):
 
 
 def request_verification(sub: Submission, instance_ids, *, now=None, of_corpus: bool = False,
-                         weak_relations=frozenset()) -> RequestResult:
+                         weak_relations=frozenset(), priority=None) -> RequestResult:
     """Ask for verification labels of these instances of ``sub`` (``of_corpus``: of any submission of its corpus,
     asked for by ``sub``: the human reference's recall sample is other systems' instances).
 
@@ -152,7 +152,8 @@ def request_verification(sub: Submission, instance_ids, *, now=None, of_corpus: 
     whose key has an open task joins it; the rest create tasks while the submission's and
     the corpus's budgets allow (each new task commits ``k × reward``; ``k`` is the settings'
     ``answers_weak_relation`` for an instance of one of ``weak_relations``, where the crowd's answers say
-    little and more of them narrow the intervals).
+    little and more of them narrow the intervals).  New tasks queue at ``priority`` (default: the submission's
+    upload time, so that older submissions are served first).
     """
     corpus = sub.corpus
     st = settings_for(corpus)
@@ -190,7 +191,7 @@ def request_verification(sub: Submission, instance_ids, *, now=None, of_corpus: 
             task = Task.objects.create(
                 corpus=corpus, kind=Kind.VERIFY, document=inst.document, key=key, key_hash=inst.key_hash,
                 payload=verify_payload(inst, inst.document), group=inst.predicate,
-                answers_needed=k, priority=sub.created or now,
+                answers_needed=k, priority=priority or sub.created or now,
                 guideline_version=VERSIONS["verify"])
             TaskRequest.objects.create(task=task, submission=sub, committed_cents=cost)
             res.created += 1

@@ -14,7 +14,7 @@ from datetime import timedelta
 
 import numpy as np
 from django.db import IntegrityError, transaction
-from django.db.models import Count, Exists, F, OuterRef, Q
+from django.db.models import Count, Exists, F, OuterRef, Q, Sum
 from django.utils import timezone
 
 from unpooled.service.accounts.models import Profile, Role
@@ -126,7 +126,7 @@ def lease_next(annotator: Annotator, *, kind: str | None = None, corpus: Corpus 
 
     A task is available while its active leases plus its counted answers are fewer than
     its ``answers_needed``.  With probability ``control_share`` a gold control the
-    annotator has not seen comes first (a random one of them).  Returns the annotator's current unexpired lease
+    annotator has not seen comes first (the neediest: :func:`needed_controls`).  Returns the annotator's current unexpired lease
     if there is one (a reload does not take a second item).
     """
     now = now or timezone.now()
@@ -154,10 +154,7 @@ def lease_next(annotator: Annotator, *, kind: str | None = None, corpus: Corpus 
     if kind in (None, Kind.VERIFY):
         st_share = _control_share(corpus)
         if st_share > 0 and rng.random() < st_share:
-            # in an order of the annotator's own: every control gets answered (each anchors its relation's rates),
-            # not the same first few by everyone, and nobody can tell which control comes next
-            ids = list(base.filter(is_control=True).order_by("id").values_list("pk", flat=True))
-            candidates.append([ids[i] for i in rng.permutation(len(ids))[:20].tolist()])
+            candidates.append(needed_controls(base.filter(is_control=True), rng))
     candidates.append(base.filter(is_control=False).annotate(active=Count("assignments", filter=_active_filter()))
                       .filter(active__lt=F("answers_needed")).order_by("priority", "id")
                       .values_list("pk", flat=True)[:20])
@@ -167,6 +164,38 @@ def lease_next(annotator: Annotator, *, kind: str | None = None, corpus: Corpus 
             if got is not None:
                 return got
     return None
+
+
+def needed_controls(unseen, rng, limit: int = 20) -> list[int]:
+    """Up to ``limit`` of the controls ``unseen`` (those an annotator may be offered), neediest first: the ones
+    whose relation's (or organiser's group's) answered controls fall furthest short of its share of the item answers
+    asked for, of the class they lack, the least answered first, ties in a random order
+    (:func:`unpooled.core.annotation.controls.control_order`).  Each relation's rates are then anchored in
+    proportion to its items, whatever the mix the controls were made in.  Several corpora: one of them at random
+    (in proportion to its unseen controls)."""
+    from unpooled.core.annotation.controls import control_order
+
+    mine = list(unseen.order_by("pk").values_list("pk", "corpus_id"))
+    if not mine:
+        return []
+    corpus_id = mine[int(rng.integers(len(mine)))][1]
+    free = {pk for pk, c in mine if c == corpus_id}
+    ctl = list(Task.objects.filter(corpus_id=corpus_id, kind=Kind.VERIFY, is_control=True).order_by("pk")
+               .annotate(n=Count("answers", filter=Q(answers__weight__gt=0)))
+               .values_list("pk", "group", "control_answer", "n"))
+    demand = dict(Task.objects.filter(corpus_id=corpus_id, kind=Kind.VERIFY, is_control=False).order_by()
+                  .values("group").annotate(d=Sum("answers_needed")).values_list("group", "d"))
+    groups = AnnotationSettings.groups_of(Corpus(pk=corpus_id))
+    code: dict = {}
+    for g in sorted(set(demand) | {c[1] for c in ctl}):
+        code.setdefault(groups.get(g, g), len(code))
+    need = np.zeros(len(code))
+    for g, d in demand.items():
+        need[code[groups.get(g, g)]] += d or 0
+    order = control_order(need, [code[groups.get(g, g)] for _, g, _, _ in ctl],
+                          [bool((c or {}).get("correct")) for _, _, c, _ in ctl], [n for *_, n in ctl],
+                          [pk in free for pk, *_ in ctl], rng)
+    return [ctl[i][0] for i in order[:limit].tolist()]
 
 
 def leasable(annotator: Annotator, *, kind: str | None = None, now=None):

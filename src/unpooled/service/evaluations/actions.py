@@ -213,6 +213,15 @@ def _crowd_details(sc, i: int) -> dict:
             "variance": {src: {k: num(v[i]) for k, v in parts.items()} for src, parts in sc.var_parts.items()}}
 
 
+def _content_key(sub: Submission, level: str) -> int:
+    """A 62-bit digest of what identifies ``sub`` whatever its id (its file's digest, its team and run) and the
+    ``level`` of its draws."""
+    import hashlib
+
+    text = "\0".join((sub.file_sha256, sub.team.name, sub.run_id, level))
+    return int.from_bytes(hashlib.blake2b(text.encode(), digest_size=8).digest(), "big") >> 2
+
+
 def evaluate(corpus: Corpus, *, crowd=None, labels: int = 150, documents: int = 40, target_width: float | None = None,
              level: str = "instance", max_labels: int = 1000, step: int = 50, seed: int = 0,
              progress=None) -> EvaluationReport:
@@ -225,18 +234,22 @@ def evaluate(corpus: Corpus, *, crowd=None, labels: int = 150, documents: int = 
     """
     from unpooled.service.annotation.sampling import sample_documents
 
-    rng = np.random.default_rng(seed)
     report = EvaluationReport()
     if not ExhaustiveDocument.objects.filter(corpus=corpus).exists() and documents:
         sample_documents(corpus, "uniform", min(documents, corpus.n_documents), seed=seed)
-    pending = [s for s in Submission.objects.filter(corpus=corpus, is_reference=False).select_related("team")
-               .order_by("id")
-               if not s.scores.filter(level=level).exists() and s.instances.exists()]
+    # in an order of their contents, each drawn from a seed of its own contents: the numbers do not depend on the
+    # order the files were uploaded in (nor on their ids)
+    pending = sorted((s for s in Submission.objects.filter(corpus=corpus, is_reference=False).select_related("team")
+                      if not s.scores.filter(level=level).exists() and s.instances.exists()),
+                     key=lambda s: (s.file_sha256, s.team.name, s.run_id, s.pk))
     reuse: dict[int, list[int]] = {s.pk: [0, 0] for s in pending}
+    queued = timezone.now()  # one batch: its tasks queue in the order they are made, not the uploads'
 
     def ask(sub, n):
-        ids = draw(sub, n, level=level, rng=rng)
-        res = request_verification(sub, sorted(set(ids)), weak_relations=rates.weak_relations(corpus))
+        have = Draw.objects.filter(submission=sub, level=level).count()
+        ids = draw(sub, n, level=level, rng=np.random.default_rng([seed, _content_key(sub, level), have]))
+        res = request_verification(sub, sorted(set(ids)), weak_relations=rates.weak_relations(corpus),
+                                   priority=queued)
         reuse[sub.pk][0] += res.created
         reuse[sub.pk][1] += res.reused + res.joined
 

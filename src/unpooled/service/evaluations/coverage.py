@@ -15,7 +15,7 @@ corpus's earlier draws, tasks, labels and scores are set aside for the trial):
 
 :class:`BulkSimulatedCrowd` answers as :class:`unpooled.service.crowd.simulated.SimulatedCrowd` does
 (its answer code, so the same per-answer accuracy; gold controls before an item with probability
-``control_share`` per lease; blocking by the service's rule) and completes each task through the
+``control_share`` per lease, the neediest first (:func:`~unpooled.service.annotation.leasing.needed_controls`); blocking by the service's rule) and completes each task through the
 service's aggregation (:func:`unpooled.service.annotation.actions.complete_task`).  It skips the
 lease queue, which took ~90 % of a trial's time: each item's *k* annotators are a uniformly random
 set of distinct annotators instead of whoever the queue's rounds (random order each round) hand it
@@ -66,6 +66,7 @@ class BulkSimulatedCrowd:
         from unpooled.service.annotation.actions import (
             _score_control, complete_task, settings_for,
         )
+        from unpooled.service.annotation.leasing import needed_controls
         from unpooled.service.annotation.models import Answer, Assignment, Kind, Task
         from unpooled.service.crowd.simulated import SimulatedCrowd
 
@@ -73,12 +74,9 @@ class BulkSimulatedCrowd:
                                        relation_rates=self.relation_rates)
         st = settings_for(corpus)
         share = st.control_share if self.control_share is None else self.control_share
-        controls = list(Task.objects.filter(corpus=corpus, kind=Kind.VERIFY, is_control=True, status=Task.Status.OPEN)
-                        .order_by("id"))
+        controls = Task.objects.filter(corpus=corpus, kind=Kind.VERIFY, is_control=True, status=Task.Status.OPEN)
         seen = {a.pk: set(Assignment.objects.filter(annotator=a).values_list("task_id", flat=True))
                 for a in crowd.annotators}
-        # each annotator meets the controls in an order of their own, as the lease queue offers them
-        order = {a.pk: [controls[j] for j in self.rng.permutation(len(controls)).tolist()] for a in crowd.annotators}
         now = timezone.now()
         before = self.answers
 
@@ -113,10 +111,11 @@ class BulkSimulatedCrowd:
                     ann = crowd.annotators[i]
                     # a lease is a control with probability `share` (while unseen controls remain)
                     while share > 0 and self.rng.random() < share:
-                        c = next((c for c in order[ann.pk] if c.pk not in seen[ann.pk]), None)
-                        if c is None:
+                        # the neediest control, as the lease queue offers them
+                        c = needed_controls(controls.exclude(pk__in=seen[ann.pk]), self.rng, limit=1)
+                        if not c:
                             break
-                        give(i, c)
+                        give(i, Task.objects.get(pk=c[0]))
                         ann.refresh_from_db(fields=["blocked"])
                         if ann.blocked:
                             break
