@@ -421,14 +421,52 @@ def confirm_mturk_answer(assignment: Assignment, *, now=None) -> bool:
 
 
 def _score_control(annotator: Annotator, task: Task, ans: Answer, st: AnnotationSettings, now) -> None:
+    """Count ``ans`` to control ``task`` in its annotator's score; block them when their accuracy is confidently
+    below their bar (:func:`unpooled.core.annotation.controls.should_block`), relative to the crowd's on the same
+    relations' controls and never above the corpus's ``block_below_accuracy``."""
+    from unpooled.core.annotation.controls import BLOCK_MARGIN, should_block
+
     right = bool(ans.correct) == bool(task.control_answer.get("correct"))
     Annotator.objects.filter(pk=annotator.pk).update(
         controls_answered=F("controls_answered") + 1, controls_correct=F("controls_correct") + int(right))
     annotator.refresh_from_db()
-    if not annotator.blocked and should_block(annotator.controls_correct, annotator.controls_answered, st):
-        block_annotator(annotator, reason=f"{annotator.controls_correct} of {annotator.controls_answered} gold controls "
-                                          f"right: accuracy below {st.block_below_accuracy:.2f} with 95% confidence",
-                        now=now)
+    c, n, t = annotator.controls_correct, annotator.controls_answered, st.block_below_accuracy
+    # the relative bar is never above t, so it is read only when the threshold itself would block
+    if annotator.blocked or not should_block(c, n, bar=t, min_controls=st.block_min_controls):
+        return
+    bar = _blocking_bar(annotator, t)
+    if should_block(c, n, bar=bar, min_controls=st.block_min_controls):
+        block_annotator(annotator, reason=f"{c} of {n} gold controls right: accuracy below {bar:.2f} with 95% "
+                                          f"confidence (the crowd's on the same relations' controls less "
+                                          f"{BLOCK_MARGIN:.2f}, at most {t:.2f})", now=now)
+
+
+def _blocking_bar(annotator: Annotator, threshold: float) -> float:
+    """``annotator``'s blocking bar (:func:`unpooled.core.annotation.controls.blocking_bar`) from the answers to
+    controls of the corpora they answered controls in, by relation (or the organiser's group of relations)."""
+    from unpooled.core.annotation.controls import blocking_bar
+
+    mine = Answer.objects.filter(annotator=annotator, task__is_control=True, quarantined=False)
+    rows = (Answer.objects.filter(task__is_control=True, quarantined=False,
+                                  task__corpus_id__in=mine.values("task__corpus_id"))
+            .filter(Q(annotator=annotator) | Q(annotator__blocked=False))
+            .values_list("annotator_id", "task__corpus_id", "task__group", "correct", "task__control_answer"))
+    groups: dict[int, dict[str, str]] = {}
+    code: dict = {}
+    tally: list[list[float]] = []  # per stratum: own answers, crowd's right, crowd's answers
+    for who, corpus_id, group, correct, control in rows.iterator():
+        if corpus_id not in groups:
+            groups[corpus_id] = AnnotationSettings.groups_of(Corpus(pk=corpus_id))
+        h = code.setdefault((corpus_id, groups[corpus_id].get(group, group)), len(code))
+        if h == len(tally):
+            tally.append([0.0, 0.0, 0.0])
+        if who == annotator.pk:
+            tally[h][0] += 1
+        else:
+            tally[h][1] += bool(correct) == bool((control or {}).get("correct"))
+            tally[h][2] += 1
+    own, right, answered = np.array(tally, float).reshape(-1, 3).T
+    return blocking_bar(own, right, answered, threshold)
 
 
 class UndoRefused(AnnotationError):
@@ -472,22 +510,6 @@ def undo_answer(assignment: Assignment, *, now=None) -> dict:
         a.status = Assignment.Status.LEASED
         a.save(update_fields=["status"])
     return value
-
-
-BLOCK_CONFIDENCE = 0.95
-
-
-def should_block(correct: int, answered: int, st: AnnotationSettings) -> bool:
-    """Block when, under a uniform prior, P(accuracy < threshold | controls) exceeds 95%.
-
-    A point estimate would block good annotators on bad luck: at accuracy 0.8, 3 of 5
-    controls right happens 20% of the time and gives a posterior mean of 0.57.
-    """
-    from scipy.stats import beta
-
-    if answered < st.block_min_controls:
-        return False
-    return float(beta.cdf(st.block_below_accuracy, correct + 1, answered - correct + 1)) > BLOCK_CONFIDENCE
 
 
 def block_annotator(annotator: Annotator, *, reason: str, now=None) -> int:

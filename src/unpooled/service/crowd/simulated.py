@@ -29,10 +29,11 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 
 import numpy as np
+from django.db.models import Count, F, Q
 
 from unpooled.core.annotation.crowd import relation_rates
 from unpooled.service.annotation import actions, leasing
-from unpooled.service.annotation.models import Annotator, Backend, Kind, Task
+from unpooled.service.annotation.models import Annotator, Assignment, Backend, Kind, Task
 from unpooled.service.corpora.models import Corpus, GoldEntity, GoldMention, GoldRelation
 
 
@@ -54,10 +55,11 @@ class SimulationReport:
     by_kind: dict = field(default_factory=lambda: defaultdict(int))
     blocked: list = field(default_factory=list)
     seconds: float = 0.0
+    closed: int = 0  # items completed with fewer answers than asked: no unblocked annotator left to answer them
 
     def to_dict(self) -> dict:
         return {"answers": self.answers, "by_kind": dict(self.by_kind), "blocked": self.blocked,
-                "annotator_seconds": round(self.seconds, 1)}
+                "annotator_seconds": round(self.seconds, 1), "closed_short": self.closed}
 
 
 class GoldOracle:
@@ -276,7 +278,30 @@ class SimulatedCrowd:
                 if max_answers is not None and report.answers >= max_answers:
                     break
             active = still
+        report.closed = self._close_unreachable(kinds)
         return report
+
+    def _close_unreachable(self, kinds) -> int:
+        """The crowd is a closed pool: an open item that every unblocked annotator of it has answered or leased
+        can get no more answers (it asked for more answers than the pool has unblocked annotators, after a block
+        or a weak relation's raise); it completes with the counted answers it has rather than stay open for
+        ever.  Returns the number of items so closed."""
+        live = list(Annotator.objects.filter(pk__in=[a.pk for a in self.annotators], blocked=False)
+                    .values_list("pk", flat=True))
+        if not live:
+            return 0
+        mine = Q(assignments__annotator_id__in=live) & ~Q(assignments__status=Assignment.Status.EXPIRED)
+        counted = Q(answers__weight__gt=0, answers__annotator__blocked=False)
+        stuck = (Task.objects.filter(corpus=self.corpus, status=Task.Status.OPEN, is_control=False)
+                 .filter(kind__in=[k for k in (kinds or []) if k] or Kind.values)
+                 .annotate(reached=Count("assignments__annotator", filter=mine, distinct=True),
+                           got=Count("answers", filter=counted, distinct=True))
+                 .filter(reached__gte=len(live), got__gte=1, got__lt=F("answers_needed")).order_by("pk"))
+        closed = 0
+        for task in stuck:  # answers_needed stays: the item is not asked for more again
+            actions.complete_task(task)
+            closed += 1
+        return closed
 
 
 def verification_accuracy(corpus: Corpus, *, method: str | None = None) -> dict:

@@ -31,7 +31,8 @@ class SettingsForm(forms.ModelForm):
             "budget_cents": "cap for the whole corpus, in cents (empty: no cap)",
             "submission_budget_cents": "default cap per submission, in cents (empty: no cap)",
             "block_below_accuracy": "block an annotator whose gold-control accuracy is below this "
-                                    "(with 95% confidence)",
+                                    "(with 95% confidence), or below the other annotators' accuracy on "
+                                    "the same relations' controls less 0.1 when that is lower",
             "block_min_controls": "fewest controls before blocking",
             "open_signup": "annotators who signed up without an organiser's invite may annotate this corpus "
                            "(and the sign-up page takes them)",
