@@ -141,10 +141,11 @@ def test_human_reference_intervals_hold_the_truth_in_most_runs(shared_data, tmp_
     interval in most runs.  Figures: REF_TABLE=1 prints the table (the report quotes it).  The rows' ids start
     afresh (the draws' seeds include the submission's id): on PostgreSQL the worlds otherwise depended on how many
     rows the tests before had made, and one of them held the reference's R in 4 and its F1 in 3 of the 6 runs (its
-    recall under-covers: issue 21's notes)."""
+    recall under-covers: issue 21's notes).  Three runs here (all three hold P, R and F1 on SQLite); REF_SEEDS=6
+    runs six (6, 5 and 6 of 6 on 2026-11-27), `unpooled simulate reference` the Monte Carlo version."""
     import os
 
-    seeds = range(int(os.environ.get("REF_SEEDS", "6")))
+    seeds = range(int(os.environ.get("REF_SEEDS", "3")))
     hits = {"p": 0, "r": 0, "f1": 0}
     rows = []
     for seed in seeds:
@@ -163,7 +164,8 @@ def test_human_reference_intervals_hold_the_truth_in_most_runs(shared_data, tmp_
         print("\n".join(rows))
         print({k: f"{v}/{len(seeds)}" for k, v in hits.items()})
     n = len(seeds)
-    assert hits["p"] >= n - 2 and hits["r"] >= n - 2 and hits["f1"] >= n - 2, (hits, rows)
+    miss = 1 if n <= 4 else 2
+    assert hits["p"] >= n - miss and hits["r"] >= n - miss and hits["f1"] >= n - miss, (hits, rows)
 
 
 @pytest.mark.django_db

@@ -456,7 +456,7 @@ def _blocking_bar(annotator: Annotator, threshold: float) -> float:
     tally: list[list[float]] = []  # per stratum: own answers, crowd's right, crowd's answers
     for who, corpus_id, group, correct, control in rows.iterator():
         if corpus_id not in groups:
-            groups[corpus_id] = AnnotationSettings.groups_of(Corpus(pk=corpus_id))
+            groups[corpus_id] = AnnotationSettings.groups_of(corpus_id)
         h = code.setdefault((corpus_id, groups[corpus_id].get(group, group)), len(code))
         if h == len(tally):
             tally.append([0.0, 0.0, 0.0])

@@ -185,7 +185,7 @@ def needed_controls(unseen, rng, limit: int = 20) -> list[int]:
                .values_list("pk", "group", "control_answer", "n"))
     demand = dict(Task.objects.filter(corpus_id=corpus_id, kind=Kind.VERIFY, is_control=False).order_by()
                   .values("group").annotate(d=Sum("answers_needed")).values_list("group", "d"))
-    groups = AnnotationSettings.groups_of(Corpus(pk=corpus_id))
+    groups = AnnotationSettings.groups_of(corpus_id)
     code: dict = {}
     for g in sorted(set(demand) | {c[1] for c in ctl}):
         code.setdefault(groups.get(g, g), len(code))

@@ -75,8 +75,8 @@ class AnnotationSettings(models.Model):
 
     @staticmethod
     def groups_of(corpus) -> dict[str, str]:
-        """``relation -> group`` the organiser set for ``corpus`` in :attr:`relation_groups` (validated when saved
-        through the console); empty without settings or groups."""
+        """``relation -> group`` the organiser set for ``corpus`` (a corpus or its id) in :attr:`relation_groups`
+        (validated when saved through the console); empty without settings or groups."""
         from unpooled.core.annotation.confusion import parse_relation_groups
 
         st = AnnotationSettings.objects.filter(corpus=corpus).only("relation_groups").first()

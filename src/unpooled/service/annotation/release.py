@@ -183,12 +183,26 @@ def export_release(corpus, out_dir: str | Path, *, licence: str = DEFAULT_LICENC
         answer_q = (Q(task__kind=Kind.VERIFY, task__is_control=False, task__key_hash__in=scope["key_hashes"])
                     | Q(task__is_control=True, created__gte=scope["opened"], created__lte=scope["closed"])
                     | Q(task__kind__in=[Kind.ENTITIES, Kind.RELATIONS, Kind.CLUSTERS]))
-    schema = corpus.schema.schema()
-    doc_ids = dict(corpus.documents.values_list("pk", "doc_id"))
     per_pred: dict[str, Counter] = defaultdict(Counter)
-    labelled_docs: Counter = Counter()
+    labelled_docs = _write_labels(corpus, labels_qs, out, counts, per_pred, secret)
+    _write_answers(corpus, answer_q, out, counts, secret)
+    sampled = _write_exhaustive(corpus, out, counts, per_pred)
+    _write_clusters(corpus, out, counts, answer_q, secret)
+    _write_documents(corpus, out, counts, labelled_docs, sampled)
+    counts.predicates = {p: {"labelled": c["labelled"], "correct": c["correct"], "exhaustive": c["exhaustive"]}
+                         for p, c in sorted(per_pred.items())}
+    readme = out / "README.md"
+    tmp = out / "README.md.part"
+    tmp.write_text(readme_text(corpus, counts, licence=licence), encoding="utf-8")
+    os.replace(tmp, readme)
+    counts.files["README.md"] = 1
+    return counts
 
-    # ---- labels: every row, oldest first; the newest row of a key is its current label
+
+def _write_labels(corpus, labels_qs, out: Path, counts: ReleaseCounts, per_pred: dict, secret: str | None) -> Counter:
+    """``labels.jsonl``: every label row of ``labels_qs``, oldest first (the newest row of a key is its current
+    label, the others ``superseded``); counts the current labels per predicate into ``per_pred``.  Returns the
+    current labels per document."""
     newest: dict[str, int] = {}
     for pk, key in labels_qs.order_by("id").values_list("id", "key").iterator(chunk_size=5000):
         newest[key] = pk
@@ -199,20 +213,19 @@ def export_release(corpus, out_dir: str | Path, *, licence: str = DEFAULT_LICENC
             texts[doc] = corpus.documents.filter(doc_id=doc).values_list("text", flat=True).first() or ""
         return texts[doc]
 
+    def span(p: dict, start: int, end: int, doc: str) -> str:  # the task's text when it is of this span
+        return p.get("text") if p.get("start") == start and p.get("end") == end else text_of(doc)[start:end]
+
     methods: Counter = Counter()
+    labelled_docs: Counter = Counter()
     with _Writer(out, "labels.jsonl", counts) as w:
-        for lab in (labels_qs.select_related("task").order_by("id")
-                    .iterator(chunk_size=2000)):
+        for lab in labels_qs.select_related("task").order_by("id").iterator(chunk_size=2000):
             ref = InstanceRef.from_key(lab.key)
             payload = lab.task.payload if lab.task is not None else {}
             ps, po = payload.get("subject") or {}, payload.get("object") or {}
-            subj = {"start": ref.s_start, "end": ref.s_end,
-                    "text": ps.get("text") if ps.get("start") == ref.s_start and ps.get("end") == ref.s_end
-                    else text_of(ref.doc)[ref.s_start:ref.s_end]}
+            subj = {"start": ref.s_start, "end": ref.s_end, "text": span(ps, ref.s_start, ref.s_end, ref.doc)}
             if ref.value is None:
-                obj = {"start": ref.o_start, "end": ref.o_end,
-                       "text": po.get("text") if po.get("start") == ref.o_start and po.get("end") == ref.o_end
-                       else text_of(ref.doc)[ref.o_start:ref.o_end]}
+                obj = {"start": ref.o_start, "end": ref.o_end, "text": span(po, ref.o_start, ref.o_end, ref.doc)}
             else:
                 obj = {"value": ref.value}
                 if "start" in po and "end" in po:
@@ -233,13 +246,17 @@ def export_release(corpus, out_dir: str | Path, *, licence: str = DEFAULT_LICENC
     counts.label_rows = sum(methods.values())
     counts.labels_by_method = dict(sorted(methods.items()))
     counts.labelled_documents = len(labelled_docs)
+    return labelled_docs
 
-    # ---- answers
+
+def _write_answers(corpus, answer_q: Q, out: Path, counts: ReleaseCounts, secret: str | None) -> None:
+    """``answers.jsonl``: the answers ``answer_q`` releases, oldest first, with pseudonymous annotators; an MTurk
+    answer Amazon never confirmed (quarantined) is nobody's work we can vouch for and is not released."""
     kinds: Counter = Counter()
     annotators: dict[int, str] = {}
     groups = AnnotationSettings.groups_of(corpus)
+    doc_ids = dict(corpus.documents.values_list("pk", "doc_id"))
     with _Writer(out, "answers.jsonl", counts) as w:
-        # an MTurk answer Amazon never confirmed is nobody's work we can vouch for: not released
         rows = (Answer.objects.filter(answer_q, task__corpus=corpus, quarantined=False).order_by("id").values_list(
             "id", "task_id", "task__kind", "task__is_control", "task__control_answer", "task__key",
             "task__document_id", "annotator_id", "annotator__backend", "value", "correct", "weight", "seconds",
@@ -266,7 +283,21 @@ def export_release(corpus, out_dir: str | Path, *, licence: str = DEFAULT_LICENC
     counts.annotators = len(annotators)
     counts.annotators_by_backend = dict(sorted(Counter(annotators.values()).items()))
 
-    # ---- exhaustive annotation: one line per sampled document, and its true instances
+
+def _exhaustive_status(ent, rel) -> str:
+    """An exhaustively sampled document's annotation status from its entity and relation tasks."""
+    if rel is not None and rel.status == Task.Status.COMPLETE:
+        return "complete"
+    if ent is None or ent.status == Task.Status.CANCELLED or (rel is not None and rel.status == Task.Status.CANCELLED):
+        return "cancelled"
+    return "annotating relations" if ent.status == Task.Status.COMPLETE else "annotating entities"
+
+
+def _write_exhaustive(corpus, out: Path, counts: ReleaseCounts, per_pred: dict) -> set:
+    """``exhaustive.jsonl`` (one line per sampled document: status, mentions, relations) and
+    ``exhaustive_instances.jsonl`` (its true instances); counts the instances per predicate into ``per_pred``.
+    Returns the sampled documents' ids."""
+    schema = corpus.schema.schema()
     layer = {(t.kind, t.document_id): t for t in Task.objects.filter(
         corpus=corpus, kind__in=[Kind.ENTITIES, Kind.RELATIONS], key="", is_control=False)}
     n_answers = dict(Answer.objects.filter(task__corpus=corpus, task__kind__in=[Kind.ENTITIES, Kind.RELATIONS],
@@ -280,13 +311,6 @@ def export_release(corpus, out_dir: str | Path, *, licence: str = DEFAULT_LICENC
             ent, rel = layer.get((Kind.ENTITIES, doc.pk)), layer.get((Kind.RELATIONS, doc.pk))
             ent_done = ent is not None and ent.status == Task.Status.COMPLETE
             rel_done = rel is not None and rel.status == Task.Status.COMPLETE
-            if rel_done:
-                status = "complete"
-            elif ent is None or ent.status == Task.Status.CANCELLED or (rel is not None and
-                                                                       rel.status == Task.Status.CANCELLED):
-                status = "cancelled"
-            else:
-                status = "annotating relations" if ent_done else "annotating entities"
             ms = (rel.payload.get("mentions") if rel is not None else None) or \
                 ((ent.result or {}).get("mentions", []) if ent_done else [])
             mentions = [{"index": i, "start": m["start"], "end": m["end"], "text": doc.text[m["start"]:m["end"]],
@@ -312,19 +336,18 @@ def export_release(corpus, out_dir: str | Path, *, licence: str = DEFAULT_LICENC
                 counts.exhaustive_mentions += len(mentions)
                 counts.exhaustive_relations += len(relations)
             w.write({"doc": doc.doc_id, "title": doc.title, "scheme": ex.scheme, "stage": ex.stage,
-                     "inclusion": ex.inclusion, "weight": ex.weight, "status": status,
+                     "inclusion": ex.inclusion, "weight": ex.weight, "status": _exhaustive_status(ent, rel),
                      "answers": {"entities": n_answers.get(ent.pk, 0) if ent else 0,
                                  "relations": n_answers.get(rel.pk, 0) if rel else 0},
                      "guideline_versions": {"entities": ent.guideline_version if ent else None,
                                             "relations": rel.guideline_version if rel else None},
                      "mentions": mentions, "relations": relations})
     counts.exhaustive_documents = len(sample)
-    sampled = {ex.document_id for ex in sample}
+    return {ex.document_id for ex in sample}
 
-    # ---- cross-document clustering: one line per task, its answers (as answers.jsonl releases them) and result
-    _write_clusters(corpus, out, counts, answer_q, secret)
 
-    # ---- documents: ids, titles, lengths and checksums (never the text)
+def _write_documents(corpus, out: Path, counts: ReleaseCounts, labelled_docs: Counter, sampled: set) -> None:
+    """``documents.jsonl``: ids, titles, lengths and checksums (never the text)."""
     with _Writer(out, "documents.jsonl", counts) as w:
         for pk, doc, title, length, text in (corpus.documents.order_by("id")
                                              .values_list("pk", "doc_id", "title", "length", "text")
@@ -333,15 +356,6 @@ def export_release(corpus, out_dir: str | Path, *, licence: str = DEFAULT_LICENC
                      "sha256": hashlib.sha256(text.encode("utf-8")).hexdigest(),
                      "labelled_keys": labelled_docs.get(doc, 0), "exhaustive": pk in sampled})
     counts.documents = counts.files["documents.jsonl"]
-    counts.predicates = {p: {"labelled": c["labelled"], "correct": c["correct"], "exhaustive": c["exhaustive"]}
-                         for p, c in sorted(per_pred.items())}
-
-    readme = out / "README.md"
-    tmp = out / "README.md.part"
-    tmp.write_text(readme_text(corpus, counts, licence=licence), encoding="utf-8")
-    os.replace(tmp, readme)
-    counts.files["README.md"] = 1
-    return counts
 
 
 def _write_clusters(corpus, out: Path, counts: ReleaseCounts, answer_q: Q, secret: str | None) -> None:
