@@ -47,6 +47,9 @@ def test_the_bar_follows_the_crowd_on_the_same_relations():
     mixed = blocking_bar([1, 3], right, answered, 0.6)
     assert abs(mixed - (0.6 + 3 * hard) / 4) < 1e-12
     assert blocking_bar([1, 1], [400, 400], [400, 400], 0.6) == 0.6  # a perfect crowd does not raise it
+    # a crowd answering a relation's controls wrong on purpose does not lower the bar below chance
+    assert blocking_bar([0, 1], right, [400, 4000], 0.6) == 0.5
+    assert blocking_bar([0, 1], right, [400, 4000], 0.4) == 0.4
     rng = np.random.default_rng(1)
     honest_fixed = _ever_blocked(0.65 * 0.75 + 0.95 * 0.25, 60, rng, bar=0.6)
     honest = _ever_blocked(0.65 * 0.75 + 0.95 * 0.25, 60, rng, bar=0.6 * 0.25 + hard * 0.75)

@@ -26,14 +26,16 @@ crowd (:func:`blocking_bar`): on a control of stratum :math:`h` it is
 
 .. math::
 
-   b_h = \min\Big(t,\; \frac{R_h + k\,(t + m)}{N_h + k} - m\Big)
+   b_h = \min\Big(t,\; \max\Big(\tfrac12,\; \frac{R_h + k\,(t + m)}{N_h + k} - m\Big)\Big)
 
 with :math:`t` the organiser's threshold, :math:`R_h / N_h` the other (unblocked) annotators' right answers of
 their answers to controls of :math:`h`, :math:`k = 10` pseudo-answers at :math:`t + m` (so that, before the crowd
 has answered, the bar is :math:`t`) and the margin :math:`m = 0.1`; an annotator's bar is the mean of
 :math:`b_h` over the controls they answered.  A crowd that is honest but weak on a hard relation (0.75 / 0.45:
 accuracy 0.65 on its controls) is not blocked for it when its controls follow the work (above) and so are mostly
-of that relation, while a spammer is still blocked on the easy ones; the bar is never above :math:`t`.
+of that relation, while a spammer is still blocked on the easy ones; the bar is never above :math:`t`, and never
+below chance (:math:`\tfrac12`, unless :math:`t` is): a group of annotators answering a relation's controls wrong
+on purpose cannot lower the bar that would block them.
 """
 
 from __future__ import annotations
@@ -69,6 +71,8 @@ def control_order(demand, stratum, positive, answers, available, rng=None) -> np
 
 #: the crowd's accuracy on a stratum's controls less this margin is the most an annotator is asked for there
 BLOCK_MARGIN = 0.1
+#: the relative bar is never below chance (unless the organiser's threshold is)
+BLOCK_FLOOR = 0.5
 #: pseudo-answers at ``threshold + BLOCK_MARGIN`` behind each stratum's crowd accuracy
 BLOCK_PRIOR_ANSWERS = 10.0
 #: posterior probability of an accuracy below the bar beyond which an annotator is blocked
@@ -83,7 +87,7 @@ def blocking_bar(own, crowd_right, crowd_answered, threshold: float) -> float:
         return float(threshold)
     right, n = np.asarray(crowd_right, float), np.asarray(crowd_answered, float)
     crowd = (right + BLOCK_PRIOR_ANSWERS * (threshold + BLOCK_MARGIN)) / (n + BLOCK_PRIOR_ANSWERS)
-    bar = np.minimum(threshold, crowd - BLOCK_MARGIN)
+    bar = np.minimum(threshold, np.maximum(BLOCK_FLOOR, crowd - BLOCK_MARGIN))
     return float(own @ bar / own.sum())
 
 
