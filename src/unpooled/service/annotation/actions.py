@@ -426,7 +426,7 @@ def _score_control(annotator: Annotator, task: Task, ans: Answer, st: Annotation
     relations' controls and never above the corpus's ``block_below_accuracy``."""
     from unpooled.core.annotation.controls import BLOCK_MARGIN, should_block
 
-    right = bool(ans.correct) == bool(task.control_answer.get("correct"))
+    right = _control_right(ans.correct, task.control_answer)
     Annotator.objects.filter(pk=annotator.pk).update(
         controls_answered=F("controls_answered") + 1, controls_correct=F("controls_correct") + int(right))
     annotator.refresh_from_db()
@@ -439,6 +439,11 @@ def _score_control(annotator: Annotator, task: Task, ans: Answer, st: Annotation
         block_annotator(annotator, reason=f"{c} of {n} gold controls right: accuracy below {bar:.2f} with 95% "
                                           f"confidence (the crowd's on the same relations' controls less "
                                           f"{BLOCK_MARGIN:.2f}, at most {t:.2f})", now=now)
+
+
+def _control_right(correct, control_answer) -> bool:
+    """Whether an answer saying ``correct`` to a gold control with answer ``control_answer`` is right."""
+    return bool(correct) == bool((control_answer or {}).get("correct"))
 
 
 def _blocking_bar(annotator: Annotator, threshold: float) -> float:
@@ -463,7 +468,7 @@ def _blocking_bar(annotator: Annotator, threshold: float) -> float:
         if who == annotator.pk:
             tally[h][0] += 1
         else:
-            tally[h][1] += bool(correct) == bool((control or {}).get("correct"))
+            tally[h][1] += _control_right(correct, control)
             tally[h][2] += 1
     own, right, answered = np.array(tally, float).reshape(-1, 3).T
     return blocking_bar(own, right, answered, threshold)
@@ -503,7 +508,7 @@ def undo_answer(assignment: Assignment, *, now=None) -> dict:
             raise UndoRefused("the item was decided with your answer (its label is written), so the answer stays")
         value = ans.value
         if task.is_control:  # _score_control counted it, whatever its weight
-            right = bool(ans.correct) == bool((task.control_answer or {}).get("correct"))
+            right = _control_right(ans.correct, task.control_answer)
             Annotator.objects.filter(pk=annotator.pk).update(
                 controls_answered=F("controls_answered") - 1, controls_correct=F("controls_correct") - int(right))
         ans.delete()

@@ -278,10 +278,10 @@ class SimulatedCrowd:
                 if max_answers is not None and report.answers >= max_answers:
                     break
             active = still
-        report.closed = self._close_unreachable(kinds)
+        report.closed = self.close_unreachable(kinds)
         return report
 
-    def _close_unreachable(self, kinds) -> int:
+    def close_unreachable(self, kinds=None) -> int:
         """The crowd is a closed pool: an open item that every unblocked annotator of it has answered or leased
         can get no more answers (it asked for more answers than the pool has unblocked annotators, after a block
         or a weak relation's raise); it completes with the counted answers it has rather than stay open for

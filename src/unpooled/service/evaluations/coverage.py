@@ -124,12 +124,9 @@ class BulkSimulatedCrowd:
                     give(i, task)
                     progressed = True
                 task.refresh_from_db()
-                if task.status == Task.Status.OPEN:
-                    got = task.answers.filter(weight__gt=0, annotator__blocked=False).count()
-                    left = any(not a.blocked and task.pk not in seen[a.pk] for a in crowd.annotators)
-                    if got >= task.answers_needed or (got and not left):  # a closed pool, as SimulatedCrowd's
-                        complete_task(task)
-            if not progressed:
+                if task.status == Task.Status.OPEN and task.answers.filter(weight__gt=0).count() >= task.answers_needed:
+                    complete_task(task)
+            if not progressed and not crowd.close_unreachable():  # a closed pool, as SimulatedCrowd's
                 break
         return {"answers": self.answers - before}
 
