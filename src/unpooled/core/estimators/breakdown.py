@@ -355,11 +355,37 @@ def subset_scores(design: Design, target: int, groups_of_universe, groups_of_tru
     """
     target, gu, gt, G, weights, confidence = _subset_scores_iv(design, target, groups_of_universe, groups_of_truth,
                                                           n_groups, estimator, weights, confidence, zero_division)
-    d = design
+    d, i = design, target
+    Wi, method = _weight_row(d, i, estimator, weights, confidence)
+    prec = _group_precision(d, i, Wi, gu, G, votes)
+    p, var_p, ess, fit = prec["p"], prec["var_p"], prec["ess"], prec["fit"]
+    r, var_r, n_true, V, r_ess = _group_recall(d, i, gt, G, confidence)
+    with np.errstate(divide="ignore", invalid="ignore"):  # F1 and its delta-method variance
+        ssum = p + r
+        f1 = np.where(ssum > 0, 2 * p * r / np.where(ssum > 0, ssum, 1), np.where(np.isnan(ssum), np.nan, 0.0))
+        dP = np.where(ssum > 0, 2 * r ** 2 / np.where(ssum > 0, ssum, 1) ** 2, 0.0)
+        dR = np.where(ssum > 0, 2 * p ** 2 / np.where(ssum > 0, ssum, 1) ** 2, 0.0)
+    var_f = np.nan_to_num(dP) ** 2 * var_p + np.nan_to_num(dR) ** 2 * var_r
+    p_ci, p_ess = _precision_interval(p, var_p, ess, prec["unseen"], fit, confidence)
+    r_ci = _defined_wilson(r, var_r, n_true.astype(float), confidence)
+    f_ci = f1_interval(p, r, p_ci, r_ci, var_p, var_r, var_f)
+    se = [np.where(np.isnan(e), np.nan, np.sqrt(v)) for e, v in ((p, var_p), (r, var_r), (f1, var_f))]
+    msgs: list[str] = []
+    no_p = np.flatnonzero(np.isnan(p))
+    no_r = np.flatnonzero(np.isnan(r))
+    if len(no_p):
+        msgs.append(f"precision undefined for groups {no_p.tolist()[:10]}: no draw with weight for system {i}")
+    if len(no_r):
+        msgs.append(f"recall undefined for groups {no_r.tolist()[:10]}: no exhaustively found true instance")
+    if msgs and zero_division == "warn":
+        warnings.warn("; ".join(msgs), UndefinedEstimateWarning, stacklevel=2)
+    return SubsetScores(i, p, r, f1, *se, p_ci, r_ci, f_ci, prec["n_draws"], ess, prec["mass"], prec["D"], n_true, V,
+                        p_ess, r_ess.astype(float), method, confidence, tuple(msgs))
+
+
+def _weight_row(d: Design, i: int, estimator: str, weights, confidence: float) -> tuple[np.ndarray, str]:
+    """The joint estimator's weight row :math:`w_{i\cdot}` of the target (normalised) and the method's name."""
     m = d.m
-    i = target
-    n = d.n
-    # -- the weight row w_{i.} --------------------------------------------------------
     if estimator == "simple":
         Wi = np.zeros(m)
         Wi[i] = 1.0
@@ -373,16 +399,21 @@ def subset_scores(design: Design, target: int, groups_of_universe, groups_of_tru
             Wi = estimate(d, estimator="joint", weights="minvar", confidence=confidence).weights[i]
         method = "joint-minvar"
     else:
-        Wi = weight_matrix(d.P, n, weights)[i]
+        Wi = weight_matrix(d.P, d.n, weights)[i]
         method = f"joint-{weights}"
     s = Wi.sum()
     Wi = Wi / s if s > 0 else Wi
     Wi = np.eye(m)[i] if complete_targets(d)[i] else Wi  # as the headline's precision (joint._terms)
-    # -- importance weights of the draws for the target ---------------------------------
+    return Wi, method
+
+
+def _group_precision(d: Design, i: int, Wi: np.ndarray, gu: np.ndarray, G: int, votes) -> dict:
+    """Per group: the ratio estimator of precision (or the votes' one) and its variance, the draws' effective
+    size, the group's known mass :math:`p_i(g)` and the share of it no draw reached (module docs)."""
+    n = d.n
     Pi = d.P.getrow(i)
     pi_x = np.asarray(Pi[:, d.xs].todense()).ravel() if len(d.xs) else np.zeros(0)
-    q_u = np.asarray(d.P.T @ Wi).ravel()  # q_i over the universe
-    q_x = q_u[d.xs]
+    q_x = np.asarray(d.P.T @ Wi).ravel()[d.xs]  # q_i over the universe, at the draws
     coef = Wi[d.src] * d.units.factor / np.maximum(n[d.src], 1)  # over distinct instances (:mod:`.finite`)
     with np.errstate(divide="ignore", invalid="ignore"):
         w = np.where(q_x > 0, coef * pi_x / q_x, 0.0)
@@ -392,27 +423,30 @@ def subset_scores(design: Design, target: int, groups_of_universe, groups_of_tru
     C = np.bincount(g[ok], weights=(w * d.f)[ok], minlength=G)
     D = np.bincount(g[ok], weights=w[ok], minlength=G)
     D2 = np.bincount(g[ok], weights=w[ok] ** 2, minlength=G)
-    n_draws = np.bincount(g[ok], minlength=G)
     with np.errstate(divide="ignore", invalid="ignore"):
         p = np.where(D > 0, C / np.where(D > 0, D, 1), np.nan)
         ess = np.where(D2 > 0, D ** 2 / np.where(D2 > 0, D2, 1), 0.0)
     fit = None
     if votes is not None:
-        p, var_p, fit = _group_precision_from_votes(d, votes, w, g, ok, coef, q_x, pi_x, D, G, m, n)
+        p, var_p, fit = _group_precision_from_votes(d, votes, w, g, ok, coef, q_x, pi_x, D, G, d.m, n)
     else:
         pg = np.where(ok, np.nan_to_num(p)[np.maximum(g, 0)], 0.0)
         Dg = np.where(ok, D[np.maximum(g, 0)], 1.0)
         u = np.where(ok, w * (d.f - pg) / np.where(Dg > 0, Dg, 1), 0.0)
         var_p = _group_var(u, g, d, G)
-    # known mass p_i(g) of each group
     cols, vals = Pi.indices, Pi.data
     gc = gu[cols]
     inside = gc >= 0
     mass = np.bincount(gc[inside], weights=vals[inside], minlength=G)
     unseen = _unseen_share(gc[inside], cols[inside], vals[inside], mass, d.xs)
-    # -- recall from the exhaustive sample ------------------------------------------
+    return dict(p=p, var_p=var_p, ess=ess, fit=fit, D=D, mass=mass, unseen=unseen,
+                n_draws=np.bincount(g[ok], minlength=G))
+
+
+def _group_recall(d: Design, i: int, gt: np.ndarray, G: int, confidence: float):
+    """Per group: recall from the exhaustive sample, its variance (documents as clusters), the true instances, the
+    weighted size :math:`V_g` and recall's effective sample (Kish's, at most the group's documents)."""
     v = d.v0
-    n0 = d.n0
     oc = gt >= 0
     gi = d.g0[i].astype(float)
     V = np.bincount(gt[oc], weights=v[oc], minlength=G)
@@ -425,60 +459,39 @@ def subset_scores(design: Design, target: int, groups_of_universe, groups_of_tru
     Vk = np.where(Vk > 0, Vk, 1.0)
     # one row per group: its linearised values and its shares of V_g, zero outside the group
     rows, cols = gt[oc], np.flatnonzero(oc)
-    Tg, Hg = np.zeros((G, n0)), np.zeros((G, n0))
+    Tg, Hg = np.zeros((G, d.n0)), np.zeros((G, d.n0))
     Tg[rows, cols] = (v * (gi - rk) / Vk)[oc]
     Hg[rows, cols] = (v / Vk)[oc]
-    var_r = np.maximum(_var0(Tg, d, confidence, shares=Hg), 0.0) if n0 >= 2 else np.zeros(G)
-    # recall's effective sample: Kish's of the weights, at most the documents the group's true instances come from
+    var_r = np.maximum(_var0(Tg, d, confidence, shares=Hg), 0.0) if d.n0 >= 2 else np.zeros(G)
     with np.errstate(divide="ignore", invalid="ignore"):
         r_ess = np.nan_to_num(V ** 2 / np.bincount(rows, weights=v[oc] ** 2, minlength=G))
-    if d.y0_groups is not None and n0:
+    if d.y0_groups is not None and d.n0:
         n_docs = int(d.y0_groups.max()) + 1
         pairs = np.unique(rows * n_docs + d.y0_groups[oc])  # distinct (group, document)
         r_ess = np.minimum(r_ess, np.bincount(pairs // n_docs, minlength=G))
-    # -- F1 --------------------------------------------------------------------------
-    with np.errstate(divide="ignore", invalid="ignore"):
-        ssum = p + r
-        f1 = np.where(ssum > 0, 2 * p * r / np.where(ssum > 0, ssum, 1), np.where(np.isnan(ssum), np.nan, 0.0))
-        dP = np.where(ssum > 0, 2 * r ** 2 / np.where(ssum > 0, ssum, 1) ** 2, 0.0)
-        dR = np.where(ssum > 0, 2 * p ** 2 / np.where(ssum > 0, ssum, 1) ** 2, 0.0)
-    var_f = np.nan_to_num(dP) ** 2 * var_p + np.nan_to_num(dR) ** 2 * var_r
-    # -- intervals ---------------------------------------------------------------------
-    nan = np.full(G, np.nan)
+    return r, var_r, n_true, V, r_ess
 
-    def interval(est, var, fallback):
-        defined = ~np.isnan(est)
-        lo, hi = wilson(np.nan_to_num(est), var, confidence, np.maximum(fallback, 1.0))
-        return np.where(defined, lo, nan), np.where(defined, hi, nan)
 
-    p_ess = ess
-    if fit is None:  # a group's unseen share of its mass: every instance drawn, its precision is exact
-        p_ci = interval(p, var_p, population_size(ess, var_p, unseen))
-    else:
-        from .noisy import precision_interval
+def _defined_wilson(est, var, n_eff, confidence: float):
+    """Wilson bounds where ``est`` is defined, NaN elsewhere."""
+    defined = ~np.isnan(est)
+    lo, hi = wilson(np.nan_to_num(est), var, confidence, np.maximum(n_eff, 1.0))
+    return np.where(defined, lo, np.nan), np.where(defined, hi, np.nan)
 
-        Mg, lam, J, items_eff = fit
-        p_ess = np.minimum(ess, items_eff)
-        defined = ~np.isnan(p)
-        lo, hi = precision_interval(Mg, lam, np.nan_to_num(p), J, var_p, confidence,
-                                    np.maximum(np.minimum(ess, items_eff), 1.0))
-        p_ci = (np.where(defined, lo, nan), np.where(defined, hi, nan))
-    r_ci = interval(r, var_r, n_true.astype(float))
-    f_ci = f1_interval(p, r, p_ci, r_ci, var_p, var_r, var_f)
-    p_se = np.where(np.isnan(p), np.nan, np.sqrt(var_p))
-    r_se = np.where(np.isnan(r), np.nan, np.sqrt(var_r))
-    f_se = np.where(np.isnan(f1), np.nan, np.sqrt(var_f))
-    msgs: list[str] = []
-    no_p = np.flatnonzero(np.isnan(p))
-    no_r = np.flatnonzero(np.isnan(r))
-    if len(no_p):
-        msgs.append(f"precision undefined for groups {no_p.tolist()[:10]}: no draw with weight for system {i}")
-    if len(no_r):
-        msgs.append(f"recall undefined for groups {no_r.tolist()[:10]}: no exhaustively found true instance")
-    if msgs and zero_division == "warn":
-        warnings.warn("; ".join(msgs), UndefinedEstimateWarning, stacklevel=2)
-    return SubsetScores(i, p, r, f1, p_se, r_se, f_se, p_ci, r_ci, f_ci, n_draws, ess, mass, D, n_true, V,
-                        p_ess, r_ess.astype(float), method, confidence, tuple(msgs))
+
+def _precision_interval(p, var_p, ess, unseen, fit, confidence: float):
+    """The groups' precision intervals and effective sizes: Wilson at the draws' effective size, whose unseen share
+    of the mass makes a group every instance of which was drawn exact (:func:`.finite.population_size`); from the
+    votes, the likelihood's interval (:func:`.noisy.precision_interval`)."""
+    if fit is None:
+        return _defined_wilson(p, var_p, population_size(ess, var_p, unseen), confidence), ess
+    from .noisy import precision_interval
+
+    Mg, lam, J, items_eff = fit
+    p_ess = np.minimum(ess, items_eff)
+    lo, hi = precision_interval(Mg, lam, np.nan_to_num(p), J, var_p, confidence, np.maximum(p_ess, 1.0))
+    defined = ~np.isnan(p)
+    return (np.where(defined, lo, np.nan), np.where(defined, hi, np.nan)), p_ess
 
 
 def _group_precision_from_votes(d, votes, w, g, ok, coef, q_x, pi_x, D, G, m, n):

@@ -429,174 +429,25 @@ def _pct(x: float | None) -> str:
 
 
 def readme_text(corpus, c: ReleaseCounts, *, licence: str = DEFAULT_LICENCE) -> str:
+    """The release's README (``annotation/release_README.md``, a Markdown template) for ``c``."""
+    from django.template.loader import render_to_string
+
     from unpooled import __version__
 
-    sch = corpus.schema
-    by_kind = ", ".join(f"{k} {n:,}" for k, n in c.answers_by_kind.items())
-    backends = ", ".join(f"{k} {n:,}" for k, n in c.annotators_by_backend.items()) or "none"
-    methods = ", ".join(f"{k} {n:,}" for k, n in c.labels_by_method.items()) or "none"
-    pred_rows = "\n".join(f"| `{p}` | {d['labelled']:,} | {d['correct']:,} | {d['exhaustive']:,} |"
-                          for p, d in c.predicates.items()) or "| (none) | 0 | 0 | 0 |"
+    n = {k: f"{v:,}" for k, v in asdict(c).items() if isinstance(v, int) and not isinstance(v, bool)}
     incomplete = c.exhaustive_documents - c.exhaustive_complete
+    n["incomplete"] = f"{incomplete:,}"
     period = (f"\nThis is the release of **evaluation period {c.period}**: the labels of the instances its "
               "submissions drew, their verification answers, the gold-control answers given during the period, and "
               "the corpus's exhaustive annotation (the recall sample every period's scores use) with its "
               "cross-document clustering.\n"
               if c.period is not None else "")
-    return f"""# Annotation release: corpus `{corpus.name}`{f' (evaluation period {c.period})' if c.period is not None else ''}
-{period}
-{corpus.title or corpus.name}: relation schema `{sch.name}`{f' (version {sch.version})' if sch.version else ''},
-{c.documents:,} documents. Generated {c.generated} by unpooled {__version__}, an on-demand evaluation
-service for knowledge base population (Chaganty, Paranjape, Liang and Manning, *Importance sampling
-for unbiased on-demand evaluation of knowledge base population*, EMNLP 2017).
-
-## Counts
-
-| what | count |
-|---|---|
-| verification label rows (`labels.jsonl`) | {c.label_rows:,} ({methods}) |
-| labelled instance keys (current labels) | {c.label_keys:,} |
-| current labels saying correct | {c.labels_correct:,} ({_pct(c.correct_share)}) |
-| answers (`answers.jsonl`) | {c.answers:,} ({by_kind}) |
-| answers counted in a label or layer | {c.answers_counted:,} |
-| answers to gold control items | {c.control_answers:,} |
-| annotators (pseudonymous) | {c.annotators:,} ({backends}) |
-| documents (`documents.jsonl`) | {c.documents:,} |
-| documents with a labelled instance | {c.labelled_documents:,} |
-| documents sampled for exhaustive annotation (`exhaustive.jsonl`) | {c.exhaustive_documents:,} |
-| of them completely annotated | {c.exhaustive_complete:,} |
-| mentions in completely annotated documents | {c.exhaustive_mentions:,} |
-| true relation instances in them (`exhaustive_instances.jsonl`) | {c.exhaustive_relations:,} |
-| cross-document clustering tasks (`clusters.jsonl`) | {c.cluster_tasks:,} ({c.cluster_tasks_complete:,} complete) |
-| answers to them | {c.cluster_answers:,} |
-| unlinked entities grouped across documents (the current clustering's items) | {c.cluster_items:,} |
-| cross-document entities they form (clusters, singletons included) | {c.cross_document_clusters:,} |
-
-Relations per predicate (canonical direction): labelled instance keys, how many of them the
-current label calls correct, and true instances found by exhaustive annotation.
-
-| predicate | labelled | correct | exhaustive |
-|---|---:|---:|---:|
-{pred_rows}
-
-## Files
-
-All files are JSONL: one JSON object a line, UTF-8. Offsets are end-exclusive character offsets
-into the document text (see `documents.jsonl`). Instances are in the schema's canonical direction;
-`key` is the instance key `doc<TAB>start-end<TAB>predicate<TAB>start-end` (or `=value` for a
-string filler), shared by every system that predicted the instance.
-
-**`labels.jsonl`**: one verification label row a line, oldest first. Labels are append-only: an
-instance key may have several rows (the majority vote when its item completed, then Dawid–Skene
-re-fits as answers arrive); the newest row of a key is its current label and every older row has
-`"superseded": true`. Fields: `key`, `doc`, `subject` `{{start, end, text}}`, `predicate`, `object`
-`{{start, end, text}}` (or `{{value, start?, end?, text?}}`), `correct` (the hard label), `probability`
-(majority: the share of answers saying correct; Dawid–Skene: the posterior probability of being
-correct), `method` (`majority` or `dawid-skene`), `n_answers`, `annotators` (pseudonyms of the
-annotators whose answers were used), `guideline_version`, `created`, `superseded`. The items are
-the instances systems predicted and an evaluation sampled, so the pool is not a random sample of
-true facts; importance weights are needed to score with it (below).
-
-**`answers.jsonl`**: every individual answer, oldest first. `id`, `task` (the item), `kind`
-(`verify`, `entities`, `relations`, `clusters`), `control` (a gold control item: `gold` holds its answer),
-`doc` (clusters: the document of the task's first item; the items are in `clusters.jsonl`), `key`
-(verification items), `relation` (verification items and controls: the relation judged, the stratum of the
-crowd model), `group` (when the organiser grouped the relation with others the crowd judges alike: the group,
-which is then the stratum), `annotator` (pseudonym), `backend` (`inhouse`, `mturk`,
-`simulated`: simulated answers come from a synthetic crowd answering from the gold layer),
-`value` (the answer as given: verify `{{relation, other_predicate?, subject_ok, object_ok, link_ok}}`;
-entities `{{mentions: [{{start, end, type, cluster, link}}]}}`; relations `{{pairs: {{"i": ["ab:R" | "ba:R"]}}}}`
-over the candidate pairs of that document's relation item; clusters `{{groups: [[item, ...], ...]}}` over
-the items of that task), `correct` (verify: the answer says the
-instance is correct: the relation holds, both mentions are valid and no link is wrong), `counted`
-(false: answered after the item completed, or by an annotator blocked for failing gold controls),
-`seconds`, `guideline_version`, `created`.
-
-**`exhaustive.jsonl`**: one document sampled for exhaustive annotation a line: `doc`, `title`,
-`scheme` (`uniform`, `two-stage`, `tfidf`, `seed`), `stage`, `inclusion` (the probability π_d that the
-sample includes the document), `weight` (1/π_d), `status` (`complete`, `annotating entities`,
-`annotating relations`, `cancelled`), `answers` counted per layer, `guideline_versions`,
-`mentions` `[{{index, start, end, text, type, group, link}}]` (aggregated over the annotators:
-`group` is the coreference group, the index of its first mention; `link` a KB id or empty) and
-`relations` `[{{subject, predicate, object, key}}]` (mention indices, canonical direction). Only a
-`complete` document's relations are the whole truth of that document{f'; {incomplete:,} sampled document(s) are not complete yet and list what is done' if incomplete else ''}.
-
-**`exhaustive_instances.jsonl`**: the relations of the complete documents, one true instance a
-line, in the format `unpooled score --exhaustive` reads: `doc`, `subject` `{{start, end, text}}`,
-`predicate`, `object` `{{start, end, text}}`, `inclusion`.
-
-**`clusters.jsonl`**: one cross-document clustering task a line, oldest first. Once every sampled
-document's entity layer is final, annotators are shown the canonical mention (the longest) of every
-unlinked (NIL) coreference group of those layers and put the ones naming the same entity in one
-group. Fields: `task`, `status` (`open`, `complete`, or `cancelled`: a newer layer replaced its
-items), `current` (true for the tasks whose clusters the service's NIL clustering scores across
-documents use: those of the newest set of items whose every task is complete), `block` (`[i, n]`: above
-400 items the items are split by entity type, and large types into runs of similar names, one task
-each; pairs across tasks are never asked), `guideline_version`, `created`, `completed`, `items`
-`[{{index, doc, group, type, start, end, text, context}}]` (`group`: the coreference group in that
-document's entity layer, as in `exhaustive.jsonl`; `context`: the offsets of the sentence shown
-around it), `items_dropped` (items beyond the task's limit: 0 since the split), `answers` `[{{id, annotator, backend,
-groups, counted, seconds, guideline_version, created}}]` (the same answers as in `answers.jsonl`;
-`groups` partitions the item indices), and for a complete task `clusters` (lists of item indices,
-singletons included: a pair of items is together when a strict majority of the counted answers puts
-it in one group, transitively closed), `agreement` (`unanimous`: share of item pairs every answer
-decides alike; `rand`: mean Rand index between two answers; `kappa`: Fleiss' κ of the pair decisions;
-`pairs`; `support`: per cluster of two or more items, the mean share of answers putting its pairs
-together; null where undefined) and `aggregated_answers` (how many answers were aggregated), as
-`unpooled.core.annotation.clustering.aggregate_clusters` computed them when the task completed.
-
-**`documents.jsonl`**: every document of the corpus: `doc`, `title`, `length` (characters),
-`sha256` (of the UTF-8 text), `labelled_keys`, `exhaustive`. The text is not included: it belongs
-to the corpus's source and stays under that source's licence. Load the same source (`sha256`
-tells you whether your copy is the text these offsets point into).
-
-## Scoring a system with this release: `unpooled score`
-
-`unpooled score --labels L.jsonl --submissions DIR --exhaustive exhaustive_instances.jsonl`
-estimates precision, recall and F1 offline with the `unpooled` command line (input formats in
-its README). `exhaustive_instances.jsonl` is the `--exhaustive` input as it is. The labels file holds
-labelled *draws* of your system: draw instances from your submission `DIR/NAME.jsonl` at random
-(uniformly for `--level instance`) and look each up by its instance key in `labels.jsonl`:
-
-```python
-import json, random
-from unpooled.core.matching import InstanceRef
-pool = {{}}
-for line in open("labels.jsonl"):
-    row = json.loads(line)
-    if not row["superseded"]:
-        pool[row["key"]] = row
-mine = [json.loads(line) for line in open("DIR/NAME.jsonl")]
-keys = [InstanceRef(m["doc"], m["subject"]["start"], m["subject"]["end"], m["predicate"],
-                    m["object"].get("start", -1), m["object"].get("end", -1), m["object"].get("value")).key
-        for m in mine]
-with open("L.jsonl", "w") as out:
-    for key in random.Random(0).choices(keys, k=200):   # i.i.d. draws from p_i (uniform)
-        if key in pool:
-            out.write(json.dumps({{"system": "NAME", "key": key, "label": int(pool[key]["correct"])}}) + "\\n")
-        # else: this instance has no label yet; label it yourself, or submit to the service
-```
-
-Precision is unbiased only if every draw is labelled: keys missing from the pool must be labelled,
-not dropped. The snippet uses each key's current label (its newest row, of either method); the
-service's own scores use the newest `majority` row of each key (corrected for annotation error).
-A `dawid-skene` row's `probability` may be given as `label` instead of the hard label.
-
-## Annotators and privacy
-
-Annotators appear only as pseudonyms: `a` followed by 16 hex digits of an HMAC-SHA256 of their
-account in the service, keyed with the service's secret key. The same annotator has the same
-pseudonym across files and releases of this service (while its secret key stays the same); user
-names and Mechanical Turk WorkerIds are never included, nor which system or team asked for a label.
-
-## Licence
-
-The annotations in this release (labels, answers, exhaustive annotations, cross-document clusters) are released
-under:
-
-> {licence}
-
-The documents are not part of the release and keep the licence of their source (the corpus was
-loaded from `{corpus.source_format}` files); the short `text` quotes of mentions and arguments are
-there for readability. Cite the paper above and the corpus when you use the release.
-"""
+    return render_to_string("annotation/release_README.md", {
+        "corpus": corpus, "c": c, "n": n, "schema": corpus.schema, "version": __version__, "licence": licence,
+        "title": corpus.title or corpus.name, "period": period, "correct_share": _pct(c.correct_share),
+        "incomplete": incomplete,
+        "by_kind": ", ".join(f"{k} {v:,}" for k, v in c.answers_by_kind.items()),
+        "backends": ", ".join(f"{k} {v:,}" for k, v in c.annotators_by_backend.items()) or "none",
+        "methods": ", ".join(f"{k} {v:,}" for k, v in c.labels_by_method.items()) or "none",
+        "pred_rows": "\n".join(f"| `{p}` | {d['labelled']:,} | {d['correct']:,} | {d['exhaustive']:,} |"
+                               for p, d in c.predicates.items()) or "| (none) | 0 | 0 | 0 |"})
