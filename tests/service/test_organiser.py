@@ -461,3 +461,40 @@ def test_relation_groups_are_checked_against_the_schema_and_saved(client, world)
     strata = rates.relation_strata(corpus)
     assert strata[a] == strata[b] != strata[c] and len(set(strata.values())) == len(names) - 1
     assert rates.answers_fp(corpus)[-1] == ((a, "alike"), (b, "alike"))  # every fit keyed on it is redone
+
+
+def test_items_no_active_annotator_can_answer_are_named(world):
+    """In-house, an item that asks for more answers than the annotators who work on the corpus can give (each has
+    answered it) waits for a new annotator: the console says how many, and the simulated crowd's closed pool uses
+    the same rule (leasing.unreachable_items)."""
+    from unpooled.service.annotation import leasing
+
+    corpus, _ = world
+    st = actions.settings_for(corpus)
+    st.backend, st.control_share = "inhouse", 0.0
+    st.save()
+    tasks = list(Task.objects.filter(corpus=corpus, kind=Kind.VERIFY, is_control=False).order_by("id"))
+    Task.objects.filter(pk=tasks[0].pk).update(answers_needed=3)
+    Task.objects.exclude(pk=tasks[0].pk).filter(corpus=corpus).update(answers_needed=1)
+    yes = {"relation": "holds", "subject_ok": True, "object_ok": True, "link_ok": None}
+    anns = [Annotator.objects.create(backend="inhouse", external_id=f"in{i}") for i in range(2)]
+    for a in anns:  # both answer the oldest item first (oldest request first); it still needs a third answer
+        lease = leasing.lease_next(a, corpus=corpus)
+        assert lease.task_id == tasks[0].pk
+        actions.submit_answer(lease, yes)
+    assert leasing.active_annotators(corpus, "inhouse") == [a.pk for a in anns]
+    assert list(leasing.unreachable_items(corpus, [a.pk for a in anns])) == [Task.objects.get(pk=tasks[0].pk)]
+    got = {a.code: a for a in console.alerts(corpus)}["waiting_for_annotators"]
+    assert got.message.startswith("1 open item(s) ask for more answers than the 2 unblocked in-house annotator(s)")
+    # a simulated crowd's pool is closed (it completes such items itself), an MTurk pool open: no alert there
+    for backend in ("simulated", "mturk"):
+        st.backend = backend
+        st.save()
+        assert "waiting_for_annotators" not in {a.code for a in console.alerts(corpus)}, backend
+    st.backend = "inhouse"
+    st.save()
+    # a third annotator joins and answers: the item completes, the alert goes
+    third = Annotator.objects.create(backend="inhouse", external_id="in2")
+    actions.submit_answer(leasing.lease_next(third, corpus=corpus), yes)
+    assert Task.objects.get(pk=tasks[0].pk).status == Task.Status.COMPLETE
+    assert "waiting_for_annotators" not in {a.code for a in console.alerts(corpus)}

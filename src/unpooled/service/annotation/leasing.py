@@ -98,6 +98,28 @@ def available_tasks(annotator: Annotator):
                               annotator.pk)
 
 
+def unreachable_items(corpus: Corpus, live: list[int], kinds=None):
+    """Open items (not controls) of ``corpus`` that every annotator of ``live`` (their pks) has answered or holds,
+    with at least one counted answer and fewer than they ask for: nobody in that pool can give them another answer
+    (they asked for more answers than the pool has unblocked annotators, after a block or a weak relation's raise).
+    Oldest first; none when ``live`` is empty."""
+    if not live:
+        return Task.objects.none()
+    mine = Q(assignments__annotator_id__in=live) & ~Q(assignments__status=Assignment.Status.EXPIRED)
+    counted = Q(answers__weight__gt=0, answers__annotator__blocked=False)
+    return (Task.objects.filter(corpus=corpus, status=Task.Status.OPEN, is_control=False)
+            .filter(kind__in=[k for k in (kinds or []) if k] or Kind.values)
+            .annotate(reached=Count("assignments__annotator", filter=mine, distinct=True),
+                      got=Count("answers", filter=counted, distinct=True))
+            .filter(reached__gte=len(live), got__gte=1, got__lt=F("answers_needed")).order_by("pk"))
+
+
+def active_annotators(corpus: Corpus, backend: str) -> list[int]:
+    """The unblocked annotators of ``backend`` who have given ``corpus`` a counted answer (pks, ordered)."""
+    return list(Annotator.objects.filter(backend=backend, blocked=False, answers__task__corpus=corpus,
+                                         answers__weight__gt=0).distinct().order_by("pk").values_list("pk", flat=True))
+
+
 # --------------------------------------------------------------------------- leasing
 
 def annotator_for_user(user) -> Annotator:

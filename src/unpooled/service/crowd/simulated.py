@@ -29,11 +29,10 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 
 import numpy as np
-from django.db.models import Count, F, Q
 
 from unpooled.core.annotation.crowd import relation_rates
 from unpooled.service.annotation import actions, leasing
-from unpooled.service.annotation.models import Annotator, Assignment, Backend, Kind, Task
+from unpooled.service.annotation.models import Annotator, Backend, Kind, Task
 from unpooled.service.corpora.models import Corpus, GoldEntity, GoldMention, GoldRelation
 
 
@@ -287,16 +286,8 @@ class SimulatedCrowd:
         or a weak relation's raise); it completes with the counted answers it has rather than stay open for
         ever.  Returns the number of items so closed."""
         live = list(Annotator.objects.filter(pk__in=[a.pk for a in self.annotators], blocked=False)
-                    .values_list("pk", flat=True))
-        if not live:
-            return 0
-        mine = Q(assignments__annotator_id__in=live) & ~Q(assignments__status=Assignment.Status.EXPIRED)
-        counted = Q(answers__weight__gt=0, answers__annotator__blocked=False)
-        stuck = (Task.objects.filter(corpus=self.corpus, status=Task.Status.OPEN, is_control=False)
-                 .filter(kind__in=[k for k in (kinds or []) if k] or Kind.values)
-                 .annotate(reached=Count("assignments__annotator", filter=mine, distinct=True),
-                           got=Count("answers", filter=counted, distinct=True))
-                 .filter(reached__gte=len(live), got__gte=1, got__lt=F("answers_needed")).order_by("pk"))
+                    .order_by("pk").values_list("pk", flat=True))
+        stuck = leasing.unreachable_items(self.corpus, live, kinds)
         closed = 0
         for task in stuck:  # answers_needed stays: the item is not asked for more again
             actions.complete_task(task)

@@ -21,6 +21,7 @@ from django.utils import timezone
 from unpooled.core.errors import InvalidInputError, UnpooledError
 from unpooled.service.accounts.actions import AccountError, do_set_quota, is_organiser, quota
 from unpooled.service.annotation.actions import corpus_committed_cents, settings_for
+from unpooled.service.annotation.leasing import active_annotators, unreachable_items
 from unpooled.service.annotation.sampling import sample_size_warning
 from unpooled.service.annotation.models import (
     AnnotationSettings, Answer, Assignment, Backend, ExhaustiveDocument, Kind, SubmissionBudget, Task, TaskRequest,
@@ -162,6 +163,9 @@ def alerts(corpus: Corpus, *, now=None, expiries: int = STALL_EXPIRIES, open_hou
     if st["n_unanswered"]:
         out.append(Alert("warning", "open_unanswered",
                          f"{st['n_unanswered']} task(s) open for more than {open_hours:g} hours with no answer"))
+    short = _waiting_for_annotators(corpus)
+    if short:
+        out.append(Alert("warning", "waiting_for_annotators", short, section="annotation"))
     few = sample_size_warning(corpus, settings_for(corpus).exhaustive_documents)
     if few:
         drawn = ExhaustiveDocument.objects.filter(corpus=corpus).exists()
@@ -179,6 +183,22 @@ def alerts(corpus: Corpus, *, now=None, expiries: int = STALL_EXPIRIES, open_hou
                              f"{_money(b['budget_cents'])} ({b['committed_share']:.0%})", section="settings"))
     out.sort(key=lambda a: a.level != "error")
     return out
+
+
+def _waiting_for_annotators(corpus: Corpus) -> str | None:
+    """In-house only (a simulated crowd closes such items itself, an MTurk pool is open): the open items that every
+    active annotator has answered and that still ask for more answers (:func:`~unpooled.service.annotation.leasing.
+    unreachable_items`); they wait for a new annotator."""
+    st = settings_for(corpus)
+    if st.backend != Backend.INHOUSE:
+        return None
+    live = active_annotators(corpus, Backend.INHOUSE)
+    n = unreachable_items(corpus, live).count()
+    if not n:
+        return None
+    return (f"{n} open item(s) ask for more answers than the {len(live)} unblocked in-house annotator(s) who have "
+            "answered this corpus can give (each has answered them): they wait for another annotator. Invite one, "
+            f"or lower the answers asked of a weak relation's items (now {st.answers_weak_relation}) in Settings")
 
 
 def _money(cents: int | None) -> str:
