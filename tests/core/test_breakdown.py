@@ -10,7 +10,7 @@ import pytest
 import scipy.sparse as sp
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from scipy.stats import binomtest, norm
+from scipy.stats import binomtest, chi2, norm
 
 from unpooled.core.errors import InvalidInputError
 from unpooled.core.estimators import (
@@ -33,7 +33,14 @@ def _wilson_by_hand(p: float, n_eff: float, level: float = 0.9) -> tuple[float, 
     z = norm.ppf(0.5 + level / 2)
     c = (p + z * z / (2 * n_eff)) / (1 + z * z / n_eff)
     h = z / (1 + z * z / n_eff) * math.sqrt(p * (1 - p) / n_eff + z * z / (4 * n_eff * n_eff))
-    return c - h, c + h
+    lo, hi = c - h, c + h
+    # Brown, Cai & DasGupta at the bounds: at most x* rare outcomes, the exact Poisson bound (chi-square form)
+    x_star, a = (2 if n_eff <= 50 else 3), (1 - level) / 2
+    if p > 0.5 and 0 < n_eff * (1 - p) <= x_star:
+        hi = max(hi, 1 - chi2.ppf(a, 2 * n_eff * (1 - p)) / (2 * n_eff))
+    if p < 0.5 and 0 < n_eff * p <= x_star:
+        lo = min(lo, chi2.ppf(a, 2 * n_eff * p) / (2 * n_eff))
+    return lo, hi
 
 
 # -- hand computation ------------------------------------------------------------------

@@ -384,7 +384,7 @@ def subset_scores(design: Design, target: int, groups_of_universe, groups_of_tru
 
 
 def _weight_row(d: Design, i: int, estimator: str, weights, confidence: float) -> tuple[np.ndarray, str]:
-    """The joint estimator's weight row :math:`w_{i\cdot}` of the target (normalised) and the method's name."""
+    r"""The joint estimator's weight row :math:`w_{i\cdot}` of the target (normalised) and the method's name."""
     m = d.m
     if estimator == "simple":
         Wi = np.zeros(m)

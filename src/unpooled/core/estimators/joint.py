@@ -89,7 +89,7 @@ from functools import cached_property
 
 import numpy as np
 import scipy.sparse as sp
-from scipy.stats import norm
+from scipy.stats import gamma, norm
 
 from ..errors import InvalidInputError, check_choice
 from .exhaustive import document_groups, restrict_p0, t_factor, theta_variance
@@ -373,10 +373,23 @@ def _t0(d: Design, confidence: float | None) -> float:
 
 
 def wilson(est: np.ndarray, var: np.ndarray, confidence: float, n_fallback: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    r"""Wilson score interval at the effective sample size :math:`\hat e(1-\hat e)/\widehat{\rm Var}`.
+    r"""Wilson score interval at the effective sample size :math:`\hat e(1-\hat e)/\widehat{\rm Var}`, modified
+    at the bounds as Brown, Cai and DasGupta recommend.
 
     Where the variance is 0 (all labels equal), and within about ``1/n_fallback`` of 0 or 1
     (where :math:`\hat e(1-\hat e)` collapses), the fallback size ``n_fallback`` is used.
+
+    *Near a bound.* With :math:`x = n\min(\hat e, 1-\hat e)` rare outcomes among :math:`n` (the effective size),
+    :math:`0 < x \le x^*` (:math:`x^* = 2` for :math:`n \le 50`, else 3), the bound on the side of 0 (or 1) is
+    at least as far out as the exact Poisson one, :math:`\tfrac12\chi^2_{2x,\,\alpha/2}/n`: Wilson's interval
+    stops short there (its coverage dips well below the nominal level for :math:`x = 1, 2`).  Measured through
+    the service: a system of true precision 0.9963 (14 false instances in 3,830, 13 of one relation), 150 draws;
+    2 false draws happen in 10% of runs and give Wilson's upper bound 0.9956 (the Poisson bound: 0.9976), and the
+    precision interval held the truth in 0.84 of 50 runs.  :math:`x` may be fractional (a weighted or crowd-voted
+    count); the Poisson bound is then the gamma quantile :math:`\Gamma^{-1}_x(\alpha/2)/n`.
+
+    References: L. D. Brown, T. T. Cai, A. DasGupta. Interval estimation for a binomial proportion.
+    *Statistical Science* 16(2):101-133, 2001, §4.1.1 (the modified Wilson interval).
     """
     z = norm.ppf(0.5 + confidence / 2)
     est = np.clip(est, 0.0, 1.0)
@@ -396,7 +409,22 @@ def wilson(est: np.ndarray, var: np.ndarray, confidence: float, n_fallback: np.n
     half = z / (1 + z2n) * np.sqrt(est * (1 - est) / neff + z2n / (4 * neff))
     # an exact estimate (every instance drawn, :mod:`.finite`) keeps the round-off of its sums: 1e-12 around it
     lo, hi = np.clip(center - half - 1e-12, 0, 1), np.clip(center + half + 1e-12, 0, 1)
+    lo, hi = _poisson_at_bounds(est, neff, lo, hi, confidence)
     return np.minimum(lo, est), np.maximum(hi, est)
+
+
+def _poisson_at_bounds(est, neff, lo, hi, confidence: float):
+    """:func:`wilson`'s bounds, the one on the side of a near bound moved out to the exact Poisson bound where the
+    rare outcomes number at most 2 (effective size up to 50) or 3 (Brown, Cai and DasGupta's modification)."""
+    x_star = np.where(neff <= 50, 2.0, 3.0)
+    a = (1 - confidence) / 2
+    with np.errstate(invalid="ignore", divide="ignore"):
+        x0, x1 = neff * est, neff * (1 - est)
+        near0 = (x0 > 0) & (x0 <= x_star) & (est < 0.5)
+        near1 = (x1 > 0) & (x1 <= x_star) & (est > 0.5)
+        q0 = gamma.ppf(a, np.where(near0, x0, 1.0)) / neff
+        q1 = gamma.ppf(a, np.where(near1, x1, 1.0)) / neff
+    return np.where(near0, np.minimum(lo, q0), lo), np.where(near1, np.maximum(hi, 1 - q1), hi)
 
 
 def monotone_interval(fn, a, b, a_ci, b_ci, rho, *, steps: int = 1440) -> tuple[np.ndarray, np.ndarray]:
