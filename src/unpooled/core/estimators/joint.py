@@ -416,12 +416,12 @@ def wilson(est: np.ndarray, var: np.ndarray, confidence: float, n_fallback: np.n
 def _poisson_at_bounds(est, neff, lo, hi, confidence: float):
     """:func:`wilson`'s bounds, the one on the side of a near bound moved out to the exact Poisson bound where the
     rare outcomes number at most 2 (effective size up to 50) or 3 (Brown, Cai and DasGupta's modification)."""
-    x_star = np.where(neff <= 50, 2.0, 3.0)
+    x_star = np.where(neff <= 50 + 1e-6, 2.0, 3.0) + 1e-6  # counts are often whole: round-off must not decide
     a = (1 - confidence) / 2
     with np.errstate(invalid="ignore", divide="ignore"):
         x0, x1 = neff * est, neff * (1 - est)
-        near0 = (x0 > 0) & (x0 <= x_star) & (est < 0.5)
-        near1 = (x1 > 0) & (x1 <= x_star) & (est > 0.5)
+        near0 = (x0 > 1e-9) & (x0 <= x_star) & (est < 0.5)
+        near1 = (x1 > 1e-9) & (x1 <= x_star) & (est > 0.5)
         q0 = gamma.ppf(a, np.where(near0, x0, 1.0)) / neff
         q1 = gamma.ppf(a, np.where(near1, x1, 1.0)) / neff
     return np.where(near0, np.minimum(lo, q0), lo), np.where(near1, np.maximum(hi, 1 - q1), hi)
