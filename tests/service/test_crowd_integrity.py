@@ -29,7 +29,7 @@ from unpooled.service.submissions.models import RelationInstance
 
 from ..conftest import load_redocred_subset
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, pytest.mark.xdist_group("crowd_integrity")]  # the tally runs last, in one process
 
 HOLDS = {"relation": "holds", "subject_ok": True, "object_ok": True, "link_ok": None}
 NONE = {"relation": "none", "subject_ok": True, "object_ok": True, "link_ok": None}
