@@ -34,7 +34,7 @@ import numpy as np
 from django.db import transaction
 from django.utils import timezone
 
-from unpooled.core.annotation.confusion import fit_confusions
+from unpooled.core.annotation.confusion import fit_confusions, keyed_answers
 from unpooled.core.estimators.noisy import KeyedAnswers
 from unpooled.core.offline import score as offline_score
 
@@ -184,18 +184,13 @@ def trial_inputs(corpus, *, level: str = "instance", sentences=None) -> TrialInp
 
 
 def keyed(answers, source: str, *, replicates: int = 100, seed: int = 0) -> KeyedAnswers | None:
-    """The answers (controls left out) with confusions fitted from ``source``; None where it is not available."""
+    """The answers (controls left out) with confusions fitted from ``source``, as the core's model of that source
+    sees them (:func:`~unpooled.core.annotation.confusion.keyed_answers`); None where it is not available."""
     got = fit_confusions(answers, source, replicates=replicates, rng=seed)
     if got is None:
         return None
-    (sens, fpr), reps = got
-    real = np.asarray(answers.control)[answers.item] < 0
-    sr = fr = None
-    if reps and len(reps) > 1:
-        sr, fr = np.array([r[0] for r in reps]), np.array([r[1] for r in reps])
-    return KeyedAnswers(tuple(answers.item_keys[i] for i in answers.item[real].tolist()), answers.worker[real],
-                        answers.yes[real].astype(bool), np.clip(sens, 1e-9, 1 - 1e-9), np.clip(fpr, 1e-9, 1 - 1e-9),
-                        sr, fr)
+    point, reps = got
+    return keyed_answers(answers, point, reps or [])
 
 
 def method_estimates(inputs: TrialInputs, *, sources=SOURCES, replicates: int = 100, seed: int = 0
