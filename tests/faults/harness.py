@@ -479,8 +479,11 @@ class StreamingUpload:
             self.sent += len(piece)
 
     def finish(self) -> tuple[int, str]:
-        self.send(len(self.data))
-        self.conn.send(self.tail)
+        try:
+            self.send(len(self.data))
+            self.conn.send(self.tail)
+        except (BrokenPipeError, ConnectionResetError):
+            pass  # the server refused the body before its end and closed the connection: its answer is waiting
         resp = self.conn.getresponse()
         return resp.status, resp.read().decode("utf-8", "replace")
 
