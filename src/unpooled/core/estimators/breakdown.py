@@ -112,8 +112,8 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..errors import InvalidInputError, check_choice
-from .joint import (ESTIMATORS, WEIGHTS, Design, WeightDegeneracyWarning, _var0, estimate, f1_interval,
-                    complete_targets, population_size, strata_var, weight_matrix, wilson)
+from .joint import (ESTIMATORS, WEIGHTS, Design, WeightDegeneracyWarning, _f1_partials, _var0, estimate,
+                    f1_interval, complete_targets, population_size, strata_var, weight_matrix, wilson)
 
 ZERO_DIVISION = ("warn", "nan")
 #: the smallest effective sample a group's estimate is shown with: below it the variance behind the interval rests
@@ -360,11 +360,10 @@ def subset_scores(design: Design, target: int, groups_of_universe, groups_of_tru
     prec = _group_precision(d, i, Wi, gu, G, votes)
     p, var_p, ess, fit = prec["p"], prec["var_p"], prec["ess"], prec["fit"]
     r, var_r, n_true, V, r_ess = _group_recall(d, i, gt, G, confidence)
-    with np.errstate(divide="ignore", invalid="ignore"):  # F1 and its delta-method variance
+    with np.errstate(divide="ignore", invalid="ignore"):  # F1 (NaN where P or R is) and its delta-method variance
         ssum = p + r
         f1 = np.where(ssum > 0, 2 * p * r / np.where(ssum > 0, ssum, 1), np.where(np.isnan(ssum), np.nan, 0.0))
-        dP = np.where(ssum > 0, 2 * r ** 2 / np.where(ssum > 0, ssum, 1) ** 2, 0.0)
-        dR = np.where(ssum > 0, 2 * p ** 2 / np.where(ssum > 0, ssum, 1) ** 2, 0.0)
+    dP, dR = _f1_partials(p, r)
     var_f = np.nan_to_num(dP) ** 2 * var_p + np.nan_to_num(dR) ** 2 * var_r
     p_ci, p_ess = _precision_interval(p, var_p, ess, prec["unseen"], fit, confidence)
     r_ci = _defined_wilson(r, var_r, n_true.astype(float), confidence)

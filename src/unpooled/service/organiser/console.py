@@ -139,6 +139,7 @@ def alerts(corpus: Corpus, *, now=None, expiries: int = STALL_EXPIRIES, open_hou
            stuck_minutes: float = STUCK_MINUTES, stalled: dict | None = None) -> list[Alert]:
     """Everything an organiser should act on, errors first."""
     now = now or timezone.now()
+    ann = settings_for(corpus)
     out: list[Alert] = []
     for sub in (Submission.objects.filter(corpus=corpus, status=Submission.Status.FAILED)
                 .select_related("team").order_by("-status_changed", "-id")):
@@ -148,7 +149,7 @@ def alerts(corpus: Corpus, *, now=None, expiries: int = STALL_EXPIRIES, open_hou
                          f"{sub.failed_stage or 'unknown'}: {first}", submission=sub.pk, section="submissions"))
     for sub, waiting in stuck_submissions(corpus, now=now, minutes=stuck_minutes):
         why = (f"waits for open verification tasks but got no answer in the last {stuck_minutes:g} minutes "
-               f"(backend {settings_for(corpus).backend}: is anybody annotating, are the tasks published?)"
+               f"(backend {ann.backend}: is anybody annotating, are the tasks published?)"
                if waiting else
                "has all its labels but has not moved on to scoring (is a task worker running?)")
         out.append(Alert("warning", "stuck_submission",
@@ -163,10 +164,10 @@ def alerts(corpus: Corpus, *, now=None, expiries: int = STALL_EXPIRIES, open_hou
     if st["n_unanswered"]:
         out.append(Alert("warning", "open_unanswered",
                          f"{st['n_unanswered']} task(s) open for more than {open_hours:g} hours with no answer"))
-    short = _waiting_for_annotators(corpus)
+    short = _waiting_for_annotators(corpus, ann)
     if short:
         out.append(Alert("warning", "waiting_for_annotators", short, section="annotation"))
-    few = sample_size_warning(corpus, settings_for(corpus).exhaustive_documents)
+    few = sample_size_warning(corpus, ann.exhaustive_documents)
     if few:
         drawn = ExhaustiveDocument.objects.filter(corpus=corpus).exists()
         out.append(Alert("warning", "few_exhaustive_documents", few, section="documents" if drawn else "settings"))
@@ -185,11 +186,10 @@ def alerts(corpus: Corpus, *, now=None, expiries: int = STALL_EXPIRIES, open_hou
     return out
 
 
-def _waiting_for_annotators(corpus: Corpus) -> str | None:
+def _waiting_for_annotators(corpus: Corpus, st: AnnotationSettings) -> str | None:
     """In-house only (a simulated crowd closes such items itself, an MTurk pool is open): the open items that every
     active annotator has answered and that still ask for more answers (:func:`~unpooled.service.annotation.leasing.
-    unreachable_items`); they wait for a new annotator."""
-    st = settings_for(corpus)
+    unreachable_items`); they wait for a new annotator.  ``st``: the corpus's settings."""
     if st.backend != Backend.INHOUSE:
         return None
     live = active_annotators(corpus, Backend.INHOUSE)
