@@ -305,7 +305,7 @@ def control_confusions(a: VerifyAnswers, weights: np.ndarray | None = None, *, s
 
 
 def ds_confusions(a: VerifyAnswers, item_weights: np.ndarray | None = None, *, clamp_controls: bool = False,
-                  shrinkage=SHRINKAGE, max_iter: int = 200, tol: float = 1e-7
+                  shrinkage=SHRINKAGE, max_iter: int = 2000, tol: float = 1e-8
                   ) -> tuple[np.ndarray, np.ndarray]:
     r"""Binary Dawid–Skene by EM: per worker (sensitivity, false-positive rate).
 
@@ -320,12 +320,19 @@ def ds_confusions(a: VerifyAnswers, item_weights: np.ndarray | None = None, *, c
 
 
 def ds_fit(a: VerifyAnswers, item_weights=None, *, clamp_controls: bool = False, shrinkage=SHRINKAGE,
-            max_iter: int = 200, tol: float = 1e-7):
-    """:func:`ds_confusions` returning the posteriors too; EM starts from the items' vote shares.
+            max_iter: int = 2000, tol: float = 1e-8):
+    """:func:`ds_confusions` returning the posteriors too; EM starts from the items' vote shares and runs to its
+    fixed point (every rate and class prior still within ``tol``, at most ``max_iter`` EM
+    steps), accelerated by :func:`~.fixed_point.squarem`: a stop on the log-likelihood's change left weakly judged
+    strata far from it (the module :mod:`.fixed_point` says by how much).
 
     With strata (``a.stratum``) the confusions are per (worker, stratum) (:meth:`VerifyAnswers.rates`) and the
     class prior is per stratum with enough items (hard relations are both harder to judge and less often correct).
     """
+    from scipy.special import expit
+
+    from .fixed_point import squarem
+
     n_i = a.n_items
     iw = np.ones(n_i) if item_weights is None else np.asarray(item_weights, float)
     om = iw[a.item]
@@ -350,30 +357,30 @@ def ds_fit(a: VerifyAnswers, item_weights=None, *, clamp_controls: bool = False,
         st, H = np.where(own[st], st, H), H + 1
     wr = iw * real
     wr_h = np.maximum(np.bincount(st, weights=wr, minlength=H), 1e-12)
-    prev = -np.inf
-    sens = fpr = None
-    for _ in range(max_iter):
-        # M step
-        rho = np.clip(np.bincount(st, weights=wr * T, minlength=H) / wr_h, 1e-6, 1 - 1e-6)[st]
+
+    def m_step(T):  # the rates and class priors
+        rho = np.clip(np.bincount(st, weights=wr * T, minlength=H) / wr_h, 1e-6, 1 - 1e-6)
         t_a = T[a.item]
         w1, w0 = om * t_a, om * (1 - t_a)
         n1 = np.bincount(rows, weights=w1, minlength=R)
         y1 = np.bincount(rows, weights=w1 * a.yes, minlength=R)
         n0 = np.bincount(rows, weights=w0, minlength=R)
         y0 = np.bincount(rows, weights=w0 * a.yes, minlength=R)
-        sens, fpr = a.rates(y1, n1, shrinkage), a.rates(y0, n0, shrinkage)
-        # E step (the logarithms once per rate row, not per answer: the same values)
-        l1 = np.where(said, np.log(sens)[rows], np.log1p(-sens)[rows])
-        l0 = np.where(said, np.log(fpr)[rows], np.log1p(-fpr)[rows])
-        s1 = np.bincount(a.item, weights=l1, minlength=n_i) + np.log(rho)
-        s0 = np.bincount(a.item, weights=l0, minlength=n_i) + np.log1p(-rho)
-        m = np.maximum(s1, s0)
-        ll = float((wr * (m + np.log(np.exp(s1 - m) + np.exp(s0 - m)))).sum())
-        T = np.where(fixed, a.control, 1.0 / (1.0 + np.exp(s0 - s1)))
-        if math.isfinite(prev) and abs(ll - prev) <= tol * max(1.0, abs(prev)):
-            break
-        prev = ll
-    return sens, fpr, T
+        return np.concatenate([a.rates(y1, n1, shrinkage), a.rates(y0, n0, shrinkage), rho])
+
+    def e_step(x):  # the posteriors (the logarithms once per rate row, not per answer: the same values)
+        x = np.clip(x, 1e-9, 1 - 1e-9)  # an extrapolated point may leave (0, 1)
+        lp1, lp0 = np.log(x), np.log1p(-x)
+        l1 = np.where(said, lp1[:R][rows], lp0[:R][rows])
+        l0 = np.where(said, lp1[R:2 * R][rows], lp0[R:2 * R][rows])
+        s1 = np.bincount(a.item, weights=l1, minlength=n_i) + lp1[2 * R:][st]
+        s0 = np.bincount(a.item, weights=l0, minlength=n_i) + lp0[2 * R:][st]
+        return np.where(fixed, a.control, expit(s1 - s0))
+
+    # on the probability scale: a class prior or rate drifting to a bound is a geometric sequence there (which
+    # the extrapolation jumps to the end of), an arithmetic one on the logit scale (which it cannot)
+    x, _ = squarem(lambda x: m_step(e_step(x)), m_step(T), tol=tol, max_steps=max_iter)
+    return x[:R], x[R:2 * R], e_step(x)
 
 
 #: the sources that fit rates per stratum (:func:`model_answers`): gold controls anchor them (``items``: there
