@@ -48,5 +48,5 @@ def test_dawid_skene_runs_to_its_fixed_point_where_the_crowd_is_weak():
         np.testing.assert_allclose(s, s_far, atol=1e-6)
         np.testing.assert_allclose(e, e_far, atol=1e-6)
         np.testing.assert_allclose(post, post_far, atol=1e-5)
-        # the posteriors are those of the rates returned
+        # probabilities, finite rates
         assert np.all((post >= 0) & (post <= 1)) and np.isfinite(s).all() and np.isfinite(e).all()

@@ -51,8 +51,10 @@ import math
 from dataclasses import dataclass, replace
 
 import numpy as np
+from scipy.special import expit
 
 from ..errors import InvalidInputError, check_choice
+from .fixed_point import squarem
 
 #: workers' confusions are shrunk towards the crowd's: empirical Bayes (or a number of answers)
 SHRINKAGE = "eb"
@@ -329,10 +331,6 @@ def ds_fit(a: VerifyAnswers, item_weights=None, *, clamp_controls: bool = False,
     With strata (``a.stratum``) the confusions are per (worker, stratum) (:meth:`VerifyAnswers.rates`) and the
     class prior is per stratum with enough items (hard relations are both harder to judge and less often correct).
     """
-    from scipy.special import expit
-
-    from .fixed_point import squarem
-
     n_i = a.n_items
     iw = np.ones(n_i) if item_weights is None else np.asarray(item_weights, float)
     om = iw[a.item]
