@@ -38,6 +38,10 @@ def test_table_and_summary():
     assert 0 <= s["p"]["coverage"] <= 1
     text = format_table([s])
     assert text.splitlines()[1].startswith("tiny") and "coverage of the 90% intervals" in text
+    # the bias's standard error is by trial: the mean over a trial's systems, then their spread over the trials
+    per_trial = np.asarray(res.errors["p"]).reshape(3, 2).mean(1)
+    assert s["p"]["bias_se"] == pytest.approx(per_trial.std(ddof=1) / np.sqrt(3))
+    assert f"({s['p']['bias_se']:.3f})" in text.splitlines()[1]
     with pytest.raises(InvalidInputError, match="trials: expected at least 1"):
         run_cell(Cell("x", (5,), (0.5,)), 0)
 

@@ -5,8 +5,9 @@ Each *cell* is a synthetic evaluation repeated ``trials`` times with fresh draws
 scored exactly as the service scores: :func:`unpooled.core.estimators.estimate` with the crowd's votes
 (:mod:`unpooled.core.estimators.noisy`), the annotators' error rates fitted by semi-supervised Dawid–Skene on the
 answers and on gold controls, with bootstrap replicates (:mod:`unpooled.core.annotation.confusion`).  Reported per
-cell, over the trials and the cell's reported systems: the mean error of P, R and F1 against the truth, the mean
-width of the 90% intervals and how often they hold the truth (with its binomial standard error).
+cell, over the trials and the cell's reported systems: the mean error of P, R and F1 against the truth (with its
+standard error by trial), the mean width of the 90% intervals and how often they hold the truth (with its binomial
+standard error).
 
 **The world of one trial.**  System :math:`i` outputs :math:`n_i` instances; a share ``shared`` of them come from a
 pool common to all systems (so labels drawn for one system are reused by the others), the rest are its own.  An
@@ -185,10 +186,19 @@ class CellResult:
             e = np.asarray(self.errors.get(k, ()), float)
             w = np.asarray(self.widths.get(k, ()), float)
             n = len(h)
-            out[k] = {"bias": float(e.mean()) if n else math.nan, "width": float(w.mean()) if n else math.nan,
-                      "coverage": float(h.mean()) if n else math.nan,
+            out[k] = {"bias": float(e.mean()) if n else math.nan, "bias_se": _trial_se(e, self.trials),
+                      "width": float(w.mean()) if n else math.nan, "coverage": float(h.mean()) if n else math.nan,
                       "coverage_se": float(math.sqrt(h.mean() * (1 - h.mean()) / n)) if n else math.nan}
         return out
+
+
+def _trial_se(errors: np.ndarray, trials: int) -> float:
+    """The standard error of the mean error, by trial: the reported systems of one trial share its votes and
+    fitted rates, so their errors are not independent; the errors of each trial are averaged first."""
+    if trials < 2 or not len(errors) or len(errors) % trials:
+        return math.nan
+    per_trial = np.asarray(errors, float).reshape(trials, -1).mean(1)
+    return float(per_trial.std(ddof=1) / math.sqrt(trials))
 
 
 def _strata_of(cell: Cell) -> tuple[int, np.ndarray, np.ndarray]:
@@ -476,16 +486,19 @@ def run_regimes(trials: int = 100, *, seed: int = 0, cells=None, progress=None, 
 
 def format_table(rows: list[dict]) -> str:
     head = (f"{'cell':<22} {'trials':>6} {'CIs':>6} {'draws':>7}  " +
-            "  ".join(f"{k.upper() + ' bias':>8} {'width':>6} {'cover':>6}" for k in METRICS))
+            "  ".join(f"{k.upper() + ' bias':>8} {'(se)':>7} {'width':>6} {'cover':>6}" for k in METRICS))
     lines = [head]
     for r in rows:
         cells = []
         for k in METRICS:
             x = r[k]
             flag = "" if 0.88 <= x["coverage"] <= 0.92 else ("+" if x["coverage"] > 0.92 else "-")
-            cells.append(f"{x['bias']:+8.3f} {x['width']:6.3f} {x['coverage']:5.2f}{flag or ' '}")
+            se = x.get("bias_se", math.nan)
+            cells.append(f"{x['bias']:+8.3f} {'(' + format(se, '.3f') + ')':>7} {x['width']:6.3f} "
+                         f"{x['coverage']:5.2f}{flag or ' '}")
         lines.append(f"{r['cell']:<22} {r['trials']:>6} {r['intervals']:>6} {r['draws']:>7.0f}  " + "  ".join(cells))
-    lines.append("coverage of the 90% intervals; '+' above 0.92 (conservative), '-' below 0.88")
+    lines.append("coverage of the 90% intervals; '+' above 0.92 (conservative), '-' below 0.88; (se): the bias's "
+                 "standard error, by trial")
     return "\n".join(lines)
 
 
