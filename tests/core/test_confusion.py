@@ -201,7 +201,7 @@ def test_controls_of_another_mix_of_types_are_compared_type_by_type():
 
 
 def test_relation_groups_parse_and_number_strata():
-    from unpooled.core.annotation.confusion import grouped_strata, parse_relation_groups, relation_stratum_codes
+    from unpooled.core.annotation.relation_groups import grouped_strata, parse_relation_groups, relation_stratum_codes
     from unpooled.core.errors import InvalidInputError
 
     rels = ["P17", "P131", "P108", "P463", "P26"]

@@ -370,7 +370,8 @@ def read_answers(path: str | Path, *, limits: Limits = Limits(), relation_strata
 
     Returns ``(VerifyAnswers, Report)``.
     """
-    from .annotation.confusion import VerifyAnswers, relation_stratum_codes
+    from .annotation.confusion import VerifyAnswers
+    from .annotation.relation_groups import relation_stratum_codes
 
     path = Path(path)
     if not path.is_file():

@@ -77,7 +77,7 @@ class AnnotationSettings(models.Model):
     def groups_of(corpus) -> dict[str, str]:
         """``relation -> group`` the organiser set for ``corpus`` (a corpus or its id) in :attr:`relation_groups`
         (validated when saved through the console); empty without settings or groups."""
-        from unpooled.core.annotation.confusion import parse_relation_groups
+        from unpooled.core.annotation.relation_groups import parse_relation_groups
 
         st = AnnotationSettings.objects.filter(corpus=corpus).only("relation_groups").first()
         return parse_relation_groups(st.relation_groups) if st is not None else {}

@@ -24,8 +24,9 @@ import numpy as np
 
 from unpooled.core.annotation.confusion import (
     REPLICATES, SHRINKAGE, VerifyAnswers, fit_confusions, keyed_answers as _keyed, model_answers, preferred_source,
-    relation_stratum_codes, shifted_replicates,
+    shifted_replicates,
 )
+from unpooled.core.annotation.relation_groups import relation_stratum_codes
 from unpooled.core.estimators.exhaustive import p0_support
 from unpooled.core.estimators.noisy import KeyedAnswers
 #: a full bootstrap again once the counted answers have grown by this share since the last one
@@ -71,7 +72,7 @@ def relation_strata(corpus) -> dict[str, int]:
     """The crowd model's strata (:mod:`unpooled.core.estimators.strata`): one per relation of the corpus's schema,
     or per group of relations the organiser said the crowd judges alike (``AnnotationSettings.relation_groups``),
     numbered in name order (a predicate the schema does not name: one more, the last)."""
-    from unpooled.core.annotation.confusion import grouped_strata
+    from unpooled.core.annotation.relation_groups import grouped_strata
 
     groups = _groups(corpus)
     key = (corpus.pk, corpus.schema_id, tuple(sorted(groups.items())))

@@ -322,7 +322,7 @@ def do_retry(user, sub: Submission) -> str:
 
 def _relation_groups_error(corpus: Corpus, v: dict) -> str | None:
     """What is wrong with the relation groups in ``v`` (None: nothing; an absent value becomes no groups)."""
-    from unpooled.core.annotation.confusion import parse_relation_groups
+    from unpooled.core.annotation.relation_groups import parse_relation_groups
 
     if v.get("relation_groups") is None:
         v["relation_groups"] = ""
