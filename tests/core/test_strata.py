@@ -1,6 +1,8 @@
 """The crowd model by strata (core/estimators/strata.py, confusion.stratified_rates): rates per (worker, stratum),
 prevalences per (target, stratum) combined by the targets' known masses."""
 
+from dataclasses import replace
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -152,6 +154,28 @@ def test_thin_strata_share_a_class_prior_only_with_strata_judged_alike():
     assert abs(np.mean(fitted) - HARD[1]) < 0.035, np.mean(fitted)
 
 
+def test_class_prior_groups():
+    from unpooled.core.annotation.confusion import MIN_PRIOR_ITEMS, class_prior_groups
+    from unpooled.core.estimators.strata import MIN_ITEMS
+
+    # strata 0: own (MIN_ITEMS items); 1, 2: thin, rate group 1, together MIN_PRIOR_ITEMS; 3: thin, group 2, alone
+    # with 3 items, and 4: thin, group 0, 2 items -- too few for a prior of their own, so they share one
+    n = [MIN_ITEMS, MIN_PRIOR_ITEMS - 4, 4, 3, 2]
+    stratum = np.repeat(np.arange(5), n)
+    a = VerifyAnswers(np.arange(len(stratum)), np.zeros(len(stratum), np.int64), np.ones(len(stratum), np.int64),
+                      [str(i) for i in range(len(stratum))], np.full(len(stratum), -1), 1, stratum=stratum,
+                      strata=5, rate_group=np.array([0, 1, 1, 2, 0]))
+    g, G = class_prior_groups(a)
+    first = {h: int(g[stratum == h][0]) for h in range(5)}
+    assert len(set(g[stratum == 0])) == 1 and first[0] == 0  # its own
+    assert first[1] == first[2] and first[3] == first[4] and first[1] != first[3] and first[1] != 0
+    assert G > int(g.max())
+    # without rate groups every thin stratum shares one prior; without strata one prior for all
+    g2, _ = class_prior_groups(replace(a, rate_group=None))
+    assert len(set(g2[stratum > 0])) == 1 and g2[0] == 0
+    assert class_prior_groups(replace(a, stratum=None, strata=None, rate_group=None))[1] == 1
+
+
 def test_a_relation_seen_only_in_controls_joins_by_what_its_controls_say():
     # strata 0 (easy) and 1 (hard, the most items) anchored; 2 an easy and 3 a hard relation seen only in gold
     # controls, each answered once (no two answers about one item): placed by the agreement their control answers
@@ -222,8 +246,6 @@ def test_strata_remove_the_bias_of_a_crowd_whose_accuracy_depends_on_the_relatio
 
 
 def test_a_learned_group_s_controls_follow_its_items_mix():
-    from dataclasses import replace
-
     from unpooled.core.annotation.confusion import control_mix_weights
 
     # one group of strata 0 (90 items, 2 wrong controls) and 1 (10 items, 8 wrong controls) and 2 (3 wrong controls,

@@ -312,10 +312,16 @@ def ds_fit(a: VerifyAnswers, item_weights=None, *, clamp_controls: bool = False,
     return x[:R], x[R:2 * R], e_step(x)
 
 
+#: a rate group's thin strata have a class prior of their own only with this many non-control items together;
+#: fewer share one with the other such groups (a prior fitted on a handful of items sits at 0 or 1)
+MIN_PRIOR_ITEMS = 10
+
+
 def class_prior_groups(a: VerifyAnswers) -> tuple[np.ndarray, int]:
     """Per item, the class prior it shares in :func:`ds_fit`, and their number: its stratum's own with at least
     :data:`~unpooled.core.estimators.strata.MIN_ITEMS` non-control items, else one shared by the thin strata of
-    its rate group (:attr:`VerifyAnswers.rate_group`); one for all without strata.
+    its rate group (:attr:`VerifyAnswers.rate_group`) when they hold :data:`MIN_PRIOR_ITEMS` together, else one
+    shared by the rest; one for all without strata.
 
     A prior fitted on two or three items sits at 0 or 1 and decides their class, and their answers then bend the
     rates (the human reference's items, nearly all correct, in 97 relations with 13 controls: false-positive rate
@@ -327,9 +333,12 @@ def class_prior_groups(a: VerifyAnswers) -> tuple[np.ndarray, int]:
     if a.stratum is None or a.n_strata <= 1:
         return np.zeros(a.n_items, np.int64), 1
     st, H = np.asarray(a.stratum, np.int64), a.n_strata
-    own = np.bincount(st[np.asarray(a.control) < 0], minlength=H) >= MIN_ITEMS
+    n = np.bincount(st[np.asarray(a.control) < 0], minlength=H)
+    own = n >= MIN_ITEMS
     grp = np.zeros(H, np.int64) if a.rate_group is None else np.asarray(a.rate_group, np.int64)
-    return np.where(own[st], st, H + grp[st]), H + int(grp.max(initial=0)) + 1
+    G = int(grp.max(initial=0)) + 1
+    grp = np.where(np.bincount(grp[~own], weights=n[~own], minlength=G)[grp] >= MIN_PRIOR_ITEMS, grp, G)
+    return np.where(own[st], st, H + grp[st]), H + G + 1
 
 
 #: the sources that fit rates per stratum (:func:`model_answers`): gold controls anchor them (``items``: there
