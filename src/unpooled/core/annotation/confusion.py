@@ -269,8 +269,8 @@ def ds_fit(a: VerifyAnswers, item_weights=None, *, clamp_controls: bool = False,
     strata far from it (the module :mod:`.fixed_point` says by how much).
 
     With strata (``a.stratum``) the confusions are per (worker, stratum) (:meth:`VerifyAnswers.rates`) and the
-    class prior is per stratum with enough items (hard relations are both harder to judge and less often correct);
-    the thin strata of one rate group (:attr:`VerifyAnswers.rate_group`) share one.
+    class prior is per stratum with enough items (hard relations are both harder to judge and less often correct),
+    the thin strata sharing one per rate group (:func:`class_prior_groups`).
     """
     n_i = a.n_items
     iw = np.ones(n_i) if item_weights is None else np.asarray(item_weights, float)
