@@ -291,32 +291,30 @@ REWARD_SQL = "CASE t.kind WHEN 'verify' THEN s.reward_verify_cents WHEN 'entitie
              "ELSE s.reward_relations_cents END"
 
 
-def evaluation_invariants(env: dict, sub: int) -> dict:
-    """Check that submission ``sub``'s evaluation finished once: published, every draw stored once, every task
-    answered by exactly its ``answers_needed`` annotators (one answer per lease, one lease per annotator and
-    task, nothing left leased or open, no discounted or extra paid answer), one majority label per verify task and
-    no Dawid-Skene label repeated, one request per (task, submission), and a cost equal to the rewards of the
-    answers needed.  Returns the counts (for the report)."""
+def evaluation_invariants(env: dict, subs: int | list[int]) -> dict:
+    """Check that the evaluation of submission(s) ``subs`` finished once: each published, each draw stored once,
+    every task answered by exactly its ``answers_needed`` annotators (one answer per lease, one lease per annotator
+    and task, nothing left leased or open, no discounted or extra paid answer), one majority label per verify task
+    and no Dawid-Skene label repeated, one request per (task, submission), each verify task paid for by exactly one
+    submission (one submission: by it), and a cost equal to the rewards of the answers needed.  Returns the counts
+    (for the report)."""
     def rows(sql, params=()):
         return query(env, sql, params)
 
-    status, error, plan = rows("SELECT status, error, plan FROM submissions_submission WHERE id = ?", (sub,))[0]
-    assert status == "published" and not error, (status, error)
-    plan = json.loads(plan) if isinstance(plan, str) else plan
-    draws = dict((lv, (n, d)) for lv, n, d in rows(
-        "SELECT level, COUNT(*), COUNT(DISTINCT seq) FROM evaluations_draw WHERE submission_id = ? GROUP BY level",
-        (sub,)))
-    for level, (n, distinct) in draws.items():
-        assert n == distinct == plan[level]["draws"], (level, n, distinct, plan[level])
-    assert rows("SELECT assignment_id FROM annotation_answer GROUP BY assignment_id HAVING COUNT(*) > 1") == []
-    assert rows("SELECT task_id, annotator_id FROM annotation_assignment GROUP BY task_id, annotator_id "
-                "HAVING COUNT(*) > 1") == []
-    wrong = rows("SELECT t.id, t.kind, t.answers_needed, COUNT(a.id) FROM annotation_task t LEFT JOIN annotation_answer"
-                 " a ON a.task_id = t.id GROUP BY t.id, t.kind, t.answers_needed HAVING COUNT(a.id) <> t.answers_needed")
-    assert wrong == [], f"tasks answered more or less often than needed: {wrong[:10]}"
-    assert rows("SELECT COUNT(*) FROM annotation_answer WHERE weight = 0")[0][0] == 0
-    assert rows("SELECT COUNT(*) FROM annotation_task WHERE status <> 'complete'")[0][0] == 0
-    assert rows("SELECT COUNT(*) FROM annotation_assignment WHERE status <> 'submitted'")[0][0] == 0
+    subs = [subs] if isinstance(subs, int) else list(subs)
+    all_draws = {}
+    for sub in subs:
+        status, error, plan = rows("SELECT status, error, plan FROM submissions_submission WHERE id = ?", (sub,))[0]
+        assert status == "published" and not error, (sub, status, error)
+        plan = json.loads(plan) if isinstance(plan, str) else plan
+        draws = dict((lv, (n, d)) for lv, n, d in rows(
+            "SELECT level, COUNT(*), COUNT(DISTINCT seq) FROM evaluations_draw WHERE submission_id = ? GROUP BY level",
+            (sub,)))
+        for level, (n, distinct) in draws.items():
+            assert n == distinct == plan[level]["draws"], (sub, level, n, distinct, plan[level])
+        scores = rows("SELECT DISTINCT level FROM evaluations_score WHERE submission_id = ?", (sub,))
+        assert {r[0] for r in scores} == set(draws), (sub, scores)
+        all_draws[sub] = {k: v[0] for k, v in draws.items()}
     verify = rows("SELECT COUNT(*) FROM annotation_task WHERE kind = 'verify'")[0][0]
     assert rows("SELECT task_id FROM annotation_label WHERE method = 'majority' GROUP BY task_id "
                 "HAVING COUNT(*) > 1") == []
@@ -327,7 +325,13 @@ def evaluation_invariants(env: dict, sub: int) -> dict:
         last[key] = p
     assert rows("SELECT task_id, submission_id FROM annotation_taskrequest GROUP BY task_id, submission_id "
                 "HAVING COUNT(*) > 1") == []
-    assert rows("SELECT COUNT(*) FROM annotation_taskrequest WHERE submission_id = ?", (sub,))[0][0] == verify
+    assert rows("SELECT task_id FROM annotation_taskrequest WHERE committed_cents > 0 GROUP BY task_id "
+                "HAVING COUNT(*) > 1") == [], "a verify task paid for twice"
+    paid = rows("SELECT COUNT(DISTINCT task_id) FROM annotation_taskrequest WHERE committed_cents > 0")[0][0]
+    controls = rows("SELECT COUNT(*) FROM annotation_task WHERE kind = 'verify' AND is_control")[0][0]
+    assert paid == verify - controls, (paid, verify, controls)
+    if len(subs) == 1:
+        assert rows("SELECT COUNT(*) FROM annotation_taskrequest WHERE submission_id = ?", (subs[0],))[0][0] == verify
     overpaid = rows(f"SELECT COUNT(*) FROM annotation_answer a JOIN annotation_task t ON t.id = a.task_id "
                     f"JOIN annotation_annotationsettings s ON s.corpus_id = t.corpus_id WHERE a.cost_cents <> {REWARD_SQL}")
     assert overpaid[0][0] == 0
@@ -336,11 +340,9 @@ def evaluation_invariants(env: dict, sub: int) -> dict:
     needed = rows(f"SELECT SUM(t.answers_needed * {REWARD_SQL}) FROM annotation_task t "
                   f"JOIN annotation_annotationsettings s ON s.corpus_id = t.corpus_id")[0][0]
     assert cost == owed == needed, (cost, owed, needed)
-    scores = rows("SELECT DISTINCT level FROM evaluations_score WHERE submission_id = ?", (sub,))
-    assert {r[0] for r in scores} == set(draws), scores
     return {"answers": rows("SELECT COUNT(*) FROM annotation_answer")[0][0], "verify_tasks": verify,
             "labels": rows("SELECT COUNT(*) FROM annotation_label")[0][0], "cost_cents": cost,
-            "draws": {k: v[0] for k, v in draws.items()}}
+            "draws": all_draws[subs[0]] if len(subs) == 1 else all_draws}
 
 
 # ---------------------------------------------------------------------------- a PostgreSQL cluster of the test's own
@@ -506,3 +508,57 @@ def open_by(pids, folder: Path) -> list[int]:
         except OSError:
             continue
     return out
+
+
+# ---------------------------------------------------------------------------- several teams at once
+
+TEAMS = """
+import json, random
+from pathlib import Path
+from unpooled.core.corpus import iter_documents
+from unpooled.core.kb.docred import docred_to_jsonl
+from unpooled.service.annotation import actions
+from unpooled.service.corpora.actions import do_load_corpus
+from unpooled.service.submissions.actions import do_ingest_submission
+
+shared, work, n, name, teams = Path({shared!r}), Path({work!r}), {n}, {name!r}, {teams}
+data = json.loads((shared / "redocred" / "dev_revised.json").read_text())[:n]
+path = work / f"{{name}}.json"
+path.write_text(json.dumps(data))
+corpus = do_load_corpus(path, "docred", name)
+st = actions.settings_for(corpus)
+for k, v in {settings!r}.items():
+    setattr(st, k, v)
+st.save()
+lines = []
+with open(work / "all.jsonl", "w") as out:
+    docred_to_jsonl(iter_documents(path, "docred"), out)
+lines = (work / "all.jsonl").read_text().splitlines()
+predicates = sorted({{json.loads(x)["predicate"] for x in lines}})
+ids = []
+for t in range(teams):
+    rng = random.Random(t)
+    kept = [x for x in lines if rng.random() < 0.6]
+    for x in rng.sample(lines, len(lines) // 5):  # wrong facts: a true pair with another relation
+        d = json.loads(x)
+        d["predicate"] = rng.choice([p for p in predicates if p != d["predicate"]])
+        kept.append(json.dumps(d))
+    kb = work / f"team{{t}}.jsonl"
+    kb.write_text("\\n".join(kept) + "\\n")
+    res = do_ingest_submission(kb, name, f"Team{{t}}", "run1", "jsonl", start={start!r})
+    assert res.ok, res.report.to_dict()
+    ids.append(res.submission.pk)
+print(json.dumps(ids))
+"""
+
+
+def start_teams(env: dict, shared: Path, work: Path, *, teams: int = 6, n: int = 25, name: str = "teams",
+                settings: dict | None = None, start: bool = True) -> list[int]:
+    """Load the first ``n`` Re-DocRED dev documents as corpus ``name`` (simulated crowd) and ingest one submission
+    per team, each a different random 60% of DocRED's labels plus wrong facts (a fifth of the labels with another
+    relation), so that every two submissions share many instances; their evaluations are enqueued all at once
+    (``start``).  Returns the submissions' ids."""
+    work.mkdir(parents=True, exist_ok=True)
+    code = TEAMS.format(shared=str(shared), work=str(work), n=n, name=name, teams=teams,
+                        settings=dict(settings or EVALUATION), start=start)
+    return json.loads(run_py(env, code).strip().splitlines()[-1])

@@ -127,3 +127,36 @@ def test_evaluate_task_scores_every_level_and_keeps_the_truth(shared_data, tmp_p
             assert sc.labels_new == pv["new"] and sc.labels_reused == pv["reused"]
             assert 0 < pv["new"] + pv["reused"] <= pv["drawn"]
             assert pv["drawn"] == Draw.objects.filter(submission=sc.submission, level=level).values("key").distinct().count()
+
+
+def test_evaluate_again_after_a_crash_draws_and_asks_only_what_is_missing(shared_data, tmp_path):
+    """The batch ``evaluate`` killed in the middle (here: its crowd raises once the draws and requests are stored)
+    and run again: every submission has the draws it was asked for, once (it drew ``labels`` more on every run:
+    600 draws where 300 were planned), no key is asked for twice, and the submissions are published."""
+    from unpooled.service.annotation.models import TaskRequest
+    from unpooled.service.corpora.models import Corpus
+    from unpooled.service.crowd.base import SimulatedBackend
+    from unpooled.service.evaluations.actions import evaluate
+    from unpooled.service.submissions.models import Submission
+
+    corpus, hwe, path = load_redocred_subset(shared_data, tmp_path, 12, "evalk", team="DocRED-original", run="hwe")
+    noisy_path = tmp_path / "noisy.jsonl"
+    _system_jsonl(path, noisy_path, rng=3, keep=0.4)
+    noisy = do_ingest_submission(noisy_path, "evalk", "noisy", "run-1", "jsonl").submission
+
+    class Dies(SimulatedBackend):
+        def collect(self, corpus):
+            super().collect(corpus)
+            raise KeyboardInterrupt("killed")  # after the answers, before any score
+
+    corpus = Corpus.objects.get(name="evalk")
+    with pytest.raises(KeyboardInterrupt):
+        evaluate(corpus, crowd=Dies(accuracy=0.9), labels=40, documents=4)
+    assert Score.objects.filter(submission__corpus=corpus).count() == 0
+    requests = TaskRequest.objects.filter(submission__in=[hwe, noisy]).count()
+    evaluate(corpus, crowd=SimulatedBackend(accuracy=0.9), labels=40, documents=4)
+    for sub in (hwe, noisy):
+        assert Draw.objects.filter(submission=sub).count() == 40
+        assert Submission.objects.get(pk=sub.pk).status == Submission.Status.PUBLISHED
+    assert TaskRequest.objects.filter(submission__in=[hwe, noisy]).count() == requests  # nothing asked twice
+    assert Score.objects.filter(submission__corpus=corpus).count() == 2

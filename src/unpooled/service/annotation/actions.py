@@ -168,6 +168,7 @@ def request_verification(sub: Submission, instance_ids, *, now=None, of_corpus: 
     done = labelled_keys(corpus, [i.key_hash for i in by_key.values()])
     k_weak = max(st.answers_per_item, st.answers_weak_relation)
     with transaction.atomic():
+        lock_corpus(corpus)
         sub_left, corpus_left = _budget_left(sub, st)
         for key, inst in by_key.items():
             if inst.key_hash in done and Label.objects.filter(corpus=corpus, key_hash=inst.key_hash, key=key).exists():
@@ -206,6 +207,13 @@ def request_verification(sub: Submission, instance_ids, *, now=None, of_corpus: 
     return res
 
 
+def lock_corpus(corpus: Corpus) -> None:
+    """Inside a transaction: one request for tasks at a time per corpus, until it commits.  Two workers asking for
+    the same item would both find no task and both create one; two spending one budget would both see it unspent.
+    (On SQLite the transaction is IMMEDIATE: it holds the write lock already.)"""
+    Corpus.objects.select_for_update().filter(pk=corpus.pk).first()
+
+
 def _budget_left(sub: Submission, st: AnnotationSettings) -> tuple[int | None, int | None]:
     """What the submission's and the corpus's budgets still allow (None: no limit)."""
     limit = getattr(SubmissionBudget.objects.filter(submission=sub).first(), "limit_cents", None)
@@ -232,6 +240,7 @@ def request_more_answers(sub: Submission, weak_relations) -> RequestResult:
                                        task__answers_needed__lt=k_weak)
             .exclude(task__status=Task.Status.CANCELLED).select_related("task").order_by("task_id"))
     with transaction.atomic():
+        lock_corpus(sub.corpus)
         sub_left, corpus_left = _budget_left(sub, st)
         for req in mine:
             task = req.task
@@ -605,8 +614,16 @@ def reaggregate(corpus: Corpus, *, method: str = "dawid-skene") -> int:
     which anchor the annotators' confusion) and append a label wherever the probability changed.
     Counted: weight above 0 (not quarantined, not discounted) by an annotator not blocked now.
 
-    Returns the number of labels written.
+    Returns the number of labels written.  One process at a time per corpus: two would both find a label changed
+    and both append it.
     """
+    from unpooled.service.locks import exclusive
+
+    with exclusive("reaggregate", corpus.pk):
+        return _reaggregate(corpus, method)
+
+
+def _reaggregate(corpus: Corpus, method: str) -> int:
     from unpooled.core.annotation import Answers, dawid_skene
 
     rows = list(Answer.objects.filter(task__corpus=corpus, task__kind=Kind.VERIFY, weight__gt=0,

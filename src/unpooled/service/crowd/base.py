@@ -49,11 +49,16 @@ class SimulatedBackend:
         return InHouseBackend().publish(corpus)
 
     def collect(self, corpus: Corpus) -> dict:
+        """Let the simulated crowd answer every open task.  One process at a time per corpus: the simulated
+        people are one pool, and one person in two processes would answer one lease twice."""
+        from unpooled.service.locks import exclusive
+
         from .simulated import SimulatedCrowd
 
-        crowd = SimulatedCrowd.uniform(corpus, self.annotators, accuracy=self.accuracy, bias=self.bias, rng=self.seed,
-                                       relation_rates=self.relation_rates)
-        return crowd.run().to_dict()
+        with exclusive("crowd", corpus.pk):
+            crowd = SimulatedCrowd.uniform(corpus, self.annotators, accuracy=self.accuracy, bias=self.bias,
+                                           rng=self.seed, relation_rates=self.relation_rates)
+            return crowd.run().to_dict()
 
 
 class MTurkCrowd:

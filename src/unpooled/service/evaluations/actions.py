@@ -245,11 +245,16 @@ def evaluate(corpus: Corpus, *, crowd=None, labels: int = 150, documents: int = 
     reuse: dict[int, list[int]] = {s.pk: [0, 0] for s in pending}
     queued = timezone.now()  # one batch: its tasks queue in the order they are made, not the uploads'
 
-    def ask(sub, n):
+    def ask(sub, target):
+        # up to ``target`` draws, and verification of every drawn key not asked for yet: a run again after a crash
+        # (or of a submission whose earlier run stopped) draws and asks only what is missing
         have = Draw.objects.filter(submission=sub, level=level).count()
-        ids = draw(sub, n, level=level, rng=np.random.default_rng([seed, _content_key(sub, level), have]))
-        res = request_verification(sub, sorted(set(ids)), weak_relations=rates.weak_relations(corpus),
-                                   priority=queued)
+        if have < target:
+            draw(sub, target - have, level=level, rng=np.random.default_rng([seed, _content_key(sub, level), have]))
+        ids = _not_asked(sub, level)
+        if not ids:
+            return
+        res = request_verification(sub, ids, weak_relations=rates.weak_relations(corpus), priority=queued)
         reuse[sub.pk][0] += res.created
         reuse[sub.pk][1] += res.reused + res.joined
 
@@ -277,7 +282,7 @@ def evaluate(corpus: Corpus, *, crowd=None, labels: int = 150, documents: int = 
         if not wide:
             break
         for sub in wide:
-            ask(sub, step)
+            ask(sub, Draw.objects.filter(submission=sub, level=level).count() + step)
         answer()
         report.rounds += 1
         Score.objects.filter(pk__in=[s.pk for s in scores]).delete()  # superseded within this run
@@ -296,10 +301,23 @@ def evaluate(corpus: Corpus, *, crowd=None, labels: int = 150, documents: int = 
     breakdowns(corpus, level)
     entities(corpus)
     if not report.open_tasks:  # every label is in: the scores are final, publish them
-        Submission.objects.filter(pk__in=[s.submission_id for s in scores]).exclude(
-            status=Submission.Status.FAILED).update(status=Submission.Status.PUBLISHED, status_changed=timezone.now())
-        freeze_pending(corpus)
+        from .lifecycle import set_status
+
+        for sub in Submission.objects.filter(pk__in=[s.submission_id for s in scores]).exclude(
+                status__in=[Submission.Status.FAILED, Submission.Status.PUBLISHED]).select_related("corpus"):
+            set_status(sub, Submission.Status.PUBLISHED)
     return report
+
+
+def _not_asked(sub: Submission, level: str) -> list[int]:
+    """The instances drawn for ``sub`` at ``level`` whose key has no label and no task ``sub`` asked for."""
+    from unpooled.service.annotation.models import Label, TaskRequest
+
+    asked = set(TaskRequest.objects.filter(submission=sub, task__kind=Kind.VERIFY).values_list("task__key", flat=True))
+    rows = Draw.objects.filter(submission=sub, level=level).values_list("instance_id", "key", "key_hash")
+    labelled = set(Label.objects.filter(corpus=sub.corpus, key_hash__in={h for _, _, h in rows})
+                   .values_list("key", flat=True))
+    return sorted({i for i, key, _ in rows if key not in asked and key not in labelled})
 
 
 def leaderboard_row(s: Score) -> dict:

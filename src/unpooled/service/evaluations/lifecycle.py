@@ -17,10 +17,11 @@ stage          what happens (each step is idempotent: run it twice and nothing c
                retry resumes that stage
 =============  ==============================================================================
 
-A label batch (:func:`on_labels`) re-scores every submission with draws and moves the
-submissions whose labels are all in to ``published``.  A crashed worker's task is requeued
-when the worker restarts (:mod:`unpooled.service.workers`); since every stage is
-idempotent, the requeued task resumes where the dead one stopped.
+A label batch (:func:`on_labels`) re-scores every submission with draws, or wakes the submissions whose labels
+are all in (their own :func:`advance` scores and publishes them: one orchestration moves a submission).  One
+process at a time advances a submission, and one at a time re-scores a corpus (:mod:`unpooled.service.locks`).
+A crashed worker's task is requeued when the worker restarts (:mod:`unpooled.service.workers`); since every stage
+is idempotent, the requeued task resumes where the dead one stopped.
 """
 
 from __future__ import annotations
@@ -29,16 +30,16 @@ import contextlib
 import contextvars
 import logging
 import math
-import traceback
 from datetime import timedelta
 
 import numpy as np
 from scipy.stats import norm
 from django.conf import settings
-from django.db import InterfaceError, OperationalError, transaction
+from django.db import IntegrityError, InterfaceError, OperationalError, transaction
 from django.db.models import Count, F, Max, Q, Subquery, Sum
 from django.utils import timezone
 
+from unpooled.core.errors import UnpooledError
 from unpooled.service.annotation.actions import settings_for
 from unpooled.service.annotation.models import Answer, Backend, ExhaustiveDocument, Kind, Label, Task, TaskRequest
 from unpooled.service.corpora.models import Corpus
@@ -130,12 +131,17 @@ def plan_draws(sub: Submission, level: str, *, rounds_left: int = SAMPLING_ROUND
 # ---------------------------------------------------------------------------- stages
 
 def stage_sampling(sub: Submission) -> None:
+    from unpooled.service.annotation.actions import lock_corpus
     from unpooled.service.annotation.sampling import sample_documents
 
     corpus = sub.corpus
     st = settings_for(corpus)
     if st.exhaustive_documents and not ExhaustiveDocument.objects.filter(corpus=corpus).exists():
-        sample_documents(corpus, "uniform", min(st.exhaustive_documents, corpus.n_documents), seed=sampling_key())
+        with transaction.atomic():
+            lock_corpus(corpus)  # two first submissions at once: one sample
+            if not ExhaustiveDocument.objects.filter(corpus=corpus).exists():
+                sample_documents(corpus, "uniform", min(st.exhaustive_documents, corpus.n_documents),
+                                 seed=sampling_key())
     plan = dict(sub.plan or {})
     for level in levels_for(corpus):
         if level not in plan:
@@ -162,13 +168,15 @@ def _draw_up_to(sub: Submission, level: str, need: int) -> bool:
     """Draw until ``sub`` has ``need`` draws at ``level``; True when something was drawn."""
     from .actions import draw
 
-    have = Draw.objects.filter(submission=sub, level=level).count()
-    if have >= need:
-        return False
-    # a seed fixed by the sampling secret, submission, level and draws so far: a resumed stage draws what the dead
-    # one would have
-    draw(sub, need - have, level=level,
-         rng=np.random.default_rng([sampling_key(), sub.pk, LEVELS.index(level), have]))
+    with transaction.atomic():
+        Submission.objects.select_for_update().filter(pk=sub.pk).first()  # counted and drawn by one process
+        have = Draw.objects.filter(submission=sub, level=level).count()
+        if have >= need:
+            return False
+        # a seed fixed by the sampling secret, submission, level and draws so far: a resumed stage draws what the
+        # dead one would have
+        draw(sub, need - have, level=level,
+             rng=np.random.default_rng([sampling_key(), sub.pk, LEVELS.index(level), have]))
     return True
 
 
@@ -324,8 +332,20 @@ def breakdowns(corpus: Corpus, level: str) -> None:
         log.exception("breakdown of %s at level %s failed", corpus.name, level)
 
 
-def stage_scoring(sub: Submission) -> None:
-    on_labels(sub.corpus)
+def rescore_all(corpus: Corpus) -> int:
+    """Re-score every submission of the corpus, and the human reference; one re-scoring at a time per corpus
+    (a later one reads the labels the earlier one wrote its scores from, or newer: the newest score is never
+    computed from older labels than the one before it).  Returns the number of scores written."""
+    from unpooled.service.locks import exclusive
+
+    with exclusive("rescore", corpus.pk):
+        scores = rescore(corpus) if Draw.objects.filter(submission__corpus=corpus,
+                                                        submission__is_reference=False).exists() else []
+        if Submission.objects.filter(corpus=corpus, is_reference=True).exists():
+            from . import reference
+
+            reference.on_labels(corpus)  # the human reference, scored on its own (reference.py)
+    return len(scores)
 
 
 # ---------------------------------------------------------------------------- driver
@@ -336,8 +356,18 @@ def advance(sub: Submission) -> str:
     A stage that raises leaves the submission ``failed`` with the stage and the error
     recorded; :func:`retry` resumes it.  A database error (``OperationalError``, ``InterfaceError``) is
     raised instead: it says nothing about the submission, and the task is run again once the database answers.
+    One process at a time advances a submission (:func:`unpooled.service.locks.exclusive`): a second one waits,
+    then finds the stages done.
     """
+    from unpooled.service.locks import exclusive
+
+    with exclusive("advance", sub.pk):
+        return _advance(sub)
+
+
+def _advance(sub: Submission) -> str:
     sub.refresh_from_db()
+    races = 0
     while True:
         stage = sub.status
         try:
@@ -353,7 +383,7 @@ def advance(sub: Submission) -> str:
                     return stage
                 set_status(sub, Status.SCORING)
             elif stage == Status.SCORING:
-                stage_scoring(sub)
+                rescore_all(sub.corpus)
                 set_status(sub, Status.PUBLISHED)
             else:
                 return stage
@@ -361,11 +391,41 @@ def advance(sub: Submission) -> str:
             # the database failed (restarted, unreachable, locked, full), not the stage: the worker requeues the
             # task once the database answers, and the idempotent stage resumes (unpooled.service.workers)
             raise
+        except IntegrityError:
+            # another process created a row this stage meant to create: the stages are idempotent, so the stage
+            # runs again and finds it (the locks make this rare; MAX_RACES bounds a stage that always collides)
+            races += 1
+            if races > MAX_RACES:
+                set_status(sub, Status.FAILED, failed_stage=stage, error=_logged_failure(sub, stage))
+                return Status.FAILED
+            log.warning("submission %s: stage %s lost a race with another process; running it again", sub.pk, stage)
+            sub.refresh_from_db()
         except Exception as exc:  # noqa: BLE001 - any failure is recorded on the submission
-            log.exception("submission %s: stage %s failed", sub.pk, stage)
-            detail = "".join(traceback.format_exception_only(type(exc), exc)).strip()
-            set_status(sub, Status.FAILED, failed_stage=stage, error=detail)
+            set_status(sub, Status.FAILED, failed_stage=stage, error=_public_error(exc, sub, stage))
             return Status.FAILED
+
+
+#: a stage that loses this many races in a row fails (with an error id; the log has the detail)
+MAX_RACES = 5
+
+
+def _public_error(exc: Exception, sub: Submission, stage: str) -> str:
+    """What the submission's pages say about a failed stage: the message of an error written for its readers
+    (:class:`~unpooled.core.errors.UnpooledError`, :class:`LifecycleError`), else a fixed sentence with an error id
+    that finds the traceback in the log -- never the text of an internal exception (a query, a table's name)."""
+    if isinstance(exc, (UnpooledError, LifecycleError)):
+        log.warning("submission %s: stage %s failed: %s", sub.pk, stage, exc)
+        return str(exc)
+    return _logged_failure(sub, stage)
+
+
+def _logged_failure(sub: Submission, stage: str) -> str:
+    import secrets
+
+    ref = secrets.token_hex(4)
+    log.exception("submission %s: stage %s failed (error id %s)", sub.pk, stage, ref)
+    return (f"an internal error stopped the {stage} stage (error id {ref}); the organisers have its details in "
+            "the service's log and can retry the stage")
 
 
 def retry(sub: Submission) -> None:
@@ -399,45 +459,39 @@ def schedule_poll(sub: Submission, seconds: float = 60.0) -> None:
 
 
 def on_labels(corpus: Corpus) -> dict:
-    """A label batch arrived: re-score everyone, and publish the submissions whose labels are all in."""
-    waiting = list(Submission.objects.filter(corpus=corpus, status=Status.ANNOTATING, is_reference=False))
-    done = [s for s in waiting if not open_requests(s).exists() and not _topped_up(s)]
-    for s in done:
-        set_status(s, Status.SCORING)
-    scores = rescore(corpus) if Draw.objects.filter(submission__corpus=corpus,
-                                                    submission__is_reference=False).exists() else []
-    for s in done:
-        set_status(s, Status.PUBLISHED)
-    if Submission.objects.filter(corpus=corpus, is_reference=True).exists():
-        from . import reference
+    """A label batch arrived.  A submission in ``annotating`` whose requests are all answered is woken: its own
+    lifecycle (:func:`advance`, enqueued) tops it up or scores and publishes it, so that only one orchestration
+    ever moves a submission.  Otherwise every submission is re-scored with the new labels (a woken one re-scores
+    the corpus itself)."""
+    from .tasks import advance_submission
 
-        reference.on_labels(corpus)  # the human reference, scored on its own (reference.py)
-    return {"rescored": len(scores), "published": [s.pk for s in done]}
+    waiting = Submission.objects.filter(corpus=corpus, status=Status.ANNOTATING, is_reference=False).order_by("pk")
+    woken = [s for s in waiting if not open_requests(s).exists()]
+    for s in woken:
+        if not _queued(advance_submission, [s.pk]):
+            enqueue_advance(s)
+    rescored = 0 if woken else rescore_all(corpus)
+    return {"rescored": rescored, "woken": [s.pk for s in woken]}
 
 
-def _topped_up(sub: Submission) -> bool:
-    """:func:`top_up`, and publish the new tasks through the corpus's backend."""
-    from unpooled.service.crowd.base import backend_for
+def _queued(task, args: list) -> bool:
+    """Whether ``task`` with ``args`` is already waiting in the database queue (not yet claimed)."""
+    from django_tasks import TaskResultStatus
+    from django_tasks_db.models import DBTaskResult
 
-    if not top_up(sub):
-        return False
-    backend_for(sub.corpus).publish(sub.corpus)
-    return True
+    waiting = DBTaskResult.objects.filter(status=TaskResultStatus.READY, task_path=task.module_path)
+    return any((r.args_kwargs or {}).get("args") == args for r in waiting[:200])
 
 
 def notify_labels(corpus_id: int) -> None:
     """After a label is written: enqueue one re-scoring of the corpus unless one is already waiting."""
-    from django_tasks import TaskResultStatus
-    from django_tasks_db.models import DBTaskResult
-
     from .tasks import labels_arrived
 
     if _quiet.get():
         return
 
     def go():
-        waiting = DBTaskResult.objects.filter(status=TaskResultStatus.READY, task_path=labels_arrived.module_path)
-        if any((r.args_kwargs or {}).get("args") == [corpus_id] for r in waiting[:50]):
+        if _queued(labels_arrived, [corpus_id]):
             return
         _enqueue(labels_arrived, corpus_id, delay=getattr(settings, "RESCORE_DELAY_SECONDS", 2.0))
 
