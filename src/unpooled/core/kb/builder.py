@@ -67,8 +67,10 @@ class KBBuilder:
         self.inclusive = offsets == "inclusive"
         self.kb = KB(run_id="", format=fmt)
         self.pending: list[PendingRelation] = []
-        self._mentions: dict[tuple[str, str, int, int], Mention] = {}
-        self._span_owner: dict[tuple[str, int, int], str] = {}
+        # (doc, start, end) -> the first entity's mention there; another entity's mention of that span (UP219)
+        # is kept under (entity, doc, start, end) in _other_mentions
+        self._span_mention: dict[tuple[str, int, int], Mention] = {}
+        self._other_mentions: dict[tuple[str, str, int, int], Mention] = {}
         self._type_line: dict[str, int] = {}
         self._canonical: dict[tuple[str, str], tuple[int, int, int]] = {}
         self.lines = 0
@@ -168,18 +170,21 @@ class KBBuilder:
     ) -> None:
         """A validated mention (the caller has already checked the span)."""
         self.entity(name, line)
-        key = (name, doc, start, end)
-        m = self._mentions.get(key)
+        span = (doc, start, end)
+        m = first = self._span_mention.get(span)
+        if first is not None and first.entity != name:
+            m = self._other_mentions.get((name, *span))
         canonical = kind == "canonical_mention"
         if m is None:
             m = Mention(name, doc, start, end, "mention" if canonical else kind, canonical, confidence, line)
-            self._mentions[key] = m
             self.kb.mentions.append(m)
-            owner = self._span_owner.setdefault((doc, start, end), name)
-            if owner != name:
+            if first is None:
+                self._span_mention[span] = m
+            else:
+                self._other_mentions[(name, *span)] = m
                 self.err(
                     line, "UP219",
-                    f"mention {self.fmt_span(doc, start, end)} of {name} is also a mention of {owner}",
+                    f"mention {self.fmt_span(doc, start, end)} of {name} is also a mention of {first.entity}",
                     text=text, help="a mention belongs to one entity; arguments are resolved by entity",
                 )
         elif canonical:
@@ -218,7 +223,10 @@ class KBBuilder:
         seen: dict[int, tuple[int, str, bool]] = {}
         single: dict[tuple[str, str], set] = {}
         merged = dup = 0
-        for rel in self.pending:
+        pending, self.pending = self.pending, []
+        pending.reverse()
+        while pending:  # each assertion freed once resolved
+            rel = pending.pop()
             inst = self._resolve(rel, index)
             if inst is None:
                 continue

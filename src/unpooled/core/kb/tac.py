@@ -25,6 +25,7 @@ be located and the line is an error (UP208).
 from __future__ import annotations
 
 import re
+from sys import intern
 from pathlib import Path
 from typing import BinaryIO, Callable, Iterable, TextIO
 
@@ -41,7 +42,7 @@ _NONWS = re.compile(r"\S")
 
 def _col(fields: list[str], i: int) -> int:
     """1-based column where field ``i`` starts."""
-    return sum(len(f) for f in fields[:i]) + i + 1
+    return sum(map(len, fields[:i])) + i + 1
 
 
 def unquote(field: str) -> str | None:
@@ -116,7 +117,8 @@ def _read_line(b: KBBuilder, lineno: int, line: str) -> None:
         rep.add(lineno, "UP103", f"expected at least 3 tab-separated columns, found {n}", text=line,
                 help="columns are separated by TAB characters")
         return
-    subj, pred = fields[0], fields[1]
+    # entity ids, predicates and (in _provenance) document ids recur on many lines: one string each
+    subj, pred = intern(fields[0]), intern(fields[1])
     if not subj.startswith(":") or len(subj) < 2 or " " in subj:
         rep.add(lineno, "UP103", f"entity id {subj!r} must start with ':' and contain no space", field="subject",
                 text=line, col=1)
@@ -144,13 +146,14 @@ def _read_line(b: KBBuilder, lineno: int, line: str) -> None:
             rep.add(lineno, "UP111", f"the mention string must be in double quotes, got {fields[2]!r}",
                     field="mention", text=line, col=_col(fields, 2))
             return
-        span = _provenance(b, lineno, fields[3], line, _col(fields, 3), single=True)
+        col = _col(fields, 3)
+        span = _provenance(b, lineno, fields[3], line, col, single=True)
         conf = _confidence(b, lineno, fields, 4, line) if n == 5 else 1.0
         if span is None or conf is None:
             return
         doc, spans = span
         (s, e), = spans
-        if b.check_span(doc, s, e, lineno, field="provenance", text=line, col=_col(fields, 3), expect=text):
+        if b.check_span(doc, s, e, lineno, field="provenance", text=line, col=col, expect=text):
             b.add_mention(subj, doc, s, e, pred, lineno, confidence=conf, text=line)
         return
     # -- a relation line
@@ -164,6 +167,7 @@ def _read_line(b: KBBuilder, lineno: int, line: str) -> None:
     obj = fields[2]
     value = None
     if obj.startswith(":"):
+        obj = intern(obj)
         if rel.string_valued:
             rep.add(lineno, "UP218", f"{pred} is string-valued: its object is a quoted string, not an entity",
                     field="object", text=line, col=_col(fields, 2))
@@ -182,12 +186,13 @@ def _read_line(b: KBBuilder, lineno: int, line: str) -> None:
         rep.add(lineno, "UP103", f"the object {obj!r} must be an entity id (':e2') or a quoted string",
                 field="object", text=line, col=_col(fields, 2))
         return
-    prov = _provenance(b, lineno, fields[3], line, _col(fields, 3))
+    col = _col(fields, 3)
+    prov = _provenance(b, lineno, fields[3], line, col)
     conf = _confidence(b, lineno, fields, 4, line) if n == 5 else 1.0
     if prov is None or conf is None:
         return
     doc, spans = prov
-    if not all(b.check_span(doc, s, e, lineno, field="provenance", text=line, col=_col(fields, 3)) for s, e in spans):
+    if not all(b.check_span(doc, s, e, lineno, field="provenance", text=line, col=col) for s, e in spans):
         return
     if subj == obj:
         rep.add(lineno, "UP206", f"self-relation: {subj} {pred} {obj}", field="object", text=line,
@@ -201,7 +206,7 @@ def _read_line(b: KBBuilder, lineno: int, line: str) -> None:
         rep.add(
             lineno, "UP208",
             f"cannot find the filler {value!r} of string-valued slot {pred} in its provenance",
-            field="provenance", text=line, col=_col(fields, 3),
+            field="provenance", text=line, col=col,
             help="give the filler's own span first, then the justification: DOC:b-e,DOC:b-e",
         )
         return
@@ -246,7 +251,7 @@ def _provenance(b: KBBuilder, lineno: int, field: str, line: str, col: int, *, s
                          text=line, col=col, help="TAC offsets are start-end with an inclusive end")
             return None
         if doc is None:
-            doc = d
+            doc = intern(d)
         elif d != doc:
             b.report.add(lineno, "UP214", f"provenance spans two documents ({doc!r} and {d!r})", field="provenance",
                          text=line, col=col, help="a relation instance is justified within one document")

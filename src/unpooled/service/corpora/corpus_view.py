@@ -4,7 +4,17 @@ from __future__ import annotations
 
 from collections import OrderedDict
 
+from django.db import connection
+
 from .models import Corpus, Document, Sentence
+
+
+def _rows(sql: str, pk: int) -> list[tuple]:
+    """The rows of one parameterised query, without the ORM (validation asks once per document: a query
+    set's compilation cost more than the query)."""
+    with connection.cursor() as cur:
+        cur.execute(sql, [pk])
+        return cur.fetchall()
 
 
 class DbCorpusView:
@@ -16,6 +26,12 @@ class DbCorpusView:
         self._texts: OrderedDict[str, str] = OrderedDict()
         self._sents: OrderedDict[str, tuple[list[int], list[int]]] = OrderedDict()
         self._cache_size = cache_size
+        q = connection.ops.quote_name
+        d, s = Document._meta, Sentence._meta
+        c = {n: q(s.get_field(n).column) for n in ("start", "end", "document", "index")}
+        self._text_sql = f"SELECT {q(d.get_field('text').column)} FROM {q(d.db_table)} WHERE {q(d.pk.column)} = %s"
+        self._sents_sql = (f"SELECT {c['start']}, {c['end']} FROM {q(s.db_table)} WHERE {c['document']} = %s "
+                           f"ORDER BY {c['index']}")
 
     @property
     def name(self) -> str:
@@ -41,7 +57,7 @@ class DbCorpusView:
                 # small corpus: one query for every text
                 self._texts.update(Document.objects.filter(corpus=self.corpus).values_list("doc_id", "text"))
                 return self._texts[doc_id]
-            got = Document.objects.values_list("text", flat=True).get(pk=self.pk(doc_id))
+            (got,), = _rows(self._text_sql, self.pk(doc_id))
             self._texts[doc_id] = got
             if len(self._texts) > self._cache_size:
                 self._texts.popitem(last=False)
@@ -50,7 +66,7 @@ class DbCorpusView:
     def sentences(self, doc_id: str) -> tuple[list[int], list[int]]:
         got = self._sents.get(doc_id)
         if got is None:
-            rows = list(Sentence.objects.filter(document_id=self.pk(doc_id)).order_by("index").values_list("start", "end"))
+            rows = _rows(self._sents_sql, self.pk(doc_id))
             got = ([s for s, _ in rows], [e for _, e in rows])
             self._sents[doc_id] = got
             if len(self._sents) > self._cache_size:
