@@ -218,6 +218,8 @@ class KBBuilder:
     def finish(self, run_id: str) -> KB | None:
         """Resolve pending relations, check consistency; the KB, or None if any error."""
         self.kb.run_id = run_id
+        # what only the reading of mention lines needed: freed before the instances are made
+        self._span_mention, self._other_mentions, self._canonical = {}, {}, {}
         self._check_entities()
         index = self._mention_index()
         seen: dict[int, tuple[int, str, bool]] = {}

@@ -13,6 +13,7 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, TextIO
@@ -239,8 +240,33 @@ def _bulk_insert(table: str, cols: tuple[str, ...], rows) -> int:
     return n
 
 
+#: SQLite's page cache while a submission is stored (KiB): its indexes' pages stay in memory instead of being
+#: spilled to the write-ahead log and read back (the connection's own size, 2 MiB by default, is put back after)
+SQLITE_BULK_CACHE_KIB = 64 * 1024
+
+
+@contextmanager
+def _bulk_cache():
+    if connection.vendor != "sqlite":
+        yield
+        return
+    with connection.cursor() as cur:
+        cur.execute("PRAGMA cache_size")
+        (before,), = cur.fetchall()
+        cur.execute(f"PRAGMA cache_size = {-SQLITE_BULK_CACHE_KIB:d}")
+        try:
+            yield
+        finally:
+            cur.execute(f"PRAGMA cache_size = {int(before):d}")
+
+
 def store_kb(sub: Submission, kb: KB, view: DbCorpusView) -> None:
     """Write entities, mentions and instances of ``kb`` under ``sub`` (inside the caller's transaction)."""
+    with _bulk_cache():
+        _store_rows(sub, kb, view)
+
+
+def _store_rows(sub: Submission, kb: KB, view: DbCorpusView) -> None:
     sid = sub.pk
     _bulk_insert(
         SubmissionEntity._meta.db_table, ENTITY_COLS,
