@@ -10,6 +10,7 @@ from django.db import connection
 
 from unpooled.core.corpus import iter_documents
 from unpooled.core.kb import InMemoryCorpus, read_tac
+from unpooled.core.kb.model import key_hash
 from unpooled.service.corpora.actions import ActionError, do_ensure_schema, do_load_corpus
 from unpooled.service.corpora.corpus_view import DbCorpusView
 from unpooled.service.corpora.models import Document, Sentence
@@ -228,3 +229,48 @@ def test_demo_loads_real_submission(shared_data):
     assert base.counts["instances"] > 300
     assert load_demo(echo=msgs.append) == [DEMO_CORPUS]  # idempotent
     assert Submission.objects.count() == 2
+
+
+#: text the bulk insert must store as given: PostgreSQL's COPY text format gives tab, newline, carriage return and
+#: backslash a meaning (and ``\N`` is its NULL), SQL quotes, non-ASCII and an astral character
+AWKWARD = 'tab\there, line\nbreak\r, back\\slash, \\N, \\t, "quoted" \'single\', caf\u00e9 \u4e2d\u6587 \U0001F600'
+
+
+def test_bulk_store_keeps_awkward_text_and_nulls(tac_corpus, tmp_path):
+    """The bulk insert (COPY on PostgreSQL, executemany on SQLite: the suite runs on both) stores exactly the
+    validated KB: every column of every entity, mention and instance, awkward text unchanged, NULL where the KB
+    has none (an untyped entity, a string filler's object)."""
+    import json
+
+    doc = "NYT_ENG_20130914.0094"
+    rows = [
+        {"doc": doc, "subject": {"start": 98, "end": 111, "entity": ":Carrie\t" + AWKWARD, "link": AWKWARD},
+         "predicate": "per:title", "object": {"start": 117, "end": 124, "value": AWKWARD},
+         "provenance": [{"start": 98, "end": 172}], "confidence": 0.9},
+        {"doc": doc, "subject": {"start": 98, "end": 111, "entity": ":Carrie\t" + AWKWARD, "type": "PER"},
+         "predicate": "per:city_of_birth", "object": {"start": 158, "end": 171, "entity": "\\N"},
+         "confidence": 0.25},
+    ]
+    path = tmp_path / "awkward.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    res = do_ingest_submission(path, "fixture", "team-a", "awkward", "jsonl")
+    assert res.ok, res.report.to_dict()
+    kb, _ = sub_actions.check_submission(path, tac_corpus, "jsonl")
+    sub = res.submission
+    ents = {e.pk: e for e in SubmissionEntity.objects.filter(submission=sub)}
+    assert sorted((e.name, e.type, e.links) for e in ents.values()) == sorted(
+        (e.name, e.type, e.links) for e in kb.entities.values())
+    assert {e.name: e.type for e in ents.values()}["\\N"] is None
+    docs = dict(Document.objects.filter(corpus=tac_corpus).values_list("pk", "doc_id"))
+    stored_m = [(ents[m.entity_id].name, docs[m.document_id], m.start, m.end, m.kind, m.canonical, m.confidence)
+                for m in sub.mentions.order_by("pk")]
+    assert stored_m == [(m.entity, m.doc, m.start, m.end, m.kind, m.canonical, m.confidence) for m in kb.mentions]
+    stored_i = [(docs[i.document_id], ents[i.subject_id].name, i.subject_start, i.subject_end, i.predicate,
+                 ents[i.object_id].name if i.object_id is not None else None, i.object_start, i.object_end, i.value,
+                 sub_actions.parse_provenance(i.provenance), i.confidence, i.line, i.key, i.key_hash)
+                for i in RelationInstance.objects.filter(submission=sub).order_by("pk")]
+    assert stored_i == [(i.doc, i.subject, i.subject_start, i.subject_end, i.predicate, i.object, i.object_start,
+                         i.object_end, i.value, i.provenance, i.confidence, i.line, i.key, key_hash(i.key))
+                        for i in kb.instances]
+    assert [v for v, in RelationInstance.objects.filter(submission=sub).values_list("value").order_by("pk")] == [
+        AWKWARD, None]
