@@ -15,6 +15,7 @@ import html
 import re
 from bisect import bisect_left
 from dataclasses import dataclass
+from typing import Callable, Union
 
 from ..corpus.model import covering_sentences
 from ..diagnostics import ERROR, WARNING, Report
@@ -22,6 +23,9 @@ from ..schema import Schema
 from .model import KB, CorpusView, Entity, Instance, Mention, canonical_instance, key_hash, normalise_value
 
 _WS = re.compile(r"\s+")
+
+#: a diagnostic's column, or a function giving it (see :meth:`KBBuilder.err`)
+Col = Union[int, Callable[[], int]]
 
 
 def _squash(text: str) -> str:
@@ -77,6 +81,10 @@ class KBBuilder:
 
     # -- helpers ----------------------------------------------------------
     def err(self, line: int, code: str, msg: str, **kw) -> None:
+        """Report a problem; ``col`` may be a function giving the column (a reader's column costs a sum over
+        the line's fields: made only when there is something to report)."""
+        if callable(kw.get("col")):
+            kw["col"] = kw["col"]()
         self.report.add(line, code, msg, **kw)
 
     def fmt_span(self, doc: str, start: int, end: int) -> str:
@@ -88,7 +96,7 @@ class KBBuilder:
             ent = self.kb.entities[name] = Entity(name, line=line)
         return ent
 
-    def check_doc(self, doc: str, line: int, *, field: str, text: str = "", col: int = 0) -> bool:
+    def check_doc(self, doc: str, line: int, *, field: str, text: str = "", col: Col = 0) -> bool:
         if doc in self.corpus:
             return True
         name = getattr(self.corpus, "name", None)
@@ -97,7 +105,7 @@ class KBBuilder:
         return False
 
     def check_span(
-        self, doc: str, start: int, end: int, line: int, *, field: str, text: str = "", col: int = 0,
+        self, doc: str, start: int, end: int, line: int, *, field: str, text: str = "", col: Col = 0,
         expect: str | None = None,
     ) -> bool:
         """Document known, ``0 <= start < end <= len``, and (if given) the text matches."""
@@ -201,7 +209,7 @@ class KBBuilder:
                 )
 
     # -- relations ---------------------------------------------------------
-    def predicate_ok(self, predicate: str, line: int, *, text: str = "", col: int = 0) -> bool:
+    def predicate_ok(self, predicate: str, line: int, *, text: str = "", col: Col = 0) -> bool:
         if self.schema.resolve(predicate) is not None:
             return True
         close = difflib.get_close_matches(predicate, list(self.schema.relations), n=3)

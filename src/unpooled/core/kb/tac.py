@@ -32,7 +32,7 @@ from typing import BinaryIO, Callable, Iterable, TextIO
 from ..corpus.model import covering_sentences
 from ..diagnostics import Report
 from ..schema import Schema
-from .builder import KBBuilder, PendingRelation, text_matches
+from .builder import Col, KBBuilder, PendingRelation, text_matches
 from .lines import Limits, read_lines
 from .model import KB, MENTION_KINDS, CorpusView, Entity, Instance, Mention
 
@@ -146,7 +146,7 @@ def _read_line(b: KBBuilder, lineno: int, line: str) -> None:
             rep.add(lineno, "UP111", f"the mention string must be in double quotes, got {fields[2]!r}",
                     field="mention", text=line, col=_col(fields, 2))
             return
-        col = _col(fields, 3)
+        col = lambda: _col(fields, 3)  # noqa: E731 (only a diagnostic needs it)
         span = _provenance(b, lineno, fields[3], line, col, single=True)
         conf = _confidence(b, lineno, fields, 4, line) if n == 5 else 1.0
         if span is None or conf is None:
@@ -161,7 +161,7 @@ def _read_line(b: KBBuilder, lineno: int, line: str) -> None:
         rep.add(lineno, "UP103", f"a relation line has 4 or 5 columns, found {n}", text=line,
                 help="subject, predicate, object, provenance[, confidence]")
         return
-    if not b.predicate_ok(pred, lineno, text=line, col=_col(fields, 1)):
+    if not b.predicate_ok(pred, lineno, text=line, col=lambda: _col(fields, 1)):
         return
     rel = b.schema.resolve(pred)
     obj = fields[2]
@@ -186,7 +186,7 @@ def _read_line(b: KBBuilder, lineno: int, line: str) -> None:
         rep.add(lineno, "UP103", f"the object {obj!r} must be an entity id (':e2') or a quoted string",
                 field="object", text=line, col=_col(fields, 2))
         return
-    col = _col(fields, 3)
+    col = lambda: _col(fields, 3)  # noqa: E731
     prov = _provenance(b, lineno, fields[3], line, col)
     conf = _confidence(b, lineno, fields, 4, line) if n == 5 else 1.0
     if prov is None or conf is None:
@@ -203,7 +203,7 @@ def _read_line(b: KBBuilder, lineno: int, line: str) -> None:
         return
     located = _locate_filler(b, doc, spans, value)
     if located is None:
-        rep.add(
+        b.err(
             lineno, "UP208",
             f"cannot find the filler {value!r} of string-valued slot {pred} in its provenance",
             field="provenance", text=line, col=col,
@@ -230,31 +230,32 @@ def _locate_filler(b: KBBuilder, doc: str, spans: list[tuple[int, int]], value: 
     return None
 
 
-def _provenance(b: KBBuilder, lineno: int, field: str, line: str, col: int, *, single: bool = False):
+def _provenance(b: KBBuilder, lineno: int, field: str, line: str, col: Col, *, single: bool = False):
     """``(doc, [(start, end_exclusive), ...])`` or None (reported)."""
-    parts = [p.strip() for p in field.split(",")]
+    parts = field.split(",")
     if single and len(parts) != 1:
-        b.report.add(lineno, "UP105", f"a mention has one provenance span, found {len(parts)}",
-                     field="provenance", text=line, col=col)
+        b.err(lineno, "UP105", f"a mention has one provenance span, found {len(parts)}",
+              field="provenance", text=line, col=col)
         return None
     doc = None
     spans = []
-    for p in parts:
+    for p in map(str.strip, parts):
         m = PROVENANCE.match(p)
         if m is None:
-            b.report.add(lineno, "UP105", f"malformed provenance {p!r}", field="provenance", text=line, col=col,
-                         help="write DOCID:start-end with inclusive character offsets, comma-separated")
+            b.err(lineno, "UP105", f"malformed provenance {p!r}", field="provenance", text=line, col=col,
+                  help="write DOCID:start-end with inclusive character offsets, comma-separated")
             return None
-        d, s, e = m.group(1), int(m.group(2)), int(m.group(3))
+        d, s, e = m.groups()
+        s, e = int(s), int(e)
         if e < s:
-            b.report.add(lineno, "UP108", f"provenance {p!r} ends before it starts", field="provenance",
-                         text=line, col=col, help="TAC offsets are start-end with an inclusive end")
+            b.err(lineno, "UP108", f"provenance {p!r} ends before it starts", field="provenance",
+                  text=line, col=col, help="TAC offsets are start-end with an inclusive end")
             return None
         if doc is None:
             doc = intern(d)
         elif d != doc:
-            b.report.add(lineno, "UP214", f"provenance spans two documents ({doc!r} and {d!r})", field="provenance",
-                         text=line, col=col, help="a relation instance is justified within one document")
+            b.err(lineno, "UP214", f"provenance spans two documents ({doc!r} and {d!r})", field="provenance",
+                  text=line, col=col, help="a relation instance is justified within one document")
             return None
         spans.append((s, e + 1))
     return doc, spans
