@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Callable, TextIO
 
 from django.conf import settings
-from django.db import IntegrityError, connection, transaction
+from django.db import DatabaseError, IntegrityError, connection, transaction
 
 from unpooled.core.diagnostics import Report
 from unpooled.core.kb import KB, detect_kb_format, read_kb, write_jsonl, write_tac
@@ -257,7 +257,10 @@ def _bulk_cache():
         try:
             yield
         finally:
-            cur.execute(f"PRAGMA cache_size = {int(before):d}")
+            try:
+                cur.execute(f"PRAGMA cache_size = {int(before):d}")
+            except DatabaseError:  # a broken connection: the error that broke it is the one to tell
+                log.warning("could not put SQLite's cache size back", exc_info=True)
 
 
 def store_kb(sub: Submission, kb: KB, view: DbCorpusView) -> None:
