@@ -90,7 +90,7 @@ def read_lines(
                 if total > limits.max_bytes:
                     _too_large(report, lineno, limits)
                     return
-                if len(raw.rstrip(b"\r\n")) > limits.max_line:
+                if len(raw) > limits.max_line and len(raw.rstrip(b"\r\n")) > limits.max_line:
                     report.add(
                         lineno, "UP101", f"line is longer than {limits.max_line:,} bytes",
                         text=raw[:80].replace(b"\x00", b"\xef\xbf\xbd").decode("utf-8", "replace"),
