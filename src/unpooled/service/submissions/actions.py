@@ -215,13 +215,24 @@ def parse_provenance(text: str) -> tuple[tuple[int, int], ...]:
 
 
 def _bulk_insert(table: str, cols: tuple[str, ...], rows) -> int:
-    """Insert rows fast: COPY on PostgreSQL, executemany elsewhere."""
+    """Insert rows fast: COPY on PostgreSQL (binary, typed by the table's columns), executemany elsewhere."""
     n = 0
     q = connection.ops.quote_name
     qcols = ", ".join(q(c) for c in cols)
     with connection.cursor() as cur:
         if connection.vendor == "postgresql":
-            with cur.cursor.copy(f"COPY {q(table)} ({qcols}) FROM STDIN") as cp:
+            from psycopg.postgres import types as pg_types
+
+            # binary: the server parses no text (every column is a number, a string, a flag or NULL); a jsonb
+            # column (an entity's links, as JSON text) stays in the text format
+            cur.execute("SELECT attname, atttypid::int FROM pg_attribute WHERE attrelid = %s::regclass AND attnum > 0 "
+                        "AND NOT attisdropped", [q(table)])
+            oids = dict(cur.fetchall())
+            types = [oids[c] for c in cols]
+            binary = pg_types["jsonb"].oid not in types
+            with cur.cursor.copy(f"COPY {q(table)} ({qcols}) FROM STDIN" + (" (FORMAT BINARY)" if binary else "")) as cp:
+                if binary:
+                    cp.set_types(types)
                 for row in rows:
                     cp.write_row(row)
                     n += 1
