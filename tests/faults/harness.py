@@ -221,8 +221,9 @@ def task_rows(env: dict, task: str) -> list[dict]:
              "args": (json.loads(r[3]) if isinstance(r[3], str) else r[3]).get("args")} for r in rows]
 
 
-SCENARIO = """
-import json
+#: (a script's head) the first ``n`` Re-DocRED dev documents loaded as corpus ``name`` with annotation ``settings``
+LOAD = """
+import json, random
 from pathlib import Path
 from unpooled.core.corpus import iter_documents
 from unpooled.core.kb.docred import docred_to_jsonl
@@ -239,6 +240,9 @@ st = actions.settings_for(corpus)
 for k, v in {settings!r}.items():
     setattr(st, k, v)
 st.save()
+"""
+
+SCENARIO = LOAD + """
 kb = work / f"{{name}}.jsonl"
 with open(kb, "w") as out:
     docred_to_jsonl(iter_documents(path, "docred"), out)
@@ -512,25 +516,8 @@ def open_by(pids, folder: Path) -> list[int]:
 
 # ---------------------------------------------------------------------------- several teams at once
 
-TEAMS = """
-import json, random
-from pathlib import Path
-from unpooled.core.corpus import iter_documents
-from unpooled.core.kb.docred import docred_to_jsonl
-from unpooled.service.annotation import actions
-from unpooled.service.corpora.actions import do_load_corpus
-from unpooled.service.submissions.actions import do_ingest_submission
-
-shared, work, n, name, teams = Path({shared!r}), Path({work!r}), {n}, {name!r}, {teams}
-data = json.loads((shared / "redocred" / "dev_revised.json").read_text())[:n]
-path = work / f"{{name}}.json"
-path.write_text(json.dumps(data))
-corpus = do_load_corpus(path, "docred", name)
-st = actions.settings_for(corpus)
-for k, v in {settings!r}.items():
-    setattr(st, k, v)
-st.save()
-lines = []
+TEAMS = LOAD + """
+teams = {teams}
 with open(work / "all.jsonl", "w") as out:
     docred_to_jsonl(iter_documents(path, "docred"), out)
 lines = (work / "all.jsonl").read_text().splitlines()

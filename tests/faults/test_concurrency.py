@@ -14,30 +14,13 @@ import signal
 
 import pytest
 
-from .harness import drop_postgres, evaluation_invariants, fresh_postgres, one, query, service_env, start_teams, \
-    task_rows
+from .harness import evaluation_invariants, one, query, start_teams, task_rows
 
 pytestmark = pytest.mark.faults
 
-PG_URL = os.environ.get("UNPOOLED_TEST_POSTGRES_URL", "postgres://postgres@127.0.0.1:5432/test")
 #: small enough for the suite: 4 teams on 12 documents, 30 draws each at 2 levels
 TEAMS = dict(backend="simulated", control_share=0.0, exhaustive_documents=4, min_draws=30, max_draws=30,
              target_halfwidth=0.05, levels="instance,relation")
-
-
-@pytest.fixture(params=["postgresql", "sqlite"])
-def env(request, sqlite_env, tmp_path):
-    if request.param == "sqlite":
-        yield sqlite_env
-        return
-    pg = fresh_postgres(PG_URL)
-    if pg is None:
-        pytest.skip(f"PostgreSQL does not answer at {PG_URL}")
-    conn, name, url = pg
-    try:
-        yield service_env(tmp_path / "pgdata", url)
-    finally:
-        drop_postgres(conn, name)
 
 
 def statuses(env) -> dict[int, tuple]:

@@ -12,27 +12,9 @@ import signal
 
 import pytest
 
-from .harness import evaluation_invariants, drop_postgres, fresh_postgres, one, service_env, start_evaluation, \
-    task_rows
+from .harness import evaluation_invariants, one, start_evaluation, task_rows
 
 pytestmark = pytest.mark.faults
-
-PG_URL = os.environ.get("UNPOOLED_TEST_POSTGRES_URL", "postgres://postgres@127.0.0.1:5432/test")
-
-
-@pytest.fixture(params=["sqlite", "postgresql"])
-def env(request, sqlite_env, tmp_path):
-    if request.param == "sqlite":
-        yield sqlite_env
-        return
-    pg = fresh_postgres(PG_URL)
-    if pg is None:
-        pytest.skip(f"PostgreSQL does not answer at {PG_URL}")
-    conn, name, url = pg
-    try:
-        yield service_env(tmp_path / "pgdata", url)
-    finally:
-        drop_postgres(conn, name)
 
 
 def answers(env) -> int:
