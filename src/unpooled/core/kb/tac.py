@@ -138,25 +138,36 @@ def _read_line(b: KBBuilder, lineno: int, line: str) -> None:
         b.add_link(subj, fields[2].strip(), lineno)
         return
     if pred in MENTION_KINDS:
-        if n not in (4, 5):
-            rep.add(lineno, "UP103", f"a {pred} line has 4 or 5 columns, found {n}", text=line)
-            return
-        text = unquote(fields[2])
-        if text is None:
-            rep.add(lineno, "UP111", f"the mention string must be in double quotes, got {fields[2]!r}",
-                    field="mention", text=line, col=_col(fields, 2))
-            return
-        col = lambda: _col(fields, 3)  # noqa: E731 (only a diagnostic needs it)
-        span = _provenance(b, lineno, fields[3], line, col, single=True)
-        conf = _confidence(b, lineno, fields, 4, line) if n == 5 else 1.0
-        if span is None or conf is None:
-            return
-        doc, spans = span
-        (s, e), = spans
-        if b.check_span(doc, s, e, lineno, field="provenance", text=line, col=col, expect=text):
-            b.add_mention(subj, doc, s, e, pred, lineno, confidence=conf, text=line)
+        _read_mention(b, lineno, line, fields, subj, pred)
+    else:
+        _read_relation(b, lineno, line, fields, subj, pred)
+
+
+def _read_mention(b: KBBuilder, lineno: int, line: str, fields: list[str], subj: str, pred: str) -> None:
+    """A mention line: ``:e  mention|canonical_mention|...  "text"  DOC:b-e  [confidence]``."""
+    rep, n = b.report, len(fields)
+    if n not in (4, 5):
+        rep.add(lineno, "UP103", f"a {pred} line has 4 or 5 columns, found {n}", text=line)
         return
-    # -- a relation line
+    text = unquote(fields[2])
+    if text is None:
+        rep.add(lineno, "UP111", f"the mention string must be in double quotes, got {fields[2]!r}",
+                field="mention", text=line, col=_col(fields, 2))
+        return
+    col = lambda: _col(fields, 3)  # noqa: E731 (only a diagnostic needs it)
+    span = _provenance(b, lineno, fields[3], line, col, single=True)
+    conf = _confidence(b, lineno, fields, 4, line) if n == 5 else 1.0
+    if span is None or conf is None:
+        return
+    doc, spans = span
+    (s, e), = spans
+    if b.check_span(doc, s, e, lineno, field="provenance", text=line, col=col, expect=text):
+        b.add_mention(subj, doc, s, e, pred, lineno, confidence=conf, text=line)
+
+
+def _read_relation(b: KBBuilder, lineno: int, line: str, fields: list[str], subj: str, pred: str) -> None:
+    """A relation line: ``:e1  predicate  :e2|"string"  DOC:b-e[,DOC:b-e...]  [confidence]``."""
+    rep, n = b.report, len(fields)
     if n not in (4, 5):
         rep.add(lineno, "UP103", f"a relation line has 4 or 5 columns, found {n}", text=line,
                 help="subject, predicate, object, provenance[, confidence]")

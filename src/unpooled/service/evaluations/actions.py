@@ -20,7 +20,7 @@ from unpooled.core.estimators.sampling import sampling_distribution
 from unpooled.core.matching import InstanceRef
 from unpooled.core.offline import LabelledDraw, OfflineData, TrueInstance
 from unpooled.core.offline import Submission as CoreSubmission
-from unpooled.service.annotation.actions import current_labels, reaggregate, request_verification
+from unpooled.service.annotation.actions import current_labels, labelled_keys, reaggregate, request_verification
 from unpooled.service.annotation.models import ExhaustiveDocument, Kind, Task
 from unpooled.service.corpora.models import Corpus
 from unpooled.service.submissions.models import RelationInstance, Submission
@@ -292,32 +292,36 @@ def evaluate(corpus: Corpus, *, crowd=None, labels: int = 150, documents: int = 
         report.warnings.append(f"{report.open_tasks} annotation tasks are still open: the scores use the labels "
                                "received so far")
     report.rows = [leaderboard_row(s) for s in sorted(scores, key=lambda s: -(s.f1 or 0))]
-    from .lifecycle import breakdowns, entities
+    _finish(corpus, level, pending, reuse, scores, publish=not report.open_tasks)
+    return report
 
-    for sub in pending:  # kept with the submission, so that later re-scorings report them too
+
+def _finish(corpus: Corpus, level: str, pending, reuse: dict, scores, *, publish: bool) -> None:
+    """After :func:`evaluate`'s last scores: each pending submission keeps its label counts (later re-scorings
+    report them too), the breakdowns and entity scores are computed, and, when every label is in (``publish``),
+    the scored submissions are published."""
+    from .lifecycle import breakdowns, entities, set_status
+
+    for sub in pending:
         plan = dict(sub.plan or {})
         plan["labels"] = {**(plan.get("labels") or {}), "new": reuse[sub.pk][0], "reused": reuse[sub.pk][1]}
         Submission.objects.filter(pk=sub.pk).update(plan=plan)
     breakdowns(corpus, level)
     entities(corpus)
-    if not report.open_tasks:  # every label is in: the scores are final, publish them
-        from .lifecycle import set_status
-
+    if publish:  # the scores are final
         for sub in Submission.objects.filter(pk__in=[s.submission_id for s in scores]).exclude(
                 status__in=[Submission.Status.FAILED, Submission.Status.PUBLISHED]).select_related("corpus"):
             set_status(sub, Submission.Status.PUBLISHED)
-    return report
 
 
 def _not_asked(sub: Submission, level: str) -> list[int]:
     """The instances drawn for ``sub`` at ``level`` whose key has no label and no task ``sub`` asked for."""
-    from unpooled.service.annotation.models import Label, TaskRequest
+    from unpooled.service.annotation.models import TaskRequest
 
     asked = set(TaskRequest.objects.filter(submission=sub, task__kind=Kind.VERIFY).values_list("task__key", flat=True))
-    rows = Draw.objects.filter(submission=sub, level=level).values_list("instance_id", "key", "key_hash")
-    labelled = set(Label.objects.filter(corpus=sub.corpus, key_hash__in={h for _, _, h in rows})
-                   .values_list("key", flat=True))
-    return sorted({i for i, key, _ in rows if key not in asked and key not in labelled})
+    rows = list(Draw.objects.filter(submission=sub, level=level).values_list("instance_id", "key", "key_hash"))
+    labelled = labelled_keys(sub.corpus, [h for _, _, h in rows])  # by hash, in chunks
+    return sorted({i for i, key, h in rows if key not in asked and h not in labelled})
 
 
 def leaderboard_row(s: Score) -> dict:
