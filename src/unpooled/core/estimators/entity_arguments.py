@@ -89,7 +89,7 @@ def argument_precision(d: Design, W: np.ndarray, args: sp.spmatrix, valid: np.nd
         k = int(used[np.isnan(valid[used])][0])
         raise InvalidInputError(f"valid: argument mention {k} is used by a draw but has no label")
     t = _terms(d, W)
-    wimp = t.ratio * d.P[:, d.xs].toarray()  # (m, S)
+    wimp = (t.ratio * d.P[:, d.xs]).toarray()  # (m, S)
     # phi_i(x_s) = sum_{a in args(x_s)} v(a) / (|A_i| c_i(a)), where c_i(a) > 0
     phi = np.zeros((m, S))
     one = np.zeros((m, S))

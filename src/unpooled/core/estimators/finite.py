@@ -52,6 +52,8 @@ from dataclasses import dataclass
 import numpy as np
 import scipy.sparse as sp
 
+from .rows import Rows, grouped_ss, indicator
+
 
 @dataclass(frozen=True)
 class DrawUnits:
@@ -73,54 +75,75 @@ def _value_bits(x: np.ndarray) -> np.ndarray:
     return np.ascontiguousarray(x, dtype=np.float64).view(np.int64)
 
 
+def _group(*keys: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Codes of the distinct tuples of ``keys`` (equal-length integer arrays), numbered in lexicographic order
+    (the first key most significant); one member's index per code; the counts."""
+    order = np.lexsort(keys[::-1])
+    new = np.zeros(len(order), bool)
+    for k in keys:
+        ks = k[order]
+        new[1:] |= ks[1:] != ks[:-1]
+    new[0] = True
+    codes = np.empty(len(order), np.int64)
+    codes[order] = np.cumsum(new) - 1
+    start = np.flatnonzero(new)
+    return codes, order[start], np.diff(np.append(start, len(order)))
+
+
 def draw_units(P: sp.csr_matrix, src: np.ndarray, xs: np.ndarray) -> DrawUnits:
     """The :class:`DrawUnits` of draws ``xs`` made by systems ``src`` from the rows of ``P``."""
     if not len(xs):
         z = np.zeros(0, np.int64)
         return DrawUnits(np.ones(0), z, z, z, z, z, 0)
-    p = np.asarray(P[src, xs]).ravel()
-    _, unit, m_s = np.unique(np.stack([src, xs]), axis=1, return_inverse=True, return_counts=True)
-    unit = unit.ravel()
-    cells, cell = np.unique(np.stack([src, _value_bits(p)]), axis=1, return_inverse=True)
-    cell = cell.ravel()
-    n_c = np.bincount(cell)
-    first = np.unique(unit, return_index=True)[1]  # one draw per unit
-    k_c = np.bincount(cell[first], minlength=len(n_c))
+    p = _value_bits(np.asarray(P[src, xs]).ravel())
+    cell, first_c, n_c = _group(src, p)
+    cell_src, cell_p = src[first_c], p[first_c]
+    unit, first_u, m_s = _group(cell, xs)
+    k_c = np.bincount(cell[first_u], minlength=len(n_c))
     # cell sizes: the instances of the cell's row that have the cell's probability
     rows = np.repeat(np.arange(P.shape[0]), np.diff(P.indptr))
-    have = np.isin(rows, cells[0])
-    kv, kn = np.unique(np.stack([rows[have], _value_bits(P.data[have])]), axis=1, return_counts=True)
-    _, inv = np.unique(np.concatenate([kv, cells], axis=1), axis=1, return_inverse=True)
-    inv = inv.ravel()
-    size = np.zeros(int(inv.max()) + 1, np.int64)
-    size[inv[:kv.shape[1]]] = kn
-    N_c = size[inv[kv.shape[1]:]]
+    have = (np.bincount(src, minlength=P.shape[0]) > 0)[rows]
+    both = _group(np.concatenate([rows[have], cell_src]), np.concatenate([_value_bits(P.data[have]), cell_p]))[0]
+    nP = int(have.sum())
+    N_c = np.bincount(both[:nP], minlength=int(both.max()) + 1)[both[nP:]]
     factor = n_c[cell] / (k_c[cell] * m_s[unit])
-    return DrawUnits(factor, unit, cell, cells[0], k_c, N_c, int(unit.max()) + 1)
+    return DrawUnits(factor, unit, cell, cell_src, k_c, N_c, len(m_s))
 
 
-def strata_var(U: np.ndarray, src: np.ndarray, m: int, units: DrawUnits) -> np.ndarray:
-    r"""Variance estimate of the row sums of ``U`` (targets x draws; values already multiplied by the draws'
-    :attr:`DrawUnits.factor`) under stratified i.i.d. draws, strata ``h`` given by ``src``: the two terms of the
-    module docs.  Without repeats and with cells much larger than their draws it is the per-draw formula :math:`\sum_h \frac{n_h}{n_h-1}\sum_{s\in h}(u_s - \bar u_h)^2`.
+def strata_var(U, src: np.ndarray, m: int, units: DrawUnits) -> np.ndarray:
+    r"""Variance estimate of the row sums of ``U`` (targets x draws, an array or :class:`Rows`; values already
+    multiplied by the draws' :attr:`DrawUnits.factor`) under stratified i.i.d. draws, strata ``h`` given by ``src``:
+    the two terms of the module docs.  Without repeats and with cells much larger than their draws it is the
+    per-draw formula :math:`\sum_h \frac{n_h}{n_h-1}\sum_{s\in h}(u_s - \bar u_h)^2`.
+
+    Work and memory are proportional to the non-zeros of ``U`` (a :class:`~.rows.Rows`' shared row adds one
+    row): each term is a weighted sum of squares within groups of ``U``'s totals by cell (between the cells of a
+    stratum) and by distinct instance (within a cell), centred exactly (:func:`.rows.grouped_ss`).
     """
-    n = np.bincount(src, minlength=m).astype(float)
+    X = Rows.of(U)
     if not len(src):
-        return np.zeros(np.shape(U)[0])
+        return np.zeros(X.shape[0])
+    n = np.bincount(src, minlength=m).astype(float)
     C = len(units.cell_k)
     n_c = np.bincount(units.cell, minlength=C).astype(float)
-    A = _col_sums(U, units.cell, C)  # (T, C) cell totals
-    between = _per_draw(A[:, units.cell] / n_c[units.cell][None, :], src, m, n)
-    a = _col_sums(U, units.unit, units.n_units)  # (T, units) unit totals
     unit_cell = np.zeros(units.n_units, np.int64)
     unit_cell[units.unit] = units.cell
+    Mu = indicator(units.unit, units.n_units)
+    Yu = sp.csr_matrix(X.sparse @ Mu)  # unit totals (m, units)
+    Yc = sp.csr_matrix(Yu @ indicator(unit_cell, C))  # cell totals (m, C)
+    bu = None if X.a is None else Mu.T @ X.b
+    bc = None if X.a is None else np.bincount(unit_cell, weights=bu, minlength=C)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        per_stratum = np.where(n > 1, n / np.maximum(n - 1, 1), 0.0)
+    between = grouped_ss(Yc, X.a, bc, units.cell_src, n_c, per_stratum)  # how many draws fall in each cell
     k = units.cell_k.astype(float)
-    a -= (A / np.maximum(k, 1)[None, :])[:, unit_cell]  # centred within the cell (no cancellation)
-    ss = _col_sums(a * a, unit_cell, C)
     with np.errstate(divide="ignore", invalid="ignore"):
         fpc = np.where(k > 1, (1 - k / units.cell_N) * k / np.maximum(k - 1, 1), 0.0)
-    within = np.maximum(ss, 0.0) @ np.maximum(fpc, 0.0)
-    return between + within
+    within = grouped_ss(Yu, X.a, bu, unit_cell, np.ones(units.n_units), np.maximum(fpc, 0.0))
+    var = between + within
+    # a sum of equal values (a complete or single-valued cell) leaves round-off of the order of (eps x the
+    # values)^2; it is 0, which the intervals treat as exact (a variance of 1e-35 made F1's correlation noise)
+    return np.where(var <= (64 * np.finfo(float).eps * X.abs_sum()) ** 2, 0.0, var)
 
 
 def unseen_mass(P: sp.csr_matrix, xs: np.ndarray) -> np.ndarray:
@@ -128,17 +151,3 @@ def unseen_mass(P: sp.csr_matrix, xs: np.ndarray) -> np.ndarray:
     seen = np.zeros(P.shape[1])
     seen[np.unique(xs)] = 1.0
     return np.clip(1.0 - np.asarray(P @ seen).ravel(), 0.0, 1.0)
-
-
-def _col_sums(U: np.ndarray, codes: np.ndarray, n: int) -> np.ndarray:
-    """``(T, n)``: the sums of ``U``'s columns by ``codes``."""
-    M = sp.csr_matrix((np.ones(len(codes)), (np.arange(len(codes)), codes)), shape=(len(codes), n))
-    return np.asarray(M.T @ np.asarray(U).T).T
-
-
-def _per_draw(U: np.ndarray, src: np.ndarray, m: int, n: np.ndarray) -> np.ndarray:
-    Uc = U - (_col_sums(U, src, m) / np.maximum(n, 1)[None, :])[:, src]  # centred within the stratum
-    S2 = _col_sums(Uc * Uc, src, m)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        per = np.where(n > 1, n / np.maximum(n - 1, 1) * S2, 0.0)
-    return per.sum(axis=1)

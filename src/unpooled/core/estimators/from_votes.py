@@ -12,7 +12,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-import scipy.sparse as sp
 
 from ..errors import InvalidInputError
 from .noisy import (
@@ -105,38 +104,58 @@ def _by(X: np.ndarray, g: np.ndarray) -> np.ndarray:
     return X if X.shape[1] == 1 else X[:, g]
 
 
+#: the draws' variance from votes works on dense blocks of targets of about this many (target, draw) values
+BLOCK_VALUES = 1 << 24
+
+
 def _design_var(d, t, fit: _Fit, lam_s, gs, var_th, theta, dP, dR, simple: bool):
-    """The draws' variance given the votes (module docs, 1.): per metric, ``(m,)``."""
+    """The draws' variance given the votes (module docs, 1.): per metric, ``(m,)``.  The per-(target, draw)
+    influence values are dense (a vote's weight is a non-linear function of each target's prevalence), so they
+    are built for blocks of targets of about :data:`BLOCK_VALUES` values (128 MB) at a time: memory stays bounded
+    however many systems are scored."""
+    m = d.m
+    var = {k: np.zeros(m) for k in ("p", "nu", "f1")}
+    step = max(1, BLOCK_VALUES // max(len(d.xs), 1))
+    for lo in range(0, m, step):
+        rows = np.arange(lo, min(m, lo + step))
+        got = _design_var_rows(d, t, fit, rows, lam_s, gs, theta[rows], dP[rows], dR[rows], simple)
+        for k in var:
+            var[k][rows] = got[k]
+    return {"p": var["p"], "r": theta ** 2 * var["nu"] + fit.nu ** 2 * var_th + var_th * var["nu"],
+            "f1": var["f1"] + (dR * fit.nu) ** 2 * var_th}
+
+
+def _design_var_rows(d, t, fit: _Fit, rows, lam_s, gs, theta, dP, dR, simple: bool) -> dict:
+    """:func:`_design_var`'s strata variances for the targets ``rows``: precision's, :math:`\nu`'s and the draws'
+    part of F1's."""
     from .joint import strata_var
 
-    m = d.m
-    # (m, S) arrays are large at scale (300 systems x 500 draws: 360 MB each): built in place, freed early
-    uP = kappa_where(t.C, lam_s, fit.rc, gs)
-    uP *= t.C
-    uP *= _by(fit.kc, gs)
+    C, A, B = (X.block(rows) for X in (t.C, t.A, t.B))
+    uP = kappa_where(C, lam_s, fit.rc[rows], gs)
+    uP *= C
+    uP *= _by(fit.kc[rows], gs)
     var = {"p": strata_var(uP, d)}
     if simple:
         uN = np.zeros_like(uP)
     else:
-        uN = kappa_where(t.A, lam_s, fit.ra, gs)  # dA = Aw (rho_A + sum(A)/J_A kappa_A), per group
-        uN *= _by(fit.ka, gs)
-        uN += _by(fit.ra, gs)
-        uN *= t.A
-        dB = kappa_where(t.B, lam_s, fit.rb, gs)  # dB likewise
-        dB *= _by(fit.kb, gs)
-        dB += _by(fit.rb, gs)
-        dB *= t.B
-        dB *= fit.nu[:, None]
+        uN = kappa_where(A, lam_s, fit.ra[rows], gs)  # dA = Aw (rho_A + sum(A)/J_A kappa_A), per group
+        uN *= _by(fit.ka[rows], gs)
+        uN += _by(fit.ra[rows], gs)
+        uN *= A
+        dB = kappa_where(B, lam_s, fit.rb[rows], gs)  # dB likewise
+        dB *= _by(fit.kb[rows], gs)
+        dB += _by(fit.rb[rows], gs)
+        dB *= B
+        dB *= fit.nu[rows, None]
         uN -= dB  # (dA - nu dB) / B
         del dB
-        uN *= _safe_div(np.ones(m), fit.Bhat)[:, None]
-    var_nu = strata_var(uN, d)
-    var["r"] = theta ** 2 * var_nu + fit.nu ** 2 * var_th + var_th * var_nu
+        uN *= _safe_div(np.ones(len(rows)), fit.Bhat[rows])[:, None]
+    var["nu"] = strata_var(uN, d)
     uN *= (dR * theta)[:, None]  # the F1 influence: dP uP + dR theta uN
     uP *= dP[:, None]
     uN += uP
     del uP
-    var["f1"] = strata_var(uN, d) + (dR * fit.nu) ** 2 * var_th
+    var["f1"] = strata_var(uN, d)
     return var
 
 
@@ -233,15 +252,14 @@ def noisy_estimates(d, t, W: np.ndarray, votes: CrowdVotes, *, simple: bool = Fa
     S = len(d.xs)
     codes, inv = np.unique(d.xs, return_inverse=True)
     K = len(codes)
-    E = sp.csr_matrix((np.ones(S), (np.arange(S), inv)), shape=(S, K))
 
     def per_item(X):
-        return np.asarray((E.T @ X.T).T) if S else np.zeros((X.shape[0], K))
+        return X.totals(inv, K) if S else np.zeros((X.shape[0], K))
 
     if getattr(t, "ratio", None) is None:
         raise InvalidInputError("terms: the kernel's importance ratios are needed for the vote variance")
     items = (codes, inv, item_log_lr(votes, U)[codes], per_item(t.C), per_item(t.A), per_item(t.B),
-             per_item(np.asarray(t.ratio)))
+             per_item(t.ratio))
     grp = strata_groups(votes.strata, codes, U)
     got = _estimates(d, t, votes, items, grp, simple, confidence)
     if grp.n == 1:

@@ -51,6 +51,12 @@ arguments lie in different sentences: ``make_design(inside=...)``, :mod:`.exhaus
 improvement within cells of equal :math:`p_j`); unbiasedness is kept, a small system drawn completely is known
 exactly, and the variances below carry the finite-population correction.
 
+**Memory.** The per-(target, draw) terms are held sparse (:mod:`.rows`): non-zero where the target holds the
+drawn instance, plus one row every target shares under the balance heuristic (the proposal is one for all), so
+1,000 systems of 500 draws each need the terms' non-zeros, not four dense 1,000 x 500,000 matrices.  The
+bootstrap resamples one stratum at a time and sums the resampled draws through per-instance totals
+(:class:`.rows.ByItem`).
+
 **Intervals.** Every estimate is a smooth function of stratum sums, so its
 variance is estimated from per-draw influence values
 :math:`\widehat{\mathrm{Var}} = \sum_h \frac{n_h}{n_h-1}\sum_{s\in h}(u_s-\bar u_h)^2`
@@ -94,6 +100,7 @@ from scipy.stats import gamma, norm
 from ..errors import InvalidInputError, check_choice
 from .exhaustive import document_groups, restrict_p0, t_factor, theta_variance
 from .finite import DrawUnits, draw_units, unseen_mass
+from .rows import ByItem, Rows, row_sums, scale
 from .finite import strata_var as finite_var
 
 WEIGHTS = ("heuristic", "balance", "minvar")
@@ -280,41 +287,81 @@ def complete_targets(d: Design) -> np.ndarray:
 # -- the kernel ---------------------------------------------------------------
 @dataclass
 class _Terms:
-    """Per-(target, draw) terms whose stratum sums give every estimate."""
+    """Per-(target, draw) terms whose stratum sums give every estimate, held as :class:`.rows.Rows`: non-zero
+    where the target holds the drawn instance, plus the parts every target shares (memory: the non-zeros).
+    ``C_items``/``A_items``: ``C`` and ``A`` as a :class:`.rows.ByItem` plus the rest (a sparse matrix), for the
+    bootstrap (:func:`_replicate_sums`)."""
 
-    C: np.ndarray  # precision contributions (m, S)
-    A: np.ndarray  # recall numerator (m, S)
-    B: np.ndarray  # recall denominator (m, S)
+    C: Rows  # precision contributions (m, S)
+    A: Rows  # recall numerator (m, S)
+    B: Rows  # recall denominator (m, S)
     S0: np.ndarray  # (m, n0) bool: exhaustive instance inside the target's pool S_i
     ess: np.ndarray  # (m,) Kish effective sample size of the precision weights
-    ratio: np.ndarray | None = None  # (m, S) (w_ij / n_j) / q_i(x_s): the importance ratio of each draw
+    ratio: Rows | None = None  # (m, S) (w_ij / n_j) / q_i(x_s): the importance ratio of each draw
+    C_items: tuple[ByItem | None, sp.csr_matrix] | None = None
+    A_items: tuple[ByItem | None, sp.csr_matrix] | None = None
+
+
+def _ratio(d: Design, W: np.ndarray, Pm: sp.csr_matrix) -> Rows:
+    r"""The importance ratio :math:`(w_{ij}/n_j)/q_i(x_s)` of every (target, draw), over distinct instances: one
+    row shared by every target when ``W``'s rows are equal (the balance heuristic: one proposal :math:`q`),
+    else dense."""
+    per = d.units.factor / np.maximum(d.n.astype(float)[d.src], 1)
+    if len(W) and np.all(W == W[:1]):
+        q = Pm.T @ W[0]
+        with np.errstate(divide="ignore", invalid="ignore"):
+            return Rows.shared(np.ones(d.m), np.where(q > 0, W[0, d.src] * per / q, 0.0))
+    Q = np.asarray((Pm.T @ W.T).T)  # q_i(x_s)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return Rows.of(np.where(Q > 0, W[:, d.src] * per[None, :] / Q, 0.0))
 
 
 def _terms(d: Design, W: np.ndarray, *, own_complete: bool = True) -> _Terms:
     """Per-(target, draw) terms under the weights ``W``; precision's from a system's own draws alone where they
     reached all its instances (:func:`complete_targets`) unless ``own_complete`` is False."""
-    n = d.n.astype(float)
-    Pm = d.P[:, d.xs].toarray()  # p_i(x_s), (m, S)
-    Q = W @ Pm  # q_i(x_s)
-    coef = W[:, d.src] * (d.units.factor / np.maximum(n[d.src], 1))[None, :]  # over distinct instances
-    with np.errstate(divide="ignore", invalid="ignore"):
-        ratio = np.where(Q > 0, coef / Q, 0.0)
-    pos = ratio * (d.p0[d.xs] * d.f)[None, :]  # recall: every system's draws
+    codes, item = np.unique(d.xs, return_inverse=True)
+    PI = d.P[:, codes].tocsr()  # p_i(x) of the instances drawn, (m, K)
+    Pm = PI[:, item]  # p_i(x_s), (m, S)
+    # canonical (sorted, no duplicates): the matrices below share these index arrays, so nothing may sort them
+    PI.sum_duplicates()
+    Pm.sum_duplicates()
+    ratio = _ratio(d, W, Pm)
+    pos = ratio.scaled(cols=d.p0[d.xs] * d.f)  # recall: every system's draws
     done = np.flatnonzero(complete_targets(d)) if own_complete else []
     if len(done):  # precision of a system drawn completely: its own draws, w_ij = [j = i], so q_i = p_i
-        own = d.src[None, :] == done[:, None]
-        with np.errstate(divide="ignore", invalid="ignore"):
-            ratio = ratio.copy()  # (the votes' variance then weighs its own items for recall's too)
-            ratio[done] = np.where(own, (d.units.factor / np.maximum(n[d.src], 1))[None, :] / Pm[done], 0.0)
+        ratio = _own_rows(d, ratio, Pm, done)  # (the votes' variance then weighs its own items for recall's too)
+    shared = None if ratio.a is None else ByItem(PI, item, ratio.a, ratio.b * d.f)
+    C_items = (shared, scale(Rows(ratio.sparse) * Pm, cols=d.f))
     wimp = ratio * Pm  # importance weight of each draw for target i
-    C = wimp * d.f[None, :]
-    A = pos * ((Pm > 0) if d.gs is None else d.gs)
-    Bm = pos
+    C = Rows(scale(wimp, cols=d.f))
+    if d.gs is None:  # recall's numerator: the draws of instances the target holds
+        HI = sp.csr_matrix(((PI.data != 0).astype(float), PI.indices, PI.indptr), shape=PI.shape)
+        A_items = (ByItem(HI, item, pos.a, pos.b), sp.csr_matrix(pos.shape)) if pos.a is not None else None
+        held = sp.csr_matrix(((Pm.data != 0).astype(float), Pm.indices, Pm.indptr), shape=Pm.shape)
+    else:
+        held = sp.csr_matrix(d.gs, dtype=float)
+        held.data = (held.data != 0).astype(float)
+        A_items = None
+    A = Rows(pos * held)
+    A_items = A_items or (None, A.sparse)
     # counted in floats: an int8 product wraps at 128 matching systems (joint recall 0 for everyone)
     S0 = ((W > 0).astype(float) @ d.g0.astype(float)) > 0
     with np.errstate(divide="ignore", invalid="ignore"):
-        ess = wimp.sum(1) ** 2 / (wimp ** 2).sum(1)
-    return _Terms(C, A, Bm, S0, np.nan_to_num(ess), ratio)
+        ess = row_sums(wimp, wimp.data) ** 2 / row_sums(wimp, wimp.data ** 2)
+    return _Terms(C, A, pos, S0, np.nan_to_num(ess), ratio, C_items, A_items)
+
+
+def _own_rows(d: Design, ratio: Rows, Pm: sp.csr_matrix, done: np.ndarray) -> Rows:
+    """``ratio`` with the rows ``done`` replaced by their own draws' ratios :math:`1/(n_i p_i(x_s))` (over
+    distinct instances), 0 on the other draws."""
+    m = d.m
+    own = np.flatnonzero(np.isin(d.src, done))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        val = (d.units.factor / np.maximum(d.n.astype(float)[d.src], 1))[own] / np.asarray(Pm[d.src[own], own]).ravel()
+    keep = np.ones(m)
+    keep[done] = 0.0
+    mine = sp.csr_matrix((val, (d.src[own], own)), shape=ratio.shape)
+    return Rows(sp.csr_matrix(scale(ratio.sparse, keep) + mine), None if ratio.a is None else ratio.a * keep, ratio.b)
 
 
 def strata_var(U: np.ndarray, d: Design) -> np.ndarray:
@@ -574,9 +621,11 @@ def estimate(d: Design, *, estimator: str = "joint", weights: str = "balance", c
     missing = np.flatnonzero(n == 0)
     if len(missing):
         warn.append(f"systems {missing.tolist()[:10]} have no own draws: their estimates may be biased")
+    terms = None
     if estimator == "simple":
         W = np.eye(m)
-        out = _estimate_with(d, W, confidence, simple=True, votes=votes)
+        terms = None if votes is not None else _terms(d, W)
+        out = _estimate_with(d, W, confidence, simple=True, votes=votes, terms=terms)
     elif weights == "minvar":
         o = overlap_matrix(d.P)
         best = None
@@ -596,7 +645,8 @@ def estimate(d: Design, *, estimator: str = "joint", weights: str = "balance", c
         out, W = best, bestW
     else:
         W = weight_matrix(d.P, n, weights)
-        out = _estimate_with(d, W, confidence, votes=votes)
+        terms = None if votes is not None else _terms(d, W)
+        out = _estimate_with(d, W, confidence, votes=votes, terms=terms)
     out.method = "simple" if estimator == "simple" else f"joint-{weights}"
     out.weights = W
     low = np.flatnonzero(out.ess < ess_warn)
@@ -607,18 +657,20 @@ def estimate(d: Design, *, estimator: str = "joint", weights: str = "balance", c
         warnings.warn(msg, WeightDegeneracyWarning, stacklevel=2)
     out.warnings = warn
     if bootstrap:
-        out.boot = bootstrap_intervals(d, W, bootstrap, confidence=confidence, rng=rng, simple=estimator == "simple")
+        out.boot = bootstrap_intervals(d, W, bootstrap, confidence=confidence, rng=rng, simple=estimator == "simple",
+                                       terms=terms)
     return out
 
 
-def _estimate_with(d: Design, W: np.ndarray, confidence: float, *, simple: bool = False, votes=None) -> Scores:
+def _estimate_with(d: Design, W: np.ndarray, confidence: float, *, simple: bool = False, votes=None,
+                   terms: _Terms | None = None) -> Scores:
     m = d.m
     if votes is not None:
         return _estimate_noisy(d, W, confidence, simple=simple, votes=votes)
-    t = _terms(d, W)
+    t = _terms(d, W) if terms is None else terms
     n_labels = np.bincount(d.src, minlength=m)
     # precision
-    p = t.C.sum(1)
+    p = t.C.sum()
     var_p = strata_var(t.C, d)
     if simple:
         # recall from the exhaustive sample only: r = sum v g / sum v
@@ -629,18 +681,19 @@ def _estimate_with(d: Design, W: np.ndarray, confidence: float, *, simple: bool 
         dP, dR = _f1_partials(p, r)
         var_f = dP ** 2 * var_p + dR ** 2 * var_r  # independent samples
     else:
-        Bs = t.B.sum(1)
+        Bs = t.B.sum()
         with np.errstate(divide="ignore", invalid="ignore"):
-            nu = np.where(Bs > 0, t.A.sum(1) / Bs, 0.0)
-            Uu = np.where(Bs[:, None] > 0, (t.A - nu[:, None] * t.B) / Bs[:, None], 0.0)
+            nu = np.where(Bs > 0, t.A.sum() / Bs, 0.0)
+            inv = np.where(Bs > 0, 1.0 / Bs, 0.0)
+        Uu = t.A + t.B.scaled(rows=-nu)  # (A - nu B), over B below: a row's scale leaves strata_var's own
         theta, var_th = pool_share(d, t.S0, confidence)
-        var_nu = strata_var(Uu, d)
+        var_nu = strata_var(Uu, d) * inv ** 2
         r = theta * nu
         var_r = theta ** 2 * var_nu + nu ** 2 * var_th + var_th * var_nu
         f1 = _f1(p, r)
         dP, dR = _f1_partials(p, r)
         # F1 influence: on the draws, dP*C + dR*theta*U (they share draws); on Y0, dR*nu*T
-        var_f = strata_var(dP[:, None] * t.C + (dR * theta)[:, None] * Uu, d) + (dR * nu) ** 2 * var_th
+        var_f = strata_var(t.C.scaled(rows=dP) + Uu.scaled(rows=dR * theta * inv), d) + (dR * nu) ** 2 * var_th
     n0 = float(max(d.n0, 1))
     p_ci = wilson(p, var_p, confidence, population_size(t.ess, var_p, unseen_mass(d.P, d.xs)))
     r_ci = wilson(r, var_r, confidence, np.full(m, n0))
@@ -661,9 +714,7 @@ def _estimate_noisy(d: Design, W: np.ndarray, confidence: float, *, simple: bool
     # near the bounds Wilson falls back to a sample size: the effective number of *items* behind the
     # precision (an item's votes count once however often it is drawn), at most the draws' effective size
     codes, inv = np.unique(d.xs, return_inverse=True)
-    Mc = np.zeros((m, len(codes)))
-    if len(inv):
-        np.add.at(Mc.T, inv, t.C.T)
+    Mc = t.C.totals(inv, len(codes))
     with np.errstate(divide="ignore", invalid="ignore"):
         items_eff = np.nan_to_num(Mc.sum(1) ** 2 / (Mc ** 2).sum(1))
     nfb_p = np.maximum(np.minimum(t.ess, items_eff), 1)
@@ -706,58 +757,86 @@ def _f1_partials(p, r):
 
 
 # -- bootstrap ------------------------------------------------------------------
-def _stratified_counts(sizes: np.ndarray, B: int, rng) -> np.ndarray:
-    r"""``(B, sum(sizes))`` float32 counts for draws ordered by stratum (contiguous blocks).
+#: the per-instance totals of the bootstrap (replicates x distinct instances, floats) are kept below this size
+ITEM_TOTALS_BYTES = 1 << 30
 
-    Each stratum's block is its ``k`` draws resampled ``k`` times with replacement,
-    independently per replicate: the sampling design of every :math:`\hat X_j` and of :math:`\hat Y_0`.
-    """
-    K = np.empty((B, int(sizes.sum())), dtype=np.float32)
-    offsets = np.concatenate([[0], np.cumsum(sizes)])
-    shift = np.arange(B, dtype=np.int64)[:, None]
+
+def _stratified_counts(sizes: np.ndarray, B: int, rng):
+    r"""Per stratum (in order, those with draws), its index and ``(k, B)`` counts: its ``k`` draws resampled ``k``
+    times with replacement, independently per replicate (the sampling design of every :math:`\hat X_j` and of
+    :math:`\hat Y_0`).  One stratum at a time: memory ``k x B``, never all draws ``x B``."""
+    rep = np.arange(B, dtype=np.int64)[:, None]
     for h, k in enumerate(sizes):
         if k == 0:
             continue
-        local = rng.integers(0, k, size=(B, k), dtype=np.int32)
-        flat = (local + shift * k).ravel()
-        K[:, offsets[h]:offsets[h + 1]] = np.bincount(flat, minlength=B * k).reshape(B, k)
-    return K
+        flat = rng.integers(0, k, size=(B, k), dtype=np.int32).astype(np.int64)
+        flat *= B
+        flat += rep
+        yield h, np.bincount(flat.ravel(), minlength=B * k).reshape(k, B).astype(float)
+
+
+def _replicate_sums(parts, src: np.ndarray, m: int, B: int, rng) -> list[np.ndarray]:
+    """Per part (targets x draws), its ``(B, m)`` row sums under each replicate of :func:`_stratified_counts`.
+
+    A part is ``(items, rest, shared)``: a :class:`.rows.ByItem` (or None), summed through per-instance totals; a
+    sparse rest, summed directly; and the shared part of a :class:`.rows.Rows` (or None), through ``b @ K``.
+    Work: the replicates times (the draws + the items' non-zeros + the rests' non-zeros).
+    """
+    order = np.argsort(src, kind="stable")  # each stratum's draws in their order (the resampling's indices)
+    starts = np.concatenate([[0], np.cumsum(np.bincount(src, minlength=m))])
+    out = [np.zeros((m, B)) for _ in parts]
+    Z = [None if f is None or B * f.M.shape[1] * 8 > ITEM_TOTALS_BYTES else np.zeros((f.M.shape[1], B))
+         for f, _, _ in parts]
+    rest = [sp.csr_matrix(r if z is not None or f is None else r + f.rows()).tocsc()
+            for (f, r, _), z in zip(parts, Z)]
+    for h, K in _stratified_counts(starts[1:] - starts[:-1], B, rng):
+        idx = order[starts[h]:starts[h + 1]]
+        for (f, _, X), z, R, acc in zip(parts, Z, rest, out):
+            if z is not None:  # per-instance totals of c over the resampled draws
+                u, loc = np.unique(f.item[idx], return_inverse=True)
+                E = sp.csr_matrix((f.c[idx], (loc, np.arange(len(idx)))), shape=(len(u), len(idx)))
+                z[u] += E @ K
+            if R.nnz:
+                acc += R[:, idx] @ K
+            if X is not None and X.a is not None:
+                acc += np.outer(X.a, X.b[idx] @ K)
+    for (f, _, _), z, acc in zip(parts, Z, out):
+        if z is not None:
+            acc += (f.M @ z) * f.a[:, None]
+    return [acc.T for acc in out]
 
 
 def bootstrap_intervals(d: Design, W: np.ndarray, B: int, *, confidence: float = 0.90, rng=None,
-                        simple: bool = False) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+                        simple: bool = False, terms: _Terms | None = None) -> dict[str, tuple[np.ndarray, np.ndarray]]:
     r"""Percentile intervals from ``B`` stratified bootstrap replicates (weights held fixed).
 
     :math:`\hat Y_0` is resampled by whole documents (all :math:`N` of them, those without a true
-    instance too) when ``d.y0_groups`` is known, else by instances.
+    instance too) when ``d.y0_groups`` is known, else by instances.  ``terms``: :func:`_terms` of ``d`` and ``W``
+    when already at hand.
     """
     rng = np.random.default_rng(rng)
     m = d.m
-    order = np.argsort(d.src, kind="stable")  # draws grouped by stratum
-    d = replace(d, src=d.src[order], xs=d.xs[order], f=d.f[order], gs=None if d.gs is None else d.gs[:, order])
-    t = _terms(d, W)
-    K = _stratified_counts(np.bincount(d.src, minlength=m), B, rng)
+    t = _terms(d, W) if terms is None else terms
+    parts = [(*t.C_items, None)] + ([] if simple else [(*t.A_items, None), (None, t.B.sparse, t.B)])
+    sums = _replicate_sums(parts, d.src, m, B, rng)
     n0 = d.n0
     if not n0:
-        K0 = np.zeros((B, 0), np.float32)
+        K0 = np.zeros((B, 0))
     elif d.y0_groups is not None:
         groups = np.asarray(d.y0_groups, dtype=np.int64)
         N = max(int(d.n_groups or 0), int(groups.max()) + 1)
-        K0 = _stratified_counts(np.array([N]), B, rng)[:, groups]  # documents, then their instances
+        K0 = next(_stratified_counts(np.array([N]), B, rng))[1].T[:, groups]  # documents, then their instances
     else:
-        K0 = _stratified_counts(np.array([n0]), B, rng)
-    v = d.v0.astype(np.float32)
-    Kv = K0 * v[None, :]
+        K0 = next(_stratified_counts(np.array([n0]), B, rng))[1].T
+    Kv = K0 * d.v0[None, :]
     Vb = Kv.sum(1, keepdims=True)
-    p_b = K @ t.C.T.astype(np.float32)
+    p_b = sums[0]
     if simple:
-        r_b = (Kv @ d.g0.T.astype(np.float32)) / np.maximum(Vb, 1e-30)
+        r_b = (Kv @ d.g0.T) / np.maximum(Vb, 1e-30)
     else:
-        AB = np.concatenate([t.A, t.B], axis=0).T.astype(np.float32)
-        ab = K @ AB
         with np.errstate(divide="ignore", invalid="ignore"):
-            nu_b = np.where(ab[:, m:] > 0, ab[:, :m] / ab[:, m:], 0.0)
-        th_b = (Kv @ t.S0.T.astype(np.float32)) / np.maximum(Vb, 1e-30)
+            nu_b = np.where(sums[2] > 0, sums[1] / sums[2], 0.0)
+        th_b = (Kv @ t.S0.T) / np.maximum(Vb, 1e-30)
         r_b = th_b * nu_b
     f_b = _f1(p_b, r_b)
     a = (1 - confidence) / 2

@@ -137,7 +137,7 @@ def stratified_recall(d: Design, W: np.ndarray | None = None, *, bands=BANDS, mi
         pool = Sx[i] if Sx is not None else np.asarray(((W[i] > 0).astype(float) @ Pbool).toarray()).ravel() > 0
         gu = np.asarray(Pbool[i].toarray()).ravel().astype(bool)  # system i output x
         gs = (d.gs[i] if d.gs is not None else gu[d.xs]).astype(bool)  # system i matches draw s (recall)
-        ratio = t.ratio[i]
+        ratio = t.ratio.row(i)
         in_pool = pool[d.xs] & (ratio > 0)
         # cells: band x (g_i, or nothing with the seed's shared rule)
         raw_s = np.where(in_pool, np.where(gs & (not shared), nb, 0) + band_s, -1)

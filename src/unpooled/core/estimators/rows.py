@@ -1,0 +1,200 @@
+r"""Targets x draws matrices held sparse: :class:`Rows` is ``sparse + outer(a, b)``.
+
+The joint estimator's per-(target, draw) terms are non-zero only where the target holds the drawn instance,
+but for the parts every target shares: under the balance heuristic the proposal :math:`q` is one for all
+targets, so the importance ratio of a draw is one row ``b`` (scaled per target by ``a``), and recall's
+denominator weighs every draw for every target.  Held so, memory is the non-zeros plus one row, never
+targets x draws (1,000 systems x 500 draws each would be 4 GB per dense matrix), and every operation here
+costs a pass over the non-zeros.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import scipy.sparse as sp
+
+#: below this many (rows x groups) cells, :func:`grouped_ss` keeps its per-(row, group) totals in dense arrays
+DENSE_GROUPS = 1 << 25
+
+
+@dataclass(frozen=True)
+class Rows:
+    """``sparse + outer(a, b)``: ``a`` (per row) and ``b`` (per column) are None when there is no shared part."""
+
+    sparse: sp.csr_matrix
+    a: np.ndarray | None = None
+    b: np.ndarray | None = None
+
+    @staticmethod
+    def of(U) -> Rows:
+        """``U`` (an array, a sparse matrix or :class:`Rows`) as :class:`Rows`."""
+        if isinstance(U, Rows):
+            return U
+        return Rows(sp.csr_matrix(U if sp.issparse(U) else np.atleast_2d(U), dtype=float))
+
+    @staticmethod
+    def shared(a: np.ndarray, b: np.ndarray) -> Rows:
+        """``outer(a, b)`` alone."""
+        return Rows(sp.csr_matrix((len(a), len(b))), np.asarray(a, float), np.asarray(b, float))
+
+    @property
+    def shape(self) -> tuple[int, int]:
+        return self.sparse.shape
+
+    def sum(self) -> np.ndarray:
+        """Row sums, ``(m,)``."""
+        s = row_sums(self.sparse, self.sparse.data)
+        return s if self.a is None else s + self.a * self.b.sum()
+
+    def abs_sum(self) -> np.ndarray:
+        """Row sums of the absolute values (an upper bound where the shared part overlaps the sparse one)."""
+        s = row_sums(self.sparse, np.abs(self.sparse.data))
+        return s if self.a is None else s + np.abs(self.a) * np.abs(self.b).sum()
+
+    def row(self, i: int) -> np.ndarray:
+        out = self.sparse[i].toarray().ravel()
+        return out if self.a is None else out + self.a[i] * self.b
+
+    def block(self, rows: np.ndarray) -> np.ndarray:
+        """The ``rows`` (indices) as a dense array."""
+        out = self.sparse[rows].toarray()
+        return out if self.a is None else out + np.outer(self.a[rows], self.b)
+
+    def toarray(self) -> np.ndarray:
+        out = self.sparse.toarray()
+        return out if self.a is None else out + np.outer(self.a, self.b)
+
+    def scaled(self, rows=None, cols=None) -> Rows:
+        """``diag(rows) @ self @ diag(cols)`` (either may be None)."""
+        a = self.a if rows is None or self.a is None else self.a * rows
+        b = self.b if cols is None or self.b is None else self.b * cols
+        return Rows(scale(self.sparse, rows, cols), a, b)
+
+    def __add__(self, other: Rows) -> Rows:
+        """The sum; two shared parts must share their row (``b``, the same array)."""
+        a, b = self.a, self.b
+        if other.a is not None:
+            if a is not None and other.b is not b:
+                raise ValueError("Rows: the shared parts of a sum must share their row")
+            a, b = (other.a if a is None else a + other.a), other.b
+        if not other.sparse.nnz:
+            return Rows(self.sparse, a, b)
+        if not self.sparse.nnz:
+            return Rows(other.sparse, a, b)
+        return Rows(sp.csr_matrix(self.sparse + other.sparse), a, b)
+
+    def __mul__(self, M) -> sp.csr_matrix:
+        """Element-wise product with the sparse matrix ``M`` (of the same shape): sparse, ``M``'s pattern."""
+        M = sp.csr_matrix(M, dtype=float)
+        shared = None if self.a is None else scale(M, self.a, self.b)
+        if not self.sparse.nnz:
+            return shared if shared is not None else sp.csr_matrix(M.shape)
+        out = sp.csr_matrix(M.multiply(self.sparse))
+        return out if shared is None else sp.csr_matrix(out + shared)
+
+    def totals(self, codes: np.ndarray, K: int) -> np.ndarray:
+        """``(m, K)`` dense: each row's totals over the columns of each code (``codes`` per column)."""
+        Mk = indicator(codes, K)
+        out = np.asarray((self.sparse @ Mk).todense())
+        return out if self.a is None else out + np.outer(self.a, Mk.T @ self.b)
+
+
+def scale(M: sp.csr_matrix, rows=None, cols=None) -> sp.csr_matrix:
+    """``diag(rows) @ M @ diag(cols)`` by scaling ``M``'s stored values (either may be None): new values on
+    ``M``'s index arrays, shared (a canonical matrix's, which nothing sorts again)."""
+    M = sp.csr_matrix(M, dtype=float)
+    if not M.has_canonical_format:  # shared index arrays must never be sorted in place later
+        M = M.copy()
+        M.sum_duplicates()
+    data = M.data.copy()
+    if rows is not None:
+        data *= np.repeat(np.asarray(rows, float), np.diff(M.indptr))
+    if cols is not None:
+        data *= np.asarray(cols, float)[M.indices]
+    return sp.csr_matrix((data, M.indices, M.indptr), shape=M.shape)
+
+
+def row_sums(M: sp.csr_matrix, values: np.ndarray) -> np.ndarray:
+    """Per row of ``M``, the sum of ``values`` (one per stored entry)."""
+    out = np.zeros(M.shape[0])
+    full = np.diff(M.indptr) > 0
+    if len(values):
+        out[full] = np.add.reduceat(values, M.indptr[:-1][full])
+    return out
+
+
+def indicator(codes: np.ndarray, K: int) -> sp.csr_matrix:
+    """``(len(codes), K)``: 1 at each position's code."""
+    return sp.csr_matrix((np.ones(len(codes)), (np.arange(len(codes)), codes)), shape=(len(codes), K))
+
+
+def grouped_ss(Y: sp.csr_matrix, a, yb, group: np.ndarray, omega: np.ndarray, scale: np.ndarray) -> np.ndarray:
+    r"""Per row of ``Y + outer(a, yb)`` (rows x codes; ``a`` None: ``Y`` alone), the weighted sum of squares
+    :math:`\sum_g \mathrm{scale}_g \sum_{k\in g} \omega_k (y_k - \bar y_g)^2` with :math:`y_k = Y_k/\omega_k` and
+    :math:`\bar y_g = \sum_{k\in g} Y_k / \sum_{k\in g}\omega_k`, ``group`` the group of each code.
+
+    From ``Y``'s non-zeros (a group's other codes hold zeros), centred exactly within each (row, group); the shared
+    part adds :math:`2a\,\langle Y, \tilde y_b\rangle + a^2 \lVert\tilde y_b\rVert^2` (``yb`` centred within its
+    groups sums to 0 there, so the cross term needs ``Y``'s non-zeros only).
+    """
+    G = len(scale)
+    Om = np.bincount(group, weights=omega, minlength=G)
+    out = _sparse_ss(Y, group, omega, scale, Om)
+    if a is None:
+        return out
+    with np.errstate(divide="ignore", invalid="ignore"):
+        dev = yb / omega - (np.bincount(group, weights=yb, minlength=G) / Om)[group]
+    bb = float((scale[group] * omega * dev * dev).sum())
+    cross = Y @ (scale[group] * dev)
+    return np.maximum(out + 2 * a * cross + a ** 2 * bb, 0.0)  # (>= 0 but for round-off)
+
+
+def _sparse_ss(Y: sp.csr_matrix, group, omega, scale, Om) -> np.ndarray:
+    """:func:`grouped_ss` of ``Y`` alone."""
+    nr, G = Y.shape[0], len(scale)
+    if not Y.nnz:
+        return np.zeros(nr)
+    rows = np.repeat(np.arange(nr, dtype=np.int64), np.diff(Y.indptr))
+    g = group[Y.indices]
+    key = rows * G + g
+    if nr * G <= DENSE_GROUPS:
+        size = nr * G
+    else:  # many (row, group) cells: number the ones present
+        uniq, key = np.unique(key, return_inverse=True)
+        size = len(uniq)
+    om = omega[Y.indices]
+    tot = np.bincount(key, weights=Y.data, minlength=size)
+    wsum = np.bincount(key, weights=om, minlength=size)
+    gkey = np.zeros(size, np.int64)
+    gkey[key] = g
+    with np.errstate(divide="ignore", invalid="ignore"):
+        ybar = np.where(wsum > 0, tot / Om[gkey], 0.0)
+    dev = Y.data / om - ybar[key]
+    ss = np.bincount(rows, weights=scale[g] * om * dev * dev, minlength=nr)
+    rest = np.where(wsum > 0, scale[gkey] * (Om[gkey] - wsum) * ybar * ybar, 0.0)  # the zeros of each group
+    rkey = np.zeros(size, np.int64)
+    rkey[key] = rows
+    return ss + np.bincount(rkey, weights=rest, minlength=nr)
+
+
+@dataclass(frozen=True)
+class ByItem:
+    r"""``diag(a) @ M[:, item] @ diag(c)``: a targets x draws matrix whose column at a draw is the column of its
+    instance in ``M`` (targets x distinct instances), scaled per target by ``a`` and per draw by ``c``.
+
+    Under the balance heuristic the joint estimator's precision and recall terms are of this form (``M`` the
+    systems' distributions or memberships, ``c`` the draw's importance ratio times its label), so a sum over
+    resampled draws needs only per-instance totals of ``c``: the bootstrap's work is then the replicates times
+    the draws plus the replicates times ``M``'s non-zeros, not the replicates times the terms' non-zeros.
+    """
+
+    M: sp.csr_matrix
+    item: np.ndarray
+    a: np.ndarray
+    c: np.ndarray
+
+    def rows(self, Mx: sp.csr_matrix | None = None) -> sp.csr_matrix:
+        """The matrix itself (``Mx``: ``M[:, item]`` when already at hand)."""
+        return scale(self.M[:, self.item] if Mx is None else Mx, self.a, self.c)

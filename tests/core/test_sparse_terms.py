@@ -1,0 +1,139 @@
+"""The estimator's terms held sparse (``estimators.rows``): the variance of a :class:`Rows` equals the module docs'
+formula computed densely by loops, the bootstrap's per-instance totals equal its direct sums, and the votes'
+variance built in blocks of targets equals it built at once."""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from unpooled.core.estimators import distribution_matrix, estimate, make_design
+from unpooled.core.estimators import from_votes, joint
+from unpooled.core.estimators.finite import draw_units, strata_var
+from unpooled.core.estimators.noisy import crowd_votes
+from unpooled.core.estimators.rows import Rows
+
+
+def _loop_var(U: np.ndarray, src, xs, P) -> np.ndarray:
+    """The module docs' variance of :mod:`.finite`, by loops over strata, cells and distinct instances."""
+    m = P.shape[0]
+    out = np.zeros(U.shape[0])
+    for h in range(m):
+        own = np.flatnonzero(src == h)
+        n = len(own)
+        if not n:
+            continue
+        p = np.array([P[h, x] for x in xs[own]])
+        cells = {v: own[p == v] for v in np.unique(p)}
+        N = {v: int(np.sum(np.isclose(P[h].toarray().ravel(), v) & (P[h].toarray().ravel() > 0))) for v in cells}
+        for r in range(U.shape[0]):
+            if n > 1:
+                tot = {v: U[r, s].sum() for v, s in cells.items()}
+                mean = sum(tot.values()) / n
+                out[r] += n / (n - 1) * sum(len(s) * (tot[v] / len(s) - mean) ** 2 for v, s in cells.items())
+            for v, s in cells.items():
+                items = np.unique(xs[s])
+                k = len(items)
+                if k < 2:
+                    continue
+                a = np.array([U[r, s[xs[s] == x]].sum() for x in items])
+                out[r] += (1 - k / N[v]) * k / (k - 1) * ((a - a.mean()) ** 2).sum()
+    return out
+
+
+@st.composite
+def _designs(draw):
+    rng = np.random.default_rng(draw(st.integers(0, 10_000)))
+    m, U = draw(st.integers(1, 4)), draw(st.integers(3, 12))
+    systems = [np.sort(rng.choice(U, rng.integers(1, U + 1), replace=False)) for _ in range(m)]
+    weights = [rng.integers(1, 3, len(s)).astype(float) for s in systems]
+    rows = np.concatenate([np.full(len(s), i) for i, s in enumerate(systems)])
+    P = sp.csr_matrix((np.concatenate([w / w.sum() for w in weights]), (rows, np.concatenate(systems))), shape=(m, U))
+    n = rng.integers(0, 6, m)
+    src = np.repeat(np.arange(m), n)
+    xs = np.concatenate([rng.choice(s, k, p=w / w.sum()) for s, w, k in zip(systems, weights, n)]).astype(np.int64)
+    perm = rng.permutation(len(src))
+    return rng, P, src[perm], xs[perm]
+
+
+@settings(max_examples=60, deadline=None)
+@given(_designs(), st.booleans())
+def test_variance_of_sparse_rows_is_the_documented_formula(design, with_shared):
+    """Sparse values (zeros where a target lacks the instance) plus a shared row: the same variance as the
+    formula by loops on the dense matrix, after the draws' Rao-Blackwell factors."""
+    rng, P, src, xs = design
+    units = draw_units(P, src, xs)
+    S, T = len(xs), 3
+    dense = rng.normal(size=(T, S)) * (rng.random((T, S)) < 0.5)
+    X = Rows(sp.csr_matrix(dense))
+    if with_shared:
+        X = Rows(X.sparse, rng.normal(size=T), rng.normal(size=S))
+    want = _loop_var(X.toarray(), src, xs, P)
+    np.testing.assert_allclose(strata_var(X, src, P.shape[0], units), want, rtol=1e-9, atol=1e-12)
+    np.testing.assert_allclose(strata_var(X.toarray(), src, P.shape[0], units), want, rtol=1e-9, atol=1e-12)
+
+
+def test_rows_operations_match_dense():
+    rng = np.random.default_rng(0)
+    s = sp.csr_matrix(rng.normal(size=(4, 9)) * (rng.random((4, 9)) < 0.4))
+    X = Rows(s, rng.normal(size=4), rng.normal(size=9))
+    D = X.toarray()
+    r, c = rng.normal(size=4), rng.normal(size=9)
+    np.testing.assert_allclose(X.sum(), D.sum(1))
+    np.testing.assert_allclose(X.scaled(r, c).toarray(), r[:, None] * D * c[None, :])
+    Y = Rows(sp.csr_matrix(rng.normal(size=(4, 9)) * (rng.random((4, 9)) < 0.4)))
+    np.testing.assert_allclose((X + Y).toarray(), D + Y.toarray())
+    M = sp.csr_matrix(rng.random((4, 9)) < 0.5, dtype=float)
+    np.testing.assert_allclose((X * M).toarray(), D * M.toarray())
+    np.testing.assert_allclose(X.totals(np.array([0, 1, 0, 2, 2, 1, 0, 3, 3]), 4),
+                               D @ np.eye(4)[[0, 1, 0, 2, 2, 1, 0, 3, 3]])
+    np.testing.assert_allclose(X.block(np.array([3, 1])), D[[3, 1]])
+    with pytest.raises(ValueError):
+        X + Rows(s, np.ones(4), np.ones(9))  # two shared rows that differ
+
+
+def _world(seed=1, m=6, U=60):
+    rng = np.random.default_rng(seed)
+    systems = [np.sort(rng.choice(U, rng.integers(5, 40), replace=False)) for _ in range(m)]
+    truth = rng.random(U) < 0.6
+    P = distribution_matrix(systems, U)
+    n = [25] * (m - 1) + [200]  # the last one drawn completely (its precision from its own draws)
+    src = np.repeat(np.arange(m), n)
+    xs = np.concatenate([s[rng.integers(0, len(s), k)] for s, k in zip(systems, n)])
+    y0 = np.flatnonzero(truth)[:20]
+    g0 = np.stack([np.isin(y0, s) for s in systems])
+    return rng, truth, make_design(P, src, xs, truth[xs].astype(float), g0, y0_docs=y0 % 7, documents=8)
+
+
+def test_bootstrap_by_instance_totals_equals_direct_sums(monkeypatch):
+    """The bootstrap's per-instance totals (ByItem) and the direct sums over the terms' non-zeros give the same
+    replicates: the same seed, the same intervals."""
+    _, _, d = _world()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        by_item = estimate(d, bootstrap=300, rng=4).boot
+        monkeypatch.setattr(joint, "ITEM_TOTALS_BYTES", 0)
+        direct = estimate(d, bootstrap=300, rng=4).boot
+    for k in by_item:
+        np.testing.assert_allclose(by_item[k], direct[k], rtol=0, atol=1e-12)
+
+
+def test_votes_variance_in_blocks_of_targets_equals_at_once(monkeypatch):
+    rng, truth, d = _world(seed=2)
+    items = np.unique(d.xs)
+    it = np.repeat(items, 3)
+    wk = np.concatenate([rng.choice(8, 3, replace=False) for _ in items])
+    yes = np.where(rng.random(len(it)) < 0.8, truth[it], ~truth[it])
+    v = crowd_votes(it, wk, yes, np.full(8, 0.8), np.full(8, 0.2), n_items=d.P.shape[1])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        once = estimate(d, votes=v)
+        monkeypatch.setattr(from_votes, "BLOCK_VALUES", len(d.xs) * 2)  # blocks of two targets
+        blocks = estimate(d, votes=v)
+    for k in ("p_se", "r_se", "f1_se"):
+        np.testing.assert_allclose(getattr(blocks, k), getattr(once, k), rtol=1e-12, atol=1e-15)
