@@ -120,7 +120,8 @@ def strata_var(U, src: np.ndarray, m: int, units: DrawUnits) -> np.ndarray:
     row): each term is a weighted sum of squares within groups of ``U``'s totals by cell (between the cells of a
     stratum) and by distinct instance (within a cell), centred exactly (:func:`.rows.grouped_ss`).
     """
-    X = Rows.of(U)
+    dense = isinstance(U, np.ndarray)
+    X = np.atleast_2d(U) if dense else Rows.of(U)
     if not len(src):
         return np.zeros(X.shape[0])
     n = np.bincount(src, minlength=m).astype(float)
@@ -128,22 +129,28 @@ def strata_var(U, src: np.ndarray, m: int, units: DrawUnits) -> np.ndarray:
     n_c = np.bincount(units.cell, minlength=C).astype(float)
     unit_cell = np.zeros(units.n_units, np.int64)
     unit_cell[units.unit] = units.cell
-    Mu = indicator(units.unit, units.n_units)
-    Yu = sp.csr_matrix(X.sparse @ Mu)  # unit totals (m, units)
-    Yc = sp.csr_matrix(Yu @ indicator(unit_cell, C))  # cell totals (m, C)
-    bu = None if X.a is None else Mu.T @ X.b
-    bc = None if X.a is None else np.bincount(unit_cell, weights=bu, minlength=C)
+    Mu, Mc = indicator(units.unit, units.n_units), indicator(unit_cell, C)
+    if dense:  # (dense blocks of influence values: the votes' variance)
+        Yu = np.asarray((Mu.T @ X.T).T)  # unit totals (m, units)
+        Yc = np.asarray((Mc.T @ Yu.T).T)  # cell totals (m, C)
+        a = bu = bc = None
+    else:
+        Yu = sp.csr_matrix(X.sparse @ Mu)
+        Yc = sp.csr_matrix(Yu @ Mc)
+        a, bu = X.a, None if X.a is None else Mu.T @ X.b
+        bc = None if X.a is None else np.bincount(unit_cell, weights=bu, minlength=C)
     with np.errstate(divide="ignore", invalid="ignore"):
         per_stratum = np.where(n > 1, n / np.maximum(n - 1, 1), 0.0)
-    between = grouped_ss(Yc, X.a, bc, units.cell_src, n_c, per_stratum)  # how many draws fall in each cell
+    between = grouped_ss(Yc, a, bc, units.cell_src, n_c, per_stratum)  # how many draws fall in each cell
     k = units.cell_k.astype(float)
     with np.errstate(divide="ignore", invalid="ignore"):
         fpc = np.where(k > 1, (1 - k / units.cell_N) * k / np.maximum(k - 1, 1), 0.0)
-    within = grouped_ss(Yu, X.a, bu, unit_cell, np.ones(units.n_units), np.maximum(fpc, 0.0))
+    within = grouped_ss(Yu, a, bu, unit_cell, np.ones(units.n_units), np.maximum(fpc, 0.0))
     var = between + within
     # a sum of equal values (a complete or single-valued cell) leaves round-off of the order of (eps x the
     # values)^2; it is 0, which the intervals treat as exact (a variance of 1e-35 made F1's correlation noise)
-    return np.where(var <= (64 * np.finfo(float).eps * X.abs_sum()) ** 2, 0.0, var)
+    size = np.abs(X).sum(1) if dense else X.abs_sum()
+    return np.where(var <= (64 * np.finfo(float).eps * size) ** 2, 0.0, var)
 
 
 def unseen_mass(P: sp.csr_matrix, xs: np.ndarray) -> np.ndarray:

@@ -319,11 +319,12 @@ def _prevalence_pairs(rows: np.ndarray, w: np.ndarray, lr: np.ndarray, m: int, t
 
     parts = _exp_parts(lr)
 
-    def sums(r):  # per row: sum w kappa and sum w kappa^2 at r (m,)
-        k = _kappa_at(parts, r[rows])
+    def sums(r, on=None):  # per row: sum w kappa and sum w kappa^2 at r (m,); ``on``: those pairs only
+        rw, ww, pp = (rows, w, parts) if on is None else on
+        k = _kappa_at(pp, r[rw])
         with np.errstate(invalid="ignore"):
-            wk = w * k
-            return np.bincount(rows, weights=wk, minlength=m), np.bincount(rows, weights=wk * k, minlength=m)
+            wk = ww * k
+            return np.bincount(rw, weights=wk, minlength=m), np.bincount(rw, weights=wk * k, minlength=m)
 
     if not live.any():
         return rho, np.zeros(m)
@@ -335,10 +336,14 @@ def _prevalence_pairs(rows: np.ndarray, w: np.ndarray, lr: np.ndarray, m: int, t
     todo = live & ~(at0 | at1)
     lo, hi = np.zeros(m), np.ones(m)
     prev = np.full(m, np.inf)
+    on = (rows, w, parts)  # the pairs of rows still searched (fewer every step: the sums of the others are unused)
     for _ in range(max_iter):
         if not todo.any():
             break
-        g, j = sums(r)
+        keep = todo[on[0]]
+        if not keep.all():
+            on = (on[0][keep], on[1][keep], (on[2][0][keep], on[2][1][keep]))
+        g, j = sums(r, on)
         pos = todo & (g > 0)
         neg = todo & ~(g > 0)
         lo[pos] = np.maximum(lo[pos], r[pos])

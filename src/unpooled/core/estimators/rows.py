@@ -130,10 +130,11 @@ def indicator(codes: np.ndarray, K: int) -> sp.csr_matrix:
     return sp.csr_matrix((np.ones(len(codes)), (np.arange(len(codes)), codes)), shape=(len(codes), K))
 
 
-def grouped_ss(Y: sp.csr_matrix, a, yb, group: np.ndarray, omega: np.ndarray, scale: np.ndarray) -> np.ndarray:
+def grouped_ss(Y, a, yb, group: np.ndarray, omega: np.ndarray, scale: np.ndarray) -> np.ndarray:
     r"""Per row of ``Y + outer(a, yb)`` (rows x codes; ``a`` None: ``Y`` alone), the weighted sum of squares
     :math:`\sum_g \mathrm{scale}_g \sum_{k\in g} \omega_k (y_k - \bar y_g)^2` with :math:`y_k = Y_k/\omega_k` and
-    :math:`\bar y_g = \sum_{k\in g} Y_k / \sum_{k\in g}\omega_k`, ``group`` the group of each code.
+    :math:`\bar y_g = \sum_{k\in g} Y_k / \sum_{k\in g}\omega_k`, ``group`` the group of each code.  ``Y``:
+    sparse, or a dense array (then without a shared part).
 
     From ``Y``'s non-zeros (a group's other codes hold zeros), centred exactly within each (row, group); the shared
     part adds :math:`2a\,\langle Y, \tilde y_b\rangle + a^2 \lVert\tilde y_b\rVert^2` (``yb`` centred within its
@@ -141,6 +142,8 @@ def grouped_ss(Y: sp.csr_matrix, a, yb, group: np.ndarray, omega: np.ndarray, sc
     """
     G = len(scale)
     Om = np.bincount(group, weights=omega, minlength=G)
+    if isinstance(Y, np.ndarray):
+        return _dense_ss(Y, group, omega, scale, Om)
     out = _sparse_ss(Y, group, omega, scale, Om)
     if a is None:
         return out
@@ -149,6 +152,18 @@ def grouped_ss(Y: sp.csr_matrix, a, yb, group: np.ndarray, omega: np.ndarray, sc
     bb = float((scale[group] * omega * dev * dev).sum())
     cross = Y @ (scale[group] * dev)
     return np.maximum(out + 2 * a * cross + a ** 2 * bb, 0.0)  # (>= 0 but for round-off)
+
+
+def _dense_ss(Y: np.ndarray, group, omega, scale, Om) -> np.ndarray:
+    """:func:`grouped_ss` of a dense ``Y``."""
+    Ind = indicator(group, len(scale))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        ybar = np.where(Om > 0, np.asarray((Ind.T @ Y.T).T) / np.where(Om > 0, Om, 1.0), 0.0)
+    dev = Y / omega
+    dev -= ybar[:, group]
+    dev *= dev
+    dev *= omega
+    return np.asarray((Ind.T @ dev.T).T) @ scale
 
 
 def _sparse_ss(Y: sp.csr_matrix, group, omega, scale, Om) -> np.ndarray:
