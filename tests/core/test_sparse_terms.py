@@ -13,7 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from unpooled.core.estimators import distribution_matrix, estimate, make_design
-from unpooled.core.estimators import from_votes, joint
+from unpooled.core.estimators import bootstrap, from_votes
 from unpooled.core.estimators.finite import draw_units, strata_var
 from unpooled.core.estimators.noisy import crowd_votes
 from unpooled.core.estimators.rows import Rows
@@ -117,7 +117,7 @@ def test_bootstrap_by_instance_totals_equals_direct_sums(monkeypatch):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         by_item = estimate(d, bootstrap=300, rng=4).boot
-        monkeypatch.setattr(joint, "ITEM_TOTALS_BYTES", 0)
+        monkeypatch.setattr(bootstrap, "ITEM_TOTALS_BYTES", 0)
         direct = estimate(d, bootstrap=300, rng=4).boot
     for k in by_item:
         np.testing.assert_allclose(by_item[k], direct[k], rtol=0, atol=1e-12)

@@ -1,0 +1,104 @@
+r"""The stratified bootstrap of the joint estimator (:func:`bootstrap_intervals`, ``estimate(..., bootstrap=B)``).
+
+Each :math:`\hat X_j` and :math:`\hat Y_0` is resampled with replacement at its size (:math:`\hat Y_0` by whole
+documents when they are known), the label-free weights held fixed; the intervals are the percentiles.  One
+stratum at a time, the resampled draws summed through per-instance totals (:class:`.rows.ByItem`): memory is
+the stratum's draws times the replicates plus the replicates times the distinct instances, never the replicates
+times all draws.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import scipy.sparse as sp
+
+from .joint import Design, _f1, _terms, _Terms
+
+#: the per-instance totals of the bootstrap (replicates x distinct instances, floats) are kept below this size
+ITEM_TOTALS_BYTES = 1 << 30
+
+
+def _stratified_counts(sizes: np.ndarray, B: int, rng):
+    r"""Per stratum (in order, those with draws), its index and ``(k, B)`` counts: its ``k`` draws resampled ``k``
+    times with replacement, independently per replicate (the sampling design of every :math:`\hat X_j` and of
+    :math:`\hat Y_0`).  One stratum at a time: memory ``k x B``, never all draws ``x B``."""
+    rep = np.arange(B, dtype=np.int64)[:, None]
+    for h, k in enumerate(sizes):
+        if k == 0:
+            continue
+        flat = rng.integers(0, k, size=(B, k), dtype=np.int32).astype(np.int64)
+        flat *= B
+        flat += rep
+        yield h, np.bincount(flat.ravel(), minlength=B * k).reshape(k, B).astype(float)
+
+
+def _replicate_sums(parts, src: np.ndarray, m: int, B: int, rng) -> list[np.ndarray]:
+    """Per part (targets x draws), its ``(B, m)`` row sums under each replicate of :func:`_stratified_counts`.
+
+    A part is ``(items, rest, shared)``: a :class:`.rows.ByItem` (or None), summed through per-instance totals; a
+    sparse rest, summed directly; and the shared part of a :class:`.rows.Rows` (or None), through ``b @ K``.
+    Work: the replicates times (the draws + the items' non-zeros + the rests' non-zeros).
+    """
+    order = np.argsort(src, kind="stable")  # each stratum's draws in their order (the resampling's indices)
+    starts = np.concatenate([[0], np.cumsum(np.bincount(src, minlength=m))])
+    out = [np.zeros((m, B)) for _ in parts]
+    Z = [None if f is None or B * f.M.shape[1] * 8 > ITEM_TOTALS_BYTES else np.zeros((f.M.shape[1], B))
+         for f, _, _ in parts]
+    rest = [sp.csr_matrix(r if z is not None or f is None else r + f.rows()).tocsc()
+            for (f, r, _), z in zip(parts, Z)]
+    for h, K in _stratified_counts(starts[1:] - starts[:-1], B, rng):
+        idx = order[starts[h]:starts[h + 1]]
+        for (f, _, X), z, R, acc in zip(parts, Z, rest, out):
+            if z is not None:  # per-instance totals of c over the resampled draws
+                u, loc = np.unique(f.item[idx], return_inverse=True)
+                E = sp.csr_matrix((f.c[idx], (loc, np.arange(len(idx)))), shape=(len(u), len(idx)))
+                z[u] += E @ K
+            if R.nnz:
+                acc += R[:, idx] @ K
+            if X is not None and X.a is not None:
+                acc += np.outer(X.a, X.b[idx] @ K)
+    for (f, _, _), z, acc in zip(parts, Z, out):
+        if z is not None:
+            acc += (f.M @ z) * f.a[:, None]
+    return [acc.T for acc in out]
+
+
+def bootstrap_intervals(d: Design, W: np.ndarray, B: int, *, confidence: float = 0.90, rng=None,
+                        simple: bool = False, terms: _Terms | None = None) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+    r"""Percentile intervals from ``B`` stratified bootstrap replicates (weights held fixed).
+
+    :math:`\hat Y_0` is resampled by whole documents (all :math:`N` of them, those without a true
+    instance too) when ``d.y0_groups`` is known, else by instances.  ``terms``: :func:`_terms` of ``d`` and ``W``
+    when already at hand.
+    """
+    rng = np.random.default_rng(rng)
+    m = d.m
+    t = _terms(d, W) if terms is None else terms
+    parts = [(*t.C_items, None)] + ([] if simple else [(*t.A_items, None), (None, t.B.sparse, t.B)])
+    sums = _replicate_sums(parts, d.src, m, B, rng)
+    n0 = d.n0
+    if not n0:
+        K0 = np.zeros((B, 0))
+    elif d.y0_groups is not None:
+        groups = np.asarray(d.y0_groups, dtype=np.int64)
+        N = max(int(d.n_groups or 0), int(groups.max()) + 1)
+        K0 = next(_stratified_counts(np.array([N]), B, rng))[1].T[:, groups]  # documents, then their instances
+    else:
+        K0 = next(_stratified_counts(np.array([n0]), B, rng))[1].T
+    Kv = K0 * d.v0[None, :]
+    Vb = Kv.sum(1, keepdims=True)
+    p_b = sums[0]
+    if simple:
+        r_b = (Kv @ d.g0.T) / np.maximum(Vb, 1e-30)
+    else:
+        with np.errstate(divide="ignore", invalid="ignore"):
+            nu_b = np.where(sums[2] > 0, sums[1] / sums[2], 0.0)
+        th_b = (Kv @ t.S0.T) / np.maximum(Vb, 1e-30)
+        r_b = th_b * nu_b
+    f_b = _f1(p_b, r_b)
+    a = (1 - confidence) / 2
+    out = {}
+    for name, arr in (("p", p_b), ("r", r_b), ("f1", f_b)):
+        lo, hi = np.quantile(arr, [a, 1 - a], axis=0)
+        out[name] = (lo.astype(float), hi.astype(float))
+    return out
