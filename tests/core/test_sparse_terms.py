@@ -13,7 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from unpooled.core.estimators import distribution_matrix, estimate, make_design
-from unpooled.core.estimators import bootstrap, from_votes
+from unpooled.core.estimators import bootstrap, from_votes, noisy
 from unpooled.core.estimators.finite import draw_units, strata_var
 from unpooled.core.estimators.noisy import crowd_votes
 from unpooled.core.estimators.rows import Rows
@@ -124,16 +124,21 @@ def test_bootstrap_by_instance_totals_equals_direct_sums(monkeypatch):
 
 
 def test_votes_variance_in_blocks_of_targets_equals_at_once(monkeypatch):
+    """The draws' variance in blocks of two targets, and the confusions' replicates refitted a few at a time: the
+    same as at once."""
     rng, truth, d = _world(seed=2)
     items = np.unique(d.xs)
     it = np.repeat(items, 3)
     wk = np.concatenate([rng.choice(8, 3, replace=False) for _ in items])
     yes = np.where(rng.random(len(it)) < 0.8, truth[it], ~truth[it])
-    v = crowd_votes(it, wk, yes, np.full(8, 0.8), np.full(8, 0.2), n_items=d.P.shape[1])
+    rep = np.clip(0.8 + rng.normal(0, 0.03, (12, 8)), 0.5, 0.99)
+    v = crowd_votes(it, wk, yes, np.full(8, 0.8), np.full(8, 0.2), rep, 1 - rep, n_items=d.P.shape[1])
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         once = estimate(d, votes=v)
         monkeypatch.setattr(from_votes, "BLOCK_VALUES", len(d.xs) * 2)  # blocks of two targets
+        monkeypatch.setattr(noisy, "PAIRS_AT_ONCE", 1)  # one replicate at a time
         blocks = estimate(d, votes=v)
+    assert np.all(once.var_parts["rates"]["p"] > 0)
     for k in ("p_se", "r_se", "f1_se"):
         np.testing.assert_allclose(getattr(blocks, k), getattr(once, k), rtol=1e-12, atol=1e-15)

@@ -252,6 +252,10 @@ def _unique_rows(M: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return M[first], inv
 
 
+#: the replicates' refits of :func:`prevalence` work on at most about this many (row, item) pairs at once (memory)
+PAIRS_AT_ONCE = 1 << 23
+
+
 def prevalence(M, lam, *, tol: float = 1e-10, max_iter: int = 100, groups=None, n_groups: int = 1,
                extend: bool = False) -> tuple[np.ndarray, np.ndarray]:
     r"""The maximiser :math:`\hat\rho \in [0, 1]` of every row's weighted mixture log-likelihood, and :math:`J`.
@@ -299,9 +303,11 @@ def prevalence(M, lam, *, tol: float = 1e-10, max_iter: int = 100, groups=None, 
     n = uniq.shape[0] * G
     if lam.ndim == 2:  # replicates of the log ratios: every row fitted under each, (R, m[, G])
         Rn = lam.shape[0]
-        grows = (np.arange(Rn)[:, None] * n + grows[None, :]).ravel()
-        rho, J = _prevalence_pairs(grows, np.tile(uniq[rows, cols], Rn), lam[:, cols].ravel(), Rn * n, tol, max_iter,
-                                   extend)
+        step = max(1, PAIRS_AT_ONCE // max(len(rows), 1))  # replicates fitted together (each fit is its own rows)
+        got = [_prevalence_pairs((np.arange(b - a)[:, None] * n + grows[None, :]).ravel(),
+                                 np.tile(uniq[rows, cols], b - a), lam[a:b, cols].ravel(), (b - a) * n, tol,
+                                 max_iter, extend) for a, b in ((a, min(Rn, a + step)) for a in range(0, Rn, step))]
+        rho, J = np.concatenate([g[0] for g in got]), np.concatenate([g[1] for g in got])
         shape = (Rn, -1, G) if groups is not None else (Rn, -1)
         return rho.reshape(shape)[:, inv], J.reshape(shape)[:, inv]
     rho, J = _prevalence_pairs(grows, uniq[rows, cols], lam[cols], n, tol, max_iter, extend)
