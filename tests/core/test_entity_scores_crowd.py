@@ -170,7 +170,7 @@ def test_answers_are_validated():
 
 # ---------------------------------------------------------------------------- a poor crowd
 
-def _poor_crowd_world(seed, k=3, accuracy=0.75, documents=400, spurious=0.0):
+def _poor_crowd_world(seed, k=3, accuracy=0.75, documents=100, spurious=0.0):
     from unpooled.core.simulate.entities import EntityCell, TYPES, _crowd_layer, _world
 
     rng = np.random.default_rng(seed)
@@ -187,18 +187,21 @@ def _poor_crowd_world(seed, k=3, accuracy=0.75, documents=400, spurious=0.0):
 
 
 def test_the_answers_remove_the_layers_bias_under_a_poor_crowd():
-    """400 documents of a crowd of accuracy 0.75, 3 answers each: the layer's typing and NIL B3 precision fall
-    short of the census (the gold layer on the same documents); the corrected labels do not."""
+    """100 documents of a crowd of accuracy 0.75, 3 answers each: the layer's typing, NIL B3 precision and mention
+    precision fall short of the census (the gold layer on the same documents); the corrected labels remove most of
+    that (their error is under half the layer's shortfall: 0.2-0.3 of it here; 0.1 at 400 documents, which
+    ``unpooled simulate entities`` runs as a Monte Carlo) and their interval holds the census's figure."""
     with_answers, layer_only, census, sysmaps, types = _poor_crowd_world(7)
     corr = entity_scores(with_answers, sysmaps, types=types)
     lay = entity_scores(layer_only, sysmaps)
     ref = entity_scores(census, sysmaps)
     for s in range(len(sysmaps)):
-        for key, short in (("typing", 0.015), ("nil_b3_p", 0.02), ("mention_p", 0.01)):
+        for key, short in (("typing", 0.015), ("nil_b3_p", 0.03), ("mention_p", 0.008)):
             truth = ref[s].metrics[key].value
-            assert lay[s].metrics[key].value < truth - short, (s, key)  # what the correction removes
-            assert corr[s].metrics[key].value == pytest.approx(truth, abs=0.008), (s, key)
+            gap = truth - lay[s].metrics[key].value
+            assert gap > short, (s, key)  # what the correction removes
             m = corr[s].metrics[key]
+            assert abs(m.value - truth) < gap / 2, (s, key, m.value, truth, gap)
             assert m.lo <= truth <= m.hi
     assert corr[0].crowd["corrected"] == {"mark": True, "type": True, "pair": True}
     # the rates: marking 1 - 0.25/3 of the true mentions, the right type given marked 0.8333/0.9167
@@ -223,14 +226,15 @@ def test_span_weights_are_unbiased_given_that_a_span_was_marked(s1, s0, k):
 
 
 def test_recall_counts_every_marked_span_not_the_layers_invented_mentions():
-    """Answers that also mark non-mentions (one a document each, where the systems' spurious mentions are): a
+    """Answers that also mark non-mentions (three a document each, where the systems' spurious mentions are): a
     majority of them puts some in the layer, which the layer-only recall counts as gold mentions missed; the
-    weighted marked spans do not."""
-    with_answers, layer_only, census, sysmaps, types = _poor_crowd_world(11, spurious=1.0)
+    weighted marked spans remove most of that (their error is under half the layer's shortfall: a quarter of it
+    here, on 100 documents)."""
+    with_answers, layer_only, census, sysmaps, types = _poor_crowd_world(11, spurious=3.0)
     invented = sum(len(d.mentions) for d in layer_only) - sum(
         sum(1 for g in d.mentions if any((g.start, g.end) == (c.start, c.end) for c in t.mentions))
         for d, t in zip(layer_only, census))
-    assert invented > 20  # the layer holds non-mentions
+    assert invented > 100  # the layer holds non-mentions
     corr = entity_scores(with_answers, sysmaps, types=types)
     lay = entity_scores(layer_only, sysmaps)
     ref = entity_scores(census, sysmaps)
@@ -238,10 +242,13 @@ def test_recall_counts_every_marked_span_not_the_layers_invented_mentions():
         for key in ("mention_r", "link_r"):
             truth = ref[s].metrics[key].value
             m = corr[s].metrics[key]
-            assert m.value == pytest.approx(truth, abs=0.006), (s, key)
-            assert m.lo <= truth <= m.hi
+            assert m.lo <= truth <= m.hi, (s, key)
+        link = corr[s].metrics["link_r"]
+        assert link.value == pytest.approx(ref[s].metrics["link_r"].value, abs=0.012), s
         truth = ref[s].metrics["mention_r"].value
-        assert lay[s].metrics["mention_r"].value < truth - 0.005, s  # what the weights remove
+        gap = truth - lay[s].metrics["mention_r"].value
+        assert gap > 0.02, s  # what the weights remove
+        assert abs(corr[s].metrics["mention_r"].value - truth) < gap / 2, (s, corr[s].metrics["mention_r"], truth)
 
 
 def test_the_variance_matches_the_jackknife_of_the_whole_estimate():
