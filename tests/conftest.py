@@ -1,4 +1,5 @@
-"""Shared fixtures. Database tests are marked ``db`` automatically (``./dev test`` re-runs them on PostgreSQL)."""
+"""Shared fixtures. Database tests are marked ``db`` automatically (``./dev test`` re-runs them on PostgreSQL), except
+those marked ``engine_neutral`` (pyproject.toml says which may be)."""
 
 from __future__ import annotations
 
@@ -15,6 +16,10 @@ SHARED_DATA = Path(os.environ.get("UNPOOLED_SHARED_DATA", REPO.parent / "shared"
 
 def pytest_collection_modifyitems(config, items):
     for item in items:
+        if item.get_closest_marker("engine_neutral") is not None:
+            if item.get_closest_marker("db") is not None:
+                raise pytest.UsageError(f"{item.nodeid}: marked both db and engine_neutral")
+            continue
         if item.get_closest_marker("django_db") is not None or "db" in getattr(item, "fixturenames", ()):
             item.add_marker(pytest.mark.db)
 
@@ -38,15 +43,19 @@ def _own_upload_dir(request, tmp_path_factory):
 
 @pytest.fixture(autouse=True)
 def _empty_cache(request):
-    """Each database test starts with an empty cache: cached pages are keyed by row ids, which a rolled-back
-    test gives out again (in production ids are never reused)."""
+    """Each database test starts with an empty cache: cached pages and the scoring path's memoised answers, strata
+    and fits are keyed by row ids, which a rolled-back test gives out again (in production ids are never reused;
+    a corpus of another schema under the same ids once got the strata of the test before)."""
     if request.node.get_closest_marker("django_db") is not None:
         from django.core.cache import cache
 
         from unpooled.service.annotation import views
+        from unpooled.service.evaluations import rates, scoring
 
         cache.clear()
         views.forget()
+        rates.clear_cache()
+        scoring.clear_cache()
     yield
 
 

@@ -1,6 +1,8 @@
 """Browser tests: Playwright's sync API driving Debian's Chromium (/usr/bin/chromium) against pytest-django's
 live server.  ``./dev test`` installs the Debian package ``chromium`` when it is missing (as root, with apt-get);
-without it these tests skip, naming the missing executable.  Playwright's own browsers are never downloaded."""
+without it these tests skip, naming the missing executable.  Playwright's own browsers are never downloaded.
+They are ``engine_neutral`` (SQLite only): what they check is the page in Chromium; the service paths behind it are
+the service tests', which run on PostgreSQL too."""
 
 from __future__ import annotations
 

@@ -16,7 +16,7 @@ from unpooled.service.annotation.models import Annotator, Answer, Kind, Label, T
 from .conftest import PASSWORD, RUN, TEAM, USER
 from .layout import check_layout
 
-pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
+pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True), pytest.mark.engine_neutral]
 
 LINK = "Q_TEST_HEALEY"   # a made-up KB link for the k key (any string is accepted)
 

@@ -16,7 +16,7 @@ from unpooled.service.submissions.models import Submission
 
 from ..service.test_submission_page import make_world
 
-pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
+pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True), pytest.mark.engine_neutral]
 
 WIDTHS = (1280, 390)
 

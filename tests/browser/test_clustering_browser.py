@@ -12,7 +12,7 @@ from unpooled.service.annotation.models import Answer, Kind, Task
 
 from .conftest import PASSWORD, USER
 
-pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
+pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True), pytest.mark.engine_neutral]
 
 
 def _task(corpus) -> Task:

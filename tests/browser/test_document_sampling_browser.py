@@ -17,7 +17,7 @@ from unpooled.service.annotation.models import ExhaustiveDocument
 
 from .test_security_browser import sign_in
 
-pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
+pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True), pytest.mark.engine_neutral]
 
 
 @pytest.fixture

@@ -8,7 +8,7 @@ import tempfile
 
 import pytest
 
-pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
+pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True), pytest.mark.engine_neutral]
 
 
 def test_entity_section_and_leaderboard_tab(page, live_server):

@@ -20,7 +20,7 @@ from unpooled.service.submissions.models import RelationInstance
 from .layout import shots_dir
 from .test_board_pages import board, sign_in  # noqa: F401 - the fixture: two scored submissions, alice and org
 
-pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
+pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True), pytest.mark.engine_neutral]
 
 WIDTHS = (390, 1280)
 

@@ -14,7 +14,7 @@ from unpooled.service.annotation.models import Answer, Hit, Task
 
 from .test_clustering_browser import _task
 
-pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
+pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True), pytest.mark.engine_neutral]
 
 SANDBOX = "https://workersandbox.mturk.com"
 

@@ -12,7 +12,7 @@ from unpooled.service.accounts.actions import do_sign_up
 
 from .layout import check_layout
 
-pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
+pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True), pytest.mark.engine_neutral]
 
 
 def sign_in(page, base: str, user: str, password: str, next_url: str) -> None:

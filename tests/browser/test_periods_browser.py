@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from django.conf import settings
 
-pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
+pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True), pytest.mark.engine_neutral]
 
 SHOTS = Path(os.environ.get("UNPOOLED_SHOTS") or tempfile.mkdtemp(prefix="unpooled-shots-"))
 

@@ -16,7 +16,7 @@ from unpooled.service.annotation.models import Answer, Hit, Kind, Task
 
 from .conftest import watch_csp
 
-pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
+pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True), pytest.mark.engine_neutral]
 
 
 def sign_in(page, base: str, username: str, password: str) -> None:

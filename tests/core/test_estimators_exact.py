@@ -111,18 +111,19 @@ def test_pool_recall_theta_is_exactly_unbiased():
 
 def test_joint_recall_is_consistent_with_shrinking_bias():
     """nu-hat is a ratio estimator: biased, with a bias of order 1/n that vanishes (Theorem 2 says
-    "unbiased"; it is only consistent). Exact expectations for n = 2, 4, 8 draws per system."""
+    "unbiased"; it is only consistent). Exact expectations for n = 2, 4, 6 draws per system (n = 8 takes twice as
+    long as the three together; its bias, 0.0022, continues the row 0.027, 0.012, 0.0051)."""
     systems = SYSTEMS[:2]
     P = distribution_matrix(systems, 5)
     M = member(systems)
     pool = M.any(axis=0)
     nu_true = M[:, Y][:, pool[Y]].mean(axis=1)
     bias = {}
-    for k in (2, 4, 8):
+    for k in (2, 4, 6):
         got = enumerate_expectation(P, [k, k], 1, lambda d: estimate(d, weights="balance").nu, systems)
         bias[k] = np.abs(got - nu_true).max()
-    assert bias[2] > bias[4] > bias[8] > 0
-    assert 8 * bias[8] < 1.5 * 2 * bias[2]  # n * bias stays bounded: O(1/n)
+    assert bias[2] > bias[4] > bias[6] > 0
+    assert 6 * bias[6] < 1.5 * 2 * bias[2]  # n * bias stays bounded: O(1/n)
 
 
 def test_identical_systems_reduce_to_the_pooled_mean():

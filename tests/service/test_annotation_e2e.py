@@ -75,26 +75,29 @@ def world(shared_data, tmp_path):
     return corpus, res.submission, path
 
 
+@pytest.mark.engine_neutral
 def test_verification_and_exhaustive_annotation_match_binomial_expectation(world):
+    """300 items verified and 4 documents annotated exhaustively by a crowd of accuracy 0.8, 3 answers each (a
+    majority label wrong where that of every answer would be: 0.8 is outside the tolerance at this size)."""
     corpus, sub, _ = world
     st = actions.settings_for(corpus)
     st.control_share = 0.0  # accuracy here is about aggregation; controls are tested below
     st.save()
     ids = np.array(RelationInstance.objects.filter(submission=sub).order_by("pk").values_list("pk", flat=True))
-    ids = np.random.default_rng(0).choice(ids, size=700, replace=False).tolist()
+    ids = np.random.default_rng(0).choice(ids, size=300, replace=False).tolist()
     res = actions.request_verification(sub, ids)
-    assert res.created == res.keys > 650 and res.reused == 0
+    assert res.created == res.keys > 280 and res.reused == 0
     assert res.committed_cents == res.created * 3 * st.reward_verify_cents
 
-    # exhaustive annotation of 8 documents (uniform sample, inclusion 8/N)
+    # exhaustive annotation of 4 documents (uniform sample, inclusion 4/N)
     from unpooled.service.annotation.sampling import sample_documents
 
-    sample, made = sample_documents(corpus, "uniform", 8, seed=3)
-    assert made == 8
+    sample, made = sample_documents(corpus, "uniform", 4, seed=3)
+    assert made == 4
     crowd = SimulatedCrowd.uniform(corpus, 6, accuracy=0.8, rng=11)
     report = crowd.run()
     assert report.by_kind[Kind.VERIFY] == 3 * res.created
-    assert report.by_kind[Kind.ENTITIES] == 3 * 8 and report.by_kind[Kind.RELATIONS] > 0
+    assert report.by_kind[Kind.ENTITIES] == 3 * 4 and report.by_kind[Kind.RELATIONS] > 0
     assert not Task.objects.filter(corpus=corpus, status=Task.Status.OPEN).exists()
 
     # k distinct annotators per item, every answer costed
@@ -115,10 +118,10 @@ def test_verification_and_exhaustive_annotation_match_binomial_expectation(world
     assert written > 0
     ds = verification_accuracy(corpus, method="dawid-skene")
     assert ds["items"] == n
-    assert ds["accuracy"] >= maj["accuracy"] - 0.005, (ds, maj)
+    assert ds["accuracy"] >= maj["accuracy"] - 4 / n, (ds, maj)  # at most 4 items fewer right (2 here)
 
     ex = exhaustive_accuracy(corpus)
-    assert ex["documents"] == 8
+    assert ex["documents"] == 4
     # a mention survives when at least 2 of 3 annotators marked it right: >= 0.896 in expectation
     assert ex["mention_recall"] >= 0.85 and ex["mention_precision"] >= 0.85
     assert ex["pair_accuracy"] >= 0.85

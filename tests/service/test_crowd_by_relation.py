@@ -23,15 +23,16 @@ pytestmark = pytest.mark.django_db
 SPEC = "P17,P131=0.97/0.07; *=0.7/0.5"
 
 
+@pytest.mark.engine_neutral
 def test_relation_dependent_crowd_through_the_service(shared_data, tmp_path, capsys, client):
     from unpooled.service.submissions.actions import do_ingest_submission
 
-    corpus, _, path = load_redocred_subset(shared_data, tmp_path, 30, "crowdrel", team="DocRED-original", run="hwe",
+    corpus, _, path = load_redocred_subset(shared_data, tmp_path, 20, "crowdrel", team="DocRED-original", run="hwe",
                                            control_share=0.25)
     _system_jsonl(path, tmp_path / "noisy.jsonl", rng=3, keep=0.4)  # a system with wrong instances too
     do_ingest_submission(tmp_path / "noisy.jsonl", "crowdrel", "noisy", "run-1", "jsonl")
-    assert main(["evaluate", "--corpus", "crowdrel", "--relation-accuracy", SPEC, "--labels", "200",
-                 "--documents", "6", "--json"]) == 0
+    assert main(["evaluate", "--corpus", "crowdrel", "--relation-accuracy", SPEC, "--labels", "160",
+                 "--documents", "2", "--json"]) == 0
     rows = json.loads(capsys.readouterr().out)
     assert len(rows) == 2 and 0 <= rows[0]["p_lo"] <= rows[0]["p"] <= rows[0]["p_hi"] <= 1
     # the simulated crowd answered each relation at its own rates (the gold layer's truth)
@@ -128,6 +129,7 @@ def test_relation_dependent_crowd_through_the_service(shared_data, tmp_path, cap
     assert len(set(back.stratum.tolist())) == len(set(answers.stratum.tolist()))
 
 
+@pytest.mark.engine_neutral
 def test_the_lifecycle_asks_weak_relations_for_more_answers(shared_data, tmp_path, monkeypatch):
     """On demand (upload -> sample -> annotate -> publish), the items asked before the answers showed their relation
     weak get the missing answers once the pilot's labels are in; the status page's plan counts them and their cost."""
@@ -142,14 +144,14 @@ def test_the_lifecycle_asks_weak_relations_for_more_answers(shared_data, tmp_pat
     from unpooled.service.submissions.actions import do_ingest_submission
     from unpooled.service.submissions.models import Submission
 
-    corpus, hwe, path = load_redocred_subset(shared_data, tmp_path, 30, "liferel", team="DocRED-original", run="hwe",
+    corpus, hwe, path = load_redocred_subset(shared_data, tmp_path, 15, "liferel", team="DocRED-original", run="hwe",
                                              control_share=0.25)
     _system_jsonl(path, tmp_path / "noisy.jsonl", rng=3, keep=0.4)
     noisy = do_ingest_submission(tmp_path / "noisy.jsonl", "liferel", "noisy", "run-1", "jsonl").submission
     st = settings_for(corpus)
-    st.backend, st.exhaustive_documents, st.min_draws, st.max_draws = "simulated", 6, 150, 200
+    st.backend, st.exhaustive_documents, st.min_draws, st.max_draws = "simulated", 2, 50, 60
     st.save()
-    create_verify_controls(corpus, 100, rng=1)
+    create_verify_controls(corpus, 50, rng=1)
     # hard relations at 0.7 / 0.5, accuracy 0.6 on their controls, which are offered where the items need them and
     # so are mostly of hard relations: against the fixed bar (0.6) the crowd was blocked to the last and the items
     # asking for 5 answers never completed; the bar follows the crowd's accuracy on the same relations' controls

@@ -59,6 +59,7 @@ def test_status_endpoint_and_banner(client, settings, tmp_path):
     json.loads(progress_path(tmp_path).read_text())  # a whole file, written atomically
 
 
+@pytest.mark.engine_neutral
 @pytest.mark.django_db(transaction=True)
 def test_the_loader_follows_the_evaluation_level_by_level_to_ready(shared_data, tmp_path, settings):
     """``watch_evaluation`` (what the demo loader runs once the submissions are in): it has the corpus evaluated

@@ -37,6 +37,7 @@ def _login(client, name: str, *, role=None, staff=False) -> User:
     return u
 
 
+@pytest.mark.engine_neutral
 def test_seed_scheme_end_to_end_on_redocred(world):
     from unpooled.service.evaluations.actions import exhaustive_truth
 

@@ -19,6 +19,7 @@ def _metrics(es):
     return es.details["metrics"]
 
 
+@pytest.mark.engine_neutral
 def test_redocred_entity_scores_with_intervals_and_no_linking(shared_data, tmp_path, capsys):
     corpus, hwe, path = load_redocred_subset(shared_data, tmp_path, 40, "entc", team="DocRED-original", run="hwe")
     noisy_path = tmp_path / "noisy.jsonl"

@@ -23,6 +23,7 @@ def _true_precision(corpus, sub) -> float:
     return true_precision(corpus, sub.pk)
 
 
+@pytest.mark.engine_neutral
 def test_evaluate_cli_scores_every_submission_with_intervals(shared_data, tmp_path, capsys):
     corpus, hwe, path = load_redocred_subset(shared_data, tmp_path, 40, "evalc", team="DocRED-original", run="hwe")
     noisy_path = tmp_path / "noisy.jsonl"
@@ -89,6 +90,7 @@ def test_evaluate_cli_scores_every_submission_with_intervals(shared_data, tmp_pa
     assert Client().get("/corpora/evalc/leaderboard/?level=bogus").status_code == 404
 
 
+@pytest.mark.engine_neutral
 def test_evaluate_task_reports_true_precision(shared_data, tmp_path):
     from unpooled.service.evaluations.tasks import evaluate_corpus
 
@@ -109,6 +111,7 @@ def test_evaluate_refuses_a_negative_document_count(shared_data, tmp_path, capsy
     assert "--documents -1: expected a non-negative number of documents" in capsys.readouterr().err
 
 
+@pytest.mark.engine_neutral
 def test_evaluate_task_scores_every_level_and_keeps_the_truth(shared_data, tmp_path, client):
     from unpooled.service.evaluations.tasks import evaluate_corpus
 

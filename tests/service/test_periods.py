@@ -229,6 +229,7 @@ def test_a_period_release_holds_the_labels_of_its_submissions_only(corpus, peopl
     is_error(c.get("/api/corpora/fixture/periods/2/release"), 409, "conflict")
 
 
+@pytest.mark.engine_neutral
 def test_closing_freezes_scores_that_later_labels_would_move(shared_data, tmp_path):
     """End to end on a Re-DocRED subset with the simulated crowd: a period's submission is scored, the period
     closes, a submission of the next period brings new labels and re-scores the corpus: the frozen one's published

@@ -187,7 +187,9 @@ def test_published_scores_are_the_cores_on_the_released_answers(world, tmp_path)
     export_release(corpus, tmp_path / "release")
     answers, rep = read_answers(tmp_path / "release" / "answers.jsonl")
     assert rep.ok and len(answers.item) > 0
-    source, point, reps = fit_preferred(answers)
+    from django.conf import settings
+
+    source, point, reps = fit_preferred(answers, replicates=settings.RATE_REPLICATES)  # the service's bootstrap
     data, by_name, docs = actions.offline_data(corpus)
     res = offline_score(data, level="instance", estimator="joint", weights="balance", match="overlap",
                         corrected_labels=True, documents=docs or None, sentences=rates.sentences(corpus),

@@ -10,7 +10,7 @@ from unpooled.service.submissions.actions import do_ingest_submission
 
 from ..conftest import load_redocred_subset
 
-pytestmark = [pytest.mark.django_db, pytest.mark.db]
+pytestmark = [pytest.mark.django_db, pytest.mark.engine_neutral]  # true scores: arithmetic over ORM rows
 
 # A hand-made Re-DocRED-style document: two sentences, four entities ("She" is Alice again).
 #   s0: "Alice was born in Paris ."      s1: "She founded Acme in 1990 ."

@@ -31,6 +31,8 @@ variable                        meaning (default)
 ``UNPOOLED_UPLOAD_RESULT_HOURS``  how long an upload's outcome is kept (48)
 ``UNPOOLED_UPLOAD_WAIT_SECONDS``  the longest ``?wait=`` of one request (5); ``UNPOOLED_UPLOAD_WAIT_SLOTS``:
                                 requests per machine waiting at once (1)
+``UNPOOLED_RATE_REPLICATES``    bootstrap refits of the crowd's confusions behind every interval (100); fewer
+                                are cheaper and give rougher intervals
 ``UNPOOLED_SECURE``             ``1`` behind TLS: cookies only over HTTPS (``Secure``), HSTS for a year,
                                 and ``X-Forwarded-Proto: https`` from the proxy marks a request
                                 secure (the proxy must set or strip that header) (off)
@@ -46,6 +48,7 @@ from pathlib import Path
 
 import dj_database_url
 
+from unpooled.core.annotation.confusion import REPLICATES
 from unpooled.core.kb.lines import Limits
 
 BASE_DIR = Path(__file__).resolve().parent.parent
@@ -257,6 +260,8 @@ LOGIN_URL = "/accounts/login/"
 LOGIN_REDIRECT_URL = "/accounts/home/"
 # a label batch is re-scored this many seconds after its first label (later labels join the same re-scoring)
 RESCORE_DELAY_SECONDS = float(os.environ.get("UNPOOLED_RESCORE_DELAY", "2"))
+# bootstrap refits of the crowd's confusions (service/evaluations/rates.py)
+RATE_REPLICATES = int(os.environ.get("UNPOOLED_RATE_REPLICATES", str(REPLICATES)))
 # submission quotas per team when an organiser has set none (empty: unlimited)
 QUOTA_PER_DAY = int(os.environ["UNPOOLED_QUOTA_PER_DAY"]) if os.environ.get("UNPOOLED_QUOTA_PER_DAY") else 10
 QUOTA_TOTAL = int(os.environ["UNPOOLED_QUOTA_TOTAL"]) if os.environ.get("UNPOOLED_QUOTA_TOTAL") else None

@@ -7,6 +7,10 @@ os.environ.setdefault("UNPOOLED_DATA_DIR", tempfile.mkdtemp(prefix="unpooled-tes
 # one sampling key for every run of the suite: the service's own draws (and so every figure a test checks) are the
 # same in each run instead of depending on a secret generated into the throwaway data directory
 os.environ.setdefault("UNPOOLED_SAMPLING_SECRET", "unpooled-test-suite")
+# 20 bootstrap refits of the crowd's confusions, not 100 (they were half to three quarters of every evaluating
+# test's time; the processes the tests start inherit it): the suite checks what the service computes with them, the
+# bootstrap's own behaviour is the core's tests' (tests/core/test_confusion.py) and `unpooled simulate regimes`'
+os.environ.setdefault("UNPOOLED_RATE_REPLICATES", "20")
 
 from .settings import *  # noqa: E402,F403
 

@@ -7,8 +7,8 @@ append-only), the confusions refitted when answers arrive, and the replicates ke
 
 **Between full bootstraps** the point confusions are refitted exactly as a full fit would (the same
 deterministic fit on all answers, so the published point estimates do not depend on the history), but the
-``REPLICATES`` refits are not redone: each stored replicate is moved by the change of the point fit on the
-logit scale (:func:`~unpooled.core.annotation.confusion.shifted_replicates`); workers who joined since then get
+``settings.RATE_REPLICATES`` refits are not redone: each stored replicate is moved by the change of the point fit
+on the logit scale (:func:`~unpooled.core.annotation.confusion.shifted_replicates`); workers who joined since then get
 no deviation.  The replicates' spread stands for the confusions' sampling uncertainty, which shrinks as
 :math:`1/n` and barely moves when the answers grow by a few percent.  The full bootstrap is redone (seeded, so
 the same as a cold one) when the counted answers have grown by :data:`REBOOTSTRAP_GROWTH`, when the answers are
@@ -24,9 +24,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 import numpy as np
+from django.conf import settings
 
 from unpooled.core.annotation.confusion import (
-    REPLICATES, SHRINKAGE, VerifyAnswers, fit_confusions, keyed_answers as _keyed, model_answers, preferred_source,
+    SHRINKAGE, VerifyAnswers, fit_confusions, keyed_answers as _keyed, model_answers, preferred_source,
     shifted_replicates,
 )
 from unpooled.core.annotation.relation_groups import relation_stratum_codes
@@ -219,9 +220,12 @@ class Confusions:
 _memo: dict = {}
 
 
-def confusions(corpus, fp: tuple | None = None, *, replicates: int = REPLICATES) -> Confusions | None:
+def confusions(corpus, fp: tuple | None = None, *, replicates: int | None = None) -> Confusions | None:
     """The corpus's confusions from the core's :func:`~unpooled.core.annotation.confusion.preferred_source`, memoised
-    on the answers' fingerprint ``fp`` (read when not given); None without answers."""
+    on the answers' fingerprint ``fp`` (read when not given); None without answers.  ``replicates``: the bootstrap's
+    refits (``settings.RATE_REPLICATES``, :data:`~unpooled.core.annotation.confusion.REPLICATES` unless set)."""
+    if replicates is None:
+        replicates = settings.RATE_REPLICATES
     fp = (tuple(fp) if fp is not None else answers_fp(corpus), replicates)
     got = _memo.get(corpus.pk)
     if got is not None and got[0] == fp:
@@ -252,7 +256,7 @@ def confusions(corpus, fp: tuple | None = None, *, replicates: int = REPLICATES)
     return out
 
 
-def keyed_answers(corpus, fp: tuple | None = None, *, replicates: int = REPLICATES) -> KeyedAnswers | None:
+def keyed_answers(corpus, fp: tuple | None = None, *, replicates: int | None = None) -> KeyedAnswers | None:
     """The corpus's verification answers by instance key (gold controls left out) with the fitted confusions:
     the core estimator's input (:class:`~unpooled.core.estimators.noisy.KeyedAnswers`); None without answers."""
     c = confusions(corpus, fp, replicates=replicates)
