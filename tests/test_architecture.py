@@ -1,5 +1,6 @@
 """The architecture's import contracts (pyproject.toml [tool.importlinter]) hold: the core is pure, the CLI sits
-above the benchmarks above the service above the core, and the service's apps form layers without cycles."""
+above the benchmarks above the service above the core, the service's apps form layers without cycles, and so do
+the modules of ``service/evaluations``."""
 
 import subprocess
 import sys
@@ -14,7 +15,7 @@ def test_import_contracts_are_kept():
     got = subprocess.run(cmd + ["--config", str(ROOT / "pyproject.toml"), "--no-cache"], cwd=ROOT,
                          capture_output=True, text=True, timeout=300)
     assert got.returncode == 0, got.stdout[-4000:] + got.stderr[-2000:]
-    assert "Contracts: 3 kept, 0 broken." in got.stdout
+    assert "Contracts: 4 kept, 0 broken." in got.stdout
 
 
 def test_every_core_module_imports_without_django():

@@ -60,7 +60,7 @@ FROM_SCRATCH = """
 import json
 from unpooled.service.corpora.models import Corpus
 from unpooled.service.evaluations import scoring
-from unpooled.service.evaluations.actions import system_name
+from unpooled.service.evaluations.inputs import system_name
 
 corpus = Corpus.objects.get(name="teams")
 out = []

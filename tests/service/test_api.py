@@ -243,14 +243,14 @@ def test_error_shapes(client, corpus, monkeypatch):
     assert body["diagnostics"][0]["field"] == "level"
     body = is_error(client.get("/api/submissions/abc"), 404, "not_found")
 
-    from unpooled.service.evaluations import lifecycle
+    from unpooled.service.evaluations import status
 
     sub = do_ingest_submission(KB, "fixture", "t", None, "tac").submission
 
     def boom(*a, **k):
         raise RuntimeError("disk on fire")
 
-    monkeypatch.setattr(lifecycle, "progress", boom)
+    monkeypatch.setattr(status, "progress", boom)
     body = is_error(client.get(f"/api/submissions/{sub.pk}/status"), 500, "internal")
     assert "RuntimeError" in body["message"] and "disk on fire" not in body["message"]
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from unpooled.core.annotation.crowd import parse_relation_accuracy
-from unpooled.service.evaluations.coverage import run_coverage
+from unpooled.bench.coverage import run_coverage
 
 from ..conftest import load_redocred_subset
 from .test_annotation_e2e import _system_jsonl

@@ -140,7 +140,7 @@ def test_the_lifecycle_asks_weak_relations_for_more_answers(shared_data, tmp_pat
     from unpooled.service.annotation.controls import create_verify_controls
     from unpooled.service.annotation.models import Task
     from unpooled.service.crowd import base
-    from unpooled.service.evaluations import lifecycle
+    from unpooled.service.evaluations import lifecycle, status
     from unpooled.service.submissions.actions import do_ingest_submission
     from unpooled.service.submissions.models import Submission
 
@@ -171,7 +171,7 @@ def test_the_lifecycle_asks_weak_relations_for_more_answers(shared_data, tmp_pat
     assert all(st.answers_per_item < t.got <= t.answers_needed == st.answers_weak_relation for t in more)
     plans = [Submission.objects.get(pk=s.pk).plan["labels"] for s in (hwe, noisy)]
     assert sum(p.get("more_answers", 0) for p in plans) == more.count()
-    assert lifecycle.progress(Submission.objects.get(pk=hwe.pk))["more_answers"] == plans[0].get("more_answers", 0)
+    assert status.progress(Submission.objects.get(pk=hwe.pk))["more_answers"] == plans[0].get("more_answers", 0)
 
 
 def test_controls_are_offered_where_the_items_need_them(shared_data, tmp_path):

@@ -39,7 +39,7 @@ def _login(client, name: str, *, role=None, staff=False) -> User:
 
 @pytest.mark.engine_neutral
 def test_seed_scheme_end_to_end_on_redocred(world):
-    from unpooled.service.evaluations.actions import exhaustive_truth
+    from unpooled.service.evaluations.inputs import exhaustive_truth
 
     corpus, _ = world
     s1, made = sample_documents(corpus, "seed", 50, seed=2)

@@ -115,8 +115,8 @@ def tac_world(name: str = "tacent"):
     from unpooled.service.annotation.models import Annotator, Backend, Kind, Task
     from unpooled.service.corpora.actions import do_load_corpus
     from unpooled.service.corpora.models import Document
-    from unpooled.service.evaluations import lifecycle
-    from unpooled.service.evaluations.actions import evaluate
+    from unpooled.service.evaluations import publish
+    from unpooled.service.evaluations.run import evaluate
     from unpooled.service.submissions.actions import do_ingest_submission
 
     from ..conftest import FIXTURES
@@ -170,7 +170,7 @@ def tac_world(name: str = "tacent"):
             actions.submit_answer(lease, {"relation": "holds", "subject_ok": ok(p["subject"]),
                                           "object_ok": ok(p["object"]) if p["object"].get("value") is None else True,
                                           "link_ok": None})
-    lifecycle.rescore(corpus)
+    publish.rescore(corpus)
     return corpus, sub
 
 
@@ -201,7 +201,7 @@ def test_tac_corpus_entity_scores_with_links():
     # per document, answered apart by the three annotators; the NIL figures are then across documents
     from unpooled.service.annotation import actions, leasing
     from unpooled.service.annotation.models import Annotator, Kind, Task
-    from unpooled.service.evaluations import lifecycle
+    from unpooled.service.evaluations import publish
 
     ct = Task.objects.get(corpus=corpus, kind=Kind.CLUSTERS, status=Task.Status.OPEN)
     assert sorted(it["text"] for it in ct.payload["items"]) == ["Lucasfilm", "Thalians"]
@@ -211,7 +211,7 @@ def test_tac_corpus_entity_scores_with_links():
     ct.refresh_from_db()
     assert ct.status == Task.Status.COMPLETE and ct.result["clusters"] == [[0], [1]]
     assert ct.result["agreement"]["unanimous"] == 1.0
-    lifecycle.rescore(corpus)
+    publish.rescore(corpus)
     es = EntityScore.objects.filter(submission=sub).order_by("-id").first()
     assert es.details["nil_across_documents"] is True
     m = es.details["metrics"]

@@ -18,7 +18,7 @@ pytestmark = pytest.mark.django_db
 
 
 def _true_precision(corpus, sub) -> float:
-    from unpooled.service.evaluations.actions import true_precision
+    from unpooled.service.evaluations.truth import true_precision
 
     return true_precision(corpus, sub.pk)
 
@@ -139,7 +139,7 @@ def test_evaluate_again_after_a_crash_draws_and_asks_only_what_is_missing(shared
     from unpooled.service.annotation.models import TaskRequest
     from unpooled.service.corpora.models import Corpus
     from unpooled.service.crowd.base import SimulatedBackend
-    from unpooled.service.evaluations.actions import evaluate
+    from unpooled.service.evaluations.run import evaluate
     from unpooled.service.submissions.models import Submission
 
     corpus, hwe, path = load_redocred_subset(shared_data, tmp_path, 12, "evalk", team="DocRED-original", run="hwe")

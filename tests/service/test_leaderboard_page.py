@@ -28,7 +28,7 @@ def test_provenance_is_counted_per_level(world):
     the whole submission, e.g. more reused labels than draws)."""
     from unpooled.service.annotation.actions import request_verification
     from unpooled.service.annotation.models import Label, TaskRequest
-    from unpooled.service.evaluations.actions import label_provenance, score_corpus
+    from unpooled.service.evaluations.publish import label_provenance, score_corpus
 
     corpus, a, b = world
     # a asks first (its unlabelled keys get tasks it pays for; labelled ones are reused), then b (joins a's tasks)

@@ -7,7 +7,7 @@ import pytest
 from django.urls import reverse
 
 from unpooled.service.corpora.actions import do_load_corpus
-from unpooled.service.evaluations.lifecycle import level_states, progress, stage_summary
+from unpooled.service.evaluations.status import level_states, progress, stage_summary
 from unpooled.service.evaluations.models import Draw, Score
 from unpooled.service.submissions.actions import do_ingest_submission
 from unpooled.service.submissions.models import RelationInstance, Submission
@@ -55,7 +55,7 @@ def test_states_per_level(corpus):
     assert stage_summary(part, got[part.pk]) == "published, partly scored"
     assert stage_summary(full, got[full.pk]) == "scored and published"
     assert stage_summary(new, got[new.pk]) == "sampling instances"
-    from unpooled.service.evaluations.lifecycle import newest_scores
+    from unpooled.service.evaluations.status import newest_scores
 
     assert list(newest_scores(part)) == ["instance", "relation"]  # in the levels' order, not the rows'
     p = progress(part)  # the status page and its JSON say the same
@@ -119,7 +119,7 @@ def test_time_left_is_unknown_when_nobody_answers(corpus):
 
     from unpooled.service.annotation import actions, leasing
     from unpooled.service.annotation.models import Annotator, Answer, Task
-    from unpooled.service.evaluations.lifecycle import IDLE_MINUTES
+    from unpooled.service.evaluations.status import IDLE_MINUTES
 
     sub = _sub("t-eta", status="annotating", plan={"instance": {"draws": 5}})
     ids = list(RelationInstance.objects.filter(submission=sub).values_list("pk", flat=True)[:3])

@@ -8,7 +8,7 @@ from django.core.management import call_command
 from unpooled.service.annotation import actions as ann
 from unpooled.service.annotation import leasing
 from unpooled.service.annotation.models import Backend, Kind, Label, Task, TaskRequest
-from unpooled.service.evaluations import lifecycle
+from unpooled.service.evaluations import lifecycle, status, tasks
 from unpooled.service.evaluations.models import Draw, Score
 from unpooled.core.kb.jsonl import write_jsonl
 from unpooled.service.submissions.actions import do_ingest_submission, load_kb
@@ -39,7 +39,7 @@ def test_simulated_crowd_runs_a_submission_to_published_and_reuses_labels(shared
         assert 20 <= n <= 60 and Draw.objects.filter(submission=hwe, level=level).count() == n
         s = Score.objects.filter(submission=hwe, level=level).latest("id")
         assert 0 <= s.p_lo <= s.p <= s.p_hi <= 1 and 0 <= s.r_lo <= s.r <= s.r_hi <= 1
-    p = lifecycle.progress(hwe)
+    p = status.progress(hwe)
     assert p["labels_received"] == p["labels_needed"] > 0 and p["answers_outstanding"] == 0
     assert p["cost_cents"] > 0 and p["eta_seconds"] == 0 and p["done"]
     assert [s["state"] for s in p["steps"]] == ["done"] * 5
@@ -70,7 +70,7 @@ def test_stages_are_idempotent_and_resume_after_a_crash(shared_data, tmp_path):
     lifecycle.set_status(sub, S.SAMPLING)
     sub.plan = {"instance": lifecycle.plan_draws(sub, "instance")}
     sub.save(update_fields=["plan"])
-    from unpooled.service.evaluations.actions import draw
+    from unpooled.service.evaluations.draws import draw
 
     draw(sub, 15, level="instance", rng=1)
     assert lifecycle.advance(sub) == S.ANNOTATING  # the in-house crowd has not answered
@@ -82,7 +82,7 @@ def test_stages_are_idempotent_and_resume_after_a_crash(shared_data, tmp_path):
     assert Draw.objects.filter(submission=sub).count() == 30
     assert (Task.objects.filter(kind=Kind.VERIFY).count(), TaskRequest.objects.count()) == (tasks, requests)
     assert lifecycle.advance(sub) == S.ANNOTATING
-    p = lifecycle.progress(sub)
+    p = status.progress(sub)
     assert p["labels_received"] == 0 and p["labels_needed"] == tasks and p["answers_outstanding"] == 3 * tasks
 
 
@@ -92,14 +92,14 @@ def test_failed_stage_records_its_error_and_an_organiser_retry_resumes_it(shared
     assert lifecycle.advance(sub) == S.FAILED
     sub.refresh_from_db()
     assert sub.failed_stage == S.SAMPLING and "levels: expected some of instance, relation, entity, got bogus" in sub.error
-    assert lifecycle.progress(sub)["steps"][1]["state"] == "failed"
+    assert status.progress(sub)["steps"][1]["state"] == "failed"
     _settings(corpus, levels="instance")
-    lifecycle.retry(sub)  # enqueues the stage again (on commit)
+    tasks.retry(sub)  # enqueues the stage again (on commit)
     sub.refresh_from_db()
     assert sub.status == S.SAMPLING and sub.error == ""
     assert lifecycle.advance(sub) == S.PUBLISHED
     with pytest.raises(lifecycle.LifecycleError, match="has not failed"):
-        lifecycle.retry(sub)
+        tasks.retry(sub)
 
 
 @pytest.mark.django_db(transaction=True)  # the real worker commits

@@ -239,7 +239,7 @@ def test_closing_freezes_scores_that_later_labels_would_move(shared_data, tmp_pa
     from unpooled.service.accounts.actions import do_set_role
     from unpooled.service.annotation import actions as ann
     from unpooled.service.annotation.models import Backend
-    from unpooled.service.evaluations import lifecycle
+    from unpooled.service.evaluations import lifecycle, status
 
     from .test_annotation_e2e import _system_jsonl
 
@@ -267,7 +267,7 @@ def test_closing_freezes_scores_that_later_labels_would_move(shared_data, tmp_pa
     assert lifecycle.advance(b) == S.PUBLISHED
     assert Score.objects.filter(submission=hwe).count() > n_hwe  # the new labels re-scored the others
     assert Score.objects.filter(submission=a, level="instance").latest("id").pk == snap.score_id  # not a
-    assert lifecycle.newest_scores(a)["instance"].pk == snap.score_id
+    assert status.newest_scores(a)["instance"].pk == snap.score_id
     row = next(r for r in leaderboard(corpus)["rows"] if r["submission"].pk == a.pk)
     assert row["score"].id == snap.score_id and row["frozen"] == snap.frozen
 

@@ -175,7 +175,7 @@ def test_annotators_are_pseudonymised(pool, tmp_path):
 
 
 def test_exhaustive_instances_are_offline_scorer_input(pool, tmp_path, capsys):
-    from unpooled.service.evaluations.actions import exhaustive_truth
+    from unpooled.service.evaluations.inputs import exhaustive_truth
     from unpooled.service.submissions.actions import export_submission
 
     corpus, sub = pool

@@ -16,8 +16,9 @@ from unpooled.service.annotation.models import ExhaustiveDocument, Kind, Label, 
 from unpooled.service.annotation.sampling import sample_documents
 from unpooled.service.crowd.base import SimulatedBackend
 from unpooled.service.evaluations import rates, scoring
-from unpooled.service.evaluations.actions import draw, score_corpus
+from unpooled.service.evaluations.draws import draw
 from unpooled.service.evaluations.models import Draw, Score
+from unpooled.service.evaluations.publish import score_corpus
 from unpooled.service.submissions.actions import do_ingest_submission
 
 from ..conftest import load_redocred_subset
@@ -109,14 +110,6 @@ def test_incremental_rescoring_equals_from_scratch(world, monkeypatch):
     _same(corpus, match="exact")
     _same(corpus, weights="heuristic")
 
-    # which levels a label batch affects: none when nothing changed and no key is drawn; a drawn key's
-    # level (every submission of it re-scored)
-    assert scoring.affected_levels(corpus, ["no\t0-1\tP1\t2-3"]) == []
-    assert scoring.rescore_affected(corpus, []) == {}
-    key = Draw.objects.filter(submission=noisy, level="instance").values_list("key", flat=True).first()
-    out = scoring.rescore_affected(corpus, [key])
-    assert list(out) == ["instance"] and len(out["instance"]) == 2
-
     # new draws and a batch of new labels (with their answers: the confusions are refitted)
     n_labels = Label.objects.filter(corpus=corpus).count()
     _ask(corpus, [(noisy, 15, "instance")], seed=7)
@@ -140,11 +133,10 @@ def test_incremental_rescoring_equals_from_scratch(world, monkeypatch):
     pool = scoring._pools[(scoring._ckey(corpus), "overlap")]
     _same(corpus)
     _ask(corpus, [(copycat, 20, "instance")] + [(s, 10, "entity") for s in (hwe, noisy, copycat)], seed=3)
-    # the labels of the entity draws: their level, and the instance level too since the new answers moved
-    # the correction; one refit serves both
-    keys = list(Draw.objects.filter(level="entity").values_list("key", flat=True))
+    # a label batch re-scores every level with draws (publish.rescore); the new answers moved the correction, and
+    # one refit serves both levels
     n = len(fits)
-    out = scoring.rescore_affected(corpus, keys)
+    out = {level: score_corpus(corpus, level=level) for level in scoring.levels_with_draws(corpus)}
     assert set(out) == {"instance", "entity"} and len(fits) == n + 1
     assert len(out["instance"]) == len(out["entity"]) == 3
     got = _same(corpus)
@@ -178,7 +170,7 @@ def test_published_scores_are_the_cores_on_the_released_answers(world, tmp_path)
     from unpooled.core.offline import read_answers
     from unpooled.core.offline import score as offline_score
     from unpooled.service.annotation.release import export_release
-    from unpooled.service.evaluations import actions
+    from unpooled.service.evaluations import inputs
 
     corpus, *_ = world
     scoring.clear_cache()
@@ -190,7 +182,7 @@ def test_published_scores_are_the_cores_on_the_released_answers(world, tmp_path)
     from django.conf import settings
 
     source, point, reps = fit_preferred(answers, replicates=settings.RATE_REPLICATES)  # the service's bootstrap
-    data, by_name, docs = actions.offline_data(corpus)
+    data, by_name, docs = inputs.offline_data(corpus)
     res = offline_score(data, level="instance", estimator="joint", weights="balance", match="overlap",
                         corrected_labels=True, documents=docs or None, sentences=rates.sentences(corpus),
                         votes=keyed_answers(answers, point, reps))

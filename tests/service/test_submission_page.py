@@ -114,7 +114,8 @@ def world(shared_data, tmp_path):
 
 def make_world(shared_data, tmp_path):
     """Two scored submissions of teams ``team-a`` and ``team-b`` on ``N_DOCS`` documents (see the module)."""
-    from unpooled.service.evaluations.actions import draw, score_corpus
+    from unpooled.service.evaluations.draws import draw
+    from unpooled.service.evaluations.publish import score_corpus
 
     data = json.loads((shared_data / "redocred" / "dev_revised.json").read_text())[:N_DOCS]
     path = tmp_path / "bd.json"
@@ -332,19 +333,19 @@ def test_breakdown_is_computed_once_per_score(world, client, monkeypatch, django
     # the first view computed the breakdown of every newest score of the corpus at that level
     for s in breakdown.newest_scores_of_corpus(corpus, "instance").values():
         assert breakdown.stored(s) is not None
-    from unpooled.service.evaluations import actions
+    from unpooled.service.evaluations import inputs
 
     def boom(*a, **k):
         raise AssertionError("the breakdown must be read, not recomputed")
 
-    monkeypatch.setattr(actions, "offline_data", boom)
+    monkeypatch.setattr(inputs, "offline_data", boom)
     with django_assert_max_num_queries(12):
         html = client.get(url).content.decode()
     assert "relation-table" in html
     assert client.get(reverse("web:submission", args=[a.pk])).status_code == 200
     # a new score (re-scoring) gets its own breakdown; the old one is kept with its score
     monkeypatch.undo()
-    from unpooled.service.evaluations.actions import score_corpus
+    from unpooled.service.evaluations.publish import score_corpus
 
     old = Score.objects.filter(submission=a, level="instance").latest("id")
     score_corpus(corpus, level="instance")
@@ -518,8 +519,8 @@ def test_highlight_segments():
 def test_page_is_cached_until_what_it_shows_changes(world, client, monkeypatch, django_assert_max_num_queries):
     """The body is rendered once per (newest scores, submission state, viewer, level, page numbers) and
     served from the cache; a new score, a visibility change or another viewer gives a fresh render."""
-    from unpooled.service.evaluations import lifecycle
-    from unpooled.service.evaluations.actions import score_corpus
+    from unpooled.service.evaluations import status
+    from unpooled.service.evaluations.publish import score_corpus
     from unpooled.service.web.views import submission as view
 
     corpus, a, b = world
@@ -549,7 +550,7 @@ def test_page_is_cached_until_what_it_shows_changes(world, client, monkeypatch, 
     breakdown.compute_breakdowns(corpus, "instance")
     html = client.get(url).content.decode()
     assert "0.123" in html and html != first
-    assert lifecycle.newest_scores(a)["instance"].pk == new.pk
+    assert status.newest_scores(a)["instance"].pk == new.pk
     # a bulk update that bypasses ``updated`` still shows
     Submission.objects.filter(pk=a.pk).update(visibility=Submission.Visibility.PRIVATE)
     client.force_login(_user("org", staff=True))
@@ -595,8 +596,8 @@ def test_headline_says_when_and_from_what_the_score_changed(world, client):
     false-positive rate."""
     from django.core.cache import cache
 
-    from unpooled.service.evaluations.actions import score_corpus
-    from unpooled.service.evaluations.lifecycle import score_change
+    from unpooled.service.evaluations.publish import score_corpus
+    from unpooled.service.evaluations.status import score_change
 
     corpus, a, b = world
     url = reverse("web:submission", args=[a.pk])

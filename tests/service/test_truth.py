@@ -87,7 +87,7 @@ def test_gold_made_submission_scores_one_and_matches_the_exhaustive_protocol(sha
     annotating every document produce exactly those facts (the truth is what Y0 samples)."""
     from unpooled.service.annotation.sampling import sample_documents
     from unpooled.service.crowd.simulated import SimulatedCrowd
-    from unpooled.service.evaluations.actions import exhaustive_truth
+    from unpooled.service.evaluations.inputs import exhaustive_truth
     from unpooled.service.evaluations.truth import protocol_gold, true_scores, true_scores_all
 
     corpus, docred, _ = load_redocred_subset(shared_data, tmp_path, 12, "goldmade")

@@ -76,7 +76,8 @@ def build(cfg: dict) -> dict:
     from unpooled.service.annotation.models import Annotator, Assignment, Backend, Kind, Task, TaskRequest
     from unpooled.service.corpora.actions import do_load_corpus
     from unpooled.service.corpora.models import Document
-    from unpooled.service.evaluations.actions import draw, score_corpus
+    from unpooled.service.evaluations.draws import draw
+    from unpooled.service.evaluations.publish import score_corpus
     from unpooled.service.evaluations.models import Draw, Score
     from unpooled.service.submissions.actions import do_ingest_submission
     from unpooled.service.submissions.models import RelationInstance, Submission

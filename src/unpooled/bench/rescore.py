@@ -10,7 +10,7 @@ Builds, in the database named by ``DATABASE_URL`` (a fresh SQLite file by defaul
   instances (popular mistakes recur across systems), and a few subject spans are shortened
   (distinct keys that match by overlap), with precisions spread over 0.55--0.95;
 * ``--draws`` draws per system at the instance level
-  (:func:`~unpooled.service.evaluations.actions.draw`), verification tasks for their keys
+  (:func:`~unpooled.service.evaluations.draws.draw`), verification tasks for their keys
   with three simulated answers each (annotator accuracies 0.75--0.95) and majority labels,
   except for a reserve of drawn keys left unlabelled;
 * ``--documents`` exhaustively annotated documents (completed relation tasks).
@@ -268,7 +268,8 @@ def child(cfg: dict) -> None:
     from unpooled.service.corpora.actions import do_load_corpus
     from unpooled.service.corpora.models import Corpus
     from unpooled.service.evaluations import scoring
-    from unpooled.service.evaluations.actions import draw, score_corpus
+    from unpooled.service.evaluations.draws import draw
+    from unpooled.service.evaluations.publish import score_corpus
     from unpooled.service.evaluations.models import Draw
     from unpooled.service.submissions.actions import do_ingest_submission
     from unpooled.service.submissions.models import RelationInstance, Submission

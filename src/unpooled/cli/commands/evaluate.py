@@ -78,7 +78,7 @@ SHOWN = ("current", "none/wilson", "dawid-skene/wilson", "controls+recall/raw-wi
 
 def cmd_coverage(args, corpus) -> int:
     from unpooled.progress import progress_bar
-    from unpooled.service.evaluations.coverage import run_coverage
+    from unpooled.bench.coverage import run_coverage
 
     if args.coverage_trials < 1:
         raise CommandError(f"--coverage-trials {args.coverage_trials}: at least 1")
@@ -151,7 +151,7 @@ def cmd_evaluate(args) -> int:
     setup_django()
     from unpooled.service.corpora.models import Corpus
     from unpooled.service.crowd.base import InHouseBackend, MTurkCrowd, SimulatedBackend
-    from unpooled.service.evaluations.actions import evaluate
+    from unpooled.service.evaluations.run import evaluate
 
     try:
         corpus = Corpus.objects.select_related("schema").get(name=args.corpus)

@@ -3,5 +3,5 @@
 from django.dispatch import Signal
 
 #: a label (verification) or an exhaustive relation layer was written for ``corpus_id``; receivers run inside the
-#: writing transaction (:func:`unpooled.service.evaluations.lifecycle.notify_labels` defers its work to commit)
+#: writing transaction (:func:`unpooled.service.evaluations.tasks.notify_labels` defers its work to commit)
 labels_written = Signal()

@@ -502,7 +502,7 @@ def upload_detail(request, response: HttpResponse, upload_id: Text, wait: Wait =
             openapi_extra=OPTIONAL_EXTRA, tags=["evaluation"],
             summary="Evaluation progress: stage, labels needed and received, cost, time left")
 def submission_status(request, pk: int):
-    from unpooled.service.evaluations.lifecycle import progress
+    from unpooled.service.evaluations.status import progress
 
     sub = _submission(request, pk)
     out = _finite(progress(sub))
@@ -513,7 +513,7 @@ def submission_status(request, pk: int):
 @router.get("/submissions/{int:pk}/scores", response={200: ScoresOut, **errors(401, 404)}, auth=OPTIONAL,
             openapi_extra=OPTIONAL_EXTRA, tags=["evaluation"], summary="The newest score per level")
 def submission_scores(request, pk: int):
-    from unpooled.service.evaluations.lifecycle import newest_scores
+    from unpooled.service.evaluations.status import newest_scores
 
     sub = _submission(request, pk)
     return {"submission": sub.pk, "status": sub.status,

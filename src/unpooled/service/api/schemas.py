@@ -230,7 +230,7 @@ class ScorePage(PageOut):
 
 
 class ProgressOut(Schema):
-    """The lifecycle progress (``unpooled.service.evaluations.lifecycle.progress``)."""
+    """The lifecycle progress (``unpooled.service.evaluations.status.progress``)."""
 
     submission: int
     status: str

@@ -10,16 +10,16 @@ class EvaluationsConfig(AppConfig):
     def ready(self) -> None:
         from unpooled.service.annotation.signals import labels_written
 
-        from . import lifecycle
+        from . import tasks
 
         def on_labels(sender, corpus_id: int, **kwargs) -> None:
-            lifecycle.notify_labels(corpus_id)
+            tasks.notify_labels(corpus_id)
 
         labels_written.connect(on_labels, dispatch_uid="evaluations.notify_labels", weak=False)
 
         from unpooled.service.submissions.signals import submission_stored
 
         def on_submission(sender, submission, **kwargs) -> None:
-            lifecycle.enqueue_advance(submission)
+            tasks.enqueue_advance(submission)
 
         submission_stored.connect(on_submission, dispatch_uid="evaluations.enqueue_advance", weak=False)

@@ -2,7 +2,7 @@ r"""A submission's score broken down by relation and by subject entity type, and
 
 **Breakdown.**  For the newest :class:`~.models.Score` of a submission at a level, the
 per-group estimates of :func:`unpooled.core.estimators.breakdown.subset_scores` on the
-same data as the score (:func:`~.actions.offline_data`, the corrected labels, the
+same data as the score (:func:`~.inputs.offline_data`, the corrected labels, the
 score's weight rule and matching policy):
 
 * *by relation*: the group of an instance is its predicate (canonical direction); the
@@ -94,7 +94,7 @@ def stored(score: Score | None) -> dict | None:
 def truth_types(corpus: Corpus) -> dict[str, tuple[str, str]]:
     """Instance key -> (subject type, object type) of every exhaustively found true instance.
 
-    Read as :func:`~.actions.exhaustive_truth` reads the completed relation tasks (canonical
+    Read as :func:`~.inputs.exhaustive_truth` reads the completed relation tasks (canonical
     direction, one per key).
     """
     from unpooled.core.matching import InstanceRef
@@ -153,7 +153,7 @@ def compute_breakdowns(corpus: Corpus, level: str, *, only_missing: bool = True)
     One design serves every submission (the expensive part is reading the corpus's data).
     Returns the number of scores updated.
     """
-    from .actions import offline_data, system_name
+    from .inputs import offline_data, system_name
 
     newest = newest_scores_of_corpus(corpus, level)
     todo = {sid: s for sid, s in newest.items() if not only_missing or stored(s) is None}
@@ -355,7 +355,7 @@ class SampleLabel:
 
 def current_sample_labels(sub: Submission) -> dict[str, SampleLabel]:
     """The newest label (of the aggregation the scores use) of every key ``sub`` has drawn."""
-    from .actions import LABEL_METHOD
+    from .policy import LABEL_METHOD
 
     keys = Draw.objects.filter(submission=sub).values("key_hash")
     out: dict[str, SampleLabel] = {}

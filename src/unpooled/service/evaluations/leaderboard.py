@@ -114,7 +114,7 @@ def in_progress(corpus: Corpus, user=None, *, level: str | None = None) -> list[
     """How many submissions of the corpus the viewer may see are still being evaluated (not published, not
     failed), per stage: ``status``, ``label`` (the stage's words), ``n``.  ``user`` as for :func:`leaderboard`:
     another team's private submissions are not counted.  With ``level``, also the published submissions whose
-    score at that level is still to come (:func:`unpooled.service.evaluations.lifecycle.level_states`)."""
+    score at that level is still to come (:func:`unpooled.service.evaluations.status.level_states`)."""
     from unpooled.service.accounts.actions import visible_submissions
     from unpooled.service.submissions.models import Submission
 
@@ -125,7 +125,7 @@ def in_progress(corpus: Corpus, user=None, *, level: str | None = None) -> list[
         out[st] = out.get(st, 0) + 1
     rows = [{"status": st, "label": Submission.Status(st).label, "n": n} for st, n in out.items()]
     if level is not None:
-        from .lifecycle import level_states
+        from .status import level_states
 
         published = visible_submissions(user, Submission.objects.filter(
             corpus=corpus, status=Submission.Status.PUBLISHED, is_reference=False)).only("pk", "status", "plan")

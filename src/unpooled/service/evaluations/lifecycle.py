@@ -17,7 +17,7 @@ stage          what happens (each step is idempotent: run it twice and nothing c
                retry resumes that stage
 =============  ==============================================================================
 
-A label batch (:func:`on_labels`) re-scores every submission with draws, or wakes the submissions whose labels
+A label batch (:func:`.tasks.on_labels`) re-scores every submission with draws, or wakes the submissions whose labels
 are all in (their own :func:`advance` scores and publishes them: one orchestration moves a submission).  One
 process at a time advances a submission, and one at a time re-scores a corpus (:mod:`unpooled.service.locks`).
 A crashed worker's task is requeued when the worker restarts (:mod:`unpooled.service.workers`); since every stage
@@ -29,24 +29,27 @@ from __future__ import annotations
 import contextlib
 import contextvars
 import logging
-import math
-from datetime import timedelta
 
 import numpy as np
-from scipy.stats import norm
 from django.conf import settings
 from django.db import IntegrityError, InterfaceError, OperationalError, transaction
-from django.db.models import Count, F, Max, Q, Subquery, Sum
 from django.utils import timezone
+from scipy.stats import norm
 
 from unpooled.core.errors import UnpooledError
 from unpooled.service.annotation.actions import settings_for
-from unpooled.service.annotation.models import Answer, Backend, ExhaustiveDocument, Kind, Label, Task, TaskRequest
+from unpooled.service.annotation.models import ExhaustiveDocument, Kind, Task, TaskRequest
 from unpooled.service.corpora.models import Corpus
+from unpooled.service.locks import exclusive
 from unpooled.service.submissions.models import Submission
 
-from .models import Draw, Score
+from . import rates
+from .draws import draw
+from .inputs import offline_data, system_name
+from .models import Draw
+from .periods import freeze_pending
 from .policy import CONFIDENCE, SAMPLING_ROUNDS, SERVICE_LEVELS as LEVELS
+from .publish import rescore_all
 
 log = logging.getLogger(__name__)
 Status = Submission.Status
@@ -64,6 +67,11 @@ def quiet():
         yield
     finally:
         _quiet.reset(token)
+
+
+def is_quiet() -> bool:
+    """Inside :func:`quiet`: labels written now are scored by the code that writes them."""
+    return _quiet.get()
 
 
 class LifecycleError(Exception):
@@ -86,9 +94,7 @@ def set_status(sub: Submission, status: str, **fields) -> None:
     for k, v in fields.items():
         setattr(sub, k, v)
     if status == Status.PUBLISHED and sub.period_id is not None:
-        from .periods import freeze_pending
-
-        freeze_pending(sub.corpus)  # published after its period closed: frozen now
+            freeze_pending(sub.corpus)  # published after its period closed: frozen now
 
 
 # ---------------------------------------------------------------------------- planning
@@ -104,8 +110,6 @@ def plan_draws(sub: Submission, level: str, *, rounds_left: int = SAMPLING_ROUND
     """
     from unpooled.core.estimators.adaptive import next_draws
     from unpooled.core.offline import build_design
-
-    from .actions import offline_data, system_name
 
     st = settings_for(sub.corpus)
     out = {"target_halfwidth": st.target_halfwidth, "min": st.min_draws, "max": st.max_draws,
@@ -166,8 +170,6 @@ def sampling_key() -> int:
 
 def _draw_up_to(sub: Submission, level: str, need: int) -> bool:
     """Draw until ``sub`` has ``need`` draws at ``level``; True when something was drawn."""
-    from .actions import draw
-
     with transaction.atomic():
         Submission.objects.select_for_update().filter(pk=sub.pk).first()  # counted and drawn by one process
         have = Draw.objects.filter(submission=sub, level=level).count()
@@ -183,8 +185,6 @@ def _draw_up_to(sub: Submission, level: str, need: int) -> bool:
 def _request(sub: Submission, *, first: bool) -> None:
     """Ask for verification of every drawn instance without a label (idempotent), and count what it did."""
     from unpooled.service.annotation.actions import request_verification
-
-    from . import rates
 
     ids = sorted(set(Draw.objects.filter(submission=sub).values_list("instance_id", flat=True)))
     res = request_verification(sub, ids, weak_relations=rates.weak_relations(sub.corpus))
@@ -221,8 +221,6 @@ def ask_more_answers(sub: Submission) -> bool:
     known, get ``answers_weak_relation`` answers each (:func:`~unpooled.service.annotation.actions.
     request_more_answers`); True when some were asked (their tasks are open again)."""
     from unpooled.service.annotation.actions import request_more_answers
-
-    from . import rates
 
     res = request_more_answers(sub, rates.weak_relations(sub.corpus))
     _note_more_answers(sub, res)
@@ -282,72 +280,6 @@ def open_requests(sub: Submission):
     return Task.objects.filter(requests__submission=sub, kind=Kind.VERIFY, status=Task.Status.OPEN)
 
 
-def rescore(corpus: Corpus) -> list[Score]:
-    """Score every submission of the corpus at every level that has draws."""
-    from .actions import score_corpus
-
-    out: list[Score] = []
-    levels = set(Draw.objects.filter(submission__corpus=corpus, submission__is_reference=False)
-                 .values_list("level", flat=True).distinct())
-    by_level = {}
-    for level in [lv for lv in LEVELS if lv in levels]:
-        by_level[level] = score_corpus(corpus, level=level)
-        out += by_level[level]
-    for level, scores in by_level.items():
-        breakdowns(corpus, level)
-        if corpus.has_gold:
-            truth(corpus, level, scores)
-    entities(corpus)
-    return out
-
-
-def entities(corpus: Corpus) -> None:
-    """The entity scores (mentions, types, links, NIL clusters) beside the relation scores."""
-    from .entities import compute
-
-    try:
-        compute(corpus)
-    except Exception:  # noqa: BLE001 - the relation scores stand without the entity scores
-        log.exception("entity scores of %s failed", corpus.name)
-
-
-def truth(corpus: Corpus, level: str, scores: list[Score]) -> None:
-    """With a gold layer (a demo, a validation corpus): each new score keeps the true P, R, F1 beside it."""
-    from .actions import leaderboard_row
-    from .truth import attach_truth
-
-    try:
-        attach_truth(corpus, [leaderboard_row(s) for s in scores], level=level)
-    except Exception:  # noqa: BLE001 - the scores stand without their truth
-        log.exception("truth of %s at level %s failed", corpus.name, level)
-
-
-def breakdowns(corpus: Corpus, level: str) -> None:
-    """Per-relation and per-type breakdowns of the new scores, computed here so that pages never compute them."""
-    from .breakdown import compute_breakdowns
-
-    try:
-        compute_breakdowns(corpus, level)
-    except Exception:  # noqa: BLE001 - the scores stand; the page computes the breakdown on demand instead
-        log.exception("breakdown of %s at level %s failed", corpus.name, level)
-
-
-def rescore_all(corpus: Corpus) -> int:
-    """Re-score every submission of the corpus, and the human reference; one re-scoring at a time per corpus
-    (a later one reads the labels the earlier one wrote its scores from, or newer: the newest score is never
-    computed from older labels than the one before it).  Returns the number of scores written."""
-    from unpooled.service.locks import exclusive
-
-    with exclusive("rescore", corpus.pk):
-        scores = rescore(corpus) if Draw.objects.filter(submission__corpus=corpus,
-                                                        submission__is_reference=False).exists() else []
-        if Submission.objects.filter(corpus=corpus, is_reference=True).exists():
-            from . import reference
-
-            reference.on_labels(corpus)  # the human reference, scored on its own (reference.py)
-    return len(scores)
-
-
 # ---------------------------------------------------------------------------- driver
 
 def advance(sub: Submission) -> str:
@@ -359,8 +291,6 @@ def advance(sub: Submission) -> str:
     One process at a time advances a submission (:func:`unpooled.service.locks.exclusive`): a second one waits,
     then finds the stages done.
     """
-    from unpooled.service.locks import exclusive
-
     with exclusive("advance", sub.pk):
         return _advance(sub)
 
@@ -378,9 +308,7 @@ def _advance(sub: Submission) -> str:
                 set_status(sub, Status.ANNOTATING)
             elif stage == Status.ANNOTATING:
                 if not stage_annotating(sub):
-                    if settings_for(sub.corpus).backend == Backend.MTURK:
-                        schedule_poll(sub)
-                    return stage
+                    return stage  # the task that runs this schedules a poll of a remote crowd (tasks.py)
                 set_status(sub, Status.SCORING)
             elif stage == Status.SCORING:
                 rescore_all(sub.corpus)
@@ -428,231 +356,6 @@ def _logged_failure(sub: Submission, stage: str) -> str:
             "the service's log and can retry the stage")
 
 
-def retry(sub: Submission) -> None:
-    """Resume a failed submission at the stage that failed (organisers)."""
-    if sub.status != Status.FAILED:
-        raise LifecycleError(f"submission {sub.pk} has not failed (it is {sub.status})")
-    set_status(sub, sub.failed_stage or Status.INGESTED, failed_stage="", error="")
-    enqueue_advance(sub)
-
-
-def _enqueue(task, *args, delay: float | None = None):
-    """Enqueue ``task``; ``delay`` seconds later where the backend can defer (the in-process one cannot)."""
-    if delay and task.get_backend().supports_defer:
-        task = task.using(run_after=timezone.now() + timedelta(seconds=delay))
-    return task.enqueue(*args)
-
-
-def enqueue_advance(sub: Submission, *, delay: float | None = None) -> None:
-    """Enqueue :func:`advance` for ``sub`` once the current transaction commits."""
-    from .tasks import advance_submission
-
-    transaction.on_commit(lambda: _enqueue(advance_submission, sub.pk, delay=delay))
-
-
-def schedule_poll(sub: Submission, seconds: float = 60.0) -> None:
-    """Remote crowds (MTurk) answer later: look again in a minute (only where the task backend can defer)."""
-    from .tasks import advance_submission
-
-    if advance_submission.get_backend().supports_defer:
-        enqueue_advance(sub, delay=seconds)
-
-
-def on_labels(corpus: Corpus) -> dict:
-    """A label batch arrived.  A submission in ``annotating`` whose requests are all answered is woken: its own
-    lifecycle (:func:`advance`, enqueued) tops it up or scores and publishes it, so that only one orchestration
-    ever moves a submission.  Otherwise every submission is re-scored with the new labels (a woken one re-scores
-    the corpus itself)."""
-    from .tasks import advance_submission
-
-    waiting = Submission.objects.filter(corpus=corpus, status=Status.ANNOTATING, is_reference=False).order_by("pk")
-    woken = [s for s in waiting if not open_requests(s).exists()]
-    for s in woken:
-        if not _queued(advance_submission, [s.pk]):
-            enqueue_advance(s)
-    rescored = 0 if woken else rescore_all(corpus)
-    return {"rescored": rescored, "woken": [s.pk for s in woken]}
-
-
-def _queued(task, args: list) -> bool:
-    """Whether ``task`` with ``args`` is already waiting in the database queue (not yet claimed)."""
-    from django_tasks import TaskResultStatus
-    from django_tasks_db.models import DBTaskResult
-
-    waiting = DBTaskResult.objects.filter(status=TaskResultStatus.READY, task_path=task.module_path)
-    return any((r.args_kwargs or {}).get("args") == args for r in waiting[:200])
-
-
-def notify_labels(corpus_id: int) -> None:
-    """After a label is written: enqueue one re-scoring of the corpus unless one is already waiting."""
-    from .tasks import labels_arrived
-
-    if _quiet.get():
-        return
-
-    def go():
-        if _queued(labels_arrived, [corpus_id]):
-            return
-        _enqueue(labels_arrived, corpus_id, delay=getattr(settings, "RESCORE_DELAY_SECONDS", 2.0))
-
-    transaction.on_commit(go)
-
-
 # ---------------------------------------------------------------------------- progress
 
-LEVEL_STATE_LABELS = {"scored": "✓", "waiting": "waiting for labels", "none": "no instances at this level",
-                      "todo": "not sampled yet", "failed": "failed"}
 
-
-def level_states(subs) -> dict[int, list[dict]]:
-    """Each submission of ``subs``: every level it is evaluated at, with its state.
-
-    A level is ``scored`` once a score row exists for it, ``none`` when its plan drew nothing (the system has no
-    instances there), ``waiting`` (for labels) once it has draws, ``failed`` when the submission failed before its
-    score, and ``todo`` before its draws.  The levels are those of the submission's sampling plan plus any scored
-    one.  Two queries, whatever the number of submissions (the lists and the status page share this)."""
-    subs = list(subs)
-    ids = [s.pk for s in subs]
-    scored = set(Score.objects.filter(submission_id__in=ids).order_by().values_list("submission_id", "level").distinct())
-    drawn = set(Draw.objects.filter(submission_id__in=ids).order_by().values_list("submission_id", "level").distinct())
-    out = {}
-    for s in subs:
-        plan = s.plan or {}
-        levels = [lv for lv in LEVELS if lv in plan or (s.pk, lv) in scored]
-        rows = []
-        for lv in levels:
-            if (s.pk, lv) in scored:
-                state = "scored"
-            elif isinstance(plan.get(lv), dict) and not plan[lv].get("draws"):
-                state = "none"
-            elif s.status == Status.FAILED:
-                state = "failed"
-            elif (s.pk, lv) in drawn:
-                state = "waiting"
-            else:
-                state = "todo"
-            rows.append({"level": lv, "state": state, "label": LEVEL_STATE_LABELS[state]})
-        out[s.pk] = rows
-    return out
-
-
-def stage_summary(sub: Submission, levels: list[dict]) -> str:
-    """The stage in a few words: "scored and published" only when every level of the plan has its score."""
-    if sub.status == Status.PUBLISHED and any(r["state"] not in ("scored", "none") for r in levels):
-        return "published, partly scored"
-    return Status(sub.status).label
-
-
-def attach_level_states(subs) -> list:
-    """Set ``levels`` (see :func:`level_states`) and ``stage_summary`` on each submission of a list page."""
-    subs = list(subs)
-    states = level_states(subs)
-    for s in subs:
-        s.levels = states[s.pk]
-        s.stage_summary = stage_summary(s, s.levels)
-    return subs
-
-
-#: no verification answer for this long: the time left is unknown, not the last hour's pace
-IDLE_MINUTES = 10
-
-
-def progress(sub: Submission, *, now=None) -> dict:
-    """What the status page shows: stage, labels received / needed, cost so far, time left."""
-    now = now or timezone.now()
-    from unpooled.service.annotation.models import SubmissionBudget
-
-    corpus = sub.corpus
-    st = settings_for(corpus)
-    own = SubmissionBudget.objects.filter(submission=sub).first()
-    budget = own.limit_cents if own is not None else st.submission_budget_cents
-    draws = Draw.objects.filter(submission=sub)
-    keys = draws.values("key_hash").distinct()
-    needed = keys.count()
-    received = (Label.objects.filter(corpus=corpus, key_hash__in=Subquery(draws.values("key_hash")))
-                .values("key_hash").distinct().count())
-    open_tasks = open_requests(sub).annotate(got=Count("answers", filter=Q(answers__weight__gt=0)))
-    outstanding = max(0, open_tasks.aggregate(n=Sum(F("answers_needed") - F("got")))["n"] or 0)
-    cost = (Answer.objects.filter(task__requests__submission=sub, task__requests__committed_cents__gt=0)
-            .aggregate(s=Sum("cost_cents"))["s"] or 0)
-    answers = Answer.objects.filter(task__corpus=corpus, task__kind=Kind.VERIFY, created__gte=now - timedelta(hours=1))
-    recent = answers.count()
-    rate = recent / 3600.0
-    eta = None
-    if outstanding == 0:
-        eta = 0.0
-    elif rate > 0 and answers.filter(created__gte=now - timedelta(minutes=IDLE_MINUTES)).exists():
-        # the last hour's pace, while somebody is still answering (an in-house queue nobody works on has no ETA)
-        eta = outstanding / rate
-    ex = ExhaustiveDocument.objects.filter(corpus=corpus)
-    ex_done = Task.objects.filter(corpus=corpus, kind=Kind.RELATIONS, status=Task.Status.COMPLETE,
-                                  document_id__in=Subquery(ex.values("document_id"))).count()
-    order = [s.value for s in STAGES]
-    at = sub.failed_stage if sub.status == Status.FAILED else sub.status
-    steps = [{"stage": s.value, "label": s.label,
-              "state": ("failed" if sub.status == Status.FAILED and s.value == at else
-                        "done" if at in order and order.index(s.value) < order.index(at) or sub.status == Status.PUBLISHED
-                        else "current" if s.value == at else "todo")} for s in STAGES]
-    plan = sub.plan or {}
-    levels = level_states([sub])[sub.pk]
-    return {
-        "submission": sub.pk, "status": sub.status, "status_label": stage_summary(sub, levels), "levels": levels,
-        "failed_stage": sub.failed_stage, "error": sub.error, "steps": steps,
-        "status_changed": sub.status_changed.isoformat() if sub.status_changed else None,
-        "draws": {lv: draws.filter(level=lv).count() for lv in LEVELS if lv in st.levels},
-        "plan": {k: v for k, v in plan.items() if k in LEVELS},
-        "labels_needed": needed, "labels_received": received,
-        "labels_new": (plan.get("labels") or {}).get("new", 0),
-        "labels_reused": (plan.get("labels") or {}).get("reused", 0) + (plan.get("labels") or {}).get("joined", 0),
-        "over_budget": (plan.get("labels") or {}).get("over_budget", 0),
-        "more_answers": (plan.get("labels") or {}).get("more_answers", 0),
-        "more_answers_cost": f"${(plan.get('labels') or {}).get('more_answers_cents', 0) / 100:,.2f}",
-        "answers_outstanding": outstanding, "cost_cents": int(cost), "cost": f"${cost / 100:,.2f}",
-        "budget_cents": budget, "budget": None if budget is None else f"${budget / 100:,.2f}",
-        "eta_seconds": None if eta is None or math.isinf(eta) else round(eta),
-        "backend": st.backend,
-        "exhaustive_documents": ex.count(), "exhaustive_done": ex_done,
-        "done": sub.status in (Status.PUBLISHED, Status.FAILED),
-    }
-
-
-#: the published figures of a score, as every page rounds them (3 decimals)
-SHOWN = ("p", "p_lo", "p_hi", "r", "r_lo", "r_hi", "f1", "f1_lo", "f1_hi")
-#: how far back :func:`score_change` looks for the previous figures (re-scoring writes a score per label batch)
-CHANGE_LOOKBACK = 500
-
-
-def score_change(score: Score) -> dict | None:
-    """What ``score``'s figures replaced: the newest earlier score of the same submission and level whose shown
-    figures (:data:`SHOWN`, to 3 decimals) differ, as ``{"previous": {figure: value}, "previous_created",
-    "changed"}``, ``changed`` being when the current figures appeared (the first later score that has them);
-    None when no earlier score (of the last :data:`CHANGE_LOOKBACK`) differs."""
-    def shown(row):
-        return tuple(None if row[k] is None else round(row[k], 3) for k in SHOWN)
-
-    now = shown({k: getattr(score, k) for k in SHOWN})
-    changed = score.created
-    for row in (Score.objects.filter(submission_id=score.submission_id, level=score.level, id__lt=score.pk)
-                .order_by("-id").values("created", *SHOWN)[:CHANGE_LOOKBACK]):
-        if shown(row) != now:
-            return {"previous": {k: row[k] for k in SHOWN}, "previous_created": row["created"], "changed": changed}
-        changed = row["created"]
-    return None
-
-
-def newest_scores(sub: Submission) -> dict[str, Score]:
-    """The newest score per level; a frozen level's snapshot (its period closed: :mod:`.periods`), with
-    ``frozen`` (the time) set on it (``None`` on the others)."""
-    from .models import ScoreSnapshot
-
-    # a GROUP BY over the (submission, level, id) index: a correlated subquery per score row cost 4 ms on PostgreSQL
-    newest = Score.objects.filter(id__in=Score.objects.filter(submission=sub).order_by().values("level")
-                                  .annotate(m=Max("id")).values("m"))
-    out = {s.level: s for s in newest}
-    for s in out.values():
-        s.frozen = None
-    for snap in ScoreSnapshot.objects.filter(submission=sub).select_related("score"):
-        out[snap.level] = snap.score
-        snap.score.frozen = snap.frozen
-    # in the levels' order (instance, relation, entity), as everywhere else
-    return {lv: out[lv] for lv in sorted(out, key=lambda lv: (LEVELS.index(lv) if lv in LEVELS else len(LEVELS), lv))}

@@ -10,7 +10,7 @@ A corpus runs in periods (:class:`~unpooled.service.corpora.models.Period`), at 
   level is recorded as a :class:`~unpooled.service.evaluations.models.ScoreSnapshot`.  A submission still being
   evaluated when the period closes is frozen when it is published (:func:`freeze_pending`, called after every
   re-scoring and publication).  The re-scoring writes no new score for a frozen submission
-  (:func:`frozen_levels`, used by :func:`unpooled.service.evaluations.actions.score_corpus`): its draws and labels
+  (:func:`frozen_levels`, used by :func:`unpooled.service.evaluations.publish.score_corpus`): its draws and labels
   still take part in the joint estimation of the others, but its own published numbers stay where they were.
 * **Release** (:func:`do_release_period`): the dataset release of :mod:`unpooled.service.annotation.release`
   scoped to the period: the labels of the instances its submissions drew, their answers, and the corpus's

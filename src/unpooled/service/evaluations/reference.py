@@ -2,7 +2,7 @@
 evaluation should allow comparisons against human effort").
 
 :func:`build` turns the completely annotated sampled documents (their aggregated mentions, clusters, links and
-relations: :func:`~unpooled.service.evaluations.actions.exhaustive_truth`'s source) into a flagged submission
+relations: :func:`~unpooled.service.evaluations.inputs.exhaustive_truth`'s source) into a flagged submission
 (``is_reference``) of the reserved team :data:`~unpooled.service.submissions.models.REFERENCE_TEAM`, rebuilt when
 the annotation changes.  It is no team's run: it takes no rank on the leaderboard (a marked row), counts against
 no quota and belongs to no period.
@@ -195,7 +195,7 @@ def recall_candidates(corpus: Corpus, ref: Submission) -> list[dict]:
 
 def request(corpus: Corpus, *, draws: int = PRECISION_DRAWS, rng=None) -> dict:
     """Build the reference, draw its precision sample and ask for the labels of both samples.  Returns counts."""
-    from .actions import draw
+    from .draws import draw
 
     ref = build(corpus)
     if ref is None or not ref.instances.exists():
@@ -319,7 +319,7 @@ def score(corpus: Corpus) -> Score | None:
 
 
 def on_labels(corpus: Corpus) -> Score | None:
-    """After a label batch (:func:`unpooled.service.evaluations.lifecycle.on_labels`): re-score the reference."""
+    """After a label batch (:func:`unpooled.service.evaluations.tasks.on_labels`): re-score the reference."""
     try:
         return score(corpus)
     except Exception:  # noqa: BLE001 - the systems' scores stand without the reference's

@@ -1,6 +1,6 @@
 r"""Incremental re-scoring: the joint estimates of a corpus from cached structures plus the newest labels.
 
-:func:`unpooled.service.evaluations.actions.offline_data` followed by
+:func:`unpooled.service.evaluations.inputs.offline_data` followed by
 :func:`unpooled.core.offline.score` rebuilds everything from the database on every call:
 every instance of every submission, the universe of instance keys, the sampling matrix
 ``P``, the overlap matching of the draws (:math:`g_i(x_s)`) and of the exhaustive truth
@@ -22,7 +22,7 @@ that a change made by another process is never missed:
     ingested: instances are written in the transaction that creates the submission.)
 ``_Truth`` per pool
     the exhaustive truth, ``g0`` and ``v0``; fingerprint: what
-    :func:`~unpooled.service.evaluations.actions.exhaustive_truth` reads (the sampled
+    :func:`~unpooled.service.evaluations.inputs.exhaustive_truth` reads (the sampled
     documents with their inclusion probabilities, the completed relation tasks of those
     documents by id and completion time); when it moves, the truth is re-read and ``g0``
     re-matched only if the truth itself changed.
@@ -50,13 +50,9 @@ rescore`` checks it at 100 submissions).
 **Which submissions a new label affects.**  With the joint estimator every system's
 estimate uses every labelled draw of every system (the proposal :math:`q_i` mixes all
 :math:`p_j`, and :math:`\hat\nu_i` averages over all draws), so a new label on a key drawn
-at a level changes every submission's score at that level; a label on a key drawn by nobody
-at that level changes none (labels enter only through draws), whatever submissions contain
-the key.  And the confusions are refitted over all answers, so new answers move every item's
-vote likelihood.  :func:`rescore_affected` therefore re-scores, at each
-level with draws, every submission when one of the keys is drawn at that level or when the
-label inputs (labels, answers) or draws changed since this process last scored the level;
-otherwise it leaves the level alone.
+at a level changes every submission's score at that level, and the confusions are refitted over all answers,
+so new answers move every item's vote likelihood: a label batch re-scores every submission at every level with
+draws (:func:`~.publish.rescore`); a level whose inputs did not change returns its kept result.
 """
 
 from __future__ import annotations
@@ -83,6 +79,7 @@ from unpooled.service.corpora.models import Corpus, Document
 from unpooled.service.submissions.models import RelationInstance, Submission
 
 from . import rates
+from .inputs import exhaustive_truth, offline_data, system_name
 from .models import Draw
 from .policy import CONFIDENCE, LABEL_METHOD
 
@@ -92,7 +89,6 @@ MAX_POOLS = 4
 _lock = threading.RLock()
 _pools: OrderedDict[tuple[tuple, str], _Pool] = OrderedDict()
 _labels: dict[tuple[tuple, str], _Labels] = {}
-_last_inputs: dict[tuple, tuple] = {}
 _results: dict[tuple, tuple] = {}  # (corpus, level, match, weights, method) -> (inputs, result)
 #: seconds per part of the last :func:`score` (pool, truth, draws, labels, confusions, design, estimate)
 last_timings: dict[str, float] = {}
@@ -290,7 +286,7 @@ def _P(pool: _Pool, level: str) -> sp.csr_matrix:
 
 # -- truth -------------------------------------------------------------------------------------------
 def _truth_inputs(corpus: Corpus) -> tuple:
-    """What :func:`~.actions.exhaustive_truth` reads, cheaply: the sampled documents with their inclusion
+    """What :func:`~.inputs.exhaustive_truth` reads, cheaply: the sampled documents with their inclusion
     probabilities and the completed relation tasks (id, completion time) of those documents."""
     sampled = ExhaustiveDocument.objects.filter(corpus=corpus)
     return (tuple(sampled.order_by("document_id").values_list("document_id", "inclusion")),
@@ -300,8 +296,6 @@ def _truth_inputs(corpus: Corpus) -> tuple:
 
 
 def _truth(pool: _Pool, corpus: Corpus) -> _Truth:
-    from .actions import exhaustive_truth
-
     inputs = _truth_inputs(corpus)
     got = pool.truth
     if got is None or got.inputs != inputs:
@@ -416,8 +410,6 @@ def score(corpus: Corpus, *, level: str = "instance", match: str = "overlap", we
     """
     from time import perf_counter
 
-    from .actions import system_name
-
     check_choice("level", level, LEVELS)
     check_choice("match", match, MATCHES)
     check_choice("weights", weights, WEIGHTS)
@@ -452,7 +444,6 @@ def score(corpus: Corpus, *, level: str = "instance", match: str = "overlap", we
         inputs = _inputs_fp(pool, d, truth, labels, ans_fp, label_method) + (tuple(names),)
         done = _results.get(rkey)
         if done is not None and done[0] == inputs:  # nothing changed: the same result
-            _last_inputs[rkey] = inputs
             t.pop("start")
             last_timings.clear()
             last_timings.update(t)
@@ -496,7 +487,6 @@ def score(corpus: Corpus, *, level: str = "instance", match: str = "overlap", we
     mark("estimate")
     with _lock:
         _results[rkey] = (inputs, res, keys)
-        _last_inputs[rkey] = inputs
     t.pop("start")
     last_timings.clear()
     last_timings.update(t)
@@ -531,9 +521,7 @@ def _rows(design, names: tuple[str, ...], truth, *, level: str, weights: str, ma
 
 def from_scratch(corpus: Corpus, *, level: str = "instance", match: str = "overlap", weights: str = "balance"
                  ) -> Scored:
-    """The reference path: everything read and built anew (:func:`~.actions.offline_data` + the core's ``score``)."""
-    from .actions import offline_data
-
+    """The reference path: everything read and built anew (:func:`~.inputs.offline_data` + the core's ``score``)."""
     data, by_name, docs = offline_data(corpus, level=level)
     if not data.submissions:
         return Scored(None, {}, 0)
@@ -550,74 +538,11 @@ def levels_with_draws(corpus: Corpus) -> list[str]:
     return [lv for lv in LEVELS if lv in got]
 
 
-def affected_levels(corpus: Corpus, keys, *, match: str = "overlap", weights: str = "balance",
-                    label_method: str = LABEL_METHOD) -> list[str]:
-    """Levels whose scores the labels of ``keys`` (or other changes since the last scoring here) move.
-
-    A level is affected when one of ``keys`` is drawn at it, or when it has draws and its inputs
-    (submissions, draws, truth, labels, answers) differ from those of its last scoring in this
-    process (or it was not scored here yet).  See the module documentation for why every
-    submission of an affected level is re-scored.
-    """
-    from unpooled.core.kb.model import key_hash
-
-    keys = set(keys)
-    hashes = sorted({key_hash(k) for k in keys})
-    drawn: set[str] = set()  # levels where one of the keys is drawn
-    for i in range(0, len(hashes), 500):
-        for level, key in (Draw.objects.filter(submission__corpus=corpus, submission__is_reference=False,
-                                               key_hash__in=hashes[i:i + 500])
-                           .values_list("level", "key").distinct()):
-            if key in keys:
-                drawn.add(level)
-    out = []
-    for level in levels_with_draws(corpus):
-        hit = level in drawn
-        if not hit:
-            last = _last_inputs.get((_ckey(corpus), level, match, weights, label_method))
-            hit = last is None or last != _current_inputs(corpus, level, match, label_method)
-        if hit:
-            out.append(level)
-    return out
-
-
-def _current_inputs(corpus: Corpus, level: str, match: str, label_method: str) -> tuple | None:
-    with _lock:
-        pool = _pools.get((_ckey(corpus), match))
-        if pool is None:
-            return None
-        from .actions import system_name
-
-        # the human reference is no system of the pool (evaluations/reference.py says why)
-        subs = list(Submission.objects.filter(corpus=corpus, is_reference=False).select_related("team").order_by("id"))
-        if tuple((s.pk, s.created) for s in subs) != pool.sub_fp:
-            return None
-        by_id = {s.pk: s for s in subs}
-        names = tuple(system_name(by_id[s]) for s in pool.sys_ids)
-        d = _draws(pool, level)
-        truth = _truth(pool, corpus)
-        labels = _current_labels(corpus, label_method)
-        ans_fp = rates.answers_fp(corpus) if label_method == "majority" else None
-        return _inputs_fp(pool, d, truth, labels, ans_fp, label_method) + (names,)
-
-
-def rescore_affected(corpus: Corpus, keys, *, match: str = "overlap", weights: str = "balance") -> dict[str, list]:
-    """Re-score (one new Score row each) every submission at every level the new labels of ``keys`` affect.
-
-    Returns ``{level: [Score, ...]}`` for the levels re-scored.
-    """
-    from .actions import score_corpus
-
-    return {level: score_corpus(corpus, level=level, match=match, weights=weights)
-            for level in affected_levels(corpus, keys, match=match, weights=weights)}
-
-
 def clear_cache() -> None:
     """Forget every cached structure (tests, and after bulk maintenance)."""
     with _lock:
         _pools.clear()
         _labels.clear()
-        _last_inputs.clear()
         _results.clear()
 
 

@@ -2,12 +2,12 @@ r"""True precision, recall and F1 of a submission, from a corpus's gold layer (d
 
 A corpus with a near-exhaustive gold layer (Re-DocRED) lets the service compare every estimate
 with the quantity it estimates.  The definitions here are *exactly* the estimands of
-:func:`unpooled.service.evaluations.actions.score_corpus`, not a looser "gold F1":
+:func:`unpooled.service.evaluations.publish.score_corpus`, not a looser "gold F1":
 
 **Precision** at level :math:`\ell` is :math:`\pi_i = \sum_{x \in X_i} p^{(\ell)}_i(x)\, f(x)`
 (method.md §1.2-1.3), where
 
-* :math:`p^{(\ell)}_i` is the sampling distribution :func:`~unpooled.service.evaluations.actions.draw`
+* :math:`p^{(\ell)}_i` is the sampling distribution :func:`~unpooled.service.evaluations.draws.draw`
   draws from (:func:`unpooled.core.estimators.sampling.sampling_distribution`, with the same
   predicate, subject-entity and fill codes), so ``instance`` gives the plain share of correct
   instances and ``relation`` / ``entity`` the macro averages over predicates / subject entities;
@@ -33,7 +33,7 @@ weighted by their inclusion probabilities):
 3. each pair gets every gold predicate, in either direction, between the entities its two
    mentions overlap (:meth:`GoldOracle.pair_labels`), and each becomes an instance in the
    schema's canonical direction (a symmetric relation's arguments in offset order), once per
-   instance key (:func:`~unpooled.service.evaluations.actions.exhaustive_truth`).
+   instance key (:func:`~unpooled.service.evaluations.inputs.exhaustive_truth`).
 
 So recall is relative to *within-sentence* facts at the mentions the protocol picks;
 cross-sentence facts never count.  :math:`g_i(y)` is whether the submission has an instance
@@ -100,7 +100,7 @@ def instance_rows(submission) -> list[tuple]:
 
 
 def level_weights(rows: list[tuple], level: str) -> np.ndarray:
-    """:math:`p^{(\\ell)}_i` over ``rows``, computed as :func:`~unpooled.service.evaluations.actions.draw` does."""
+    """:math:`p^{(\\ell)}_i` over ``rows``, computed as :func:`~unpooled.service.evaluations.draws.draw` does."""
     if not rows:
         return np.zeros(0)
     return sampling_distribution(

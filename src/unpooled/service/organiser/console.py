@@ -250,7 +250,7 @@ def submission_rows(corpus: Corpus, *, limit: int = 500) -> list[dict]:
                  .values("requests__submission_id").annotate(n=Count("id")).values_list("requests__submission_id", "n"))
     own = dict(SubmissionBudget.objects.filter(submission_id__in=ids).values_list("submission_id", "limit_cents"))
     default = settings_for(corpus).submission_budget_cents
-    from unpooled.service.evaluations.lifecycle import level_states, stage_summary
+    from unpooled.service.evaluations.status import level_states, stage_summary
 
     states = level_states(subs)
     rows = []
@@ -311,10 +311,10 @@ def check_retry(user, sub: Submission) -> None:
 
 def do_retry(user, sub: Submission) -> str:
     """Resume a failed submission at the stage that failed; returns that stage."""
-    from unpooled.service.evaluations import lifecycle
+    from unpooled.service.evaluations import tasks
 
     check_retry(user, sub)
-    lifecycle.retry(sub)
+    tasks.retry(sub)
     return sub.status
 
 

@@ -3,5 +3,5 @@
 from django.dispatch import Signal
 
 #: a submission was stored and its evaluation should start (``submission``); receivers run inside the storing
-#: transaction (:func:`unpooled.service.evaluations.lifecycle.enqueue_advance` defers its work to commit)
+#: transaction (:func:`unpooled.service.evaluations.tasks.enqueue_advance` defers its work to commit)
 submission_stored = Signal()

@@ -12,7 +12,7 @@ from django.shortcuts import get_object_or_404, render
 from unpooled.service.accounts.actions import open_signup, role_of, team_of, visible_submissions
 from unpooled.service.annotation.layers import annotation_layers
 from unpooled.service.corpora.models import Corpus, Document
-from unpooled.service.evaluations.lifecycle import attach_level_states
+from unpooled.service.evaluations.status import attach_level_states
 from unpooled.service.submissions.models import Submission
 
 

@@ -225,7 +225,7 @@ def _render_content(request, sub: Submission, manage: bool, level: str | None) -
     from django.db.models.functions import Substr
 
     from unpooled.service.evaluations import breakdown
-    from unpooled.service.evaluations.lifecycle import newest_scores
+    from unpooled.service.evaluations.status import newest_scores
 
     newest = newest_scores(sub)
     scores = [newest[lv] for lv in LEVELS if lv in newest] + [s for lv, s in newest.items() if lv not in LEVELS]
@@ -292,7 +292,7 @@ def _render_content(request, sub: Submission, manage: bool, level: str | None) -
 def _headline(score) -> dict:
     """The headline's context: how far the correction for annotator error moved precision from the labelled
     sample's (when more than half the interval's width), and what the figures replaced (:func:`score_change`)."""
-    from unpooled.service.evaluations.lifecycle import score_change
+    from unpooled.service.evaluations.status import score_change
 
     smp = (score.details or {}).get("sample") or {}
     shift = None

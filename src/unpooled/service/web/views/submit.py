@@ -161,7 +161,7 @@ def _visible(request, pk: int) -> Submission:
 
 def status(request, pk: int):
     """The live status page: stage, labels received / needed, cost so far, time left, newest scores."""
-    from unpooled.service.evaluations.lifecycle import newest_scores, progress
+    from unpooled.service.evaluations.status import newest_scores, progress
 
     sub = _visible(request, pk)
     p = progress(sub)
@@ -172,7 +172,7 @@ def status(request, pk: int):
 
 
 def status_json(request, pk: int):
-    from unpooled.service.evaluations.lifecycle import newest_scores, progress
+    from unpooled.service.evaluations.status import newest_scores, progress
 
     sub = _visible(request, pk)
     out = progress(sub)
@@ -186,7 +186,7 @@ def status_json(request, pk: int):
 @require_POST
 def retry(request, pk: int):
     from unpooled.service.evaluations.lifecycle import LifecycleError
-    from unpooled.service.evaluations.lifecycle import retry as do_retry
+    from unpooled.service.evaluations.tasks import retry as do_retry
 
     sub = get_object_or_404(Submission, pk=pk)
     if not accounts.is_organiser(request.user):

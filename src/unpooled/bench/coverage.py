@@ -4,9 +4,9 @@ r"""Coverage of the published intervals: the evaluation pipeline re-run over man
 trial and inside a transaction that is rolled back (the database is left as it was; the
 corpus's earlier draws, tasks, labels and scores are set aside for the trial):
 
-1. :func:`~unpooled.service.evaluations.actions.evaluate` itself -- draws from each
+1. :func:`~unpooled.service.evaluations.run.evaluate` itself -- draws from each
    :math:`p_i`, verification requests with label reuse, a uniform document sample for exhaustive
-   annotation, the crowd, majority labels, :func:`~.actions.score_corpus` -- with
+   annotation, the crowd, majority labels, :func:`~unpooled.service.evaluations.publish.score_corpus` -- with
    :class:`BulkSimulatedCrowd` as the crowd;
 2. the scores of every compared method (:func:`method_name`: plain majority labels, or the crowd's votes
    with confusions from each source) from the same answers, by the core's
@@ -38,8 +38,8 @@ from unpooled.core.annotation.confusion import fit_confusions, keyed_answers
 from unpooled.core.estimators.noisy import KeyedAnswers
 from unpooled.core.offline import score as offline_score
 
-from .rates import sentence_index, verify_answers
-from .truth import covered
+from unpooled.service.evaluations.rates import sentence_index, verify_answers
+from unpooled.service.evaluations.truth import covered
 
 #: compared confusion sources (None: plain majority labels, no crowd-noise model)
 SOURCES: tuple = (None, "dawid-skene", "controls", "semi")
@@ -135,7 +135,7 @@ def reset_evaluation_state(corpus) -> None:
     """Delete the corpus's draws, scores, tasks, labels and exhaustive sample (callers roll back)."""
     from unpooled.service.annotation.models import Annotator, ExhaustiveDocument, Label, Task
 
-    from .models import Draw, Score
+    from unpooled.service.evaluations.models import Draw, Score
 
     Score.objects.filter(submission__corpus=corpus).delete()
     Draw.objects.filter(submission__corpus=corpus).delete()
@@ -174,7 +174,7 @@ class TrialInputs:
 
 
 def trial_inputs(corpus, *, level: str = "instance", sentences=None) -> TrialInputs | None:
-    from .actions import offline_data
+    from unpooled.service.evaluations.inputs import offline_data
 
     data, _, docs = offline_data(corpus, level=level)
     if not data.submissions:
@@ -274,8 +274,10 @@ def run_coverage(corpus, trials: int, *, accuracy: float = 0.8, annotators: int 
     from unpooled.service.annotation.actions import settings_for
     from unpooled.service.annotation.controls import create_verify_controls
 
-    from .actions import evaluate, system_name
-    from .truth import true_scores_all
+    from unpooled.service.evaluations.inputs import system_name
+
+    from unpooled.service.evaluations.run import evaluate
+    from unpooled.service.evaluations.truth import true_scores_all
 
     t0 = time.time()
     truth_by_pk = true_scores_all(corpus, level=level)
@@ -324,11 +326,11 @@ def run_coverage(corpus, trials: int, *, accuracy: float = 0.8, annotators: int 
 
 def _clear_caches() -> None:
     """Forget the in-process caches of the scoring path (fingerprints of rows that a rollback un-made)."""
-    from . import rates
+    from unpooled.service.evaluations import rates
 
     rates.clear_cache()
     try:
-        from . import scoring
+        from unpooled.service.evaluations import scoring
     except ImportError:  # the from-scratch scoring path keeps no cache
         return
     clear = getattr(scoring, "clear_cache", None)

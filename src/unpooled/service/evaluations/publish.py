@@ -1,0 +1,168 @@
+"""Publish: score every submission of a corpus jointly (:mod:`.scoring`, the core's estimate) and store the
+results: one :class:`~.models.Score` per submission and level, then the breakdowns, the entity scores, the truth
+beside each score where the corpus has a gold layer, and the human reference's own score.
+
+The estimates are those of the core's ``score`` on :func:`~.inputs.offline_data` with the crowd's answers (the
+from-scratch path), computed incrementally by :mod:`.scoring`; nothing here computes an estimate.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+
+from django.db import transaction
+from django.db.models import Count, Exists, OuterRef, Q
+
+from unpooled.service.annotation.models import Kind, Label, TaskRequest
+from unpooled.service.corpora.models import Corpus
+from unpooled.service.locks import exclusive
+from unpooled.service.submissions.models import Submission
+
+from . import reference, scoring
+from .breakdown import compute_breakdowns
+from .entities import compute as compute_entities
+from .models import Draw, Score
+from .periods import freeze_pending, frozen_levels
+from .truth import attach_truth
+
+log = logging.getLogger(__name__)
+
+
+def label_provenance(corpus: Corpus, level: str) -> dict[int, dict[str, int]]:
+    """Per submission, where the labels of its draws at ``level`` come from (one query).
+
+    ``drawn``: distinct instance keys among its draws at the level; ``new``: those whose verification task this
+    submission created (and paid for); ``reused``: the other drawn keys that have a label -- labelled before it
+    asked, or by a task another submission created (it joined that task).  ``new + reused <= drawn``, and each
+    level counts its own draws (a submission drawn at three levels has three sets of counts).
+    """
+    paid = TaskRequest.objects.filter(submission_id=OuterRef("submission_id"), committed_cents__gt=0,
+                                      task__kind=Kind.VERIFY, task__key_hash=OuterRef("key_hash"),
+                                      task__key=OuterRef("key"))
+    labelled = Label.objects.filter(corpus=corpus, key_hash=OuterRef("key_hash"), key=OuterRef("key"))
+    rows = (Draw.objects.filter(submission__corpus=corpus, level=level)
+            .annotate(paid=Exists(paid), labelled=Exists(labelled)).order_by()
+            .values("submission_id")
+            .annotate(drawn=Count("key", distinct=True), new=Count("key", distinct=True, filter=Q(paid=True)),
+                      reused=Count("key", distinct=True, filter=Q(paid=False, labelled=True))))
+    return {r["submission_id"]: {"drawn": r["drawn"], "new": r["new"], "reused": r["reused"]} for r in rows}
+
+
+def score_corpus(corpus: Corpus, *, level: str = "instance", match: str = "overlap",
+                 weights: str = "balance") -> list[Score]:
+    """Score every submission of the corpus jointly with all labels so far; store one Score each.
+
+    The estimates are :func:`offline_data` + the core's ``score`` with the crowd's answers (the from-scratch
+    path), computed incrementally: :mod:`.scoring` keeps the label-free parts in memory and re-reads only what
+    changed.  ``details`` keeps the labelled-sample figures (majority labels taken as certain) beside the
+    published ones, the crowd's mean rates, and the variance by source.  ``labels_new`` and ``labels_reused``
+    (and ``details['provenance']``) are this level's own: :func:`label_provenance`.
+    """
+    got = scoring.score(corpus, level=level, match=match, weights=weights)
+    res, by_name, docs = got.result, got.by_name, got.docs
+    if res is None:
+        return []
+    sc = res.scores
+    out = []
+    prov = label_provenance(corpus, level)
+    for i, row in enumerate(res.rows):
+        sub = by_name[row.system]
+        pv = prov.get(sub.pk, {"drawn": 0, "new": 0, "reused": 0})
+        new, reused = pv["new"], pv["reused"]
+
+        def num(x):
+            # the joint estimator is unbiased but not self-normalised: a point estimate can leave [0, 1]
+            # by a little; what is published is clipped (the raw value is kept in details)
+            return None if x is None or math.isnan(x) else min(1.0, max(0.0, float(x)))
+
+        out.append(Score(
+            submission=sub, level=level, estimator=f"joint/{weights}/{match}",
+            p=num(row.p), p_lo=num(row.p_lo), p_hi=num(row.p_hi), r=num(row.r), r_lo=num(row.r_lo), r_hi=num(row.r_hi),
+            f1=num(row.f1), f1_lo=num(row.f1_lo), f1_hi=num(row.f1_hi), draws=row.labels, labels_new=new,
+            labels_reused=reused, exhaustive_documents=docs,
+            details={"ess": row.ess, "warnings": list(row.warnings) + list(res.warnings), "provenance": pv,
+                     "raw": {"p": row.p, "r": row.r, "f1": row.f1}, **_crowd_details(sc, i)}))
+    # a submission of a closed period keeps the score it was frozen with (periods.py): its draws and labels still
+    # take part in the others' joint estimates above, but no new score of its own is written
+    frozen = frozen_levels(corpus)
+    out = [s for s in out if (s.submission.pk, level) not in frozen]
+    with transaction.atomic():
+        made = Score.objects.bulk_create(out)
+        freeze_pending(corpus)  # published submissions of a closed period not frozen yet
+    return made
+
+
+def _crowd_details(sc, i: int) -> dict:
+    """The labelled-sample figures, the crowd's rates and the variance by source of system ``i``, when the
+    scores come from the crowd's votes."""
+    if sc.raw is None:
+        return {}
+
+    def num(x):
+        x = float(x)
+        return None if math.isnan(x) else x
+
+    return {"sample": {k: num(v[i]) for k, v in sc.raw.items()},
+            "crowd_rates": {k: num(v) for k, v in sc.rates.items()},
+            "variance": {src: {k: num(v[i]) for k, v in parts.items()} for src, parts in sc.var_parts.items()}}
+
+
+def leaderboard_row(s: Score) -> dict:
+    sub = s.submission
+    return {"submission": sub.pk, "team": sub.team.name, "run": sub.run_id, "level": s.level,
+            "p": s.p, "p_lo": s.p_lo, "p_hi": s.p_hi, "r": s.r, "r_lo": s.r_lo, "r_hi": s.r_hi,
+            "f1": s.f1, "f1_lo": s.f1_lo, "f1_hi": s.f1_hi, "labels_new": s.labels_new,
+            "labels_reused": s.labels_reused, "draws": s.draws, "exhaustive_documents": s.exhaustive_documents,
+            "estimator": s.estimator, "warnings": s.details.get("warnings", [])}
+
+
+def rescore(corpus: Corpus) -> list[Score]:
+    """Score every submission of the corpus at every level that has draws."""
+    out: list[Score] = []
+    by_level = {}
+    for level in scoring.levels_with_draws(corpus):
+        by_level[level] = score_corpus(corpus, level=level)
+        out += by_level[level]
+    for level, scores in by_level.items():
+        breakdowns(corpus, level)
+        if corpus.has_gold:
+            truth(corpus, level, scores)
+    entities(corpus)
+    return out
+
+
+def entities(corpus: Corpus) -> None:
+    """The entity scores (mentions, types, links, NIL clusters) beside the relation scores."""
+    try:
+        compute_entities(corpus)
+    except Exception:  # noqa: BLE001 - the relation scores stand without the entity scores
+        log.exception("entity scores of %s failed", corpus.name)
+
+
+def truth(corpus: Corpus, level: str, scores: list[Score]) -> None:
+    """With a gold layer (a demo, a validation corpus): each new score keeps the true P, R, F1 beside it."""
+    try:
+        attach_truth(corpus, [leaderboard_row(s) for s in scores], level=level)
+    except Exception:  # noqa: BLE001 - the scores stand without their truth
+        log.exception("truth of %s at level %s failed", corpus.name, level)
+
+
+def breakdowns(corpus: Corpus, level: str) -> None:
+    """Per-relation and per-type breakdowns of the new scores, computed here so that pages never compute them."""
+    try:
+        compute_breakdowns(corpus, level)
+    except Exception:  # noqa: BLE001 - the scores stand; the page computes the breakdown on demand instead
+        log.exception("breakdown of %s at level %s failed", corpus.name, level)
+
+
+def rescore_all(corpus: Corpus) -> int:
+    """Re-score every submission of the corpus, and the human reference; one re-scoring at a time per corpus
+    (a later one reads the labels the earlier one wrote its scores from, or newer: the newest score is never
+    computed from older labels than the one before it).  Returns the number of scores written."""
+    with exclusive("rescore", corpus.pk):
+        scores = rescore(corpus) if Draw.objects.filter(submission__corpus=corpus,
+                                                        submission__is_reference=False).exists() else []
+        if Submission.objects.filter(corpus=corpus, is_reference=True).exists():
+            reference.on_labels(corpus)  # the human reference, scored on its own (reference.py)
+    return len(scores)
