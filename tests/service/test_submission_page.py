@@ -333,12 +333,10 @@ def test_breakdown_is_computed_once_per_score(world, client, monkeypatch, django
     # the first view computed the breakdown of every newest score of the corpus at that level
     for s in breakdown.newest_scores_of_corpus(corpus, "instance").values():
         assert breakdown.stored(s) is not None
-    from unpooled.service.evaluations import inputs
-
     def boom(*a, **k):
         raise AssertionError("the breakdown must be read, not recomputed")
 
-    monkeypatch.setattr(inputs, "offline_data", boom)
+    monkeypatch.setattr(breakdown, "_scored_design", boom)
     with django_assert_max_num_queries(12):
         html = client.get(url).content.decode()
     assert "relation-table" in html

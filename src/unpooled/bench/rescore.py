@@ -351,7 +351,7 @@ def child(cfg: dict) -> None:
         cold = timed()
         unchanged = timed()
         log(f"cold {cold['seconds']:.2f} s, unchanged {unchanged['seconds']:.3f} s")
-        n_universe = len(scoring._pools[(scoring._ckey(corpus), "overlap")].universe)
+        n_universe = len(scoring.inputs(corpus).universe)
         batches = []
         for r in range(cfg["repeats"]):
             crowd.label(items(reserve[r * cfg["labels"]:(r + 1) * cfg["labels"]]))

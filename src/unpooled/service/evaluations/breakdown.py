@@ -2,8 +2,8 @@ r"""A submission's score broken down by relation and by subject entity type, and
 
 **Breakdown.**  For the newest :class:`~.models.Score` of a submission at a level, the
 per-group estimates of :func:`unpooled.core.estimators.breakdown.subset_scores` on the
-same data as the score (:func:`~.inputs.offline_data`, the corrected labels, the
-score's weight rule and matching policy):
+same design and crowd votes as the score (:func:`.scoring.score`'s, kept in memory: the corrected labels,
+the score's weight rule and matching policy):
 
 * *by relation*: the group of an instance is its predicate (canonical direction); the
   group of an exhaustively found true instance is its predicate;
@@ -15,8 +15,7 @@ Precision within a group is the ratio (Hájek) estimator over the labelled draws
 recall the inclusion-weighted share of the group's exhaustively found true instances the
 submission matches (the score's matching policy, the variance by documents as the headline's),
 F1 their harmonic mean; all with 90% Wilson intervals, and flagged (``p_few``, ``r_few``,
-``f1_few``) below :data:`~unpooled.core.estimators.breakdown.MIN_EFFECTIVE` effective draws.  The
-design is the score's (the same documents and sentence split as :func:`~.scoring.from_scratch`).
+``f1_few``) below :data:`~unpooled.core.estimators.breakdown.MIN_EFFECTIVE` effective draws.  
 The ``all`` row *is* the score: its P, R, F1 and intervals are copied from the :class:`~.models.Score`
 the breakdown belongs to (the joint estimate of :func:`unpooled.core.estimators.estimate`), not
 recomputed with the groups' estimator, whose recall uses the exhaustive documents alone
@@ -47,11 +46,12 @@ from django.utils import timezone
 
 from unpooled.core.estimators import estimate, subset_scores, weight_matrix
 from unpooled.core.estimators.joint import WeightDegeneracyWarning
-from unpooled.core.offline import build_design
 from unpooled.service.annotation.models import ExhaustiveDocument, Kind, Label, Task
 from unpooled.service.corpora.models import Corpus, Document, Sentence
 from unpooled.service.submissions.models import RelationInstance, Submission, SubmissionEntity
 
+from . import scoring
+from .inputs import system_name
 from .models import Draw, Score
 from .policy import CONFIDENCE
 
@@ -150,81 +150,48 @@ def headline_row(score: Score, instances: int, n_draws: int, n_true: int) -> dic
 def compute_breakdowns(corpus: Corpus, level: str, *, only_missing: bool = True) -> int:
     """Compute and store the breakdown of the newest score of every submission at ``level``.
 
-    One design serves every submission (the expensive part is reading the corpus's data).
-    Returns the number of scores updated.
+    The design, the crowd's votes and the truth are those the scores were estimated from (:func:`.scoring.score`,
+    kept in memory: nothing is read again but each submission's own subjects).  Returns the number of scores
+    updated.
     """
-    from .inputs import offline_data, system_name
-
     newest = newest_scores_of_corpus(corpus, level)
     todo = {sid: s for sid, s in newest.items() if not only_missing or stored(s) is None}
     if not todo:
         return 0
-    data, by_name, docs = offline_data(corpus, level=level)
-    if not data.submissions:
-        return 0
-    index_of = {s.name: i for i, s in enumerate(data.submissions)}
-    # the universe in build_design's order: every key once, in submission then file order
-    uindex: dict[str, int] = {}
-    upred: list[str] = []
-    for s in data.submissions:
-        for key, ref in zip(s.keys, s.instances):
-            if key not in uindex:
-                uindex[key] = len(uindex)
-                upred.append(ref.predicate)
-    truth = data.exhaustive
     ttypes = truth_types(corpus)
-    doc_pk = dict(Document.objects.filter(corpus=corpus, doc_id__in={t.ref.doc for t in truth})
-                  .values_list("doc_id", "pk"))
-    # predicates (canonical) of the universe and of the truth
-    preds = sorted(set(upred) | {t.ref.predicate for t in truth})
-    pcode = _codes(preds)
-    universe_pred = np.array([pcode[p] for p in upred], dtype=np.int64)
-    truth_pred = np.array([pcode[t.ref.predicate] for t in truth], dtype=np.int64)
-    truth_stype = [ttypes.get(t.key, (UNTYPED, UNTYPED))[0] for t in truth]
     schema = corpus.schema.schema()
 
     def describe(pred: str) -> str:
         rel = schema.resolve(pred)
         return rel.description if rel is not None else ""
 
-    # precision per group from the crowd's votes, as the scores are (rates: the same memoised fit)
-    from . import rates
-
-    answers = rates.keyed_answers(corpus)
-    crowd = answers.on(uindex, len(uindex)) if answers is not None else None
     designs: dict[tuple[str, str], tuple] = {}
     updated = 0
     now = timezone.now().isoformat()
     for sid, score in todo.items():
         sub = score.submission
-        name = system_name(sub)
-        if name not in index_of:
-            continue
         weights, match = parse_estimator(score.estimator)
         if (weights, match) not in designs:
-            design, universe = build_design(data, level=level, match=match, corrected_labels=True,
-                                            documents=docs or None, sentences=rates.sentences(corpus))
-            if len(universe) != len(uindex):  # pragma: no cover - build_design changed its universe
-                raise RuntimeError("breakdown: the universe of build_design is not the expected one")
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore", WeightDegeneracyWarning)
-                W = (estimate(design, weights="minvar", confidence=CONFIDENCE).weights if weights == "minvar"
-                     else weight_matrix(design.P, design.n, weights))
-            designs[(weights, match)] = (design, W)
-        design, W = designs[(weights, match)]
-        i = index_of[name]
-        core = data.submissions[i]
-        xs = np.array([uindex[k] for k in core.keys], dtype=np.int64)
+            designs[(weights, match)] = _scored_design(corpus, level, weights, match, ttypes)
+        got = designs[(weights, match)]
+        if got is None or system_name(sub) not in got["index_of"]:
+            continue
+        design, W, crowd, truth, docs = got["design"], got["W"], got["votes"], got["truth"], got["docs"]
+        preds, universe_pred, truth_pred, truth_stype = got["preds"], got["universe_pred"], got["truth_pred"], \
+            got["truth_stype"]
+        i = got["index_of"][system_name(sub)]
+        rows = list(RelationInstance.objects.filter(submission=sub).order_by("pk").values_list("key", "subject_id"))
+        xs = np.array([got["uindex"][k] for k, _ in rows], dtype=np.int64)
         # per relation
         counts_rel = np.bincount(universe_pred[xs], minlength=len(preds))
         rel = subset_scores(design, i, universe_pred, truth_pred, n_groups=len(preds), weights=W, confidence=CONFIDENCE,
                             zero_division="nan", votes=crowd)
         # per subject entity type (the submission's own typing)
         etype = dict(SubmissionEntity.objects.filter(submission=sub).values_list("pk", "type"))
-        sub_types = [etype.get(int(s)) or UNTYPED for s in core.subjects]
+        sub_types = [etype.get(int(subj)) or UNTYPED for _, subj in rows]
         types = sorted(set(sub_types) | set(truth_stype))
         tcode = _codes(types)
-        gu_type = np.full(len(uindex), -1, dtype=np.int64)
+        gu_type = np.full(len(got["uindex"]), -1, dtype=np.int64)
         gu_type[xs] = [tcode[t] for t in sub_types]
         gt_type = np.array([tcode[t] for t in truth_stype], dtype=np.int64)
         counts_type = np.bincount(gu_type[xs], minlength=len(types))
@@ -235,7 +202,7 @@ def compute_breakdowns(corpus: Corpus, level: str, *, only_missing: bool = True)
         for k in missed_idx[:MISSED_CAP].tolist():
             t = truth[k]
             st, ot = ttypes.get(t.key, (UNTYPED, UNTYPED))
-            missed.append([doc_pk.get(t.ref.doc), t.ref.doc, t.ref.s_start, t.ref.s_end, t.ref.predicate,
+            missed.append([got["doc_pk"].get(t.ref.doc), t.ref.doc, t.ref.s_start, t.ref.s_end, t.ref.predicate,
                            t.ref.o_start, t.ref.o_end, st, ot, round(1.0 / t.inclusion, 6)])
         missed.sort(key=lambda e: (e[1], e[2], e[5], e[4]))
         bd = {
@@ -254,6 +221,31 @@ def compute_breakdowns(corpus: Corpus, level: str, *, only_missing: bool = True)
         score.details = details
         updated += 1
     return updated
+
+
+def _scored_design(corpus: Corpus, level: str, weights: str, match: str, ttypes: dict) -> dict | None:
+    """What every breakdown of the scores of (``weights``, ``match``) at ``level`` shares: the scores' design,
+    weights, votes and truth (:func:`.scoring.score`), the pool's and the truth's relations and the truth's
+    subject types."""
+    got = scoring.score(corpus, level=level, match=match, weights=weights)
+    if got.result is None:
+        return None
+    design, truth = got.result.design, got.truth
+    upred = [ref.predicate for ref in got.universe]
+    preds = sorted(set(upred) | {t.ref.predicate for t in truth})
+    pcode = _codes(preds)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", WeightDegeneracyWarning)
+        W = (estimate(design, weights="minvar", confidence=CONFIDENCE).weights if weights == "minvar"
+             else weight_matrix(design.P, design.n, weights))
+    return {"design": design, "W": W, "votes": got.votes, "truth": truth, "docs": got.docs, "preds": preds,
+            "index_of": {name: i for i, name in enumerate(got.by_name)},
+            "uindex": {ref.key: u for u, ref in enumerate(got.universe)},
+            "universe_pred": np.array([pcode[p] for p in upred], dtype=np.int64),
+            "truth_pred": np.array([pcode[t.ref.predicate] for t in truth], dtype=np.int64),
+            "truth_stype": [ttypes.get(t.key, (UNTYPED, UNTYPED))[0] for t in truth],
+            "doc_pk": dict(Document.objects.filter(corpus=corpus, doc_id__in={t.ref.doc for t in truth})
+                           .values_list("doc_id", "pk"))}
 
 
 def ensure_breakdowns(corpus: Corpus, level: str) -> bool:

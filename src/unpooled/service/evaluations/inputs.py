@@ -1,8 +1,9 @@
 """What the estimation reads from the database, built from scratch as the core's input.
 
 :func:`offline_data` is the corpus's submissions, labelled draws and exhaustive truth as
-:class:`unpooled.core.offline.OfflineData`: the from-scratch view that the sampling planner and the breakdowns
-estimate from, and the oracle the incremental :mod:`.scoring` is checked against (to float round-off).
+:class:`unpooled.core.offline.OfflineData`: the oracle that the incremental :mod:`.scoring` (the one reader of the
+service's estimates, the sampling planner's and the breakdowns') is checked against to float round-off
+(:func:`.scoring.from_scratch`), and the coverage harness's input.
 """
 
 from __future__ import annotations

@@ -43,9 +43,9 @@ from unpooled.service.corpora.models import Corpus
 from unpooled.service.locks import exclusive
 from unpooled.service.submissions.models import Submission
 
-from . import rates
+from . import rates, scoring
 from .draws import draw
-from .inputs import offline_data, system_name
+from .inputs import system_name
 from .models import Draw
 from .periods import freeze_pending
 from .policy import CONFIDENCE, SAMPLING_ROUNDS, SERVICE_LEVELS as LEVELS
@@ -109,19 +109,17 @@ def plan_draws(sub: Submission, level: str, *, rounds_left: int = SAMPLING_ROUND
     to ``[min_draws, max_draws]``.
     """
     from unpooled.core.estimators.adaptive import next_draws
-    from unpooled.core.offline import build_design
 
     st = settings_for(sub.corpus)
     out = {"target_halfwidth": st.target_halfwidth, "min": st.min_draws, "max": st.max_draws,
            "round": SAMPLING_ROUNDS - rounds_left + 1}
-    data, by_name, _ = offline_data(sub.corpus, level=level)
-    names = [s.name for s in data.submissions]
+    got = scoring.inputs(sub.corpus, level=level)
     name = system_name(sub)
-    if name not in names:
+    if got is None or name not in got.names:
         out.update(draws=0, reason="no instances")
         return out
-    design, _ = build_design(data, level=level, match="overlap", corrected_labels=True)
-    i = names.index(name)
+    design = got.design
+    i = got.names.index(name)
     more, plan = next_draws(design, i, rounds_left=rounds_left, epsilon=st.target_halfwidth,
                             confidence=CONFIDENCE, n_max=max(st.max_draws, 1))
     labelled_own = int(np.count_nonzero(design.src == i))

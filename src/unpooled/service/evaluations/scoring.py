@@ -62,7 +62,7 @@ import sys
 import threading
 import warnings
 from collections import OrderedDict
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 import scipy.sparse as sp
@@ -89,7 +89,8 @@ MAX_POOLS = 4
 _lock = threading.RLock()
 _pools: OrderedDict[tuple[tuple, str], _Pool] = OrderedDict()
 _labels: dict[tuple[tuple, str], _Labels] = {}
-_results: dict[tuple, tuple] = {}  # (corpus, level, match, weights, method) -> (inputs, result)
+_results: dict[tuple, tuple] = {}  # (corpus, level, match, weights, method) -> (inputs' fp, result)
+_inputs: dict[tuple, tuple] = {}  # (corpus, level, match, method) -> (fp, Inputs)
 #: seconds per part of the last :func:`score` (pool, truth, draws, labels, confusions, design, estimate)
 last_timings: dict[str, float] = {}
 
@@ -268,6 +269,8 @@ def _pool(corpus: Corpus, match: str, sub_fp: tuple[tuple, ...]) -> _Pool:
         (gone, gone_match), _ = _pools.popitem(last=False)
         for k in [k for k in _results if k[0] == gone and k[2] == gone_match]:
             del _results[k]
+        for k in [k for k in _inputs if k[0] == gone and k[2] == gone_match]:
+            del _inputs[k]
     return pool
 
 
@@ -399,21 +402,38 @@ class Scored:
     truth: list | None = None
     #: the pool's instances (``result.design.P``'s columns), when scored from the cache
     universe: list | None = None
+    #: the crowd's votes the estimate used (None: from labels alone)
+    votes: object = None
 
 
-def score(corpus: Corpus, *, level: str = "instance", match: str = "overlap", weights: str = "balance",
-          label_method: str = LABEL_METHOD) -> Scored:
-    """Joint scores of every submission of ``corpus`` from the cached structures and the newest labels.
+@dataclass
+class Inputs:
+    """What one scoring of a corpus at a level estimates from, read through the caches: the core's design (every
+    system's sampling distribution over the pool, the labelled draws, the exhaustive truth), the crowd's votes on
+    the pool, and what names them (``names`` in the design's row order, ``keys`` of its labelled draws, ``truth``
+    in its ``g0`` columns' order, the pool's ``universe`` in its columns' order).  ``fp`` fingerprints them."""
 
-    The same result as :func:`from_scratch` (to float round-off); ``result`` is None when no
-    submission has instances.
-    """
+    design: object
+    votes: object
+    names: tuple[str, ...]
+    by_name: dict
+    docs: int
+    keys: list
+    truth: list
+    universe: list
+    fp: tuple
+
+
+def inputs(corpus: Corpus, *, level: str = "instance", match: str = "overlap", label_method: str = LABEL_METHOD,
+           timings: dict | None = None) -> Inputs | None:
+    """The corpus's :class:`Inputs` at ``level`` (None when no submission has instances): what :func:`score`
+    estimates from, and what the sampling planner and the breakdowns read instead of reading the corpus again."""
     from time import perf_counter
 
     check_choice("level", level, LEVELS)
     check_choice("match", match, MATCHES)
-    check_choice("weights", weights, WEIGHTS)
-    t = {"start": perf_counter()}
+    t = timings if timings is not None else {}
+    t["start"] = perf_counter()
 
     def mark(name):
         now = perf_counter()
@@ -426,10 +446,10 @@ def score(corpus: Corpus, *, level: str = "instance", match: str = "overlap", we
         pool = _pool(corpus, match, tuple((s.pk, s.created) for s in subs))
         mark("pool")
         by_id = {s.pk: s for s in subs}
-        names = [system_name(by_id[s]) for s in pool.sys_ids]
+        names = tuple(system_name(by_id[s]) for s in pool.sys_ids)
         by_name = {n: by_id[s] for n, s in zip(names, pool.sys_ids)}
         if not pool.sys_ids:
-            return Scored(None, {}, 0, t)
+            return None
         truth = _truth(pool, corpus)
         mark("truth")
         P = _P(pool, level)
@@ -440,14 +460,11 @@ def score(corpus: Corpus, *, level: str = "instance", match: str = "overlap", we
         ans_fp = rates.answers_fp(corpus) if label_method == "majority" else None
         answers = rates.keyed_answers(corpus, ans_fp) if label_method == "majority" else None
         mark("confusions")
-        rkey = (_ckey(corpus), level, match, weights, label_method)
-        inputs = _inputs_fp(pool, d, truth, labels, ans_fp, label_method) + (tuple(names),)
-        done = _results.get(rkey)
-        if done is not None and done[0] == inputs:  # nothing changed: the same result
-            t.pop("start")
-            last_timings.clear()
-            last_timings.update(t)
-            return Scored(done[1], by_name, truth.docs, t, done[2], list(truth.truth), list(pool.universe))
+        fp = _inputs_fp(pool, d, truth, labels, ans_fp, label_method) + (names,)
+        ikey = (_ckey(corpus), level, match, label_method)
+        kept = _inputs.get(ikey)
+        if kept is not None and kept[0] == fp:  # nothing changed: the design built last time
+            return replace(kept[1], by_name=by_name)
         # each drawn key's label: the hard majority label (Dawid-Skene: the posterior); with the crowd's answers
         # the estimates come from the votes (core.estimators.noisy) and these labels give the raw figures only
         value = np.zeros(len(d.keys))
@@ -483,14 +500,41 @@ def score(corpus: Corpus, *, level: str = "instance", match: str = "overlap", we
                              y0_docs=[t.ref.doc for t in truth.truth], documents=truth.docs or None, inside=inside)
         votes = answers.on(pool.index, U, [x.predicate for x in pool.universe]) if answers is not None else None
         mark("design")
-    res = _rows(design, tuple(names), truth.truth, level=level, weights=weights, match=match, votes=votes)
-    mark("estimate")
+        got = Inputs(design, votes, names, by_name, truth.docs, keys, list(truth.truth), list(pool.universe), fp)
+        _inputs[ikey] = (fp, got)
+        return got
+
+
+def score(corpus: Corpus, *, level: str = "instance", match: str = "overlap", weights: str = "balance",
+          label_method: str = LABEL_METHOD) -> Scored:
+    """Joint scores of every submission of ``corpus`` from :func:`inputs`: the core's estimate, kept per
+    (corpus, level, match, weights, labels) and returned again while the inputs are unchanged.
+
+    The same result as :func:`from_scratch` (to float round-off); ``result`` is None when no
+    submission has instances.
+    """
+    from time import perf_counter
+
+    check_choice("weights", weights, WEIGHTS)
+    t: dict = {}
     with _lock:
-        _results[rkey] = (inputs, res, keys)
-    t.pop("start")
+        got = inputs(corpus, level=level, match=match, label_method=label_method, timings=t)
+        if got is None:
+            t.pop("start", None)
+            return Scored(None, {}, 0, t)
+        rkey = (_ckey(corpus), level, match, weights, label_method)
+        done = _results.get(rkey)
+        if done is not None and done[0] == got.fp:  # nothing changed: the same result
+            res = done[1]
+        else:
+            t["start"] = perf_counter()
+            res = _rows(got.design, got.names, got.truth, level=level, weights=weights, match=match, votes=got.votes)
+            t["estimate"] = perf_counter() - t["start"]
+            _results[rkey] = (got.fp, res)
+    t.pop("start", None)
     last_timings.clear()
     last_timings.update(t)
-    return Scored(res, by_name, truth.docs, t, keys, list(truth.truth), list(pool.universe))
+    return Scored(res, got.by_name, got.docs, t, got.keys, got.truth, got.universe, got.votes)
 
 
 def _inputs_fp(pool: _Pool, d: _Draws, truth: _Truth, labels, ans_fp, label_method) -> tuple:
@@ -544,6 +588,7 @@ def clear_cache() -> None:
         _pools.clear()
         _labels.clear()
         _results.clear()
+        _inputs.clear()
 
 
 def max_abs_difference(a: OfflineResult, b: OfflineResult) -> float:
