@@ -50,11 +50,10 @@ def _empty_cache(request):
         from django.core.cache import cache
 
         from unpooled.service.annotation import views
-        from unpooled.service.evaluations import rates, scoring
+        from unpooled.service.evaluations import scoring
 
         cache.clear()
         views.forget()
-        rates.clear_cache()
         scoring.clear_cache()
     yield
 

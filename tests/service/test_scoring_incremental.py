@@ -174,7 +174,6 @@ def test_published_scores_are_the_cores_on_the_released_answers(world, tmp_path)
 
     corpus, *_ = world
     scoring.clear_cache()
-    rates.clear_cache()
     stored = {s.submission_id: s for s in score_corpus(corpus)}
     export_release(corpus, tmp_path / "release")
     answers, rep = read_answers(tmp_path / "release" / "answers.jsonl")

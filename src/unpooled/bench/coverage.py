@@ -38,6 +38,7 @@ from unpooled.core.annotation.confusion import fit_confusions, keyed_answers
 from unpooled.core.estimators.noisy import KeyedAnswers
 from unpooled.core.offline import score as offline_score
 
+from unpooled.service.evaluations import scoring
 from unpooled.service.evaluations.rates import sentence_index, verify_answers
 from unpooled.service.evaluations.truth import covered
 
@@ -292,7 +293,7 @@ def run_coverage(corpus, trials: int, *, accuracy: float = 0.8, annotators: int 
     sentences = sentence_index(corpus)
     for k in range(trials):
         s = seed + k
-        _clear_caches()  # rolled-back ids are reused: a cache keyed on (count, max id) would see the last trial
+        scoring.clear_cache()  # rolled-back ids are reused: a cache keyed on (count, max id) would see the last trial
         try:
             with transaction.atomic():
                 reset_evaluation_state(corpus)
@@ -319,23 +320,9 @@ def run_coverage(corpus, trials: int, *, accuracy: float = 0.8, annotators: int 
             pass
         if progress is not None:
             progress(k + 1)
-    _clear_caches()
+    scoring.clear_cache()
     report.seconds = time.time() - t0
     return report
-
-
-def _clear_caches() -> None:
-    """Forget the in-process caches of the scoring path (fingerprints of rows that a rollback un-made)."""
-    from unpooled.service.evaluations import rates
-
-    rates.clear_cache()
-    try:
-        from unpooled.service.evaluations import scoring
-    except ImportError:  # the from-scratch scoring path keeps no cache
-        return
-    clear = getattr(scoring, "clear_cache", None)
-    if clear is not None:
-        clear()
 
 
 __all__ = ["BulkSimulatedCrowd", "CoverageReport", "SOURCES", "keyed", "TrialInputs", "hard_labels",

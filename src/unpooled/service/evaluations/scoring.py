@@ -583,7 +583,9 @@ def levels_with_draws(corpus: Corpus) -> list[str]:
 
 
 def clear_cache() -> None:
-    """Forget every cached structure (tests, and after bulk maintenance)."""
+    """Forget every cached structure of the estimation, the crowd's (:func:`.rates.clear_cache`) too: the one
+    invalidation (tests, whose rolled-back rows reappear under the same ids; coverage trials; bulk maintenance)."""
+    rates.clear_cache()
     with _lock:
         _pools.clear()
         _labels.clear()
