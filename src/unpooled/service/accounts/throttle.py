@@ -124,6 +124,22 @@ class ThrottledModelBackend(ModelBackend):
             record_success(request, username)
         return user
 
+    def get_user(self, user_id):
+        """The signed-in user of a request, with their profile and team in the same query (every page reads the
+        role: :func:`~unpooled.service.accounts.actions.role_of`)."""
+        from django.contrib.auth import get_user_model
+
+        from .models import Profile
+
+        user = get_user_model()._default_manager.select_related("profile__team").filter(pk=user_id).first()
+        if user is None or not self.user_can_authenticate(user):
+            return None
+        try:
+            user._unpooled_profile = user.profile
+        except Profile.DoesNotExist:
+            user._unpooled_profile = False
+        return user
+
 
 class ThrottledAuthenticationForm(AuthenticationForm):
     """The sign-in form: says so, and how long to wait, when a limit is reached."""

@@ -127,27 +127,26 @@ COUNT_LABELS = {"instances": "instances stored", "lines": "lines read", "documen
                 "duplicates_dropped": "duplicate instances dropped", "entities": "entities", "mentions": "mentions"}
 
 
-def _newest_ids(sub: Submission) -> dict[str, int]:
-    """The newest score id per level: one GROUP BY over the (submission, level, id) index, no score rows."""
-    from django.db.models import Max
+def _newest_ids(sub: Submission) -> dict[str, int | str]:
+    """The newest score id per level (a frozen level: its snapshot's score, ``"<id>f"``: the key says "frozen at")
+    and the newest entity score's id (under ``~entities``, a key no level has), for the page's cache key: one
+    query over the (submission, level, id) indexes, no model instances."""
+    from django.db import connection
 
-    from unpooled.service.evaluations.models import Score
+    from unpooled.service.evaluations.models import EntityScore, Score, ScoreSnapshot
 
-    from unpooled.service.evaluations.models import ScoreSnapshot
-
-    out = dict(Score.objects.filter(submission=sub).order_by().values("level").annotate(m=Max("id"))
-               .values_list("level", "m"))
-    # a frozen level (its period closed) shows its snapshot, "frozen at": the key says so
-    out.update({lv: f"{i}f" for lv, i in ScoreSnapshot.objects.filter(submission=sub).values_list("level", "score_id")})
+    score, snap, ent = Score._meta.db_table, ScoreSnapshot._meta.db_table, EntityScore._meta.db_table
+    sql = (f'SELECT 0, level, MAX(id) FROM "{score}" WHERE submission_id = %s GROUP BY level '
+           f'UNION ALL SELECT 1, level, score_id FROM "{snap}" WHERE submission_id = %s '
+           f'UNION ALL SELECT 2, \'~entities\', MAX(id) FROM "{ent}" WHERE submission_id = %s')
+    with connection.cursor() as cur:
+        cur.execute(sql, [sub.pk, sub.pk, sub.pk])
+        rows = sorted(cur.fetchall(), key=lambda r: r[0])
+    out: dict[str, int | str] = {}
+    for kind, level, i in rows:
+        if i is not None:
+            out[level] = f"{i}f" if kind == 1 else i
     return out
-
-
-def _newest_entity_id(sub: Submission) -> dict[str, int]:
-    """The newest entity score's id (under a key no level has), for the page's cache key."""
-    from unpooled.service.evaluations.models import EntityScore
-
-    got = EntityScore.objects.filter(submission=sub).order_by("-id").values_list("id", flat=True).first()
-    return {"~entities": got} if got else {}
 
 
 def page_key(sub: Submission, newest: dict[str, int], *, manage: bool, level: str | None, params) -> str:
@@ -173,12 +172,13 @@ def submission_detail(request, pk: int):
     (:func:`page_key`); only the submission row and the newest score ids are read per request."""
     sub = _submission(request, pk)
     manage = can_manage(request.user, sub)
-    ids = _newest_ids(sub)
+    newest = _newest_ids(sub)
+    ids = {lv: i for lv, i in newest.items() if lv != "~entities"}
     order = [lv for lv in LEVELS if lv in ids] + sorted(lv for lv in ids if lv not in LEVELS)
     level = request.GET.get("level")
     if level not in ids:
         level = order[0] if order else None
-    key = page_key(sub, {**ids, **_newest_entity_id(sub)}, manage=manage, level=level, params=request.GET)
+    key = page_key(sub, newest, manage=manage, level=level, params=request.GET)
     content = cache.get(key)
     if content is None:
         content, cacheable = _render_content(request, sub, manage, level)
