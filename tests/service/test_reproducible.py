@@ -132,7 +132,7 @@ def test_the_same_inputs_and_seed_publish_the_same_numbers(shared_data, tmp_path
 def test_the_sampling_secret_keys_the_lifecycle_samples_and_the_audit_prints_it(shared_data, tmp_path, capsys,
                                                                                settings):
     from unpooled.cli.main import main
-    from unpooled.service.evaluations.lifecycle import _draw_up_to, sampling_key, stage_sampling
+    from unpooled.service.evaluations.lifecycle import draw_up_to, sampling_key, stage_sampling
     from unpooled.service.evaluations.models import Draw
 
     from ..conftest import load_redocred_subset
@@ -142,7 +142,7 @@ def test_the_sampling_secret_keys_the_lifecycle_samples_and_the_audit_prints_it(
     def drawn(secret: str) -> list[str]:
         settings.SAMPLING_SECRET = secret
         Draw.objects.filter(submission=sub).delete()
-        _draw_up_to(sub, "instance", 40)
+        draw_up_to(sub, "instance", 40)
         return list(Draw.objects.filter(submission=sub).order_by("seq").values_list("key", flat=True))
 
     first = drawn("one")

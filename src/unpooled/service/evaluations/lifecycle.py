@@ -150,8 +150,8 @@ def stage_sampling(sub: Submission) -> None:
             plan[level] = plan_draws(sub, level)
             Submission.objects.filter(pk=sub.pk).update(plan=plan)
             sub.plan = plan
-        _draw_up_to(sub, level, plan[level].get("draws", 0))
-    _request(sub, first=True)
+        draw_up_to(sub, level, plan[level].get("draws", 0))
+    request_labels(sub, first=True)
 
 
 def sampling_key() -> int:
@@ -166,26 +166,30 @@ def sampling_key() -> int:
     return int.from_bytes(hashlib.blake2b(settings.SAMPLING_SECRET.encode(), digest_size=8).digest(), "big") >> 2
 
 
-def _draw_up_to(sub: Submission, level: str, need: int) -> bool:
-    """Draw until ``sub`` has ``need`` draws at ``level``; True when something was drawn."""
+def draw_up_to(sub: Submission, level: str, need: int, *, seed: list[int] | None = None) -> bool:
+    """Draw until ``sub`` has ``need`` draws at ``level``; True when something was drawn.
+
+    The draws are seeded by ``seed`` and the number of draws so far, so that a resumed stage (or run) draws what
+    the dead one would have; by default ``seed`` is the sampling secret, the submission and the level."""
     with transaction.atomic():
         Submission.objects.select_for_update().filter(pk=sub.pk).first()  # counted and drawn by one process
         have = Draw.objects.filter(submission=sub, level=level).count()
         if have >= need:
             return False
-        # a seed fixed by the sampling secret, submission, level and draws so far: a resumed stage draws what the
-        # dead one would have
-        draw(sub, need - have, level=level,
-             rng=np.random.default_rng([sampling_key(), sub.pk, LEVELS.index(level), have]))
+        if seed is None:
+            seed = [sampling_key(), sub.pk, LEVELS.index(level)]
+        draw(sub, need - have, level=level, rng=np.random.default_rng([*seed, have]))
     return True
 
 
-def _request(sub: Submission, *, first: bool) -> None:
-    """Ask for verification of every drawn instance without a label (idempotent), and count what it did."""
+def request_labels(sub: Submission, *, first: bool, priority=None) -> None:
+    """Ask for verification of every drawn instance without a label (idempotent: what ``sub`` asked for already
+    is found, not asked again), and count in ``sub``'s plan what it did (``priority``: the tasks' place in the
+    queue, default now)."""
     from unpooled.service.annotation.actions import request_verification
 
     ids = sorted(set(Draw.objects.filter(submission=sub).values_list("instance_id", flat=True)))
-    res = request_verification(sub, ids, weak_relations=rates.weak_relations(sub.corpus))
+    res = request_verification(sub, ids, weak_relations=rates.weak_relations(sub.corpus), priority=priority)
     plan = dict(sub.plan or {})
     labels = dict(plan.get("labels") or {})
     # what this request did; a repeated request finds its own tasks and adds nothing new
@@ -246,16 +250,28 @@ def top_up(sub: Submission) -> bool:
         plan[level] = again
         Submission.objects.filter(pk=sub.pk).update(plan=plan)
         sub.plan = plan
-        added |= _draw_up_to(sub, level, again["draws"])
+        added |= draw_up_to(sub, level, again["draws"])
     more = ask_more_answers(sub)
     if added:
-        _request(sub, first=False)
+        request_labels(sub, first=False)
     return added or more
+
+
+def exchange(corpus: Corpus, backend) -> int:
+    """One exchange with the corpus's crowd: publish the open tasks, collect what was answered, aggregate the new
+    labels; quietly (the caller scores: no separate re-scoring per label batch).  Returns what was collected."""
+    from unpooled.service.annotation.actions import reaggregate
+
+    with quiet():
+        backend.publish(corpus)
+        got = backend.collect(corpus)
+        if got:
+            reaggregate(corpus)
+    return got
 
 
 def stage_annotating(sub: Submission) -> bool:
     """Publish through the backend; True when this submission's labels are all in."""
-    from unpooled.service.annotation.actions import reaggregate
     from unpooled.service.crowd.base import backend_for
 
     corpus = sub.corpus
@@ -264,11 +280,7 @@ def stage_annotating(sub: Submission) -> bool:
         # all in: the pilot's labels may ask for more draws (top_up), whose tasks are then published
         if not open_requests(sub).exists() and not top_up(sub):
             return True
-        with quiet():  # this stage scores by itself: no separate re-scoring per label
-            backend.publish(corpus)
-            got = backend.collect(corpus)
-            if got:
-                reaggregate(corpus)
+        exchange(corpus, backend)
         if open_requests(sub).exists():
             return False
     return not open_requests(sub).exists()

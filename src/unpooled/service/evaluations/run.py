@@ -9,18 +9,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-import numpy as np
 from django.utils import timezone
 
-from unpooled.service.annotation.actions import labelled_keys, reaggregate, request_verification
-from unpooled.service.annotation.models import ExhaustiveDocument, Kind, Task, TaskRequest
+from unpooled.service.annotation.actions import reaggregate
+from unpooled.service.annotation.models import ExhaustiveDocument, Task
 from unpooled.service.annotation.sampling import sample_documents
 from unpooled.service.corpora.models import Corpus
 from unpooled.service.submissions.models import Submission
 
-from . import rates
-from .draws import draw
-from .lifecycle import ask_more_answers, quiet, set_status
+from .lifecycle import ask_more_answers, draw_up_to, exchange, request_labels, set_status
 from .models import Draw, Score
 from .publish import breakdowns, entities, leaderboard_row, score_corpus
 
@@ -60,31 +57,23 @@ def evaluate(corpus: Corpus, *, crowd=None, labels: int = 150, documents: int = 
     pending = sorted((s for s in Submission.objects.filter(corpus=corpus, is_reference=False).select_related("team")
                       if not s.scores.filter(level=level).exists() and s.instances.exists()),
                      key=lambda s: (s.file_sha256, s.team.name, s.run_id, s.pk))
-    reuse: dict[int, list[int]] = {s.pk: [0, 0] for s in pending}
     queued = timezone.now()  # one batch: its tasks queue in the order they are made, not the uploads'
 
     def ask(sub, target):
-        # up to ``target`` draws, and verification of every drawn key not asked for yet: a run again after a crash
+        # the lifecycle's steps with this run's plan: up to ``target`` draws, seeded by the run's seed and the
+        # submission's contents, and verification of every drawn key without a label: a run again after a crash
         # (or of a submission whose earlier run stopped) draws and asks only what is missing
-        have = Draw.objects.filter(submission=sub, level=level).count()
-        if have < target:
-            draw(sub, target - have, level=level, rng=np.random.default_rng([seed, _content_key(sub, level), have]))
-        ids = _not_asked(sub, level)
-        if not ids:
-            return
-        res = request_verification(sub, ids, weak_relations=rates.weak_relations(corpus), priority=queued)
-        reuse[sub.pk][0] += res.created
-        reuse[sub.pk][1] += res.reused + res.joined
+        draw_up_to(sub, level, target, seed=[seed, _content_key(sub, level)])
+        request_labels(sub, first=True, priority=queued)
 
     def answer():
-        with quiet():  # this run scores by itself: no separate re-scoring per label batch
-            for _ in range(10):  # the answers may show relations the crowd judges weakly: more answers on those
-                if crowd is not None:
-                    crowd.publish(corpus)
-                    crowd.collect(corpus)
+        for _ in range(10):  # the answers may show relations the crowd judges weakly: more answers on those
+            if crowd is not None:
+                exchange(corpus, crowd)
+            else:
                 reaggregate(corpus)
-                if not [sub for sub in pending if ask_more_answers(sub)]:
-                    break
+            if not [sub for sub in pending if ask_more_answers(sub)]:
+                break
 
     for sub in pending:
         ask(sub, labels)
@@ -92,7 +81,7 @@ def evaluate(corpus: Corpus, *, crowd=None, labels: int = 150, documents: int = 
     report.rounds = 1
     scores = score_corpus(corpus, level=level)
     while target_width is not None and report.rounds < 50:
-        wide = [s.submission for s in scores if s.submission_id in reuse
+        wide = [s.submission for s in scores if s.submission_id in {p.pk for p in pending}
                 and (s.f1_lo is None or s.f1_hi is None or s.f1_hi - s.f1_lo > target_width)
                 and Draw.objects.filter(submission_id=s.submission_id, level=level).count() < max_labels]
         if not wide:
@@ -108,29 +97,16 @@ def evaluate(corpus: Corpus, *, crowd=None, labels: int = 150, documents: int = 
         report.warnings.append(f"{report.open_tasks} annotation tasks are still open: the scores use the labels "
                                "received so far")
     report.rows = [leaderboard_row(s) for s in sorted(scores, key=lambda s: -(s.f1 or 0))]
-    _finish(corpus, level, pending, reuse, scores, publish=not report.open_tasks)
+    _finish(corpus, level, scores, publish=not report.open_tasks)
     return report
 
 
-def _finish(corpus: Corpus, level: str, pending, reuse: dict, scores, *, publish: bool) -> None:
-    """After :func:`evaluate`'s last scores: each pending submission keeps its label counts (later re-scorings
-    report them too), the breakdowns and entity scores are computed, and, when every label is in (``publish``),
-    the scored submissions are published."""
-    for sub in pending:
-        plan = dict(sub.plan or {})
-        plan["labels"] = {**(plan.get("labels") or {}), "new": reuse[sub.pk][0], "reused": reuse[sub.pk][1]}
-        Submission.objects.filter(pk=sub.pk).update(plan=plan)
+def _finish(corpus: Corpus, level: str, scores, *, publish: bool) -> None:
+    """After :func:`evaluate`'s last scores: the breakdowns and entity scores are computed, and, when every label
+    is in (``publish``), the scored submissions are published."""
     breakdowns(corpus, level)
     entities(corpus)
     if publish:  # the scores are final
         for sub in Submission.objects.filter(pk__in=[s.submission_id for s in scores]).exclude(
                 status__in=[Submission.Status.FAILED, Submission.Status.PUBLISHED]).select_related("corpus"):
             set_status(sub, Submission.Status.PUBLISHED)
-
-
-def _not_asked(sub: Submission, level: str) -> list[int]:
-    """The instances drawn for ``sub`` at ``level`` whose key has no label and no task ``sub`` asked for."""
-    asked = set(TaskRequest.objects.filter(submission=sub, task__kind=Kind.VERIFY).values_list("task__key", flat=True))
-    rows = list(Draw.objects.filter(submission=sub, level=level).values_list("instance_id", "key", "key_hash"))
-    labelled = labelled_keys(sub.corpus, [h for _, _, h in rows])  # by hash, in chunks
-    return sorted({i for i, key, h in rows if key not in asked and h not in labelled})
