@@ -1,4 +1,4 @@
-"""``unpooled bench ingest|score|rescore|pages|core|documents``: benchmarks that print their figures."""
+"""``unpooled bench ingest|score|rescore|pages|shared-task|core|documents``: benchmarks that print their figures."""
 
 from __future__ import annotations
 
@@ -67,6 +67,22 @@ def register(sub) -> None:
     pg.add_argument("--verbose", action="store_true", help="report progress on stderr")
     pg.add_argument("--json", action="store_true", help='print {"pages": {PAGE: {"p50_ms", "p95_ms", ...}}, ...}')
     pg.set_defaults(func=cmd_pages)
+    st = bs.add_parser("shared-task", help="a shared task end to end: Re-DocRED documents with their gold layer, "
+                                           "teams' KBs uploaded at once, evaluated by serve's task workers with the "
+                                           "simulated crowd (SQLite with 1 worker, and PostgreSQL with each --workers)")
+    st.add_argument("--documents", type=int, default=1000, help="documents (Re-DocRED's 1,000, repeated beyond)")
+    st.add_argument("--submissions", type=int, default=20, help="teams' KBs uploaded at once (20)")
+    st.add_argument("--draws", type=int, default=100, help="draws per submission (100)")
+    st.add_argument("--exhaustive", type=int, default=20, help="documents annotated exhaustively (20)")
+    st.add_argument("--workers", default="1,2,4", help="PostgreSQL task workers per run, comma-separated (1,2,4)")
+    st.add_argument("--postgres", default=None, metavar="URL",
+                    help="the PostgreSQL server (a database unpooled_bench_task is made and dropped there; default "
+                         "DATABASE_URL when it is PostgreSQL; none: SQLite only)")
+    st.add_argument("--no-sqlite", action="store_true", help="skip the embedded configuration (SQLite, 1 worker)")
+    st.add_argument("--seed", type=int, default=0, help="random seed of the teams' KBs (0)")
+    st.add_argument("--verbose", action="store_true", help="report progress on stderr")
+    st.add_argument("--json", action="store_true", help="print one object per configuration")
+    st.set_defaults(func=cmd_shared_task)
     co = bs.add_parser("core", help="throughput of the core's sentence splitters (MB/s) and of the simulation "
                                     "world's generation (s)")
     co.add_argument("--json", action="store_true",
@@ -138,3 +154,24 @@ def cmd_pages(args) -> int:
     return run(args.submissions, args.clients, args.requests, as_json=args.json, instances=args.instances,
                history=args.history, workers=args.workers, threads=args.threads, pages=pages, seed=args.seed,
                keep=args.keep, verbose=args.verbose)
+
+
+def cmd_shared_task(args) -> int:
+    import os
+
+    from unpooled.bench.shared_task import run
+
+    from ..main import CommandError
+
+    try:
+        workers = [int(w) for w in args.workers.split(",") if w.strip()]
+    except ValueError:
+        raise CommandError(f"--workers: expected comma-separated numbers, got {args.workers!r}") from None
+    if min([args.documents, args.submissions, args.draws, *workers] or [1]) < 1 or args.exhaustive < 0:
+        raise CommandError("--documents, --submissions, --draws and --workers must be positive, --exhaustive not "
+                           "negative")
+    url = os.environ.get("DATABASE_URL", "")
+    postgres = args.postgres or (url if url.startswith(("postgres://", "postgresql://")) else None)
+    return run(documents=args.documents, submissions=args.submissions, draws=args.draws, exhaustive=args.exhaustive,
+               workers=workers, postgres=postgres, sqlite=not args.no_sqlite, seed=args.seed, as_json=args.json,
+               verbose=args.verbose)

@@ -1,0 +1,354 @@
+"""``unpooled bench shared-task``: a shared task evaluated end to end by the service's own processes.
+
+For each configuration (SQLite with its one task worker, the embedded default; PostgreSQL with each number of
+``--workers``), on a fresh database:
+
+1. **build** (a child process): a corpus of ``--documents`` documents with a gold layer -- Re-DocRED's dev and
+   test documents from ``../shared/data`` (1,000), repeated under new titles as often as needed -- whose settings
+   ask the simulated crowd (it answers from the gold layer), the instance level, ``--draws`` draws per submission
+   and ``--exhaustive`` documents annotated exhaustively; and ``--submissions`` KBs (JSONL), each a team's random
+   share of the gold relations (70% of one of five "approaches", the rest at random) plus wrong facts (a true
+   pair under another relation), so that teams overlap as real ones do.
+2. **run**: ``unpooled serve --task-workers W`` (one web process); every KB uploaded at once through the upload
+   path (:func:`~unpooled.service.submissions.uploads.start_upload`: the ingest task, then each submission's
+   lifecycle); until every submission is published (or failed), the bench polls the database for each
+   submission's stage, the task workers' peak resident memory (``VmHWM``), and the leaderboard page's latency
+   (one reader, one request a second).
+
+Reported per configuration: the wall time until every submission was published; per stage (ingest: from the
+upload to the stored submission; sampling; annotating; scoring and publishing) the median and the longest time a
+submission spent in it; instances ingested per second and submissions published per hour; the workers' peak
+memory; the database's size; the answers and labels the crowd gave; the leaderboard's p50/p95 during the run.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import urllib.request
+from pathlib import Path
+
+STAGES = ("ingest", "sampling", "annotating", "scoring")
+PG_DATABASE = "unpooled_bench_task"
+HUNG = 3600.0  # seconds without every submission finished: the run is stopped and reported as such
+
+
+# -- build (a child process with Django) --------------------------------------------------------------------
+def build(cfg: dict) -> dict:
+    """The corpus and its settings in the database, the teams' KBs in ``cfg['workdir']``."""
+    import random
+
+    from unpooled.service.config.bootstrap import setup_django
+
+    setup_django(migrate=True)
+    from unpooled.core.corpus import iter_documents
+    from unpooled.core.kb.docred import docred_to_jsonl
+    from unpooled.service.annotation import actions
+    from unpooled.service.corpora.actions import do_load_corpus
+
+    work = Path(cfg["workdir"])
+    shared = Path(cfg["shared"]) / "redocred"
+    base = []
+    for name in ("dev_revised.json", "test_revised.json"):
+        base += json.loads((shared / name).read_text())
+    docs = []
+    for k in range(cfg["documents"]):
+        d = dict(base[k % len(base)])
+        if k >= len(base):
+            d["title"] = f"{d['title']} (copy {k // len(base)})"
+        docs.append(d)
+    t0 = time.perf_counter()
+    path = work / "corpus.json"
+    path.write_text(json.dumps(docs))
+    corpus = do_load_corpus(path, "docred", "shared-task")
+    st = actions.settings_for(corpus)
+    st.backend, st.levels, st.exhaustive_documents = "simulated", "instance", cfg["exhaustive"]
+    st.min_draws = st.max_draws = cfg["draws"]
+    st.save()
+    load_seconds = time.perf_counter() - t0
+    gold_path = work / "gold.jsonl"
+    with open(gold_path, "w") as out:
+        docred_to_jsonl(iter_documents(path, "docred"), out)
+    lines = gold_path.read_text().splitlines()
+    predicates = sorted({json.loads(x)["predicate"] for x in lines})
+    rng = random.Random(cfg["seed"])
+    approaches = [[rng.random() < 0.7 for _ in lines] for _ in range(5)]
+    files = []
+    for t in range(cfg["submissions"]):
+        r = random.Random(cfg["seed"] * 1000 + t + 1)
+        share = r.uniform(0.3, 0.8)  # some teams find more than others
+        kept = [x for x, a in zip(lines, approaches[t % 5]) if (r.random() < 0.85) == a and r.random() < share]
+        for x in r.sample(lines, int(len(lines) * r.uniform(0.05, 0.3))):  # wrong facts
+            d = json.loads(x)
+            d["predicate"] = r.choice([p for p in predicates if p != d["predicate"]])
+            kept.append(json.dumps(d))
+        kb = work / f"team{t:03d}.jsonl"
+        kb.write_text("\n".join(kept) + "\n")
+        files.append({"path": str(kb), "team": f"team{t:03d}", "instances": len(kept)})
+    return {"corpus": corpus.name, "documents": len(docs), "gold_relations": len(lines), "files": files,
+            "load_seconds": round(load_seconds, 1)}
+
+
+def upload(cfg: dict) -> dict:
+    """Upload every KB at once through the upload path (the ingest tasks, then the lifecycles)."""
+    from unpooled.service.config.bootstrap import setup_django
+
+    setup_django(migrate=False)
+    from unpooled.service.submissions.storage import store_upload
+    from unpooled.service.submissions.uploads import start_upload
+
+    started = time.time()
+    for f in cfg["files"]:
+        with open(f["path"], "rb") as src:  # stored as the web process stores an upload
+            copy = store_upload(iter(lambda: src.read(1 << 20), b""))
+        start_upload(copy, corpus=cfg["corpus"], team=f["team"], run="run1", fmt="jsonl",
+                     file_name=Path(f["path"]).name, visibility="public", description="", limited=False)
+    return {"started": started, "enqueued_seconds": round(time.time() - started, 2)}
+
+
+# -- the database, read from the bench's own process ----------------------------------------------------------
+class Db:
+    """Plain reads of the service's database (no Django in the bench's process)."""
+
+    def __init__(self, url: str) -> None:
+        self.url = url
+        if url.startswith("sqlite:///"):
+            import sqlite3
+
+            self.path = url[len("sqlite:///"):]
+            self.conn = sqlite3.connect(self.path, timeout=30, check_same_thread=False)
+        else:
+            import psycopg
+
+            self.path = None
+            self.conn = psycopg.connect(url.replace("postgres://", "postgresql://", 1), autocommit=True)
+
+    def rows(self, sql: str) -> list[tuple]:
+        cur = self.conn.cursor()
+        cur.execute(sql)
+        got = cur.fetchall()
+        if self.path is not None:
+            self.conn.commit()  # end the read transaction: the next read sees the workers' writes
+        return got
+
+    def size_mb(self) -> float:
+        if self.path is not None:
+            return sum(os.path.getsize(p) for p in (self.path, self.path + "-wal") if os.path.exists(p)) / 2**20
+        return self.rows("SELECT pg_database_size(current_database())")[0][0] / 2**20
+
+    def close(self) -> None:
+        self.conn.close()
+
+
+def _children(pid: int) -> list[int]:
+    out = []
+    try:
+        for task in os.listdir(f"/proc/{pid}/task"):
+            with open(f"/proc/{pid}/task/{task}/children") as f:
+                out += [int(x) for x in f.read().split()]
+    except OSError:
+        pass
+    return out + [g for c in out for g in _children(c)]
+
+
+def _peak_kb(pid: int) -> int:
+    try:
+        with open(f"/proc/{pid}/status") as f:
+            for line in f:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1])
+    except OSError:
+        pass
+    return 0
+
+
+def _cmdline(pid: int) -> str:
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as f:
+            return f.read().replace(b"\0", b" ").decode(errors="replace")
+    except OSError:
+        return ""
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _child(step: str, cfg: dict, env: dict) -> dict:
+    out = subprocess.run([sys.executable, "-m", "unpooled.bench.shared_task", step, json.dumps(cfg)], env=env,
+                         stdout=subprocess.PIPE, text=True)
+    if out.returncode != 0:
+        raise RuntimeError(f"bench shared-task: the {step} step failed (see above)")
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+# -- one configuration ----------------------------------------------------------------------------------------
+def run_one(cfg: dict, *, database_url: str, workers: int, work: Path, log=lambda msg: None) -> dict:
+    env = {k: v for k, v in os.environ.items() if k != "UNPOOLED_DEBUG"}
+    env.update(UNPOOLED_DATA_DIR=str(work / "data"), DATABASE_URL=database_url, UNPOOLED_LOG_LEVEL="WARNING",
+               DJANGO_SETTINGS_MODULE="unpooled.service.config.settings", UNPOOLED_RESCORE_DELAY="2")
+    (work / "data").mkdir(parents=True, exist_ok=True)
+    built = _child("build", {**cfg, "workdir": str(work)}, env)
+    instances = sum(f["instances"] for f in built["files"])
+    log(f"built: {built['documents']} documents, {built['gold_relations']} gold relations, "
+        f"{len(built['files'])} KBs of {instances:,} instances in all")
+    port = _free_port()
+    serve_log = open(work / "serve.log", "wb")
+    serve = subprocess.Popen([sys.executable, "-m", "unpooled.cli.main", "serve", "--port", str(port),
+                              "--web-workers", "1", "--task-workers", str(workers)], env=env, stdout=serve_log,
+                             stderr=subprocess.STDOUT, start_new_session=True)
+    db = Db(database_url)
+    latencies: list[float] = []
+    stop = threading.Event()
+
+    def reader():
+        url = f"http://127.0.0.1:{port}/corpora/{built['corpus']}/leaderboard/"
+        while not stop.wait(1.0):
+            t = time.perf_counter()
+            try:
+                with urllib.request.urlopen(url, timeout=30) as r:
+                    r.read()
+                latencies.append((time.perf_counter() - t) * 1000)
+            except OSError:
+                pass
+
+    try:
+        deadline = time.time() + 120
+        while time.time() < deadline:
+            try:
+                urllib.request.urlopen(f"http://127.0.0.1:{port}/", timeout=5).read()
+                break
+            except OSError:
+                time.sleep(0.5)
+        up = _child("upload", {**cfg, "workdir": str(work), "corpus": built["corpus"], "files": built["files"]}, env)
+        t0 = up["started"]
+        threading.Thread(target=reader, daemon=True).start()
+        seen: dict[int, dict[str, float]] = {}
+        peak: dict[int, int] = {}
+        n = len(built["files"])
+        while True:
+            now = time.time()
+            for sid, status in db.rows("SELECT id, status FROM submissions_submission WHERE is_reference = "
+                                       + ("0" if db.path else "false")):
+                seen.setdefault(sid, {}).setdefault(status, now)
+            for pid in _children(serve.pid):
+                if "worker --slot" in _cmdline(pid):
+                    peak[pid] = max(peak.get(pid, 0), _peak_kb(pid))
+            done = [s for s in seen.values() if "published" in s or "failed" in s]
+            if len(done) == n:
+                break
+            if now - t0 > HUNG:
+                log("bench shared-task: not every submission finished within the limit")
+                break
+            time.sleep(0.5)
+        wall = time.time() - t0
+        stop.set()
+        failed = sum(1 for s in seen.values() if "failed" in s)
+        answers, labels = db.rows("SELECT (SELECT COUNT(*) FROM annotation_answer), "
+                                  "(SELECT COUNT(*) FROM annotation_label)")[0]
+        size = db.size_mb()
+    finally:
+        stop.set()
+        db.close()
+        serve.send_signal(signal.SIGTERM)
+        try:
+            serve.wait(timeout=120)
+        except subprocess.TimeoutExpired:
+            os.killpg(serve.pid, signal.SIGKILL)
+            serve.wait()
+        serve_log.close()
+    order = ["ingested", "sampling", "annotating", "scoring", "published"]
+    stages: dict[str, list[float]] = {s: [] for s in STAGES}
+    for times in seen.values():
+        if "published" not in times:
+            continue
+        # a stage shorter than the poll is not seen: it starts when the next one seen starts
+        at = [t0] + [min(times[s] for s in order[k:] if s in times) for k in range(1, len(order))]
+        for k, name in enumerate(STAGES):
+            stages[name].append(at[k + 1] - at[k])
+    lat = sorted(latencies)
+    return {
+        "database": "sqlite" if database_url.startswith("sqlite") else "postgresql", "workers": workers,
+        "documents": built["documents"], "submissions": n, "instances": instances, "failed": failed,
+        "wall_seconds": round(wall, 1), "instances_per_second": round(instances / max(
+            max(stages["ingest"], default=wall), 1e-9), 0),
+        "submissions_per_hour": round(n / wall * 3600, 1),
+        "stages": {k: {"median": round(statistics.median(v), 1), "max": round(max(v), 1)} if v else None
+                   for k, v in stages.items()},
+        "peak_worker_mb": round(max(peak.values(), default=0) / 1024, 0), "database_mb": round(size, 0),
+        "answers": answers, "labels": labels,
+        "leaderboard_ms": {"requests": len(lat), "p50": round(lat[len(lat) // 2], 0) if lat else None,
+                           "p95": round(lat[int(0.95 * (len(lat) - 1))], 0) if lat else None},
+    }
+
+
+def _pg_admin(url: str, sql: str) -> None:
+    import psycopg
+
+    with psycopg.connect(url.replace("postgres://", "postgresql://", 1), autocommit=True) as conn:
+        conn.execute(sql)
+
+
+def run(*, documents: int = 1000, submissions: int = 20, draws: int = 100, exhaustive: int = 20,
+        workers: list[int] | None = None, postgres: str | None = None, sqlite: bool = True, seed: int = 0,
+        shared: str | None = None, as_json: bool = False, verbose: bool = False) -> int:
+    from unpooled.demo import find_shared_data
+
+    cfg = {"documents": documents, "submissions": submissions, "draws": draws, "exhaustive": exhaustive,
+           "seed": seed, "shared": str(shared or find_shared_data() or "")}
+    if not (Path(cfg["shared"]) / "redocred" / "dev_revised.json").is_file():
+        print("bench shared-task: Re-DocRED not found (../shared/data/redocred, or UNPOOLED_SHARED_DATA)",
+              file=sys.stderr)
+        return 2
+    log = (lambda msg: print(msg, file=sys.stderr, flush=True)) if verbose else (lambda msg: None)
+    results = []
+    configs = ([("sqlite", 1)] if sqlite else []) + [("postgresql", w) for w in (workers or []) if postgres]
+    for engine, w in configs:
+        with tempfile.TemporaryDirectory(prefix="unpooled-bench-task-") as tmp:
+            work = Path(tmp)
+            if engine == "sqlite":
+                url = f"sqlite:///{work / 'data' / 'unpooled.sqlite3'}"
+            else:
+                _pg_admin(postgres, f'DROP DATABASE IF EXISTS "{PG_DATABASE}" WITH (FORCE)')
+                _pg_admin(postgres, f'CREATE DATABASE "{PG_DATABASE}"')
+                url = postgres.rsplit("/", 1)[0] + "/" + PG_DATABASE
+            log(f"bench shared-task: {engine}, {w} task worker(s)")
+            try:
+                results.append(run_one(cfg, database_url=url, workers=w, work=work, log=log))
+            finally:
+                if engine != "sqlite":
+                    _pg_admin(postgres, f'DROP DATABASE IF EXISTS "{PG_DATABASE}" WITH (FORCE)')
+            log(json.dumps(results[-1]))
+    if as_json:
+        print(json.dumps(results))
+        return 0 if all(r["failed"] == 0 for r in results) else 1
+    if results:
+        r0 = results[0]
+        print(f"bench shared-task: {r0['documents']:,} documents, {r0['submissions']} submissions of "
+              f"{r0['instances']:,} instances in all, {draws} draws each, {exhaustive} exhaustive documents, "
+              f"simulated crowd; {os.cpu_count()} CPUs")
+    head = (f"  {'database':10} {'workers':>7} {'wall s':>7} {'ingest':>13} {'sampling':>13} {'annotating':>13} "
+            f"{'scoring':>13} {'inst/s':>7} {'subs/h':>7} {'peak MB':>7} {'db MB':>6} {'labels':>6} {'board p95 ms':>12}")
+    print(head + "\n  " + " " * 36 + "(median / max seconds a submission spent in each stage)")
+    for r in results:
+        st = " ".join(f"{(s['median'] if s else 0):6.1f}/{(s['max'] if s else 0):6.1f}"
+                      for s in (r["stages"][k] for k in STAGES))
+        print(f"  {r['database']:10} {r['workers']:>7} {r['wall_seconds']:>7.1f} {st} {r['instances_per_second']:>7.0f} "
+              f"{r['submissions_per_hour']:>7.1f} {r['peak_worker_mb']:>7.0f} {r['database_mb']:>6.0f} "
+              f"{r['labels']:>6} {str(r['leaderboard_ms']['p95']):>12}" + (f"  {r['failed']} FAILED" if r["failed"] else ""))
+    return 0 if all(r["failed"] == 0 for r in results) else 1
+
+
+if __name__ == "__main__":  # python -m unpooled.bench.shared_task build|upload CFG
+    step, cfg = sys.argv[1], json.loads(sys.argv[2])
+    print(json.dumps({"build": build, "upload": upload}[step](cfg)))
