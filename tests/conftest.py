@@ -90,3 +90,11 @@ def load_redocred_subset(shared_data: Path, tmp_path: Path, n: int, name: str, *
     res = do_ingest_submission(kb, name, team, run, "jsonl")
     assert res.ok, res.report.to_dict()
     return corpus, res.submission, path
+
+
+def scratch(name: str) -> Path:
+    """A path ``name`` in a new folder of the test's own (the data directory is shared by the suite's processes:
+    two tests writing one file name there at once read each other's half-written file)."""
+    import tempfile
+
+    return Path(tempfile.mkdtemp(prefix="unpooled-test-")) / name

@@ -8,7 +8,6 @@ import tempfile
 from pathlib import Path
 
 import pytest
-from django.conf import settings
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True), pytest.mark.engine_neutral]
 
@@ -25,7 +24,7 @@ def _setup():
     from unpooled.service.submissions.actions import do_ingest_submission
     from unpooled.service.submissions.models import REFERENCE_TEAM, Submission, Team
 
-    from ..conftest import FIXTURES
+    from ..conftest import FIXTURES, scratch
     from ..service.test_api import kb_text
 
     corpus = do_load_corpus(FIXTURES / "kb" / "sources.xml", "tac", "fixture", schema="tac-kbp")
@@ -33,7 +32,7 @@ def _setup():
     do_set_role(olga, "organiser")
 
     def sub(team, run, f1):
-        path = settings.DATA_DIR / f"{run}.kb"
+        path = scratch(f"{run}.kb")
         path.write_text(kb_text(run))
         s = do_ingest_submission(path, "fixture", team, run, "tac").submission
         Score.objects.create(submission=s, level="instance", estimator="joint", p=f1, p_lo=f1 - .1, p_hi=f1 + .1,

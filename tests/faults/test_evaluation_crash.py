@@ -50,3 +50,25 @@ def test_worker_killed_mid_evaluation_resumes_and_finishes_once(env, serve, shar
                            "ON t.id = a.task_id WHERE t.kind = 'verify'")
     progress = json.loads(body)
     assert code == 200 and progress["status"] == "published" and progress["cost_cents"] == verify_cost > 0, body
+
+
+def test_worker_killed_while_scoring_resumes_and_publishes_once(env, serve, shared_data, tmp_path):
+    """kill -9 inside the scoring stage (the joint re-scoring of the corpus, made seconds long here by 1,000
+    refits of the crowd's confusions so that the kill lands inside it): the restarted worker requeues the task,
+    the stage runs again and the submission is published once, with nothing doubled and scores at every level."""
+    env = dict(env, UNPOOLED_RATE_REPLICATES="1000")
+    sub = start_evaluation(env, shared_data, tmp_path / "work")
+    s = serve(env)
+    status = lambda: one(env, "SELECT status FROM submissions_submission WHERE id = ?", (sub,))  # noqa: E731
+    pid = s.until(lambda: status() == "scoring" and s.worker_pid(), "the scoring stage", every=0.02)
+    os.kill(pid, signal.SIGKILL)
+    s.until(lambda: s.worker_pid() not in (None, pid), "serve to restart the worker")
+    s.until(lambda: status() in ("published", "failed"), "the evaluation to finish")
+    assert status() == "published", s.tail()
+    tasks = task_rows(env, "advance_submission")
+    assert not [t for t in tasks if t["status"] == "FAILED"], tasks
+    assert any(len(t["workers"]) == 2 for t in tasks if t["status"] == "SUCCESSFUL"), tasks  # the killed run's task
+    counts = evaluation_invariants(env, sub)
+    assert counts["answers"] > 0
+    log = s.log()
+    assert "was killed by SIGKILL" in log and "requeued 1 task(s) left running by a crashed worker" in log, s.tail()

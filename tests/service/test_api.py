@@ -85,10 +85,10 @@ def people(db):
 
 
 @pytest.fixture
-def subs(corpus, people):
+def subs(corpus, people, tmp_path):
     """red: a public and a private submission; blue: a public one."""
     def ingest(team, run, visibility, tmp_name):
-        path = settings.DATA_DIR / tmp_name
+        path = tmp_path / tmp_name  # the test's own folder (the data directory is shared by the suite's processes)
         path.write_text(kb_text(run))
         res = do_ingest_submission(path, "fixture", team, run, "tac", visibility=visibility)
         assert res.ok, res.report.to_dict()

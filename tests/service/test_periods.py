@@ -8,7 +8,6 @@ import json
 import zipfile
 
 import pytest
-from django.conf import settings
 from django.test import Client
 
 from unpooled.service.annotation.models import Label
@@ -20,7 +19,7 @@ from unpooled.service.evaluations.models import Draw, Score, ScoreSnapshot
 from unpooled.service.submissions.actions import do_ingest_submission
 from unpooled.service.submissions.models import Submission
 
-from ..conftest import FIXTURES, load_redocred_subset
+from ..conftest import FIXTURES, load_redocred_subset, scratch
 from .test_api import auth, is_error, kb_text, people, publish, score  # noqa: F401 - fixtures
 
 pytestmark = pytest.mark.django_db
@@ -34,7 +33,7 @@ def corpus():
 
 
 def ingest(team: str, run: str, corpus: str = "fixture"):
-    path = settings.DATA_DIR / f"{team}-{run}.kb"
+    path = scratch(f"{team}-{run}.kb")
     path.write_text(kb_text(run))
     res = do_ingest_submission(path, corpus, team, run, "tac")
     assert res.ok, res.report.to_dict()
@@ -51,7 +50,7 @@ def test_a_submission_belongs_to_the_period_open_at_upload_and_uploads_between_p
     assert sub.period == p1
     periods.do_close_period(olga, p1)
     n = Submission.objects.count()
-    path = settings.DATA_DIR / "late.kb"
+    path = scratch("late.kb")
     path.write_text(kb_text("late"))
     with pytest.raises(ActionError, match=r"corpus 'fixture' takes no submissions now: its evaluation period 1 "
                                           r"closed on .* no new period is open"):

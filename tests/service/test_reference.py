@@ -19,7 +19,7 @@ from unpooled.service.evaluations.models import Score
 from unpooled.service.submissions.actions import do_ingest_submission
 from unpooled.service.submissions.models import Submission
 
-from ..conftest import load_redocred_subset
+from ..conftest import load_redocred_subset, scratch
 from .test_annotation_e2e import _system_jsonl
 
 S = Submission.Status
@@ -151,8 +151,6 @@ def test_human_reference_on_a_tac_corpus_routes_its_items_away_from_the_document
     reference is built from it, asks for verification, and none of its items goes to those three."""
     from types import SimpleNamespace
 
-    from django.conf import settings
-
     from unpooled.service.annotation.models import Annotator, Task
     from unpooled.service.corpora.actions import do_load_corpus
     from unpooled.service.submissions.models import RelationInstance, SubmissionMention
@@ -161,7 +159,7 @@ def test_human_reference_on_a_tac_corpus_routes_its_items_away_from_the_document
     from .test_api import kb_text
 
     corpus = do_load_corpus(FIXTURES / "kb" / "sources.xml", "tac", "tacref", schema="tac-kbp")
-    path = settings.DATA_DIR / "cs.kb"
+    path = scratch("cs.kb")
     path.write_text(kb_text("cs"))
     sys_ = do_ingest_submission(path, "tacref", "red", "cs", "tac").submission
     inst = RelationInstance.objects.filter(submission=sys_, object__isnull=False).select_related("document").first()

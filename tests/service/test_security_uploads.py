@@ -28,6 +28,7 @@ from unpooled.service.submissions import uploads
 from unpooled.service.submissions.actions import do_ingest_submission
 from unpooled.service.submissions.models import Submission, UploadAttempt
 
+from ..conftest import scratch
 from .test_api import (  # noqa: F401  (fixtures)
     IMMEDIATE,
     auth,
@@ -127,7 +128,7 @@ def test_conflict_409_shows_no_sql(client, corpus, people, monkeypatch):
 
 
 def _write(name: str, text: str):
-    p = settings.DATA_DIR / name
+    p = scratch(name)
     p.write_text(text)
     return p
 

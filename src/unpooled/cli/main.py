@@ -90,6 +90,8 @@ EXAMPLES: dict[str, tuple[str, ...]] = {
     "bench score": ("unpooled bench score --systems 100 --replicates 1000",),
     "bench rescore": ("unpooled bench rescore --systems 20 --verbose",),
     "bench pages": ("unpooled bench pages --submissions 20 --requests 200 --pages leaderboard_instance,submission",),
+    "bench shared-task": ("unpooled bench shared-task --documents 60 --submissions 4 --draws 30   (SQLite, 1 worker)",
+                          "unpooled bench shared-task --workers 1,2,4 --postgres postgres://postgres@127.0.0.1/test"),
     "bench core": ("unpooled bench core --json",),
     "bench documents": ("unpooled bench documents --copies 5 --json",),
     "serve": ("unpooled serve --port 8000", "unpooled serve --demo   (what ./dev up runs)",
