@@ -18,7 +18,8 @@ For each configuration (SQLite with its one task worker, the embedded default; P
 Reported per configuration: the wall time until every submission was published; per stage (ingest: from the
 upload to the stored submission; sampling; annotating; scoring and publishing) the median and the longest time a
 submission spent in it; instances ingested per second and submissions published per hour; the workers' peak
-memory; the database's size; the answers and labels the crowd gave; the leaderboard's p50/p95 during the run.
+memory; the database's size; the answers and labels the crowd gave; the leaderboard's p50/p95 during the run;
+and where the workers' time went (each background task's runs, seconds in all, longest run).
 """
 
 from __future__ import annotations
@@ -256,6 +257,8 @@ def run_one(cfg: dict, *, database_url: str, workers: int, work: Path, log=lambd
         failed = sum(1 for s in seen.values() if "failed" in s)
         answers, labels = db.rows("SELECT (SELECT COUNT(*) FROM annotation_answer), "
                                   "(SELECT COUNT(*) FROM annotation_label)")[0]
+        tasks = _task_seconds(db.rows("SELECT task_path, started_at, finished_at FROM django_tasks_database_dbtaskresult "
+                                      "WHERE started_at IS NOT NULL AND finished_at IS NOT NULL"))
         size = db.size_mb()
     finally:
         stop.set()
@@ -286,10 +289,29 @@ def run_one(cfg: dict, *, database_url: str, workers: int, work: Path, log=lambd
         "stages": {k: {"median": round(statistics.median(v), 1), "max": round(max(v), 1)} if v else None
                    for k, v in stages.items()},
         "peak_worker_mb": round(max(peak.values(), default=0) / 1024, 0), "database_mb": round(size, 0),
-        "answers": answers, "labels": labels,
+        "answers": answers, "labels": labels, "tasks": tasks,
         "leaderboard_ms": {"requests": len(lat), "p50": round(lat[len(lat) // 2], 0) if lat else None,
                            "p95": round(lat[int(0.95 * (len(lat) - 1))], 0) if lat else None},
     }
+
+
+def _task_seconds(rows) -> dict:
+    """Per background task (its function's name): how many ran and the seconds they took, in all and the longest:
+    where the workers' time went."""
+    from datetime import datetime
+
+    def when(x):
+        return x if isinstance(x, datetime) else datetime.fromisoformat(str(x))
+
+    out: dict[str, dict] = {}
+    for path, started, finished in rows:
+        name = str(path).rsplit(".", 1)[-1]
+        d = out.setdefault(name, {"runs": 0, "seconds": 0.0, "longest": 0.0})
+        took = (when(finished) - when(started)).total_seconds()
+        d["runs"] += 1
+        d["seconds"] = round(d["seconds"] + took, 3)
+        d["longest"] = round(max(d["longest"], took), 3)
+    return out
 
 
 def _pg_admin(url: str, sql: str) -> None:
@@ -346,6 +368,8 @@ def run(*, documents: int = 1000, submissions: int = 20, draws: int = 100, exhau
         print(f"  {r['database']:10} {r['workers']:>7} {r['wall_seconds']:>7.1f} {st} {r['instances_per_second']:>7.0f} "
               f"{r['submissions_per_hour']:>7.1f} {r['peak_worker_mb']:>7.0f} {r['database_mb']:>6.0f} "
               f"{r['labels']:>6} {str(r['leaderboard_ms']['p95']):>12}" + (f"  {r['failed']} FAILED" if r["failed"] else ""))
+        print("  " + " " * 36 + "worker time: " + ", ".join(
+            f"{k} {v['runs']} x, {v['seconds']:.0f} s (longest {v['longest']:.0f} s)" for k, v in r["tasks"].items()))
     return 0 if all(r["failed"] == 0 for r in results) else 1
 
 
