@@ -23,8 +23,6 @@ def test_bench_shared_task_runs_a_small_task_end_to_end(shared_data, tmp_path):
     assert r["documents"] == 30 and r["instances"] > 0 and r["database_mb"] > 0 and r["peak_worker_mb"] > 0
     # every submission went through every stage; the crowd answered the drawn items (20 draws each, 3 answers)
     assert all(r["stages"][k] is not None for k in ("ingest", "sampling", "annotating", "scoring"))
-    assert r["wall_seconds"] >= r["stages"]["ingest"]["max"]
     assert r["answers"] >= 20 and r["labels"] > 0
     # where the worker's time went: three ingests and three lifecycles at least (a lifecycle may run in parts)
     assert r["tasks"]["ingest_upload"]["runs"] == 3 and r["tasks"]["advance_submission"]["runs"] >= 3
-    assert 0 < r["tasks"]["ingest_upload"]["longest"] <= r["tasks"]["ingest_upload"]["seconds"] <= r["wall_seconds"]

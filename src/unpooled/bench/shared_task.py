@@ -193,6 +193,41 @@ def _child(step: str, cfg: dict, env: dict) -> dict:
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
+def _follow(db: Db, serve_pid: int, n: int, t0: float, log) -> tuple[dict, dict]:
+    """Poll until the ``n`` submissions are published or failed (or :data:`HUNG`): when each was first seen in each
+    status, and the task workers' peak resident memory (kB) by pid."""
+    seen: dict[int, dict[str, float]] = {}
+    peak: dict[int, int] = {}
+    while True:
+        now = time.time()
+        for sid, status in db.rows("SELECT id, status FROM submissions_submission WHERE is_reference = "
+                                   + ("0" if db.path else "false")):
+            seen.setdefault(sid, {}).setdefault(status, now)
+        for pid in _children(serve_pid):
+            if "worker --slot" in _cmdline(pid):
+                peak[pid] = max(peak.get(pid, 0), _peak_kb(pid))
+        if sum(1 for s in seen.values() if "published" in s or "failed" in s) == n:
+            return seen, peak
+        if now - t0 > HUNG:
+            log("bench shared-task: not every submission finished within the limit")
+            return seen, peak
+        time.sleep(0.5)
+
+
+def _stage_times(seen: dict, t0: float) -> dict[str, list[float]]:
+    """Per stage, the seconds each published submission spent in it (from the upload at ``t0``)."""
+    order = ["ingested", "sampling", "annotating", "scoring", "published"]
+    stages: dict[str, list[float]] = {s: [] for s in STAGES}
+    for times in seen.values():
+        if "published" not in times:
+            continue
+        # a stage shorter than the poll is not seen: it starts when the next one seen starts
+        at = [t0] + [min(times[s] for s in order[k:] if s in times) for k in range(1, len(order))]
+        for k, name in enumerate(STAGES):
+            stages[name].append(at[k + 1] - at[k])
+    return stages
+
+
 # -- one configuration ----------------------------------------------------------------------------------------
 def run_one(cfg: dict, *, database_url: str, workers: int, work: Path, log=lambda msg: None) -> dict:
     env = {k: v for k, v in os.environ.items() if k != "UNPOOLED_DEBUG"}
@@ -234,24 +269,8 @@ def run_one(cfg: dict, *, database_url: str, workers: int, work: Path, log=lambd
         up = _child("upload", {**cfg, "workdir": str(work), "corpus": built["corpus"], "files": built["files"]}, env)
         t0 = up["started"]
         threading.Thread(target=reader, daemon=True).start()
-        seen: dict[int, dict[str, float]] = {}
-        peak: dict[int, int] = {}
         n = len(built["files"])
-        while True:
-            now = time.time()
-            for sid, status in db.rows("SELECT id, status FROM submissions_submission WHERE is_reference = "
-                                       + ("0" if db.path else "false")):
-                seen.setdefault(sid, {}).setdefault(status, now)
-            for pid in _children(serve.pid):
-                if "worker --slot" in _cmdline(pid):
-                    peak[pid] = max(peak.get(pid, 0), _peak_kb(pid))
-            done = [s for s in seen.values() if "published" in s or "failed" in s]
-            if len(done) == n:
-                break
-            if now - t0 > HUNG:
-                log("bench shared-task: not every submission finished within the limit")
-                break
-            time.sleep(0.5)
+        seen, peak = _follow(db, serve.pid, n, t0, log)
         wall = time.time() - t0
         stop.set()
         failed = sum(1 for s in seen.values() if "failed" in s)
@@ -270,15 +289,7 @@ def run_one(cfg: dict, *, database_url: str, workers: int, work: Path, log=lambd
             os.killpg(serve.pid, signal.SIGKILL)
             serve.wait()
         serve_log.close()
-    order = ["ingested", "sampling", "annotating", "scoring", "published"]
-    stages: dict[str, list[float]] = {s: [] for s in STAGES}
-    for times in seen.values():
-        if "published" not in times:
-            continue
-        # a stage shorter than the poll is not seen: it starts when the next one seen starts
-        at = [t0] + [min(times[s] for s in order[k:] if s in times) for k in range(1, len(order))]
-        for k, name in enumerate(STAGES):
-            stages[name].append(at[k + 1] - at[k])
+    stages = _stage_times(seen, t0)
     lat = sorted(latencies)
     return {
         "database": "sqlite" if database_url.startswith("sqlite") else "postgresql", "workers": workers,

@@ -67,6 +67,15 @@ def register(sub) -> None:
     pg.add_argument("--verbose", action="store_true", help="report progress on stderr")
     pg.add_argument("--json", action="store_true", help='print {"pages": {PAGE: {"p50_ms", "p95_ms", ...}}, ...}')
     pg.set_defaults(func=cmd_pages)
+    _register_shared_task(bs)
+    co = bs.add_parser("core", help="throughput of the core's sentence splitters (MB/s) and of the simulation "
+                                    "world's generation (s)")
+    co.add_argument("--json", action="store_true",
+                    help='print {"split_sentences_mb_per_s", "split_markup_sentences_mb_per_s", "make_world_seconds"}')
+    co.set_defaults(func=cmd_core)
+
+
+def _register_shared_task(bs) -> None:
     st = bs.add_parser("shared-task", help="a shared task end to end: Re-DocRED documents with their gold layer, "
                                            "teams' KBs uploaded at once, evaluated by serve's task workers with the "
                                            "simulated crowd (SQLite with 1 worker, and PostgreSQL with each --workers)")
@@ -83,11 +92,6 @@ def register(sub) -> None:
     st.add_argument("--verbose", action="store_true", help="report progress on stderr")
     st.add_argument("--json", action="store_true", help="print one object per configuration")
     st.set_defaults(func=cmd_shared_task)
-    co = bs.add_parser("core", help="throughput of the core's sentence splitters (MB/s) and of the simulation "
-                                    "world's generation (s)")
-    co.add_argument("--json", action="store_true",
-                    help='print {"split_sentences_mb_per_s", "split_markup_sentences_mb_per_s", "make_world_seconds"}')
-    co.set_defaults(func=cmd_core)
 
 
 def cmd_core(args) -> int:
