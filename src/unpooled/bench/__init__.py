@@ -29,3 +29,67 @@ def run_child(name: str, cfg: dict, work: Path) -> dict | None:
         print(f"bench {name}: the benchmark failed (see above)", file=sys.stderr)
         return None
     return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def free_port() -> int:
+    """A free TCP port of 127.0.0.1."""
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def child_pids(pid: int) -> list[int]:
+    """The processes whose parent is ``pid`` (from /proc)."""
+    out = []
+    for d in os.listdir("/proc"):
+        if d.isdigit():
+            try:
+                with open(f"/proc/{d}/stat") as f:
+                    if int(f.read().rsplit(")", 1)[1].split()[1]) == pid:
+                        out.append(int(d))
+            except (OSError, IndexError, ValueError):
+                pass
+    return out
+
+
+def wait_until_up(port: int, proc, timeout: float = 60.0) -> None:
+    """Until the server started as ``proc`` answers ``GET /`` on ``port``; RuntimeError when it exits or does
+    not answer within ``timeout`` seconds."""
+    import http.client
+    import time
+
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise RuntimeError(f"the server exited with {proc.returncode}")
+        try:
+            conn = http.client.HTTPConnection("127.0.0.1", port, timeout=5)
+            conn.request("GET", "/")
+            conn.getresponse().read()
+            conn.close()
+            return
+        except OSError:
+            time.sleep(0.2)
+    raise RuntimeError(f"the server did not answer on port {port} within {timeout:.0f} s")
+
+
+def pg_admin(url: str, sql: str) -> None:
+    """Run ``sql`` on the PostgreSQL server of ``url``, connected to its ``postgres`` database outside a transaction
+    (CREATE / DROP DATABASE of the bench's own database)."""
+    import dj_database_url
+    import psycopg
+
+    db = dj_database_url.parse(url)
+    with psycopg.connect(host=db["HOST"] or "127.0.0.1", port=db["PORT"] or 5432, user=db["USER"] or "postgres",
+                         password=db["PASSWORD"] or None, dbname="postgres", autocommit=True) as conn:
+        conn.execute(sql)
+
+
+def with_database(url: str, name: str) -> str:
+    """``url`` naming the database ``name`` instead."""
+    from urllib.parse import urlsplit, urlunsplit
+
+    u = urlsplit(url)
+    return urlunsplit((u.scheme, u.netloc, "/" + name, u.query, u.fragment))

@@ -38,7 +38,6 @@ import json
 import math
 import os
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -46,6 +45,7 @@ import threading
 import time
 import uuid
 from pathlib import Path
+from unpooled.bench import child_pids, free_port, pg_admin, wait_until_up, with_database
 from unpooled.service.evaluations.policy import SERVICE_LEVELS as LEVELS
 
 TARGET_P95_MS = 100.0
@@ -301,19 +301,6 @@ class _CpuMeter(threading.Thread):
         return sum(t - self.base.get(pid, 0) for pid, t in self.last.items())
 
 
-def _children(pid: int) -> list[int]:
-    out = []
-    for d in os.listdir("/proc"):
-        if d.isdigit():
-            try:
-                with open(f"/proc/{d}/stat") as f:
-                    if int(f.read().rsplit(")", 1)[1].split()[1]) == pid:
-                        out.append(int(d))
-            except (OSError, IndexError, ValueError):
-                pass
-    return out
-
-
 def _pg_backends(dbname: str | None) -> list[int]:
     """The PostgreSQL backend processes serving ``dbname`` (their command line names the database)."""
     if not dbname:
@@ -449,7 +436,7 @@ def drive(cfg: dict) -> dict:
     out = {}
     for page in cfg["pages"]:
         target, marker = plan[page]
-        server = _CpuMeter(lambda: [cfg["server_pid"], *_children(cfg["server_pid"])])
+        server = _CpuMeter(lambda: [cfg["server_pid"], *child_pids(cfg["server_pid"])])
         db = _CpuMeter(lambda: _pg_backends(cfg.get("pg_database")))
         self0 = time.process_time()
         server.start()
@@ -507,47 +494,6 @@ def _first_views(port: int, subs: list, sessions: dict | None = None) -> dict:
 
 
 # -- orchestration ------------------------------------------------------------------------------------
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def _wait_until_up(port: int, proc, timeout: float = 60.0) -> None:
-    import http.client
-
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            raise RuntimeError(f"gunicorn exited with {proc.returncode}")
-        try:
-            conn = http.client.HTTPConnection("127.0.0.1", port, timeout=5)
-            conn.request("GET", "/")
-            conn.getresponse().read()
-            conn.close()
-            return
-        except OSError:
-            time.sleep(0.2)
-    raise RuntimeError(f"gunicorn did not answer on port {port} within {timeout:.0f} s")
-
-
-def _pg_admin(url: str, sql: str) -> None:
-    import dj_database_url
-    import psycopg
-
-    db = dj_database_url.parse(url)
-    with psycopg.connect(host=db["HOST"] or "127.0.0.1", port=db["PORT"] or 5432, user=db["USER"] or "postgres",
-                         password=db["PASSWORD"] or None, dbname="postgres", autocommit=True) as conn:
-        conn.execute(sql)
-
-
-def _with_database(url: str, name: str) -> str:
-    from urllib.parse import urlsplit, urlunsplit
-
-    u = urlsplit(url)
-    return urlunsplit((u.scheme, u.netloc, "/" + name, u.query, u.fragment))
-
-
 def _loadavg() -> list[float]:
     try:
         return [float(x) for x in Path("/proc/loadavg").read_text().split()[:3]]
@@ -571,9 +517,9 @@ def run(submissions: int = 100, clients: int = 20, requests: int = 1000, *, as_j
         env["UNPOOLED_DATA_DIR"] = str(work)
         env["DJANGO_SETTINGS_MODULE"] = "unpooled.service.config.settings"
         if is_pg:
-            _pg_admin(base_url, f'DROP DATABASE IF EXISTS "{PG_DATABASE}" WITH (FORCE)')
-            _pg_admin(base_url, f'CREATE DATABASE "{PG_DATABASE}"')
-            env["DATABASE_URL"] = _with_database(base_url, PG_DATABASE)
+            pg_admin(base_url, f'DROP DATABASE IF EXISTS "{PG_DATABASE}" WITH (FORCE)')
+            pg_admin(base_url, f'CREATE DATABASE "{PG_DATABASE}"')
+            env["DATABASE_URL"] = with_database(base_url, PG_DATABASE)
         elif base_url:
             env["DATABASE_URL"] = base_url
         else:
@@ -591,10 +537,10 @@ def run(submissions: int = 100, clients: int = 20, requests: int = 1000, *, as_j
                 return 3
             built = json.loads(out.stdout.strip().splitlines()[-1])
             build_seconds = time.perf_counter() - t0
-            port = _free_port()
+            port = free_port()
             server = subprocess.Popen(web_server_command(f"127.0.0.1:{port}", workers, threads, access_log=False),
                                       env=env, start_new_session=True)
-            _wait_until_up(port, server)
+            wait_until_up(port, server)
             if verbose:
                 print(f"bench pages: gunicorn on port {port}; driving {', '.join(pages)}", file=sys.stderr, flush=True)
             load0 = _loadavg()
@@ -617,7 +563,7 @@ def run(submissions: int = 100, clients: int = 20, requests: int = 1000, *, as_j
                     server.kill()
                     server.wait()
             if is_pg and not keep:
-                _pg_admin(base_url, f'DROP DATABASE IF EXISTS "{PG_DATABASE}" WITH (FORCE)')
+                pg_admin(base_url, f'DROP DATABASE IF EXISTS "{PG_DATABASE}" WITH (FORCE)')
     result = {
         "database": built["database"], "submissions": submissions, "clients": clients,
         "requests_per_page": requests, "warmup_per_client": warmup,

@@ -27,7 +27,6 @@ from __future__ import annotations
 import json
 import os
 import signal
-import socket
 import statistics
 import subprocess
 import sys
@@ -36,6 +35,8 @@ import threading
 import time
 import urllib.request
 from pathlib import Path
+
+from unpooled.bench import child_pids, free_port, pg_admin, wait_until_up, with_database
 
 STAGES = ("ingest", "sampling", "annotating", "scoring")
 PG_DATABASE = "unpooled_bench_task"
@@ -149,17 +150,6 @@ class Db:
         self.conn.close()
 
 
-def _children(pid: int) -> list[int]:
-    out = []
-    try:
-        for task in os.listdir(f"/proc/{pid}/task"):
-            with open(f"/proc/{pid}/task/{task}/children") as f:
-                out += [int(x) for x in f.read().split()]
-    except OSError:
-        pass
-    return out + [g for c in out for g in _children(c)]
-
-
 def _peak_kb(pid: int) -> int:
     try:
         with open(f"/proc/{pid}/status") as f:
@@ -177,12 +167,6 @@ def _cmdline(pid: int) -> str:
             return f.read().replace(b"\0", b" ").decode(errors="replace")
     except OSError:
         return ""
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def _child(step: str, cfg: dict, env: dict) -> dict:
@@ -203,7 +187,7 @@ def _follow(db: Db, serve_pid: int, n: int, t0: float, log) -> tuple[dict, dict]
         for sid, status in db.rows("SELECT id, status FROM submissions_submission WHERE is_reference = "
                                    + ("0" if db.path else "false")):
             seen.setdefault(sid, {}).setdefault(status, now)
-        for pid in _children(serve_pid):
+        for pid in child_pids(serve_pid):
             if "worker --slot" in _cmdline(pid):
                 peak[pid] = max(peak.get(pid, 0), _peak_kb(pid))
         if sum(1 for s in seen.values() if "published" in s or "failed" in s) == n:
@@ -238,7 +222,7 @@ def run_one(cfg: dict, *, database_url: str, workers: int, work: Path, log=lambd
     instances = sum(f["instances"] for f in built["files"])
     log(f"built: {built['documents']} documents, {built['gold_relations']} gold relations, "
         f"{len(built['files'])} KBs of {instances:,} instances in all")
-    port = _free_port()
+    port = free_port()
     serve_log = open(work / "serve.log", "wb")
     serve = subprocess.Popen([sys.executable, "-m", "unpooled.cli.main", "serve", "--port", str(port),
                               "--web-workers", "1", "--task-workers", str(workers)], env=env, stdout=serve_log,
@@ -259,13 +243,7 @@ def run_one(cfg: dict, *, database_url: str, workers: int, work: Path, log=lambd
                 pass
 
     try:
-        deadline = time.time() + 120
-        while time.time() < deadline:
-            try:
-                urllib.request.urlopen(f"http://127.0.0.1:{port}/", timeout=5).read()
-                break
-            except OSError:
-                time.sleep(0.5)
+        wait_until_up(port, serve, timeout=120)
         up = _child("upload", {**cfg, "workdir": str(work), "corpus": built["corpus"], "files": built["files"]}, env)
         t0 = up["started"]
         threading.Thread(target=reader, daemon=True).start()
@@ -325,13 +303,6 @@ def _task_seconds(rows) -> dict:
     return out
 
 
-def _pg_admin(url: str, sql: str) -> None:
-    import psycopg
-
-    with psycopg.connect(url.replace("postgres://", "postgresql://", 1), autocommit=True) as conn:
-        conn.execute(sql)
-
-
 def run(*, documents: int = 1000, submissions: int = 20, draws: int = 100, exhaustive: int = 20,
         workers: list[int] | None = None, postgres: str | None = None, sqlite: bool = True, seed: int = 0,
         shared: str | None = None, as_json: bool = False, verbose: bool = False) -> int:
@@ -352,15 +323,15 @@ def run(*, documents: int = 1000, submissions: int = 20, draws: int = 100, exhau
             if engine == "sqlite":
                 url = f"sqlite:///{work / 'data' / 'unpooled.sqlite3'}"
             else:
-                _pg_admin(postgres, f'DROP DATABASE IF EXISTS "{PG_DATABASE}" WITH (FORCE)')
-                _pg_admin(postgres, f'CREATE DATABASE "{PG_DATABASE}"')
-                url = postgres.rsplit("/", 1)[0] + "/" + PG_DATABASE
+                pg_admin(postgres, f'DROP DATABASE IF EXISTS "{PG_DATABASE}" WITH (FORCE)')
+                pg_admin(postgres, f'CREATE DATABASE "{PG_DATABASE}"')
+                url = with_database(postgres, PG_DATABASE)
             log(f"bench shared-task: {engine}, {w} task worker(s)")
             try:
                 results.append(run_one(cfg, database_url=url, workers=w, work=work, log=log))
             finally:
                 if engine != "sqlite":
-                    _pg_admin(postgres, f'DROP DATABASE IF EXISTS "{PG_DATABASE}" WITH (FORCE)')
+                    pg_admin(postgres, f'DROP DATABASE IF EXISTS "{PG_DATABASE}" WITH (FORCE)')
             log(json.dumps(results[-1]))
     if as_json:
         print(json.dumps(results))
