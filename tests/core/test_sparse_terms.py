@@ -95,6 +95,11 @@ def test_rows_operations_match_dense():
     np.testing.assert_allclose(X.block(np.array([3, 1])), D[[3, 1]])
     with pytest.raises(ValueError):
         X + Rows(s, np.ones(4), np.ones(9))  # two shared rows that differ
+    long = sp.csr_matrix(rng.normal(size=(3, 200)))  # rows long enough to be scaled row by row
+    r3 = np.array([2.0, 1.0, -0.5])
+    np.testing.assert_allclose(Rows(long).scaled(r3, None).toarray(), r3[:, None] * long.toarray())
+    np.testing.assert_allclose(Rows(long).scaled(r3, c := rng.normal(size=200)).toarray(),
+                               r3[:, None] * long.toarray() * c[None, :])
 
 
 def _world(seed=1, m=6, U=60):
@@ -116,11 +121,16 @@ def test_bootstrap_by_instance_totals_equals_direct_sums(monkeypatch):
     _, _, d = _world()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
+        monkeypatch.setattr(bootstrap, "DENSE_PRODUCT", 2.0)  # the items' totals summed by the sparse product
         by_item = estimate(d, bootstrap=300, rng=4).boot
+        monkeypatch.setattr(bootstrap, "DENSE_PRODUCT", 0.0)  # by dense blocks of two rows
+        monkeypatch.setattr(bootstrap, "DENSE_BLOCK_BYTES", 16 * d.P.shape[1])
+        by_block = estimate(d, bootstrap=300, rng=4).boot
         monkeypatch.setattr(bootstrap, "ITEM_TOTALS_BYTES", 0)
         direct = estimate(d, bootstrap=300, rng=4).boot
     for k in by_item:
         np.testing.assert_allclose(by_item[k], direct[k], rtol=0, atol=1e-12)
+        np.testing.assert_allclose(by_block[k], direct[k], rtol=0, atol=1e-12)
 
 
 def test_votes_variance_in_blocks_of_targets_equals_at_once(monkeypatch):

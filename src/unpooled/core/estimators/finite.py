@@ -52,7 +52,7 @@ from dataclasses import dataclass
 import numpy as np
 import scipy.sparse as sp
 
-from .rows import Rows, grouped_ss, indicator
+from .rows import DENSE_GROUPS, Rows, grouped_ss, indicator
 
 
 @dataclass(frozen=True)
@@ -136,7 +136,7 @@ def strata_var(U, src: np.ndarray, m: int, units: DrawUnits) -> np.ndarray:
         a = bu = bc = None
     else:
         Yu = sp.csr_matrix(X.sparse @ Mu)
-        Yc = sp.csr_matrix(Yu @ Mc)
+        Yc = _column_totals(Yu, unit_cell, C, Mc)
         a, bu = X.a, None if X.a is None else Mu.T @ X.b
         bc = None if X.a is None else np.bincount(unit_cell, weights=bu, minlength=C)
     with np.errstate(divide="ignore", invalid="ignore"):
@@ -151,6 +151,18 @@ def strata_var(U, src: np.ndarray, m: int, units: DrawUnits) -> np.ndarray:
     # values)^2; it is 0, which the intervals treat as exact (a variance of 1e-35 made F1's correlation noise)
     size = np.abs(X).sum(1) if dense else X.abs_sum()
     return np.where(var <= (64 * np.finfo(float).eps * size) ** 2, 0.0, var)
+
+
+def _column_totals(Y: sp.csr_matrix, group: np.ndarray, G: int, indicator_: sp.csr_matrix) -> sp.csr_matrix:
+    """``Y @ indicator_`` (each row's totals over the columns of each group, ``group`` per column): one pass over
+    ``Y``'s non-zeros into a dense ``(rows, G)`` table when it is small, else the sparse product."""
+    nr = Y.shape[0]
+    if nr * G > DENSE_GROUPS:
+        return sp.csr_matrix(Y @ indicator_)
+    rows = np.repeat(np.arange(nr, dtype=np.int64), np.diff(Y.indptr))
+    rows *= G
+    rows += group[Y.indices]
+    return sp.csr_matrix(np.bincount(rows, weights=Y.data, minlength=nr * G).reshape(nr, G))
 
 
 def unseen_mass(P: sp.csr_matrix, xs: np.ndarray) -> np.ndarray:

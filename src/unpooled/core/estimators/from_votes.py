@@ -229,7 +229,8 @@ def _rates_var(votes, U, codes, Mc, Ma, Mb, grp, P, theta, simple: bool):
     # refits at a bound continue past it (noisy.prevalence extend): clipped, a point estimate at 1 had refits at 1
     # and no confusions' variance (a human reference of true precision 1 at 0.965 [0.832, 0.994]; 10-instance
     # systems judged by a 0.6 crowd covered 0.80 against 0.90 with the delta method)
-    rc, ra, rb = (np.nan_to_num(prevalence(M, lam_rep, groups=gk, n_groups=G, extend=True)[0]) for M in (Mc, Ma, Mb))
+    rc, ra, rb = (np.nan_to_num(prevalence(M, lam_rep, groups=gk, n_groups=G, extend=True, information=False)[0])
+                  for M in (Mc, Ma, Mb))
     p, _, _, nu = _combine(rc, ra, rb, _precision_weights(Mc, grp, P), grp.sums(Ma), grp.sums(Mb), simple)
     r = theta[None, :] * nu
     return {"p": np.var(p, axis=0, ddof=1), "r": np.var(r, axis=0, ddof=1), "f1": np.var(_f1(p, r), axis=0, ddof=1)}

@@ -320,8 +320,9 @@ def _terms(d: Design, W: np.ndarray, *, own_complete: bool = True) -> _Terms:
     """Per-(target, draw) terms under the weights ``W``; precision's from a system's own draws alone where they
     reached all its instances (:func:`complete_targets`) unless ``own_complete`` is False."""
     codes, item = np.unique(d.xs, return_inverse=True)
-    PI = d.P[:, codes].tocsr()  # p_i(x) of the instances drawn, (m, K)
-    Pm = PI[:, item]  # p_i(x_s), (m, S)
+    PIc = d.P[:, codes].tocsc()
+    PI = PIc.tocsr()  # p_i(x) of the instances drawn, (m, K)
+    Pm = PIc[:, item].tocsr()  # p_i(x_s), (m, S): through columns, so sorted without a sort of its non-zeros
     # canonical (sorted, no duplicates): the matrices below share these index arrays, so nothing may sort them
     PI.sum_duplicates()
     Pm.sum_duplicates()

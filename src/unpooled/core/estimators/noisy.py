@@ -257,7 +257,7 @@ PAIRS_AT_ONCE = 1 << 23
 
 
 def prevalence(M, lam, *, tol: float = 1e-10, max_iter: int = 100, groups=None, n_groups: int = 1,
-               extend: bool = False) -> tuple[np.ndarray, np.ndarray]:
+               extend: bool = False, information: bool = True) -> tuple[np.ndarray, np.ndarray | None]:
     r"""The maximiser :math:`\hat\rho \in [0, 1]` of every row's weighted mixture log-likelihood, and :math:`J`.
 
     Parameters
@@ -278,6 +278,9 @@ def prevalence(M, lam, *, tol: float = 1e-10, max_iter: int = 100, groups=None, 
     separately: ``rho`` and ``J`` are ``(m, n_groups)``.  ``extend``: a row whose maximiser is a bound gets
     instead one Newton step of its likelihood continued past it, :math:`b + \ell'(b)/J(b)` (outside [0, 1]): the
     spread of refits under the confusions' replicates (:mod:`.from_votes`) is then not cut off at the bound.
+    ``lam`` of shape ``(R, K)``: every row is fitted under each of ``R`` replicates of the log ratios, ``rho`` and
+    ``J`` get a leading axis ``R``.  ``information=False``: ``J`` is not computed (None), which saves a pass over
+    the pairs (the replicates' refits need only ``rho``).
 
     Notes
     -----
@@ -306,18 +309,20 @@ def prevalence(M, lam, *, tol: float = 1e-10, max_iter: int = 100, groups=None, 
         step = max(1, PAIRS_AT_ONCE // max(len(rows), 1))  # replicates fitted together (each fit is its own rows)
         got = [_prevalence_pairs((np.arange(b - a)[:, None] * n + grows[None, :]).ravel(),
                                  np.tile(uniq[rows, cols], b - a), lam[a:b, cols].ravel(), (b - a) * n, tol,
-                                 max_iter, extend) for a, b in ((a, min(Rn, a + step)) for a in range(0, Rn, step))]
-        rho, J = np.concatenate([g[0] for g in got]), np.concatenate([g[1] for g in got])
+                                 max_iter, extend, information)
+               for a, b in ((a, min(Rn, a + step)) for a in range(0, Rn, step))]
+        rho = np.concatenate([g[0] for g in got])
+        J = np.concatenate([g[1] for g in got]) if information else None
         shape = (Rn, -1, G) if groups is not None else (Rn, -1)
-        return rho.reshape(shape)[:, inv], J.reshape(shape)[:, inv]
-    rho, J = _prevalence_pairs(grows, uniq[rows, cols], lam[cols], n, tol, max_iter, extend)
+        return rho.reshape(shape)[:, inv], None if J is None else J.reshape(shape)[:, inv]
+    rho, J = _prevalence_pairs(grows, uniq[rows, cols], lam[cols], n, tol, max_iter, extend, information)
     if groups is None:
-        return rho[inv], J[inv]
-    return rho.reshape(-1, G)[inv], J.reshape(-1, G)[inv]
+        return rho[inv], None if J is None else J[inv]
+    return rho.reshape(-1, G)[inv], None if J is None else J.reshape(-1, G)[inv]
 
 
 def _prevalence_pairs(rows: np.ndarray, w: np.ndarray, lr: np.ndarray, m: int, tol: float, max_iter: int,
-                      extend: bool = False):
+                      extend: bool = False, information: bool = True):
     """:func:`prevalence` of ``m`` rows given as (row, weight, log ratio) pairs."""
     total = np.bincount(rows, weights=w, minlength=m)
     rho = np.full(m, np.nan)
@@ -333,7 +338,7 @@ def _prevalence_pairs(rows: np.ndarray, w: np.ndarray, lr: np.ndarray, m: int, t
             return np.bincount(rw, weights=wk, minlength=m), np.bincount(rw, weights=wk * k, minlength=m)
 
     if not live.any():
-        return rho, np.zeros(m)
+        return rho, np.zeros(m) if information else None
     g0, _ = sums(np.zeros(m))
     g1, _ = sums(np.ones(m))
     at0, at1 = live & ~(g0 > 0), live & ~(g1 < 0)
@@ -368,11 +373,17 @@ def _prevalence_pairs(rows: np.ndarray, w: np.ndarray, lr: np.ndarray, m: int, t
         r = np.where(todo, new, r)
         todo &= ~done
     rho[live] = r[live]
-    g, J = sums(np.nan_to_num(rho))
+    if information:
+        g, J = sums(np.nan_to_num(rho))
+    elif extend:  # the sums at the rows fitted at a bound only
+        keep = (at0 | at1)[rows]
+        g, J = sums(np.nan_to_num(rho), (rows[keep], w[keep], (parts[0][keep], parts[1][keep])))
+    else:
+        return rho, None
     if extend:  # past a bound: one Newton step of the likelihood continued beyond [0, 1]
         edge = (at0 | at1) & (J > 0)
         rho[edge] = rho[edge] + g[edge] / J[edge]
-    return rho, J
+    return rho, J if information else None
 
 
 def _loglik_terms(lam, rho):

@@ -108,12 +108,21 @@ def scale(M: sp.csr_matrix, rows=None, cols=None) -> sp.csr_matrix:
     if not M.has_canonical_format:  # shared index arrays must never be sorted in place later
         M = M.copy()
         M.sum_duplicates()
-    data = M.data.copy()
+    data = M.data.copy() if cols is None else M.data * np.asarray(cols, float)[M.indices]
     if rows is not None:
-        data *= np.repeat(np.asarray(rows, float), np.diff(M.indptr))
-    if cols is not None:
-        data *= np.asarray(cols, float)[M.indices]
+        _scale_rows(data, M.indptr, np.asarray(rows, float))
     return sp.csr_matrix((data, M.indices, M.indptr), shape=M.shape)
+
+
+def _scale_rows(data: np.ndarray, indptr: np.ndarray, rows: np.ndarray) -> None:
+    """Multiply each row's stored values (``data[indptr[i]:indptr[i+1]]``) by ``rows[i]``, in place: row by row
+    when rows are long (no per-entry copy of the factors), else through the repeated factors."""
+    if len(data) < 64 * len(rows):
+        data *= np.repeat(rows, np.diff(indptr))
+        return
+    for i, (a, b) in enumerate(zip(indptr[:-1].tolist(), indptr[1:].tolist())):
+        if b > a and rows[i] != 1.0:
+            data[a:b] *= rows[i]
 
 
 def row_sums(M: sp.csr_matrix, values: np.ndarray) -> np.ndarray:
