@@ -62,17 +62,19 @@ def _designs(draw):
 
 
 @settings(max_examples=60, deadline=None)
-@given(_designs(), st.booleans())
-def test_variance_of_sparse_rows_is_the_documented_formula(design, with_shared):
-    """Sparse values (zeros where a target lacks the instance) plus a shared row: the same variance as the
-    formula by loops on the dense matrix, after the draws' Rao-Blackwell factors."""
+@given(_designs(), st.sampled_from([0, 1, 3]))
+def test_variance_of_sparse_rows_is_the_documented_formula(design, rank):
+    """Sparse values (zeros where a target lacks the instance) plus a shared part (one row, or three): the same
+    variance as the formula by loops on the dense matrix, after the draws' Rao-Blackwell factors."""
     rng, P, src, xs = design
     units = draw_units(P, src, xs)
     S, T = len(xs), 3
     dense = rng.normal(size=(T, S)) * (rng.random((T, S)) < 0.5)
     X = Rows(sp.csr_matrix(dense))
-    if with_shared:
+    if rank == 1:
         X = Rows(X.sparse, rng.normal(size=T), rng.normal(size=S))
+    elif rank:
+        X = Rows(X.sparse, rng.normal(size=(T, rank)), rng.normal(size=(rank, S)))
     want = _loop_var(X.toarray(), src, xs, P)
     np.testing.assert_allclose(strata_var(X, src, P.shape[0], units), want, rtol=1e-9, atol=1e-12)
     np.testing.assert_allclose(strata_var(X.toarray(), src, P.shape[0], units), want, rtol=1e-9, atol=1e-12)
@@ -93,8 +95,15 @@ def test_rows_operations_match_dense():
     np.testing.assert_allclose(X.totals(np.array([0, 1, 0, 2, 2, 1, 0, 3, 3]), 4),
                                D @ np.eye(4)[[0, 1, 0, 2, 2, 1, 0, 3, 3]])
     np.testing.assert_allclose(X.block(np.array([3, 1])), D[[3, 1]])
-    with pytest.raises(ValueError):
-        X + Rows(s, np.ones(4), np.ones(9))  # two shared rows that differ
+    other = Rows(s, rng.normal(size=4), rng.normal(size=9))  # another shared row: a shared part of rank 2
+    both = X + other
+    assert both.a.shape == (4, 2)
+    np.testing.assert_allclose(both.toarray(), D + other.toarray())
+    np.testing.assert_allclose(both.sum(), D.sum(1) + other.toarray().sum(1))
+    np.testing.assert_allclose(both.scaled(r, c).toarray(), r[:, None] * (D + other.toarray()) * c[None, :])
+    np.testing.assert_allclose((both * M).toarray(), (D + other.toarray()) * M.toarray())
+    np.testing.assert_allclose(both.block(np.array([2, 0])), (D + other.toarray())[[2, 0]])
+    assert np.all(both.abs_sum() >= np.abs(D + other.toarray()).sum(1) - 1e-12)
     long = sp.csr_matrix(rng.normal(size=(3, 200)))  # rows long enough to be scaled row by row
     r3 = np.array([2.0, 1.0, -0.5])
     np.testing.assert_allclose(Rows(long).scaled(r3, None).toarray(), r3[:, None] * long.toarray())
@@ -133,22 +142,27 @@ def test_bootstrap_by_instance_totals_equals_direct_sums(monkeypatch):
         np.testing.assert_allclose(by_block[k], direct[k], rtol=0, atol=1e-12)
 
 
-def test_votes_variance_in_blocks_of_targets_equals_at_once(monkeypatch):
-    """The draws' variance in blocks of two targets, and the confusions' replicates refitted a few at a time: the
-    same as at once."""
+@pytest.mark.parametrize("strata", [False, True])
+def test_votes_variance_in_blocks_of_targets_equals_at_once(monkeypatch, strata):
+    """The draws' variance one target at a time, with the shared part made dense, and the confusions' replicates
+    refitted one at a time: the same as at once (with and without strata of the crowd model)."""
     rng, truth, d = _world(seed=2)
     items = np.unique(d.xs)
     it = np.repeat(items, 3)
     wk = np.concatenate([rng.choice(8, 3, replace=False) for _ in items])
     yes = np.where(rng.random(len(it)) < 0.8, truth[it], ~truth[it])
     rep = np.clip(0.8 + rng.normal(0, 0.03, (12, 8)), 0.5, 0.99)
-    v = crowd_votes(it, wk, yes, np.full(8, 0.8), np.full(8, 0.2), rep, 1 - rep, n_items=d.P.shape[1])
+    v = crowd_votes(it, wk, yes, np.full(8, 0.8), np.full(8, 0.2), rep, 1 - rep, n_items=d.P.shape[1],
+                    strata=(np.arange(d.P.shape[1]) % 2) if strata else None)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         once = estimate(d, votes=v)
-        monkeypatch.setattr(from_votes, "BLOCK_VALUES", len(d.xs) * 2)  # blocks of two targets
+        monkeypatch.setattr(from_votes, "BLOCK_VALUES", 1)  # one target at a time
         monkeypatch.setattr(noisy, "PAIRS_AT_ONCE", 1)  # one replicate at a time
         blocks = estimate(d, votes=v)
+        monkeypatch.setattr(from_votes, "MAX_SHARED_RANK", 0)  # recall's denominator dense, not of low rank
+        dense = estimate(d, votes=v)
     assert np.all(once.var_parts["rates"]["p"] > 0)
     for k in ("p_se", "r_se", "f1_se"):
         np.testing.assert_allclose(getattr(blocks, k), getattr(once, k), rtol=1e-12, atol=1e-15)
+        np.testing.assert_allclose(getattr(dense, k), getattr(once, k), rtol=1e-12, atol=1e-15)

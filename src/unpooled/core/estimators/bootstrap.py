@@ -45,7 +45,7 @@ def _replicate_sums(parts, src: np.ndarray, m: int, B: int, rng) -> list[np.ndar
     order = np.argsort(src, kind="stable")  # each stratum's draws in their order (the resampling's indices)
     starts = np.concatenate([[0], np.cumsum(np.bincount(src, minlength=m))])
     out = [np.zeros((m, B)) for _ in parts]
-    shared = [np.zeros(B) for _ in parts]  # the shared parts' sums over the resampled draws, per replicate
+    shared = [None if X is None or X.a is None else np.zeros((X.factors()[1].shape[0], B)) for _, _, X in parts]
     Z = [None if f is None or B * f.M.shape[1] * 8 > ITEM_TOTALS_BYTES else np.zeros((f.M.shape[1], B))
          for f, _, _ in parts]
     rest = [sp.csr_matrix(r if z is not None or f is None else r + f.rows()).tocsc()
@@ -59,13 +59,13 @@ def _replicate_sums(parts, src: np.ndarray, m: int, B: int, rng) -> list[np.ndar
                 z[u] += E @ K
             if R.nnz:
                 acc += R[:, idx] @ K
-            if X is not None and X.a is not None:
-                bsum += X.b[idx] @ K
+            if bsum is not None:  # the shared parts' sums over the resampled draws, per replicate
+                bsum += X.factors()[1][:, idx] @ K
     for (f, _, X), z, acc, bsum in zip(parts, Z, out, shared):
         if z is not None:
             acc += _product(f.M, z) * f.a[:, None]
-        if X is not None and X.a is not None:
-            acc += np.outer(X.a, bsum)
+        if bsum is not None:
+            acc += X.factors()[0] @ bsum
     return [acc.T for acc in out]
 
 

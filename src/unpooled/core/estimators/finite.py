@@ -130,15 +130,15 @@ def strata_var(U, src: np.ndarray, m: int, units: DrawUnits) -> np.ndarray:
     unit_cell = np.zeros(units.n_units, np.int64)
     unit_cell[units.unit] = units.cell
     Mu, Mc = indicator(units.unit, units.n_units), indicator(unit_cell, C)
-    if dense:  # (dense blocks of influence values: the votes' variance)
+    if dense:  # (a few rows of influence values held dense: breakdowns, entity arguments)
         Yu = np.asarray((Mu.T @ X.T).T)  # unit totals (m, units)
         Yc = np.asarray((Mc.T @ Yu.T).T)  # cell totals (m, C)
         a = bu = bc = None
     else:
         Yu = sp.csr_matrix(X.sparse @ Mu)
         Yc = _column_totals(Yu, unit_cell, C, Mc)
-        a, bu = X.a, None if X.a is None else Mu.T @ X.b
-        bc = None if X.a is None else np.bincount(unit_cell, weights=bu, minlength=C)
+        a, bu = X.a, None if X.a is None else np.asarray(Mu.T @ X.b.T).T  # (units,) or (r, units)
+        bc = None if X.a is None else np.asarray(Mc.T @ bu.T).T
     with np.errstate(divide="ignore", invalid="ignore"):
         per_stratum = np.where(n > 1, n / np.maximum(n - 1, 1), 0.0)
     between = grouped_ss(Yc, a, bc, units.cell_src, n_c, per_stratum)  # how many draws fall in each cell

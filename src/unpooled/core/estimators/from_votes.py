@@ -12,11 +12,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+import scipy.sparse as sp
 
 from ..errors import InvalidInputError
 from .noisy import (
-    CrowdVotes, item_log_lr, kappa_where, majority_labels, posterior, prevalence, vote_patterns, vote_variance,
+    CrowdVotes, _exp_parts, _finite0, _kappa_at, item_log_lr, majority_labels, posterior, prevalence, vote_patterns,
+    vote_variance,
 )
+from .rows import Rows
 from .strata import MIN_TARGET_ITEMS, precision_weights
 from .strata import groups as strata_groups
 
@@ -104,59 +107,112 @@ def _by(X: np.ndarray, g: np.ndarray) -> np.ndarray:
     return X if X.shape[1] == 1 else X[:, g]
 
 
-#: the draws' variance from votes works on dense blocks of targets of about this many (target, draw) values
+#: the draws' variance from votes works on blocks of targets of about this many (target, draw) non-zeros
 BLOCK_VALUES = 1 << 24
+#: a shared part of higher rank than this (many distinct prevalences of recall's denominator) is made dense
+MAX_SHARED_RANK = 32
 
 
 def _design_var(d, t, fit: _Fit, lam_s, gs, var_th, theta, dP, dR, simple: bool):
     """The draws' variance given the votes (module docs, 1.): per metric, ``(m,)``.  The per-(target, draw)
-    influence values are dense (a vote's weight is a non-linear function of each target's prevalence), so they
-    are built for blocks of targets of about :data:`BLOCK_VALUES` values (128 MB) at a time: memory stays bounded
-    however many systems are scored."""
+    influence values are the terms (:class:`.rows.Rows`: non-zero where a target holds the drawn instance, plus
+    recall's denominator shared by every target) times a function of each target's prevalence, so they are held
+    as the terms are: sparse, with a shared part of low rank (:func:`_influence`), for blocks of targets of about
+    :data:`BLOCK_VALUES` non-zeros at a time (a shared part made dense counts every draw)."""
     m = d.m
     var = {k: np.zeros(m) for k in ("p", "nu", "f1")}
-    step = max(1, BLOCK_VALUES // max(len(d.xs), 1))
-    for lo in range(0, m, step):
-        rows = np.arange(lo, min(m, lo + step))
-        got = _design_var_rows(d, t, fit, rows, lam_s, gs, theta[rows], dP[rows], dR[rows], simple)
+    parts = _exp_parts(lam_s)
+    fits = ((t.C, fit.rc), (t.A, fit.ra), (t.B, fit.rb))
+    dense = any(X.a is not None and _shared_rank(X, rho) > MAX_SHARED_RANK for X, rho in fits)
+    cum = np.cumsum(sum(np.diff(X.sparse.indptr) for X, _ in fits) + (len(d.xs) if dense else 0))
+    lo = 0
+    while lo < m:
+        hi = min(m, max(lo + 1, int(np.searchsorted(cum, (cum[lo - 1] if lo else 0) + BLOCK_VALUES, "right"))))
+        rows = np.arange(lo, hi)
+        got = _design_var_rows(d, t, fit, rows, parts, gs, theta[rows], dP[rows], dR[rows], simple)
         for k in var:
             var[k][rows] = got[k]
+        lo = hi
     return {"p": var["p"], "r": theta ** 2 * var["nu"] + fit.nu ** 2 * var_th + var_th * var["nu"],
             "f1": var["f1"] + (dR * fit.nu) ** 2 * var_th}
 
 
-def _design_var_rows(d, t, fit: _Fit, rows, lam_s, gs, theta, dP, dR, simple: bool) -> dict:
+def _design_var_rows(d, t, fit: _Fit, rows, parts, gs, theta, dP, dR, simple: bool) -> dict:
     """:func:`_design_var`'s strata variances for the targets ``rows``: precision's, :math:`\nu`'s and the draws'
     part of F1's."""
     from .joint import strata_var
 
-    C, A, B = (X.block(rows) for X in (t.C, t.A, t.B))
-    uP = kappa_where(C, lam_s, fit.rc[rows], gs)
-    uP *= C
-    uP *= _by(fit.kc[rows], gs)
+    uP = _influence(t.C, rows, parts, fit.rc, fit.kc, None, gs)
     var = {"p": strata_var(uP, d)}
     if simple:
-        uN = np.zeros_like(uP)
+        uN = Rows(sp.csr_matrix(uP.shape))
     else:
-        uN = kappa_where(A, lam_s, fit.ra[rows], gs)  # dA = Aw (rho_A + sum(A)/J_A kappa_A), per group
-        uN *= _by(fit.ka[rows], gs)
-        uN += _by(fit.ra[rows], gs)
-        uN *= A
-        dB = kappa_where(B, lam_s, fit.rb[rows], gs)  # dB likewise
-        dB *= _by(fit.kb[rows], gs)
-        dB += _by(fit.rb[rows], gs)
-        dB *= B
-        dB *= fit.nu[rows, None]
-        uN -= dB  # (dA - nu dB) / B
-        del dB
-        uN *= _safe_div(np.ones(len(rows)), fit.Bhat[rows])[:, None]
+        inv_b = _safe_div(np.ones(len(rows)), fit.Bhat[rows])
+        dA = _influence(t.A, rows, parts, fit.ra, fit.ka, fit.ra, gs)  # dA = A (rho_A + sum(A)/J_A kappa_A)
+        dB = _influence(t.B, rows, parts, fit.rb, fit.kb, fit.rb, gs)  # dB likewise
+        uN = dA.scaled(rows=inv_b) + dB.scaled(rows=-fit.nu[rows] * inv_b)  # (dA - nu dB) / B
     var["nu"] = strata_var(uN, d)
-    uN *= (dR * theta)[:, None]  # the F1 influence: dP uP + dR theta uN
-    uP *= dP[:, None]
-    uN += uP
-    del uP
-    var["f1"] = strata_var(uN, d)
+    var["f1"] = strata_var(uN.scaled(rows=dR * theta) + uP.scaled(rows=dP), d)  # the F1 influence
     return var
+
+
+def _classes(rho: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The distinct rows of ``rho`` (targets x groups; equal to 12 decimals) and each target's."""
+    uniq, cls = np.unique(np.round(rho, 12), axis=0, return_inverse=True)
+    return uniq, cls.reshape(-1)
+
+
+def _shared_rank(X: Rows, rho: np.ndarray) -> int:
+    """The rank of :func:`_influence`'s shared part of ``X`` at the prevalences ``rho``."""
+    return len(_classes(rho)[0]) * rho.shape[1] * 2 * X.factors()[0].shape[1]
+
+
+def _influence(X: Rows, rows, parts, rho, k, c, gs) -> Rows:
+    r"""The rows ``rows`` of ``X`` with each entry :math:`x_{is}` times
+    :math:`\kappa(\lambda_s, \rho_{i g(s)})\,k_{i g(s)} + c_{i g(s)}` (``rho``, ``k``, ``c``: targets x groups; ``c``
+    None: 0; ``parts``: :func:`.noisy._exp_parts` of the draws' log ratios; ``gs``: each draw's group).  The sparse
+    part stays sparse; the shared part :math:`a_i b_s` becomes, per class of targets with equal prevalences and per
+    group, two shared rows (:math:`a_i k_{ig} \otimes b_s\kappa_s` and :math:`a_i c_{ig} \otimes b_s`), or dense
+    when that rank exceeds :data:`MAX_SHARED_RANK`."""
+    num, den = parts
+    G = rho.shape[1]
+    rho, k, c = rho[rows], k[rows], None if c is None else c[rows]
+    Xs = X.sparse[rows]
+    i = np.repeat(np.arange(len(rows)), np.diff(Xs.indptr))
+    g = gs[Xs.indices] if G > 1 else 0
+    val = _finite0(_kappa_at((num[Xs.indices], den[Xs.indices]), rho[i, g]))
+    val *= k[i, g]
+    if c is not None:
+        val += c[i, g]
+    val *= Xs.data
+    out = Rows(sp.csr_matrix((val, Xs.indices, Xs.indptr), shape=Xs.shape))
+    if X.a is None:
+        return out
+    A, B = X.factors()
+    A = A[rows]
+    uniq, cls = _classes(rho)
+    at = (lambda vec: vec[gs]) if G > 1 else (lambda vec: vec[0])
+    if _shared_rank(X, rho) > MAX_SHARED_RANK:  # dense: (len(rows), draws), bounded by the caller's blocks
+        D = A @ B
+        for j, vec in enumerate(uniq):
+            tg = np.flatnonzero(cls == j)
+            kap = _finite0(_kappa_at(parts, at(vec)))
+            D[tg] *= (kap[None, :] * (k[tg][:, gs] if G > 1 else k[tg]) +
+                      (0.0 if c is None else (c[tg][:, gs] if G > 1 else c[tg])))
+        return out + Rows(sp.csr_matrix(D))
+    left, right = [], []
+    for j, vec in enumerate(uniq):
+        tg = (cls == j).astype(float)
+        kap = _finite0(_kappa_at(parts, at(vec)))
+        for gg in range(G):
+            ing = (gs == gg) if G > 1 else 1.0
+            for q in range(A.shape[1]):
+                left.append(A[:, q] * k[:, gg] * tg)
+                right.append(B[q] * kap * ing)
+                if c is not None:
+                    left.append(A[:, q] * c[:, gg] * tg)
+                    right.append(B[q] * ing)
+    return Rows(out.sparse, np.stack(left, axis=1), np.stack(right))
 
 
 def _information_at_edges(rho, J, M, *, pat, n, re, rows, cols, lam) -> np.ndarray:

@@ -729,29 +729,3 @@ def vote_variance(pat: VotePatterns, m: int, rows, cols, gp, rho_p, ga, rho_a, p
             part = np.bincount(rows[mine], weights=weight[mine] * vec[cols[mine]], minlength=m)[tg]
             vn[tg] += b[tg] ** 2 * np.maximum(full - part, 0.0)
     return vp, vpb, vn, cv
-
-
-def kappa_where(X: np.ndarray, lam_s: np.ndarray, rho: np.ndarray, gs: np.ndarray | None = None) -> np.ndarray:
-    """``(m, S)``: :func:`kappa` of each draw at its row's ``rho`` where ``X`` is non-zero, else 0 (infinite
-    values 0 too); ``rho`` per row ``(m,)``, or per (row, group) ``(m, G)`` with ``gs`` each draw's group.  Rows
-    sharing their ``rho`` are computed once."""
-    m = X.shape[0]
-    rho = np.asarray(rho, float).reshape(m, -1)
-    at = (lambda vec, cols: vec[0]) if rho.shape[1] == 1 else (lambda vec, cols: vec[gs[cols]])
-    out = np.zeros(X.shape)
-    keys = np.round(rho, 12)
-    uniq, inv = np.unique(keys, axis=0, return_inverse=True)
-    inv = inv.reshape(-1)
-    S = X.shape[1]
-    if len(uniq) < m:  # e.g. recall's denominator under the balance heuristic: one proposal for all
-        every = np.arange(S)
-        for j, vec in enumerate(uniq):
-            tg = np.flatnonzero(inv == j)
-            k = np.nan_to_num(kappa(lam_s, at(vec, every)), posinf=0.0, neginf=0.0)
-            out[tg] = np.where(X[tg] != 0, k[None, :], 0.0)
-        return out
-    rows, cols = np.nonzero(X)
-    num, c = _exp_parts(lam_s)
-    r = rho[rows, 0] if rho.shape[1] == 1 else rho[rows, gs[cols]]
-    out[rows, cols] = _finite0(_kappa_at((num[cols], c[cols]), r))
-    return out

@@ -21,7 +21,8 @@ DENSE_GROUPS = 1 << 25
 
 @dataclass(frozen=True)
 class Rows:
-    """``sparse + outer(a, b)``: ``a`` (per row) and ``b`` (per column) are None when there is no shared part."""
+    """``sparse + a @ b``: a shared part of rank ``r`` with ``a`` (rows x r) and ``b`` (r x columns), or of rank 1
+    with 1-d ``a`` (per row) and ``b`` (per column), ``outer(a, b)``; both None when there is no shared part."""
 
     sparse: sp.csr_matrix
     a: np.ndarray | None = None
@@ -36,49 +37,75 @@ class Rows:
 
     @staticmethod
     def shared(a: np.ndarray, b: np.ndarray) -> Rows:
-        """``outer(a, b)`` alone."""
-        return Rows(sp.csr_matrix((len(a), len(b))), np.asarray(a, float), np.asarray(b, float))
+        """``a @ b`` (or ``outer(a, b)`` for 1-d ones) alone."""
+        a, b = np.asarray(a, float), np.asarray(b, float)
+        return Rows(sp.csr_matrix((len(a), b.shape[-1])), a, b)
 
     @property
     def shape(self) -> tuple[int, int]:
         return self.sparse.shape
 
+    def factors(self) -> tuple[np.ndarray, np.ndarray]:
+        """The shared part as ``(rows x r, r x columns)`` arrays (rank 1 too); call only when there is one."""
+        return (self.a[:, None], self.b[None, :]) if self.a.ndim == 1 else (self.a, self.b)
+
     def sum(self) -> np.ndarray:
         """Row sums, ``(m,)``."""
         s = row_sums(self.sparse, self.sparse.data)
-        return s if self.a is None else s + self.a * self.b.sum()
+        if self.a is None:
+            return s
+        return s + self.a * self.b.sum() if self.a.ndim == 1 else s + self.a @ self.b.sum(1)
 
     def abs_sum(self) -> np.ndarray:
         """Row sums of the absolute values (an upper bound where the shared part overlaps the sparse one)."""
         s = row_sums(self.sparse, np.abs(self.sparse.data))
-        return s if self.a is None else s + np.abs(self.a) * np.abs(self.b).sum()
+        if self.a is None:
+            return s
+        A, B = self.factors()
+        return s + np.abs(A) @ np.abs(B).sum(1)
 
     def row(self, i: int) -> np.ndarray:
         out = self.sparse[i].toarray().ravel()
-        return out if self.a is None else out + self.a[i] * self.b
+        if self.a is None:
+            return out
+        A, B = self.factors()
+        return out + A[i] @ B
 
     def block(self, rows: np.ndarray) -> np.ndarray:
         """The ``rows`` (indices) as a dense array."""
         out = self.sparse[rows].toarray()
-        return out if self.a is None else out + np.outer(self.a[rows], self.b)
+        if self.a is None:
+            return out
+        A, B = self.factors()
+        return out + A[rows] @ B
 
     def toarray(self) -> np.ndarray:
         out = self.sparse.toarray()
-        return out if self.a is None else out + np.outer(self.a, self.b)
+        if self.a is None:
+            return out
+        A, B = self.factors()
+        return out + A @ B
 
     def scaled(self, rows=None, cols=None) -> Rows:
         """``diag(rows) @ self @ diag(cols)`` (either may be None)."""
-        a = self.a if rows is None or self.a is None else self.a * rows
-        b = self.b if cols is None or self.b is None else self.b * cols
+        a, b = self.a, self.b
+        if a is not None and rows is not None:
+            a = a * (rows if a.ndim == 1 else np.asarray(rows, float)[:, None])
+        if b is not None and cols is not None:
+            b = b * cols
         return Rows(scale(self.sparse, rows, cols), a, b)
 
     def __add__(self, other: Rows) -> Rows:
-        """The sum; two shared parts must share their row (``b``, the same array)."""
+        """The sum; shared parts on the same row (``b``, the same array) add, others stack into a higher rank."""
         a, b = self.a, self.b
         if other.a is not None:
-            if a is not None and other.b is not b:
-                raise ValueError("Rows: the shared parts of a sum must share their row")
-            a, b = (other.a if a is None else a + other.a), other.b
+            if a is None:
+                a, b = other.a, other.b
+            elif other.b is b:
+                a = a + other.a
+            else:
+                (A1, B1), (A2, B2) = self.factors(), other.factors()
+                a, b = np.hstack([A1, A2]), np.vstack([B1, B2])
         if not other.sparse.nnz:
             return Rows(self.sparse, a, b)
         if not self.sparse.nnz:
@@ -88,7 +115,12 @@ class Rows:
     def __mul__(self, M) -> sp.csr_matrix:
         """Element-wise product with the sparse matrix ``M`` (of the same shape): sparse, ``M``'s pattern."""
         M = sp.csr_matrix(M, dtype=float)
-        shared = None if self.a is None else scale(M, self.a, self.b)
+        shared = None
+        if self.a is not None:
+            A, B = self.factors()
+            for k in range(A.shape[1]):
+                part = scale(M, A[:, k], B[k])
+                shared = part if shared is None else sp.csr_matrix(shared + part)
         if not self.sparse.nnz:
             return shared if shared is not None else sp.csr_matrix(M.shape)
         out = sp.csr_matrix(M.multiply(self.sparse))
@@ -98,7 +130,10 @@ class Rows:
         """``(m, K)`` dense: each row's totals over the columns of each code (``codes`` per column)."""
         Mk = indicator(codes, K)
         out = np.asarray((self.sparse @ Mk).todense())
-        return out if self.a is None else out + np.outer(self.a, Mk.T @ self.b)
+        if self.a is None:
+            return out
+        A, B = self.factors()
+        return out + A @ np.asarray(Mk.T @ B.T).T
 
 
 def scale(M: sp.csr_matrix, rows=None, cols=None) -> sp.csr_matrix:
@@ -140,7 +175,8 @@ def indicator(codes: np.ndarray, K: int) -> sp.csr_matrix:
 
 
 def grouped_ss(Y, a, yb, group: np.ndarray, omega: np.ndarray, scale: np.ndarray) -> np.ndarray:
-    r"""Per row of ``Y + outer(a, yb)`` (rows x codes; ``a`` None: ``Y`` alone), the weighted sum of squares
+    r"""Per row of ``Y + outer(a, yb)`` (rows x codes; ``a`` None: ``Y`` alone; ``a`` rows x r and ``yb`` r x codes:
+    ``Y + a @ yb``), the weighted sum of squares
     :math:`\sum_g \mathrm{scale}_g \sum_{k\in g} \omega_k (y_k - \bar y_g)^2` with :math:`y_k = Y_k/\omega_k` and
     :math:`\bar y_g = \sum_{k\in g} Y_k / \sum_{k\in g}\omega_k`, ``group`` the group of each code.  ``Y``:
     sparse, or a dense array (then without a shared part).
@@ -156,6 +192,13 @@ def grouped_ss(Y, a, yb, group: np.ndarray, omega: np.ndarray, scale: np.ndarray
     out = _sparse_ss(Y, group, omega, scale, Om)
     if a is None:
         return out
+    if a.ndim == 2:
+        Ind = indicator(group, G)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            dev = yb / omega - (np.asarray(Ind.T @ yb.T).T / Om)[:, group]
+        bb = (dev * (scale[group] * omega)) @ dev.T  # (r, r)
+        cross = np.asarray(Y @ (dev * scale[group]).T)  # (rows, r)
+        return np.maximum(out + 2 * (a * cross).sum(1) + ((a @ bb) * a).sum(1), 0.0)
     with np.errstate(divide="ignore", invalid="ignore"):
         dev = yb / omega - (np.bincount(group, weights=yb, minlength=G) / Om)[group]
     bb = float((scale[group] * omega * dev * dev).sum())
