@@ -91,6 +91,33 @@ def test_prevalence_hand_cases():
     assert np.isnan(rho[0])
 
 
+def test_refits_from_a_start_find_the_same_maximisers():
+    """Replicates' refits searched from the point fit (``start``) give the maximisers found without it: rows inside
+    (0, 1), rows whose start is at or near a bound (checked first), and rows whose start is inside but whose
+    replicate's maximiser is a bound (found at the end), with the extended step past it."""
+    rng = np.random.default_rng(5)
+    K = 40
+    M = rng.random((6, K)) * (rng.random((6, K)) < 0.7)
+    lam = rng.normal(0.5, 1.5, K)
+    lam_rep = lam[None, :] + rng.normal(0, 0.3, (8, K))
+    lam_rep[3] = -np.abs(lam_rep[3]) - 1  # every vote leans to no: maximiser 0 for every row
+    lam_rep[5] = np.abs(lam_rep[5]) + 1  # every vote leans to yes: maximiser 1
+    M[4] = 0.0  # a row without weight
+    start, _ = prevalence(M, lam)
+    start[1], start[2] = 0.0, 1 - 1e-5  # at a bound, and inside by less than the margin
+    for extend in (False, True):
+        plain, _ = prevalence(M, lam_rep, extend=extend, information=False)
+        warm, J = prevalence(M, lam_rep, extend=extend, information=False, start=start)
+        assert J is None
+        np.testing.assert_allclose(warm, plain, rtol=0, atol=1e-9)
+        assert np.array_equal(np.isnan(warm), np.isnan(plain))
+    assert np.all(plain[3][~np.isnan(plain[3])] <= 0) and np.all(plain[5][~np.isnan(plain[5])] >= 1)
+    grouped, _ = prevalence(M, lam_rep, groups=np.arange(K) % 2, n_groups=2, extend=True, information=False,
+                            start=np.stack([start, start], 1))
+    alone, _ = prevalence(M, lam_rep, groups=np.arange(K) % 2, n_groups=2, extend=True, information=False)
+    np.testing.assert_allclose(grouped, alone, rtol=0, atol=1e-9)
+
+
 def test_near_certain_votes_give_the_self_normalised_estimate():
     rng = np.random.default_rng(3)
     d, f, items = _design((40, 60), 50, rng)

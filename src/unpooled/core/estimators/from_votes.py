@@ -272,9 +272,9 @@ def _votes_var(d, t, fit: _Fit, votes, codes, lam, grp, Mc, Ma, Mb, R, theta, dP
     return var
 
 
-def _rates_var(votes, U, codes, Mc, Ma, Mb, grp, P, theta, simple: bool):
+def _rates_var(votes, U, codes, Mc, Ma, Mb, grp, P, theta, simple: bool, fit: _Fit):
     """The confusions' variance (module docs, 3.): per metric, ``(m,)``, the spread of the estimates refitted
-    under each replicate of the confusions (the draws and the votes held)."""
+    under each replicate of the confusions (the draws and the votes held), each refit searched from ``fit``'s."""
     from .joint import _f1
 
     m = Mc.shape[0]
@@ -285,8 +285,8 @@ def _rates_var(votes, U, codes, Mc, Ma, Mb, grp, P, theta, simple: bool):
     # refits at a bound continue past it (noisy.prevalence extend): clipped, a point estimate at 1 had refits at 1
     # and no confusions' variance (a human reference of true precision 1 at 0.965 [0.832, 0.994]; 10-instance
     # systems judged by a 0.6 crowd covered 0.80 against 0.90 with the delta method)
-    rc, ra, rb = (np.nan_to_num(prevalence(M, lam_rep, groups=gk, n_groups=G, extend=True, information=False)[0])
-                  for M in (Mc, Ma, Mb))
+    rc, ra, rb = (np.nan_to_num(prevalence(M, lam_rep, groups=gk, n_groups=G, extend=True, information=False,
+                                           start=r0)[0]) for M, r0 in ((Mc, fit.rc), (Ma, fit.ra), (Mb, fit.rb)))
     p, _, _, nu = _combine(rc, ra, rb, _precision_weights(Mc, grp, P), grp.sums(Ma), grp.sums(Mb), simple)
     r = theta[None, :] * nu
     return {"p": np.var(p, axis=0, ddof=1), "r": np.var(r, axis=0, ddof=1), "f1": np.var(_f1(p, r), axis=0, ddof=1)}
@@ -380,7 +380,7 @@ def _estimates(d, t, votes, items, grp, simple: bool, confidence):
     dP, dR = _f1_partials(p, r)
     var_d = _design_var(d, t, fit, lam[inv], grp.item[inv], var_th, theta, dP, dR, simple)
     var_v = _votes_var(d, t, fit, votes, codes, lam, grp, Mc, Ma, Mb, R, theta, dP, dR, simple)
-    var_r = _rates_var(votes, U, codes, Mc, Ma, Mb, grp, d.P, theta, simple)
+    var_r = _rates_var(votes, U, codes, Mc, Ma, Mb, grp, d.P, theta, simple, fit)
     var = {k: var_d[k] + var_v[k] + var_r[k] for k in ("p", "r", "f1")}
     # the raw figure: majority labels as if certain
     y = majority_labels(votes, U)[codes]

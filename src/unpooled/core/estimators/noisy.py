@@ -257,7 +257,7 @@ PAIRS_AT_ONCE = 1 << 23
 
 
 def prevalence(M, lam, *, tol: float = 1e-10, max_iter: int = 100, groups=None, n_groups: int = 1,
-               extend: bool = False, information: bool = True) -> tuple[np.ndarray, np.ndarray | None]:
+               extend: bool = False, information: bool = True, start=None) -> tuple[np.ndarray, np.ndarray | None]:
     r"""The maximiser :math:`\hat\rho \in [0, 1]` of every row's weighted mixture log-likelihood, and :math:`J`.
 
     Parameters
@@ -280,7 +280,10 @@ def prevalence(M, lam, *, tol: float = 1e-10, max_iter: int = 100, groups=None, 
     spread of refits under the confusions' replicates (:mod:`.from_votes`) is then not cut off at the bound.
     ``lam`` of shape ``(R, K)``: every row is fitted under each of ``R`` replicates of the log ratios, ``rho`` and
     ``J`` get a leading axis ``R``.  ``information=False``: ``J`` is not computed (None), which saves a pass over
-    the pairs (the replicates' refits need only ``rho``).
+    the pairs (the replicates' refits need only ``rho``).  ``start`` (the shape of one fit's ``rho``, e.g. the fit
+    under the point log ratios for the replicates' refits): where each row's search begins; a row starting inside
+    (0, 1) by :data:`START_MARGIN` is checked against the bounds only if its search ends near one.  The maximiser
+    is the same (to ``tol``); the refits near the point fit take about half the passes over the pairs.
 
     Notes
     -----
@@ -304,31 +307,43 @@ def prevalence(M, lam, *, tol: float = 1e-10, max_iter: int = 100, groups=None, 
     G = int(n_groups) if groups is not None else 1
     grows = rows * G + (np.asarray(groups)[cols] if groups is not None else 0)
     n = uniq.shape[0] * G
+    if start is not None:  # per unique row (identical rows have the same fit), then per (row, group)
+        one = np.zeros(uniq.shape[0], np.int64)
+        one[inv] = np.arange(M.shape[0])
+        start = np.asarray(start, float).reshape(M.shape[0], G)[one].ravel()
     if lam.ndim == 2:  # replicates of the log ratios: every row fitted under each, (R, m[, G])
         Rn = lam.shape[0]
         step = max(1, PAIRS_AT_ONCE // max(len(rows), 1))  # replicates fitted together (each fit is its own rows)
+        num, den = _exp_parts(lam)  # once per (replicate, item), gathered for the pairs
         got = [_prevalence_pairs((np.arange(b - a)[:, None] * n + grows[None, :]).ravel(),
-                                 np.tile(uniq[rows, cols], b - a), lam[a:b, cols].ravel(), (b - a) * n, tol,
-                                 max_iter, extend, information)
+                                 np.tile(uniq[rows, cols], b - a), (num[a:b, cols].ravel(), den[a:b, cols].ravel()),
+                                 (b - a) * n, tol, max_iter, extend, information,
+                                 None if start is None else np.tile(start, b - a))
                for a, b in ((a, min(Rn, a + step)) for a in range(0, Rn, step))]
         rho = np.concatenate([g[0] for g in got])
         J = np.concatenate([g[1] for g in got]) if information else None
         shape = (Rn, -1, G) if groups is not None else (Rn, -1)
         return rho.reshape(shape)[:, inv], None if J is None else J.reshape(shape)[:, inv]
-    rho, J = _prevalence_pairs(grows, uniq[rows, cols], lam[cols], n, tol, max_iter, extend, information)
+    num, den = _exp_parts(lam)
+    rho, J = _prevalence_pairs(grows, uniq[rows, cols], (num[cols], den[cols]), n, tol, max_iter, extend, information,
+                               start)
     if groups is None:
         return rho[inv], None if J is None else J[inv]
     return rho.reshape(-1, G)[inv], None if J is None else J.reshape(-1, G)[inv]
 
 
-def _prevalence_pairs(rows: np.ndarray, w: np.ndarray, lr: np.ndarray, m: int, tol: float, max_iter: int,
-                      extend: bool = False, information: bool = True):
-    """:func:`prevalence` of ``m`` rows given as (row, weight, log ratio) pairs."""
+#: a row whose search starts this far inside (0, 1) (:func:`prevalence`'s ``start``) skips the check of the bounds
+#: before it (its root is checked against them only if the search ends near one): two passes over the pairs saved
+START_MARGIN = 1e-3
+
+
+def _prevalence_pairs(rows: np.ndarray, w: np.ndarray, parts: tuple[np.ndarray, np.ndarray], m: int, tol: float,
+                      max_iter: int, extend: bool = False, information: bool = True, start: np.ndarray | None = None):
+    """:func:`prevalence` of ``m`` rows given as (row, weight, :func:`_exp_parts` of the log ratio) pairs;
+    ``start``: per row, where its search begins (NaN: the share of items whose votes lean to yes)."""
     total = np.bincount(rows, weights=w, minlength=m)
     rho = np.full(m, np.nan)
     live = total > 0
-
-    parts = _exp_parts(lr)
 
     def sums(r, on=None):  # per row: sum w kappa and sum w kappa^2 at r (m,); ``on``: those pairs only
         rw, ww, pp = (rows, w, parts) if on is None else on
@@ -337,12 +352,19 @@ def _prevalence_pairs(rows: np.ndarray, w: np.ndarray, lr: np.ndarray, m: int, t
             wk = ww * k
             return np.bincount(rw, weights=wk, minlength=m), np.bincount(rw, weights=wk * k, minlength=m)
 
+    def at_bounds(check):  # the rows of ``check`` whose maximiser is 0, and those whose is 1
+        on = None if check.all() else _pairs_of(check, rows, w, parts)
+        g0, g1 = sums(np.zeros(m), on)[0], sums(np.ones(m), on)[0]
+        return check & ~(g0 > 0), check & ~(g1 < 0)
+
     if not live.any():
         return rho, np.zeros(m) if information else None
-    g0, _ = sums(np.zeros(m))
-    g1, _ = sums(np.ones(m))
-    at0, at1 = live & ~(g0 > 0), live & ~(g1 < 0)
-    r = np.clip(np.bincount(rows, weights=w * (lr > 0), minlength=m) / np.where(live, total, 1), 1e-6, 1 - 1e-6)
+    with np.errstate(invalid="ignore"):
+        started = np.zeros(m, bool) if start is None else live & (start >= START_MARGIN) & (start <= 1 - START_MARGIN)
+    at0, at1 = at_bounds(live & ~started) if (live & ~started).any() else (np.zeros(m, bool), np.zeros(m, bool))
+    leans_yes = parts[0] > 0  # lambda > 0
+    r = np.bincount(rows, weights=w * leans_yes, minlength=m) / np.where(live, total, 1)
+    r = np.clip(np.where(started, start, r) if start is not None else r, 1e-6, 1 - 1e-6)
     r[at0], r[at1 & ~at0] = 0.0, 1.0
     todo = live & ~(at0 | at1)
     lo, hi = np.zeros(m), np.ones(m)
@@ -372,18 +394,28 @@ def _prevalence_pairs(rows: np.ndarray, w: np.ndarray, lr: np.ndarray, m: int, t
         done |= hi - lo <= tol
         r = np.where(todo, new, r)
         todo &= ~done
+    late = started & ((r <= 1e-6) | (r >= 1 - 1e-6))  # searched without the check and ended near a bound
+    if late.any():
+        a0, a1 = at_bounds(late)
+        r[a0], r[a1 & ~a0] = 0.0, 1.0
+        at0, at1 = at0 | a0, at1 | (a1 & ~a0)
     rho[live] = r[live]
     if information:
         g, J = sums(np.nan_to_num(rho))
     elif extend:  # the sums at the rows fitted at a bound only
-        keep = (at0 | at1)[rows]
-        g, J = sums(np.nan_to_num(rho), (rows[keep], w[keep], (parts[0][keep], parts[1][keep])))
+        g, J = sums(np.nan_to_num(rho), _pairs_of(at0 | at1, rows, w, parts))
     else:
         return rho, None
     if extend:  # past a bound: one Newton step of the likelihood continued beyond [0, 1]
         edge = (at0 | at1) & (J > 0)
         rho[edge] = rho[edge] + g[edge] / J[edge]
     return rho, J if information else None
+
+
+def _pairs_of(which: np.ndarray, rows, w, parts):
+    """The (row, weight, parts) pairs of the rows ``which`` (a mask over rows)."""
+    keep = which[rows]
+    return rows[keep], w[keep], (parts[0][keep], parts[1][keep])
 
 
 def _loglik_terms(lam, rho):
