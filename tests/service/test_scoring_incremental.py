@@ -15,7 +15,7 @@ from unpooled.service.annotation.actions import reaggregate, request_verificatio
 from unpooled.service.annotation.models import ExhaustiveDocument, Kind, Label, Task
 from unpooled.service.annotation.sampling import sample_documents
 from unpooled.service.crowd.base import SimulatedBackend
-from unpooled.service.evaluations import rates, scoring
+from unpooled.service.evaluations import inputs, rates, scoring
 from unpooled.service.evaluations.draws import draw
 from unpooled.service.evaluations.models import Draw, Score
 from unpooled.service.evaluations.publish import score_corpus
@@ -130,7 +130,7 @@ def test_incremental_rescoring_equals_from_scratch(world, monkeypatch):
     again = tmp_path / "again.jsonl"
     again.write_text("".join(line for k, line in enumerate(noisy_path.read_text().splitlines(True)) if k % 3 == 0))
     copycat = do_ingest_submission(again, "incr", "copycat", "run-1", "jsonl").submission
-    pool = scoring._pools[(scoring._ckey(corpus), "overlap")]
+    pool = inputs._pools[(inputs.corpus_key(corpus), "overlap")]
     _same(corpus)
     _ask(corpus, [(copycat, 20, "instance")] + [(s, 10, "entity") for s in (hwe, noisy, copycat)], seed=3)
     # a label batch re-scores every level with draws (publish.rescore); the new answers moved the correction, and
@@ -140,7 +140,7 @@ def test_incremental_rescoring_equals_from_scratch(world, monkeypatch):
     assert set(out) == {"instance", "entity"} and len(fits) == n + 1
     assert len(out["instance"]) == len(out["entity"]) == 3
     got = _same(corpus)
-    assert scoring._pools[(scoring._ckey(corpus), "overlap")] is pool and pool.generation >= 1  # not rebuilt
+    assert inputs._pools[(inputs.corpus_key(corpus), "overlap")] is pool and pool.generation >= 1  # not rebuilt
     assert got.result.systems[-1] == "copycat/run-1"
     _same(corpus, level="entity")
 
@@ -156,7 +156,7 @@ def test_incremental_rescoring_equals_from_scratch(world, monkeypatch):
     # a deleted submission: the pool is rebuilt
     copycat.delete()
     got = _same(corpus)
-    assert scoring._pools[(scoring._ckey(corpus), "overlap")] is not pool
+    assert inputs._pools[(inputs.corpus_key(corpus), "overlap")] is not pool
     assert "copycat/run-1" not in got.result.systems
 
 

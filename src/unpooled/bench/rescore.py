@@ -267,7 +267,7 @@ def child(cfg: dict) -> None:
     from unpooled.core.kb.model import instance_key, key_hash
     from unpooled.service.corpora.actions import do_load_corpus
     from unpooled.service.corpora.models import Corpus
-    from unpooled.service.evaluations import scoring
+    from unpooled.service.evaluations import inputs, scoring
     from unpooled.service.evaluations.draws import draw
     from unpooled.service.evaluations.publish import score_corpus
     from unpooled.service.evaluations.models import Draw
@@ -351,7 +351,7 @@ def child(cfg: dict) -> None:
         cold = timed()
         unchanged = timed()
         log(f"cold {cold['seconds']:.2f} s, unchanged {unchanged['seconds']:.3f} s")
-        n_universe = len(scoring.inputs(corpus).universe)
+        n_universe = len(inputs.read(corpus).universe)
         batches = []
         for r in range(cfg["repeats"]):
             crowd.label(items(reserve[r * cfg["labels"]:(r + 1) * cfg["labels"]]))

@@ -43,7 +43,7 @@ from unpooled.service.corpora.models import Corpus
 from unpooled.service.locks import exclusive
 from unpooled.service.submissions.models import Submission
 
-from . import rates, scoring
+from . import inputs, rates
 from .draws import draw
 from .inputs import system_name
 from .models import Draw
@@ -113,7 +113,7 @@ def plan_draws(sub: Submission, level: str, *, rounds_left: int = SAMPLING_ROUND
     st = settings_for(sub.corpus)
     out = {"target_halfwidth": st.target_halfwidth, "min": st.min_draws, "max": st.max_draws,
            "round": SAMPLING_ROUNDS - rounds_left + 1}
-    got = scoring.inputs(sub.corpus, level=level)
+    got = inputs.read(sub.corpus, level=level)
     name = system_name(sub)
     if got is None or name not in got.names:
         out.update(draws=0, reason="no instances")
