@@ -282,8 +282,10 @@ def prevalence(M, lam, *, tol: float = 1e-10, max_iter: int = 100, groups=None, 
     ``J`` get a leading axis ``R``.  ``information=False``: ``J`` is not computed (None), which saves a pass over
     the pairs (the replicates' refits need only ``rho``).  ``start`` (the shape of one fit's ``rho``, e.g. the fit
     under the point log ratios for the replicates' refits): where each row's search begins; a row starting inside
-    (0, 1) by :data:`START_MARGIN` is checked against the bounds only if its search ends near one.  The maximiser
-    is the same (to ``tol``); the refits near the point fit take about half the passes over the pairs.
+    (0, 1) by :data:`START_MARGIN` is checked against the bounds only if its search ends near one, and its search
+    stops after a Newton step below :math:`\sqrt{tol}` from an iterate whose score contracted (the error left is of
+    the order of the step squared: ``tol``) rather than confirming it by one more step.  The maximiser is the same
+    (to ``tol``); the refits near the point fit take about half the passes over the pairs.
 
     Notes
     -----
@@ -387,8 +389,11 @@ def _prevalence_pairs(rows: np.ndarray, w: np.ndarray, parts: tuple[np.ndarray, 
             eta = np.log(r) - np.log1p(-r) + np.where(j > 0, g / (j * r * (1 - r)), 0.0)
             new = 1.0 / (1.0 + np.exp(-eta))
         inside = (new >= lo) & (new <= hi) & np.isfinite(new)
-        done = inside & (np.abs(new - r) <= tol * np.minimum(new, 1 - new))
+        step = np.abs(new - r)
+        done = inside & (step <= tol * np.minimum(new, 1 - new))
         out = ~inside | (np.abs(g) > 0.5 * prev)
+        if start is not None:  # a Newton step of s from a contracting iterate leaves an error of order s^2
+            done |= ~out & (step <= np.sqrt(tol) * np.minimum(new, 1 - new))
         new = np.where(out & ~done, (lo + hi) / 2, new)
         prev = np.where(out, np.inf, np.abs(g))
         done |= hi - lo <= tol
