@@ -41,6 +41,18 @@ def _own_upload_dir(request, tmp_path_factory):
         settings.UPLOAD_DIR = old
 
 
+@pytest.fixture(scope="session", autouse=True)
+def _own_wait_slots(tmp_path_factory):
+    """Each test process has its own ``?wait=`` slots: the machine's are shared by every process, and a test that
+    holds one (tests/service/test_security_uploads.py) made another process's upload answer without waiting."""
+    from django.conf import settings
+
+    old = settings.UPLOAD_WAIT_DIR
+    settings.UPLOAD_WAIT_DIR = tmp_path_factory.mktemp("wait-slots")
+    yield
+    settings.UPLOAD_WAIT_DIR = old
+
+
 @pytest.fixture(autouse=True)
 def _empty_cache(request):
     """Each database test starts with an empty cache: cached pages and the scoring path's memoised answers, strata

@@ -4,8 +4,9 @@
 requests once made ``GET /`` take 28 s. So a request waits for an upload's validation at most
 ``settings.UPLOAD_WAIT_SECONDS`` (whatever it asked; the answer then tells it to poll again, with
 ``Retry-After``), and only while it holds one of ``settings.UPLOAD_WAIT_SLOTS`` wait slots of the machine
-(an exclusive ``flock`` on a file under ``$UNPOOLED_DATA_DIR/run``, shared by every process of the machine
-and released by the kernel if a process dies). A request that finds every slot taken answers at once.
+(an exclusive ``flock`` on a file in ``settings.UPLOAD_WAIT_DIR``, by default ``$UNPOOLED_DATA_DIR/run``, shared
+by every process of the machine and released by the kernel if a process dies). A request that finds every slot
+taken answers at once.
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ POLL_SECONDS = 2
 @contextlib.contextmanager
 def wait_slot() -> Iterator[bool]:
     """Hold a free wait slot of this machine while in the block: yields ``True``, or ``False`` when all are taken."""
-    folder = Path(settings.DATA_DIR) / "run"
+    folder = Path(settings.UPLOAD_WAIT_DIR)
     folder.mkdir(mode=0o700, parents=True, exist_ok=True)
     for i in range(max(0, settings.UPLOAD_WAIT_SLOTS)):
         fd = os.open(folder / f"wait-{i}.lock", os.O_RDWR | os.O_CREAT, 0o600)

@@ -30,7 +30,8 @@ variable                        meaning (default)
 ``UNPOOLED_UPLOADS_PENDING``    uploads of a team waiting for validation at once (3)
 ``UNPOOLED_UPLOAD_RESULT_HOURS``  how long an upload's outcome is kept (48)
 ``UNPOOLED_UPLOAD_WAIT_SECONDS``  the longest ``?wait=`` of one request (5); ``UNPOOLED_UPLOAD_WAIT_SLOTS``:
-                                requests per machine waiting at once (1)
+                                requests per machine waiting at once (1), counted by lock files in
+                                ``UNPOOLED_UPLOAD_WAIT_DIR`` (``$UNPOOLED_DATA_DIR/run``; one folder per machine)
 ``UNPOOLED_RATE_REPLICATES``    bootstrap refits of the crowd's confusions behind every interval (100); fewer
                                 are cheaper and give rougher intervals
 ``UNPOOLED_SECURE``             ``1`` behind TLS: cookies only over HTTPS (``Secure``), HSTS for a year,
@@ -277,6 +278,7 @@ UPLOAD_RESULT_HOURS = float(os.environ.get("UNPOOLED_UPLOAD_RESULT_HOURS", "48")
 # again), and at most UPLOAD_WAIT_SLOTS requests of one machine wait at once (the others answer at once)
 UPLOAD_WAIT_SECONDS = float(os.environ.get("UNPOOLED_UPLOAD_WAIT_SECONDS", "5"))
 UPLOAD_WAIT_SLOTS = int(os.environ.get("UNPOOLED_UPLOAD_WAIT_SLOTS", "1"))
+UPLOAD_WAIT_DIR = Path(os.environ.get("UNPOOLED_UPLOAD_WAIT_DIR") or DATA_DIR / "run")
 
 LOGGING = {
     "version": 1,
