@@ -81,6 +81,15 @@ _labels: dict[tuple[tuple, str], _Labels] = {}
 _inputs: dict[tuple, tuple] = {}  # (corpus, level, match, method) -> (fp, Inputs)
 
 
+def offline_inputs(corpus: Corpus, *, level: str = "instance"):
+    """Everything the from-scratch path (:func:`.scoring.from_scratch`) estimates from, read anew:
+    :func:`offline_data`'s ``(data, by_name, docs)``, the corpus's sentence split and the crowd's keyed answers."""
+    data, by_name, docs = offline_data(corpus, level=level)
+    if not data.submissions:
+        return data, by_name, docs, None, None
+    return data, by_name, docs, rates.sentences(corpus), rates.keyed_answers(corpus)
+
+
 def system_name(sub: Submission) -> str:
     return f"{sub.team.name}/{sub.run_id}"
 

@@ -35,7 +35,7 @@ from unpooled.core.offline import OfflineResult, system_rows
 from unpooled.core.offline import score as offline_score
 from unpooled.service.corpora.models import Corpus
 
-from . import inputs, rates
+from . import inputs
 from .models import Draw
 from .policy import CONFIDENCE, LABEL_METHOD
 
@@ -128,13 +128,14 @@ def _rows(design, names: tuple[str, ...], truth, *, level: str, weights: str, ma
 
 def from_scratch(corpus: Corpus, *, level: str = "instance", match: str = "overlap", weights: str = "balance"
                  ) -> Scored:
-    """The reference path: everything read and built anew (:func:`~.inputs.offline_data` + the core's ``score``)."""
-    data, by_name, docs = inputs.offline_data(corpus, level=level)
+    """The reference path: everything read and built anew (:func:`~.inputs.offline_inputs` + the core's
+    ``score``)."""
+    data, by_name, docs, sentences, answers = inputs.offline_inputs(corpus, level=level)
     if not data.submissions:
         return Scored(None, {}, 0)
     # the exhaustive documents as the service counts them, the corpus's sentence split, the crowd's answers
     res = offline_score(data, level=level, estimator="joint", weights=weights, match=match, corrected_labels=True,
-                        documents=docs or None, sentences=rates.sentences(corpus), votes=rates.keyed_answers(corpus))
+                        documents=docs or None, sentences=sentences, votes=answers)
     return Scored(res, by_name, docs, keys=[x.key for x in data.labels], truth=list(data.exhaustive))
 
 
