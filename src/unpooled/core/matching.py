@@ -356,6 +356,13 @@ def match_multiplicity(
     return np.asarray(R.getnnz(axis=0), dtype=np.int64)
 
 
+def relation_matrix(universe, targets=None, policy: str = "overlap") -> sp.csr_matrix:
+    """``R[u, k]``: universe instance ``u`` matches the ``k``-th target (universe indices ``targets``, default all)
+    under ``policy`` without clusters or symmetric relations: the matching the service's pool keeps and extends."""
+    _check_policy(policy, None)
+    return _relation(universe, _target_indices(targets, len(universe)), policy, None, frozenset()).tocsr()
+
+
 def _target_indices(targets, U: int) -> np.ndarray:
     tg = np.arange(U, dtype=np.int64) if targets is None else np.asarray(targets, dtype=np.int64).ravel()
     if tg.size and (tg.min() < 0 or tg.max() >= U):

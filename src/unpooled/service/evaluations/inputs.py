@@ -59,7 +59,7 @@ from django.db.models import Count, Max
 
 from unpooled.core.errors import check_choice
 from unpooled.core.estimators import LEVELS, make_design, sampling_distribution
-from unpooled.core.matching import InstanceRef, _relation, match_matrix
+from unpooled.core.matching import InstanceRef, match_matrix, relation_matrix
 from unpooled.core.offline import MATCHES, LabelledDraw, OfflineData, TrueInstance
 from unpooled.core.offline import Submission as CoreSubmission
 from unpooled.service.annotation.actions import current_labels
@@ -255,8 +255,7 @@ def _build_pool(corpus: Corpus, match: str, sub_fp: tuple[tuple, ...]) -> _Pool:
     pool = _Pool(corpus_key(corpus), match, sub_fp, sys_ids, universe, index, [got[s][0] for s in sys_ids],
                  [got[s][1] for s in sys_ids])
     if match != "exact" and universe:
-        U = len(universe)
-        pool.R = _relation(universe, np.arange(U, dtype=np.int64), match, None, frozenset()).tocsr()
+        pool.R = relation_matrix(universe, None, match)
         _finish_matching(pool)
     return pool
 
@@ -279,7 +278,7 @@ def _extend_pool(pool: _Pool, corpus: Corpus, sub_fp: tuple[tuple, ...]) -> None
         R = pool.R
         if U > U0:
             # the matching relation is symmetric: the new rows are the new columns transposed
-            C = _relation(pool.universe, np.arange(U0, U, dtype=np.int64), pool.match, None, frozenset()).tocsr()
+            C = relation_matrix(pool.universe, np.arange(U0, U, dtype=np.int64), pool.match)
             if R is None or U0 == 0:
                 R = C
             else:
@@ -502,44 +501,51 @@ def read(corpus: Corpus, *, level: str = "instance", match: str = "overlap", lab
         kept = _inputs.get(ikey)
         if kept is not None and kept[0] == fp:  # nothing changed: the design built last time
             return replace(kept[1], by_name=by_name)
-        # each drawn key's label: the hard majority label (Dawid-Skene: the posterior); with the crowd's answers
-        # the estimates come from the votes (core.estimators.noisy) and these labels give the raw figures only
-        value = np.zeros(len(d.keys))
-        has = np.zeros(len(d.keys), dtype=bool)
-        for j, k in enumerate(d.keys):
-            lab = labels.get(k)
-            if lab is None:
-                continue
-            correct, prob, meth = lab
-            value[j] = float(prob) if meth == "dawid-skene" else float(correct)
-            has[j] = True
-        keep = has[d.kid]
-        if (d.u[keep] < 0).any():
-            raise KeyError(d.keys[int(d.kid[np.flatnonzero(keep & (d.u < 0))[0]])])
-        src, xs, f = d.sys[keep], d.u[keep], value[d.kid[keep]]
-        keys = [d.keys[j] for j in d.kid[keep].tolist()]
-        U = len(pool.universe)
-        p0 = np.ones(U)
-        for tr in truth.truth:
-            u = pool.index.get(tr.key)
-            if u is not None:
-                p0[u] = tr.weight
-        gs = None
-        if match != "exact":
-            gs = d.gs[:, keep] if len(xs) else None
-            p0 = p0 / pool.mult
-        # recall's variance by documents: each exhaustive instance's document, over the corpus's complete
-        # exhaustive documents (those where annotators found nothing count too), as from_scratch gives them;
-        # p0 = 0 outside the exhaustive protocol's support (core.estimators.exhaustive.p0_support)
-        found = {tr.key for tr in truth.truth}
-        inside = rates.inside(corpus, [pool.universe[u] for u in xs.tolist()], found) if len(xs) else None
-        design = make_design(P, src, xs, f, truth.g0, truth.v0, p0, gs=gs, corrected_labels=True,
-                             y0_docs=[t.ref.doc for t in truth.truth], documents=truth.docs or None, inside=inside)
-        votes = answers.on(pool.index, U, [x.predicate for x in pool.universe]) if answers is not None else None
+        design, votes, keys = _design(corpus, pool, P, d, truth, labels, match, answers)
         mark("design")
         got = Inputs(design, votes, names, by_name, truth.docs, keys, list(truth.truth), list(pool.universe), fp)
         _inputs[ikey] = (fp, got)
         return got
+
+
+def _design(corpus: Corpus, pool: _Pool, P, d: _Draws, truth: _Truth, labels: dict, match: str, answers):
+    """The core's design of :func:`read` (the labelled draws, the exhaustive truth, :math:`p_0`), the crowd's votes
+    on the pool, and the instance key of each labelled draw."""
+    # each drawn key's label: the hard majority label (Dawid-Skene: the posterior); with the crowd's answers
+    # the estimates come from the votes (core.estimators.noisy) and these labels give the raw figures only
+    value = np.zeros(len(d.keys))
+    has = np.zeros(len(d.keys), dtype=bool)
+    for j, k in enumerate(d.keys):
+        lab = labels.get(k)
+        if lab is None:
+            continue
+        correct, prob, meth = lab
+        value[j] = float(prob) if meth == "dawid-skene" else float(correct)
+        has[j] = True
+    keep = has[d.kid]
+    if (d.u[keep] < 0).any():
+        raise KeyError(d.keys[int(d.kid[np.flatnonzero(keep & (d.u < 0))[0]])])
+    src, xs, f = d.sys[keep], d.u[keep], value[d.kid[keep]]
+    keys = [d.keys[j] for j in d.kid[keep].tolist()]
+    U = len(pool.universe)
+    p0 = np.ones(U)
+    for tr in truth.truth:
+        u = pool.index.get(tr.key)
+        if u is not None:
+            p0[u] = tr.weight
+    gs = None
+    if match != "exact":
+        gs = d.gs[:, keep] if len(xs) else None
+        p0 = p0 / pool.mult
+    # recall's variance by documents: each exhaustive instance's document, over the corpus's complete
+    # exhaustive documents (those where annotators found nothing count too), as from_scratch gives them;
+    # p0 = 0 outside the exhaustive protocol's support (core.estimators.exhaustive.p0_support)
+    found = {tr.key for tr in truth.truth}
+    inside = rates.inside(corpus, [pool.universe[u] for u in xs.tolist()], found) if len(xs) else None
+    design = make_design(P, src, xs, f, truth.g0, truth.v0, p0, gs=gs, corrected_labels=True,
+                         y0_docs=[t.ref.doc for t in truth.truth], documents=truth.docs or None, inside=inside)
+    votes = answers.on(pool.index, U, [x.predicate for x in pool.universe]) if answers is not None else None
+    return design, votes, keys
 
 
 def _inputs_fp(pool: _Pool, d: _Draws, truth: _Truth, labels, ans_fp, label_method) -> tuple:
