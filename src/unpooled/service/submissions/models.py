@@ -102,7 +102,8 @@ class SubmissionEntity(models.Model):
 
 
 class SubmissionMention(models.Model):
-    submission = models.ForeignKey(Submission, on_delete=models.CASCADE, related_name="mentions")
+    # no index of its own: mention_sub_doc leads with it (one index less to keep up while a KB is stored)
+    submission = models.ForeignKey(Submission, on_delete=models.CASCADE, related_name="mentions", db_index=False)
     entity = models.ForeignKey(SubmissionEntity, on_delete=models.CASCADE, related_name="mentions")
     document = models.ForeignKey(Document, on_delete=models.CASCADE, related_name="+")
     start = models.PositiveIntegerField()
@@ -123,7 +124,9 @@ class RelationInstance(models.Model):
     is what label look-ups join on.
     """
 
-    submission = models.ForeignKey(Submission, on_delete=models.CASCADE, related_name="instances")
+    # no index of its own (instance_sub_id and instance_sub_pred lead with it), and the document's is the foreign
+    # key's: each index less is one less to keep up for every stored instance
+    submission = models.ForeignKey(Submission, on_delete=models.CASCADE, related_name="instances", db_index=False)
     document = models.ForeignKey(Document, on_delete=models.CASCADE, related_name="+")
     predicate = models.CharField(max_length=100)
     subject = models.ForeignKey(SubmissionEntity, on_delete=models.CASCADE, related_name="+")
@@ -143,7 +146,6 @@ class RelationInstance(models.Model):
         indexes = [
             models.Index(fields=["submission", "predicate"], name="instance_sub_pred"),
             models.Index(fields=["submission", "subject"], name="instance_sub_subject"),
-            models.Index(fields=["document"], name="instance_doc"),
             models.Index(fields=["key_hash"], name="instance_key"),
             models.Index(fields=["submission", "id"], name="instance_sub_id"),
         ]
