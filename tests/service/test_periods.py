@@ -218,7 +218,7 @@ def test_a_period_release_holds_the_labels_of_its_submissions_only(corpus, peopl
         labels = [json.loads(x) for x in zf.read(f"{name}/labels.jsonl").decode().splitlines()]
         readme = zf.read(f"{name}/README.md").decode()
     assert [x["key"] for x in labels] == [ia.key]
-    assert "evaluation period 1" in readme
+    assert "evaluation period 1" in readme and "only private submissions drew is not released" in readme
     assert Period.objects.get(pk=p1.pk).released is not None
     # the organiser's download
     c = Client()
@@ -226,6 +226,31 @@ def test_a_period_release_holds_the_labels_of_its_submissions_only(corpus, peopl
     resp = c.get("/api/corpora/fixture/periods/1/release")
     assert resp.status_code == 200 and resp["Content-Type"] == "application/zip"
     is_error(c.get("/api/corpora/fixture/periods/2/release"), 409, "conflict")
+
+
+def test_a_period_release_holds_nothing_only_private_submissions_drew(corpus, people):
+    """Security review N2: a private run's sampled instances and their labels are that team's; a release is public.
+    A key a public run drew too is released (its label is the public run's as much as the private one's)."""
+    olga = people["olga"]
+    p1 = periods.do_open_period(olga, corpus)
+    public = ingest("red", "pub")
+    private = ingest("blue", "priv")
+    Submission.objects.filter(pk=private.pk).update(visibility=Submission.Visibility.PRIVATE)
+    mine, shared = private.instances.order_by("pk")[:2]
+    theirs = public.instances.get(key=shared.key)
+    public.instances.filter(key=mine.key).delete()  # both runs are the fixture's KB: the public one lacks this key
+    for seq, (sub, inst) in enumerate(((private, mine), (private, shared), (public, theirs)), 1):
+        Draw.objects.create(submission=sub, level="instance", seq=seq, instance=inst, key=inst.key,
+                            key_hash=inst.key_hash)
+    for inst in (mine, shared):
+        Label.objects.create(corpus=corpus, key=inst.key, key_hash=inst.key_hash, probability=1.0, correct=True,
+                             method="majority", n_answers=3, guideline_version="1")
+    periods.do_close_period(olga, p1)
+    out = io.BytesIO()
+    name, _ = periods.do_release_period(olga, p1, out)
+    with zipfile.ZipFile(io.BytesIO(out.getvalue())) as zf:
+        released = [json.loads(x)["key"] for x in zf.read(f"{name}/labels.jsonl").decode().splitlines()]
+    assert released == [shared.key]
 
 
 @pytest.mark.engine_neutral

@@ -438,7 +438,8 @@ def readme_text(corpus, c: ReleaseCounts, *, licence: str = DEFAULT_LICENCE) -> 
     incomplete = c.exhaustive_documents - c.exhaustive_complete
     n["incomplete"] = f"{incomplete:,}"
     period = (f"\nThis is the release of **evaluation period {c.period}**: the labels of the instances its "
-              "submissions drew, their verification answers, the gold-control answers given during the period, and "
+              "public submissions drew (an instance only private submissions drew is not released), their "
+              "verification answers, the gold-control answers given during the period, and "
               "the corpus's exhaustive annotation (the recall sample every period's scores use) with its "
               "cross-document clustering.\n"
               if c.period is not None else "")

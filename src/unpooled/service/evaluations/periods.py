@@ -152,11 +152,14 @@ def check_release_period(user, period: Period) -> None:
 
 
 def release_scope(period: Period) -> dict:
-    """What a period's release holds: the key hashes its submissions drew (their labels and verification
-    answers), and the period's time span (gold-control answers given during it)."""
+    """What a period's release holds: the key hashes its public submissions drew (their labels and verification
+    answers), and the period's time span (gold-control answers given during it).  A key only private submissions
+    drew is not released: which instances a private submission sampled, and how they were judged, is that team's
+    (as on the document pages, :func:`unpooled.service.annotation.layers.annotation_layers`)."""
     from .models import Draw
 
-    hashes = Draw.objects.filter(submission__period=period).values("key_hash")  # a subquery, never a long IN list
+    hashes = (Draw.objects.filter(submission__period=period)  # a subquery, never a long IN list
+              .exclude(submission__visibility=Submission.Visibility.PRIVATE).values("key_hash"))
     return {"period": period.number, "title": period.title, "key_hashes": hashes, "opened": period.opened,
             "closed": period.closed}
 
