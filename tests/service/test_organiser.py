@@ -76,6 +76,9 @@ def test_everybody_but_organisers_gets_403(client, world, role):
     team = Team.objects.get(name="team-a")
     set_status(sub, Submission.Status.FAILED, failed_stage="sampling", error="RuntimeError: boom")
     assert client.post(reverse("organiser:retry", args=[sub.pk])).status_code == 403
+    # both retry addresses answer a missing id as they answer an existing one (security review N14: no oracle)
+    for name in ("organiser:retry", "web:retry"):
+        assert [client.post(reverse(name, args=[pk])).status_code for pk in (sub.pk, 999_999)] == [403, 403], name
     assert client.post(reverse("organiser:team_quota", args=[team.pk]), {f"t{team.pk}-per_day": "1"}).status_code == 403
     assert client.post(reverse("organiser:settings") + f"?corpus={corpus.name}",
                        {"answers_per_item": "1"}).status_code == 403

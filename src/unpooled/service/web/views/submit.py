@@ -188,9 +188,9 @@ def retry(request, pk: int):
     from unpooled.service.evaluations.lifecycle import LifecycleError
     from unpooled.service.evaluations.tasks import retry as do_retry
 
-    sub = get_object_or_404(Submission, pk=pk)
-    if not accounts.is_organiser(request.user):
+    if not accounts.is_organiser(request.user):  # before the look-up: the answer says nothing of which ids exist
         return render(request, "web/upload.html", {"forbidden": "only organisers can retry a stage"}, status=403)
+    sub = get_object_or_404(Submission, pk=pk)
     try:
         do_retry(sub)
     except LifecycleError as exc:
