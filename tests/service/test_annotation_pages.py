@@ -6,10 +6,13 @@ import json
 
 import pytest
 from django.contrib.auth.models import User
+from django.test import Client
 from django.urls import reverse
+from django.utils import timezone
 
 from unpooled.service.annotation import actions, leasing
 from unpooled.service.annotation.models import Answer, Assignment, Kind, Task
+from unpooled.service.corpora.models import Period
 from unpooled.service.submissions.models import RelationInstance
 
 from ..conftest import load_redocred_subset
@@ -158,9 +161,20 @@ def test_document_view_shows_exhaustive_and_verified_layers(client, setup):
     actions.request_exhaustive(corpus, sample_uniform(corpus.n_documents, corpus.n_documents, rng=0))
     SimulatedCrowd.uniform(corpus, 3, accuracy=1.0, rng=0).run()
     doc = Task.objects.filter(kind=Kind.VERIFY).first().document
-    html = client.get(reverse("web:document", args=[corpus.name, doc.pk])).content.decode()
-    assert 'id="exhaustive"' in html and "inclusion probability 1.0000" in html
+    url = reverse("web:document", args=[corpus.name, doc.pk])
+    # the recall sample is the organisers' until a period's annotated data is released (security review N13)
+    html = client.get(url).content.decode()
+    assert 'id="exhaustive"' not in html and "inclusion probability" not in html and 'data-layer="exh"' not in html
+    assert 'id="exhaustive-hidden"' in html
     assert 'id="verified"' in html and "majority" in html and ">correct<" in html
+    staff = Client()
+    staff.force_login(User.objects.create_user("olga-org", password="pw-olga-123", is_staff=True))
+    html = staff.get(url).content.decode()
+    assert 'id="exhaustive"' in html and "inclusion probability 1.0000" in html and 'id="exhaustive-hidden"' not in html
+    Period.objects.create(corpus=corpus, number=1, opened=timezone.now(), closed=timezone.now(),
+                          released=timezone.now())
+    html = client.get(url).content.decode()
+    assert 'id="exhaustive"' in html and "inclusion probability 1.0000" in html
 
 
 def test_task_page_fragments_built_once_are_exact_and_escaped(client, setup):

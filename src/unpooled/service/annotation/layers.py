@@ -4,23 +4,33 @@ from __future__ import annotations
 
 from django.db.models import Exists, OuterRef
 
-from unpooled.service.accounts.actions import visible_submissions
-from unpooled.service.corpora.models import Document
+from unpooled.service.accounts.actions import is_organiser, visible_submissions
+from unpooled.service.corpora.models import Document, Period
 from unpooled.service.corpora.names import relation_label, relation_names
 
 from .models import ExhaustiveDocument, Kind, Label, Task, TaskRequest
 
 
+def exhaustive_visible(corpus, viewer=None) -> bool:
+    """Whether ``viewer`` may see the corpus's recall sample (which documents were sampled for exhaustive
+    annotation, and their annotation): organisers always, everybody else once a period's annotated data has been
+    released.  Before that a team could copy the sampled documents' true relations into a run and raise its
+    estimated recall (security review N13)."""
+    return is_organiser(viewer) or Period.objects.filter(corpus=corpus, released__isnull=False).exists()
+
+
 def annotation_layers(doc: Document, viewer=None) -> dict:
-    """``exhaustive``: the sample row and the aggregated mentions and relations (None if not sampled);
+    """``exhaustive``: the sample row and the aggregated mentions and relations (None if not sampled, or if
+    ``viewer`` may not see the recall sample yet: ``exhaustive_hidden``, :func:`exhaustive_visible`);
     ``verified``: each verification task of the document with its current label, among those a submission
     that ``viewer`` may see asked for (public ones, their team's, every one for organisers; anonymous
     without ``viewer``).  A task only private submissions of other teams asked for is not shown, nor its
     label: which instances a private submission sampled, and how they were judged, is that team's."""
     text = doc.text
     names = relation_names(doc.corpus)
-    out: dict = {"exhaustive": None, "verified": [], "relation_names": names}
-    ex = ExhaustiveDocument.objects.filter(document=doc).first()
+    hidden = not exhaustive_visible(doc.corpus, viewer)
+    out: dict = {"exhaustive": None, "verified": [], "relation_names": names, "exhaustive_hidden": hidden}
+    ex = None if hidden else ExhaustiveDocument.objects.filter(document=doc).first()
     if ex is not None:
         ent = Task.objects.filter(document=doc, kind=Kind.ENTITIES, key="").first()
         rel = Task.objects.filter(document=doc, kind=Kind.RELATIONS, key="").first()
