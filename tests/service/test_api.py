@@ -182,6 +182,20 @@ def test_docs_page_works_offline(client):
 
 # ---------------------------------------------------------------------------- authentication
 
+def test_a_token_dies_when_its_user_leaves_the_team_or_becomes_an_annotator(client, people):
+    """Security review N8: a token acted for its team after its user was made an annotator or moved to another
+    team (and then saw both teams' private runs)."""
+    from unpooled.service.accounts.models import Profile
+
+    assert client.get("/api/me", **auth(people["red"])).json()["team"]["name"] == "red"
+    do_set_role(people["alice"], "annotator")
+    is_error(client.get("/api/me", **auth(people["red"])), 401, "invalid_token")
+    do_set_role(people["alice"], "submitter")  # back in her team's role: the token acts again
+    assert client.get("/api/me", **auth(people["red"])).json()["team"]["name"] == "red"
+    Profile.objects.filter(user=people["bob"]).update(team=Team.objects.get(name="red"))
+    is_error(client.get("/api/me", **auth(people["blue"])), 401, "invalid_token")
+
+
 def test_me_anonymous_token_session(client, people):
     assert client.get("/api/me").json() == {"authenticated": False, "via": "anonymous", "user": None, "role": None,
                                             "team": None, "quota": None, "token": None}

@@ -297,12 +297,18 @@ def do_revoke_token(user, token_id: int) -> ApiToken:
 
 
 def authenticate_token(raw: str) -> ApiToken | None:
-    """The live token for a bearer string, or ``None``. Records its last use (at most once a minute)."""
+    """The live token for a bearer string, or ``None``. Records its last use (at most once a minute).
+
+    A token acts for its team only while its user is still a member of that team in a role that submits (a
+    submitter or an organiser): a member moved to another team, or made an annotator (who could then judge their
+    old team's output while still submitting for it), has a dead token (security review N8)."""
     if not raw or not raw.startswith(TOKEN_PREFIX):
         return None
     tok = (ApiToken.objects.filter(digest=_digest(raw), revoked__isnull=True)
            .select_related("team", "user").first())
     if tok is None or not tok.user.is_active:
+        return None
+    if team_of(tok.user) != tok.team or role_of(tok.user) not in (Role.SUBMITTER, Role.ORGANISER):
         return None
     now = timezone.now()
     if tok.last_used is None or now - tok.last_used > timedelta(minutes=1):
