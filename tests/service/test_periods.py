@@ -228,6 +228,40 @@ def test_a_period_release_holds_the_labels_of_its_submissions_only(corpus, peopl
     is_error(c.get("/api/corpora/fixture/periods/2/release"), 409, "conflict")
 
 
+def test_a_run_of_a_closed_period_keeps_its_visibility_but_for_organisers(corpus, people):
+    """Security review N11: after its period closed (its scores frozen), a team revealed a private run (and could
+    have kept several and revealed the best).  Refused by the API (409) and the page's form (400); organisers may."""
+    from django.urls import reverse
+
+    olga = people["olga"]
+    p1 = periods.do_open_period(olga, corpus)
+    run = ingest("red", "hidden")
+    Submission.objects.filter(pk=run.pk).update(visibility=Submission.Visibility.PRIVATE)
+    api = Client()
+    url = f"/api/submissions/{run.pk}"
+    # while the period is open the team may change it (and back)
+    for vis in ("public", "private"):
+        r = api.patch(url, {"visibility": vis}, content_type="application/json", **auth(people["red"]))
+        assert r.status_code == 200 and r.json()["visibility"] == vis
+    periods.do_close_period(olga, p1)
+    body = is_error(api.patch(url, {"visibility": "public"}, content_type="application/json", **auth(people["red"])),
+                    409, "conflict")
+    assert "belongs to evaluation period 1, which closed on" in body["message"]
+    # the description may still change; the visibility is left as it was
+    r = api.patch(url, {"description": "our best run"}, content_type="application/json", **auth(people["red"]))
+    assert r.status_code == 200
+    web = Client()
+    web.force_login(people["alice"])
+    r = web.post(reverse("web:submission_settings", args=[run.pk]), {"visibility": "public", "description": "",
+                                                                    "link": ""})
+    assert r.status_code == 400 and "which closed on" in r.content.decode()
+    assert Submission.objects.get(pk=run.pk).visibility == Submission.Visibility.PRIVATE
+    staff = Client()
+    staff.force_login(olga)
+    r = staff.patch(url, {"visibility": "public"}, content_type="application/json")
+    assert r.status_code == 200 and r.json()["visibility"] == "public"
+
+
 def test_a_period_release_holds_nothing_only_private_submissions_drew(corpus, people):
     """Security review N2: a private run's sampled instances and their labels are that team's; a release is public.
     A key a public run drew too is released (its label is the public run's as much as the private one's)."""

@@ -113,6 +113,11 @@ def check_update_submission(caller: Caller, sub: Submission, *, visibility: str 
     if visibility is not None and visibility not in Submission.Visibility.values:
         raise ApiError("invalid_request", detail=f"visibility: expected one of "
                                                  f"{', '.join(Submission.Visibility.values)}, got {visibility!r}")
+    from unpooled.service.submissions.actions import visibility_problem
+
+    why = visibility_problem(sub, visibility, organiser=caller.organiser)
+    if why:
+        raise ApiError("conflict", detail=why)
     if link is not None:
         from unpooled.service.submissions.actions import link_problem
 

@@ -384,6 +384,20 @@ def link_problem(link: str) -> str:
     return ""
 
 
+def visibility_problem(sub: Submission, visibility: str | None, *, organiser: bool) -> str | None:
+    """Why ``sub``'s visibility may not become ``visibility`` (``None``: it may).  A run of a closed evaluation
+    period keeps its visibility (organisers excepted): its scores are frozen, and a team that could reveal a private
+    run afterwards would keep several and reveal the best (security review N11)."""
+    if visibility is None or visibility == sub.visibility or organiser or sub.period_id is None:
+        return None
+    period = sub.period
+    if period.closed is None:
+        return None
+    return (f"submission {sub.pk} belongs to evaluation period {period.number}, which closed on "
+            f"{period.closed:%Y-%m-%d %H:%M} UTC: its visibility stays {sub.visibility} (its scores are frozen); "
+            "the organisers can change it")
+
+
 def do_update_submission(sub: Submission, *, visibility: str | None = None, description: str | None = None,
                          link: str | None = None) -> Submission:
     """Change a submission's visibility, description or paper/code link (``None``: leave it) and its ``updated``

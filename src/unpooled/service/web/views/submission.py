@@ -211,6 +211,13 @@ def submission_settings(request, pk: int):
     if not _owner(request.user, sub):
         raise PermissionDenied(f"only members of team {sub.team.name} can change submission {sub.pk}")
     form = SubmissionSettingsForm(request.POST, instance=Submission.objects.get(pk=sub.pk))
+    if form.is_valid():
+        from unpooled.service.accounts.actions import is_organiser
+        from unpooled.service.submissions.actions import visibility_problem
+
+        why = visibility_problem(sub, form.cleaned_data["visibility"], organiser=is_organiser(request.user))
+        if why:
+            form.add_error("visibility", why)
     if not form.is_valid():
         return render(request, "web/submission.html", {
             "sub": sub, "content": "", "owner": True, "form": form, "settings_open": True}, status=400)
