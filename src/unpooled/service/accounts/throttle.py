@@ -1,4 +1,6 @@
-"""Sign-in throttling: failed password checks are counted per account and per address, in the cache.
+"""Sign-in throttling: failed password checks are counted per account and per address, in the cache.  An attempt
+is counted before its password is checked, under a lock across processes (a success is taken back out after), so
+attempts sent all at once are never checked beyond a limit.
 
 Three limits, each over a fixed window that starts at its first failure:
 
@@ -70,32 +72,60 @@ def _keys(account: str, address: str) -> list[tuple[str, int, int]]:
     return keys
 
 
-def wait_seconds(request, username) -> int:
-    """Seconds until an attempt for ``username`` from this request's address is allowed again (0: now)."""
-    account, address = _account(username), address_of(request)
-    now = time.time()
+def _wait(keys, now: float) -> int:
     wait = 0
-    for key, limit, window in _keys(account, address):
+    for key, limit, window in keys:
         got = cache.get(key)
-        if got and got[0] >= limit:
+        if got and got[0] >= limit and now < got[1] + window:
             wait = max(wait, math.ceil(got[1] + window - now))
     return wait
 
 
-def record_failure(request, username) -> None:
-    account, address = _account(username), address_of(request)
-    now = time.time()
-    for key, _, window in _keys(account, address):
-        got = cache.get(key)
-        count, start = (got if got and now < got[1] + window else (0, now))
-        cache.set(key, (count + 1, start), int(start + window - now) + 1)
+def wait_seconds(request, username) -> int:
+    """Seconds until an attempt for ``username`` from this request's address is allowed again (0: now)."""
+    return _wait(_keys(_account(username), address_of(request)), time.time())
 
 
-def record_success(request, username) -> None:
+def _counting():
+    """One process at a time reads and writes the counters (they are shared by every web process: a read then a
+    write by two at once loses a count -- security review N16, 8 password checks let through against a limit of
+    5).  Held for the counters only, never while a password is hashed."""
+    from unpooled.service.locks import exclusive
+
+    return exclusive("signin-throttle", 0)
+
+
+def begin_attempt(request, username) -> int:
+    """Before a password is checked: the seconds to wait if a limit is reached (the attempt is refused), else 0
+    with the attempt already counted as a failure (:func:`end_attempt` takes a success back out), so that
+    attempts made at once are counted before any of them is checked."""
     account, address = _account(username), address_of(request)
-    cache.delete(_PREFIX + "pair:" + _h(account, address))
-    if address:
-        cache.set(_PREFIX + "known:" + _h(account, address), 1, KNOWN_SECONDS)
+    with _counting():
+        keys, now = _keys(account, address), time.time()
+        wait = _wait(keys, now)
+        if not wait:
+            for key, _, window in keys:
+                got = cache.get(key)
+                count, start = (got if got and now < got[1] + window else (0, now))
+                cache.set(key, (count + 1, start), int(start + window - now) + 1)
+    return wait
+
+
+def end_attempt(request, username, *, ok: bool) -> None:
+    """After the check: a success takes its attempt back out of the counts, clears the account's count for this
+    address and remembers the address; a failure stays counted."""
+    if not ok:
+        return
+    account, address = _account(username), address_of(request)
+    with _counting():
+        now = time.time()
+        for key, _, window in _keys(account, address)[1:]:
+            got = cache.get(key)
+            if got and got[0] > 0 and now < got[1] + window:
+                cache.set(key, (got[0] - 1, got[1]), int(got[1] + window - now) + 1)
+        cache.delete(_PREFIX + "pair:" + _h(account, address))
+        if address:
+            cache.set(_PREFIX + "known:" + _h(account, address), 1, KNOWN_SECONDS)
 
 
 def message(wait: int) -> str:
@@ -114,14 +144,11 @@ class ThrottledModelBackend(ModelBackend):
             username = kwargs.get(get_user_model().USERNAME_FIELD)
         if username is None or password is None:
             return None
-        wait = wait_seconds(request, username)
+        wait = begin_attempt(request, username)
         if wait:
             raise PermissionDenied(message(wait))
         user = super().authenticate(request, username=username, password=password, **kwargs)
-        if user is None:
-            record_failure(request, username)
-        else:
-            record_success(request, username)
+        end_attempt(request, username, ok=user is not None)
         return user
 
     def get_user(self, user_id):
