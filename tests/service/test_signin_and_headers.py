@@ -209,3 +209,16 @@ def test_behind_the_proxy_the_address_is_the_forwarded_one(alice, clock, setting
     owner.post("/accounts/login/", {"username": "alice", "password": PASSWORD}, REMOTE_ADDR="10.0.0.1",
                HTTP_X_FORWARDED_FOR="203.0.113.5")
     assert _signed_in(owner)
+
+
+def test_no_password_reset_and_signing_out_lands_on_the_home_page(alice):
+    """Security review N15: the password-reset form was live without mail or throttle; the UX review's #4: signing
+    out showed the Django admin's "Logged out" page."""
+    c = Client()
+    for path in ("/accounts/password_reset/", "/accounts/password_reset/done/", "/accounts/reset/done/"):
+        assert c.get(path).status_code == 404, path
+    assert c.post("/accounts/password_reset/", {"email": "alice@example.org"}).status_code == 404
+    assert _login(c, "alice", PASSWORD, "10.0.0.9").status_code == 302 and _signed_in(c)
+    r = c.post(reverse("logout"))
+    assert r.status_code == 302 and r["Location"] == "/" and not _signed_in(c)
+    assert c.get(reverse("password_change")).status_code == 302  # signed out: the password change asks to sign in
