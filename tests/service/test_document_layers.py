@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+from django.contrib.auth import get_user_model
 from django.urls import reverse
 
 from unpooled.service.annotation.layers import layered_sentences
@@ -33,6 +34,10 @@ def test_document_page_shows_the_layers(client, shared_data, tmp_path):
     actions.request_verification(sub, [inst.pk])
     html = client.get(reverse("web:document", args=["layers", inst.document_id])).content.decode()
     assert 'id="doc-text"' in html and 'class="seg gold' in html and "ver-open" in html
+    # the exhaustive layer is the organisers' until a period is released (security review N13): its toggle too
+    assert 'data-layer="exh"' not in html and 'id="exhaustive-hidden"' in html
+    client.force_login(get_user_model().objects.create_user("org-layers", password="pw-org-5512", is_staff=True))
+    html = client.get(reverse("web:document", args=["layers", inst.document_id])).content.decode()
     assert 'data-layer="exh"' in html
 
 

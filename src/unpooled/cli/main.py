@@ -154,8 +154,11 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
+    from .terminal import escaped_stdout
+
     try:
-        return int(args.func(args) or 0)
+        with escaped_stdout():  # data printed never drives the terminal (security review N10)
+            return int(args.func(args) or 0)
     except KeyboardInterrupt:
         print("unpooled: interrupted", file=sys.stderr)
         return 130

@@ -73,10 +73,15 @@ def check_team_name(name: str) -> str:
         raise AccountError("team: a team name is required", code="team_required")
     if len(name) > 100:
         raise AccountError("team: at most 100 characters", code="team_invalid")
-    from unpooled.service.submissions.models import REFERENCE_TEAM
+    from unpooled.service.submissions.models import REFERENCE_TEAM, Team
+    from unpooled.service.submissions.names import new_team_problem
 
     if name.casefold() == REFERENCE_TEAM.casefold():
         raise AccountError(f"team: {REFERENCE_TEAM!r} is reserved for the human reference", code="team_invalid")
+    # a new team's name is checked (an existing one is joined with its invite code, whatever it looks like)
+    why = None if Team.objects.filter(name__iexact=name).exists() else new_team_problem(name)
+    if why:
+        raise AccountError(why, code="team_invalid")
     return name
 
 
@@ -138,6 +143,11 @@ def do_sign_up(username: str, password: str, *, email: str = "", role: str = Rol
                            code="role_invalid")
     if User.objects.filter(username__iexact=username).exists():
         raise AccountError(f"username: {username!r} is taken", code="username_taken", status=409)
+    from unpooled.service.submissions.names import name_problem
+
+    why = name_problem(username, "username")
+    if why:
+        raise AccountError(why, code="username_invalid")
     the_team = None
     if role == Role.SUBMITTER:
         name = check_team_name(team)
@@ -222,6 +232,11 @@ def check_add_user(username: str, role: str, *, team: str = "", create_team: boo
     if len(username) > User._meta.get_field("username").max_length:
         raise AccountError(f"NAME: at most {User._meta.get_field('username').max_length} characters",
                            code="username_invalid")
+    from unpooled.service.submissions.names import name_problem
+
+    why = name_problem(username, "NAME")
+    if why:
+        raise AccountError(why, code="username_invalid")
     if role not in ADD_USER_ROLES:
         raise AccountError(f"--role: expected organiser, participant or annotator, got {role!r}", code="role_invalid")
     stored = ADD_USER_ROLES[role]

@@ -70,11 +70,18 @@ def _no_nul(v):
 
 def _reject_nul(kb: KB, report: Report, run_id: str | None) -> bool:
     """A NUL character (U+0000, from a JSON ``\\u0000``) in a name, link, value or run id cannot be stored: each
-    one is an error at its line (UP107); returns whether there was any."""
+    one is an error at its line (UP107); a run id readers would not see as written (a control or invisible
+    character, mixed alphabets: security review N10) is one at line 1 (UP104); returns whether there was any."""
     n = report.n_errors
     help_ = "remove the NUL character (U+0000): names, links and values are text"
     if NUL in (run_id or "") or NUL in (kb.run_id or ""):
         report.add(1, "UP104", "the run id contains a NUL character (U+0000)", help=help_)
+    else:
+        from .names import name_problem
+
+        why = next(filter(None, (name_problem(r, "the run id") for r in (run_id, kb.run_id) if r)), None)
+        if why:
+            report.add(1, "UP104", why, help="a run id is plain text in one alphabet: letters, digits, punctuation")
     for e in kb.entities.values():
         for what, v in (("entity name", e.name), ("entity type", e.type or ""), *(("link", x) for x in e.links)):
             if NUL in v:
@@ -140,6 +147,12 @@ def do_ingest_submission(
     team_name = team_name.strip()
     if team_name.casefold() == REFERENCE_TEAM.casefold():
         raise ActionError(f"team {REFERENCE_TEAM!r} is reserved for the human reference; name another team")
+    from .names import hidden_character, new_team_problem
+
+    why = None if Team.objects.filter(name=team_name).exists() else new_team_problem(team_name)
+    hidden = hidden_character(description or "", multiline=True)
+    if why or hidden:
+        raise ActionError(why or f"description: {hidden}")
     sha, size = file_sha256(path)
     existing = _same_file(corpus, team_name, sha)
     if existing is not None:

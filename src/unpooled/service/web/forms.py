@@ -17,6 +17,29 @@ class UploadForm(forms.Form):
     description = forms.CharField(widget=forms.Textarea(attrs={"rows": 2, "cols": 60}), required=False)
     file = forms.FileField(help_text="plain or gzip-compressed")
 
+    def clean_run(self):
+        from unpooled.service.submissions.names import name_problem
+
+        run = (self.cleaned_data.get("run") or "").strip()
+        why = name_problem(run, "run") if run else None
+        if why:
+            raise forms.ValidationError(why.removeprefix("run: "))
+        return run
+
+    def clean_description(self):
+        return _plain_description(self.cleaned_data.get("description"))
+
+
+def _plain_description(text) -> str:
+    """A description readers see as written (no control, invisible or direction-changing character)."""
+    from unpooled.service.submissions.names import hidden_character
+
+    text = (text or "").strip()
+    why = hidden_character(text, multiline=True)
+    if why:
+        raise forms.ValidationError(why)
+    return text
+
 
 class SubmissionSettingsForm(forms.ModelForm):
     """What the submitting team may change on its submission's page."""
@@ -42,3 +65,6 @@ class SubmissionSettingsForm(forms.ModelForm):
         if why:
             raise forms.ValidationError(why)
         return link.strip()
+
+    def clean_description(self):
+        return _plain_description(self.cleaned_data.get("description"))
