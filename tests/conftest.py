@@ -59,12 +59,13 @@ def _empty_cache(request):
     and fits are keyed by row ids, which a rolled-back test gives out again (in production ids are never reused;
     a corpus of another schema under the same ids once got the strata of the test before)."""
     if request.node.get_closest_marker("django_db") is not None:
-        from django.core.cache import cache
+        from django.core.cache import caches
 
         from unpooled.service.annotation import views
         from unpooled.service.evaluations import scoring
 
-        cache.clear()
+        for alias in ("default", "signin"):
+            caches[alias].clear()
         views.forget()
         scoring.clear_cache()
     yield

@@ -32,9 +32,10 @@ def _signed_in(client: Client) -> bool:
 
 @pytest.fixture
 def alice(db):
-    from django.core.cache import cache
+    from django.core.cache import caches
 
-    cache.clear()
+    caches["default"].clear()
+    caches["signin"].clear()
     return User.objects.create_user("alice", password=PASSWORD)
 
 

@@ -682,3 +682,35 @@ def test_team_edits_settings_on_the_page_and_others_are_refused(world):
     other = Client()
     other.force_login(bob)
     assert other.post(url, new).status_code == 404 and other.get(page).status_code == 404
+
+
+def test_page_numbers_that_mean_the_same_page_share_one_cached_render(world, monkeypatch):
+    """Security review N6: every distinct raw ``?page=`` value (``1x``, ``01``, ...) was a full render kept in the
+    cache for a day, and the team's ``errors_page`` counted for everyone.  Now a value is a page number (anything
+    else is page 1), only the sections the viewer sees count, and a page past the last is not kept."""
+    from django.test import Client
+
+    from unpooled.service.web.views import submission as view
+
+    corpus, a, _ = world
+    writes: list[str] = []
+    real = view.cache
+
+    class Spy:
+        def __getattr__(self, name):
+            return getattr(real, name)
+
+        def set(self, key, *args, **kw):
+            writes.append(key)
+            return real.set(key, *args, **kw)
+
+    monkeypatch.setattr(view, "cache", Spy())
+    c = Client()
+    url = reverse("web:submission", args=[a.pk])
+    for q in ("", "?page=1", "?page=1x", "?page=01", "?page=abc", "?page=%C2%B2", "?errors_page=7&missed_page=x",
+              "?page=0", "?page=-3"):
+        assert c.get(url + q).status_code == 200, q
+    assert len([k for k in writes if k.startswith("unpooled.subpage:")]) == 1, writes
+    writes.clear()
+    assert c.get(url + "?page=99999").status_code == 200  # the last page, shown but not kept under its own key
+    assert not [k for k in writes if k.startswith("unpooled.subpage:")], writes

@@ -30,7 +30,7 @@ from django import forms
 from django.conf import settings
 from django.contrib.auth.backends import ModelBackend
 from django.contrib.auth.forms import AuthenticationForm
-from django.core.cache import cache
+from django.core.cache import caches
 from django.core.exceptions import PermissionDenied
 
 WINDOW = 15 * 60
@@ -40,6 +40,16 @@ PER_ADDRESS = 20
 PER_ACCOUNT = 50
 KNOWN_SECONDS = 30 * 24 * 3600
 _PREFIX = "unpooled.signin:"
+
+
+class _Counters:
+    """The counters' cache (``CACHES["signin"]``: apart from the pages', whose flood would cull them)."""
+
+    def __getattr__(self, name):
+        return getattr(caches["signin"], name)
+
+
+cache = _Counters()
 
 
 def _h(*parts: str) -> str:

@@ -195,12 +195,22 @@ DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 # a visibility change give a new key), so a cache per machine is never stale across machines. A folder
 # is shared by the processes of a machine: a page rendered by one gunicorn worker is served by the others.
 _cache = os.environ.get("UNPOOLED_CACHE", "").strip()
+_cache_dir = Path(_cache).expanduser() if _cache and _cache != "memory" else DATA_DIR / "cache"
+
+
+def _a_cache(folder: Path, entries: int) -> dict:
+    if _cache == "memory":
+        return {"BACKEND": "django.core.cache.backends.locmem.LocMemCache", "LOCATION": folder.name,
+                "OPTIONS": {"MAX_ENTRIES": entries}}
+    return {"BACKEND": "unpooled.service.config.cache.SafeFileBasedCache",  # a corrupt entry is a miss
+            "LOCATION": str(folder), "OPTIONS": {"MAX_ENTRIES": entries}}
+
+
 CACHES = {
-    "default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache", "OPTIONS": {"MAX_ENTRIES": 5000}}
-    if _cache == "memory"
-    else {"BACKEND": "unpooled.service.config.cache.SafeFileBasedCache",  # a corrupt entry is a miss
-          "LOCATION": str(Path(_cache).expanduser() if _cache else DATA_DIR / "cache"),
-          "OPTIONS": {"MAX_ENTRIES": 20000}}
+    "default": _a_cache(_cache_dir, 5000 if _cache == "memory" else 20000),
+    # the sign-in throttle's counters (accounts/throttle.py), apart: pages flooding the default cache would cull
+    # them with it (a third of its entries at random when full: security review N6)
+    "signin": _a_cache(_cache_dir / "signin", 1_000_000),
 }
 # sessions are read from the cache and written through to the database (a logged-in page reads no session row)
 SESSION_ENGINE = "django.contrib.sessions.backends.cached_db"

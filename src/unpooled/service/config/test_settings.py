@@ -17,4 +17,5 @@ from .settings import *  # noqa: E402,F403
 PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]  # fast logins in tests
 RESCORE_DELAY_SECONDS = 0.0  # tests run the re-scoring task at once
 # one cache per test process, emptied by nothing: cached entries are keyed by fingerprints (as in production)
-CACHES = {"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache", "OPTIONS": {"MAX_ENTRIES": 5000}}}
+CACHES = {"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache", "OPTIONS": {"MAX_ENTRIES": 5000}},
+          "signin": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache", "LOCATION": "signin"}}

@@ -149,6 +149,18 @@ def _newest_ids(sub: Submission) -> dict[str, int | str]:
     return out
 
 
+def asked_pages(params, *, manage: bool) -> dict[str, int]:
+    """The page numbers a request asks for, of the sections the viewer sees (the error analysis is the team's), as
+    numbers: anything but a plain positive number is page 1, as the paginator reads it.  The cache key is made of
+    these, so ``?page=1x`` is no new render (security review N6: every distinct raw value was a render and a cache
+    entry kept a day)."""
+    out = {}
+    for k in ("page", "errors_page", "missed_page") if manage else ("page",):
+        v = str(params.get(k, ""))
+        out[k] = int(v) if v.isascii() and v.isdigit() and len(v) <= 6 and int(v) > 0 else 1
+    return out
+
+
 def page_key(sub: Submission, newest: dict[str, int], *, manage: bool, level: str | None, params) -> str:
     """The cache key of a rendered submission page: what it shows depends on nothing else.
 
@@ -160,7 +172,7 @@ def page_key(sub: Submission, newest: dict[str, int], *, manage: bool, level: st
     from unpooled.service.evaluations.breakdown import VERSION
 
     scores = ",".join(f"{lv}{i}" for lv, i in sorted(newest.items()))
-    pages = ":".join(str(params.get(k, ""))[:12] for k in ("page", "errors_page", "missed_page"))
+    pages = ":".join(f"{k}{n}" for k, n in asked_pages(params, manage=manage).items())
     stamp = "-".join(str(t.timestamp() if t else 0) for t in (sub.updated, sub.status_changed))
     return (f"unpooled.subpage:v{VERSION}.{TEMPLATE_VERSION}:{sub.pk}:{int(manage)}:{level}:{scores}:{sub.status}:{sub.visibility}:"
             f"{stamp}:"
@@ -293,7 +305,12 @@ def _render_content(request, sub: Submission, manage: bool, level: str | None) -
              "object_name": i["object__name"], "confidence": f"{i['confidence']:.2f}", "line": i["line"],
              "relation_name": names.get(i["predicate"], "")} for i in page]
     ctx.update(page=page, rows=rows)
-    return render_to_string("web/_submission_content.html", ctx, request=request), bd_state in ("ready", "none")
+    shown = {"page": page.number, **({"errors_page": ctx["errors"]["page"].number} if manage else {}),
+             **({"missed_page": ctx["missed"]["page"].number} if "missed" in ctx else {})}
+    # a number past the last page shows the last page: rendered, but not kept under a key of its own
+    exact = all(shown.get(k, 1) == n for k, n in asked_pages(request.GET, manage=manage).items())
+    return (render_to_string("web/_submission_content.html", ctx, request=request),
+            bd_state in ("ready", "none") and exact)
 
 
 def _headline(score) -> dict:
