@@ -15,14 +15,14 @@ from unpooled.cli.main import main
 from unpooled.cli.terminal import printable
 from unpooled.service.accounts.actions import AccountError, do_sign_up
 from unpooled.service.submissions.actions import do_ingest_submission
-from unpooled.service.submissions.models import Submission
+from unpooled.service.submissions.models import Submission, Team
 from unpooled.service.submissions.names import hidden_character, looks_like, name_problem, skeleton
 
 from .test_api import auth, corpus, is_error, kb_text, people  # noqa: F401 - fixtures
 
 #: the review's accepted names (N9, N10)
 HOSTILE_TEAMS = ["\u0422eamA", "TeamA\u200b", "\u202eAmaeT", "[human reference]\u200b", "[human r\u0435ference]",
-                 "Team\x1b[31mRed", "Team\u00a0A"]
+                 "Team\x1b[31mRed"]
 
 
 @pytest.mark.parametrize("name", ["Équipe Montréal", "Команда", "東京大学 NLP", "team-1 (v2)", "Ελληνική ομάδα"])
@@ -57,6 +57,12 @@ def test_sign_up_refuses_the_review_s_team_and_user_names(people):
         assert exc.value.code == "team_invalid", (name, exc.value)
     with pytest.raises(AccountError, match="mixes Cyrillic and Latin letters"):
         do_sign_up("\u0430lice2", "pw-alice-5512", team="Fresh")
+    # a name is stored compatibility-normalised: a full-width name is the team itself, a no-break space a space
+    with pytest.raises(AccountError) as exc:
+        do_sign_up("erin", "pw-erin-5512", team="ＴｅａｍＡ")
+    assert exc.value.code == "team_exists"
+    do_sign_up("dave", "pw-dave-5512", team="Blue\u00a0Lab")
+    assert Team.objects.filter(name="Blue Lab").exists()
     assert not Submission.objects.exists()
 
 

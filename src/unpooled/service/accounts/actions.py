@@ -68,7 +68,10 @@ def team_of(user) -> Team | None:
 # ---------------------------------------------------------------------------- sign-up
 
 def check_team_name(name: str) -> str:
-    name = (name or "").strip()
+    """``name`` as stored (compatibility-normalised: a full-width "ＴｅａｍＡ" is "TeamA"), or an error."""
+    import unicodedata
+
+    name = unicodedata.normalize("NFKC", name or "").strip()
     if not name:
         raise AccountError("team: a team name is required", code="team_required")
     if len(name) > 100:
@@ -289,12 +292,20 @@ def _digest(raw: str) -> str:
     return hashlib.sha256(raw.encode()).hexdigest()
 
 
+#: live (unrevoked) API tokens a team may hold (security review N7: 120 tokens on one team in 4.5 s)
+MAX_TOKENS_PER_TEAM = 20
+
+
 def do_issue_token(user, name: str = "api") -> tuple[ApiToken, str]:
     """A new token for the user's team; returns the row and the token itself (shown once)."""
     team = team_of(user)
     if team is None:
         raise AccountError("only members of a team can make API tokens (sign up as a submitter)", code="no_team",
                            status=403)
+    live = ApiToken.objects.filter(team=team, revoked__isnull=True).count()
+    if live >= MAX_TOKENS_PER_TEAM:
+        raise AccountError(f"team {team.name!r} has {live} live API tokens, the most a team may hold; revoke one "
+                           "first", code="too_many_tokens", status=409)
     raw = TOKEN_PREFIX + secrets.token_urlsafe(30)
     tok = ApiToken.objects.create(team=team, user=user, name=(name or "api").strip()[:100] or "api",
                                   prefix=raw[:12], digest=_digest(raw))

@@ -39,6 +39,8 @@ PER_PAIR = 5
 PER_ADDRESS = 20
 PER_ACCOUNT = 50
 KNOWN_SECONDS = 30 * 24 * 3600
+#: sign-ups from one address in a day (``settings.SIGNUPS_PER_ADDRESS``, ``UNPOOLED_SIGNUPS_PER_ADDRESS``)
+SIGNUPS_PER_ADDRESS, SIGNUP_WINDOW = 10, 24 * 3600
 _PREFIX = "unpooled.signin:"
 
 
@@ -105,13 +107,10 @@ def _counting():
     return exclusive("signin-throttle", 0)
 
 
-def begin_attempt(request, username) -> int:
-    """Before a password is checked: the seconds to wait if a limit is reached (the attempt is refused), else 0
-    with the attempt already counted as a failure (:func:`end_attempt` takes a success back out), so that
-    attempts made at once are counted before any of them is checked."""
-    account, address = _account(username), address_of(request)
+def _take(keys) -> int:
+    """The seconds to wait if one of ``keys``' limits is reached, else 0 with one more counted under each."""
     with _counting():
-        keys, now = _keys(account, address), time.time()
+        now = time.time()
         wait = _wait(keys, now)
         if not wait:
             for key, _, window in keys:
@@ -119,6 +118,22 @@ def begin_attempt(request, username) -> int:
                 count, start = (got if got and now < got[1] + window else (0, now))
                 cache.set(key, (count + 1, start), int(start + window - now) + 1)
     return wait
+
+
+def begin_attempt(request, username) -> int:
+    """Before a password is checked: the seconds to wait if a limit is reached (the attempt is refused), else 0
+    with the attempt already counted as a failure (:func:`end_attempt` takes a success back out), so that
+    attempts made at once are counted before any of them is checked."""
+    return _take(_keys(_account(username), address_of(request)))
+
+
+def begin_sign_up(request) -> int:
+    """Before an account is made: the seconds to wait when this address made :data:`SIGNUPS_PER_ADDRESS` sign-ups
+    in :data:`SIGNUP_WINDOW` seconds (each makes an account, maybe a team with its own upload quota: security
+    review N7), else 0 with this one counted."""
+    address = address_of(request)
+    limit = getattr(settings, "SIGNUPS_PER_ADDRESS", SIGNUPS_PER_ADDRESS)
+    return _take([(_PREFIX + "signup:" + _h(address), limit, SIGNUP_WINDOW)]) if address else 0
 
 
 def end_attempt(request, username, *, ok: bool) -> None:
@@ -136,6 +151,12 @@ def end_attempt(request, username, *, ok: bool) -> None:
         cache.delete(_PREFIX + "pair:" + _h(account, address))
         if address:
             cache.set(_PREFIX + "known:" + _h(account, address), 1, KNOWN_SECONDS)
+
+
+def sign_up_message(wait: int) -> str:
+    hours = max(1, -(-wait // 3600))
+    return (f"Too many accounts were made from your address today: try again in {hours} hour{'s' if hours != 1 else ''}, "
+            "or ask an organiser to add you (unpooled user add).")
 
 
 def message(wait: int) -> str:

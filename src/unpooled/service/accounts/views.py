@@ -13,6 +13,7 @@ from django.views.decorators.http import require_POST
 from . import actions
 from .forms import InviteForm, RedeemForm, SignUpForm, TokenForm
 from .models import ApiToken, Invite, Role
+from . import throttle
 from .throttle import ThrottledAuthenticationForm
 
 class SignIn(LoginView):
@@ -38,7 +39,10 @@ def _field_error(form, exc: actions.AccountError) -> None:
 def signup(request):
     if request.method == "POST":
         form = SignUpForm(request.POST)
-        if form.is_valid():
+        wait = throttle.begin_sign_up(request) if form.is_valid() else 0
+        if wait:
+            form.add_error(None, throttle.sign_up_message(wait))
+        elif form.is_valid():
             d = form.cleaned_data
             try:
                 actions.check_sign_up(d["role"], d.get("invite_code") or "")
@@ -103,9 +107,13 @@ def home(request):
 
 @login_required
 def account(request):
+    return _account_page(request)
+
+
+def _account_page(request, new_token: str | None = None):
     team = actions.team_of(request.user)
     ctx = {"role": actions.role_of(request.user), "team": team, "form": TokenForm(),
-           "new_token": request.session.pop("new_token", None), "redeem": RedeemForm()}
+           "new_token": new_token, "redeem": RedeemForm()}
     prof = getattr(request.user, "profile", None)
     ctx["invited"] = prof is None or prof.invited
     if team is not None:
@@ -113,12 +121,16 @@ def account(request):
         ctx["tokens"] = ApiToken.objects.filter(team=team).select_related("user")
         ctx["submissions"] = team.submissions.select_related("corpus").order_by("-created")[:50]
         ctx["members"] = team.members.select_related("user")
-    return render(request, "accounts/account.html", ctx)
+    resp = render(request, "accounts/account.html", ctx)
+    if new_token:
+        resp["Cache-Control"] = "no-store"
+    return resp
 
 
 @login_required
 @require_POST
 def token_create(request):
+    """The new token is shown once, in this answer: it is never stored (the session kept it until the next page)."""
     form = TokenForm(request.POST)
     if form.is_valid():
         try:
@@ -126,7 +138,7 @@ def token_create(request):
         except actions.AccountError as exc:
             messages.error(request, str(exc))
         else:
-            request.session["new_token"] = raw  # shown once, on the next page
+            return _account_page(request, new_token=raw)
     return redirect("accounts:account")
 
 

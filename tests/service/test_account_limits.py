@@ -1,0 +1,57 @@
+"""Accounts that cost the service (security review N7): sign-ups from one address are limited per day, a team holds
+a bounded number of live API tokens, and a new token is shown once in the answer to its creation, never kept in the
+session (first round: it stayed there until the next page)."""
+
+from __future__ import annotations
+
+import pytest
+from django.contrib.auth.models import User
+from django.test import Client, override_settings
+from django.urls import reverse
+
+from unpooled.service.accounts.actions import MAX_TOKENS_PER_TEAM, AccountError, do_issue_token, do_sign_up
+from unpooled.service.accounts.models import ApiToken
+from unpooled.service.submissions.models import Team
+
+pytestmark = pytest.mark.django_db
+
+
+def _sign_up(c: Client, i: int, addr: str):
+    return c.post(reverse("accounts:signup"), {"username": f"user{i}", "password": "pw-long-enough-1",
+                                               "role": "submitter", "team": f"Team {i}"}, REMOTE_ADDR=addr)
+
+
+@override_settings(SIGNUPS_PER_ADDRESS=3)
+def test_sign_ups_from_one_address_are_limited_per_day():
+    made = [_sign_up(Client(), i, "10.7.0.1").status_code for i in range(5)]
+    assert made == [302, 302, 302, 200, 200]  # the 4th and 5th stay on the form
+    page = _sign_up(Client(), 9, "10.7.0.1").content.decode()
+    assert "Too many accounts were made from your address today" in page
+    assert User.objects.count() == 3 and Team.objects.count() == 3
+    assert _sign_up(Client(), 10, "10.7.0.2").status_code == 302  # another address is not affected
+
+
+def test_a_team_holds_a_bounded_number_of_live_tokens():
+    alice = do_sign_up("alice", "pw-alice-5512", team="red")
+    for _ in range(MAX_TOKENS_PER_TEAM):
+        do_issue_token(alice, "ci")
+    with pytest.raises(AccountError, match=f"has {MAX_TOKENS_PER_TEAM} live API tokens") as exc:
+        do_issue_token(alice, "one more")
+    assert exc.value.code == "too_many_tokens"
+    tok = ApiToken.objects.filter(team__name="red").first()
+    from unpooled.service.accounts.actions import do_revoke_token
+
+    do_revoke_token(alice, tok.pk)
+    do_issue_token(alice, "after a revocation")
+
+
+def test_a_new_token_is_shown_in_the_answer_and_never_kept():
+    alice = do_sign_up("alice", "pw-alice-5512", team="red")
+    c = Client()
+    c.force_login(alice)
+    r = c.post(reverse("accounts:token_create"), {"name": "ci"})
+    html = r.content.decode()
+    assert r.status_code == 200 and 'id="new-token"' in html and r["Cache-Control"] == "no-store"
+    raw = html.split('id="new-token">')[1].split("<")[0]
+    assert raw.startswith("upt_") and raw not in str(dict(c.session.items()))
+    assert 'id="new-token"' not in c.get(reverse("accounts:account")).content.decode()  # once
