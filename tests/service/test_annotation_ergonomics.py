@@ -143,18 +143,26 @@ def test_undo_is_refused_for_mturk_and_blocked_annotators(setup):
         actions.undo_answer(mine)
 
 
-def test_undo_of_a_control_takes_its_score_back(setup):
+def test_undo_of_a_control_keeps_its_first_answer_s_score(setup):
+    """Security review N3: an undo took a control's score back, so an annotator could answer, undo a wrong answer
+    and answer right: (0,0) -> (1,0) -> (0,0) -> (1,1), and controls never blocked them.  Now the first answer is
+    the one scored; the undo itself acts as on any item (the answer is withdrawn and can be given again)."""
     corpus = setup
     create_verify_controls(corpus, 2, rng=0)
     ann = leasing.annotator_for_user(User.objects.get(username="ann"))
     ctrl = Task.objects.filter(is_control=True).order_by("pk").first()
     lease = leasing._try_lease(ctrl.pk, ann, timezone.now())
-    actions.submit_answer(lease, HOLDS if ctrl.control_answer["correct"] else NONE)
+    right, wrong = (HOLDS, NONE) if ctrl.control_answer["correct"] else (NONE, HOLDS)
+    actions.submit_answer(lease, wrong)
     ann.refresh_from_db()
-    assert (ann.controls_answered, ann.controls_correct) == (1, 1)
-    actions.undo_answer(lease)
+    assert (ann.controls_answered, ann.controls_correct) == (1, 0)
+    assert actions.undo_answer(lease) is not None  # withdrawn, as any item's answer
     ann.refresh_from_db()
-    assert (ann.controls_answered, ann.controls_correct) == (0, 0)
+    assert (ann.controls_answered, ann.controls_correct) == (1, 0)
+    lease.refresh_from_db()
+    actions.submit_answer(lease, right)
+    ann.refresh_from_db()
+    assert (ann.controls_answered, ann.controls_correct) == (1, 0)  # the answer given again is not scored
 
 
 def test_an_undo_refused_says_why_on_the_next_page(client, setup):

@@ -399,7 +399,7 @@ def submit_answer(assignment: Assignment, value, *, seconds: float | None = None
         if mturk:
             return ans
         if task.is_control:
-            _score_control(annotator, task, ans, st, now)
+            _score_control(annotator, task, ans, st, now, a)
         elif counts and _counted(task) >= task.answers_needed:
             complete_task(task, now=now)
     return ans
@@ -423,18 +423,22 @@ def confirm_mturk_answer(assignment: Assignment, *, now=None) -> bool:
         ans.quarantined, ans.weight, ans.cost_cents = False, 1.0 if counts else 0.0, st.reward_cents(task.kind)
         ans.save(update_fields=["quarantined", "weight", "cost_cents"])
         if task.is_control:
-            _score_control(annotator, task, ans, st, now)
+            _score_control(annotator, task, ans, st, now, assignment)
         elif counts and _counted(task) >= task.answers_needed:
             complete_task(task, now=now)
     return True
 
 
-def _score_control(annotator: Annotator, task: Task, ans: Answer, st: AnnotationSettings, now) -> None:
-    """Count ``ans`` to control ``task`` in its annotator's score; block them when their accuracy is confidently
-    below their bar (:func:`unpooled.core.annotation.controls.should_block`), relative to the crowd's on the same
-    relations' controls and never above the corpus's ``block_below_accuracy``."""
+def _score_control(annotator: Annotator, task: Task, ans: Answer, st: AnnotationSettings, now,
+                   lease: Assignment) -> None:
+    """Count ``ans`` to control ``task`` in its annotator's score, once per ``lease`` (the first answer: one given
+    again after an undo is not scored); block them when their accuracy is confidently below their bar
+    (:func:`unpooled.core.annotation.controls.should_block`), relative to the crowd's on the same relations'
+    controls and never above the corpus's ``block_below_accuracy``."""
     from unpooled.core.annotation.controls import BLOCK_MARGIN, should_block
 
+    if not Assignment.objects.filter(pk=lease.pk, control_scored=False).update(control_scored=True):
+        return  # scored before this lease's undo
     right = _control_right(ans.correct, task.control_answer)
     Annotator.objects.filter(pk=annotator.pk).update(
         controls_answered=F("controls_answered") + 1, controls_correct=F("controls_correct") + int(right))
@@ -494,7 +498,8 @@ def undo_answer(assignment: Assignment, *, now=None) -> dict:
     Refused (:class:`UndoRefused`): a lease not in-house (an MTurk answer is handed to Mechanical Turk), one
     with no answer, an answer that is not the annotator's newest, a lease past its expiry, a blocked annotator,
     and a task no longer open (its answers were aggregated: the label is written).  The answer never counted
-    towards a label, so deleting it leaves the labels as they were; a gold control's score is taken back.
+    towards a label, so deleting it leaves the labels as they were; a gold control's score stays (its first
+    answer is the one scored).
     """
     now = now or timezone.now()
     with transaction.atomic():
@@ -516,10 +521,9 @@ def undo_answer(assignment: Assignment, *, now=None) -> dict:
         if task.status != Task.Status.OPEN:
             raise UndoRefused("the item was decided with your answer (its label is written), so the answer stays")
         value = ans.value
-        if task.is_control:  # _score_control counted it, whatever its weight
-            right = _control_right(ans.correct, task.control_answer)
-            Annotator.objects.filter(pk=annotator.pk).update(
-                controls_answered=F("controls_answered") - 1, controls_correct=F("controls_correct") - int(right))
+        # a gold control's score stays (the lease is marked scored): an undo that took it back let an annotator
+        # erase every wrong control answer, so controls never blocked them (security review N3); the page acts
+        # the same for every item, so the undo does not tell a control either
         ans.delete()
         a.status = Assignment.Status.LEASED
         a.save(update_fields=["status"])

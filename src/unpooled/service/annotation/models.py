@@ -185,6 +185,9 @@ class Assignment(models.Model):
     leased = models.DateTimeField()
     expires = models.DateTimeField()
     external_ref = models.CharField(max_length=200, blank=True, help_text="e.g. MTurk HITId/AssignmentId")
+    control_scored = models.BooleanField(default=False, help_text="a gold control's first answer under this lease "
+                                         "was scored: an undo keeps that score, and the answer given again is not "
+                                         "scored (an annotator cannot erase a wrong control answer)")
     submit_to = models.CharField(max_length=40, blank=True,
                                  help_text="MTurk: where the worker's browser finishes the assignment (one of two hosts)")
 
