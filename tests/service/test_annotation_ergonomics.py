@@ -195,6 +195,29 @@ def test_progress_and_queue_count_what_is_left_for_you(client, setup):
     assert f"({n} open, {n - 2} for you)" in html
 
 
+def test_what_is_left_falls_by_one_after_an_item_and_after_a_control_alike(setup):
+    """Security review N3: "N for you" fell by one after a real item and stayed after a gold control, which told
+    5 of 5 controls apart.  Controls now count as items: the count falls by one after either."""
+    corpus = setup
+    create_verify_controls(corpus, 3, rng=0)
+    ann = leasing.annotator_for_user(User.objects.get(username="ann"))
+
+    def for_you() -> int:
+        return leasing.count_leasable(ann, kind=Kind.VERIFY)[0]
+
+    real = Task.objects.filter(kind=Kind.VERIFY, is_control=False).order_by("pk").first()
+    ctrl = Task.objects.filter(kind=Kind.VERIFY, is_control=True).order_by("pk").first()
+    start = for_you()
+    assert start == Task.objects.filter(kind=Kind.VERIFY).count()
+    for task, answer in ((real, HOLDS), (ctrl, HOLDS if ctrl.control_answer["correct"] else NONE)):
+        before = leasing.progress(ann, Kind.VERIFY).left
+        lease = leasing._try_lease(task.pk, ann, timezone.now())
+        assert leasing.progress(ann, Kind.VERIFY).left == before  # a held item (or control) is still left
+        actions.submit_answer(lease, answer)
+        assert leasing.progress(ann, Kind.VERIFY).left == before - 1, task.is_control
+    assert for_you() == start - 2
+
+
 def test_empty_queue_explains_why(client, setup):
     corpus = setup
     ann_user = User.objects.get(username="ann")

@@ -220,18 +220,21 @@ def needed_controls(unseen, rng, limit: int = 20) -> list[int]:
     return [ctl[i][0] for i in order[:limit].tolist()]
 
 
-def leasable(annotator: Annotator, *, kind: str | None = None, now=None):
-    """The tasks (not controls) :func:`lease_next` could give ``annotator`` now: open, in scope, never leased to
-    them (an expired lease of theirs counts: it is offered again), with a free slot."""
+def leasable(annotator: Annotator, *, kind: str | None = None, now=None, controls: bool = False):
+    """The tasks :func:`lease_next` could give ``annotator`` now: open, in scope, never leased to them (an expired
+    lease of theirs counts: it is offered again), with a free slot; with ``controls``, the gold controls they have
+    not had too (a control has no slots: everyone answers it)."""
     now = now or timezone.now()
-    qs = available_tasks(annotator).filter(is_control=False)
+    qs = available_tasks(annotator)
+    if not controls:
+        qs = qs.filter(is_control=False)
     if kind:
         qs = qs.filter(kind=kind)
     mine = Assignment.objects.filter(annotator=annotator).exclude(status=Assignment.Status.EXPIRED).values("task_id")
     live = Q(assignments__status=Assignment.Status.LEASED, assignments__expires__gte=now) | Q(
         assignments__status=Assignment.Status.SUBMITTED, assignments__answer__weight__gt=0)
     return qs.exclude(pk__in=mine).annotate(active=Count("assignments", filter=live)).filter(
-        active__lt=F("answers_needed"))
+        Q(is_control=True) | Q(active__lt=F("answers_needed")))
 
 
 #: items left are counted up to this many ("1000+"): the count's cost stays bounded however long the queue
@@ -239,9 +242,11 @@ LEFT_COUNTED = 1000
 
 
 def count_leasable(annotator: Annotator, *, kind: str | None = None, now=None) -> tuple[int, bool]:
-    """``(n, more)``: how many tasks :func:`leasable` has, counted up to :data:`LEFT_COUNTED` (``more``: there
-    are more than that)."""
-    n = leasable(annotator, kind=kind, now=now).values("pk")[:LEFT_COUNTED + 1].count()
+    """``(n, more)``: how many items are left for ``annotator`` -- the tasks :func:`leasable` has and the gold
+    controls they may still be offered -- counted up to :data:`LEFT_COUNTED` (``more``: there are more than that).
+    Controls count as items do, so the count falls by one after any answer: it does not tell a control from an
+    item (security review N3: it fell after an item and stayed after a control)."""
+    n = leasable(annotator, kind=kind, now=now, controls=True).values("pk")[:LEFT_COUNTED + 1].count()
     return min(n, LEFT_COUNTED), n > LEFT_COUNTED
 
 
@@ -261,8 +266,7 @@ def progress(annotator: Annotator, kind: str, *, now=None) -> Progress:
     now = now or timezone.now()
     got = Assignment.objects.filter(annotator=annotator, task__kind=kind).aggregate(
         done=Count("id", filter=Q(status=Assignment.Status.SUBMITTED)),
-        held=Count("id", filter=Q(status=Assignment.Status.LEASED, expires__gte=now, task__status=Task.Status.OPEN,
-                                  task__is_control=False)))
+        held=Count("id", filter=Q(status=Assignment.Status.LEASED, expires__gte=now, task__status=Task.Status.OPEN)))
     n, more = count_leasable(annotator, kind=kind, now=now)
     return Progress(done=got["done"], left=n + got["held"], more=more)
 
