@@ -127,6 +127,16 @@ def check_submission(path: str | Path, corpus: Corpus, fmt: str | None = None,
     return read_kb(path, view, corpus.schema.schema(), fmt=fmt, path=str(path), limits=settings.LIMITS)
 
 
+def _check_names(team_name: str, description: str) -> None:
+    """A new team's name and the description: nothing readers would not see as written (submissions/names.py)."""
+    from .names import hidden_character, new_team_problem
+
+    why = None if Team.objects.filter(name=team_name).exists() else new_team_problem(team_name)
+    hidden = hidden_character(description or "", multiline=True)
+    if why or hidden:
+        raise ActionError(why or f"description: {hidden}")
+
+
 def do_ingest_submission(
     path: str | Path, corpus_name: str, team_name: str, run_id: str | None = None, fmt: str | None = None,
     *, file_name: str | None = None, timer: Callable[[str], None] | None = None,
@@ -147,12 +157,7 @@ def do_ingest_submission(
     team_name = team_name.strip()
     if team_name.casefold() == REFERENCE_TEAM.casefold():
         raise ActionError(f"team {REFERENCE_TEAM!r} is reserved for the human reference; name another team")
-    from .names import hidden_character, new_team_problem
-
-    why = None if Team.objects.filter(name=team_name).exists() else new_team_problem(team_name)
-    hidden = hidden_character(description or "", multiline=True)
-    if why or hidden:
-        raise ActionError(why or f"description: {hidden}")
+    _check_names(team_name, description)
     sha, size = file_sha256(path)
     existing = _same_file(corpus, team_name, sha)
     if existing is not None:
