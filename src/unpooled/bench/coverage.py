@@ -96,7 +96,7 @@ class BulkSimulatedCrowd:
             seen[ann.pk].add(task.pk)
             self.answers += 1
             if task.is_control:
-                _score_control(ann, task, ans, st, now)
+                _score_control(ann, task, ans, st, now, a)
 
         while True:
             tasks = list(Task.objects.filter(corpus=corpus, status=Task.Status.OPEN, is_control=False)
