@@ -714,3 +714,25 @@ def test_page_numbers_that_mean_the_same_page_share_one_cached_render(world, mon
     writes.clear()
     assert c.get(url + "?page=99999").status_code == 200  # the last page, shown but not kept under its own key
     assert not [k for k in writes if k.startswith("unpooled.subpage:")], writes
+
+
+def test_fresh_renders_for_readers_not_signed_in_are_limited_per_address(world, settings):
+    """Security review N6's rest: distinct pages made afresh (cache misses) by one address not signed in are
+    limited per minute (429 with Retry-After); pages served from the cache and signed-in readers are not counted."""
+    from django.test import Client
+
+    settings.RENDERS_PER_ADDRESS = 3
+    corpus, a, b = world
+    c = Client(REMOTE_ADDR="10.8.0.1")
+    url = reverse("web:submission", args=[a.pk])
+    got = [c.get(url + f"?page={n}").status_code for n in (1, 1, 1)]  # one render, then the cache
+    assert got == [200, 200, 200]
+    got = [c.get(reverse("web:submission", args=[b.pk]) + q).status_code for q in ("", "?level=relation", "?page=2")]
+    assert got[:2] == [200, 200] and got[2] == 429, got
+    r = c.get(url + "?level=relation")
+    assert r.status_code == 429 and int(r["Retry-After"]) > 0 and "try again in" in r.content.decode()
+    assert c.get(url).status_code == 200  # from the cache
+    assert Client(REMOTE_ADDR="10.8.0.2").get(url + "?level=relation").status_code == 200  # another address
+    member = Client(REMOTE_ADDR="10.8.0.1")
+    member.force_login(_user("reader-signed-in", team=b.team))
+    assert member.get(reverse("web:submission", args=[a.pk]) + "?level=relation&page=2").status_code == 200

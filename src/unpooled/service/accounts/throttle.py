@@ -1,4 +1,5 @@
-"""Sign-in throttling: failed password checks are counted per account and per address, in the cache.  An attempt
+"""Sign-in throttling (and the other per-address limits: sign-ups, fresh page renders for readers not signed in):
+failed password checks are counted per account and per address, in the cache.  An attempt
 is counted before its password is checked, under a lock across processes (a success is taken back out after), so
 attempts sent all at once are never checked beyond a limit.
 
@@ -41,6 +42,8 @@ PER_ACCOUNT = 50
 KNOWN_SECONDS = 30 * 24 * 3600
 #: sign-ups from one address in a day (``settings.SIGNUPS_PER_ADDRESS``, ``UNPOOLED_SIGNUPS_PER_ADDRESS``)
 SIGNUPS_PER_ADDRESS, SIGNUP_WINDOW = 10, 24 * 3600
+#: fresh (uncached) page renders one address not signed in may cause a minute (``settings.RENDERS_PER_ADDRESS``)
+RENDERS_PER_ADDRESS, RENDER_WINDOW = 60, 60
 _PREFIX = "unpooled.signin:"
 
 
@@ -151,6 +154,17 @@ def end_attempt(request, username, *, ok: bool) -> None:
         cache.delete(_PREFIX + "pair:" + _h(account, address))
         if address:
             cache.set(_PREFIX + "known:" + _h(account, address), 1, KNOWN_SECONDS)
+
+
+def begin_render(request) -> int:
+    """Before a page is rendered afresh (not served from the page cache) for someone not signed in: the seconds to
+    wait when this address caused :data:`RENDERS_PER_ADDRESS` fresh renders in :data:`RENDER_WINDOW` seconds, else 0
+    with this one counted (security review N6: 4 cache-busting requests a second took the whole machine)."""
+    if request.user.is_authenticated:
+        return 0
+    address = address_of(request)
+    limit = getattr(settings, "RENDERS_PER_ADDRESS", RENDERS_PER_ADDRESS)
+    return _take([(_PREFIX + "render:" + _h(address), limit, RENDER_WINDOW)]) if address else 0
 
 
 def sign_up_message(wait: int) -> str:

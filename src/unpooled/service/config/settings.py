@@ -272,6 +272,8 @@ LOGIN_REDIRECT_URL = "/accounts/home/"
 LOGOUT_REDIRECT_URL = "/"  # the home page, not the admin's "Logged out" page
 # accounts made from one address in a day on the sign-up page (accounts/throttle.py)
 SIGNUPS_PER_ADDRESS = int(os.environ.get("UNPOOLED_SIGNUPS_PER_ADDRESS", "10"))
+# submission pages made afresh (not from the page cache) a minute for one address not signed in
+RENDERS_PER_ADDRESS = int(os.environ.get("UNPOOLED_RENDERS_PER_ADDRESS", "60"))
 # a label batch is re-scored this many seconds after its first label (later labels join the same re-scoring)
 RESCORE_DELAY_SECONDS = float(os.environ.get("UNPOOLED_RESCORE_DELAY", "2"))
 # bootstrap refits of the crowd's confusions (service/evaluations/rates.py)

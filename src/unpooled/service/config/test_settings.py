@@ -19,3 +19,5 @@ RESCORE_DELAY_SECONDS = 0.0  # tests run the re-scoring task at once
 # one cache per test process, emptied by nothing: cached entries are keyed by fingerprints (as in production)
 CACHES = {"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache", "OPTIONS": {"MAX_ENTRIES": 5000}},
           "signin": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache", "LOCATION": "signin"}}
+# the suite's clients all come from one address: the per-address limit of fresh renders is tested where it is set
+RENDERS_PER_ADDRESS = 10**6

@@ -193,6 +193,16 @@ def submission_detail(request, pk: int):
     key = page_key(sub, newest, manage=manage, level=level, params=request.GET)
     content = cache.get(key)
     if content is None:
+        from unpooled.service.accounts.throttle import begin_render
+
+        wait = begin_render(request)
+        if wait:
+            resp = render(request, "web/error.html", {
+                "status": 429, "heading": "Too many pages at once", "path": request.path,
+                "reason": f"your address asked for many pages that had to be made afresh: try again in {wait} "
+                          "seconds, or sign in"}, status=429)
+            resp["Retry-After"] = str(wait)
+            return resp
         content, cacheable = _render_content(request, sub, manage, level)
         if cacheable:
             cache.set(key, content, MANAGE_PAGE_SECONDS if manage else PAGE_SECONDS)
