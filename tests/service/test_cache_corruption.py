@@ -88,7 +88,9 @@ def test_backend_treats_a_corrupt_entry_as_a_miss(tmp_path, how):
 def file_cache(tmp_path):
     folder = tmp_path / "cache"
     caches = {"default": {"BACKEND": "unpooled.service.config.cache.SafeFileBasedCache", "LOCATION": str(folder),
-                          "OPTIONS": {"MAX_ENTRIES": 20000}}}
+                          "OPTIONS": {"MAX_ENTRIES": 20000}},
+              "signin": {"BACKEND": "unpooled.service.config.cache.SafeFileBasedCache", "LOCATION": str(folder / "signin"),
+                         "OPTIONS": {"MAX_ENTRIES": 1_000_000}}}
     with override_settings(CACHES=caches, SESSION_ENGINE="django.contrib.sessions.backends.cached_db"):
         cache.clear()
         yield folder
