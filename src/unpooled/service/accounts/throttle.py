@@ -191,6 +191,8 @@ class ThrottledModelBackend(ModelBackend):
             return None
         wait = begin_attempt(request, username)
         if wait:
+            if request is not None:  # authenticate() turns the refusal into a failed sign-in: the form says why
+                request.unpooled_throttled = wait
             raise PermissionDenied(message(wait))
         user = super().authenticate(request, username=username, password=password, **kwargs)
         end_attempt(request, username, ok=user is not None)
@@ -225,4 +227,13 @@ class ThrottledAuthenticationForm(AuthenticationForm):
             if wait:
                 self.throttled = message(wait)
                 raise forms.ValidationError(self.throttled, code="throttled")
-        return super().clean()
+        try:
+            return super().clean()
+        except forms.ValidationError:
+            # the limit was reached between the check above and the backend's count (attempts at once): the
+            # password was not checked, and the page says so rather than "wrong password"
+            wait = getattr(self.request, "unpooled_throttled", 0)
+            if wait:
+                self.throttled = message(wait)
+                raise forms.ValidationError(self.throttled, code="throttled") from None
+            raise
