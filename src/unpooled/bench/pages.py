@@ -501,6 +501,22 @@ def _loadavg() -> list[float]:
         return []
 
 
+def _server_env(work: Path, base_url: str, is_pg: bool) -> dict:
+    """The environment of the build and the server: ``work`` as the data directory, the bench's own database (on
+    PostgreSQL made afresh beside ``base_url``'s), DEBUG off."""
+    env = {k: v for k, v in os.environ.items() if k != "UNPOOLED_DEBUG"}
+    env["UNPOOLED_DATA_DIR"] = str(work)
+    env["DJANGO_SETTINGS_MODULE"] = "unpooled.service.config.settings"
+    env["UNPOOLED_RENDERS_PER_ADDRESS"] = str(10**6)  # every client is 127.0.0.1: the readers' limit is not measured
+    if is_pg:
+        pg_admin(base_url, f'DROP DATABASE IF EXISTS "{PG_DATABASE}" WITH (FORCE)')
+        pg_admin(base_url, f'CREATE DATABASE "{PG_DATABASE}"')
+        env["DATABASE_URL"] = with_database(base_url, PG_DATABASE)
+    else:
+        env["DATABASE_URL"] = base_url or f"sqlite:///{work / 'bench.sqlite3'}"
+    return env
+
+
 def run(submissions: int = 100, clients: int = 20, requests: int = 1000, *, as_json: bool = False,
         instances: int = 3000, draws: int = 150, history: int = 20, documents: int = 30, workers: int | None = None,
         threads: int = 1, warmup: int = 3, pages: list[str] | None = None, seed: int = 0, keep: bool = False,
@@ -513,18 +529,7 @@ def run(submissions: int = 100, clients: int = 20, requests: int = 1000, *, as_j
     is_pg = base_url.startswith(("postgres://", "postgresql://"))
     with tempfile.TemporaryDirectory(prefix="unpooled-bench-pages-") as tmp:
         work = Path(tmp)
-        env = {k: v for k, v in os.environ.items() if k != "UNPOOLED_DEBUG"}
-        env["UNPOOLED_DATA_DIR"] = str(work)
-        env["DJANGO_SETTINGS_MODULE"] = "unpooled.service.config.settings"
-        env["UNPOOLED_RENDERS_PER_ADDRESS"] = str(10**6)  # every client is 127.0.0.1: the readers' limit is not measured
-        if is_pg:
-            pg_admin(base_url, f'DROP DATABASE IF EXISTS "{PG_DATABASE}" WITH (FORCE)')
-            pg_admin(base_url, f'CREATE DATABASE "{PG_DATABASE}"')
-            env["DATABASE_URL"] = with_database(base_url, PG_DATABASE)
-        elif base_url:
-            env["DATABASE_URL"] = base_url
-        else:
-            env["DATABASE_URL"] = f"sqlite:///{work / 'bench.sqlite3'}"
+        env = _server_env(work, base_url, is_pg)
         server = None
         try:
             cfg = {"submissions": submissions, "instances": instances, "draws": draws, "history": history,

@@ -88,6 +88,15 @@ def check_team_name(name: str) -> str:
     return name
 
 
+def _check_user_name(username: str, field: str) -> None:
+    """No character readers would not see as written, one alphabet (:mod:`unpooled.service.submissions.names`)."""
+    from unpooled.service.submissions.names import name_problem
+
+    why = name_problem(username, field)
+    if why:
+        raise AccountError(why, code="username_invalid")
+
+
 #: callables telling whether some corpus takes annotators without an organiser's invite; the annotation app
 #: (above this one, which cannot import it) adds its own when it is ready
 open_signup_checks: list = []
@@ -146,11 +155,7 @@ def do_sign_up(username: str, password: str, *, email: str = "", role: str = Rol
                            code="role_invalid")
     if User.objects.filter(username__iexact=username).exists():
         raise AccountError(f"username: {username!r} is taken", code="username_taken", status=409)
-    from unpooled.service.submissions.names import name_problem
-
-    why = name_problem(username, "username")
-    if why:
-        raise AccountError(why, code="username_invalid")
+    _check_user_name(username, "username")
     the_team = None
     if role == Role.SUBMITTER:
         name = check_team_name(team)
@@ -235,11 +240,7 @@ def check_add_user(username: str, role: str, *, team: str = "", create_team: boo
     if len(username) > User._meta.get_field("username").max_length:
         raise AccountError(f"NAME: at most {User._meta.get_field('username').max_length} characters",
                            code="username_invalid")
-    from unpooled.service.submissions.names import name_problem
-
-    why = name_problem(username, "NAME")
-    if why:
-        raise AccountError(why, code="username_invalid")
+    _check_user_name(username, "NAME")
     if role not in ADD_USER_ROLES:
         raise AccountError(f"--role: expected organiser, participant or annotator, got {role!r}", code="role_invalid")
     stored = ADD_USER_ROLES[role]

@@ -96,11 +96,6 @@ def _wait(keys, now: float) -> int:
     return wait
 
 
-def wait_seconds(request, username) -> int:
-    """Seconds until an attempt for ``username`` from this request's address is allowed again (0: now)."""
-    return _wait(_keys(_account(username), address_of(request)), time.time())
-
-
 def _counting():
     """One process at a time reads and writes the counters (they are shared by every web process: a read then a
     write by two at once loses a count -- security review N16, 8 password checks let through against a limit of
@@ -221,17 +216,11 @@ class ThrottledAuthenticationForm(AuthenticationForm):
     throttled = ""   # the message, when a limit refused this attempt
 
     def clean(self):
-        username = self.cleaned_data.get("username")
-        if username is not None:
-            wait = wait_seconds(self.request, username)
-            if wait:
-                self.throttled = message(wait)
-                raise forms.ValidationError(self.throttled, code="throttled")
         try:
             return super().clean()
         except forms.ValidationError:
-            # the limit was reached between the check above and the backend's count (attempts at once): the
-            # password was not checked, and the page says so rather than "wrong password"
+            # the backend refused the attempt before checking its password (authenticate() reports that as a failed
+            # sign-in): the page says so and how long to wait, not "wrong password"
             wait = getattr(self.request, "unpooled_throttled", 0)
             if wait:
                 self.throttled = message(wait)

@@ -10,10 +10,9 @@ from django.core.exceptions import PermissionDenied
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_POST
 
-from . import actions
+from . import actions, throttle
 from .forms import InviteForm, RedeemForm, SignUpForm, TokenForm
 from .models import ApiToken, Invite, Role
-from . import throttle
 from .throttle import ThrottledAuthenticationForm
 
 class SignIn(LoginView):

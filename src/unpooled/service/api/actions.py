@@ -81,11 +81,11 @@ def check_upload(caller: Caller, *, corpus: str, file_name: str, size: int, run:
     run = (run or "").strip()
     if len(run) > 200:
         raise ApiError("invalid_request", detail=f"run: at most 200 characters, got {len(run)}")
-    from unpooled.service.submissions.names import hidden_character, name_problem
+    from unpooled.service.submissions.names import description_problem, name_problem
 
-    why, hidden = name_problem(run, "run") if run else None, hidden_character(description or "", multiline=True)
-    if why or hidden:
-        raise ApiError("invalid_request", detail=why or f"description: {hidden}")
+    why = (name_problem(run, "run") if run else None) or description_problem(description)
+    if why:
+        raise ApiError("invalid_request", detail=why)
     the_team = Team.objects.filter(name=team).first()
     if run and the_team is not None and Submission.objects.filter(corpus=the_corpus, team=the_team,
                                                                   run_id=run).exists():
@@ -119,14 +119,14 @@ def check_update_submission(caller: Caller, sub: Submission, *, visibility: str 
         raise ApiError("invalid_request", detail=f"visibility: expected one of "
                                                  f"{', '.join(Submission.Visibility.values)}, got {visibility!r}")
     from unpooled.service.submissions.actions import visibility_problem
-    from unpooled.service.submissions.names import hidden_character
+    from unpooled.service.submissions.names import description_problem
 
     why = visibility_problem(sub, visibility, organiser=caller.organiser)
     if why:
         raise ApiError("conflict", detail=why)
-    hidden = hidden_character(description or "", multiline=True)
-    if hidden:
-        raise ApiError("invalid_request", detail=f"description: {hidden}")
+    why = description_problem(description)
+    if why:
+        raise ApiError("invalid_request", detail=why)
     if link is not None:
         from unpooled.service.submissions.actions import link_problem
 

@@ -129,12 +129,12 @@ def check_submission(path: str | Path, corpus: Corpus, fmt: str | None = None,
 
 def _check_names(team_name: str, description: str) -> None:
     """A new team's name and the description: nothing readers would not see as written (submissions/names.py)."""
-    from .names import hidden_character, new_team_problem
+    from .names import description_problem, new_team_problem
 
-    why = None if Team.objects.filter(name=team_name).exists() else new_team_problem(team_name)
-    hidden = hidden_character(description or "", multiline=True)
-    if why or hidden:
-        raise ActionError(why or f"description: {hidden}")
+    why = (None if Team.objects.filter(name=team_name).exists() else new_team_problem(team_name)) or \
+        description_problem(description)
+    if why:
+        raise ActionError(why)
 
 
 def do_ingest_submission(

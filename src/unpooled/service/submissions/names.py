@@ -37,6 +37,12 @@ def hidden_character(text: str, *, multiline: bool = False) -> str | None:
     return None
 
 
+def description_problem(text: str | None) -> str | None:
+    """Why ``text`` may not describe a run (``None``: it may): lines and tabs, but nothing hidden."""
+    why = hidden_character(text or "", multiline=True)
+    return f"description: {why}" if why else None
+
+
 def _scripts(text: str) -> set[str]:
     return {unicodedata.name(ch, "").split(" ")[0] for ch in text if ch.isalpha()} & _CONFUSABLE_SCRIPTS
 

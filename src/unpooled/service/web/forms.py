@@ -32,12 +32,12 @@ class UploadForm(forms.Form):
 
 def _plain_description(text) -> str:
     """A description readers see as written (no control, invisible or direction-changing character)."""
-    from unpooled.service.submissions.names import hidden_character
+    from unpooled.service.submissions.names import description_problem
 
     text = (text or "").strip()
-    why = hidden_character(text, multiline=True)
+    why = description_problem(text)
     if why:
-        raise forms.ValidationError(why)
+        raise forms.ValidationError(why.removeprefix("description: "))
     return text
 
 
