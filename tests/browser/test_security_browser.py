@@ -146,6 +146,7 @@ def test_an_invite_makes_an_annotator_account(page, browser, live_server, world)
     dana.fill("#id_username", "dana")
     dana.fill("#id_password", "a-long-password-7")
     assert dana.is_checked("input[name=role][value=annotator]")
+    dana.fill("#id_ties", "none")
     with dana.expect_navigation():
         dana.click("#signup-submit")
     assert dana.url == f"{base}/annotate/" and "needs-invite" not in dana.content()

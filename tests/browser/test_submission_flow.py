@@ -100,6 +100,8 @@ def sign_up(page, base: str, username: str, role: str, team: str = "") -> None:
     page.check(f"input[name=role][value={role}]")
     if team:
         page.fill("#id_team", team)
+    if role == "annotator":
+        page.fill("#id_ties", "none")
     with page.expect_navigation():
         page.click("#signup-submit")
 

@@ -77,7 +77,7 @@ def corpus():
 def people(db):
     alice = do_sign_up("alice", "pw-alice", team="red")
     bob = do_sign_up("bob", "pw-bob", team="blue")
-    anna = do_sign_up("anna", "pw-anna", role="annotator")
+    anna = do_sign_up("anna", "pw-anna", role="annotator", ties="none")
     olga = get_user_model().objects.create_user("olga", password="pw-olga")
     do_set_role(olga, "organiser")
     return {"alice": alice, "bob": bob, "anna": anna, "olga": olga,

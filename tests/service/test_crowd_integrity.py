@@ -489,7 +489,7 @@ def test_annotator_accounts_come_from_invites(client, world):
 
     corpus, pub, sec = world
     signup = reverse("accounts:signup")
-    form = {"username": "eve", "password": "a-long-password-9", "role": "annotator"}
+    form = {"username": "eve", "password": "a-long-password-9", "role": "annotator", "ties": "none"}
     r = client.post(signup, form)
     forged(r.status_code == 200 and not User.objects.filter(username="eve").exists())
     assert "annotator accounts come from an organiser&#x27;s invite" in r.content.decode()
@@ -546,7 +546,7 @@ def test_annotator_accounts_come_from_invites(client, world):
     wc.force_login(User.objects.get(username="walkin"))
     assert 'id="needs-invite"' in wc.get(reverse("annotation:queue")).content.decode()
     inv2 = do_make_invite(org, note="walkin")
-    assert wc.post(reverse("accounts:invite_redeem"), {"invite_code": inv2.code}).status_code == 302
+    assert wc.post(reverse("accounts:invite_redeem"), {"invite_code": inv2.code, "ties": "none"}).status_code == 302
     assert leasing.lease_next(Annotator.objects.get(pk=walkin.pk)) is not None
     expired = do_make_invite(org, days=1)
     Invite.objects.filter(pk=expired.pk).update(expires=timezone.now() - timedelta(days=1))

@@ -38,7 +38,7 @@ def test_home_says_what_this_is_and_where_to_start_per_role(client, corpus):
     html = client.get("/").content.decode()
     assert 'id="start-submitter"' in html and "team onb-team" in html and 'id="start-look"' not in html
 
-    client.force_login(do_sign_up("ann-onb", "a-long-password", role="annotator"))
+    client.force_login(do_sign_up("ann-onb", "a-long-password", role="annotator", ties="none"))
     html = client.get("/").content.decode()
     assert 'id="start-annotator"' in html and reverse("annotation:queue") in html
 

@@ -481,9 +481,8 @@ def test_items_no_active_annotator_can_answer_are_named(world):
     Task.objects.exclude(pk=tasks[0].pk).filter(corpus=corpus).update(answers_needed=1)
     yes = {"relation": "holds", "subject_ok": True, "object_ok": True, "link_ok": None}
     anns = [Annotator.objects.create(backend="inhouse", external_id=f"in{i}") for i in range(2)]
-    for a in anns:  # both answer the oldest item first (oldest request first); it still needs a third answer
-        lease = leasing.lease_next(a, corpus=corpus)
-        assert lease.task_id == tasks[0].pk
+    for a in anns:  # both answer the first item; it still needs a third answer
+        lease = leasing._try_lease(tasks[0].pk, a, timezone.now())
         actions.submit_answer(lease, yes)
     assert leasing.active_annotators(corpus, "inhouse") == [a.pk for a in anns]
     assert list(leasing.unreachable_items(corpus, [a.pk for a in anns])) == [Task.objects.get(pk=tasks[0].pk)]
@@ -498,6 +497,6 @@ def test_items_no_active_annotator_can_answer_are_named(world):
     st.save()
     # a third annotator joins and answers: the item completes, the alert goes
     third = Annotator.objects.create(backend="inhouse", external_id="in2")
-    actions.submit_answer(leasing.lease_next(third, corpus=corpus), yes)
+    actions.submit_answer(leasing._try_lease(tasks[0].pk, third, timezone.now()), yes)
     assert Task.objects.get(pk=tasks[0].pk).status == Task.Status.COMPLETE
     assert "waiting_for_annotators" not in {a.code for a in console.alerts(corpus)}

@@ -113,7 +113,7 @@ def test_upload_needs_a_team(corpus):
 
     anon = Client()
     assert anon.get(reverse("web:upload")).status_code == 302  # to the sign-in page
-    anon.force_login(do_sign_up("ann", "a-long-password", role="annotator"))
+    anon.force_login(do_sign_up("ann", "a-long-password", role="annotator", ties="none"))
     page = anon.get(reverse("web:upload"))
     assert page.status_code == 403 and "Only members of a team can submit" in page.content.decode()
 

@@ -132,23 +132,61 @@ def check_sign_up(role: str, invite_code: str = "") -> None:
                            code="invite_required", status=403)
 
 
-def _redeem(inv: Invite, user, prof: Profile) -> None:
-    """Mark ``inv`` used by ``user`` (once: a concurrent use of the same invite loses) and vouch for ``prof``."""
+#: what an annotator writes for "I belong to no team and work with none"
+NO_TIES = frozenset({"none", "no", "no team", "no teams", "-"})
+#: teams one declaration may name
+MAX_TIES = 20
+
+
+def check_ties(text: str | None) -> list[Team]:
+    """The teams an annotator declares they belong to or work with (``ties``: names separated by commas, or
+    "none"); they never label those teams' instances.  Every annotator account made by sign-up or given an invite
+    declares them (security review N17: a team member's second account labelled their own team's items).  A name
+    is matched as it looks (case, width and look-alike letters aside); one that no team has is refused, naming it."""
+    from unpooled.service.submissions.names import skeleton
+
+    text = (text or "").strip()
+    if not text:
+        raise AccountError("ties: name the teams you belong to or work with (a colleague's, a former employer's), "
+                           "separated by commas, or write none", code="ties_required")
+    if text.casefold() in NO_TIES:
+        return []
+    names = [n.strip() for n in text.split(",") if n.strip()]
+    if len(names) > MAX_TIES:
+        raise AccountError(f"ties: {len(names)} teams; at most {MAX_TIES} (an organiser can add more)",
+                           code="ties_invalid")
+    known: dict[str, list[int]] = {}
+    for pk, name in Team.objects.values_list("pk", "name"):
+        known.setdefault(skeleton(name), []).append(pk)
+    found: set[int] = set()
+    for name in names:
+        got = known.get(skeleton(name))
+        if not got:
+            raise AccountError(f"ties: no team {name[:100]!r}; write team names as the leaderboard shows them "
+                               "(leave out a team that has not registered, and tell an organiser)", code="ties_unknown")
+        found.update(got)
+    return list(Team.objects.filter(pk__in=found).order_by("pk"))
+
+
+def _redeem(inv: Invite, user, prof: Profile, ties: list[Team]) -> None:
+    """Mark ``inv`` used by ``user`` (once: a concurrent use of the same invite loses) and vouch for ``prof``,
+    who never labels the invite's conflicts nor the teams they declared (``ties``)."""
     if not Invite.objects.filter(pk=inv.pk, used_by__isnull=True).update(used_by=user, used=timezone.now()):
         raise AccountError("invite_code: this invite was used already", code="invite_used", status=403)
     prof.invited = True
     prof.save(update_fields=["invited"])
-    prof.conflicts.add(*inv.conflicts.all())
+    prof.conflicts.add(*inv.conflicts.all(), *ties)
 
 
 @transaction.atomic
 def do_sign_up(username: str, password: str, *, email: str = "", role: str = Role.SUBMITTER, team: str = "",
-               invite_code: str = "", affiliation: str = ""):
+               invite_code: str = "", affiliation: str = "", ties: str = ""):
     """Create a user with a profile. A submitter names a new team, or joins an existing one with its invite code.
 
-    An annotator with an organiser's invite code may annotate every corpus (the invite's conflicts are
-    copied to the profile); without one, only corpora open to sign-up (the public sign-up page refuses one
-    when no corpus is: :func:`check_sign_up`)."""
+    An annotator declares the teams they belong to or work with (``ties``, :func:`check_ties`); with an
+    organiser's invite code they may annotate every corpus (the invite's conflicts are copied to the profile);
+    without one, only corpora open to sign-up (the public sign-up page refuses one when no corpus is:
+    :func:`check_sign_up`)."""
     User = get_user_model()
     if role not in (Role.SUBMITTER, Role.ANNOTATOR):
         raise AccountError(f"role: expected submitter or annotator, got {role!r} (organisers are made by an organiser)",
@@ -166,21 +204,25 @@ def do_sign_up(username: str, password: str, *, email: str = "", role: str = Rol
             raise AccountError(f"team: {name!r} exists; to join it, give its invite code (a member finds it on their "
                                "account page)", code="team_exists", status=409)
     invite = check_invite(invite_code) if role == Role.ANNOTATOR and (invite_code or "").strip() else None
+    declared = check_ties(ties) if role == Role.ANNOTATOR else []
     user = User.objects.create_user(username=username, email=email, password=password)
     prof = Profile.objects.create(user=user, role=role, team=the_team, affiliation=affiliation)
     if invite is not None:
-        _redeem(invite, user, prof)
+        _redeem(invite, user, prof, declared)
+    elif declared:
+        prof.conflicts.add(*declared)
     return user
 
 
 @transaction.atomic
-def do_redeem_invite(user, code: str) -> Profile:
-    """An annotator who signed up without an invite gives one now: the account may annotate every corpus."""
+def do_redeem_invite(user, code: str, ties: str = "") -> Profile:
+    """An annotator who signed up without an invite gives one now, declaring their teams again (``ties``,
+    :func:`check_ties`): the account may annotate every corpus."""
     inv = check_invite(code)
     prof, _ = Profile.objects.get_or_create(user=user, defaults={"role": Role.ANNOTATOR})
     if prof.role != Role.ANNOTATOR:
         raise AccountError("invite_code: invites are for annotator accounts", code="invite_role", status=403)
-    _redeem(inv, user, prof)
+    _redeem(inv, user, prof, check_ties(ties))
     user.__dict__.pop("_unpooled_profile", None)
     return prof
 
@@ -383,6 +425,6 @@ def can_manage(user, sub: Submission) -> bool:
 
 
 __all__ = ["AccountError", "IntegrityError", "Role", "authenticate_token", "can_annotate", "can_manage", "can_view",
-           "check_invite", "check_quota", "check_sign_up", "do_issue_token", "do_make_invite", "do_redeem_invite",
+           "check_invite", "check_quota", "check_sign_up", "check_ties", "do_issue_token", "do_make_invite", "do_redeem_invite",
            "do_revoke_token", "do_set_quota", "do_set_role", "do_sign_up", "open_signup",
            "is_organiser", "quota", "role_of", "team_of", "visible_submissions"]

@@ -20,6 +20,9 @@ class SignUpForm(forms.Form):
     invite_code = forms.CharField(max_length=64, required=False,
                                   help_text="submitters: to join an existing team; annotators: an organiser's invite")
     affiliation = forms.CharField(max_length=200, required=False)
+    ties = forms.CharField(max_length=2000, required=False, label="Your teams",
+                           help_text="annotators: the teams you belong to or work with (a colleague's, a former "
+                                     "employer's), separated by commas, or none; you will never judge their output")
 
     def clean_password(self):
         pw = self.cleaned_data["password"]
@@ -49,3 +52,5 @@ class InviteForm(forms.Form):
 
 class RedeemForm(forms.Form):
     invite_code = forms.CharField(max_length=64, help_text="an organiser's invite code")
+    ties = forms.CharField(max_length=2000, required=False, label="Your teams",
+                           help_text="the teams you belong to or work with, separated by commas, or none")

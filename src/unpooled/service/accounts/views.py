@@ -47,7 +47,7 @@ def signup(request):
                 actions.check_sign_up(d["role"], d.get("invite_code") or "")
                 user = actions.do_sign_up(d["username"], d["password"], email=d.get("email") or "", role=d["role"],
                                           team=d.get("team") or "", invite_code=d.get("invite_code") or "",
-                                          affiliation=d.get("affiliation") or "")
+                                          affiliation=d.get("affiliation") or "", ties=d.get("ties") or "")
             except actions.AccountError as exc:
                 _field_error(form, exc)
             else:
@@ -65,7 +65,7 @@ def invite_redeem(request):
     form = RedeemForm(request.POST)
     if form.is_valid():
         try:
-            actions.do_redeem_invite(request.user, form.cleaned_data["invite_code"])
+            actions.do_redeem_invite(request.user, form.cleaned_data["invite_code"], form.cleaned_data.get("ties"))
         except actions.AccountError as exc:
             messages.error(request, str(exc))
         else:

@@ -13,10 +13,12 @@ from dataclasses import dataclass
 from datetime import timedelta
 
 import numpy as np
+from django.conf import settings
 from django.db import IntegrityError, transaction
 from django.db.models import Count, Exists, F, OuterRef, Q, Sum
 from django.utils import timezone
 
+from unpooled.service import locks
 from unpooled.service.accounts.models import Profile, Role
 from unpooled.service.corpora.models import Corpus
 from unpooled.service.submissions.models import RelationInstance
@@ -142,9 +144,16 @@ def _active_filter() -> Q:
         assignments__status=Assignment.Status.SUBMITTED, assignments__answer__weight__gt=0)
 
 
+#: a person's next item is one of the oldest this many, at random (not from the caller's ``rng``, which a seeded
+#: simulation passes): annotators who work together do not meet on the same items in the same order, and nobody can
+#: tell which item comes next (security review N17)
+OFFER_WINDOW = 64
+
+
 def lease_next(annotator: Annotator, *, kind: str | None = None, corpus: Corpus | None = None,
                now=None, rng=None) -> Assignment | None:
-    """Lease the next task to ``annotator``: oldest request first, never an item twice.
+    """Lease the next task to ``annotator``: one of the :data:`OFFER_WINDOW` oldest requests at random, never an item
+    twice.
 
     A task is available while its active leases plus its counted answers are fewer than
     its ``answers_needed``.  With probability ``control_share`` a gold control the
@@ -177,9 +186,12 @@ def lease_next(annotator: Annotator, *, kind: str | None = None, corpus: Corpus 
         st_share = _control_share(corpus)
         if st_share > 0 and rng.random() < st_share:
             candidates.append(needed_controls(base.filter(is_control=True), rng))
-    candidates.append(base.filter(is_control=False).annotate(active=Count("assignments", filter=_active_filter()))
-                      .filter(active__lt=F("answers_needed")).order_by("priority", "id")
-                      .values_list("pk", flat=True)[:20])
+    oldest = list(base.filter(is_control=False).annotate(active=Count("assignments", filter=_active_filter()))
+                  .filter(active__lt=F("answers_needed")).order_by("priority", "id")
+                  .values_list("pk", flat=True)[:OFFER_WINDOW])
+    if annotator.backend != Backend.SIMULATED:  # a simulated worker steers nothing: its seeded runs stay as they were
+        oldest = [oldest[i] for i in np.random.default_rng().permutation(len(oldest))]
+    candidates.append(oldest)
     for ids in candidates:
         for task_id in ids:
             got = _try_lease(task_id, annotator, now)
@@ -368,7 +380,34 @@ def _try_lease(task_id: int, annotator: Annotator, now, *, capacity: bool = True
             return None
 
 
-def release(assignment: Assignment) -> None:
-    """Give a leased task back at once (the annotator skipped it): others may take the slot,
-    this annotator is not offered the task again."""
-    Assignment.objects.filter(pk=assignment.pk, status=Assignment.Status.LEASED).update(status=Assignment.Status.SKIPPED)
+#: Skips one annotator may make in an hour (``settings.SKIPS_PER_HOUR``, ``UNPOOLED_SKIPS_PER_HOUR``): Skip is for
+#: the item one cannot decide, not a way to walk the queue to chosen items (security review N17: 74 skips reached a
+#: rival's items)
+SKIPS_PER_HOUR = 20
+
+
+class SkipRefused(Exception):
+    """The annotator skipped :data:`SKIPS_PER_HOUR` items in the last hour; ``until``: when the next skip is taken."""
+
+    def __init__(self, message: str, until):
+        super().__init__(message)
+        self.until = until
+
+
+def release(assignment: Assignment, *, now=None) -> None:
+    """Give a leased task back at once (the annotator skipped it): others may take the slot, this annotator is not
+    offered the task again.  The skip's time is kept in ``expires``; more than :data:`SKIPS_PER_HOUR` in an hour are
+    refused (:class:`SkipRefused`), counted under a lock per annotator so that skips at once cannot pass it."""
+    now = now or timezone.now()
+    limit = int(getattr(settings, "SKIPS_PER_HOUR", SKIPS_PER_HOUR))
+    with locks.exclusive("skips", assignment.annotator_id):
+        recent = list(Assignment.objects.filter(annotator_id=assignment.annotator_id, status=Assignment.Status.SKIPPED,
+                                                expires__gt=now - timedelta(hours=1))
+                      .order_by("expires").values_list("expires", flat=True)[:max(limit, 1)])
+        if len(recent) >= limit:
+            until = recent[0] + timedelta(hours=1) if recent else now + timedelta(hours=1)
+            raise SkipRefused(f"You skipped {limit} items in the last hour, the most an hour allows: answer this one "
+                              f"as best you can (the guidelines say how to decide an unclear case), or come back "
+                              f"after {timezone.localtime(until):%H:%M}.", until)
+        Assignment.objects.filter(pk=assignment.pk, status=Assignment.Status.LEASED).update(
+            status=Assignment.Status.SKIPPED, expires=now)

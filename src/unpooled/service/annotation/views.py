@@ -446,7 +446,13 @@ def skip(request, token: str):
     lease = _lease_for(request, token)
     if lease.annotator.backend != Backend.INHOUSE:
         raise Http404("no such task for you")
-    leasing.release(lease)
+    if lease.status != Assignment.Status.LEASED:
+        return redirect("annotation:next", kind=lease.task.kind)
+    try:
+        leasing.release(lease)
+    except leasing.SkipRefused as exc:
+        return render(request, "annotation/task.html", {**_context(request, lease), "skip_refused": str(exc)},
+                      status=429)
     return redirect("annotation:next", kind=lease.task.kind)
 
 

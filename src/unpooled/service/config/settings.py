@@ -274,6 +274,8 @@ LOGOUT_REDIRECT_URL = "/"  # the home page, not the admin's "Logged out" page
 SIGNUPS_PER_ADDRESS = int(os.environ.get("UNPOOLED_SIGNUPS_PER_ADDRESS", "10"))
 # submission pages made afresh (not from the page cache) a minute for one address not signed in
 RENDERS_PER_ADDRESS = int(os.environ.get("UNPOOLED_RENDERS_PER_ADDRESS", "60"))
+# items one in-house annotator may skip in an hour (annotation/leasing.py)
+SKIPS_PER_HOUR = int(os.environ.get("UNPOOLED_SKIPS_PER_HOUR", "20"))
 # a label batch is re-scored this many seconds after its first label (later labels join the same re-scoring)
 RESCORE_DELAY_SECONDS = float(os.environ.get("UNPOOLED_RESCORE_DELAY", "2"))
 # bootstrap refits of the crowd's confusions (service/evaluations/rates.py)

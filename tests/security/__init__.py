@@ -1,0 +1,1 @@
+"""Regression tests of the security reviews ' attacks (../shared/docs/reviews/security-*.md), one file per theme."""
