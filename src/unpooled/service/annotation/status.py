@@ -21,7 +21,7 @@ def _verify_answers(corpus: Corpus | None):
     qs = Answer.objects.filter(task__kind=Kind.VERIFY, task__is_control=False, weight__gt=0)
     if corpus is not None:
         qs = qs.filter(task__corpus=corpus)
-    return list(qs.values_list("task_id", "annotator_id", "correct", "task__group"))
+    return list(qs.values_list("task_id", "annotator_id", "correct", "task__group", "task__key_hash"))
 
 
 def verification_agreement(corpus: Corpus | None = None) -> dict:
@@ -32,8 +32,8 @@ def verification_agreement(corpus: Corpus | None = None) -> dict:
     if not rows:
         return {"overall": {"items": 0, "answers": 0, "fleiss_kappa": None, "krippendorff_alpha": None},
                 "by_relation": {}}
-    answers = Answers.from_records((t, w, int(bool(c))) for t, w, c, _ in rows)
-    group_of = {t: g for t, _, _, g in rows}
+    answers = Answers.from_records((t, w, int(bool(c))) for t, w, c, *_ in rows)
+    group_of = {t: g for t, _, _, g, _ in rows}
     groups = [group_of[k] for k in answers.item_keys]
     per = agreement_by_group(answers, groups, n_classes=2)
     overall = {"items": len(answers.item_keys), "answers": len(rows),
@@ -47,6 +47,36 @@ def verification_agreement(corpus: Corpus | None = None) -> dict:
     by_rel = {g: {**{k: (_num(v) if isinstance(v, float) else v) for k, v in per[g].items()},
                   "name": names.get(g, "")} for g in order}
     return {"overall": overall, "by_relation": by_rel}
+
+
+def partial_annotators(corpus: Corpus) -> list[dict]:
+    """The annotators whose verification answers take one team's side, flagged ones only
+    (:mod:`unpooled.core.annotation.partiality`): who, which team, which way, how often against the others, and the
+    rates compared.  A team's items are the instances of its runs (the human reference's aside), private ones
+    included: the organiser sees them."""
+    from unpooled.core.annotation.partiality import partiality
+    from unpooled.service.submissions.models import RelationInstance
+
+    rows = _verify_answers(corpus)
+    hashes = sorted({h for *_, h in rows})
+    teams_of_hash: dict[int, list[int]] = defaultdict(list)
+    for i in range(0, len(hashes), 2000):
+        for h, team in (RelationInstance.objects.filter(submission__corpus=corpus, submission__is_reference=False,
+                                                        key_hash__in=hashes[i:i + 2000])
+                        .values_list("key_hash", "submission__team_id").distinct()):
+            teams_of_hash[h].append(team)
+    teams_of = {t: teams_of_hash.get(h, ()) for t, *_, h in rows}
+    flags = [f for f in partiality(((t, a, c) for t, a, c, *_ in rows), teams_of) if f.flagged]
+    if not flags:
+        return []
+    from unpooled.service.submissions.models import Team
+
+    names = dict(Team.objects.filter(pk__in={f.team for f in flags}).values_list("pk", "name"))
+    people = {a.pk: str(a) for a in Annotator.objects.filter(pk__in={f.annotator for f in flags})}
+    return [{"annotator_id": f.annotator, "annotator": people.get(f.annotator, ""), "team_id": f.team,
+             "team": names.get(f.team, ""), "direction": f.direction, "against": f.against, "chances": f.chances,
+             "rate_elsewhere": _num(f.rate_elsewhere), "rate_others": _num(f.rate_others), "p_value": f.p_value}
+            for f in flags]
 
 
 def kind_summary(corpus: Corpus | None = None) -> list[dict]:

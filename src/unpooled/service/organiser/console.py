@@ -23,6 +23,7 @@ from unpooled.service.accounts.actions import AccountError, do_set_quota, is_org
 from unpooled.service.annotation.actions import corpus_committed_cents, settings_for
 from unpooled.service.annotation.leasing import active_annotators, unreachable_items
 from unpooled.service.annotation.sampling import sample_size_warning
+from unpooled.service.annotation.status import partial_annotators
 from unpooled.service.annotation.models import (
     AnnotationSettings, Answer, Assignment, Backend, ExhaustiveDocument, Kind, SubmissionBudget, Task, TaskRequest,
 )
@@ -167,6 +168,14 @@ def alerts(corpus: Corpus, *, now=None, expiries: int = STALL_EXPIRIES, open_hou
     short = _waiting_for_annotators(corpus, ann)
     if short:
         out.append(Alert("warning", "waiting_for_annotators", short, section="annotation"))
+    for f in partial_annotators(corpus):
+        said, others = ("correct", "wrong") if f["direction"] == "favours" else ("wrong", "correct")
+        out.append(Alert("warning", "partial_annotator",
+                         f"annotator {f['annotator']} said {said} to {f['against']} of the {f['chances']} items of "
+                         f"team {f['team']} that the other annotators judged {others} (their rate on other teams' "
+                         f"items {f['rate_elsewhere']:.0%}, the other annotators' on this team's "
+                         f"{f['rate_others']:.0%}; p = {f['p_value']:.1g}): a tie to the team? Ask them; block them, "
+                         "or add the team to their conflicts", section="annotation"))
     few = sample_size_warning(corpus, ann.exhaustive_documents)
     if few:
         drawn = ExhaustiveDocument.objects.filter(corpus=corpus).exists()
