@@ -130,8 +130,7 @@ def test_undo_is_refused_after_the_lease_expired_or_once_the_item_is_decided(set
 
 def test_undo_is_refused_for_mturk_and_blocked_annotators(setup):
     worker = Annotator.objects.create(backend="mturk", external_id="W1")
-    lease = leasing._try_lease(Task.objects.filter(kind=Kind.VERIFY).first().pk, worker, timezone.now(),
-                               capacity=False)
+    lease = leasing._try_lease(Task.objects.filter(kind=Kind.VERIFY).first().pk, worker, timezone.now())
     actions.submit_answer(lease, HOLDS)
     with pytest.raises(actions.UndoRefused, match="in-house"):
         actions.undo_answer(lease)

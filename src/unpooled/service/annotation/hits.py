@@ -9,6 +9,8 @@ Mechanical Turk opens the ExternalQuestion URL of a HIT with ``hitId``, ``assign
   (the same 404 for an unknown task, a bad signature, another backend or no HIT).
 * ``hitId`` must be the HIT the service created for the task (or the row's id is still unknown after a crash,
   until reconciliation adopts it); an ``assignmentId`` serves one worker only; ids look like Amazon's.
+* A new lease needs the HIT live and its task open, and the HIT's live leases are capped
+  (:data:`LIVE_LEASES_PER_ASSIGNMENT`); they never count against in-house annotators' slots.
 * ``turkSubmitTo`` is one of the two MTurk hosts, nothing else (it becomes a form's action).
 * The answer is stored *quarantined*: it counts only once the MTurk API lists the assignment for the HIT,
   by the same worker, with the lease's token in its answer
@@ -20,13 +22,15 @@ from __future__ import annotations
 import re
 import secrets
 from dataclasses import dataclass
+from datetime import timedelta
 
 from django.core import signing
+from django.db import IntegrityError, transaction
 from django.utils import timezone
 from django.utils.crypto import constant_time_compare
 
 from . import actions, leasing
-from .models import Annotator, Assignment, Backend, Hit, Task
+from .models import Annotator, Answer, Assignment, Backend, Hit, Task
 
 #: where a worker's browser may finish an assignment (``turkSubmitTo``): production and the sandbox
 MTURK_SUBMIT_HOSTS = ("https://www.mturk.com", "https://workersandbox.mturk.com")
@@ -87,6 +91,9 @@ def check_entry(params) -> Entry:
             raise EntryRefused(f"{name}: expected a Mechanical Turk id (10-64 upper-case letters and digits), "
                                f"got {v[:70]!r}", 400)
     entry.hit_id, entry.assignment_id, entry.worker_id = params["hitId"], assignment_id, params["workerId"]
+    # a row without its id (CreateHIT reached Amazon, the process died before recording it) takes the entry's: only
+    # the assignments Amazon lists under the id reconciliation adopts are ever confirmed, and the live leases are
+    # capped as on any HIT
     if hit.hit_id and hit.hit_id != entry.hit_id:
         raise EntryRefused("hitId: not the HIT this service posted for this task", 403)
     submit_to = params.get("turkSubmitTo", "") or MTURK_SUBMIT_HOSTS[1]
@@ -96,13 +103,20 @@ def check_entry(params) -> Entry:
     return entry
 
 
-def lease_for_entry(entry: Entry, *, now=None) -> Assignment:
-    """The worker's lease of the entry's task, bound to its HIT and assignment; raises :class:`EntryRefused`.
+#: live (unanswered, unexpired) leases one HIT may have at once, per assignment it takes: a made-up worker takes a
+#: lease for its lifetime only, and real workers finish on Amazon's side whatever the count (security review N4)
+LIVE_LEASES_PER_ASSIGNMENT = 2
 
-    A reload returns the same lease.  A lease stays bound to its assignment while it is live or answered:
-    another assignment id for the same worker and task is refused (a made-up entry cannot take over a real
-    worker's lease, nor have a real worker finish a made-up answer); once the lease expired unanswered, a
-    new assignment takes it over with a new token."""
+
+def lease_for_entry(entry: Entry, *, now=None) -> Assignment:
+    """The lease of the entry's task for its worker and assignment; raises :class:`EntryRefused`.
+
+    A reload (the same assignment) returns the same lease, renewed if it expired unanswered.  Each assignment has
+    a lease of its own, bound to it: an entry never takes over another assignment's lease or answer, and a
+    made-up assignment under a real worker's id does not keep the real one out (only the assignment Mechanical Turk
+    lists for that worker is ever confirmed).  A new lease needs the HIT live (not expired), its task open and
+    fewer than :data:`LIVE_LEASES_PER_ASSIGNMENT` live leases per assignment of the HIT; a worker with a
+    confirmed answer to the task takes no second."""
     now = now or timezone.now()
     ref = f"{entry.hit_id}/{entry.assignment_id}"
     if entry.assignment_id in (entry.hit.rejected or []):
@@ -111,30 +125,49 @@ def lease_for_entry(entry: Entry, *, now=None) -> Assignment:
              .exclude(task=entry.task, annotator__external_id=entry.worker_id))
     if other.exists():
         raise EntryRefused("assignmentId: this assignment is another worker's, or another task's", 409)
-    ann, _ = Annotator.objects.get_or_create(backend=Backend.MTURK, external_id=entry.worker_id)
-    if ann.blocked:
+    ann = Annotator.objects.filter(backend=Backend.MTURK, external_id=entry.worker_id).first()
+    if ann is not None and ann.blocked:
         raise EntryRefused("this worker is blocked: " + (ann.blocked_reason or "no reason recorded"), 403)
-    lease = Assignment.objects.filter(task=entry.task, annotator=ann).first()
-    if lease is not None and lease.external_ref not in ("", ref):
-        live = lease.status == Assignment.Status.LEASED and lease.expires >= now
-        if lease.status == Assignment.Status.SUBMITTED or live:
-            raise EntryRefused("assignmentId: this worker holds this task under another assignment", 409)
-        if lease.status == Assignment.Status.LEASED:
-            Assignment.objects.filter(pk=lease.pk).update(status=Assignment.Status.EXPIRED)
-            lease.status = Assignment.Status.EXPIRED
-    elif lease is not None and lease.status == Assignment.Status.LEASED and lease.expires < now:
-        # the same assignment back after the lease's time (Amazon's assignment may last longer, and Amazon says
-        # whether it was submitted in time): renewed, as once the sweep has marked it expired
-        Assignment.objects.filter(pk=lease.pk).update(status=Assignment.Status.EXPIRED)
-        lease.status = Assignment.Status.EXPIRED
-    if lease is None or lease.status == Assignment.Status.EXPIRED:
-        rebound = lease is not None and lease.external_ref not in ("", ref)
-        lease = leasing._try_lease(entry.task.pk, ann, now, capacity=False)
-        if lease is None:
+    lease = Assignment.objects.filter(task=entry.task, annotator=ann, external_ref=ref).first() if ann else None
+    if lease is not None:
+        if lease.status != Assignment.Status.SUBMITTED and (lease.status != Assignment.Status.LEASED
+                                                            or lease.expires < now):
+            # the same assignment back after the lease's time (Amazon's assignment may last longer, and Amazon
+            # says whether it was submitted in time): renewed
+            lease.status, lease.leased = Assignment.Status.LEASED, now
+            lease.expires = now + timedelta(seconds=actions.settings_for(entry.task.corpus).lease_seconds)
+        if lease.submit_to != entry.submit_to:
+            lease.submit_to = entry.submit_to
+        lease.save(update_fields=["status", "leased", "expires", "submit_to"])
+        return lease
+    return _new_lease(entry, ann, ref, now)
+
+
+def _new_lease(entry: Entry, ann: Annotator | None, ref: str, now) -> Assignment:
+    """A lease for an assignment the service has not seen (:func:`lease_for_entry`'s rules)."""
+    hit = entry.hit
+    if hit.status == "expired" or (hit.expires is not None and hit.expires < now):
+        raise EntryRefused("this HIT has ended: it takes no new worker", 410)
+    if ann is not None and Answer.objects.filter(task=entry.task, annotator=ann, quarantined=False).exists():
+        raise EntryRefused("this worker has answered this task already", 409)
+    lease_seconds = actions.settings_for(entry.task.corpus).lease_seconds
+    with transaction.atomic():
+        task = Task.objects.select_for_update().get(pk=entry.task.pk)
+        if task.status != Task.Status.OPEN:
             raise EntryRefused("this item needs no more answers", 409)
-        if rebound:
-            lease.token = secrets.token_urlsafe(24)
-    if lease.status == Assignment.Status.LEASED and (lease.external_ref, lease.submit_to) != (ref, entry.submit_to):
-        lease.external_ref, lease.submit_to = ref, entry.submit_to
-        lease.save(update_fields=["external_ref", "submit_to", "token"])
-    return lease
+        live = Assignment.objects.filter(task=task, annotator__backend=Backend.MTURK, status=Assignment.Status.LEASED,
+                                         expires__gte=now).count()
+        if live >= LIVE_LEASES_PER_ASSIGNMENT * max(hit.max_assignments, 1):
+            raise EntryRefused(f"this HIT has as many workers on it as it takes; try again in "
+                               f"{max(1, lease_seconds // 60)} minutes", 409)
+        if ann is None:
+            ann, _ = Annotator.objects.get_or_create(backend=Backend.MTURK, external_id=entry.worker_id)
+        if not leasing.may_label(ann, task):
+            raise EntryRefused("this worker may not answer this item", 403)
+        try:
+            with transaction.atomic():
+                return Assignment.objects.create(
+                    task=task, annotator=ann, external_ref=ref, submit_to=entry.submit_to,
+                    token=secrets.token_urlsafe(24), leased=now, expires=now + timedelta(seconds=lease_seconds))
+        except IntegrityError:  # the same assignment entered twice at once: the other request's lease
+            return Assignment.objects.get(task=task, annotator=ann, external_ref=ref)

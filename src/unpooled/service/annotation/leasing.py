@@ -139,9 +139,15 @@ def expire_leases(now=None) -> int:
         status=Assignment.Status.EXPIRED)
 
 
-def _active_filter() -> Q:
-    return Q(assignments__status=Assignment.Status.LEASED) | Q(
-        assignments__status=Assignment.Status.SUBMITTED, assignments__answer__weight__gt=0)
+def _live(now=None, prefix: str = "") -> Q:
+    """The leases that hold one of a task's slots (``prefix``: the path to them, ``"assignments__"`` from tasks): a
+    lease not yet expired (``now``; any lease still marked leased without it), or an answer that counts.  An MTurk
+    lease holds none until its answer is confirmed: anyone who saw a HIT's link can make up workers (security review
+    N4), and those must not take in-house annotators' slots."""
+    leased = Q(**{f"{prefix}status": Assignment.Status.LEASED, f"{prefix}external_ref": ""})
+    if now is not None:
+        leased &= Q(**{f"{prefix}expires__gte": now})
+    return leased | Q(**{f"{prefix}status": Assignment.Status.SUBMITTED, f"{prefix}answer__weight__gt": 0})
 
 
 #: a person's next item is one of the oldest this many, at random (not from the caller's ``rng``, which a seeded
@@ -186,7 +192,7 @@ def lease_next(annotator: Annotator, *, kind: str | None = None, corpus: Corpus 
         st_share = _control_share(corpus)
         if st_share > 0 and rng.random() < st_share:
             candidates.append(needed_controls(base.filter(is_control=True), rng))
-    oldest = list(base.filter(is_control=False).annotate(active=Count("assignments", filter=_active_filter()))
+    oldest = list(base.filter(is_control=False).annotate(active=Count("assignments", filter=_live(now, "assignments__")))
                   .filter(active__lt=F("answers_needed")).order_by("priority", "id")
                   .values_list("pk", flat=True)[:OFFER_WINDOW])
     if annotator.backend != Backend.SIMULATED:  # a simulated worker steers nothing: its seeded runs stay as they were
@@ -243,9 +249,7 @@ def leasable(annotator: Annotator, *, kind: str | None = None, now=None, control
     if kind:
         qs = qs.filter(kind=kind)
     mine = Assignment.objects.filter(annotator=annotator).exclude(status=Assignment.Status.EXPIRED).values("task_id")
-    live = Q(assignments__status=Assignment.Status.LEASED, assignments__expires__gte=now) | Q(
-        assignments__status=Assignment.Status.SUBMITTED, assignments__answer__weight__gt=0)
-    return qs.exclude(pk__in=mine).annotate(active=Count("assignments", filter=live)).filter(
+    return qs.exclude(pk__in=mine).annotate(active=Count("assignments", filter=_live(now, "assignments__"))).filter(
         Q(is_control=True) | Q(active__lt=F("answers_needed")))
 
 
@@ -349,21 +353,16 @@ def _control_share(corpus: Corpus | None) -> float:
     return settings_for(corpus).control_share
 
 
-def _try_lease(task_id: int, annotator: Annotator, now, *, capacity: bool = True) -> Assignment | None:
-    """Lease task ``task_id`` to ``annotator`` if it is open, the annotator may label it and has not had it,
-    and (``capacity``) its active leases and counted answers are fewer than it needs.  MTurk leases pass
-    ``capacity=False``: the HIT's MaxAssignments bounds the real workers, so made-up ones cannot fill the
-    slots, and only confirmed answers count."""
+def _try_lease(task_id: int, annotator: Annotator, now) -> Assignment | None:
+    """Lease task ``task_id`` to ``annotator`` if it is open, the annotator may label it and has not had it, and its
+    live leases and counted answers are fewer than it needs (:func:`_live`).  MTurk workers are leased through
+    :func:`unpooled.service.annotation.hits.lease_for_entry`."""
     with transaction.atomic():
         task = Task.objects.select_for_update().get(pk=task_id)
         if task.status != Task.Status.OPEN or annotator.blocked or not may_label(annotator, task):
             return None
-        if capacity and not task.is_control:
-            active = Assignment.objects.filter(task=task).filter(
-                Q(status=Assignment.Status.LEASED, expires__gte=now)
-                | Q(status=Assignment.Status.SUBMITTED, answer__weight__gt=0)).count()
-            if active >= task.answers_needed:
-                return None
+        if not task.is_control and Assignment.objects.filter(_live(now), task=task).count() >= task.answers_needed:
+            return None
         lease = settings_for(task.corpus).lease_seconds
         old = Assignment.objects.filter(task=task, annotator=annotator).first()
         if old is not None:

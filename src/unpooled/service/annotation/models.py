@@ -192,7 +192,10 @@ class Assignment(models.Model):
                                  help_text="MTurk: where the worker's browser finishes the assignment (one of two hosts)")
 
     class Meta:
-        constraints = [models.UniqueConstraint(fields=["task", "annotator"], name="assignment_unique")]
+        # one lease per (task, annotator); an MTurk worker's leases are per assignment (``external_ref``), since a
+        # made-up assignment under a real worker's id must not keep the real one out (security review N4): only
+        # the assignment Mechanical Turk lists for that worker is ever confirmed
+        constraints = [models.UniqueConstraint(fields=["task", "annotator", "external_ref"], name="assignment_unique")]
         indexes = [models.Index(fields=["status", "expires"], name="assignment_lease")]
 
 
@@ -279,6 +282,9 @@ class Hit(models.Model):
     status = models.CharField(max_length=20, default="pending")
     approved = models.JSONField(default=list, help_text="AssignmentIds approved")
     rejected = models.JSONField(default=list, help_text="AssignmentIds rejected")
+    expires = models.DateTimeField(null=True, blank=True, help_text="the last moment a worker may hold an assignment "
+                                   "of the HIT (its expiration plus an assignment's duration): its link takes no new "
+                                   "worker afterwards")
     created = models.DateTimeField(auto_now_add=True)
     updated = models.DateTimeField(auto_now=True)
 

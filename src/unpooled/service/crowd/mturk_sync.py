@@ -19,15 +19,20 @@ worker and assignment are real.  This module moves HITs and money, and confirms 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from datetime import datetime, timedelta
 
 from django.db import transaction
 from django.db.models import F
+from django.utils import timezone
 
 from unpooled.service.annotation import actions, hits
-from unpooled.service.annotation.models import Assignment, Backend, Hit, Kind, Task
+from unpooled.service.annotation.models import Annotator, Assignment, Backend, Hit, Kind, Task
 from unpooled.service.corpora.models import Corpus
 
 from .mturk import LocalHit, MTurkBackend, dollars, reconcile, request_token
+
+#: a lease is discarded this long after an assignment's duration, if Mechanical Turk has not listed its assignment
+DISCARD_AFTER_SECONDS = 3600
 
 TITLES = {Kind.VERIFY: "Does this sentence state the relation?", Kind.ENTITIES: "Mark the names in a short text",
           Kind.RELATIONS: "Which relations does each sentence state?",
@@ -64,6 +69,7 @@ class SyncReport:
     adopted: int = 0
     confirmed: int = 0
     extended: int = 0       # HITs given more assignments (their task asked for more answers)
+    discarded: int = 0      # leases no assignment can vouch for any more (made up, or abandoned), deleted
     errors: list[str] = field(default_factory=list)
 
     def to_dict(self) -> dict:
@@ -119,10 +125,19 @@ def publish(corpus: Corpus, backend: MTurkBackend, base_url: str, *, limit: int 
         except Exception as exc:  # recorded; the row stays pending and reconcile or the next publish repairs it
             rep.errors.append(f"task {task.pk}: {exc}")
             continue
-        Hit.objects.filter(pk=hit.pk).update(hit_id=got["HITId"], status="posted")
+        Hit.objects.filter(pk=hit.pk).update(hit_id=got["HITId"], status="posted",
+                                             expires=_link_expiry(backend, got.get("Expiration")))
         rep.created += 1
     _extend(corpus, backend, rep)
     return rep
+
+
+def _link_expiry(backend: MTurkBackend, expiration) -> datetime:
+    """When a HIT's link stops taking new workers (:attr:`Hit.expires`): the HIT's expiration (Amazon's, else a
+    lifetime from now), plus the time a worker who accepted it just before then has to finish."""
+    if not isinstance(expiration, datetime):
+        expiration = timezone.now() + timedelta(seconds=backend.config.lifetime_seconds)
+    return expiration + timedelta(seconds=backend.config.assignment_seconds)
 
 
 def _extend(corpus: Corpus, backend: MTurkBackend, rep: SyncReport) -> None:
@@ -141,7 +156,8 @@ def _extend(corpus: Corpus, backend: MTurkBackend, rep: SyncReport) -> None:
         except Exception as exc:  # recorded; the next publish tries again
             rep.errors.append(f"task {hit.task_id}: {exc}")
             continue
-        Hit.objects.filter(pk=hit.pk).update(max_assignments=n, status="posted")
+        Hit.objects.filter(pk=hit.pk).update(max_assignments=n, status="posted",
+                                             expires=max(filter(None, [hit.expires, _link_expiry(backend, None)])))
         rep.extended += 1
 
 
@@ -151,8 +167,10 @@ def collect(corpus: Corpus, backend: MTurkBackend) -> SyncReport:
     rep = SyncReport()
     for hit in Hit.objects.filter(task__corpus=corpus).exclude(hit_id="").select_related("task").order_by("id"):
         approved, rejected = set(hit.approved), set(hit.rejected)
+        listed = set()
         for a in backend.list_assignments(hit.hit_id, statuses=("Submitted", "Approved")):
             aid = a["AssignmentId"]
+            listed.add(aid)
             if aid in rejected:
                 continue
             lease = confirm(hit, a)
@@ -167,6 +185,7 @@ def collect(corpus: Corpus, backend: MTurkBackend) -> SyncReport:
                 backend.reject(aid, "No answer was recorded for this assignment on the task page.")
                 rejected.add(aid)
                 rep.rejected += 1
+        rep.discarded += _discard_made_up(hit, listed, backend)
         status = hit.status
         hit.task.refresh_from_db(fields=["status"])
         if hit.task.status != Task.Status.OPEN and status != "expired":
@@ -174,6 +193,26 @@ def collect(corpus: Corpus, backend: MTurkBackend) -> SyncReport:
             status = "expired"
         Hit.objects.filter(pk=hit.pk).update(approved=sorted(approved), rejected=sorted(rejected), status=status)
     return rep
+
+
+def _discard_made_up(hit: Hit, listed: set[str], backend: MTurkBackend, *, now=None) -> int:
+    """Delete the leases of ``hit`` (and their quarantined answers) that no assignment Mechanical Turk listed
+    (``listed``: its ids) can still vouch for: leased longer ago than an assignment lasts, and not listed, so made up
+    or abandoned.  Anyone who saw the HIT's link can make such rows up (security review N4): they live an
+    assignment's duration, not for ever.  Returns how many were deleted."""
+    now = now or timezone.now()
+    cutoff = now - timedelta(seconds=backend.config.assignment_seconds + DISCARD_AFTER_SECONDS)
+    rows = (Assignment.objects.filter(task=hit.task, annotator__backend=Backend.MTURK, leased__lt=cutoff)
+            .exclude(answer__quarantined=False).values_list("pk", "external_ref", "annotator_id"))
+    stale = [(pk, ann) for pk, ref, ann in rows if ref.rsplit("/", 1)[-1] not in listed]
+    if not stale:
+        return 0
+    with transaction.atomic():
+        Assignment.objects.filter(pk__in=[pk for pk, _ in stale]).delete()
+        # the workers made up with them (no other lease, never blocked: a block is kept)
+        Annotator.objects.filter(pk__in={ann for _, ann in stale}, blocked=False, assignments__isnull=True,
+                                 answers__isnull=True).delete()
+    return len(stale)
 
 
 def reconcile_corpus(corpus: Corpus, backend: MTurkBackend, *, expire_orphans: bool = False) -> dict:
