@@ -202,3 +202,41 @@ def test_a_level_the_corpus_does_not_evaluate_says_so(world):
     assert 'id="level-not-evaluated"' in html and "instance, relation levels" in html
     html = Client().get(reverse("web:leaderboard", args=[corpus.name]) + "?level=relation").content.decode()
     assert 'id="level-not-evaluated"' not in html
+
+
+def test_readers_not_signed_in_share_one_rendering_until_the_board_changes(world):
+    """Issue 22, item 9: a reader not signed in gets the page whole from the cache (2 queries: the corpus and the
+    board's fingerprint; whatever else the query string holds); a new score, a submission made private or a change
+    of the levels evaluated renders it afresh; a signed-in reader never gets the anonymous page."""
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    from unpooled.service.annotation.actions import settings_for
+    from unpooled.service.evaluations.publish import score_corpus
+
+    corpus, a, b = world
+    _publish(a, b)
+    url = reverse("web:leaderboard", args=[corpus.name])
+    Client().get(url)  # the first view makes the corpus's settings row, which the fingerprint covers
+    first = Client().get(url).content.decode()
+    assert first.count("<tr data-submission=") == 2
+    for query in ("", "?utm=1", "?level=instance&x=2"):
+        with CaptureQueriesContext(connection) as q:
+            again = Client().get(url + query)
+        assert again.content.decode() == first and len(q.captured_queries) <= 2, (query, q.captured_queries)
+    assert "Content-Security-Policy" in again.headers
+    # a team member sees their private submission; readers not signed in no longer do, at once
+    Submission.objects.filter(pk=b.pk).update(visibility=Submission.Visibility.PRIVATE)
+    assert Client().get(url).content.decode().count("<tr data-submission=") == 1
+    member = Client()
+    member.force_login(_user("bob", team=b.team))
+    assert member.get(url).content.decode().count("<tr data-submission=") == 2
+    assert Client().get(url).content.decode().count("<tr data-submission=") == 1
+    # a new score generation, then a level no longer evaluated: a fresh page each time
+    score_corpus(corpus, level="instance")
+    Score.objects.filter(pk=Score.objects.filter(submission=a, level="instance").latest("id").pk).update(p=0.1234)
+    assert "0.123" in Client().get(url).content.decode()
+    st = settings_for(corpus)
+    st.levels = "relation"
+    st.save()
+    assert 'id="level-not-evaluated"' in Client().get(url).content.decode()

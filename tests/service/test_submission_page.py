@@ -736,3 +736,26 @@ def test_fresh_renders_for_readers_not_signed_in_are_limited_per_address(world, 
     member = Client(REMOTE_ADDR="10.8.0.1")
     member.force_login(_user("reader-signed-in", team=b.team))
     assert member.get(reverse("web:submission", args=[a.pk]) + "?level=relation&page=2").status_code == 200
+
+
+def test_readers_not_signed_in_get_the_whole_page_from_the_cache(world, client):
+    """Issue 22, item 9: once rendered, a reader not signed in gets the whole page for 2 queries (the submission
+    and its newest score ids); a new description renders it afresh; a team member never gets the anonymous page."""
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    corpus, a, b = world
+    url = reverse("web:submission", args=[a.pk])
+    first = client.get(url).content.decode()
+    with CaptureQueriesContext(connection) as q:
+        again = client.get(url).content.decode()
+    assert again == first and len(q.captured_queries) <= 2, [x["sql"][:80] for x in q.captured_queries]
+    sub = Submission.objects.get(pk=a.pk)
+    sub.description = "a fresh description"
+    sub.save()
+    assert "a fresh description" in client.get(url).content.decode()
+    from django.test import Client
+
+    member = Client()
+    member.force_login(_user("alice", team=a.team))
+    assert 'id="settings-form"' in member.get(url).content.decode()

@@ -51,16 +51,18 @@ def scope(user) -> str:
 
 def fingerprint(corpus: Corpus, level: str) -> str:
     """Changes whenever the leaderboard of ``corpus`` at ``level`` may change (one query, no model instances):
-    the newest score id, the number of submissions, published and private ones, their last changes, and the
-    corpus's periods (opened, closed) and frozen scores."""
+    the newest score id, the number of submissions, published and private ones, their last changes, the
+    corpus's periods (opened, closed) and frozen scores, and the levels it evaluates (the page says when this one is
+    not among them)."""
     from django.db import connection
 
+    from unpooled.service.annotation.models import AnnotationSettings
     from unpooled.service.corpora.models import Period
     from unpooled.service.submissions.models import Submission
 
     from .models import ScoreSnapshot
 
-    score, sub = Score._meta.db_table, Submission._meta.db_table
+    score, sub, settings = Score._meta.db_table, Submission._meta.db_table, AnnotationSettings._meta.db_table
     period, snap = Period._meta.db_table, ScoreSnapshot._meta.db_table
     # the newest score as ORDER BY id DESC LIMIT 1 over IN (subquery): PostgreSQL walks the primary key
     # backwards and stops at the first match (0.1 ms; MAX() over a join reads every score: 7 ms at 6,000)
@@ -71,11 +73,12 @@ def fingerprint(corpus: Corpus, level: str) -> str:
            f'(SELECT COUNT(id) FROM "{period}" WHERE corpus_id = %s), '
            f'(SELECT COUNT(closed) FROM "{period}" WHERE corpus_id = %s), '
            f'(SELECT COUNT(s.id) FROM "{snap}" s JOIN "{period}" p ON p.id = s.period_id WHERE p.corpus_id = %s), '
-           f'(SELECT MAX(s.id) FROM "{snap}" s JOIN "{period}" p ON p.id = s.period_id WHERE p.corpus_id = %s) '
+           f'(SELECT MAX(s.id) FROM "{snap}" s JOIN "{period}" p ON p.id = s.period_id WHERE p.corpus_id = %s), '
+           f'(SELECT levels FROM "{settings}" WHERE corpus_id = %s) '
            f'FROM "{sub}" WHERE corpus_id = %s')
     with connection.cursor() as cur:
         cur.execute(sql, [level, corpus.pk, Submission.Status.PUBLISHED, Submission.Visibility.PRIVATE,
-                          corpus.pk, corpus.pk, corpus.pk, corpus.pk, corpus.pk])
+                          corpus.pk, corpus.pk, corpus.pk, corpus.pk, corpus.pk, corpus.pk])
         row = cur.fetchone()
     return ("-".join(str(x or 0) for x in row[:4]) + "-" + hashlib.blake2b(
         f"{row[4]}|{row[5]}".encode(), digest_size=8).hexdigest() + "-" + ".".join(str(x or 0) for x in row[6:]))

@@ -13,6 +13,8 @@ from django.utils.functional import SimpleLazyObject
 from unpooled.service.corpora.models import Corpus, Period
 from unpooled.service.evaluations.policy import SERVICE_LEVELS
 
+from ..page_cache import anonymous_reader, whole_page
+
 
 def _corpus_level(request, name: str) -> tuple[Corpus, str]:
     corpus = get_object_or_404(Corpus, name=name)
@@ -35,11 +37,23 @@ def _periods(request, corpus: Corpus):
 
 
 def leaderboard(request, name: str):
+    """The page; a reader not signed in gets it whole from the cache while the board's fingerprint (which covers
+    everything the page shows) is unchanged (:mod:`..page_cache`)."""
+    from unpooled.service.evaluations.leaderboard import fingerprint
+
+    corpus, level = _corpus_level(request, name)
+    if not anonymous_reader(request):
+        return _leaderboard(request, corpus, level)
+    key = (f"unpooled.page.leaderboard:{corpus.pk}:{level}:{request.GET.get('period', '')[:20]}:"
+           f"{fingerprint(corpus, level)}")
+    return whole_page(key, lambda: _leaderboard(request, corpus, level))
+
+
+def _leaderboard(request, corpus: Corpus, level: str):
     from unpooled.service.accounts.actions import is_organiser
     from unpooled.service.evaluations.leaderboard import CACHE_SECONDS, cache_key
     from unpooled.service.evaluations.leaderboard import leaderboard as build
 
-    corpus, level = _corpus_level(request, name)
     periods, period = _periods(request, corpus)
     # the rendered table is cached under the leaderboard's key (the viewer's scope is part of it: organisers,
     # who alone see the command-line hint, have their own); on a hit the rows are never needed

@@ -33,6 +33,8 @@ from unpooled.service.evaluations.policy import SERVICE_LEVELS as LEVELS
 from unpooled.service.submissions.actions import export_submission
 from unpooled.service.submissions.models import RelationInstance, Submission
 
+from ..page_cache import anonymous_reader, whole_page
+
 log = logging.getLogger(__name__)
 ERRORS_PER_PAGE = 10
 MISSED_PER_PAGE = 10
@@ -191,6 +193,13 @@ def submission_detail(request, pk: int):
     if level not in ids:
         level = order[0] if order else None
     key = page_key(sub, newest, manage=manage, level=level, params=request.GET)
+    if anonymous_reader(request):  # the whole page, the same for every reader not signed in (..page_cache)
+        return whole_page(f"{key}:whole", lambda: _page(request, sub, manage, level, key))
+    return _page(request, sub, manage, level, key)
+
+
+def _page(request, sub: Submission, manage: bool, level: str | None, key: str):
+    """The page around its body, the body from the cache under ``key`` (rendered afresh on a miss)."""
     content = cache.get(key)
     if content is None:
         from unpooled.service.accounts.throttle import begin_render
@@ -206,9 +215,14 @@ def submission_detail(request, pk: int):
         content, cacheable = _render_content(request, sub, manage, level)
         if cacheable:
             cache.set(key, content, MANAGE_PAGE_SECONDS if manage else PAGE_SECONDS)
-    return render(request, "web/submission.html", {
+    else:
+        cacheable = True
+    resp = render(request, "web/submission.html", {
         "sub": sub, "content": mark_safe(content), "owner": _owner(request.user, sub),
         "form": SubmissionSettingsForm(instance=sub) if _owner(request.user, sub) else None})
+    if not cacheable:  # a part is still being computed: neither this cache nor a browser's keeps the page
+        resp["Cache-Control"] = "no-cache"
+    return resp
 
 
 def _owner(user, sub: Submission) -> bool:
