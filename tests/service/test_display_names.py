@@ -97,6 +97,21 @@ def test_the_command_line_prints_data_s_control_characters_as_escapes(corpus, pe
     assert "red/run\\x1b]0;PWNED-TITLE\\x07\\x1b[31mRED\\u202e" in out
 
 
+@pytest.mark.django_db
+def test_names_stored_before_the_checks_are_isolated_on_pages(corpus, people, tmp_path):
+    """A team name or run id with a direction override, stored before names were checked, cannot turn the text
+    around it on the pages that list it: each name is its own <bdi>."""
+    path = tmp_path / "a.kb"
+    path.write_text(kb_text("plain"))
+    res = do_ingest_submission(path, "fixture", "red", "plain", "tac")
+    Submission.objects.filter(pk=res.submission.pk).update(run_id="‮diputs")
+    Team.objects.filter(name="red").update(name="red‮")
+    listing = Client().get("/submissions/").content.decode()
+    assert "<bdi>red‮</bdi></a> / <bdi>‮diputs</bdi>" in listing
+    page = Client().get(f"/submissions/{res.submission.pk}/").content.decode()
+    assert f"<h1>Submission {res.submission.pk}: <bdi>red‮</bdi> / <bdi>‮diputs</bdi></h1>" in page
+
+
 @given(st.text())
 def test_printable_leaves_no_control_or_invisible_character(text):
     import unicodedata

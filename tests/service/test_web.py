@@ -59,7 +59,7 @@ def test_upload_accepted_redirects_to_submission(client, corpus):
     page = client.get(reverse("web:submission", args=[sub.pk]))
     assert page.status_code == 200
     html = page.content.decode()
-    assert "web-team / fixture_run_1" in html and "per:spouse" in html and "Carrie Fisher" in html
+    assert "<bdi>web-team</bdi> / <bdi>fixture_run_1</bdi>" in html and "per:spouse" in html and "Carrie Fisher" in html
     st = client.get(status.url)
     assert st.status_code == 200 and "labels received / needed" in st.content.decode()
 
