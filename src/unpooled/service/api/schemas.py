@@ -104,7 +104,8 @@ class CorpusOut(Schema):
 
 class CorpusDetailOut(CorpusOut):
     counts: dict[str, int] = Field(description="documents, sentences, gold relations, submissions you can see, "
-                                               "published ones, labels")
+                                               "published ones; labels in the pool (organisers only: it holds "
+                                               "private runs' labels too)")
     levels: list[str]
     leaderboard_url: str
     documents_url: str
