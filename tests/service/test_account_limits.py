@@ -13,6 +13,8 @@ from unpooled.service.accounts.actions import MAX_TOKENS_PER_TEAM, AccountError,
 from unpooled.service.accounts.models import ApiToken
 from unpooled.service.submissions.models import Team
 
+from .test_api import corpus, people  # noqa: F401 - fixtures
+
 pytestmark = pytest.mark.django_db
 
 
@@ -55,3 +57,23 @@ def test_a_new_token_is_shown_in_the_answer_and_never_kept():
     raw = html.split('id="new-token">')[1].split("<")[0]
     assert raw.startswith("upt_") and raw not in str(dict(c.session.items()))
     assert 'id="new-token"' not in c.get(reverse("accounts:account")).content.decode()  # once
+
+
+@override_settings(UPLOADS_PER_ADDRESS=2)
+def test_uploads_from_one_address_are_limited_per_day_whatever_the_team(corpus, people):
+    """The review made 24 teams from one address, each with its own daily quota.  Now one address may have 2 (here)
+    uploads accepted or waiting in a day, across teams; another address is not affected."""
+    import io
+
+    from .test_api import auth, is_error, kb_text
+
+    def upload(team: str, run: str, addr: str):
+        return Client().post("/api/submissions", {"corpus": "fixture", "run": run, "format": "tac",
+                                                  "file": io.BytesIO(kb_text(run).encode())},
+                             REMOTE_ADDR=addr, **auth(people[team]))
+
+    assert upload("red", "r1", "10.8.0.1").status_code in (201, 202)
+    assert upload("blue", "b1", "10.8.0.1").status_code in (201, 202)
+    body = is_error(upload("blue", "b2", "10.8.0.1"), 429, "rate_limited")
+    assert "2 uploads from your address were accepted or are waiting" in body["message"]
+    assert upload("blue", "b2", "10.8.0.2").status_code in (201, 202)

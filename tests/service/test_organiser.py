@@ -248,6 +248,10 @@ def test_settings_form_shows_each_problem_at_its_field(client, world):
         "expected some of instance, relation, entity (comma-separated), got bogus"
     assert _field_error(html, "lease_seconds") == "expected at least 60 seconds, got 5"
     assert _field_error(html, "backend") == ""  # valid fields carry no error
+    # Mechanical Turk without a corpus budget is refused (security review N7)
+    r = client.post(url, _settings_post(corpus, backend="mturk", budget_cents=""))
+    assert r.status_code == 400 and _field_error(r.content.decode(), "budget_cents") == \
+        "Mechanical Turk spends money: give the corpus a budget (cents) before choosing it"
     assert console.current_settings(corpus) == before  # nothing saved
 
     # type errors come from the form fields themselves; the rules still check the fields that parsed

@@ -28,6 +28,8 @@ variable                        meaning (default)
 ``UNPOOLED_UPLOAD_REJECTS_PER_DAY``  rejected uploads per team and per user in 24 hours (20)
 ``UNPOOLED_UPLOAD_REJECTS_PER_ADDRESS``  rejected uploads per client address in 24 hours (60; 0: none)
 ``UNPOOLED_UPLOADS_PENDING``    uploads of a team waiting for validation at once (3)
+``UNPOOLED_UPLOADS_PER_ADDRESS``  uploads accepted or waiting per client address in 24 hours, whatever the
+                                team (30; 0: none)
 ``UNPOOLED_UPLOAD_RESULT_HOURS``  how long an upload's outcome is kept (48)
 ``UNPOOLED_UPLOAD_WAIT_SECONDS``  the longest ``?wait=`` of one request (5); ``UNPOOLED_UPLOAD_WAIT_SLOTS``:
                                 requests per machine waiting at once (1), counted by lock files in
@@ -289,6 +291,9 @@ QUOTA_TOTAL = int(os.environ["UNPOOLED_QUOTA_TOTAL"]) if os.environ.get("UNPOOLE
 UPLOAD_REJECTS_PER_DAY = int(os.environ.get("UNPOOLED_UPLOAD_REJECTS_PER_DAY", "20"))
 UPLOAD_REJECTS_PER_ADDRESS = int(os.environ.get("UNPOOLED_UPLOAD_REJECTS_PER_ADDRESS", "60"))
 UPLOADS_PENDING = int(os.environ.get("UNPOOLED_UPLOADS_PENDING", "3"))
+# uploads one client address may have accepted (or waiting) in 24 hours, whatever the team (0: no limit): the team
+# quota alone bounds nothing when teams are cheap to make (security review N7)
+UPLOADS_PER_ADDRESS = int(os.environ.get("UNPOOLED_UPLOADS_PER_ADDRESS", "30"))
 # how long an upload's outcome (its task result, the report of a rejected file) is kept: then it is deleted
 UPLOAD_RESULT_HOURS = float(os.environ.get("UNPOOLED_UPLOAD_RESULT_HOURS", "48"))
 # ?wait= on the upload endpoints holds a web process: at most this many seconds per request (the client polls

@@ -390,6 +390,10 @@ def check_settings(corpus: Corpus, values: dict) -> dict:
         b = v.get(f)
         need(f, b is None or (num(f) is not None and b >= 0), f"expected a non-negative number of cents or nothing "
                                                               f"(no cap), got {b!r}")
+    # Mechanical Turk spends real money: a corpus open to it has a ceiling (security review N7: teams are cheap to
+    # make, so a per-team quota alone bounds nothing)
+    need("budget_cents", backend != Backend.MTURK or num("budget_cents") is not None,
+         "Mechanical Turk spends money: give the corpus a budget (cents) before choosing it")
     if num("budget_cents") is not None and num("submission_budget_cents") is not None:
         need("submission_budget_cents", v["submission_budget_cents"] <= v["budget_cents"],
              f"{v['submission_budget_cents']} cents per submission exceeds the corpus budget of "

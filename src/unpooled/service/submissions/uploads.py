@@ -6,7 +6,8 @@ Both the web form and the API go through here:
   or the client address has had :data:`settings.UPLOAD_REJECTS_PER_DAY` uploads rejected in the last 24
   hours (``UPLOAD_REJECTS_PER_ADDRESS`` for an address), or the team has
   :data:`settings.UPLOADS_PENDING` uploads still waiting. A rejected upload stores nothing, so it never
-  counted against the quota; without this, one token could keep the task worker busy for ever.
+  counted against the quota; without this, one token could keep the task worker busy for ever.  An address may
+  also have at most ``UPLOADS_PER_ADDRESS`` uploads accepted or waiting in 24 hours, whatever the team.
 - :func:`save_upload` writes the bytes to a new file readable by the service's user only (0600, in a
   0700 folder, created so).
 - :func:`start_upload` records the attempt (:class:`~.models.UploadAttempt`) and queues the validation.
@@ -80,6 +81,12 @@ def check_upload_rate(team_name: str, *, user=None, address: str | None = None, 
     if per_address and address and bad.filter(address=address).count() >= per_address:
         raise QuotaError(f"rate limit: {per_address} uploads from your address were rejected in the last 24 "
                          f"hours, the most it may; {retry}", code="rate_limited")
+    per_address = getattr(settings, "UPLOADS_PER_ADDRESS", 0)
+    if per_address and address and day.filter(address=address, state__in=(
+            UploadAttempt.State.QUEUED, UploadAttempt.State.ACCEPTED)).count() >= per_address:
+        raise QuotaError(f"rate limit: {per_address} uploads from your address were accepted or are waiting in the "
+                         "last 24 hours, the most one address may (whatever the team); upload again once the oldest "
+                         "of them is 24 hours old, or ask an organiser", code="rate_limited")
     pending = settings.UPLOADS_PENDING
     waiting = day.filter(team_name=team_name, state=UploadAttempt.State.QUEUED).count()
     if pending and waiting >= pending:
