@@ -436,14 +436,15 @@ def drive(cfg: dict) -> dict:
     out = {}
     for page in cfg["pages"]:
         target, marker = plan[page]
+        # the first views render and cache each page (reported apart): the meters count the phase's requests only
+        first = _first_views(port, subs) if page == "submission" else None
+        first_team = (_first_views(port, subs, sessions=built.get("member_session"))
+                      if page == "submission" else None)
         server = _CpuMeter(lambda: [cfg["server_pid"], *child_pids(cfg["server_pid"])])
         db = _CpuMeter(lambda: _pg_backends(cfg.get("pg_database")))
         self0 = time.process_time()
         server.start()
         db.start()
-        first = _first_views(port, subs) if page == "submission" else None
-        first_team = (_first_views(port, subs, sessions=built.get("member_session"))
-                      if page == "submission" else None)
         r = _phase(port, clients, n, warmup, target, marker)
         done = len(r["lat"]) or 1
         server_cpu, db_cpu = server.spent() / tick, db.spent() / tick
