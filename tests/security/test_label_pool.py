@@ -7,7 +7,7 @@ from datetime import timedelta
 
 import pytest
 from django.contrib.auth.models import User
-from django.test import override_settings
+from django.test import Client, override_settings
 from django.urls import reverse
 from django.utils import timezone
 
@@ -102,3 +102,33 @@ def test_an_invited_annotator_declares_their_teams(client, queue):
     ann = leasing.annotator_for_user(prof.user)
     assert leasing.lease_next(ann, corpus=queue) is None  # every item waiting is TeamA's
     assert not leasing.leasable(ann).exists()
+
+
+def test_gold_controls_come_from_a_layer_annotators_cannot_read(client, queue):
+    """Gold controls are drawn from the gold layer, which document pages showed everyone: an annotator could look
+    their answers up and pass every control.  The console says so while the layer is public; made private, the
+    gold layer (its mentions, relations, the schema's examples and the sample file) is shown to organisers only."""
+    from unpooled.service.corpora.models import Document
+    from unpooled.service.organiser import console
+
+    st = actions.settings_for(queue)
+    st.backend, st.control_share = "inhouse", 0.1
+    st.save()
+    assert "gold_controls_readable" in {a.code for a in console.alerts(queue)}
+    doc = Document.objects.filter(corpus=queue, gold_relations__isnull=False).first()
+    page = reverse("web:document", args=[queue.name, doc.pk])
+    assert "Gold relations" in client.get(page).content.decode()
+    st.gold_public = False
+    st.save()
+    assert "gold_controls_readable" not in {a.code for a in console.alerts(queue)}
+    assert client.login(username="walker", password="pw-walker-123")  # an annotator
+    for who in (client, Client()):
+        html = who.get(page).content.decode()
+        assert "Gold relations" not in html and 'id="gold-hidden"' in html and 'data-layer="gold"' not in html
+        assert who.get(reverse("web:sample", args=[queue.name])).content == b""
+        assert 'class="ctx"' not in who.get(reverse("web:schema", args=[queue.name])).content.decode()
+    org = Client()
+    org.force_login(User.objects.create_user("org", password="pw-org-12345", is_staff=True))
+    assert "Gold relations" in org.get(page).content.decode()
+    assert org.get(reverse("web:sample", args=[queue.name])).content.count(b"\n") >= 1
+    assert 'class="ctx"' in org.get(reverse("web:schema", args=[queue.name])).content.decode()

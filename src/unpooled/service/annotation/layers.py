@@ -19,6 +19,15 @@ def exhaustive_visible(corpus, viewer=None) -> bool:
     return is_organiser(viewer) or Period.objects.filter(corpus=corpus, released__isnull=False).exists()
 
 
+def gold_visible(corpus, viewer=None) -> bool:
+    """Whether ``viewer`` may see the corpus's gold layer: organisers always, everybody else unless the organisers
+    made it private (:attr:`~.models.AnnotationSettings.gold_public`): the gold controls are drawn from it, and an
+    annotator who can read it answers them perfectly, so that they never block anyone."""
+    from .models import settings_for
+
+    return is_organiser(viewer) or settings_for(corpus).gold_public
+
+
 def annotation_layers(doc: Document, viewer=None) -> dict:
     """``exhaustive``: the sample row and the aggregated mentions and relations (None if not sampled, or if
     ``viewer`` may not see the recall sample yet: ``exhaustive_hidden``, :func:`exhaustive_visible`);

@@ -69,6 +69,10 @@ class AnnotationSettings(models.Model):
                               help_text="comma-separated levels a new submission is sampled and scored at")
     open_signup = models.BooleanField(
         default=False, help_text="annotators who signed up without an organiser's invite may annotate this corpus")
+    gold_public = models.BooleanField(
+        default=True, help_text="everyone sees the corpus's gold layer (document pages, the schema's examples, the "
+                                "sample file); off: organisers only, so that the gold controls are drawn from a layer "
+                                "annotators cannot read")
 
     class Meta:
         verbose_name = verbose_name_plural = "annotation settings"

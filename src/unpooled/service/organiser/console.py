@@ -45,7 +45,7 @@ SETTINGS_FIELDS = (
     "backend", "answers_per_item", "answers_weak_relation", "relation_groups", "lease_seconds", "reward_verify_cents", "reward_entities_cents",
     "reward_relations_cents", "reward_clusters_cents", "budget_cents", "submission_budget_cents", "control_share",
     "block_below_accuracy", "block_min_controls", "aggregation", "target_halfwidth", "min_draws", "max_draws",
-    "exhaustive_documents", "levels", "open_signup",
+    "exhaustive_documents", "levels", "open_signup", "gold_public",
 )
 MAX_ANSWERS_PER_ITEM = 20
 MIN_LEASE_SECONDS = 60
@@ -176,6 +176,12 @@ def alerts(corpus: Corpus, *, now=None, expiries: int = STALL_EXPIRIES, open_hou
                          f"items {f['rate_elsewhere']:.0%}, the other annotators' on this team's "
                          f"{f['rate_others']:.0%}; p = {f['p_value']:.1g}): a tie to the team? Ask them; block them, "
                          "or add the team to their conflicts", section="annotation"))
+    if ann.gold_public and ann.control_share > 0 and ann.backend != Backend.SIMULATED and corpus.has_gold:
+        out.append(Alert("warning", "gold_controls_readable",
+                         "the gold controls are drawn from the gold layer, which everyone can read on the document "
+                         "pages: an annotator who looks their answers up passes every control and is never blocked. "
+                         "Make the gold layer private in the settings (gold public: off), unless it is published "
+                         "anyway", section="settings"))
     few = sample_size_warning(corpus, ann.exhaustive_documents)
     if few:
         drawn = ExhaustiveDocument.objects.filter(corpus=corpus).exists()
@@ -424,7 +430,8 @@ def check_settings(corpus: Corpus, values: dict) -> dict:
     levels, err = _levels_value(v.get("levels"))
     need("levels", err is None, err or "")
     v["levels"] = levels
-    need("open_signup", isinstance(v.get("open_signup"), bool), f"expected true or false, got {v.get('open_signup')!r}")
+    for f in ("open_signup", "gold_public"):
+        need(f, isinstance(v.get(f), bool), f"expected true or false, got {v.get(f)!r}")
     if errors:
         raise SettingsError({f: errors[f] for f in SETTINGS_FIELDS if f in errors})
     return {f: v[f] for f in SETTINGS_FIELDS}

@@ -36,6 +36,9 @@ class SettingsForm(forms.ModelForm):
             "block_min_controls": "fewest controls before blocking",
             "open_signup": "annotators who signed up without an organiser's invite may annotate this corpus "
                            "(and the sign-up page takes them)",
+            "gold_public": "everyone sees the gold layer (document pages, the schema's examples, the sample file); "
+                           "off: organisers only, so that annotators cannot look up the gold controls' answers "
+                           "(leave it on for a corpus whose gold is published anyway)",
         }
 
     def __init__(self, *args, corpus: Corpus, **kwargs) -> None:

@@ -63,19 +63,20 @@ def corpus_detail(request, name: str):
 
 def document_detail(request, name: str, pk: int):
     doc = get_object_or_404(Document.objects.select_related("corpus__schema"), corpus__name=name, pk=pk)
-    from unpooled.service.annotation.layers import layered_sentences
+    from unpooled.service.annotation.layers import gold_visible, layered_sentences
 
     sents = list(doc.sentences.values_list("index", "start", "end"))
-    entities = list(doc.gold_entities.prefetch_related("mentions").order_by("index"))
     layers = annotation_layers(doc, request.user)
-    relations = list(doc.gold_relations.select_related("subject", "object"))
+    gold_hidden = not gold_visible(doc.corpus, request.user)
+    entities = [] if gold_hidden else list(doc.gold_entities.prefetch_related("mentions").order_by("index"))
+    relations = [] if gold_hidden else list(doc.gold_relations.select_related("subject", "object"))
     for r in relations:
         r.relation_name = layers["relation_names"].get(r.predicate, "")
     gold = [(m.start, m.end, f"gold {e.type} #{e.index} {e.name}") for e in entities for m in e.mentions.all()]
     sentences = layered_sentences(doc.text, sents, {"gold": gold, "exh": layers["exhaustive_spans"],
                                                     "ver": layers["verified_spans"]})
     return render(request, "web/document.html", {"doc": doc, "sentences": sentences, "entities": entities,
-                                                 "relations": relations, **layers})
+                                                 "relations": relations, "gold_hidden": gold_hidden, **layers})
 
 
 def submission_list(request):

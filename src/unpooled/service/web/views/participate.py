@@ -16,12 +16,20 @@ def _corpus(name: str) -> Corpus:
     return get_object_or_404(Corpus.objects.select_related("schema"), name=name)
 
 
+def _gold_shown(request, corpus: Corpus) -> bool:
+    """The examples and the sample file come from the gold layer: shown only to whom it is
+    (:func:`~unpooled.service.annotation.layers.gold_visible`); otherwise the pages show the format alone."""
+    from unpooled.service.annotation.layers import gold_visible
+
+    return gold_visible(corpus, request.user)
+
+
 def participate_page(request, name: str):
     import json
 
     corpus = _corpus(name)
     schema = corpus.schema.schema()
-    sample = participate.sample_instances(corpus, 1)
+    sample = participate.sample_instances(corpus, 1) if _gold_shown(request, corpus) else []
     return render(request, "web/participate.html", {
         "corpus": corpus, "schema": schema,
         "example_json": json.dumps(sample[0], ensure_ascii=False) if sample else "",
@@ -33,7 +41,7 @@ def participate_page(request, name: str):
 def schema_page(request, name: str):
     corpus = _corpus(name)
     schema = corpus.schema.schema()
-    rows = participate.schema_rows(corpus)
+    rows = participate.schema_rows(corpus, examples=_gold_shown(request, corpus))
     return render(request, "web/schema.html", {"corpus": corpus, "schema": schema, "rows": rows,
                                                "entity_types": sorted(schema.entity_types.items()),
                                                "value_types": sorted(schema.value_types.items())})
@@ -41,6 +49,7 @@ def schema_page(request, name: str):
 
 def sample_file(request, name: str):
     corpus = _corpus(name)
-    resp = HttpResponse(participate.sample_jsonl(corpus), content_type="application/jsonl; charset=utf-8")
+    body = participate.sample_jsonl(corpus) if _gold_shown(request, corpus) else ""
+    resp = HttpResponse(body, content_type="application/jsonl; charset=utf-8")
     resp["Content-Disposition"] = f'attachment; filename="{corpus.name}-sample.jsonl"'
     return resp
