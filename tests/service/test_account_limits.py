@@ -77,3 +77,39 @@ def test_uploads_from_one_address_are_limited_per_day_whatever_the_team(corpus, 
     body = is_error(upload("blue", "b2", "10.8.0.1"), 429, "rate_limited")
     assert "2 uploads from your address were accepted or are waiting" in body["message"]
     assert upload("blue", "b2", "10.8.0.2").status_code in (201, 202)
+
+
+@override_settings(TEAM_APPROVAL=True)
+def test_new_teams_wait_for_an_organisers_approval(corpus, people):
+    """With UNPOOLED_TEAM_APPROVAL on, a team made by sign-up may not submit until an organiser approves it on the
+    console's Teams page (which, with every corpus's alerts, says how many wait); the organiser can stop it again."""
+    import io
+
+    from unpooled.service.accounts.actions import do_issue_token
+    from unpooled.service.organiser import console
+
+    from .test_api import is_error, kb_text
+
+    assert _sign_up(Client(), 1, "10.9.0.1").status_code == 302
+    team = Team.objects.get(name="Team 1")
+    assert not team.approved
+    token = do_issue_token(User.objects.get(username="user1"), "ci")[1]
+
+    def upload(run):
+        return Client().post("/api/submissions", {"corpus": "fixture", "run": run, "format": "tac",
+                                                  "file": io.BytesIO(kb_text(run).encode())},
+                             HTTP_AUTHORIZATION=f"Bearer {token}")
+
+    body = is_error(upload("t1"), 403, "team_not_approved")
+    assert "waits for an organiser's approval" in body["message"]
+    assert "teams_waiting" in {a.code for a in console.alerts(corpus)}
+    org = Client()
+    org.force_login(people["olga"])
+    assert 'id="approve-%d"' % team.pk in org.get(reverse("organiser:teams")).content.decode()
+    assert Client().post(reverse("organiser:team_approve", args=[team.pk])).status_code in (302, 403)  # not signed in
+    assert not Team.objects.get(pk=team.pk).approved
+    assert org.post(reverse("organiser:team_approve", args=[team.pk]), {"approved": "1"}).status_code == 302
+    assert upload("t1").status_code in (201, 202)
+    assert "teams_waiting" not in {a.code for a in console.alerts(corpus)}
+    org.post(reverse("organiser:team_approve", args=[team.pk]), {"approved": "0"})
+    assert is_error(upload("t2"), 403, "team_not_approved")

@@ -10,6 +10,7 @@ import hashlib
 import secrets
 from datetime import timedelta
 
+from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.db import IntegrityError, transaction
 from django.db.models import Q, QuerySet
@@ -199,7 +200,7 @@ def do_sign_up(username: str, password: str, *, email: str = "", role: str = Rol
         name = check_team_name(team)
         the_team = Team.objects.filter(name__iexact=name).first()
         if the_team is None:
-            the_team = Team.objects.create(name=name)
+            the_team = Team.objects.create(name=name, approved=not getattr(settings, "TEAM_APPROVAL", False))
         elif not invite_code or not secrets.compare_digest(invite_code.strip(), the_team.invite_code):
             raise AccountError(f"team: {name!r} exists; to join it, give its invite code (a member finds it on their "
                                "account page)", code="team_exists", status=409)

@@ -28,6 +28,7 @@ ERRORS: dict[str, tuple[int, str]] = {
     "csrf_failed": (403, "CSRF check failed: a signed-in browser must send the X-CSRFToken header "
                          "(API clients send a token instead of the session cookie)"),
     "no_team": (403, "only members of a team can submit: sign up as a submitter, or use a team's API token"),
+    "team_not_approved": (403, "{detail}"),  # UNPOOLED_TEAM_APPROVAL: a new team waits for an organiser
     "not_found": (404, "{detail}"),
     "method_not_allowed": (405, "method {method} is not allowed on {path} (allowed: {allowed})"),
     "duplicate_run": (409, "{detail}"),

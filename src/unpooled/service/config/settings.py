@@ -276,6 +276,8 @@ LOGOUT_REDIRECT_URL = "/"  # the home page, not the admin's "Logged out" page
 SIGNUPS_PER_ADDRESS = int(os.environ.get("UNPOOLED_SIGNUPS_PER_ADDRESS", "10"))
 # submission pages made afresh (not from the page cache) a minute for one address not signed in
 RENDERS_PER_ADDRESS = int(os.environ.get("UNPOOLED_RENDERS_PER_ADDRESS", "60"))
+# a team made by sign-up may submit only once an organiser approved it (the console's Teams page; security review N7)
+TEAM_APPROVAL = os.environ.get("UNPOOLED_TEAM_APPROVAL", "").strip().lower() in ("1", "true", "yes", "on")
 # items one in-house annotator may skip in an hour (annotation/leasing.py)
 SKIPS_PER_HOUR = int(os.environ.get("UNPOOLED_SKIPS_PER_HOUR", "20"))
 # a label batch is re-scored this many seconds after its first label (later labels join the same re-scoring)

@@ -182,6 +182,10 @@ def alerts(corpus: Corpus, *, now=None, expiries: int = STALL_EXPIRIES, open_hou
                          "pages: an annotator who looks their answers up passes every control and is never blocked. "
                          "Make the gold layer private in the settings (gold public: off), unless it is published "
                          "anyway", section="settings"))
+    waiting = Team.objects.filter(approved=False).count()
+    if waiting:
+        out.append(Alert("warning", "teams_waiting", f"{waiting} team(s) wait for your approval before they may "
+                         "submit", section="teams"))
     few = sample_size_warning(corpus, ann.exhaustive_documents)
     if few:
         drawn = ExhaustiveDocument.objects.filter(corpus=corpus).exists()
@@ -293,6 +297,7 @@ def team_rows(*, now=None) -> list[dict]:
     for team in Team.objects.order_by("name"):
         q = quota(team, now=now)
         rows.append({"team": team, "pk": team.pk, "name": team.name, "members": members.get(team.pk, 0),
+                     "approved": team.approved,
                      "own_per_day": team.quota_per_day, "own_total": team.quota_total,
                      "quota": q, "per_day_default": team.quota_per_day is None,
                      "total_default": team.quota_total is None})
@@ -313,6 +318,14 @@ def do_team_quota(user, team: Team, *, per_day: int | None, total: int | None) -
         return do_set_quota(team, per_day=per_day, total=total)
     except AccountError as exc:
         raise ConsoleError(str(exc)) from None
+
+
+def do_approve_team(user, team: Team, *, approved: bool = True) -> Team:
+    """Let a team submit (``approved``), or stop it until approved again."""
+    check_organiser(user)
+    Team.objects.filter(pk=team.pk).update(approved=approved)
+    team.approved = approved
+    return team
 
 
 # ---------------------------------------------------------------------------- lifecycle

@@ -11,6 +11,7 @@ urlpatterns = [
     path("organiser/submissions/<int:pk>/retry/", views.retry, name="retry"),
     path("organiser/teams/", views.teams, name="teams"),
     path("organiser/teams/<int:pk>/quota/", views.team_quota, name="team_quota"),
+    path("organiser/teams/<int:pk>/approve/", views.team_approve, name="team_approve"),
     path("organiser/release/", views.release, name="release"),
     path("organiser/periods/", views.periods, name="periods"),
     path("organiser/periods/open/", views.period_open, name="period_open"),

@@ -131,13 +131,25 @@ def _teams_page(request, *, errors: dict | None = None, status: int = 200):
         bound = (errors or {}).get(row["pk"])
         row["form"] = bound or QuotaForm(initial={"per_day": row["own_per_day"], "total": row["own_total"]},
                                          prefix=f"t{row['pk']}")
-    ctx.update(rows=rows, default_per_day=settings.QUOTA_PER_DAY, default_total=settings.QUOTA_TOTAL)
+    ctx.update(rows=rows, default_per_day=settings.QUOTA_PER_DAY, default_total=settings.QUOTA_TOTAL,
+               approval=settings.TEAM_APPROVAL, waiting=sum(not r["approved"] for r in rows))
     return render(request, "organiser/teams.html", ctx, status=status)
 
 
 @organiser_required
 def teams(request):
     return _teams_page(request)
+
+
+@require_POST
+@organiser_required
+def team_approve(request, pk: int):
+    """Approve a team waiting to submit (``approved=1``), or stop it (``approved=0``)."""
+    team = get_object_or_404(Team, pk=pk)
+    approved = request.POST.get("approved", "1") == "1"
+    console.do_approve_team(request.user, team, approved=approved)
+    messages.success(request, f"team {team.name} {'may submit' if approved else 'may not submit until approved'}")
+    return redirect("organiser:teams")
 
 
 @require_POST

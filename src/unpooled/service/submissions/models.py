@@ -26,6 +26,8 @@ class Team(models.Model):
     quota_total = models.PositiveIntegerField(null=True, blank=True,
                                               help_text="accepted submissions in all (empty: site default)")
     invite_code = models.CharField(max_length=20, default=_invite_code, help_text="lets a new user join the team")
+    approved = models.BooleanField(default=True, help_text="may submit; a team made by sign-up waits for an "
+                                   "organiser's approval while UNPOOLED_TEAM_APPROVAL is on")
     created = models.DateTimeField(auto_now_add=True)
 
     def __str__(self) -> str:

@@ -53,7 +53,11 @@ def quota(team: Team, *, now=None) -> Quota:
 
 
 def check_quota(team: Team, *, now=None) -> Quota:
-    """Raise :class:`QuotaError` (HTTP 429) when the team may not submit now."""
+    """Raise :class:`QuotaError` when the team may not submit now: it waits for an organiser's approval (403), or
+    its quota is used up (429)."""
+    if not team.approved:
+        raise QuotaError(f"team {team.name!r} waits for an organiser's approval before it may submit (new teams are "
+                         "approved on the organisers' Teams page)", code="team_not_approved", status=403)
     q = quota(team, now=now)
     if q.left_total == 0:
         raise QuotaError(f"quota: team {team.name!r} has used all {q.total} submissions it may make",
