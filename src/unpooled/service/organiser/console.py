@@ -364,6 +364,27 @@ def _relation_groups_error(corpus: Corpus, v: dict) -> str | None:
     return None
 
 
+def _check_money(v: dict, backend, need, num) -> None:
+    """:func:`check_settings`' rules on rewards and budgets (``need`` and ``num`` are its own)."""
+    for f in ("reward_verify_cents", "reward_entities_cents", "reward_relations_cents", "reward_clusters_cents"):
+        r = num(f)
+        need(f, r is not None and r >= 0, f"expected a non-negative number of cents, got {v.get(f)!r}")
+        if backend == Backend.MTURK:
+            need(f, r is not None and r >= 1, "Mechanical Turk pays at least 1 cent per assignment")
+    for f in ("budget_cents", "submission_budget_cents"):
+        b = v.get(f)
+        need(f, b is None or (num(f) is not None and b >= 0), f"expected a non-negative number of cents or nothing "
+                                                              f"(no cap), got {b!r}")
+    # Mechanical Turk spends real money: a corpus open to it has a ceiling (security review N7: teams are cheap to
+    # make, so a per-team quota alone bounds nothing)
+    need("budget_cents", backend != Backend.MTURK or num("budget_cents") is not None,
+         "Mechanical Turk spends money: give the corpus a budget (cents) before choosing it")
+    if num("budget_cents") is not None and num("submission_budget_cents") is not None:
+        need("submission_budget_cents", v["submission_budget_cents"] <= v["budget_cents"],
+             f"{v['submission_budget_cents']} cents per submission exceeds the corpus budget of "
+             f"{v['budget_cents']} cents")
+
+
 def check_settings(corpus: Corpus, values: dict) -> dict:
     """Validate new annotation settings for ``corpus``; returns them normalised.
 
@@ -400,23 +421,7 @@ def check_settings(corpus: Corpus, values: dict) -> dict:
     lease = num("lease_seconds")
     need("lease_seconds", lease is not None and lease >= MIN_LEASE_SECONDS,
          f"expected at least {MIN_LEASE_SECONDS} seconds, got {v.get('lease_seconds')!r}")
-    for f in ("reward_verify_cents", "reward_entities_cents", "reward_relations_cents", "reward_clusters_cents"):
-        r = num(f)
-        need(f, r is not None and r >= 0, f"expected a non-negative number of cents, got {v.get(f)!r}")
-        if backend == Backend.MTURK:
-            need(f, r is not None and r >= 1, "Mechanical Turk pays at least 1 cent per assignment")
-    for f in ("budget_cents", "submission_budget_cents"):
-        b = v.get(f)
-        need(f, b is None or (num(f) is not None and b >= 0), f"expected a non-negative number of cents or nothing "
-                                                              f"(no cap), got {b!r}")
-    # Mechanical Turk spends real money: a corpus open to it has a ceiling (security review N7: teams are cheap to
-    # make, so a per-team quota alone bounds nothing)
-    need("budget_cents", backend != Backend.MTURK or num("budget_cents") is not None,
-         "Mechanical Turk spends money: give the corpus a budget (cents) before choosing it")
-    if num("budget_cents") is not None and num("submission_budget_cents") is not None:
-        need("submission_budget_cents", v["submission_budget_cents"] <= v["budget_cents"],
-             f"{v['submission_budget_cents']} cents per submission exceeds the corpus budget of "
-             f"{v['budget_cents']} cents")
+    _check_money(v, backend, need, num)
     share = num("control_share")
     need("control_share", share is not None and 0 <= share < 1,
          f"expected a share in [0, 1), got {v.get('control_share')!r}")
