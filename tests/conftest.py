@@ -44,7 +44,7 @@ def _own_upload_dir(request, tmp_path_factory):
 @pytest.fixture(scope="session", autouse=True)
 def _own_wait_slots(tmp_path_factory):
     """Each test process has its own ``?wait=`` slots: the machine's are shared by every process, and a test that
-    holds one (tests/service/test_security_uploads.py) made another process's upload answer without waiting."""
+    holds one (tests/security/test_security_uploads.py) made another process's upload answer without waiting."""
     from django.conf import settings
 
     old = settings.UPLOAD_WAIT_DIR

@@ -1,7 +1,7 @@
 """The MTurk signed link in hostile hands (security review 2026-11-26, N4): anyone who previewed a HIT holds its
 link.  Made-up workers do not fill the HIT, do not take in-house annotators' slots, cannot lock a real worker out,
 leave no rows for ever, and the link takes nobody once the HIT has ended.  Amazon's API through botocore's Stubber
-(tests/service/test_crowd_integrity.py has the fixtures)."""
+(test_crowd_integrity.py has the fixtures)."""
 
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ from unpooled.service.annotation.hits import LIVE_LEASES_PER_ASSIGNMENT
 from unpooled.service.annotation.models import Annotator, Answer, Assignment, Hit, Kind, Task
 from unpooled.service.crowd.mturk_sync import collect
 
-from ..service.test_crowd_integrity import HOLDS, NONE, _answer_xml, _entry
+from .test_crowd_integrity import HOLDS, NONE, _answer_xml, _entry
 
 pytestmark = pytest.mark.django_db
 

@@ -13,7 +13,7 @@ from unpooled.service.accounts.actions import MAX_TOKENS_PER_TEAM, AccountError,
 from unpooled.service.accounts.models import ApiToken
 from unpooled.service.submissions.models import Team
 
-from .test_api import corpus, people  # noqa: F401 - fixtures
+from ..service.test_api import corpus, people  # noqa: F401 - fixtures
 
 pytestmark = pytest.mark.django_db
 
@@ -65,7 +65,7 @@ def test_uploads_from_one_address_are_limited_per_day_whatever_the_team(corpus, 
     uploads accepted or waiting in a day, across teams; another address is not affected."""
     import io
 
-    from .test_api import auth, is_error, kb_text
+    from ..service.test_api import auth, is_error, kb_text
 
     def upload(team: str, run: str, addr: str):
         return Client().post("/api/submissions", {"corpus": "fixture", "run": run, "format": "tac",
@@ -88,7 +88,7 @@ def test_new_teams_wait_for_an_organisers_approval(corpus, people):
     from unpooled.service.accounts.actions import do_issue_token
     from unpooled.service.organiser import console
 
-    from .test_api import is_error, kb_text
+    from ..service.test_api import is_error, kb_text
 
     assert _sign_up(Client(), 1, "10.9.0.1").status_code == 302
     team = Team.objects.get(name="Team 1")

@@ -22,7 +22,7 @@ from django.test import Client, override_settings
 
 from unpooled.service.config.cache import SafeFileBasedCache
 
-from .test_api import auth, corpus, people, publish, score, subs  # noqa: F401  (fixtures)
+from ..service.test_api import auth, corpus, people, publish, score, subs  # noqa: F401  (fixtures)
 
 
 def _pickle_of_a_missing_class() -> bytes:

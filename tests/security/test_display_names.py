@@ -18,7 +18,7 @@ from unpooled.service.submissions.actions import do_ingest_submission
 from unpooled.service.submissions.models import Submission, Team
 from unpooled.service.submissions.names import hidden_character, looks_like, name_problem, skeleton
 
-from .test_api import auth, corpus, is_error, kb_text, people  # noqa: F401 - fixtures
+from ..service.test_api import auth, corpus, is_error, kb_text, people  # noqa: F401 - fixtures
 
 #: the review's accepted names (N9, N10)
 HOSTILE_TEAMS = ["\u0422eamA", "TeamA\u200b", "\u202eAmaeT", "[human reference]\u200b", "[human r\u0435ference]",

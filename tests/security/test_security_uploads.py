@@ -29,7 +29,7 @@ from unpooled.service.submissions.actions import do_ingest_submission
 from unpooled.service.submissions.models import Submission, UploadAttempt
 
 from ..conftest import scratch
-from .test_api import (  # noqa: F401  (fixtures)
+from ..service.test_api import (  # noqa: F401  (fixtures)
     IMMEDIATE,
     auth,
     bad_kb_text,
