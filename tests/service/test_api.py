@@ -676,3 +676,19 @@ def test_crashed_validation_is_a_500_upload_failed(corpus, people, tmp_path):
     assert err.status == 500 and err.code == "upload_failed" and out["error"] == err.body()
     assert err.message == "validating x.kb failed on the server: builtins.IsADirectoryError; nothing was stored"
     assert Submission.objects.count() == 0
+
+
+def test_a_json_body_must_be_an_object(client, corpus, people, subs):
+    """schemathesis found ``PATCH /api/submissions/{pk}`` with the body ``true`` answered 200 (read as no change):
+    a body that is not a JSON object is a 400 that says what it got."""
+    pk = subs["red_priv"].pk
+    for body, got in (("true", "a boolean"), ("[]", "an array"), ("1", "a number"), ('"x"', "a string"),
+                      ("null", "null")):
+        r = client.patch(f"/api/submissions/{pk}", body, content_type="application/json", **auth(people["red"]))
+        err = is_error(r, 400, "invalid_request")
+        assert f"body: expected a JSON object, got {got}" in err["message"], (body, err)
+    err = is_error(client.patch(f"/api/submissions/{pk}", "{nope", content_type="application/json",
+                                **auth(people["red"])), 400, "invalid_request")
+    assert "body: cannot parse it as JSON" in err["message"]
+    assert client.patch(f"/api/submissions/{pk}", "{}", content_type="application/json",
+                        **auth(people["red"])).status_code == 200

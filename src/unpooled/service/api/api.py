@@ -6,6 +6,7 @@ Mounted at ``/api/`` (``config/urls.py``); the schema is ``/api/openapi.json``, 
 
 from __future__ import annotations
 
+import json
 import logging
 
 from django.core.exceptions import (
@@ -18,6 +19,7 @@ from django.core.exceptions import (
 from django.http import Http404, HttpRequest, HttpResponse, UnreadablePostError
 from django.http.multipartparser import MultiPartParserError
 from ninja import NinjaAPI
+from ninja.parser import Parser
 from ninja.errors import AuthenticationError, HttpError, ValidationError
 
 from unpooled import __version__
@@ -68,6 +70,28 @@ def _error_for_status(status: int, detail: str) -> ApiError:
     return ApiError(code, status=status, message=detail)
 
 
+_JSON_TYPES = {list: "an array", str: "a string", int: "a number", float: "a number", bool: "a boolean",
+               type(None): "null"}
+
+
+class JsonObjects(Parser):
+    """Request bodies are JSON objects.  Ninja takes any JSON value, and a patch whose fields are all optional read
+    ``true`` or ``[]`` as no change (schemathesis: ``PATCH /api/submissions/{pk}`` with the body ``true`` was
+    answered 200).  What is wrong is kept on the request for the error's message (ninja's own says only "Cannot
+    parse request body")."""
+
+    def parse_body(self, request):
+        try:
+            data = json.loads(request.body)
+        except ValueError as exc:
+            request.unpooled_body_error = f"body: cannot parse it as JSON ({exc})"
+            raise
+        if not isinstance(data, dict):
+            request.unpooled_body_error = f"body: expected a JSON object, got {_JSON_TYPES.get(type(data), 'a value')}"
+            raise ValueError(request.unpooled_body_error)
+        return data
+
+
 class UnpooledAPI(NinjaAPI):
     _schemas: dict
 
@@ -95,6 +119,7 @@ api = UnpooledAPI(
     docs_url="/docs",
     openapi_url="/openapi.json",
     urls_namespace="api",
+    parser=JsonObjects(),
 )
 
 
@@ -119,7 +144,8 @@ def _unauthenticated(request, exc):
 
 @api.exception_handler(HttpError)
 def _http_error(request, exc: HttpError):
-    return api.error_response(request, _error_for_status(exc.status_code, str(exc)))
+    return api.error_response(request, _error_for_status(exc.status_code,
+                                                         getattr(request, "unpooled_body_error", None) or str(exc)))
 
 
 @api.exception_handler(Http404)

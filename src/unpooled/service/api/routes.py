@@ -31,6 +31,7 @@ from . import actions, waiting
 from .auth import OPTIONAL, OPTIONAL_EXTRA, REQUIRED, Caller, caller
 from .errors import ApiError, rejection, report_diagnostics
 from .schemas import (
+    DESCRIPTION_RULE,
     CorpusDetailOut,
     CorpusPage,
     DocumentDetailOut,
@@ -403,10 +404,12 @@ def submission_update(request, pk: int, payload: SubmissionPatch):
 
 class UploadIn(Schema):
     corpus: Text = Field(min_length=1, max_length=200, description="the corpus name")
-    run: Text = Field("", max_length=200, description="run name (default: the TAC run id line, else the file name)")
+    run: Text = Field("", max_length=200, description="run name (default: the TAC run id line, else the file name); "
+                                                       "one alphabet, no control, invisible or direction-changing "
+                                                       "character (400 otherwise)")
     format: Literal[("",) + KB_FORMATS] = Field("", description="tac or jsonl; detected when empty")  # type: ignore
     visibility: Visibility = "public"
-    description: Text = Field("", max_length=10_000)
+    description: Text = Field("", max_length=10_000, description=DESCRIPTION_RULE)
     team: Text = Field("", max_length=100, description="organisers only: the team the run is for")
 
 

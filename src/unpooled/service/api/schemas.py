@@ -168,9 +168,15 @@ class SubmissionPage(PageOut):
     items: list[SubmissionOut]
 
 
+#: what a run's description may hold (submissions.names.description_problem), in words: a JSON-schema pattern cannot
+#: name Unicode's categories
+DESCRIPTION_RULE = ("the method in a few lines: line feeds and tabs allowed; no other control, invisible or "
+                    "direction-changing character (400 otherwise)")
+
+
 class SubmissionPatch(Schema):
     visibility: Visibility | None = None
-    description: Text | None = Field(None, max_length=10_000)
+    description: Text | None = Field(None, max_length=10_000, description=DESCRIPTION_RULE)
     link: str | None = Field(None, max_length=LINK_MAX, pattern=LINK_PATTERN,
                              description="the method's paper or code: an http(s) address (printable ASCII, "
                                          "percent-encoded), or '' to remove it")
