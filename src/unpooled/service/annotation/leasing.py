@@ -14,6 +14,7 @@ from datetime import timedelta
 
 import numpy as np
 from django.conf import settings
+from django.core.cache import cache
 from django.db import IntegrityError, transaction
 from django.db.models import Count, Exists, F, OuterRef, Q, Sum
 from django.utils import timezone
@@ -276,14 +277,31 @@ class Progress:
     more: bool = False
 
 
+#: seconds the count of items left for an annotator is kept (:func:`progress`); meanwhile it falls by one with each
+#: item they take, answer or skip, and what others do shows at the next count
+LEFT_SECONDS = 60
+
+
 def progress(annotator: Annotator, kind: str, *, now=None) -> Progress:
     """``done``: the annotator's answers to tasks of ``kind``; ``left``: the items of ``kind`` they could still
-    be given now plus those they hold a live lease of (two counting queries, and the annotator's scope once)."""
+    be given now plus those they hold a live lease of.
+
+    The items they could be given (:func:`count_leasable`, the costliest query of a task page) are counted at most
+    every :data:`LEFT_SECONDS` per annotator and kind; in between, each item the annotator has taken since (leased,
+    answered or skipped: ``seen``) is taken off that count, which is exactly how their own work moves it.  So the
+    count still falls by one after any answer, a control's as an item's (security review N3)."""
     now = now or timezone.now()
     got = Assignment.objects.filter(annotator=annotator, task__kind=kind).aggregate(
         done=Count("id", filter=Q(status=Assignment.Status.SUBMITTED)),
+        seen=Count("id", filter=~Q(status=Assignment.Status.EXPIRED)),
         held=Count("id", filter=Q(status=Assignment.Status.LEASED, expires__gte=now, task__status=Task.Status.OPEN)))
-    n, more = count_leasable(annotator, kind=kind, now=now)
+    key = f"unpooled.left:v1:{annotator.pk}:{kind}"
+    kept = cache.get(key)
+    if kept is not None and kept[2] <= got["seen"]:
+        n, more = max(0, kept[0] - (got["seen"] - kept[2])), kept[1]
+    else:
+        n, more = count_leasable(annotator, kind=kind, now=now)
+        cache.set(key, (n, more, got["seen"]), LEFT_SECONDS)
     return Progress(done=got["done"], left=n + got["held"], more=more)
 
 
