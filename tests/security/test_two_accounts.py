@@ -93,6 +93,7 @@ def test_two_accounts_move_their_teams_precision_less_than_half_its_interval_and
     # blocked, their answers stop counting: the precision is the honest crowd's again (within the run's noise)
     for ann in Annotator.objects.filter(backend=Backend.SIMULATED, external_id__startswith="alt-"):
         actions.block_annotator(ann, reason="answers take TeamA's side")
+    assert "partial_annotator" not in {a.code for a in console.alerts(attacked)}  # dealt with
     after = next(s for s in score_corpus(attacked) if s.submission.team.name == "TeamA")
     print(f"after blocking them: {after.p:.3f} [{after.p_lo:.3f}, {after.p_hi:.3f}]")
     assert abs(after.p - base.p) < half and after.p < hit.p

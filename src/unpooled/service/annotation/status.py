@@ -50,14 +50,34 @@ def verification_agreement(corpus: Corpus | None = None) -> dict:
 
 
 def partial_annotators(corpus: Corpus) -> list[dict]:
-    """The annotators whose verification answers take one team's side, flagged ones only
+    """The annotators (not blocked) whose verification answers take one team's side, flagged ones only
     (:mod:`unpooled.core.annotation.partiality`): who, which team, which way, how often against the others, and the
     rates compared.  A team's items are the instances of its runs (the human reference's aside), private ones
     included: the organiser sees them."""
+    from django.core.cache import cache
+
+    from unpooled.service.submissions.models import Submission
+
+    # the console asks on every page: the answer is kept until an answer or a submission is added (or a block, a
+    # weight changes: counted answers), reading every answer and every team's instances only then
+    a = Answer.objects.filter(task__corpus=corpus, task__kind=Kind.VERIFY, weight__gt=0).aggregate(
+        n=Count("id"), last=Max("id"))
+    b = Submission.objects.filter(corpus=corpus).aggregate(n=Count("id"), last=Max("id"))
+    blocked = Annotator.objects.filter(blocked=True).count()
+    key = f"unpooled.partial:v1:{corpus.pk}:{a['n']}-{a['last']}-{b['n']}-{b['last']}-{blocked}"
+    got = cache.get(key)
+    if got is None:
+        got = _partial_annotators(corpus)
+        cache.set(key, got, 3600)
+    return got
+
+
+def _partial_annotators(corpus: Corpus) -> list[dict]:
     from unpooled.core.annotation.partiality import partiality
     from unpooled.service.submissions.models import RelationInstance
 
-    rows = _verify_answers(corpus)
+    blocked = set(Annotator.objects.filter(blocked=True).values_list("pk", flat=True))
+    rows = [r for r in _verify_answers(corpus) if r[1] not in blocked]  # a blocked annotator is dealt with
     hashes = sorted({h for *_, h in rows})
     teams_of_hash: dict[int, list[int]] = defaultdict(list)
     for i in range(0, len(hashes), 2000):
