@@ -53,7 +53,9 @@ def test_participate_page_has_format_schema_sample_and_three_ways(client, corpus
     assert reverse("web:sample", args=["onb"]) in html
     assert f'{reverse("web:upload")}?corpus=onb' in html
     assert 'curl -H "Authorization: Bearer $UNPOOLED_TOKEN"' in html and "-F corpus=onb" in html
-    assert "/api/submissions?wait=30" in html
+    # the recipe matches the API (UX review #11): the wait the server allows, the field to poll
+    assert "/api/submissions?wait=5" in html and "the server waits at most 5 seconds" in html
+    assert "poll the upload's\n<code>url</code>" in html and "until <code>done</code> is true" in html
     assert "unpooled submit onb-sample.jsonl --corpus onb" in html
     # the example line is a line of the sample file
     first = participate.sample_jsonl(corpus, 1).strip()
