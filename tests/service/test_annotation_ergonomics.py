@@ -264,3 +264,16 @@ def test_items_left_are_counted_up_to_a_bound(setup, monkeypatch):
     assert (p.left, p.more) == (n - 2, True)
     monkeypatch.setattr(leasing, "LEFT_COUNTED", n)
     assert leasing.count_leasable(ann, kind=Kind.VERIFY) == (n, False)
+
+
+def test_an_answer_that_completed_its_item_says_it_cannot_be_undone(client, setup):
+    """UX review #3: with one answer per item (or the last of k), the undo key silently did nothing.  The next page
+    now says the answer was saved and why it can no longer be undone (and the key makes that note flash)."""
+    Task.objects.filter(kind=Kind.VERIFY).update(answers_needed=1)
+    assert client.login(username="ann", password="pw-ann-123")
+    token = _answer(client, HOLDS)
+    assert Assignment.objects.get(token=token).task.status == Task.Status.COMPLETE
+    page = client.get(reverse("annotation:next", args=["verify"]))
+    html = client.get(page["Location"]).content.decode()
+    assert 'id="undo-form"' not in html
+    assert 'id="saved-final"' in html and "it completed its item, so it can no longer be undone" in html

@@ -109,9 +109,13 @@ def _undo_context(request, ann, lease) -> dict:
     out = {"undo_refused": request.session.pop(UNDO_REFUSED, None)}
     token = request.session.get(LAST_ANSWER)
     if token and (lease is None or token != lease.token):
-        if Assignment.objects.filter(token=token, annotator=ann, status=Assignment.Status.SUBMITTED,
-                                     expires__gte=timezone.now(), task__status=Task.Status.OPEN).exists():
+        last = (Assignment.objects.filter(token=token, annotator=ann, status=Assignment.Status.SUBMITTED)
+                .values_list("expires", "task__status").first())
+        if last is not None and last[1] == Task.Status.OPEN and last[0] >= timezone.now():
             out["undo_token"] = token
+        elif last is not None:  # saved, and said so: an undo key that silently did nothing was a bug (UX review #3)
+            out["saved_final"] = ("it completed its item" if last[1] != Task.Status.OPEN
+                                  else "its time to change it has run out")
     return out
 
 

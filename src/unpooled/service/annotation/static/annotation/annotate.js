@@ -27,7 +27,12 @@
   // u (and Backspace on a verification item) undoes the last answer, while the server still allows it; not on the
   // clustering page, where u is a group's letter (its Undo button still works)
   const undoForm = document.getElementById("undo-form");
-  const undo = () => { if (undoForm) { undoForm.requestSubmit(); return true; } return false; };
+  const savedFinal = document.getElementById("saved-final");
+  const undo = () => {
+    if (undoForm) { undoForm.requestSubmit(); return true; }
+    if (savedFinal) { savedFinal.classList.remove("flash"); void savedFinal.offsetWidth; savedFinal.classList.add("flash"); }
+    return false;  // nothing to undo: the note says why (it flashes)
+  };
   let picking = false;  // the entity task's group picker is open: it has the keys
   document.addEventListener("keydown", (e) => {
     if (typing(e) || picking || e.ctrlKey || e.metaKey || e.altKey) return;
