@@ -480,3 +480,31 @@ def test_time_per_answer(page, live_server, world):
     walls = [r[2] for r in rows]
     print(f"\ntime per verification answer ({len(rows)} answers, keyboard, live server, headless Chromium):\n  "
           + "\n  ".join(lines) + f"\n  median {statistics.median(walls):.1f} ms per answer (machine time only: no reading)")
+
+
+def test_entity_marks_survive_leaving_the_page(page, live_server, world):
+    """UX review #2: the entity task lost every mark when the annotator left the page.  Now leaving with marks asks
+    first, and coming back to the task restores them from this browser's draft; a submitted answer leaves none."""
+    task = request_entities(world)
+    login(page, live_server.url)
+    page.goto(f"{live_server.url}/annotate/next/entities/")
+    page.wait_for_selector("#task[data-kind=entities]")
+    url = page.url
+    key = legend_keys(page)
+    page.keyboard.press("Shift+ArrowRight")
+    page.keyboard.press("Shift+ArrowRight")
+    page.keyboard.press(key["MISC"])    # "Mess of Blues"
+    assert page.inner_text("#summary").startswith("1 mention")
+    asked = []
+    page.on("dialog", lambda d: (asked.append(d.type), d.accept()))
+    page.goto(f"{live_server.url}/annotate/")   # away (the browser asks first: beforeunload)
+    page.goto(url)
+    page.wait_for_selector("#task[data-kind=entities]")
+    assert page.inner_text("#summary").startswith("1 mention")
+    assert "Restored 1 mark(s)" in page.inner_text("#ent-status")
+    with page.expect_navigation():
+        page.keyboard.press("Enter")
+    ans = Answer.objects.get(task=task)
+    assert [(task.document.text[m["start"]:m["end"]], m["type"]) for m in ans.value["mentions"]] == [("Mess of Blues", "MISC")]
+    assert page.evaluate("() => Object.keys(localStorage).filter(k => k.startsWith('unpooled-draft:')).length") == 0
+    assert asked == ["beforeunload"]  # leaving with marks asked first

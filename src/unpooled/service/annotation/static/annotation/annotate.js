@@ -90,6 +90,7 @@
     const picker = document.getElementById("group-picker");
     let cursor = 0, anchor = 0;
     let mentions = []; // {a, b (token indices, inclusive), type, cluster, link}
+    let saveDraft = () => {};  // set below, once the answer can be composed
     let nextCluster = 1;
     let lastMade = null;   // the mention just marked: g acts on it when the cursor is on no mention
     let choices = [], chosen = 0, target = null;
@@ -115,6 +116,7 @@
       summary.textContent = mentions.length + " mention" + (mentions.length === 1 ? "" : "s") + " in " +
         new Set(mentions.map((m) => m.cluster)).size + " group(s). Selected: " + toks.slice(a, b + 1).map((t) => t.textContent).join(" ");
       if (toks.length) toks[cursor].scrollIntoView({ block: "nearest" });
+      saveDraft();
     }
     function mark(type) {
       if (!toks.length) return;
@@ -220,18 +222,40 @@
         e.preventDefault();
       } else if (e.key === "Enter") { e.preventDefault(); form.requestSubmit(); }
     });
+    const answer = () => ({ mentions: mentions.map((m) => ({ start: Number(toks[m.a].dataset.s), end: Number(toks[m.b].dataset.e),
+                                                              type: m.type, cluster: m.cluster, link: m.link || "" })) });
+    // minutes of marks are not lost when the page is left (UX review #2): a draft per lease in this browser, restored
+    // on the next visit (the server's copy of a refused or withdrawn answer comes first), and a warning on leaving
+    const draftKey = "unpooled-draft:" + location.pathname;
+    const store = (() => { try { return window.localStorage; } catch (err) { return null; } })();
+    let leaving = false;
+    saveDraft = () => {
+      if (!store) return;
+      try { if (mentions.length) store.setItem(draftKey, JSON.stringify(answer())); else store.removeItem(draftKey); }
+      catch (err) { /* storage full or refused: the warning on leaving still holds */ }
+    };
+    const dropDraft = () => { leaving = true; try { if (store) store.removeItem(draftKey); } catch (err) { /* nothing kept */ } };
+    window.addEventListener("beforeunload", (e) => { if (!leaving && mentions.length) { e.preventDefault(); e.returnValue = ""; } });
+    const skipForm = document.querySelector("form.skip");
+    if (skipForm) skipForm.addEventListener("submit", dropDraft);
     form.addEventListener("submit", (e) => {
       e.preventDefault();
-      submit({ mentions: mentions.map((m) => ({ start: Number(toks[m.a].dataset.s), end: Number(toks[m.b].dataset.e),
-                                                  type: m.type, cluster: m.cluster, link: m.link || "" })) });
+      const value = answer();
+      dropDraft();
+      submit(value);
     });
-    if (previous && Array.isArray(previous.mentions)) {
+    let restore = previous, fromDraft = false;
+    if (!restore && store) {
+      try { restore = JSON.parse(store.getItem(draftKey) || "null"); fromDraft = !!restore; } catch (err) { restore = null; }
+    }
+    if (restore && Array.isArray(restore.mentions)) {
       const byStart = new Map(toks.map((t, i) => [Number(t.dataset.s), i]));
       const byEnd = new Map(toks.map((t, i) => [Number(t.dataset.e), i]));
-      previous.mentions.forEach((m) => {
+      restore.mentions.forEach((m) => {
         if (byStart.has(m.start) && byEnd.has(m.end)) mentions.push({ a: byStart.get(m.start), b: byEnd.get(m.end), type: m.type, cluster: m.cluster, link: m.link || "" });
       });
       nextCluster = Math.max(0, ...mentions.map((m) => m.cluster)) + 1;
+      if (fromDraft && mentions.length) say("Restored " + mentions.length + " mark(s) you made here before leaving the page.");
     }
     render();
   }
