@@ -91,6 +91,12 @@ def test_organiser_periods_page(page, live_server):
     page.goto(f"{base}/organiser/periods/?corpus=fixture")
     assert page.locator("#close-period").is_visible() and page.locator("#periods").is_visible()
     _shots(page, "organiser-periods-open")
+    asked = []
+    page.once("dialog", lambda d: (asked.append(d.message), d.dismiss()))  # the first time, think again
+    page.click("#close-period button")
+    assert asked and "uploads to fixture are refused until a new period opens" in asked[0]
+    assert page.locator("#close-period").is_visible()  # still open
+    page.once("dialog", lambda d: d.accept())
     with page.expect_navigation():
         page.click("#close-period button")
     assert "is closed" in page.inner_text("body")

@@ -9,6 +9,7 @@ import zipfile
 
 import pytest
 from django.test import Client
+from django.urls import reverse
 
 from unpooled.service.annotation.models import Label
 from unpooled.service.corpora.actions import ActionError, do_load_corpus
@@ -17,7 +18,7 @@ from unpooled.service.evaluations import periods
 from unpooled.service.evaluations.leaderboard import leaderboard
 from unpooled.service.evaluations.models import Draw, Score, ScoreSnapshot
 from unpooled.service.submissions.actions import do_ingest_submission
-from unpooled.service.submissions.models import Submission
+from unpooled.service.submissions.models import Submission, UploadAttempt
 
 from ..conftest import FIXTURES, load_redocred_subset, scratch
 from .test_api import auth, is_error, kb_text, people, publish, score  # noqa: F401 - fixtures
@@ -62,6 +63,17 @@ def test_a_submission_belongs_to_the_period_open_at_upload_and_uploads_between_p
                                        "file": io.BytesIO(kb_text("late").encode())}, **auth(people["red"]))
     body = is_error(resp, 409, "period_closed")
     assert "evaluation period 1 closed" in body["message"]
+    # the upload page says so before anyone uploads, and its form refuses at once (UX review #9: the refusal came
+    # after the upload, and nothing said the corpus was closed)
+    web = Client()
+    web.force_login(people["alice"])
+    form_page = web.get(reverse("web:upload")).content.decode()
+    assert 'id="closed-corpora"' in form_page and "fixture" in form_page.split('id="closed-corpora"')[1][:200]
+    attempts = UploadAttempt.objects.count()
+    r = web.post(reverse("web:upload"), {"corpus": "fixture", "run": "late", "format": "tac", "visibility": "public",
+                                         "file": io.BytesIO(kb_text("late").encode())})
+    assert "takes no submissions now" in r.content.decode()
+    assert UploadAttempt.objects.count() == attempts  # nothing stored, nothing queued
     p2 = periods.do_open_period(olga, corpus, follows=p1)
     assert p2.number == 2 and ingest("red", "r2").period == p2
 

@@ -213,7 +213,9 @@ def periods(request):
         from unpooled.service.evaluations import reference
 
         ref = reference.reference_of(corpus)
-        ctx.update(rows=periods_mod.period_rows(corpus), current=periods_mod.open_period(corpus),
+        rows = periods_mod.period_rows(corpus)
+        ctx.update(rows=rows, current=periods_mod.open_period(corpus),
+                   current_submissions=sum(r["submissions"] for r in rows if r["open"]),
                    uses_periods=corpus.periods.exists(), alerts=console.alerts(corpus), reference=ref,
                    reference_score=ref.scores.order_by("-id").first() if ref is not None else None)
     return render(request, "organiser/periods.html", ctx)

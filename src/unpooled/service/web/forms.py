@@ -17,6 +17,18 @@ class UploadForm(forms.Form):
     description = forms.CharField(widget=forms.Textarea(attrs={"rows": 2, "cols": 60}), required=False)
     file = forms.FileField(help_text="plain or gzip-compressed")
 
+    def clean_corpus(self):
+        """A corpus whose evaluation period closed takes no submission: said at once, before the file is stored and
+        validated (UX review #9: the refusal came after the upload)."""
+        from unpooled.service.corpora.periods import PeriodError, period_for_upload
+
+        corpus = self.cleaned_data["corpus"]
+        try:
+            period_for_upload(corpus)
+        except PeriodError as exc:
+            raise forms.ValidationError(str(exc)) from None
+        return corpus
+
     def clean_run(self):
         from unpooled.service.submissions.names import name_problem
 

@@ -82,7 +82,11 @@ def upload(request):
                                 status=400 if status == 200 else status)
     else:
         form = UploadForm(initial={"corpus": initial_corpus(request, team)})
-    return render(request, "web/upload.html", {"form": form, "organiser": organiser, "team": team}, status=status)
+    # corpora whose evaluation period closed, said before anyone uploads to them (UX review #9)
+    closed = list(Corpus.objects.filter(periods__isnull=False).exclude(periods__closed__isnull=True)
+                  .distinct().order_by("name").values_list("name", flat=True))
+    return render(request, "web/upload.html", {"form": form, "organiser": organiser, "team": team, "closed": closed},
+                  status=status)
 
 
 LAST_CORPUS = "unpooled.last-corpus"  # session: the corpus of this browser's last upload
