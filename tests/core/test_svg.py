@@ -128,3 +128,27 @@ def test_pr_chart_crosses_truth_and_checks():
         pr_chart(["a"], [0.1], [0.0], [0.2], [0.5], [0.4], [0.6], truth_x=[0.1])
     with pytest.raises(InvalidInputError, match="y_low: expected 1 values, got 2"):
         pr_chart(["a"], [0.1], [0.0], [0.2], [0.5], [0.4, 0.1], [0.6])
+
+
+def test_pr_chart_zooms_to_the_rates_and_keeps_numbers_apart():
+    """UX review #7: recalls of 0.01-0.055 sat within 10 px of the axis of a fixed [0, 1] scale and the numbers "3"
+    and "4" collided.  The recall axis now ends at a round tick just past the largest value, the precision axis at
+    1, and no two numbers are written within 11 px of each other (in both directions)."""
+    import re
+
+    import numpy as np
+
+    from unpooled.core.plots.svg import unit_range, pr_chart
+
+    r = [0.055, 0.010, 0.021, 0.022, 0.030]
+    p = [0.62, 0.70, 0.55, 0.56, 0.90]
+    svg = pr_chart([f"s{i}" for i in range(5)], r, [x - 0.005 for x in r], [x + 0.005 for x in r],
+                   p, [y - 0.05 for y in p], [y + 0.05 for y in p])
+    assert unit_range([np.array(r) - 0.005, np.array(r) + 0.005]) == (0.0, 0.06)
+    assert unit_range([np.array(p) - 0.05, np.array(p) + 0.05]) == (0.5, 1.0)
+    assert unit_range([np.array([0.3, 0.9])]) == (0.0, 1.0)  # spread over most of [0, 1]: all of it
+    assert unit_range([np.array([np.nan])]) == (0.0, 1.0)
+    nums = [(float(x), float(y)) for x, y, t in re.findall(
+        r'<text x="([\d.]+)" y="([\d.]+)"[^>]*font-size="10"[^>]*>(\d+)</text>', svg)]
+    assert len(nums) == 5, svg[:500]
+    assert all(abs(a[0] - b[0]) >= 11 or abs(a[1] - b[1]) >= 11 for i, a in enumerate(nums) for b in nums[i + 1:])

@@ -499,14 +499,48 @@ def scatter(x, y, *, labels: Sequence[str] | None = None, title: str = "", xlabe
     return str(doc)
 
 
+def unit_range(arrays) -> tuple[float, float]:
+    """The part of [0, 1] an axis of rates shows: every finite value of ``arrays`` (``None`` skipped), its ends on
+    round ticks, from 0 when the values start within two ticks of it; recalls of 0.01-0.05 then fill the axis
+    instead of sitting in one corner of [0, 1] (UX review #7)."""
+    vals = [np.asarray(a, dtype=float).ravel() for a in arrays if a is not None]
+    v = np.concatenate(vals) if vals else np.zeros(0)
+    v = np.clip(v[np.isfinite(v)], 0.0, 1.0)
+    if len(v) == 0:
+        return 0.0, 1.0
+    lo, hi = float(v.min()), float(v.max())
+    ticks = nice_ticks(lo, hi, 5) if hi > lo else []
+    step = ticks[1] - ticks[0] if len(ticks) > 1 else 0.1
+    lo, hi = round(math.floor(lo / step + 1e-9) * step, 12), round(math.ceil(hi / step - 1e-9) * step, 12)
+    if lo < 2 * step:
+        lo = 0.0
+    lo, hi = max(0.0, lo), min(1.0, hi)
+    return (lo, hi) if hi > lo else (max(0.0, lo - step), min(1.0, lo + step))
+
+
+#: where an item's number may go beside its point (pixels right and down of it), in order of preference
+_LABEL_SPOTS = ((6, -6), (6, 12), (-14, -6), (-14, 12), (6, -18), (6, 24), (-14, -18), (-14, 24))
+
+
+def _free_spot(px: float, py: float, placed: list[tuple[float, float]], gap: float = 11.0) -> tuple[float, float]:
+    """The first of :data:`_LABEL_SPOTS` around ``(px, py)`` that keeps ``gap`` pixels from every number ``placed``
+    (the first spot when none does)."""
+    for dx, dy in _LABEL_SPOTS:
+        x, y = px + dx, py + dy
+        if all(abs(x - a) >= gap or abs(y - b) >= gap for a, b in placed):
+            return x, y
+    return px + _LABEL_SPOTS[0][0], py + _LABEL_SPOTS[0][1]
+
+
 def pr_chart(labels: Sequence[str], x, x_low, x_high, y, y_low, y_high, *, truth_x=None, truth_y=None,
              title: str = "", xlabel: str = "recall", ylabel: str = "precision", truth_label: str = "truth",
              width: int = 480, height: int = 440) -> str:
     r"""One cross per item: the point ``(x_i, y_i)`` with its interval on each axis (e.g. recall, precision).
 
-    Both axes run over [0, 1].  Each item gets its own colour (cycling through :data:`PALETTE`) and a number
-    beside its point, keyed in the legend below the plot; an optional second point per item (``truth_x``,
-    ``truth_y``) is an open diamond in the item's colour, joined to its estimate by a thin line.
+    Each axis shows the part of [0, 1] the values need (:func:`unit_range`).  Each item gets its own colour
+    (cycling through :data:`PALETTE`) and a number beside its point, clear of the numbers before it, keyed in the
+    legend below the plot; an optional second point per item (``truth_x``, ``truth_y``) is an open diamond in the
+    item's colour, joined to its estimate by a thin line.
 
     Parameters
     ----------
@@ -540,14 +574,15 @@ def pr_chart(labels: Sequence[str], x, x_low, x_high, y, y_low, y_high, *, truth
     if title:
         doc.text(width / 2, 22, title, size=14, weight="bold")
     left, right, top, bottom = 64, 20, 40, 52
-    sx = _Scale(0.0, 1.0, left, width - right)
-    sy = _Scale(0.0, 1.0, height - bottom, top)
+    sx = _Scale(*unit_range([xs, xl, xh, tx]), left, width - right)
+    sy = _Scale(*unit_range([ys, yl, yh, ty]), height - bottom, top)
     _axis(doc, sx, horizontal=True, at=height - bottom, span=(top, height - bottom), label=xlabel)
     _axis(doc, sy, horizontal=False, at=left, span=(left, width - right), label=ylabel)
 
     def fin(*v):
         return all(math.isfinite(float(a)) for a in v)
 
+    placed: list[tuple[float, float]] = []  # the item numbers written so far: the next one goes where they are not
     doc.add('<g class="items">')
     for i, name in enumerate(labels):
         colour = PALETTE[i % len(PALETTE)]
@@ -565,7 +600,9 @@ def pr_chart(labels: Sequence[str], x, x_low, x_high, y, y_low, y_high, *, truth
         if fin(yl[i], yh[i]):
             doc.line(px, sy(yl[i]), px, sy(yh[i]), stroke=colour, width=1.8, tip=tip)
         doc.circle(px, py, 3.5, fill=colour, tip=tip)
-        doc.text(px + 6, py - 6, str(i + 1), anchor="start", size=10, fill=colour)
+        lx, ly = _free_spot(px, py, placed)
+        placed.append((lx, ly))
+        doc.text(lx, ly, str(i + 1), anchor="start", size=10, fill=colour)
     doc.add("</g>")
     doc.add('<g class="legend">')
     y0 = height + 4
@@ -583,7 +620,7 @@ def pr_chart(labels: Sequence[str], x, x_low, x_high, y, y_low, y_high, *, truth
     return str(doc)
 
 
-__all__ = ["PALETTE", "interval_chart", "line_chart", "nice_ticks", "pr_chart", "scatter"]
+__all__ = ["PALETTE", "interval_chart", "line_chart", "nice_ticks", "pr_chart", "scatter", "unit_range"]
 
 
 def bar_chart(categories: Sequence[str], series: Mapping[str, object], *, title: str = "", xlabel: str = "",

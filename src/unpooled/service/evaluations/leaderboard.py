@@ -28,7 +28,7 @@ import numpy as np
 from django.core.cache import cache
 from django.db.models import Max
 
-from unpooled.core.plots.svg import interval_chart
+from unpooled.core.plots.svg import interval_chart, pr_chart, unit_range
 from unpooled.core.ranking import competition_ranks
 from unpooled.service.corpora.models import Corpus
 
@@ -170,7 +170,6 @@ def csv_rows(board: dict) -> list[list]:
 
 def _charts(rows: list[dict], level: str) -> tuple[str, str]:
     """The F1 interval chart and the precision-recall chart (truth markers where a gold layer gives them)."""
-    from unpooled.core.plots.svg import pr_chart
 
     names = [r["name"] for r in rows]
     truth = [r["truth"] or {} for r in rows]
@@ -190,7 +189,10 @@ def _charts(rows: list[dict], level: str) -> tuple[str, str]:
     f1 = interval_chart(labels, col("f1"),
                         col("f1_lo"), col("f1_hi"), truth=tcol("f1") if has_truth else None,
                         title=f"F1, 90% intervals ({level} level)", value_label="F1", series_label="F1",
-                        truth_label="truth (gold layer)", value_range=(0.0, 1.0), width=520)
+                        truth_label="truth (gold layer)", width=520,
+                        value_range=unit_range([np.array([np.nan if v is None else float(v) for v in col(c)])
+                                                for c in ("f1", "f1_lo", "f1_hi")]
+                                               + ([np.array(tcol("f1"), dtype=float)] if has_truth else [])))
     pr = pr_chart(names, col("r"), col("r_lo"), col("r_hi"), col("p"), col("p_lo"), col("p_hi"),
                   truth_x=tcol("r") if has_truth else None, truth_y=tcol("p") if has_truth else None,
                   title=f"Precision and recall, 90% intervals ({level} level)", width=520, height=440)
