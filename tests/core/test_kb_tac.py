@@ -276,3 +276,17 @@ def test_reference_crashes_are_clear_errors_here(corpus, schema):
     assert [d.code for d in rep.errors] == ["UP207"]
     first_type = lines().index(":Paul_Simon\ttype\tPER") + 1
     assert f"PER on line {first_type}" in rep.errors[0].message  # names the line of the first type
+
+
+def test_unknown_predicate_suggests_relations_by_meaning():
+    """UX review #12: 'spouse' in a schema of Wikidata codes got no suggestion; now "did you mean P26 (spouse)?",
+    and with nothing close, where the relations are listed (the Schema page), not only the command line."""
+    from unpooled.core.kb.builder import KBBuilder
+    from unpooled.core.schema import load_schema
+
+    docred = load_schema("docred")
+    b = KBBuilder.__new__(KBBuilder)
+    b.schema = docred
+    assert b._predicate_help("spouse") == "did you mean P26 (spouse)?"
+    assert "P26 (spouse)" in b._predicate_help("Spouse")
+    assert "Schema page" in b._predicate_help("zzz-nothing-like-it")

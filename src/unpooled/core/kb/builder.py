@@ -212,13 +212,27 @@ class KBBuilder:
     def predicate_ok(self, predicate: str, line: int, *, text: str = "", col: Col = 0) -> bool:
         if self.schema.resolve(predicate) is not None:
             return True
-        close = difflib.get_close_matches(predicate, list(self.schema.relations), n=3)
         self.err(
             line, "UP204", f"unknown predicate {predicate!r} in schema {self.schema.name}",
-            field="predicate", text=text, col=col,
-            help=(f"did you mean {', '.join(close)}?" if close else f"see `unpooled schema show {self.schema.name}`"),
+            field="predicate", text=text, col=col, help=self._predicate_help(predicate),
         )
         return False
+
+    def _predicate_help(self, predicate: str) -> str:
+        """"did you mean" the relations whose name, or whose description, is close to ``predicate`` ('spouse' ->
+        P26 (spouse): a schema of codes is searched by meaning too), else where the relations are listed."""
+        rels = self.schema.relations
+        close = difflib.get_close_matches(predicate, list(rels), n=3)
+        if not close:
+            said = predicate.strip().lower().replace("_", " ")
+            by_meaning = {r.description.lower(): name for name, r in rels.items() if r.description}
+            close = [by_meaning[d] for d in difflib.get_close_matches(said, list(by_meaning), n=3, cutoff=0.75)]
+            close += [n for d, n in by_meaning.items() if said and said in d.split(" ") and n not in close][:3 - len(close)]
+        if close:
+            named = [f"{n} ({rels[n].description})" if rels[n].description else n for n in close]
+            return f"did you mean {', '.join(named)}?"
+        return (f"the relations of schema {self.schema.name} are listed on the corpus's Schema page "
+                f"(or `unpooled schema show {self.schema.name}`)")
 
     def add_relation(self, rel: PendingRelation) -> None:
         self.pending.append(rel)
