@@ -290,3 +290,18 @@ def test_unknown_predicate_suggests_relations_by_meaning():
     assert b._predicate_help("spouse") == "did you mean P26 (spouse)?"
     assert "P26 (spouse)" in b._predicate_help("Spouse")
     assert "Schema page" in b._predicate_help("zzz-nothing-like-it")
+
+
+def test_a_jsonl_field_error_points_at_the_field_and_shows_it(corpus, schema):
+    """UX review #12: UP107 said column 0, and the excerpt (a line's first ~120 characters) hid a fault further on.
+    Now the column is the field's key, and the excerpt is a window around it."""
+    import json
+
+    doc = "NYT_ENG_20130910.0002"
+    line = json.dumps({"doc": doc, "predicate": "per:spouse", "note": "x" * 300,
+                       "subject": {"start": 0, "end": 5, "entity": "a"},
+                       "object": {"start": "nine", "end": 12, "entity": "b"}})
+    _, rep = read_jsonl(io.BytesIO((line + "\n").encode()), corpus, schema, path="kb.jsonl")
+    d = [d for d in rep.diagnostics if d.code == "UP107"][0]
+    assert d.field == "object.start" and d.col == line.index('"start": "nine"') + 1
+    assert '"start": "nine"' in d.text and d.text.startswith("\u2026")

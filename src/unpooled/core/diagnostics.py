@@ -102,10 +102,17 @@ class Diagnostic:
         return out
 
 
-def excerpt(text: str, limit: int = 120) -> str:
-    """The offending text, shortened to ``limit`` characters for a report."""
+def excerpt(text: str, limit: int = 120, col: int = 0) -> str:
+    """The offending text, shortened to ``limit`` characters for a report: its start, or, when the fault is at
+    column ``col`` (1-based) beyond that, a window around it (UX review #12: a line's first 110 characters never
+    showed an ``"end": 999999`` further on)."""
     text = text.rstrip("\r\n")
-    return text if len(text) <= limit else text[: limit - 1] + "\u2026"
+    if len(text) <= limit:
+        return text
+    if col > limit - 20:
+        start = max(0, min(col - 1 - limit // 2, len(text) - (limit - 2)))
+        return "\u2026" + text[start:start + limit - 2] + ("\u2026" if start + limit - 2 < len(text) else "")
+    return text[: limit - 1] + "\u2026"
 
 
 @dataclass
@@ -140,7 +147,7 @@ class Report:
         self.code_counts[code] += 1
         if self.code_counts[code] <= self.max_per_code:
             self.diagnostics.append(
-                Diagnostic(self.path, line, code, message, sev, col, field, excerpt(text) if text else "", help)
+                Diagnostic(self.path, line, code, message, sev, col, field, excerpt(text, col=col) if text else "", help)
             )
 
     def extend(self, diags: Iterable[Diagnostic]) -> None:

@@ -60,6 +60,18 @@ def _int(v) -> bool:
     return isinstance(v, int) and not isinstance(v, bool)
 
 
+def field_column(line: str, fld: str) -> int:
+    """The 1-based column of field ``fld`` (``"subject.end"``: the key ``"end"`` after the key ``"subject"``) in a
+    JSON ``line``, or 0 when a key is not found: a diagnostic points at the field, not at the line's start."""
+    pos, col = 0, 0
+    for part in fld.split("."):
+        at = line.find(f'"{part}"', pos)
+        if at < 0:
+            break
+        pos, col = at + 1, at + 1
+    return col
+
+
 def _read_line(b: KBBuilder, lineno: int, line: str) -> None:
     rep = b.report
     try:
@@ -72,7 +84,7 @@ def _read_line(b: KBBuilder, lineno: int, line: str) -> None:
         return
 
     def bad(fld: str, msg: str, code: str = "UP107") -> None:
-        rep.add(lineno, code, msg, field=fld, text=line)
+        rep.add(lineno, code, msg, field=fld, text=line, col=field_column(line, fld))
 
     doc = obj.get("doc")
     if not isinstance(doc, str) or not doc:
