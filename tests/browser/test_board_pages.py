@@ -148,7 +148,7 @@ def test_board_pages_in_chromium(page, live_server, board, shots, tmp_path):
     row = page.locator("#upload-history tr[data-state=rejected]")
     assert row.count() == 1 and "bad-run.jsonl" in row.inner_text()
     row.locator("summary").click()
-    assert "bad-run.jsonl:1: UP107 'subject' needs 'entity'" in row.inner_text()
+    assert "bad-run.jsonl:1:29: UP107 'subject' needs 'entity'" in row.inner_text()  # line 1, column 29: the key
     check_widths(page, f"{base}/submissions/uploads/", "upload_history", shots)
     check_widths(page, f"{base}/submissions/", "submissions", shots)
 
