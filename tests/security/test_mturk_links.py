@@ -112,4 +112,4 @@ def test_publish_records_when_the_link_expires(turk, stubbed):
         "Question": ANY, "RequesterAnnotation": ANY, "UniqueRequestToken": ANY, "QualificationRequirements": ANY})
     assert publish(corpus, backend, "https://unpooled.example", limit=1).created == 1
     hit = Hit.objects.get(task=t)
-    assert abs((hit.expires - expiration).total_seconds() - backend.config.assignment_seconds) < 1
+    assert hit.expires == expiration + timedelta(seconds=backend.config.assignment_seconds)

@@ -604,20 +604,25 @@ def pr_chart(labels: Sequence[str], x, x_low, x_high, y, y_low, y_high, *, truth
         placed.append((lx, ly))
         doc.text(lx, ly, str(i + 1), anchor="start", size=10, fill=colour)
     doc.add("</g>")
+    _numbered_legend(doc, labels, left, height + 4, truth_label if tx is not None else None)
+    return str(doc)
+
+
+def _numbered_legend(doc: _Doc, labels: Sequence[str], left: float, y0: float, truth_label: str | None) -> None:
+    """One line per item below a plot, its colour and number (as beside its point) and its name; then, with
+    ``truth_label``, the open diamond of the second points."""
     doc.add('<g class="legend">')
-    y0 = height + 4
     for i, name in enumerate(labels):
         colour = PALETTE[i % len(PALETTE)]
         doc.add(f'<circle cx="{_num(left + 4)}" cy="{_num(y0 + 16 * i - 4)}" r="4" fill="{colour}"/>')
         doc.text(left + 14, y0 + 16 * i, f"{i + 1}  {name}", anchor="start", size=11)
-    if tx is not None:
-        yy = y0 + 16 * n
+    if truth_label is not None:
+        yy = y0 + 16 * len(labels)
         doc.add(f'<polygon points="{_num(left + 4)},{_num(yy - 9)} {_num(left + 9)},{_num(yy - 4)} '
                 f'{_num(left + 4)},{_num(yy + 1)} {_num(left - 1)},{_num(yy - 4)}" fill="none" stroke="#444444" '
                 f'stroke-width="1.5"/>')
         doc.text(left + 14, yy, truth_label, anchor="start", size=11)
     doc.add("</g>")
-    return str(doc)
 
 
 __all__ = ["PALETTE", "interval_chart", "line_chart", "nice_ticks", "pr_chart", "scatter", "unit_range"]

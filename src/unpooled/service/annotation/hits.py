@@ -130,15 +130,19 @@ def lease_for_entry(entry: Entry, *, now=None) -> Assignment:
         raise EntryRefused("this worker is blocked: " + (ann.blocked_reason or "no reason recorded"), 403)
     lease = Assignment.objects.filter(task=entry.task, annotator=ann, external_ref=ref).first() if ann else None
     if lease is not None:
+        changed = []
         if lease.status != Assignment.Status.SUBMITTED and (lease.status != Assignment.Status.LEASED
                                                             or lease.expires < now):
             # the same assignment back after the lease's time (Amazon's assignment may last longer, and Amazon
             # says whether it was submitted in time): renewed
             lease.status, lease.leased = Assignment.Status.LEASED, now
             lease.expires = now + timedelta(seconds=actions.settings_for(entry.task.corpus).lease_seconds)
+            changed += ["status", "leased", "expires"]
         if lease.submit_to != entry.submit_to:
             lease.submit_to = entry.submit_to
-        lease.save(update_fields=["status", "leased", "expires", "submit_to"])
+            changed.append("submit_to")
+        if changed:  # a plain reload writes nothing
+            lease.save(update_fields=changed)
         return lease
     return _new_lease(entry, ann, ref, now)
 

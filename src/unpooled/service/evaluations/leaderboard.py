@@ -178,6 +178,9 @@ def _charts(rows: list[dict], level: str) -> tuple[str, str]:
     def col(attr):
         return [getattr(r["score"], attr) for r in rows]
 
+    def fcol(attr):  # as numbers, a missing value NaN
+        return np.array([math.nan if v is None else float(v) for v in col(attr)])
+
     def tcol(k):
         return [t.get(k) if t.get(k) is not None else math.nan for t in truth]
 
@@ -190,9 +193,8 @@ def _charts(rows: list[dict], level: str) -> tuple[str, str]:
                         col("f1_lo"), col("f1_hi"), truth=tcol("f1") if has_truth else None,
                         title=f"F1, 90% intervals ({level} level)", value_label="F1", series_label="F1",
                         truth_label="truth (gold layer)", width=520,
-                        value_range=unit_range([np.array([np.nan if v is None else float(v) for v in col(c)])
-                                                for c in ("f1", "f1_lo", "f1_hi")]
-                                               + ([np.array(tcol("f1"), dtype=float)] if has_truth else [])))
+                        value_range=unit_range([fcol("f1"), fcol("f1_lo"), fcol("f1_hi")]
+                                               + ([np.array(tcol("f1"))] if has_truth else [])))
     pr = pr_chart(names, col("r"), col("r_lo"), col("r_hi"), col("p"), col("p_lo"), col("p_hi"),
                   truth_x=tcol("r") if has_truth else None, truth_y=tcol("p") if has_truth else None,
                   title=f"Precision and recall, 90% intervals ({level} level)", width=520, height=440)
