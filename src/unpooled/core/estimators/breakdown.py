@@ -528,8 +528,7 @@ def _group_precision_from_votes(d, votes, w, g, ok, coef, q_x, pi_x, D, G, m, n)
                            R[rows, cols])
         var_p = var_p + vp
     if votes.replicates > 1:  # the confusions: the spread of the prevalences refitted under their replicates
-        rho_rep, _ = prevalence(Mg, item_log_lr(votes, U, votes.sens_rep, votes.fpr_rep, items=codes), extend=True,
-                                information=False, start=rho)
+        rho_rep, _ = prevalence(Mg, item_log_lr(votes, U, votes.sens_rep, votes.fpr_rep, items=codes), start=rho)
         var_p = var_p + np.var(np.nan_to_num(rho_rep), axis=0, ddof=1)
     with np.errstate(divide="ignore", invalid="ignore"):
         items_eff = np.nan_to_num(Mg.sum(1) ** 2 / (Mg ** 2).sum(1))

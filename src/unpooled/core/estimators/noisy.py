@@ -257,7 +257,7 @@ PAIRS_AT_ONCE = 1 << 23
 
 
 def prevalence(M, lam, *, tol: float = 1e-10, max_iter: int = 100, groups=None, n_groups: int = 1,
-               extend: bool = False, information: bool = True, start=None) -> tuple[np.ndarray, np.ndarray | None]:
+               information: bool = True, start=None) -> tuple[np.ndarray, np.ndarray | None]:
     r"""The maximiser :math:`\hat\rho \in [0, 1]` of every row's weighted mixture log-likelihood, and :math:`J`.
 
     Parameters
@@ -275,17 +275,17 @@ def prevalence(M, lam, *, tol: float = 1e-10, max_iter: int = 100, groups=None, 
         :math:`\sum_u M_u \kappa(\lambda_u, \hat\rho)^2`, minus the second derivative of the log-likelihood.
 
     With ``groups`` (the group ``0..n_groups-1`` of each item, :mod:`.strata`) every row is fitted in each group
-    separately: ``rho`` and ``J`` are ``(m, n_groups)``.  ``extend``: a row whose maximiser is a bound gets
-    instead one Newton step of its likelihood continued past it, :math:`b + \ell'(b)/J(b)` (outside [0, 1]): the
-    spread of refits under the confusions' replicates (:mod:`.from_votes`) is then not cut off at the bound.
-    ``lam`` of shape ``(R, K)``: every row is fitted under each of ``R`` replicates of the log ratios, ``rho`` and
-    ``J`` get a leading axis ``R``.  ``information=False``: ``J`` is not computed (None), which saves a pass over
-    the pairs (the replicates' refits need only ``rho``).  ``start`` (the shape of one fit's ``rho``, e.g. the fit
-    under the point log ratios for the replicates' refits): where each row's search begins; a row starting inside
-    (0, 1) by :data:`START_MARGIN` is checked against the bounds only if its search ends near one, and its search
-    stops after a Newton step below :math:`\sqrt{tol}` from an iterate whose score contracted (the error left is of
-    the order of the step squared: ``tol``) rather than confirming it by one more step.  The maximiser is the same
-    (to ``tol``); the refits near the point fit take about half the passes over the pairs.
+    separately: ``rho`` and ``J`` are ``(m, n_groups)``.  ``lam`` of shape ``(R, K)``: every row is fitted under
+    each of ``R`` replicates of the log ratios, ``rho`` and ``J`` get a leading axis ``R``.
+    ``information=False``: ``J`` is not computed (None), which saves a pass over the pairs.
+
+    ``start`` (the shape of one fit's ``rho``: the fit under the point log ratios) makes the fit a *refit* near it,
+    as the spread of the refits under the confusions' replicates needs (:mod:`.from_votes`): Newton steps of each
+    row's likelihood from ``start`` (to :data:`REFIT_TOL`) instead of a search to ``tol``,
+    ``J`` None.  A row whose maximiser is a bound gets instead one Newton step of its likelihood continued past
+    it, :math:`b + \ell'(b)/J(b)` (outside [0, 1]): the spread of the refits is then not cut off at the bound, as
+    it would be by a refit clipped there (a point estimate at 1 had refits at 1 and no confusions' variance).
+    Refits near ``start`` take two or three passes over the pairs (the search: about ten).
 
     Notes
     -----
@@ -313,60 +313,86 @@ def prevalence(M, lam, *, tol: float = 1e-10, max_iter: int = 100, groups=None, 
         one = np.zeros(uniq.shape[0], np.int64)
         one[inv] = np.arange(M.shape[0])
         start = np.asarray(start, float).reshape(M.shape[0], G)[one].ravel()
+
+    def fit(rw, ww, parts, size, at):  # one fit of ``size`` rows; ``at``: the refits' starts
+        if at is not None:
+            return _refit_pairs(rw, ww, parts, size, at), None
+        return _prevalence_pairs(rw, ww, parts, size, tol, max_iter, information)
+
     if lam.ndim == 2:  # replicates of the log ratios: every row fitted under each, (R, m[, G])
         Rn = lam.shape[0]
         step = max(1, PAIRS_AT_ONCE // max(len(rows), 1))  # replicates fitted together (each fit is its own rows)
         num, den = _exp_parts(lam)  # once per (replicate, item), gathered for the pairs
-        got = [_prevalence_pairs((np.arange(b - a)[:, None] * n + grows[None, :]).ravel(),
-                                 np.tile(uniq[rows, cols], b - a), (num[a:b, cols].ravel(), den[a:b, cols].ravel()),
-                                 (b - a) * n, tol, max_iter, extend, information,
-                                 None if start is None else np.tile(start, b - a))
+        got = [fit((np.arange(b - a)[:, None] * n + grows[None, :]).ravel(), np.tile(uniq[rows, cols], b - a),
+                   (num[a:b, cols].ravel(), den[a:b, cols].ravel()), (b - a) * n,
+                   None if start is None else np.tile(start, b - a))
                for a, b in ((a, min(Rn, a + step)) for a in range(0, Rn, step))]
         rho = np.concatenate([g[0] for g in got])
-        J = np.concatenate([g[1] for g in got]) if information else None
+        J = np.concatenate([g[1] for g in got]) if information and start is None else None
         shape = (Rn, -1, G) if groups is not None else (Rn, -1)
         return rho.reshape(shape)[:, inv], None if J is None else J.reshape(shape)[:, inv]
     num, den = _exp_parts(lam)
-    rho, J = _prevalence_pairs(grows, uniq[rows, cols], (num[cols], den[cols]), n, tol, max_iter, extend, information,
-                               start)
+    rho, J = fit(grows, uniq[rows, cols], (num[cols], den[cols]), n, start)
     if groups is None:
         return rho[inv], None if J is None else J[inv]
     return rho.reshape(-1, G)[inv], None if J is None else J.reshape(-1, G)[inv]
 
 
-#: a row whose search starts this far inside (0, 1) (:func:`prevalence`'s ``start``) skips the check of the bounds
-#: before it (its root is checked against them only if the search ends near one): two passes over the pairs saved
-START_MARGIN = 1e-3
+#: a refit (:func:`prevalence`'s ``start``) stops after a Newton step smaller than this (its error is then of the
+#: order of the step squared), or after :data:`REFIT_STEPS` steps
+REFIT_TOL, REFIT_STEPS = 1e-3, 8
+
+
+def _pair_sums(parts_of_pairs, r, m: int):
+    r"""Per row of ``m``: :math:`\sum w\kappa` and :math:`\sum w\kappa^2` at ``r`` (per row) over the
+    (row, weight, :func:`_exp_parts`) pairs."""
+    rw, ww, pp = parts_of_pairs
+    k = _kappa_at(pp, r[rw])
+    with np.errstate(invalid="ignore"):
+        wk = ww * k
+        return np.bincount(rw, weights=wk, minlength=m), np.bincount(rw, weights=wk * k, minlength=m)
+
+
+def _refit_pairs(rows: np.ndarray, w: np.ndarray, parts, m: int, start: np.ndarray) -> np.ndarray:
+    """:func:`prevalence`'s refit of ``m`` rows given as pairs: Newton steps from ``start`` (clipped to [0, 1]) until
+    a step is below :data:`REFIT_TOL`.  A step out of [0, 1] goes to the bound; a row at a bound whose step points
+    outwards has its maximiser there, and its refit is the bound plus that step (the likelihood continued)."""
+    live = np.bincount(rows, weights=w, minlength=m) > 0
+    rho = np.where(live, np.clip(np.nan_to_num(start), 0.0, 1.0), np.nan)
+    edge = live & ((rho == 0) | (rho == 1))
+    on = (rows, w, parts)
+    for _ in range(REFIT_STEPS):
+        if not live.any():
+            break
+        on = _pairs_of(live, *on) if not live[on[0]].all() else on
+        g, j = _pair_sums(on, np.nan_to_num(rho), m)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            step = np.where(live & (j > 0), g / np.where(j > 0, j, 1.0), 0.0)
+        new = rho + step
+        outward = edge & (((rho <= 0) & (step < 0)) | ((rho >= 1) & (step > 0)))
+        edge = live & ~outward & ((new < 0) | (new > 1))
+        rho = np.where(live, np.where(edge, np.clip(new, 0.0, 1.0), new), rho)
+        live &= ~outward & (edge | (np.abs(step) > REFIT_TOL))
+    return rho
 
 
 def _prevalence_pairs(rows: np.ndarray, w: np.ndarray, parts: tuple[np.ndarray, np.ndarray], m: int, tol: float,
-                      max_iter: int, extend: bool = False, information: bool = True, start: np.ndarray | None = None):
-    """:func:`prevalence` of ``m`` rows given as (row, weight, :func:`_exp_parts` of the log ratio) pairs;
-    ``start``: per row, where its search begins (NaN: the share of items whose votes lean to yes)."""
+                      max_iter: int, information: bool = True):
+    """:func:`prevalence` of ``m`` rows given as (row, weight, :func:`_exp_parts` of the log ratio) pairs, searched
+    from the share of items whose votes lean to yes."""
     total = np.bincount(rows, weights=w, minlength=m)
     rho = np.full(m, np.nan)
     live = total > 0
 
     def sums(r, on=None):  # per row: sum w kappa and sum w kappa^2 at r (m,); ``on``: those pairs only
-        rw, ww, pp = (rows, w, parts) if on is None else on
-        k = _kappa_at(pp, r[rw])
-        with np.errstate(invalid="ignore"):
-            wk = ww * k
-            return np.bincount(rw, weights=wk, minlength=m), np.bincount(rw, weights=wk * k, minlength=m)
-
-    def at_bounds(check):  # the rows of ``check`` whose maximiser is 0, and those whose is 1
-        on = None if check.all() else _pairs_of(check, rows, w, parts)
-        g0, g1 = sums(np.zeros(m), on)[0], sums(np.ones(m), on)[0]
-        return check & ~(g0 > 0), check & ~(g1 < 0)
+        return _pair_sums((rows, w, parts) if on is None else on, r, m)
 
     if not live.any():
         return rho, np.zeros(m) if information else None
-    with np.errstate(invalid="ignore"):
-        started = np.zeros(m, bool) if start is None else live & (start >= START_MARGIN) & (start <= 1 - START_MARGIN)
-    at0, at1 = at_bounds(live & ~started) if (live & ~started).any() else (np.zeros(m, bool), np.zeros(m, bool))
+    at0, at1 = live & ~(sums(np.zeros(m))[0] > 0), live & ~(sums(np.ones(m))[0] < 0)
     leans_yes = parts[0] > 0  # lambda > 0
     r = np.bincount(rows, weights=w * leans_yes, minlength=m) / np.where(live, total, 1)
-    r = np.clip(np.where(started, start, r) if start is not None else r, 1e-6, 1 - 1e-6)
+    r = np.clip(r, 1e-6, 1 - 1e-6)
     r[at0], r[at1 & ~at0] = 0.0, 1.0
     todo = live & ~(at0 | at1)
     lo, hi = np.zeros(m), np.ones(m)
@@ -392,29 +418,15 @@ def _prevalence_pairs(rows: np.ndarray, w: np.ndarray, parts: tuple[np.ndarray, 
         step = np.abs(new - r)
         done = inside & (step <= tol * np.minimum(new, 1 - new))
         out = ~inside | (np.abs(g) > 0.5 * prev)
-        if start is not None:  # a Newton step of s from a contracting iterate leaves an error of order s^2
-            done |= ~out & (step <= np.sqrt(tol) * np.minimum(new, 1 - new))
         new = np.where(out & ~done, (lo + hi) / 2, new)
         prev = np.where(out, np.inf, np.abs(g))
         done |= hi - lo <= tol
         r = np.where(todo, new, r)
         todo &= ~done
-    late = started & ((r <= 1e-6) | (r >= 1 - 1e-6))  # searched without the check and ended near a bound
-    if late.any():
-        a0, a1 = at_bounds(late)
-        r[a0], r[a1 & ~a0] = 0.0, 1.0
-        at0, at1 = at0 | a0, at1 | (a1 & ~a0)
     rho[live] = r[live]
-    if information:
-        g, J = sums(np.nan_to_num(rho))
-    elif extend:  # the sums at the rows fitted at a bound only
-        g, J = sums(np.nan_to_num(rho), _pairs_of(at0 | at1, rows, w, parts))
-    else:
+    if not information:
         return rho, None
-    if extend:  # past a bound: one Newton step of the likelihood continued beyond [0, 1]
-        edge = (at0 | at1) & (J > 0)
-        rho[edge] = rho[edge] + g[edge] / J[edge]
-    return rho, J if information else None
+    return rho, sums(np.nan_to_num(rho))[1]
 
 
 def _pairs_of(which: np.ndarray, rows, w, parts):
