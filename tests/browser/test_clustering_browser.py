@@ -1,5 +1,6 @@
-"""The cross-document clustering page in Chromium, keyboard only: j/k move, a letter groups, Backspace ungroups,
-Enter submits; the stored answer and the aggregated clusters; no CSP violation; screenshots at 1280 and 390 px."""
+"""The cross-document clustering page in Chromium, keyboard only: j/k move, a letter groups (the cursor stays),
+Backspace ungroups, Enter shows the groups and Enter again sends them; the stored answer and the aggregated
+clusters; a draft kept in the browser; the page after; no CSP violation; screenshots at 1280 and 390 px."""
 
 from __future__ import annotations
 
@@ -42,18 +43,19 @@ def test_clusters_with_the_keyboard(page, live_server, world):
     page.goto(f"{base}/annotate/next/clusters/")
     page.wait_for_selector("#cluster-items")
     assert page.locator(".cluster-item").count() == 3
-    page.keyboard.press("a")          # item 0 -> group a, cursor to item 1
+    page.keyboard.press("a")          # item 0 -> group a (the cursor stays)
+    page.keyboard.press("j")
     page.keyboard.press("b")          # item 1 -> group b
-    page.keyboard.press("k")          # back to item 1
     page.keyboard.press("Backspace")  # item 1 out of its group
-    page.keyboard.press("a")          # item 1 -> group a, cursor to item 2
+    page.keyboard.press("a")          # item 1 -> group a
     assert page.locator('.cluster-item[data-group="a"]').count() == 2
-    assert "1 group of two or more lines chosen; 1 lines alone." in page.inner_text("#cluster-summary")
+    assert "1 group of two or more lines chosen; 1 line alone." in page.inner_text("#cluster-summary")
     for width in (1280, 390):
         page.set_viewport_size({"width": width, "height": 900})
         page.screenshot(path=os.path.join(shots, f"clusters-{width}.png"), full_page=True)
+    page.keyboard.press("Enter")      # the groups, to check
     with page.expect_navigation():
-        page.keyboard.press("Enter")
+        page.keyboard.press("Enter")  # sent
     ans = Answer.objects.get(task=task)
     assert ans.value == {"groups": [[0, 1], [2]]} and ans.seconds is not None
     task.refresh_from_db()
@@ -82,10 +84,81 @@ def test_u_is_a_group_letter_beside_an_undo_offer(page, live_server, world):
     page.wait_for_selector("#cluster-items")
     assert page.is_visible("#undo") and page.locator("#undo kbd").count() == 0
     clusters = page.url
-    page.keyboard.press("u")          # item 0 -> group u, cursor to item 1
+    page.keyboard.press("u")          # item 0 -> group u
+    page.keyboard.press("j")
     page.keyboard.press("u")          # item 1 -> group u
     assert page.url == clusters and page.locator('.cluster-item[data-group="u"]').count() == 2
     assert Answer.objects.filter(task__kind=Kind.VERIFY).count() == 1  # the verification answer stands
+    page.keyboard.press("Enter")
     with page.expect_navigation():
         page.keyboard.press("Enter")
     assert Answer.objects.get(task=task).value == {"groups": [[0, 1], [2]]}
+
+
+def test_letters_stay_review_before_send_draft_kept_and_the_page_after(page, live_server, world):
+    """UX review #8: a letter also moved to the next line (not in the legend), Enter sent the groups unseen, leaving
+    the page lost them, and the page afterwards explained the relations task.  Now a letter leaves the cursor on its
+    line and says what the line is grouped with; Enter shows the groups for review (Esc goes back, Enter sends);
+    the groups are kept in this browser until sent (leaving asks first); the page after speaks of clustering."""
+    from .layout import check_layout
+
+    task = _task(world)
+    base = live_server.url
+    page.goto(f"{base}/accounts/login/")
+    page.fill("#id_username", USER)
+    page.fill("#id_password", PASSWORD)
+    with page.expect_navigation():
+        page.keyboard.press("Enter")
+    page.goto(f"{base}/annotate/next/clusters/")
+    page.wait_for_selector("#cluster-items")
+    url = page.url
+    current = "() => Array.from(document.querySelectorAll('.cluster-item')).findIndex(li => li.classList.contains('current'))"
+    page.keyboard.press("a")          # line 1 -> group a; the cursor stays on line 1
+    assert page.evaluate(current) == 0
+    keys = page.inner_text(".keys")
+    assert "the cursor stays" in keys and "review" in keys, keys
+    names = page.eval_on_selector_all(".cluster-item .name", "els => els.map(e => e.textContent)")
+    assert f"\u201c{names[0]}\u201d is in group a" in page.inner_text("#cluster-status")
+    page.keyboard.press("j")
+    page.keyboard.press("a")          # line 2 -> group a
+    assert page.evaluate(current) == 1
+    assert f"with \u201c{names[0]}\u201d" in page.inner_text("#cluster-status")
+    check_layout(page, "clusters-letter-stays")
+
+    # leaving asks first; coming back restores the groups from this browser's draft
+    asked = []
+    page.on("dialog", lambda d: (asked.append(d.type), d.accept()))
+    page.goto(f"{base}/annotate/")
+    page.goto(url)
+    page.wait_for_selector("#cluster-items")
+    assert page.locator('.cluster-item[data-group="a"]').count() == 2
+    assert "Restored" in page.inner_text("#cluster-status") and asked == ["beforeunload"]
+
+    # Enter shows the groups for review; nothing is sent yet; Esc goes back to editing
+    page.keyboard.press("Enter")
+    review = page.locator("#cluster-review")
+    assert review.is_visible()
+    text = review.inner_text()
+    assert f"{names[0]}" in text and f"{names[1]}" in text and "1 group of two or more lines" in text, text
+    assert names[2] in review.locator(".alone").inner_text()
+    check_layout(page, "clusters-review")
+    assert Answer.objects.filter(task=task).count() == 0
+    page.keyboard.press("Escape")
+    assert not review.is_visible()
+    page.keyboard.press("j")
+    page.keyboard.press("j")
+    page.keyboard.press("b")          # the keys edit again: line 3 into group b, and out of it
+    assert page.locator('.cluster-item[data-group="b"]').count() == 1
+    page.keyboard.press("Backspace")
+    page.keyboard.press("Enter")
+    assert review.is_visible() and Answer.objects.filter(task=task).count() == 0
+    with page.expect_navigation():
+        page.keyboard.press("Enter")  # sends
+    assert Answer.objects.get(task=task).value == {"groups": [[0, 1], [2]]}
+    assert page.evaluate("() => Object.keys(localStorage).filter(k => k.startsWith('unpooled-draft:')).length") == 0
+
+    # the page after: no clustering task is open, said of clustering (not of the relations task)
+    assert page.locator("#empty").count() == 1
+    reasons = page.inner_text("#empty-reasons")
+    assert "clustering" in reasons and "relation annotation" not in reasons, reasons
+    check_layout(page, "clusters-after-send")

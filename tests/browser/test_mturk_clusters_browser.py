@@ -49,13 +49,17 @@ def test_clusters_in_the_mturk_frame(page, live_server, world):
     assert frame.locator(".cluster-item").count() == 3
     assert frame.locator("#skip").count() == 0 and frame.locator("#progress").count() == 0
     frame.locator('.cluster-item[data-index="0"]').click()  # the frame has the keys from now on
-    page.keyboard.press("c")          # item 0 -> group c, cursor to item 1
-    page.keyboard.press("Shift+C")    # item 1 -> group C (Shift: another group), cursor to item 2
+    page.keyboard.press("c")          # item 0 -> group c (the cursor stays)
+    page.keyboard.press("j")
+    page.keyboard.press("Shift+C")    # item 1 -> group C (Shift: another group)
+    page.keyboard.press("j")
     page.keyboard.press("Shift+C")    # item 2 -> group C
     assert frame.locator('.cluster-item[data-group="C"]').count() == 2
     # the lone c counts as a line alone, as the answer will have it
-    assert "1 group of two or more lines chosen; 1 lines alone." in frame.locator("#cluster-summary").inner_text()
-    page.keyboard.press("Enter")
+    assert "1 group of two or more lines chosen; 1 line alone." in frame.locator("#cluster-summary").inner_text()
+    page.keyboard.press("Enter")      # the groups, to check
+    assert frame.locator("#cluster-review").is_visible() and not posted
+    page.keyboard.press("Enter")      # sent
     frame.locator("#done").wait_for()
     assert len(posted) == 1 and posted[0][0] == f"{SANDBOX}/mturk/externalSubmit"
     form = parse_qs(posted[0][1])

@@ -79,10 +79,13 @@ INSTRUCTIONS = {
                    "from. Put the lines that name the same real-world entity in one group.",
         "rules": [
             "Move between lines with j / k (or the arrow keys).",
-            "Press a letter key (a-z) to put the current line in that group; lines with the same letter are one "
-            "entity. A line without a letter is an entity of its own. More groups than letters: Shift and a letter "
-            "(A-Z) are 26 more.",
+            "Press a letter key (a-z, but j and k, which move) to put the current line in that group; the cursor "
+            "stays on the line, and the line below the list says what it is grouped with. Lines with the same "
+            "letter are one entity; a line without a letter is an entity of its own. More groups than letters: "
+            "Shift and a letter (A-Z) are 26 more.",
             "Press the same letter again, or Backspace, to take the line out of its group.",
+            "Enter shows your groups to check before they are sent: Enter again sends them, Esc goes back to "
+            "editing. Until then your groups are kept in this browser, should you leave the page.",
             "Judge by the names and the sentences: 'Dr. Smith' and 'John Smith' are one group only if the "
             "sentences show they are the same person.",
         ],
@@ -90,8 +93,9 @@ INSTRUCTIONS = {
             {"text": "1: Acme Corp. (doc A) · 2: Acme (doc B, 'Acme, the toy maker, ...') · 3: Acme (doc C, "
                      "'the Acme river')", "answer": "1 and 2 in group a; 3 alone"},
         ],
-        "keys": [("j / k, ↓ ↑", "next / previous line"), ("a-z, A-Z", "put the line in that group"),
-                 ("Backspace", "take it out"), ("Enter", "submit")],
+        "keys": [("j / k, ↓ ↑", "next / previous line"), ("a-z, A-Z", "put the line in that group (the cursor stays)"),
+                 ("Backspace", "take it out"), ("Enter", "review the groups, then Enter sends"),
+                 ("Esc", "back from the review")],
     },
 }
 

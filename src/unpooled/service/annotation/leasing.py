@@ -323,9 +323,15 @@ def explain_empty(annotator: Annotator, kind: str, *, now=None) -> list[str]:
                        "a corpus's documents for exhaustive annotation (unpooled annotate documents).")
         else:
             waiting = Task.objects.filter(status=Task.Status.OPEN, kind=Kind.ENTITIES, is_control=False).count()
-            out.append("No document is waiting for relation annotation. A document's relations task appears once "
-                       "its entity task has all its answers"
-                       + (f" ({waiting} entity task{'s' if waiting != 1 else ''} still open)." if waiting else "."))
+            still = f" ({waiting} entity task{'s' if waiting != 1 else ''} still open)" if waiting else ""
+            if kind == Kind.CLUSTERS:
+                out.append("No clustering task is open. A corpus's clustering task (grouping the entities that have "
+                           "no knowledge-base link across its exhaustively annotated documents) appears once every "
+                           f"sampled document's entity task has all its answers{still}, when two or more such "
+                           "entities are found.")
+            else:
+                out.append("No document is waiting for relation annotation. A document's relations task appears "
+                           f"once its entity task has all its answers{still}.")
     else:
         in_scope = _in_scope(open_, scope)
         n_scope = in_scope.count()

@@ -20,6 +20,28 @@
     HTMLFormElement.prototype.submit.call(form);  // not form.submit: a control named "submit" would shadow it
   }
 
+  // Minutes of work are not lost when the page is left (UX review #2, #8): a draft of the answer per lease in this
+  // browser (the page's path names the lease), restored on the next visit, dropped once the answer is sent or the
+  // item skipped; while has() says there is work, leaving the page asks first.
+  function keepDraft(has) {
+    const key = "unpooled-draft:" + location.pathname;
+    const store = (() => { try { return window.localStorage; } catch (err) { return null; } })();
+    let leaving = false;
+    const drop = () => { leaving = true; try { if (store) store.removeItem(key); } catch (err) { /* nothing kept */ } };
+    window.addEventListener("beforeunload", (e) => { if (!leaving && has()) { e.preventDefault(); e.returnValue = ""; } });
+    const skipForm = document.querySelector("form.skip");
+    if (skipForm) skipForm.addEventListener("submit", drop);
+    return {
+      save(value) {
+        if (!store) return;
+        try { if (has()) store.setItem(key, JSON.stringify(value)); else store.removeItem(key); }
+        catch (err) { /* storage full or refused: the warning on leaving still holds */ }
+      },
+      load() { try { return store ? JSON.parse(store.getItem(key) || "null") : null; } catch (err) { return null; } },
+      drop,
+    };
+  }
+
   document.addEventListener("keydown", (e) => {
     if (e.key === "?" && !typing(e)) { guide.open = !guide.open; e.preventDefault(); }
   });
@@ -90,7 +112,7 @@
     const picker = document.getElementById("group-picker");
     let cursor = 0, anchor = 0;
     let mentions = []; // {a, b (token indices, inclusive), type, cluster, link}
-    let saveDraft = () => {};  // set below, once the answer can be composed
+    const draft = keepDraft(() => mentions.length > 0);
     let nextCluster = 1;
     let lastMade = null;   // the mention just marked: g acts on it when the cursor is on no mention
     let choices = [], chosen = 0, target = null;
@@ -116,7 +138,7 @@
       summary.textContent = mentions.length + " mention" + (mentions.length === 1 ? "" : "s") + " in " +
         new Set(mentions.map((m) => m.cluster)).size + " group(s). Selected: " + toks.slice(a, b + 1).map((t) => t.textContent).join(" ");
       if (toks.length) toks[cursor].scrollIntoView({ block: "nearest" });
-      saveDraft();
+      draft.save(answer());
     }
     function mark(type) {
       if (!toks.length) return;
@@ -224,30 +246,14 @@
     });
     const answer = () => ({ mentions: mentions.map((m) => ({ start: Number(toks[m.a].dataset.s), end: Number(toks[m.b].dataset.e),
                                                               type: m.type, cluster: m.cluster, link: m.link || "" })) });
-    // minutes of marks are not lost when the page is left (UX review #2): a draft per lease in this browser, restored
-    // on the next visit (the server's copy of a refused or withdrawn answer comes first), and a warning on leaving
-    const draftKey = "unpooled-draft:" + location.pathname;
-    const store = (() => { try { return window.localStorage; } catch (err) { return null; } })();
-    let leaving = false;
-    saveDraft = () => {
-      if (!store) return;
-      try { if (mentions.length) store.setItem(draftKey, JSON.stringify(answer())); else store.removeItem(draftKey); }
-      catch (err) { /* storage full or refused: the warning on leaving still holds */ }
-    };
-    const dropDraft = () => { leaving = true; try { if (store) store.removeItem(draftKey); } catch (err) { /* nothing kept */ } };
-    window.addEventListener("beforeunload", (e) => { if (!leaving && mentions.length) { e.preventDefault(); e.returnValue = ""; } });
-    const skipForm = document.querySelector("form.skip");
-    if (skipForm) skipForm.addEventListener("submit", dropDraft);
     form.addEventListener("submit", (e) => {
       e.preventDefault();
       const value = answer();
-      dropDraft();
+      draft.drop();
       submit(value);
     });
-    let restore = previous, fromDraft = false;
-    if (!restore && store) {
-      try { restore = JSON.parse(store.getItem(draftKey) || "null"); fromDraft = !!restore; } catch (err) { restore = null; }
-    }
+    // the server's copy of a refused or withdrawn answer comes first, then this browser's draft
+    const restore = previous || draft.load(), fromDraft = !previous && !!restore;
     if (restore && Array.isArray(restore.mentions)) {
       const byStart = new Map(toks.map((t, i) => [Number(t.dataset.s), i]));
       const byEnd = new Map(toks.map((t, i) => [Number(t.dataset.e), i]));
@@ -394,21 +400,63 @@
   if (kind === "clusters") {
     const items = Array.from(document.querySelectorAll(".cluster-item"));
     const summary = document.getElementById("cluster-summary");
+    const status = document.getElementById("cluster-status");
+    const review = document.getElementById("cluster-review");
+    const names = items.map((li) => li.querySelector(".name").textContent);
+    const quoted = (i) => "\u201c" + names[i] + "\u201d";
     const group = items.map(() => null);  // a letter per item, or null (an entity of its own)
-    let cur = 0;
+    const draft = keepDraft(() => group.some(Boolean));
+    let cur = 0, reviewing = false;
+    // the groups of two or more lines (in the order of their first line) and the lines alone
+    function grouping() {
+      const byLetter = new Map();
+      group.forEach((g, i) => { if (g) { if (!byLetter.has(g)) byLetter.set(g, []); byLetter.get(g).push(i); } });
+      const many = Array.from(byLetter.entries()).filter(([, lines]) => lines.length > 1);
+      const alone = group.map((g, i) => i).filter((i) => !group[i] || byLetter.get(group[i]).length === 1);
+      return { many, alone };
+    }
     function render() {
       items.forEach((li, i) => {
         li.classList.toggle("current", i === cur);
-        li.querySelector(".group-tag").textContent = group[i] || "·";
+        li.querySelector(".group-tag").textContent = group[i] || "\u00b7";
         li.dataset.group = group[i] || "";
       });
-      const size = new Map();  // a letter on one line only leaves that line alone
-      group.forEach((g) => { if (g) size.set(g, (size.get(g) || 0) + 1); });
-      const many = Array.from(size.values()).filter((k) => k > 1).length;
-      summary.textContent = many + " group" + (many === 1 ? "" : "s") + " of two or more lines chosen; " +
-        group.filter((g) => !g || size.get(g) === 1).length + " lines alone.";
+      const { many, alone } = grouping();
+      summary.textContent = many.length + " group" + (many.length === 1 ? "" : "s") + " of two or more lines chosen; " +
+        alone.length + " line" + (alone.length === 1 ? "" : "s") + " alone.";
       items[cur].scrollIntoView({ block: "nearest" });
+      draft.save({ letters: group });
     }
+    function say(i) {  // what the line is grouped with, after a letter or Backspace
+      const others = group.map((g, k) => (g && g === group[i] && k !== i ? quoted(k) : null)).filter(Boolean);
+      status.textContent = "Line " + (i + 1) + " " + quoted(i) + (!group[i] ? " is alone." : " is in group " + group[i] +
+        (others.length ? " with " + others.join(", ") + "." : "; no other line has that letter yet."));
+    }
+    // Enter shows the groups before they are sent (UX review #8): Enter again sends, Esc goes back to editing
+    function openReview() {
+      const { many, alone } = grouping();
+      review.textContent = "";
+      const add = (tag, text, cls) => { const el = document.createElement(tag); el.textContent = text; if (cls) el.className = cls; review.appendChild(el); return el; };
+      add("h2", "Check your groups before sending");
+      add("p", many.length + " group" + (many.length === 1 ? "" : "s") + " of two or more lines; " + alone.length +
+        " line" + (alone.length === 1 ? "" : "s") + " alone (each an entity of its own).");
+      const ul = add("ul", "");
+      many.forEach(([letter, lines]) => {
+        const li = document.createElement("li");
+        li.textContent = letter + ": " + lines.map((i) => names[i] + " (" + (i + 1) + ")").join(" \u00b7 ");
+        ul.appendChild(li);
+      });
+      if (alone.length) add("p", "Alone: " + alone.map((i) => names[i] + " (" + (i + 1) + ")").join(" \u00b7 "), "alone");
+      const send = add("button", "Send these groups (Enter)");
+      send.type = "button"; send.id = "send-groups";
+      send.addEventListener("click", () => form.requestSubmit());
+      const back = add("button", "Back to editing (Esc)");
+      back.type = "button"; back.id = "back-to-editing";
+      back.addEventListener("click", closeReview);
+      reviewing = true; review.hidden = false;
+      review.scrollIntoView({ block: "nearest" });
+    }
+    function closeReview() { reviewing = false; review.hidden = true; status.textContent = "Back to editing."; }
     function value() {
       const byLetter = new Map();
       const groups = [];
@@ -419,25 +467,42 @@
       });
       return { groups: groups };
     }
-    items.forEach((li, i) => li.addEventListener("click", () => { cur = i; render(); }));
-    form.addEventListener("submit", (e) => { e.preventDefault(); submit(value()); });
+    items.forEach((li, i) => li.addEventListener("click", () => { if (!reviewing) { cur = i; render(); } }));
+    form.addEventListener("submit", (e) => {
+      e.preventDefault();
+      if (!reviewing) { openReview(); return; }
+      const v = value();
+      draft.drop();
+      submit(v);
+    });
     document.addEventListener("keydown", (e) => {
       if (typing(e) || activates(e) || e.ctrlKey || e.metaKey || e.altKey) return;
+      if (reviewing) {  // only Enter (send) and Esc (back) while the groups are shown
+        if (e.key === "Enter") form.requestSubmit();
+        else if (e.key === "Escape") closeReview();
+        e.preventDefault();
+        return;
+      }
       if (e.key === "j" || e.key === "ArrowDown") { cur = Math.min(items.length - 1, cur + 1); }
       else if (e.key === "k" || e.key === "ArrowUp") { cur = Math.max(0, cur - 1); }
-      else if (e.key === "Backspace") { group[cur] = null; }
+      else if (e.key === "Backspace") { group[cur] = null; say(cur); }
       else if (e.key === "Enter") { e.preventDefault(); form.requestSubmit(); return; }
       else if (/^[a-zA-Z]$/.test(e.key) && e.key !== "j" && e.key !== "k") {  // with Shift: 26 more groups
-        group[cur] = group[cur] === e.key ? null : e.key;
-        cur = Math.min(items.length - 1, cur + 1);
+        group[cur] = group[cur] === e.key ? null : e.key;  // the cursor stays: j moves on
+        say(cur);
       } else return;
       e.preventDefault();
       render();
     });
-    if (previous && Array.isArray(previous.groups)) {  // a rejected answer comes back
+    // the server's copy of a refused or withdrawn answer comes first, then this browser's draft
+    const kept = previous ? null : draft.load();
+    if (previous && Array.isArray(previous.groups)) {
       const letters = "abcdefghilmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ";
       let n = 0;
       previous.groups.forEach((g) => { if (g.length > 1) { const l = letters[n++ % letters.length]; g.forEach((i) => { if (i < group.length) group[i] = l; }); } });
+    } else if (kept && Array.isArray(kept.letters) && kept.letters.length === group.length) {
+      kept.letters.forEach((l, i) => { group[i] = typeof l === "string" && /^[a-zA-Z]$/.test(l) ? l : null; });
+      if (group.some(Boolean)) status.textContent = "Restored the groups you made here before leaving the page.";
     }
     if (items.length) render();
   }
