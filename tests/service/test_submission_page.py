@@ -759,3 +759,55 @@ def test_readers_not_signed_in_get_the_whole_page_from_the_cache(world, client):
     member = Client()
     member.force_login(_user("alice", team=a.team))
     assert 'id="settings-form"' in member.get(url).content.decode()
+
+
+def test_errors_say_where_their_labels_come_from(world, client):
+    """UX review 2026-11-26 #5: the error analysis said "labelled wrong by the annotators" of a simulated crowd's
+    labels.  It now says whose answers the labels aggregate (from the labels' own annotators) and, for a simulated
+    crowd, that it reads the gold layer, with its accuracy only while the corpus's backend is that crowd."""
+    import re
+
+    from django.core.cache import cache
+    from django.utils.html import strip_tags
+
+    from unpooled.service.annotation.actions import settings_for
+    from unpooled.service.annotation.models import Annotator, Backend
+    from unpooled.service.crowd.base import SimulatedBackend
+
+    corpus, a, _ = world
+    client.force_login(_user("alice", team=a.team))
+
+    def sources() -> str:
+        cache.clear()
+        html = client.get(reverse("web:submission", args=[a.pk])).content.decode()
+        m = re.search(r'<div class="notice" id="label-sources">(.*?)</div>', html, re.S)
+        return " ".join(strip_tags(m.group(1)).split()) if m else ""
+
+    labels = breakdown.current_sample_labels(a)
+    n = len(labels)
+    assert f"{n} labels with no annotator recorded" in sources()  # written by this test, as by a tool
+    people = {b: [Annotator.objects.create(backend=b, external_id=f"{b}-{k}") for k in range(k_)]
+              for b, k_ in ((Backend.INHOUSE, 2), (Backend.MTURK, 1), (Backend.SIMULATED, 3))}
+    keys = sorted(labels)
+    split = {Backend.INHOUSE: keys[:5], Backend.MTURK: keys[5:7], Backend.SIMULATED: keys[7:]}
+    for b, ks in split.items():
+        Label.objects.filter(corpus=corpus, key__in=ks).update(annotators=[p.pk for p in people[b]])
+    st = settings_for(corpus)
+    st.backend = Backend.SIMULATED
+    st.save()
+    text = sources()
+    sim = len(split[Backend.SIMULATED])
+    assert "5 labels from 2 in-house annotators" in text and "2 labels from 1 Mechanical Turk worker," in text, text
+    assert (f"{sim} labels from a simulated crowd: 3 simulated annotators, set to answer right with probability "
+            f"{SimulatedBackend().accuracy}." in text), text
+    assert "a fact missing from the gold layer is judged wrong" in text and "no annotator recorded" not in text
+    st.backend = Backend.INHOUSE  # the corpus has moved to in-house annotators: the crowd's settings are not its own
+    st.save()
+    text = sources()
+    assert f"{sim} labels from a simulated crowd: 3 simulated annotators." in text and "probability" not in text
+    # each wrong row says whose answers its label aggregates
+    html = client.get(reverse("web:submission", args=[a.pk])).content.decode()
+    table = html[html.index('id="error-table"'):html.index('id="missed"')]
+    cells = re.findall(r'<td class="label">(.*?)</td>', table, re.S)
+    assert cells and all(re.search(r"answers? \((in-house annotators|Mechanical Turk workers|simulated crowd)\)", c)
+                         for c in cells), cells

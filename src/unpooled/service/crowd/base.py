@@ -8,10 +8,11 @@ path (:func:`unpooled.service.annotation.actions.submit_answer`), whoever gives 
 from __future__ import annotations
 
 import os
+from dataclasses import dataclass, field
 from typing import Protocol
 
 from unpooled.service.annotation.actions import settings_for
-from unpooled.service.annotation.models import Backend, Task
+from unpooled.service.annotation.models import Annotator, Backend, Task
 from unpooled.service.corpora.models import Corpus
 
 
@@ -96,3 +97,49 @@ def backend_for(corpus: Corpus, **options) -> CrowdBackend:
     if kind == Backend.MTURK:
         return MTurkCrowd(**options)
     return InHouseBackend()
+
+
+#: what the pages call the annotators of each backend
+WHO = {Backend.SIMULATED: "simulated crowd", Backend.INHOUSE: "in-house annotators",
+       Backend.MTURK: "Mechanical Turk workers"}
+
+
+@dataclass
+class LabelSources:
+    """Where a set of labels came from (:func:`label_sources`)."""
+
+    backend_of: dict[int, str] = field(default_factory=dict)   # annotator id -> backend
+    #: per backend (in :data:`WHO`'s order): ``backend``, ``who``, ``labels`` (labels with an answer from it),
+    #: ``annotators`` (distinct ones behind those labels) and, for the simulated crowd while the corpus uses it,
+    #: ``accuracy``: the probability its backend (:func:`backend_for`) answers right with (else None)
+    rows: list[dict] = field(default_factory=list)
+    unrecorded: int = 0   # labels with no annotator recorded (written by a tool, not aggregated from answers)
+
+    def who(self, annotators) -> str:
+        """Whose answers one label aggregates (its ``Label.annotators``): "simulated crowd", "in-house annotators and
+        Mechanical Turk workers", ...; "" when none is recorded."""
+        got = {self.backend_of.get(i) for i in annotators or ()}
+        return " and ".join(w for b, w in WHO.items() if b in got)
+
+
+def label_sources(corpus: Corpus, annotator_lists) -> LabelSources:
+    """Where labels of ``corpus`` came from, from the annotators each one aggregates (``annotator_lists``: their
+    ``Label.annotators``) and the corpus's backend: the backends of those annotators, how many labels and
+    annotators each, and the accuracy the corpus's simulated crowd answers with when it uses one.  One query."""
+    lists = [list(a or ()) for a in annotator_lists]
+    out = LabelSources(backend_of=dict(Annotator.objects.filter(pk__in={i for a in lists for i in a})
+                                       .values_list("pk", "backend")))
+    per: dict[str, tuple[list[int], set[int]]] = {}
+    for a in lists:
+        mine = [i for i in a if i in out.backend_of]
+        if not mine:
+            out.unrecorded += 1
+        for b in {out.backend_of[i] for i in mine}:
+            n, people = per.setdefault(b, ([0], set()))
+            n[0] += 1
+            people.update(i for i in mine if out.backend_of[i] == b)
+    crowd = backend_for(corpus) if settings_for(corpus).backend == Backend.SIMULATED else None
+    out.rows = [{"backend": b, "who": WHO[b], "labels": per[b][0][0], "annotators": len(per[b][1]),
+                 "accuracy": crowd.accuracy if crowd is not None and b == Backend.SIMULATED else None}
+                for b in WHO if b in per]
+    return out

@@ -343,6 +343,7 @@ class SampleLabel:
     probability: float
     method: str
     n_answers: int
+    annotators: tuple = ()   # the ids of the annotators whose answers it aggregates
 
 
 def current_sample_labels(sub: Submission) -> dict[str, SampleLabel]:
@@ -351,10 +352,10 @@ def current_sample_labels(sub: Submission) -> dict[str, SampleLabel]:
 
     keys = Draw.objects.filter(submission=sub).values("key_hash")
     out: dict[str, SampleLabel] = {}
-    for key, correct, prob, method, n in (
+    for key, correct, prob, method, n, who in (
             Label.objects.filter(corpus_id=sub.corpus_id, method=LABEL_METHOD, key_hash__in=Subquery(keys))
-            .order_by("id").values_list("key", "correct", "probability", "method", "n_answers")):
-        out[key] = SampleLabel(correct, prob, method, n)
+            .order_by("id").values_list("key", "correct", "probability", "method", "n_answers", "annotators")):
+        out[key] = SampleLabel(correct, prob, method, n, tuple(who or ()))
     return out
 
 

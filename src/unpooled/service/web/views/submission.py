@@ -120,7 +120,7 @@ def _status_url(sub: Submission) -> str | None:
 PAGE_SECONDS = 24 * 3600
 MANAGE_PAGE_SECONDS = 60
 #: part of every cache key of a rendered page or breakdown: a change of the templates gives new keys
-TEMPLATE_VERSION = 3
+TEMPLATE_VERSION = 4
 
 #: what the validation's counts are called on the page (others: their key with spaces)
 COUNT_LABELS = {"instances": "instances stored", "lines": "lines read", "documents": "documents",
@@ -299,14 +299,18 @@ def _render_content(request, sub: Submission, manage: bool, level: str | None) -
     if bd:
         ctx["breakdown_html"] = _breakdown_html(score, bd, [s.level for s in scores])
     if manage:
+        from unpooled.service.crowd.base import label_sources
+
         errs = breakdown.sample_errors(sub)
         epage = Paginator(errs.instance_ids, ERRORS_PER_PAGE).get_page(request.GET.get("errors_page"))
         erows = breakdown.error_rows(errs, list(epage.object_list))
+        sources = label_sources(sub.corpus, [lab.annotators for lab in errs.labels.values()])
         for r in erows:
             r["context"] = _context_html(r)
             r["relation_name"] = names.get(r["i"].predicate, "")
+            r["who"] = sources.who(r["label"].annotators) if r["label"] else ""
         ctx["errors"] = {"rows": erows, "total": len(errs.instance_ids),
-                         "labelled": errs.labelled, "drawn": errs.drawn,
+                         "labelled": errs.labelled, "drawn": errs.drawn, "sources": sources,
                          **_page_links(request, "errors_page", epage, "errors")}
         if bd:
             mpage = Paginator(bd["missed"], MISSED_PER_PAGE).get_page(request.GET.get("missed_page"))
