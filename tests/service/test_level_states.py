@@ -46,7 +46,12 @@ def test_states_per_level(corpus):
                 scored=("instance", "relation"), drawn=("instance", "relation"))
     new = _sub("t-new", status="sampling", plan={"instance": {"draws": 5}})
     failed = _sub("t-failed", status="failed", plan={"instance": {"draws": 5}}, drawn=("instance",))
-    got = level_states([part, full, new, failed])
+    # scored while still waiting for labels (a label batch re-scores every submission with draws): not ✓
+    waiting = _sub("t-waiting", status="annotating", plan=PLAN, scored=("instance", "relation"),
+                   drawn=("instance", "relation", "entity"))
+    got = level_states([part, full, new, failed, waiting])
+    assert [r["state"] for r in got[waiting.pk]] == ["provisional", "provisional", "waiting"]
+    assert stage_summary(waiting, got[waiting.pk]) == "waiting for labels; the scores so far are provisional"
     assert [(r["level"], r["state"]) for r in got[part.pk]] == [("instance", "scored"), ("relation", "scored"),
                                                                 ("entity", "waiting")]
     assert [r["state"] for r in got[full.pk]] == ["scored", "scored", "none"]
@@ -112,25 +117,77 @@ def test_entity_tab_gives_the_cli_hint_to_organisers_only(corpus, client):
 
 
 def test_time_left_is_unknown_when_nobody_answers(corpus):
-    """Review: "time left 17 s" was shown for an in-house queue nobody worked on."""
+    """Reviews: "time left 17 s", then "2 s", for an in-house queue nobody worked on (the second from the pace of a
+    simulated crowd that had answered before the corpus moved to in-house annotators)."""
     from datetime import timedelta
 
     from django.utils import timezone
 
     from unpooled.service.annotation import actions, leasing
-    from unpooled.service.annotation.models import Annotator, Answer, Task
+    from unpooled.service.annotation.models import Annotator, Answer, Assignment, Task
     from unpooled.service.evaluations.status import IDLE_MINUTES
 
+    st = actions.settings_for(corpus)
+    st.backend = "inhouse"
+    st.save()
     sub = _sub("t-eta", status="annotating", plan={"instance": {"draws": 5}})
     ids = list(RelationInstance.objects.filter(submission=sub).values_list("pk", flat=True)[:3])
     actions.request_verification(sub, ids)
-    ann = Annotator.objects.create(backend="inhouse", external_id="a1")
-    actions.submit_answer(leasing.lease_next(ann, kind="verify"), {"relation": "holds", "subject_ok": True, "object_ok": True,
-                                                                                 "link_ok": None})
+    verify = {"relation": "holds", "subject_ok": True, "object_ok": True, "link_ok": None}
+    sim = Annotator.objects.create(backend="simulated", external_id="sim-1")
+    actions.submit_answer(leasing.lease_next(sim, kind="verify"), verify)
     assert Task.objects.filter(requests__submission=sub, status="open").exists()
-    assert progress(sub)["eta_seconds"] is not None  # somebody answered a moment ago: the pace gives a time
+    p = progress(sub)  # a simulated crowd answered a moment ago, but the corpus's annotators are in-house
+    assert p["eta_seconds"] is None and "nobody is working on this corpus's queue" in p["time_left"]
+    ann = Annotator.objects.create(backend="inhouse", external_id="a1")
+    lease = leasing.lease_next(ann, kind="verify")
+    p = progress(sub)  # an in-house annotator holds an item: at work, no pace yet
+    assert p["eta_seconds"] is None and "none has answered yet" in p["time_left"]
+    actions.submit_answer(lease, verify)
+    p = progress(sub)  # somebody answered a moment ago: the pace gives a time
+    assert p["eta_seconds"] is not None and p["time_left"].startswith("about ") and "(1 answer)" in p["time_left"]
     Answer.objects.update(created=timezone.now() - timedelta(minutes=IDLE_MINUTES + 1))
+    Assignment.objects.filter(status="leased").update(expires=timezone.now() - timedelta(seconds=1))
     assert progress(sub)["eta_seconds"] is None
+
+
+def test_counts_add_up(corpus):
+    """Review: "labels received / needed 27 / 30" beside "new / reused 4 / 26", and "207 / 207" beside "74 / 105":
+    counts that did not add up.  The labels needed are the distinct drawn keys, in parts that add up to them, and
+    their received counts add up to the labels received; the draws are more than the distinct instances drawn."""
+    from unpooled.service.annotation import actions
+    from unpooled.service.annotation.models import Label, TaskRequest
+    from unpooled.service.evaluations.draws import draw
+    from unpooled.service.evaluations.lifecycle import request_labels
+
+    sub = _sub("t-sum", status="annotating", plan={"instance": {"draws": 40}})
+    n = RelationInstance.objects.filter(submission=sub).count()
+    draw(sub, 2 * n, level="instance", rng=0)
+    keys = list(dict.fromkeys(Draw.objects.filter(submission=sub).order_by("id").values_list("key", "key_hash")))
+    for key, h in keys[:3]:  # in the pool before it asks
+        Label.objects.create(corpus=corpus, key=key, key_hash=h, probability=1, correct=True, method="majority",
+                             n_answers=1, guideline_version="t")
+    st = actions.settings_for(corpus)
+    st.submission_budget_cents = st.answers_per_item * st.reward_verify_cents * (len(keys) - 5)
+    st.save()
+    request_labels(sub, first=True)
+    for key, h in keys[-4:-2]:  # labelled later, by another submission's item (or the pool)
+        Label.objects.create(corpus=corpus, key=key, key_hash=h, probability=1, correct=True, method="majority",
+                             n_answers=1, guideline_version="t")
+    p = progress(sub)
+    parts = {o["part"]: (o["n"], o["got"]) for o in p["label_origins"]}
+    assert p["labels_needed"] == len(keys) == sum(n_ for n_, _ in parts.values())
+    assert p["labels_received"] == 5 == sum(g for _, g in parts.values())
+    paid = set(TaskRequest.objects.filter(submission=sub, committed_cents__gt=0).values_list("task__key", flat=True))
+    later = {k for k, _ in keys[-4:-2]}
+    assert len(paid) == len(keys) - 5  # 2 keys over the budget
+    assert parts == {"new": (len(paid), len(paid & later)), "reused": (3 + len(later - paid),) * 2, "joined": (0, 0),
+                     "unasked": (2 - len(later - paid), 0)}, parts
+    assert p["over_budget"] == parts["unasked"][0] and p["labels_new"] == len(paid)
+    (d,) = p["draws_detail"]
+    assert (d["level"], d["draws"], p["instances"]) == ("instance", 2 * n, n)
+    assert d["distinct"] == len({i for i in Draw.objects.filter(submission=sub).values_list("instance_id", flat=True)})
+    assert d["distinct"] < d["draws"] and d["labelled"] <= d["distinct"]
 
 
 def test_account_page_shows_levels_with_bounded_queries(corpus, client, django_assert_max_num_queries, tmp_path):

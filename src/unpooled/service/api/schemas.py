@@ -245,15 +245,24 @@ class ProgressOut(Schema):
     failed_stage: str
     error: str
     steps: list[dict[str, str]]
-    levels: list[dict[str, str]] = Field(description="each level of the plan: level, state (scored, waiting, "
-                                                          "none, todo, failed) and label")
+    levels: list[dict[str, str]] = Field(description="each level of the plan: level, state (scored: published with "
+                                                          "its score; provisional: a score while labels are still "
+                                                          "coming in; waiting, none, todo, failed) and label")
+    provisional: bool = Field(description="some level has a provisional score")
     status_changed: str | None
-    draws: dict[str, int]
+    instances: int = Field(description="the submission's instances, which the draws are made from")
+    draws: dict[str, int] = Field(description="draws per level (with replacement: an instance may be drawn again)")
+    draws_detail: list[dict[str, Any]] = Field(description="per level: level, draws, distinct (instances drawn), "
+                                                           "labelled (of those)")
     plan: dict[str, Any]
-    labels_needed: int
-    labels_received: int
+    labels_needed: int = Field(description="distinct instances drawn at any level: one label each; the sum of "
+                                           "label_origins' n")
+    labels_received: int = Field(description="those labelled; the sum of label_origins' got")
+    label_origins: list[dict[str, Any]] = Field(description="where the labels needed come from, in parts that add "
+                                                            "up: part (new, reused, joined, unasked), label, n, got")
     labels_new: int
     labels_reused: int
+    labels_joined: int
     over_budget: int
     more_answers: int = Field(description="verification items of relations the crowd judges weakly, asked with "
                                           "more answers each")
@@ -261,8 +270,10 @@ class ProgressOut(Schema):
     answers_outstanding: int
     cost_cents: int
     budget_cents: int | None
-    eta_seconds: int | None
+    eta_seconds: int | None = Field(description="null when unknown: nobody is working on the corpus's queue")
+    time_left: str = Field(description="the time left in words, or why it is unknown")
     backend: str
+    backend_label: str
     exhaustive_documents: int
     exhaustive_done: int
     done: bool

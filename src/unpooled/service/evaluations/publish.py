@@ -29,6 +29,19 @@ from .truth import attach_truth
 log = logging.getLogger(__name__)
 
 
+def flagged_draws(corpus: Corpus):
+    """The draws of the corpus's submissions, each flagged by where its key's label comes from: ``paid`` (the
+    draw's submission created its key's verification task, and pays for it), ``asked`` (the submission asked for
+    that task: created it or joined it) and ``labelled`` (the key has a label)."""
+    def requests():
+        return TaskRequest.objects.filter(submission_id=OuterRef("submission_id"), task__kind=Kind.VERIFY,
+                                          task__key_hash=OuterRef("key_hash"), task__key=OuterRef("key"))
+
+    labelled = Label.objects.filter(corpus=corpus, key_hash=OuterRef("key_hash"), key=OuterRef("key"))
+    return Draw.objects.filter(submission__corpus=corpus).annotate(
+        paid=Exists(requests().filter(committed_cents__gt=0)), asked=Exists(requests()), labelled=Exists(labelled))
+
+
 def label_provenance(corpus: Corpus, level: str) -> dict[int, dict[str, int]]:
     """Per submission, where the labels of its draws at ``level`` come from (one query).
 
@@ -37,12 +50,7 @@ def label_provenance(corpus: Corpus, level: str) -> dict[int, dict[str, int]]:
     asked, or by a task another submission created (it joined that task).  ``new + reused <= drawn``, and each
     level counts its own draws (a submission drawn at three levels has three sets of counts).
     """
-    paid = TaskRequest.objects.filter(submission_id=OuterRef("submission_id"), committed_cents__gt=0,
-                                      task__kind=Kind.VERIFY, task__key_hash=OuterRef("key_hash"),
-                                      task__key=OuterRef("key"))
-    labelled = Label.objects.filter(corpus=corpus, key_hash=OuterRef("key_hash"), key=OuterRef("key"))
-    rows = (Draw.objects.filter(submission__corpus=corpus, level=level)
-            .annotate(paid=Exists(paid), labelled=Exists(labelled)).order_by()
+    rows = (flagged_draws(corpus).filter(level=level).order_by()
             .values("submission_id")
             .annotate(drawn=Count("key", distinct=True), new=Count("key", distinct=True, filter=Q(paid=True)),
                       reused=Count("key", distinct=True, filter=Q(paid=False, labelled=True))))

@@ -176,13 +176,19 @@ def status(request, pk: int):
 
 
 def status_json(request, pk: int):
+    """The status page's figures as JSON, with ``html``: the page's live part rendered afresh (web/status.js puts it
+    in place, so that the page and its updates say the same in the same words)."""
+    from django.template.loader import render_to_string
+
     from unpooled.service.evaluations.status import newest_scores, progress
 
     sub = _visible(request, pk)
     out = progress(sub)
     out["error"] = stage_error(sub, manage=accounts.can_manage(request.user, sub))
+    scores = newest_scores(sub)
     out["scores"] = {lv: {k: getattr(s, k) for k in ("p", "p_lo", "p_hi", "r", "r_lo", "r_hi", "f1", "f1_lo", "f1_hi")}
-                     for lv, s in newest_scores(sub).items()}
+                     for lv, s in scores.items()}
+    out["html"] = render_to_string("web/_status_live.html", {"sub": sub, "p": out, "scores": scores}, request=request)
     return JsonResponse(out)
 
 
