@@ -53,7 +53,7 @@ def waiting_with_provisional_scores(corpus) -> Submission:
     Submission.objects.filter(pk=sub.pk).update(status=Submission.Status.ANNOTATING, plan={
         "instance": {"draws": 2 * n, "round": 2}, "relation": {"draws": 20, "round": 2}})
     sub.refresh_from_db()
-    request_labels(sub, first=True)
+    request_labels(sub)
     SimulatedCrowd.uniform(corpus, 1, accuracy=1.0, rng=0).run(kinds=[Kind.VERIFY], max_answers=5)
     st.backend = Backend.INHOUSE
     st.save()

@@ -7,6 +7,7 @@ import json
 import pytest
 
 from unpooled.cli.main import main
+from unpooled.service.evaluations import status
 from unpooled.service.evaluations.models import Draw, Score
 from unpooled.service.submissions.actions import do_ingest_submission
 from unpooled.service.submissions.models import RelationInstance
@@ -121,7 +122,7 @@ def test_evaluate_task_scores_every_level_and_keeps_the_truth(shared_data, tmp_p
     assert out["truth_inside"][1] == 6  # P, R, F1 at two levels
     for level in ("instance", "entity"):
         s = Score.objects.filter(level=level).latest("id")
-        assert s.details["truth"]["p"] is not None and s.submission.plan["labels"]["new"] > 0
+        assert s.details["truth"]["p"] is not None and status.progress(s.submission)["labels_new"] > 0
         html = client.get(f"/corpora/evlevels/leaderboard/?level={level}").content.decode()
         assert f"{s.draws} labelled draws" in html and "true P" in html and ('class="in"' in html or 'class="out"' in html)
         # provenance of this level's own draws: new + reused labels never exceed the distinct drawn instances

@@ -170,7 +170,7 @@ def test_counts_add_up(corpus):
     st = actions.settings_for(corpus)
     st.submission_budget_cents = st.answers_per_item * st.reward_verify_cents * (len(keys) - 5)
     st.save()
-    request_labels(sub, first=True)
+    request_labels(sub)
     for key, h in keys[-4:-2]:  # labelled later, by another submission's item (or the pool)
         Label.objects.create(corpus=corpus, key=key, key_hash=h, probability=1, correct=True, method="majority",
                              n_answers=1, guideline_version="t")

@@ -129,20 +129,16 @@ def build(cfg: dict) -> dict:
     crowd.label([(k, key_hash(k), doc_of[k], truth[k]) for k in drawn])
     task_of = dict(Task.objects.filter(corpus=corpus, kind=Kind.VERIFY).values_list("key", "id"))
     requested: set[int] = set()
-    reqs, new_reused = [], {}
+    reqs = []
     for sub in subs:
         keys = dict.fromkeys(Draw.objects.filter(submission=sub).order_by("id").values_list("key", flat=True))
-        new = sum(task_of[k] not in requested for k in keys)
-        new_reused[sub.pk] = (new, len(keys) - new)
         for k in keys:
             tid = task_of[k]
             reqs.append(TaskRequest(task_id=tid, submission=sub, committed_cents=0 if tid in requested else 15))
             requested.add(tid)
     TaskRequest.objects.bulk_create(reqs, batch_size=2000)
     for sub in subs:
-        new, reused = new_reused[sub.pk]
-        sub.plan = {**{lv: {"draws": n_draws, "min": 20, "max": 500} for lv in LEVELS},
-                    "labels": {"new": new, "reused": reused, "joined": 0, "over_budget": 0}}
+        sub.plan = {lv: {"draws": n_draws, "min": 20, "max": 500} for lv in LEVELS}
     Submission.objects.bulk_update(subs, ["plan"])
     n_exhaustive = gen._exhaustive(corpus, docs, spans, gold, cfg["documents"], seed)
     setup["draws_labels"] = time.perf_counter() - t0

@@ -38,7 +38,7 @@ from scipy.stats import norm
 
 from unpooled.core.errors import UnpooledError
 from unpooled.service.annotation.actions import settings_for
-from unpooled.service.annotation.models import ExhaustiveDocument, Kind, Task, TaskRequest
+from unpooled.service.annotation.models import ExhaustiveDocument, Kind, Task
 from unpooled.service.corpora.models import Corpus
 from unpooled.service.locks import exclusive
 from unpooled.service.submissions.models import Submission
@@ -151,7 +151,7 @@ def stage_sampling(sub: Submission) -> None:
             Submission.objects.filter(pk=sub.pk).update(plan=plan)
             sub.plan = plan
         draw_up_to(sub, level, plan[level].get("draws", 0))
-    request_labels(sub, first=True)
+    request_labels(sub)
 
 
 def sampling_key() -> int:
@@ -182,26 +182,15 @@ def draw_up_to(sub: Submission, level: str, need: int, *, seed: list[int] | None
     return True
 
 
-def request_labels(sub: Submission, *, first: bool, priority=None) -> None:
+def request_labels(sub: Submission, *, priority=None) -> None:
     """Ask for verification of every drawn instance without a label (idempotent: what ``sub`` asked for already
-    is found, not asked again), and count in ``sub``'s plan what it did (``priority``: the tasks' place in the
-    queue, default now)."""
+    is found, not asked again; ``priority``: the tasks' place in the queue, default now).  Where each drawn key's
+    label comes from is read live (:func:`unpooled.service.evaluations.status.label_origins`); the plan keeps the
+    items of weakly judged relations asked with more answers."""
     from unpooled.service.annotation.actions import request_verification
 
     ids = sorted(set(Draw.objects.filter(submission=sub).values_list("instance_id", flat=True)))
     res = request_verification(sub, ids, weak_relations=rates.weak_relations(sub.corpus), priority=priority)
-    plan = dict(sub.plan or {})
-    labels = dict(plan.get("labels") or {})
-    # what this request did; a repeated request finds its own tasks and adds nothing new
-    labels["new"] = TaskRequest.objects.filter(submission=sub, committed_cents__gt=0).count()
-    if first and "reused" not in labels:
-        # counted on the first request only: later, its own tasks' labels would count
-        labels["reused"] = res.reused
-    labels["joined"] = TaskRequest.objects.filter(submission=sub, committed_cents=0).count()
-    labels["over_budget"] = res.over_budget
-    plan["labels"] = labels
-    Submission.objects.filter(pk=sub.pk).update(plan=plan)
-    sub.plan = plan
     _note_more_answers(sub, res)
 
 
@@ -253,7 +242,7 @@ def top_up(sub: Submission) -> bool:
         added |= draw_up_to(sub, level, again["draws"])
     more = ask_more_answers(sub)
     if added:
-        request_labels(sub, first=False)
+        request_labels(sub)
     return added or more
 
 

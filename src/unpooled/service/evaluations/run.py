@@ -64,7 +64,7 @@ def evaluate(corpus: Corpus, *, crowd=None, labels: int = 150, documents: int = 
         # submission's contents, and verification of every drawn key without a label: a run again after a crash
         # (or of a submission whose earlier run stopped) draws and asks only what is missing
         draw_up_to(sub, level, target, seed=[seed, _content_key(sub, level)])
-        request_labels(sub, first=True, priority=queued)
+        request_labels(sub, priority=queued)
 
     def answer():
         for _ in range(10):  # the answers may show relations the crowd judges weakly: more answers on those
