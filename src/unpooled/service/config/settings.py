@@ -36,6 +36,7 @@ variable                        meaning (default)
                                 ``UNPOOLED_UPLOAD_WAIT_DIR`` (``$UNPOOLED_DATA_DIR/run``; one folder per machine)
 ``UNPOOLED_RATE_REPLICATES``    bootstrap refits of the crowd's confusions behind every interval (100); fewer
                                 are cheaper and give rougher intervals
+``UNPOOLED_DOCS_DIR``           the built documentation site served at ``/docs/`` (``$UNPOOLED_DATA_DIR/docs-site``)
 ``UNPOOLED_SECURE``             ``1`` behind TLS: cookies only over HTTPS (``Secure``), HSTS for a year,
                                 and ``X-Forwarded-Proto: https`` from the proxy marks a request
                                 secure (the proxy must set or strip that header) (off)
@@ -60,6 +61,8 @@ DATA_DIR = Path(os.environ.get("UNPOOLED_DATA_DIR", Path.home() / ".local" / "sh
 DATA_DIR.mkdir(mode=0o700, parents=True, exist_ok=True)
 #: uploaded files while they wait for validation (0700; each file 0600: unpooled.service.submissions.uploads)
 UPLOAD_DIR = DATA_DIR / "uploads"
+#: the built documentation site served at /docs/ (``./dev up`` and ``./dev docs`` build it there)
+DOCS_DIR = Path(os.environ.get("UNPOOLED_DOCS_DIR") or DATA_DIR / "docs-site").expanduser()
 
 
 def _create_private(path: Path, data: bytes) -> None:

@@ -1,6 +1,7 @@
-from django.urls import path
+from django.urls import path, re_path
 
 from . import views
+from .views.docs import docs_page
 from .views.entity_leaderboard import entity_leaderboard
 
 app_name = "web"
@@ -16,6 +17,7 @@ urlpatterns = [
     path("demo/status.json", views.demo.demo_status, name="demo_status"),
     path("corpora/<slug:name>/leaderboard.csv", views.leaderboard_csv, name="leaderboard_csv"),
     path("about/numbers/", views.about_numbers, name="about_numbers"),
+    re_path(r"^docs/(?P<path>.*)$", docs_page, name="docs"),
     path("corpora/<slug:name>/leaderboard/entities/", entity_leaderboard, name="leaderboard_entities"),
     path("submissions/", views.submission_list, name="submissions"),
     path("submissions/new/", views.upload, name="upload"),
