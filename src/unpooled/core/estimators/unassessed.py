@@ -43,7 +43,7 @@ the minimum-variance combination :math:`\lambda\hat r^e + (1-\lambda)\hat r^{ps}
 documents of :math:`\hat Y_0`.  With independent estimators the relative efficiencies would add (the seed's
 claim); here :math:`C > 0` and they do not.  ``unpooled simulate unassessed`` measures bias, width, coverage and
 relative efficiency against the joint estimator; the service does not publish these estimates unless they meet
-the targets there; they do not (README, "Recall from pooled and unassessed output: measured, not published").
+the targets there; they do not (docs/method/regimes.md, "Recall from pooled and unassessed output: measured, not published").
 
 References
 ----------
