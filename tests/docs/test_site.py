@@ -3,13 +3,12 @@
 
 from __future__ import annotations
 
-import os
 import re
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+
+from .build import build_site
 
 ROOT = Path(__file__).resolve().parents[2]
 TEMPLATES = ROOT / "src" / "unpooled" / "service"
@@ -18,15 +17,7 @@ pytestmark = pytest.mark.xdist_group("docs-site")  # one build per test process
 
 @pytest.fixture(scope="module")
 def site(tmp_path_factory):
-    out = tmp_path_factory.mktemp("docs-site")
-    mkdocs = Path(sys.executable).with_name("mkdocs")
-    env = {**os.environ, "NO_MKDOCS_2_WARNING": "1"}
-    got = subprocess.run([str(mkdocs), "build", "--strict", "-f", str(ROOT / "mkdocs.yml"), "-d", str(out)],
-                         cwd=ROOT, capture_output=True, text=True, timeout=600, env=env)
-    log = got.stdout + got.stderr
-    assert got.returncode == 0, f"mkdocs build --strict failed:\n{log[-6000:]}"
-    assert "WARNING" not in log, log[-6000:]
-    return out
+    return build_site(tmp_path_factory.mktemp("docs-site"))
 
 
 def page_file(site: Path, url: str) -> Path:
