@@ -102,3 +102,38 @@ def test_every_variable_the_code_reads_is_on_the_settings_page():
     assert len(names) > 30
     missing = sorted(n for n in names if n not in page)
     assert not missing, f"on docs/reference/settings.md: {missing}"
+
+
+def page_text(site: Path, path: str) -> str:
+    """The words of a built page, tags stripped and white space collapsed."""
+    html = (site / path / "index.html").read_text(encoding="utf-8")
+    return " ".join(re.sub(r"<[^>]+>", " ", html).split())
+
+
+def test_the_submitters_page_describes_the_status_page_as_it_is(site):
+    """The status page's counts and states (issue 25 #6, #5) as the docs say them: the label origins in parts that
+    add up, a time left unknown while nobody works the queue, draws with replacement, the provisional state; and
+    the error analysis's box on where its labels come from."""
+    from unpooled.service.evaluations.status import IDLE_MINUTES, LEVEL_STATE_LABELS
+
+    text = page_text(site, "getting-started/submitters")
+    for part in ("new (items this submission asked for", "reused (labelled already", "joined (an open item",
+                 "not asked (over the budget", "parts that add up"):
+        assert part in text, part
+    assert "It is unknown when nobody of the corpus's backend works its queue" in text
+    assert f"in the last {IDLE_MINUTES} minutes" in text
+    assert "with replacement" in text and LEVEL_STATE_LABELS["provisional"] in text
+    assert "Where these labels come from" in text
+
+
+def test_the_annotators_page_gives_the_clustering_keys_of_the_task(site):
+    """The clustering task's keys (issue 25 #8) as its instructions give them: the cursor stays on the line, Enter
+    reviews, Enter again sends, Esc goes back, a draft is kept in the browser."""
+    from unpooled.service.annotation.guidelines import INSTRUCTIONS
+
+    rules = " ".join(INSTRUCTIONS["clusters"]["rules"])
+    assert "the cursor stays on the line" in rules and "Esc goes back" in rules
+    text = page_text(site, "getting-started/annotators")
+    for said in ("leaves the cursor on its line", "Enter shows the groups for review", "Enter again sends them",
+                 "Esc goes back to editing", "kept as a draft in this browser"):
+        assert said in text, said
