@@ -508,3 +508,55 @@ def test_entity_marks_survive_leaving_the_page(page, live_server, world):
     assert [(task.document.text[m["start"]:m["end"]], m["type"]) for m in ans.value["mentions"]] == [("Mess of Blues", "MISC")]
     assert page.evaluate("() => Object.keys(localStorage).filter(k => k.startsWith('unpooled-draft:')).length") == 0
     assert asked == ["beforeunload"]  # leaving with marks asked first
+
+
+def test_relation_choices_survive_leaving_the_page(page, live_server, world):
+    """Issue 25 build 2: the relations task kept nothing when the annotator left the page.  Now leaving with a
+    relation chosen asks first, coming back restores the choices from this browser's draft (per lease), and the
+    answer sent leaves no draft behind."""
+    rel = _relations_task(world)
+    login(page, live_server.url)
+    page.goto(f"{live_server.url}/annotate/next/relations/")
+    page.wait_for_selector("#task[data-kind=relations]")
+    url = page.url
+    kb = page.keyboard
+    kb.press("/")
+    kb.type("perf")
+    kb.press("Enter")                              # A → B: performer
+    kb.press("Escape")
+    assert page.inner_text(".pair[data-index='0'] .chips") == "A → B: performer"
+    asked = []
+    page.on("dialog", lambda d: (asked.append(d.type), d.accept()))
+    page.goto(f"{live_server.url}/annotate/")      # away: the browser asks first
+    assert asked == ["beforeunload"]
+    page.goto(url)
+    page.wait_for_selector("#task[data-kind=relations]")
+    assert page.inner_text(".pair[data-index='0'] .chips") == "A → B: performer"
+    assert "Restored 1 relation you chose here before leaving the page." in page.inner_text("#rel-status")
+    check_layout(page, "relations-draft-restored")
+    # a draft naming a code the page does not offer (edited by hand, or an older page's) is not taken back
+    page.evaluate("() => localStorage.setItem('unpooled-draft:' + location.pathname, "
+                  "JSON.stringify({pairs: {'0': ['ab:P175', 'ab:NOPE'], '7': ['ab:P175']}}))")
+    page.reload()
+    page.wait_for_selector("#task[data-kind=relations]")
+    assert page.inner_text(".pair[data-index='0'] .chips") == "A → B: performer"
+    asked.clear()
+    with page.expect_navigation():
+        kb.press("Control+Enter")
+    assert Answer.objects.get(task=rel).value == {"pairs": {"0": ["ab:P175"]}}
+    assert page.evaluate("() => Object.keys(localStorage).filter(k => k.startsWith('unpooled-draft:')).length") == 0
+    assert asked == []                             # sending asked nothing
+
+
+def test_leaving_relations_without_a_choice_asks_nothing(page, live_server, world):
+    """No relation chosen: nothing to lose, so leaving the page asks nothing and no draft is kept."""
+    _relations_task(world)
+    login(page, live_server.url)
+    page.goto(f"{live_server.url}/annotate/next/relations/")
+    page.wait_for_selector("#task[data-kind=relations]")
+    asked = []
+    page.on("dialog", lambda d: (asked.append(d.type), d.accept()))
+    page.keyboard.press("j")
+    page.goto(f"{live_server.url}/annotate/")
+    assert asked == []
+    assert page.evaluate("() => Object.keys(localStorage).filter(k => k.startsWith('unpooled-draft:')).length") == 0

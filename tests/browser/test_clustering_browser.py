@@ -162,3 +162,69 @@ def test_letters_stay_review_before_send_draft_kept_and_the_page_after(page, liv
     reasons = page.inner_text("#empty-reasons")
     assert "clustering" in reasons and "relation annotation" not in reasons, reasons
     check_layout(page, "clusters-after-send")
+
+
+def _sign_in(page, base):
+    page.goto(f"{base}/accounts/login/")
+    page.fill("#id_username", USER)
+    page.fill("#id_password", PASSWORD)
+    with page.expect_navigation():
+        page.keyboard.press("Enter")
+
+
+def _send_groups(page, base):
+    """Open the clustering task, group lines 1 and 2 (letter a), review and send; returns the task page's URL."""
+    page.goto(f"{base}/annotate/next/clusters/")
+    page.wait_for_selector("#cluster-items")
+    url = page.url
+    for key in ("a", "j", "a", "Enter"):
+        page.keyboard.press(key)
+    with page.expect_navigation():
+        page.keyboard.press("Enter")
+    return url
+
+
+def test_undo_a_clustering_answer_until_the_next_one(page, live_server, world):
+    """Issue 25 build 2: the page after a clustering answer (no other clustering task: the empty queue's page)
+    offers its undo; u takes it back and reopens the task with the groups filled in, to be corrected and sent
+    again."""
+    from .layout import check_layout
+
+    task = _task(world)
+    Task.objects.filter(pk=task.pk).update(answers_needed=2)  # one answer leaves the task open: undoable
+    base = live_server.url
+    _sign_in(page, base)
+    url = _send_groups(page, base)
+    assert page.locator("#empty").count() == 1 and page.is_visible("#undo")
+    assert Answer.objects.get(task=task).value == {"groups": [[0, 1], [2]]}
+    check_layout(page, "clusters-after-send-undoable")
+    with page.expect_navigation(url=url):
+        page.keyboard.press("u")
+    assert page.is_visible("#undone") and not Answer.objects.filter(task=task).exists()
+    assert page.locator('.cluster-item[data-group="a"]').count() == 2   # the answer, to correct
+    page.keyboard.press("j")
+    page.keyboard.press("j")
+    page.keyboard.press("a")                                           # line 3 joins them
+    page.keyboard.press("Enter")
+    with page.expect_navigation():
+        page.keyboard.press("Enter")
+    assert Answer.objects.get(task=task).value == {"groups": [[0, 1, 2]]}
+
+
+def test_a_clustering_answer_that_closed_its_task_says_it_cannot_be_undone(page, live_server, world):
+    """With one answer per task the answer completes it: the page after says the answer was saved and why it can no
+    longer be undone, and u makes that note flash instead of doing nothing."""
+    from .layout import check_layout
+
+    task = _task(world)
+    base = live_server.url
+    _sign_in(page, base)
+    _send_groups(page, base)
+    task.refresh_from_db()
+    assert task.status == Task.Status.COMPLETE
+    assert page.locator("#undo").count() == 0
+    note = page.locator("#saved-final")
+    assert "it completed its item, so it can no longer be undone" in note.inner_text()
+    page.keyboard.press("u")
+    assert "flash" in note.get_attribute("class")
+    check_layout(page, "clusters-after-send-final")

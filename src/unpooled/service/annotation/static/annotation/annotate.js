@@ -46,19 +46,12 @@
     if (e.key === "?" && !typing(e)) { guide.open = !guide.open; e.preventDefault(); }
   });
 
-  // u (and Backspace on a verification item) undoes the last answer, while the server still allows it; not on the
-  // clustering page, where u is a group's letter (its Undo button still works)
-  const undoForm = document.getElementById("undo-form");
-  const savedFinal = document.getElementById("saved-final");
-  const undo = () => {
-    if (undoForm) { undoForm.requestSubmit(); return true; }
-    if (savedFinal) { savedFinal.classList.remove("flash"); void savedFinal.offsetWidth; savedFinal.classList.add("flash"); }
-    return false;  // nothing to undo: the note says why (it flashes)
-  };
+  // u (and Backspace on a verification item) undoes the last answer, while the server still allows it (undo.js);
+  // not on the clustering page, where u is a group's letter (its Undo button still works)
   let picking = false;  // the entity task's group picker is open: it has the keys
   document.addEventListener("keydown", (e) => {
     if (typing(e) || picking || e.ctrlKey || e.metaKey || e.altKey) return;
-    if ((e.key === "u" && kind !== "clusters") || (e.key === "Backspace" && kind === "verify")) { if (undo()) e.preventDefault(); }
+    if ((e.key === "u" && kind !== "clusters") || (e.key === "Backspace" && kind === "verify")) { if (window.unpooledUndo()) e.preventDefault(); }
   });
 
   // ------------------------------------------------------------------ verify
@@ -274,6 +267,9 @@
     const checked = list.dataset.typeCheck !== "off";
     const chosen = pairs.map(() => new Set());
     const confirmEl = document.getElementById("confirm-empty");
+    const status = document.getElementById("rel-status");
+    const draft = keepDraft(() => chosen.some((s) => s.size > 0));
+    const answer = () => { const out = {}; chosen.forEach((s, i) => { out[String(i)] = Array.from(s); }); return out; };
     let cur = 0, confirmArmed = false;
     const label = (code) => {
       const r = relations.find((x) => x[0] === code.slice(3));
@@ -325,6 +321,7 @@
         }
       });
       pairs[cur].scrollIntoView({ block: "nearest" });
+      draft.save({ pairs: answer() });
     }
     pairs.forEach((p, i) => {
       const input = p.querySelector(".rel-search");
@@ -389,11 +386,22 @@
         confirmEl.hidden = false;
         return;
       }
-      const out = {};
-      chosen.forEach((s, i) => { out[String(i)] = Array.from(s); });
+      const out = answer();
+      draft.drop();
       submit({ pairs: out });
     });
-    if (previous && previous.pairs) Object.entries(previous.pairs).forEach(([k, v]) => { if (chosen[Number(k)]) v.forEach((c) => chosen[Number(k)].add(c)); });
+    // the server's copy of a refused or withdrawn answer comes first, then this browser's draft; only the
+    // (direction, relation) codes this page offers for the pair are taken back
+    const restore = previous || draft.load(), fromDraft = !previous;
+    if (restore && restore.pairs && typeof restore.pairs === "object") {
+      Object.entries(restore.pairs).forEach(([k, v]) => {
+        const i = Number(k);
+        if (!chosen[i] || !Array.isArray(v)) return;
+        v.forEach((c) => { if (options[i].some((o) => o.code === c)) chosen[i].add(c); });
+      });
+      const n = chosen.reduce((t, s) => t + s.size, 0);
+      if (fromDraft && n) status.textContent = "Restored " + n + " relation" + (n === 1 ? "" : "s") + " you chose here before leaving the page.";
+    }
     if (pairs.length) render();
   }
   // ------------------------------------------------------------------ clusters

@@ -1,11 +1,20 @@
-// The page after an answer: 'u' undoes it (the form posts to the server, which decides whether it still may).
+// Undo of the last answer, on the page after it (a task page or the empty queue's page): the form posts to the
+// server, which decides whether it still may; with no form, the note saying why the answer can no longer be
+// undone flashes (an undo key that silently did nothing was UX review #3).  annotate.js calls it from its own
+// keys; elsewhere 'u' does.
 (function () {
   "use strict";
-  const form = document.getElementById("undo-form");
-  if (!form) return;
+  window.unpooledUndo = function () {
+    const form = document.getElementById("undo-form");
+    if (form) { form.requestSubmit(); return true; }
+    const note = document.getElementById("saved-final");
+    if (note) { note.classList.remove("flash"); void note.offsetWidth; note.classList.add("flash"); }
+    return false;
+  };
+  if (document.getElementById("task")) return;  // a task page: its keys are annotate.js's
   document.addEventListener("keydown", function (e) {
     const t = e.target;
     if (t && ["INPUT", "SELECT", "TEXTAREA"].includes(t.tagName) && t.type !== "radio" && t.type !== "checkbox") return;
-    if (e.key === "u" && !e.ctrlKey && !e.metaKey && !e.altKey) { e.preventDefault(); form.requestSubmit(); }
+    if (e.key === "u" && !e.ctrlKey && !e.metaKey && !e.altKey && window.unpooledUndo()) e.preventDefault();
   });
 })();
