@@ -560,3 +560,27 @@ def test_leaving_relations_without_a_choice_asks_nothing(page, live_server, worl
     page.goto(f"{live_server.url}/annotate/")
     assert asked == []
     assert page.evaluate("() => Object.keys(localStorage).filter(k => k.startsWith('unpooled-draft:')).length") == 0
+
+
+def test_a_verification_answer_survives_leaving_the_page(page, live_server, world):
+    """The verification item's choice and mention checks are kept per lease in this browser too: leaving asks,
+    coming back restores them, sending leaves no draft."""
+    login(page, live_server.url)
+    page.keyboard.press("1")
+    page.wait_for_selector("#task[data-kind=verify]")
+    url = page.url
+    page.keyboard.press("3")                       # no relation
+    page.keyboard.press("o")                       # the object mention is not valid
+    asked = []
+    page.on("dialog", lambda d: (asked.append(d.type), d.accept()))
+    page.goto(f"{live_server.url}/annotate/")
+    assert asked == ["beforeunload"]
+    page.goto(url)
+    page.wait_for_selector("#task[data-kind=verify]")
+    assert page.is_checked("input[name=relation][value=none]")
+    assert not page.is_checked("#object_ok") and page.is_checked("#subject_ok")
+    with page.expect_navigation(url=lambda u: u != url):
+        page.keyboard.press("Enter")
+    ans = Answer.objects.get(assignment__token=token_of(url))
+    assert ans.value == {"relation": "none", "subject_ok": True, "object_ok": False, "link_ok": None}
+    assert page.evaluate("() => Object.keys(localStorage).filter(k => k.startsWith('unpooled-draft:')).length") == 0

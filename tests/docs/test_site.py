@@ -136,5 +136,5 @@ def test_the_annotators_page_gives_the_clustering_keys_of_the_task(site):
     text = page_text(site, "getting-started/annotators")
     for said in ("leaves the cursor on its line", "Enter shows the groups for review", "Enter again sends them",
                  "Esc goes back to editing", "kept as a draft in this browser",
-                 "The entity, relations and clustering tasks keep a draft", "can no longer be undone"):
+                 "Every task page (verify, entities, relations, clustering) keeps a draft", "can no longer be undone"):
         assert said in text, said

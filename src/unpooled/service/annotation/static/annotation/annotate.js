@@ -33,7 +33,7 @@
     if (skipForm) skipForm.addEventListener("submit", drop);
     return {
       save(value) {
-        if (!store) return;
+        if (!store || leaving) return;  // nothing after the answer is sent (a key's keyup comes after its submit)
         try { if (has()) store.setItem(key, JSON.stringify(value)); else store.removeItem(key); }
         catch (err) { /* storage full or refused: the warning on leaving still holds */ }
       },
@@ -70,10 +70,12 @@
       if (chosen.value === "other") v.other_predicate = other.value;
       return v;
     };
+    const draft = keepDraft(() => value() !== null);
     form.addEventListener("submit", (e) => {
       e.preventDefault();
       const v = value();
       if (!v) { alert("Choose holds (1), another relation (2) or no relation (3)."); return; }
+      draft.drop();
       submit(v);
     });
     document.addEventListener("keydown", (e) => {
@@ -86,11 +88,17 @@
       else if (e.key === "l") toggle("link_ok");
       else if (e.key === "Enter") { e.preventDefault(); form.requestSubmit(); }
     });
-    if (previous) {  // a rejected answer comes back: restore all of it, the mention checks included
-      set(previous.relation); if (previous.other_predicate) other.value = previous.other_predicate;
+    // the keys set the inputs without a change event: save after every key and every click alike
+    ["keyup", "change"].forEach((type) => document.addEventListener(type, () => draft.save(value())));
+    // a rejected or withdrawn answer comes back from the server first, else this browser's draft: all of it, the
+    // mention checks included
+    const restore = previous || draft.load();
+    if (restore && radios.some((r) => r.value === restore.relation)) {
+      set(restore.relation);
+      if (restore.other_predicate && Array.from(other.options).some((o) => o.value === restore.other_predicate)) other.value = restore.other_predicate;
       ["subject_ok", "object_ok", "link_ok"].forEach((id) => {
         const el = document.getElementById(id);
-        if (el && typeof previous[id] === "boolean") el.checked = previous[id];
+        if (el && typeof restore[id] === "boolean") el.checked = restore[id];
       });
     }
   }
