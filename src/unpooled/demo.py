@@ -328,13 +328,13 @@ def watch_evaluation(corpus: str, progress: Progress, *, url: str = "", every: f
 
 #: (what the account is for, user name, role, team)
 DEMO_ACCOUNTS = (("organiser", "demo-organiser", "organiser", ""),
-                 ("team member", "demo-member", "participant", "spaCy-baseline"),
+                 ("submitter", "demo-member", "submitter", "spaCy-baseline"),
                  ("annotator", "demo-annotator", "annotator", ""))
 ACCOUNTS_FILE = "demo-accounts.json"
 
 
 def demo_accounts(data_dir: str | Path) -> list[tuple[str, str, str | None]]:
-    """Make (or find) the demo's organiser, team member and annotator; returns ``(what, user, password)``.
+    """Make (or find) the demo's organiser, submitter and annotator; returns ``(what, user, password)``.
 
     The passwords are generated once and kept in ``demo-accounts.json`` of the data directory (mode 600), so
     every ``./dev up`` prints the same ones.  An account of that name that the demo did not make, or whose

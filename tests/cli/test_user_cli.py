@@ -1,4 +1,4 @@
-"""``unpooled user add NAME --role organiser|participant|annotator [--team T]``."""
+"""``unpooled user add NAME --role organiser|submitter|annotator [--team T]``."""
 
 from __future__ import annotations
 
@@ -40,13 +40,14 @@ def test_organiser_with_a_generated_password(capsys):
     assert role_of(u) == "organiser" and u.is_staff  # the console and the admin
 
 
-def test_participant_in_a_team_and_annotator_with_a_password_from_stdin(capsys, monkeypatch):
+def test_submitter_in_a_team_and_annotator_with_a_password_from_stdin(capsys, monkeypatch):
+    """``--role submitter`` makes a team's submitter; ``--role participant``, the command's old word, still does."""
     from django.contrib.auth.models import User
 
     from unpooled.service.accounts.actions import role_of, team_of
     from unpooled.service.submissions.models import Team
 
-    code, out, err = run(capsys, "user", "add", "dave", "--role", "participant", "--team", "UX Lab", "--create-team",
+    code, out, err = run(capsys, "user", "add", "dave", "--role", "submitter", "--team", "UX Lab", "--create-team",
                          "--password-stdin", stdin="a-long-secret-42\n", monkeypatch=monkeypatch)
     assert code == 0, err
     assert out == "made submitter dave in team UX Lab\n"  # no password printed: the caller chose it
@@ -64,8 +65,8 @@ def test_participant_in_a_team_and_annotator_with_a_password_from_stdin(capsys, 
 
 
 @pytest.mark.parametrize("argv, stdin, message", [
-    (["gus", "--role", "admin"], None, "--role: expected organiser, participant or annotator, got 'admin'"),
-    (["gus", "--role", "participant"], None, "--team: a participant belongs to a team: give --team NAME"),
+    (["gus", "--role", "admin"], None, "--role: expected organiser, submitter or annotator, got 'admin'"),
+    (["gus", "--role", "submitter"], None, "--team: a submitter belongs to a team: give --team NAME"),
     (["gus", "--role", "participant", "--team", "Nowhere"], None,
      "--team: no team 'Nowhere' (teams: Red); add --create-team to make it"),
     (["carol", "--role", "annotator"], None, "NAME: a user 'carol' exists already"),
@@ -94,3 +95,25 @@ def test_role_is_required(capsys):
     with pytest.raises(SystemExit) as exc:
         main(["user", "add", "gus"])
     assert exc.value.code == 2 and "--role" in capsys.readouterr().err
+
+
+def test_one_word_for_the_role_that_submits(capsys):
+    """The command's help, its errors, the demo's terminal lines and the 403 page say "submitter", as the web and the
+    docs do: not "participant" (accepted as another name for it) nor "team member" (issue 25, one vocabulary)."""
+    from unpooled.cli.commands.serve import demo_banner
+    from unpooled.service.web.views.errors import _hint
+
+    with pytest.raises(SystemExit):
+        main(["user", "add", "--help"])
+    out = capsys.readouterr().out
+    assert "submitter" in out
+    assert "participants" not in out and "team member" not in out
+    assert out.count("participant") == 1 and "'participant' is taken too" in " ".join(out.split()), out
+    lines = "\n".join(demo_banner("http://x", [("organiser", "o", "pw"), ("submitter", "s", "pw"), ("annotator", "a", "pw")],
+                                   "/tmp"))
+    assert "  submitter " in lines and "http://x/submissions/" in lines and "team member" not in lines
+    from unpooled.demo import DEMO_ACCOUNTS
+
+    assert [(what, role) for what, _, role, _ in DEMO_ACCOUNTS] == [
+        ("organiser", "organiser"), ("submitter", "submitter"), ("annotator", "annotator")]
+    assert _hint("/submissions/new/") == ("Submitting is for submitters: members of a team.", "a submitter")

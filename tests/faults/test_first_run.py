@@ -40,7 +40,7 @@ def test_serve_demo_answers_first_with_a_banner_and_prints_the_accounts(serve, s
     s.until(lambda: "demo: step 1/" in s.log(), "the loader's first step")
     log = s.log()
     assert f"unpooled is running at http://localhost:{s.port}/" in log, s.tail()
-    accounts = dict(re.findall(r"^  (?:organiser|team member|annotator) +(\S+) +password (\S+)", log, re.M))
+    accounts = dict(re.findall(r"^  (?:organiser|submitter|annotator) +(\S+) +password (\S+)", log, re.M))
     assert set(accounts) == {"demo-organiser", "demo-member", "demo-annotator"}, s.tail()
     assert log.index("is listening on port") < log.index("unpooled is running at") < log.index("demo-organiser")
     assert log.index("demo-organiser") < log.index("started demo loader") < log.index("demo: step 1/")
@@ -87,5 +87,5 @@ print(json.dumps({"first": first, "second": second, "mode": oct(mode),
     got = json.loads(out.strip().splitlines()[-1])
     assert got["first"] == got["second"] and got["mode"] == "0o600" and got["kept"] is True, got
     assert [[w, n, p is not None] for w, n, p in got["first"]] == [
-        ["organiser", "demo-organiser", True], ["team member", "demo-member", True],
+        ["organiser", "demo-organiser", True], ["submitter", "demo-member", True],
         ["annotator", "demo-annotator", False]]

@@ -109,7 +109,7 @@ EXAMPLES: dict[str, tuple[str, ...]] = {
                           "large-good,small-bad --json entities.json"),
     "simulate documents": ("unpooled simulate documents --trials 300", "unpooled simulate documents --quick --trials 100"),
     "user add": ("unpooled user add carol --role organiser",
-                 "unpooled user add dave --role participant --team 'UX Lab' --create-team",
+                 "unpooled user add dave --role submitter --team 'UX Lab' --create-team",
                  "printf '%s\\n' \"$PASSWORD\" | unpooled user add erin --role annotator --password-stdin"),
 }
 

@@ -195,7 +195,7 @@ def _migrate() -> None:
 
 def demo_banner(url: str, accounts: list, data_dir, corpus: str = "redocred-dev") -> list[str]:
     """The lines printed once the web server answers: where to look and the demo accounts to sign in with."""
-    where = {"organiser": f"{url}/organiser/", "team member": f"{url}/submissions/", "annotator": f"{url}/annotate/"}
+    where = {"organiser": f"{url}/organiser/", "submitter": f"{url}/submissions/", "annotator": f"{url}/annotate/"}
     width = max((len(a[1]) for a in accounts), default=0)
     out = ["the demo is loading in the background: every page shows its progress in a banner, and so does this "
            "terminal",

@@ -1,4 +1,4 @@
-"""``unpooled user add NAME --role organiser|participant|annotator [--team T]``: make an account."""
+"""``unpooled user add NAME --role organiser|submitter|annotator [--team T]``: make an account."""
 
 from __future__ import annotations
 
@@ -10,21 +10,21 @@ from ..main import CommandError, Exit, setup_django
 
 
 def register(sub) -> None:
-    u = sub.add_parser("user", help="make accounts (organisers, participants, annotators)",
+    u = sub.add_parser("user", help="make accounts (organisers, submitters, annotators)",
                        description="Accounts of the local service (the database of $DATABASE_URL or "
                                    "$UNPOOLED_DATA_DIR).")
     us = u.add_subparsers(dest="user_command", metavar="ACTION")
     us.required = True
-    a = us.add_parser("add", help="make an account with a role (and a team for a participant)",
+    a = us.add_parser("add", help="make an account with a role (and a team for a submitter)",
                       description="Make an account. Organisers run corpora and the console (and the admin); "
-                                  "participants submit runs for their team; annotators label. The password is "
+                                  "submitters submit runs for their team; annotators label. The password is "
                                   "generated and printed once, unless --password-stdin reads it from standard "
                                   "input (it must pass the site's password rules).")
     a.add_argument("name", metavar="NAME", help="the user name to sign in with (letters, digits, @ . + - _)")
     a.add_argument("--role", required=True, metavar="ROLE",
-                   help="organiser, participant (a team member who submits) or annotator")
+                   help="organiser, submitter (a member of a team, who submits its runs; 'participant' is taken too) or annotator")
     a.add_argument("--team", metavar="T", default="",
-                   help="the participant's team (an existing team, or a new one with --create-team)")
+                   help="the submitter's team (an existing team, or a new one with --create-team)")
     a.add_argument("--create-team", action="store_true", help="make the team named by --team if it does not exist")
     a.add_argument("--password-stdin", "--password", dest="password_stdin", action="store_true",
                    help="read the password from standard input (first line) instead of generating one")

@@ -258,8 +258,8 @@ def do_set_role(user, role: str, *, team: Team | None = None):
     return prof
 
 
-#: the roles ``unpooled user add`` accepts, and the stored role each one means ("participant" is a team member who
-#: submits: the ``submitter`` role)
+#: the roles ``unpooled user add`` accepts, and the stored role each one means ("participant", the command's word
+#: before one word per role was chosen, is still taken for ``submitter``)
 ADD_USER_ROLES = {"organiser": Role.ORGANISER, "participant": Role.SUBMITTER, "submitter": Role.SUBMITTER,
                   "annotator": Role.ANNOTATOR}
 
@@ -285,14 +285,14 @@ def check_add_user(username: str, role: str, *, team: str = "", create_team: boo
                            code="username_invalid")
     _check_user_name(username, "NAME")
     if role not in ADD_USER_ROLES:
-        raise AccountError(f"--role: expected organiser, participant or annotator, got {role!r}", code="role_invalid")
+        raise AccountError(f"--role: expected organiser, submitter or annotator, got {role!r}", code="role_invalid")
     stored = ADD_USER_ROLES[role]
     if User.objects.filter(username__iexact=username).exists():
         raise AccountError(f"NAME: a user {username!r} exists already", code="username_taken", status=409)
     the_team = None
     team = (team or "").strip()
     if stored == Role.SUBMITTER and not team:
-        raise AccountError("--team: a participant belongs to a team: give --team NAME", code="team_required")
+        raise AccountError("--team: a submitter belongs to a team: give --team NAME", code="team_required")
     if team:
         name = check_team_name(team)
         the_team = Team.objects.filter(name__iexact=name).first()
@@ -311,7 +311,7 @@ def check_add_user(username: str, role: str, *, team: str = "", create_team: boo
 @transaction.atomic
 def do_add_user(username: str, role: str, *, team: str = "", create_team: bool = False,
                 password: str | None = None, email: str = ""):
-    """Create a user with ``role`` (``organiser``, ``participant`` or ``annotator``) and, for a participant, a
+    """Create a user with ``role`` (``organiser``, ``submitter`` or ``annotator``) and, for a submitter, a
     team (made when ``create_team``).  Without ``password`` one is generated.  Returns ``(user, password)``.
 
     An organiser is also staff (the admin); an annotator made here is vouched for (as by an invite)."""

@@ -118,7 +118,7 @@ def _account_page(request, new_token: str | None = None):
     if team is not None:
         ctx["quota"] = actions.quota(team)
         ctx["tokens"] = ApiToken.objects.filter(team=team).select_related("user")
-        ctx["submissions"] = team.submissions.select_related("corpus").order_by("-created")[:50]
+        ctx["submissions"] = team.submissions.select_related("team", "corpus").order_by("-created")[:50]
         ctx["members"] = team.members.select_related("user")
     resp = render(request, "accounts/account.html", ctx)
     if new_token:

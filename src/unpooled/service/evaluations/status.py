@@ -70,12 +70,17 @@ def stage_summary(sub: Submission, levels: list[dict]) -> str:
 
 
 def attach_level_states(subs) -> list:
-    """Set ``levels`` (see :func:`level_states`) and ``stage_summary`` on each submission of a list page."""
+    """Set ``levels`` (see :func:`level_states`), ``stage_summary`` and ``headline`` on each submission of a list
+    page: ``headline`` is the published score of its first level scored (the score its leaderboard shows: a frozen
+    level's snapshot), None while no level is published.  Four queries for the list."""
     subs = list(subs)
     states = level_states(subs)
+    scores = newest_scores_of(s.pk for s in subs)
     for s in subs:
         s.levels = states[s.pk]
         s.stage_summary = stage_summary(s, s.levels)
+        final = [r["level"] for r in s.levels if r["state"] == "scored"]
+        s.headline = scores.get(s.pk, {}).get(final[0]) if final else None
     return subs
 
 
@@ -233,14 +238,22 @@ def score_change(score: Score) -> dict | None:
 def newest_scores(sub: Submission) -> dict[str, Score]:
     """The newest score per level; a frozen level's snapshot (its period closed: :mod:`.periods`), with
     ``frozen`` (the time) set on it (``None`` on the others)."""
+    return newest_scores_of([sub.pk]).get(sub.pk, {})
+
+
+def newest_scores_of(ids) -> dict[int, dict[str, Score]]:
+    """:func:`newest_scores` of each submission id of ``ids``, in two queries whatever their number."""
+    ids = list(ids)
     # a GROUP BY over the (submission, level, id) index: a correlated subquery per score row cost 4 ms on PostgreSQL
-    newest = Score.objects.filter(id__in=Score.objects.filter(submission=sub).order_by().values("level")
-                                  .annotate(m=Max("id")).values("m"))
-    out = {s.level: s for s in newest}
-    for s in out.values():
+    newest = Score.objects.filter(id__in=Score.objects.filter(submission_id__in=ids).order_by()
+                                  .values("submission_id", "level").annotate(m=Max("id")).values("m"))
+    out: dict[int, dict[str, Score]] = {}
+    for s in newest:
         s.frozen = None
-    for snap in ScoreSnapshot.objects.filter(submission=sub).select_related("score"):
-        out[snap.level] = snap.score
+        out.setdefault(s.submission_id, {})[s.level] = s
+    for snap in ScoreSnapshot.objects.filter(submission_id__in=ids).select_related("score"):
+        out.setdefault(snap.submission_id, {})[snap.level] = snap.score
         snap.score.frozen = snap.frozen
     # in the levels' order (instance, relation, entity), as everywhere else
-    return {lv: out[lv] for lv in sorted(out, key=lambda lv: (LEVELS.index(lv) if lv in LEVELS else len(LEVELS), lv))}
+    order = lambda lv: (LEVELS.index(lv) if lv in LEVELS else len(LEVELS), lv)  # noqa: E731
+    return {pk: {lv: by[lv] for lv in sorted(by, key=order)} for pk, by in out.items()}

@@ -16,6 +16,31 @@ class SettingsForm(forms.ModelForm):
     class Meta:
         model = AnnotationSettings
         fields = list(console.SETTINGS_FIELDS)
+        # words an organiser reads, not the field names ("Reward verify cents": UX review 2026-11-26 §3)
+        labels = {
+            "backend": "Who answers the tasks",
+            "answers_per_item": "Answers per item",
+            "answers_weak_relation": "Answers per item of a weakly judged relation",
+            "relation_groups": "Relations judged alike",
+            "lease_seconds": "Time to answer a task (seconds)",
+            "reward_verify_cents": "Pay per verification answer (cents)",
+            "reward_entities_cents": "Pay per entity-marking answer (cents)",
+            "reward_relations_cents": "Pay per relation-marking answer (cents)",
+            "reward_clusters_cents": "Pay per clustering answer (cents)",
+            "budget_cents": "Budget for the whole corpus (cents)",
+            "submission_budget_cents": "Budget per submission (cents)",
+            "control_share": "Share of gold control items",
+            "block_below_accuracy": "Block an annotator below this control accuracy",
+            "block_min_controls": "Controls answered before an annotator can be blocked",
+            "aggregation": "How answers become a label",
+            "target_halfwidth": "Precision interval to aim for (± half-width)",
+            "min_draws": "Fewest draws per level",
+            "max_draws": "Most draws per level",
+            "exhaustive_documents": "Documents annotated in full (for recall)",
+            "levels": "Levels a submission is scored at",
+            "open_signup": "Open to annotators without an invite",
+            "gold_public": "Gold layer visible to everyone",
+        }
         help_texts = {
             "answers_per_item": "independent answers per item (tasks created from now on)",
             "answers_weak_relation": "answers per verification item of a relation the crowd judges weakly (see "

@@ -15,7 +15,7 @@ from django.template.loader import render_to_string
 _WHERE = (
     ("/organiser", "The organiser console is for organisers.", "an organiser"),
     ("/annotate", "Annotation pages are for annotators.", "an annotator"),
-    ("/submissions/new", "Submitting is for members of a team.", "a team member"),
+    ("/submissions/new", "Submitting is for submitters: members of a team.", "a submitter"),
     ("/accounts/invites", "Invites are made by organisers.", "an organiser"),
 )
 
