@@ -1,7 +1,7 @@
-"""Every main page at 390 and 1280 px, signed in as an organiser, a team member and an annotator in turn (review
+"""Every main page at 390 and 1280 px, signed in as an organiser, a submitter and an annotator in turn (review
 defect 14): the document never scrolls sideways (``document.documentElement.scrollWidth`` at most the viewport's
-width, + 1 for rounding); wide tables scroll inside their own box.  Each page is screenshotted
-(``UNPOOLED_SCREENSHOTS``, see layout.py) at both widths, to be looked at.  Every overflow is collected before the
+width, + 1 for rounding); wide tables scroll inside their own box; the first link skips to the main content (UX
+review #15).  Each page is screenshotted (``UNPOOLED_SCREENSHOTS``, see layout.py) at both widths, to be looked at.  Every overflow is collected before the
 test fails, so one run lists them all."""
 
 from __future__ import annotations
@@ -91,6 +91,10 @@ def test_every_page_fits_phone_and_desktop(page, live_server, board):  # noqa: F
             assert resp.status == want, (role, name, url, resp.status)
             if name in ("verify", "entities", "relations", "clusters"):
                 assert "/annotate/task/" in page.url, (role, name, page.url)  # a task of that kind was open
+            # the first link of every page skips the header, to the main content (UX review #15)
+            assert page.evaluate("""() => { const a = document.querySelector('a[href], button');
+                return a.classList.contains('skip-link') && a.getAttribute('href') === '#main'
+                       && document.querySelectorAll('main#main').length === 1; }"""), (role, name)
             for w in WIDTHS:
                 page.set_viewport_size({"width": w, "height": 850})
                 page.wait_for_timeout(30)

@@ -9,6 +9,22 @@ from unpooled.core.estimators.entities import LABELS, METRICS
 from unpooled.service.corpora.models import Corpus
 
 
+#: the metrics the table shows, one column each (the others are on the submission's page)
+COLUMNS = ("mention_p", "mention_r", "mention_f1", "typing", "link_p", "link_r", "nil_b3_f1")
+
+
+def unscored_columns(rows) -> list[dict]:
+    """The metrics no system is scored at, each with the reason when all share one (a corpus without KB links
+    scores no linking): said once above the table, not in every cell (UX review #15)."""
+    out = []
+    for key in COLUMNS:
+        cells = [x for r in rows for x in r["rows"] if x["key"] == key]
+        if cells and all(x["value"] is None for x in cells):
+            reasons = {x.get("reason") or "" for x in cells}
+            out.append({"label": LABELS[key], "reason": reasons.pop() if len(reasons) == 1 else ""})
+    return out
+
+
 def entity_leaderboard(request, name: str):
     from unpooled.service.accounts.actions import is_organiser
     from unpooled.service.evaluations.entities import leaderboard
@@ -19,5 +35,5 @@ def entity_leaderboard(request, name: str):
         raise Http404(f"metric must be one of {', '.join(METRICS)}")
     board = leaderboard(corpus, metric=metric, user=request.user)
     return render(request, "web/leaderboard_entities.html", {
-        "corpus": corpus, "metric": metric, "board": board,
+        "corpus": corpus, "metric": metric, "board": board, "unscored": unscored_columns(board["rows"]), "columns": COLUMNS,
         "metrics": [{"key": k, "label": LABELS[k]} for k in METRICS], "organiser": is_organiser(request.user)})
