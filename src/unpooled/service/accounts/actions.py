@@ -341,15 +341,17 @@ MAX_TOKENS_PER_TEAM = 20
 
 
 def do_issue_token(user, name: str = "api") -> tuple[ApiToken, str]:
-    """A new token for the user's team; returns the row and the token itself (shown once)."""
+    """A new token for the user's team, or, for an organiser outside any team, a token of their own (it acts as
+    the organiser and submits for no team); returns the row and the token itself (shown once)."""
     team = team_of(user)
-    if team is None:
-        raise AccountError("only members of a team can make API tokens (sign up as a submitter)", code="no_team",
-                           status=403)
-    live = ApiToken.objects.filter(team=team, revoked__isnull=True).count()
+    if team is None and role_of(user) != Role.ORGANISER:
+        raise AccountError("only members of a team and organisers can make API tokens (sign up as a submitter)",
+                           code="no_team", status=403)
+    live = ApiToken.objects.filter(team=team, revoked__isnull=True, **({} if team else {"user": user})).count()
     if live >= MAX_TOKENS_PER_TEAM:
-        raise AccountError(f"team {team.name!r} has {live} live API tokens, the most a team may hold; revoke one "
-                           "first", code="too_many_tokens", status=409)
+        holder = f"team {team.name!r}" if team else "you"
+        raise AccountError(f"{holder} has {live} live API tokens, the most a team or an organiser may hold; revoke "
+                           "one first", code="too_many_tokens", status=409)
     raw = TOKEN_PREFIX + secrets.token_urlsafe(30)
     tok = ApiToken.objects.create(team=team, user=user, name=(name or "api").strip()[:100] or "api",
                                   prefix=raw[:12], digest=_digest(raw))
@@ -358,7 +360,8 @@ def do_issue_token(user, name: str = "api") -> tuple[ApiToken, str]:
 
 def do_revoke_token(user, token_id: int) -> ApiToken:
     tok = ApiToken.objects.filter(pk=token_id).select_related("team").first()
-    if tok is None or (tok.team != team_of(user) and not is_organiser(user)):
+    # a team's token: its members and the organisers; an organiser's own (no team): organisers only
+    if tok is None or not (is_organiser(user) or (tok.team_id is not None and tok.team == team_of(user))):
         raise AccountError(f"token {token_id}: no such token of your team", code="not_found", status=404)
     if tok.revoked is None:
         tok.revoked = timezone.now()
@@ -379,6 +382,8 @@ def authenticate_token(raw: str) -> ApiToken | None:
     if tok is None or not tok.user.is_active:
         return None
     if team_of(tok.user) != tok.team or role_of(tok.user) not in (Role.SUBMITTER, Role.ORGANISER):
+        return None
+    if tok.team_id is None and role_of(tok.user) != Role.ORGANISER:  # an organiser's token dies with the role
         return None
     now = timezone.now()
     if tok.last_used is None or now - tok.last_used > timedelta(minutes=1):

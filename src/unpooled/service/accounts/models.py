@@ -43,9 +43,11 @@ class Profile(models.Model):
 
 
 class ApiToken(models.Model):
-    """A bearer token for the REST API and ``unpooled submit --token``, acting for ``team``."""
+    """A bearer token for the REST API and ``unpooled submit --token``, acting for ``team``; an organiser's token
+    has no team (it acts as the organiser: periods, the label pool, releases)."""
 
-    team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="api_tokens")
+    team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="api_tokens", null=True, blank=True,
+                             help_text="the team it submits for; none: an organiser's token")
     user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="api_tokens",
                              help_text="who made it; the API acts as this user")
     name = models.CharField(max_length=100)
@@ -60,7 +62,7 @@ class ApiToken(models.Model):
         verbose_name = "API token"
 
     def __str__(self) -> str:
-        return f"{self.team.name}: {self.name} ({self.prefix}…)"
+        return f"{self.team.name if self.team_id else 'organiser ' + self.user.get_username()}: {self.name} ({self.prefix}…)"
 
 
 class Invite(models.Model):

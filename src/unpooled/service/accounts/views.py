@@ -120,6 +120,8 @@ def _account_page(request, new_token: str | None = None):
         ctx["tokens"] = ApiToken.objects.filter(team=team).select_related("user")
         ctx["submissions"] = team.submissions.select_related("team", "corpus").order_by("-created")[:50]
         ctx["members"] = team.members.select_related("user")
+    elif ctx["role"] == Role.ORGANISER:
+        ctx["tokens"] = ApiToken.objects.filter(team=None, user=request.user).select_related("user")
     resp = render(request, "accounts/account.html", ctx)
     if new_token:
         resp["Cache-Control"] = "no-store"

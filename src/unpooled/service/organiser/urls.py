@@ -1,6 +1,6 @@
 from django.urls import path
 
-from . import views
+from . import mturk_page, views
 
 app_name = "organiser"
 urlpatterns = [
@@ -10,6 +10,7 @@ urlpatterns = [
     path("organiser/submissions/", views.submissions, name="submissions"),
     path("organiser/submissions/<int:pk>/retry/", views.retry, name="retry"),
     path("organiser/teams/", views.teams, name="teams"),
+    path("organiser/mturk/", mturk_page.mturk, name="mturk"),
     path("organiser/teams/<int:pk>/quota/", views.team_quota, name="team_quota"),
     path("organiser/teams/<int:pk>/approve/", views.team_approve, name="team_approve"),
     path("organiser/release/", views.release, name="release"),
