@@ -70,7 +70,8 @@ def test_every_page_fits_phone_and_desktop(page, live_server, board):  # noqa: F
             ("console-annotation", f"/organiser/annotation/?corpus={c}"),
             ("console-settings", f"/organiser/settings/?corpus={c}"),
             ("console-submissions", f"/organiser/submissions/?corpus={c}"), ("console-teams", "/organiser/teams/"),
-            ("console-periods", f"/organiser/periods/?corpus={c}"), ("invites", "/accounts/invites/")]),
+            ("console-periods", f"/organiser/periods/?corpus={c}"), ("console-mturk", f"/organiser/mturk/?corpus={c}"),
+            ("invites", "/accounts/invites/"), ("account-organiser", "/accounts/")]),
         "member": ("alice", "pw-alice-1234", public + [
             ("submission-team", f"/submissions/{a.pk}/"), ("upload", "/submissions/new/"),
             ("upload-history", "/submissions/uploads/"), ("account", "/accounts/"),
