@@ -235,6 +235,29 @@ def test_docred_schema_is_what_the_builder_makes(docred):
     assert set(docred.relations) == set(json.loads(rel_info.read_text(encoding="utf-8")))
 
 
+def test_usual_pairs_leave_out_the_types_of_a_few_noisy_triples(tmp_path, docred):
+    """A type pair of fewer than 3 triples (or under 1% of them) is not usual: annotators are not offered the
+    relation for it; validation still admits every observed type (UX review #13: P17 'country' had TIME as a
+    subject after 5 of 5,505 triples, and 'country of citizenship' was offered for ORG -> LOC pairs)."""
+    def ent(t):
+        return [{"name": "x", "pos": [0, 1], "sent_id": 0, "type": t}]
+
+    docs = [{"title": f"d{i}", "sents": [["x"]], "vertexSet": [ent("PER"), ent("LOC"), ent("TIME")],
+             "labels": [{"h": 0, "t": 1, "r": "P19", "evidence": [0]}] + (
+                 [{"h": 2, "t": 1, "r": "P19", "evidence": [0]}] if i < 2 else [])} for i in range(100)]
+    f = tmp_path / "d.json"
+    f.write_text(json.dumps(docs))
+    (rel,) = _builder().build_schema({"P19": "place of birth"}, [f])["relations"]
+    assert rel["subject"] == ["PER", "TIME"] and rel["usual_pairs"] == [["PER", "LOC"]]
+    p17 = docred.relations["P17"]
+    assert "TIME" in p17.subject_types and docred.allows_types("P17", "TIME", "LOC")
+    assert ("TIME", "LOC") not in p17.pairs and ("ORG", "LOC") in p17.pairs
+    assert not any(a == "ORG" for a, _ in docred.relations["P27"].pairs)
+    # a schema without usual pairs offers every pair of its types
+    tac_rel = Schema.from_dict(GOOD).relations["spouse"]
+    assert tac_rel.usual_pairs is None and tac_rel.pairs == {("PER", "PER")}
+
+
 def test_docred_builder_rejects_relations_it_never_sees(tmp_path):
     doc = {"title": "t", "sents": [["A", "B"]], "labels": [{"h": 0, "t": 1, "r": "P19", "evidence": [0]}],
            "vertexSet": [[{"name": "A", "pos": [0, 1], "sent_id": 0, "type": "PER"}],
@@ -245,7 +268,8 @@ def test_docred_builder_rejects_relations_it_never_sees(tmp_path):
     builder = _builder()
     one = builder.build_schema({"P19": "place of birth"}, [f])
     assert one["relations"] == [{"name": "P19", "subject": ["PER"], "object": ["ORG", "LOC"],
-                                 "cardinality": "list", "description": "place of birth"}]
+                                 "cardinality": "list", "description": "place of birth",
+                                 "usual_pairs": [["PER", "ORG"], ["PER", "LOC"]]}]
     with pytest.raises(ValueError, match=r"relation ids \['P20'\] never occur"):
         builder.build_schema({"P19": "place of birth", "P20": "place of death"}, [f])
     with pytest.raises(ValueError, match=r"relation ids \['P19'\] occur in the data but not in rel_info"):
@@ -314,6 +338,10 @@ BAD_SCHEMAS = [
     (_rel(0, subject=["GPE"]), "relations[0] (employee_of).subject", r"subject types \['GPE'\] are not entity types"),
     (_rel(0, object=["STRING"]), "relations[0] (employee_of).object", r"object types \['STRING'\] are not entity "),
     (_rel(3, object=["PER"]), "relations[3] (title).object", r"object types \['PER'\] are not value types"),
+    (_rel(0, usual_pairs=[["PER"]]), "relations[0] (employee_of).usual_pairs",
+     r"'usual_pairs' must be a non-empty list of \[subject type, object type\] pairs"),
+    (_rel(0, usual_pairs=[["ORG", "PER"]]), "relations[0] (employee_of).usual_pairs",
+     r"usual pairs \[\['ORG', 'PER'\]\] are not pairs of the relation's subject and object types"),
     (_rel(3, cardinality="one"), "relations[3] (title).cardinality", "'cardinality' must be single or list, got 'one'"),
     (_rel(1, inverse_of=3), "relations[1] (employees).inverse_of", "'inverse_of' must be a relation name"),
     (_rel(2, inverse_of="employee_of"), "relations[2] (spouse)", "a symmetric relation is its own inverse"),

@@ -177,6 +177,31 @@ def test_document_view_shows_exhaustive_and_verified_layers(client, setup):
     assert 'id="exhaustive"' in html and "inclusion probability 1.0000" in html
 
 
+def test_another_relation_offers_first_the_relations_usual_for_the_types():
+    """UX review #13: the built-in DocRED schema's types are as observed, so one noisy triple admitted a type;
+    the options that fit are those whose usual type pairs match (ORG -> LOC: 'country', not 'country of
+    citizenship'; PER -> TIME: not 'followed by', 'part of' or 'has part'), the relations task's list too."""
+    import json
+    import re
+
+    from unpooled.core.schema import builtin_schema
+    from unpooled.service.annotation import views
+
+    parts = views._SchemaParts(builtin_schema("docred"))
+
+    def fitting(s, o):
+        html = str(parts.relation_options(frozenset(s), frozenset(o)))
+        return set(re.findall(r'<option value="([^"]*)"', html.split('id="fitting">')[1].split("</optgroup>")[0]))
+
+    org_loc = fitting({"ORG"}, {"LOC"})
+    assert "P17" in org_loc and "P159" in org_loc and "P27" not in org_loc
+    per_time = fitting({"PER"}, {"TIME"})
+    assert {"P569", "P570"} <= per_time and not per_time & {"P156", "P361", "P527"}
+    assert len(per_time) < 12 and len(org_loc) < 25
+    rels = {r[0]: r[2] for r in json.loads(parts.relations_json)}
+    assert "PER>LOC" in rels["P27"] and "ORG>LOC" not in rels["P27"]
+
+
 def test_task_page_fragments_built_once_are_exact_and_escaped(client, setup):
     """The relation list, the entity legend and the tokenised document are built in Python once per
     process (annotation.views): the document reads back exactly, and schema text is escaped."""
@@ -205,8 +230,7 @@ def test_task_page_fragments_built_once_are_exact_and_escaped(client, setup):
     p = lease.task.payload
     s_types, o_types = views._argument_types(lease.task.document, p, views._schema_parts(schema_id := row.pk))
     assert schema_id and s_types and o_types
-    fits = [x.name for x in schema.canonical_relations
-            if x.subject_types & s_types and x.object_types & o_types]
+    fits = [x.name for x in schema.canonical_relations if any(a in s_types and b in o_types for a, b in x.pairs)]
     assert 0 < len(fits) < len(schema.canonical_relations)
     assert p["predicate"] in fits                  # the claimed relation fits its own types
     assert options[1:len(fits) + 1] == fits and 'id="fitting"' in select

@@ -49,6 +49,17 @@ class RelationType:
     symmetric: bool = False
     inverse_of: str | None = None
     description: str = ""
+    #: the (subject type, object type) pairs the relation usually takes (offered first to annotators); None:
+    #: every pair of its types.  A schema whose types were observed in noisy data admits a type after a single
+    #: triple; the usual pairs leave such types out of what annotators are offered, never out of validation
+    usual_pairs: frozenset[tuple[str, str]] | None = None
+
+    @property
+    def pairs(self) -> frozenset[tuple[str, str]]:
+        """:attr:`usual_pairs`, or every (subject type, object type) pair of the relation."""
+        if self.usual_pairs is not None:
+            return self.usual_pairs
+        return frozenset((a, b) for a in self.subject_types for b in self.object_types)
 
     @property
     def canonical(self) -> bool:
@@ -73,6 +84,8 @@ class RelationType:
             out["inverse_of"] = self.inverse_of
         if self.description:
             out["description"] = self.description
+        if self.usual_pairs is not None:
+            out["usual_pairs"] = [list(p) for p in sorted(self.usual_pairs)]
         return out
 
 
@@ -198,6 +211,22 @@ def read_json_file(path: str | Path, what: str) -> Any:
         raise SchemaError(str(path), exc.lineno, f"invalid JSON: {exc.msg} (column {exc.colno})") from None
 
 
+def _usual_pairs(raw, subj, obj, where: str, fail) -> frozenset[tuple[str, str]] | None:
+    """A relation's ``usual_pairs`` (absent: None): a non-empty list of [subject type, object type] pairs, each
+    of the relation's own types."""
+    if raw is None:
+        return None
+    if not isinstance(raw, list) or not raw or not all(
+            isinstance(p, list) and len(p) == 2 and all(isinstance(t, str) for t in p) for p in raw):
+        raise fail("'usual_pairs' must be a non-empty list of [subject type, object type] pairs",
+                   f"{where}.usual_pairs")
+    bad = [p for p in raw if p[0] not in subj or p[1] not in obj]
+    if bad:
+        raise fail(f"usual pairs {bad} are not pairs of the relation's subject and object types",
+                   f"{where}.usual_pairs")
+    return frozenset((a, b) for a, b in raw)
+
+
 def _schema_from_dict(data: Any, path: str) -> Schema:
     def fail(msg: str, fld: str) -> SchemaError:
         return SchemaError(path, 0, msg, field=fld)
@@ -244,7 +273,7 @@ def _schema_from_dict(data: Any, path: str) -> Schema:
         if rname in relations:
             raise fail(f"relation {rname!r} is defined twice", where)
         unknown = set(r) - {"name", "subject", "object", "string_valued", "cardinality", "symmetric",
-                            "inverse_of", "description"}
+                            "inverse_of", "description", "usual_pairs"}
         if unknown:
             raise fail(f"unknown keys {sorted(unknown)}", where)
         subj = r.get("subject")
@@ -279,7 +308,7 @@ def _schema_from_dict(data: Any, path: str) -> Schema:
             raise fail("a string-valued relation has no inverse", where)
         relations[rname] = RelationType(
             rname, frozenset(subj), frozenset(obj), string_valued, card, symmetric, inverse_of,
-            str(r.get("description") or ""),
+            str(r.get("description") or ""), _usual_pairs(r.get("usual_pairs"), subj, obj, where, fail),
         )
 
     for rel in relations.values():

@@ -177,16 +177,15 @@ _GUIDES: dict[str, SafeString] = {}  # task kind -> the instructions' HTML
 
 class _SchemaParts:
     """What the task pages show of a schema, rendered once per process (the loops cost more than the rest
-    of the page): the relations with their argument types, the entity types and their legend."""
+    of the page): the relations with their usual argument type pairs, the entity types and their legend."""
 
     def __init__(self, schema):
         rels = [(r.name, r.description) for r in schema.canonical_relations]
         self.relations = rels
         self.type_check = schema.type_check
-        self.arg_types = {r.name: (frozenset(r.subject_types), frozenset(r.object_types))
-                          for r in schema.canonical_relations}
-        self.relations_json = json.dumps([[r.name, r.description or r.name, sorted(r.subject_types),
-                                           sorted(r.object_types)] for r in schema.canonical_relations])
+        self.pairs = {r.name: r.pairs for r in schema.canonical_relations}  # the usual argument type pairs
+        self.relations_json = json.dumps([[r.name, r.description or r.name, sorted(f"{a}>{b}" for a, b in r.pairs)]
+                                          for r in schema.canonical_relations])
         self.entity_types = sorted(schema.entity_types.items())
         self.types = [(i + 1, t, desc) for i, (t, desc) in enumerate(self.entity_types)]
         self.types_json = json.dumps([t for t, _ in self.entity_types])
@@ -196,12 +195,13 @@ class _SchemaParts:
             for n, t, desc in self.types))
 
     def fits(self, name: str, subject_types, object_types) -> bool:
-        """Whether relation ``name`` takes some of ``subject_types`` as subject and of ``object_types`` as object
-        (every relation does under a schema whose types are not checked, or when a side's types are unknown)."""
+        """Whether one of relation ``name``'s usual type pairs (:attr:`~unpooled.core.schema.model.RelationType.
+        pairs`) has a subject of ``subject_types`` and an object of ``object_types`` (every relation fits under a
+        schema whose types are not checked; an empty side is unknown and fits any type)."""
         if self.type_check == "off":
             return True
-        s, o = self.arg_types[name]
-        return (not subject_types or bool(s & subject_types)) and (not object_types or bool(o & object_types))
+        return any((not subject_types or a in subject_types) and (not object_types or b in object_types)
+                   for a, b in self.pairs[name])
 
     def relation_options(self, subject_types=frozenset(), object_types=frozenset()) -> SafeString:
         """The "another relation" ``<option>`` list: the relations that fit the arguments' types first, the
@@ -375,8 +375,9 @@ def _argument_types(doc, p: dict, parts: _SchemaParts) -> tuple[frozenset, froze
         side = spans.get((start, end))
         if side:
             gold[side].add(typ)
-    claimed = parts.arg_types.get(p.get("predicate"), (frozenset(), frozenset()))
-    return frozenset(gold["s"]) or claimed[0], frozenset(gold["o"]) or claimed[1]
+    claimed = parts.pairs.get(p.get("predicate"), frozenset())  # without gold types: the claimed relation's usual
+    return (frozenset(gold["s"]) or frozenset(a for a, _ in claimed),
+            frozenset(gold["o"]) or frozenset(b for _, b in claimed))
 
 
 def _with_next(toks):

@@ -287,8 +287,8 @@
     const options = pairs.map((p) => {
       const ta = p.dataset.aType, tb = p.dataset.bType, out = [];
       relations.forEach((r, order) => {
-        const fitAB = !checked || (r[2].includes(ta) && r[3].includes(tb));
-        const fitBA = !checked || (r[2].includes(tb) && r[3].includes(ta));
+        const fitAB = !checked || r[2].includes(ta + ">" + tb);  // the relation's usual type pairs
+        const fitBA = !checked || r[2].includes(tb + ">" + ta);
         out.push({ code: "ab:" + r[0], text: "A → B: " + r[1] + " (" + r[0] + ")", meaning: r[1].toLowerCase(), name: r[0].toLowerCase(), fits: fitAB, order: 2 * order });
         out.push({ code: "ba:" + r[0], text: "B → A: " + r[1] + " (" + r[0] + ")", meaning: r[1].toLowerCase(), name: r[0].toLowerCase(), fits: fitBA, order: 2 * order + 1 });
       });
