@@ -15,7 +15,7 @@ import threading
 
 import pytest
 
-from unpooled.cli.commands.serve import BACKOFF_MAX, backoff
+from unpooled.cli.commands.serve import BACKOFF_MAX, _started, backoff
 
 from .harness import alive, one, until
 
@@ -44,6 +44,22 @@ class Prober:
 
 def heartbeat_pid(env, slot: int = 0):
     return one(env, "SELECT pid FROM organiser_workerheartbeat WHERE worker_id LIKE ?", (f"%-{slot}",))
+
+
+def test_the_demo_clock_starts_when_dev_up_did(monkeypatch):
+    """UX review #14: ``./dev up`` sets UNPOOLED_STARTED as it begins, and serve's demo clock (the banner, the
+    terminal) starts there, set-up included; a value that is not a time of the last hour is ignored."""
+    import time
+
+    now = time.time()
+    monkeypatch.setenv("UNPOOLED_STARTED", str(int(now - 90)))
+    assert _started() == int(now - 90)
+    for bad in ("soon", str(now + 60), str(now - 7200), ""):
+        monkeypatch.setenv("UNPOOLED_STARTED", bad)
+        assert abs(_started() - time.time()) < 5
+    text = open(os.path.join(os.path.dirname(__file__), "..", "..", "dev"), encoding="utf-8").read()
+    up = text.split("  up)")[1].split(";;")[0]
+    assert up.index('export UNPOOLED_STARTED="${UNPOOLED_STARTED:-$(date +%s)}"') < up.index('setup "docs"')
 
 
 def test_backoff_doubles_up_to_its_cap():
