@@ -36,6 +36,12 @@ def test_home_participate_schema_and_sample(page, live_server, world):
     assert page.inner_text("h1") == "Take part: browser"
     assert '"doc":' in page.inner_text("#example-line")
     assert "-F corpus=browser" in page.inner_text("#curl-example")
+    # UX review #11: the recipe waits as long as the server does, and says to poll the upload's url until done
+    from django.conf import settings
+    wait = int(settings.UPLOAD_WAIT_SECONDS)
+    assert page.inner_text("#curl-example").rstrip().endswith(f'/api/submissions?wait={wait}"')
+    answers = page.inner_text("#curl-answers")
+    assert f"at most {wait} seconds" in answers and "url" in answers and "until done is true" in answers
     assert "unpooled submit browser-sample.jsonl --corpus browser" in page.inner_text("#cli-example")
     check_layout(page, "participate")
     with page.expect_download() as dl:
