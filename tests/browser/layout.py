@@ -37,3 +37,12 @@ def check_layout(page, name: str, *, full_page: bool = True) -> dict[int, int]:
     finally:
         page.set_viewport_size({"width": 1280, "height": 800})
     return widths
+
+
+def sign_in(page, base: str, username: str, password: str) -> None:
+    """Sign in through the login form."""
+    page.goto(f"{base}/accounts/login/")
+    page.fill("#id_username", username)
+    page.fill("#id_password", password)
+    with page.expect_navigation():
+        page.click("#login")

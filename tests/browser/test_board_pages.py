@@ -15,6 +15,7 @@ from unpooled.service.evaluations.models import Score
 from unpooled.service.submissions.models import Submission
 
 from ..service.test_submission_page import make_world
+from .layout import sign_in
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True), pytest.mark.engine_neutral]
 
@@ -46,14 +47,6 @@ def board(shared_data, tmp_path):
     Profile.objects.create(user=u, role=Role.SUBMITTER, team=a.team)
     User.objects.create_user("org", password="pw-org-1234", is_staff=True, is_superuser=True)
     return corpus, a, b
-
-
-def sign_in(page, base: str, username: str, password: str) -> None:
-    page.goto(f"{base}/accounts/login/")
-    page.fill("#id_username", username)
-    page.fill("#id_password", password)
-    with page.expect_navigation():
-        page.click("#login")
 
 
 def check_widths(page, url: str, name: str, shots: Path) -> None:

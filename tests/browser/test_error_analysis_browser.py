@@ -13,7 +13,7 @@ from unpooled.service.annotation.models import Kind, Label
 from unpooled.service.evaluations.models import Draw
 from unpooled.service.submissions.models import Submission
 
-from .layout import check_layout
+from .layout import check_layout, sign_in
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True), pytest.mark.engine_neutral]
 
@@ -45,11 +45,7 @@ def test_errors_say_the_labels_come_from_a_simulated_crowd_reading_the_gold_laye
 
     sub = labelled_by_simulated_crowd(world)
     assert Label.objects.filter(corpus=world, correct=False).exists()
-    page.goto(f"{live_server.url}/accounts/login/")
-    page.fill("#id_username", MEMBER)
-    page.fill("#id_password", MEMBER_PW)
-    with page.expect_navigation():
-        page.click("#login")
+    sign_in(page, live_server.url, MEMBER, MEMBER_PW)
     page.goto(f"{live_server.url}/submissions/{sub.pk}/#errors")
     page.locator("#errors").scroll_into_view_if_needed()
     check_layout(page, "errors-label-sources", full_page=False)

@@ -15,16 +15,9 @@ from unpooled.service.annotation import actions, hits
 from unpooled.service.annotation.models import Answer, Hit, Kind, Task
 
 from .conftest import watch_csp
+from .layout import sign_in
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True), pytest.mark.engine_neutral]
-
-
-def sign_in(page, base: str, username: str, password: str) -> None:
-    page.goto(f"{base}/accounts/login/")
-    page.fill("#id_username", username)
-    page.fill("#id_password", password)
-    with page.expect_navigation():
-        page.click("#login")
 
 
 def test_the_watcher_sees_a_violation(browser, live_server, world):

@@ -18,7 +18,7 @@ from unpooled.service.annotation.models import Annotator, Backend, Kind, Label, 
 from unpooled.service.evaluations.models import Draw
 from unpooled.service.submissions.models import RelationInstance, Submission
 
-from .layout import check_layout
+from .layout import check_layout, sign_in
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True), pytest.mark.engine_neutral]
 
@@ -104,11 +104,7 @@ def check_counts(page, sub: Submission) -> dict:
 
 def test_status_page_tells_one_story(page, live_server, world):
     sub = waiting_with_provisional_scores(world)
-    page.goto(f"{live_server.url}/accounts/login/")
-    page.fill("#id_username", MEMBER)
-    page.fill("#id_password", MEMBER_PW)
-    with page.expect_navigation():
-        page.click("#login")
+    sign_in(page, live_server.url, MEMBER, MEMBER_PW)
     page.goto(f"{live_server.url}/submissions/{sub.pk}/status/")
     check_layout(page, "status-waiting-provisional")
     # the state sentence and the level marks agree: scores while labels are missing are provisional, not ✓
