@@ -107,7 +107,8 @@ def test_names_stored_before_the_checks_are_isolated_on_pages(corpus, people, tm
     Submission.objects.filter(pk=res.submission.pk).update(run_id="‮diputs")
     Team.objects.filter(name="red").update(name="red‮")
     listing = Client().get("/submissions/").content.decode()
-    assert "<bdi>red‮</bdi></a> / <bdi>‮diputs</bdi>" in listing
+    assert (f'<bdi>red‮</bdi></a> / <a href="/submissions/{res.submission.pk}/" class="run"><bdi>‮diputs</bdi></a>'
+            in listing)
     page = Client().get(f"/submissions/{res.submission.pk}/").content.decode()
     assert f"<h1>Submission {res.submission.pk}: <bdi>red‮</bdi> / <bdi>‮diputs</bdi></h1>" in page
 
