@@ -152,3 +152,27 @@ def test_board_pages_in_chromium(page, live_server, board, shots, tmp_path):
     sign_in(page, base, "org", "pw-org-1234")
     page.goto(lb + "?level=entity")
     assert "unpooled evaluate --corpus" in page.inner_text("#organiser-hint")
+
+
+PR_SPREAD = """() => {
+    const svg = document.querySelector('#pr-chart svg') || document.querySelector('#pr-chart');
+    const w = svg.viewBox.baseVal.width || svg.width.baseVal.value;
+    const xs = [];
+    svg.querySelectorAll('g.items line').forEach(l => xs.push(l.x1.baseVal.value, l.x2.baseVal.value));
+    return (Math.max(...xs) - Math.min(...xs)) / (w - 84);
+}"""
+
+
+def test_the_pr_chart_zooms_to_low_recalls(page, live_server, board):
+    """UX review #7 in Chromium: with recalls of 0.01-0.06 (and their truth) the P-R chart's recall axis zooms to
+    them, so the systems' intervals fill most of the plot's width instead of one corner of [0, 1]; 0.05 of it on
+    a fixed 0-1 axis."""
+    corpus, a, b = board
+    for sub, r in ((a, 0.012), (b, 0.045)):
+        s = Score.objects.filter(submission=sub, level="instance").latest("id")
+        s.details = {**s.details, "truth": {**s.details["truth"], "r": r + 0.003}}
+        s.r, s.r_lo, s.r_hi = r, r - 0.008, r + 0.012
+        s.save(update_fields=["details", "r", "r_lo", "r_hi"])
+    page.set_viewport_size({"width": 1280, "height": 900})
+    page.goto(f"{live_server.url}/corpora/{corpus.name}/leaderboard/")
+    assert page.evaluate(PR_SPREAD) > 0.5
