@@ -140,7 +140,7 @@ def _operations_by_tag(schema: dict) -> dict[str, list[tuple[str, str, dict]]]:
 def api_reference(schema: dict) -> str:
     """The Markdown page documenting the OpenAPI ``schema``: endpoints by tag, then the schemas."""
     info = schema.get("info", {})
-    out = [f"# REST API reference", "",
+    out = ["# REST API reference", "",
            f"Generated from the service's OpenAPI schema ({_cell(info.get('title', ''))} {info.get('version', '')}) "
            "when this site was built. A running service serves the same schema at `/api/openapi.json` and an "
            "interactive page at `/api/docs`.", ""]
