@@ -49,14 +49,15 @@ def heartbeat_pid(env, slot: int = 0):
 def test_the_demo_clock_starts_when_dev_up_did(monkeypatch):
     """UX review #14: ``./dev up`` sets UNPOOLED_STARTED as it begins, and serve's demo clock (the banner, the
     terminal) starts there, set-up included; a value that is not a time of the last hour is ignored."""
-    import time
+    from unpooled.cli.commands import serve
 
-    now = time.time()
-    monkeypatch.setenv("UNPOOLED_STARTED", str(int(now - 90)))
-    assert _started() == int(now - 90)
+    now = 1_800_000_000.0
+    monkeypatch.setattr(serve.time, "time", lambda: now)  # a fixed clock: the test reads values, not durations
+    monkeypatch.setenv("UNPOOLED_STARTED", str(now - 90))
+    assert _started() == now - 90
     for bad in ("soon", str(now + 60), str(now - 7200), ""):
         monkeypatch.setenv("UNPOOLED_STARTED", bad)
-        assert abs(_started() - time.time()) < 5
+        assert _started() == now
     text = open(os.path.join(os.path.dirname(__file__), "..", "..", "dev"), encoding="utf-8").read()
     up = text.split("  up)")[1].split(";;")[0]
     assert up.index('export UNPOOLED_STARTED="${UNPOOLED_STARTED:-$(date +%s)}"') < up.index('setup "docs"')
