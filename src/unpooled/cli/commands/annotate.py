@@ -255,12 +255,12 @@ def cmd_aggregate(args) -> int:
 def cmd_mturk(args) -> int:
     setup_django()
     from unpooled.service.crowd import mturk_sync
-    from unpooled.service.crowd.mturk import MTurkBackend, MTurkConfig, MTurkError
+    from unpooled.service.crowd.mturk import MTurkBackend, MTurkError
 
     corpus = _corpus(args.corpus)
-    config = MTurkConfig.from_env()
-    backend = MTurkBackend(config.client(), config)
-    print(f"mturk: {'sandbox' if config.sandbox else 'PRODUCTION'} ({config.endpoint})", file=sys.stderr)
+    backend = MTurkBackend.from_env()
+    print(f"mturk: {'sandbox' if backend.config.sandbox else 'PRODUCTION'} ({backend.config.endpoint})",
+          file=sys.stderr)
     try:
         if args.action == "publish":
             if not args.base_url:

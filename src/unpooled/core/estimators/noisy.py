@@ -419,9 +419,7 @@ def _prevalence_pairs(rows: np.ndarray, w: np.ndarray, parts: tuple[np.ndarray, 
     for _ in range(max_iter):
         if not todo.any():
             break
-        keep = todo[on[0]]
-        if not keep.all():
-            on = (on[0][keep], on[1][keep], (on[2][0][keep], on[2][1][keep]))
+        on = _pairs_of(todo, *on) if not todo[on[0]].all() else on
         g, j = sums(r, on)
         pos = todo & (g > 0)
         neg = todo & ~(g > 0)

@@ -68,12 +68,9 @@ class MTurkCrowd:
     name = Backend.MTURK
 
     def __init__(self, backend=None, *, base_url: str | None = None) -> None:
-        from .mturk import MTurkBackend, MTurkConfig
+        from .mturk import MTurkBackend
 
-        if backend is None:
-            config = MTurkConfig.from_env()
-            backend = MTurkBackend(config.client(), config)
-        self.backend = backend
+        self.backend = backend if backend is not None else MTurkBackend.from_env()
         self.base_url = base_url or os.environ.get("UNPOOLED_PUBLIC_URL", "")
 
     def publish(self, corpus: Corpus) -> dict:

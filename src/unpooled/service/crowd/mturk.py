@@ -130,6 +130,13 @@ class MTurkBackend:
         self.config = config or MTurkConfig()
         self.sleep = sleep
 
+    @classmethod
+    def from_env(cls) -> MTurkBackend:
+        """The adapter configured from the environment (:meth:`MTurkConfig.from_env`): sandbox unless
+        ``UNPOOLED_MTURK_PRODUCTION=1``."""
+        config = MTurkConfig.from_env()
+        return cls(config.client(), config)
+
     # ------------------------------------------------------------------ plumbing
     def _call(self, operation: str, **params):
         from botocore.exceptions import ClientError

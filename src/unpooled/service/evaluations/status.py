@@ -5,12 +5,11 @@ from __future__ import annotations
 
 from datetime import timedelta
 
-from django.db.models import Count, Exists, F, Max, OuterRef, Q, Subquery, Sum
+from django.db.models import Count, F, Max, Q, Subquery, Sum
 from django.utils import timezone
 
 from unpooled.service.annotation.actions import settings_for
-from unpooled.service.annotation.models import (Answer, Assignment, ExhaustiveDocument, Kind, Label, SubmissionBudget,
-                                                Task)
+from unpooled.service.annotation.models import Answer, Assignment, ExhaustiveDocument, Kind, SubmissionBudget, Task
 from unpooled.service.submissions.models import RelationInstance, Submission
 
 from .lifecycle import STAGES, open_requests
@@ -125,6 +124,11 @@ def time_left(corpus, backend: str, outstanding: int, *, now) -> tuple[int | Non
                         f"{'s' if recent != 1 else ''})")
 
 
+def _before_asking(sub: Submission) -> bool:
+    """Whether ``sub`` has not asked for its labels yet (its draws without an item are then not over the budget)."""
+    return sub.status in (Status.INGESTED, Status.SAMPLING)
+
+
 def label_origins(sub: Submission) -> list[dict]:
     """Where the labels ``sub`` needs come from: its distinct drawn keys (at any level) in four parts that add up
     to them, each with ``n`` keys and ``got`` of them labelled: ``new`` (items it asked for and pays), ``reused``
@@ -138,7 +142,7 @@ def label_origins(sub: Submission) -> list[dict]:
         part = parts["new" if paid else "reused" if labelled else "joined" if asked else "unasked"]
         part["n"] += 1
         part["got"] += bool(labelled)
-    early = sub.status in (Status.INGESTED, Status.SAMPLING)
+    early = _before_asking(sub)
     words = {"new": "new items this submission asked for (and pays)",
              "reused": "reused: labelled already, in the pool or by an item another submission asked for",
              "joined": "joined: an open item another submission asked for",
@@ -149,10 +153,11 @@ def label_origins(sub: Submission) -> list[dict]:
 def _draws(sub: Submission, levels: list[str]) -> list[dict]:
     """Per level with draws: the draws (with replacement: an instance may be drawn again), the distinct instances
     drawn and how many of those are labelled."""
-    rows = (Draw.objects.filter(submission=sub).order_by().values("level").annotate(
+    from .publish import flagged_draws
+
+    rows = (flagged_draws(sub.corpus).filter(submission=sub).order_by().values("level").annotate(
         draws=Count("id"), distinct=Count("instance_id", distinct=True),
-        labelled=Count("instance_id", distinct=True, filter=Exists(Label.objects.filter(
-            corpus_id=sub.corpus_id, key_hash=OuterRef("key_hash"), key=OuterRef("key"))))))
+        labelled=Count("instance_id", distinct=True, filter=Q(labelled=True))))
     got = {r["level"]: r for r in rows}
     return [got[lv] for lv in levels if lv in got]
 
@@ -196,8 +201,7 @@ def progress(sub: Submission, *, now=None) -> dict:
         "plan": {k: v for k, v in plan.items() if k in LEVELS},
         "labels_needed": sum(p["n"] for p in origins), "labels_received": sum(p["got"] for p in origins),
         "label_origins": origins, "labels_new": by["new"]["n"], "labels_reused": by["reused"]["n"],
-        "labels_joined": by["joined"]["n"], "over_budget": 0 if sub.status in (Status.INGESTED, Status.SAMPLING)
-        else by["unasked"]["n"],
+        "labels_joined": by["joined"]["n"], "over_budget": 0 if _before_asking(sub) else by["unasked"]["n"],
         "more_answers": (plan.get("labels") or {}).get("more_answers", 0),
         "more_answers_cost": f"${(plan.get('labels') or {}).get('more_answers_cents', 0) / 100:,.2f}",
         "answers_outstanding": outstanding, "cost_cents": int(cost), "cost": f"${cost / 100:,.2f}",

@@ -39,11 +39,11 @@ def credentials_source() -> str | None:
 
 
 def make_backend():
-    """The MTurk adapter the CLI uses (``MTurkConfig.from_env``); the tests put a Stubber's client here."""
-    from unpooled.service.crowd.mturk import MTurkBackend, MTurkConfig
+    """The MTurk adapter the CLI uses (:meth:`~unpooled.service.crowd.mturk.MTurkBackend.from_env`); the tests put a
+    Stubber's client here."""
+    from unpooled.service.crowd.mturk import MTurkBackend
 
-    config = MTurkConfig.from_env()
-    return MTurkBackend(config.client(), config)
+    return MTurkBackend.from_env()
 
 
 def counts(corpus) -> dict:
