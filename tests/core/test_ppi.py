@@ -176,3 +176,23 @@ def test_confidence_matrix_and_input_checks():
     # entries where a system holds nothing are ignored
     r = ppi_precision(d, K + sp.csr_matrix(np.array([[0, 0, 0.7], [0.3, 0, 0]])))
     np.testing.assert_array_equal(r.conf_mean, ppi_precision(d, K).conf_mean)
+
+
+def test_simulation_small_version():
+    """``unpooled simulate ppi``'s core, few trials: the oracle agrees to round-off on one system, informative
+    confidences narrow the interval, uninformative ones leave it (nearly) as it is, and a seed repeats."""
+    import ppi_py
+
+    from unpooled.core.simulate import ppi as sim
+
+    cells = {c.name: c for c in sim.default_cells()}
+    assert len(cells) == 32
+    inf = sim.run_cell(cells["infor-5000x1-p50"], 30, seed=1, oracle=ppi_py).summary()
+    assert inf["oracle"]["max_diff"] < 1e-12 and inf["tuned"] == 1.0
+    assert inf["width_ratio"] < 0.97 and abs(inf["ppi"]["bias"]) < 0.03
+    noise = sim.run_cell(cells["uninf-5000x1-p50"], 30, seed=1).summary()
+    assert 0.97 < noise["width_ratio"] <= 1.0
+    again = sim.run_cell(cells["uninf-5000x1-p50"], 30, seed=1).summary()
+    assert {k: v for k, v in again.items() if k != "seconds"} == {k: v for k, v in noise.items() if k != "seconds"}
+    with pytest.raises(InvalidInputError, match="trials: expected at least 1"):
+        sim.run_cell(cells["uninf-5000x1-p50"], 0)
