@@ -58,6 +58,12 @@ def test_one_system_equals_ppi_py(seed, informative):
     assert r.p_labels[0] == pytest.approx(Y.mean(), abs=1e-12)
 
 
+def test_too_few_effective_draws_keep_labels_alone():
+    d, truth, conf, _ = _one_system(0, n=39)
+    assert np.all(ppi_precision(d, sp.csr_matrix(conf[None, :])).lam == 0)
+    assert np.all(ppi_precision(d, sp.csr_matrix(conf[None, :]), min_ess=39).lam != 0)
+
+
 def test_informative_confidences_narrow_the_interval_and_adversarial_ones_too():
     d, truth, conf, _ = _one_system(0)
     good = ppi_precision(d, sp.csr_matrix(conf[None, :]))
@@ -119,7 +125,7 @@ def _cases(draw):
 def test_never_wider_than_labels_alone(case):
     d, K, weights = case
     W = weight_matrix(d.P, d.n, weights)
-    r = ppi_precision(d, K, W=W)
+    r = ppi_precision(d, K, W=W, min_ess=0)  # tuned however few the draws
     assert np.all(r.width <= r.width_labels)
     assert np.all(r.se <= r.se_labels * (1 + 1e-9) + 1e-15)
     p = np.clip(r.p, 0, 1)  # (the joint estimate itself may leave [0, 1] with few draws)
@@ -171,6 +177,8 @@ def test_confidence_matrix_and_input_checks():
         ppi_precision(d, np.ones((2, 4)))
     with pytest.raises(InvalidInputError, match="confidence: expected a number in"):
         ppi_precision(d, K, confidence=1.5)
+    with pytest.raises(InvalidInputError, match="min_ess: expected a non-negative number"):
+        ppi_precision(d, K, min_ess=-1)
     with pytest.raises(InvalidInputError, match=r"W: expected non-negative \(2, 2\)"):
         ppi_precision(d, K, W=np.eye(3))
     # entries where a system holds nothing are ignored

@@ -47,6 +47,13 @@ with it, and compressed confidences (all in [0.5, 0.55]) need a coefficient abov
 as on the variance, so where the tuned interval would come out wider than the label-only one (the estimate moved
 towards 0.5 more than the variance fell), :math:`\lambda_i = 0`: the interval is never wider than labels alone.
 
+**Few draws.**  The coefficient is fitted on the same draws, and the plug-in variance at the fitted optimum is
+optimistic by :math:`O(1/n)`: with about 15 distinct labelled instances (a 30-instance system, 20 draws) the
+tuned 90% interval held the truth 0.86-0.885 of the time where labels alone held it 0.90-0.93, with
+uninformative confidences too (``unpooled simulate ppi``, 200 trials).  So a system whose precision weights have
+fewer than :data:`MIN_ESS` effective draws (Kish's) keeps labels alone; at that threshold the tuned intervals'
+coverage stayed within 0.01 of the label-only ones' in every regime of the table.
+
 Like the joint estimate, the PPI estimate may leave [0, 1] with few draws (the interval stays inside; those who
 publish clip both alike).
 
@@ -75,6 +82,8 @@ from .joint import Design, _terms, population_size, strata_var, weight_matrix, w
 from .rows import Rows, scale
 
 METHOD = "ppi++"
+#: fewest effective draws (Kish's, of the system's precision weights) for the power tuning; below, labels alone
+MIN_ESS = 40.0
 
 
 @dataclass(frozen=True)
@@ -154,11 +163,13 @@ def _check_confidences(P: sp.csr_matrix, conf) -> sp.csr_matrix:
     return on
 
 
-def _ppi_iv(d: Design, conf, W, confidence: float) -> tuple[sp.csr_matrix, np.ndarray]:
+def _ppi_iv(d: Design, conf, W, confidence: float, min_ess) -> tuple[sp.csr_matrix, np.ndarray]:
     if not isinstance(d, Design):
         raise InvalidInputError(f"d: expected a Design (make_design), got {type(d).__name__}")
     if not (isinstance(confidence, (int, float)) and not isinstance(confidence, bool) and 0 < confidence < 1):
         raise InvalidInputError(f"confidence: expected a number in (0, 1), got {confidence!r}")
+    if not (isinstance(min_ess, (int, float)) and not isinstance(min_ess, bool) and min_ess >= 0):
+        raise InvalidInputError(f"min_ess: expected a non-negative number, got {min_ess!r}")
     K = _check_confidences(d.P, conf)
     W = weight_matrix(d.P, d.n, "balance") if W is None else np.asarray(W, float)
     if W.shape != (d.m, d.m) or not np.all(np.isfinite(W)) or np.any(W < 0):
@@ -166,7 +177,8 @@ def _ppi_iv(d: Design, conf, W, confidence: float) -> tuple[sp.csr_matrix, np.nd
     return K, W
 
 
-def ppi_precision(d: Design, conf, *, W: np.ndarray | None = None, confidence: float = 0.90) -> PPIPrecision:
+def ppi_precision(d: Design, conf, *, W: np.ndarray | None = None, confidence: float = 0.90,
+                  min_ess: float = MIN_ESS) -> PPIPrecision:
     r"""Prediction-powered (PPI++) precision of every system, with the label-only estimate beside it.
 
     Parameters
@@ -182,6 +194,10 @@ def ppi_precision(d: Design, conf, *, W: np.ndarray | None = None, confidence: f
         the simple estimator.
     confidence : float
         The intervals' level.
+    min_ess : float
+        Fewest effective draws (Kish's effective sample size of the system's precision weights) for the power
+        tuning: a system with fewer keeps the label-only estimate (:math:`\lambda_i = 0`), whose interval covers
+        there, where the tuned one's does not (module docs).
 
     Returns
     -------
@@ -198,7 +214,7 @@ def ppi_precision(d: Design, conf, *, W: np.ndarray | None = None, confidence: f
     :math:`\hat\pi_i^{\rm PPI} = \hat\pi_i - \hat\lambda_i \sum_s \omega_{is}(c_i(x_s) - \mu_i)`,
     :math:`\hat\lambda_i = \widehat{\rm Cov}(C_i, G_i)/\widehat V(G_i)` (module docs).
     """
-    K, W = _ppi_iv(d, conf, W, confidence)
+    K, W = _ppi_iv(d, conf, W, confidence, min_ess)
     t = _terms(d, W)
     C = t.C  # precision's rows, exactly as the joint estimator sums them
     G, mu = _control_rows(d, K, t.ratio)
@@ -206,7 +222,7 @@ def ppi_precision(d: Design, conf, *, W: np.ndarray | None = None, confidence: f
     var_g = strata_var(G, d)
     cov = (strata_var(C + G, d) - strata_var(C + G.scaled(rows=-np.ones(d.m)), d)) / 4
     with np.errstate(divide="ignore", invalid="ignore"):
-        lam = np.where(var_g > 0, cov / np.where(var_g > 0, var_g, 1.0), 0.0)
+        lam = np.where((var_g > 0) & (t.ess >= min_ess), cov / np.where(var_g > 0, var_g, 1.0), 0.0)
     p_lab, g = C.sum(), G.sum()
     fallback_of = _fallback(d, t.ess)
     ci_lab = wilson(p_lab, var_c, confidence, fallback_of(var_c))
