@@ -97,3 +97,19 @@ def test_reference_trial_truth_and_routing():
         from unpooled.core.simulate.reference import run_cell
 
         run_cell(ReferenceCell("t"), 0)
+
+
+def test_ppi_table_and_json(tmp_path, capsys):
+    """``unpooled simulate ppi``: PPI and labels alone per cell, with ppi_py's columns for one system."""
+    out = tmp_path / "ppi.json"
+    code = main(["simulate", "ppi", "--trials", "3", "--seed", "1", "--cells", "infor-5000x1-p50,adver-30x10-p95",
+                 "--json", str(out)])
+    text = capsys.readouterr().out
+    assert code == 0 and "PPI bias" in text and "ppi_py" in text and "infor-5000x1-p50" in text
+    data = json.loads(out.read_text())
+    one, many = data["cells"]
+    assert one["intervals"] == 3 and many["intervals"] == 30
+    assert one["oracle"]["max_diff"] < 1e-12 and "oracle" not in many
+    for cell in data["cells"]:
+        assert cell["ppi"]["width"] <= cell["labels"]["width"] and 0 <= cell["tuned"] <= 1
+    assert main(["simulate", "ppi", "--trials", "1", "--cells", "nope"]) != 0

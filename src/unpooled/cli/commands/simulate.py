@@ -509,6 +509,17 @@ def run_reference_cli(args) -> int:
     return _run_cell_table(args, "reference", reference, "the human reference's precision")
 
 
+def run_ppi_cli(args) -> int:
+    from unpooled.core.simulate import ppi
+
+    try:
+        import ppi_py as oracle  # the test oracle of the single-system mean, when installed
+    except ImportError:
+        oracle = None
+    return _run_cell_table(args, "ppi", ppi, "prediction-powered precision against labels alone"
+                           + ("" if oracle else " (ppi_py not installed: no oracle columns)"), oracle=oracle)
+
+
 # ---------------------------------------------------------------------------------------------
 # unassessed
 
@@ -770,4 +781,10 @@ EXPERIMENTS: dict[str, Experiment] = {
              "of low and high recall, tilted or not, on Re-DocRED and a power-law corpus: bias, coverage and width "
              "of 90%% intervals, and the bias of the naive ratio that ignores inclusion probabilities",
         add_arguments=add_documents_arguments, run=run_documents_cli, trials=400),
+    "ppi": Experiment(
+        help="prediction-powered (PPI++) precision from the submitted confidences against labels alone: bias, width "
+             "and coverage of 90%% intervals for informative, uninformative, adversarial and miscalibrated "
+             "confidences, small and large systems, one and ten systems sharing draws, precision 0.5 and 0.95; "
+             "ppi_py's interval beside one system's",
+        add_arguments=add_cells_argument, run=run_ppi_cli, trials=200),
 }

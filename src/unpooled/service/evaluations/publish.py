@@ -21,6 +21,7 @@ from unpooled.service.submissions.models import Submission
 
 from . import reference, scoring
 from .breakdown import compute_breakdowns
+from .confidences import ppi_details
 from .entities import compute as compute_entities
 from .models import Draw, Score
 from .periods import freeze_pending, frozen_levels
@@ -74,6 +75,7 @@ def score_corpus(corpus: Corpus, *, level: str = "instance", match: str = "overl
     sc = res.scores
     out = []
     prov = label_provenance(corpus, level)
+    ppi = _ppi(got, corpus, level)
     for i, row in enumerate(res.rows):
         sub = by_name[row.system]
         pv = prov.get(sub.pk, {"drawn": 0, "new": 0, "reused": 0})
@@ -90,7 +92,8 @@ def score_corpus(corpus: Corpus, *, level: str = "instance", match: str = "overl
             f1=num(row.f1), f1_lo=num(row.f1_lo), f1_hi=num(row.f1_hi), draws=row.labels, labels_new=new,
             labels_reused=reused, exhaustive_documents=docs,
             details={"ess": row.ess, "warnings": list(row.warnings) + list(res.warnings), "provenance": pv,
-                     "raw": {"p": row.p, "r": row.r, "f1": row.f1}, **_crowd_details(sc, i)}))
+                     "raw": {"p": row.p, "r": row.r, "f1": row.f1}, **_crowd_details(sc, i),
+                     **({"ppi": ppi[i]} if ppi[i] else {})}))
     # a submission of a closed period keeps the score it was frozen with (periods.py): its draws and labels still
     # take part in the others' joint estimates above, but no new score of its own is written
     frozen = frozen_levels(corpus)
@@ -99,6 +102,15 @@ def score_corpus(corpus: Corpus, *, level: str = "instance", match: str = "overl
         made = Score.objects.bulk_create(out)
         freeze_pending(corpus)  # published submissions of a closed period not frozen yet
     return made
+
+
+def _ppi(got, corpus: Corpus, level: str) -> list:
+    """The prediction-powered precision beside each score (:mod:`.confidences`); none when it fails."""
+    try:
+        return ppi_details(got)
+    except Exception:  # noqa: BLE001 - the scores stand without the figure shown beside them
+        log.exception("prediction-powered precision of %s at level %s failed", corpus.name, level)
+        return [None] * len(got.result.rows)
 
 
 def _crowd_details(sc, i: int) -> dict:
