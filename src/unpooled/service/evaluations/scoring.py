@@ -66,6 +66,8 @@ class Scored:
     universe: list | None = None
     #: the crowd's votes the estimate used (None: from labels alone)
     votes: object = None
+    #: the submitted confidences on the pool (:func:`.inputs.confidences`; None: all 1)
+    confidences: object = None
 
 
 
@@ -101,7 +103,7 @@ def score(corpus: Corpus, *, level: str = "instance", match: str = "overlap", we
     t.pop("start", None)
     last_timings.clear()
     last_timings.update(t)
-    return Scored(res, got.by_name, got.docs, t, got.keys, got.truth, got.universe, got.votes)
+    return Scored(res, got.by_name, got.docs, t, got.keys, got.truth, got.universe, got.votes, got.confidences)
 
 
 
