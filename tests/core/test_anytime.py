@@ -110,10 +110,25 @@ def test_the_sequence_holds_the_fixed_n_interval_and_f1_follows_p_and_r():
     np.testing.assert_allclose(ratio, cs.z["p"] / norm.ppf(0.95), rtol=0.05)
 
 
+def test_the_sequence_holds_a_fixed_n_interval_wider_than_wilson_stretched():
+    """From crowd votes the fixed-n interval may be a profile-likelihood hull wider than Wilson's (a precision of
+    1.0 with [0.88, 1]): the sequence holds it, stretched by z_t / z."""
+    class S:
+        p, r, p_se, r_se, f1_se, confidence = (np.array([1.0]), np.array([0.8]), np.array([0.0]), np.array([0.05]),
+                                               np.array([0.03]), 0.9)
+        p_ci = (np.array([0.88]), np.array([1.0]))
+        r_ci = (np.array([0.7]), np.array([0.9]))
+    cs = anytime_intervals(S, n_fallback_p=67.0, n_fallback_r=100.0)
+    assert cs.p_ci[0][0] == pytest.approx(1 - cs.z["p"][0] / norm.ppf(0.95) * 0.12)
+    assert cs.p_ci[1][0] == 1.0
+
+
 def test_anytime_intervals_stay_in_the_unit_interval_at_the_bounds():
     class S:
         p, r, p_se, r_se, f1_se, confidence = (np.array([1.0, 0.0]), np.array([0.5, 0.5]), np.array([0.0, 0.0]),
                                                np.array([0.05, 0.05]), np.array([0.03, 0.03]), 0.9)
+        p_ci = (np.array([0.95, 0.0]), np.array([1.0, 0.05]))
+        r_ci = (np.array([0.42, 0.42]), np.array([0.58, 0.58]))
     cs = anytime_intervals(S, n_fallback_p=np.array([50.0, 50.0]), n_fallback_r=100.0)
     assert cs.p_ci[1][0] == 1.0 and 0.8 < cs.p_ci[0][0] < 1.0
     assert cs.p_ci[0][1] == 0.0 and 0.0 < cs.p_ci[1][1] < 0.2
@@ -148,3 +163,17 @@ def test_peeking_at_the_precision_breaks_the_fixed_n_interval_not_the_sequence()
             held[k] += not broken[k]
     assert held["anytime"] / 60 >= 0.9
     assert held["fixed"] / 60 <= 0.8
+
+
+@pytest.mark.filterwarnings("error")
+def test_degenerate_variances_and_undefined_estimates_give_wide_or_undefined_intervals():
+    class S:
+        p, r = np.array([0.88, np.nan, 0.5]), np.array([0.4, 0.4, 0.5])
+        p_se, r_se, f1_se = np.array([1.5e4, 0.1, 0.0]), np.array([0.05] * 3), np.array([0.05] * 3)
+        confidence = 0.9
+        p_ci = (np.array([0.0, np.nan, 0.5]), np.array([1.0, np.nan, 0.5]))
+        r_ci = (np.array([0.3, 0.3, 0.4]), np.array([0.5, 0.5, 0.6]))
+    cs = anytime_intervals(S, n_fallback_p=np.array([67.0, 10.0, 1e12]), n_fallback_r=100.0)
+    assert cs.p_ci[0][0] < 1e-3 and cs.p_ci[1][0] > 1 - 1e-3  # about [0, 1]
+    assert np.isnan(cs.p_ci[0][1]) and np.isnan(cs.f1_ci[0][1])
+    assert cs.p_ci[1][2] - cs.p_ci[0][2] < 1e-4  # exact (every instance drawn): no width

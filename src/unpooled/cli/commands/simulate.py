@@ -21,6 +21,8 @@ import numpy as np
 
 from unpooled.progress import progress_bar
 
+from . import simulate_stopping as _stopping
+
 SPREAD_FILE = Path("paper") / "pooling_bias" / "pooling_bias_anydoc.tsv"
 PARAMETRIC = "parametric"
 
@@ -770,4 +772,9 @@ EXPERIMENTS: dict[str, Experiment] = {
              "of low and high recall, tilted or not, on Re-DocRED and a power-law corpus: bias, coverage and width "
              "of 90%% intervals, and the bias of the naive ratio that ignores inclusion probabilities",
         add_arguments=add_documents_arguments, run=run_documents_cli, trials=400),
+    "stopping": Experiment(
+        help="coverage of P, R and F1 when the watcher stops on what the intervals show (once A's F1 interval "
+             "excludes a rival's estimate, once P's excludes a value, on width, at a fixed n): 90%% fixed-n "
+             "intervals beside the confidence sequences, and the boundaries compared",
+        add_arguments=_stopping.add_stopping_arguments, run=_stopping.run_stopping_cli, trials=200),
 }

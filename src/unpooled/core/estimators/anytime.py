@@ -48,7 +48,11 @@ sets where the sequence is tightest: :math:`z_t` is smallest at :math:`n_t/\rho 
 
 The interval is then the fixed-:math:`n` construction at the level :math:`2\Phi(z_t)-1` (:func:`.joint.wilson`,
 the same estimate, variance and fallback size): it stays in [0, 1] and keeps Wilson's behaviour near the
-bounds.  F1's is derived from precision's and recall's sequences as its fixed-:math:`n` interval is from theirs
+bounds; its hull is taken with the published fixed-:math:`n` interval stretched about the estimate by
+:math:`z_t/z_{1-\alpha/2}` on each side, so the sequence always holds the fixed-:math:`n` interval (from crowd
+votes that one is the hull of Wilson's and a profile-likelihood interval, :func:`.noisy.precision_interval`,
+wider than Wilson's where votes are weak; stretched, it is the profile interval at :math:`z_t` where the
+log-likelihood is quadratic).  F1's is derived from precision's and recall's sequences as its fixed-:math:`n` interval is from theirs
 (:func:`.joint.f1_interval`), so it lies in :math:`[F(P_{lo},R_{lo}), F(P_{hi},R_{hi})]` of the two sequences;
 with equal multipliers its extremes are the normal-mixture sequence of F1's linearisation
 :math:`F_P\hat P + F_R\hat R`.
@@ -132,9 +136,15 @@ def mixture_multiplier(n, *, confidence: float = 0.90, tight_at: float = TIGHT_A
     return mixture_boundary(n, rho=rho, alpha=1 - confidence) / np.sqrt(n)
 
 
+#: the largest level handed to the fixed-n construction (:math:`z` = 7.1): reached only below about 2 effective
+#: labels, where Wilson's interval at that level is [0, 1] up to 0.1%
+MAX_LEVEL = 1 - 1e-12
+
+
 def anytime_level(n, *, confidence: float = 0.90, tight_at: float = TIGHT_AT) -> np.ndarray:
-    r"""The level :math:`2\Phi(z_t) - 1` at which the fixed-:math:`n` interval is the confidence sequence."""
-    return 2 * norm.cdf(mixture_multiplier(n, confidence=confidence, tight_at=tight_at)) - 1
+    r"""The level :math:`2\Phi(z_t) - 1` at which the fixed-:math:`n` interval is the confidence sequence (at most
+    :data:`MAX_LEVEL`)."""
+    return np.minimum(1 - 2 * norm.sf(mixture_multiplier(n, confidence=confidence, tight_at=tight_at)), MAX_LEVEL)
 
 
 @dataclass(frozen=True)
@@ -173,8 +183,8 @@ class AnytimeIntervals:
 
 def anytime_intervals(scores, *, n_fallback_p, n_fallback_r, confidence: float | None = None,
                       tight_at: float = TIGHT_AT) -> AnytimeIntervals:
-    r"""Confidence sequences at the current look from a :class:`~.joint.Scores` (the estimates and standard
-    errors the fixed-:math:`n` intervals are built from) and the fallback sizes of its Wilson intervals
+    r"""Confidence sequences at the current look from a :class:`~.joint.Scores` (the estimates, standard
+    errors and fixed-:math:`n` intervals, ``p_ci`` and ``r_ci``) and the fallback sizes of its Wilson intervals
     (``n_fallback_p``, ``n_fallback_r``: where a variance is 0 or an estimate at a bound).  ``confidence``:
     default the scores' level.  See the module docs for the construction."""
     confidence = scores.confidence if confidence is None else confidence
@@ -182,12 +192,19 @@ def anytime_intervals(scores, *, n_fallback_p, n_fallback_r, confidence: float |
     p, r = np.asarray(scores.p, float), np.asarray(scores.r, float)
     var = {k: np.asarray(getattr(scores, f"{k}_se"), float) ** 2 for k in METRICS}
     ci, z, n_eff = {}, {}, {}
+    z0 = norm.ppf(0.5 + scores.confidence / 2)
     for k, est, nfb in (("p", p, n_fallback_p), ("r", r, n_fallback_r)):
         nfb = np.broadcast_to(np.asarray(nfb, float), est.shape)
         n_eff[k] = effective_size(est, var[k], nfb)
         level = anytime_level(n_eff[k], confidence=confidence, tight_at=tight_at)
         z[k] = norm.ppf(0.5 + level / 2)
-        ci[k] = wilson(est, var[k], level, nfb)
+        lo, hi = wilson(est, var[k], level, nfb)
+        # the hull with the scores' own interval stretched by z_t / z about the estimate (the crowd votes' profile
+        # likelihood hull is wider than Wilson's where votes are weak: the sequence must hold it)
+        flo, fhi = (np.asarray(x, float) for x in getattr(scores, f"{k}_ci"))
+        with np.errstate(invalid="ignore"):
+            ci[k] = (np.fmin(lo, np.clip(est - z[k] / z0 * (est - flo), 0.0, 1.0)),
+                     np.fmax(hi, np.clip(est + z[k] / z0 * (fhi - est), 0.0, 1.0)))
     ci["f1"] = f1_interval(p, r, ci["p"], ci["r"], var["p"], var["r"], var["f1"])
     z["f1"] = np.maximum(z["p"], z["r"])
     return AnytimeIntervals(ci["p"], ci["r"], ci["f1"], z, n_eff, float(confidence), float(tight_at))
