@@ -26,7 +26,11 @@ def register(sub) -> None:
     p.add_argument("--labels", type=int, default=150, help="draws per pending submission in the first round (150)")
     p.add_argument("--documents", type=int, default=40,
                    help="documents to annotate exhaustively when none are (40: fewer are warned about)")
-    p.add_argument("--target-width", type=float, help="draw more until each pending F1 interval is at most this wide")
+    p.add_argument("--target-width", type=float, help="draw more until each pending F1 interval is at most this wide "
+                                                      "(the anytime-valid interval unless --width-of fixed-n)")
+    p.add_argument("--width-of", choices=("anytime", "fixed-n"), default="anytime",
+                   help="which F1 interval --target-width is met by: the anytime-valid one, valid however often it "
+                        "is looked at (default), or the fixed-n 90%% interval (fewer labels)")
     p.add_argument("--level", choices=SERVICE_LEVELS, default="instance",
                    help="how instances are weighted: instance (micro precision), relation (macro over relations) or "
                         "entity (macro over subject entities) (instance)")
@@ -182,10 +186,10 @@ def cmd_evaluate(args) -> int:
     else:
         crowd = InHouseBackend()
     rep = evaluate(corpus, crowd=crowd, labels=args.labels, documents=args.documents,
-                   target_width=args.target_width, level=args.level, seed=args.seed)
+                   target_width=args.target_width, level=args.level, seed=args.seed, width_of=args.width_of)
     human = _reference(args, corpus, crowd) if args.reference else None
     keys = ("submission", "team", "run", "level", "p", "p_lo", "p_hi", "r", "r_lo", "r_hi", "f1", "f1_lo", "f1_hi",
-            "labels_new", "labels_reused")
+            "labels_new", "labels_reused", "p_cs_lo", "p_cs_hi", "r_cs_lo", "r_cs_hi", "f1_cs_lo", "f1_cs_hi")
     inside = None
     if corpus.has_gold and rep.rows:
         from unpooled.service.evaluations.truth import attach_truth
@@ -212,7 +216,13 @@ def cmd_evaluate(args) -> int:
               f"{_fmt(human['r'], human['r_lo'], human['r_hi'])} {_fmt(human['f1'], human['f1_lo'], human['f1_hi'])}"
               f"{true} {human['draws']:>5} {'':>6}")
     print(f"90% intervals; {rep.rows[0]['estimator'] if rep.rows else ''} estimator; "
-          f"{rep.rows[0]['exhaustive_documents'] if rep.rows else 0} exhaustive documents; {rep.rounds} round(s)")
+          f"{rep.rows[0]['exhaustive_documents'] if rep.rows else 0} exhaustive documents; {rep.rounds} round(s)"
+          + (f" until the {rep.width_of} F1 interval was at most {args.target_width:g} wide (or 1,000 draws)"
+             if args.target_width is not None else ""))
+    if rep.rows and rep.rows[0].get("f1_cs_lo") is not None:
+        print("anytime-valid 90% F1 intervals (valid however often they are looked at): " + "; ".join(
+            f"{r['submission']} [{r['f1_cs_lo']:.3f}, {r['f1_cs_hi']:.3f}]" for r in rep.rows[:10]
+            if r.get("f1_cs_lo") is not None) + (" ..." if len(rep.rows) > 10 else ""))
     if inside is not None:
         print(f"truth inside the 90% interval: {inside[0]} of {inside[1]} (system, metric) pairs "
               "(truth from the gold layer: unpooled.service.evaluations.truth)")

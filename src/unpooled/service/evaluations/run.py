@@ -11,6 +11,8 @@ from dataclasses import dataclass, field
 
 from django.utils import timezone
 
+from unpooled.core.errors import check_choice
+
 from unpooled.service.annotation.actions import reaggregate
 from unpooled.service.annotation.models import ExhaustiveDocument, Task
 from unpooled.service.annotation.sampling import sample_documents
@@ -22,12 +24,28 @@ from .models import Draw, Score
 from .publish import breakdowns, entities, leaderboard_row, score_corpus
 
 
+#: which F1 interval ``target_width`` is met by: the anytime-valid one (:mod:`unpooled.core.estimators.anytime`,
+#: valid however often the loop looks) or the fixed-n one
+WIDTH_OF = ("anytime", "fixed-n")
+
+
 @dataclass
 class EvaluationReport:
     rows: list[dict] = field(default_factory=list)
     rounds: int = 0
     open_tasks: int = 0
     warnings: list[str] = field(default_factory=list)
+    width_of: str = "anytime"
+
+
+def f1_width(s: Score, width_of: str = "anytime") -> float | None:
+    """The width of score ``s``'s F1 interval of kind ``width_of`` (:data:`WIDTH_OF`); None when undefined."""
+    if width_of == "anytime":
+        a = s.details.get("anytime") or {}
+        lo, hi = a.get("f1_cs_lo"), a.get("f1_cs_hi")
+    else:
+        lo, hi = s.f1_lo, s.f1_hi
+    return None if lo is None or hi is None else hi - lo
 
 
 def _content_key(sub: Submission, level: str) -> int:
@@ -41,15 +59,18 @@ def _content_key(sub: Submission, level: str) -> int:
 
 def evaluate(corpus: Corpus, *, crowd=None, labels: int = 150, documents: int = 40, target_width: float | None = None,
              level: str = "instance", max_labels: int = 1000, step: int = 50, seed: int = 0,
-             progress=None) -> EvaluationReport:
+             progress=None, width_of: str = "anytime") -> EvaluationReport:
     """Run every pending submission (no score yet) to a score and re-score every submission.
 
     ``crowd`` is a backend (:mod:`unpooled.service.crowd.base`); the simulated one answers at
     once, the others leave tasks open (their labels count once they arrive).  With
     ``target_width``, pending submissions draw ``step`` more labels per round until their
-    F1 interval is at most that wide (or ``max_labels`` draws).
+    F1 interval is at most that wide (or ``max_labels`` draws): the anytime-valid interval by default, which the
+    loop may look at after every round (``width_of='fixed-n'``: the fixed-n one, whose coverage stopping on width
+    costs little, ``unpooled simulate stopping``; it stops sooner).
     """
-    report = EvaluationReport()
+    check_choice("width_of", width_of, WIDTH_OF)
+    report = EvaluationReport(width_of=width_of)
     if not ExhaustiveDocument.objects.filter(corpus=corpus).exists() and documents:
         sample_documents(corpus, "uniform", min(documents, corpus.n_documents), seed=seed)
     # in an order of their contents, each drawn from a seed of its own contents: the numbers do not depend on the
@@ -82,7 +103,7 @@ def evaluate(corpus: Corpus, *, crowd=None, labels: int = 150, documents: int = 
     scores = score_corpus(corpus, level=level)
     while target_width is not None and report.rounds < 50:
         wide = [s.submission for s in scores if s.submission_id in {p.pk for p in pending}
-                and (s.f1_lo is None or s.f1_hi is None or s.f1_hi - s.f1_lo > target_width)
+                and ((w := f1_width(s, width_of)) is None or w > target_width)
                 and Draw.objects.filter(submission_id=s.submission_id, level=level).count() < max_labels]
         if not wide:
             break
