@@ -21,6 +21,8 @@ import numpy as np
 
 from unpooled.progress import progress_bar
 
+from . import simulate_stopping as _stopping
+
 SPREAD_FILE = Path("paper") / "pooling_bias" / "pooling_bias_anydoc.tsv"
 PARAMETRIC = "parametric"
 
@@ -787,4 +789,9 @@ EXPERIMENTS: dict[str, Experiment] = {
              "confidences, small and large systems, one and ten systems sharing draws, precision 0.5 and 0.95; "
              "ppi_py's interval beside one system's",
         add_arguments=add_cells_argument, run=run_ppi_cli, trials=200),
+    "stopping": Experiment(
+        help="coverage of P, R and F1 when the watcher stops on what the intervals show (once A's F1 interval "
+             "excludes a rival's estimate, once P's excludes a value, on width, at a fixed n): 90%% fixed-n "
+             "intervals beside the confidence sequences, and the boundaries compared",
+        add_arguments=_stopping.add_stopping_arguments, run=_stopping.run_stopping_cli, trials=200),
 }
