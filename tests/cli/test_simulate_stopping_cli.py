@@ -14,7 +14,7 @@ def test_stopping_table_and_json(tmp_path, capsys):
     table = capsys.readouterr().out
     assert "rival" in table and "anytime" in table and "betting" in table
     d = json.loads(out.read_text())
-    assert {(r["rule"], r["kind"]) for r in d["rules"]} == {(a, b) for a in ("rival", "value", "width", "fixed", "ever")
+    assert {(r["rule"], r["kind"]) for r in d["rules"]} == {(a, b) for a in ("rival", "value", "width", "separate", "fixed", "ever")
                                                             for b in ("fixed-n", "anytime")}
     assert all(0 <= r["cover_f1"] <= 1 and r["draws"] <= 75 for r in d["rules"])
     assert {r["boundary"] for r in d["boundaries"]} >= {"mixture", "eb", "betting"}

@@ -61,7 +61,7 @@ def test_trials_are_the_same_for_a_seed_whatever_their_number():
     a = trajectory(SMALL, np.random.default_rng(np.random.SeedSequence(4).spawn(2)[1]))
     b = trajectory(SMALL, np.random.default_rng(np.random.SeedSequence(4).spawn(5)[1]))
     np.testing.assert_array_equal(a["anytime"]["f1"][0], b["anytime"]["f1"][0])
-    assert len(summarise([a, b], SMALL)) == 10
+    assert len(summarise([a, b], SMALL)) == 12
 
 
 def test_bad_world_options_name_the_field():
@@ -101,3 +101,16 @@ def test_every_sequence_covers_uniformly_and_the_fixed_n_interval_does_not():
     for b in ("bonferroni", "mixture", "mixture-1000", "eb", "betting"):
         assert rows[b].uniform_cover >= 0.88
         assert rows[b].widths[100] > rows["fixed-n"].widths[100]
+
+
+def test_the_separate_rule_and_the_wrong_order():
+    from unpooled.core.simulate.stopping import _wrong_order
+
+    w = StoppingWorld()
+    tr = _tr([0.40, 0.45, 0.52], [0.60, 0.58, 0.56], [0.5] * 3, [0.5] * 3, [0.7] * 3)
+    lo, hi = tr["fixed-n"]["f1"]
+    lo[:, 1], hi[:, 1] = [0.30, 0.42, 0.44], [0.50, 0.50, 0.51]  # B: overlapping, overlapping, below A's
+    assert stop_index(tr, "fixed-n", "separate", w) == 2
+    assert not _wrong_order(tr, "fixed-n", 2)  # A above B, their true F1s equal: not the wrong order
+    tr["true"]["f1"] = np.array([0.45, 0.5])
+    assert _wrong_order(tr, "fixed-n", 2) and not _wrong_order(tr, "fixed-n", 1)

@@ -18,6 +18,9 @@ sequence's on the sequence; a rule that never fires stops at ``max_draws``):
 * ``value``: stop once A's precision interval excludes a fixed value, here equal to A's true precision (so
   every stop is a miss of P);
 * ``width``: stop once A's F1 interval is at most ``width`` wide (the adaptive sizing of issue 11);
+* ``separate``: stop once A's and B's F1 intervals are disjoint (the organiser's "stop annotating a pair once they
+  are separated"); ``wrong``: the share of the runs that stopped on separated intervals in the wrong order (the one
+  above has the lower true F1), ``saved``: the mean draws per system not made against ``max_draws``;
 * ``fixed``: the last look (``max_draws``), no peeking;
 * ``ever``: the time-uniform event, every look covers (the sequence's guarantee; not a stopping rule).
 
@@ -34,9 +37,9 @@ import scipy.sparse as sp
 
 from ..errors import InvalidInputError
 from ..estimators import estimate, make_design
-from ..estimators.anytime import design_intervals, excludes
+from ..estimators.anytime import design_intervals, excludes, separated
 
-RULES = ("rival", "value", "width", "fixed", "ever")
+RULES = ("rival", "value", "width", "separate", "fixed", "ever")
 KINDS = ("fixed-n", "anytime")
 METRICS = ("p", "r", "f1")
 
@@ -130,6 +133,8 @@ def stop_index(tr: dict, kind: str, rule: str, w: StoppingWorld) -> int:
         fired = excludes((c["p"][0][:, 0], c["p"][1][:, 0]), tr["true"]["p"][0])
     elif rule == "width":
         fired = c["f1"][1][:, 0] - c["f1"][0][:, 0] <= w.width
+    elif rule == "separate":
+        fired = separated((c["f1"][0][:, 0], c["f1"][1][:, 0]), (c["f1"][0][:, 1], c["f1"][1][:, 1]))
     elif rule == "fixed":
         return last
     else:
@@ -142,6 +147,13 @@ def _covers(tr: dict, kind: str, k: str, t) -> np.ndarray:
     lo, hi = tr[kind][k][0][t, 0], tr[kind][k][1][t, 0]
     v = tr["true"][k][0]
     return (lo <= v) & (v <= hi)
+
+
+def _wrong_order(tr: dict, kind: str, t: int) -> bool:
+    """Whether A's and B's F1 intervals at look ``t`` are disjoint with the one above of the lower true F1."""
+    lo, hi = tr[kind]["f1"][0][t], tr[kind]["f1"][1][t]
+    f = tr["true"]["f1"]
+    return bool((lo[0] > hi[1] and f[0] < f[1]) or (lo[1] > hi[0] and f[1] < f[0]))
 
 
 @dataclass(frozen=True)
@@ -157,6 +169,7 @@ class RuleRow:
     draws: float  # mean draws per system at the stop
     width_p: float  # mean widths at the stop
     width_f1: float
+    wrong: float = float("nan")  # separate: stopped on intervals separated in the wrong order (share of runs)
 
 
 def summarise(trajectories: list[dict], w: StoppingWorld) -> list[RuleRow]:
@@ -179,8 +192,10 @@ def summarise(trajectories: list[dict], w: StoppingWorld) -> list[RuleRow]:
                 draws.append(tr["n"][t])
                 wp.append(tr[kind]["p"][1][t, 0] - tr[kind]["p"][0][t, 0])
                 wf.append(tr[kind]["f1"][1][t, 0] - tr[kind]["f1"][0][t, 0])
+            wrong = float(np.mean([_wrong_order(tr, kind, stop_index(tr, kind, rule, w)) for tr in trajectories])
+                          ) if rule == "separate" else float("nan")
             rows.append(RuleRow(rule, kind, len(trajectories), *(float(np.mean(cov[k])) for k in METRICS),
-                                float(np.mean(draws)), float(np.mean(wp)), float(np.mean(wf))))
+                                float(np.mean(draws)), float(np.mean(wp)), float(np.mean(wf)), wrong))
     return rows
 
 
@@ -199,12 +214,14 @@ def run_stopping(trials: int, *, seed: int = 0, world: StoppingWorld | None = No
 
 def format_rules(rows: list[RuleRow], w: StoppingWorld) -> str:
     """The table of :func:`run_stopping` (coverages of A's 90% intervals at the stop; widths in points)."""
-    head = (f"{'rule':<7} {'interval':<9} {'cover P':>8} {'cover R':>8} {'cover F1':>8} {'draws':>7} "
-            f"{'width P':>8} {'width F1':>8}")
+    head = (f"{'rule':<8} {'interval':<9} {'cover P':>8} {'cover R':>8} {'cover F1':>8} {'draws':>7} "
+            f"{'saved':>6} {'width P':>8} {'width F1':>8} {'wrong':>6}")
     lines = [head, "-" * len(head)]
     for r in rows:
-        lines.append(f"{r.rule:<7} {r.kind:<9} {r.cover_p:>8.3f} {r.cover_r:>8.3f} {r.cover_f1:>8.3f} "
-                     f"{r.draws:>7.0f} {100 * r.width_p:>8.1f} {100 * r.width_f1:>8.1f}")
+        wrong = "" if np.isnan(r.wrong) else f"{r.wrong:.3f}"
+        lines.append(f"{r.rule:<8} {r.kind:<9} {r.cover_p:>8.3f} {r.cover_r:>8.3f} {r.cover_f1:>8.3f} "
+                     f"{r.draws:>7.0f} {w.max_draws - r.draws:>6.0f} {100 * r.width_p:>8.1f} "
+                     f"{100 * r.width_f1:>8.1f} {wrong:>6}")
     return "\n".join(lines)
 
 
