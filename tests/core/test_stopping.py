@@ -111,6 +111,6 @@ def test_the_separate_rule_and_the_wrong_order():
     lo, hi = tr["fixed-n"]["f1"]
     lo[:, 1], hi[:, 1] = [0.30, 0.42, 0.44], [0.50, 0.50, 0.51]  # B: overlapping, overlapping, below A's
     assert stop_index(tr, "fixed-n", "separate", w) == 2
-XX
+    assert not _wrong_order(tr, "fixed-n", 2)  # A above B, their true F1s equal: not the wrong order
     tr["true"]["f1"] = np.array([0.45, 0.5])
     assert _wrong_order(tr, "fixed-n", 2) and not _wrong_order(tr, "fixed-n", 1)
