@@ -663,6 +663,11 @@ def test_headline_shows_the_prediction_powered_precision_beside(world, client):
     # the label-only figure is the published one (labels without votes here), the score itself unchanged
     assert q["labels"]["p"] == pytest.approx(min(1.0, max(0.0, new.details["raw"]["p"])), abs=1e-12)
     assert (new.p, new.p_lo, new.p_hi) == (first.p, first.p_lo, first.p_hi)
+    # the same figure as the from-scratch path (the core's offline score of the stored submissions)
+    ref = scoring.from_scratch(corpus, level="instance").result
+    i = ref.systems.index(next(n for n, s in scoring.score(corpus, level="instance").by_name.items() if s.pk == a.pk))
+    assert q["p"] == pytest.approx(min(1.0, max(0.0, float(ref.ppi.p[i]))), abs=1e-9)
+    assert q["lambda"] == pytest.approx(float(ref.ppi.lam[i]), rel=1e-6)
     cache.clear()
     html = client.get(url).content.decode()
     shown = html.split('id="ppi-figures"')[1].split("</p>")[0]

@@ -130,7 +130,7 @@ def offline_data(corpus: Corpus, *, level: str = "instance", label_method: str =
     for sub in subs:
         rows = list(RelationInstance.objects.filter(submission=sub).order_by("pk").values_list(
             "document__doc_id", "subject_start", "subject_end", "predicate", "object_start", "object_end", "value",
-            "key", "subject_id", "object_id"))
+            "key", "subject_id", "object_id", "confidence"))
         if not rows:
             continue
         name = system_name(sub)
@@ -138,7 +138,7 @@ def offline_data(corpus: Corpus, *, level: str = "instance", label_method: str =
         core_subs.append(CoreSubmission(
             name, "", tuple(InstanceRef(r[0], r[1], r[2], r[3], r[4], r[5], r[6]) for r in rows),
             tuple(r[7] for r in rows), tuple(str(r[8]) for r in rows),
-            tuple(str(r[9]) if r[9] is not None else "=" + (r[6] or "") for r in rows)))
+            tuple(str(r[9]) if r[9] is not None else "=" + (r[6] or "") for r in rows), tuple(r[10] for r in rows)))
     labels = current_labels(corpus, method=label_method)
     draws = []
     for name, sub in by_name.items():
