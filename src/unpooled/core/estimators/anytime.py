@@ -8,9 +8,9 @@ not: issue 24 measured coverage 0.80-0.83 and 0.55 for 90% intervals.  A *confid
 :math:`(C_t)_{t\ge1}` covers at every time simultaneously, :math:`\Pr(\forall t: \theta \in C_t) \ge 1-\alpha`,
 so it covers at any stopping time, however the stop was chosen.
 
-**What the sequence is indexed by.**  The looks are the re-scorings (after each batch of draws, in their order,
-:class:`~unpooled.service.evaluations.models.Draw`); a sequence valid uniformly over every time is valid over any
-subset of looks, so batches need no special treatment.  Each estimate here is an asymptotically linear function of
+**What the sequence is indexed by.**  The looks are the re-scorings (after each batch of draws; the service keeps
+the draws in their order); a sequence valid uniformly over every time is valid over any subset of looks, so
+batches need no special treatment.  Each estimate here is an asymptotically linear function of
 stratum sums (:mod:`.joint`): :math:`\hat\theta_t - \theta \approx \sum_s u_s` over the per-draw influence values
 :math:`u_s` whose stratified variance :math:`\widehat V_t` (:func:`.joint.strata_var`) the fixed-:math:`n`
 interval uses.  On the scale of the effective sample size :math:`n_t = \hat\theta_t(1-\hat\theta_t)/\widehat V_t`
