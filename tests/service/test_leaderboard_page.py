@@ -87,15 +87,14 @@ def test_leaderboard_page_rows_truth_charts_and_sorting_markup(world):
 
 
 def test_competition_ranks():
-    from unpooled.service.evaluations.leaderboard import build  # noqa: F401 - the ranks are build's; see below
     import numpy as np
 
-    from unpooled.core.ranking import tie_groups
+    from unpooled.core.ranking import independent_cov, rank_intervals
 
     # 1, =2, =2, 4: a shared rank uses up places (dense ranks would print =3 for the 4th row)
     f1, lo, hi = np.array([0.9, 0.7, 0.68, 0.4]), np.array([0.85, 0.6, 0.6, 0.3]), np.array([0.95, 0.8, 0.75, 0.5])
-    groups = tie_groups(f1, lo, hi)
-    assert groups.tolist() == [1, 2, 2, 3]
+    rk = rank_intervals(f1, independent_cov(lo, hi, 0.9), 0.9)
+    assert rk.group.tolist() == [1, 2, 2, 3] and rk.rank.tolist() == [1, 2, 2, 4]
 
 
 def test_leaderboard_ranks_are_competition_ranks(world):

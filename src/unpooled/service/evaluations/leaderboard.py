@@ -29,10 +29,11 @@ from django.core.cache import cache
 from django.db.models import Max
 
 from unpooled.core.plots.svg import interval_chart, pr_chart, unit_range
-from unpooled.core.ranking import competition_ranks
+from unpooled.core.ranking import independent_cov, rank_intervals
 from unpooled.service.corpora.models import Corpus
 
 from .models import Score
+from .policy import CONFIDENCE
 
 CACHE_SECONDS = 600
 SCORE_FIELDS = ("id", "level", "estimator", "p", "p_lo", "p_hi", "r", "r_lo", "r_hi", "f1", "f1_lo", "f1_hi", "draws",
@@ -250,9 +251,9 @@ def build(corpus: Corpus, *, level: str = "instance", user=None, period=None) ->
     f1, lo, hi = arr("f1"), arr("f1_lo"), arr("f1_hi")
     # the human reference takes no rank (it is no team's run): ranks and tie groups are the systems' alone
     ranked = [i for i in range(len(scores)) if not subs_of[i].is_reference]
-    at_order, at_rank, at_group, at_tied = competition_ranks(f1[ranked], lo[ranked], hi[ranked])
-    order = [ranked[k] for k in at_order]
-    rank = {ranked[k]: (int(at_rank[k]), int(at_group[k]), bool(at_tied[k])) for k in range(len(ranked))}
+    rk = rank_intervals(f1[ranked], independent_cov(lo[ranked], hi[ranked], CONFIDENCE), CONFIDENCE)
+    order = [ranked[k] for k in rk.order]
+    rank = {ranked[k]: (int(rk.rank[k]), int(rk.group[k]), bool(rk.tied[k])) for k in range(len(ranked))}
     for i in (i for i in range(len(scores)) if subs_of[i].is_reference):  # placed by its F1 among the ranked
         at = len(order) if math.isnan(f1[i]) else next((k for k, j in enumerate(order) if not f1[j] >= f1[i]),
                                                        len(order))
