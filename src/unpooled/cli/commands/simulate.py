@@ -509,6 +509,12 @@ def run_reference_cli(args) -> int:
     return _run_cell_table(args, "reference", reference, "the human reference's precision")
 
 
+def run_ranks_cli(args) -> int:
+    from unpooled.core.simulate import ranks
+
+    return _run_cell_table(args, "ranks", ranks, "paired comparisons and rank intervals (F1, 90%)")
+
+
 # ---------------------------------------------------------------------------------------------
 # unassessed
 
@@ -756,6 +762,11 @@ EXPERIMENTS: dict[str, Experiment] = {
              "away from their makers) beside a system's of as many draws: bias, width and coverage of the 90%% "
              "intervals for good and poor crowds, few and many reference instances, with and without gold controls",
         add_arguments=add_cells_argument, run=run_reference_cli, trials=100),
+    "ranks": Experiment(
+        help="is A better than B: paired F1 differences from the joint design with simultaneous (max-|t|) control "
+             "against the old marginal tie groups (overlap 98%%, 50%%, 0%%; differences 1, 2, 5 points), and the "
+             "family-wise coverage of the rank intervals of six systems; from labels and from crowd votes",
+        add_arguments=add_cells_argument, run=run_ranks_cli, trials=200),
     "unassessed": Experiment(
         help="recall from pooled and unassessed output (seed 002): agreement-stratified recall and its combination "
              "with the exhaustive sample against the joint estimator: bias, width, coverage, relative efficiency",
