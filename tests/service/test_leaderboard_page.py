@@ -239,3 +239,42 @@ def test_readers_not_signed_in_share_one_rendering_until_the_board_changes(world
     st.levels = "relation"
     st.save()
     assert 'id="level-not-evaluated"' in Client().get(url).content.decode()
+
+
+def test_scoring_stores_the_covariances_the_board_reads(world):
+    """The joint scoring keeps each score's covariances with the others of its scoring (``Score.paired``); the
+    page's ranks come from them: their rank intervals, and the hover text of who beats whom."""
+    import numpy as np
+
+    from unpooled.service.evaluations import scoring
+
+    corpus, a, b = world
+    _publish(a, b)
+    got = scoring.score(corpus, level="instance")
+    cv = got.covariances
+    names = [r.system for r in got.result.rows]
+    ia, ib = names.index(next(n for n, s in got.by_name.items() if s.pk == a.pk)), \
+        names.index(next(n for n, s in got.by_name.items() if s.pk == b.pk))
+    sa = Score.objects.filter(submission=a, level="instance").latest("id")
+    assert sa.paired["batch"] == Score.objects.filter(submission=b, level="instance").latest("id").paired["batch"]
+    assert np.isclose(sa.paired["var"]["f1"], got.result.scores.f1_se[ia] ** 2)
+    assert np.isclose(sa.paired["cov"]["f1"][str(b.pk)], cv.cov["f1"][ia, ib])
+    assert "paired" not in sa.details
+    from unpooled.service.evaluations.leaderboard import build
+
+    # the covariances decide: made equal to the variances (the two estimates move as one), 2 points are certain
+    for s, f1 in ((a, 0.52), (b, 0.50)):
+        sc = Score.objects.filter(submission=s, level="instance").latest("id")
+        other = b if s == a else a
+        sc.f1, sc.f1_lo, sc.f1_hi = f1, f1 - 0.05, f1 + 0.05
+        sc.paired = {"batch": "x", "var": {"f1": 1e-3}, "cov": {"f1": {str(other.pk): 0.995e-3}}}
+        sc.save()
+    rows = build(corpus, level="instance")["rows"]
+    assert [(r["rank"], r["tied"], r["rank_lo"], r["rank_hi"]) for r in rows] == [(1, False, 1, 1), (2, False, 2, 2)]
+    assert rows[0]["better_than"] == [f"team-b/{b.run_id}"]
+    html = Client().get(reverse("web:leaderboard", args=[corpus.name]) + "?level=instance").content.decode()
+    assert f"better than team-b/{b.run_id} with 90% confidence" in html
+    # without them (scores of different scorings): independent, the same two are one group, ranks 1 to 2
+    Score.objects.filter(submission=b, level="instance").update(paired={})
+    rows = build(corpus, level="instance")["rows"]
+    assert [(r["rank"], r["tied"], r["rank_lo"], r["rank_hi"]) for r in rows] == [(1, True, 1, 2), (1, True, 1, 2)]
