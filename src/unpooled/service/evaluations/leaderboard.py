@@ -253,7 +253,7 @@ def build(corpus: Corpus, *, level: str = "instance", user=None, period=None) ->
     def arr(name):
         return np.array([getattr(s, name) if getattr(s, name) is not None else math.nan for s in scores], dtype=float)
 
-    f1, lo, hi = arr("f1"), arr("f1_lo"), arr("f1_hi")
+    f1 = arr("f1")
     # the human reference takes no rank (it is no team's run): ranks and tie groups are the systems' alone
     ranked = [i for i in range(len(scores)) if not subs_of[i].is_reference]
     paired = [rows_db[i][n + 11] or {} for i in ranked]
