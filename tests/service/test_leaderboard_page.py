@@ -278,3 +278,33 @@ def test_scoring_stores_the_covariances_the_board_reads(world):
     Score.objects.filter(submission=b, level="instance").update(paired={})
     rows = build(corpus, level="instance")["rows"]
     assert [(r["rank"], r["tied"], r["rank_lo"], r["rank_hi"]) for r in rows] == [(1, True, 1, 2), (1, True, 1, 2)]
+
+
+def test_submission_page_compares_with_the_leader_and_the_previous_run(world):
+    """A run's page: the paired difference against the leader (the runner-up when it leads) and its team's previous
+    run, from the viewer's leaderboard; a private previous run only for its team."""
+    from datetime import timedelta
+
+    corpus, a, b = world
+    _publish(a, b)
+    Submission.objects.filter(pk=b.pk).update(team=a.team, run_id="run-0", created=a.created - timedelta(days=1))
+    for s, f1, other in ((a, 0.52, b), (b, 0.50, a)):
+        sc = Score.objects.filter(submission=s, level="instance").latest("id")
+        sc.f1, sc.f1_lo, sc.f1_hi = f1, f1 - 0.05, f1 + 0.05
+        sc.paired = {"batch": "x", "var": {"f1": 1e-3}, "cov": {"f1": {str(other.pk): 0.995e-3}}}
+        sc.save()
+    name_a, name_b = f"team-a/{a.run_id}", "team-a/run-0"
+    html = Client().get(reverse("web:submission", args=[a.pk]) + "?level=instance").content.decode()
+    assert 'data-role="runner-up"' in html and 'data-role="previous run"' in html
+    assert f"better than {name_b} with 90% confidence" in html and "<strong>0.020</strong>" in html
+    html = Client().get(reverse("web:submission", args=[b.pk]) + "?level=instance").content.decode()
+    assert 'data-role="leader"' in html and f"{name_a} is better with 90% confidence" in html
+    assert 'data-role="previous run"' not in html  # nothing earlier
+    # the previous run made private: the public page of a compares with nobody; its team still sees it
+    Submission.objects.filter(pk=b.pk).update(visibility=Submission.Visibility.PRIVATE)
+    html = Client().get(reverse("web:submission", args=[a.pk]) + "?level=instance").content.decode()
+    assert 'id="compare"' not in html and "run-0" not in html
+    team = Client()
+    team.force_login(_user("carol", team=a.team))
+    html = team.get(reverse("web:submission", args=[a.pk]) + "?level=instance").content.decode()
+    assert 'data-role="previous run"' in html and f"better than {name_b} with 90% confidence" in html

@@ -352,3 +352,38 @@ def _period_info(period) -> dict | None:
         return None
     return {"number": period.number, "title": period.title, "open": period.is_open, "opened": period.opened,
             "closed": period.closed}
+
+
+def comparisons(board: dict, sub_pk: int, previous: list[int]) -> list[dict]:
+    """The submission ``sub_pk`` against the leader of ``board`` (:func:`leaderboard`, the viewer's; the runner-up
+    when it leads) and against its team's previous run (the first of ``previous``, newest first, on the board),
+    from the board's pairwise tables: per comparison ``role``, ``name``, ``submission`` and per metric (``p``,
+    ``r``, ``f1``) the difference this run minus the other, its simultaneous interval (``lo``, ``hi``) and
+    ``verdict``: ``better``, ``worse`` or ``None`` (the data cannot tell).  Empty when the run is not on the board."""
+    ranked = [r for r in board["rows"] if not r.get("reference")]
+    on = {r["submission"].pk: r for r in ranked}
+    if sub_pk not in on:
+        return []
+    others = []
+    top = next((r for r in ranked if r["submission"].pk != sub_pk), None)
+    if top is not None:
+        leads = ranked[0]["submission"].pk == sub_pk
+        others.append(("runner-up" if leads else "leader", top))
+    prev = next((on[pk] for pk in previous if pk in on and pk != sub_pk), None)
+    if prev is not None:
+        others.append(("previous run", prev))
+    out = []
+    for role, row in others:
+        other = row["submission"].pk
+        metrics = {}
+        for k, table in board["pairs"].items():
+            pair = next((p for p in table if {p["a"], p["b"]} == {sub_pk, other}), None)
+            if pair is None:
+                continue
+            sign = 1 if pair["a"] == sub_pk else -1
+            lo, hi = (pair["lo"], pair["hi"]) if sign == 1 else (-pair["hi"], -pair["lo"])
+            mine = {"a": sign == 1, "b": sign == -1}.get(pair["better"])
+            metrics[k] = {"diff": sign * pair["diff"], "lo": lo, "hi": hi,
+                          "verdict": None if mine is None else ("better" if mine else "worse")}
+        out.append({"role": role, "name": row["name"], "submission": other, "metrics": metrics})
+    return out
