@@ -92,3 +92,39 @@ def test_rank_intervals_cover_in_a_small_run():
     res = run_cell(cell, 40, seed=5).summary()
     assert res["rank_coverage"] >= 0.85
     assert res["mean_rank_width"] < 2.5  # informative: most ranks narrowed to one or two places
+
+
+def test_many_systems_bound_the_pairs(monkeypatch):
+    """Beyond MAX_SYSTEMS only neighbours in the order of F1 get a covariance (the others 0); the neighbours' agree
+    with the all-pairs computation."""
+    from unpooled.core.estimators import paired
+
+    cell = RanksCell("five", (0.40, 0.45, 0.50, 0.55, 0.60), (-1, 0, 1, 2, 3), (0.0, 0.9, 0.9, 0.9, 0.9), draws=60,
+                     n0=60, true_instances=300)
+    rng = np.random.default_rng(2)
+    truth, systems = make_systems(cell, rng)
+    d = _design_of(cell, truth, systems, rng)
+    sc = estimate(d)
+    full = paired.covariances(d, sc)
+    monkeypatch.setattr(paired, "MAX_SYSTEMS", 3)
+    monkeypatch.setattr(paired, "NEIGHBOURS", 1)
+    some = paired.covariances(d, sc)
+    assert some.notes and "within 1 places" in some.notes[0]
+    order = np.argsort(-sc.f1)
+    near = {frozenset((int(order[k]), int(order[k + 1]))) for k in range(4)}
+    for i in range(5):
+        for j in range(i + 1, 5):
+            if frozenset((i, j)) in near:
+                assert np.isclose(some.cov["f1"][i, j], full.cov["f1"][i, j])
+            else:
+                assert some.cov["f1"][i, j] == 0.0
+
+
+def test_bonferroni_beyond_the_max_t_bound(monkeypatch):
+    from scipy.stats import norm
+
+    from unpooled.core import ranking
+
+    monkeypatch.setattr(ranking, "MAX_TABLE_PAIRS", 2)
+    p = ranking.pairwise([0.1, 0.2, 0.3], np.eye(3) * 1e-3)
+    assert p.method == "bonferroni" and np.isclose(p.critical, norm.ppf(1 - 0.1 / 6))
