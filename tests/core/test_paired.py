@@ -6,7 +6,6 @@ import scipy.sparse as sp
 
 from unpooled.core.estimators import estimate
 from unpooled.core.estimators.joint import _terms, linear_parts
-from unpooled.core.estimators.paired import difference_variances
 from unpooled.core.ranking import rank_intervals
 from unpooled.core.simulate.ranks import RanksCell, make_systems, marginal_tie_groups, one_trial, run_cell
 
@@ -94,30 +93,52 @@ def test_rank_intervals_cover_in_a_small_run():
     assert res["mean_rank_width"] < 2.5  # informative: most ranks narrowed to one or two places
 
 
-def test_many_systems_bound_the_pairs(monkeypatch):
-    """Beyond MAX_SYSTEMS only neighbours in the order of F1 get a covariance (the others 0); the neighbours' agree
-    with the all-pairs computation."""
-    from unpooled.core.estimators import paired
+def difference_variances(lin, d, confidence, i, j):
+    """The oracle: the variance functions applied to the difference of each pair's rows."""
+    L = sp.csr_matrix((np.r_[np.ones(len(i)), -np.ones(len(i))], (np.r_[np.arange(len(i)), np.arange(len(i))],
+                                                                     np.r_[i, j])), shape=(len(i), lin.m))
+    return lin.combine(L).var(d, confidence)
 
-    cell = RanksCell("five", (0.40, 0.45, 0.50, 0.55, 0.60), (-1, 0, 1, 2, 3), (0.0, 0.9, 0.9, 0.9, 0.9), draws=60,
+
+@pytest.mark.parametrize("weights", ["balance", "heuristic"])
+@pytest.mark.parametrize("documents", [False, True])
+def test_covariance_matrix_is_the_variance_of_the_difference(weights, documents):
+    """The cross-product matrix (Linear.cov) has the variances on its diagonal, and Var_ii + Var_jj - 2 Cov_ij is
+    the variance functions applied to the difference of the two rows, for every metric, weights and with the
+    exhaustive sample clustered in documents."""
+    from unpooled.core.estimators import make_design
+
+    cell = RanksCell("five", (0.40, 0.45, 0.50, 0.55, 0.60), (-1, 0, 1, 2, 0), (0.0, 0.9, 0.5, 0.98, 0.3), draws=60,
                      n0=60, true_instances=300)
     rng = np.random.default_rng(2)
     truth, systems = make_systems(cell, rng)
     d = _design_of(cell, truth, systems, rng)
-    sc = estimate(d)
-    full = paired.covariances(d, sc)
-    monkeypatch.setattr(paired, "MAX_SYSTEMS", 3)
-    monkeypatch.setattr(paired, "NEIGHBOURS", 1)
-    some = paired.covariances(d, sc)
-    assert some.notes and "within 1 places" in some.notes[0]
-    order = np.argsort(-sc.f1)
-    near = {frozenset((int(order[k]), int(order[k + 1]))) for k in range(4)}
-    for i in range(5):
-        for j in range(i + 1, 5):
-            if frozenset((i, j)) in near:
-                assert np.isclose(some.cov["f1"][i, j], full.cov["f1"][i, j])
-            else:
-                assert some.cov["f1"][i, j] == 0.0
+    if documents:
+        d = make_design(d.P, d.src, d.xs, d.f, d.g0, y0_docs=np.arange(d.n0) // 4)
+    sc = estimate(d, weights=weights)
+    _, lin, var = linear_parts(d, _terms(d, sc.weights), 0.9)
+    i, j = np.triu_indices(5, 1)
+    for k in ("p", "r", "f1"):
+        C = lin[k].cov(d, 0.9)
+        assert np.allclose(np.diag(C), lin[k].var(d, 0.9), rtol=1e-9, atol=1e-16)
+        assert np.allclose(C[i, i] + C[j, j] - 2 * C[i, j], difference_variances(lin[k], d, 0.9, i, j),
+                           rtol=1e-8, atol=1e-15)
+        assert np.allclose(C, C.T)
+
+
+def test_vote_covariances_diagonal_is_the_published_variance():
+    from unpooled.core.estimators.from_votes import vote_covariances
+    from unpooled.core.simulate.ranks import _votes
+
+    rng = np.random.default_rng(3)
+    truth, systems = make_systems(SMALL, rng)
+    d = _design_of(SMALL, truth, systems, rng)
+    v = _votes(np.unique(d.xs), truth, rng)
+    sc = estimate(d, votes=v)
+    cov, notes = vote_covariances(d, sc.weights, v, 0.9, False)
+    assert notes
+    for k in ("p", "r", "f1"):
+        assert np.allclose(np.diag(cov[k]), getattr(sc, f"{k}_se") ** 2, rtol=1e-6)
 
 
 def test_bonferroni_beyond_the_max_t_bound(monkeypatch):

@@ -181,26 +181,26 @@ class _Replicates:
     by_metric: dict
 
 
-def vote_covariance_parts(d, W, votes, confidence, simple: bool, i: np.ndarray, j: np.ndarray):
-    """For :func:`.paired.covariances`: per metric the variance of each pair's difference ``est_i - est_j`` from
-    crowd votes, and notes.  Design: the influence rows' difference (exact, :func:`_design_linear`); confusions:
-    the spread of the replicates' differences (exact); votes: the two systems' votes' variances added (their
-    covariance taken as 0: :mod:`.paired`)."""
+def vote_covariances(d, W, votes, confidence, simple: bool) -> tuple[dict, tuple[str, ...]]:
+    """For :func:`.paired.covariances`: per metric the ``(m, m)`` covariance matrix of the estimates from crowd
+    votes, and notes.  Design: the influence rows' (exact, :func:`_design_linear`); confusions: the replicates'
+    covariance (exact); votes: each system's votes' variance on the diagonal, their covariance taken as 0
+    (:mod:`.paired`)."""
     from dataclasses import replace
 
     from .joint import _terms
-    from .paired import difference_variances
 
     t = _terms(replace(d, f=np.ones(len(d.xs))), W)
     est, _, parts = noisy_estimates(d, t, W, votes, simple=simple, confidence=confidence, keep=True)
     lin, reps = est["_linear"], est["_reps"]
     out = {}
     for k in ("p", "r", "f1"):
-        v = difference_variances(lin[k], d, confidence, i, j) + parts.var_votes[k][i] + parts.var_votes[k][j]
+        C = lin[k].cov(d, confidence)
+        C[np.diag_indices(d.m)] += parts.var_votes[k]
         if reps is not None:
-            v += np.var(reps.by_metric[k][:, i] - reps.by_metric[k][:, j], axis=0, ddof=1)
-        out[k] = v
-    return out, ("votes' part of each difference: the sum of the two systems' (their covariance taken as 0)",)
+            C += np.atleast_2d(np.cov(reps.by_metric[k], rowvar=False, ddof=1))
+        out[k] = C
+    return out, ("votes' covariance between systems taken as 0 (their variances added for a difference)",)
 
 
 def _classes(rho: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -366,10 +366,11 @@ def _own_rows(d: Design, ratio: Rows, Pm: sp.csr_matrix, done: np.ndarray) -> Ro
     return Rows(sp.csr_matrix(scale(ratio.sparse, keep) + mine), None if ratio.a is None else ratio.a * keep, ratio.b)
 
 
-def strata_var(U: np.ndarray, d: Design) -> np.ndarray:
+def strata_var(U: np.ndarray, d: Design, *, cross: bool = False) -> np.ndarray:
     """Variance estimate of the row sums of ``U`` (targets x draws, built from :func:`_terms`) under the design's
-    stratified draws, over the distinct instances drawn (:func:`.finite.strata_var`)."""
-    return finite_var(U, d.src, d.m, d.units)
+    stratified draws, over the distinct instances drawn (:func:`.finite.strata_var`); ``cross``: their
+    covariance matrix."""
+    return finite_var(U, d.src, d.m, d.units, cross=cross)
 
 
 def _shares0(d: Design) -> np.ndarray | None:
@@ -378,7 +379,8 @@ def _shares0(d: Design) -> np.ndarray | None:
     return d.v0 / V if V > 0 else None
 
 
-def _var0(T: np.ndarray, d: Design | None = None, confidence: float | None = None, shares=None) -> np.ndarray:
+def _var0(T: np.ndarray, d: Design | None = None, confidence: float | None = None, shares=None, *,
+          cross: bool = False) -> np.ndarray:
     r"""Variance of row sums over the exhaustive stratum: by documents when ``d`` knows them, else i.i.d.
 
     :func:`~unpooled.core.estimators.exhaustive.theta_variance` of ``T`` with ``d.y0_groups``; ``T`` are the
@@ -393,10 +395,10 @@ def _var0(T: np.ndarray, d: Design | None = None, confidence: float | None = Non
     parts of :math:`\hat Y_0` (default :math:`v_y/V`).
     """
     if d is None or d.y0_groups is None:
-        return theta_variance(T)
+        return theta_variance(T, cross=cross)
     if shares is None:
         shares = _shares0(d) if T.shape[1] == d.n0 else None
-    var = theta_variance(T, d.y0_groups, d.n_groups, shares=shares)
+    var = theta_variance(T, d.y0_groups, d.n_groups, shares=shares, cross=cross)
     return var * _t0(d, confidence)
 
 

@@ -56,6 +56,24 @@ class Linear:
             out += self.extra
         return out
 
+    def cov(self, d, confidence: float | None) -> np.ndarray:
+        """The ``(m, m)`` covariance matrix of the estimates, whose diagonal is :meth:`var` (the same variances with
+        cross products of rows: :func:`.joint.strata_var` and :func:`.joint._var0` with ``cross``); the extra
+        terms on the diagonal only."""
+        from .joint import _var0, strata_var
+
+        m = self.m
+        out = np.zeros((m, m))
+        if self.draws is not None:
+            C = strata_var(self.draws, d, cross=True)
+            out += C if self.draw_scale is None else np.outer(self.draw_scale, self.draw_scale) * C
+        if self.exhaustive is not None and self.exhaustive.shape[1]:
+            C = _var0(self.exhaustive, d, confidence, cross=True)
+            out += C if self.ex_scale is None else np.outer(self.ex_scale, self.ex_scale) * C
+        if self.extra is not None:
+            out[np.diag_indices(m)] += self.extra
+        return out
+
     def combine(self, L) -> Linear:
         """The linear part of ``L @ estimates`` (``L``: k x m, sparse or dense): the rows combined by ``L``, the
         extra terms by ``|L|`` (each target's own second-order term, not a covariance)."""
