@@ -185,3 +185,50 @@ def test_answers_file_problems_are_located(capsys, args, tmp_path):
     assert ":1:" in out and "'correct' must be true or false" in out
     assert ":2:" in out and "'key' (the instance answered about)" in out
     assert ":3:" in out and "gold control's 'gold'" in out
+
+
+def _confident_files(tmp_path, *, conf_of=None):
+    """Two overlapping systems of 300 instances, 80 labelled draws each, confidences that follow correctness."""
+    import numpy as np
+
+    rng = np.random.default_rng(4)
+    U = 450
+    correct = rng.random(U) < 0.6
+    conf = np.clip(np.where(correct, rng.beta(4, 2, U), rng.beta(2, 4, U)), 0.01, 1.0).round(4)
+    conf_of = conf_of or (lambda u: float(conf[u]))
+    x = [("D%d" % (u // 50), (u % 50 * 10, u % 50 * 10 + 3), "p", (u % 50 * 10 + 5, u % 50 * 10 + 8)) for u in range(U)]
+    members = {"A": np.arange(0, 300), "B": np.arange(150, 450)}
+    subs = tmp_path / "subs"
+    subs.mkdir(parents=True)
+    for name, ms in members.items():
+        write_jsonl(subs / f"{name}.jsonl", [{**inst(*x[u], entities=(f"e{u}", f"f{u}")), "confidence": conf_of(u)}
+                                             for u in ms])
+    labels = []
+    for name, ms in members.items():
+        for u in rng.choice(ms, 80):
+            labels.append({"system": name, **inst(*x[u]), "label": int(correct[u])})
+    lab = write_jsonl(tmp_path / "L.jsonl", labels)
+    ex = write_jsonl(tmp_path / "E.jsonl", [inst(*x[u]) for u in np.flatnonzero(correct)[:40]])
+    return ["score", "--labels", lab, "--submissions", subs, "--exhaustive", ex]
+
+
+def test_prediction_powered_precision_is_shown_beside(capsys, tmp_path):
+    args = _confident_files(tmp_path)
+    code, out, _ = run(capsys, *args, "--json")
+    assert code == Exit.OK
+    rows = json.loads(out)
+    for r in rows:
+        q = r["ppi"]
+        assert q["method"] == "ppi++" and q["used"] is False and q["ppi_lambda"] > 0
+        assert q["p_ppi_lo"] <= q["p_ppi"] <= q["p_ppi_hi"]
+        assert q["p_ppi_hi"] - q["p_ppi_lo"] < r["p_hi"] - r["p_lo"]  # informative confidences: narrower
+    code, text, _ = run(capsys, *args)
+    assert code == Exit.OK and "prediction-powered precision (PPI++" in text and "not used" in text
+    assert "A: P_ppi " in text and "against labels alone " in text and "% narrower" in text
+
+
+def test_prediction_powered_precision_absent_without_confidences_and_bad_ones_located(capsys, tmp_path):
+    code, out, _ = run(capsys, *_confident_files(tmp_path / "one", conf_of=lambda u: 1.0), "--json")
+    assert code == Exit.OK and all("ppi" not in r for r in json.loads(out))
+    code, out, _ = run(capsys, *_confident_files(tmp_path / "bad", conf_of=lambda u: 1.5 if u == 7 else 0.5))
+    assert code == Exit.FINDINGS and "A.jsonl:8:" in out and "UP109" in out and "'confidence' must be" in out

@@ -112,3 +112,19 @@ def test_ranks_table_and_json(tmp_path, capsys):
     assert cell["trials"] == 4 and cell["paired_right"] == 1.0 and cell["paired_wrong"] == 0.0
     assert cell["marginal_separate"] == 0.0 and cell["rank_coverage"] == 1.0
     assert main(["simulate", "ranks", "--trials", "1", "--cells", "nope"]) != 0
+
+
+def test_ppi_table_and_json(tmp_path, capsys):
+    """``unpooled simulate ppi``: PPI and labels alone per cell, with ppi_py's columns for one system."""
+    out = tmp_path / "ppi.json"
+    code = main(["simulate", "ppi", "--trials", "3", "--seed", "1", "--cells", "infor-5000x1-p50,adver-30x10-p95",
+                 "--json", str(out)])
+    text = capsys.readouterr().out
+    assert code == 0 and "PPI bias" in text and "ppi_py" in text and "infor-5000x1-p50" in text
+    data = json.loads(out.read_text())
+    one, many = data["cells"]
+    assert one["intervals"] == 3 and many["intervals"] == 30
+    assert one["oracle"]["max_diff"] < 1e-12 and "oracle" not in many
+    for cell in data["cells"]:
+        assert cell["ppi"]["width"] <= cell["labels"]["width"] and 0 <= cell["tuned"] <= 1
+    assert main(["simulate", "ppi", "--trials", "1", "--cells", "nope"]) != 0

@@ -45,7 +45,11 @@ def test_evaluate_cli_scores_every_submission_with_intervals(shared_data, tmp_pa
     assert "warning: the planned exhaustive sample: 8 documents (uniform) are few for recall" in got.err
     assert code == 0 and len(rows) == 2
     assert set(rows[0]) == {"submission", "team", "run", "level", "p", "p_lo", "p_hi", "r", "r_lo", "r_hi", "f1",
-                            "f1_lo", "f1_hi", "labels_new", "labels_reused", "p_true", "r_true", "f1_true"}
+                            "f1_lo", "f1_hi", "labels_new", "labels_reused", "p_true", "r_true", "f1_true",
+                            "p_cs_lo", "p_cs_hi", "r_cs_lo", "r_cs_hi", "f1_cs_lo", "f1_cs_hi"}
+    for r in rows:  # the anytime-valid intervals hold the fixed-n ones
+        for k in ("p", "r", "f1"):
+            assert r[f"{k}_cs_lo"] <= r[f"{k}_lo"] + 1e-9 and r[f"{k}_hi"] <= r[f"{k}_cs_hi"] + 1e-9
     by = {r["team"]: r for r in rows}
     for team, sub in (("DocRED-original", hwe), ("noisy", noisy)):
         r = by[team]

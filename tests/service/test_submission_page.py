@@ -633,6 +633,49 @@ def test_headline_says_when_and_from_what_the_score_changed(world, client):
     assert "raw share" not in html and "Raw labelled sample" not in html
 
 
+def test_headline_shows_the_prediction_powered_precision_beside(world, client):
+    """Without confidences (all 1) a score has no prediction-powered figure; with confidences that follow the
+    labels, each new score keeps the PPI++ precision beside the label-only one of the same draws (marked as not
+    used) and the page shows both."""
+    from django.core.cache import cache
+
+    from unpooled.service.evaluations.publish import score_corpus
+
+    corpus, a, b = world
+    url = reverse("web:submission", args=[a.pk])
+    first = Score.objects.filter(submission=a, level="instance").latest("id")
+    assert "ppi" not in first.details and 'id="ppi-figures"' not in client.get(url).content.decode()
+    correct = dict(Label.objects.filter(corpus=corpus, method="majority").values_list("key", "correct"))
+    for inst in RelationInstance.objects.filter(submission__in=[a, b]):
+        base = {True: 0.8, False: 0.25}.get(correct.get(inst.key), 0.5)
+        inst.confidence = base + 0.01 * (inst.pk % 7)
+        inst.save(update_fields=["confidence"])
+    # stored instances never change, so the corpus's inputs keep their confidences with the pool; edited in place
+    # here, the kept pool is dropped
+    from unpooled.service.evaluations import scoring
+
+    scoring.clear_cache()
+    score_corpus(corpus, level="instance")
+    new = Score.objects.filter(submission=a, level="instance").latest("id")
+    q = new.details["ppi"]
+    assert q["method"] == "ppi++" and q["used"] is False and q["lambda"] > 0 and q["narrower"] > 0
+    assert q["lo"] <= q["p"] <= q["hi"] and q["hi"] - q["lo"] < q["labels"]["hi"] - q["labels"]["lo"]
+    # the label-only figure is the published one (labels without votes here), the score itself unchanged
+    assert q["labels"]["p"] == pytest.approx(min(1.0, max(0.0, new.details["raw"]["p"])), abs=1e-12)
+    assert (new.p, new.p_lo, new.p_hi) == (first.p, first.p_lo, first.p_hi)
+    # the same figure as the from-scratch path (the core's offline score of the stored submissions)
+    ref = scoring.from_scratch(corpus, level="instance").result
+    i = ref.systems.index(next(n for n, s in scoring.score(corpus, level="instance").by_name.items() if s.pk == a.pk))
+    assert q["p"] == pytest.approx(min(1.0, max(0.0, float(ref.ppi.p[i]))), abs=1e-9)
+    assert q["lambda"] == pytest.approx(float(ref.ppi.lam[i]), rel=1e-6)
+    cache.clear()
+    html = client.get(url).content.decode()
+    shown = html.split('id="ppi-figures"')[1].split("</p>")[0]
+    assert "Prediction-powered precision" in shown and "not used" in shown
+    assert f"{floatformat(q['p'], 3)} [{floatformat(q['lo'], 3)}–{floatformat(q['hi'], 3)}]" in shown
+    assert f"an interval {q['narrower']}% narrower" in shown
+
+
 def test_team_edits_settings_on_the_page_and_others_are_refused(world):
     from django.test import Client
 

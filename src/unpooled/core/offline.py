@@ -8,7 +8,7 @@ are skipped; offsets are end-exclusive character offsets):
 JSONL submission format (:mod:`unpooled.core.kb.jsonl`), read leniently, without a
 corpus or schema: only ``doc``, ``predicate``, ``subject`` ``{start, end, entity}`` and
 ``object`` ``{start, end, entity}`` or ``{value}`` (a string filler; its ``start``/``end``
-optional) are read; other keys are ignored.  Instances must be in the schema's
+optional) are read, and ``confidence`` (in (0, 1], default 1); other keys are ignored.  Instances must be in the schema's
 canonical direction (there is no schema here to rewrite inverses).  A repeated
 instance (same :func:`~unpooled.core.kb.model.instance_key`) is a warning and counts once::
 
@@ -77,6 +77,7 @@ from .errors import InvalidInputError, check_choice, LocatedError, UnpooledError
 from .estimators import LEVELS, Scores, estimate, make_design, sampling_distribution
 from .estimators.exhaustive import Sentences, outside_population, p0_support, within_sentence
 from .estimators.joint import ESTIMATORS, WEIGHTS, Design, WeightDegeneracyWarning
+from .estimators.ppi import PPIPrecision, confidence_matrix, ppi_precision
 from .kb.lines import Limits
 from .matching import InstanceRef, match_matrix, match_multiplicity, match_universe
 from .offline_files import (
@@ -160,7 +161,9 @@ class SystemScore:
 
 @dataclass(frozen=True)
 class OfflineResult:
-    """Per-system rows, the raw :class:`Scores` and :class:`Design`, and warnings."""
+    """Per-system rows, the raw :class:`Scores` and :class:`Design`, and warnings; ``ppi``: the prediction-powered
+    precision from the submitted confidences (:mod:`~unpooled.core.estimators.ppi`), beside the label-only one,
+    when some submission gives a confidence other than 1."""
 
     rows: tuple[SystemScore, ...]
     scores: Scores
@@ -169,6 +172,7 @@ class OfflineResult:
     warnings: tuple[str, ...]
     reports: tuple[Report, ...]
     options: Mapping[str, object]
+    ppi: PPIPrecision | None = None
 
 
 # -- line parsing -----------------------------------------------------------------------
@@ -292,6 +296,23 @@ def build_design(data: OfflineData, *, level: str = "instance", match: str = "ex
     design = make_design(P, src, xs, f, g0, v0, p0, gs=gs, corrected_labels=corrected_labels,
                          y0_docs=[t.ref.doc for t in data.exhaustive], documents=documents, inside=inside)
     return design, universe
+
+
+def prediction_powered(design: Design, submissions, universe: list[InstanceRef], sc: Scores
+                       ) -> PPIPrecision | None:
+    """The PPI++ precision of every system (rows of ``design.P``: ``submissions`` in order; columns: ``universe``)
+    from its submitted confidences, at the weights and level of ``sc``; None when every confidence is 1 (it
+    would be the label-only estimate exactly)."""
+    if all(c == 1.0 for s in submissions for c in s.confidence_of()):
+        return None
+    index = {ref.key: u for u, ref in enumerate(universe)}
+    rows, cols, vals = [], [], []
+    for i, sub in enumerate(submissions):
+        rows += [i] * len(sub.keys)
+        cols += [index[k] for k in sub.keys]
+        vals += list(sub.confidence_of())
+    return ppi_precision(design, confidence_matrix(design.P, rows, cols, vals), W=sc.weights,
+                         confidence=sc.confidence)
 
 
 def system_rows(sc: Scores, n_own, names, *, estimator: str = "joint") -> tuple[SystemScore, ...]:
@@ -443,10 +464,11 @@ def score(data: OfflineData, *, level: str = "instance", estimator: str = "joint
         sc = estimate(design, estimator=estimator, weights=weights, confidence=confidence, bootstrap=bootstrap,
                       rng=rng, votes=crowd)
     rows = system_rows(sc, design.n, names, estimator=estimator)
+    ppi = prediction_powered(design, data.submissions, universe, sc)
     opts = {"level": level, "estimator": estimator, "weights": weights, "match": match, "bootstrap": bootstrap,
             "confidence": confidence, "documents": design.n_groups, "documents_given": documents is not None,
             "sentences": sentences is not None, "outside_p0": outside}
-    return OfflineResult(rows, sc, design, names, tuple(glob), data.reports, opts)
+    return OfflineResult(rows, sc, design, names, tuple(glob), data.reports, opts, ppi)
 
 
 def score_files(labels: str | Path, submissions: str | Path, exhaustive: str | Path, *,
@@ -466,6 +488,6 @@ __all__ = [
     "MATCHES", "InputFindings", "LabelledDraw", "OfflineData", "OfflineResult", "Submission", "SystemScore",
     "TrueInstance", "build_design", "load", "read_answers", "read_exhaustive", "read_labels",
     "read_sentences",
-    "read_submission", "read_submissions", "score", "score_files", "system_distribution", "system_name",
-    "system_rows",
+    "prediction_powered", "read_submission", "read_submissions", "score", "score_files", "system_distribution",
+    "system_name", "system_rows",
 ]

@@ -32,6 +32,11 @@ class Submission:
     keys: tuple[str, ...]
     subjects: tuple[str, ...]
     objects: tuple[str, ...]  # object entity id, or "=" + normalised value
+    confidences: tuple[float, ...] = ()  # per instance, in (0, 1] (1 where the line gives none); () = all 1
+
+    def confidence_of(self) -> tuple[float, ...]:
+        """Each instance's confidence (file order)."""
+        return self.confidences or (1.0,) * len(self.instances)
 
 
 @dataclass(frozen=True)
@@ -161,7 +166,7 @@ def read_submission(path: str | Path, name: str | None = None, *, limits: Limits
     """Read one submission file leniently (no corpus, no schema)."""
     path = Path(path)
     rep = Report(path=str(path))
-    refs, keys, subs, objs = [], [], [], []
+    refs, keys, subs, objs, confs = [], [], [], [], []
     first: dict[str, int] = {}
     n_lines = 0
     for lineno, line in read_lines(path, rep, limits=limits):
@@ -175,6 +180,11 @@ def read_submission(path: str | Path, name: str | None = None, *, limits: Limits
         if got is None:
             continue
         ref, s_name, o_name = got
+        conf = obj.get("confidence", 1.0)
+        if not isinstance(conf, (int, float)) or isinstance(conf, bool) or not 0.0 < conf <= 1.0:
+            rep.add(lineno, "UP109", f"'confidence' must be a number in (0, 1], got {conf!r}", field="confidence",
+                    text=line)
+            continue
         key = ref.key
         if key in first:
             rep.add(lineno, "UP209", f"duplicate of the instance on line {first[key]}; this line is ignored",
@@ -185,11 +195,12 @@ def read_submission(path: str | Path, name: str | None = None, *, limits: Limits
         keys.append(key)
         subs.append(s_name)
         objs.append(o_name)
+        confs.append(float(conf))
     if not refs and rep.ok:
         rep.add(0, "UP112", "the submission has no instances")
     rep.counts.update(lines=n_lines, instances=len(refs))
     sub = Submission(name or system_name(path) or path.stem, str(path), tuple(refs), tuple(keys), tuple(subs),
-                     tuple(objs))
+                     tuple(objs), tuple(confs))
     return sub, rep
 
 

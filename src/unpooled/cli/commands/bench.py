@@ -68,11 +68,39 @@ def register(sub) -> None:
     pg.add_argument("--json", action="store_true", help='print {"pages": {PAGE: {"p50_ms", "p95_ms", ...}}, ...}')
     pg.set_defaults(func=cmd_pages)
     _register_shared_task(bs)
+    _register_controls(bs)
     co = bs.add_parser("core", help="throughput of the core's sentence splitters (MB/s) and of the simulation "
                                     "world's generation (s)")
     co.add_argument("--json", action="store_true",
                     help='print {"split_sentences_mb_per_s", "split_markup_sentences_mb_per_s", "make_world_seconds"}')
     co.set_defaults(func=cmd_core)
+
+
+def _register_controls(bs) -> None:
+    ct = bs.add_parser("controls", help="whether the server's time on a task page or an answer tells a gold control "
+                                        "from a real item (Re-DocRED from UNPOOLED_SHARED_DATA; database from "
+                                        "DATABASE_URL, default a fresh SQLite file)")
+    ct.add_argument("--documents", type=int, default=10, help="Re-DocRED dev documents in the corpus")
+    ct.add_argument("--items", type=int, default=150, help="verification items asked for")
+    ct.add_argument("--controls", type=int, default=60, help="gold controls")
+    ct.add_argument("--annotators", type=int, default=6, help="in-house annotators (each answers every item once)")
+    ct.add_argument("--reloads", type=int, default=6, help="views of each task page before its answer")
+    ct.add_argument("--seed", type=int, default=0, help="random seed of the controls and the answers (0)")
+    ct.add_argument("--json", action="store_true",
+                    help='print {"get": {"control_median_ms", "item_median_ms", "mann_whitney_p", "told_apart"}, '
+                         '"post": {...}, ...}')
+    ct.set_defaults(func=cmd_controls)
+
+
+def cmd_controls(args) -> int:
+    from unpooled.bench.controls import run
+
+    if min(args.documents, args.items, args.controls, args.annotators, args.reloads) < 1:
+        from ..main import CommandError
+
+        raise CommandError("--documents, --items, --controls, --annotators and --reloads must be positive")
+    return run(documents=args.documents, items=args.items, controls=args.controls, annotators=args.annotators,
+               reloads=args.reloads, seed=args.seed, as_json=args.json)
 
 
 def _register_shared_task(bs) -> None:

@@ -26,7 +26,17 @@ def register(sub) -> None:
     p.add_argument("--labels", type=int, default=150, help="draws per pending submission in the first round (150)")
     p.add_argument("--documents", type=int, default=40,
                    help="documents to annotate exhaustively when none are (40: fewer are warned about)")
-    p.add_argument("--target-width", type=float, help="draw more until each pending F1 interval is at most this wide")
+    p.add_argument("--target-width", type=float, help="draw more until each pending F1 interval is at most this wide "
+                                                      "(the anytime-valid interval unless --width-of fixed-n)")
+    p.add_argument("--width-of", choices=("anytime", "fixed-n"), default="anytime",
+                   help="which F1 interval --target-width is met by: the anytime-valid one, valid however often it "
+                        "is looked at (default), or the fixed-n 90%% interval (fewer labels)")
+    p.add_argument("--separate", type=int, nargs=2, metavar=("SUB_A", "SUB_B"),
+                   help="instead: annotate these two submissions (ids) in rounds of 50 draws each until their "
+                        "anytime-valid F1 intervals are disjoint (or --max-labels draws each), and report the labels "
+                        "that saved against annotating both to --max-labels")
+    p.add_argument("--max-labels", type=int, default=1000,
+                   help="--separate: draws per submission at most, the plan the savings are counted against (1000)")
     p.add_argument("--level", choices=SERVICE_LEVELS, default="instance",
                    help="how instances are weighted: instance (micro precision), relation (macro over relations) or "
                         "entity (macro over subject entities) (instance)")
@@ -181,11 +191,13 @@ def cmd_evaluate(args) -> int:
         crowd = MTurkCrowd()
     else:
         crowd = InHouseBackend()
+    if args.separate:
+        return cmd_separate(args, corpus, crowd)
     rep = evaluate(corpus, crowd=crowd, labels=args.labels, documents=args.documents,
-                   target_width=args.target_width, level=args.level, seed=args.seed)
+                   target_width=args.target_width, level=args.level, seed=args.seed, width_of=args.width_of)
     human = _reference(args, corpus, crowd) if args.reference else None
     keys = ("submission", "team", "run", "level", "p", "p_lo", "p_hi", "r", "r_lo", "r_hi", "f1", "f1_lo", "f1_hi",
-            "labels_new", "labels_reused")
+            "labels_new", "labels_reused", "p_cs_lo", "p_cs_hi", "r_cs_lo", "r_cs_hi", "f1_cs_lo", "f1_cs_hi")
     inside = None
     if corpus.has_gold and rep.rows:
         from unpooled.service.evaluations.truth import attach_truth
@@ -212,12 +224,55 @@ def cmd_evaluate(args) -> int:
               f"{_fmt(human['r'], human['r_lo'], human['r_hi'])} {_fmt(human['f1'], human['f1_lo'], human['f1_hi'])}"
               f"{true} {human['draws']:>5} {'':>6}")
     print(f"90% intervals; {rep.rows[0]['estimator'] if rep.rows else ''} estimator; "
-          f"{rep.rows[0]['exhaustive_documents'] if rep.rows else 0} exhaustive documents; {rep.rounds} round(s)")
+          f"{rep.rows[0]['exhaustive_documents'] if rep.rows else 0} exhaustive documents; {rep.rounds} round(s)"
+          + (f" until the {rep.width_of} F1 interval was at most {args.target_width:g} wide (or 1,000 draws)"
+             if args.target_width is not None else ""))
+    if rep.rows and rep.rows[0].get("f1_cs_lo") is not None:
+        print("anytime-valid 90% F1 intervals (valid however often they are looked at): " + "; ".join(
+            f"{r['submission']} [{r['f1_cs_lo']:.3f}, {r['f1_cs_hi']:.3f}]" for r in rep.rows[:10]
+            if r.get("f1_cs_lo") is not None) + (" ..." if len(rep.rows) > 10 else ""))
     if inside is not None:
         print(f"truth inside the 90% interval: {inside[0]} of {inside[1]} (system, metric) pairs "
               "(truth from the gold layer: unpooled.service.evaluations.truth)")
     for w in rep.warnings:
         print(f"warning: {w}")
+    return 0
+
+
+def cmd_separate(args, corpus, crowd) -> int:
+    """``--separate A B``: annotate the pair until their anytime-valid F1 intervals are disjoint; the report."""
+    from unpooled.service.annotation.models import ExhaustiveDocument
+    from unpooled.service.annotation.sampling import sample_documents
+    from unpooled.service.evaluations.run import separate
+    from unpooled.service.submissions.models import Submission
+
+    if args.max_labels < 1:
+        raise CommandError(f"--max-labels {args.max_labels}: at least 1")
+    subs = {s.pk: s for s in Submission.objects.filter(corpus=corpus, pk__in=args.separate)}
+    missing = [pk for pk in args.separate if pk not in subs]
+    if missing or args.separate[0] == args.separate[1]:
+        raise CommandError(f"--separate {args.separate[0]} {args.separate[1]}: expected two different submissions of "
+                           f"corpus {corpus.name}" + (f" (no submission {missing[0]} there)" if missing else ""))
+    if not ExhaustiveDocument.objects.filter(corpus=corpus).exists() and args.documents:
+        sample_documents(corpus, "uniform", min(args.documents, corpus.n_documents), seed=args.seed)
+    rep = separate(corpus, subs[args.separate[0]], subs[args.separate[1]], crowd=crowd, level=args.level,
+                   max_labels=args.max_labels, seed=args.seed)
+    if args.json:
+        print(json.dumps({"submissions": list(rep.submissions), "separated": rep.separated, "better": rep.better,
+                          "rounds": rep.rounds, "draws": rep.draws, "planned": rep.planned,
+                          "labels_saved": rep.labels_saved, "f1_cs": rep.f1_cs}))
+        return 0
+    for pk in rep.submissions:
+        lo, hi = rep.f1_cs[pk]
+        say = "-" if lo is None else f"[{lo:.3f}, {hi:.3f}]"
+        print(f"submission {pk} ({subs[pk].team.name}/{subs[pk].run_id}): {rep.draws[pk]} draws, anytime-valid 90% "
+              f"F1 interval {say}")
+    if rep.separated:
+        print(f"separated after {rep.rounds} round(s): submission {rep.better} is better; {rep.labels_saved} labels "
+              f"saved against annotating both to {rep.planned} draws (draws not made: an upper bound, a draw of a "
+              "labelled instance costs none)")
+    else:
+        print(f"not separated at {rep.planned} draws each ({rep.rounds} round(s)): no labels saved")
     return 0
 
 

@@ -99,6 +99,8 @@ def write_table(result, out) -> None:
     for row in [head, *body]:
         cells = [c.ljust(w) if k == 0 else c.rjust(w) for k, (c, w) in enumerate(zip(row, widths))]
         out.write("  ".join(cells) + "  " + row[-1] + "\n")
+    if result.ppi is not None:
+        write_ppi(result, out, pct)
     if o["bootstrap"]:
         out.write(f"\nbootstrap percentile intervals ({o['bootstrap']} replicates, {pct}):\n")
         bhead = ["system", "P", "R", "F1"]
@@ -110,6 +112,22 @@ def write_table(result, out) -> None:
                       .rstrip() + "\n")
     for w in result.warnings:
         out.write(f"warning: {w}\n")
+
+
+def write_ppi(result, out, pct: str) -> None:
+    """The prediction-powered precision beside the label-only one, marked as such (shown, not used)."""
+    q = result.ppi
+    out.write(f"\nprediction-powered precision (PPI++, the submitted confidences as control variates; shown beside "
+              f"the label-only P, not used in the table above) [{pct}]:\n")
+    for i, r in enumerate(result.rows):
+        if math.isnan(r.p):
+            out.write(f"  {r.system}: n/a\n")
+            continue
+        w, wl = q.width[i], q.width_labels[i]
+        gain = f"{100 * (1 - w / wl):.0f}% narrower" if wl > 0 and q.lam[i] != 0 else "labels alone (lambda 0)"
+        out.write(f"  {r.system}: P_ppi {_cell(q.p[i], q.ci[0][i], q.ci[1][i])} against labels alone "
+                  f"{_cell(q.p_labels[i], q.ci_labels[0][i], q.ci_labels[1][i])}; lambda {q.lam[i]:.3g}, mean "
+                  f"confidence {q.conf_mean[i]:.3f}; {gain}\n")
 
 
 def cmd_score(args) -> int:
@@ -159,6 +177,9 @@ def cmd_score(args) -> int:
     raw = result.scores.raw
     if args.json:
         rows = [r.to_dict() for r in result.rows]
+        if result.ppi is not None:
+            for i, row in enumerate(rows):
+                row["ppi"] = {**result.ppi.row(i), "method": result.ppi.method, "used": False}
         if raw is not None:
             for i, row in enumerate(rows):
                 row["sample"] = {k: float(v[i]) for k, v in raw.items()}

@@ -21,6 +21,8 @@ import numpy as np
 
 from unpooled.progress import progress_bar
 
+from . import simulate_stopping as _stopping
+
 SPREAD_FILE = Path("paper") / "pooling_bias" / "pooling_bias_anydoc.tsv"
 PARAMETRIC = "parametric"
 
@@ -511,8 +513,18 @@ def run_reference_cli(args) -> int:
 
 def run_ranks_cli(args) -> int:
     from unpooled.core.simulate import ranks
-
     return _run_cell_table(args, "ranks", ranks, "paired comparisons and rank intervals (F1, 90%)")
+
+
+def run_ppi_cli(args) -> int:
+    from unpooled.core.simulate import ppi
+
+    try:
+        import ppi_py as oracle  # the test oracle of the single-system mean, when installed
+    except ImportError:
+        oracle = None
+    return _run_cell_table(args, "ppi", ppi, "prediction-powered precision against labels alone"
+                           + ("" if oracle else " (ppi_py not installed: no oracle columns)"), oracle=oracle)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -763,22 +775,18 @@ EXPERIMENTS: dict[str, Experiment] = {
              "intervals for good and poor crowds, few and many reference instances, with and without gold controls",
         add_arguments=add_cells_argument, run=run_reference_cli, trials=100),
     "ranks": Experiment(
-        help="is A better than B: paired F1 differences from the joint design with simultaneous (max-|t|) control "
-             "against the old marginal tie groups (overlap 98%%, 50%%, 0%%; differences 1, 2, 5 points), and the "
-             "family-wise coverage of the rank intervals of six systems; from labels and from crowd votes",
+        help="is A better than B: paired F1 differences (max-|t| simultaneous) against the old marginal tie groups, "
+             "and the coverage of six systems' rank intervals; labels and crowd votes",
         add_arguments=add_cells_argument, run=run_ranks_cli, trials=200),
-    "unassessed": Experiment(
-        help="recall from pooled and unassessed output (seed 002): agreement-stratified recall and its combination "
-             "with the exhaustive sample against the joint estimator: bias, width, coverage, relative efficiency",
-        add_arguments=add_unassessed_arguments, run=run_unassessed_cli, trials=100),
-    "entities": Experiment(
-        help="entity detection, typing, linking and NIL clustering scores (core/estimators/entities.py): bias and "
-             "coverage of their 90%% intervals for small and large systems, good and poor crowds, few documents",
-        add_arguments=add_entities_arguments, run=run_entities_cli, trials=200),
-    "documents": Experiment(
-        help="recall under the document-sampling schemes (uniform, two-stage TF-IDF, single-stage tfidf, the seed's "
-             "query-entity scheme with Monte Carlo inclusion probabilities) at 15, 100 and 40 documents, for systems "
-             "of low and high recall, tilted or not, on Re-DocRED and a power-law corpus: bias, coverage and width "
-             "of 90%% intervals, and the bias of the naive ratio that ignores inclusion probabilities",
-        add_arguments=add_documents_arguments, run=run_documents_cli, trials=400),
+    "ppi": Experiment(
+        help="prediction-powered (PPI++) precision from the submitted confidences against labels alone: bias, width "
+             "and coverage of 90%% intervals for informative, uninformative, adversarial and miscalibrated "
+             "confidences, small and large systems, one and ten systems sharing draws, precision 0.5 and 0.95; "
+             "ppi_py's interval beside one system's",
+        add_arguments=add_cells_argument, run=run_ppi_cli, trials=200),
+    "stopping": Experiment(
+        help="coverage of P, R and F1 when the watcher stops on what the intervals show (once A's F1 interval "
+             "excludes a rival's estimate, once P's excludes a value, on width, at a fixed n): 90%% fixed-n "
+             "intervals beside the confidence sequences, and the boundaries compared",
+        add_arguments=_stopping.add_stopping_arguments, run=_stopping.run_stopping_cli, trials=200),
 }

@@ -450,6 +450,21 @@ def wilson(est: np.ndarray, var: np.ndarray, confidence: float, n_fallback: np.n
     """
     z = norm.ppf(0.5 + confidence / 2)
     est = np.clip(est, 0.0, 1.0)
+    neff = effective_size(est, var, n_fallback)
+    z2n = z * z / neff
+    center = (est + z2n / 2) / (1 + z2n)
+    half = z / (1 + z2n) * np.sqrt(est * (1 - est) / neff + z2n / (4 * neff))
+    # an exact estimate (every instance drawn, :mod:`.finite`) keeps the round-off of its sums: 1e-12 around it
+    lo, hi = np.clip(center - half - 1e-12, 0, 1), np.clip(center + half + 1e-12, 0, 1)
+    lo, hi = _poisson_at_bounds(est, neff, lo, hi, confidence)
+    return np.minimum(lo, est), np.maximum(hi, est)
+
+
+def effective_size(est, var, n_fallback) -> np.ndarray:
+    r"""The effective sample size :func:`wilson` uses, :math:`\hat e(1-\hat e)/\widehat{\rm Var}`, and
+    ``n_fallback`` where the variance is 0, the estimate at 0 or 1, or within about ``1/n_fallback`` of them (the
+    time index of :mod:`.anytime`'s confidence sequences too)."""
+    est = np.clip(est, 0.0, 1.0)
     with np.errstate(divide="ignore", invalid="ignore"):
         neff = np.where(var > 1e-15, est * (1 - est) / var, n_fallback)
     neff = np.where((neff > 0) & np.isfinite(neff), neff, np.maximum(n_fallback, 1e-9))
@@ -460,14 +475,7 @@ def wilson(est: np.ndarray, var: np.ndarray, confidence: float, n_fallback: np.n
     # [0.06, 1]); there the fallback size (the effective sample size) is the better guide
     with np.errstate(invalid="ignore"):
         near = est * (1 - est) * n_fallback < 1
-    neff = np.where(near, np.maximum(neff, n_fallback), neff)
-    z2n = z * z / neff
-    center = (est + z2n / 2) / (1 + z2n)
-    half = z / (1 + z2n) * np.sqrt(est * (1 - est) / neff + z2n / (4 * neff))
-    # an exact estimate (every instance drawn, :mod:`.finite`) keeps the round-off of its sums: 1e-12 around it
-    lo, hi = np.clip(center - half - 1e-12, 0, 1), np.clip(center + half + 1e-12, 0, 1)
-    lo, hi = _poisson_at_bounds(est, neff, lo, hi, confidence)
-    return np.minimum(lo, est), np.maximum(hi, est)
+    return np.where(near, np.maximum(neff, n_fallback), neff)
 
 
 def _poisson_at_bounds(est, neff, lo, hi, confidence: float):

@@ -398,9 +398,10 @@ def submit_answer(assignment: Assignment, value, *, seconds: float | None = None
         a.save(update_fields=["status"])
         if mturk:
             return ans
+        counted = _counted(task)  # of a control too: the same queries up to here for both (security review N3)
         if task.is_control:
             _score_control(annotator, task, ans, st, now, a)
-        elif counts and _counted(task) >= task.answers_needed:
+        elif counts and counted >= task.answers_needed:
             complete_task(task, now=now)
     return ans
 

@@ -86,9 +86,11 @@ def not_own_exhaustive(qs, annotator_id):
 
 def may_label(annotator: Annotator, task: Task) -> bool:
     """Whether ``annotator`` may answer ``task`` (see :class:`Scope`, and :func:`not_own_exhaustive`)."""
-    if task.kind == Kind.VERIFY and not task.is_control and not not_own_exhaustive(
-            Task.objects.filter(pk=task.pk), annotator.pk).exists():
-        return False
+    if task.kind == Kind.VERIFY:
+        # asked of a gold control too (which passes): an answer's work does not tell a control from an item
+        own = not not_own_exhaustive(Task.objects.filter(pk=task.pk), annotator.pk).exists()
+        if own and not task.is_control:
+            return False
     scope = scope_of(annotator)
     if not scope.teams and not scope.open_only:
         return True
@@ -190,7 +192,7 @@ def lease_next(annotator: Annotator, *, kind: str | None = None, corpus: Corpus 
     rng = np.random.default_rng(rng)
     candidates = []
     if kind in (None, Kind.VERIFY):
-        st_share = _control_share(corpus)
+        st_share = _control_share(corpus, base.filter(is_control=False))
         if st_share > 0 and rng.random() < st_share:
             candidates.append(needed_controls(base.filter(is_control=True), rng))
     oldest = list(base.filter(is_control=False).annotate(active=Count("assignments", filter=_live(now, "assignments__")))
@@ -371,10 +373,17 @@ def explain_empty(annotator: Annotator, kind: str, *, now=None) -> list[str]:
     return out
 
 
-def _control_share(corpus: Corpus | None) -> float:
-    if corpus is None:
-        return 0.1
-    return settings_for(corpus).control_share
+def _control_share(corpus: Corpus | None, offered) -> float:
+    """The organisers' share of gold controls: ``corpus``'s, else the mean of the corpora whose items are ``offered``
+    (the web queue takes any corpus's work; a corpus without settings has the default), else the default."""
+    if corpus is not None:
+        return settings_for(corpus).control_share
+    default = AnnotationSettings._meta.get_field("control_share").default
+    ids = set(offered.order_by().values_list("corpus_id", flat=True).distinct())
+    if not ids:
+        return default
+    shares = dict(AnnotationSettings.objects.filter(corpus_id__in=ids).values_list("corpus_id", "control_share"))
+    return float(np.mean([shares.get(i, default) for i in ids]))
 
 
 def _try_lease(task_id: int, annotator: Annotator, now) -> Assignment | None:

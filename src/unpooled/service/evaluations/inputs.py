@@ -130,7 +130,7 @@ def offline_data(corpus: Corpus, *, level: str = "instance", label_method: str =
     for sub in subs:
         rows = list(RelationInstance.objects.filter(submission=sub).order_by("pk").values_list(
             "document__doc_id", "subject_start", "subject_end", "predicate", "object_start", "object_end", "value",
-            "key", "subject_id", "object_id"))
+            "key", "subject_id", "object_id", "confidence"))
         if not rows:
             continue
         name = system_name(sub)
@@ -138,7 +138,7 @@ def offline_data(corpus: Corpus, *, level: str = "instance", label_method: str =
         core_subs.append(CoreSubmission(
             name, "", tuple(InstanceRef(r[0], r[1], r[2], r[3], r[4], r[5], r[6]) for r in rows),
             tuple(r[7] for r in rows), tuple(str(r[8]) for r in rows),
-            tuple(str(r[9]) if r[9] is not None else "=" + (r[6] or "") for r in rows)))
+            tuple(str(r[9]) if r[9] is not None else "=" + (r[6] or "") for r in rows), tuple(r[10] for r in rows)))
     labels = current_labels(corpus, method=label_method)
     draws = []
     for name, sub in by_name.items():
@@ -188,6 +188,7 @@ class _Pool:
     index: dict[str, int]
     members: list[np.ndarray]                # universe indices of each system's instances (row order)
     codes: list[tuple[np.ndarray, np.ndarray, np.ndarray]]  # per system: predicate, subject, fill codes
+    confs: list[np.ndarray]                  # per system: the submitted confidence of each member
     R: sp.csr_matrix | None = None           # R[u, v]: universe u matches universe v (overlap)
     G: sp.csc_matrix | None = None           # G[i, v]: system i has an instance matching v
     mult: np.ndarray | None = None           # pooled instances matching each universe instance
@@ -195,6 +196,7 @@ class _Pool:
     draws: dict = field(default_factory=dict)  # level -> _Draws
     truth: _Truth | None = None
     generation: int = 0
+    K: object = False                        # the confidences as an (m, U) csr matrix; None: all 1; False: not built
 
     @property
     def m(self) -> int:
@@ -218,25 +220,26 @@ def _read_systems(corpus: Corpus, sub_ids, universe: list, index: dict):
     docs = {pk: sys.intern(d) for pk, d in Document.objects.filter(corpus=corpus).values_list("id", "doc_id")}
     preds: dict[str, int] = {}
     out: dict[int, tuple] = {}
-    cur, mem, pc, sc, fc, fills = None, [], [], [], [], {}
+    cur, mem, pc, sc, fc, fills, cf = None, [], [], [], [], {}, []
 
     def close():
         if cur is not None and mem:
             out[cur] = (np.asarray(mem, np.int64), (np.asarray(pc, np.int64), np.asarray(sc, np.int64),
-                                                     np.asarray(fc, np.int64)))
+                                                     np.asarray(fc, np.int64)), np.asarray(cf, float))
 
     qs = (RelationInstance.objects.filter(submission_id__in=list(sub_ids)).order_by("submission_id", "pk")
           .values_list("submission_id", "document_id", "subject_start", "subject_end", "predicate", "object_start",
-                       "object_end", "value", "key", "subject_id", "object_id"))
-    for sid, doc, ss, se, pred, os_, oe, value, key, subj, obj in qs.iterator(chunk_size=20_000):
+                       "object_end", "value", "key", "subject_id", "object_id", "confidence"))
+    for sid, doc, ss, se, pred, os_, oe, value, key, subj, obj, conf in qs.iterator(chunk_size=20_000):
         if sid != cur:
             close()
-            cur, mem, pc, sc, fc, fills = sid, [], [], [], [], {}
+            cur, mem, pc, sc, fc, fills, cf = sid, [], [], [], [], {}, []
         u = index.get(key)
         if u is None:
             u = index[key] = len(universe)
             universe.append(InstanceRef(docs[doc], ss, se, _intern(pred), os_, oe, value))
         mem.append(u)
+        cf.append(conf)
         p = preds.setdefault(pred, len(preds))
         pc.append(p)
         sc.append(subj)
@@ -253,7 +256,7 @@ def _build_pool(corpus: Corpus, match: str, sub_fp: tuple[tuple, ...]) -> _Pool:
     got = _read_systems(corpus, sub_ids, universe, index)
     sys_ids = [s for s in sub_ids if s in got]
     pool = _Pool(corpus_key(corpus), match, sub_fp, sys_ids, universe, index, [got[s][0] for s in sys_ids],
-                 [got[s][1] for s in sys_ids])
+                 [got[s][1] for s in sys_ids], [got[s][2] for s in sys_ids])
     if match != "exact" and universe:
         pool.R = relation_matrix(universe, None, match)
         _finish_matching(pool)
@@ -273,6 +276,8 @@ def _extend_pool(pool: _Pool, corpus: Corpus, sub_fp: tuple[tuple, ...]) -> None
     pool.sys_ids += added
     pool.members += [got[s][0] for s in added]
     pool.codes += [got[s][1] for s in added]
+    pool.confs += [got[s][2] for s in added]
+    pool.K = False
     U = len(pool.universe)
     if pool.match != "exact":
         R = pool.R
@@ -456,6 +461,25 @@ class Inputs:
     truth: list
     universe: list
     fp: tuple
+    #: the submitted confidences, (m, U) on the pool's instances (:func:`confidences`); None when all are 1
+    confidences: object = None
+
+
+def confidences(pool: _Pool):
+    """The pool's confidences as the ``(m, U)`` matrix of :func:`unpooled.core.estimators.ppi.confidence_matrix`
+    (a repeated instance of a system: its first confidence), built once per pool; None when every one is 1."""
+    if pool.K is False:
+        from unpooled.core.estimators.ppi import confidence_matrix
+
+        if all(bool(np.all(c >= 1.0)) for c in pool.confs):
+            pool.K = None
+        else:
+            rows = np.concatenate([np.full(len(x), i, np.int64) for i, x in enumerate(pool.members)])
+            cols, vals = np.concatenate(pool.members), np.concatenate(pool.confs)
+            first = np.unique(rows * max(len(pool.universe), 1) + cols, return_index=True)[1]
+            shape = sp.csr_matrix((np.ones(len(rows)), (rows, cols)), shape=(pool.m, len(pool.universe)))
+            pool.K = confidence_matrix(shape, rows[first], cols[first], vals[first])
+    return pool.K
 
 
 def read(corpus: Corpus, *, level: str = "instance", match: str = "overlap", label_method: str = LABEL_METHOD,
@@ -503,7 +527,8 @@ def read(corpus: Corpus, *, level: str = "instance", match: str = "overlap", lab
             return replace(kept[1], by_name=by_name)
         design, votes, keys = _design(corpus, pool, P, d, truth, labels, match, answers)
         mark("design")
-        got = Inputs(design, votes, names, by_name, truth.docs, keys, list(truth.truth), list(pool.universe), fp)
+        got = Inputs(design, votes, names, by_name, truth.docs, keys, list(truth.truth), list(pool.universe), fp,
+                     confidences(pool))
         _inputs[ikey] = (fp, got)
         return got
 

@@ -236,16 +236,18 @@ def build(corpus: Corpus, *, level: str = "instance", user=None, period=None) ->
         newest[sid], frozen[sid] = score_id, when
     extra = ("submission_id", "submission__run_id", "submission__visibility", "submission__team__name",
              "details__truth", "details__provenance", "submission__created", "submission__description",
-             "submission__link", "submission__is_reference", "submission__period__number", "paired")
+             "submission__link", "submission__is_reference", "submission__period__number", "details__anytime",
+             "paired")
     rows_db = list(Score.objects.filter(id__in=list(newest.values())).order_by("submission_id").values_list(
         *SCORE_FIELDS, *extra))
     if not rows_db:
         return {"rows": [], "svg": "", "pr_svg": "", "level": level, "has_truth": False, "in_progress": busy,
                 "period": _period_info(period), "pairs": {"p": [], "r": [], "f1": []}}
     n = len(SCORE_FIELDS)
-    # details: only the truth (a gold layer's P/R/F1, for demos) and the provenance, never the stored breakdowns
-    scores = [SimpleNamespace(**dict(zip(SCORE_FIELDS, r[:n])), details={"truth": r[n + 4]} if r[n + 4] else {})
-              for r in rows_db]
+    # details: only the truth (a gold layer's P/R/F1, for demos), the provenance and the anytime-valid intervals,
+    # never the stored breakdowns
+    scores = [SimpleNamespace(**dict(zip(SCORE_FIELDS, r[:n])), details={"truth": r[n + 4]} if r[n + 4] else {},
+                              anytime=r[n + 11] or {}) for r in rows_db]
     subs_of = [SimpleNamespace(pk=r[n], id=r[n], run_id=r[n + 1], visibility=r[n + 2],
                                team=SimpleNamespace(name=r[n + 3]), created=r[n + 6], description=r[n + 7] or "",
                                link=r[n + 8] or "", is_reference=bool(r[n + 9]), period=r[n + 10]) for r in rows_db]
@@ -256,7 +258,7 @@ def build(corpus: Corpus, *, level: str = "instance", user=None, period=None) ->
     f1 = arr("f1")
     # the human reference takes no rank (it is no team's run): ranks and tie groups are the systems' alone
     ranked = [i for i in range(len(scores)) if not subs_of[i].is_reference]
-    paired = [rows_db[i][n + 11] or {} for i in ranked]
+    paired = [rows_db[i][n + 12] or {} for i in ranked]
     names = [f"{subs_of[i].team.name}/{subs_of[i].run_id}" for i in ranked]
     cov = {k: covariance_matrix(k, paired, [subs_of[i].pk for i in ranked], arr(f"{k}_lo")[ranked],
                                 arr(f"{k}_hi")[ranked]) for k in ("p", "r", "f1")}

@@ -17,6 +17,7 @@ import numpy as np
 from django.db import transaction
 from django.db.models import Count, Exists, OuterRef, Q
 
+from unpooled.core.estimators.anytime import design_intervals
 from unpooled.service.annotation.models import Kind, Label, TaskRequest
 from unpooled.service.corpora.models import Corpus
 from unpooled.service.locks import exclusive
@@ -24,6 +25,7 @@ from unpooled.service.submissions.models import Submission
 
 from . import reference, scoring
 from .breakdown import compute_breakdowns
+from .confidences import ppi_details
 from .entities import compute as compute_entities
 from .models import Draw, Score
 from .periods import freeze_pending, frozen_levels
@@ -75,10 +77,12 @@ def score_corpus(corpus: Corpus, *, level: str = "instance", match: str = "overl
     if res is None:
         return []
     sc = res.scores
+    cs = design_intervals(res.design, sc)  # the anytime-valid intervals beside the fixed-n ones
     out = []
     prov = label_provenance(corpus, level)
     pks = [by_name[row.system].pk for row in res.rows]
     batch = uuid.uuid4().hex[:16]
+    ppi = _ppi(got, corpus, level)
     for i, row in enumerate(res.rows):
         sub = by_name[row.system]
         pv = prov.get(sub.pk, {"drawn": 0, "new": 0, "reused": 0})
@@ -95,7 +99,8 @@ def score_corpus(corpus: Corpus, *, level: str = "instance", match: str = "overl
             f1=num(row.f1), f1_lo=num(row.f1_lo), f1_hi=num(row.f1_hi), draws=row.labels, labels_new=new,
             labels_reused=reused, exhaustive_documents=docs,
             details={"ess": row.ess, "warnings": list(row.warnings) + list(res.warnings), "provenance": pv,
-                     "raw": {"p": row.p, "r": row.r, "f1": row.f1}, **_crowd_details(sc, i)},
+                     "raw": {"p": row.p, "r": row.r, "f1": row.f1}, "anytime": anytime_details(cs, i),
+                     **_crowd_details(sc, i), **({"ppi": ppi[i]} if ppi[i] else {})},
             paired=paired_details(got.covariances, i, pks, batch)))
     # a submission of a closed period keeps the score it was frozen with (periods.py): its draws and labels still
     # take part in the others' joint estimates above, but no new score of its own is written
@@ -127,6 +132,15 @@ def paired_details(cv, i: int, pks: list[int], batch: str) -> dict:
     return out
 
 
+def _ppi(got, corpus: Corpus, level: str) -> list:
+    """The prediction-powered precision beside each score (:mod:`.confidences`); none when it fails."""
+    try:
+        return ppi_details(got)
+    except Exception:  # noqa: BLE001 - the scores stand without the figure shown beside them
+        log.exception("prediction-powered precision of %s at level %s failed", corpus.name, level)
+        return [None] * len(got.result.rows)
+
+
 def _crowd_details(sc, i: int) -> dict:
     """The labelled-sample figures, the crowd's rates and the variance by source of system ``i``, when the
     scores come from the crowd's votes."""
@@ -142,11 +156,21 @@ def _crowd_details(sc, i: int) -> dict:
             "variance": {src: {k: num(v[i]) for k, v in parts.items()} for src, parts in sc.var_parts.items()}}
 
 
+def anytime_details(cs, i: int) -> dict:
+    """System ``i``'s anytime-valid bounds (``p_cs_lo`` ... ``f1_cs_hi``; None where undefined) and how they were
+    made, for ``Score.details['anytime']``."""
+    row = {k: None if math.isnan(v) else min(1.0, max(0.0, v)) for k, v in cs.row(i).items()}
+    return {**row, "method": cs.method, "tight_at": cs.tight_at}
+
+
 def leaderboard_row(s: Score) -> dict:
     sub = s.submission
+    cs = s.details.get("anytime") or {}
     return {"submission": sub.pk, "team": sub.team.name, "run": sub.run_id, "level": s.level,
             "p": s.p, "p_lo": s.p_lo, "p_hi": s.p_hi, "r": s.r, "r_lo": s.r_lo, "r_hi": s.r_hi,
-            "f1": s.f1, "f1_lo": s.f1_lo, "f1_hi": s.f1_hi, "labels_new": s.labels_new,
+            "f1": s.f1, "f1_lo": s.f1_lo, "f1_hi": s.f1_hi,
+            **{f"{k}_cs_{b}": cs.get(f"{k}_cs_{b}") for k in ("p", "r", "f1") for b in ("lo", "hi")},
+            "labels_new": s.labels_new,
             "labels_reused": s.labels_reused, "draws": s.draws, "exhaustive_documents": s.exhaustive_documents,
             "estimator": s.estimator, "warnings": s.details.get("warnings", [])}
 

@@ -69,6 +69,8 @@ class Scored:
     universe: list | None = None
     #: the crowd's votes the estimate used (None: from labels alone)
     votes: object = None
+    #: the submitted confidences on the pool (:func:`.inputs.confidences`; None: all 1)
+    confidences: object = None
     #: the covariances of the estimates (:class:`unpooled.core.estimators.paired.Covariances`; None: not computed)
     covariances: object = None
 
@@ -108,7 +110,8 @@ def score(corpus: Corpus, *, level: str = "instance", match: str = "overlap", we
     t.pop("start", None)
     last_timings.clear()
     last_timings.update(t)
-    return Scored(res, got.by_name, got.docs, t, got.keys, got.truth, got.universe, got.votes, cov)
+    return Scored(res, got.by_name, got.docs, t, got.keys, got.truth, got.universe, got.votes, got.confidences,
+                  covariances=cov)
 
 
 def _covariances(res: OfflineResult, votes):

@@ -186,7 +186,8 @@ def status_json(request, pk: int):
     out = progress(sub)
     out["error"] = stage_error(sub, manage=accounts.can_manage(request.user, sub))
     scores = newest_scores(sub)
-    out["scores"] = {lv: {k: getattr(s, k) for k in ("p", "p_lo", "p_hi", "r", "r_lo", "r_hi", "f1", "f1_lo", "f1_hi")}
+    out["scores"] = {lv: {**{k: getattr(s, k) for k in ("p", "p_lo", "p_hi", "r", "r_lo", "r_hi", "f1", "f1_lo",
+                                                        "f1_hi")}, "anytime": (s.details or {}).get("anytime")}
                      for lv, s in scores.items()}
     out["html"] = render_to_string("web/_status_live.html", {"sub": sub, "p": out, "scores": scores}, request=request)
     return JsonResponse(out)
