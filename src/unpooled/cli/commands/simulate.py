@@ -778,6 +778,20 @@ EXPERIMENTS: dict[str, Experiment] = {
         help="is A better than B: paired F1 differences (max-|t| simultaneous) against the old marginal tie groups, "
              "and the coverage of six systems' rank intervals; labels and crowd votes",
         add_arguments=add_cells_argument, run=run_ranks_cli, trials=200),
+    "unassessed": Experiment(
+        help="recall from pooled and unassessed output (seed 002): agreement-stratified recall and its combination "
+             "with the exhaustive sample against the joint estimator: bias, width, coverage, relative efficiency",
+        add_arguments=add_unassessed_arguments, run=run_unassessed_cli, trials=100),
+    "entities": Experiment(
+        help="entity detection, typing, linking and NIL clustering scores (core/estimators/entities.py): bias and "
+             "coverage of their 90%% intervals for small and large systems, good and poor crowds, few documents",
+        add_arguments=add_entities_arguments, run=run_entities_cli, trials=200),
+    "documents": Experiment(
+        help="recall under the document-sampling schemes (uniform, two-stage TF-IDF, single-stage tfidf, the seed's "
+             "query-entity scheme with Monte Carlo inclusion probabilities) at 15, 100 and 40 documents, for systems "
+             "of low and high recall, tilted or not, on Re-DocRED and a power-law corpus: bias, coverage and width "
+             "of 90%% intervals, and the bias of the naive ratio that ignores inclusion probabilities",
+        add_arguments=add_documents_arguments, run=run_documents_cli, trials=400),
     "ppi": Experiment(
         help="prediction-powered (PPI++) precision from the submitted confidences against labels alone: bias, width "
              "and coverage of 90%% intervals for informative, uninformative, adversarial and miscalibrated "
