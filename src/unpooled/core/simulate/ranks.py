@@ -14,8 +14,9 @@ Two experiments in one table:
   comparison (:func:`unpooled.core.ranking.rank_intervals` on the covariances of
   :func:`unpooled.core.estimators.paired.covariances`) puts the better system first (*right*), the worse first
   (*wrong*), and where the replaced rule of marginal intervals (:func:`marginal_tie_groups`) separates them.
-* **coverage** (six systems in a chain of shared output): the family-wise coverage of the rank intervals, the
-  share of trials where every system's rank interval holds its true rank (target >= 0.90).
+* **coverage** (six systems in a chain of shared output, 1 to 8 points apart; and six a point apart, each sharing
+  98% with the next): the family-wise coverage of the rank intervals, the share of trials where every system's
+  rank interval holds its true rank (target >= 0.90).
 """
 
 from __future__ import annotations
@@ -62,6 +63,9 @@ def default_cells() -> list[RanksCell]:
                                        (-1, 0), (0.0, ov), votes))
         cells.append(RanksCell(f"coverage 6 {tag}", (0.40, 0.45, 0.50, 0.52, 0.60, 0.61), (-1, 0, 1, 2, 3, 4),
                                (0.0, 0.5, 0.9, 0.98, 0.5, 0.98), votes))
+        # a point apart, each sharing 98% with the next: every difference is decided by its covariance
+        cells.append(RanksCell(f"coverage 6 close {tag}", (0.50, 0.51, 0.52, 0.53, 0.54, 0.55), (-1, 0, 1, 2, 3, 4),
+                               (0.0, 0.98, 0.98, 0.98, 0.98, 0.98), votes))
     return cells
 
 
