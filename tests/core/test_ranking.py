@@ -38,6 +38,13 @@ def test_max_t_critical_value_between_single_and_bonferroni():
     assert p.method == "max-t"
 
 
+def test_exact_differences():
+    # se 0 (a system drawn completely, labels shared): a real difference decides, round-off does not
+    S = np.full((3, 3), 1e-4)
+    p = pairwise([0.5, 0.5 + 1e-16, 0.6], S)
+    assert p.se.tolist() == [0.0, 0.0, 0.0] and p.sign.tolist() == [0, -1, -1]
+
+
 def test_bad_input_names_the_field():
     with pytest.raises(InvalidInputError, match="cov"):
         rank_intervals([0.1, 0.2], np.eye(3))

@@ -168,7 +168,8 @@ def pairwise(values, cov, confidence: float = 0.90, *, draws: int = DRAWS, seed:
     exact = se <= EXACT_SE
     lo = np.where(exact, diff, diff - c * se)
     hi = np.where(exact, diff, diff + c * se)
-    sign = np.where(lo > 0, 1, np.where(hi < 0, -1, 0))
+    # an exact difference decides when it is more than round-off (two systems with the same output: a tie)
+    sign = np.where(exact & (np.abs(diff) <= EXACT_SE), 0, np.where(lo > 0, 1, np.where(hi < 0, -1, 0)))
     return Pairs(i, j, diff, se, lo, hi, sign.astype(np.int64), c, confidence, method)
 
 
