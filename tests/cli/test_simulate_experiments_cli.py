@@ -99,6 +99,21 @@ def test_reference_trial_truth_and_routing():
         run_cell(ReferenceCell("t"), 0)
 
 
+def test_ranks_table_and_json(tmp_path, capsys):
+    """``unpooled simulate ranks``: the paired comparison separates the issue's pair (98% shared, 2 points) where the
+    marginal tie groups cannot; the JSON holds every column of the table."""
+    out = tmp_path / "ranks.json"
+    assert main(["simulate", "ranks", "--trials", "4", "--seed", "1", "--cells", "power ov98 d2 labels"]) == 0
+    text = capsys.readouterr().out
+    assert "paired right" in text and "rank cover" in text and "power ov98 d2 labels" in text
+    assert main(["simulate", "ranks", "--trials", "4", "--seed", "1", "--cells", "power ov98 d2 labels",
+                 "--json", str(out)]) == 0
+    cell = json.loads(out.read_text())["cells"][0]
+    assert cell["trials"] == 4 and cell["paired_right"] == 1.0 and cell["paired_wrong"] == 0.0
+    assert cell["marginal_separate"] == 0.0 and cell["rank_coverage"] == 1.0
+    assert main(["simulate", "ranks", "--trials", "1", "--cells", "nope"]) != 0
+
+
 def test_ppi_table_and_json(tmp_path, capsys):
     """``unpooled simulate ppi``: PPI and labels alone per cell, with ppi_py's columns for one system."""
     out = tmp_path / "ppi.json"

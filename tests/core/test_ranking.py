@@ -1,21 +1,83 @@
 import numpy as np
-from hypothesis import given
+import pytest
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from unpooled.core.ranking import tie_groups
+from unpooled.core.errors import InvalidInputError
+from unpooled.core.ranking import independent_cov, pairwise, rank_intervals
 
 
-def test_tie_groups_by_hand():
-    assert tie_groups([0.9, 0.85, 0.5], [0.8, 0.75, 0.4], [0.95, 0.9, 0.6]).tolist() == [1, 1, 2]
-    assert tie_groups([0.5, 0.9], [0.45, 0.88], [0.55, 0.92]).tolist() == [2, 1]
-    assert tie_groups([0.9, np.nan], [0.8, np.nan], [1.0, np.nan]).tolist() == [1, 2]
+def test_by_hand():
+    rk = rank_intervals([0.5, 0.9, 0.85], np.diag([4e-4, 4e-4, 4e-4]))
+    assert rk.order == [1, 2, 0]
+    assert rk.rank.tolist() == [3, 1, 1] and rk.group.tolist() == [2, 1, 1]
+    assert rk.rank_lo.tolist() == [3, 1, 1] and rk.rank_hi.tolist() == [3, 2, 2]
+    # NaN last, in a group of its own, ranks after every system with a value
+    rk = rank_intervals([0.9, np.nan, 0.1], np.diag([1e-4, np.nan, 1e-4]))
+    assert rk.order == [0, 2, 1] and rk.rank.tolist() == [1, 3, 2]
+    assert (rk.rank_lo[1], rk.rank_hi[1]) == (3, 3)
 
 
-@given(st.lists(st.tuples(st.floats(0, 1), st.floats(0, 0.3), st.floats(0, 0.3)), min_size=1, max_size=20))
-def test_groups_are_ordered_and_disjoint_groups_are_distinguishable(rows):
-    v = np.array([r[0] for r in rows])
-    lo, hi = v - np.array([r[1] for r in rows]), v + np.array([r[2] for r in rows])
-    g = tie_groups(v, lo, hi)
-    order = np.argsort(-v, kind="stable")
-    assert np.all(np.diff(g[order]) >= 0) and g.min() == 1
-    assert set(np.diff(np.unique(g))) <= {1}
+def test_covariance_decides_what_marginal_variances_cannot():
+    # two systems 2 points apart, se 2 points each: independent, no decision; correlated 0.99, a clear one
+    v = [0.50, 0.52]
+    indep = rank_intervals(v, np.diag([4e-4, 4e-4]))
+    corr = rank_intervals(v, 4e-4 * np.array([[1, 0.99], [0.99, 1]]))
+    assert indep.tied.all() and indep.rank_lo.tolist() == [1, 1]
+    assert not corr.tied.any() and corr.rank.tolist() == [2, 1] and corr.better[1, 0]
+    assert corr.pairs.se[0] == pytest.approx(np.sqrt(2 * 4e-4 * 0.01))
+
+
+def test_max_t_critical_value_between_single_and_bonferroni():
+    rng = np.random.default_rng(0)
+    A = rng.normal(size=(6, 6))
+    p = pairwise(rng.random(6), A @ A.T / 100)
+    K = 15
+    from scipy.stats import norm
+    assert norm.ppf(0.95) < p.critical < norm.ppf(1 - 0.1 / (2 * K)) + 0.05
+    assert p.method == "max-t"
+
+
+def test_exact_differences():
+    # se 0 (a system drawn completely, labels shared): a real difference decides, round-off does not
+    S = np.full((3, 3), 1e-4)
+    p = pairwise([0.5, 0.5 + 1e-16, 0.6], S)
+    assert p.se.tolist() == [0.0, 0.0, 0.0] and p.sign.tolist() == [0, -1, -1]
+
+
+def test_bad_input_names_the_field():
+    with pytest.raises(InvalidInputError, match="cov"):
+        rank_intervals([0.1, 0.2], np.eye(3))
+    with pytest.raises(InvalidInputError, match="values"):
+        rank_intervals(np.zeros((2, 2)), np.eye(2))
+    with pytest.raises(InvalidInputError, match="confidence"):
+        pairwise([0.1, 0.2], np.eye(2), 1.5)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.integers(1, 9), st.integers(0, 2 ** 31 - 1), st.floats(1e-5, 1e-2))
+def test_rank_intervals_are_consistent(m, seed, scale):
+    rng = np.random.default_rng(seed)
+    v = np.round(rng.random(m), 2)
+    A = rng.normal(size=(m, m))
+    rk = rank_intervals(v, scale * A @ A.T, draws=500)
+    pos = np.empty(m, int)
+    pos[rk.order] = np.arange(1, m + 1)
+    # each system's place on the board lies in its rank interval; groups are runs of the order
+    assert np.all((rk.rank_lo <= pos) & (pos <= rk.rank_hi))
+    assert np.all(np.diff(rk.group[rk.order]) >= 0) and rk.group.min() == 1
+    assert np.all(rk.rank <= pos)  # (a group chains: its competition rank may lie below a rank interval)
+    # a significant difference has the sign of the estimates
+    pr = rk.pairs
+    assert np.all(pr.sign * (v[pr.i] - v[pr.j]) >= 0)
+    # across a group boundary every system above beats every system below
+    for a in range(m):
+        for b in range(m):
+            if rk.group[a] < rk.group[b]:
+                assert rk.better[a, b]
+
+
+def test_independent_cov_from_intervals():
+    cov = independent_cov([0.4, 0.5], [0.6, 0.9], 0.90)
+    z = 1.6448536269514722
+    assert np.allclose(np.diag(cov), [(0.2 / (2 * z)) ** 2, (0.4 / (2 * z)) ** 2]) and cov[0, 1] == 0

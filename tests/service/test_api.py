@@ -117,6 +117,7 @@ EXPECTED_PATHS = {
     "/api/corpora/{name}/periods", "/api/corpora/{name}/periods/{number}/close",
     "/api/corpora/{name}/periods/{number}/release",
     "/api/submissions/{pk}/entity-scores", "/api/corpora/{name}/leaderboard/entities",
+    "/api/corpora/{name}/leaderboard/pairwise",
 }
 
 
@@ -567,6 +568,48 @@ def test_leaderboard_respects_visibility(client, people, subs):
     is_error(client.get("/api/corpora/nope/leaderboard"), 404, "not_found")
 
 
+def _paired(batch, var, cov):
+    return {"batch": batch, "var": {k: var for k in ("p", "r", "f1")},
+            "cov": {k: {str(s.pk): c for s, c in cov.items()} for k in ("p", "r", "f1")}}
+
+
+def test_pairwise_table_uses_the_covariances_and_respects_visibility(client, people, subs):
+    """Two runs 2 points apart whose intervals overlap, correlated 0.99 (one scoring): the paired table separates
+    them; a run of another scoring is compared as independent; a private run never appears to others."""
+    pub, priv, blue = subs["red_pub"], subs["red_priv"], subs["blue_pub"]
+    score(pub, f1=0.52, lo=0.49, hi=0.55, paired=_paired("one", 4e-4, {priv: 0.99 * 4e-4, blue: 0.99 * 4e-4}))
+    score(priv, f1=0.50, lo=0.47, hi=0.53, paired=_paired("one", 4e-4, {pub: 0.99 * 4e-4, blue: 0.99 * 4e-4}))
+    score(blue, f1=0.51, lo=0.48, hi=0.54, paired=_paired("other", 4e-4, {pub: 0.99 * 4e-4, priv: 0.99 * 4e-4}))
+    publish(pub, priv, blue)
+    url = "/api/corpora/fixture/leaderboard/pairwise"
+    red = client.get(url, **auth(people["red"])).json()
+    assert red["metric"] == "f1" and red["confidence"] == 0.9 and red["method"] == "max-t"
+    by = {frozenset((p["a"], p["b"])): p for p in red["pairs"]}
+    assert len(by) == 3
+    sep = by[frozenset((pub.pk, priv.pk))]
+    assert sep["better"] == ("a" if sep["a"] == pub.pk else "b") and sep["se"] == pytest.approx((8e-6) ** 0.5)
+    assert by[frozenset((pub.pk, blue.pk))]["better"] is None  # another scoring: independent, no decision
+    assert by[frozenset((pub.pk, blue.pk))]["se"] == pytest.approx((8e-4) ** 0.5)
+    rows = {r["name"]: r for r in client.get("/api/corpora/fixture/leaderboard", **auth(people["red"])).json()["rows"]}
+    assert rows["red/r-pub"]["better_than"] == ["red/r-priv"] and rows["red/r-priv"]["rank_lo"] == 2
+    assert (rows["red/r-pub"]["rank_lo"], rows["red/r-pub"]["rank_hi"]) == (1, 2)
+    only = client.get(url + f"?submission={priv.pk}&metric=p", **auth(people["red"])).json()["pairs"]
+    assert len(only) == 2 and all(priv.pk in (p["a"], p["b"]) for p in only)
+    for who in (None, "blue"):  # the public and another team: the private run is in no pair, by id or by name
+        got = client.get(url, **(auth(people[who]) if who else {}))
+        assert got.status_code == 200
+        pairs = got.json()["pairs"]
+        assert [(p["a_name"], p["b_name"]) for p in pairs] in ([("red/r-pub", "blue/b-pub")],
+                                                                [("blue/b-pub", "red/r-pub")])
+        assert "r-priv" not in got.content.decode()
+        board = client.get("/api/corpora/fixture/leaderboard", **(auth(people[who]) if who else {})).json()
+        assert all(r["better_than"] == [] for r in board["rows"])
+    # the stored covariances (they name other submissions) are not part of any score's output
+    shown = client.get(f"/api/submissions/{pub.pk}/scores").json()["scores"]["instance"]
+    assert "paired" not in shown and "paired" not in shown["details"]
+    is_error(client.get(url + "?metric=x"), 400, "invalid_request")
+
+
 # ---------------------------------------------------------------------------- labels
 
 def _label(corpus, key, correct, **kw):
@@ -647,7 +690,7 @@ def test_get_endpoints_conform_to_the_schema(corpus, people, subs):
     try:
         schema = schemathesis.openapi.from_wsgi("/api/openapi.json", WSGIHandler())
         ops = [r.ok() for r in schema.include(method="GET").get_all_operations()]
-        assert len(ops) == 18  # 14 + the periods list and a period's release + the entity scores and their board
+        assert len(ops) == 19  # 14 + the periods list and a period's release + the entity scores and their board + pairs
         for op in ops:
             @given(case=op.as_strategy(), token=st.sampled_from([None, people["red"]]))
             @hsettings(max_examples=8, deadline=None, database=None, derandomize=True,

@@ -87,15 +87,14 @@ def test_leaderboard_page_rows_truth_charts_and_sorting_markup(world):
 
 
 def test_competition_ranks():
-    from unpooled.service.evaluations.leaderboard import build  # noqa: F401 - the ranks are build's; see below
     import numpy as np
 
-    from unpooled.core.ranking import tie_groups
+    from unpooled.core.ranking import independent_cov, rank_intervals
 
     # 1, =2, =2, 4: a shared rank uses up places (dense ranks would print =3 for the 4th row)
     f1, lo, hi = np.array([0.9, 0.7, 0.68, 0.4]), np.array([0.85, 0.6, 0.6, 0.3]), np.array([0.95, 0.8, 0.75, 0.5])
-    groups = tie_groups(f1, lo, hi)
-    assert groups.tolist() == [1, 2, 2, 3]
+    rk = rank_intervals(f1, independent_cov(lo, hi, 0.9), 0.9)
+    assert rk.group.tolist() == [1, 2, 2, 3] and rk.rank.tolist() == [1, 2, 2, 4]
 
 
 def test_leaderboard_ranks_are_competition_ranks(world):
@@ -240,3 +239,72 @@ def test_readers_not_signed_in_share_one_rendering_until_the_board_changes(world
     st.levels = "relation"
     st.save()
     assert 'id="level-not-evaluated"' in Client().get(url).content.decode()
+
+
+def test_scoring_stores_the_covariances_the_board_reads(world):
+    """The joint scoring keeps each score's covariances with the others of its scoring (``Score.paired``); the
+    page's ranks come from them: their rank intervals, and the hover text of who beats whom."""
+    import numpy as np
+
+    from unpooled.service.evaluations import scoring
+
+    corpus, a, b = world
+    _publish(a, b)
+    got = scoring.score(corpus, level="instance")
+    cv = got.covariances
+    names = [r.system for r in got.result.rows]
+    ia, ib = names.index(next(n for n, s in got.by_name.items() if s.pk == a.pk)), \
+        names.index(next(n for n, s in got.by_name.items() if s.pk == b.pk))
+    sa = Score.objects.filter(submission=a, level="instance").latest("id")
+    assert sa.paired["batch"] == Score.objects.filter(submission=b, level="instance").latest("id").paired["batch"]
+    assert np.isclose(sa.paired["var"]["f1"], got.result.scores.f1_se[ia] ** 2)
+    assert np.isclose(sa.paired["cov"]["f1"][str(b.pk)], cv.cov["f1"][ia, ib])
+    assert "paired" not in sa.details
+    from unpooled.service.evaluations.leaderboard import build
+
+    # the covariances decide: made equal to the variances (the two estimates move as one), 2 points are certain
+    for s, f1 in ((a, 0.52), (b, 0.50)):
+        sc = Score.objects.filter(submission=s, level="instance").latest("id")
+        other = b if s == a else a
+        sc.f1, sc.f1_lo, sc.f1_hi = f1, f1 - 0.05, f1 + 0.05
+        sc.paired = {"batch": "x", "var": {"f1": 1e-3}, "cov": {"f1": {str(other.pk): 0.995e-3}}}
+        sc.save()
+    rows = build(corpus, level="instance")["rows"]
+    assert [(r["rank"], r["tied"], r["rank_lo"], r["rank_hi"]) for r in rows] == [(1, False, 1, 1), (2, False, 2, 2)]
+    assert rows[0]["better_than"] == [f"team-b/{b.run_id}"]
+    html = Client().get(reverse("web:leaderboard", args=[corpus.name]) + "?level=instance").content.decode()
+    assert f"better than team-b/{b.run_id} with 90% confidence" in html
+    # without them (scores of different scorings): independent, the same two are one group, ranks 1 to 2
+    Score.objects.filter(submission=b, level="instance").update(paired={})
+    rows = build(corpus, level="instance")["rows"]
+    assert [(r["rank"], r["tied"], r["rank_lo"], r["rank_hi"]) for r in rows] == [(1, True, 1, 2), (1, True, 1, 2)]
+
+
+def test_submission_page_compares_with_the_leader_and_the_previous_run(world):
+    """A run's page: the paired difference against the leader (the runner-up when it leads) and its team's previous
+    run, from the viewer's leaderboard; a private previous run only for its team."""
+    from datetime import timedelta
+
+    corpus, a, b = world
+    _publish(a, b)
+    Submission.objects.filter(pk=b.pk).update(team=a.team, run_id="run-0", created=a.created - timedelta(days=1))
+    for s, f1, other in ((a, 0.52, b), (b, 0.50, a)):
+        sc = Score.objects.filter(submission=s, level="instance").latest("id")
+        sc.f1, sc.f1_lo, sc.f1_hi = f1, f1 - 0.05, f1 + 0.05
+        sc.paired = {"batch": "x", "var": {"f1": 1e-3}, "cov": {"f1": {str(other.pk): 0.995e-3}}}
+        sc.save()
+    name_a, name_b = f"team-a/{a.run_id}", "team-a/run-0"
+    html = Client().get(reverse("web:submission", args=[a.pk]) + "?level=instance").content.decode()
+    assert 'data-role="runner-up"' in html and 'data-role="previous run"' in html
+    assert f"better than {name_b} with 90% confidence" in html and "<strong>0.020</strong>" in html
+    html = Client().get(reverse("web:submission", args=[b.pk]) + "?level=instance").content.decode()
+    assert 'data-role="leader"' in html and f"{name_a} is better with 90% confidence" in html
+    assert 'data-role="previous run"' not in html  # nothing earlier
+    # the previous run made private: the public page of a compares with nobody; its team still sees it
+    Submission.objects.filter(pk=b.pk).update(visibility=Submission.Visibility.PRIVATE)
+    html = Client().get(reverse("web:submission", args=[a.pk]) + "?level=instance").content.decode()
+    assert 'id="compare"' not in html and "run-0" not in html
+    team = Client()
+    team.force_login(_user("carol", team=a.team))
+    html = team.get(reverse("web:submission", args=[a.pk]) + "?level=instance").content.decode()
+    assert 'data-role="previous run"' in html and f"better than {name_b} with 90% confidence" in html

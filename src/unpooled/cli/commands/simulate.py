@@ -511,6 +511,11 @@ def run_reference_cli(args) -> int:
     return _run_cell_table(args, "reference", reference, "the human reference's precision")
 
 
+def run_ranks_cli(args) -> int:
+    from unpooled.core.simulate import ranks
+    return _run_cell_table(args, "ranks", ranks, "paired comparisons and rank intervals (F1, 90%)")
+
+
 def run_ppi_cli(args) -> int:
     from unpooled.core.simulate import ppi
 
@@ -769,6 +774,10 @@ EXPERIMENTS: dict[str, Experiment] = {
              "away from their makers) beside a system's of as many draws: bias, width and coverage of the 90%% "
              "intervals for good and poor crowds, few and many reference instances, with and without gold controls",
         add_arguments=add_cells_argument, run=run_reference_cli, trials=100),
+    "ranks": Experiment(
+        help="is A better than B: paired F1 differences (max-|t| simultaneous) against the old marginal tie groups, "
+             "and the coverage of six systems' rank intervals; labels and crowd votes",
+        add_arguments=add_cells_argument, run=run_ranks_cli, trials=200),
     "unassessed": Experiment(
         help="recall from pooled and unassessed output (seed 002): agreement-stratified recall and its combination "
              "with the exhaustive sample against the joint estimator: bias, width, coverage, relative efficiency",

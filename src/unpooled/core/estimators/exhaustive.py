@@ -160,7 +160,7 @@ def jackknife_values(Z: np.ndarray, shares: np.ndarray) -> np.ndarray:
 
 
 def theta_variance(T: np.ndarray, groups: Sequence | None = None, documents: int | None = None, *,
-                   shares: np.ndarray | None = None) -> np.ndarray:
+                   shares: np.ndarray | None = None, cross: bool = False) -> np.ndarray:
     r"""Variance estimate of the row sums of ``T`` over the exhaustive sample :math:`\hat Y_0`.
 
     Parameters
@@ -180,6 +180,9 @@ def theta_variance(T: np.ndarray, groups: Sequence | None = None, documents: int
         of :mod:`.breakdown`).  Given: the leverage-corrected (jackknife) variance, the formula below of
         the :func:`jackknife_values` of the document totals with :math:`h_d` the documents' summed shares (module
         docs); None: the linearisation.
+
+    cross : bool
+        Return the ``(m, m)`` covariance matrix of the row sums, whose diagonal is the variance below.
 
     Returns
     -------
@@ -222,25 +225,36 @@ def theta_variance(T: np.ndarray, groups: Sequence | None = None, documents: int
                                     f"them per target ({m}, {n0}), got shape {shares.shape}")
     if groups is None:
         if n0 < 2:
-            return np.zeros(m)
+            return np.zeros((m, m) if cross else m)
         if shares is not None:
             T = jackknife_values(T, shares)
-        return n0 / (n0 - 1) * ((T * T).sum(1) - T.sum(1) ** 2 / n0)
+        return _centred_ss(T, cross)
     if len(groups) != n0:
         raise InvalidInputError(f"groups: expected the document of each of the {n0} exhaustive instances, "
                                 f"got {len(groups)}")
     if n0 == 0:
-        return np.zeros(m)
+        return np.zeros((m, m) if cross else m)
     g, N = document_groups(groups, documents)
     if N < 2:
-        return np.zeros(m)
+        return np.zeros((m, m) if cross else m)
     D = np.zeros((N, m))
     np.add.at(D, g, T.T)
     if shares is not None:
         H = np.zeros((N, m))
         np.add.at(H, g, np.broadcast_to(shares, (m, n0)).T)
         D = jackknife_values(D.T, H.T if shares.ndim == 2 else H[:, 0]).T
-    return N / (N - 1) * ((D * D).sum(0) - D.sum(0) ** 2 / N)
+    return _centred_ss(D.T, cross)
+
+
+def _centred_ss(X: np.ndarray, cross: bool) -> np.ndarray:
+    r""":math:`rac{n}{n-1}\sum_k (x_{ik} - ar x_i)^2` per row of ``X`` (rows x :math:`n` units), or with ``cross``
+    the matrix :math:`rac{n}{n-1}\sum_k (x_{ik} - ar x_i)(x_{jk} - ar x_j)` whose diagonal it is: the
+    covariances of the targets' estimates (:mod:`.paired`)."""
+    n = X.shape[1]
+    s = X.sum(1)
+    if cross:
+        return n / (n - 1) * (X @ X.T - np.outer(s, s) / n)
+    return n / (n - 1) * ((X * X).sum(1) - s ** 2 / n)
 
 
 def t_factor(N: int, confidence: float) -> float:

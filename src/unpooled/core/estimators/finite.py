@@ -52,7 +52,7 @@ from dataclasses import dataclass
 import numpy as np
 import scipy.sparse as sp
 
-from .rows import DENSE_GROUPS, Rows, grouped_ss, indicator
+from .rows import DENSE_GROUPS, Rows, grouped_cross, grouped_ss, indicator
 
 
 @dataclass(frozen=True)
@@ -110,7 +110,7 @@ def draw_units(P: sp.csr_matrix, src: np.ndarray, xs: np.ndarray) -> DrawUnits:
     return DrawUnits(factor, unit, cell, cell_src, k_c, N_c, len(m_s))
 
 
-def strata_var(U, src: np.ndarray, m: int, units: DrawUnits) -> np.ndarray:
+def strata_var(U, src: np.ndarray, m: int, units: DrawUnits, *, cross: bool = False) -> np.ndarray:
     r"""Variance estimate of the row sums of ``U`` (targets x draws, an array or :class:`Rows`; values already
     multiplied by the draws' :attr:`DrawUnits.factor`) under stratified i.i.d. draws, strata ``h`` given by ``src``:
     the two terms of the module docs.  Without repeats and with cells much larger than their draws it is the
@@ -119,11 +119,15 @@ def strata_var(U, src: np.ndarray, m: int, units: DrawUnits) -> np.ndarray:
     Work and memory are proportional to the non-zeros of ``U`` (a :class:`~.rows.Rows`' shared row adds one
     row): each term is a weighted sum of squares within groups of ``U``'s totals by cell (between the cells of a
     stratum) and by distinct instance (within a cell), centred exactly (:func:`.rows.grouped_ss`).
+
+    ``cross``: the ``(rows, rows)`` covariance matrix of the row sums, whose diagonal is the variance: the same two
+    terms with cross products of rows (:func:`.rows.grouped_cross`); the covariances of the systems' estimates
+    (:mod:`.paired`).
     """
     dense = isinstance(U, np.ndarray)
     X = np.atleast_2d(U) if dense else Rows.of(U)
     if not len(src):
-        return np.zeros(X.shape[0])
+        return np.zeros((X.shape[0],) * (2 if cross else 1))
     n = np.bincount(src, minlength=m).astype(float)
     C = len(units.cell_k)
     n_c = np.bincount(units.cell, minlength=C).astype(float)
@@ -141,12 +145,15 @@ def strata_var(U, src: np.ndarray, m: int, units: DrawUnits) -> np.ndarray:
         bc = None if X.a is None else np.asarray(Mc.T @ bu.T).T
     with np.errstate(divide="ignore", invalid="ignore"):
         per_stratum = np.where(n > 1, n / np.maximum(n - 1, 1), 0.0)
-    between = grouped_ss(Yc, a, bc, units.cell_src, n_c, per_stratum)  # how many draws fall in each cell
+    ss = grouped_cross if cross else grouped_ss
+    between = ss(Yc, a, bc, units.cell_src, n_c, per_stratum)  # how many draws fall in each cell
     k = units.cell_k.astype(float)
     with np.errstate(divide="ignore", invalid="ignore"):
         fpc = np.where(k > 1, (1 - k / units.cell_N) * k / np.maximum(k - 1, 1), 0.0)
-    within = grouped_ss(Yu, a, bu, unit_cell, np.ones(units.n_units), np.maximum(fpc, 0.0))
+    within = ss(Yu, a, bu, unit_cell, np.ones(units.n_units), np.maximum(fpc, 0.0))
     var = between + within
+    if cross:
+        return var
     # a sum of equal values (a complete or single-valued cell) leaves round-off of the order of (eps x the
     # values)^2; it is 0, which the intervals treat as exact (a variance of 1e-35 made F1's correlation noise)
     size = np.abs(X).sum(1) if dense else X.abs_sum()

@@ -19,6 +19,7 @@ from .noisy import (
     CrowdVotes, _exp_parts, _finite0, _kappa_at, item_log_lr, majority_labels, posterior, prevalence, vote_patterns,
     vote_variance,
 )
+from .linear import Linear
 from .rows import Rows
 from .strata import MIN_TARGET_ITEMS, precision_weights
 from .strata import groups as strata_groups
@@ -142,18 +143,64 @@ def _design_var_rows(d, t, fit: _Fit, rows, parts, gs, theta, dP, dR, simple: bo
     part of F1's."""
     from .joint import strata_var
 
-    uP = _influence(t.C, rows, parts, fit.rc, fit.kc, None, gs)
+    uP, uN = _design_rows(t, fit, rows, parts, gs, simple)
     var = {"p": strata_var(uP, d)}
-    if simple:
-        uN = Rows(sp.csr_matrix(uP.shape))
-    else:
-        inv_b = _safe_div(np.ones(len(rows)), fit.Bhat[rows])
-        dA = _influence(t.A, rows, parts, fit.ra, fit.ka, fit.ra, gs)  # dA = A (rho_A + sum(A)/J_A kappa_A)
-        dB = _influence(t.B, rows, parts, fit.rb, fit.kb, fit.rb, gs)  # dB likewise
-        uN = dA.scaled(rows=inv_b) + dB.scaled(rows=-fit.nu[rows] * inv_b)  # (dA - nu dB) / B
     var["nu"] = strata_var(uN, d)
     var["f1"] = strata_var(uN.scaled(rows=dR * theta) + uP.scaled(rows=dP), d)  # the F1 influence
     return var
+
+
+def _design_rows(t, fit: _Fit, rows, parts, gs, simple: bool) -> tuple[Rows, Rows]:
+    """The influence rows of precision and of :math:`\nu` for the targets ``rows`` (:func:`_influence`)."""
+    uP = _influence(t.C, rows, parts, fit.rc, fit.kc, None, gs)
+    if simple:
+        return uP, Rows(sp.csr_matrix(uP.shape))
+    inv_b = _safe_div(np.ones(len(rows)), fit.Bhat[rows])
+    dA = _influence(t.A, rows, parts, fit.ra, fit.ka, fit.ra, gs)  # dA = A (rho_A + sum(A)/J_A kappa_A)
+    dB = _influence(t.B, rows, parts, fit.rb, fit.kb, fit.rb, gs)  # dB likewise
+    return uP, dA.scaled(rows=inv_b) + dB.scaled(rows=-fit.nu[rows] * inv_b)  # (dA - nu dB) / B
+
+
+def _design_linear(d, t, fit: _Fit, lam_s, gs, T0, var_th, theta, dP, dR, simple: bool) -> dict:
+    """Per metric, the design part's :class:`.linear.Linear` of every target (the rows of :func:`_design_var`
+    for all targets at once; its variances are :func:`_design_var`'s)."""
+    from .joint import strata_var
+
+    uP, uN = _design_rows(t, fit, np.arange(d.m), _exp_parts(lam_s), gs, simple)
+    var_nu = strata_var(uN, d)
+    nu = fit.nu
+    return {"p": Linear(uP),
+            "r": Linear(uN.scaled(rows=theta), nu[:, None] * T0, extra=var_th * var_nu),
+            "f1": Linear(uN.scaled(rows=dR * theta) + uP.scaled(rows=dP), (dR * nu)[:, None] * T0)}
+
+
+@dataclass(frozen=True)
+class _Replicates:
+    """The estimates under each replicate of the confusions, per metric ``(R, m)`` (:func:`_rates_replicates`)."""
+
+    by_metric: dict
+
+
+def vote_covariances(d, W, votes, confidence, simple: bool) -> tuple[dict, tuple[str, ...]]:
+    """For :func:`.paired.covariances`: per metric the ``(m, m)`` covariance matrix of the estimates from crowd
+    votes, and notes.  Design: the influence rows' (exact, :func:`_design_linear`); confusions: the replicates'
+    covariance (exact); votes: each system's votes' variance on the diagonal, their covariance taken as 0
+    (:mod:`.paired`)."""
+    from dataclasses import replace
+
+    from .joint import _terms
+
+    t = _terms(replace(d, f=np.ones(len(d.xs))), W)
+    est, _, parts = noisy_estimates(d, t, W, votes, simple=simple, confidence=confidence, keep=True)
+    lin, reps = est["_linear"], est["_reps"]
+    out = {}
+    for k in ("p", "r", "f1"):
+        C = lin[k].cov(d, confidence)
+        C[np.diag_indices(d.m)] += parts.var_votes[k]
+        if reps is not None:
+            C += np.atleast_2d(np.cov(reps.by_metric[k], rowvar=False, ddof=1))
+        out[k] = C
+    return out, ("votes' covariance between systems taken as 0 (their variances added for a difference)",)
 
 
 def _classes(rho: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -272,14 +319,13 @@ def _votes_var(d, t, fit: _Fit, votes, codes, lam, grp, Mc, Ma, Mb, R, theta, dP
     return var
 
 
-def _rates_var(votes, U, codes, Mc, Ma, Mb, grp, P, theta, simple: bool, fit: _Fit):
-    """The confusions' variance (module docs, 3.): per metric, ``(m,)``, the spread of the estimates refitted
-    under each replicate of the confusions (the draws and the votes held), each refit searched from ``fit``'s."""
+def _rates_replicates(votes, U, codes, Mc, Ma, Mb, grp, P, theta, simple: bool, fit: _Fit) -> dict | None:
+    """Per metric, ``(replicates, m)``: the estimates refitted under each replicate of the confusions (the draws
+    and the votes held), each refit searched from ``fit``'s; None with one replicate."""
     from .joint import _f1
 
-    m = Mc.shape[0]
     if votes.replicates <= 1:
-        return {k: np.zeros(m) for k in ("p", "r", "f1")}
+        return None
     lam_rep = item_log_lr(votes, U, votes.sens_rep, votes.fpr_rep, items=codes)  # (R, K)
     G, gk = grp.n, grp.item
     # refits by Newton steps from the point fit, continued past a bound (noisy.prevalence start): clipped, a point
@@ -289,11 +335,11 @@ def _rates_var(votes, U, codes, Mc, Ma, Mb, grp, P, theta, simple: bool, fit: _F
                   for M, r0 in ((Mc, fit.rc), (Ma, fit.ra), (Mb, fit.rb)))
     p, _, _, nu = _combine(rc, ra, rb, _precision_weights(Mc, grp, P), grp.sums(Ma), grp.sums(Mb), simple)
     r = theta[None, :] * nu
-    return {"p": np.var(p, axis=0, ddof=1), "r": np.var(r, axis=0, ddof=1), "f1": np.var(_f1(p, r), axis=0, ddof=1)}
+    return {"p": p, "r": r, "f1": _f1(p, r)}
 
 
 def noisy_estimates(d, t, W: np.ndarray, votes: CrowdVotes, *, simple: bool = False,
-                    confidence: float | None = None):
+                    confidence: float | None = None, keep: bool = False):
     """Estimates and variances of every target from the design ``d``, its unit-label terms ``t`` (the joint
     kernel's ``_terms`` with every label 1) and the crowd's ``votes`` (module docs); with ``votes.strata`` every
     prevalence is fitted per (target, group of strata) and combined (:mod:`.strata`) for the targets that have at
@@ -318,7 +364,7 @@ def noisy_estimates(d, t, W: np.ndarray, votes: CrowdVotes, *, simple: bool = Fa
     items = (codes, inv, item_log_lr(votes, U)[codes], per_item(t.C), per_item(t.A), per_item(t.B),
              per_item(t.ratio))
     grp = strata_groups(votes.strata, codes, U)
-    got = _estimates(d, t, votes, items, grp, simple, confidence)
+    got = _estimates(d, t, votes, items, grp, simple, confidence, keep)
     if grp.n == 1:
         return got
     # a target with few items in one of its groups: that group's prevalence sits at 0 or 1 half the time, and
@@ -336,7 +382,7 @@ def noisy_estimates(d, t, W: np.ndarray, votes: CrowdVotes, *, simple: bool = Fa
     thin |= ((own > 0) & (hi | lo)).any(1)
     if not thin.any():
         return got
-    one = _estimates(d, t, votes, items, strata_groups(None, codes, U), simple, confidence)
+    one = _estimates(d, t, votes, items, strata_groups(None, codes, U), simple, confidence, keep)
     return _pick(one, got, thin)
 
 
@@ -354,12 +400,19 @@ def _pick(a, b, where: np.ndarray):
         return {k: _pick(a[k], b[k], where) for k in b}
     if isinstance(a, tuple) and not isinstance(a, NoisyParts):
         return tuple(_pick(x, y, where) for x, y in zip(a, b))
+    if isinstance(a, Linear):
+        w = where.astype(float)
+        return Linear(a.draws.scaled(rows=w) + b.draws.scaled(rows=1 - w),
+                      None if b.exhaustive is None else np.where(where[:, None], a.exhaustive, b.exhaustive),
+                      extra=_pick(a.extra, b.extra, where))
+    if isinstance(a, _Replicates):
+        return _Replicates({k: np.where(where[None, :], a.by_metric[k], b.by_metric[k]) for k in b.by_metric})
     if isinstance(a, NoisyParts):
         return NoisyParts(*(_pick(getattr(a, f), getattr(b, f), where) for f in NoisyParts.__dataclass_fields__))
     return b
 
 
-def _estimates(d, t, votes, items, grp, simple: bool, confidence):
+def _estimates(d, t, votes, items, grp, simple: bool, confidence, keep: bool = False):
     """:func:`noisy_estimates` in the groups ``grp``; ``items``: the distinct drawn items, each draw's item, their
     log ratios and the per-item coefficients of precision, recall's numerator and denominator and the ratios."""
     from .joint import _f1, _f1_partials, _var0
@@ -380,7 +433,8 @@ def _estimates(d, t, votes, items, grp, simple: bool, confidence):
     dP, dR = _f1_partials(p, r)
     var_d = _design_var(d, t, fit, lam[inv], grp.item[inv], var_th, theta, dP, dR, simple)
     var_v = _votes_var(d, t, fit, votes, codes, lam, grp, Mc, Ma, Mb, R, theta, dP, dR, simple)
-    var_r = _rates_var(votes, U, codes, Mc, Ma, Mb, grp, d.P, theta, simple, fit)
+    reps = _rates_replicates(votes, U, codes, Mc, Ma, Mb, grp, d.P, theta, simple, fit)
+    var_r = {k: np.zeros(m) if reps is None else np.var(reps[k], axis=0, ddof=1) for k in ("p", "r", "f1")}
     var = {k: var_d[k] + var_v[k] + var_r[k] for k in ("p", "r", "f1")}
     # the raw figure: majority labels as if certain
     y = majority_labels(votes, U)[codes]
@@ -398,4 +452,7 @@ def _estimates(d, t, votes, items, grp, simple: bool, confidence):
     est = {"p": p, "r": r, "f1": f1, "theta": theta, "nu": nu, "_rc": fit.rc,
            "_p_fit": (Mc, lam, (fit.Jc * (fit.wc > 0)).sum(1), one_p),
            "_r_fit": (Ma, lam, (fit.Ja * (fit.sa > 0)).sum(1), (fit.ra * (fit.sa > 0)).sum(1), scale, one_a)}
+    if keep:  # for the covariances between targets (:mod:`.paired`)
+        est["_linear"] = _design_linear(d, t, fit, lam[inv], grp.item[inv], T0, var_th, theta, dP, dR, simple)
+        est["_reps"] = None if reps is None else _Replicates(reps)
     return est, var, parts

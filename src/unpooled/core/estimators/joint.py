@@ -101,6 +101,7 @@ from ..errors import InvalidInputError, check_choice
 from .exhaustive import document_groups, restrict_p0, t_factor, theta_variance
 from .finite import DrawUnits, draw_units, unseen_mass
 from .finite import strata_var as finite_var
+from .linear import Linear
 from .rows import ByItem, Rows, row_sums, scale
 
 WEIGHTS = ("heuristic", "balance", "minvar")
@@ -365,10 +366,11 @@ def _own_rows(d: Design, ratio: Rows, Pm: sp.csr_matrix, done: np.ndarray) -> Ro
     return Rows(sp.csr_matrix(scale(ratio.sparse, keep) + mine), None if ratio.a is None else ratio.a * keep, ratio.b)
 
 
-def strata_var(U: np.ndarray, d: Design) -> np.ndarray:
+def strata_var(U: np.ndarray, d: Design, *, cross: bool = False) -> np.ndarray:
     """Variance estimate of the row sums of ``U`` (targets x draws, built from :func:`_terms`) under the design's
-    stratified draws, over the distinct instances drawn (:func:`.finite.strata_var`)."""
-    return finite_var(U, d.src, d.m, d.units)
+    stratified draws, over the distinct instances drawn (:func:`.finite.strata_var`); ``cross``: their
+    covariance matrix."""
+    return finite_var(U, d.src, d.m, d.units, cross=cross)
 
 
 def _shares0(d: Design) -> np.ndarray | None:
@@ -377,7 +379,8 @@ def _shares0(d: Design) -> np.ndarray | None:
     return d.v0 / V if V > 0 else None
 
 
-def _var0(T: np.ndarray, d: Design | None = None, confidence: float | None = None, shares=None) -> np.ndarray:
+def _var0(T: np.ndarray, d: Design | None = None, confidence: float | None = None, shares=None, *,
+          cross: bool = False) -> np.ndarray:
     r"""Variance of row sums over the exhaustive stratum: by documents when ``d`` knows them, else i.i.d.
 
     :func:`~unpooled.core.estimators.exhaustive.theta_variance` of ``T`` with ``d.y0_groups``; ``T`` are the
@@ -392,24 +395,30 @@ def _var0(T: np.ndarray, d: Design | None = None, confidence: float | None = Non
     parts of :math:`\hat Y_0` (default :math:`v_y/V`).
     """
     if d is None or d.y0_groups is None:
-        return theta_variance(T)
+        return theta_variance(T, cross=cross)
     if shares is None:
         shares = _shares0(d) if T.shape[1] == d.n0 else None
-    var = theta_variance(T, d.y0_groups, d.n_groups, shares=shares)
+    var = theta_variance(T, d.y0_groups, d.n_groups, shares=shares, cross=cross)
     return var * _t0(d, confidence)
 
 
 def pool_share(d: Design, inside: np.ndarray, confidence: float | None) -> tuple[np.ndarray, np.ndarray]:
     r"""Per target, the weighted share :math:`\hat\theta_i = \sum_y v_y s_{iy} / \sum_y v_y` of the exhaustive
     instances ``inside`` (``(m, n0)``, e.g. in its pool :math:`S_i`, or matched) and its variance
-    (:func:`_var0` of the linearised values :math:`v_y (s_{iy} - \hat\theta_i)/V`)."""
+    (:func:`_var0` of the linearised values of :func:`pool_values`)."""
+    share, T = pool_values(d, inside)
+    return share, (_var0(T, d, confidence) if d.v0.sum() > 0 else np.zeros(len(share)))
+
+
+def pool_values(d: Design, inside: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    r""":func:`pool_share`'s shares and their linearised values :math:`v_y (s_{iy} - \hat\theta_i)/V`."""
     S = np.asarray(inside, float)
     v = d.v0
     V = v.sum()
     if V <= 0:
-        return np.zeros(S.shape[0]), np.zeros(S.shape[0])
+        return np.zeros(S.shape[0]), np.zeros(S.shape)
     share = (S * v).sum(1) / V
-    return share, _var0(v[None, :] * (S - share[:, None]) / V, d, confidence)
+    return share, v[None, :] * (S - share[:, None]) / V
 
 
 def _t0(d: Design, confidence: float | None) -> float:
@@ -680,37 +689,46 @@ def _estimate_with(d: Design, W: np.ndarray, confidence: float, *, simple: bool 
         return _estimate_noisy(d, W, confidence, simple=simple, votes=votes)
     t = _terms(d, W) if terms is None else terms
     n_labels = np.bincount(d.src, minlength=m)
-    # precision
-    p = t.C.sum()
-    var_p = strata_var(t.C, d)
-    if simple:
-        # recall from the exhaustive sample only: r = sum v g / sum v
-        r, var_r = pool_share(d, d.g0, confidence)
-        theta = r.copy()
-        nu = np.ones(m)
-        f1 = _f1(p, r)
-        dP, dR = _f1_partials(p, r)
-        var_f = dP ** 2 * var_p + dR ** 2 * var_r  # independent samples
-    else:
-        Bs = t.B.sum()
-        with np.errstate(divide="ignore", invalid="ignore"):
-            nu = np.where(Bs > 0, t.A.sum() / Bs, 0.0)
-            inv = np.where(Bs > 0, 1.0 / Bs, 0.0)
-        Uu = t.A + t.B.scaled(rows=-nu)  # (A - nu B), over B below: a row's scale leaves strata_var's own
-        theta, var_th = pool_share(d, t.S0, confidence)
-        var_nu = strata_var(Uu, d) * inv ** 2
-        r = theta * nu
-        var_r = theta ** 2 * var_nu + nu ** 2 * var_th + var_th * var_nu
-        f1 = _f1(p, r)
-        dP, dR = _f1_partials(p, r)
-        # F1 influence: on the draws, dP*C + dR*theta*U (they share draws); on Y0, dR*nu*T
-        var_f = strata_var(t.C.scaled(rows=dP) + Uu.scaled(rows=dR * theta * inv), d) + (dR * nu) ** 2 * var_th
+    est, lin, var = linear_parts(d, t, confidence, simple=simple)
+    p, r, f1, theta, nu = (est[k] for k in ("p", "r", "f1", "theta", "nu"))
+    var_p, var_r, var_f = var["p"], var["r"], var["f1"]
     n0 = float(max(d.n0, 1))
     p_ci = wilson(p, var_p, confidence, population_size(t.ess, var_p, unseen_mass(d.P, d.xs)))
     r_ci = wilson(r, var_r, confidence, np.full(m, n0))
     f_ci = f1_interval(p, r, p_ci, r_ci, var_p, var_r, var_f)
     return Scores(p, r, f1, np.sqrt(var_p), np.sqrt(var_r), np.sqrt(var_f), p_ci, r_ci, f_ci, t.ess, n_labels,
                   theta, nu, "", confidence)
+
+
+def linear_parts(d: Design, t: _Terms, confidence: float | None, *, simple: bool = False):
+    """Estimates (``p``, ``r``, ``f1``, ``theta``, ``nu``), their linear parts (:class:`.linear.Linear`: the
+    covariance of any two targets is that of their rows) and variances, from labels (no votes)."""
+    p = t.C.sum()
+    lin = {"p": Linear(t.C)}
+    if simple:  # recall from the exhaustive sample only: r = sum v g / sum v
+        r, T = pool_values(d, d.g0)
+        theta, nu = r.copy(), np.ones(d.m)
+        dP, dR = _f1_partials(p, r)
+        lin["r"] = Linear(None, T)
+        lin["f1"] = Linear(t.C, T, draw_scale=dP, ex_scale=dR)  # independent samples
+        var = {k: lin[k].var(d, confidence) for k in lin}
+    else:
+        Bs = t.B.sum()
+        with np.errstate(divide="ignore", invalid="ignore"):
+            nu = np.where(Bs > 0, t.A.sum() / Bs, 0.0)
+            inv = np.where(Bs > 0, 1.0 / Bs, 0.0)
+        Uu = t.A + t.B.scaled(rows=-nu)  # (A - nu B), over B below: a row's scale leaves strata_var's own
+        theta, T = pool_values(d, t.S0)
+        var_th = _var0(T, d, confidence)
+        var_nu = strata_var(Uu, d) * inv ** 2
+        r = theta * nu
+        dP, dR = _f1_partials(p, r)
+        lin["r"] = Linear(Uu, T, draw_scale=theta * inv, ex_scale=nu, extra=var_th * var_nu)
+        # F1 influence: on the draws, dP*C + dR*theta*U (they share draws); on Y0, dR*nu*T
+        lin["f1"] = Linear(t.C.scaled(rows=dP) + Uu.scaled(rows=dR * theta * inv), T, ex_scale=dR * nu)
+        var = {"p": lin["p"].var(d, confidence), "f1": lin["f1"].var(d, confidence),
+               "r": theta ** 2 * var_nu + nu ** 2 * var_th + var_th * var_nu}
+    return {"p": p, "r": r, "f1": _f1(p, r), "theta": theta, "nu": nu}, lin, var
 
 
 def _estimate_noisy(d: Design, W: np.ndarray, confidence: float, *, simple: bool, votes) -> Scores:

@@ -206,6 +206,36 @@ def grouped_ss(Y, a, yb, group: np.ndarray, omega: np.ndarray, scale: np.ndarray
     return np.maximum(out + 2 * a * cross + a ** 2 * bb, 0.0)  # (>= 0 but for round-off)
 
 
+def grouped_cross(Y, a, yb, group: np.ndarray, omega: np.ndarray, scale: np.ndarray) -> np.ndarray:
+    r""":func:`grouped_ss`'s cross products between rows: the ``(rows, rows)`` matrix
+    :math:`\sum_g \mathrm{scale}_g \sum_{k\in g} \omega_k (y_{ak} - \bar y_{ag})(y_{bk} - \bar y_{bg})`, whose diagonal
+    :func:`grouped_ss` computes (arguments as there).  Expanded as
+    :math:`\sum_k \frac{\mathrm{scale}_{g(k)}}{\omega_k} Y_{ak} Y_{bk} - \sum_g \frac{\mathrm{scale}_g}{\Omega_g}
+    \tilde Y_{ag} \tilde Y_{bg}` (:math:`\tilde Y` the group totals, :math:`\Omega_g = \sum_{k\in g}\omega_k`):
+    two sparse products and the shared part's low-rank terms, so the matrix costs a pass over the non-zeros per
+    column's pairs of rows, not a sum of squares per pair."""
+    G = len(scale)
+    Om = np.bincount(group, weights=omega, minlength=G)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        dk = np.where(omega > 0, scale[group] / np.where(omega > 0, omega, 1.0), 0.0)
+        eg = np.where(Om > 0, scale / np.where(Om > 0, Om, 1.0), 0.0)
+    Ind = indicator(group, G)
+    if a is None:
+        A = B = None
+    else:
+        A, B = (a[:, None], np.asarray(yb)[None, :]) if np.ndim(a) == 1 else (a, yb)
+
+    def gram(X, Bx, w):  # (X + A Bx) diag(w) (X + A Bx)^T
+        XX = (X @ sp.diags(w) @ X.T).toarray() if sp.issparse(X) else (X * w) @ X.T
+        if A is None:
+            return np.asarray(XX)
+        XB = np.asarray(X @ (Bx * w).T)  # (rows, r)
+        return XX + XB @ A.T + A @ XB.T + A @ ((Bx * w) @ Bx.T) @ A.T
+
+    Gt = sp.csr_matrix(Y @ Ind) if sp.issparse(Y) else Y @ Ind
+    return gram(Y, B, dk) - gram(Gt, None if B is None else np.asarray(Ind.T @ B.T).T, eg)
+
+
 def _dense_ss(Y: np.ndarray, group, omega, scale, Om) -> np.ndarray:
     """:func:`grouped_ss` of a dense ``Y``."""
     Ind = indicator(group, len(scale))

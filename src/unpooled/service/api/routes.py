@@ -41,6 +41,7 @@ from .schemas import (
     ErrorOut,
     LabelPage,
     LeaderboardOut,
+    PairwiseOut,
     Level,
     PeriodIn,
     PeriodList,
@@ -223,12 +224,42 @@ def leaderboard(request, name: Text, level: Level = "instance",
     c = _corpus(name)
     the_period = _period(c, period) if period is not None else None
     board = build(c, level=level, user=caller(request).user, period=the_period)
-    rows = [{"rank": r["rank"], "tied": r["tied"], "reference": r.get("reference", False), "period": r.get("period"),
+    rows = [{"rank": r["rank"], "tied": r["tied"], "rank_lo": r.get("rank_lo"), "rank_hi": r.get("rank_hi"),
+             "better_than": r.get("better_than", []), "reference": r.get("reference", False), "period": r.get("period"),
              "frozen": r.get("frozen"), "name": r["name"], "submission": r["submission"].pk,
              "team": r["submission"].team.name, "run": r["submission"].run_id,
              "visibility": r["submission"].visibility, "url": _url(request, "submission_detail", r["submission"].pk),
              "score": _score(r["score"], r.get("frozen"))} for r in board["rows"]]
     return {"corpus": c.name, "level": level, "period": period, "rows": rows}
+
+
+@router.get("/corpora/{name}/leaderboard/pairwise", response={200: PairwiseOut, **errors(400, 401, 404)},
+            auth=OPTIONAL, openapi_extra=OPTIONAL_EXTRA, tags=["evaluation"],
+            summary="Every pairwise difference of P, R or F1 between the leaderboard's systems, with simultaneous "
+                    "intervals (the systems the viewer may see)")
+def leaderboard_pairwise(request, name: Text, level: Level = "instance", metric: Literal["p", "r", "f1"] = "f1",
+                         period: Annotated[int | None, Field(ge=1, le=1_000_000, description="one evaluation "
+                                                             "period's submissions; omitted: all")] = None,
+                         submission: Annotated[int | None, Field(ge=1, description="only the pairs of this "
+                                                                 "submission")] = None):
+    """The leaderboard's pairwise table (`unpooled.core.ranking.pairwise` on the covariances of the joint design):
+    for every pair of systems on the viewer's board, the difference, its standard error and its interval, all
+    intervals holding at once with 90% confidence, and which system is better when the data can tell.  The pairs
+    are those of the board the viewer sees: another team's private submissions never appear."""
+    from unpooled.service.evaluations.leaderboard import leaderboard as build
+    from unpooled.service.evaluations.policy import CONFIDENCE
+
+    c = _corpus(name)
+    the_period = _period(c, period) if period is not None else None
+    board = build(c, level=level, user=caller(request).user, period=the_period)
+    pairs = board["pairs"][metric]
+    if submission is not None:
+        pairs = [p for p in pairs if submission in (p["a"], p["b"])]
+    first = pairs[0] if pairs else {}
+    return {"corpus": c.name, "level": level, "period": period, "metric": metric, "confidence": CONFIDENCE,
+            "critical": first.get("critical"), "method": first.get("method"),
+            "pairs": [_finite({k: p[k] for k in ("a", "a_name", "b", "b_name", "diff", "se", "lo", "hi", "better")})
+                      for p in pairs]}
 
 
 # ---------------------------------------------------------------------------- evaluation periods

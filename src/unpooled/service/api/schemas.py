@@ -284,6 +284,11 @@ class ProgressOut(Schema):
 class LeaderboardRow(Schema):
     rank: int | None = Field(description="null for the human reference, which takes no rank")
     tied: bool
+    rank_lo: int | None = Field(None, description="the rank interval's best rank (every rank interval holds its "
+                                                  "true rank at once with 90% confidence); null for the reference")
+    rank_hi: int | None = Field(None, description="the rank interval's worst rank")
+    better_than: list[str] = Field([], description="the systems (team/run) this one beats with 90% confidence "
+                                                   "(simultaneous over every pair)")
     reference: bool = Field(False, description="the human reference: the corpus's exhaustive annotation scored as "
                                                "a submission (precision from other annotators' verification)")
     period: int | None = Field(None, description="the evaluation period the submission was made in")
@@ -331,6 +336,31 @@ class LeaderboardOut(Schema):
     level: str
     period: int | None = Field(None, description="the period shown; null: every submission (overall)")
     rows: list[LeaderboardRow]
+
+
+class PairOut(Schema):
+    a: int = Field(description="submission id")
+    a_name: str = Field(description="team/run")
+    b: int
+    b_name: str
+    diff: float | None = Field(description="the metric of a minus that of b")
+    se: float | None = Field(description="standard error of the difference (from the joint design's covariance)")
+    lo: float | None = Field(description="the difference's interval, simultaneous over every pair of the table")
+    hi: float | None
+    better: Literal["a", "b"] | None = Field(description="which is better with the table's confidence; null: the "
+                                                         "data cannot tell")
+
+
+class PairwiseOut(Schema):
+    corpus: str
+    level: str
+    period: int | None
+    metric: Literal["p", "r", "f1"]
+    confidence: float = Field(description="the simultaneous confidence of every interval of the table")
+    critical: float | None = Field(description="the critical value c of the intervals diff +- c se")
+    method: str | None = Field(description="max-t (Gaussian multipliers over the estimated covariance) or "
+                                           "bonferroni (more pairs than the max-t's bound)")
+    pairs: list[PairOut]
 
 
 class EntityMetricOut(Schema):

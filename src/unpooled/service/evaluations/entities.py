@@ -339,7 +339,9 @@ def api_dict(es: EntityScore) -> dict:
 
 def leaderboard(corpus: Corpus, *, metric: str = "mention_f1", user=None) -> dict:
     """The newest entity score of every published submission ``user`` may see, ranked by ``metric`` with tie
-    groups and competition ranks (:func:`unpooled.core.ranking.competition_ranks`, as the relation leaderboard), and an SVG chart.
+    groups and competition ranks from simultaneous pairwise comparisons (:func:`unpooled.core.ranking.rank_intervals`;
+    each system's entity scores come from its own fit, so they are taken as independent,
+    :func:`unpooled.core.ranking.independent_cov`), and an SVG chart.
 
     Rows whose ``metric`` cannot be scored come last with the reason.  Not cached: one query per table and the
     rows' JSON, bounded by the number of visible submissions.
@@ -348,7 +350,7 @@ def leaderboard(corpus: Corpus, *, metric: str = "mention_f1", user=None) -> dic
 
     from unpooled.core.estimators.entities import LABELS, METRICS
     from unpooled.core.plots.svg import interval_chart
-    from unpooled.core.ranking import competition_ranks
+    from unpooled.core.ranking import independent_cov, rank_intervals
     from unpooled.service.accounts.actions import visible_submissions
 
     if metric not in METRICS:
@@ -372,10 +374,10 @@ def leaderboard(corpus: Corpus, *, metric: str = "mention_f1", user=None) -> dic
     scored = np.flatnonzero(~np.isnan(est))
     rows = []
     if len(scored):
-        order, rank, _, tied = competition_ranks(est[scored], lo[scored], hi[scored])
-        for k in order:
+        rk = rank_intervals(est[scored], independent_cov(lo[scored], hi[scored], CONFIDENCE), CONFIDENCE)
+        for k in rk.order:
             e = got[scored[k]]
-            rows.append({"rank": int(rank[k]), "tied": bool(tied[k]), "entity": e,
+            rows.append({"rank": int(rk.rank[k]), "tied": bool(rk.tied[k]), "entity": e,
                          "name": f"{e.submission.team.name}/{e.submission.run_id}", "rows": rows_for_display(e)})
     for i in range(len(got)):
         if np.isnan(est[i]):

@@ -1,4 +1,6 @@
-"""The leaderboard of a corpus: the newest score of every submission, tie groups, an SVG chart.
+"""The leaderboard of a corpus: the newest score of every submission, rank intervals and tie groups from paired
+comparisons (:mod:`unpooled.core.ranking` on the covariances stored at scoring, :attr:`.models.Score.paired`), an SVG
+chart.
 
 A leaderboard is built once per corpus, level and visibility scope and kept in Django's cache
 (per process unless ``CACHES`` says otherwise) under a *fingerprint* of what it is built from: the
@@ -29,10 +31,11 @@ from django.core.cache import cache
 from django.db.models import Max
 
 from unpooled.core.plots.svg import interval_chart, pr_chart, unit_range
-from unpooled.core.ranking import competition_ranks
+from unpooled.core.ranking import pairwise, rank_intervals
 from unpooled.service.corpora.models import Corpus
 
 from .models import Score
+from .policy import CONFIDENCE
 
 CACHE_SECONDS = 600
 SCORE_FIELDS = ("id", "level", "estimator", "p", "p_lo", "p_hi", "r", "r_lo", "r_hi", "f1", "f1_lo", "f1_hi", "draws",
@@ -94,7 +97,9 @@ def leaderboard(corpus: Corpus, *, level: str = "instance", user=None, key: str 
 
     ``user``: whose view -- public submissions, plus the user's team's private ones
     (organisers see all); ``None`` is the public view.  Ranks are computed among the rows shown.
-    Each row has ``rank`` (competition rank), ``group`` (tie group number), ``tied``, ``name``, ``score`` (the
+    Each row has ``rank`` (competition rank), ``group`` (tie group number), ``tied``, ``rank_lo``/``rank_hi``
+    (the rank interval), ``better_than``/``worse_than`` (the names of the systems it is significantly better and
+    worse than) and ``hover`` (that in words), ``name``, ``score`` (the
     :data:`SCORE_FIELDS` as attributes), ``submission`` (``pk``, ``run_id``, ``visibility``, ``team.name``,
     ``created``, ``description``, ``link``), ``truth`` (a gold layer's P, R, F1 and ``covered``: whether each lies
     in its interval; ``None`` without gold) and ``provenance`` (this level's ``drawn``, ``new``, ``reused``).  ``key`` is the cache key
@@ -142,7 +147,8 @@ def in_progress(corpus: Corpus, user=None, *, level: str | None = None) -> list[
 CSV_COLUMNS = ("rank", "tied", "team", "run", "submission", "visibility", "submitted", "level", "p", "p_lo", "p_hi",
                "r", "r_lo", "r_hi", "f1", "f1_lo", "f1_hi", "labelled_draws", "drawn_instances", "labels_new",
                "labels_reused", "exhaustive_documents", "estimator", "scored", "description", "link",
-               "p_true", "p_covered", "r_true", "r_covered", "f1_true", "f1_covered", "period", "reference", "frozen")
+               "p_true", "p_covered", "r_true", "r_covered", "f1_true", "f1_covered", "period", "reference", "frozen",
+               "rank_lo", "rank_hi")
 
 
 def csv_rows(board: dict) -> list[list]:
@@ -164,7 +170,7 @@ def csv_rows(board: dict) -> list[list]:
                     s.estimator, s.created.isoformat() if s.created else "", text(sub.description), text(sub.link),
                     t.get("p"), cov.get("p"), t.get("r"), cov.get("r"), t.get("f1"), cov.get("f1"),
                     getattr(sub, "period", None), int(bool(r.get("reference"))),
-                    r["frozen"].isoformat() if r.get("frozen") else ""])
+                    r["frozen"].isoformat() if r.get("frozen") else "", r.get("rank_lo"), r.get("rank_hi")])
     return [[("" if v is None else v) for v in row] for row in out]
 
 
@@ -230,12 +236,13 @@ def build(corpus: Corpus, *, level: str = "instance", user=None, period=None) ->
         newest[sid], frozen[sid] = score_id, when
     extra = ("submission_id", "submission__run_id", "submission__visibility", "submission__team__name",
              "details__truth", "details__provenance", "submission__created", "submission__description",
-             "submission__link", "submission__is_reference", "submission__period__number", "details__anytime")
+             "submission__link", "submission__is_reference", "submission__period__number", "details__anytime",
+             "paired")
     rows_db = list(Score.objects.filter(id__in=list(newest.values())).order_by("submission_id").values_list(
         *SCORE_FIELDS, *extra))
     if not rows_db:
         return {"rows": [], "svg": "", "pr_svg": "", "level": level, "has_truth": False, "in_progress": busy,
-                "period": _period_info(period)}
+                "period": _period_info(period), "pairs": {"p": [], "r": [], "f1": []}}
     n = len(SCORE_FIELDS)
     # details: only the truth (a gold layer's P/R/F1, for demos), the provenance and the anytime-valid intervals,
     # never the stored breakdowns
@@ -248,12 +255,18 @@ def build(corpus: Corpus, *, level: str = "instance", user=None, period=None) ->
     def arr(name):
         return np.array([getattr(s, name) if getattr(s, name) is not None else math.nan for s in scores], dtype=float)
 
-    f1, lo, hi = arr("f1"), arr("f1_lo"), arr("f1_hi")
+    f1 = arr("f1")
     # the human reference takes no rank (it is no team's run): ranks and tie groups are the systems' alone
     ranked = [i for i in range(len(scores)) if not subs_of[i].is_reference]
-    at_order, at_rank, at_group, at_tied = competition_ranks(f1[ranked], lo[ranked], hi[ranked])
-    order = [ranked[k] for k in at_order]
-    rank = {ranked[k]: (int(at_rank[k]), int(at_group[k]), bool(at_tied[k])) for k in range(len(ranked))}
+    paired = [rows_db[i][n + 12] or {} for i in ranked]
+    names = [f"{subs_of[i].team.name}/{subs_of[i].run_id}" for i in ranked]
+    cov = {k: covariance_matrix(k, paired, [subs_of[i].pk for i in ranked], arr(f"{k}_lo")[ranked],
+                                arr(f"{k}_hi")[ranked]) for k in ("p", "r", "f1")}
+    rk = rank_intervals(f1[ranked], cov["f1"], CONFIDENCE)
+    order = [ranked[k] for k in rk.order]
+    rank = {ranked[k]: (int(rk.rank[k]), int(rk.group[k]), bool(rk.tied[k])) for k in range(len(ranked))}
+    intervals = {ranked[k]: _rank_info(k, rk, names) for k in range(len(ranked))}
+    tables = {"f1": rk.pairs, **{k: pairwise(arr(k)[ranked], cov[k], CONFIDENCE) for k in ("p", "r")}}
     for i in (i for i in range(len(scores)) if subs_of[i].is_reference):  # placed by its F1 among the ranked
         at = len(order) if math.isnan(f1[i]) else next((k for k, j in enumerate(order) if not f1[j] >= f1[i]),
                                                        len(order))
@@ -264,13 +277,76 @@ def build(corpus: Corpus, *, level: str = "instance", user=None, period=None) ->
         ref = sub.is_reference
         truth = s.details.get("truth") or None
         r_, g_, t_ = rank.get(i, (None, None, False))
-        rows.append({"rank": r_, "group": g_, "tied": t_, "score": s, "submission": sub,
+        rows.append({"rank": r_, "group": g_, "tied": t_, "score": s, "submission": sub, **intervals.get(i, {}),
                      "name": "human reference (exhaustive annotation)" if ref else f"{sub.team.name}/{sub.run_id}",
                      "truth": truth, "provenance": rows_db[i][n + 5] or {}, "reference": ref,
                      "frozen": frozen.get(sub.pk), "period": sub.period})
     svg, pr_svg = _charts(rows, level)
     return {"rows": rows, "svg": svg, "pr_svg": pr_svg, "level": level, "has_truth": any(r["truth"] for r in rows),
-            "in_progress": busy, "period": _period_info(period)}
+            "in_progress": busy, "period": _period_info(period),
+            "pairs": {k: _pair_rows(tb, [subs_of[i] for i in ranked], names) for k, tb in tables.items()}}
+
+
+def covariance_matrix(metric: str, paired: list[dict], pks: list[int], lo: np.ndarray, hi: np.ndarray
+                      ) -> np.ndarray:
+    """The covariance matrix of the rows' estimates of ``metric`` from their stored covariances
+    (:attr:`.models.Score.paired`: the scores of one scoring know each other's).  A pair of scores of different
+    scorings (a frozen score beside newer ones) is taken as independent, which overstates the variance of the
+    difference of positively correlated estimates (the comparison is then conservative); a variance not stored
+    is the interval's, :math:`((h - l)/2z)^2` (:func:`unpooled.core.ranking.independent_cov`)."""
+    from unpooled.core.ranking import independent_cov
+
+    m = len(pks)
+    C = independent_cov(lo, hi, CONFIDENCE)
+    index = {str(pk): k for k, pk in enumerate(pks)}
+    for a, info in enumerate(paired):
+        v = (info.get("var") or {}).get(metric)
+        if v is not None:
+            C[a, a] = v
+        for key, c in ((info.get("cov") or {}).get(metric) or {}).items():
+            b = index.get(key)
+            if b is not None and c is not None and paired[b].get("batch") == info.get("batch"):
+                C[a, b] = C[b, a] = c
+    d = np.diag(C).copy()
+    C[np.diag_indices(m)] = np.where(np.isfinite(d), d, 1.0)  # no interval: never separated
+    return np.nan_to_num(C)
+
+
+#: the hover text names at most this many systems on each side
+HOVER_NAMES = 8
+
+
+def _rank_info(k: int, rk, names: list[str]) -> dict:
+    """Row ``k``'s rank interval and the systems it is significantly better and worse than (names), and the
+    hover text that says so."""
+    better = [names[j] for j in np.flatnonzero(rk.better[k])]
+    worse = [names[j] for j in np.flatnonzero(rk.better[:, k])]
+    level = round(100 * CONFIDENCE)
+
+    def listed(xs):
+        return ", ".join(xs[:HOVER_NAMES]) + (f" and {len(xs) - HOVER_NAMES} more" if len(xs) > HOVER_NAMES else "")
+
+    parts = [f"rank {rk.rank_lo[k]}" + (f" to {rk.rank_hi[k]}" if rk.rank_hi[k] != rk.rank_lo[k] else "")
+             + f" ({level}% for every rank at once)"]
+    if better:
+        parts.append(f"better than {listed(better)} with {level}% confidence")
+    if worse:
+        parts.append(f"{listed(worse)} better with {level}% confidence")
+    if not better and not worse and len(names) > 1:
+        parts.append("not separated from any other system")
+    return {"rank_lo": int(rk.rank_lo[k]), "rank_hi": int(rk.rank_hi[k]), "better_than": better,
+            "worse_than": worse, "hover": "; ".join(parts)}
+
+
+def _pair_rows(tb, subs: list, names: list[str]) -> list[dict]:
+    """The pairwise table (:class:`unpooled.core.ranking.Pairs`) as rows naming the two submissions."""
+    out = []
+    for i, j, diff, se, lo, hi, sign in zip(tb.i.tolist(), tb.j.tolist(), tb.diff.tolist(), tb.se.tolist(),
+                                             tb.lo.tolist(), tb.hi.tolist(), tb.sign.tolist()):
+        out.append({"a": subs[i].pk, "a_name": names[i], "b": subs[j].pk, "b_name": names[j], "diff": diff,
+                    "se": se, "lo": lo, "hi": hi, "better": {1: "a", -1: "b"}.get(sign),
+                    "critical": tb.critical, "method": tb.method})
+    return out
 
 
 def _period_info(period) -> dict | None:
@@ -278,3 +354,38 @@ def _period_info(period) -> dict | None:
         return None
     return {"number": period.number, "title": period.title, "open": period.is_open, "opened": period.opened,
             "closed": period.closed}
+
+
+def comparisons(board: dict, sub_pk: int, previous: list[int]) -> list[dict]:
+    """The submission ``sub_pk`` against the leader of ``board`` (:func:`leaderboard`, the viewer's; the runner-up
+    when it leads) and against its team's previous run (the first of ``previous``, newest first, on the board),
+    from the board's pairwise tables: per comparison ``role``, ``name``, ``submission`` and per metric (``p``,
+    ``r``, ``f1``) the difference this run minus the other, its simultaneous interval (``lo``, ``hi``) and
+    ``verdict``: ``better``, ``worse`` or ``None`` (the data cannot tell).  Empty when the run is not on the board."""
+    ranked = [r for r in board["rows"] if not r.get("reference")]
+    on = {r["submission"].pk: r for r in ranked}
+    if sub_pk not in on:
+        return []
+    others = []
+    top = next((r for r in ranked if r["submission"].pk != sub_pk), None)
+    if top is not None:
+        leads = ranked[0]["submission"].pk == sub_pk
+        others.append(("runner-up" if leads else "leader", top))
+    prev = next((on[pk] for pk in previous if pk in on and pk != sub_pk), None)
+    if prev is not None:
+        others.append(("previous run", prev))
+    out = []
+    for role, row in others:
+        other = row["submission"].pk
+        metrics = {}
+        for k, table in board["pairs"].items():
+            pair = next((p for p in table if {p["a"], p["b"]} == {sub_pk, other}), None)
+            if pair is None:
+                continue
+            sign = 1 if pair["a"] == sub_pk else -1
+            lo, hi = (pair["lo"], pair["hi"]) if sign == 1 else (-pair["hi"], -pair["lo"])
+            mine = {"a": sign == 1, "b": sign == -1}.get(pair["better"])
+            metrics[k] = {"diff": sign * pair["diff"], "lo": lo, "hi": hi,
+                          "verdict": None if mine is None else ("better" if mine else "worse")}
+        out.append({"role": role, "name": row["name"], "submission": other, "metrics": metrics})
+    return out

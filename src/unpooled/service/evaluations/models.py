@@ -46,6 +46,9 @@ class Score(models.Model):
     labels_reused = models.PositiveIntegerField(default=0)
     exhaustive_documents = models.PositiveIntegerField(default=0)
     details = models.JSONField(default=dict)
+    #: the covariances with the submissions scored with it (:func:`.publish.paired_details`): names other
+    #: submissions, private ones too, so it is never shown as is (the leaderboard reads the visible pairs)
+    paired = models.JSONField(default=dict, blank=True)
     created = models.DateTimeField(auto_now_add=True)
 
     class Meta:

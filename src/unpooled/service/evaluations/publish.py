@@ -10,6 +10,9 @@ from __future__ import annotations
 
 import logging
 import math
+import uuid
+
+import numpy as np
 
 from django.db import transaction
 from django.db.models import Count, Exists, OuterRef, Q
@@ -77,6 +80,8 @@ def score_corpus(corpus: Corpus, *, level: str = "instance", match: str = "overl
     cs = design_intervals(res.design, sc)  # the anytime-valid intervals beside the fixed-n ones
     out = []
     prov = label_provenance(corpus, level)
+    pks = [by_name[row.system].pk for row in res.rows]
+    batch = uuid.uuid4().hex[:16]
     ppi = _ppi(got, corpus, level)
     for i, row in enumerate(res.rows):
         sub = by_name[row.system]
@@ -95,7 +100,8 @@ def score_corpus(corpus: Corpus, *, level: str = "instance", match: str = "overl
             labels_reused=reused, exhaustive_documents=docs,
             details={"ess": row.ess, "warnings": list(row.warnings) + list(res.warnings), "provenance": pv,
                      "raw": {"p": row.p, "r": row.r, "f1": row.f1}, "anytime": anytime_details(cs, i),
-                     **_crowd_details(sc, i), **({"ppi": ppi[i]} if ppi[i] else {})}))
+                     **_crowd_details(sc, i), **({"ppi": ppi[i]} if ppi[i] else {})},
+            paired=paired_details(got.covariances, i, pks, batch)))
     # a submission of a closed period keeps the score it was frozen with (periods.py): its draws and labels still
     # take part in the others' joint estimates above, but no new score of its own is written
     frozen = frozen_levels(corpus)
@@ -104,6 +110,26 @@ def score_corpus(corpus: Corpus, *, level: str = "instance", match: str = "overl
         made = Score.objects.bulk_create(out)
         freeze_pending(corpus)  # published submissions of a closed period not frozen yet
     return made
+
+
+def paired_details(cv, i: int, pks: list[int], batch: str) -> dict:
+    """What :attr:`.models.Score.paired` keeps of system ``i``'s covariances (``cv``: the scoring's
+    :class:`~unpooled.core.estimators.paired.Covariances`, or None): the scoring (``batch``: the scores of one
+    scoring know each other's), per metric its variance (``var``) and its non-zero covariances with the other
+    submissions (``cov``, by submission id)."""
+    if cv is None:
+        return {}
+
+    def num(x):
+        x = float(x)
+        return x if math.isfinite(x) else None
+
+    out = {"batch": batch, "var": {}, "cov": {}}
+    for k, C in cv.cov.items():
+        out["var"][k] = num(C[i, i])
+        row = C[i]
+        out["cov"][k] = {str(pks[j]): num(row[j]) for j in np.flatnonzero(row) if j != i and num(row[j]) is not None}
+    return out
 
 
 def _ppi(got, corpus: Corpus, level: str) -> list:

@@ -23,6 +23,7 @@ draws (:func:`~.publish.rescore`); a level whose inputs did not change returns i
 
 from __future__ import annotations
 
+import logging
 import math
 import warnings
 from collections import OrderedDict
@@ -38,6 +39,8 @@ from unpooled.service.corpora.models import Corpus
 from . import inputs
 from .models import Draw
 from .policy import CONFIDENCE, LABEL_METHOD
+
+log = logging.getLogger(__name__)
 
 #: results kept (least recently used dropped first): a few corpora's levels
 MAX_RESULTS = 4 * inputs.MAX_POOLS * len(LEVELS)
@@ -68,6 +71,8 @@ class Scored:
     votes: object = None
     #: the submitted confidences on the pool (:func:`.inputs.confidences`; None: all 1)
     confidences: object = None
+    #: the covariances of the estimates (:class:`unpooled.core.estimators.paired.Covariances`; None: not computed)
+    covariances: object = None
 
 
 
@@ -91,19 +96,37 @@ def score(corpus: Corpus, *, level: str = "instance", match: str = "overlap", we
         rkey = (inputs.corpus_key(corpus), level, match, weights, label_method)
         done = _results.get(rkey)
         if done is not None and done[0] == got.fp:  # nothing changed: the same result
-            res = done[1]
+            res, cov = done[1], done[2]
         else:
             t["start"] = perf_counter()
             res = _rows(got.design, got.names, got.truth, level=level, weights=weights, match=match, votes=got.votes)
             t["estimate"] = perf_counter() - t["start"]
-            _results[rkey] = (got.fp, res)
+            cov = _covariances(res, got.votes)
+            t["covariances"] = perf_counter() - t["start"] - t["estimate"]
+            _results[rkey] = (got.fp, res, cov)
         _results.move_to_end(rkey)
         while len(_results) > MAX_RESULTS:
             _results.popitem(last=False)
     t.pop("start", None)
     last_timings.clear()
     last_timings.update(t)
-    return Scored(res, got.by_name, got.docs, t, got.keys, got.truth, got.universe, got.votes, got.confidences)
+    return Scored(res, got.by_name, got.docs, t, got.keys, got.truth, got.universe, got.votes, got.confidences,
+                  covariances=cov)
+
+
+def _covariances(res: OfflineResult, votes):
+    """The covariances of the joint estimates (:func:`unpooled.core.estimators.paired.covariances`), for the
+    pairwise comparisons and rank intervals; None when they fail (the scores stand without them: the leaderboard
+    then takes the systems as independent)."""
+    from unpooled.core.estimators.paired import covariances
+
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", WeightDegeneracyWarning)
+            return covariances(res.design, res.scores, votes=votes)
+    except Exception:  # noqa: BLE001 - the scores stand without their covariances
+        log.exception("covariances of %d systems failed", len(res.systems))
+        return None
 
 
 

@@ -120,7 +120,7 @@ def _status_url(sub: Submission) -> str | None:
 PAGE_SECONDS = 24 * 3600
 MANAGE_PAGE_SECONDS = 60
 #: part of every cache key of a rendered page or breakdown: a change of the templates gives new keys
-TEMPLATE_VERSION = 4
+TEMPLATE_VERSION = 5
 
 #: what the validation's counts are called on the page (others: their key with spaces)
 COUNT_LABELS = {"instances": "instances stored", "lines": "lines read", "documents": "documents",
@@ -163,13 +163,15 @@ def asked_pages(params, *, manage: bool) -> dict[str, int]:
     return out
 
 
-def page_key(sub: Submission, newest: dict[str, int], *, manage: bool, level: str | None, params) -> str:
+def page_key(sub: Submission, newest: dict[str, int], *, manage: bool, level: str | None, params, board: str = ""
+             ) -> str:
     """The cache key of a rendered submission page: what it shows depends on nothing else.
 
     The newest score of each level (a score and its stored breakdown never change once the
     breakdown is there; pages without it are not cached), the submission's stage, visibility and last
     changes (``updated``, ``status_changed``: also when a bulk update bypassed ``updated``), who
-    looks (the team's view adds the error analysis), the level and the three page numbers.
+    looks (the team's view adds the error analysis), the level and the three page numbers; ``board``: the cache
+    key of the viewer's leaderboard at the level (the comparison with the leader and the previous run follows it).
     """
     from unpooled.service.evaluations.breakdown import VERSION
 
@@ -178,7 +180,7 @@ def page_key(sub: Submission, newest: dict[str, int], *, manage: bool, level: st
     stamp = "-".join(str(t.timestamp() if t else 0) for t in (sub.updated, sub.status_changed))
     return (f"unpooled.subpage:v{VERSION}.{TEMPLATE_VERSION}:{sub.pk}:{int(manage)}:{level}:{scores}:{sub.status}:{sub.visibility}:"
             f"{stamp}:"
-            f"{hashlib.blake2b(pages.encode(), digest_size=6).hexdigest()}")
+            f"{hashlib.blake2b((pages + board).encode(), digest_size=6).hexdigest()}")
 
 
 def submission_detail(request, pk: int):
@@ -192,7 +194,12 @@ def submission_detail(request, pk: int):
     level = request.GET.get("level")
     if level not in ids:
         level = order[0] if order else None
-    key = page_key(sub, newest, manage=manage, level=level, params=request.GET)
+    board = ""
+    if level is not None and sub.status == Submission.Status.PUBLISHED:
+        from unpooled.service.evaluations.leaderboard import cache_key
+
+        board = cache_key(sub.corpus, level, request.user)
+    key = page_key(sub, newest, manage=manage, level=level, params=request.GET, board=board)
     if anonymous_reader(request):  # the whole page, the same for every reader not signed in (..page_cache)
         return whole_page(f"{key}:whole", lambda: _page(request, sub, manage, level, key))
     return _page(request, sub, manage, level, key)
@@ -295,6 +302,7 @@ def _render_content(request, sub: Submission, manage: bool, level: str | None) -
            "counts": [(COUNT_LABELS.get(k, k.replace("_", " ")), v) for k, v in (sub.counts or {}).items()]}
     if score is not None:
         ctx.update(_headline(score))
+        ctx["compare"] = _comparisons(request, sub, level)
     names = relation_names(sub.corpus)
     if bd:
         ctx["breakdown_html"] = _breakdown_html(score, bd, [s.level for s in scores])
@@ -339,6 +347,19 @@ def _render_content(request, sub: Submission, manage: bool, level: str | None) -
     exact = all(shown.get(k, 1) == n for k, n in asked_pages(request.GET, manage=manage).items())
     return (render_to_string("web/_submission_content.html", ctx, request=request),
             bd_state in ("ready", "none") and exact)
+
+
+def _comparisons(request, sub: Submission, level: str) -> list[dict]:
+    """The run against the leader and its team's previous run on the viewer's leaderboard at ``level``
+    (:func:`unpooled.service.evaluations.leaderboard.comparisons`); none before it is published."""
+    from unpooled.service.evaluations.leaderboard import comparisons, leaderboard
+
+    if sub.status != Submission.Status.PUBLISHED:
+        return []
+    board = leaderboard(sub.corpus, level=level, user=request.user)
+    previous = list(Submission.objects.filter(corpus=sub.corpus, team=sub.team, created__lt=sub.created,
+                                              is_reference=False).order_by("-created").values_list("pk", flat=True))
+    return comparisons(board, sub.pk, previous)
 
 
 def _headline(score) -> dict:
