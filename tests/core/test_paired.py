@@ -141,6 +141,24 @@ def test_vote_covariances_diagonal_is_the_published_variance():
         assert np.allclose(np.diag(cov[k]), getattr(sc, f"{k}_se") ** 2, rtol=1e-6)
 
 
+@pytest.mark.parametrize("with_votes", [False, True])
+def test_covariances_from_the_fit_s_kept_parts_equal_a_second_fit(with_votes):
+    """``estimate(..., linear=True)`` keeps the fit's linear parts (the service scores so): the covariances from
+    them equal those of a fit of their own, so the scoring does not fit twice."""
+    from unpooled.core.estimators.paired import covariances
+    from unpooled.core.simulate.ranks import _votes
+
+    rng = np.random.default_rng(5)
+    truth, systems = make_systems(SMALL, rng)
+    d = _design_of(SMALL, truth, systems, rng)
+    v = _votes(np.unique(d.xs), truth, rng) if with_votes else None
+    kept, fresh = estimate(d, votes=v, linear=True), estimate(d, votes=v)
+    assert kept.linear is not None and fresh.linear is None
+    a, b = covariances(d, kept, votes=v), covariances(d, fresh, votes=v)
+    for k in ("p", "r", "f1"):
+        assert np.allclose(a.cov[k], b.cov[k], rtol=1e-12, atol=1e-15)
+
+
 def test_bonferroni_beyond_the_max_t_bound(monkeypatch):
     from scipy.stats import norm
 

@@ -260,6 +260,13 @@ def test_scoring_stores_the_covariances_the_board_reads(world):
     assert np.isclose(sa.paired["var"]["f1"], got.result.scores.f1_se[ia] ** 2)
     assert np.isclose(sa.paired["cov"]["f1"][str(b.pk)], cv.cov["f1"][ia, ib])
     assert "paired" not in sa.details
+    # a new scoring: only each submission's newest score keeps its covariances (the history stays small)
+    from unpooled.service.evaluations.publish import score_corpus
+
+    score_corpus(corpus, level="instance")
+    for sub in (a, b):
+        kept = [sc.paired for sc in Score.objects.filter(submission=sub, level="instance").order_by("id")]
+        assert len(kept) >= 2 and kept[-1].get("batch") and not any(kept[:-1]), kept
     from unpooled.service.evaluations.leaderboard import build
 
     # the covariances decide: made equal to the variances (the two estimates move as one), 2 points are certain

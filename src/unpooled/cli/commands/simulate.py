@@ -21,6 +21,7 @@ import numpy as np
 
 from unpooled.progress import progress_bar
 
+from . import simulate_cells as _cells
 from . import simulate_stopping as _stopping
 
 SPREAD_FILE = Path("paper") / "pooling_bias" / "pooling_bias_anydoc.tsv"
@@ -468,63 +469,12 @@ def add_regimes_arguments(p: argparse.ArgumentParser) -> None:
                         "the comparison for the cells whose crowd's accuracy depends on the relation type")
 
 
-def _run_cell_table(args, experiment: str, module, title: str, **options) -> int:
-    """Run ``module``'s default cells (``--cells`` selects) with ``module.run_cell``, one seed per cell, and print
-    ``module.format_table`` under ``title`` (or write ``--json``): the regimes and reference experiments."""
-    from ..main import CommandError
-
-    check_common(args)
-    cells = select_cells(module.default_cells(), args.cells)
-    rows = []
-    t0 = time.time()
-    with progress_bar(total=len(cells), desc=experiment, unit="cell") as bar:
-        for j, cell in enumerate(cells):
-            rows.append(module.run_cell(cell, args.trials, seed=args.seed + 1000 * j, **options).summary())
-            bar.update(1)
-    if args.plot:
-        raise CommandError(f"--plot: the {experiment} experiment prints a table (use --json for the figures)")
-    if args.json:
-        write_json(args.json, {"experiment": experiment, "trials": args.trials, "seed": args.seed,
-                               "seconds": round(time.time() - t0, 1), "cells": rows})
-        if args.json == "-":
-            return 0
-    print(f"{title}: {args.trials} trials per cell, seed {args.seed}, {time.time() - t0:.0f} s")
-    print(module.format_table(rows))
-    return 0
-
-
 def run_regimes_cli(args) -> int:
     from unpooled.core.simulate import regimes
 
-    return _run_cell_table(args, "regimes", regimes, "coverage across regimes (fewer trials in the large cells)"
+    return _cells.run_cell_table(args, "regimes", regimes, "coverage across regimes (fewer trials in the large cells)"
                            + (", one crowd model for every relation type" if args.one_stratum else ""),
                            use_strata=not args.one_stratum)
-
-
-# ---------------------------------------------------------------------------------------------
-# reference
-
-
-def run_reference_cli(args) -> int:
-    from unpooled.core.simulate import reference
-
-    return _run_cell_table(args, "reference", reference, "the human reference's precision")
-
-
-def run_ranks_cli(args) -> int:
-    from unpooled.core.simulate import ranks
-    return _run_cell_table(args, "ranks", ranks, "paired comparisons and rank intervals (F1, 90%)")
-
-
-def run_ppi_cli(args) -> int:
-    from unpooled.core.simulate import ppi
-
-    try:
-        import ppi_py as oracle  # the test oracle of the single-system mean, when installed
-    except ImportError:
-        oracle = None
-    return _run_cell_table(args, "ppi", ppi, "prediction-powered precision against labels alone"
-                           + ("" if oracle else " (ppi_py not installed: no oracle columns)"), oracle=oracle)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -773,11 +723,11 @@ EXPERIMENTS: dict[str, Experiment] = {
         help="the human reference's precision (the exhaustive annotation verified by the crowd, its items routed "
              "away from their makers) beside a system's of as many draws: bias, width and coverage of the 90%% "
              "intervals for good and poor crowds, few and many reference instances, with and without gold controls",
-        add_arguments=add_cells_argument, run=run_reference_cli, trials=100),
+        add_arguments=add_cells_argument, run=_cells.run_reference_cli, trials=100),
     "ranks": Experiment(
         help="is A better than B: paired F1 differences (max-|t| simultaneous) against the old marginal tie groups, "
              "and the coverage of six systems' rank intervals; labels and crowd votes",
-        add_arguments=add_cells_argument, run=run_ranks_cli, trials=200),
+        add_arguments=add_cells_argument, run=_cells.run_ranks_cli, trials=200),
     "unassessed": Experiment(
         help="recall from pooled and unassessed output (seed 002): agreement-stratified recall and its combination "
              "with the exhaustive sample against the joint estimator: bias, width, coverage, relative efficiency",
@@ -797,7 +747,7 @@ EXPERIMENTS: dict[str, Experiment] = {
              "and coverage of 90%% intervals for informative, uninformative, adversarial and miscalibrated "
              "confidences, small and large systems, one and ten systems sharing draws, precision 0.5 and 0.95; "
              "ppi_py's interval beside one system's",
-        add_arguments=add_cells_argument, run=run_ppi_cli, trials=200),
+        add_arguments=add_cells_argument, run=_cells.run_ppi_cli, trials=200),
     "stopping": Experiment(
         help="coverage of P, R and F1 when the watcher stops on what the intervals show (once A's F1 interval "
              "excludes a rival's estimate, once P's excludes a value, on width, at a fixed n): 90%% fixed-n "

@@ -192,11 +192,16 @@ def vote_covariances(d, W, votes, confidence, simple: bool) -> tuple[dict, tuple
 
     t = _terms(replace(d, f=np.ones(len(d.xs))), W)
     est, _, parts = noisy_estimates(d, t, W, votes, simple=simple, confidence=confidence, keep=True)
-    lin, reps = est["_linear"], est["_reps"]
+    return fitted_covariances(d, est["_linear"], est["_reps"], parts.var_votes, confidence)
+
+
+def fitted_covariances(d, lin, reps, var_votes, confidence) -> tuple[dict, tuple[str, ...]]:
+    """:func:`vote_covariances` from a fit's linear parts, confusion replicates and votes' variances (kept by
+    ``estimate(..., linear=True)``)."""
     out = {}
     for k in ("p", "r", "f1"):
         C = lin[k].cov(d, confidence)
-        C[np.diag_indices(d.m)] += parts.var_votes[k]
+        C[np.diag_indices(d.m)] += var_votes[k]
         if reps is not None:
             C += np.atleast_2d(np.cov(reps.by_metric[k], rowvar=False, ddof=1))
         out[k] = C

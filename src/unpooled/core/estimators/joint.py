@@ -574,6 +574,9 @@ class Scores:
     var_parts: dict | None = None
     #: with crowd votes: the crowd's mean sensitivity and false-positive rate (weighted by answers)
     rates: dict | None = None
+    #: with ``estimate(..., linear=True)``: what :func:`.paired.covariances` needs from this fit (``linear``: the
+    #: estimates' linear parts; with crowd votes also ``reps``, the confusions' replicates, and ``var_votes``)
+    linear: dict | None = None
 
     def row(self, i: int) -> dict:
         out = {"p": self.p[i], "p_lo": self.p_ci[0][i], "p_hi": self.p_ci[1][i],
@@ -595,7 +598,7 @@ def _f1(p, r):
 
 
 def estimate(d: Design, *, estimator: str = "joint", weights: str = "balance", confidence: float = 0.90,
-             bootstrap: int = 0, rng=None, ess_warn: float = 10.0, votes=None) -> Scores:
+             bootstrap: int = 0, rng=None, ess_warn: float = 10.0, votes=None, linear: bool = False) -> Scores:
     """Precision, recall and F1 of every system with intervals.
 
     Parameters
@@ -615,6 +618,9 @@ def estimate(d: Design, *, estimator: str = "joint", weights: str = "balance", c
         (:func:`~unpooled.core.estimators.noisy.crowd_votes`): the labels ``d.f`` are then not used; every
         estimate is its functional's mixture likelihood over the items' votes, and every interval carries the
         votes' and the confusions' uncertainty (:mod:`.noisy`).
+    linear : bool
+        Keep the fit's linear parts in ``Scores.linear`` (not with ``weights='minvar'``), so that
+        :func:`.paired.covariances` does not fit again.
 
     Returns
     -------
@@ -643,7 +649,7 @@ def estimate(d: Design, *, estimator: str = "joint", weights: str = "balance", c
     if estimator == "simple":
         W = np.eye(m)
         terms = None if votes is not None else _terms(d, W)
-        out = _estimate_with(d, W, confidence, simple=True, votes=votes, terms=terms)
+        out = _estimate_with(d, W, confidence, simple=True, votes=votes, terms=terms, keep=linear)
     elif weights == "minvar":
         o = overlap_matrix(d.P)
         best = None
@@ -664,7 +670,7 @@ def estimate(d: Design, *, estimator: str = "joint", weights: str = "balance", c
     else:
         W = weight_matrix(d.P, n, weights)
         terms = None if votes is not None else _terms(d, W)
-        out = _estimate_with(d, W, confidence, votes=votes, terms=terms)
+        out = _estimate_with(d, W, confidence, votes=votes, terms=terms, keep=linear)
     out.method = "simple" if estimator == "simple" else f"joint-{weights}"
     out.weights = W
     low = np.flatnonzero(out.ess < ess_warn)
@@ -683,10 +689,10 @@ def estimate(d: Design, *, estimator: str = "joint", weights: str = "balance", c
 
 
 def _estimate_with(d: Design, W: np.ndarray, confidence: float, *, simple: bool = False, votes=None,
-                   terms: _Terms | None = None) -> Scores:
+                   terms: _Terms | None = None, keep: bool = False) -> Scores:
     m = d.m
     if votes is not None:
-        return _estimate_noisy(d, W, confidence, simple=simple, votes=votes)
+        return _estimate_noisy(d, W, confidence, simple=simple, votes=votes, keep=keep)
     t = _terms(d, W) if terms is None else terms
     n_labels = np.bincount(d.src, minlength=m)
     est, lin, var = linear_parts(d, t, confidence, simple=simple)
@@ -697,7 +703,7 @@ def _estimate_with(d: Design, W: np.ndarray, confidence: float, *, simple: bool 
     r_ci = wilson(r, var_r, confidence, np.full(m, n0))
     f_ci = f1_interval(p, r, p_ci, r_ci, var_p, var_r, var_f)
     return Scores(p, r, f1, np.sqrt(var_p), np.sqrt(var_r), np.sqrt(var_f), p_ci, r_ci, f_ci, t.ess, n_labels,
-                  theta, nu, "", confidence)
+                  theta, nu, "", confidence, linear={"linear": lin} if keep else None)
 
 
 def linear_parts(d: Design, t: _Terms, confidence: float | None, *, simple: bool = False):
@@ -731,14 +737,15 @@ def linear_parts(d: Design, t: _Terms, confidence: float | None, *, simple: bool
     return {"p": p, "r": r, "f1": _f1(p, r), "theta": theta, "nu": nu}, lin, var
 
 
-def _estimate_noisy(d: Design, W: np.ndarray, confidence: float, *, simple: bool, votes) -> Scores:
+def _estimate_noisy(d: Design, W: np.ndarray, confidence: float, *, simple: bool, votes, keep: bool = False
+                    ) -> Scores:
     """The estimates from crowd votes (:func:`.from_votes.noisy_estimates`) with Wilson intervals."""
     from .from_votes import noisy_estimates
     from .noisy import precision_interval, recall_interval
 
     m = d.m
     t = _terms(replace(d, f=np.ones(len(d.xs))), W)
-    est, var, parts = noisy_estimates(d, t, W, votes, simple=simple, confidence=confidence)
+    est, var, parts = noisy_estimates(d, t, W, votes, simple=simple, confidence=confidence, keep=keep)
     n_labels = np.bincount(d.src, minlength=m)
     # near the bounds Wilson falls back to a sample size: the effective number of *items* behind the
     # precision (an item's votes count once however often it is drawn), at most the draws' effective size
@@ -764,6 +771,8 @@ def _estimate_noisy(d: Design, W: np.ndarray, confidence: float, *, simple: bool
     out.raw = {"p": parts.p_raw, "r": parts.r_raw, "f1": parts.f1_raw}
     out.var_parts = {"design": parts.var_design, "votes": parts.var_votes, "rates": parts.var_rates}
     out.rates = {"sens": parts.mean_sens, "fpr": parts.mean_fpr}
+    if keep:
+        out.linear = {"linear": est["_linear"], "reps": est["_reps"], "var_votes": parts.var_votes}
     return out
 
 

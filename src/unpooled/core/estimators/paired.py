@@ -30,8 +30,8 @@ share: the difference's interval is then conservative, never narrow; measured 1.
 variance of the difference in tests/core/test_paired.py).
 
 **Work.** Two sparse products per term (the draws' cross products within cells and units), so about the
-estimate's own cost plus an ``(m, m)`` matrix per metric; with crowd votes the votes' fit is repeated once
-(:func:`.from_votes.vote_covariances`).  Up to :data:`MAX_SYSTEMS` systems.
+estimate's own cost plus an ``(m, m)`` matrix per metric; the fit's own linear parts when the estimate kept them
+(``estimate(..., linear=True)``, as the service scores), else a second fit (:func:`.from_votes.vote_covariances`).  Up to :data:`MAX_SYSTEMS` systems.
 """
 
 from __future__ import annotations
@@ -75,9 +75,15 @@ def covariances(d, scores, *, votes=None) -> Covariances:
         raise InvalidInputError(f"scores: covariances of at most {MAX_SYSTEMS} systems, got {d.m}")
     simple = scores.method == "simple"
     notes: tuple[str, ...] = ()
+    kept = scores.linear  # the fit's own parts (estimate(..., linear=True)): no second fit
     if votes is None:
-        _, lin, _ = linear_parts(d, _terms(d, scores.weights), scores.confidence, simple=simple)
+        lin = kept["linear"] if kept else linear_parts(d, _terms(d, scores.weights), scores.confidence,
+                                                       simple=simple)[1]
         cov = {k: lin[k].cov(d, scores.confidence) for k in METRICS}
+    elif kept:
+        from .from_votes import fitted_covariances
+
+        cov, notes = fitted_covariances(d, kept["linear"], kept["reps"], kept["var_votes"], scores.confidence)
     else:
         from .from_votes import vote_covariances
 

@@ -108,6 +108,10 @@ def score_corpus(corpus: Corpus, *, level: str = "instance", match: str = "overl
     out = [s for s in out if (s.submission.pk, level) not in frozen]
     with transaction.atomic():
         made = Score.objects.bulk_create(out)
+        # the leaderboard reads a submission's newest score's covariances only: the superseded ones drop theirs (the
+        # history of scores would otherwise keep an m x m table for every scoring)
+        Score.objects.filter(submission_id__in=[s.submission_id for s in made], level=level,
+                             paired__has_key="batch").exclude(pk__in=[s.pk for s in made]).update(paired={})
         freeze_pending(corpus)  # published submissions of a closed period not frozen yet
     return made
 

@@ -102,6 +102,7 @@ def score(corpus: Corpus, *, level: str = "instance", match: str = "overlap", we
             res = _rows(got.design, got.names, got.truth, level=level, weights=weights, match=match, votes=got.votes)
             t["estimate"] = perf_counter() - t["start"]
             cov = _covariances(res, got.votes)
+            res.scores.linear = None  # the fit's linear parts served the covariances: not kept with the result
             t["covariances"] = perf_counter() - t["start"] - t["estimate"]
             _results[rkey] = (got.fp, res, cov)
         _results.move_to_end(rkey)
@@ -143,7 +144,7 @@ def _rows(design, names: tuple[str, ...], truth, *, level: str, weights: str, ma
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", WeightDegeneracyWarning)
         sc = estimate(design, estimator="joint", weights=weights, confidence=CONFIDENCE, bootstrap=0, rng=None,
-                      votes=votes)
+                      votes=votes, linear=weights != "minvar")
     rows = system_rows(sc, design.n, names, estimator="joint")
     opts = {"level": level, "estimator": "joint", "weights": weights, "match": match, "bootstrap": 0,
             "confidence": CONFIDENCE, "documents": design.n_groups, "documents_given": design.n_groups is not None,

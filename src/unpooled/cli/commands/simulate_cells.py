@@ -1,0 +1,57 @@
+"""``unpooled simulate`` experiments that print one table of cells (:func:`run_cell_table`): regimes, reference,
+ranks and ppi; each cell's Monte Carlo is its core module's ``run_cell`` (:mod:`unpooled.core.simulate`)."""
+
+from __future__ import annotations
+
+import time
+
+from unpooled.progress import progress_bar
+
+
+def run_cell_table(args, experiment: str, module, title: str, **options) -> int:
+    """Run ``module``'s default cells (``--cells`` selects) with ``module.run_cell``, one seed per cell, and print
+    ``module.format_table`` under ``title`` (or write ``--json``): the regimes, reference, ranks and ppi experiments."""
+    from ..main import CommandError
+    from .simulate import check_common, select_cells, write_json
+
+    check_common(args)
+    cells = select_cells(module.default_cells(), args.cells)
+    rows = []
+    t0 = time.time()
+    with progress_bar(total=len(cells), desc=experiment, unit="cell") as bar:
+        for j, cell in enumerate(cells):
+            rows.append(module.run_cell(cell, args.trials, seed=args.seed + 1000 * j, **options).summary())
+            bar.update(1)
+    if args.plot:
+        raise CommandError(f"--plot: the {experiment} experiment prints a table (use --json for the figures)")
+    if args.json:
+        write_json(args.json, {"experiment": experiment, "trials": args.trials, "seed": args.seed,
+                               "seconds": round(time.time() - t0, 1), "cells": rows})
+        if args.json == "-":
+            return 0
+    print(f"{title}: {args.trials} trials per cell, seed {args.seed}, {time.time() - t0:.0f} s")
+    print(module.format_table(rows))
+    return 0
+
+
+def run_reference_cli(args) -> int:
+    from unpooled.core.simulate import reference
+
+    return run_cell_table(args, "reference", reference, "the human reference's precision")
+
+
+def run_ranks_cli(args) -> int:
+    from unpooled.core.simulate import ranks
+
+    return run_cell_table(args, "ranks", ranks, "paired comparisons and rank intervals (F1, 90%)")
+
+
+def run_ppi_cli(args) -> int:
+    from unpooled.core.simulate import ppi
+
+    try:
+        import ppi_py as oracle  # the test oracle of the single-system mean, when installed
+    except ImportError:
+        oracle = None
+    return run_cell_table(args, "ppi", ppi, "prediction-powered precision against labels alone"
+                          + ("" if oracle else " (ppi_py not installed: no oracle columns)"), oracle=oracle)
