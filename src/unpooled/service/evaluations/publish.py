@@ -9,8 +9,8 @@ from-scratch path), computed incrementally by :mod:`.scoring`; nothing here comp
 from __future__ import annotations
 
 import logging
+import hashlib
 import math
-import uuid
 
 import numpy as np
 
@@ -81,7 +81,7 @@ def score_corpus(corpus: Corpus, *, level: str = "instance", match: str = "overl
     out = []
     prov = label_provenance(corpus, level)
     pks = [by_name[row.system].pk for row in res.rows]
-    batch = uuid.uuid4().hex[:16]
+    batch = _batch(level, pks, sc)
     ppi = _ppi(got, corpus, level)
     for i, row in enumerate(res.rows):
         sub = by_name[row.system]
@@ -114,6 +114,13 @@ def score_corpus(corpus: Corpus, *, level: str = "instance", match: str = "overl
                              paired__has_key="batch").exclude(pk__in=[s.pk for s in made]).update(paired={})
         freeze_pending(corpus)  # published submissions of a closed period not frozen yet
     return made
+
+
+def _batch(level: str, pks: list[int], sc) -> str:
+    """The id that tells the scores of one scoring (:func:`paired_details`): a digest of the level, the systems and
+    their estimates, so the same inputs give the same id (reproducible) and another scoring another."""
+    text = repr((level, pks, [np.asarray(getattr(sc, k), float).round(12).tolist() for k in ("p", "r", "f1")]))
+    return hashlib.blake2b(text.encode(), digest_size=8).hexdigest()
 
 
 def paired_details(cv, i: int, pks: list[int], batch: str) -> dict:
