@@ -208,6 +208,13 @@ def cmd_evaluate(args) -> int:
         print(json.dumps([{k: r.get(k) for k in keys} for r in rep.rows]
                          + ([{"reference": True, **human}] if human else [])))
         return 0
+    _print_report(args, rep, human, inside)
+    return 0
+
+
+def _print_report(args, rep, human, inside) -> None:
+    """:func:`cmd_evaluate`'s table: every submission's intervals (the truth beside where the gold layer gives it),
+    the human reference, the anytime-valid F1 intervals and the warnings."""
     truth_col = f" {'true P/R/F1':>20}" if inside is not None else ""
     print(f"{'#':>3} {'team/run':<40} {'precision':>21} {'recall':>21} {'F1':>21}{truth_col} {'new':>5} {'reused':>6}")
     for r in rep.rows:
@@ -236,7 +243,6 @@ def cmd_evaluate(args) -> int:
               "(truth from the gold layer: unpooled.service.evaluations.truth)")
     for w in rep.warnings:
         print(f"warning: {w}")
-    return 0
 
 
 def cmd_separate(args, corpus, crowd) -> int:
