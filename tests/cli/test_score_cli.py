@@ -55,7 +55,8 @@ def test_json_rows(capsys, args):
     rows = json.loads(out)
     assert [r["system"] for r in rows] == ["A", "B"]
     assert set(rows[0]) == {"system", "p", "p_lo", "p_hi", "r", "r_lo", "r_hi", "f1", "f1_lo", "f1_hi", "labels",
-                            "estimator"}
+                            "estimator", "recall_protocol"}
+    assert rows[0]["recall_protocol"] == "sentence"
     a = rows[0]
     # A drew x1 twice, x2 and x3: all three of its instances, so its precision is 2/3 exactly (estimators/finite.py)
     assert (a["p"], a["r"], a["f1"], a["labels"], a["estimator"]) == pytest.approx((2 / 3, 0.5, 4 / 7, 4, "simple"))
@@ -79,7 +80,7 @@ def test_text_table(capsys, args):
     code, out, _ = run(capsys, *args, "--estimator", "simple", "--level", "entity", "--bootstrap", "20")
     lines = out.splitlines()
     assert code == 0
-    assert lines[0].startswith("estimator simple, level entity, match exact: 2 systems, 6 labelled draws, "
+    assert lines[0].startswith("estimator simple, level entity, match exact, recall: within-sentence: 2 systems, 6 labelled draws, "
                                "4 exhaustive true instances; intervals 90%")
     assert lines[1].split() == ["system", "P", "[90%]", "R", "[90%]", "F1", "[90%]", "labels", "ESS", "warnings"]
     assert lines[2].startswith("A ") and "0.500 [" in lines[2]

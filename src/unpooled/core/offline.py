@@ -75,14 +75,17 @@ import scipy.sparse as sp
 from .diagnostics import Report
 from .errors import InvalidInputError, check_choice, LocatedError, UnpooledError
 from .estimators import LEVELS, Scores, estimate, make_design, sampling_distribution
-from .estimators.exhaustive import Sentences, outside_population, p0_support, within_sentence
+from .estimators.exhaustive import (
+    PROTOCOL_LABELS, RECALL_PROTOCOLS, EntityMentions, Sentences, crossing_share, fact_level, outside_population,
+    p0_support, within_sentence,
+)
 from .estimators.joint import ESTIMATORS, WEIGHTS, Design, WeightDegeneracyWarning
 from .estimators.ppi import PPIPrecision, confidence_matrix, ppi_precision
 from .kb.lines import Limits
 from .matching import InstanceRef, match_matrix, match_multiplicity, match_universe
 from .offline_files import (
-    LabelledDraw, Submission, TrueInstance, read_answers, read_exhaustive, read_labels, read_sentences,
-    read_submission, read_submissions, system_name,
+    LabelledDraw, Submission, TrueInstance, read_answers, read_corpus_index, read_exhaustive, read_labels,
+    read_sentences, read_submission, read_submissions, system_name,
 )
 
 #: matching policies available offline (``cluster`` needs a corpus with gold clusters)
@@ -107,8 +110,9 @@ class OfflineData:
     """Everything read from the three inputs, with the report of every file.
 
     ``sentences``: the sentence split of the corpus given to :func:`load` (``doc id -> (starts,
-    ends)``, the documents of the draws and of the exhaustive file), or None; ``corpus`` its path;
-    ``population``: the documents of the draws and of the exhaustive file that the corpus holds (the
+    ends)``, the documents of the submissions, the draws and the exhaustive file), or None; ``entities`` the
+    mentions of its entity clusters on those documents (the document recall protocol's fact identity); ``corpus``
+    its path; ``population``: the documents of the submissions, draws and exhaustive file that the corpus holds (the
     current documents recall's pool follows, :func:`score`'s ``population``), or None.
     """
 
@@ -119,6 +123,8 @@ class OfflineData:
     sentences: Sentences | None = None
     corpus: str | None = None
     population: frozenset[str] | None = None
+    #: the corpus's entity clusters (``doc id -> [(start, end, cluster)]``; empty when it has none), or None
+    entities: EntityMentions | None = None
 
     @property
     def ok(self) -> bool:
@@ -213,13 +219,15 @@ def load(labels: str | Path, submissions: str | Path, exhaustive: str | Path, *,
     clean = {s.name for s, r in zip(subs, sub_reps) if r.ok}
     draws, lab_rep = read_labels(labels, subs, checked=clean, limits=limits)
     true, ex_rep = read_exhaustive(exhaustive, limits=limits)
-    sentences = None
+    sentences = entities = None
     if corpus is not None:
-        wanted = {InstanceRef.from_key(d.key).doc for d in draws} | {t.ref.doc for t in true}
-        sentences = read_sentences(corpus, corpus_format, docs=wanted)
+        wanted = ({InstanceRef.from_key(d.key).doc for d in draws} | {t.ref.doc for t in true}
+                  | {r.doc for sub in subs for r in sub.instances})
+        sentences, entities = read_corpus_index(corpus, corpus_format, docs=wanted)
         true = _check_exhaustive_documents(true, sentences, ex_rep, str(corpus))
     return OfflineData(tuple(subs), tuple(draws), tuple(true), (*sub_reps, lab_rep, ex_rep), sentences,
-                       None if corpus is None else str(corpus), None if corpus is None else frozenset(sentences))
+                       None if corpus is None else str(corpus), None if corpus is None else frozenset(sentences),
+                       entities)
 
 
 # -- scoring --------------------------------------------------------------------------------
@@ -238,18 +246,22 @@ def system_distribution(sub: Submission, level: str) -> np.ndarray:
 
 def build_design(data: OfflineData, *, level: str = "instance", match: str = "exact",
                  corrected_labels: bool = False, documents: int | None = None,
-                 sentences: Sentences | None = None, population=None) -> tuple[Design, list[InstanceRef]]:
+                 sentences: Sentences | None = None, population=None,
+                 recall_protocol: str = "sentence") -> tuple[Design, list[InstanceRef]]:
     """The estimators' :class:`Design` and the universe (union of submissions by key).
 
     The design knows the document of every exhaustive instance (``documents``: how many were
     annotated, at least the number present; default that number).  :math:`p_0 = 0` for a drawn
     instance outside the support of :math:`p_0` (:func:`~unpooled.core.estimators.exhaustive.p0_support`):
-    across sentences of ``sentences`` (default ``data.sentences``) and not in the exhaustive file, or
-    on a document outside ``population`` (default ``data.population``, the current corpus); None: no
-    restriction.
+    under the ``sentence`` recall protocol, across sentences of ``sentences`` (default ``data.sentences``) and
+    not in the exhaustive file; under either, on a document outside ``population`` (default
+    ``data.population``, the current corpus); None: no restriction.  Under the ``document`` protocol recall
+    counts facts between the corpus's entity clusters (``data.entities``;
+    :func:`~unpooled.core.estimators.exhaustive.fact_level`): the design's exhaustive columns are facts.
     """
     check_choice("level", level, LEVELS)
     check_choice("match", match, MATCHES)
+    check_choice("recall_protocol", recall_protocol, RECALL_PROTOCOLS)
     index: dict[str, int] = {}
     universe: list[InstanceRef] = []
     rows, cols, vals = [], [], []
@@ -273,29 +285,46 @@ def build_design(data: OfflineData, *, level: str = "instance", match: str = "ex
     src = np.array([names[d.system] for d in data.labels], dtype=np.int64)
     xs = np.array([index[d.key] for d in data.labels], dtype=np.int64)
     f = np.array([d.label for d in data.labels], dtype=float)
-    g0 = match_matrix([s.instances for s in data.submissions], [t.ref for t in data.exhaustive], policy=match)
-    v0 = np.array([t.weight / t.inclusion for t in data.exhaustive], dtype=float)
-    p0 = np.ones(U)
-    for t in data.exhaustive:
-        u = index.get(t.key)
-        if u is not None:
-            p0[u] = t.weight
-    gs = None
-    if match != "exact":
-        # nu-hat must see the draws through the same policy as theta-hat sees Y0, and one true fact
-        # present as several pooled instances must count once (unpooled.core.matching)
-        members = [np.asarray(P[i].indices) for i in range(m)]
-        gs = match_universe(universe, members, targets=xs, policy=match).toarray().astype(bool) if len(xs) else None
-        p0 = p0 / match_multiplicity(universe, policy=match)
+    truth, g0, gs, p0 = _recall_parts(data, P, universe, index, xs, match, recall_protocol)
     sentences = data.sentences if sentences is None else sentences
     population = data.population if population is None else population
     inside = None
     if sentences is not None or population is not None:
         inside = p0_support([universe[u] for u in xs.tolist()], found={t.key for t in data.exhaustive},
-                            sentences=sentences, population=population)
+                            sentences=sentences, population=population, protocol=recall_protocol)
+    v0 = np.array([t.weight / t.inclusion for t in truth], dtype=float)
     design = make_design(P, src, xs, f, g0, v0, p0, gs=gs, corrected_labels=corrected_labels,
-                         y0_docs=[t.ref.doc for t in data.exhaustive], documents=documents, inside=inside)
+                         y0_docs=[t.ref.doc for t in truth], documents=documents, inside=inside)
     return design, universe
+
+
+def _recall_parts(data: OfflineData, P, universe, index, xs, match: str, protocol: str):
+    """``(truth, g0, gs, p0)``: the exhaustive sample's columns (true instances; under the document protocol one
+    per fact), which system found each, :math:`g_i` of the draws (None: key identity) and :math:`p_0` of the
+    universe (each true instance's weight, divided by the pooled instances matching it)."""
+    m, U = P.shape
+    p0 = np.ones(U)
+    for t in data.exhaustive:
+        u = index.get(t.key)
+        if u is not None:
+            p0[u] = t.weight
+    members = [np.asarray(P[i].indices) for i in range(m)]
+    if protocol == "document":
+        if match != "exact":
+            raise InvalidInputError(f"match: the document recall protocol matches facts between the corpus's entity "
+                                    f"clusters (any mention of each); expected the default 'exact', got {match!r}")
+        if data.entities is None:
+            raise InvalidInputError("recall_protocol: 'document' needs the corpus (--corpus, a format with entity "
+                                    "clusters such as docred): recall counts facts between its entity clusters")
+        fl = fact_level(universe, members, xs, [t.ref for t in data.exhaustive], data.entities)
+        return [data.exhaustive[k] for k in fl.first], fl.g0, fl.gs, p0 / np.maximum(fl.mult, 1)
+    g0 = match_matrix([s.instances for s in data.submissions], [t.ref for t in data.exhaustive], policy=match)
+    if match == "exact":
+        return list(data.exhaustive), g0, None, p0
+    # nu-hat must see the draws through the same policy as theta-hat sees Y0, and one true fact
+    # present as several pooled instances must count once (unpooled.core.matching)
+    gs = match_universe(universe, members, targets=xs, policy=match).toarray().astype(bool) if len(xs) else None
+    return list(data.exhaustive), g0, gs, p0 / match_multiplicity(universe, policy=match)
 
 
 def prediction_powered(design: Design, submissions, universe: list[InstanceRef], sc: Scores
@@ -352,7 +381,8 @@ def system_rows(sc: Scores, n_own, names, *, estimator: str = "joint") -> tuple[
 def score(data: OfflineData, *, level: str = "instance", estimator: str = "joint", weights: str = "balance",
           match: str = "exact", bootstrap: int = 0, confidence: float = 0.90, rng=None,
           corrected_labels: bool = False, documents: int | None = None,
-          sentences: Sentences | None = None, population=None, votes=None) -> OfflineResult:
+          sentences: Sentences | None = None, population=None, votes=None,
+          recall_protocol: str = "sentence") -> OfflineResult:
     r"""Estimate P, R and F1 of every submitted system.
 
     Parameters
@@ -398,11 +428,18 @@ def score(data: OfflineData, *, level: str = "instance", estimator: str = "joint
         The verification answers behind the labels, by instance key, with the workers' confusions
         (:class:`~unpooled.core.estimators.noisy.KeyedAnswers`): the estimates then come from the votes, not
         from ``data.labels``' values (:mod:`unpooled.core.estimators.noisy`).
+    recall_protocol : {'sentence', 'document'}
+        Which true instances recall counts (:mod:`unpooled.core.estimators.exhaustive`, 4): ``sentence``, the
+        instances within one sentence (``sentences`` restricts :math:`p_0`); ``document``, every true fact
+        between two entity clusters of a document (it needs the corpus's clusters, ``data.entities``, and an
+        exhaustive file annotated over whole documents; ``sentences`` is then not read).  Stated in the
+        result's ``options`` and every report.
     """
     if not data.ok:
         raise InputFindings([r for r in data.reports if not r.ok])
     check_choice("estimator", estimator, ESTIMATORS)
     check_choice("weights", weights, WEIGHTS)
+    check_choice("recall_protocol", recall_protocol, RECALL_PROTOCOLS)
     if not isinstance(bootstrap, int) or bootstrap < 0:
         raise InvalidInputError(f"bootstrap: expected a non-negative integer, got {bootstrap!r}")
     if not (isinstance(confidence, (int, float)) and not isinstance(confidence, bool) and 0 < confidence < 1):
@@ -421,7 +458,8 @@ def score(data: OfflineData, *, level: str = "instance", estimator: str = "joint
         raise InvalidInputError(f"population: expected the documents the exhaustive sample was drawn from, but the "
                                 f"exhaustive file has true instances in {len(stray)} other(s), e.g. {stray[0]!r}")
     design, universe = build_design(data, level=level, match=match, corrected_labels=corrected_labels,
-                                    documents=documents, sentences=sentences, population=population)
+                                    documents=documents, sentences=sentences, population=population,
+                                    recall_protocol=recall_protocol)
     crowd = None
     if votes is not None:
         index: dict[str, int] = {}
@@ -441,7 +479,9 @@ def score(data: OfflineData, *, level: str = "instance", estimator: str = "joint
     left_out = outside_population([universe[u] for u in design.xs.tolist()], population) if outside else None
     if estimator == "joint" and left_out:
         glob.append(left_out)
-    if sentences is None:
+    if recall_protocol == "document":
+        glob += _document_warnings(data, sentences, universe)
+    elif sentences is None:
         if estimator == "joint":
             glob.append("no sentence split (--corpus, sentences=): p0 = 1 for every pooled true instance, also "
                         "those whose subject and object lie in different sentences, which the exhaustive protocol "
@@ -455,7 +495,9 @@ def score(data: OfflineData, *, level: str = "instance", estimator: str = "joint
             lines = ", ".join(map(str, crossing[:10])) + (", ..." if len(crossing) > 10 else "")
             glob.append(f"{len(crossing)} true instance(s) of the exhaustive file (line {lines}) have arguments in "
                         "different sentences of the corpus, although the exhaustive protocol pairs mentions "
-                        "within one sentence: check the sentence split (they are kept in p0's support)")
+                        "within one sentence: check the sentence split (they are kept in p0's support), or score "
+                        "with the document recall protocol (--recall-protocol document) if the sample was annotated "
+                        "over whole documents")
     if estimator == "joint" and any(t.weight != 1.0 for t in data.exhaustive):
         glob.append("p0 weights of the exhaustive file are known only for its instances; other pooled instances "
                     "get weight 1 in the joint recall estimate")
@@ -467,8 +509,28 @@ def score(data: OfflineData, *, level: str = "instance", estimator: str = "joint
     ppi = prediction_powered(design, data.submissions, universe, sc)
     opts = {"level": level, "estimator": estimator, "weights": weights, "match": match, "bootstrap": bootstrap,
             "confidence": confidence, "documents": design.n_groups, "documents_given": documents is not None,
-            "sentences": sentences is not None, "outside_p0": outside}
+            "sentences": sentences is not None and recall_protocol == "sentence", "outside_p0": outside,
+            "recall_protocol": recall_protocol}
+    if recall_protocol == "document":
+        opts["match"] = "cluster"
     return OfflineResult(rows, sc, design, names, tuple(glob), data.reports, opts, ppi)
+
+
+def _document_warnings(data: OfflineData, sentences, universe) -> list[str]:
+    """What the document recall protocol warns about: an exhaustive file without a cross-sentence fact (it may
+    have been annotated within sentences: module docs of :mod:`~unpooled.core.estimators.exhaustive`, 4 (a)), and
+    pooled documents without entity clusters (their instances are facts of their own spans)."""
+    out = []
+    across, known = crossing_share([t.ref for t in data.exhaustive], sentences or {})
+    if known >= 10 and not across:
+        out.append(f"none of the {known} true instances of the exhaustive file has arguments in different sentences: "
+                   "the document recall protocol needs every true fact of each sampled document, cross-sentence ones "
+                   "included; an exhaustive sample annotated within sentences makes recall too high")
+    bare = sorted({x.doc for x in universe} - set(data.entities or {}))
+    if bare:
+        out.append(f"{len(bare)} pooled document(s) have no entity clusters in the corpus (e.g. {bare[0]!r}): their "
+                   "instances count as facts of their own spans")
+    return out
 
 
 def score_files(labels: str | Path, submissions: str | Path, exhaustive: str | Path, *,

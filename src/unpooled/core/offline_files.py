@@ -444,3 +444,29 @@ def read_sentences(corpus: str | Path, fmt: str | None = None, *, docs=None) -> 
 
     fmt = fmt or detect_format(corpus)
     return sentence_index(iter_documents(corpus, fmt), docs=docs)
+
+
+def read_corpus_index(corpus: str | Path, fmt: str | None = None, *, docs=None
+                      ) -> tuple[dict[str, tuple[list, list]], dict[str, list[tuple[int, int, int]]]]:
+    """One pass over a corpus: its sentence split (as :func:`read_sentences`) and the mentions of its entity
+    clusters, ``doc id -> [(start, end, cluster index)]`` (:data:`~unpooled.core.estimators.exhaustive.EntityMentions`;
+    only documents with a gold entity layer, e.g. DocRED's ``vertexSet``).  ``docs``: keep only these documents.
+
+    Raises
+    ------
+    CorpusError
+        A located error (``path:line``, field) in the corpus, or a missing path.
+    """
+    from .corpus import detect_format, iter_documents
+
+    fmt = fmt or detect_format(corpus)
+    keep = None if docs is None else set(docs)
+    kept = []
+    entities: dict[str, list[tuple[int, int, int]]] = {}
+    for d in iter_documents(corpus, fmt):
+        if keep is not None and d.id not in keep:
+            continue
+        kept.append(d)
+        if d.entities:
+            entities[d.id] = [(m.start, m.end, e.index) for e in d.entities for m in e.mentions]
+    return sentence_index(kept), entities

@@ -9,6 +9,8 @@ counting those without a true instance; recall's variance is that of a cluster s
 documents) and ``--corpus PATH`` (the current corpus the exhaustive sample was drawn from: the
 protocol pairs mentions within one sentence, so p0 is 0 for pooled instances across sentences, and
 for labelled draws on documents no longer in the corpus, which count for precision only).
+``--recall-protocol document`` counts every fact between two entity clusters of a document instead
+(DocRED-style corpora; :mod:`unpooled.core.estimators.exhaustive`, 4); the report names the protocol.
 
 Exit status: 0 scored; 1 located problems in the input files (printed as
 ``path:line:col: CODE message``, like ``unpooled validate``); 2 usage; 3 other
@@ -22,7 +24,7 @@ import math
 import sys
 
 from ..main import Exit
-from unpooled.core.names import CORPUS_FORMATS, ESTIMATORS, LEVELS, MATCHES, WEIGHTS
+from unpooled.core.names import CORPUS_FORMATS, ESTIMATORS, LEVELS, MATCHES, PROTOCOL_LABELS, RECALL_PROTOCOLS, WEIGHTS
 
 
 def register(sub) -> None:
@@ -52,6 +54,12 @@ def register(sub) -> None:
                         "warning) (default: no restriction, with a warning)")
     p.add_argument("--corpus-format", choices=CORPUS_FORMATS, default=None,
                    help="format of --corpus (detected when omitted)")
+    p.add_argument("--recall-protocol", choices=RECALL_PROTOCOLS, default="sentence",
+                   help="which true instances recall counts: 'sentence', those whose arguments share a sentence "
+                        "(the exhaustive sample pairs mentions within sentences); 'document', every fact between two "
+                        "entity clusters of a document, cross-sentence ones included (needs --corpus with entity "
+                        "clusters, e.g. docred, and an exhaustive file annotated over whole documents; a pooled "
+                        "instance matches a fact through any mention of its clusters) (default: sentence)")
     p.add_argument("--answers", default=None, metavar="A.jsonl",
                    help="the verification answers behind the labels (a release's answers.jsonl: task, annotator, "
                         "correct, key; gold controls with control and gold): the estimates then come from the votes, "
@@ -87,7 +95,8 @@ def write_table(result, out) -> None:
                                                                                                     "instance)")
     if o.get("sentences"):
         extra += f"; p0 within one sentence of the corpus's documents ({o['outside_p0']} of {len(d.src)} draws outside)"
-    out.write(f"estimator {result.scores.method}, level {o['level']}, match {o['match']}: "
+    out.write(f"estimator {result.scores.method}, level {o['level']}, match {o['match']}, "
+              f"recall: {PROTOCOL_LABELS[o.get('recall_protocol', 'sentence')]}: "
               f"{len(result.systems)} systems, {len(d.src)} labelled draws, {d.n0} exhaustive true instances; "
               f"intervals {pct}{extra}\n")
     head = ["system", f"P [{pct}]", f"R [{pct}]", f"F1 [{pct}]", "labels", "ESS", "warnings"]
@@ -168,15 +177,19 @@ def cmd_score(args) -> int:
     try:
         result = score(data, level=args.level, estimator=args.estimator, weights=args.weights, match=args.match,
                        bootstrap=args.bootstrap, confidence=args.confidence, rng=args.seed,
-                       documents=args.exhaustive_documents, votes=votes)
+                       documents=args.exhaustive_documents, votes=votes, recall_protocol=args.recall_protocol)
     except InvalidInputError as exc:
         msg = str(exc)
         if msg.startswith("documents: "):  # the core names its parameter; here it is the option
             msg = f"--exhaustive-documents {args.exhaustive_documents}: {msg[len('documents: '):]} ({args.exhaustive})"
+        for name, option in (("recall_protocol", "--recall-protocol document"), ("match", "--match"),
+                             ("entities", f"--recall-protocol document --corpus {args.corpus}")):
+            if msg.startswith(f"{name}: "):
+                msg = f"{option}: {msg[len(name) + 2:]}"
         raise CommandError(msg) from None
     raw = result.scores.raw
     if args.json:
-        rows = [r.to_dict() for r in result.rows]
+        rows = [{**r.to_dict(), "recall_protocol": args.recall_protocol} for r in result.rows]
         if result.ppi is not None:
             for i, row in enumerate(rows):
                 row["ppi"] = {**result.ppi.row(i), "method": result.ppi.method, "used": False}

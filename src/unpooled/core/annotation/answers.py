@@ -224,15 +224,32 @@ def aggregate_mentions(answers: Sequence[Mapping]) -> list[dict]:
 
 
 def candidate_pairs(mentions: Sequence[Mapping], sentence_starts: Sequence[int], sentence_ends: Sequence[int],
-                    *, compatible=None) -> list[tuple[int, int]]:
-    """Unordered pairs of mentions of different clusters within one sentence.
+                    *, compatible=None, protocol: str = "sentence") -> list[tuple[int, int]]:
+    """Unordered pairs of mentions of different clusters the exhaustive relations task asks about.
 
-    One pair per (sentence, cluster pair): the first mentions of the two clusters in that
-    sentence.  ``compatible(type_a, type_b)`` (optional) drops pairs no relation of the
-    schema allows in either direction.
+    ``protocol='sentence'`` (the recall protocol, :mod:`unpooled.core.estimators.exhaustive`): one pair per
+    (sentence, cluster pair) within one sentence, the first mentions of the two clusters in that sentence.
+    ``'document'``: one pair per cluster pair of the whole document, wherever their mentions lie (the first
+    mention of each cluster), so that cross-sentence facts are annotated too.  ``compatible(type_a, type_b)``
+    (optional) drops pairs no relation of the schema allows in either direction.
+
+    >>> ms = [{"start": 0, "end": 1, "cluster": 0, "type": "PER"}, {"start": 10, "end": 11, "cluster": 1, "type": "ORG"}]
+    >>> candidate_pairs(ms, [0, 5], [4, 12]), candidate_pairs(ms, [0, 5], [4, 12], protocol="document")
+    ([], [(0, 1)])
     """
     from bisect import bisect_right
 
+    from ..errors import check_choice
+    from ..estimators.exhaustive import RECALL_PROTOCOLS
+
+    check_choice("protocol", protocol, RECALL_PROTOCOLS)
+    if protocol == "document":
+        first: dict = {}
+        for i, m in enumerate(mentions):
+            first.setdefault(m["cluster"], i)
+        reps = sorted(first.values())
+        return [(a, b) for x, a in enumerate(reps) for b in reps[x + 1:]
+                if compatible is None or compatible(mentions[a]["type"], mentions[b]["type"])]
     by_sentence: dict[int, list[int]] = defaultdict(list)
     for i, m in enumerate(mentions):
         s = bisect_right(sentence_starts, m["start"]) - 1

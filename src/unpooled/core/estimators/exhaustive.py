@@ -71,6 +71,48 @@ documents.  They still count for precision, which reads :math:`p_i` and :math:`f
 :math:`p_0`.  :func:`p0_support` decides both restrictions for the offline scoring and the
 service alike; :func:`outside_population` is the warning naming what was left out.
 
+**4. The recall protocol: within one sentence, or the whole document.**  Which true instances
+:math:`p_0` covers is the organiser's choice (:data:`RECALL_PROTOCOLS`), and it binds the exhaustive
+annotation, the support of :math:`p_0` and the matching together:
+
+``sentence`` (within-sentence, the paper's protocol and the default)
+    The exhaustive annotation asks about the pairs of mentions of two entity clusters *within one
+    sentence* (one pair per sentence and cluster pair); :math:`p_0` is uniform over the true
+    instances so found, and is 0 on a pooled instance across sentences (2 above).  A system's
+    cross-sentence instances count for precision only.
+``document`` (document-level, DocRED-style corpora)
+    The unit is a *fact* :math:`\varphi = (d, h, r, t)`: relation :math:`r` between entity
+    clusters :math:`h` and :math:`t` of document :math:`d`, wherever their mentions lie.
+    :math:`p_0` is uniform over the true facts of the population's documents, so every instance
+    on a current document is in its support (:func:`p0_support` with ``protocol='document'``).
+    The estimator stays :math:`\hat r_i = \hat\theta_i\hat\nu_i` and is consistent under three
+    conditions, which the code enforces where it can:
+
+    (a) *the exhaustive sample holds every true fact of each sampled document*, cross-sentence ones
+        included: the relations task asks about every pair of the document's clusters
+        (:func:`~unpooled.core.annotation.answers.candidate_pairs` with ``protocol='document'``).
+        An exhaustive sample collected within sentences would make :math:`\hat\theta_i` the share
+        of within-sentence facts while :math:`\hat\nu_i` follows all facts; the product
+        estimates neither, so protocols are never mixed (the service keeps the protocol the
+        exhaustive annotation was asked under; offline, an exhaustive file without a single
+        cross-sentence instance is a warning);
+    (b) *fact identity is known on every pooled document*: the corpus's entity clusters (DocRED's
+        ``vertexSet``, which is part of the task's input) resolve each argument span to the
+        clusters of the mentions it equals or overlaps (:func:`span_clusters`; a span overlapping
+        no mention is a cluster of its own).  :math:`g_i(\varphi)` is then the ``cluster``
+        matching policy (:mod:`unpooled.core.matching`): system :math:`i` has :math:`r` between
+        *any* mention of :math:`h` and *any* mention of :math:`t`;
+    (c) *a pooled instance is true iff its fact is* (verification judges the relation between the
+        two entities in the document), so that the :math:`k(x)` pooled instances expressing one fact
+        share its mass: :math:`p_0(x) = 1/k(x)`, :math:`\sum_{x:\varphi(x)=\varphi} p_0(x) = 1`, and
+        :math:`g_i(x) = g_i(\varphi(x))` (:func:`fact_level`).
+
+    Then :math:`\theta_i = \Pr_{p_0}[\varphi \in S_i]` over facts and
+    :math:`\nu_i = \Pr_{p_0}[\varphi \in X_i \mid \varphi \in S_i]` over pooled facts, and
+    :math:`\theta_i\nu_i = r_i`, the share of the true facts the system states (DocRED's recall,
+    on the population's documents); the variance is the cluster-sample one of 1, with facts for
+    instances.  What a number follows is reported beside it (:data:`PROTOCOL_LABELS`).
+
 References
 ----------
 W. G. Cochran. *Sampling Techniques*, 3rd ed. Wiley, 1977.
@@ -83,15 +125,22 @@ K. M. Wolter. *Introduction to Variance Estimation*, 2nd ed. Springer, 2007 (ch.
 from __future__ import annotations
 
 from bisect import bisect_right
-from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import replace
+from collections.abc import Hashable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, replace
 
 import numpy as np
 
-from ..errors import InvalidInputError
+from ..errors import InvalidInputError, check_choice
 
 #: ``doc id -> (sentence starts, sentence ends)``, sorted, end-exclusive character offsets
 Sentences = Mapping[str, tuple[Sequence[int], Sequence[int]]]
+#: ``doc id -> [(start, end, cluster id), ...]``: the mentions of the corpus's entity clusters (DocRED's vertexSet)
+EntityMentions = Mapping[str, Sequence[tuple[int, int, Hashable]]]
+
+#: the recall protocols (module docs, 4): which true instances the exhaustive annotation finds, p0's support
+RECALL_PROTOCOLS = ("sentence", "document")
+#: how a report names the protocol a recall (and F1) follows
+PROTOCOL_LABELS = {"sentence": "within-sentence", "document": "document-level"}
 
 
 # -- 1. the variance of a ratio over the exhaustive sample ---------------------------------------
@@ -306,10 +355,10 @@ def restrict_p0(design, inside):
 
 
 def p0_support(refs, *, found=frozenset(), sentences: Sentences | None = None, population=None,
-               memo: dict | None = None) -> np.ndarray:
-    r"""Per instance, whether it lies in the support of :math:`p_0` (module docs, 2 and 3): its document is in
+               memo: dict | None = None, protocol: str = "sentence") -> np.ndarray:
+    r"""Per instance, whether it lies in the support of :math:`p_0` (module docs, 2 to 4): its document is in
     the current ``population`` and the exhaustive protocol found it (its key in ``found``) or can find it
-    (:func:`within_sentence`).
+    (``protocol='sentence'``: :func:`within_sentence`; ``'document'``: every instance of the document).
 
     Parameters
     ----------
@@ -323,6 +372,8 @@ def p0_support(refs, *, found=frozenset(), sentences: Sentences | None = None, p
         The documents :math:`\hat Y_0` was sampled from (the current corpus); None: unknown, no restriction.
     memo : dict, optional
         ``key -> within one sentence``, kept by the caller across calls under one sentence split.
+    protocol : {'sentence', 'document'}
+        The recall protocol (:data:`RECALL_PROTOCOLS`); under ``document`` ``sentences`` is not read.
 
     Returns
     -------
@@ -333,7 +384,14 @@ def p0_support(refs, *, found=frozenset(), sentences: Sentences | None = None, p
     >>> refs = [InstanceRef("old", 0, 1, "r", 2, 3), InstanceRef("new", 0, 1, "r", 2, 3)]
     >>> p0_support(refs, population={"new"}).tolist(), p0_support(refs).tolist()
     ([False, True], [True, True])
+    >>> across = [InstanceRef("d", 0, 1, "r", 10, 11)]
+    >>> split = {"d": ([0, 5], [4, 12])}
+    >>> p0_support(across, sentences=split).tolist(), p0_support(across, sentences=split, protocol="document").tolist()
+    ([False], [True])
     """
+    check_choice("protocol", protocol, RECALL_PROTOCOLS)
+    if protocol == "document":
+        sentences = None  # every instance of a current document is in the support
     memo = {} if memo is None else memo
     out = np.ones(len(refs), dtype=bool)
     for j, ref in enumerate(refs):
@@ -413,5 +471,118 @@ def within_sentence(ref, sentences: Sentences) -> bool:
     return s >= 0 and s == which(ref.o_start, ref.o_end)
 
 
-__all__ = ["Sentences", "document_groups", "jackknife_values", "outside_population", "p0_support", "restrict_p0",
+# -- 4. the document protocol: facts between entity clusters ------------------------------------
+def span_clusters(entities: EntityMentions, spans: Iterable[tuple[str, int, int]]) -> dict:
+    """``(doc, start, end) -> cluster id`` (or a frozenset of ids) for every span: the clusters of the corpus's
+    mentions it equals, else of those it overlaps (end-exclusive offsets); a span overlapping no mention is a
+    cluster of its own, ``('span', start, end)`` (module docs, 4 (b)).  The ``clusters`` argument of the
+    ``cluster`` matching policy (:mod:`unpooled.core.matching`).
+
+    >>> ents = {"d": [(0, 5, 0), (20, 23, 0), (30, 35, 1)]}
+    >>> m = span_clusters(ents, [("d", 20, 23), ("d", 0, 3), ("d", 31, 40), ("d", 50, 52)])
+    >>> m[("d", 20, 23)], m[("d", 0, 3)], m[("d", 31, 40)], m[("d", 50, 52)]
+    (0, 0, 1, ('span', 50, 52))
+    """
+    index: dict[str, tuple[list, list]] = {}
+    for doc, ms in entities.items():
+        rows = sorted((int(a), int(b), c) for a, b, c in ms)
+        index[doc] = ([a for a, _, _ in rows], rows)
+    longest = {doc: max((b - a for a, b, _ in rows), default=0) for doc, (_, rows) in index.items()}
+    out: dict = {}
+    for doc, a, b in spans:
+        key = (doc, a, b)
+        if key in out:
+            continue
+        starts, rows = index.get(doc, ((), ()))
+        lo = bisect_right(starts, a - longest.get(doc, 0) - 1)
+        hi = bisect_right(starts, b - 1) if b > a else bisect_right(starts, a)
+        exact = {c for s, e, c in rows[lo:hi] if (s, e) == (a, b)}
+        got = exact or {c for s, e, c in rows[lo:hi] if s < b and a < e}
+        out[key] = ("span", a, b) if not got else next(iter(got)) if len(got) == 1 else frozenset(got)
+    return out
+
+
+@dataclass(frozen=True)
+class FactLevel:
+    """The recall inputs of the document protocol (module docs, 4), from :func:`fact_level`.
+
+    ``g0`` (m, F): system ``i`` states fact ``k``; ``first`` (F,): per fact, the index of its first true instance
+    (its document and weight); ``gs`` (m, S): per labelled draw, whether system ``i`` states the draw's fact;
+    ``mult`` (U,): the pooled instances expressing each universe instance's fact (divide :math:`p_0` by it);
+    ``facts``: the facts as :class:`~unpooled.core.matching.GoldTriple`; ``clusters``: the span map used."""
+
+    g0: np.ndarray
+    first: np.ndarray
+    gs: np.ndarray
+    mult: np.ndarray
+    facts: tuple
+    clusters: Mapping
+
+
+def fact_level(universe: Sequence, members: Sequence, xs, truth: Sequence, entities: EntityMentions, *,
+               symmetric: Iterable[str] = ()) -> FactLevel:
+    r"""Match the systems to true *facts* (module docs, 4): the one implementation the offline scoring and the
+    service share.
+
+    Parameters
+    ----------
+    universe : sequence of :class:`~unpooled.core.matching.InstanceRef`, length U
+        Every pooled instance once.
+    members : sequence of int arrays
+        The universe indices of each system's instances.
+    xs : int array, shape (S,)
+        The universe index of each labelled draw.
+    truth : sequence of InstanceRef
+        The true instances of the exhaustive sample (several may express one fact).
+    entities : mapping
+        :data:`EntityMentions` of (at least) the pooled and sampled documents.
+
+    Raises
+    ------
+    InvalidInputError
+        ``entities`` is empty: the document protocol needs the corpus's entity clusters.
+    """
+    from ..matching import GoldTriple, match_matrix, match_multiplicity, match_universe
+
+    if not entities:
+        raise InvalidInputError("entities: the document recall protocol counts facts between the corpus's entity "
+                                "clusters, but the corpus has none (load a corpus with coreference clusters, e.g. "
+                                "the docred format's vertexSet, or use the within-sentence protocol)")
+    spans = [(x[0], x[1], x[2]) for x in (*universe, *truth)]
+    spans += [(x[0], x[4], x[5]) for x in (*universe, *truth) if x[6] is None]
+    clusters = span_clusters(entities, spans)
+    one = lambda c: min(c, key=repr) if isinstance(c, frozenset) else c  # noqa: E731
+    ids: dict = {}
+    first: list[int] = []
+    for k, t in enumerate(truth):
+        obj = None if t[6] is not None else one(clusters[(t[0], t[4], t[5])])
+        fact = GoldTriple(t[0], one(clusters[(t[0], t[1], t[2])]), t[3], obj, t[6])
+        if fact not in ids:
+            ids[fact] = len(ids)
+            first.append(k)
+    facts = tuple(ids)
+    sym = tuple(symmetric)
+    systems = [[universe[u] for u in np.asarray(x).tolist()] for x in members]
+    g0 = match_matrix(systems, list(facts), policy="cluster", clusters=clusters, symmetric=sym)
+    xs = np.asarray(xs, dtype=np.int64)
+    gs = (match_universe(universe, members, targets=xs, policy="cluster", clusters=clusters, symmetric=sym)
+          .toarray().astype(bool) if len(xs) else np.zeros((len(members), 0), bool))
+    mult = match_multiplicity(universe, policy="cluster", clusters=clusters, symmetric=sym) if len(universe) \
+        else np.zeros(0, np.int64)
+    return FactLevel(g0, np.asarray(first, np.int64), gs, mult, facts, clusters)
+
+
+def crossing_share(refs, sentences: Sentences) -> tuple[int, int]:
+    """``(across, known)``: of the instances whose document has a sentence split, how many have arguments in
+    different sentences (the check that an exhaustive sample follows the document protocol, module docs 4 (a))."""
+    across = known = 0
+    for ref in refs:
+        if sentences.get(ref.doc):
+            known += 1
+            across += not within_sentence(ref, sentences)
+    return across, known
+
+
+__all__ = ["EntityMentions", "FactLevel", "PROTOCOL_LABELS", "RECALL_PROTOCOLS", "Sentences", "crossing_share",
+           "fact_level", "span_clusters", "document_groups", "jackknife_values", "outside_population", "p0_support", "restrict_p0",
            "sentence_index", "t_factor", "theta_variance", "within_sentence"]
