@@ -552,7 +552,8 @@ def test_leaderboard_respects_visibility(client, people, subs):
     score(priv, f1=0.8, lo=0.6, hi=0.86)
     score(blue, f1=0.5, lo=0.45, hi=0.55)
     url = "/api/corpora/fixture/leaderboard"
-    assert client.get(url).json() == {"corpus": "fixture", "level": "instance", "period": None, "rows": []}  # none published
+    assert client.get(url).json() == {"corpus": "fixture", "level": "instance", "period": None,  # none published
+                                      "recall_protocol": "sentence", "rows": []}
     publish(pub, priv, blue)
     rows = client.get(url).json()["rows"]
     assert [(r["name"], r["rank"], r["tied"]) for r in rows] == [("red/r-pub", 1, False), ("blue/b-pub", 2, False)]

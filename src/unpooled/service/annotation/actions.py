@@ -291,9 +291,11 @@ def max_mentions(text_length: int) -> int:
     return min(MAX_MENTIONS, max(MIN_MENTIONS_ALLOWED, text_length // CHARS_PER_MENTION))
 
 
-def _pair_finder(task: Task):
+def _pair_finder(task: Task, protocol: str | None = None):
     """``pairs(mentions)``: the candidate pairs a relations task would show for these mentions of the task's
-    document (within a sentence, types some relation of the schema allows)."""
+    document (within a sentence, or anywhere in the document under the corpus's document recall protocol; types
+    some relation of the schema allows)."""
+    protocol = protocol or settings_for(task.corpus).recall_protocol
     doc = task.document
     rows = list(doc.sentences.order_by("index").values_list("start", "end"))
     schema = task.corpus.schema.schema()
@@ -306,7 +308,7 @@ def _pair_finder(task: Task):
                    for r in rels)
 
     return lambda mentions: fmt.candidate_pairs(mentions, [s for s, _ in rows], [e for _, e in rows],
-                                                compatible=compatible)
+                                                compatible=compatible, protocol=protocol)
 
 
 def check_answer(task: Task, value) -> dict:
@@ -324,8 +326,9 @@ def check_answer(task: Task, value) -> dict:
                                       max_mentions=max_mentions(length), max_link=MAX_LINK_CHARS)
         n = len(_pair_finder(task)(clean["mentions"]))
         if n > MAX_PAIRS_PER_ANSWER:
+            where = "within sentences" if settings_for(task.corpus).recall_protocol == "sentence" else "of the document"
             raise fmt.AnswerError("mentions", f"these {len(clean['mentions'])} mentions make {n:,} pairs of "
-                                              f"mentions within sentences; at most {MAX_PAIRS_PER_ANSWER} per document")
+                                              f"mentions {where}; at most {MAX_PAIRS_PER_ANSWER} per document")
         return clean
     if task.kind == Kind.CLUSTERS:
         return clu.validate_clusters(value, n_items=len(task.payload.get("items", [])))
@@ -584,11 +587,12 @@ def _create_relations_task(entity_task: Task, mentions: list[dict], now) -> Task
     """The document's relations task over the aggregated ``mentions``: at most :data:`MAX_PAIRS_PER_TASK`
     pairs, in document order; ``pairs_dropped`` in its payload counts any cut (none for real documents:
     each answer implies at most :data:`MAX_PAIRS_PER_ANSWER`)."""
-    pairs = _pair_finder(entity_task)(mentions)
+    st = settings_for(entity_task.corpus)
+    pairs = _pair_finder(entity_task, st.recall_protocol)(mentions)
     dropped = max(0, len(pairs) - MAX_PAIRS_PER_TASK)
     pairs = pairs[:MAX_PAIRS_PER_TASK]
-    st = settings_for(entity_task.corpus)
-    payload = {"mentions": mentions, "pairs": [list(p) for p in pairs]}
+    # the recall protocol the pairs follow (exhaustive_truth reads only the corpus's current protocol's layers)
+    payload = {"mentions": mentions, "pairs": [list(p) for p in pairs], "protocol": st.recall_protocol}
     if dropped:
         payload["pairs_dropped"] = dropped
     task, _ = Task.objects.get_or_create(
@@ -599,6 +603,69 @@ def _create_relations_task(entity_task: Task, mentions: list[dict], now) -> Task
         task.status, task.completed, task.result = Task.Status.COMPLETE, now, {"pairs": {}, "relations": []}
         task.save(update_fields=["status", "completed", "result"])
     return task
+
+
+def relations_protocol(task: Task) -> str:
+    """The recall protocol a relations task's pairs follow (tasks made before protocols existed: ``sentence``)."""
+    return (task.payload or {}).get("protocol", "sentence")
+
+
+def do_set_recall_protocol(corpus: Corpus, protocol: str, *, now=None) -> int:
+    """Set the corpus's recall protocol (:data:`unpooled.core.names.RECALL_PROTOCOLS`); the exhaustive relations
+    tasks follow it, so that recall never mixes protocols.
+
+    Each sampled document's relations task (key ``""``) asked under the other protocol is set aside under the key
+    ``protocol:<old>`` (its answers and result kept; an open one is cancelled), and the task under ``protocol``
+    takes key ``""``: the complete one set aside before, if there is one, else a new task over the document's
+    entity layer (an incomplete one set aside before is retired, :func:`_retire`; no answer is ever deleted).  Recall then rests on the documents annotated under ``protocol`` alone until the new tasks are
+    answered.  Returns the number of documents whose relations task changed.
+    """
+    from unpooled.core.names import RECALL_PROTOCOLS, check_choice
+
+    check_choice("recall_protocol", protocol, RECALL_PROTOCOLS)
+    now = now or timezone.now()
+    with transaction.atomic():
+        st = settings_for(corpus)
+        st.recall_protocol = protocol
+        st.save(update_fields=["recall_protocol"])
+        n = 0
+        for task in (Task.objects.select_for_update().filter(corpus=corpus, kind=Kind.RELATIONS, key="")
+                     .order_by("id")):
+            old = relations_protocol(task)
+            if old == protocol:
+                continue
+            n += 1
+            kept = Task.objects.filter(corpus=corpus, kind=Kind.RELATIONS, document_id=task.document_id,
+                                       key=f"protocol:{protocol}").first()
+            # an older set-aside layer of the old protocol is superseded: retired (its paid answers are kept)
+            for gone in Task.objects.filter(corpus=corpus, kind=Kind.RELATIONS, document_id=task.document_id,
+                                            key=f"protocol:{old}"):
+                _retire(gone)
+            task.key = f"protocol:{old}"
+            if task.status == Task.Status.OPEN:
+                task.status = Task.Status.CANCELLED
+            task.save(update_fields=["key", "status"])
+            if kept is not None and kept.status == Task.Status.COMPLETE:
+                kept.key = ""
+                kept.save(update_fields=["key"])
+                continue
+            if kept is not None:
+                _retire(kept)
+            ent = Task.objects.filter(corpus=corpus, kind=Kind.ENTITIES, document_id=task.document_id, key="",
+                                      status=Task.Status.COMPLETE).first()
+            if ent is not None:
+                _create_relations_task(ent, (ent.result or {}).get("mentions", []), now)
+        if n:  # recall's exhaustive sample changed: the evaluations app re-scores the corpus
+            labels_written.send(sender=Task, corpus_id=corpus.pk)
+    return n
+
+
+def _retire(task: Task) -> None:
+    """Set a relations task aside for good (key ``retired:<id>``, cancelled if open): no protocol reads it."""
+    task.key = f"retired:{task.pk}"
+    if task.status == Task.Status.OPEN:
+        task.status = Task.Status.CANCELLED
+    task.save(update_fields=["key", "status"])
 
 
 # --------------------------------------------------------------------------- labels

@@ -14,6 +14,7 @@ from __future__ import annotations
 from django.conf import settings
 from django.db import models
 
+from unpooled.core.names import PROTOCOL_LABELS, RECALL_PROTOCOLS
 from unpooled.service.corpora.models import Corpus, Document
 from unpooled.service.submissions.models import Submission
 
@@ -69,6 +70,11 @@ class AnnotationSettings(models.Model):
                               help_text="comma-separated levels a new submission is sampled and scored at")
     open_signup = models.BooleanField(
         default=False, help_text="annotators who signed up without an organiser's invite may annotate this corpus")
+    recall_protocol = models.CharField(
+        max_length=20, default="sentence", choices=[(p, PROTOCOL_LABELS[p]) for p in RECALL_PROTOCOLS],
+        help_text="which true facts recall counts: within-sentence (the exhaustive annotation pairs mentions within "
+                  "a sentence) or document-level (every pair of entity clusters of a document, cross-sentence facts "
+                  "included; needs the corpus's entity clusters, e.g. DocRED's)")
     gold_public = models.BooleanField(
         default=True, help_text="everyone sees the corpus's gold layer (document pages, the schema's examples, the "
                                 "sample file); off: organisers only, so that the gold controls are drawn from a layer "

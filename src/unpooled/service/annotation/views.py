@@ -351,7 +351,11 @@ def _body_context(task: Task) -> dict:
         pairs = []
         for i, (a, b) in enumerate(p["pairs"]):
             ma, mb = mentions[a], mentions[b]
-            s = next(((s0, e0) for s0, e0 in rows if s0 <= ma["start"] < e0), (0, len(doc.text)))
+            # the sentence(s) from the first mention's to the second's: a pair of the document recall protocol can
+            # span several sentences
+            sa = next(((s0, e0) for s0, e0 in rows if s0 <= min(ma["start"], mb["start"]) < e0), (0, len(doc.text)))
+            sb = next(((s0, e0) for s0, e0 in rows if s0 <= max(ma["start"], mb["start"]) < e0), sa)
+            s = (min(sa[0], sb[0]), max(sa[1], sb[1]))
             pairs.append({"index": i, "a": doc.text[ma["start"]:ma["end"]], "b": doc.text[mb["start"]:mb["end"]],
                           "a_type": ma["type"], "b_type": mb["type"],
                           "pieces": segments(doc.text, s[0], s[1], [(ma["start"], ma["end"], "subj"),

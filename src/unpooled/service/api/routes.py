@@ -207,7 +207,7 @@ EntityMetric = Literal["mention_p", "mention_r", "mention_f1", "typing", "link_p
 def _score(s: Score, frozen=None) -> dict:
     out = _finite({k: getattr(s, k) for k in (
         "id", "level", "estimator", "p", "p_lo", "p_hi", "r", "r_lo", "r_hi", "f1", "f1_lo", "f1_hi", "draws",
-        "labels_new", "labels_reused", "exhaustive_documents", "details", "created")})
+        "labels_new", "labels_reused", "exhaustive_documents", "recall_protocol", "details", "created")})
     out["frozen"] = frozen if frozen is not None else getattr(s, "frozen", None)
     return out
 
@@ -230,7 +230,8 @@ def leaderboard(request, name: Text, level: Level = "instance",
              "team": r["submission"].team.name, "run": r["submission"].run_id,
              "visibility": r["submission"].visibility, "url": _url(request, "submission_detail", r["submission"].pk),
              "score": _score(r["score"], r.get("frozen"))} for r in board["rows"]]
-    return {"corpus": c.name, "level": level, "period": period, "rows": rows}
+    return {"corpus": c.name, "level": level, "period": period, "recall_protocol": board["recall_protocol"],
+            "rows": rows}
 
 
 @router.get("/corpora/{name}/leaderboard/pairwise", response={200: PairwiseOut, **errors(400, 401, 404)},

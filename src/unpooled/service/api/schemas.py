@@ -220,6 +220,10 @@ class ScoreOut(Schema):
     labels_new: int
     labels_reused: int
     exhaustive_documents: int
+    recall_protocol: Literal["sentence", "document"] = Field(
+        "sentence", description="the recall protocol recall and F1 follow: sentence (within-sentence: facts whose "
+                                "two arguments share a sentence) or document (document-level: every fact between two "
+                                "entity clusters of a document)")
     details: dict[str, Any]
     created: datetime
     frozen: datetime | None = Field(None, description="when this score was frozen (its evaluation period closed): "
@@ -335,6 +339,9 @@ class LeaderboardOut(Schema):
     corpus: str
     level: str
     period: int | None = Field(None, description="the period shown; null: every submission (overall)")
+    recall_protocol: Literal["sentence", "document", "mixed"] = Field(
+        "sentence", description="the recall protocol the ranked rows' recall and F1 follow (mixed: some rows were "
+                                "frozen under another; each row's score names its own)")
     rows: list[LeaderboardRow]
 
 

@@ -59,11 +59,12 @@ from django.db.models import Count, Max
 
 from unpooled.core.errors import check_choice
 from unpooled.core.estimators import LEVELS, make_design, sampling_distribution
+from unpooled.core.estimators.exhaustive import fact_level
 from unpooled.core.matching import InstanceRef, match_matrix, relation_matrix
 from unpooled.core.offline import MATCHES, LabelledDraw, OfflineData, TrueInstance
 from unpooled.core.offline import Submission as CoreSubmission
 from unpooled.service.annotation.actions import current_labels
-from unpooled.service.annotation.models import ExhaustiveDocument, Kind, Label, Task
+from unpooled.service.annotation.models import AnnotationSettings, ExhaustiveDocument, Kind, Label, Task
 from unpooled.service.corpora.models import Corpus, Document
 from unpooled.service.submissions.models import RelationInstance, Submission
 
@@ -83,11 +84,21 @@ _inputs: dict[tuple, tuple] = {}  # (corpus, level, match, method) -> (fp, Input
 
 def offline_inputs(corpus: Corpus, *, level: str = "instance"):
     """Everything the from-scratch path (:func:`.scoring.from_scratch`) estimates from, read anew:
-    :func:`offline_data`'s ``(data, by_name, docs)``, the corpus's sentence split and the crowd's keyed answers."""
+    :func:`offline_data`'s ``(data, by_name, docs)`` (with the corpus's entity clusters under the document recall
+    protocol), the corpus's sentence split and the crowd's keyed answers."""
     data, by_name, docs = offline_data(corpus, level=level)
     if not data.submissions:
         return data, by_name, docs, None, None
+    if recall_protocol(corpus) == "document":
+        data = replace(data, entities=rates.entities(corpus))
     return data, by_name, docs, rates.sentences(corpus), rates.keyed_answers(corpus)
+
+
+def recall_protocol(corpus: Corpus) -> str:
+    """The corpus's recall protocol (:attr:`~unpooled.service.annotation.models.AnnotationSettings.recall_protocol`):
+    which true instances recall counts, and which exhaustive relations layers :func:`exhaustive_truth` reads."""
+    got = AnnotationSettings.objects.filter(corpus=corpus).values_list("recall_protocol", flat=True).first()
+    return got or "sentence"
 
 
 def system_name(sub: Submission) -> str:
@@ -95,14 +106,19 @@ def system_name(sub: Submission) -> str:
 
 
 def exhaustive_truth(corpus: Corpus) -> tuple[list[TrueInstance], int]:
-    """True instances of the completely annotated sampled documents, and how many documents that is."""
+    """True instances of the completely annotated sampled documents, and how many documents that is: the relations
+    layers asked under the corpus's recall protocol only (a layer of the other protocol is never mixed in; its
+    document does not count until it is annotated under this one: ``do_set_recall_protocol``)."""
     schema = corpus.schema.schema()
+    protocol = recall_protocol(corpus)
     inclusion = dict(ExhaustiveDocument.objects.filter(corpus=corpus).values_list("document_id", "inclusion"))
     out: list[TrueInstance] = []
     docs = 0
     for task in (Task.objects.filter(corpus=corpus, kind=Kind.RELATIONS, key="", status=Task.Status.COMPLETE,
                                      document_id__in=list(inclusion)).select_related("document")
                  .order_by("document_id", "id")):
+        if task.payload.get("protocol", "sentence") != protocol:
+            continue
         docs += 1
         ms = task.payload.get("mentions", [])
         seen = set()
@@ -352,7 +368,7 @@ def _truth_inputs(corpus: Corpus) -> tuple:
     """What :func:`~.inputs.exhaustive_truth` reads, cheaply: the sampled documents with their inclusion
     probabilities and the completed relation tasks (id, completion time) of those documents."""
     sampled = ExhaustiveDocument.objects.filter(corpus=corpus)
-    return (tuple(sampled.order_by("document_id").values_list("document_id", "inclusion")),
+    return (recall_protocol(corpus), tuple(sampled.order_by("document_id").values_list("document_id", "inclusion")),
             tuple(Task.objects.filter(corpus=corpus, kind=Kind.RELATIONS, key="", status=Task.Status.COMPLETE,
                                       document_id__in=sampled.values("document_id"))
                   .order_by("id").values_list("id", "completed")))
@@ -463,6 +479,9 @@ class Inputs:
     fp: tuple
     #: the submitted confidences, (m, U) on the pool's instances (:func:`confidences`); None when all are 1
     confidences: object = None
+    #: the recall protocol recall follows (:func:`recall_protocol`); under ``document`` ``truth`` holds one true
+    #: instance per fact (:func:`unpooled.core.estimators.exhaustive.fact_level`)
+    recall_protocol: str = "sentence"
 
 
 def confidences(pool: _Pool):
@@ -520,22 +539,25 @@ def read(corpus: Corpus, *, level: str = "instance", match: str = "overlap", lab
         ans_fp = rates.answers_fp(corpus) if label_method == "majority" else None
         answers = rates.keyed_answers(corpus, ans_fp) if label_method == "majority" else None
         mark("confusions")
-        fp = _inputs_fp(pool, d, truth, labels, ans_fp, label_method) + (names,)
+        protocol = recall_protocol(corpus)
+        fp = _inputs_fp(pool, d, truth, labels, ans_fp, label_method) + (names, protocol)
         ikey = (corpus_key(corpus), level, match, label_method)
         kept = _inputs.get(ikey)
         if kept is not None and kept[0] == fp:  # nothing changed: the design built last time
             return replace(kept[1], by_name=by_name)
-        design, votes, keys = _design(corpus, pool, P, d, truth, labels, match, answers)
+        design, votes, keys, cols = _design(corpus, pool, P, d, truth, labels, match, answers, protocol)
         mark("design")
-        got = Inputs(design, votes, names, by_name, truth.docs, keys, list(truth.truth), list(pool.universe), fp,
-                     confidences(pool))
+        got = Inputs(design, votes, names, by_name, truth.docs, keys, cols, list(pool.universe), fp,
+                     confidences(pool), protocol)
         _inputs[ikey] = (fp, got)
         return got
 
 
-def _design(corpus: Corpus, pool: _Pool, P, d: _Draws, truth: _Truth, labels: dict, match: str, answers):
+def _design(corpus: Corpus, pool: _Pool, P, d: _Draws, truth: _Truth, labels: dict, match: str, answers,
+            protocol: str = "sentence"):
     """The core's design of :func:`read` (the labelled draws, the exhaustive truth, :math:`p_0`), the crowd's votes
-    on the pool, and the instance key of each labelled draw."""
+    on the pool, the instance key of each labelled draw, and the true instances of the design's exhaustive columns
+    (under the document recall protocol one per fact, matched through the corpus's entity clusters)."""
     # each drawn key's label: the hard majority label (Dawid-Skene: the posterior); with the crowd's answers
     # the estimates come from the votes (core.estimators.noisy) and these labels give the raw figures only
     value = np.zeros(len(d.keys))
@@ -559,18 +581,24 @@ def _design(corpus: Corpus, pool: _Pool, P, d: _Draws, truth: _Truth, labels: di
         if u is not None:
             p0[u] = tr.weight
     gs = None
-    if match != "exact":
+    cols, g0, v0 = list(truth.truth), truth.g0, truth.v0
+    if protocol == "document":
+        # facts between the corpus's entity clusters, matched through any of their mentions (the one core path)
+        fl = fact_level(pool.universe, pool.members, xs, [t.ref for t in truth.truth], rates.entities(corpus))
+        cols, g0, v0, gs, p0 = [cols[k] for k in fl.first], fl.g0, v0[fl.first], fl.gs, p0 / np.maximum(fl.mult, 1)
+    elif match != "exact":
         gs = d.gs[:, keep] if len(xs) else None
         p0 = p0 / pool.mult
     # recall's variance by documents: each exhaustive instance's document, over the corpus's complete
     # exhaustive documents (those where annotators found nothing count too), as from_scratch gives them;
     # p0 = 0 outside the exhaustive protocol's support (core.estimators.exhaustive.p0_support)
     found = {tr.key for tr in truth.truth}
-    inside = rates.inside(corpus, [pool.universe[u] for u in xs.tolist()], found) if len(xs) else None
-    design = make_design(P, src, xs, f, truth.g0, truth.v0, p0, gs=gs, corrected_labels=True,
-                         y0_docs=[t.ref.doc for t in truth.truth], documents=truth.docs or None, inside=inside)
+    refs = [pool.universe[u] for u in xs.tolist()]
+    inside = rates.inside(corpus, refs, found, protocol=protocol) if len(xs) else None
+    design = make_design(P, src, xs, f, g0, v0, p0, gs=gs, corrected_labels=True,
+                         y0_docs=[t.ref.doc for t in cols], documents=truth.docs or None, inside=inside)
     votes = answers.on(pool.index, U, [x.predicate for x in pool.universe]) if answers is not None else None
-    return design, votes, keys
+    return design, votes, keys, cols
 
 
 def _inputs_fp(pool: _Pool, d: _Draws, truth: _Truth, labels, ans_fp, label_method) -> tuple:

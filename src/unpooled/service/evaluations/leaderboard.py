@@ -30,6 +30,7 @@ import numpy as np
 from django.core.cache import cache
 from django.db.models import Max
 
+from unpooled.core.names import PROTOCOL_LABELS
 from unpooled.core.plots.svg import interval_chart, pr_chart, unit_range
 from unpooled.core.ranking import pairwise, rank_intervals
 from unpooled.service.corpora.models import Corpus
@@ -39,7 +40,7 @@ from .policy import CONFIDENCE
 
 CACHE_SECONDS = 600
 SCORE_FIELDS = ("id", "level", "estimator", "p", "p_lo", "p_hi", "r", "r_lo", "r_hi", "f1", "f1_lo", "f1_hi", "draws",
-                "labels_new", "labels_reused", "exhaustive_documents", "created")
+                "labels_new", "labels_reused", "exhaustive_documents", "created", "recall_protocol")
 
 
 def scope(user) -> str:
@@ -88,8 +89,11 @@ def fingerprint(corpus: Corpus, level: str) -> str:
 
 
 def cache_key(corpus: Corpus, level: str, user=None, period=None) -> str:
+    from .inputs import recall_protocol
+
+    # the corpus's recall protocol too: a change shows at once, before the re-scoring's new scores do
     return (f"unpooled.leaderboard:{corpus.pk}:{corpus.name}:{level}:{scope(user)}:"
-            f"p{period.pk if period is not None else 'all'}:{fingerprint(corpus, level)}")
+            f"p{period.pk if period is not None else 'all'}:{recall_protocol(corpus)}:{fingerprint(corpus, level)}")
 
 
 def leaderboard(corpus: Corpus, *, level: str = "instance", user=None, key: str | None = None, period=None) -> dict:
@@ -148,7 +152,7 @@ CSV_COLUMNS = ("rank", "tied", "team", "run", "submission", "visibility", "submi
                "r", "r_lo", "r_hi", "f1", "f1_lo", "f1_hi", "labelled_draws", "drawn_instances", "labels_new",
                "labels_reused", "exhaustive_documents", "estimator", "scored", "description", "link",
                "p_true", "p_covered", "r_true", "r_covered", "f1_true", "f1_covered", "period", "reference", "frozen",
-               "rank_lo", "rank_hi")
+               "rank_lo", "rank_hi", "recall_protocol")
 
 
 def csv_rows(board: dict) -> list[list]:
@@ -170,7 +174,8 @@ def csv_rows(board: dict) -> list[list]:
                     s.estimator, s.created.isoformat() if s.created else "", text(sub.description), text(sub.link),
                     t.get("p"), cov.get("p"), t.get("r"), cov.get("r"), t.get("f1"), cov.get("f1"),
                     getattr(sub, "period", None), int(bool(r.get("reference"))),
-                    r["frozen"].isoformat() if r.get("frozen") else "", r.get("rank_lo"), r.get("rank_hi")])
+                    r["frozen"].isoformat() if r.get("frozen") else "", r.get("rank_lo"), r.get("rank_hi"),
+                    s.recall_protocol])
     return [[("" if v is None else v) for v in row] for row in out]
 
 
@@ -242,7 +247,8 @@ def build(corpus: Corpus, *, level: str = "instance", user=None, period=None) ->
         *SCORE_FIELDS, *extra))
     if not rows_db:
         return {"rows": [], "svg": "", "pr_svg": "", "level": level, "has_truth": False, "in_progress": busy,
-                "period": _period_info(period), "pairs": {"p": [], "r": [], "f1": []}}
+                "period": _period_info(period), "pairs": {"p": [], "r": [], "f1": []},
+                **_protocol_info(corpus, [])}
     n = len(SCORE_FIELDS)
     # details: only the truth (a gold layer's P/R/F1, for demos), the provenance and the anytime-valid intervals,
     # never the stored breakdowns
@@ -278,13 +284,29 @@ def build(corpus: Corpus, *, level: str = "instance", user=None, period=None) ->
         truth = s.details.get("truth") or None
         r_, g_, t_ = rank.get(i, (None, None, False))
         rows.append({"rank": r_, "group": g_, "tied": t_, "score": s, "submission": sub, **intervals.get(i, {}),
+                     "recall_label": PROTOCOL_LABELS.get(s.recall_protocol, s.recall_protocol),
                      "name": "human reference (exhaustive annotation)" if ref else f"{sub.team.name}/{sub.run_id}",
                      "truth": truth, "provenance": rows_db[i][n + 5] or {}, "reference": ref,
                      "frozen": frozen.get(sub.pk), "period": sub.period})
     svg, pr_svg = _charts(rows, level)
     return {"rows": rows, "svg": svg, "pr_svg": pr_svg, "level": level, "has_truth": any(r["truth"] for r in rows),
             "in_progress": busy, "period": _period_info(period),
+            **_protocol_info(corpus, [scores[i].recall_protocol for i in ranked]),
             "pairs": {k: _pair_rows(tb, [subs_of[i] for i in ranked], names) for k, tb in tables.items()}}
+
+
+def _protocol_info(corpus: Corpus, protocols: list[str]) -> dict:
+    """Which recall protocol the board's numbers follow: ``recall_protocol`` (``mixed`` when ranked rows differ, e.g.
+    one frozen under the other), ``recall_label`` (its words, for the note beside the header) and
+    ``corpus_protocol`` (the corpus's setting, which the next scores will follow)."""
+    from .inputs import recall_protocol
+
+    now = recall_protocol(corpus)
+    got = set(protocols) or {now}
+    one = got.pop() if len(got) == 1 else "mixed"
+    label = PROTOCOL_LABELS.get(one, "mixed: each row names its own")
+    return {"recall_protocol": one, "recall_label": label, "corpus_protocol": now,
+            "corpus_label": PROTOCOL_LABELS[now]}
 
 
 def covariance_matrix(metric: str, paired: list[dict], pks: list[int], lo: np.ndarray, hi: np.ndarray

@@ -45,6 +45,8 @@ class Score(models.Model):
     labels_new = models.PositiveIntegerField(default=0)
     labels_reused = models.PositiveIntegerField(default=0)
     exhaustive_documents = models.PositiveIntegerField(default=0)
+    #: the recall protocol recall and F1 follow (:data:`unpooled.core.names.RECALL_PROTOCOLS`)
+    recall_protocol = models.CharField(max_length=20, default="sentence")
     details = models.JSONField(default=dict)
     #: the covariances with the submissions scored with it (:func:`.publish.paired_details`): names other
     #: submissions, private ones too, so it is never shown as is (the leaderboard reads the visible pairs)
@@ -54,6 +56,13 @@ class Score(models.Model):
     class Meta:
         ordering = ["-created", "-id"]
         indexes = [models.Index(fields=["submission", "level", "id"], name="score_sub_level")]
+
+    @property
+    def recall_label(self) -> str:
+        """The recall protocol in words (``within-sentence``, ``document-level``), for the pages."""
+        from unpooled.core.names import PROTOCOL_LABELS
+
+        return PROTOCOL_LABELS.get(self.recall_protocol, self.recall_protocol)
 
 
 class ScoreSnapshot(models.Model):

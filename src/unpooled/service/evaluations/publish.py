@@ -94,7 +94,8 @@ def score_corpus(corpus: Corpus, *, level: str = "instance", match: str = "overl
             return None if x is None or math.isnan(x) else min(1.0, max(0.0, float(x)))
 
         out.append(Score(
-            submission=sub, level=level, estimator=f"joint/{weights}/{match}",
+            submission=sub, level=level, estimator=f"joint/{weights}/{res.options.get('match', match)}",
+            recall_protocol=res.options.get("recall_protocol", "sentence"),
             p=num(row.p), p_lo=num(row.p_lo), p_hi=num(row.p_hi), r=num(row.r), r_lo=num(row.r_lo), r_hi=num(row.r_hi),
             f1=num(row.f1), f1_lo=num(row.f1_lo), f1_hi=num(row.f1_hi), draws=row.labels, labels_new=new,
             labels_reused=reused, exhaustive_documents=docs,

@@ -330,10 +330,11 @@ def sentences(corpus):
     return got
 
 
-def inside(corpus, refs, found: set) -> np.ndarray:
+def inside(corpus, refs, found: set, *, protocol: str = "sentence") -> np.ndarray:
     """Per instance (an :class:`~unpooled.core.matching.InstanceRef`), whether it is in :math:`p_0`'s support
     (:func:`unpooled.core.estimators.exhaustive.p0_support`, memoised per key under the corpus's sentence split):
-    found by the exhaustive protocol (its key in ``found``) or within one sentence.  No document population is
+    under the ``sentence`` recall protocol found by the exhaustive protocol (its key in ``found``) or within one
+    sentence; under ``document`` every instance.  No document population is
     given: a corpus's submissions, draws and labels are all its own (a period on a next corpus starts a new pool),
     so every drawn instance lies in one of its documents."""
     skey = _sentences_key(corpus)
@@ -341,7 +342,30 @@ def inside(corpus, refs, found: set) -> np.ndarray:
     if memo is None:
         _inside_memo.clear()
         memo = _inside_memo[skey] = {}
+    if protocol == "document":
+        return p0_support(refs, found=found, protocol=protocol)
     return p0_support(refs, found=found, sentences=sentences(corpus), memo=memo)
+
+
+_entity_memo: dict = {}
+
+
+def entities(corpus) -> dict[str, list[tuple[int, int, int]]]:
+    """The mentions of the corpus's entity clusters, ``doc_id -> [(start, end, cluster)]``
+    (:data:`unpooled.core.estimators.exhaustive.EntityMentions`; the corpus's gold entity layer, DocRED's
+    vertexSet), kept per corpus (it does not change after loading): the document recall protocol's fact identity."""
+    from unpooled.service.corpora.models import GoldMention
+
+    key = _sentences_key(corpus)
+    got = _entity_memo.get(key)
+    if got is None:
+        got = {}
+        for d, s, e, c in (GoldMention.objects.filter(document__corpus=corpus).order_by("document_id", "start", "id")
+                           .values_list("document__doc_id", "start", "end", "entity_id")):
+            got.setdefault(d, []).append((s, e, c))
+        _entity_memo.clear()
+        _entity_memo[key] = got
+    return got
 
 
 def clear_cache() -> None:
@@ -352,3 +376,4 @@ def clear_cache() -> None:
     _strata_memo.clear()
     _sentence_memo.clear()
     _inside_memo.clear()
+    _entity_memo.clear()

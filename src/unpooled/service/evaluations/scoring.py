@@ -99,7 +99,8 @@ def score(corpus: Corpus, *, level: str = "instance", match: str = "overlap", we
             res, cov = done[1], done[2]
         else:
             t["start"] = perf_counter()
-            res = _rows(got.design, got.names, got.truth, level=level, weights=weights, match=match, votes=got.votes)
+            res = _rows(got.design, got.names, got.truth, level=level, weights=weights, match=match, votes=got.votes,
+                        recall_protocol=got.recall_protocol)
             t["estimate"] = perf_counter() - t["start"]
             cov = _covariances(res, got.votes)
             res.scores.linear = None  # the fit's linear parts served the covariances: not kept with the result
@@ -131,8 +132,8 @@ def _covariances(res: OfflineResult, votes):
 
 
 
-def _rows(design, names: tuple[str, ...], truth, *, level: str, weights: str, match: str, votes=None
-          ) -> OfflineResult:
+def _rows(design, names: tuple[str, ...], truth, *, level: str, weights: str, match: str, votes=None,
+          recall_protocol: str = "sentence") -> OfflineResult:
     """:func:`unpooled.core.offline.score`'s rows for the joint estimator, from a ready design, as
     :func:`from_scratch` calls it (the document count and the sentence split given, the crowd's votes)."""
     glob: list[str] = []
@@ -148,7 +149,10 @@ def _rows(design, names: tuple[str, ...], truth, *, level: str, weights: str, ma
     rows = system_rows(sc, design.n, names, estimator="joint")
     opts = {"level": level, "estimator": "joint", "weights": weights, "match": match, "bootstrap": 0,
             "confidence": CONFIDENCE, "documents": design.n_groups, "documents_given": design.n_groups is not None,
-            "sentences": True, "outside_p0": int((design.p0[design.xs] == 0).sum())}
+            "sentences": recall_protocol == "sentence", "outside_p0": int((design.p0[design.xs] == 0).sum()),
+            "recall_protocol": recall_protocol}
+    if recall_protocol == "document":
+        opts["match"] = "cluster"
     return OfflineResult(rows, sc, design, names, tuple(glob), (), opts)
 
 
@@ -159,9 +163,12 @@ def from_scratch(corpus: Corpus, *, level: str = "instance", match: str = "overl
     data, by_name, docs, sentences, answers = inputs.offline_inputs(corpus, level=level)
     if not data.submissions:
         return Scored(None, {}, 0)
-    # the exhaustive documents as the service counts them, the corpus's sentence split, the crowd's answers
-    res = offline_score(data, level=level, estimator="joint", weights=weights, match=match, corrected_labels=True,
-                        documents=docs or None, sentences=sentences, votes=answers)
+    # the exhaustive documents as the service counts them, the corpus's sentence split, the crowd's answers; under
+    # the document recall protocol facts between the corpus's entity clusters (the matching is by cluster)
+    protocol = inputs.recall_protocol(corpus)
+    res = offline_score(data, level=level, estimator="joint", weights=weights,
+                        match="exact" if protocol == "document" else match, corrected_labels=True,
+                        documents=docs or None, sentences=sentences, votes=answers, recall_protocol=protocol)
     return Scored(res, by_name, docs, keys=[x.key for x in data.labels], truth=list(data.exhaustive))
 
 

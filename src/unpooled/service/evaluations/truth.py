@@ -122,11 +122,15 @@ def supported(corpus, rows: list[tuple], oracle=None) -> np.ndarray:
     return out
 
 
-def protocol_gold(corpus, *, documents=None, oracle=None) -> list[InstanceRef]:
+def protocol_gold(corpus, *, documents=None, oracle=None, protocol: str | None = None) -> list[InstanceRef]:
     """The true instances the exhaustive protocol finds with error-free annotators (module docs).
 
-    ``documents``: document pks (default every document of the corpus).
+    ``documents``: document pks (default every document of the corpus); ``protocol``: the recall protocol whose
+    pairs are asked (default the corpus's: under ``document`` every pair of clusters of a document).
     """
+    from .inputs import recall_protocol
+
+    protocol = protocol or recall_protocol(corpus)
     from unpooled.core.annotation import answers as fmt
     from unpooled.service.corpora.models import Document
     from unpooled.service.crowd.simulated import GoldOracle
@@ -154,7 +158,8 @@ def protocol_gold(corpus, *, documents=None, oracle=None) -> list[InstanceRef]:
     for pk, doc_id in docs.values_list("pk", "doc_id"):
         mentions = fmt.aggregate_mentions([{"mentions": oracle.mentions(pk)}])
         rows = sentences.get(pk, [])
-        pairs = fmt.candidate_pairs(mentions, [s for s, _ in rows], [e for _, e in rows], compatible=compatible)
+        pairs = fmt.candidate_pairs(mentions, [s for s, _ in rows], [e for _, e in rows], compatible=compatible,
+                                    protocol=protocol)
         labels = {str(i): oracle.pair_labels(pk, mentions, pair) for i, pair in enumerate(pairs)}
         seen = set()
         for a, pred, b in fmt.relation_triples(mentions, pairs, labels):
@@ -188,9 +193,27 @@ def true_scores(corpus, submission, *, level: str = "instance", match: str = MAT
     ok = supported(corpus, rows, oracle)
     w = level_weights(rows, level)
     p = float(np.dot(w, ok))
-    found = int(match_matrix([_refs(rows)], gold, policy=match)[0].sum()) if gold else 0
-    r = found / len(gold) if gold else float("nan")
-    return TrueScores(p, r, _f1(p, r), level, len(rows), int(ok.sum()), len(gold), found)
+    found, n = _found(corpus, _refs(rows), gold, match)
+    r = found / n if n else float("nan")
+    return TrueScores(p, r, _f1(p, r), level, len(rows), int(ok.sum()), n, found)
+
+
+def _found(corpus, refs: list[InstanceRef], gold: list[InstanceRef], match: str) -> tuple[int, int]:
+    """``(found, true)``: how many of the protocol's true items the instances match, of how many.  Under the
+    document recall protocol the items are facts between the corpus's entity clusters, matched through any of
+    their mentions (:func:`unpooled.core.estimators.exhaustive.fact_level`, as the estimate matches them)."""
+    from .inputs import recall_protocol
+
+    if not gold:
+        return 0, 0
+    if recall_protocol(corpus) == "document":
+        from unpooled.core.estimators.exhaustive import fact_level
+
+        from .rates import entities
+
+        fl = fact_level(refs, [np.arange(len(refs))], np.zeros(0, np.int64), gold, entities(corpus))
+        return int(fl.g0[0].sum()), len(fl.facts)
+    return int(match_matrix([refs], gold, policy=match)[0].sum()), len(gold)
 
 
 def true_scores_all(corpus, *, level: str = "instance", match: str = MATCH) -> dict[int, TrueScores]:
@@ -255,7 +278,9 @@ def attach_truth(corpus, rows: list[dict], *, level: str = "instance", store: bo
                 details = dict(score.details or {})
                 details["truth"] = {**ts.to_dict(), "covered": got,
                                     "definition": "unpooled.service.evaluations.truth (gold layer; recall over "
-                                                  "within-sentence facts of every document, overlap matching)"}
+                                              + ("every fact of every document, through any mention of its "
+                                                 "clusters)" if _protocol(corpus) == "document" else
+                                                 "within-sentence facts of every document, overlap matching)")}
                 score.details = details
                 score.save(update_fields=["details"])
     if store and rows:
@@ -266,6 +291,12 @@ def attach_truth(corpus, rows: list[dict], *, level: str = "instance", store: bo
         # the leaderboard's cache fingerprint sees submissions' last change: show the truth at once
         Submission.objects.filter(pk__in=[r["submission"] for r in rows]).update(updated=timezone.now())
     return inside, total
+
+
+def _protocol(corpus) -> str:
+    from .inputs import recall_protocol
+
+    return recall_protocol(corpus)
 
 
 __all__ = ["MATCH", "TrueScores", "attach_truth", "covered", "instance_rows", "level_weights", "protocol_gold",

@@ -20,7 +20,7 @@ from django.utils import timezone
 
 from unpooled.core.errors import InvalidInputError, UnpooledError
 from unpooled.service.accounts.actions import AccountError, do_set_quota, is_organiser, quota
-from unpooled.service.annotation.actions import corpus_committed_cents, settings_for
+from unpooled.service.annotation.actions import corpus_committed_cents, do_set_recall_protocol, settings_for
 from unpooled.service.annotation.leasing import active_annotators, unreachable_items
 from unpooled.service.annotation.sampling import sample_size_warning
 from unpooled.service.annotation.status import partial_annotators
@@ -45,7 +45,7 @@ SETTINGS_FIELDS = (
     "backend", "answers_per_item", "answers_weak_relation", "relation_groups", "lease_seconds", "reward_verify_cents", "reward_entities_cents",
     "reward_relations_cents", "reward_clusters_cents", "budget_cents", "submission_budget_cents", "control_share",
     "block_below_accuracy", "block_min_controls", "aggregation", "target_halfwidth", "min_draws", "max_draws",
-    "exhaustive_documents", "levels", "open_signup", "gold_public",
+    "exhaustive_documents", "levels", "open_signup", "gold_public", "recall_protocol",
 )
 MAX_ANSWERS_PER_ITEM = 20
 MIN_LEASE_SECONDS = 60
@@ -450,9 +450,25 @@ def check_settings(corpus: Corpus, values: dict) -> dict:
     v["levels"] = levels
     for f in ("open_signup", "gold_public"):
         need(f, isinstance(v.get(f), bool), f"expected true or false, got {v.get(f)!r}")
+    err = _recall_protocol_error(corpus, v.get("recall_protocol"))
+    need("recall_protocol", err is None, err or "")
     if errors:
         raise SettingsError({f: errors[f] for f in SETTINGS_FIELDS if f in errors})
     return {f: v[f] for f in SETTINGS_FIELDS}
+
+
+def _recall_protocol_error(corpus: Corpus, value) -> str | None:
+    """What is wrong with a recall protocol for ``corpus`` (None: nothing): one of the registry's, and the document
+    protocol needs the corpus's entity clusters (its facts are between them)."""
+    from unpooled.core.names import RECALL_PROTOCOLS
+    from unpooled.service.corpora.models import GoldMention
+
+    if value not in RECALL_PROTOCOLS:
+        return f"expected one of {', '.join(RECALL_PROTOCOLS)}, got {value!r}"
+    if value == "document" and not GoldMention.objects.filter(document__corpus=corpus).exists():
+        return (f"document-level recall counts facts between the corpus's entity clusters, and corpus {corpus.name} "
+                "has none (load it from a format with coreference clusters, e.g. docred's vertexSet)")
+    return None
 
 
 def _levels_value(raw) -> tuple[str | None, str | None]:
@@ -476,9 +492,14 @@ def do_update_settings(corpus: Corpus, values: dict, *, user=None) -> Annotation
         check_organiser(user)
     clean = check_settings(corpus, values)
     st = settings_for(corpus)
+    protocol = clean.pop("recall_protocol")
     for f, x in clean.items():
         setattr(st, f, x)
     st.save(update_fields=list(clean))
+    if protocol != st.recall_protocol:
+        # the exhaustive relations tasks follow the protocol, and recall is re-scored (annotation.actions)
+        do_set_recall_protocol(corpus, protocol)
+        st.refresh_from_db()
     return st
 
 

@@ -40,6 +40,7 @@ class SettingsForm(forms.ModelForm):
             "levels": "Levels a submission is scored at",
             "open_signup": "Open to annotators without an invite",
             "gold_public": "Gold layer visible to everyone",
+            "recall_protocol": "Which facts recall counts",
         }
         help_texts = {
             "answers_per_item": "independent answers per item (tasks created from now on)",
@@ -61,6 +62,12 @@ class SettingsForm(forms.ModelForm):
             "block_min_controls": "fewest controls before blocking",
             "open_signup": "annotators who signed up without an organiser's invite may annotate this corpus "
                            "(and the sign-up page takes them)",
+            "recall_protocol": "within-sentence: the annotators mark relations between mentions of one sentence, "
+                               "and a system's cross-sentence facts count for precision only; document-level: "
+                               "every pair of the document's entity clusters is asked, and recall counts every "
+                               "fact (DocRED-style corpora; needs the corpus's entity clusters). Changing it asks "
+                               "the sampled documents again under the new protocol and re-scores recall; each "
+                               "score says which protocol it follows",
             "gold_public": "everyone sees the gold layer (document pages, the schema's examples, the sample file); "
                            "off: organisers only, so that annotators cannot look up the gold controls' answers "
                            "(leave it on for a corpus whose gold is published anyway)",

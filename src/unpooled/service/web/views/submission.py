@@ -120,7 +120,7 @@ def _status_url(sub: Submission) -> str | None:
 PAGE_SECONDS = 24 * 3600
 MANAGE_PAGE_SECONDS = 60
 #: part of every cache key of a rendered page or breakdown: a change of the templates gives new keys
-TEMPLATE_VERSION = 5
+TEMPLATE_VERSION = 6
 
 #: what the validation's counts are called on the page (others: their key with spaces)
 COUNT_LABELS = {"instances": "instances stored", "lines": "lines read", "documents": "documents",
