@@ -748,6 +748,11 @@ EXPERIMENTS: dict[str, Experiment] = {
              "confidences, small and large systems, one and ten systems sharing draws, precision 0.5 and 0.95; "
              "ppi_py's interval beside one system's",
         add_arguments=add_cells_argument, run=_cells.run_ppi_cli, trials=200),
+    "protocols": Experiment(
+        help="recall under the within-sentence and document-level recall protocols, for a system strong within "
+             "sentences and weak across them beside an even one: bias and coverage of 90%% intervals against each "
+             "protocol's truth, and how often a within-sentence interval holds the document-level recall",
+        add_arguments=_cells.add_protocols_arguments, run=_cells.run_protocols_cli, trials=200),
     "stopping": Experiment(
         help="coverage of P, R and F1 when the watcher stops on what the intervals show (once A's F1 interval "
              "excludes a rival's estimate, once P's excludes a value, on width, at a fixed n): 90%% fixed-n "

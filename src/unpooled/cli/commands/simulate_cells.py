@@ -55,3 +55,34 @@ def run_ppi_cli(args) -> int:
         oracle = None
     return run_cell_table(args, "ppi", ppi, "prediction-powered precision against labels alone"
                           + ("" if oracle else " (ppi_py not installed: no oracle columns)"), oracle=oracle)
+
+
+def add_protocols_arguments(p) -> None:
+    p.add_argument("--documents", type=int, default=40, metavar="N",
+                   help="documents of each trial's exhaustive sample (default 40, of 300)")
+    p.add_argument("--draws", type=int, default=300, metavar="N", help="labelled draws per system (default 300)")
+
+
+def run_protocols_cli(args) -> int:
+    """``unpooled simulate protocols``: recall under the within-sentence and document-level protocols
+    (:mod:`unpooled.core.simulate.protocols`)."""
+    from unpooled.core.simulate import protocols
+
+    from ..main import CommandError
+    from .simulate import check_common, write_json
+
+    check_common(args)
+    if args.plot:
+        raise CommandError("--plot: the protocols experiment prints a table (use --json for the figures)")
+    if not 2 <= args.documents <= 300 or args.draws < 1:
+        raise CommandError(f"--documents must be in [2, 300] and --draws positive, got {args.documents} and "
+                           f"{args.draws}")
+    t0 = time.time()
+    rows = protocols.run(args.trials, seed=args.seed, documents=args.documents, draws=args.draws)
+    if args.json:
+        write_json(args.json, {"experiment": "protocols", "trials": args.trials, "seed": args.seed,
+                               "seconds": round(time.time() - t0, 1), "rows": [r.__dict__ for r in rows]})
+        if args.json == "-":
+            return 0
+    print(protocols.format_table(rows, args.trials) + f"\n({time.time() - t0:.0f} s, seed {args.seed})")
+    return 0
