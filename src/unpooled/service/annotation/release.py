@@ -341,6 +341,8 @@ def _write_exhaustive(corpus, out: Path, counts: ReleaseCounts, per_pred: dict) 
                                  "relations": n_answers.get(rel.pk, 0) if rel else 0},
                      "guideline_versions": {"entities": ent.guideline_version if ent else None,
                                             "relations": rel.guideline_version if rel else None},
+                     # which pairs the relations were asked for: within sentences, or every cluster pair
+                     "recall_protocol": (rel.payload or {}).get("protocol", "sentence") if rel else None,
                      "mentions": mentions, "relations": relations})
     counts.exhaustive_documents = len(sample)
     return {ex.document_id for ex in sample}

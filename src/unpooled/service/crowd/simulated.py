@@ -325,7 +325,7 @@ def exhaustive_accuracy(corpus: Corpus) -> dict:
         marked += len(got)
         correct += len(gold & got)
     pairs = pairs_right = 0
-    for task in Task.objects.filter(corpus=corpus, kind=Kind.RELATIONS, status=Task.Status.COMPLETE):
+    for task in Task.objects.filter(corpus=corpus, kind=Kind.RELATIONS, key="", status=Task.Status.COMPLETE):
         mentions = task.payload.get("mentions", [])
         for i, pair in enumerate(task.payload.get("pairs", [])):
             pairs += 1

@@ -180,7 +180,7 @@ def progress(sub: Submission, *, now=None) -> dict:
             .aggregate(s=Sum("cost_cents"))["s"] or 0)
     eta, eta_words = time_left(corpus, st.backend, outstanding, now=now)
     ex = ExhaustiveDocument.objects.filter(corpus=corpus)
-    ex_done = Task.objects.filter(corpus=corpus, kind=Kind.RELATIONS, status=Task.Status.COMPLETE,
+    ex_done = Task.objects.filter(corpus=corpus, kind=Kind.RELATIONS, key="", status=Task.Status.COMPLETE,
                                   document_id__in=Subquery(ex.values("document_id"))).count()
     order = [s.value for s in STAGES]
     at = sub.failed_stage if sub.status == Status.FAILED else sub.status

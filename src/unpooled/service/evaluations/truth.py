@@ -36,7 +36,10 @@ weighted by their inclusion probabilities):
    instance key (:func:`~unpooled.service.evaluations.inputs.exhaustive_truth`).
 
 So recall is relative to *within-sentence* facts at the mentions the protocol picks;
-cross-sentence facts never count.  :math:`g_i(y)` is whether the submission has an instance
+cross-sentence facts never count.  Under the corpus's *document* recall protocol (the console's setting,
+:mod:`unpooled.core.estimators.exhaustive` section 4), step 2 pairs every two clusters of the document, and
+recall is the share of those facts the submission states through any mention of each cluster (the core's
+``fact_level``, as the estimate matches them).  :math:`g_i(y)` is whether the submission has an instance
 matching :math:`y` under the recall matching policy of ``score_corpus`` (``overlap``: same
 document and predicate, intersecting subject spans and intersecting object spans;
 :mod:`unpooled.core.matching`).
