@@ -479,6 +479,28 @@ def score(data: OfflineData, *, level: str = "instance", estimator: str = "joint
     left_out = outside_population([universe[u] for u in design.xs.tolist()], population) if outside else None
     if estimator == "joint" and left_out:
         glob.append(left_out)
+    glob += _support_warnings(data, sentences, population, universe, estimator, recall_protocol)
+    if estimator == "joint" and any(t.weight != 1.0 for t in data.exhaustive):
+        glob.append("p0 weights of the exhaustive file are known only for its instances; other pooled instances "
+                    "get weight 1 in the joint recall estimate")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", WeightDegeneracyWarning)
+        sc = estimate(design, estimator=estimator, weights=weights, confidence=confidence, bootstrap=bootstrap,
+                      rng=rng, votes=crowd)
+    rows = system_rows(sc, design.n, names, estimator=estimator)
+    ppi = prediction_powered(design, data.submissions, universe, sc)
+    opts = {"level": level, "estimator": estimator, "weights": weights, "bootstrap": bootstrap,
+            "confidence": confidence, "documents": design.n_groups, "documents_given": documents is not None,
+            "sentences": sentences is not None and recall_protocol == "sentence", "outside_p0": outside,
+            "recall_protocol": recall_protocol, "match": "cluster" if recall_protocol == "document" else match}
+    return OfflineResult(rows, sc, design, names, tuple(glob), data.reports, opts, ppi)
+
+
+def _support_warnings(data: OfflineData, sentences, population, universe, estimator: str, recall_protocol: str
+                      ) -> list[str]:
+    """What :func:`score` warns about p0's support: under the document protocol :func:`_document_warnings`; under
+    the sentence protocol a missing sentence split, or true instances of the exhaustive file across sentences."""
+    glob: list[str] = []
     if recall_protocol == "document":
         glob += _document_warnings(data, sentences, universe)
     elif sentences is None:
@@ -498,22 +520,7 @@ def score(data: OfflineData, *, level: str = "instance", estimator: str = "joint
                         "within one sentence: check the sentence split (they are kept in p0's support), or score "
                         "with the document recall protocol (--recall-protocol document) if the sample was annotated "
                         "over whole documents")
-    if estimator == "joint" and any(t.weight != 1.0 for t in data.exhaustive):
-        glob.append("p0 weights of the exhaustive file are known only for its instances; other pooled instances "
-                    "get weight 1 in the joint recall estimate")
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", WeightDegeneracyWarning)
-        sc = estimate(design, estimator=estimator, weights=weights, confidence=confidence, bootstrap=bootstrap,
-                      rng=rng, votes=crowd)
-    rows = system_rows(sc, design.n, names, estimator=estimator)
-    ppi = prediction_powered(design, data.submissions, universe, sc)
-    opts = {"level": level, "estimator": estimator, "weights": weights, "match": match, "bootstrap": bootstrap,
-            "confidence": confidence, "documents": design.n_groups, "documents_given": documents is not None,
-            "sentences": sentences is not None and recall_protocol == "sentence", "outside_p0": outside,
-            "recall_protocol": recall_protocol}
-    if recall_protocol == "document":
-        opts["match"] = "cluster"
-    return OfflineResult(rows, sc, design, names, tuple(glob), data.reports, opts, ppi)
+    return glob
 
 
 def _document_warnings(data: OfflineData, sentences, universe) -> list[str]:

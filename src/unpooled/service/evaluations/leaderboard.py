@@ -247,13 +247,13 @@ def build(corpus: Corpus, *, level: str = "instance", user=None, period=None) ->
         *SCORE_FIELDS, *extra))
     if not rows_db:
         return {"rows": [], "svg": "", "pr_svg": "", "level": level, "has_truth": False, "in_progress": busy,
-                "period": _period_info(period), "pairs": {"p": [], "r": [], "f1": []},
-                **_protocol_info(corpus, [])}
+                "period": _period_info(period), "pairs": {"p": [], "r": [], "f1": []}, **_protocol_info(corpus, [])}
     n = len(SCORE_FIELDS)
     # details: only the truth (a gold layer's P/R/F1, for demos), the provenance and the anytime-valid intervals,
     # never the stored breakdowns
     scores = [SimpleNamespace(**dict(zip(SCORE_FIELDS, r[:n])), details={"truth": r[n + 4]} if r[n + 4] else {},
-                              anytime=r[n + 11] or {}) for r in rows_db]
+                              anytime=r[n + 11] or {}, recall_label=PROTOCOL_LABELS.get(r[n - 1], r[n - 1]))
+              for r in rows_db]
     subs_of = [SimpleNamespace(pk=r[n], id=r[n], run_id=r[n + 1], visibility=r[n + 2],
                                team=SimpleNamespace(name=r[n + 3]), created=r[n + 6], description=r[n + 7] or "",
                                link=r[n + 8] or "", is_reference=bool(r[n + 9]), period=r[n + 10]) for r in rows_db]
@@ -284,7 +284,6 @@ def build(corpus: Corpus, *, level: str = "instance", user=None, period=None) ->
         truth = s.details.get("truth") or None
         r_, g_, t_ = rank.get(i, (None, None, False))
         rows.append({"rank": r_, "group": g_, "tied": t_, "score": s, "submission": sub, **intervals.get(i, {}),
-                     "recall_label": PROTOCOL_LABELS.get(s.recall_protocol, s.recall_protocol),
                      "name": "human reference (exhaustive annotation)" if ref else f"{sub.team.name}/{sub.run_id}",
                      "truth": truth, "provenance": rows_db[i][n + 5] or {}, "reference": ref,
                      "frozen": frozen.get(sub.pk), "period": sub.period})
