@@ -114,6 +114,12 @@ def test_switching_the_protocol_rescores_recall_and_every_view_says_so(shared_da
     publish.rescore_all(corpus)
     after = {s: newest(s) for s in (gold, within)}
     assert {s.recall_protocol for s in after.values()} == {"document"}
+    # the cached path gives the from-scratch (core offline.score) numbers under the document protocol too
+    from unpooled.service.evaluations import scoring
+
+    cached, scratch = scoring.score(corpus), scoring.from_scratch(corpus)
+    assert cached.result.options["recall_protocol"] == scratch.result.options["recall_protocol"] == "document"
+    assert scoring.max_abs_difference(cached.result, scratch.result) < 1e-9
     assert after[gold].r > 0.95 and after[gold].r_hi >= 0.999
     assert after[within].r < after[gold].r - 0.2
     with capsys.disabled():
