@@ -6,7 +6,7 @@ change of instructions can be told apart in the data.
 
 from __future__ import annotations
 
-VERSIONS = {"verify": "2026.12", "entities": "2026.11", "relations": "2026.11", "clusters": "2026.11"}
+VERSIONS = {"verify": "2026.12", "entities": "2026.11", "relations": "2026.12", "clusters": "2026.11"}
 
 INSTRUCTIONS = {
     "verify": {
@@ -65,6 +65,9 @@ INSTRUCTIONS = {
             "types, and Enter adds the first.",
             "Several relations may hold for one pair.",
             "Judge the sentence shown; the whole document is there for context.",
+            "When the two mentions lie in different sentences (a corpus whose recall counts every fact of a "
+            "document), judge the passage shown and the whole document: choose every relation it states between "
+            "the two entities, through any of their mentions.",
         ],
         "examples": [
             {"text": "Curie was born in Warsaw.", "answer": "Curie → Warsaw: place of birth"},
