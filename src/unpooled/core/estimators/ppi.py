@@ -57,7 +57,8 @@ tuned 90% interval held the truth 0.86-0.885 of the time where labels alone held
 uninformative confidences too (``unpooled simulate ppi``, 200 trials).  So a system whose precision weights have
 fewer than :data:`MIN_ESS` effective draws (Kish's) keeps labels alone.  At that threshold the tuned intervals'
 coverage stayed within 0.01 of the label-only ones' wherever those cover; where they do not (ten partly
-overlapping systems of precision 0.95, where the joint estimate itself held 0.55-0.73), up to 0.04 below them.
+overlapping systems of precision 0.95: the joint estimate itself held 0.55-0.73 while it was an unnormalised sum,
+0.84-0.89 as the self-normalised ratio), up to 0.04 below them (0.02 with the ratio).
 
 The label-only estimate, a weighted mean of the labels, stays in [0, 1] with them; the PPI estimate may leave it with few draws
 (the interval stays inside; those who publish clip it).
