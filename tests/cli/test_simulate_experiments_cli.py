@@ -128,3 +128,19 @@ def test_ppi_table_and_json(tmp_path, capsys):
     for cell in data["cells"]:
         assert cell["ppi"]["width"] <= cell["labels"]["width"] and 0 <= cell["tuned"] <= 1
     assert main(["simulate", "ppi", "--trials", "1", "--cells", "nope"]) != 0
+
+
+def test_precision_table_and_json(tmp_path, capsys):
+    """``unpooled simulate precision``: per cell the bias, spread, reported standard error, coverage, width and the
+    share of estimates above 1 of the label-only joint precision."""
+    out = tmp_path / "precision.json"
+    code = main(["simulate", "precision", "--trials", "3", "--seed", "1", "--cells",
+                 "10x5000-n50-p95,1x5000-n150-p97", "--json", str(out)])
+    text = capsys.readouterr().out
+    assert code == 0 and "P>1" in text and "10x5000-n50-p95" in text
+    many, one = json.loads(out.read_text())["cells"]
+    assert many["intervals"] == 30 and one["intervals"] == 3
+    for cell in (many, one):
+        assert {"bias", "sd", "se", "coverage", "coverage_se", "width", "above_one"} <= set(cell)
+        assert 0 <= cell["coverage"] <= 1 and 0 <= cell["above_one"] <= 1 and cell["se"] > 0
+    assert main(["simulate", "precision", "--trials", "1", "--cells", "nope"]) != 0

@@ -21,7 +21,7 @@ from unpooled.core.estimators import (
     make_design,
     subset_scores,
 )
-from unpooled.core.estimators.joint import wilson
+from unpooled.core.estimators.intervals import wilson
 from unpooled.core.estimators.breakdown import MIN_EFFECTIVE
 
 from .test_estimators_exact import SUBJ, SYSTEMS, TRUTH, enumerate_expectation
@@ -66,7 +66,7 @@ def test_single_system_instance_level_by_hand():
         var = (1 - n / 60) * n / (n - 1) * sum((x - pg) ** 2 for x in lab) / len(lab) ** 2
         assert s.p_se[g] == pytest.approx(math.sqrt(var))
         n_eff = pg * (1 - pg) / var
-        if pg * (1 - pg) * len(lab) < 1:  # joint.wilson: near a bound, at least the effective sample size
+        if pg * (1 - pg) * len(lab) < 1:  # intervals.wilson: near a bound, at least the effective sample size
             n_eff = max(n_eff, len(lab))
         lo, hi = _wilson_by_hand(pg, n_eff)
         assert (s.p_ci[0][g], s.p_ci[1][g]) == pytest.approx((lo, hi))
@@ -136,7 +136,7 @@ def designs(draw, soft=True):
         k = draw(st.integers(1, 7))
         src += [j] * k
         xs += draw(st.lists(st.sampled_from(support.tolist()), min_size=k, max_size=k))
-    # labels on a 1/100 grid: joint._f1_partials underflows (0/0) for precision ~1e-165
+    # labels on a 1/100 grid: intervals._f1_partials underflows (0/0) for precision ~1e-165
     lab = st.integers(0, 100).map(lambda k: k / 100) if soft else st.sampled_from([0.0, 1.0])
     f = draw(st.lists(lab, min_size=len(xs), max_size=len(xs)))
     n0 = draw(st.integers(1, 8))
@@ -165,8 +165,9 @@ def test_partition_combines_back_to_the_overall_estimate(case, weights):
     d, gu, gt, G, i = case
     s = _quiet(subset_scores, d, i, gu, gt, n_groups=G, weights=weights)
     overall = _quiet(estimate, d, weights=weights)
-    # sum_g D_g * p_g = joint precision (the groups partition X_i)
-    assert np.nansum(s.mass_hat * np.nan_to_num(s.p)) == pytest.approx(overall.p[i], abs=1e-9)
+    # sum_g D_g * p_g / sum_g D_g = joint precision, a ratio over X_i (the groups partition X_i)
+    D = s.mass_hat.sum()
+    assert (np.nansum(s.mass_hat * np.nan_to_num(s.p)) / D if D > 0 else 0.0) == pytest.approx(overall.p[i], abs=1e-9)
     assert s.mass.sum() == pytest.approx(1.0)
     simple = _quiet(estimate, d, estimator="simple")
     V = s.true_weight
@@ -193,10 +194,11 @@ def test_one_group_is_the_overall_estimate(case):
     for k in ("p_ci", "r_ci", "f1_ci"):
         assert (getattr(s, k)[0][0], getattr(s, k)[1][0]) == pytest.approx(
             (getattr(e, k)[0][i], getattr(e, k)[1][i]), abs=1e-9), k
-    # joint: the self-normalised joint precision
+    # joint: the joint precision, the same self-normalised ratio, with the same variance
     sj = _quiet(subset_scores, d, i, one_u, one_t)
     ej = _quiet(estimate, d)
-    assert sj.p[0] * sj.mass_hat[0] == pytest.approx(ej.p[i], abs=1e-9)
+    assert np.nan_to_num(sj.p[0]) == pytest.approx(ej.p[i], abs=1e-9)
+    assert sj.p_se[0] ** 2 == pytest.approx(ej.p_se[i] ** 2, abs=1e-12)
     assert sj.r[0] == pytest.approx(e.r[i], abs=1e-9)
 
 
@@ -347,7 +349,7 @@ def test_minvar_weights_and_simple_agree_on_own_draws_only():
 
 
 def test_wilson_is_the_joint_modules():
-    # the interval is joint.wilson at the effective size (a regression guard against a private copy)
+    # the interval is intervals.wilson at the effective size (a regression guard against a private copy)
     P = sp.csr_matrix(np.full((1, 40), 1 / 40))
     d = make_design(P, [0] * 8, [0, 1, 2, 3, 4, 5, 6, 7], [1, 0, 1, 1, 1, 0, 1, 1], [[True, True, False]])
     s = subset_scores(d, 0, [0] * 40, [0, 0, 0])

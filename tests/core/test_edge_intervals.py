@@ -13,7 +13,7 @@ from scipy.stats import norm
 
 from unpooled.core.estimators import estimate, make_design
 from unpooled.core.estimators.breakdown import subset_scores
-from unpooled.core.estimators.joint import f1_interval
+from unpooled.core.estimators.intervals import f1_interval
 from unpooled.core.estimators.noisy import crowd_votes
 
 

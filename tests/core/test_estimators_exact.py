@@ -87,11 +87,20 @@ def true_recall(systems=SYSTEMS):
 
 @pytest.mark.parametrize("level", ["instance", "relation", "entity"])
 @pytest.mark.parametrize("weights", ["heuristic", "balance"])
-def test_joint_precision_is_exactly_unbiased(level, weights):
+def test_joint_precision_numerator_and_denominator_are_exactly_unbiased(level, weights):
+    """The joint precision is the ratio sum(C) / sum(W) (Hajek): its numerator, the paper's estimator, is exactly
+    unbiased for the precision and its denominator for 1 (the ratio itself is consistent: the test below)."""
+    from unpooled.core.estimators.joint import _terms, weight_matrix
+
     P = distribution_matrix(SYSTEMS, 5, level=level, predicate=PRED, subject=SUBJ, fill=FILL)
     n = [2, 1, 2]
-    got = enumerate_expectation(P, n, 0, lambda d: estimate(d, weights=weights).p)
-    np.testing.assert_allclose(got, true_precision(P), atol=1e-12)
+
+    def sums(d):
+        t = _terms(d, weight_matrix(d.P, d.n, weights))
+        return np.concatenate([t.C.sum(), t.W.sum()])
+
+    got = enumerate_expectation(P, n, 0, sums)
+    np.testing.assert_allclose(got, np.concatenate([true_precision(P), np.ones(3)]), atol=1e-12)
 
 
 def test_simple_precision_and_recall_are_exactly_unbiased():
@@ -109,21 +118,25 @@ def test_pool_recall_theta_is_exactly_unbiased():
     np.testing.assert_allclose(exp_theta, pool[Y].mean(), atol=1e-12)
 
 
-def test_joint_recall_is_consistent_with_shrinking_bias():
-    """nu-hat is a ratio estimator: biased, with a bias of order 1/n that vanishes (Theorem 2 says
-    "unbiased"; it is only consistent). Exact expectations for n = 2, 4, 6 draws per system (n = 8 takes twice as
-    long as the three together; its bias, 0.0022, continues the row 0.027, 0.012, 0.0051)."""
+def test_joint_ratios_are_consistent_with_shrinking_bias():
+    """nu-hat and the joint precision are ratio estimators: biased, with a bias of order 1/n that vanishes (Theorem
+    2 says nu-hat is "unbiased"; it is only consistent). Exact expectations for n = 2, 4, 6 draws per system (n = 8
+    takes twice as long as the three together; nu-hat's bias, 0.0022, continues the row 0.027, 0.012, 0.0051;
+    precision's row is 0.019, 0.0075, 0.0033)."""
     systems = SYSTEMS[:2]
     P = distribution_matrix(systems, 5)
     M = member(systems)
     pool = M.any(axis=0)
     nu_true = M[:, Y][:, pool[Y]].mean(axis=1)
-    bias = {}
+    bias = {"p": {}, "nu": {}}
     for k in (2, 4, 6):
-        got = enumerate_expectation(P, [k, k], 1, lambda d: estimate(d, weights="balance").nu, systems)
-        bias[k] = np.abs(got - nu_true).max()
-    assert bias[2] > bias[4] > bias[6] > 0
-    assert 6 * bias[6] < 1.5 * 2 * bias[2]  # n * bias stays bounded: O(1/n)
+        got = enumerate_expectation(P, [k, k], 1, lambda d: np.concatenate([(s := estimate(d, weights="balance")).p,
+                                                                            s.nu]), systems)
+        bias["p"][k] = np.abs(got[:2] - true_precision(P)).max()
+        bias["nu"][k] = np.abs(got[2:] - nu_true).max()
+    for b in bias.values():
+        assert b[2] > b[4] > b[6] > 0
+        assert 6 * b[6] < 1.5 * 2 * b[2]  # n * bias stays bounded: O(1/n)
 
 
 def test_identical_systems_reduce_to_the_pooled_mean():
@@ -548,3 +561,57 @@ def test_a_system_drawn_completely_beside_a_large_one_takes_its_own_draws():
     s = estimate(d)
     assert s.p[0] == pytest.approx(truth[A].mean()) and s.p_ci[1][0] - s.p_ci[0][0] < 1e-9
     assert s.p_ci[1][1] - s.p_ci[0][1] > 0.05  # the large system: an ordinary joint estimate
+
+
+def _sum_estimate(d, W):
+    """The importance-weighted sum the joint precision was before it was self-normalised, with its variance:
+    ``(terms, sum(C), Var sum(C), sum(W))``."""
+    from unpooled.core.estimators.joint import _terms, strata_var
+
+    t = _terms(d, W)
+    return t, t.C.sum(), strata_var(t.C, d), t.W.sum()
+
+
+@settings(max_examples=150, deadline=None)
+@given(designs(), st.sampled_from(["balance", "heuristic"]))
+def test_self_normalising_leaves_simple_and_complete_systems_unchanged(dw, weights):
+    """The weights of the simple estimator's own draws, and of a system drawn completely (its own draws alone,
+    ``complete_targets``), sum to 1 exactly over distinct instances: there the ratio sum(C) / sum(W) is the sum,
+    and its variance the sum's (W's per-instance and per-cell totals are constant, so C - p W varies as C)."""
+    from unpooled.core.estimators.joint import complete_targets, weight_matrix
+
+    d, _ = dw
+    own = d.n > 0
+    simple = estimate(d, estimator="simple")
+    _, p_sum, var_sum, w_sum = _sum_estimate(d, np.eye(d.m))
+    np.testing.assert_allclose(w_sum[own], 1.0, rtol=0, atol=1e-12)
+    np.testing.assert_allclose(simple.p, p_sum, rtol=1e-12, atol=1e-15)
+    np.testing.assert_allclose(simple.p_se ** 2, var_sum, rtol=1e-9, atol=1e-15)
+    done = complete_targets(d)
+    joint = estimate(d, weights=weights)
+    _, p_sum, var_sum, w_sum = _sum_estimate(d, weight_matrix(d.P, d.n, weights))
+    np.testing.assert_allclose(w_sum[done], 1.0, rtol=0, atol=1e-12)
+    np.testing.assert_allclose(joint.p[done], p_sum[done], rtol=1e-12, atol=1e-15)
+    np.testing.assert_allclose(joint.p_se[done] ** 2, var_sum[done], rtol=1e-9, atol=1e-15)
+
+
+def test_a_complete_system_beside_overlapping_ones_keeps_its_sum():
+    """A 5-instance system drawn completely (with repeats) beside two larger ones sharing its instances: its
+    precision is exact, the same as before self-normalising; the others' weights do not sum to 1 (their ratios
+    differ from the sums) and stay inside [0, 1]."""
+    from unpooled.core.estimators.joint import complete_targets, weight_matrix
+
+    systems = [np.array([0, 1, 2, 3, 4]), np.arange(0, 12), np.arange(3, 15)]
+    truth = (np.arange(15) % 4 != 1).astype(float)
+    P = distribution_matrix(systems, 15)
+    xs = np.array([0, 1, 2, 3, 4, 4, 2, 5, 7, 9, 1, 11, 3, 14, 8, 12, 6])
+    src = np.repeat([0, 1, 2], [7, 5, 5])
+    d = make_design(P, src, xs, truth[xs], np.zeros((3, 0), bool))
+    assert complete_targets(d).tolist() == [True, False, False]
+    s = estimate(d, weights="balance")
+    t, p_sum, var_sum, w_sum = _sum_estimate(d, weight_matrix(d.P, d.n, "balance"))
+    assert w_sum[0] == pytest.approx(1.0, abs=1e-14) and s.p[0] == pytest.approx(truth[:5].mean(), abs=1e-14)
+    assert s.p[0] == pytest.approx(p_sum[0], abs=1e-14) and s.p_se[0] == 0.0 == var_sum[0]
+    assert np.all(np.abs(w_sum[1:] - 1) > 1e-3)
+    np.testing.assert_allclose(s.p[1:], p_sum[1:] / w_sum[1:], rtol=1e-12)
+    assert np.all((s.p >= 0) & (s.p <= 1))

@@ -17,7 +17,7 @@ from scipy.stats import norm
 
 from unpooled.core.errors import InvalidInputError
 from unpooled.core.estimators import distribution_matrix, estimate, make_design, weight_matrix
-from unpooled.core.estimators.joint import WeightDegeneracyWarning
+from unpooled.core.estimators.joint import WeightDegeneracyWarning, _terms
 from unpooled.core.estimators.ppi import confidence_matrix, ppi_precision
 
 
@@ -142,13 +142,14 @@ def test_never_wider_than_labels_alone(case):
 def test_control_variate_has_mean_zero_by_exact_enumeration():
     """Two overlapping systems, one draw each, every pair of draws enumerated with its probability: the
     estimate of the mean confidence from the shared draws (balance heuristic) is exactly unbiased, so the PPI
-    estimate at any fixed coefficient is unbiased when the label-only one is."""
+    estimate at any fixed coefficient adds no bias to the label-only one: the Hajek ratio sum(C) / sum(W), whose
+    numerator is exactly unbiased for the precision and denominator for 1 (the ratio itself only to O(1/n))."""
     P = sp.csr_matrix(np.array([[0.5, 0.3, 0.2, 0.0], [0.0, 0.25, 0.25, 0.5]]))
     conf = np.array([[0.9, 0.2, 0.6, 0.0], [0.0, 0.4, 0.8, 0.1]])
     f = np.array([1.0, 0.0, 1.0, 1.0])
     K = sp.csr_matrix(conf)
     e_g = np.zeros(2)
-    e_p = np.zeros(2)
+    e_num, e_den = np.zeros(2), np.zeros(2)
     for x1, x2 in itertools.product(range(4), range(4)):
         pr = P[0, x1] * P[1, x2]
         if pr == 0:
@@ -157,9 +158,13 @@ def test_control_variate_has_mean_zero_by_exact_enumeration():
         d = make_design(P, np.array([0, 1]), xs, f[xs], np.zeros((2, 0), bool))
         r = ppi_precision(d, K)
         e_g += pr * (r.conf_draws - r.conf_mean)
-        e_p += pr * r.p_labels
+        t = _terms(d, weight_matrix(d.P, d.n, "balance"))
+        np.testing.assert_allclose(r.p_labels, t.C.sum() / t.W.sum(), rtol=1e-14)
+        e_num += pr * t.C.sum()
+        e_den += pr * t.W.sum()
     np.testing.assert_allclose(e_g, 0.0, atol=1e-12)
-    np.testing.assert_allclose(e_p, np.asarray(P.multiply(f).sum(1)).ravel(), atol=1e-12)
+    np.testing.assert_allclose(e_num, np.asarray(P.multiply(f).sum(1)).ravel(), atol=1e-12)
+    np.testing.assert_allclose(e_den, 1.0, atol=1e-12)
 
 
 def test_confidence_matrix_and_input_checks():

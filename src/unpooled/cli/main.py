@@ -114,6 +114,8 @@ EXAMPLES: dict[str, tuple[str, ...]] = {
     "simulate ppi": ("unpooled simulate ppi --trials 200", "unpooled simulate ppi --trials 50 --cells infor-5000x1-p50"),
     "simulate protocols": ("unpooled simulate protocols --trials 200",
                            "unpooled simulate protocols --trials 100 --documents 20 --json -"),
+    "simulate precision": ("unpooled simulate precision --trials 300",
+                           "unpooled simulate precision --trials 60 --cells 10x5000-n50-p95 --json -"),
     "simulate stopping": ("unpooled simulate stopping --trials 200",
                           "unpooled simulate stopping --trials 50 --rival-precision 0.3 --no-boundaries"),
     "user add": ("unpooled user add carol --role organiser",

@@ -753,6 +753,11 @@ EXPERIMENTS: dict[str, Experiment] = {
              "sentences and weak across them beside an even one: bias and coverage of 90%% intervals against each "
              "protocol's truth, and how often a within-sentence interval holds the document-level recall",
         add_arguments=_cells.add_protocols_arguments, run=_cells.run_protocols_cli, trials=200),
+    "precision": Experiment(
+        help="the joint precision from labels when systems overlap and share draws (balance heuristic): bias, "
+             "spread, reported standard error, coverage and width of 90%% intervals and the share of estimates "
+             "above 1, for ten, three and one systems near precision 0.95, 0.99 and 0.05",
+        add_arguments=add_cells_argument, run=_cells.run_precision_cli, trials=300),
     "stopping": Experiment(
         help="coverage of P, R and F1 when the watcher stops on what the intervals show (once A's F1 interval "
              "excludes a rival's estimate, once P's excludes a value, on width, at a fixed n): 90%% fixed-n "

@@ -1,5 +1,5 @@
 """``unpooled simulate`` experiments that print one table of cells (:func:`run_cell_table`): regimes, reference,
-ranks and ppi; each cell's Monte Carlo is its core module's ``run_cell`` (:mod:`unpooled.core.simulate`)."""
+ranks, ppi and precision; each cell's Monte Carlo is its core module's ``run_cell`` (:mod:`unpooled.core.simulate`)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from unpooled.progress import progress_bar
 
 def run_cell_table(args, experiment: str, module, title: str, **options) -> int:
     """Run ``module``'s default cells (``--cells`` selects) with ``module.run_cell``, one seed per cell, and print
-    ``module.format_table`` under ``title`` (or write ``--json``): the regimes, reference, ranks and ppi experiments."""
+    ``module.format_table`` under ``title`` (or write ``--json``): the regimes, reference, ranks, ppi and precision experiments."""
     from ..main import CommandError
     from .simulate import check_common, select_cells, write_json
 
@@ -86,3 +86,9 @@ def run_protocols_cli(args) -> int:
             return 0
     print(protocols.format_table(rows, args.trials) + f"\n({time.time() - t0:.0f} s, seed {args.seed})")
     return 0
+
+
+def run_precision_cli(args) -> int:
+    from unpooled.core.simulate import precision
+
+    return run_cell_table(args, "precision", precision, "the joint precision from labels, overlapping systems")

@@ -14,7 +14,7 @@ batches need no special treatment.  Each estimate here is an asymptotically line
 stratum sums (:mod:`.joint`): :math:`\hat\theta_t - \theta \approx \sum_s u_s` over the per-draw influence values
 :math:`u_s` whose stratified variance :math:`\widehat V_t` (:func:`.joint.strata_var`) the fixed-:math:`n`
 interval uses.  On the scale of the effective sample size :math:`n_t = \hat\theta_t(1-\hat\theta_t)/\widehat V_t`
-(:func:`.joint.effective_size`, Wilson's), the standardised deviation
+(:func:`.intervals.effective_size`, Wilson's), the standardised deviation
 :math:`S_t = n_t(\hat\theta_t-\theta)/\sqrt{\hat\theta_t(1-\hat\theta_t)}` has variance :math:`n_t`: the
 sequence's intrinsic time is :math:`n_t`, the number of labels an unweighted sample of the same precision would
 hold (for the simple estimator, the number of labels).
@@ -46,14 +46,14 @@ sets where the sequence is tightest: :math:`z_t` is smallest at :math:`n_t/\rho 
 (:data:`TIGHT_AT`, 150 effective labels, the service's default labels per submission).  At 90%:
 :math:`z_t` = 3.19, 2.78, 2.76, 2.85, 2.93 at 25, 100, 150, 500, 1,000 effective labels against 1.645.
 
-The interval is then the fixed-:math:`n` construction at the level :math:`2\Phi(z_t)-1` (:func:`.joint.wilson`,
+The interval is then the fixed-:math:`n` construction at the level :math:`2\Phi(z_t)-1` (:func:`.intervals.wilson`,
 the same estimate, variance and fallback size): it stays in [0, 1] and keeps Wilson's behaviour near the
 bounds; its hull is taken with the published fixed-:math:`n` interval stretched about the estimate by
 :math:`z_t/z_{1-\alpha/2}` on each side, so the sequence always holds the fixed-:math:`n` interval (from crowd
 votes that one is the hull of Wilson's and a profile-likelihood interval, :func:`.noisy.precision_interval`,
 wider than Wilson's where votes are weak; stretched, it is the profile interval at :math:`z_t` where the
 log-likelihood is quadratic).  F1's is derived from precision's and recall's sequences as its fixed-:math:`n` interval is from theirs
-(:func:`.joint.f1_interval`), so it lies in :math:`[F(P_{lo},R_{lo}), F(P_{hi},R_{hi})]` of the two sequences;
+(:func:`.intervals.f1_interval`), so it lies in :math:`[F(P_{lo},R_{lo}), F(P_{hi},R_{hi})]` of the two sequences;
 with equal multipliers its extremes are the normal-mixture sequence of F1's linearisation
 :math:`F_P\hat P + F_R\hat R`.
 
@@ -94,7 +94,7 @@ from scipy.stats import norm
 
 from ..errors import InvalidInputError
 from .finite import unseen_mass
-from .joint import effective_size, f1_interval, population_size, wilson
+from .intervals import effective_size, f1_interval, population_size, wilson
 
 #: the effective number of labels at which the sequences are tightest (the service's default labels per submission)
 TIGHT_AT = 150.0
@@ -213,7 +213,7 @@ def anytime_intervals(scores, *, n_fallback_p, n_fallback_r, confidence: float |
 def design_intervals(d, scores, **kw) -> AnytimeIntervals:
     """:func:`anytime_intervals` of the scores of design ``d`` (:func:`.joint.estimate`), with the fallback sizes
     its fixed-n intervals use: precision's effective size over the unseen share of the target's distribution
-    (:func:`.joint.population_size`), recall's the exhaustive sample's size."""
+    (:func:`.intervals.population_size`), recall's the exhaustive sample's size."""
     nfb_p = population_size(np.asarray(scores.ess, float), np.asarray(scores.p_se, float) ** 2,
                             unseen_mass(d.P, d.xs))
     return anytime_intervals(scores, n_fallback_p=nfb_p, n_fallback_r=np.full(d.m, float(max(d.n0, 1))), **kw)

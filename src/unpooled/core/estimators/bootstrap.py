@@ -1,10 +1,11 @@
 r"""The stratified bootstrap of the joint estimator (:func:`bootstrap_intervals`, ``estimate(..., bootstrap=B)``).
 
 Each :math:`\hat X_j` and :math:`\hat Y_0` is resampled with replacement at its size (:math:`\hat Y_0` by whole
-documents when they are known), the label-free weights held fixed; the intervals are the percentiles.  One
-stratum at a time, the resampled draws summed through per-instance totals (:class:`.rows.ByItem`): memory is
-the stratum's draws times the replicates plus the replicates times the distinct instances, never the replicates
-times all draws.
+documents when they are known), the label-free weights held fixed; every estimate is recomputed from the
+replicate's sums (precision and :math:`\hat\nu` as ratios of them, :func:`.joint.precision_linear`); the intervals
+are the percentiles.  One stratum at a time, the resampled draws summed through per-instance totals
+(:class:`.rows.ByItem`): memory is the stratum's draws times the replicates plus the replicates times the distinct
+instances, never the replicates times all draws.
 """
 
 from __future__ import annotations
@@ -12,7 +13,8 @@ from __future__ import annotations
 import numpy as np
 import scipy.sparse as sp
 
-from .joint import Design, _f1, _terms, _Terms
+from .intervals import _f1
+from .joint import Design, _terms, _Terms
 
 #: the per-instance totals of the bootstrap (replicates x distinct instances, floats) are kept below this size
 ITEM_TOTALS_BYTES = 1 << 30
@@ -93,7 +95,8 @@ def bootstrap_intervals(d: Design, W: np.ndarray, B: int, *, confidence: float =
     rng = np.random.default_rng(rng)
     m = d.m
     t = _terms(d, W) if terms is None else terms
-    parts = [(*t.C_items, None)] + ([] if simple else [(*t.A_items, None), (None, t.B.sparse, t.B)])
+    # precision's numerator and denominator, then recall's
+    parts = [(*t.C_items, None), (*t.W_items, None)] + ([] if simple else [(*t.A_items, None), (None, t.B.sparse, t.B)])
     sums = _replicate_sums(parts, d.src, m, B, rng)
     n0 = d.n0
     if not n0:
@@ -106,12 +109,13 @@ def bootstrap_intervals(d: Design, W: np.ndarray, B: int, *, confidence: float =
         K0 = next(_stratified_counts(np.array([n0]), B, rng))[1].T
     Kv = K0 * d.v0[None, :]
     Vb = Kv.sum(1, keepdims=True)
-    p_b = sums[0]
+    with np.errstate(divide="ignore", invalid="ignore"):  # the Hajek ratio of each replicate (joint.precision_linear)
+        p_b = np.where(sums[1] > 0, sums[0] / sums[1], 0.0)
     if simple:
         r_b = (Kv @ d.g0.T) / np.maximum(Vb, 1e-30)
     else:
         with np.errstate(divide="ignore", invalid="ignore"):
-            nu_b = np.where(sums[2] > 0, sums[1] / sums[2], 0.0)
+            nu_b = np.where(sums[3] > 0, sums[2] / sums[3], 0.0)
         th_b = (Kv @ t.S0.T) / np.maximum(Vb, 1e-30)
         r_b = th_b * nu_b
     f_b = _f1(p_b, r_b)

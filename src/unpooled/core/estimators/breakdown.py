@@ -33,17 +33,17 @@ as the overall precision is.
 variance carries the random number of draws that fall in :math:`g` (at the instance
 level it is the number of correct draws in :math:`g` over :math:`n\,p_i(g)`, not the share
 of the draws in :math:`g` that are correct); the ratio cancels it (domain estimation,
-Särndal, Swensson & Wretman 1992, §10.3).  Its bias is :math:`O(1/n_g)`.  Because
-:math:`\sum_g \hat C_g = \hat\pi^{\rm joint}_i` when the groups partition :math:`X_i`,
+Särndal, Swensson & Wretman 1992, §10.3).  Its bias is :math:`O(1/n_g)`.  The joint precision is
+the same ratio over all of :math:`X_i` (:func:`.joint.precision_linear`), so when the groups
+partition :math:`X_i`
 
 .. math::
 
-    \sum_g \hat D_g\,\hat\pi_i(g) = \hat\pi^{\rm joint}_i ,
+    \frac{\sum_g \hat D_g\,\hat\pi_i(g)}{\sum_g \hat D_g} = \hat\pi^{\rm joint}_i ,
 
-the group estimates, weighted by their estimated masses :math:`\hat D_g`, give back the
-overall joint precision exactly; a single group containing all of :math:`X_i` gives the
-self-normalised :math:`\hat\pi^{\rm joint}_i / \hat D`, which is :math:`\hat\pi_i^{\rm simple}`
-itself for the simple estimator (:math:`\hat D = 1`).
+the group estimates, weighted by their estimated shares of the mass, give back the overall
+joint precision exactly, and a single group containing all of :math:`X_i` is the joint
+precision itself (:math:`\hat\pi_i^{\rm simple}` for the simple estimator, :math:`\hat D = 1`).
 
 *Variance* (delta method).  :math:`\hat\pi - \pi \approx (\hat C_g - \pi\hat D_g)/p_i(g)`, so
 each draw's influence is :math:`u_s = w_s\,1_g(x_s)\,(f_s - \hat\pi_i(g))/\hat D_g` and, the
@@ -84,10 +84,10 @@ independent samples, so :math:`\mathrm{Var}\,\hat F \approx (\partial_P F)^2\,\m
 + (\partial_R F)^2\,\mathrm{Var}\,\hat r`.
 
 **Intervals** are Wilson score intervals at the effective sample size
-:math:`\hat e(1-\hat e)/\widehat{\mathrm{Var}}` (:func:`unpooled.core.estimators.joint.wilson`, as
+:math:`\hat e(1-\hat e)/\widehat{\mathrm{Var}}` (:func:`unpooled.core.estimators.intervals.wilson`, as
 for the overall scores); the fallback size is the Kish effective sample size of the
 group's weights (precision) and the number of exhaustive true instances in the group
-(recall).  F1's is derived from those two (:func:`unpooled.core.estimators.joint.f1_interval`).
+(recall).  F1's is derived from those two (:func:`unpooled.core.estimators.intervals.f1_interval`).
 
 **Too few draws.**  A group's precision rests on :math:`e_P = \bigl(\sum w_s\bigr)^2/\sum w_s^2` effective draws
 (with votes, at most the effective number of distinct items: an item's votes count once), its recall on
@@ -112,8 +112,9 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..errors import InvalidInputError, check_choice
-from .joint import (ESTIMATORS, WEIGHTS, Design, WeightDegeneracyWarning, _f1_partials, _var0, estimate,
-                    f1_interval, complete_targets, population_size, strata_var, weight_matrix, wilson)
+from .intervals import _f1_partials, f1_interval, population_size, wilson
+from .joint import (ESTIMATORS, WEIGHTS, Design, WeightDegeneracyWarning, _var0, complete_targets, estimate,
+                    strata_var, weight_matrix)
 
 ZERO_DIVISION = ("warn", "nan")
 #: the smallest effective sample a group's estimate is shown with: below it the variance behind the interval rests

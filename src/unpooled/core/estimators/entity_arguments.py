@@ -39,7 +39,8 @@ import scipy.sparse as sp
 
 from ..errors import InvalidInputError
 from .crowd_channels import type_channel
-from .joint import Design, _terms, strata_var, wilson
+from .intervals import wilson
+from .joint import Design, _terms, strata_var
 
 
 # -- the argument mentions (verification draws) ----------------------------------------------------

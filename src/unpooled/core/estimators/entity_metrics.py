@@ -17,8 +17,8 @@ the totals :math:`a_d`, :math:`b_d` of the table in :mod:`.entity_documents`.
 
 F1 is the harmonic mean of the point estimates; its variance is the delta method on the joint
 influence values (precision and recall share the documents).  Intervals are Wilson's at the effective
-sample size :math:`\hat e(1-\hat e)/\widehat{\mathrm{Var}}` (:func:`~.joint.wilson`), F1's derived from its
-precision's and recall's (:func:`~.joint.f1_interval`); the variances over the
+sample size :math:`\hat e(1-\hat e)/\widehat{\mathrm{Var}}` (:func:`~.intervals.wilson`), F1's derived from its
+precision's and recall's (:func:`~.intervals.f1_interval`); the variances over the
 documents are first inflated by :func:`~.exhaustive.t_factor` (Student's :math:`t`, :math:`N-1` degrees of freedom).
 
 References
@@ -35,7 +35,7 @@ import numpy as np
 
 from ..errors import InvalidInputError
 from .exhaustive import jackknife_values, theta_variance
-from .joint import f1_interval, wilson
+from .intervals import f1_interval, wilson
 
 #: every metric, in display order
 METRICS = ("mention_p", "mention_r", "mention_f1", "typing", "link_p", "link_r", "link_f1",
@@ -164,7 +164,7 @@ def _metric(est: float, var: float, n: int, confidence: float, reason: str) -> M
 
 
 def _f1_metric(p: Metric, r: Metric, var: float, n: int, confidence: float, reason: str) -> Metric:
-    """F1 of two metrics, its interval derived from theirs (:func:`~.joint.f1_interval`); ``var``: its
+    """F1 of two metrics, its interval derived from theirs (:func:`~.intervals.f1_interval`); ``var``: its
     delta-method variance (it carries their covariance)."""
     if not (p.defined and r.defined):
         return Metric.undefined(p.reason or r.reason or reason)

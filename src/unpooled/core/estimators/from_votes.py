@@ -327,7 +327,7 @@ def _votes_var(d, t, fit: _Fit, votes, codes, lam, grp, Mc, Ma, Mb, R, theta, dP
 def _rates_replicates(votes, U, codes, Mc, Ma, Mb, grp, P, theta, simple: bool, fit: _Fit) -> dict | None:
     """Per metric, ``(replicates, m)``: the estimates refitted under each replicate of the confusions (the draws
     and the votes held), each refit searched from ``fit``'s; None with one replicate."""
-    from .joint import _f1
+    from .intervals import _f1
 
     if votes.replicates <= 1:
         return None
@@ -420,7 +420,8 @@ def _pick(a, b, where: np.ndarray):
 def _estimates(d, t, votes, items, grp, simple: bool, confidence, keep: bool = False):
     """:func:`noisy_estimates` in the groups ``grp``; ``items``: the distinct drawn items, each draw's item, their
     log ratios and the per-item coefficients of precision, recall's numerator and denominator and the ratios."""
-    from .joint import _f1, _f1_partials, _var0
+    from .intervals import _f1, _f1_partials
+    from .joint import _var0
 
     m, U = d.P.shape
     codes, inv, lam, Mc, Ma, Mb, R = items

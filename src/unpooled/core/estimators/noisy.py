@@ -56,7 +56,7 @@ its self-normalised (Hájek) form.
    linear in :math:`\lambda`, and the linearisation overstated the spread up to threefold.
 
 The interval is Wilson's at the effective sample size :math:`\hat e(1-\hat e)/\widehat{\mathrm{Var}}`
-(:func:`~unpooled.core.estimators.joint.wilson`): inside [0, 1] and around the estimate.
+(:func:`~unpooled.core.estimators.intervals.wilson`): inside [0, 1] and around the estimate.
 
 References
 ----------
@@ -560,7 +560,7 @@ def precision_interval(M, lam, p, J, var, confidence: float, n_fallback, *, prof
     the likelihood is flat on a wide range that Wilson's interval at the items' count does not cover (the
     hull is then conservative, the trade ``unpooled simulate regimes`` measures).  ``profile``: per row, whether
     the estimate is one prevalence of ``M``'s row (default all; Wilson's interval alone elsewhere)."""
-    from .joint import wilson
+    from .intervals import wilson
 
     wlo, whi = wilson(p, var, confidence, n_fallback)
     side = np.where(whi < 1, 1, 0) + np.where(wlo > 0, -1, 0)
@@ -577,7 +577,7 @@ def recall_interval(M, lam, rho_a, J, scale, theta, var_theta, r, var, confidenc
                     profile=None):
     r"""The interval of recall estimated from votes, :math:`\hat r = \hat\theta\,\hat\nu` with
     :math:`\hat\nu = k\,\hat\rho_A`, :math:`k = \bar a/\hat B` (``scale`` :math:`= \hat\theta k`): the product of
-    two intervals from independent samples (:func:`~unpooled.core.estimators.joint.monotone_interval`, correlation 0).
+    two intervals from independent samples (:func:`~unpooled.core.estimators.intervals.monotone_interval`, correlation 0).
     :math:`\theta`'s (the exhaustive sample's) is Wilson's at its own variance ``var_theta`` (fallback
     ``n_fallback``); :math:`\nu`'s (the draws' and votes') is the hull of Wilson's (fallback
     ``n_fallback`` :math:`\hat\theta`) and :math:`k` times the
@@ -597,7 +597,7 @@ def recall_interval(M, lam, rho_a, J, scale, theta, var_theta, r, var, confidenc
     ``profile``: per row, whether the numerator is one prevalence (default all; elsewhere :math:`\nu`'s
     interval is Wilson's alone).
     """
-    from .joint import monotone_interval, wilson
+    from .intervals import monotone_interval, wilson
 
     theta, r = np.asarray(theta, float), np.asarray(r, float)
     var, var_theta = np.asarray(var, float), np.asarray(var_theta, float)

@@ -12,30 +12,34 @@ and the draws that estimate precision estimate it too.  Where confidence and cor
 that second estimate predicts the error of the first, and subtracting it (a control variate, a regression
 estimator) narrows the interval at no cost in labels.
 
-**The estimator.**  Precision is a sum of per-draw importance-weighted terms (:mod:`.joint`),
-:math:`\hat\pi_i = \sum_s \omega_{is} f(x_s)`, :math:`\omega_{is} = r_s\,\frac{w_{i,j(s)}/n_{j(s)}}{q_i(x_s)}\,p_i(x_s)`
-(:math:`r_s` the distinct-instance factor of :mod:`.finite`; :math:`\omega_{is} = 0` where the system does not hold
-the drawn instance).  With the centred confidence :math:`h_i(x) = c_i(x) - \mu_i` (0 off the system's instances),
+**The estimator.**  Precision is the self-normalised ratio of per-draw importance-weighted terms (:mod:`.joint`,
+:func:`.joint.precision_linear`), :math:`\hat\pi_i = \sum_s \omega_{is} f(x_s) / \sum_s \omega_{is}`,
+:math:`\omega_{is} = r_s\,\frac{w_{i,j(s)}/n_{j(s)}}{q_i(x_s)}\,p_i(x_s)` (:math:`r_s` the distinct-instance factor of
+:mod:`.finite`; :math:`\omega_{is} = 0` where the system does not hold the drawn instance).  With the centred
+confidence :math:`h_i(x) = c_i(x) - \mu_i` (0 off the system's instances),
 
 .. math::
 
     \hat g_i = \sum_s \omega_{is}\, h_i(x_s), \qquad E\,\hat g_i = \sum_x p_i(x)\, h_i(x) = 0, \qquad
     \hat\pi_i^{\rm PPI} = \hat\pi_i - \lambda_i\, \hat g_i ,
 
-unbiased for any fixed :math:`\lambda_i` whenever :math:`\hat\pi_i` is (the draws of all systems are shared
+which adds no bias to :math:`\hat\pi_i` for any fixed :math:`\lambda_i` (the draws of all systems are shared
 through the same weights, so this is the joint, multi-system version; one system with its own draws has
-:math:`\omega_{is} = 1/n`).  Its variance is a quadratic form in :math:`\lambda_i`,
+:math:`\omega_{is} = 1/n`; :math:`\hat g_i = \sum_s\omega_{is}\cdot(\sum_s \omega_{is} h_i / \sum_s\omega_{is})`, its own
+self-normalised version to first order, as :math:`h_i` is centred).  Its variance is a quadratic form in
+:math:`\lambda_i`,
 
 .. math::
 
-    V_i(\lambda) = V(C_i) - 2\lambda\,\mathrm{Cov}(C_i, G_i) + \lambda^2 V(G_i), \qquad
-    \hat\lambda_i = \frac{\widehat{\mathrm{Cov}}(C_i, G_i)}{\widehat V(G_i)},
+    V_i(\lambda) = V(L_i) - 2\lambda\,\mathrm{Cov}(L_i, G_i) + \lambda^2 V(G_i), \qquad
+    \hat\lambda_i = \frac{\widehat{\mathrm{Cov}}(L_i, G_i)}{\widehat V(G_i)},
 
-with :math:`C_{is} = \omega_{is} f(x_s)` and :math:`G_{is} = \omega_{is} h_i(x_s)` the per-draw rows and every
-(co)variance the stratified, distinct-instance, finite-population estimate of :func:`.joint.strata_var` (the one
-variance of the estimators): :math:`\widehat{\mathrm{Cov}} = \tfrac14[\widehat V(C+G) - \widehat V(C-G)]` by
-polarisation, and the estimate's variance is :math:`\widehat V(C - \hat\lambda G)`, the same function on the
-combined rows, which is at most :math:`\widehat V(C)` (the quadratic form's minimum; PPI++'s power tuning).  For the
+with :math:`L_{is} = \omega_{is}(f(x_s) - \hat\pi_i)/\sum_s\omega_{is}` (the precision's linear part) and
+:math:`G_{is} = \omega_{is} h_i(x_s)` the per-draw rows and every (co)variance the stratified, distinct-instance,
+finite-population estimate of :func:`.joint.strata_var` (the one variance of the estimators):
+:math:`\widehat{\mathrm{Cov}} = \tfrac14[\widehat V(L+G) - \widehat V(L-G)]` by polarisation, and the estimate's
+variance is :math:`\widehat V(L - \hat\lambda G)`, the same function on the combined rows, which is at most
+:math:`\widehat V(L)` (the quadratic form's minimum; PPI++'s power tuning).  For the
 mean of one simple random sample :math:`\hat\lambda` is PPI++'s
 :math:`\mathrm{Cov}(Y, \hat f)/((1 + n/N)\,\mathrm{Var}(\hat f))` with :math:`N \to \infty` (the confidences of the
 whole output are known, not sampled), Angelopoulos, Duchi and Zrnic 2023, Example 6.1.  Unlike ``ppi_py`` the
@@ -53,15 +57,16 @@ tuned 90% interval held the truth 0.86-0.885 of the time where labels alone held
 uninformative confidences too (``unpooled simulate ppi``, 200 trials).  So a system whose precision weights have
 fewer than :data:`MIN_ESS` effective draws (Kish's) keeps labels alone.  At that threshold the tuned intervals'
 coverage stayed within 0.01 of the label-only ones' wherever those cover; where they do not (ten partly
-overlapping systems of precision 0.95, where the joint estimate itself held 0.55-0.73), up to 0.04 below them.
+overlapping systems of precision 0.95: the joint estimate itself held 0.55-0.73 while it was an unnormalised sum,
+0.84-0.89 as the self-normalised ratio), up to 0.04 below them (0.02 with the ratio).
 
-Like the joint estimate, the PPI estimate may leave [0, 1] with few draws (the interval stays inside; those who
-publish clip both alike).
+The label-only estimate, a weighted mean of the labels, stays in [0, 1] with them; the PPI estimate may leave it with few draws
+(the interval stays inside; those who publish clip it).
 
 **Reductions.**  A system whose confidences are all equal has :math:`h_i \equiv 0`: :math:`\lambda_i = 0` and the
 estimate, its variance and interval are exactly the label-only ones.  The centring matters in the joint design:
-an uncentred constant confidence :math:`c` would subtract :math:`\lambda c(\sum_s \omega_{is} - 1)`, a
-self-normalisation of the importance weights (Hájek's), which is not the confidences' information.
+an uncentred constant confidence :math:`c` would subtract :math:`\lambda c(\sum_s \omega_{is} - 1)`, the variation
+of the weights' total that the self-normalised precision has already taken out, not the confidences' information.
 
 References
 ----------
@@ -79,7 +84,8 @@ import scipy.sparse as sp
 
 from ..errors import InvalidInputError
 from .finite import unseen_mass
-from .joint import Design, _terms, population_size, strata_var, weight_matrix, wilson
+from .intervals import population_size, wilson
+from .joint import Design, _terms, precision_linear, strata_var, weight_matrix
 from .rows import Rows, scale
 
 METHOD = "ppi++"
@@ -217,17 +223,18 @@ def ppi_precision(d: Design, conf, *, W: np.ndarray | None = None, confidence: f
     """
     K, W = _ppi_iv(d, conf, W, confidence, min_ess)
     t = _terms(d, W)
-    C = t.C  # precision's rows, exactly as the joint estimator sums them
-    G, mu = _control_rows(d, K, t.ratio)
-    var_c = strata_var(C, d)
+    p_lab, lin = precision_linear(t)  # precision and its linear part, exactly as the joint estimator's
+    L = lin.draws.scaled(rows=lin.draw_scale)  # its influence rows (C - p W) / sum W
+    G, mu = _control_rows(d, K, t.W.sparse)
+    var_c = lin.var(d, confidence)
     var_g = strata_var(G, d)
-    cov = (strata_var(C + G, d) - strata_var(C + G.scaled(rows=-np.ones(d.m)), d)) / 4
+    cov = (strata_var(L + G, d) - strata_var(L + G.scaled(rows=-np.ones(d.m)), d)) / 4
     with np.errstate(divide="ignore", invalid="ignore"):
         lam = np.where((var_g > 0) & (t.ess >= min_ess), cov / np.where(var_g > 0, var_g, 1.0), 0.0)
-    p_lab, g = C.sum(), G.sum()
+    g = G.sum()
     fallback_of = _fallback(d, t.ess)
     ci_lab = wilson(p_lab, var_c, confidence, fallback_of(var_c))
-    p, var = p_lab - lam * g, strata_var(C + G.scaled(rows=-lam), d)
+    p, var = p_lab - lam * g, strata_var(L + G.scaled(rows=-lam), d)
     ci = wilson(p, var, confidence, fallback_of(var))
     # power tuning over {0, lambda}: labels alone where the tuned interval is not narrower (Wilson's width
     # depends on the estimate too)
@@ -238,17 +245,16 @@ def ppi_precision(d: Design, conf, *, W: np.ndarray | None = None, confidence: f
     return PPIPrecision(p, np.sqrt(var), ci, lam, mu, mu + g, p_lab, np.sqrt(var_c), ci_lab, confidence)
 
 
-def _control_rows(d: Design, K: sp.csr_matrix, ratio: Rows) -> tuple[Rows, np.ndarray]:
+def _control_rows(d: Design, K: sp.csr_matrix, wimp: sp.csr_matrix) -> tuple[Rows, np.ndarray]:
     r"""The control rows :math:`G_{is} = \omega_{is}(c_i(x_s) - \mu_i)` (``(m, S)``, sparse on the pattern of the
-    importance weights) and :math:`\mu_i`; :math:`h_i \equiv 0` for a system whose confidences are all equal."""
+    importance weights ``wimp``, :math:`\omega`) and :math:`\mu_i`; :math:`h_i \equiv 0` for a system whose
+    confidences are all equal."""
     with np.errstate(divide="ignore", invalid="ignore"):
         mu = np.asarray(d.P.multiply(K).sum(axis=1)).ravel() / np.asarray(d.P.sum(axis=1)).ravel()
     lo = _row_extreme(K, np.minimum)
     hi = _row_extreme(K, np.maximum)
     flat = lo == hi
     mu = np.where(flat, lo, mu)  # exactly the common value (a sum of p_i c rounds off)
-    Pm = d.P[:, d.xs].tocsr()
-    wimp = ratio * Pm  # omega_is, the precision terms' weights
     Ks = sp.csr_matrix(K[:, d.xs])
     G = sp.csr_matrix(wimp.multiply(Ks)) - scale(wimp, rows=mu)
     return Rows(scale(G, rows=(~flat).astype(float))), mu

@@ -29,8 +29,8 @@ hard for both (found by neither) make it an overestimate.
 
 F1 is :math:`2 p r / (p + r)` of the point estimates (method.md §1.2), its variance by the delta method with
 precision and recall independent (precision's votes are on :math:`H`'s own instances, recall's on the systems').
-Recall's interval is Wilson's at the effective sample size (:func:`.joint.wilson`); F1's is derived from precision's
-and recall's (:func:`.joint.f1_interval`, correlation 0).
+Recall's interval is Wilson's at the effective sample size (:func:`.intervals.wilson`); F1's is derived from precision's
+and recall's (:func:`.intervals.f1_interval`, correlation 0).
 
 References
 ----------
@@ -50,7 +50,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..errors import InvalidInputError
-from .joint import _f1_partials, f1_interval, wilson
+from .intervals import _f1_partials, f1_interval, wilson
 
 
 @dataclass(frozen=True)
@@ -146,7 +146,7 @@ def recall_by_capture(n_found, p_found, se_found, n_missed, p_missed, se_missed,
 
 def f1_independent(p: ReferenceEstimate, r: ReferenceEstimate) -> ReferenceEstimate:
     r"""F1 of independent precision and recall estimates: :math:`2pr/(p+r)`, its delta-method standard error, and
-    the interval derived from theirs (:func:`.joint.f1_interval` with correlation 0): it reaches 0 when either of
+    the interval derived from theirs (:func:`.intervals.f1_interval` with correlation 0): it reaches 0 when either of
     theirs does, 1 only when both do, and never lies outside what their intervals allow (a Wilson interval around F1
     at its own effective size did: 0.980 [0.176, 1.000] beside P [0.807, 1.000] and R [0.887, 0.987]).  Its level
     is theirs."""

@@ -58,7 +58,8 @@ import numpy as np
 
 from ..errors import InvalidInputError
 from .exhaustive import jackknife_values
-from .joint import Design, _t0, _terms, _var0, strata_var, weight_matrix, wilson
+from .intervals import wilson
+from .joint import Design, _t0, _terms, _var0, strata_var, weight_matrix
 
 #: agreement bands: instances output by 1, 2, 3-4, 5-8 and 9 or more of the design's systems
 BANDS = (1, 2, 3, 5, 9)

@@ -33,7 +33,7 @@ from types import SimpleNamespace
 import numpy as np
 
 from ..estimators.anytime import anytime_intervals
-from ..estimators.joint import wilson
+from ..estimators.intervals import wilson
 
 BOUNDARIES = ("fixed-n", "bonferroni", "mixture", "mixture-1000", "eb", "betting")
 AT = (100, 250, 1000)

@@ -13,7 +13,7 @@ with the service's variance over documents, the delete-one-document jackknife
 :math:`\frac{N-1}{N}\sum_d (\delta_d - \bar\delta)^2`, :math:`\delta_d = z_d/(1-h_d)`,
 :math:`z_d = (x_d - \hat r y_d)/(\pi_d \sum_S y/\pi)`, :math:`h_d = (y_d/\pi_d)/\sum_S y/\pi`) times Student's
 :math:`(t_{N-1}/z)^2`, and the service's interval (Wilson's at the effective sample size,
-:func:`unpooled.core.estimators.joint.wilson`).  The linearisation :math:`\frac{N}{N-1}\sum_d z_d^2` it replaced
+:func:`unpooled.core.estimators.intervals.wilson`).  The linearisation :math:`\frac{N}{N-1}\sum_d z_d^2` it replaced
 covered 0.81-0.87 with 15 documents (pooled by scheme; 0.88-0.90 now).
 The table reports the bias (and its Monte Carlo standard error), the standard deviation,
 the interval's coverage and mean width, and the bias of the *naive* ratio that ignores
@@ -35,7 +35,7 @@ import numpy as np
 
 from ..errors import InvalidInputError
 from ..estimators.exhaustive import t_factor, theta_variance
-from ..estimators.joint import wilson
+from ..estimators.intervals import wilson
 from ..sampling.documents import (
     TFIDF_DEFENSIVE, TWO_STAGE_DEFENSIVE, DocumentSample, sample_tfidf, sample_two_stage, sample_uniform, tokenize,
 )
@@ -166,7 +166,7 @@ def recall_with_interval(x, y, inclusion, *, confidence: float = 0.90) -> tuple[
     (:func:`unpooled.core.estimators.exhaustive.theta_variance` with the documents' shares of the weighted true
     instances) inflated by Student's *t* with :math:`N-1` degrees of freedom
     (:func:`~unpooled.core.estimators.exhaustive.t_factor`), as the service's relation recall treats its exhaustive
-    documents, and Wilson's interval at the effective sample size (:func:`unpooled.core.estimators.joint.wilson`,
+    documents, and Wilson's interval at the effective sample size (:func:`unpooled.core.estimators.intervals.wilson`,
     with the number of true instances as the fallback size).  The standard error includes the inflation."""
     w = 1.0 / np.asarray(inclusion, dtype=float)
     x, y = np.asarray(x, float), np.asarray(y, float)

@@ -291,7 +291,7 @@ def run_unassessed(world, *, trials: int = 100, labels: int = 150, exhaustive: i
     per-system variance), mean interval width, coverage of the 90% intervals, and the relative efficiency
     (ratio of mean variances) against the joint estimator and against the exhaustive sample alone.
     """
-    from ..estimators.joint import wilson
+    from ..estimators.intervals import wilson
     from ..estimators.unassessed import RecallEstimate, combined_recall, stratified_recall
 
     rng = np.random.default_rng(rng)

@@ -31,8 +31,9 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..errors import InvalidInputError
-from ..estimators import distribution_matrix, make_design
+from ..estimators import make_design
 from ..estimators.ppi import ppi_precision
+from .precision import overlapping_systems, own_draws
 
 KINDS = ("informative", "uninformative", "adversarial", "miscalibrated")
 LEVEL = 0.90
@@ -82,15 +83,11 @@ def _confidences(kind: str, correct: np.ndarray, rng) -> np.ndarray:
 def run_trial(cell: PPICell, rng, oracle=None) -> dict:
     """One trial: per system the truth, both estimates with their intervals and the coefficient; with one system
     and an ``oracle``, its figures on the same draws."""
-    m, size = cell.systems, cell.size
-    pool = size if m == 1 else math.ceil(size * (1 + m) / 2)
-    truth = rng.random(pool) < cell.precision
-    systems = [np.arange(pool)] if m == 1 else [np.sort(rng.choice(pool, size, replace=False)) for _ in range(m)]
-    P = distribution_matrix(systems, pool)
-    conf = _confidences(cell.confidences, np.broadcast_to(truth, (m, pool)), rng)
+    m = cell.systems
+    truth, systems, P = overlapping_systems(m, cell.size, cell.precision, rng)
+    conf = _confidences(cell.confidences, np.broadcast_to(truth, (m, len(truth))), rng)
     K = P.astype(bool).multiply(conf).tocsr()
-    src = np.repeat(np.arange(m), cell.draws)
-    xs = np.concatenate([s[rng.integers(0, len(s), cell.draws)] for s in systems])
+    src, xs = own_draws(systems, cell.draws, rng)
     d = make_design(P, src, xs, truth[xs].astype(float), np.zeros((m, 0), bool))
     r = ppi_precision(d, K, confidence=LEVEL)
     out = {"truth": np.array([truth[s].mean() for s in systems]), "p": r.p, "ci": r.ci, "lam": r.lam,

@@ -89,8 +89,8 @@ def score_corpus(corpus: Corpus, *, level: str = "instance", match: str = "overl
         new, reused = pv["new"], pv["reused"]
 
         def num(x):
-            # the joint estimator is unbiased but not self-normalised: a point estimate can leave [0, 1]
-            # by a little; what is published is clipped (the raw value is kept in details)
+            # labels corrected for the crowd's errors may leave [0, 1], and a point estimate with them by a
+            # little; what is published is clipped (the raw value is kept in details)
             return None if x is None or math.isnan(x) else min(1.0, max(0.0, float(x)))
 
         out.append(Score(
