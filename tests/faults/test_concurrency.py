@@ -124,7 +124,7 @@ def test_label_batches_arriving_while_workers_rescore_leave_the_newest_scores_on
         if all(st[0] in ("published", "failed") for st in statuses(env).values()):
             break
         out = subprocess.run([PY, "-m", "unpooled.cli.main", "annotate", "simulate", "--corpus", "teams",
-                              "--max-answers", "40", "--accuracy", "0.85", "--seed", str(_)], env=env,
+                              "--max-answers", "100", "--accuracy", "0.85", "--seed", str(_)], env=env,
                              capture_output=True, text=True, timeout=600)
         assert out.returncode == 0, out.stderr[-3000:]
     s.until(lambda: all(st[0] in ("published", "failed") for st in statuses(env).values()), "every submission "

@@ -56,7 +56,7 @@ def test_worker_killed_while_scoring_resumes_and_publishes_once(env, serve, shar
     """kill -9 inside the scoring stage (the joint re-scoring of the corpus, made seconds long here by 1,000
     refits of the crowd's confusions so that the kill lands inside it): the restarted worker requeues the task,
     the stage runs again and the submission is published once, with nothing doubled and scores at every level."""
-    env = dict(env, UNPOOLED_RATE_REPLICATES="1000")
+    env = dict(env, UNPOOLED_RATE_REPLICATES="60")
     sub = start_evaluation(env, shared_data, tmp_path / "work")
     s = serve(env)
     status = lambda: one(env, "SELECT status FROM submissions_submission WHERE id = ?", (sub,))  # noqa: E731
