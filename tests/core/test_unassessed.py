@@ -46,7 +46,7 @@ def test_stratified_within_pool_recall_is_exact_when_every_cell_is_drawn_evenly(
     pool_true = f.sum()
     assert got.nu[0] == pytest.approx(f[:10].sum() / pool_true)  # 5 of the pool's 6 correct
     assert got.nu[1] == pytest.approx(f[5:].sum() / pool_true)   # 5 of 6
-    assert np.all(got.se >= 0)
+    assert np.all(got.recall.se >= 0) and got.recall.method == "stratified"
 
 
 def test_the_seeds_literal_rule_gives_a_system_its_bands_precision():
@@ -75,13 +75,14 @@ def test_combination_weights_and_variance():
     g0 = np.array([np.isin(y0, s) for s in systems])
     d = make_design(P, src, xs, f[xs].astype(float), g0)
     sc = estimate(d)
-    base = RecallEstimate(sc.r, sc.r_se, sc.r_ci, sc.theta, sc.nu)
+    base = RecallEstimate(sc.estimate("r"), sc.theta, sc.nu)
     both = combined_recall(d, base)
     assert np.all((0 <= both.weight) & (both.weight <= 1))
     r_e = g0.mean(1)
-    assert np.allclose(both.r, both.weight * r_e + (1 - both.weight) * sc.r)
-    assert np.all(both.se <= sc.r_se + 1e-12)  # the optimal combination is never worse than either part
-    assert np.all((both.ci[0] <= both.r) & (both.r <= both.ci[1]))
+    rec = both.recall
+    assert np.allclose(rec.value, both.weight * r_e + (1 - both.weight) * sc.r)
+    assert np.all(rec.se <= sc.r_se + 1e-12)  # the optimal combination is never worse than either part
+    assert np.all(rec.interval.contains(rec.value)) and rec.method == "joint-balance+exhaustive"
 
 
 def test_simulate_unassessed_command(tmp_path, capsys):

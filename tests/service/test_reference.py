@@ -7,7 +7,8 @@ import math
 
 import pytest
 
-from unpooled.core.estimators.reference import ReferenceEstimate, f1_independent, found_by_reference, recall_by_capture
+from unpooled.core.estimators.reference import f1_independent, found_by_reference, recall_by_capture
+from unpooled.core.estimators.results import Estimate
 from unpooled.core.errors import InvalidInputError
 from unpooled.service.annotation import actions as ann
 from unpooled.service.annotation import leasing
@@ -49,11 +50,13 @@ def test_recall_by_capture_by_hand():
     f = f1_independent(e, e)
     assert f.value == pytest.approx(e.value)
     # F1's interval lies within what P's and R's allow: F1(p_lo, r_lo) <= lo, hi <= F1(p_hi, r_hi)
-    P = ReferenceEstimate(1.0, 0.15, 0.807, 1.0)
-    R = ReferenceEstimate(0.96, 0.03, 0.887, 0.987)
+    P = Estimate.of(1.0, 0.15, 0.807, 1.0, level=0.9, interval="wilson", n=40, method="simple")
+    R = Estimate.of(0.96, 0.03, 0.887, 0.987, level=0.9, interval="wilson", n=60, method="capture")
     f = f1_independent(P, R)
+    assert (f.method, f.interval.method, f.interval.level, f.n) == ("independent", "f1-region", 0.9, 40)
     assert 2 * 0.807 * 0.887 / (0.807 + 0.887) - 1e-9 <= f.lo < f.value < f.hi <= 2 * 0.987 / 1.987 + 1e-9
-    zero = f1_independent(ReferenceEstimate(0.1, 0.05, 0.0, 0.3), R)  # P's interval reaches 0: so does F1's
+    # P's interval reaches 0: so does F1's
+    zero = f1_independent(Estimate.of(0.1, 0.05, 0.0, 0.3, level=0.9, interval="wilson", n=40, method="simple"), R)
     assert zero.lo == 0.0 and zero.hi < 1
 
 

@@ -13,7 +13,7 @@ Two samples already collected for the relation scores are reused (method.md §1.
 
 The module holds :func:`entity_scores`, which puts the parts together, and re-exports what the parts offer:
 
-* :mod:`.entity_metrics`: :data:`METRICS`, :data:`LABELS`, :class:`Metric`, :class:`EntityScores`, the document
+* :mod:`.entity_metrics`: :data:`METRICS`, :data:`LABELS`, :class:`EntityScores`, the document
   ratio (:func:`document_ratio`: Hájek, delete-one-document jackknife), F1 and the intervals;
 * :mod:`.entity_documents`: :class:`Mention`, :class:`ExhaustiveDocument`, matching (:data:`MATCHES`), the
   per-document totals of every ratio and their labels corrected for the crowd's errors (:func:`span_weights`);
@@ -60,10 +60,12 @@ from .crowd_channels import PARAMS, fit_rates
 from .entity_arguments import argument_precision, rate_variance, validity_labels
 from .entity_documents import (MATCHES, ExhaustiveDocument, Mention, _answer_doc, _best, _corrected_ratios, _items,
                                _layer_ratios, _sys_doc, span_weights)  # noqa: F401
-from .entity_metrics import (LABELS, METRICS, EntityScores, Metric, _f1_metric, _f1_partials, _interval, _metric,
+from .entity_metrics import (LABELS, METRICS, EntityScores, _f1_metric, _f1_partials, _interval, _metric,
+                             _undefined,
                              _pair_f1, document_ratio)
 from .entity_nil_b3 import cross_document_b3
 from .exhaustive import t_factor, theta_variance
+from .results import ConfidenceInterval, Estimate
 
 #: the reason of every figure while no document is exhaustively annotated
 NO_DOCUMENTS = "no exhaustively annotated document yet"
@@ -152,7 +154,7 @@ def entity_scores(docs: Sequence[ExhaustiveDocument], systems: Sequence[Mapping]
                 notes.append("the exhaustive documents' labels are corrected for the crowd's errors, estimated "
                              f"from the agreement of its answers: {', '.join(done)}"
                              + (f"; {', '.join(left)} from the aggregated layer (rates not identified)" if left else ""))
-        metrics: dict[str, Metric] = {}
+        metrics: dict[str, Estimate] = {}
         metrics["mention_r"] = _ratio_metric(docs, ratios, "mention_r", "the exhaustive documents have no mention",
                                              tf, confidence)
         alpha, n_draws, parts = _mention_precision(metrics, notes, i, docs, ratios, mention_counts, arguments, tf,
@@ -184,10 +186,10 @@ def _fit_crowd(docs: Sequence[ExhaustiveDocument], systems: Sequence[Mapping], m
     return rates, ads, free, K, tset
 
 
-def _ratio_metric(docs, ratios: Mapping, key: str, reason: str, tf: float, confidence: float) -> Metric:
+def _ratio_metric(docs, ratios: Mapping, key: str, reason: str, tf: float, confidence: float) -> Estimate:
     """The metric of the document ratio ``key``, its variance inflated by ``tf``."""
     if not docs:
-        return Metric.undefined(NO_DOCUMENTS)
+        return _undefined(NO_DOCUMENTS)
     est, var, _, _, n = ratios[key]
     return _metric(est, var * tf, n, confidence, reason)
 
@@ -208,17 +210,18 @@ def _mention_precision(metrics: dict, notes: list, i: int, docs, ratios: Mapping
         parts = {"arguments": {"value": pa, "se": math.sqrt(va) if va >= 0 else float("nan"), "n": n_draws},
                  "rest": {"value": est_r, "se": math.sqrt(var_r) if var_r >= 0 else float("nan"), "n": n_r}}
         if A > 0 and math.isnan(pa):
-            metrics["mention_p"] = Metric.undefined("no verified draw of this submission yet")
+            metrics["mention_p"] = _undefined("no verified draw of this submission yet")
         elif alpha < 1 and math.isnan(est_r):
             # the rest has no sample: bound it by [0, 1]
             if A == 0:
-                metrics["mention_p"] = Metric.undefined(NO_DOCUMENTS if not docs else
+                metrics["mention_p"] = _undefined(NO_DOCUMENTS if not docs else
                                                         "no mention of this submission in the exhaustive documents")
             else:
                 lo_a, hi_a = _interval(pa, va, max(n_draws, 1), confidence)
-                metrics["mention_p"] = Metric(float("nan"), float("nan"), alpha * lo_a, alpha * hi_a + (1 - alpha),
-                                              n_draws, "only bounds: the mentions outside relations have no "
-                                              "exhaustively annotated sample")
+                metrics["mention_p"] = Estimate(
+                    float("nan"), float("nan"),
+                    ConfidenceInterval(alpha * lo_a, alpha * hi_a + (1 - alpha), confidence, "bounds"), n_draws,
+                    "stratified", "only bounds: the mentions outside relations have no exhaustively annotated sample")
                 notes.append("mention precision is only bounded: none of the submission's mentions outside its "
                              "relations falls in an exhaustive document")
         else:
@@ -229,15 +232,15 @@ def _mention_precision(metrics: dict, notes: list, i: int, docs, ratios: Mapping
             est = alpha * pa_ + (1 - alpha) * pr_
             var = alpha ** 2 * va_ + (1 - alpha) ** 2 * vr_ * tf
             n = (n_draws if A > 0 else 0) + (n_r if alpha < 1 else 0)
-            metrics["mention_p"] = _metric(est, var, n, confidence, "")
+            metrics["mention_p"] = _metric(est, var, n, confidence, "", "stratified")
     else:
         metrics["mention_p"] = _ratio_metric(docs, ratios, "mention_p_all", "no mention of this submission in the "
                                              "exhaustive documents", tf, confidence)
     return alpha, n_draws, parts
 
 
-def _mention_f1(p: Metric, r: Metric, i: int, docs, ratios: Mapping, arguments: Mapping | None, alpha: float,
-                tf: float, confidence: float) -> Metric:
+def _mention_f1(p: Estimate, r: Estimate, i: int, docs, ratios: Mapping, arguments: Mapping | None, alpha: float,
+                tf: float, confidence: float) -> Estimate:
     """Mention F1: the argument part is independent of the documents; the document parts share them."""
     if p.defined and r.defined:
         dP, dR = _f1_partials(p.value, r.value)
@@ -251,18 +254,18 @@ def _mention_f1(p: Metric, r: Metric, i: int, docs, ratios: Mapping, arguments: 
         zf = dP * z + dR * ratios["mention_r"][2]
         var_f = float(theta_variance(np.atleast_2d(zf))[0]) * tf + extra if len(docs) >= 2 else extra
         return _f1_metric(p, r, var_f, min(p.n or 1, r.n or 1), confidence, "")
-    return Metric.undefined(p.reason or r.reason)
+    return _undefined(p.reason or r.reason)
 
 
 def _link_metrics(metrics: dict, docs, ratios: Mapping, links_known: bool, tf: float, confidence: float) -> None:
     """``metrics['link_p']``, ``['link_r']`` and ``['link_f1']``."""
     if not docs:
         for k in ("link_p", "link_r"):
-            metrics[k] = Metric.undefined(NO_DOCUMENTS)
+            metrics[k] = _undefined(NO_DOCUMENTS)
     elif not links_known:
         why = "the exhaustive annotation has no KB links (the corpus's gold layer has none): linking cannot be scored"
-        metrics["link_p"] = Metric.undefined(why)
-        metrics["link_r"] = Metric.undefined(why)
+        metrics["link_p"] = _undefined(why)
+        metrics["link_r"] = _undefined(why)
     else:
         metrics["link_p"] = _ratio_metric(docs, ratios, "link_p", "the submission links no mention of the exhaustive "
                                           "documents", tf, confidence)
@@ -290,7 +293,7 @@ def _nil_metrics(metrics: dict, notes: list, docs, system: Mapping, ratios: Mapp
         for k in ("p", "r"):
             val, var = xb[k]
             metrics[f"nil_b3_{k}"] = (_metric(val, var * tf, xb["n"], confidence, why) if xb["n"]
-                                      else Metric.undefined(why))
+                                      else _undefined(why))
         metrics["nil_b3_f1"] = _f1_metric(metrics["nil_b3_p"], metrics["nil_b3_r"], xb["f1"][1] * tf, xb["n"],
                                           confidence, why)
         notes.append("NIL clustering: B-cubed across documents, the unlinked entities grouped by the "
@@ -304,5 +307,5 @@ def _nil_metrics(metrics: dict, notes: list, docs, system: Mapping, ratios: Mapp
                                         ratios.get("nil_b3_r"), confidence, tf)
 
 
-__all__ = ["ExhaustiveDocument", "EntityScores", "LABELS", "METRICS", "Mention", "Metric", "argument_precision",
+__all__ = ["ExhaustiveDocument", "EntityScores", "LABELS", "METRICS", "Mention", "argument_precision",
            "MATCHES", "cross_document_b3", "t_factor", "document_ratio", "entity_scores", "rate_variance", "validity_labels"]

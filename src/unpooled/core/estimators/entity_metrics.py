@@ -1,4 +1,4 @@
-r"""The entity metrics (:data:`METRICS`), their records (:class:`Metric`, :class:`EntityScores`) and the document
+r"""The entity metrics (:data:`METRICS`), their record (:class:`EntityScores` of :class:`~.results.Estimate`) and the document
 ratio most of them are (:mod:`.entities` puts them together).
 
 **Everything but the argument mentions' precision is a ratio over the exhaustive documents** (Hájek):
@@ -36,6 +36,7 @@ import numpy as np
 from ..errors import InvalidInputError
 from .exhaustive import jackknife_values, theta_variance
 from .intervals import f1_interval, wilson
+from .results import ConfidenceInterval, Estimate
 
 #: every metric, in display order
 METRICS = ("mention_p", "mention_r", "mention_f1", "typing", "link_p", "link_r", "link_f1",
@@ -51,38 +52,8 @@ LABELS = {
 
 
 @dataclass
-class Metric:
-    """One estimate: value, standard error, interval, the sample size behind it, or why it cannot be given."""
-
-    value: float
-    se: float
-    lo: float
-    hi: float
-    n: int
-    reason: str = ""
-
-    @classmethod
-    def undefined(cls, reason: str) -> "Metric":
-        nan = float("nan")
-        return cls(nan, nan, nan, nan, 0, reason)
-
-    @property
-    def defined(self) -> bool:
-        return not math.isnan(self.value)
-
-    def to_dict(self) -> dict:
-        def num(x):
-            return None if x is None or (isinstance(x, float) and math.isnan(x)) else round(float(x), 6)
-
-        out = {"value": num(self.value), "se": num(self.se), "lo": num(self.lo), "hi": num(self.hi), "n": int(self.n)}
-        if self.reason:
-            out["reason"] = self.reason
-        return out
-
-
-@dataclass
 class EntityScores:
-    """The entity metrics of one system (:data:`METRICS` -> :class:`Metric`) and what they rest on."""
+    """The entity metrics of one system (:data:`METRICS` -> :class:`~.results.Estimate`) and what they rest on."""
 
     metrics: dict
     documents: int
@@ -99,7 +70,7 @@ class EntityScores:
         def num(x):
             return None if x is None or (isinstance(x, float) and not math.isfinite(x)) else round(float(x), 6)
 
-        return {"metrics": {k: self.metrics[k].to_dict() for k in METRICS}, "documents": self.documents,
+        return {"metrics": {k: self.metrics[k].to_dict(digits=6) for k in METRICS}, "documents": self.documents,
                 "argument_share": num(self.argument_share), "argument_draws": self.argument_draws,
                 "notes": list(self.notes),
                 "parts": {k: {kk: num(vv) if kk != "n" else int(vv) for kk, vv in v.items()}
@@ -146,9 +117,17 @@ def _interval(est: float, var: float, n: float, confidence: float) -> tuple[floa
     return float(lo[0]), float(hi[0])
 
 
-def _metric(est: float, var: float, n: int, confidence: float, reason: str) -> Metric:
+#: the method of every entity estimate: a Hájek ratio over the exhaustive documents (module docs)
+METHOD = "document-ratio"
+
+
+def _undefined(reason: str, method: str = METHOD) -> Estimate:
+    return Estimate.undefined(reason, method)
+
+
+def _metric(est: float, var: float, n: int, confidence: float, reason: str, method: str = METHOD) -> Estimate:
     if math.isnan(est):
-        return Metric.undefined(reason)
+        return Estimate.undefined(reason, method, confidence)
     raw = est
     est = min(max(est, 0.0), 1.0)  # error-corrected labels can carry an estimate past a bound
     lo, hi = _interval(est, var, n, confidence)
@@ -160,17 +139,19 @@ def _metric(est: float, var: float, n: int, confidence: float, reason: str) -> M
 
         z = norm.ppf(0.5 + confidence / 2) * math.sqrt(var)
         lo, hi = min(lo, max(0.0, raw - z)), max(hi, min(1.0, raw + z))
-    return Metric(est, math.sqrt(max(var, 0.0)), lo, hi, int(n))
+        return Estimate(est, math.sqrt(var), ConfidenceInterval(lo, hi, confidence, "hull"), int(n), method)
+    return Estimate(est, 0.0, ConfidenceInterval(lo, hi, confidence, "wilson"), int(n), method)
 
 
-def _f1_metric(p: Metric, r: Metric, var: float, n: int, confidence: float, reason: str) -> Metric:
+def _f1_metric(p: Estimate, r: Estimate, var: float, n: int, confidence: float, reason: str) -> Estimate:
     """F1 of two metrics, its interval derived from theirs (:func:`~.intervals.f1_interval`); ``var``: its
     delta-method variance (it carries their covariance)."""
     if not (p.defined and r.defined):
-        return Metric.undefined(p.reason or r.reason or reason)
+        return Estimate.undefined(p.reason or r.reason or reason, p.method, confidence)
     f = 2 * p.value * r.value / (p.value + r.value) if p.value + r.value > 0 else 0.0
     lo, hi = f1_interval(p.value, r.value, (p.lo, p.hi), (r.lo, r.hi), p.se ** 2, r.se ** 2, var)
-    return Metric(f, math.sqrt(max(var, 0.0)), float(lo[0]), float(hi[0]), int(n))
+    return Estimate(f, math.sqrt(max(var, 0.0)), ConfidenceInterval(float(lo[0]), float(hi[0]), confidence, "f1-region"),
+                    int(n), p.method)
 
 
 def _f1_partials(p: float, r: float) -> tuple[float, float]:
@@ -180,10 +161,10 @@ def _f1_partials(p: float, r: float) -> tuple[float, float]:
     return 2 * r * r / (s * s), 2 * p * p / (s * s)
 
 
-def _pair_f1(p: Metric, r: Metric, rp, rr, confidence: float, tf: float = 1.0) -> Metric:
+def _pair_f1(p: Estimate, r: Estimate, rp, rr, confidence: float, tf: float = 1.0) -> Estimate:
     """F1 of two document ratios (they share the documents: the delta method on their joint z)."""
     if not (p.defined and r.defined):
-        return Metric.undefined(p.reason or r.reason)
+        return Estimate.undefined(p.reason or r.reason, p.method, confidence)
     dP, dR = _f1_partials(p.value, r.value)
     zf = dP * rp[2] + dR * rr[2]
     var = float(theta_variance(np.atleast_2d(zf))[0]) * tf if len(zf) >= 2 else 0.0

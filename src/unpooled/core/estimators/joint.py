@@ -115,6 +115,7 @@ from .finite import DrawUnits, draw_units, unseen_mass
 from .finite import strata_var as finite_var
 from .intervals import _f1, _f1_partials, f1_interval, population_size, wilson
 from .linear import Linear
+from .results import ConfidenceInterval, Estimate
 from .rows import ByItem, Rows, row_sums, scale
 
 WEIGHTS = ("heuristic", "balance", "minvar")
@@ -476,6 +477,15 @@ class Scores:
     #: with ``estimate(..., linear=True)``: what :func:`.paired.covariances` needs from this fit (``linear``: the
     #: estimates' linear parts; with crowd votes also ``reps``, the confusions' replicates, and ``var_votes``)
     linear: dict | None = None
+    #: how each metric's interval was built (:data:`.results.INTERVALS`)
+    intervals: dict = field(default_factory=lambda: {"p": "wilson", "r": "wilson", "f1": "f1-region"})
+
+    def estimate(self, k: str) -> Estimate:
+        """Metric ``k`` (``'p'``, ``'r'``, ``'f1'``) of every system as one :class:`~.results.Estimate` of arrays
+        (``n``: each system's labelled draws); ``.estimate(k)[i]`` is system ``i``'s."""
+        lo, hi = getattr(self, f"{k}_ci")
+        return Estimate(getattr(self, k), getattr(self, f"{k}_se"),
+                        ConfidenceInterval(lo, hi, self.confidence, self.intervals[k]), self.n_labels, self.method)
 
     def row(self, i: int) -> dict:
         out = {"p": self.p[i], "p_lo": self.p_ci[0][i], "p_hi": self.p_ci[1][i],
@@ -674,7 +684,8 @@ def _estimate_noisy(d: Design, W: np.ndarray, confidence: float, *, simple: bool
                                np.full(m, n0), profile=one_a)
     f_ci = f1_interval(p, r, p_ci, r_ci, var["p"], var["r"], var["f1"])
     out = Scores(p, r, f1, np.sqrt(var["p"]), np.sqrt(var["r"]), np.sqrt(var["f1"]), p_ci, r_ci, f_ci, t.ess,
-                 n_labels, est["theta"], est["nu"], "", confidence)
+                 n_labels, est["theta"], est["nu"], "", confidence,
+                 intervals={"p": "profile", "r": "wilson" if simple else "profile", "f1": "f1-region"})
     out.raw = {"p": parts.p_raw, "r": parts.r_raw, "f1": parts.f1_raw}
     out.var_parts = {"design": parts.var_design, "votes": parts.var_votes, "rates": parts.var_rates}
     out.rates = {"sens": parts.mean_sens, "fpr": parts.mean_fpr}

@@ -45,25 +45,20 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable
-from dataclasses import dataclass
 
 import numpy as np
 
 from ..errors import InvalidInputError
 from .intervals import _f1_partials, f1_interval, wilson
+from .results import ConfidenceInterval, Estimate
 
 
-@dataclass(frozen=True)
-class ReferenceEstimate:
-    """One estimate with its standard error and interval (NaN when undefined)."""
+#: the methods of the reference's estimates (module docs)
+RECALL_METHOD, F1_METHOD = "capture", "independent"
 
-    value: float
-    se: float
-    lo: float
-    hi: float
 
-    def to_dict(self) -> dict:
-        return {k: (None if isinstance(v, float) and math.isnan(v) else v) for k, v in self.__dict__.items()}
+def _undefined(method: str, confidence: float) -> Estimate:
+    return Estimate.undefined("no instance of the sample is estimated correct", method, confidence)
 
 
 def _num(name: str, v, *, lo: float = 0.0, hi: float = math.inf, nan: bool = False) -> float:
@@ -89,7 +84,7 @@ def _recall_by_capture_iv(n_found, p_found, se_found, n_missed, p_missed, se_mis
 
 
 def recall_by_capture(n_found, p_found, se_found, n_missed, p_missed, se_missed, *,
-                      confidence: float = 0.90, labelled_found=None, labelled_missed=None) -> ReferenceEstimate:
+                      confidence: float = 0.90, labelled_found=None, labelled_missed=None) -> Estimate:
     r"""Recall of the reference over a verified sample of true facts (module docs).
 
     Parameters
@@ -108,7 +103,7 @@ def recall_by_capture(n_found, p_found, se_found, n_missed, p_missed, se_missed,
 
     Returns
     -------
-    ReferenceEstimate
+    :class:`~.results.Estimate`
         NaN when no instance of the sample is estimated correct.
 
     Examples
@@ -124,7 +119,7 @@ def recall_by_capture(n_found, p_found, se_found, n_missed, p_missed, se_missed,
     if n0 == 0:
         p0, s0 = 0.0, 0.0
     if any(math.isnan(v) for v in (p1, p0)):
-        return ReferenceEstimate(math.nan, math.nan, math.nan, math.nan)
+        return _undefined(RECALL_METHOD, confidence)
     m1 = n1 if labelled_found is None else _num("labelled_found", labelled_found)
     m0 = n0 if labelled_missed is None else _num("labelled_missed", labelled_missed)
 
@@ -137,28 +132,31 @@ def recall_by_capture(n_found, p_found, se_found, n_missed, p_missed, se_missed,
     a, b = n1 * p1, n0 * p0
     D = a + b
     if D <= 0:
-        return ReferenceEstimate(math.nan, math.nan, math.nan, math.nan)
+        return _undefined(RECALL_METHOD, confidence)
     r = a / D
     var = (n1 * b / D ** 2) ** 2 * s1 ** 2 + (n0 * a / D ** 2) ** 2 * s0 ** 2
     lo, hi = wilson(np.array([r]), np.array([var]), confidence, np.array([max(n1 + n0, 1.0)]))
-    return ReferenceEstimate(r, math.sqrt(var), float(lo[0]), float(hi[0]))
+    return Estimate(r, math.sqrt(var), ConfidenceInterval(float(lo[0]), float(hi[0]), confidence, "wilson"), n1 + n0,
+                    RECALL_METHOD)
 
 
-def f1_independent(p: ReferenceEstimate, r: ReferenceEstimate) -> ReferenceEstimate:
+def f1_independent(p: Estimate, r: Estimate) -> Estimate:
     r"""F1 of independent precision and recall estimates: :math:`2pr/(p+r)`, its delta-method standard error, and
     the interval derived from theirs (:func:`.intervals.f1_interval` with correlation 0): it reaches 0 when either of
     theirs does, 1 only when both do, and never lies outside what their intervals allow (a Wilson interval around F1
     at its own effective size did: 0.980 [0.176, 1.000] beside P [0.807, 1.000] and R [0.887, 0.987]).  Its level
     is theirs."""
+    level = r.interval.level if math.isnan(p.interval.level) else p.interval.level
     if any(math.isnan(v) for v in (p.value, r.value)):
-        return ReferenceEstimate(math.nan, math.nan, math.nan, math.nan)
+        return Estimate.undefined(p.reason or r.reason, F1_METHOD, level)
     pv, rv = np.array([p.value]), np.array([r.value])
     f1 = float(np.where(pv + rv > 0, 2 * pv * rv / np.maximum(pv + rv, 1e-300), 0.0)[0])
     dP, dR = _f1_partials(pv, rv)
     var_p, var_r = ((0.0 if math.isnan(e.se) else e.se) ** 2 for e in (p, r))
     var = float(dP[0] ** 2 * var_p + dR[0] ** 2 * var_r)
     lo, hi = f1_interval(pv, rv, ([p.lo], [p.hi]), ([r.lo], [r.hi]), var_p, var_r, var)
-    return ReferenceEstimate(f1, math.sqrt(var), float(lo[0]), float(hi[0]))
+    return Estimate(f1, math.sqrt(var), ConfidenceInterval(float(lo[0]), float(hi[0]), level, "f1-region"),
+                    min(p.n, r.n), F1_METHOD)
 
 
 def found_by_reference(facts: Iterable[tuple], candidates: Iterable[tuple]) -> np.ndarray:
@@ -180,4 +178,4 @@ def found_by_reference(facts: Iterable[tuple], candidates: Iterable[tuple]) -> n
     return np.array(out, dtype=bool)
 
 
-__all__ = ["ReferenceEstimate", "f1_independent", "found_by_reference", "recall_by_capture"]
+__all__ = ["f1_independent", "found_by_reference", "recall_by_capture"]

@@ -60,6 +60,7 @@ from ..errors import InvalidInputError
 from .exhaustive import jackknife_values
 from .intervals import wilson
 from .joint import Design, _t0, _terms, _var0, strata_var, weight_matrix
+from .results import ConfidenceInterval, Estimate
 
 #: agreement bands: instances output by 1, 2, 3-4, 5-8 and 9 or more of the design's systems
 BANDS = (1, 2, 3, 5, 9)
@@ -67,15 +68,22 @@ BANDS = (1, 2, 3, 5, 9)
 
 @dataclass(frozen=True)
 class RecallEstimate:
-    """Recall of every system by one estimator: estimates, standard errors and intervals (arrays over systems)."""
+    """Recall of every system by one estimator (:class:`~.results.Estimate` of arrays over systems) with the pool's
+    share ``theta`` and the share ``nu`` within it it factorises into."""
 
-    r: np.ndarray
-    se: np.ndarray
-    ci: tuple[np.ndarray, np.ndarray]
+    recall: Estimate
     theta: np.ndarray
     nu: np.ndarray
     #: with :func:`combined_recall`: the exhaustive estimate's weight :math:`\lambda` per system
     weight: np.ndarray | None = None
+
+
+def _recall(r, var, d: Design, confidence: float, method: str) -> Estimate:
+    """Recall ``r`` with variance ``var`` as an :class:`~.results.Estimate`: Wilson's interval at the exhaustive
+    sample's size."""
+    n0 = float(max(d.n0, 1))
+    lo, hi = wilson(r, var, confidence, np.full(len(r), n0))
+    return Estimate(r, np.sqrt(var), ConfidenceInterval(lo, hi, confidence, "wilson"), n0, method)
 
 
 def agreement_band(P, bands=BANDS) -> np.ndarray:
@@ -172,9 +180,8 @@ def stratified_recall(d: Design, W: np.ndarray | None = None, *, bands=BANDS, mi
     var_th = _var0(T, d, confidence)
     r_out = theta * nu_out
     var_r = theta ** 2 * var_out + nu_out ** 2 * var_th + var_th * var_out
-    n0 = float(max(d.n0, 1))
-    ci = wilson(r_out, var_r, confidence, np.full(m, n0))
-    return RecallEstimate(r_out, np.sqrt(var_r), ci, theta, nu_out)
+    return RecallEstimate(_recall(r_out, var_r, d, confidence, "seed-shared" if shared else "stratified"), theta,
+                          nu_out)
 
 
 def combined_recall(d: Design, base: RecallEstimate, *, confidence: float = 0.90) -> RecallEstimate:
@@ -199,7 +206,7 @@ def combined_recall(d: Design, base: RecallEstimate, *, confidence: float = 0.90
     S0 = t.S0.astype(float)
     Tb = base.nu[:, None] * v[None, :] * (S0 - base.theta[:, None]) / V
     V_e = _var0(Te, d, confidence)
-    V_b = base.se ** 2
+    V_b = base.recall.se ** 2
     # with documents: the covariance of the jackknife values (the variances are the jackknife ones: _var0)
     if d.y0_groups is None:
         n0 = Te.shape[1]
@@ -218,10 +225,10 @@ def combined_recall(d: Design, base: RecallEstimate, *, confidence: float = 0.90
     den = V_e + V_b - 2 * C
     with np.errstate(divide="ignore", invalid="ignore"):
         lam = np.clip(np.where(den > 0, (V_b - C) / np.where(den > 0, den, 1.0), 0.0), 0.0, 1.0)
-    r = lam * r_e + (1 - lam) * base.r
+    r = lam * r_e + (1 - lam) * base.recall.value
     var = np.maximum(lam ** 2 * V_e + (1 - lam) ** 2 * V_b + 2 * lam * (1 - lam) * C, 0.0)
-    ci = wilson(r, var, confidence, np.full(m, float(max(d.n0, 1))))
-    return RecallEstimate(r, np.sqrt(var), ci, base.theta, base.nu, lam)
+    return RecallEstimate(_recall(r, var, d, confidence, f"{base.recall.method}+exhaustive"), base.theta, base.nu,
+                          lam)
 
 
 __all__ = ["BANDS", "RecallEstimate", "agreement_band", "combined_recall", "merge_cells", "stratified_recall"]

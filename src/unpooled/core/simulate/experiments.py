@@ -292,6 +292,7 @@ def run_unassessed(world, *, trials: int = 100, labels: int = 150, exhaustive: i
     (ratio of mean variances) against the joint estimator and against the exhaustive sample alone.
     """
     from ..estimators.intervals import wilson
+    from ..estimators.results import Estimate
     from ..estimators.unassessed import RecallEstimate, combined_recall, stratified_recall
 
     rng = np.random.default_rng(rng)
@@ -317,12 +318,13 @@ def run_unassessed(world, *, trials: int = 100, labels: int = 150, exhaustive: i
         y0 = Y[rng.integers(0, len(Y), exhaustive)]
         d = make_design(P_all[evald], src, xs, truth[xs].astype(float), member[evald][:, y0])
         sc = estimate(d, confidence=confidence)
-        joint = RecallEstimate(sc.r, sc.r_se, sc.r_ci, sc.theta, sc.nu)
+        joint = RecallEstimate(sc.estimate("r"), sc.theta, sc.nu)
         G = d.g0.astype(float)
         r_e = G.mean(1)
         v_e = r_e * (1 - r_e) / max(d.n0 - 1, 1)
-        exh = RecallEstimate(r_e, np.sqrt(v_e), wilson(r_e, v_e, confidence, np.full(me, float(d.n0))), sc.theta,
-                             np.ones(me))
+        lo, hi = wilson(r_e, v_e, confidence, np.full(me, float(d.n0)))
+        exh = RecallEstimate(Estimate.of(r_e, np.sqrt(v_e), lo, hi, level=confidence, interval="wilson", n=d.n0,
+                                         method="exhaustive"), sc.theta, np.ones(me))
         ps = stratified_recall(d, min_draws=min_draws, confidence=confidence)
         both = combined_recall(d, ps, confidence=confidence)
         lam.append(both.weight)
@@ -331,9 +333,9 @@ def run_unassessed(world, *, trials: int = 100, labels: int = 150, exhaustive: i
                "joint+exhaustive": combined_recall(d, joint, confidence=confidence), "stratified+exhaustive": both}
         tv = tr[evald]
         for k, v in got.items():
-            err[k].append(v.r - tv)
-            width[k].append(v.ci[1] - v.ci[0])
-            hit[k].append((v.ci[0] - 1e-12 <= tv) & (tv <= v.ci[1] + 1e-12))
+            err[k].append(v.recall.value - tv)
+            width[k].append(v.recall.interval.width)
+            hit[k].append((v.recall.lo - 1e-12 <= tv) & (tv <= v.recall.hi + 1e-12))
         ids.append(evald)
         if progress:
             progress(1)

@@ -376,6 +376,11 @@ class EntityMetricOut(Schema):
     lo: float | None = Field(description="lower end of the interval (a bound alone when value is null)")
     hi: float | None
     n: int = Field(description="the sample size behind it (mentions, draws)")
+    level: float | None = Field(None, description="the interval's confidence level")
+    method: str = Field("", description="the estimator: document-ratio (over the exhaustive documents) or stratified "
+                                        "(argument mentions from the verification draws, the rest from the documents)")
+    interval: str = Field("", description="how the interval was built: wilson, hull (Wilson's and the normal "
+                                          "one), f1-region (from precision's and recall's), bounds (no estimate)")
     reason: str = Field("", description="why there is no estimate (e.g. the corpus's gold layer has no KB links)")
 
 

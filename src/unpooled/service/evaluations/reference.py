@@ -45,7 +45,8 @@ from django.db import transaction
 from django.db.models import Exists, OuterRef
 from django.utils import timezone
 
-from unpooled.core.estimators.reference import ReferenceEstimate, f1_independent, found_by_reference, recall_by_capture
+from unpooled.core.estimators.reference import f1_independent, found_by_reference, recall_by_capture
+from unpooled.core.estimators.results import Estimate
 from unpooled.core.kb.model import KB, Entity, Instance, Mention
 from unpooled.core.matching import InstanceRef
 from unpooled.core.offline import LabelledDraw, OfflineData
@@ -253,15 +254,16 @@ def estimate(corpus: Corpus, ref: Submission | None = None) -> dict | None:
         add(name, [r[7] for r in groups[name]])
     labelled = {d.system for d in draws}
     subs = tuple(s for s in subs if s.name in labelled)
-    p = {"human": ReferenceEstimate(math.nan, math.nan, math.nan, math.nan)}
+    nan = Estimate.undefined("no verified draw yet", "simple", CONFIDENCE)
+    p = {"human": nan}
     n_labels = {}
     if subs:
         res = offline_score(OfflineData(subs, tuple(draws), (), ()), level="instance", estimator="simple",
                             corrected_labels=True, confidence=CONFIDENCE, votes=rates.keyed_answers(corpus))
+        precision = res.scores.estimate("p")
         for i, row in enumerate(res.rows):
-            p[row.system] = ReferenceEstimate(row.p, float(res.scores.p_se[i]), row.p_lo, row.p_hi)
+            p[row.system] = precision[i]
             n_labels[row.system] = row.labels
-    nan = ReferenceEstimate(math.nan, math.nan, math.nan, math.nan)
     n1, n0 = len(groups["sample:found"]), len(groups["sample:missed"])
     pf, pm = p.get("sample:found", nan), p.get("sample:missed", nan)
     r = recall_by_capture(n1, pf.value, pf.se, n0, pm.value, pm.se, confidence=CONFIDENCE,
