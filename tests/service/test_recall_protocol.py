@@ -41,7 +41,7 @@ def test_the_protocol_decides_the_true_recall(tmp_path):
     # "She" founded Acme is the fact (Acme, P112, Alice) through another mention of Alice's cluster
     she = _submit(tmp_path, "tiny", "she", [("Acme", "C", "P112", "She", "A")])
     assert true_scores(corpus, she).found == 1
-    from unpooled.service.evaluations.inputs import recall_protocol
+    from unpooled.service.evaluations.rates import recall_protocol
 
     assert recall_protocol(corpus) == "document"
 

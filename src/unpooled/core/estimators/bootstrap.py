@@ -13,7 +13,7 @@ from __future__ import annotations
 import numpy as np
 import scipy.sparse as sp
 
-from .intervals import _f1
+from .intervals import f1_score
 from .joint import Design, _terms, _Terms
 
 #: the per-instance totals of the bootstrap (replicates x distinct instances, floats) are kept below this size
@@ -118,7 +118,7 @@ def bootstrap_intervals(d: Design, W: np.ndarray, B: int, *, confidence: float =
             nu_b = np.where(sums[3] > 0, sums[2] / sums[3], 0.0)
         th_b = (Kv @ t.S0.T) / np.maximum(Vb, 1e-30)
         r_b = th_b * nu_b
-    f_b = _f1(p_b, r_b)
+    f_b = f1_score(p_b, r_b)
     a = (1 - confidence) / 2
     out = {}
     for name, arr in (("p", p_b), ("r", r_b), ("f1", f_b)):

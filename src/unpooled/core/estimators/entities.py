@@ -60,11 +60,12 @@ from .crowd_channels import PARAMS, fit_rates
 from .entity_arguments import argument_precision, rate_variance, validity_labels
 from .entity_documents import (MATCHES, ExhaustiveDocument, Mention, _answer_doc, _best, _corrected_ratios, _items,
                                _layer_ratios, _sys_doc, span_weights)  # noqa: F401
-from .entity_metrics import (LABELS, METRICS, EntityScores, _f1_metric, _f1_partials, _interval, _metric,
+from .entity_metrics import (LABELS, METRICS, EntityScores, _f1_metric, _interval, _metric,
                              _undefined,
                              _pair_f1, document_ratio)
 from .entity_nil_b3 import cross_document_b3
 from .exhaustive import t_factor, theta_variance
+from .intervals import _f1_partials
 from .results import ConfidenceInterval, Estimate
 
 #: the reason of every figure while no document is exhaustively annotated

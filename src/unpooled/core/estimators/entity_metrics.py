@@ -35,7 +35,7 @@ import numpy as np
 
 from ..errors import InvalidInputError
 from .exhaustive import jackknife_values, theta_variance
-from .intervals import f1_interval, wilson
+from .intervals import _f1_partials, f1_interval, f1_score, wilson
 from .results import ConfidenceInterval, Estimate
 
 #: every metric, in display order
@@ -148,17 +148,10 @@ def _f1_metric(p: Estimate, r: Estimate, var: float, n: int, confidence: float, 
     delta-method variance (it carries their covariance)."""
     if not (p.defined and r.defined):
         return Estimate.undefined(p.reason or r.reason or reason, p.method, confidence)
-    f = 2 * p.value * r.value / (p.value + r.value) if p.value + r.value > 0 else 0.0
+    f = float(f1_score(p.value, r.value))
     lo, hi = f1_interval(p.value, r.value, (p.lo, p.hi), (r.lo, r.hi), p.se ** 2, r.se ** 2, var)
     return Estimate(f, math.sqrt(max(var, 0.0)), ConfidenceInterval(float(lo[0]), float(hi[0]), confidence, "f1-region"),
                     int(n), p.method)
-
-
-def _f1_partials(p: float, r: float) -> tuple[float, float]:
-    s = p + r
-    if s <= 0:
-        return 0.0, 0.0
-    return 2 * r * r / (s * s), 2 * p * p / (s * s)
 
 
 def _pair_f1(p: Estimate, r: Estimate, rp, rr, confidence: float, tf: float = 1.0) -> Estimate:

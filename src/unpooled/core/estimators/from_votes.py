@@ -327,7 +327,7 @@ def _votes_var(d, t, fit: _Fit, votes, codes, lam, grp, Mc, Ma, Mb, R, theta, dP
 def _rates_replicates(votes, U, codes, Mc, Ma, Mb, grp, P, theta, simple: bool, fit: _Fit) -> dict | None:
     """Per metric, ``(replicates, m)``: the estimates refitted under each replicate of the confusions (the draws
     and the votes held), each refit searched from ``fit``'s; None with one replicate."""
-    from .intervals import _f1
+    from .intervals import f1_score
 
     if votes.replicates <= 1:
         return None
@@ -340,7 +340,7 @@ def _rates_replicates(votes, U, codes, Mc, Ma, Mb, grp, P, theta, simple: bool, 
                   for M, r0 in ((Mc, fit.rc), (Ma, fit.ra), (Mb, fit.rb)))
     p, _, _, nu = _combine(rc, ra, rb, _precision_weights(Mc, grp, P), grp.sums(Ma), grp.sums(Mb), simple)
     r = theta[None, :] * nu
-    return {"p": p, "r": r, "f1": _f1(p, r)}
+    return {"p": p, "r": r, "f1": f1_score(p, r)}
 
 
 def noisy_estimates(d, t, W: np.ndarray, votes: CrowdVotes, *, simple: bool = False,
@@ -420,7 +420,7 @@ def _pick(a, b, where: np.ndarray):
 def _estimates(d, t, votes, items, grp, simple: bool, confidence, keep: bool = False):
     """:func:`noisy_estimates` in the groups ``grp``; ``items``: the distinct drawn items, each draw's item, their
     log ratios and the per-item coefficients of precision, recall's numerator and denominator and the ratios."""
-    from .intervals import _f1, _f1_partials
+    from .intervals import _f1_partials, f1_score
     from .joint import _var0
 
     m, U = d.P.shape
@@ -435,7 +435,7 @@ def _estimates(d, t, votes, items, grp, simple: bool, confidence, keep: bool = F
     var_th = _var0(T0, d, confidence)
     p, nu = fit.p, fit.nu
     r = theta * nu
-    f1 = _f1(p, r)
+    f1 = f1_score(p, r)
     dP, dR = _f1_partials(p, r)
     var_d = _design_var(d, t, fit, lam[inv], grp.item[inv], var_th, theta, dP, dR, simple)
     var_v = _votes_var(d, t, fit, votes, codes, lam, grp, Mc, Ma, Mb, R, theta, dP, dR, simple)
@@ -450,7 +450,7 @@ def _estimates(d, t, votes, items, grp, simple: bool, confidence, keep: bool = F
     r_raw = theta * nu_raw
     n_ans = np.bincount(votes.worker, minlength=votes.n_workers).astype(float)
     tot = max(n_ans.sum(), 1.0)
-    parts = NoisyParts(p_raw, r_raw, _f1(p_raw, r_raw), var_d, var_v, var_r,
+    parts = NoisyParts(p_raw, r_raw, f1_score(p_raw, r_raw), var_d, var_v, var_r,
                        float((n_ans * votes.sens).sum() / tot), float((n_ans * votes.fpr).sum() / tot))
     # the likelihood-ratio intervals need one prevalence: targets whose estimate is one group's (all without strata)
     one_p, one_a = fit.single(fit.wc), fit.single(fit.sa * (fit.Ja > 0))

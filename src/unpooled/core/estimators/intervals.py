@@ -136,15 +136,19 @@ def f1_interval(p, r, p_ci, r_ci, var_p, var_r, var_f) -> tuple[np.ndarray, np.n
     den = 2 * dP * dR * np.sqrt(np.maximum(var_p, 0) * np.maximum(var_r, 0))
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
         rho = np.where(den > 0, (var_f - dP ** 2 * var_p - dR ** 2 * var_r) / np.where(den > 0, den, 1.0), 0.0)
-    lo, hi = monotone_interval(_f1, p, r, p_ci, r_ci, rho)
+    lo, hi = monotone_interval(f1_score, p, r, p_ci, r_ci, rho)
     # exactly 0 where either lower bound is (the combination's arithmetic leaves ~1e-10 there)
     zero = (np.asarray(p_ci[0]) <= 0) | (np.asarray(r_ci[0]) <= 0)
     return np.where(zero & ~np.isnan(lo), 0.0, np.clip(lo, 0.0, 1.0)), np.clip(hi, 0.0, 1.0)
 
 
-def _f1(p, r):
-    with np.errstate(divide="ignore", invalid="ignore"):
-        return np.where(p + r > 0, 2 * p * r / (p + r), 0.0)
+def f1_score(p, r) -> np.ndarray:
+    r""":math:`F_1 = 2PR/(P+R)`, 0 where :math:`P+R=0` (and where either is NaN), elementwise: the one definition
+    every estimate, truth and simulation uses."""
+    p = np.asarray(p, dtype=float)
+    r = np.asarray(r, dtype=float)
+    s = p + r
+    return np.divide(2 * p * r, s, out=np.zeros(np.broadcast(p, r).shape), where=s > 0)
 
 
 def _f1_partials(p, r):
@@ -155,4 +159,4 @@ def _f1_partials(p, r):
     return dP, dR
 
 
-__all__ = ["effective_size", "f1_interval", "monotone_interval", "population_size", "wilson"]
+__all__ = ["effective_size", "f1_interval", "f1_score", "monotone_interval", "population_size", "wilson"]

@@ -113,7 +113,7 @@ from ..errors import InvalidInputError, check_choice
 from .exhaustive import document_groups, restrict_p0, t_factor, theta_variance
 from .finite import DrawUnits, draw_units, unseen_mass
 from .finite import strata_var as finite_var
-from .intervals import _f1, _f1_partials, f1_interval, population_size, wilson
+from .intervals import _f1_partials, f1_interval, f1_score, population_size, wilson
 from .linear import Linear
 from .results import ConfidenceInterval, Estimate
 from .rows import ByItem, Rows, row_sums, scale
@@ -639,7 +639,7 @@ def linear_parts(d: Design, t: _Terms, confidence: float | None, *, simple: bool
         lin["f1"] = Linear(Up.scaled(rows=dP * inv_w) + Uu.scaled(rows=dR * theta * inv), T, ex_scale=dR * nu)
         var = {"p": lin["p"].var(d, confidence), "f1": lin["f1"].var(d, confidence),
                "r": theta ** 2 * var_nu + nu ** 2 * var_th + var_th * var_nu}
-    return {"p": p, "r": r, "f1": _f1(p, r), "theta": theta, "nu": nu}, lin, var
+    return {"p": p, "r": r, "f1": f1_score(p, r), "theta": theta, "nu": nu}, lin, var
 
 
 def precision_linear(t: _Terms) -> tuple[np.ndarray, Linear]:

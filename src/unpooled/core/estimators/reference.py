@@ -49,7 +49,7 @@ from collections.abc import Iterable
 import numpy as np
 
 from ..errors import InvalidInputError
-from .intervals import _f1_partials, f1_interval, wilson
+from .intervals import _f1_partials, f1_interval, f1_score, wilson
 from .results import ConfidenceInterval, Estimate
 
 
@@ -150,7 +150,7 @@ def f1_independent(p: Estimate, r: Estimate) -> Estimate:
     if any(math.isnan(v) for v in (p.value, r.value)):
         return Estimate.undefined(p.reason or r.reason, F1_METHOD, level)
     pv, rv = np.array([p.value]), np.array([r.value])
-    f1 = float(np.where(pv + rv > 0, 2 * pv * rv / np.maximum(pv + rv, 1e-300), 0.0)[0])
+    f1 = float(f1_score(pv, rv)[0])
     dP, dR = _f1_partials(pv, rv)
     var_p, var_r = ((0.0 if math.isnan(e.se) else e.se) ** 2 for e in (p, r))
     var = float(dP[0] ** 2 * var_p + dR[0] ** 2 * var_r)

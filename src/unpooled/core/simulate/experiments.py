@@ -22,6 +22,7 @@ import numpy as np
 from scipy.stats import norm
 
 from ..estimators import distribution_matrix, estimate, make_design, p0_weights
+from ..estimators.intervals import f1_score
 
 ESTIMATOR_VARIANTS = ("pooling", "simple", "joint-heuristic", "joint-balance", "joint-minvar")
 
@@ -45,9 +46,7 @@ def true_scores(world, level: str = "instance") -> tuple[np.ndarray, np.ndarray,
         p = np.asarray(P @ truth.astype(float)).ravel()
         p0 = p0_universe(world)
         r = np.array([p0[s].sum() for s in world.systems])
-    with np.errstate(invalid="ignore", divide="ignore"):
-        f = np.where(p + r > 0, 2 * p * r / (p + r), 0.0)
-    return p, r, f
+    return p, r, f1_score(p, r)
 
 
 def p0_universe(world) -> np.ndarray:

@@ -27,6 +27,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from ..estimators import estimate, make_design
+from ..estimators.intervals import f1_score
 from ..estimators.noisy import crowd_votes
 from ..estimators.paired import covariances
 from ..ranking import rank_intervals
@@ -110,7 +111,7 @@ def true_scores(truth: np.ndarray, systems: list[np.ndarray]) -> np.ndarray:
     for s in systems:
         tp = truth[s].sum()
         p, r = tp / len(s), tp / T
-        out.append(2 * p * r / (p + r) if p + r > 0 else 0.0)
+        out.append(float(f1_score(p, r)))
     return np.array(out)
 
 

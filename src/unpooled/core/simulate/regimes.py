@@ -51,6 +51,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from ..errors import InvalidInputError
+from ..estimators.intervals import f1_score
 
 METRICS = ("p", "r", "f1")
 #: the changing-corpus cells: documents of each period's corpus, and the current ones exhaustively annotated
@@ -398,9 +399,7 @@ def _changing_trial(cell: Cell, rng) -> tuple[dict, dict, int]:
 
 
 def _with_f1(truth: dict) -> dict:
-    p, r = truth["p"], truth["r"]
-    with np.errstate(divide="ignore", invalid="ignore"):
-        truth["f1"] = np.where(p + r > 0, 2 * p * r / (p + r), 0.0)
+    truth["f1"] = f1_score(truth["p"], truth["r"])
     return truth
 
 

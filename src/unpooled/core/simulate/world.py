@@ -60,6 +60,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from ..errors import InvalidInputError
+from ..estimators.intervals import f1_score
 
 # ---------------------------------------------------------------------------------------------
 # Parametric spread, fitted to the micro P/R of the 70 runs in pooling_bias_anydoc.tsv
@@ -199,13 +200,6 @@ class World:
                 "fills": len(np.unique(self.fill)), "documents": len(np.unique(self.doc)),
                 "manual": len(self.manual)}
 
-
-def f1_score(p, r) -> np.ndarray:
-    r""":math:`F_1 = 2PR/(P+R)`, 0 where :math:`P+R=0` (elementwise)."""
-    p = np.asarray(p, dtype=float)
-    r = np.asarray(r, dtype=float)
-    s = p + r
-    return np.divide(2 * p * r, s, out=np.zeros(np.broadcast(p, r).shape), where=s > 0)
 
 
 def _index_array(a, U: int, name: str) -> np.ndarray:

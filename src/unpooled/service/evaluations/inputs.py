@@ -64,7 +64,7 @@ from unpooled.core.matching import InstanceRef, match_matrix, relation_matrix
 from unpooled.core.offline import MATCHES, LabelledDraw, OfflineData, TrueInstance
 from unpooled.core.offline import Submission as CoreSubmission
 from unpooled.service.annotation.actions import current_labels
-from unpooled.service.annotation.models import AnnotationSettings, ExhaustiveDocument, Kind, Label, Task
+from unpooled.service.annotation.models import ExhaustiveDocument, Kind, Label, Task
 from unpooled.service.corpora.models import Corpus, Document
 from unpooled.service.submissions.models import RelationInstance, Submission
 
@@ -89,16 +89,9 @@ def offline_inputs(corpus: Corpus, *, level: str = "instance"):
     data, by_name, docs = offline_data(corpus, level=level)
     if not data.submissions:
         return data, by_name, docs, None, None
-    if recall_protocol(corpus) == "document":
+    if rates.recall_protocol(corpus) == "document":
         data = replace(data, entities=rates.entities(corpus))
     return data, by_name, docs, rates.sentences(corpus), rates.keyed_answers(corpus)
-
-
-def recall_protocol(corpus: Corpus) -> str:
-    """The corpus's recall protocol (:attr:`~unpooled.service.annotation.models.AnnotationSettings.recall_protocol`):
-    which true instances recall counts, and which exhaustive relations layers :func:`exhaustive_truth` reads."""
-    got = AnnotationSettings.objects.filter(corpus=corpus).values_list("recall_protocol", flat=True).first()
-    return got or "sentence"
 
 
 def system_name(sub: Submission) -> str:
@@ -110,7 +103,7 @@ def exhaustive_truth(corpus: Corpus) -> tuple[list[TrueInstance], int]:
     layers asked under the corpus's recall protocol only (a layer of the other protocol is never mixed in; its
     document does not count until it is annotated under this one: ``do_set_recall_protocol``)."""
     schema = corpus.schema.schema()
-    protocol = recall_protocol(corpus)
+    protocol = rates.recall_protocol(corpus)
     inclusion = dict(ExhaustiveDocument.objects.filter(corpus=corpus).values_list("document_id", "inclusion"))
     out: list[TrueInstance] = []
     docs = 0
@@ -368,7 +361,7 @@ def _truth_inputs(corpus: Corpus) -> tuple:
     """What :func:`~.inputs.exhaustive_truth` reads, cheaply: the sampled documents with their inclusion
     probabilities and the completed relation tasks (id, completion time) of those documents."""
     sampled = ExhaustiveDocument.objects.filter(corpus=corpus)
-    return (recall_protocol(corpus), tuple(sampled.order_by("document_id").values_list("document_id", "inclusion")),
+    return (rates.recall_protocol(corpus), tuple(sampled.order_by("document_id").values_list("document_id", "inclusion")),
             tuple(Task.objects.filter(corpus=corpus, kind=Kind.RELATIONS, key="", status=Task.Status.COMPLETE,
                                       document_id__in=sampled.values("document_id"))
                   .order_by("id").values_list("id", "completed")))
@@ -539,7 +532,7 @@ def read(corpus: Corpus, *, level: str = "instance", match: str = "overlap", lab
         ans_fp = rates.answers_fp(corpus) if label_method == "majority" else None
         answers = rates.keyed_answers(corpus, ans_fp) if label_method == "majority" else None
         mark("confusions")
-        protocol = recall_protocol(corpus)
+        protocol = rates.recall_protocol(corpus)
         fp = _inputs_fp(pool, d, truth, labels, ans_fp, label_method) + (names, protocol)
         ikey = (corpus_key(corpus), level, match, label_method)
         kept = _inputs.get(ikey)

@@ -89,7 +89,7 @@ def fingerprint(corpus: Corpus, level: str) -> str:
 
 
 def cache_key(corpus: Corpus, level: str, user=None, period=None) -> str:
-    from .inputs import recall_protocol
+    from .rates import recall_protocol
 
     # the corpus's recall protocol too: a change shows at once, before the re-scoring's new scores do
     return (f"unpooled.leaderboard:{corpus.pk}:{corpus.name}:{level}:{scope(user)}:"
@@ -298,7 +298,7 @@ def _protocol_info(corpus: Corpus, protocols: list[str]) -> dict:
     """Which recall protocol the board's numbers follow: ``recall_protocol`` (``mixed`` when ranked rows differ, e.g.
     one frozen under the other), ``recall_label`` (its words, for the note beside the header) and
     ``corpus_protocol`` (the corpus's setting, which the next scores will follow)."""
-    from .inputs import recall_protocol
+    from .rates import recall_protocol
 
     now = recall_protocol(corpus)
     got = set(protocols) or {now}

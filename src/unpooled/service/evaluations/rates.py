@@ -377,3 +377,12 @@ def clear_cache() -> None:
     _sentence_memo.clear()
     _inside_memo.clear()
     _entity_memo.clear()
+
+
+def recall_protocol(corpus) -> str:
+    """The corpus's recall protocol (:attr:`~unpooled.service.annotation.models.AnnotationSettings.recall_protocol`):
+    which true instances recall counts, and which exhaustive relations layers :func:`exhaustive_truth` reads."""
+    from unpooled.service.annotation.models import AnnotationSettings
+
+    got = AnnotationSettings.objects.filter(corpus=corpus).values_list("recall_protocol", flat=True).first()
+    return got or "sentence"

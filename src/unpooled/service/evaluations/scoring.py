@@ -36,7 +36,7 @@ from unpooled.core.offline import OfflineResult, system_rows
 from unpooled.core.offline import score as offline_score
 from unpooled.service.corpora.models import Corpus
 
-from . import inputs
+from . import inputs, rates
 from .models import Draw
 from .policy import CONFIDENCE, LABEL_METHOD
 
@@ -165,7 +165,7 @@ def from_scratch(corpus: Corpus, *, level: str = "instance", match: str = "overl
         return Scored(None, {}, 0)
     # the exhaustive documents as the service counts them, the corpus's sentence split, the crowd's answers; under
     # the document recall protocol facts between the corpus's entity clusters (the matching is by cluster)
-    protocol = inputs.recall_protocol(corpus)
+    protocol = rates.recall_protocol(corpus)
     res = offline_score(data, level=level, estimator="joint", weights=weights,
                         match="exact" if protocol == "document" else match, corrected_labels=True,
                         documents=docs or None, sentences=sentences, votes=answers, recall_protocol=protocol)

@@ -57,6 +57,7 @@ from dataclasses import asdict, dataclass
 
 import numpy as np
 
+from unpooled.core.estimators.intervals import f1_score
 from unpooled.core.estimators.sampling import sampling_distribution
 from unpooled.core.matching import InstanceRef, match_matrix
 
@@ -87,9 +88,8 @@ def _codes(values) -> np.ndarray:
 
 
 def _f1(p: float, r: float) -> float:
-    if math.isnan(p) or math.isnan(r):
-        return float("nan")
-    return 2 * p * r / (p + r) if p + r > 0 else 0.0
+    """F1 of the true P and R (:func:`~unpooled.core.estimators.intervals.f1_score`); NaN where either is."""
+    return float("nan") if math.isnan(p) or math.isnan(r) else float(f1_score(p, r))
 
 
 def instance_rows(submission) -> list[tuple]:
@@ -131,7 +131,7 @@ def protocol_gold(corpus, *, documents=None, oracle=None, protocol: str | None =
     ``documents``: document pks (default every document of the corpus); ``protocol``: the recall protocol whose
     pairs are asked (default the corpus's: under ``document`` every pair of clusters of a document).
     """
-    from .inputs import recall_protocol
+    from .rates import recall_protocol
 
     protocol = protocol or recall_protocol(corpus)
     from unpooled.core.annotation import answers as fmt
@@ -205,7 +205,7 @@ def _found(corpus, refs: list[InstanceRef], gold: list[InstanceRef], match: str)
     """``(found, true)``: how many of the protocol's true items the instances match, of how many.  Under the
     document recall protocol the items are facts between the corpus's entity clusters, matched through any of
     their mentions (:func:`unpooled.core.estimators.exhaustive.fact_level`, as the estimate matches them)."""
-    from .inputs import recall_protocol
+    from .rates import recall_protocol
 
     if not gold:
         return 0, 0
@@ -297,7 +297,7 @@ def attach_truth(corpus, rows: list[dict], *, level: str = "instance", store: bo
 
 
 def _protocol(corpus) -> str:
-    from .inputs import recall_protocol
+    from .rates import recall_protocol
 
     return recall_protocol(corpus)
 
