@@ -74,14 +74,14 @@ def test_simple_estimator_by_hand(files):
     a, b = res.rows
     # precision: A drew x1 (1), x2 (0), x3 (1), x1 (1): all three of its instances, so 2/3 exactly (the distinct
     # instances count, estimators/finite.py); B drew x2 (0), x4 (1)
-    assert a.p == pytest.approx(2 / 3) and b.p == pytest.approx(1 / 2)
-    assert a.p_hi - a.p_lo < 1e-9 and b.p_hi - b.p_lo < 1e-9
+    assert a.precision.value == pytest.approx(2 / 3) and b.precision.value == pytest.approx(1 / 2)
+    assert a.precision.hi - a.precision.lo < 1e-9 and b.precision.hi - b.precision.lo < 1e-9
     # recall over the 4 exhaustive true instances: A found x1 and x3 (value compared normalised), B found x4
-    assert a.r == pytest.approx(2 / 4) and b.r == pytest.approx(1 / 4)
-    assert a.f1 == pytest.approx(2 * 2 / 3 * 0.5 / (2 / 3 + 0.5)) and b.f1 == pytest.approx(1 / 3)
-    assert (a.labels, b.labels) == (4, 2) and a.estimator == "simple"
+    assert a.recall.value == pytest.approx(2 / 4) and b.recall.value == pytest.approx(1 / 4)
+    assert a.f1.value == pytest.approx(2 * 2 / 3 * 0.5 / (2 / 3 + 0.5)) and b.f1.value == pytest.approx(1 / 3)
+    assert (a.labels, b.labels) == (4, 2) and a.precision.method == "simple"
     for r in res.rows:
-        assert r.p_lo <= r.p <= r.p_hi and r.r_lo <= r.r <= r.r_hi and r.f1_lo <= r.f1 <= r.f1_hi
+        assert all(e.lo <= e.value <= e.hi for e in (r.precision, r.recall, r.f1))
     assert set(a.to_dict()) == {"system", "p", "p_lo", "p_hi", "r", "r_lo", "r_hi", "f1", "f1_lo", "f1_hi",
                                 "labels", "estimator"}
 
@@ -100,9 +100,9 @@ def test_joint_matches_a_direct_estimate_call(files):
     for i, row in enumerate(res.rows):
         want = direct.row(i)
         for k in ("p", "p_lo", "p_hi", "r", "r_lo", "r_hi", "f1", "f1_lo", "f1_hi"):
-            assert getattr(row, k) == pytest.approx(want[k])
+            assert row.to_dict()[k] == pytest.approx(want[k])
         assert row.boot["r"] == pytest.approx((want["r_boot_lo"], want["r_boot_hi"]))
-        assert row.estimator == "joint-heuristic"
+        assert row.precision.method == "joint-heuristic"
         assert {"p_boot_lo", "r_boot_hi", "f1_boot_lo"} <= set(row.to_dict())
 
 
@@ -127,7 +127,7 @@ def test_inclusion_and_weight_enter_recall(files, tmp_path):
     ])
     res = score_files(labels, subs, ex, estimator="simple")
     # weights v = weight / inclusion = 1, 1, 2, 3: A found 1 + 1 of 7, B found 3 of 7
-    assert res.rows[0].r == pytest.approx(2 / 7) and res.rows[1].r == pytest.approx(3 / 7)
+    assert res.rows[0].recall.value == pytest.approx(2 / 7) and res.rows[1].recall.value == pytest.approx(3 / 7)
     joint = score_files(labels, subs, ex, estimator="joint")
     assert any("p0 weights" in w for w in joint.warnings)
 
@@ -136,12 +136,13 @@ def test_overlap_matching(files):
     labels, subs, ex = files
     with (subs / "B.jsonl").open("a") as fh:  # an instance overlapping the unfound y5
         fh.write(json.dumps(inst("D1", (41, 44), "p", (52, 60), entities=("b5", "b6"))) + "\n")
-    assert score_files(labels, subs, ex, estimator="simple").rows[1].r == pytest.approx(1 / 4)
+    assert score_files(labels, subs, ex, estimator="simple").rows[1].recall.value == pytest.approx(1 / 4)
     res = score_files(labels, subs, ex, estimator="simple", match="overlap")
-    assert res.rows[1].r == pytest.approx(2 / 4) and res.rows[1].p == pytest.approx(1 / 2)
+    assert res.rows[1].recall.value == pytest.approx(2 / 4) and res.rows[1].precision.value == pytest.approx(1 / 2)
     # joint with overlap: draws matched by the same policy, each fact counted once
     joint = score_files(labels, subs, ex, estimator="joint", match="overlap")
-    assert 0 <= joint.rows[1].r <= 1 and joint.rows[1].p == pytest.approx(res.rows[1].p, abs=0.5)
+    assert 0 <= joint.rows[1].recall.value <= 1
+    assert joint.rows[1].precision.value == pytest.approx(res.rows[1].precision.value, abs=0.5)
 
 
 def test_system_without_own_draws_is_a_warning(files):
@@ -150,10 +151,11 @@ def test_system_without_own_draws_is_a_warning(files):
     res = score_files(labels, subs, ex, estimator="joint")
     c = res.rows[2]
     assert c.system == "C" and c.labels == 0 and "no labelled draws of its own" in c.warnings[0]
-    assert c.p == pytest.approx(1.0) and 0 < c.r < 1  # estimated through B's draw of x4 (its only instance)
+    # estimated through B's draw of x4 (its only instance)
+    assert c.precision.value == pytest.approx(1.0) and 0 < c.recall.value < 1
     simple = score_files(labels, subs, ex, estimator="simple").rows[2]
-    assert math.isnan(simple.p) and simple.to_dict()["p"] is None and simple.to_dict()["f1"] is None
-    assert simple.r == pytest.approx(1 / 4)
+    assert math.isnan(simple.precision.value) and simple.to_dict()["p"] is None and simple.to_dict()["f1"] is None
+    assert simple.recall.value == pytest.approx(1 / 4)
 
 
 def test_gzip_and_duplicates(files):
@@ -166,7 +168,7 @@ def test_gzip_and_duplicates(files):
     assert data.ok and [s.name for s in data.submissions] == ["A", "B"] and len(data.submissions[1].keys) == 2
     rep = data.reports[1]
     assert [(d.line, d.code) for d in rep.warnings] == [(3, "UP209")]
-    assert score(data, estimator="simple").rows[1].p == pytest.approx(1 / 2)
+    assert score(data, estimator="simple").rows[1].precision.value == pytest.approx(1 / 2)
 
 
 def _errors(exc_info) -> list[tuple[str, int, str, str]]:
@@ -269,14 +271,15 @@ def test_exhaustive_documents_give_the_cluster_variance(files):
     # documents without a true instance change recall's variance only through N (the jackknife's (N-1)/N and mean,
     # Student's t with N - 1 degrees of freedom: 1 here, against 9), not the estimates
     for a, b in zip(res.rows, more.rows):
-        assert (a.p, a.r, a.f1, a.p_lo, a.p_hi) == (b.p, b.r, b.f1, b.p_lo, b.p_hi)
+        assert (a.precision.value, a.precision.lo, a.precision.hi) == (b.precision.value, b.precision.lo, b.precision.hi)
+        assert (a.recall.value, a.f1.value) == (b.recall.value, b.f1.value)
     assert (res.scores.r_se >= more.scores.r_se).all()
     # the same as the core on a design that knows the documents
     d = make_design(res.design.P, res.design.src, res.design.xs, res.design.f, res.design.g0,
                     y0_docs=["D1", "D1", "D1", "D2"], documents=10)
     direct = estimate(d)
     for i, row in enumerate(more.rows):
-        assert (row.r_lo, row.r_hi, row.f1_lo, row.f1_hi) == pytest.approx(
+        assert (row.recall.lo, row.recall.hi, row.f1.lo, row.f1.hi) == pytest.approx(
             tuple(direct.row(i)[k] for k in ("r_lo", "r_hi", "f1_lo", "f1_hi")))
     for bad in (1, 0, -3, 2.5, True):
         with pytest.raises(InvalidInputError, match=r"documents: expected the number of exhaustively annotated "
@@ -315,18 +318,19 @@ def test_sentence_split_restricts_p0(crossing, tmp_path):
     u6 = list(res.design.p0).index(0.0)
     assert res.design.p0.tolist() == [1.0 if u != u6 else 0.0 for u in range(len(res.design.p0))]
     # x6 no longer dilutes A's share of the pool; B's x6 no longer counts for B
-    assert res.rows[0].r > plain.rows[0].r and res.rows[1].r < plain.rows[1].r
-    assert [r.p for r in res.rows] == [r.p for r in plain.rows]
+    assert res.rows[0].recall.value > plain.rows[0].recall.value
+    assert res.rows[1].recall.value < plain.rows[1].recall.value
+    assert [r.precision.value for r in res.rows] == [r.precision.value for r in plain.rows]
     # the same as the core with p0 = 0 at x6, and as sentences= given directly
     d = plain.design
     p0 = d.p0.copy()
     p0[u6] = 0.0
     direct = estimate(make_design(d.P, d.src, d.xs, d.f, d.g0, d.v0, p0, y0_docs=["D1", "D1", "D1", "D2"]))
     for i, row in enumerate(res.rows):
-        assert (row.r, row.r_lo, row.r_hi, row.f1) == pytest.approx(
+        assert (row.recall.value, row.recall.lo, row.recall.hi, row.f1.value) == pytest.approx(
             tuple(direct.row(i)[k] for k in ("r", "r_lo", "r_hi", "f1")))
     again = score(load(*crossing), sentences={"D1": ([0, 30], [30, 60]), "D2": ([0, 15], [15, 30])})
-    assert [r.r for r in again.rows] == [r.r for r in res.rows]
+    assert [r.recall.value for r in again.rows] == [r.recall.value for r in res.rows]
     # the simple estimator does not use p0: no warning either way
     assert not any("sentence split" in w for w in score_files(*crossing, estimator="simple").warnings)
 
@@ -385,17 +389,19 @@ def test_the_pool_follows_the_current_corpus(dropped):
             "(p0 = 0 there)") in res.warnings
     assert not any("labels kept from documents" in w for w in res.warnings)
     # precision keeps every label; x4 (true, B's only) no longer dilutes A's share of the pool, nor counts for B
-    assert [r.p for r in res.rows] == [r.p for r in before.rows] and res.rows[1].labels == 3
-    assert res.rows[0].r > before.rows[0].r and res.rows[1].r == 0.0 < before.rows[1].r
+    assert [r.precision.value for r in res.rows] == [r.precision.value for r in before.rows] and res.rows[1].labels == 3
+    assert res.rows[0].recall.value > before.rows[0].recall.value
+    assert res.rows[1].recall.value == 0.0 < before.rows[1].recall.value
     d = before.design
     p0 = d.p0.copy()
     p0[u4] = 0.0
     direct = estimate(make_design(d.P, d.src, d.xs, d.f, d.g0, d.v0, p0, y0_docs=["D1"] * 3))
     for i, row in enumerate(res.rows):
-        assert (row.r, row.r_lo, row.r_hi) == pytest.approx(tuple(direct.row(i)[k] for k in ("r", "r_lo", "r_hi")))
+        assert (row.recall.value, row.recall.lo, row.recall.hi) == pytest.approx(
+            tuple(direct.row(i)[k] for k in ("r", "r_lo", "r_hi")))
     # the library: the population given directly, as documents of any collection
     again = score(load(labels, subs, ex), population=["D1", "D3"])
-    assert [r.r for r in again.rows] == pytest.approx([r.r for r in res.rows])
+    assert [r.recall.value for r in again.rows] == pytest.approx([r.recall.value for r in res.rows])
     assert any(w.startswith("2 labelled draws (1 distinct instance) on 1 document outside") for w in again.warnings)
     with pytest.raises(InvalidInputError, match=r"population: expected the documents the exhaustive sample was drawn "
                                                 r"from, but the exhaustive file has true instances in 1 other\(s\), "
@@ -407,7 +413,10 @@ def test_no_draw_outside_the_current_corpus_changes_nothing(files, tmp_path):
     both = _corpus(tmp_path, d1=((0, 60),), d2=((0, 30),))
     plain, res = score_files(*files), score_files(*files, corpus=both)
     assert res.options["outside_p0"] == 0 and not any("outside the current corpus" in w for w in res.warnings)
-    assert [(r.p, r.r, r.r_lo, r.r_hi) for r in res.rows] == [(r.p, r.r, r.r_lo, r.r_hi) for r in plain.rows]
+    def key(r):
+        return r.precision.value, r.recall.value, r.recall.lo, r.recall.hi
+
+    assert [key(r) for r in res.rows] == [key(r) for r in plain.rows]
 
 
 # -- a small simulation: the coverage of recall's intervals ---------------------------------------------

@@ -102,7 +102,8 @@ for level in ("instance", "relation"):
     for row in got.result.rows:
         sub = got.by_name[row.system]
         out.append([sub.pk, level] + [None if x is None else min(1.0, max(0.0, float(x)))
-                                      for x in (row.p, row.p_lo, row.p_hi, row.r, row.r_lo, row.r_hi)])
+                                      for x in (row.precision.value, row.precision.lo, row.precision.hi,
+                                                row.recall.value, row.recall.lo, row.recall.hi)])
 print(json.dumps(out))
 """
 

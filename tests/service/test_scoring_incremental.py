@@ -189,6 +189,6 @@ def test_published_scores_are_the_cores_on_the_released_answers(world, tmp_path)
     for row in res.rows:
         s = stored[by_name[row.system].pk]
         for k in ("p", "p_lo", "p_hi", "r", "r_lo", "r_hi", "f1", "f1_lo", "f1_hi"):
-            want = getattr(row, k)
+            want = row.to_dict()[k]
             assert getattr(s, k) == pytest.approx(min(1.0, max(0.0, want)), abs=1e-12), (row.system, k)
             assert not math.isnan(want)

@@ -76,11 +76,12 @@ from .diagnostics import Report
 from .errors import InvalidInputError, check_choice, LocatedError, UnpooledError
 from .estimators import LEVELS, Scores, estimate, make_design, sampling_distribution
 from .estimators.exhaustive import (
-    PROTOCOL_LABELS, RECALL_PROTOCOLS, EntityMentions, Sentences, crossing_share, fact_level, outside_population,
+    RECALL_PROTOCOLS, EntityMentions, Sentences, crossing_share, fact_level, outside_population,
     p0_support, within_sentence,
 )
 from .estimators.joint import ESTIMATORS, WEIGHTS, Design, WeightDegeneracyWarning
 from .estimators.ppi import PPIPrecision, confidence_matrix, ppi_precision
+from .estimators.results import Estimate
 from .kb.lines import Limits
 from .matching import InstanceRef, match_matrix, match_multiplicity, match_universe
 from .offline_files import (
@@ -133,32 +134,29 @@ class OfflineData:
 
 @dataclass(frozen=True)
 class SystemScore:
-    """Estimates for one system.  ``p`` (and ``f1``) is NaN when it is undefined."""
+    """One system's ``precision``, ``recall`` and ``f1`` (:class:`~.estimators.results.Estimate`, with the
+    estimator in their ``method``; precision and F1 undefined, NaN with the reason, when the simple estimator has no
+    draw of the system), its own labelled draws, the effective sample size of its weights, warnings and the
+    bootstrap's intervals."""
 
     system: str
-    p: float
-    p_lo: float
-    p_hi: float
-    r: float
-    r_lo: float
-    r_hi: float
-    f1: float
-    f1_lo: float
-    f1_hi: float
+    precision: Estimate
+    recall: Estimate
+    f1: Estimate
     labels: int
     ess: float
-    estimator: str
     warnings: tuple[str, ...] = ()
     boot: Mapping[str, tuple[float, float]] = field(default_factory=dict)
 
     def to_dict(self) -> dict:
-        """The JSON row: system, P/R/F1 with bounds, labels, estimator (+ ``*_boot_lo/hi``); NaN -> None."""
+        """The JSON row: system, P/R/F1 with bounds (``p``, ``p_lo``, ``p_hi``, ...), labels, estimator (+
+        ``*_boot_lo/hi``); NaN -> None."""
         out: dict = {"system": self.system}
-        for k in ("p", "p_lo", "p_hi", "r", "r_lo", "r_hi", "f1", "f1_lo", "f1_hi"):
-            v = getattr(self, k)
-            out[k] = None if math.isnan(v) else v
+        for k, e in (("p", self.precision), ("r", self.recall), ("f1", self.f1)):
+            for key, v in ((k, e.value), (f"{k}_lo", e.lo), (f"{k}_hi", e.hi)):
+                out[key] = None if math.isnan(v) else float(v)
         out["labels"] = self.labels
-        out["estimator"] = self.estimator
+        out["estimator"] = self.precision.method
         for k, (lo, hi) in self.boot.items():
             out[f"{k}_boot_lo"] = None if math.isnan(lo) else lo
             out[f"{k}_boot_hi"] = None if math.isnan(hi) else hi
@@ -354,6 +352,7 @@ def system_rows(sc: Scores, n_own, names, *, estimator: str = "joint") -> tuple[
     """
     rows = []
     nan = float("nan")
+    est = {k: sc.estimate(k) for k in ("p", "r", "f1")}
     for i, name in enumerate(names):
         w: list[str] = []
         undefined = False
@@ -366,14 +365,13 @@ def system_rows(sc: Scores, n_own, names, *, estimator: str = "joint") -> tuple[
         elif estimator == "joint" and sc.ess[i] < ESS_WARN:
             w.append(f"importance weights degenerate (effective sample size {sc.ess[i]:.1f} < {ESS_WARN:g}): "
                      "collect labels of its own")
-        row = sc.row(i)
-        for k in ("p", "p_lo", "p_hi", "f1", "f1_lo", "f1_hi") if undefined else ():
-            row[k] = nan
+        p, r, f1 = (est[k][i] for k in ("p", "r", "f1"))
+        if undefined:
+            why = "no labelled draws of its own (simple estimator)"
+            p, f1 = (Estimate.undefined(why, sc.method, sc.confidence) for _ in range(2))
         boot = {k: (nan, nan) if undefined and k in ("p", "f1") else (float(lo[i]), float(hi[i]))
                 for k, (lo, hi) in sc.boot.items()}
-        rows.append(SystemScore(name, *(float(row[k]) for k in ("p", "p_lo", "p_hi", "r", "r_lo", "r_hi", "f1",
-                                                                   "f1_lo", "f1_hi")),
-                                labels=int(n_own[i]), ess=float(sc.ess[i]), estimator=sc.method, warnings=tuple(w),
+        rows.append(SystemScore(name, p, r, f1, labels=int(n_own[i]), ess=float(sc.ess[i]), warnings=tuple(w),
                                 boot=boot))
     return tuple(rows)
 

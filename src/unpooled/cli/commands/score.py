@@ -102,7 +102,7 @@ def write_table(result, out) -> None:
     head = ["system", f"P [{pct}]", f"R [{pct}]", f"F1 [{pct}]", "labels", "ESS", "warnings"]
     body = []
     for r in result.rows:
-        body.append([r.system, _cell(r.p, r.p_lo, r.p_hi), _cell(r.r, r.r_lo, r.r_hi), _cell(r.f1, r.f1_lo, r.f1_hi),
+        body.append([r.system, *(_cell(e.value, e.lo, e.hi) for e in (r.precision, r.recall, r.f1)),
                      str(r.labels), f"{r.ess:.1f}", "; ".join(r.warnings) or "-"])
     widths = [max(len(row[k]) for row in [head, *body]) for k in range(len(head) - 1)]
     for row in [head, *body]:
@@ -129,7 +129,7 @@ def write_ppi(result, out, pct: str) -> None:
     out.write(f"\nprediction-powered precision (PPI++, the submitted confidences as control variates; shown beside "
               f"the label-only P, not used in the table above) [{pct}]:\n")
     for i, r in enumerate(result.rows):
-        if math.isnan(r.p):
+        if not r.precision.defined:
             out.write(f"  {r.system}: n/a\n")
             continue
         w, wl = q.width[i], q.width_labels[i]

@@ -167,7 +167,7 @@ def trial(world: ProtocolWorld, rng, *, documents: int = 40, draws: int = 300) -
             warnings.simplefilter("ignore")
             res = score(data, documents=documents, recall_protocol=protocol)
         for row in res.rows:
-            out[(protocol, row.system)] = (row.r, row.r_lo, row.r_hi)
+            out[(protocol, row.system)] = (row.recall.value, row.recall.lo, row.recall.hi)
     return out
 
 

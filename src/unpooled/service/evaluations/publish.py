@@ -33,6 +33,9 @@ from .truth import attach_truth
 
 log = logging.getLogger(__name__)
 
+#: a score's figures, each from its system's row (:meth:`~unpooled.core.offline.SystemScore.to_dict`)
+BOUNDS = ("p", "p_lo", "p_hi", "r", "r_lo", "r_hi", "f1", "f1_lo", "f1_hi")
+
 
 def flagged_draws(corpus: Corpus):
     """The draws of the corpus's submissions, each flagged by where its key's label comes from: ``paid`` (the
@@ -96,11 +99,11 @@ def score_corpus(corpus: Corpus, *, level: str = "instance", match: str = "overl
         out.append(Score(
             submission=sub, level=level, estimator=f"joint/{weights}/{res.options.get('match', match)}",
             recall_protocol=res.options.get("recall_protocol", "sentence"),
-            p=num(row.p), p_lo=num(row.p_lo), p_hi=num(row.p_hi), r=num(row.r), r_lo=num(row.r_lo), r_hi=num(row.r_hi),
-            f1=num(row.f1), f1_lo=num(row.f1_lo), f1_hi=num(row.f1_hi), draws=row.labels, labels_new=new,
+            **{k: num(v) for k, v in row.to_dict().items() if k in BOUNDS}, draws=row.labels, labels_new=new,
             labels_reused=reused, exhaustive_documents=docs,
             details={"ess": row.ess, "warnings": list(row.warnings) + list(res.warnings), "provenance": pv,
-                     "raw": {"p": row.p, "r": row.r, "f1": row.f1}, "anytime": anytime_details(cs, i),
+                     "raw": {"p": row.precision.value, "r": row.recall.value, "f1": row.f1.value},
+                     "anytime": anytime_details(cs, i),
                      **_crowd_details(sc, i), **({"ppi": ppi[i]} if ppi[i] else {})},
             paired=paired_details(got.covariances, i, pks, batch)))
     # a submission of a closed period keeps the score it was frozen with (periods.py): its draws and labels still

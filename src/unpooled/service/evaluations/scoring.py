@@ -193,8 +193,10 @@ def max_abs_difference(a: OfflineResult, b: OfflineResult) -> float:
         return math.inf
     worst = 0.0
     for ra, rb in zip(a.rows, b.rows):
-        for k in ("p", "p_lo", "p_hi", "r", "r_lo", "r_hi", "f1", "f1_lo", "f1_hi", "ess"):
-            x, y = getattr(ra, k), getattr(rb, k)
+        pairs = [(getattr(ea, at), getattr(eb, at)) for ea, eb in zip((ra.precision, ra.recall, ra.f1),
+                                                                       (rb.precision, rb.recall, rb.f1))
+                 for at in ("value", "lo", "hi")]
+        for x, y in pairs + [(ra.ess, rb.ess)]:
             if math.isnan(x) or math.isnan(y):
                 if math.isnan(x) != math.isnan(y):
                     return math.inf
