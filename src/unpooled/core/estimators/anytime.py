@@ -93,7 +93,7 @@ from scipy.optimize import minimize_scalar
 from scipy.stats import norm
 
 from ..errors import InvalidInputError
-from .finite import unseen_mass
+from .finite import population_count, unseen_mass
 from .intervals import effective_size, f1_interval, population_size, wilson
 
 #: the effective number of labels at which the sequences are tightest (the service's default labels per submission)
@@ -215,7 +215,7 @@ def design_intervals(d, scores, **kw) -> AnytimeIntervals:
     its fixed-n intervals use: precision's effective size over the unseen share of the target's distribution
     (:func:`.intervals.population_size`), recall's the exhaustive sample's size."""
     nfb_p = population_size(np.asarray(scores.ess, float), np.asarray(scores.p_se, float) ** 2,
-                            unseen_mass(d.P, d.xs))
+                            unseen_mass(d.P, d.xs), population_count(d.P))
     return anytime_intervals(scores, n_fallback_p=nfb_p, n_fallback_r=np.full(d.m, float(max(d.n0, 1))), **kw)
 
 

@@ -366,7 +366,7 @@ def subset_scores(design: Design, target: int, groups_of_universe, groups_of_tru
         f1 = np.where(ssum > 0, 2 * p * r / np.where(ssum > 0, ssum, 1), np.where(np.isnan(ssum), np.nan, 0.0))
     dP, dR = _f1_partials(p, r)
     var_f = np.nan_to_num(dP) ** 2 * var_p + np.nan_to_num(dR) ** 2 * var_r
-    p_ci, p_ess = _precision_interval(p, var_p, ess, prec["unseen"], fit, confidence)
+    p_ci, p_ess = _precision_interval(p, var_p, ess, prec["unseen"], fit, confidence, prec["size"])
     r_ci = _defined_wilson(r, var_r, n_true.astype(float), confidence)
     f_ci = f1_interval(p, r, p_ci, r_ci, var_p, var_r, var_f)
     se = [np.where(np.isnan(e), np.nan, np.sqrt(v)) for e, v in ((p, var_p), (r, var_r), (f1, var_f))]
@@ -439,7 +439,10 @@ def _group_precision(d: Design, i: int, Wi: np.ndarray, gu: np.ndarray, G: int, 
     inside = gc >= 0
     mass = np.bincount(gc[inside], weights=vals[inside], minlength=G)
     unseen = _unseen_share(gc[inside], cols[inside], vals[inside], mass, d.xs)
-    return dict(p=p, var_p=var_p, ess=ess, fit=fit, D=D, mass=mass, unseen=unseen,
+    sq = np.bincount(gc[inside], weights=vals[inside] ** 2, minlength=G)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        size = np.where(sq > 0, mass ** 2 / np.where(sq > 0, sq, 1), 0.0)  # instances per group (population_count)
+    return dict(p=p, var_p=var_p, ess=ess, fit=fit, D=D, mass=mass, unseen=unseen, size=size,
                 n_draws=np.bincount(g[ok], minlength=G))
 
 
@@ -479,12 +482,13 @@ def _defined_wilson(est, var, n_eff, confidence: float):
     return np.where(defined, lo, np.nan), np.where(defined, hi, np.nan)
 
 
-def _precision_interval(p, var_p, ess, unseen, fit, confidence: float):
+def _precision_interval(p, var_p, ess, unseen, fit, confidence: float, size=None):
     """The groups' precision intervals and effective sizes: Wilson at the draws' effective size, whose unseen share
-    of the mass makes a group every instance of which was drawn exact (:func:`.finite.population_size`); from the
-    votes, the likelihood's interval (:func:`.noisy.precision_interval`)."""
+    of the mass (of ``size`` instances) makes a group every instance of which was drawn exact
+    (:func:`.intervals.population_size`); from the votes, the likelihood's interval
+    (:func:`.noisy.precision_interval`)."""
     if fit is None:
-        return _defined_wilson(p, var_p, population_size(ess, var_p, unseen), confidence), ess
+        return _defined_wilson(p, var_p, population_size(ess, var_p, unseen, size), confidence), ess
     from .noisy import precision_interval
 
     Mg, lam, J, items_eff = fit

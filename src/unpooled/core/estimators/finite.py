@@ -37,9 +37,11 @@ correction :math:`1 - n/N`; a completely drawn cell adds nothing.  A cell with o
 (:math:`k_c = 1 < N_c`) has no spread of its own to estimate; its draws count in the first term as single draws,
 as they did without this correction.
 
-:func:`unseen_mass` gives the share of a target's distribution no draw has reached: the effective sample size
-behind a Wilson interval whose estimated variance is 0 is divided by it, so an interval collapses only when the
-whole population was drawn.
+:func:`unseen_mass` gives the share :math:`u` of a target's distribution no draw has reached and
+:func:`population_count` its number of instances :math:`N`: a Wilson interval whose estimated variance is 0 takes
+the smaller of the effective sample size over :math:`u` and :math:`N(-\log u)`
+(:func:`.intervals.population_size`), so an interval collapses only when the whole population was drawn, and a
+false instance left undrawn is allowed for as the finite population allows.
 
 References: D. Basu. On sampling with and without replacement. *Sankhyā* 20:287-294, 1958; C. R. Rao.
 Some theorems on minimum variance estimation. *Sankhyā* 12:27-42, 1952 (the distinct units are sufficient).
@@ -170,6 +172,14 @@ def _column_totals(Y: sp.csr_matrix, group: np.ndarray, G: int, indicator_: sp.c
     rows *= G
     rows += group[Y.indices]
     return sp.csr_matrix(np.bincount(rows, weights=Y.data, minlength=nr * G).reshape(nr, G))
+
+
+def population_count(P: sp.csr_matrix) -> np.ndarray:
+    r"""Per row of ``P``, its population in instances, :math:`1/\sum_x p_i(x)^2` (the number of its instances when
+    they are equally likely)."""
+    sq = np.asarray(P.multiply(P).sum(axis=1)).ravel()
+    with np.errstate(divide="ignore"):
+        return np.where(sq > 0, 1.0 / np.where(sq > 0, sq, 1.0), 0.0)
 
 
 def unseen_mass(P: sp.csr_matrix, xs: np.ndarray) -> np.ndarray:

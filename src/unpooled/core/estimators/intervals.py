@@ -15,13 +15,25 @@ import numpy as np
 from scipy.stats import gamma, norm
 
 
-def population_size(ess: np.ndarray, var: np.ndarray, unseen: np.ndarray) -> np.ndarray:
-    """Wilson's fallback size for a precision whose variance is 0 (all labels equal, or every instance drawn):
-    the effective sample size over the share of the target's population no draw reached (``unseen``,
-    :func:`.finite.unseen_mass`), infinite once every instance was drawn (the estimate is then exact)."""
+def population_size(ess: np.ndarray, var: np.ndarray, unseen: np.ndarray, size: np.ndarray | None = None
+                    ) -> np.ndarray:
+    r"""Wilson's fallback size for a precision whose variance is 0 (all labels equal, or every instance drawn):
+    the effective sample size over the share :math:`u` of the target's population no draw reached (``unseen``,
+    :func:`.finite.unseen_mass`), infinite once every instance was drawn (the estimate is then exact).
+
+    ``size``: the target's population, in instances (:func:`.finite.population_count`).  The size is then at most
+    :math:`N(-\log u)`: :math:`F` false instances all escape the draws with probability about :math:`u^F`, so
+    with none seen the false share is bounded by :math:`F/N` with :math:`u^F = \alpha/2`, which Wilson's (and the
+    Poisson) bound at that size gives; without it, :math:`\mathrm{ess}/u` claimed the unseen part known from the
+    seen one (ten systems of 30 instances sharing 20 draws each, precision 0.95: where a false instance existed and
+    none was drawn, 8% of the estimates, the 90% interval held the truth 0.02 of the time).  For a large
+    population (:math:`u \to 1`) it is the number of instances seen, about the effective sample size."""
     ess = np.maximum(ess, 1)
+    u = np.maximum(unseen, 1e-12)
     with np.errstate(divide="ignore", invalid="ignore"):
-        exact = np.where(unseen > 1e-12, ess / np.maximum(unseen, 1e-12), np.inf)
+        exact = np.where(unseen > 1e-12, ess / u, np.inf)
+        if size is not None:
+            exact = np.minimum(exact, np.where(unseen > 1e-12, np.maximum(size * -np.log(u), 1.0), np.inf))
     return np.where(var > 1e-15, ess, exact)
 
 
