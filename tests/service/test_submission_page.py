@@ -274,8 +274,10 @@ def test_breakdown_matches_hand_computation(world, client):
     for t in RelationInstance.objects.filter(submission=a).values_list("subject__type", flat=True):
         types[t] += 1
     assert all(typ[g]["instances"] == types.get(g, 0) for g in typ)
-    # the group estimates weighted by their estimated masses give back the joint precision of the score
-    combined = sum(r["mass_hat"] * r["p"] for r in bd["relation"] if r["p"] is not None)
+    # the group estimates weighted by their estimated masses give back the joint precision of the score (a
+    # self-normalised ratio: over the masses' total)
+    combined = (sum(r["mass_hat"] * r["p"] for r in bd["relation"] if r["p"] is not None)
+                / sum(r["mass_hat"] for r in bd["relation"]))
     assert combined == pytest.approx(score.details["raw"]["p"], abs=1e-9)
     # the groups' recall (the exhaustive documents alone) weighted by their true instances' weights: the simple
     # recall over every true instance; the "all" row is the score itself, figure for figure

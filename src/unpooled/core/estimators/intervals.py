@@ -164,6 +164,10 @@ def f1_score(p, r) -> np.ndarray:
 
 
 def _f1_partials(p, r):
+    """:math:`\\partial F_1/\\partial P = 2R^2/(P+R)^2` and :math:`\\partial F_1/\\partial R = 2P^2/(P+R)^2`, 0
+    where :math:`P+R=0` (arrays; plain floats too)."""
+    p = np.asarray(p, dtype=float)
+    r = np.asarray(r, dtype=float)
     s = p + r
     with np.errstate(divide="ignore", invalid="ignore"):
         dP = np.where(s > 0, 2 * r ** 2 / s ** 2, 0.0)
