@@ -315,7 +315,7 @@ def _recall_parts(data: OfflineData, P, universe, index, xs, match: str, protoco
             raise InvalidInputError("recall_protocol: 'document' needs the corpus (--corpus, a format with entity "
                                     "clusters such as docred): recall counts facts between its entity clusters")
         fl = fact_level(universe, members, xs, [t.ref for t in data.exhaustive], data.entities)
-        return [data.exhaustive[k] for k in fl.first], fl.g0, fl.gs, p0 / np.maximum(fl.mult, 1)
+        return [data.exhaustive[k] for k in fl.first], fl.g0, fl.gs, fl.p0(p0)
     g0 = match_matrix([s.instances for s in data.submissions], [t.ref for t in data.exhaustive], policy=match)
     if match == "exact":
         return list(data.exhaustive), g0, None, p0
@@ -368,7 +368,7 @@ def system_rows(sc: Scores, n_own, names, *, estimator: str = "joint") -> tuple[
         p, r, f1 = (est[k][i] for k in ("p", "r", "f1"))
         if undefined:
             why = "no labelled draws of its own (simple estimator)"
-            p, f1 = (Estimate.undefined(why, sc.method, sc.confidence) for _ in range(2))
+            p = f1 = Estimate.undefined(why, sc.method, sc.confidence)
         boot = {k: (nan, nan) if undefined and k in ("p", "f1") else (float(lo[i]), float(hi[i]))
                 for k, (lo, hi) in sc.boot.items()}
         rows.append(SystemScore(name, p, r, f1, labels=int(n_own[i]), ess=float(sc.ess[i]), warnings=tuple(w),

@@ -112,6 +112,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..errors import InvalidInputError, check_choice
+from .finite import count_of
 from .intervals import _f1_partials, f1_interval, population_size, wilson
 from .joint import (ESTIMATORS, WEIGHTS, Design, WeightDegeneracyWarning, _var0, complete_targets, estimate,
                     strata_var, weight_matrix)
@@ -440,8 +441,7 @@ def _group_precision(d: Design, i: int, Wi: np.ndarray, gu: np.ndarray, G: int, 
     mass = np.bincount(gc[inside], weights=vals[inside], minlength=G)
     unseen = _unseen_share(gc[inside], cols[inside], vals[inside], mass, d.xs)
     sq = np.bincount(gc[inside], weights=vals[inside] ** 2, minlength=G)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        size = np.where(sq > 0, mass ** 2 / np.where(sq > 0, sq, 1), 0.0)  # instances per group (population_count)
+    size = count_of(mass, sq)  # instances per group
     return dict(p=p, var_p=var_p, ess=ess, fit=fit, D=D, mass=mass, unseen=unseen, size=size,
                 n_draws=np.bincount(g[ok], minlength=G))
 

@@ -508,7 +508,7 @@ class FactLevel:
 
     ``g0`` (m, F): system ``i`` states fact ``k``; ``first`` (F,): per fact, the index of its first true instance
     (its document and weight); ``gs`` (m, S): per labelled draw, whether system ``i`` states the draw's fact;
-    ``mult`` (U,): the pooled instances expressing each universe instance's fact (divide :math:`p_0` by it);
+    ``mult`` (U,): the pooled instances expressing each universe instance's fact (:meth:`p0` divides by it);
     ``facts``: the facts as :class:`~unpooled.core.matching.GoldTriple`; ``clusters``: the span map used."""
 
     g0: np.ndarray
@@ -517,6 +517,11 @@ class FactLevel:
     mult: np.ndarray
     facts: tuple
     clusters: Mapping
+
+    def p0(self, p0: np.ndarray) -> np.ndarray:
+        """The universe's :math:`p_0` with each fact's mass shared by the pooled instances expressing it (module
+        docs, 4 (c))."""
+        return p0 / np.maximum(self.mult, 1)
 
 
 def fact_level(universe: Sequence, members: Sequence, xs, truth: Sequence, entities: EntityMentions, *,

@@ -177,9 +177,16 @@ def _column_totals(Y: sp.csr_matrix, group: np.ndarray, G: int, indicator_: sp.c
 def population_count(P: sp.csr_matrix) -> np.ndarray:
     r"""Per row of ``P``, its population in instances, :math:`1/\sum_x p_i(x)^2` (the number of its instances when
     they are equally likely)."""
-    sq = np.asarray(P.multiply(P).sum(axis=1)).ravel()
-    with np.errstate(divide="ignore"):
-        return np.where(sq > 0, 1.0 / np.where(sq > 0, sq, 1.0), 0.0)
+    return count_of(np.asarray(P.sum(axis=1)).ravel(), np.asarray(P.multiply(P).sum(axis=1)).ravel())
+
+
+def count_of(mass, sq) -> np.ndarray:
+    r"""The instances of a part of a distribution of total ``mass`` and sum of squares ``sq``,
+    :math:`(\sum_x p(x))^2/\sum_x p(x)^2` (0 where it is empty): :func:`population_count` of a row, or of a group of
+    its instances (:mod:`.breakdown`)."""
+    mass, sq = np.asarray(mass, dtype=float), np.asarray(sq, dtype=float)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(sq > 0, mass ** 2 / np.where(sq > 0, sq, 1.0), 0.0)
 
 
 def unseen_mass(P: sp.csr_matrix, xs: np.ndarray) -> np.ndarray:

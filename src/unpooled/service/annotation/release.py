@@ -48,6 +48,7 @@ from django.utils.crypto import salted_hmac
 
 from unpooled.core.matching import InstanceRef
 
+from .actions import relations_protocol
 from .models import AnnotationSettings, Answer, ExhaustiveDocument, Kind, Label, Task
 
 RELEASE_FILES = ("labels.jsonl", "answers.jsonl", "exhaustive.jsonl", "exhaustive_instances.jsonl",
@@ -342,7 +343,7 @@ def _write_exhaustive(corpus, out: Path, counts: ReleaseCounts, per_pred: dict) 
                      "guideline_versions": {"entities": ent.guideline_version if ent else None,
                                             "relations": rel.guideline_version if rel else None},
                      # which pairs the relations were asked for: within sentences, or every cluster pair
-                     "recall_protocol": (rel.payload or {}).get("protocol", "sentence") if rel else None,
+                     "recall_protocol": relations_protocol(rel) if rel else None,
                      "mentions": mentions, "relations": relations})
     counts.exhaustive_documents = len(sample)
     return {ex.document_id for ex in sample}

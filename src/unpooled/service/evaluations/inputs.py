@@ -63,7 +63,7 @@ from unpooled.core.estimators.exhaustive import fact_level
 from unpooled.core.matching import InstanceRef, match_matrix, relation_matrix
 from unpooled.core.offline import MATCHES, LabelledDraw, OfflineData, TrueInstance
 from unpooled.core.offline import Submission as CoreSubmission
-from unpooled.service.annotation.actions import current_labels
+from unpooled.service.annotation.actions import current_labels, relations_protocol
 from unpooled.service.annotation.models import ExhaustiveDocument, Kind, Label, Task
 from unpooled.service.corpora.models import Corpus, Document
 from unpooled.service.submissions.models import RelationInstance, Submission
@@ -110,7 +110,7 @@ def exhaustive_truth(corpus: Corpus) -> tuple[list[TrueInstance], int]:
     for task in (Task.objects.filter(corpus=corpus, kind=Kind.RELATIONS, key="", status=Task.Status.COMPLETE,
                                      document_id__in=list(inclusion)).select_related("document")
                  .order_by("document_id", "id")):
-        if task.payload.get("protocol", "sentence") != protocol:
+        if relations_protocol(task) != protocol:
             continue
         docs += 1
         ms = task.payload.get("mentions", [])
@@ -357,18 +357,18 @@ def _P(pool: _Pool, level: str) -> sp.csr_matrix:
 
 
 # -- truth -------------------------------------------------------------------------------------------
-def _truth_inputs(corpus: Corpus) -> tuple:
-    """What :func:`~.inputs.exhaustive_truth` reads, cheaply: the sampled documents with their inclusion
-    probabilities and the completed relation tasks (id, completion time) of those documents."""
+def _truth_inputs(corpus: Corpus, protocol: str) -> tuple:
+    """What :func:`~.inputs.exhaustive_truth` reads, cheaply: the recall ``protocol``, the sampled documents with
+    their inclusion probabilities and the completed relation tasks (id, completion time) of those documents."""
     sampled = ExhaustiveDocument.objects.filter(corpus=corpus)
-    return (rates.recall_protocol(corpus), tuple(sampled.order_by("document_id").values_list("document_id", "inclusion")),
+    return (protocol, tuple(sampled.order_by("document_id").values_list("document_id", "inclusion")),
             tuple(Task.objects.filter(corpus=corpus, kind=Kind.RELATIONS, key="", status=Task.Status.COMPLETE,
                                       document_id__in=sampled.values("document_id"))
                   .order_by("id").values_list("id", "completed")))
 
 
-def _truth(pool: _Pool, corpus: Corpus) -> _Truth:
-    inputs = _truth_inputs(corpus)
+def _truth(pool: _Pool, corpus: Corpus, protocol: str) -> _Truth:
+    inputs = _truth_inputs(corpus, protocol)
     got = pool.truth
     if got is None or got.inputs != inputs:
         truth, docs = exhaustive_truth(corpus)
@@ -522,7 +522,8 @@ def read(corpus: Corpus, *, level: str = "instance", match: str = "overlap", lab
         by_name = {n: by_id[s] for n, s in zip(names, pool.sys_ids)}
         if not pool.sys_ids:
             return None
-        truth = _truth(pool, corpus)
+        protocol = rates.recall_protocol(corpus)
+        truth = _truth(pool, corpus, protocol)
         mark("truth")
         P = _P(pool, level)
         d = _draws(pool, level)
@@ -532,7 +533,6 @@ def read(corpus: Corpus, *, level: str = "instance", match: str = "overlap", lab
         ans_fp = rates.answers_fp(corpus) if label_method == "majority" else None
         answers = rates.keyed_answers(corpus, ans_fp) if label_method == "majority" else None
         mark("confusions")
-        protocol = rates.recall_protocol(corpus)
         fp = _inputs_fp(pool, d, truth, labels, ans_fp, label_method) + (names, protocol)
         ikey = (corpus_key(corpus), level, match, label_method)
         kept = _inputs.get(ikey)
@@ -578,7 +578,7 @@ def _design(corpus: Corpus, pool: _Pool, P, d: _Draws, truth: _Truth, labels: di
     if protocol == "document":
         # facts between the corpus's entity clusters, matched through any of their mentions (the one core path)
         fl = fact_level(pool.universe, pool.members, xs, [t.ref for t in truth.truth], rates.entities(corpus))
-        cols, g0, v0, gs, p0 = [cols[k] for k in fl.first], fl.g0, v0[fl.first], fl.gs, p0 / np.maximum(fl.mult, 1)
+        cols, g0, v0, gs, p0 = [cols[k] for k in fl.first], fl.g0, v0[fl.first], fl.gs, fl.p0(p0)
     elif match != "exact":
         gs = d.gs[:, keep] if len(xs) else None
         p0 = p0 / pool.mult

@@ -37,6 +37,7 @@ from unpooled.service.corpora.models import Corpus
 
 from .models import Score
 from .policy import CONFIDENCE
+from .rates import recall_protocol
 
 CACHE_SECONDS = 600
 SCORE_FIELDS = ("id", "level", "estimator", "p", "p_lo", "p_hi", "r", "r_lo", "r_hi", "f1", "f1_lo", "f1_hi", "draws",
@@ -56,8 +57,8 @@ def scope(user) -> str:
 def fingerprint(corpus: Corpus, level: str) -> str:
     """Changes whenever the leaderboard of ``corpus`` at ``level`` may change (one query, no model instances):
     the newest score id, the number of submissions, published and private ones, their last changes, the
-    corpus's periods (opened, closed) and frozen scores, and the levels it evaluates (the page says when this one is
-    not among them)."""
+    corpus's periods (opened, closed) and frozen scores, the levels it evaluates (the page says when this one is
+    not among them) and its recall protocol (a change shows at once, before the re-scoring's new scores do)."""
     from django.db import connection
 
     from unpooled.service.annotation.models import AnnotationSettings
@@ -78,22 +79,20 @@ def fingerprint(corpus: Corpus, level: str) -> str:
            f'(SELECT COUNT(closed) FROM "{period}" WHERE corpus_id = %s), '
            f'(SELECT COUNT(s.id) FROM "{snap}" s JOIN "{period}" p ON p.id = s.period_id WHERE p.corpus_id = %s), '
            f'(SELECT MAX(s.id) FROM "{snap}" s JOIN "{period}" p ON p.id = s.period_id WHERE p.corpus_id = %s), '
-           f'(SELECT levels FROM "{settings}" WHERE corpus_id = %s) '
+           f'(SELECT levels FROM "{settings}" WHERE corpus_id = %s), '
+           f'(SELECT recall_protocol FROM "{settings}" WHERE corpus_id = %s) '
            f'FROM "{sub}" WHERE corpus_id = %s')
     with connection.cursor() as cur:
         cur.execute(sql, [level, corpus.pk, Submission.Status.PUBLISHED, Submission.Visibility.PRIVATE,
-                          corpus.pk, corpus.pk, corpus.pk, corpus.pk, corpus.pk, corpus.pk])
+                          corpus.pk, corpus.pk, corpus.pk, corpus.pk, corpus.pk, corpus.pk, corpus.pk])
         row = cur.fetchone()
     return ("-".join(str(x or 0) for x in row[:4]) + "-" + hashlib.blake2b(
         f"{row[4]}|{row[5]}".encode(), digest_size=8).hexdigest() + "-" + ".".join(str(x or 0) for x in row[6:]))
 
 
 def cache_key(corpus: Corpus, level: str, user=None, period=None) -> str:
-    from .rates import recall_protocol
-
-    # the corpus's recall protocol too: a change shows at once, before the re-scoring's new scores do
     return (f"unpooled.leaderboard:{corpus.pk}:{corpus.name}:{level}:{scope(user)}:"
-            f"p{period.pk if period is not None else 'all'}:{recall_protocol(corpus)}:{fingerprint(corpus, level)}")
+            f"p{period.pk if period is not None else 'all'}:{fingerprint(corpus, level)}")
 
 
 def leaderboard(corpus: Corpus, *, level: str = "instance", user=None, key: str | None = None, period=None) -> dict:
@@ -298,8 +297,6 @@ def _protocol_info(corpus: Corpus, protocols: list[str]) -> dict:
     """Which recall protocol the board's numbers follow: ``recall_protocol`` (``mixed`` when ranked rows differ, e.g.
     one frozen under the other), ``recall_label`` (its words, for the note beside the header) and
     ``corpus_protocol`` (the corpus's setting, which the next scores will follow)."""
-    from .rates import recall_protocol
-
     now = recall_protocol(corpus)
     got = set(protocols) or {now}
     one = got.pop() if len(got) == 1 else "mixed"

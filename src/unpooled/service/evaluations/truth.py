@@ -57,9 +57,12 @@ from dataclasses import asdict, dataclass
 
 import numpy as np
 
+from unpooled.core.estimators.exhaustive import fact_level
 from unpooled.core.estimators.intervals import f1_score
 from unpooled.core.estimators.sampling import sampling_distribution
 from unpooled.core.matching import InstanceRef, match_matrix
+
+from .rates import entities, recall_protocol
 
 #: the recall matching policy of ``score_corpus``
 MATCH = "overlap"
@@ -131,8 +134,6 @@ def protocol_gold(corpus, *, documents=None, oracle=None, protocol: str | None =
     ``documents``: document pks (default every document of the corpus); ``protocol``: the recall protocol whose
     pairs are asked (default the corpus's: under ``document`` every pair of clusters of a document).
     """
-    from .rates import recall_protocol
-
     protocol = protocol or recall_protocol(corpus)
     from unpooled.core.annotation import answers as fmt
     from unpooled.service.corpora.models import Document
@@ -205,15 +206,9 @@ def _found(corpus, refs: list[InstanceRef], gold: list[InstanceRef], match: str)
     """``(found, true)``: how many of the protocol's true items the instances match, of how many.  Under the
     document recall protocol the items are facts between the corpus's entity clusters, matched through any of
     their mentions (:func:`unpooled.core.estimators.exhaustive.fact_level`, as the estimate matches them)."""
-    from .rates import recall_protocol
-
     if not gold:
         return 0, 0
     if recall_protocol(corpus) == "document":
-        from unpooled.core.estimators.exhaustive import fact_level
-
-        from .rates import entities
-
         fl = fact_level(refs, [np.arange(len(refs))], np.zeros(0, np.int64), gold, entities(corpus))
         return int(fl.g0[0].sum()), len(fl.facts)
     return int(match_matrix([refs], gold, policy=match)[0].sum()), len(gold)
@@ -282,7 +277,7 @@ def attach_truth(corpus, rows: list[dict], *, level: str = "instance", store: bo
                 details["truth"] = {**ts.to_dict(), "covered": got,
                                     "definition": "unpooled.service.evaluations.truth (gold layer; recall over "
                                               + ("every fact of every document, through any mention of its "
-                                                 "clusters)" if _protocol(corpus) == "document" else
+                                                 "clusters)" if recall_protocol(corpus) == "document" else
                                                  "within-sentence facts of every document, overlap matching)")}
                 score.details = details
                 score.save(update_fields=["details"])
@@ -294,12 +289,6 @@ def attach_truth(corpus, rows: list[dict], *, level: str = "instance", store: bo
         # the leaderboard's cache fingerprint sees submissions' last change: show the truth at once
         Submission.objects.filter(pk__in=[r["submission"] for r in rows]).update(updated=timezone.now())
     return inside, total
-
-
-def _protocol(corpus) -> str:
-    from .rates import recall_protocol
-
-    return recall_protocol(corpus)
 
 
 __all__ = ["MATCH", "TrueScores", "attach_truth", "covered", "instance_rows", "level_weights", "protocol_gold",
