@@ -52,13 +52,19 @@ def _replicate_sums(parts, src: np.ndarray, m: int, B: int, rng) -> list[np.ndar
          for f, _, _ in parts]
     rest = [sp.csr_matrix(r if z is not None or f is None else r + f.rows()).tocsc()
             for (f, r, _), z in zip(parts, Z)]
+    groups = _same_items(parts, [j for j, z in enumerate(Z) if z is not None])  # summed through instance totals
     for h, K in _stratified_counts(starts[1:] - starts[:-1], B, rng):
         idx = order[starts[h]:starts[h + 1]]
-        for (f, _, X), z, R, acc, bsum in zip(parts, Z, rest, out, shared):
-            if z is not None:  # per-instance totals of c over the resampled draws
-                u, loc = np.unique(f.item[idx], return_inverse=True)
-                E = sp.csr_matrix((f.c[idx], (loc, np.arange(len(idx)))), shape=(len(u), len(idx)))
-                z[u] += E @ K
+        for group in groups:  # per-instance totals of c over the resampled draws
+            u, loc = np.unique(parts[group[0]][0].item[idx], return_inverse=True)
+            k = len(idx)
+            E = sp.csr_matrix((np.concatenate([parts[j][0].c[idx] for j in group]),
+                               (np.concatenate([loc + q * len(u) for q in range(len(group))]),
+                                np.tile(np.arange(k), len(group)))), shape=(len(group) * len(u), k))
+            EK = E @ K
+            for q, j in enumerate(group):
+                Z[j][u] += EK[q * len(u):(q + 1) * len(u)]
+        for (f, _, X), R, acc, bsum in zip(parts, rest, out, shared):
             if R.nnz:
                 acc += R[:, idx] @ K
             if bsum is not None:  # the shared parts' sums over the resampled draws, per replicate
@@ -69,6 +75,15 @@ def _replicate_sums(parts, src: np.ndarray, m: int, B: int, rng) -> list[np.ndar
         if bsum is not None:
             acc += X.factors()[0] @ bsum
     return [acc.T for acc in out]
+
+
+def _same_items(parts, items: list[int]) -> list[list[int]]:
+    """The parts ``items`` grouped by their :class:`.rows.ByItem`'s ``item`` array (precision's and recall's terms
+    share one: their per-instance totals are one sparse product per stratum)."""
+    groups: dict[int, list[int]] = {}
+    for j in items:
+        groups.setdefault(id(parts[j][0].item), []).append(j)
+    return list(groups.values())
 
 
 def _product(M: sp.csr_matrix, z: np.ndarray) -> np.ndarray:

@@ -107,7 +107,7 @@ class Rows:
             return Rows(self.sparse, a, b)
         if not self.sparse.nnz:
             return Rows(other.sparse, a, b)
-        return Rows(sp.csr_matrix(self.sparse + other.sparse), a, b)
+        return Rows(add(self.sparse, other.sparse), a, b)
 
     def __mul__(self, M) -> sp.csr_matrix:
         """Element-wise product with the sparse matrix ``M`` (of the same shape): sparse, ``M``'s pattern."""
@@ -117,7 +117,7 @@ class Rows:
             A, B = self.factors()
             for k in range(A.shape[1]):
                 part = scale(M, A[:, k], B[k])
-                shared = part if shared is None else sp.csr_matrix(shared + part)
+                shared = part if shared is None else add(shared, part)
         if not self.sparse.nnz:
             return shared if shared is not None else sp.csr_matrix(M.shape)
         out = sp.csr_matrix(M.multiply(self.sparse))
@@ -131,6 +131,21 @@ class Rows:
             return out
         A, B = self.factors()
         return out + A @ np.asarray(Mk.T @ B.T).T
+
+
+def add(X: sp.csr_matrix, Y: sp.csr_matrix) -> sp.csr_matrix:
+    """``X + Y``; on the index arrays both share (the terms of :func:`.joint._terms` are built on one pattern, the
+    drawn instances' :math:`p_i(x_s)`) by adding the stored values, with no merge of the patterns."""
+    if X.shape == Y.shape and _same(X.indices, Y.indices) and _same(X.indptr, Y.indptr):
+        return sp.csr_matrix((X.data + Y.data, X.indices, X.indptr), shape=X.shape)
+    return sp.csr_matrix(X + Y)
+
+
+def _same(x: np.ndarray, y: np.ndarray) -> bool:
+    """Whether two arrays are views of the same memory (scipy's constructors wrap a shared index array in a new
+    view): then equal without a comparison."""
+    return (x.shape == y.shape and x.dtype == y.dtype and x.flags.c_contiguous and y.flags.c_contiguous
+            and x.ctypes.data == y.ctypes.data)
 
 
 def scale(M: sp.csr_matrix, rows=None, cols=None) -> sp.csr_matrix:
