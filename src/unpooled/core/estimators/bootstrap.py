@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 import scipy.sparse as sp
+from scipy.sparse._sparsetools import csr_matvecs as _csr_matvecs  # Y += A @ X in place (what A @ X runs)
 
 from .intervals import f1_score
 from .joint import Design, _terms, _Terms
@@ -55,15 +56,14 @@ def _replicate_sums(parts, src: np.ndarray, m: int, B: int, rng) -> list[np.ndar
     groups = _same_items(parts, [j for j, z in enumerate(Z) if z is not None])  # summed through instance totals
     for h, K in _stratified_counts(starts[1:] - starts[:-1], B, rng):
         idx = order[starts[h]:starts[h + 1]]
-        for group in groups:  # per-instance totals of c over the resampled draws
-            u, loc = np.unique(parts[group[0]][0].item[idx], return_inverse=True)
-            k = len(idx)
-            E = sp.csr_matrix((np.concatenate([parts[j][0].c[idx] for j in group]),
-                               (np.concatenate([loc + q * len(u) for q in range(len(group))]),
-                                np.tile(np.arange(k), len(group)))), shape=(len(group) * len(u), k))
-            EK = E @ K
-            for q, j in enumerate(group):
-                Z[j][u] += EK[q * len(u):(q + 1) * len(u)]
+        for group in groups:  # per-instance totals of c over the resampled draws, added into Z in place
+            item = parts[group[0]][0].item[idx]
+            perm = np.argsort(item, kind="stable")  # the draws as the rows of their instances
+            indptr = np.searchsorted(item[perm], np.arange(len(Z[group[0]]) + 1)).astype(np.int64)
+            cols = perm.astype(np.int64)
+            for j in group:
+                _csr_matvecs(len(indptr) - 1, len(idx), B, indptr, cols, parts[j][0].c[idx][perm], K.ravel(),
+                             Z[j].ravel())
         for (f, _, X), R, acc, bsum in zip(parts, rest, out, shared):
             if R.nnz:
                 acc += R[:, idx] @ K
