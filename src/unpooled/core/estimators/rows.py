@@ -275,7 +275,8 @@ def _sparse_ss(Y: sp.csr_matrix, group, omega, scale, Om, segments: Segments | N
                        minlength=len(seg.total))
     with np.errstate(divide="ignore", invalid="ignore"):
         ybar = np.where(wsum > 0, seg.total / Om[seg.group], 0.0)
-    dev = Y.data - np.repeat(ybar[seg.pair], counts) if ones else Y.data / om - np.repeat(ybar[seg.pair], counts)
+    dev = np.repeat(ybar[seg.pair], counts)  # (one array of the values' size: Y's can be 44.6M)
+    np.subtract(Y.data if ones else Y.data / om, dev, out=dev)
     dev *= dev
     if not ones:
         dev *= om
