@@ -32,7 +32,9 @@ world of ``unpooled simulate estimators``: instances many systems output weigh l
 the sum was the more efficient (spread of P 0.047 against 0.055); the regression estimate
 :math:`\sum_s C_{is} - \hat\beta_i(\sum_s W_{is} - 1)` with a fitted coefficient, which contains both, recovered
 that efficiency but covered up to 0.005 less than the ratio where labels and weights are unrelated (the
-coefficient is fitted on the same labels), so the ratio stays (docs/method/index.md §2.2).
+coefficient is fitted on the same labels), so the ratio stays (docs/method/index.md §2.2).  A cross-fitted
+coefficient (fitted on the other folds of each system's draws, 5 folds) covered as the ratio does and was as
+efficient as the sum, measured but not yet built at scale nor for the bootstrap (§2.2 there).
 
 **Recall** factorises through the pool covered by :math:`q_i`,
 :math:`S_i = \mathrm{supp}\, q_i \supseteq X_i`:
@@ -323,9 +325,6 @@ class _Terms:
     C_items: tuple[ByItem | None, sp.csr_matrix] | None = None
     A_items: tuple[ByItem | None, sp.csr_matrix] | None = None
     W_items: tuple[ByItem | None, sp.csr_matrix] | None = None
-    w_expect: np.ndarray | None = None  # (m, m) E[sum over stratum j of W_is] (CANDIDATE: cross-fit)
-    src: np.ndarray | None = None  # per draw, its stratum (CANDIDATE: cross-fit)
-    factor: np.ndarray | None = None  # per draw, its Rao-Blackwell factor (CANDIDATE: cross-fit)
 
 
 def _ratio(d: Design, W: np.ndarray, Pm: sp.csr_matrix) -> Rows:
@@ -376,24 +375,7 @@ def _terms(d: Design, W: np.ndarray, *, own_complete: bool = True) -> _Terms:
     S0 = ((W > 0).astype(float) @ d.g0.astype(float)) > 0
     with np.errstate(divide="ignore", invalid="ignore"):
         ess = row_sums(wimp, wimp.data) ** 2 / row_sums(wimp, wimp.data ** 2)
-    return _Terms(C, Rows(wimp), A, pos, S0, np.nan_to_num(ess), ratio, C_items, A_items, W_items,
-                  _expected_weights(d, W, done), d.src, d.units.factor)
-
-
-def _expected_weights(d: Design, W: np.ndarray, done) -> np.ndarray:
-    r"""CANDIDATE. :math:`E_{ij} = w_{ij}\sum_x p_j(x) p_i(x)/q_i(x)`, the expectation of stratum j's sum of
-    target i's importance weights (rows sum to 1); a complete target's own stratum 1."""
-    P = sp.csr_matrix(d.P, dtype=float)
-    Q = np.asarray((sp.csr_matrix(W) @ P).todense())
-    Pc = P.tocoo()
-    q = Q[Pc.row, Pc.col]
-    with np.errstate(divide="ignore", invalid="ignore"):
-        R = sp.csr_matrix((np.where(q > 0, Pc.data / q, 0.0), (Pc.row, Pc.col)), shape=P.shape)
-    E = W * np.asarray((R @ P.T).todense())
-    done = np.asarray(done, dtype=np.int64)
-    E[done] = 0.0
-    E[done, done] = 1.0
-    return E
+    return _Terms(C, Rows(wimp), A, pos, S0, np.nan_to_num(ess), ratio, C_items, A_items, W_items)
 
 
 def _own_rows(d: Design, ratio: Rows, Pm: sp.csr_matrix, done: np.ndarray) -> Rows:
@@ -678,54 +660,7 @@ def precision_linear(t: _Terms) -> tuple[np.ndarray, Linear]:
     with np.errstate(divide="ignore", invalid="ignore"):
         p = np.where(Ws > 0, t.C.sum() / Ws, 0.0)
         inv = np.where(Ws > 0, 1.0 / Ws, 0.0)
-    import os
-    K = int(os.environ.get("UNPOOLED_XFIT", "0"))
-    if K:
-        return _crossfit(t, K, p, inv)
     return p, Linear(t.C + t.W.scaled(rows=-p), draw_scale=inv)
-
-
-def _crossfit(t: _Terms, K: int, p_ratio: np.ndarray, inv: np.ndarray):
-    """CANDIDATE: the cross-fitted regression estimate sum C - sum_k beta_{-k} (sum_{fold k} (W - mu))."""
-    import os
-    from .rows import indicator
-    src = t.src
-    m, S = t.C.shape
-    n = np.bincount(src, minlength=m)
-    order = np.argsort(src, kind="stable")
-    start = np.concatenate([[0], np.cumsum(n)[:-1]])
-    rank = np.empty(S, np.int64)
-    rank[order] = np.arange(S) - start[src[order]]
-    fold = rank % K
-    g = src * K + fold
-    I = indicator(g, m * K)
-    Cm, Wm = t.C.sparse, t.W.sparse
-    Sc, Sw = (Cm @ I).toarray(), (Wm @ I).toarray()
-    Scw, Sww = (Cm.multiply(Wm) @ I).toarray(), (Wm.multiply(Wm) @ I).toarray()
-    ng = np.bincount(g, minlength=m * K).astype(float)
-    ig = np.where(ng > 0, 1 / np.maximum(ng, 1), 0.0)
-    cross = (Scw - Sc * Sw * ig).reshape(m, m, K).sum(1)
-    ww = (Sww - Sw ** 2 * ig).reshape(m, m, K).sum(1)
-    ck, wk = Sc.reshape(m, m, K).sum(1), Sw.reshape(m, m, K).sum(1)
-    num, den = cross.sum(1, keepdims=True) - cross, ww.sum(1, keepdims=True) - ww
-    with np.errstate(divide="ignore", invalid="ignore"):
-        r_out = np.where(wk.sum(1, keepdims=True) - wk > 0,
-                         (ck.sum(1, keepdims=True) - ck) / (wk.sum(1, keepdims=True) - wk), 0.0)
-        beta = np.where(den > 1e-300, num / np.where(den > 0, den, 1.0), r_out)
-        rg = np.bincount(g, weights=t.factor, minlength=m * K)  # the draws' factors per (stratum, fold)
-        share = np.where(n[:, None] > 0, rg.reshape(m, K) / np.maximum(n, 1)[:, None], 0.0)  # strata x folds
-    mu = np.einsum("ij,jk->ik", t.w_expect, share)  # (targets, folds)
-    p = Cm.sum(1).A1 - (beta * (wk - mu)).sum(1)
-    min_ess = float(os.environ.get("UNPOOLED_XFIT_ESS", "40"))
-    done = np.isclose(t.w_expect.max(1), 1.0) & (t.w_expect.sum(1) - t.w_expect.max(1) < 1e-12)
-    ratio = (t.ess < min_ess) | done | (inv == 0)
-    beta[ratio] = p_ratio[ratio, None]
-    p = np.where(ratio, p_ratio, np.clip(p, 0.0, 1.0))
-    with np.errstate(divide="ignore", invalid="ignore"):
-        mu_s = np.where(n[src] > 0, t.w_expect[:, src] * t.factor / np.maximum(n[src], 1), 0.0)
-    U = Cm.toarray() - beta[:, fold] * (Wm.toarray() - np.where(ratio[:, None], 0.0, mu_s))
-    scale_ = inv if os.environ.get("UNPOOLED_XFIT_SCALE", "1") == "1" else np.where(inv > 0, 1.0, 0.0)
-    return p, Linear(Rows.of(U), draw_scale=scale_)
 
 
 def _estimate_noisy(d: Design, W: np.ndarray, confidence: float, *, simple: bool, votes, keep: bool = False
