@@ -100,8 +100,8 @@ def test_constant_confidences_give_exactly_the_label_only_estimate(weights, esti
     K = sp.csr_matrix(d.P.multiply(consts[:, None]) != 0).multiply(consts[:, None])
     r = ppi_precision(d, K, W=sc.weights)
     assert np.all(r.lam == 0)
-    for got, want in ((r.p, sc.p), (r.se, sc.p_se), (r.ci[0], sc.p_ci[0]), (r.ci[1], sc.p_ci[1]),
-                      (r.p_labels, sc.p), (r.se_labels, sc.p_se), (r.ci_labels[0], sc.p_ci[0])):
+    for got, want in ((r.p, sc.p.value), (r.se, sc.p.se), (r.ci[0], sc.p.lo), (r.ci[1], sc.p.hi),
+                      (r.p_labels, sc.p.value), (r.se_labels, sc.p.se), (r.ci_labels[0], sc.p.lo)):
         np.testing.assert_array_equal(got, want)
 
 
@@ -135,8 +135,8 @@ def test_never_wider_than_labels_alone(case):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", WeightDegeneracyWarning)
         sc = estimate(d, weights=weights)
-    np.testing.assert_array_equal(r.p_labels, sc.p)
-    np.testing.assert_array_equal(r.ci_labels[1], sc.p_ci[1])
+    np.testing.assert_array_equal(r.p_labels, sc.p.value)
+    np.testing.assert_array_equal(r.ci_labels[1], sc.p.hi)
 
 
 def test_control_variate_has_mean_zero_by_exact_enumeration():

@@ -352,7 +352,7 @@ def system_rows(sc: Scores, n_own, names, *, estimator: str = "joint") -> tuple[
     """
     rows = []
     nan = float("nan")
-    est = {k: sc.estimate(k) for k in ("p", "r", "f1")}
+    est = {k: getattr(sc, k) for k in ("p", "r", "f1")}
     for i, name in enumerate(names):
         w: list[str] = []
         undefined = False

@@ -184,13 +184,13 @@ class AnytimeIntervals:
 def anytime_intervals(scores, *, n_fallback_p, n_fallback_r, confidence: float | None = None,
                       tight_at: float = TIGHT_AT) -> AnytimeIntervals:
     r"""Confidence sequences at the current look from a :class:`~.joint.Scores` (the estimates, standard
-    errors and fixed-:math:`n` intervals, ``p_ci`` and ``r_ci``) and the fallback sizes of its Wilson intervals
+    errors and fixed-:math:`n` intervals of ``p`` and ``r``) and the fallback sizes of its Wilson intervals
     (``n_fallback_p``, ``n_fallback_r``: where a variance is 0 or an estimate at a bound).  ``confidence``:
     default the scores' level.  See the module docs for the construction."""
     confidence = scores.confidence if confidence is None else confidence
     _iv(confidence, tight_at)
-    p, r = np.asarray(scores.p, float), np.asarray(scores.r, float)
-    var = {k: np.asarray(getattr(scores, f"{k}_se"), float) ** 2 for k in METRICS}
+    p, r = np.asarray(scores.p.value, float), np.asarray(scores.r.value, float)
+    var = {k: np.asarray(getattr(scores, k).se, float) ** 2 for k in METRICS}
     ci, z, n_eff = {}, {}, {}
     z0 = norm.ppf(0.5 + scores.confidence / 2)
     for k, est, nfb in (("p", p, n_fallback_p), ("r", r, n_fallback_r)):
@@ -201,7 +201,7 @@ def anytime_intervals(scores, *, n_fallback_p, n_fallback_r, confidence: float |
         lo, hi = wilson(est, var[k], level, nfb)
         # the hull with the scores' own interval stretched by z_t / z about the estimate (the crowd votes' profile
         # likelihood hull is wider than Wilson's where votes are weak: the sequence must hold it)
-        flo, fhi = (np.asarray(x, float) for x in getattr(scores, f"{k}_ci"))
+        flo, fhi = (np.asarray(x, float) for x in (getattr(scores, k).lo, getattr(scores, k).hi))
         with np.errstate(invalid="ignore"):
             ci[k] = (np.fmin(lo, np.clip(est - z[k] / z0 * (est - flo), 0.0, 1.0)),
                      np.fmax(hi, np.clip(est + z[k] / z0 * (fhi - est), 0.0, 1.0)))
@@ -214,7 +214,7 @@ def design_intervals(d, scores, **kw) -> AnytimeIntervals:
     """:func:`anytime_intervals` of the scores of design ``d`` (:func:`.joint.estimate`), with the fallback sizes
     its fixed-n intervals use: precision's effective size over the unseen share of the target's distribution
     (:func:`.intervals.population_size`), recall's the exhaustive sample's size."""
-    nfb_p = population_size(np.asarray(scores.ess, float), np.asarray(scores.p_se, float) ** 2,
+    nfb_p = population_size(np.asarray(scores.ess, float), np.asarray(scores.p.se, float) ** 2,
                             unseen_mass(d.P, d.xs), population_count(d.P))
     return anytime_intervals(scores, n_fallback_p=nfb_p, n_fallback_r=np.full(d.m, float(max(d.n0, 1))), **kw)
 

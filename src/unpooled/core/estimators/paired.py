@@ -89,5 +89,5 @@ def covariances(d, scores, *, votes=None) -> Covariances:
 
         cov, notes = vote_covariances(d, scores.weights, votes, scores.confidence, simple)
     for k in METRICS:
-        cov[k][np.diag_indices(d.m)] = getattr(scores, f"{k}_se") ** 2
-    return Covariances({k: getattr(scores, k) for k in METRICS}, cov, notes)
+        cov[k][np.diag_indices(d.m)] = getattr(scores, k).se ** 2
+    return Covariances({k: getattr(scores, k).value for k in METRICS}, cov, notes)

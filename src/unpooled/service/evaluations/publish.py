@@ -123,7 +123,7 @@ def score_corpus(corpus: Corpus, *, level: str = "instance", match: str = "overl
 def _batch(level: str, pks: list[int], sc) -> str:
     """The id that tells the scores of one scoring (:func:`paired_details`): a digest of the level, the systems and
     their estimates, so the same inputs give the same id (reproducible) and another scoring another."""
-    text = repr((level, pks, [np.asarray(getattr(sc, k), float).round(12).tolist() for k in ("p", "r", "f1")]))
+    text = repr((level, pks, [np.asarray(getattr(sc, k).value, float).round(12).tolist() for k in ("p", "r", "f1")]))
     return hashlib.blake2b(text.encode(), digest_size=8).hexdigest()
 
 

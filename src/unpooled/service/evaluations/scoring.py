@@ -27,7 +27,7 @@ import logging
 import math
 import warnings
 from collections import OrderedDict
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from unpooled.core.errors import check_choice
 from unpooled.core.estimators import LEVELS, estimate
@@ -103,7 +103,7 @@ def score(corpus: Corpus, *, level: str = "instance", match: str = "overlap", we
                         recall_protocol=got.recall_protocol)
             t["estimate"] = perf_counter() - t["start"]
             cov = _covariances(res, got.votes)
-            res.scores.linear = None  # the fit's linear parts served the covariances: not kept with the result
+            res = replace(res, scores=replace(res.scores, linear=None))  # the linear parts served the covariances
             t["covariances"] = perf_counter() - t["start"] - t["estimate"]
             _results[rkey] = (got.fp, res, cov)
         _results.move_to_end(rkey)
