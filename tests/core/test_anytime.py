@@ -111,17 +111,18 @@ def test_the_sequence_holds_the_fixed_n_interval_and_f1_follows_p_and_r():
     cs = design_intervals(d, s)
     for k in ("p", "r", "f1"):
         lo, hi = getattr(s, k).lo, getattr(s, k).hi
-        clo, chi = cs.ci(k)
+        clo, chi = cs.ci(k).lo, cs.ci(k).hi
         assert (clo <= lo + 1e-12).all() and (chi >= hi - 1e-12).all()
         assert ((chi - clo) > 1.3 * (hi - lo)).all()
     f = lambda p, r: 2 * p * r / (p + r)
-    assert (cs.f1_ci[0] >= f(cs.p_ci[0], cs.r_ci[0]) - 1e-9).all()
-    assert (cs.f1_ci[1] <= f(cs.p_ci[1], cs.r_ci[1]) + 1e-9).all()
+    assert (cs.f1.lo >= f(cs.p.lo, cs.r.lo) - 1e-9).all()
+    assert (cs.f1.hi <= f(cs.p.hi, cs.r.hi) + 1e-9).all()
+    assert (cs.p.method, cs.f1.method, cs.p.level, cs.boundary) == ("anytime", "anytime", 0.9, "normal-mixture")
     row = cs.row(0)
-    assert row["p_cs_lo"] == cs.p_ci[0][0] and set(row) == {f"{k}_cs_{b}" for k in "p r f1".split() for b in
+    assert row["p_cs_lo"] == cs.p.lo[0] and set(row) == {f"{k}_cs_{b}" for k in "p r f1".split() for b in
                                                           ("lo", "hi")}
     # at the multiplier of the effective size, a Wald-like interval: ratio of half-widths about z_t / z
-    ratio = (cs.p_ci[1] - cs.p_ci[0]) / (s.p.hi - s.p.lo)
+    ratio = (cs.p.hi - cs.p.lo) / (s.p.hi - s.p.lo)
     np.testing.assert_allclose(ratio, cs.z["p"] / norm.ppf(0.95), rtol=0.05)
 
 
@@ -130,17 +131,17 @@ def test_the_sequence_holds_a_fixed_n_interval_wider_than_wilson_stretched():
     1.0 with [0.88, 1]): the sequence holds it, stretched by z_t / z."""
     S = _scores([1.0], [0.8], [0.0], [0.05], [0.03], ([0.88], [1.0]), ([0.7], [0.9]))
     cs = anytime_intervals(S, n_fallback_p=67.0, n_fallback_r=100.0)
-    assert cs.p_ci[0][0] == pytest.approx(1 - cs.z["p"][0] / norm.ppf(0.95) * 0.12)
-    assert cs.p_ci[1][0] == 1.0
+    assert cs.p.lo[0] == pytest.approx(1 - cs.z["p"][0] / norm.ppf(0.95) * 0.12)
+    assert cs.p.hi[0] == 1.0
 
 
 def test_anytime_intervals_stay_in_the_unit_interval_at_the_bounds():
     S = _scores([1.0, 0.0], [0.5, 0.5], [0.0, 0.0], [0.05, 0.05], [0.03, 0.03], ([0.95, 0.0], [1.0, 0.05]),
                 ([0.42, 0.42], [0.58, 0.58]))
     cs = anytime_intervals(S, n_fallback_p=np.array([50.0, 50.0]), n_fallback_r=100.0)
-    assert cs.p_ci[1][0] == 1.0 and 0.8 < cs.p_ci[0][0] < 1.0
-    assert cs.p_ci[0][1] == 0.0 and 0.0 < cs.p_ci[1][1] < 0.2
-    assert cs.f1_ci[0][1] == 0.0
+    assert cs.p.hi[0] == 1.0 and 0.8 < cs.p.lo[0] < 1.0
+    assert cs.p.lo[1] == 0.0 and 0.0 < cs.p.hi[1] < 0.2
+    assert cs.f1.lo[1] == 0.0
 
 
 def test_helpers_for_stopping_rules():
@@ -166,7 +167,7 @@ def test_peeking_at_the_precision_breaks_the_fixed_n_interval_not_the_sequence()
             s = estimate(d)
             cs = design_intervals(d, s)
             broken["fixed"] |= bool(excludes((s.p.lo, s.p.hi), truth.mean())[0])
-            broken["anytime"] |= bool(excludes(cs.p_ci, truth.mean())[0])
+            broken["anytime"] |= bool(excludes((cs.p.lo, cs.p.hi), truth.mean())[0])
         for k in held:
             held[k] += not broken[k]
     assert held["anytime"] / 60 >= 0.9
@@ -178,6 +179,6 @@ def test_degenerate_variances_and_undefined_estimates_give_wide_or_undefined_int
     S = _scores([0.88, np.nan, 0.5], [0.4, 0.4, 0.5], [1.5e4, 0.1, 0.0], [0.05] * 3, [0.05] * 3,
                 ([0.0, np.nan, 0.5], [1.0, np.nan, 0.5]), ([0.3, 0.3, 0.4], [0.5, 0.5, 0.6]))
     cs = anytime_intervals(S, n_fallback_p=np.array([67.0, 10.0, 1e12]), n_fallback_r=100.0)
-    assert cs.p_ci[0][0] < 1e-3 and cs.p_ci[1][0] > 1 - 1e-3  # about [0, 1]
-    assert np.isnan(cs.p_ci[0][1]) and np.isnan(cs.f1_ci[0][1])
-    assert cs.p_ci[1][2] - cs.p_ci[0][2] < 1e-4  # exact (every instance drawn): no width
+    assert cs.p.lo[0] < 1e-3 and cs.p.hi[0] > 1 - 1e-3  # about [0, 1]
+    assert np.isnan(cs.p.lo[1]) and np.isnan(cs.f1.lo[1])
+    assert cs.p.hi[2] - cs.p.lo[2] < 1e-4  # exact (every instance drawn): no width

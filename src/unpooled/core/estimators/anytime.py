@@ -95,6 +95,7 @@ from scipy.stats import norm
 from ..errors import InvalidInputError
 from .finite import population_count, unseen_mass
 from .intervals import effective_size, f1_interval, population_size, wilson
+from .results import ConfidenceInterval
 
 #: the effective number of labels at which the sequences are tightest (the service's default labels per submission)
 TIGHT_AT = 150.0
@@ -149,36 +150,41 @@ def anytime_level(n, *, confidence: float = 0.90, tight_at: float = TIGHT_AT) ->
 
 @dataclass(frozen=True)
 class AnytimeIntervals:
-    """Confidence sequences of every system's precision, recall and F1 at the current look (arrays of length m).
+    """Confidence sequences of every system's precision, recall and F1 at the current look: each a
+    :class:`~.results.ConfidenceInterval` of arrays of length m (construction ``'anytime'``, level the sequence's).
 
     ``z``: the multiplier used per metric (in place of the fixed-n interval's :math:`z_{1-\\alpha/2}`);
-    ``n_eff``: the effective sample size the multiplier was taken at (F1: none, it is derived)."""
+    ``n_eff``: the effective sample size the multiplier was taken at (F1: none, it is derived); ``boundary``: the
+    boundary the sequences follow (:data:`METHOD`), tightest at ``tight_at`` effective labels."""
 
-    p_ci: tuple[np.ndarray, np.ndarray]
-    r_ci: tuple[np.ndarray, np.ndarray]
-    f1_ci: tuple[np.ndarray, np.ndarray]
+    p: ConfidenceInterval
+    r: ConfidenceInterval
+    f1: ConfidenceInterval
     z: dict
     n_eff: dict
-    confidence: float
     tight_at: float
-    method: str = METHOD
+    boundary: str = METHOD
 
-    def ci(self, metric: str) -> tuple[np.ndarray, np.ndarray]:
+    @property
+    def confidence(self) -> float:
+        return self.p.level
+
+    def ci(self, metric: str) -> ConfidenceInterval:
         if metric not in METRICS:
             raise InvalidInputError(f"metric: expected one of {', '.join(METRICS)}, got {metric!r}")
-        return getattr(self, f"{metric}_ci")
+        return getattr(self, metric)
 
     def row(self, i: int) -> dict:
         """System ``i``'s bounds as ``{p_cs_lo, p_cs_hi, r_cs_lo, ..., f1_cs_hi}`` (floats)."""
         out = {}
         for k in METRICS:
-            lo, hi = self.ci(k)
-            out[f"{k}_cs_lo"], out[f"{k}_cs_hi"] = float(lo[i]), float(hi[i])
+            c = self.ci(k)
+            out[f"{k}_cs_lo"], out[f"{k}_cs_hi"] = float(c.lo[i]), float(c.hi[i])
         return out
 
     def to_dict(self) -> dict:
-        return {"method": self.method, "confidence": self.confidence, "tight_at": self.tight_at,
-                **{f"{k}_cs": [self.ci(k)[0].tolist(), self.ci(k)[1].tolist()] for k in METRICS}}
+        return {"method": self.boundary, "confidence": self.confidence, "tight_at": self.tight_at,
+                **{f"{k}_cs": [self.ci(k).lo.tolist(), self.ci(k).hi.tolist()] for k in METRICS}}
 
 
 def anytime_intervals(scores, *, n_fallback_p, n_fallback_r, confidence: float | None = None,
@@ -207,7 +213,9 @@ def anytime_intervals(scores, *, n_fallback_p, n_fallback_r, confidence: float |
                      np.fmax(hi, np.clip(est + z[k] / z0 * (fhi - est), 0.0, 1.0)))
     ci["f1"] = f1_interval(p, r, ci["p"], ci["r"], var["p"], var["r"], var["f1"])
     z["f1"] = np.maximum(z["p"], z["r"])
-    return AnytimeIntervals(ci["p"], ci["r"], ci["f1"], z, n_eff, float(confidence), float(tight_at))
+    level = float(confidence)
+    return AnytimeIntervals(*(ConfidenceInterval(*ci[k], level, "anytime") for k in METRICS), z, n_eff,
+                            float(tight_at))
 
 
 def design_intervals(d, scores, **kw) -> AnytimeIntervals:

@@ -97,8 +97,8 @@ def _wilson_like(x: np.ndarray, looks: np.ndarray, confidence: float, kind: str)
     fixed = wilson(flat, se ** 2, confidence, nb.ravel())
     e = Estimate.of(flat, se, *fixed, level=confidence, interval="wilson", n=nb.ravel(), method="fixed-n")
     s = SimpleNamespace(p=e, r=e, f1=e, confidence=confidence)
-    lo, hi = anytime_intervals(s, n_fallback_p=nb.ravel(), n_fallback_r=nb.ravel(), tight_at=tight).p_ci
-    return lo.reshape(p.shape), hi.reshape(p.shape)
+    ci = anytime_intervals(s, n_fallback_p=nb.ravel(), n_fallback_r=nb.ravel(), tight_at=tight).p
+    return ci.lo.reshape(p.shape), ci.hi.reshape(p.shape)
 
 
 @dataclass(frozen=True)

@@ -118,7 +118,8 @@ def trajectory(w: StoppingWorld, rng) -> dict:
         for k in METRICS:
             e = getattr(s, k)
             est[k][t] = e.value
-            for kind, (lo, hi) in (("fixed-n", (e.lo, e.hi)), ("anytime", cs.ci(k))):
+            for kind, c in (("fixed-n", e.interval), ("anytime", cs.ci(k))):
+                lo, hi = c.lo, c.hi
                 ci[kind][k][0][t], ci[kind][k][1][t] = lo, hi
     return {"n": looks, "true": true, "est": est, **ci}
 

@@ -175,7 +175,7 @@ def anytime_details(cs, i: int) -> dict:
     """System ``i``'s anytime-valid bounds (``p_cs_lo`` ... ``f1_cs_hi``; None where undefined) and how they were
     made, for ``Score.details['anytime']``."""
     row = {k: None if math.isnan(v) else min(1.0, max(0.0, v)) for k, v in cs.row(i).items()}
-    return {**row, "method": cs.method, "tight_at": cs.tight_at}
+    return {**row, "method": cs.boundary, "tight_at": cs.tight_at}
 
 
 def leaderboard_row(s: Score) -> dict:
