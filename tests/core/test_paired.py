@@ -18,7 +18,7 @@ def _monte_carlo(cell, trials, seed):
     est, var_diff = [], []
     for _ in range(trials):
         sc, cv = one_trial(cell, truth, systems, rng)
-        est.append([cv.est[k] for k in ("p", "r", "f1")])
+        est.append([getattr(sc, k).value for k in ("p", "r", "f1")])
         var_diff.append([[C[0, 0] + C[1, 1] - 2 * C[0, 1], C[0, 0] + C[2, 2] - 2 * C[0, 2]]
                          for C in (cv.cov[k] for k in ("p", "r", "f1"))])
     est = np.array(est)  # (trials, metric, system)
@@ -81,7 +81,7 @@ def test_paired_separates_what_marginal_intervals_cannot(votes):
     truth, systems = make_systems(cell, rng)
     sc, cv = one_trial(cell, truth, systems, rng)
     assert len(set(marginal_tie_groups(sc.f1.value, sc.f1.lo, sc.f1.hi).tolist())) == 1
-    rk = rank_intervals(cv.est["f1"], cv.cov["f1"], 0.90)
+    rk = rank_intervals(sc.f1.value, cv.cov["f1"], 0.90)
     assert rk.better[1, 0] and rk.rank.tolist() == [2, 1] and rk.rank_lo.tolist() == [2, 1]
 
 

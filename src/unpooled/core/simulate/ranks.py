@@ -189,7 +189,7 @@ def run_cell(cell: RanksCell, trials: int, *, seed: int = 0) -> RanksResult:
         truth, systems = make_systems(cell, rng)
         true_f1 = true_scores(truth, systems)
         sc, cv = one_trial(cell, truth, systems, rng)
-        rk = rank_intervals(cv.est["f1"], cv.cov["f1"], CONFIDENCE, seed=int(rng.integers(1 << 31)))
+        rk = rank_intervals(sc.f1.value, cv.cov["f1"], CONFIDENCE, seed=int(rng.integers(1 << 31)))
         true_rank = 1 + np.argsort(np.argsort(-true_f1, kind="stable"), kind="stable")
         res.trials += 1
         res.covered += bool(np.all((rk.rank_lo <= true_rank) & (true_rank <= rk.rank_hi)))

@@ -50,9 +50,11 @@ last_timings: dict[str, float] = {}
 
 
 # -- scoring -------------------------------------------------------------------------------------------
-@dataclass
+@dataclass(frozen=True)
 class Scored:
-    """One scoring: the core's result, the submissions by system name, and the exhaustive documents.
+    """One scoring: the core's result, the submissions by system name, and the exhaustive documents.  Not a result
+    type of its own: the estimates are the core's (``result``: :class:`~unpooled.core.offline.OfflineResult`, whose
+    rows hold :class:`~unpooled.core.estimators.results.Estimate`); the rest is what the service read to make them.
 
     ``keys``: the instance key of each labelled draw in the design's order (``result.design.xs``);
     ``truth``: the exhaustive true instances in the order of ``result.design.g0``'s columns (both
