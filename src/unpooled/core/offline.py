@@ -342,27 +342,28 @@ def prediction_powered(design: Design, submissions, universe: list[InstanceRef],
                          confidence=sc.confidence)
 
 
-def system_rows(sc: Scores, n_own, names, *, estimator: str = "joint") -> tuple[SystemScore, ...]:
+def system_rows(sc: Scores, n_own, names) -> tuple[SystemScore, ...]:
     """One :class:`SystemScore` per system from the arrays of :func:`~unpooled.core.estimators.estimate`.
 
     ``n_own``: each system's own labelled draws. A system without any gets a warning (the joint estimate may be
     biased; with the simple estimator, precision and F1 are undefined: NaN); so does a joint estimate whose
     effective sample size is below :data:`ESS_WARN`. The one place rows are made, for ``unpooled score`` and
-    the service alike.
+    the service alike.  The estimator is the one the scores record (``sc.method``).
     """
     rows = []
     nan = float("nan")
+    simple = sc.method == "simple"
     est = {k: getattr(sc, k) for k in ("p", "r", "f1")}
     for i, name in enumerate(names):
         w: list[str] = []
         undefined = False
         if n_own[i] == 0:
-            if estimator == "simple":
+            if simple:
                 w.append("no labelled draws of its own: precision is undefined with the simple estimator")
                 undefined = True
             else:
                 w.append("no labelled draws of its own: q_i may not cover p_i, so the estimate may be biased")
-        elif estimator == "joint" and sc.ess[i] < ESS_WARN:
+        elif not simple and sc.ess[i] < ESS_WARN:
             w.append(f"importance weights degenerate (effective sample size {sc.ess[i]:.1f} < {ESS_WARN:g}): "
                      "collect labels of its own")
         p, r, f1 = (est[k][i] for k in ("p", "r", "f1"))
@@ -485,7 +486,7 @@ def score(data: OfflineData, *, level: str = "instance", estimator: str = "joint
         warnings.simplefilter("ignore", WeightDegeneracyWarning)
         sc = estimate(design, estimator=estimator, weights=weights, confidence=confidence, bootstrap=bootstrap,
                       rng=rng, votes=crowd)
-    rows = system_rows(sc, design.n, names, estimator=estimator)
+    rows = system_rows(sc, design.n, names)
     ppi = prediction_powered(design, data.submissions, universe, sc)
     opts = {"level": level, "estimator": estimator, "weights": weights, "bootstrap": bootstrap,
             "confidence": confidence, "documents": design.n_groups, "documents_given": documents is not None,

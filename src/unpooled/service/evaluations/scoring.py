@@ -148,7 +148,7 @@ def _rows(design, names: tuple[str, ...], truth, *, level: str, weights: str, ma
         warnings.simplefilter("ignore", WeightDegeneracyWarning)
         sc = estimate(design, estimator="joint", weights=weights, confidence=CONFIDENCE, bootstrap=0, rng=None,
                       votes=votes, linear=weights != "minvar")
-    rows = system_rows(sc, design.n, names, estimator="joint")
+    rows = system_rows(sc, design.n, names)
     opts = {"level": level, "estimator": "joint", "weights": weights, "match": match, "bootstrap": 0,
             "confidence": CONFIDENCE, "documents": design.n_groups, "documents_given": design.n_groups is not None,
             "sentences": recall_protocol == "sentence", "outside_p0": int((design.p0[design.xs] == 0).sum()),
