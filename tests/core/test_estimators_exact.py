@@ -258,7 +258,7 @@ def test_same_seed_same_bootstrap(dw):
     a = estimate(d, bootstrap=50, rng=7).boot
     b = estimate(d, bootstrap=50, rng=7).boot
     for k in a:
-        np.testing.assert_array_equal(a[k][0], b[k][0])
+        np.testing.assert_array_equal(a[k].lo, b[k].lo)
 
 
 # -- the exhaustive sample: documents (cluster variance) and the support of p0 -------------------
@@ -293,8 +293,8 @@ def test_one_instance_per_document_is_the_independent_variance(dw, est):
         np.testing.assert_allclose(b.r.se ** 2, want, rtol=1e-9, atol=1e-15)
     a, b = estimate(d, estimator=est, bootstrap=30, rng=5).boot, estimate(dc, estimator=est, bootstrap=30, rng=5).boot
     for k in a:
-        np.testing.assert_array_equal(a[k][0], b[k][0])
-        np.testing.assert_array_equal(a[k][1], b[k][1])
+        np.testing.assert_array_equal(a[k].lo, b[k].lo)
+        np.testing.assert_array_equal(a[k].hi, b[k].hi)
 
 
 @settings(max_examples=60, deadline=None)

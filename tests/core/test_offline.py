@@ -101,7 +101,8 @@ def test_joint_matches_a_direct_estimate_call(files):
         want = direct.row(i)
         for k in ("p", "p_lo", "p_hi", "r", "r_lo", "r_hi", "f1", "f1_lo", "f1_hi"):
             assert row.to_dict()[k] == pytest.approx(want[k])
-        assert row.boot["r"] == pytest.approx((want["r_boot_lo"], want["r_boot_hi"]))
+        assert (row.boot["r"].lo, row.boot["r"].hi) == pytest.approx((want["r_boot_lo"], want["r_boot_hi"]))
+        assert (row.boot["r"].method, row.boot["r"].level) == ("bootstrap", 0.9)
         assert row.precision.method == "joint-heuristic"
         assert {"p_boot_lo", "r_boot_hi", "f1_boot_lo"} <= set(row.to_dict())
 

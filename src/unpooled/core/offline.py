@@ -81,7 +81,7 @@ from .estimators.exhaustive import (
 )
 from .estimators.joint import ESTIMATORS, WEIGHTS, Design, WeightDegeneracyWarning
 from .estimators.ppi import PPIPrecision, confidence_matrix, ppi_precision
-from .estimators.results import Estimate
+from .estimators.results import ConfidenceInterval, Estimate
 from .kb.lines import Limits
 from .matching import InstanceRef, match_matrix, match_multiplicity, match_universe
 from .offline_files import (
@@ -146,7 +146,8 @@ class SystemScore:
     labels: int
     ess: float
     warnings: tuple[str, ...] = ()
-    boot: Mapping[str, tuple[float, float]] = field(default_factory=dict)
+    #: metric -> the bootstrap's percentile interval (:class:`~.estimators.results.ConfidenceInterval`)
+    boot: Mapping[str, ConfidenceInterval] = field(default_factory=dict)
 
     def to_dict(self) -> dict:
         """The JSON row: system, P/R/F1 with bounds (``p``, ``p_lo``, ``p_hi``, ...), labels, estimator (+
@@ -157,9 +158,9 @@ class SystemScore:
                 out[key] = None if math.isnan(v) else float(v)
         out["labels"] = self.labels
         out["estimator"] = self.precision.method
-        for k, (lo, hi) in self.boot.items():
-            out[f"{k}_boot_lo"] = None if math.isnan(lo) else lo
-            out[f"{k}_boot_hi"] = None if math.isnan(hi) else hi
+        for k, c in self.boot.items():
+            out[f"{k}_boot_lo"] = None if math.isnan(c.lo) else c.lo
+            out[f"{k}_boot_hi"] = None if math.isnan(c.hi) else c.hi
         return out
 
 
@@ -370,8 +371,8 @@ def system_rows(sc: Scores, n_own, names) -> tuple[SystemScore, ...]:
         if undefined:
             why = "no labelled draws of its own (simple estimator)"
             p = f1 = Estimate.undefined(why, sc.method, sc.confidence)
-        boot = {k: (nan, nan) if undefined and k in ("p", "f1") else (float(lo[i]), float(hi[i]))
-                for k, (lo, hi) in sc.boot.items()}
+        boot = {k: ConfidenceInterval(nan, nan, c.level, "none") if undefined and k in ("p", "f1") else c[i]
+                for k, c in sc.boot.items()}
         rows.append(SystemScore(name, p, r, f1, labels=int(n_own[i]), ess=float(sc.ess[i]), warnings=tuple(w),
                                 boot=boot))
     return tuple(rows)

@@ -113,7 +113,7 @@ def write_table(result, out) -> None:
     if o["bootstrap"]:
         out.write(f"\nbootstrap percentile intervals ({o['bootstrap']} replicates, {pct}):\n")
         bhead = ["system", "P", "R", "F1"]
-        brows = [[r.system, *(f"[{_fmt(r.boot[k][0])}, {_fmt(r.boot[k][1])}]" for k in ("p", "r", "f1"))]
+        brows = [[r.system, *(f"[{_fmt(r.boot[k].lo)}, {_fmt(r.boot[k].hi)}]" for k in ("p", "r", "f1"))]
                  for r in result.rows]
         bw = [max(len(row[k]) for row in [bhead, *brows]) for k in range(4)]
         for row in [bhead, *brows]:

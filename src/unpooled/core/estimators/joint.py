@@ -466,6 +466,7 @@ class Scores:
     theta: np.ndarray
     nu: np.ndarray
     weights: np.ndarray | None = None
+    #: with ``estimate(..., bootstrap=B)``: metric -> the bootstrap's percentile :class:`~.results.ConfidenceInterval`
     boot: dict = field(default_factory=dict)
     warnings: tuple[str, ...] = ()
     #: with crowd votes: the labelled-sample figures (majority labels as certain), metric -> (m,)
@@ -495,8 +496,8 @@ class Scores:
             out[k], out[f"{k}_lo"], out[f"{k}_hi"] = e.value[i], e.lo[i], e.hi[i]
         out.update({f"{k}_se": getattr(self, k).se[i] for k in ("p", "r", "f1")})
         out.update(ess=self.ess[i], labels=int(self.n_labels[i]))
-        for k, (lo, hi) in self.boot.items():
-            out[f"{k}_boot_lo"], out[f"{k}_boot_hi"] = lo[i], hi[i]
+        for k, c in self.boot.items():
+            out[f"{k}_boot_lo"], out[f"{k}_boot_hi"] = c.lo[i], c.hi[i]
         if self.raw is not None:
             for k, arr in self.raw.items():
                 out[f"{k}_raw"] = arr[i]
@@ -604,8 +605,9 @@ def estimate(d: Design, *, estimator: str = "joint", weights: str = "balance", c
     if bootstrap:
         from .bootstrap import bootstrap_intervals
 
-        boot = bootstrap_intervals(d, W, bootstrap, confidence=confidence, rng=rng, simple=estimator == "simple",
-                                   terms=terms)
+        boot = {k: ConfidenceInterval(lo, hi, confidence, "bootstrap")
+                for k, (lo, hi) in bootstrap_intervals(d, W, bootstrap, confidence=confidence, rng=rng,
+                                                       simple=estimator == "simple", terms=terms).items()}
     return replace(out, weights=W, warnings=tuple(warn), boot=boot)
 
 

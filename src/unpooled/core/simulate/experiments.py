@@ -155,7 +155,7 @@ def run_estimators(world, *, trials: int = 100, labels: int = 150, exhaustive: i
                 cov = stats.cover[name].setdefault(f"{k}:analytic", np.full((trials, m), np.nan))
                 cov[t, evald] = (lo <= tv) & (tv <= hi)
                 if bootstrap:
-                    blo, bhi = sc.boot[k]
+                    blo, bhi = sc.boot[k].lo, sc.boot[k].hi
                     covb = stats.cover[name].setdefault(f"{k}:bootstrap", np.full((trials, m), np.nan))
                     covb[t, evald] = (blo <= tv) & (tv <= bhi)
         if progress:
