@@ -247,8 +247,7 @@ def _print_report(args, rep, human, inside) -> None:
 
 def cmd_separate(args, corpus, crowd) -> int:
     """``--separate A B``: annotate the pair until their anytime-valid F1 intervals are disjoint; the report."""
-    from unpooled.service.annotation.models import ExhaustiveDocument
-    from unpooled.service.annotation.sampling import sample_documents
+    from unpooled.service.evaluations.lifecycle import sample_documents_once
     from unpooled.service.evaluations.run import separate
     from unpooled.service.submissions.models import Submission
 
@@ -259,8 +258,7 @@ def cmd_separate(args, corpus, crowd) -> int:
     if missing or args.separate[0] == args.separate[1]:
         raise CommandError(f"--separate {args.separate[0]} {args.separate[1]}: expected two different submissions of "
                            f"corpus {corpus.name}" + (f" (no submission {missing[0]} there)" if missing else ""))
-    if not ExhaustiveDocument.objects.filter(corpus=corpus).exists() and args.documents:
-        sample_documents(corpus, "uniform", min(args.documents, corpus.n_documents), seed=args.seed)
+    sample_documents_once(corpus, args.documents, seed=args.seed)
     rep = separate(corpus, subs[args.separate[0]], subs[args.separate[1]], crowd=crowd, level=args.level,
                    max_labels=args.max_labels, seed=args.seed)
     if args.json:
