@@ -61,7 +61,7 @@ def _content_key(sub: Submission, level: str) -> int:
 
 def evaluate(corpus: Corpus, *, crowd=None, labels: int = 150, documents: int = 40, target_width: float | None = None,
              level: str = "instance", max_labels: int = 1000, step: int = 50, seed: int = 0,
-             progress=None, width_of: str = "anytime") -> EvaluationReport:
+             width_of: str = "anytime", controls: int = 0) -> EvaluationReport:
     """Run every pending submission (no score yet) to a score and re-score every submission.
 
     ``crowd`` is a backend (:mod:`unpooled.service.crowd.base`); the simulated one answers at
@@ -69,10 +69,12 @@ def evaluate(corpus: Corpus, *, crowd=None, labels: int = 150, documents: int = 
     ``target_width``, pending submissions draw ``step`` more labels per round until their
     F1 interval is at most that wide (or ``max_labels`` draws): the anytime-valid interval by default, which the
     loop may look at after every round (``width_of='fixed-n'``: the fixed-n one, whose coverage stopping on width
-    costs little, ``unpooled simulate stopping``; it stops sooner).
+    costs little, ``unpooled simulate stopping``; it stops sooner).  ``controls``: gold control items made first
+    (:func:`controls_once`).
     """
     check_choice("width_of", width_of, WIDTH_OF)
     report = EvaluationReport(width_of=width_of)
+    controls_once(corpus, controls, seed=seed)
     sample_documents_once(corpus, documents, seed=seed)
     # in an order of their contents, each drawn from a seed of its own contents: the numbers do not depend on the
     # order the files were uploaded in (nor on their ids)
@@ -105,6 +107,15 @@ def evaluate(corpus: Corpus, *, crowd=None, labels: int = 150, documents: int = 
     if not report.open_tasks:  # the scores are final
         publish(Submission.objects.filter(pk__in=[s.submission_id for s in scores]).select_related("corpus"))
     return report
+
+
+def controls_once(corpus: Corpus, n: int, *, seed: int) -> None:
+    """``n`` gold control items to calibrate the crowd's error rates, when the corpus has a gold layer to make them
+    from and no controls yet."""
+    from unpooled.service.annotation.controls import create_verify_controls
+
+    if n and corpus.has_gold and not Task.objects.filter(corpus=corpus, is_control=True).exists():
+        create_verify_controls(corpus, n, rng=seed)
 
 
 #: the batch run's bounds: rounds of draws, and requests for more answers within a round
@@ -190,16 +201,19 @@ class SeparationReport:
 
 
 def separate(corpus: Corpus, a: Submission, b: Submission, *, crowd=None, level: str = "instance", step: int = 50,
-             max_labels: int = 1000, seed: int = 0) -> SeparationReport:
+             max_labels: int = 1000, seed: int = 0, documents: int = 0, controls: int = 0) -> SeparationReport:
     """Annotate the pair ``a``, ``b`` in rounds of ``step`` more draws each until their anytime-valid F1 intervals
     (:mod:`unpooled.core.estimators.anytime`, valid however often they are looked at) are disjoint, or both have
-    ``max_labels`` draws; every round re-scores the corpus jointly.  Returns a :class:`SeparationReport`."""
+    ``max_labels`` draws; every round re-scores the corpus jointly.  ``controls`` and ``documents`` as in
+    :func:`evaluate`.  Returns a :class:`SeparationReport`."""
     from unpooled.core.estimators.anytime import separated
 
     if a.pk == b.pk or a.corpus_id != corpus.pk or b.corpus_id != corpus.pk:
         raise InvalidInputError(f"a, b: expected two different submissions of corpus {corpus.name}")
     if step < 1 or max_labels < 1:
         raise InvalidInputError(f"step, max_labels: expected positive numbers of draws, got {step}, {max_labels}")
+    controls_once(corpus, controls, seed=seed)
+    sample_documents_once(corpus, documents, seed=seed)
     pair, seen = (a, b), {}
 
     def apart_yet(scores) -> dict:
