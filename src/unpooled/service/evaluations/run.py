@@ -82,12 +82,14 @@ def evaluate(corpus: Corpus, *, crowd=None, labels: int = 150, documents: int = 
                       if not s.scores.filter(level=level).exists() and s.instances.exists()),
                      key=lambda s: (s.file_sha256, s.team.name, s.run_id, s.pk))
 
+    pks = {s.pk for s in pending}
+
     def wide(scores) -> dict:
         # the pending submissions whose F1 interval is wider than the target: ``step`` more draws each
         if target_width is None:
             return {}
         n = {s.submission_id: Draw.objects.filter(submission_id=s.submission_id, level=level).count()
-             for s in scores if s.submission_id in plan.target}
+             for s in scores if s.submission_id in pks}
         return {s.submission: n[s.submission_id] + step for s in scores if s.submission_id in n
                 and ((w := f1_width(s, width_of)) is None or w > target_width) and n[s.submission_id] < max_labels}
 
