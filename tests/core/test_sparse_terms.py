@@ -16,7 +16,7 @@ from unpooled.core.estimators import distribution_matrix, estimate, make_design
 from unpooled.core.estimators import bootstrap, from_votes, noisy
 from unpooled.core.estimators.finite import draw_units, strata_var
 from unpooled.core.estimators.noisy import crowd_votes
-from unpooled.core.estimators.rows import Rows
+from unpooled.core.estimators.rows import Rows, Segments, add, grouped_ss
 
 
 def _loop_var(U: np.ndarray, src, xs, P) -> np.ndarray:
@@ -122,6 +122,29 @@ def _world(seed=1, m=6, U=60):
     y0 = np.flatnonzero(truth)[:20]
     g0 = np.stack([np.isin(y0, s) for s in systems])
     return rng, truth, make_design(P, src, xs, truth[xs].astype(float), g0, y0_docs=y0 % 7, documents=8)
+
+
+@pytest.mark.parametrize("order", ["sorted", "shuffled"])
+def test_segments_and_grouped_sums_of_squares_match_dense(order):
+    """A row's totals per group of columns through the runs of its values (one run per (row, group) when the
+    groups come in order, several otherwise) equal the dense products, and so do the centred sums of squares."""
+    rng = np.random.default_rng(1)
+    group = np.sort(rng.integers(0, 7, 40))
+    if order == "shuffled":
+        group = rng.permutation(group)
+    D = rng.normal(size=(5, 40)) * (rng.random((5, 40)) < 0.4)
+    D[2] = 0.0  # an empty row
+    Y = sp.csr_matrix(D)
+    seg = Segments.of(Y, group)
+    assert (len(seg.start) == len(seg.total)) == (order == "sorted")
+    np.testing.assert_allclose(seg.matrix((5, 7)).toarray(), D @ np.eye(7)[group], rtol=0, atol=1e-14)
+    omega, scale = rng.random(40) + 0.5, rng.random(7)
+    for om in (omega, np.ones(40)):
+        np.testing.assert_allclose(grouped_ss(Y, None, None, group, om, scale),
+                                   grouped_ss(D, None, None, group, om, scale), rtol=1e-12, atol=1e-14)
+    Z = sp.csr_matrix((rng.normal(size=Y.nnz), Y.indices, Y.indptr), shape=Y.shape)  # Y's pattern, shared
+    np.testing.assert_array_equal(add(Y, Z).toarray(), Y.toarray() + Z.toarray())
+    np.testing.assert_allclose(add(Y, sp.csr_matrix(np.ones((5, 40)))).toarray(), D + 1)  # another pattern
 
 
 def test_bootstrap_by_instance_totals_equals_direct_sums(monkeypatch):

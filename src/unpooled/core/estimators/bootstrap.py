@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 import scipy.sparse as sp
+from scipy.sparse._sparsetools import csr_matvecs as _csr_matvecs  # Y += A @ X in place (what A @ X runs)
 
 from .intervals import f1_score
 from .joint import Design, _terms, _Terms
@@ -52,13 +53,18 @@ def _replicate_sums(parts, src: np.ndarray, m: int, B: int, rng) -> list[np.ndar
          for f, _, _ in parts]
     rest = [sp.csr_matrix(r if z is not None or f is None else r + f.rows()).tocsc()
             for (f, r, _), z in zip(parts, Z)]
+    groups = _same_items(parts, [j for j, z in enumerate(Z) if z is not None])  # summed through instance totals
     for h, K in _stratified_counts(starts[1:] - starts[:-1], B, rng):
         idx = order[starts[h]:starts[h + 1]]
-        for (f, _, X), z, R, acc, bsum in zip(parts, Z, rest, out, shared):
-            if z is not None:  # per-instance totals of c over the resampled draws
-                u, loc = np.unique(f.item[idx], return_inverse=True)
-                E = sp.csr_matrix((f.c[idx], (loc, np.arange(len(idx)))), shape=(len(u), len(idx)))
-                z[u] += E @ K
+        for group in groups:  # per-instance totals of c over the resampled draws, added into Z in place
+            item = parts[group[0]][0].item[idx]
+            perm = np.argsort(item, kind="stable")  # the draws as the rows of their instances
+            indptr = np.searchsorted(item[perm], np.arange(len(Z[group[0]]) + 1)).astype(np.int64)
+            cols = perm.astype(np.int64)
+            for j in group:
+                _csr_matvecs(len(indptr) - 1, len(idx), B, indptr, cols, parts[j][0].c[idx][perm], K.ravel(),
+                             Z[j].ravel())
+        for (f, _, X), R, acc, bsum in zip(parts, rest, out, shared):
             if R.nnz:
                 acc += R[:, idx] @ K
             if bsum is not None:  # the shared parts' sums over the resampled draws, per replicate
@@ -69,6 +75,15 @@ def _replicate_sums(parts, src: np.ndarray, m: int, B: int, rng) -> list[np.ndar
         if bsum is not None:
             acc += X.factors()[0] @ bsum
     return [acc.T for acc in out]
+
+
+def _same_items(parts, items: list[int]) -> list[list[int]]:
+    """The parts ``items`` grouped by their :class:`.rows.ByItem`'s ``item`` array (precision's and recall's terms
+    share one: their per-instance totals are one sparse product per stratum)."""
+    groups: dict[int, list[int]] = {}
+    for j in items:
+        groups.setdefault(id(parts[j][0].item), []).append(j)
+    return list(groups.values())
 
 
 def _product(M: sp.csr_matrix, z: np.ndarray) -> np.ndarray:

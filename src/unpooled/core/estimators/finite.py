@@ -54,7 +54,7 @@ from dataclasses import dataclass
 import numpy as np
 import scipy.sparse as sp
 
-from .rows import DENSE_GROUPS, Rows, grouped_cross, grouped_ss, indicator
+from .rows import Rows, Segments, grouped_cross, grouped_ss, indicator
 
 
 @dataclass(frozen=True)
@@ -142,7 +142,8 @@ def strata_var(U, src: np.ndarray, m: int, units: DrawUnits, *, cross: bool = Fa
         a = bu = bc = None
     else:
         Yu = sp.csr_matrix(X.sparse @ Mu)
-        Yc = _column_totals(Yu, unit_cell, C, Mc)
+        seg = Segments.of(Yu, unit_cell)
+        Yc = seg.matrix((Yu.shape[0], C))
         a, bu = X.a, None if X.a is None else np.asarray(Mu.T @ X.b.T).T  # (units,) or (r, units)
         bc = None if X.a is None else np.asarray(Mc.T @ bu.T).T
     with np.errstate(divide="ignore", invalid="ignore"):
@@ -152,7 +153,9 @@ def strata_var(U, src: np.ndarray, m: int, units: DrawUnits, *, cross: bool = Fa
     k = units.cell_k.astype(float)
     with np.errstate(divide="ignore", invalid="ignore"):
         fpc = np.where(k > 1, (1 - k / units.cell_N) * k / np.maximum(k - 1, 1), 0.0)
-    within = ss(Yu, a, bu, unit_cell, np.ones(units.n_units), np.maximum(fpc, 0.0))
+    fpc = np.maximum(fpc, 0.0)
+    within = (grouped_cross(Yu, a, bu, unit_cell, np.ones(units.n_units), fpc) if cross else
+              grouped_ss(Yu, a, bu, unit_cell, np.ones(units.n_units), fpc, segments=None if dense else seg))
     var = between + within
     if cross:
         return var
@@ -160,18 +163,6 @@ def strata_var(U, src: np.ndarray, m: int, units: DrawUnits, *, cross: bool = Fa
     # values)^2; it is 0, which the intervals treat as exact (a variance of 1e-35 made F1's correlation noise)
     size = np.abs(X).sum(1) if dense else X.abs_sum()
     return np.where(var <= (64 * np.finfo(float).eps * size) ** 2, 0.0, var)
-
-
-def _column_totals(Y: sp.csr_matrix, group: np.ndarray, G: int, indicator_: sp.csr_matrix) -> sp.csr_matrix:
-    """``Y @ indicator_`` (each row's totals over the columns of each group, ``group`` per column): one pass over
-    ``Y``'s non-zeros into a dense ``(rows, G)`` table when it is small, else the sparse product."""
-    nr = Y.shape[0]
-    if nr * G > DENSE_GROUPS:
-        return sp.csr_matrix(Y @ indicator_)
-    rows = np.repeat(np.arange(nr, dtype=np.int64), np.diff(Y.indptr))
-    rows *= G
-    rows += group[Y.indices]
-    return sp.csr_matrix(np.bincount(rows, weights=Y.data, minlength=nr * G).reshape(nr, G))
 
 
 def population_count(P: sp.csr_matrix) -> np.ndarray:

@@ -15,9 +15,6 @@ from dataclasses import dataclass
 import numpy as np
 import scipy.sparse as sp
 
-#: below this many (rows x groups) cells, :func:`grouped_ss` keeps its per-(row, group) totals in dense arrays
-DENSE_GROUPS = 1 << 25
-
 
 @dataclass(frozen=True)
 class Rows:
@@ -110,7 +107,7 @@ class Rows:
             return Rows(self.sparse, a, b)
         if not self.sparse.nnz:
             return Rows(other.sparse, a, b)
-        return Rows(sp.csr_matrix(self.sparse + other.sparse), a, b)
+        return Rows(add(self.sparse, other.sparse), a, b)
 
     def __mul__(self, M) -> sp.csr_matrix:
         """Element-wise product with the sparse matrix ``M`` (of the same shape): sparse, ``M``'s pattern."""
@@ -120,7 +117,7 @@ class Rows:
             A, B = self.factors()
             for k in range(A.shape[1]):
                 part = scale(M, A[:, k], B[k])
-                shared = part if shared is None else sp.csr_matrix(shared + part)
+                shared = part if shared is None else add(shared, part)
         if not self.sparse.nnz:
             return shared if shared is not None else sp.csr_matrix(M.shape)
         out = sp.csr_matrix(M.multiply(self.sparse))
@@ -134,6 +131,21 @@ class Rows:
             return out
         A, B = self.factors()
         return out + A @ np.asarray(Mk.T @ B.T).T
+
+
+def add(X: sp.csr_matrix, Y: sp.csr_matrix) -> sp.csr_matrix:
+    """``X + Y``; on the index arrays both share (the terms of :func:`.joint._terms` are built on one pattern, the
+    drawn instances' :math:`p_i(x_s)`) by adding the stored values, with no merge of the patterns."""
+    if X.shape == Y.shape and _same(X.indices, Y.indices) and _same(X.indptr, Y.indptr):
+        return sp.csr_matrix((X.data + Y.data, X.indices, X.indptr), shape=X.shape)
+    return sp.csr_matrix(X + Y)
+
+
+def _same(x: np.ndarray, y: np.ndarray) -> bool:
+    """Whether two arrays are views of the same memory (scipy's constructors wrap a shared index array in a new
+    view): then equal without a comparison."""
+    return (x.shape == y.shape and x.dtype == y.dtype and x.flags.c_contiguous and y.flags.c_contiguous
+            and x.ctypes.data == y.ctypes.data)
 
 
 def scale(M: sp.csr_matrix, rows=None, cols=None) -> sp.csr_matrix:
@@ -174,7 +186,8 @@ def indicator(codes: np.ndarray, K: int) -> sp.csr_matrix:
     return sp.csr_matrix((np.ones(len(codes)), (np.arange(len(codes)), codes)), shape=(len(codes), K))
 
 
-def grouped_ss(Y, a, yb, group: np.ndarray, omega: np.ndarray, scale: np.ndarray) -> np.ndarray:
+def grouped_ss(Y, a, yb, group: np.ndarray, omega: np.ndarray, scale: np.ndarray, *,
+               segments: Segments | None = None) -> np.ndarray:
     r"""Per row of ``Y + outer(a, yb)`` (rows x codes; ``a`` None: ``Y`` alone; ``a`` rows x r and ``yb`` r x codes:
     ``Y + a @ yb``), the weighted sum of squares
     :math:`\sum_g \mathrm{scale}_g \sum_{k\in g} \omega_k (y_k - \bar y_g)^2` with :math:`y_k = Y_k/\omega_k` and
@@ -183,13 +196,14 @@ def grouped_ss(Y, a, yb, group: np.ndarray, omega: np.ndarray, scale: np.ndarray
 
     From ``Y``'s non-zeros (a group's other codes hold zeros), centred exactly within each (row, group); the shared
     part adds :math:`2a\,\langle Y, \tilde y_b\rangle + a^2 \lVert\tilde y_b\rVert^2` (``yb`` centred within its
-    groups sums to 0 there, so the cross term needs ``Y``'s non-zeros only).
+    groups sums to 0 there, so the cross term needs ``Y``'s non-zeros only).  ``segments``: ``Y``'s
+    :class:`Segments` by ``group`` when already at hand.
     """
     G = len(scale)
     Om = np.bincount(group, weights=omega, minlength=G)
     if isinstance(Y, np.ndarray):
         return _dense_ss(Y, group, omega, scale, Om)
-    out = _sparse_ss(Y, group, omega, scale, Om)
+    out = _sparse_ss(Y, group, omega, scale, Om, segments)
     if a is None:
         return out
     if a.ndim == 2:
@@ -248,32 +262,68 @@ def _dense_ss(Y: np.ndarray, group, omega, scale, Om) -> np.ndarray:
     return np.asarray((Ind.T @ dev.T).T) @ scale
 
 
-def _sparse_ss(Y: sp.csr_matrix, group, omega, scale, Om) -> np.ndarray:
-    """:func:`grouped_ss` of ``Y`` alone."""
-    nr, G = Y.shape[0], len(scale)
+def _sparse_ss(Y: sp.csr_matrix, group, omega, scale, Om, segments: Segments | None = None) -> np.ndarray:
+    """:func:`grouped_ss` of ``Y`` alone, through its :class:`Segments`: centred exactly within each (row, group)
+    over its non-zeros, plus the group's zeros."""
     if not Y.nnz:
-        return np.zeros(nr)
-    rows = np.repeat(np.arange(nr, dtype=np.int64), np.diff(Y.indptr))
-    g = group[Y.indices]
-    key = rows * G + g
-    if nr * G <= DENSE_GROUPS:
-        size = nr * G
-    else:  # many (row, group) cells: number the ones present
-        uniq, key = np.unique(key, return_inverse=True)
-        size = len(uniq)
-    om = omega[Y.indices]
-    tot = np.bincount(key, weights=Y.data, minlength=size)
-    wsum = np.bincount(key, weights=om, minlength=size)
-    gkey = np.zeros(size, np.int64)
-    gkey[key] = g
+        return np.zeros(Y.shape[0])
+    seg = Segments.of(Y, group) if segments is None else segments
+    counts = np.diff(np.append(seg.start, Y.nnz))
+    ones = bool((omega == 1).all())
+    om = None if ones else omega[Y.indices]
+    wsum = np.bincount(seg.pair, weights=counts if ones else np.add.reduceat(om, seg.start),
+                       minlength=len(seg.total))
     with np.errstate(divide="ignore", invalid="ignore"):
-        ybar = np.where(wsum > 0, tot / Om[gkey], 0.0)
-    dev = Y.data / om - ybar[key]
-    ss = np.bincount(rows, weights=scale[g] * om * dev * dev, minlength=nr)
-    rest = np.where(wsum > 0, scale[gkey] * (Om[gkey] - wsum) * ybar * ybar, 0.0)  # the zeros of each group
-    rkey = np.zeros(size, np.int64)
-    rkey[key] = rows
-    return ss + np.bincount(rkey, weights=rest, minlength=nr)
+        ybar = np.where(wsum > 0, seg.total / Om[seg.group], 0.0)
+    dev = np.repeat(ybar[seg.pair], counts)  # (one array of the values' size: Y's can be 44.6M)
+    np.subtract(Y.data if ones else Y.data / om, dev, out=dev)
+    dev *= dev
+    if not ones:
+        dev *= om
+    inner = np.bincount(seg.pair, weights=np.add.reduceat(dev, seg.start), minlength=len(seg.total))
+    rest = np.where(wsum > 0, (Om[seg.group] - wsum) * ybar * ybar, 0.0)  # the zeros of each group
+    return np.bincount(seg.row, weights=scale[seg.group] * (inner + rest), minlength=Y.shape[0])
+
+
+@dataclass(frozen=True)
+class Segments:
+    """A sparse matrix's totals per (row, group of columns), through the runs of its stored values that share a
+    row and a group: ``start`` (the first stored value of each run) and ``pair`` (its (row, group) pair, numbered in
+    row then group order) per run; ``row``, ``group`` and ``total`` per pair.  Where every row's columns come group
+    by group (the units of :mod:`.finite` are numbered cell by cell) there are as many runs as pairs, and a total
+    is one pass over the values in order, with no key per value; any order is right, the runs only more."""
+
+    start: np.ndarray
+    pair: np.ndarray
+    row: np.ndarray
+    group: np.ndarray
+    total: np.ndarray
+
+    @staticmethod
+    def of(Y: sp.csr_matrix, group: np.ndarray) -> Segments:
+        """The segments of ``Y`` (CSR, any order of the columns within a row) by ``group`` (per column)."""
+        if not Y.nnz:
+            z = np.zeros(0, np.int64)
+            return Segments(z, z, z, z, np.zeros(0))
+        g = (group.astype(np.int32) if len(group) and group.max() < 2 ** 31 else group)[Y.indices]
+        new = np.empty(Y.nnz, bool)
+        new[0] = True
+        np.not_equal(g[1:], g[:-1], out=new[1:])
+        new[Y.indptr[:-1][np.diff(Y.indptr) > 0]] = True
+        start = np.flatnonzero(new)
+        row = np.searchsorted(Y.indptr, start, side="right") - 1
+        G = np.int64(int(group.max()) + 1)
+        key = row * G + g[start]
+        run_total = np.add.reduceat(Y.data, start)
+        if (key[1:] > key[:-1]).all():  # one run per pair, in order
+            return Segments(start, np.arange(len(start)), row, g[start].astype(np.int64), run_total)
+        uniq, pair = np.unique(key, return_inverse=True)
+        return Segments(start, pair, uniq // G, uniq % G, np.bincount(pair, weights=run_total, minlength=len(uniq)))
+
+    def matrix(self, shape: tuple[int, int]) -> sp.csr_matrix:
+        """The ``(rows, groups)`` totals as a canonical sparse matrix."""
+        indptr = np.searchsorted(self.row, np.arange(shape[0] + 1), side="left")
+        return sp.csr_matrix((self.total, self.group, indptr), shape=shape)
 
 
 @dataclass(frozen=True)
