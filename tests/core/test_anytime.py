@@ -4,6 +4,7 @@ multiplier's tuning, the intervals built from a design's scores, and coverage un
 estimator."""
 
 import warnings
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
@@ -13,6 +14,7 @@ from scipy.stats import norm
 
 from unpooled.core.errors import InvalidInputError
 from unpooled.core.estimators import estimate, make_design
+from unpooled.core.estimators.results import Estimate
 from unpooled.core.estimators.anytime import (anytime_intervals, best_ratio, design_intervals, excludes,
                                               mixture_boundary, mixture_multiplier, separated)
 
@@ -37,6 +39,19 @@ def _mixture_root(v: float, rho: float, alpha: float) -> float:
 def test_the_boundary_is_where_the_mixture_martingale_reaches_one_over_alpha(v, rho, alpha):
     assert float(mixture_boundary(v, rho=rho, alpha=alpha)) == pytest.approx(_mixture_root(v, rho, alpha), rel=1e-7)
 
+
+
+def _scores(p, r, p_se, r_se, f1_se, p_ci, r_ci):
+    """Hand-made scores at 90%: precision and recall with their intervals, F1's standard error."""
+    a = np.asarray
+    nan = np.full(len(p), np.nan)
+
+    def est(v, se, ci, kind):
+        return Estimate.of(a(v, float), a(se, float), a(ci[0], float), a(ci[1], float), level=0.9, interval=kind,
+                           n=0, method="joint-balance")
+
+    return SimpleNamespace(p=est(p, p_se, p_ci, "profile"), r=est(r, r_se, r_ci, "wilson"),
+                           f1=est(nan, f1_se, (nan, nan), "f1-region"), confidence=0.9)
 
 def test_gaussian_walks_cross_the_boundary_at_most_alpha_of_the_time():
     """Ville: sums of standard normals cross +-M(t) at some t <= 2,000 in at most alpha of the paths; the
@@ -95,44 +110,38 @@ def test_the_sequence_holds_the_fixed_n_interval_and_f1_follows_p_and_r():
         s = estimate(d)
     cs = design_intervals(d, s)
     for k in ("p", "r", "f1"):
-        lo, hi = getattr(s, f"{k}_ci")
-        clo, chi = cs.ci(k)
+        lo, hi = getattr(s, k).lo, getattr(s, k).hi
+        clo, chi = cs.ci(k).lo, cs.ci(k).hi
         assert (clo <= lo + 1e-12).all() and (chi >= hi - 1e-12).all()
         assert ((chi - clo) > 1.3 * (hi - lo)).all()
     f = lambda p, r: 2 * p * r / (p + r)
-    assert (cs.f1_ci[0] >= f(cs.p_ci[0], cs.r_ci[0]) - 1e-9).all()
-    assert (cs.f1_ci[1] <= f(cs.p_ci[1], cs.r_ci[1]) + 1e-9).all()
+    assert (cs.f1.lo >= f(cs.p.lo, cs.r.lo) - 1e-9).all()
+    assert (cs.f1.hi <= f(cs.p.hi, cs.r.hi) + 1e-9).all()
+    assert (cs.p.method, cs.f1.method, cs.p.level, cs.boundary) == ("anytime", "anytime", 0.9, "normal-mixture")
     row = cs.row(0)
-    assert row["p_cs_lo"] == cs.p_ci[0][0] and set(row) == {f"{k}_cs_{b}" for k in "p r f1".split() for b in
+    assert row["p_cs_lo"] == cs.p.lo[0] and set(row) == {f"{k}_cs_{b}" for k in "p r f1".split() for b in
                                                           ("lo", "hi")}
     # at the multiplier of the effective size, a Wald-like interval: ratio of half-widths about z_t / z
-    ratio = (cs.p_ci[1] - cs.p_ci[0]) / (s.p_ci[1] - s.p_ci[0])
+    ratio = (cs.p.hi - cs.p.lo) / (s.p.hi - s.p.lo)
     np.testing.assert_allclose(ratio, cs.z["p"] / norm.ppf(0.95), rtol=0.05)
 
 
 def test_the_sequence_holds_a_fixed_n_interval_wider_than_wilson_stretched():
     """From crowd votes the fixed-n interval may be a profile-likelihood hull wider than Wilson's (a precision of
     1.0 with [0.88, 1]): the sequence holds it, stretched by z_t / z."""
-    class S:
-        p, r, p_se, r_se, f1_se, confidence = (np.array([1.0]), np.array([0.8]), np.array([0.0]), np.array([0.05]),
-                                               np.array([0.03]), 0.9)
-        p_ci = (np.array([0.88]), np.array([1.0]))
-        r_ci = (np.array([0.7]), np.array([0.9]))
+    S = _scores([1.0], [0.8], [0.0], [0.05], [0.03], ([0.88], [1.0]), ([0.7], [0.9]))
     cs = anytime_intervals(S, n_fallback_p=67.0, n_fallback_r=100.0)
-    assert cs.p_ci[0][0] == pytest.approx(1 - cs.z["p"][0] / norm.ppf(0.95) * 0.12)
-    assert cs.p_ci[1][0] == 1.0
+    assert cs.p.lo[0] == pytest.approx(1 - cs.z["p"][0] / norm.ppf(0.95) * 0.12)
+    assert cs.p.hi[0] == 1.0
 
 
 def test_anytime_intervals_stay_in_the_unit_interval_at_the_bounds():
-    class S:
-        p, r, p_se, r_se, f1_se, confidence = (np.array([1.0, 0.0]), np.array([0.5, 0.5]), np.array([0.0, 0.0]),
-                                               np.array([0.05, 0.05]), np.array([0.03, 0.03]), 0.9)
-        p_ci = (np.array([0.95, 0.0]), np.array([1.0, 0.05]))
-        r_ci = (np.array([0.42, 0.42]), np.array([0.58, 0.58]))
+    S = _scores([1.0, 0.0], [0.5, 0.5], [0.0, 0.0], [0.05, 0.05], [0.03, 0.03], ([0.95, 0.0], [1.0, 0.05]),
+                ([0.42, 0.42], [0.58, 0.58]))
     cs = anytime_intervals(S, n_fallback_p=np.array([50.0, 50.0]), n_fallback_r=100.0)
-    assert cs.p_ci[1][0] == 1.0 and 0.8 < cs.p_ci[0][0] < 1.0
-    assert cs.p_ci[0][1] == 0.0 and 0.0 < cs.p_ci[1][1] < 0.2
-    assert cs.f1_ci[0][1] == 0.0
+    assert cs.p.hi[0] == 1.0 and 0.8 < cs.p.lo[0] < 1.0
+    assert cs.p.lo[1] == 0.0 and 0.0 < cs.p.hi[1] < 0.2
+    assert cs.f1.lo[1] == 0.0
 
 
 def test_helpers_for_stopping_rules():
@@ -157,8 +166,8 @@ def test_peeking_at_the_precision_breaks_the_fixed_n_interval_not_the_sequence()
             d = make_design(P, np.zeros(n, int), xs[:n], truth[xs[:n]], g0)
             s = estimate(d)
             cs = design_intervals(d, s)
-            broken["fixed"] |= bool(excludes(s.p_ci, truth.mean())[0])
-            broken["anytime"] |= bool(excludes(cs.p_ci, truth.mean())[0])
+            broken["fixed"] |= bool(excludes((s.p.lo, s.p.hi), truth.mean())[0])
+            broken["anytime"] |= bool(excludes((cs.p.lo, cs.p.hi), truth.mean())[0])
         for k in held:
             held[k] += not broken[k]
     assert held["anytime"] / 60 >= 0.9
@@ -167,13 +176,9 @@ def test_peeking_at_the_precision_breaks_the_fixed_n_interval_not_the_sequence()
 
 @pytest.mark.filterwarnings("error")
 def test_degenerate_variances_and_undefined_estimates_give_wide_or_undefined_intervals():
-    class S:
-        p, r = np.array([0.88, np.nan, 0.5]), np.array([0.4, 0.4, 0.5])
-        p_se, r_se, f1_se = np.array([1.5e4, 0.1, 0.0]), np.array([0.05] * 3), np.array([0.05] * 3)
-        confidence = 0.9
-        p_ci = (np.array([0.0, np.nan, 0.5]), np.array([1.0, np.nan, 0.5]))
-        r_ci = (np.array([0.3, 0.3, 0.4]), np.array([0.5, 0.5, 0.6]))
+    S = _scores([0.88, np.nan, 0.5], [0.4, 0.4, 0.5], [1.5e4, 0.1, 0.0], [0.05] * 3, [0.05] * 3,
+                ([0.0, np.nan, 0.5], [1.0, np.nan, 0.5]), ([0.3, 0.3, 0.4], [0.5, 0.5, 0.6]))
     cs = anytime_intervals(S, n_fallback_p=np.array([67.0, 10.0, 1e12]), n_fallback_r=100.0)
-    assert cs.p_ci[0][0] < 1e-3 and cs.p_ci[1][0] > 1 - 1e-3  # about [0, 1]
-    assert np.isnan(cs.p_ci[0][1]) and np.isnan(cs.f1_ci[0][1])
-    assert cs.p_ci[1][2] - cs.p_ci[0][2] < 1e-4  # exact (every instance drawn): no width
+    assert cs.p.lo[0] < 1e-3 and cs.p.hi[0] > 1 - 1e-3  # about [0, 1]
+    assert np.isnan(cs.p.lo[1]) and np.isnan(cs.f1.lo[1])
+    assert cs.p.hi[2] - cs.p.lo[2] < 1e-4  # exact (every instance drawn): no width

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import warnings
+from operator import attrgetter
 
 import numpy as np
 import pytest
@@ -55,7 +56,7 @@ def test_single_system_instance_level_by_hand():
     d = make_design(P, [0] * 10, xs, f, g0, v0)
     s = subset_scores(d, 0, [0] * 30 + [1] * 30, [0, 0, 1, 1, 1])
     # group 0: draws 0,1,2,10,11,12 -> labels 1,0,1,1,0,1: 4/6; group 1: draws 30,40,50,31 -> 1,1,0,1: 3/4
-    assert s.p.tolist() == pytest.approx([4 / 6, 3 / 4])
+    assert s.p.value.tolist() == pytest.approx([4 / 6, 3 / 4])
     assert s.n_draws.tolist() == [6, 4]
     assert s.mass.tolist() == pytest.approx([0.5, 0.5])
     assert s.mass_hat.tolist() == pytest.approx([0.6, 0.4])
@@ -64,19 +65,19 @@ def test_single_system_instance_level_by_hand():
     n = 10
     for g, (lab, pg) in enumerate((([1, 0, 1, 1, 0, 1], 4 / 6), ([1, 1, 0, 1], 3 / 4))):
         var = (1 - n / 60) * n / (n - 1) * sum((x - pg) ** 2 for x in lab) / len(lab) ** 2
-        assert s.p_se[g] == pytest.approx(math.sqrt(var))
+        assert s.p.se[g] == pytest.approx(math.sqrt(var))
         n_eff = pg * (1 - pg) / var
         if pg * (1 - pg) * len(lab) < 1:  # intervals.wilson: near a bound, at least the effective sample size
             n_eff = max(n_eff, len(lab))
         lo, hi = _wilson_by_hand(pg, n_eff)
-        assert (s.p_ci[0][g], s.p_ci[1][g]) == pytest.approx((lo, hi))
+        assert (s.p.lo[g], s.p.hi[g]) == pytest.approx((lo, hi))
     # recall: group 0 = (2*1 + 2*0)/(2+2) = 0.5; group 1 = (1 + 1 + 0)/(1 + 1 + 4) = 1/3
-    assert s.r.tolist() == pytest.approx([0.5, 1 / 3])
+    assert s.r.value.tolist() == pytest.approx([0.5, 1 / 3])
     assert s.n_true.tolist() == [2, 3]
     T = np.array([2 * (1 - 0.5) / 4, 2 * (0 - 0.5) / 4, (1 - 1 / 3) / 6, (1 - 1 / 3) / 6, 4 * (0 - 1 / 3) / 6])
-    assert s.r_se == pytest.approx(np.sqrt(5 / 4 * np.array([(T[:2] ** 2).sum(), (T[2:] ** 2).sum()])))
-    f1 = [2 * p * r / (p + r) for p, r in zip(s.p, s.r)]
-    assert s.f1.tolist() == pytest.approx(f1)
+    assert s.r.se == pytest.approx(np.sqrt(5 / 4 * np.array([(T[:2] ** 2).sum(), (T[2:] ** 2).sum()])))
+    f1 = [2 * p * r / (p + r) for p, r in zip(s.p.value, s.r.value)]
+    assert s.f1.value.tolist() == pytest.approx(f1)
     assert s.method == "joint-balance" and s.confidence == 0.9
 
 
@@ -88,9 +89,9 @@ def test_relation_level_weights_within_a_group():
     with pytest.warns(UndefinedEstimateWarning, match="recall undefined"):
         s = subset_scores(d, 0, [0, 1, 0, 1, 1, 1], np.zeros(0, int))
     # the weights are p_i/q_i = 1 for the own draws: a plain mean over the group's draws
-    assert s.p[0] == pytest.approx(1 / 3) and s.p[1] == pytest.approx(1.0)
+    assert s.p.value[0] == pytest.approx(1 / 3) and s.p.value[1] == pytest.approx(1.0)
     assert s.mass[0] == pytest.approx(0.375)
-    assert np.isnan(s.r).all() and np.isnan(s.f1).all() and np.isnan(s.r_ci[0]).all()
+    assert np.isnan(s.r.value).all() and np.isnan(s.f1.value).all() and np.isnan(s.r.lo).all()
 
 
 def test_undefined_group_is_nan_and_warns_once():
@@ -98,8 +99,8 @@ def test_undefined_group_is_nan_and_warns_once():
     d = make_design(P, [0, 0], [0, 0], [1, 1], [[True, False]])
     with pytest.warns(UndefinedEstimateWarning, match=r"precision undefined for groups \[1, 2\]"):
         s = subset_scores(d, 0, [0, 1, 2], [0, 2])
-    assert s.p[0] == 1.0 and np.isnan(s.p[1:]).all() and np.isnan(s.p_ci[0][1:]).all()
-    assert s.r[2] == 0.0 and np.isnan(s.r[1]) and s.f1[2] != s.f1[2]  # NaN
+    assert s.p.value[0] == 1.0 and np.isnan(s.p.value[1:]).all() and np.isnan(s.p.lo[1:]).all()
+    assert s.r.value[2] == 0.0 and np.isnan(s.r.value[1]) and s.f1.value[2] != s.f1.value[2]  # NaN
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         subset_scores(d, 0, [0, 1, 2], [0, 2], zero_division="nan")
@@ -167,16 +168,16 @@ def test_partition_combines_back_to_the_overall_estimate(case, weights):
     overall = _quiet(estimate, d, weights=weights)
     # sum_g D_g * p_g / sum_g D_g = joint precision, a ratio over X_i (the groups partition X_i)
     D = s.mass_hat.sum()
-    assert (np.nansum(s.mass_hat * np.nan_to_num(s.p)) / D if D > 0 else 0.0) == pytest.approx(overall.p[i], abs=1e-9)
+    assert (np.nansum(s.mass_hat * np.nan_to_num(s.p.value)) / D if D > 0 else 0.0) == pytest.approx(overall.p.value[i], abs=1e-9)
     assert s.mass.sum() == pytest.approx(1.0)
     simple = _quiet(estimate, d, estimator="simple")
     V = s.true_weight
-    assert (V * np.nan_to_num(s.r)).sum() / V.sum() == pytest.approx(simple.r[i], abs=1e-9)
+    assert (V * np.nan_to_num(s.r.value)).sum() / V.sum() == pytest.approx(simple.r.value[i], abs=1e-9)
     ss = _quiet(subset_scores, d, i, gu, gt, n_groups=G, estimator="simple")
-    assert np.nansum(ss.mass_hat * np.nan_to_num(ss.p)) == pytest.approx(simple.p[i], abs=1e-9)
+    assert np.nansum(ss.mass_hat * np.nan_to_num(ss.p.value)) == pytest.approx(simple.p.value[i], abs=1e-9)
     # the same weights given as a matrix give the same answer
     sw = _quiet(subset_scores, d, i, gu, gt, n_groups=G, weights=overall.weights)
-    np.testing.assert_allclose(sw.p, s.p, equal_nan=True)
+    np.testing.assert_allclose(sw.p.value, s.p.value, equal_nan=True)
     assert sw.method == "joint-given"
 
 
@@ -188,18 +189,17 @@ def test_one_group_is_the_overall_estimate(case):
     s = _quiet(subset_scores, d, i, one_u, one_t, estimator="simple")
     e = _quiet(estimate, d, estimator="simple")
     for k in ("p", "r", "f1"):
-        assert getattr(s, k)[0] == pytest.approx(getattr(e, k)[i], abs=1e-9), k
-    for k in ("p_se", "r_se", "f1_se"):  # variances: sums of squares leave ~1e-17 of round-off
-        assert getattr(s, k)[0] ** 2 == pytest.approx(getattr(e, k)[i] ** 2, abs=1e-12), k
-    for k in ("p_ci", "r_ci", "f1_ci"):
-        assert (getattr(s, k)[0][0], getattr(s, k)[1][0]) == pytest.approx(
-            (getattr(e, k)[0][i], getattr(e, k)[1][i]), abs=1e-9), k
+        a, b = getattr(s, k), getattr(e, k)
+        assert a.value[0] == pytest.approx(b.value[i], abs=1e-9), k
+        assert a.se[0] ** 2 == pytest.approx(b.se[i] ** 2, abs=1e-12), k  # variances: ~1e-17 of round-off
+        assert (a.lo[0], a.hi[0]) == pytest.approx((b.lo[i], b.hi[i]), abs=1e-9), k
+        assert a.interval.method == b.interval.method and a.method == b.method == "simple", k
     # joint: the joint precision, the same self-normalised ratio, with the same variance
     sj = _quiet(subset_scores, d, i, one_u, one_t)
     ej = _quiet(estimate, d)
-    assert np.nan_to_num(sj.p[0]) == pytest.approx(ej.p[i], abs=1e-9)
-    assert sj.p_se[0] ** 2 == pytest.approx(ej.p_se[i] ** 2, abs=1e-12)
-    assert sj.r[0] == pytest.approx(e.r[i], abs=1e-9)
+    assert np.nan_to_num(sj.p.value[0]) == pytest.approx(ej.p.value[i], abs=1e-9)
+    assert sj.p.se[0] ** 2 == pytest.approx(ej.p.se[i] ** 2, abs=1e-12)
+    assert sj.r.value[0] == pytest.approx(e.r.value[i], abs=1e-9)
 
 
 @settings(max_examples=150, deadline=None)
@@ -208,7 +208,8 @@ def test_intervals_contain_the_estimates(case, estimator, level):
     d, gu, gt, G, i = case
     s = _quiet(subset_scores, d, i, gu, gt, n_groups=G, estimator=estimator, confidence=level)
     for k in ("p", "r", "f1"):
-        est, (lo, hi) = getattr(s, k), getattr(s, k + "_ci")
+        e = getattr(s, k)
+        est, lo, hi = e.value, e.lo, e.hi
         ok = ~np.isnan(est)
         assert np.all((est[ok] >= -1e-12) & (est[ok] <= 1 + 1e-12)), k
         assert np.all(lo[ok] <= est[ok] + 1e-12) and np.all(est[ok] <= hi[ok] + 1e-12), k
@@ -229,10 +230,11 @@ def test_permuting_draws_changes_nothing(case, rnd):
                      y0_docs=None if d.y0_groups is None else d.y0_groups[k0])
     a = _quiet(subset_scores, d, i, gu, gt, n_groups=G)
     b = _quiet(subset_scores, d2, i, gu, gt[k0], n_groups=G)
-    for k in ("p", "r", "f1", "p_se", "r_se"):
+    for k in ("p.value", "r.value", "f1.value", "p.se", "r.se"):
         # a standard error is the root of a difference of sums: a zero variance can come out as 1e-22 in one
         # order of summation and 0 in another, its root 1e-11
-        np.testing.assert_allclose(getattr(a, k), getattr(b, k), equal_nan=True, atol=1e-12 if "_se" not in k else 1e-9)
+        np.testing.assert_allclose(attrgetter(k)(a), attrgetter(k)(b), equal_nan=True,
+                                   atol=1e-12 if ".se" not in k else 1e-9)
 
 
 # -- exact expectations (every multinomial sample of a small world) -----------------
@@ -249,7 +251,7 @@ def test_numerator_and_denominator_are_unbiased_exactly():
 
         def c(d, g=g):
             s = _quiet(subset_scores, d, target, groups, np.zeros(d.n0, int), n_groups=2)
-            return s.mass_hat[g] * np.nan_to_num(s.p[g])
+            return s.mass_hat[g] * np.nan_to_num(s.p.value[g])
 
         def dd(d, g=g):
             return _quiet(subset_scores, d, target, groups, np.zeros(d.n0, int), n_groups=2).mass_hat[g]
@@ -294,7 +296,7 @@ def test_simulation_nearly_unbiased_and_intervals_cover():
         y = rng.choice(len(Y_group), size=n0, p=h)
         d = make_design(P, src, xs, truth[xs], Y_found[:, y], 1.0 / h[y] / len(Y_group))
         s = subset_scores(d, target, group, Y_group[y], n_groups=G, zero_division="nan")
-        for k, (val, (lo, hi), tv) in enumerate(((s.p, s.p_ci, pi_true), (s.r, s.r_ci, r_true))):
+        for k, (val, (lo, hi), tv) in enumerate(((s.p.value, (s.p.lo, s.p.hi), pi_true), (s.r.value, (s.r.lo, s.r.hi), r_true))):
             est[rep, k] = val
             cover[rep, k] = (lo <= tv) & (tv <= hi)
     mean, sd = est.mean(0), est.std(0)
@@ -344,7 +346,7 @@ def test_minvar_weights_and_simple_agree_on_own_draws_only():
     d = _tiny()
     a = subset_scores(d, 0, [0, 1], [1], weights="minvar", zero_division="nan")
     b = subset_scores(d, 0, [0, 1], [1], estimator="simple", zero_division="nan")
-    np.testing.assert_allclose(a.p, b.p)
+    np.testing.assert_allclose(a.p.value, b.p.value)
     assert a.method == "joint-minvar" and b.method == "simple"
 
 
@@ -353,5 +355,5 @@ def test_wilson_is_the_joint_modules():
     P = sp.csr_matrix(np.full((1, 40), 1 / 40))
     d = make_design(P, [0] * 8, [0, 1, 2, 3, 4, 5, 6, 7], [1, 0, 1, 1, 1, 0, 1, 1], [[True, True, False]])
     s = subset_scores(d, 0, [0] * 40, [0, 0, 0])
-    lo, hi = wilson(np.array([s.p[0]]), np.array([s.p_se[0] ** 2]), 0.9, np.array([s.ess[0]]))
-    assert (s.p_ci[0][0], s.p_ci[1][0]) == pytest.approx((lo[0], hi[0]))
+    lo, hi = wilson(np.array([s.p.value[0]]), np.array([s.p.se[0] ** 2]), 0.9, np.array([s.ess[0]]))
+    assert (s.p.lo[0], s.p.hi[0]) == pytest.approx((lo[0], hi[0]))

@@ -82,7 +82,7 @@ def test_a_system_with_no_correct_output_has_an_f1_interval_reaching_0():
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         s = estimate(d)
-    assert s.p_ci[0][0] == 0 and s.f1_ci[0][0] == 0
+    assert s.p.lo[0] == 0 and s.f1.lo[0] == 0
     items = np.unique(d.xs)
     it = np.repeat(items, 3)
     wk = np.concatenate([rng.choice(6, 3, replace=False) for _ in items])
@@ -91,8 +91,8 @@ def test_a_system_with_no_correct_output_has_an_f1_interval_reaching_0():
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         s = estimate(d, votes=v)
-    assert s.p_ci[0][0] == 0 and s.r_ci[0][0] == 0 and s.f1_ci[0][0] == 0
-    assert s.f1_ci[1][0] <= _f(s.p_ci[1][0], s.r_ci[1][0]) + 1e-12
+    assert s.p.lo[0] == 0 and s.r.lo[0] == 0 and s.f1.lo[0] == 0
+    assert s.f1.hi[0] <= _f(s.p.hi[0], s.r.hi[0]) + 1e-12
 
 
 def test_every_estimator_publishes_the_derived_interval():
@@ -105,12 +105,12 @@ def test_every_estimator_publishes_the_derived_interval():
         s = estimate(d)
         b = subset_scores(d, 0, np.zeros(d.P.shape[1], np.int64), np.zeros(d.n0, np.int64), n_groups=1,
                           estimator="simple")
-    lo, hi = f1_interval(s.p, s.r, s.p_ci, s.r_ci, s.p_se ** 2, s.r_se ** 2, s.f1_se ** 2)
-    np.testing.assert_allclose(s.f1_ci[0], lo)
-    np.testing.assert_allclose(s.f1_ci[1], hi)
-    lo, hi = f1_interval(b.p, b.r, b.p_ci, b.r_ci, b.p_se ** 2, b.r_se ** 2, b.f1_se ** 2)
-    np.testing.assert_allclose(b.f1_ci[0], lo)
-    np.testing.assert_allclose(b.f1_ci[1], hi)
+    lo, hi = f1_interval(s.p.value, s.r.value, (s.p.lo, s.p.hi), (s.r.lo, s.r.hi), s.p.se ** 2, s.r.se ** 2, s.f1.se ** 2)
+    np.testing.assert_allclose(s.f1.lo, lo)
+    np.testing.assert_allclose(s.f1.hi, hi)
+    lo, hi = f1_interval(b.p.value, b.r.value, (b.p.lo, b.p.hi), (b.r.lo, b.r.hi), b.p.se ** 2, b.r.se ** 2, b.f1.se ** 2)
+    np.testing.assert_allclose(b.f1.lo, lo)
+    np.testing.assert_allclose(b.f1.hi, hi)
 
 
 def _crowd(d, f, rng, acc):
@@ -133,9 +133,9 @@ def test_a_near_perfect_systems_recall_interval_is_not_stretched_below():
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             s = estimate(d, votes=_crowd(d, f, rng, 0.9))
-        if s.p[0] >= 1:  # at the bound the votes' variance of recall is another matter
+        if s.p.value[0] >= 1:  # at the bound the votes' variance of recall is another matter
             continue
         checked += 1
-        lo, hi, r, se = s.r_ci[0][0], s.r_ci[1][0], s.r[0], s.r_se[0]
+        lo, hi, r, se = s.r.lo[0], s.r.hi[0], s.r.value[0], s.r.se[0]
         assert r - lo <= 1.3 * z * se and hi - r <= 1.3 * z * se, (seed, r, lo, hi, se)
     assert checked >= 4

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import itertools
 import math
+from operator import attrgetter
 
 import numpy as np
 import pytest
@@ -105,8 +106,8 @@ def test_joint_precision_numerator_and_denominator_are_exactly_unbiased(level, w
 
 def test_simple_precision_and_recall_are_exactly_unbiased():
     P = distribution_matrix(SYSTEMS, 5, level="relation", predicate=PRED)
-    exp_p = enumerate_expectation(P, [2, 1, 1], 2, lambda d: estimate(d, estimator="simple").p)
-    exp_r = enumerate_expectation(P, [2, 1, 1], 2, lambda d: estimate(d, estimator="simple").r)
+    exp_p = enumerate_expectation(P, [2, 1, 1], 2, lambda d: estimate(d, estimator="simple").p.value)
+    exp_r = enumerate_expectation(P, [2, 1, 1], 2, lambda d: estimate(d, estimator="simple").r.value)
     np.testing.assert_allclose(exp_p, true_precision(P), atol=1e-12)
     np.testing.assert_allclose(exp_r, true_recall(), atol=1e-12)
 
@@ -130,8 +131,8 @@ def test_joint_ratios_are_consistent_with_shrinking_bias():
     nu_true = M[:, Y][:, pool[Y]].mean(axis=1)
     bias = {"p": {}, "nu": {}}
     for k in (2, 4, 6):
-        got = enumerate_expectation(P, [k, k], 1, lambda d: np.concatenate([(s := estimate(d, weights="balance")).p,
-                                                                            s.nu]), systems)
+        got = enumerate_expectation(
+            P, [k, k], 1, lambda d: np.concatenate([(s := estimate(d, weights="balance")).p.value, s.nu]), systems)
         bias["p"][k] = np.abs(got[:2] - true_precision(P)).max()
         bias["nu"][k] = np.abs(got[2:] - nu_true).max()
     for b in bias.values():
@@ -150,7 +151,7 @@ def test_identical_systems_reduce_to_the_pooled_mean():
     distinct = [TRUTH[np.unique(xs[src == j])].mean() for j in range(3)]
     pooled = np.dot([3, 4, 5], distinct) / 12
     for w in ("heuristic", "balance"):
-        np.testing.assert_allclose(estimate(d, weights=w).p, pooled)
+        np.testing.assert_allclose(estimate(d, weights=w).p.value, pooled)
     assert pooled != TRUTH[xs].mean()  # the draws' plain mean counts instance 0 twice in system 0's draws
 
 
@@ -162,15 +163,15 @@ def test_a_system_drawn_completely_is_known_exactly():
     xs = np.array([0, 1, 1, 2, 3, 4, 4, 4, 0, 2])
     d = make_design(P, np.zeros(10, int), xs, TRUTH[xs], member(systems)[:, Y])
     s = estimate(d, estimator="simple")
-    assert s.p[0] == pytest.approx(TRUTH.mean()) and s.p_se[0] == pytest.approx(0.0, abs=1e-12)
-    assert s.p_ci[1][0] - s.p_ci[0][0] < 1e-9
+    assert s.p.value[0] == pytest.approx(TRUTH.mean()) and s.p.se[0] == pytest.approx(0.0, abs=1e-12)
+    assert s.p.hi[0] - s.p.lo[0] < 1e-9
     # four of five instances drawn: the variance is (1 - 4/5) s^2 / 4 over the distinct ones
     xs = np.array([0, 1, 1, 2, 3, 3])
     d = make_design(P, np.zeros(6, int), xs, TRUTH[xs], member(systems)[:, Y])
     s = estimate(d, estimator="simple")
     y = TRUTH[[0, 1, 2, 3]]
-    assert s.p[0] == pytest.approx(y.mean())
-    assert s.p_se[0] ** 2 == pytest.approx((1 - 4 / 5) * y.var(ddof=1) / 4)
+    assert s.p.value[0] == pytest.approx(y.mean())
+    assert s.p.se[0] ** 2 == pytest.approx((1 - 4 / 5) * y.var(ddof=1) / 4)
 
 
 def test_sampling_distributions_hand_computed():
@@ -232,7 +233,7 @@ def test_intervals_hold_the_estimate_and_stay_in_unit_range(dw, how):
     d, _ = dw
     est, w = how.split("-")
     sc = estimate(d, estimator=est, weights=w)
-    for v, (lo, hi) in ((sc.p, sc.p_ci), (sc.r, sc.r_ci), (sc.f1, sc.f1_ci)):
+    for v, (lo, hi) in ((sc.p.value, (sc.p.lo, sc.p.hi)), (sc.r.value, (sc.r.lo, sc.r.hi)), (sc.f1.value, (sc.f1.lo, sc.f1.hi))):
         assert np.all((0 <= lo) & (lo <= np.clip(v, 0, 1) + 1e-12) & (np.clip(v, 0, 1) <= hi + 1e-12) & (hi <= 1))
         assert np.all(np.isfinite(v))
 
@@ -245,9 +246,9 @@ def test_order_of_draws_does_not_matter(dw, rnd):
     rnd.shuffle(perm)
     d2 = make_design(d.P, d.src[perm], d.xs[perm], d.f[perm], d.g0, d.v0, d.p0)
     a, b = estimate(d), estimate(d2)
-    np.testing.assert_allclose(a.p, b.p, atol=1e-12)
-    np.testing.assert_allclose(a.r, b.r, atol=1e-12)
-    np.testing.assert_allclose(a.p_se, b.p_se, atol=1e-10)
+    np.testing.assert_allclose(a.p.value, b.p.value, atol=1e-12)
+    np.testing.assert_allclose(a.r.value, b.r.value, atol=1e-12)
+    np.testing.assert_allclose(a.p.se, b.p.se, atol=1e-10)
 
 
 @settings(max_examples=40, deadline=None)
@@ -257,19 +258,17 @@ def test_same_seed_same_bootstrap(dw):
     a = estimate(d, bootstrap=50, rng=7).boot
     b = estimate(d, bootstrap=50, rng=7).boot
     for k in a:
-        np.testing.assert_array_equal(a[k][0], b[k][0])
+        np.testing.assert_array_equal(a[k].lo, b[k].lo)
 
 
 # -- the exhaustive sample: documents (cluster variance) and the support of p0 -------------------
 def _scores_equal(a, b, *, exact=True):
-    for k in ("p", "r", "f1", "p_se", "r_se", "f1_se", "theta", "nu"):
+    fields = [f"{k}.{x}" for k in ("p", "r", "f1") for x in ("value", "se", "lo", "hi")] + ["theta", "nu"]
+    for k in fields:
         if exact:
-            np.testing.assert_array_equal(getattr(a, k), getattr(b, k), err_msg=k)
+            np.testing.assert_array_equal(attrgetter(k)(a), attrgetter(k)(b), err_msg=k)
         else:
-            np.testing.assert_allclose(getattr(a, k), getattr(b, k), rtol=1e-12, atol=1e-15, err_msg=k)
-    for k in ("p_ci", "r_ci", "f1_ci"):
-        for x, y in zip(getattr(a, k), getattr(b, k)):
-            np.testing.assert_array_equal(x, y) if exact else np.testing.assert_allclose(x, y, rtol=1e-12, atol=1e-15)
+            np.testing.assert_allclose(attrgetter(k)(a), attrgetter(k)(b), rtol=1e-12, atol=1e-15, err_msg=k)
 
 
 @settings(max_examples=60, deadline=None)
@@ -285,17 +284,17 @@ def test_one_instance_per_document_is_the_independent_variance(dw, est):
     dc = make_design(d.P, d.src, d.xs, d.f, d.g0, d.v0, d.p0, y0_docs=docs)
     assert dc.n_groups == d.n0
     a, b = estimate(d, estimator=est), estimate(dc, estimator=est)
-    for k in ("p", "r", "f1", "p_se", "theta", "nu"):
-        np.testing.assert_allclose(getattr(a, k), getattr(b, k), rtol=1e-12, atol=1e-15, err_msg=k)
+    for k in ("p.value", "r.value", "f1.value", "p.se", "theta", "nu"):
+        np.testing.assert_allclose(attrgetter(k)(a), attrgetter(k)(b), rtol=1e-12, atol=1e-15, err_msg=k)
     if est == "simple" and d.n0:
         V = d.v0.sum()
-        T = d.v0 * (d.g0 - a.r[:, None]) / V
+        T = d.v0 * (d.g0 - a.r.value[:, None]) / V
         want = theta_variance(T, shares=d.v0 / V) * t_factor(d.n0, 0.90)
-        np.testing.assert_allclose(b.r_se ** 2, want, rtol=1e-9, atol=1e-15)
+        np.testing.assert_allclose(b.r.se ** 2, want, rtol=1e-9, atol=1e-15)
     a, b = estimate(d, estimator=est, bootstrap=30, rng=5).boot, estimate(dc, estimator=est, bootstrap=30, rng=5).boot
     for k in a:
-        np.testing.assert_array_equal(a[k][0], b[k][0])
-        np.testing.assert_array_equal(a[k][1], b[k][1])
+        np.testing.assert_array_equal(a[k].lo, b[k].lo)
+        np.testing.assert_array_equal(a[k].hi, b[k].hi)
 
 
 @settings(max_examples=60, deadline=None)
@@ -327,7 +326,7 @@ def test_p0_zero_outside_removes_the_instance_from_pooled_recall_only(dw, rnd):
     zero = make_design(d.P, d.src, d.xs, np.where(inside, d.f, 0.0), d.g0, d.v0, d.p0)
     base = estimate(d)
     np.testing.assert_allclose(got.nu, estimate(zero).nu, atol=1e-12)
-    np.testing.assert_array_equal(got.p, base.p)
+    np.testing.assert_array_equal(got.p.value, base.p.value)
     np.testing.assert_array_equal(got.theta, base.theta)
 
 
@@ -467,8 +466,8 @@ def test_joint_recall_does_not_wrap_with_many_systems(m):
     xs = np.tile([0, 1], m)
     d = make_design(P, src, xs, np.ones(2 * m), np.ones((m, 1), bool))
     joint, simple = estimate(d), estimate(d, estimator="simple")
-    np.testing.assert_allclose(joint.r, 1.0)
-    np.testing.assert_allclose(simple.r, 1.0)
+    np.testing.assert_allclose(joint.r.value, 1.0)
+    np.testing.assert_allclose(simple.r.value, 1.0)
 
 
 def _brute_jackknife(s, v, docs, N):
@@ -542,7 +541,7 @@ def test_simple_recall_variance_is_the_document_jackknife():
     res = estimate(d, estimator="simple")
     docs = np.array([0, 1, 1])
     # times Student's t with N - 1 = 2 degrees of freedom (the interval's level, 0.90)
-    np.testing.assert_allclose(res.r_se ** 2, _brute_jackknife(g0.astype(float), v0, docs, 3) * t_factor(3, 0.90),
+    np.testing.assert_allclose(res.r.se ** 2, _brute_jackknife(g0.astype(float), v0, docs, 3) * t_factor(3, 0.90),
                                rtol=1e-12)
 
 
@@ -559,8 +558,8 @@ def test_a_system_drawn_completely_beside_a_large_one_takes_its_own_draws():
     src = np.r_[np.zeros(150, int), np.ones(150, int)]
     d = make_design(P, src, xs, truth[xs], np.zeros((2, 0), bool))
     s = estimate(d)
-    assert s.p[0] == pytest.approx(truth[A].mean()) and s.p_ci[1][0] - s.p_ci[0][0] < 1e-9
-    assert s.p_ci[1][1] - s.p_ci[0][1] > 0.05  # the large system: an ordinary joint estimate
+    assert s.p.value[0] == pytest.approx(truth[A].mean()) and s.p.hi[0] - s.p.lo[0] < 1e-9
+    assert s.p.hi[1] - s.p.lo[1] > 0.05  # the large system: an ordinary joint estimate
 
 
 def _sum_estimate(d, W):
@@ -585,14 +584,14 @@ def test_self_normalising_leaves_simple_and_complete_systems_unchanged(dw, weigh
     simple = estimate(d, estimator="simple")
     _, p_sum, var_sum, w_sum = _sum_estimate(d, np.eye(d.m))
     np.testing.assert_allclose(w_sum[own], 1.0, rtol=0, atol=1e-12)
-    np.testing.assert_allclose(simple.p, p_sum, rtol=1e-12, atol=1e-15)
-    np.testing.assert_allclose(simple.p_se ** 2, var_sum, rtol=1e-9, atol=1e-15)
+    np.testing.assert_allclose(simple.p.value, p_sum, rtol=1e-12, atol=1e-15)
+    np.testing.assert_allclose(simple.p.se ** 2, var_sum, rtol=1e-9, atol=1e-15)
     done = complete_targets(d)
     joint = estimate(d, weights=weights)
     _, p_sum, var_sum, w_sum = _sum_estimate(d, weight_matrix(d.P, d.n, weights))
     np.testing.assert_allclose(w_sum[done], 1.0, rtol=0, atol=1e-12)
-    np.testing.assert_allclose(joint.p[done], p_sum[done], rtol=1e-12, atol=1e-15)
-    np.testing.assert_allclose(joint.p_se[done] ** 2, var_sum[done], rtol=1e-9, atol=1e-15)
+    np.testing.assert_allclose(joint.p.value[done], p_sum[done], rtol=1e-12, atol=1e-15)
+    np.testing.assert_allclose(joint.p.se[done] ** 2, var_sum[done], rtol=1e-9, atol=1e-15)
 
 
 def test_a_complete_system_beside_overlapping_ones_keeps_its_sum():
@@ -610,8 +609,8 @@ def test_a_complete_system_beside_overlapping_ones_keeps_its_sum():
     assert complete_targets(d).tolist() == [True, False, False]
     s = estimate(d, weights="balance")
     t, p_sum, var_sum, w_sum = _sum_estimate(d, weight_matrix(d.P, d.n, "balance"))
-    assert w_sum[0] == pytest.approx(1.0, abs=1e-14) and s.p[0] == pytest.approx(truth[:5].mean(), abs=1e-14)
-    assert s.p[0] == pytest.approx(p_sum[0], abs=1e-14) and s.p_se[0] == 0.0 == var_sum[0]
+    assert w_sum[0] == pytest.approx(1.0, abs=1e-14) and s.p.value[0] == pytest.approx(truth[:5].mean(), abs=1e-14)
+    assert s.p.value[0] == pytest.approx(p_sum[0], abs=1e-14) and s.p.se[0] == 0.0 == var_sum[0]
     assert np.all(np.abs(w_sum[1:] - 1) > 1e-3)
-    np.testing.assert_allclose(s.p[1:], p_sum[1:] / w_sum[1:], rtol=1e-12)
-    assert np.all((s.p >= 0) & (s.p <= 1))
+    np.testing.assert_allclose(s.p.value[1:], p_sum[1:] / w_sum[1:], rtol=1e-12)
+    assert np.all((s.p.value >= 0) & (s.p.value <= 1))

@@ -58,8 +58,8 @@ def test_fallback_size_when_no_false_instance_was_drawn():
     xs = np.arange(23)
     d = make_design(P, np.zeros(23, int), xs, np.ones(23), np.zeros((1, 0), bool))
     s = estimate(d, estimator="simple", confidence=0.9)
-    assert s.p[0] == 1.0 and s.p_se[0] == 0.0
-    assert 0.93 < s.p_ci[0][0] < 29 / 30
+    assert s.p.value[0] == 1.0 and s.p.se[0] == 0.0
+    assert 0.93 < s.p.lo[0] < 29 / 30
     assert population_count(d.P)[0] == pytest.approx(30)
     n = population_size(np.array([23.0]), np.array([0.0]), np.array([7 / 30]), np.array([30.0]))
     assert n[0] == pytest.approx(30 * np.log(30 / 7))

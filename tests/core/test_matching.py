@@ -241,7 +241,7 @@ def test_joint_recall_with_overlap_needs_g_and_fact_weights():
         src = np.repeat(np.arange(3), 200)
         xs = np.concatenate([rng.choice(mb, 200) for mb in members])
         g0 = match_matrix(systems, [gold[k] for k in rng.integers(0, F, 200)], policy="overlap")
-        mixed.append(estimate(make_design(P, src, xs, truth[xs], g0)).r)
-        fixed.append(estimate(make_design(P, src, xs, truth[xs], g0, p0=p0, gs=G[:, xs].toarray())).r)
+        mixed.append(estimate(make_design(P, src, xs, truth[xs], g0)).r.value)
+        fixed.append(estimate(make_design(P, src, xs, truth[xs], g0, p0=p0, gs=G[:, xs].toarray())).r.value)
     assert np.abs(np.mean(fixed, 0) - true_r).max() < 0.02
     assert (np.mean(mixed, 0) < np.array(true_r) - 0.05).all()  # key identity in nu: biased low

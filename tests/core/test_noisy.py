@@ -140,9 +140,9 @@ def test_near_certain_votes_give_the_self_normalised_estimate():
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         simple_noisy = estimate(d, estimator="simple", votes=v)
-    np.testing.assert_allclose(simple_noisy.p, plain.p, atol=1e-9)
-    np.testing.assert_allclose(simple_noisy.r, plain.r, atol=1e-12)
-    np.testing.assert_allclose(noisy.raw["p"], noisy.p, atol=1e-9)
+    np.testing.assert_allclose(simple_noisy.p.value, plain.p.value, atol=1e-9)
+    np.testing.assert_allclose(simple_noisy.r.value, plain.r.value, atol=1e-12)
+    np.testing.assert_allclose(noisy.raw["p"], noisy.p.value, atol=1e-9)
 
 
 def test_repeated_draws_of_few_items_do_not_shrink_the_interval():
@@ -175,8 +175,8 @@ def test_estimates_lie_in_unit_range_and_inside_their_intervals(seed, acc, sizes
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         s = estimate(d, votes=v)
-    for k, (lo, hi) in (("p", s.p_ci), ("r", s.r_ci), ("f1", s.f1_ci)):
-        est = getattr(s, k)
+    for k, (lo, hi) in (("p", (s.p.lo, s.p.hi)), ("r", (s.r.lo, s.r.hi)), ("f1", (s.f1.lo, s.f1.hi))):
+        est = getattr(s, k).value
         assert np.all((est >= 0) & (est <= 1)), k
         assert np.all((lo <= est + 1e-12) & (est <= hi + 1e-12)), k
         assert np.all((lo >= 0) & (hi <= 1)), k
@@ -193,7 +193,7 @@ def test_confusion_replicates_add_variance():
         a, b = estimate(d, votes=v), estimate(d, votes=v0)
     assert np.all(a.var_parts["rates"]["p"] > 0)
     np.testing.assert_allclose(b.var_parts["rates"]["p"], 0, atol=1e-20)
-    np.testing.assert_allclose(a.p, b.p)
+    np.testing.assert_allclose(a.p.value, b.p.value)
 
 
 def test_crowd_votes_validation():
@@ -226,15 +226,15 @@ def test_breakdown_from_votes_agrees_with_the_whole_system():
         for i in range(d.m):
             b = subset_scores(d, i, np.zeros(len(f), np.int64), np.zeros(d.n0, np.int64), n_groups=1,
                               weights=whole.weights, votes=v)
-            assert b.p[0] == pytest.approx(whole.p[i], abs=1e-9)
-            assert b.p_se[0] == pytest.approx(whole.p_se[i], rel=1e-6)
-            assert b.p_ci[0][0] == pytest.approx(whole.p_ci[0][i], abs=1e-6)
-            assert b.p_ci[1][0] == pytest.approx(whole.p_ci[1][i], abs=1e-6)
+            assert b.p.value[0] == pytest.approx(whole.p.value[i], abs=1e-9)
+            assert b.p.se[0] == pytest.approx(whole.p.se[i], rel=1e-6)
+            assert b.p.lo[0] == pytest.approx(whole.p.lo[i], abs=1e-6)
+            assert b.p.hi[0] == pytest.approx(whole.p.hi[i], abs=1e-6)
     # two groups: each in [0, 1] and inside its interval
     groups = (np.arange(len(f)) % 2).astype(np.int64)
     b = subset_scores(d, 1, groups, np.zeros(d.n0, np.int64), n_groups=2, votes=v, zero_division="nan")
-    ok = ~np.isnan(b.p)
-    assert np.all((b.p_ci[0][ok] <= b.p[ok]) & (b.p[ok] <= b.p_ci[1][ok]))
+    ok = ~np.isnan(b.p.value)
+    assert np.all((b.p.lo[ok] <= b.p.value[ok]) & (b.p.value[ok] <= b.p.hi[ok]))
 
 
 @pytest.mark.parametrize("acc, lowest", [(0.9, 0.9), (0.75, 0.85)])
@@ -256,10 +256,10 @@ def test_a_precision_estimated_at_1_has_a_narrow_interval(acc, lowest):
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             s = estimate(d, estimator="simple", votes=v)
-        if s.p[0] < 1:
+        if s.p.value[0] < 1:
             continue
         at_one += 1
-        assert s.p_ci[0][0] > lowest, (seed, s.p_ci)
+        assert s.p.lo[0] > lowest, (seed, (s.p.lo, s.p.hi))
         # the votes' variance at the bound: sum_x r(x) p(x)^2 V_x / J_exp^2 with J_exp = sum_x c(x) V_x, c(x) the
         # item's share of the draws, r(x) = c(x) / p(x) its importance ratio, p(x) = 1/60; the draws count over
         # the distinct items (estimators/finite.py): each of the k drawn items has the share 1/k

@@ -101,7 +101,8 @@ def test_joint_matches_a_direct_estimate_call(files):
         want = direct.row(i)
         for k in ("p", "p_lo", "p_hi", "r", "r_lo", "r_hi", "f1", "f1_lo", "f1_hi"):
             assert row.to_dict()[k] == pytest.approx(want[k])
-        assert row.boot["r"] == pytest.approx((want["r_boot_lo"], want["r_boot_hi"]))
+        assert (row.boot["r"].lo, row.boot["r"].hi) == pytest.approx((want["r_boot_lo"], want["r_boot_hi"]))
+        assert (row.boot["r"].method, row.boot["r"].level) == ("bootstrap", 0.9)
         assert row.precision.method == "joint-heuristic"
         assert {"p_boot_lo", "r_boot_hi", "f1_boot_lo"} <= set(row.to_dict())
 
@@ -273,7 +274,7 @@ def test_exhaustive_documents_give_the_cluster_variance(files):
     for a, b in zip(res.rows, more.rows):
         assert (a.precision.value, a.precision.lo, a.precision.hi) == (b.precision.value, b.precision.lo, b.precision.hi)
         assert (a.recall.value, a.f1.value) == (b.recall.value, b.f1.value)
-    assert (res.scores.r_se >= more.scores.r_se).all()
+    assert (res.scores.r.se >= more.scores.r.se).all()
     # the same as the core on a design that knows the documents
     d = make_design(res.design.P, res.design.src, res.design.xs, res.design.f, res.design.g0,
                     y0_docs=["D1", "D1", "D1", "D2"], documents=10)
@@ -470,8 +471,8 @@ def recall_coverage(trials=200, *, seed=0, n_docs=25, n_draws=100, level=0.9):
                             documents=n_docs if how.get("docs") else None,
                             inside=kind[xs] != 1 if how.get("inside") else None)
             sc = estimate(d, weights="balance", confidence=level)
-            cover[k] += (sc.r_ci[0] <= truth) & (truth <= sc.r_ci[1])
-            error[k] += sc.r - truth
+            cover[k] += (sc.r.lo <= truth) & (truth <= sc.r.hi)
+            error[k] += sc.r.value - truth
     return truth, {k: v / trials for k, v in cover.items()}, {k: v / trials for k, v in error.items()}
 
 

@@ -18,7 +18,7 @@ def _monte_carlo(cell, trials, seed):
     est, var_diff = [], []
     for _ in range(trials):
         sc, cv = one_trial(cell, truth, systems, rng)
-        est.append([cv.est[k] for k in ("p", "r", "f1")])
+        est.append([getattr(sc, k).value for k in ("p", "r", "f1")])
         var_diff.append([[C[0, 0] + C[1, 1] - 2 * C[0, 1], C[0, 0] + C[2, 2] - 2 * C[0, 2]]
                          for C in (cv.cov[k] for k in ("p", "r", "f1"))])
     est = np.array(est)  # (trials, metric, system)
@@ -49,7 +49,7 @@ def test_diagonal_is_the_published_variance_and_a_one_system_combination_its_own
     truth, systems = make_systems(SMALL, rng)
     sc, cv = one_trial(SMALL, truth, systems, rng)
     for k in ("p", "r", "f1"):
-        assert np.allclose(np.diag(cv.cov[k]), getattr(sc, f"{k}_se") ** 2)
+        assert np.allclose(np.diag(cv.cov[k]), getattr(sc, k).se ** 2)
     d = _design_of(SMALL, truth, systems, rng)
     scd = estimate(d)
     _, lin, var = linear_parts(d, _terms(d, scd.weights), scd.confidence)
@@ -80,8 +80,8 @@ def test_paired_separates_what_marginal_intervals_cannot(votes):
     rng = np.random.default_rng(7)
     truth, systems = make_systems(cell, rng)
     sc, cv = one_trial(cell, truth, systems, rng)
-    assert len(set(marginal_tie_groups(sc.f1, *sc.f1_ci).tolist())) == 1
-    rk = rank_intervals(cv.est["f1"], cv.cov["f1"], 0.90)
+    assert len(set(marginal_tie_groups(sc.f1.value, sc.f1.lo, sc.f1.hi).tolist())) == 1
+    rk = rank_intervals(sc.f1.value, cv.cov["f1"], 0.90)
     assert rk.better[1, 0] and rk.rank.tolist() == [2, 1] and rk.rank_lo.tolist() == [2, 1]
 
 
@@ -138,7 +138,7 @@ def test_vote_covariances_diagonal_is_the_published_variance():
     cov, notes = vote_covariances(d, sc.weights, v, 0.9, False)
     assert notes
     for k in ("p", "r", "f1"):
-        assert np.allclose(np.diag(cov[k]), getattr(sc, f"{k}_se") ** 2, rtol=1e-6)
+        assert np.allclose(np.diag(cov[k]), getattr(sc, k).se ** 2, rtol=1e-6)
 
 
 @pytest.mark.parametrize("with_votes", [False, True])

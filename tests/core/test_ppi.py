@@ -46,16 +46,17 @@ def test_one_system_equals_ppi_py(seed, informative):
     else:  # the power tuning fell back to labels alone: the tuned interval was not narrower
         assert informative is False or slope == pytest.approx(0.0, abs=0.2)
     # the point estimate is ppi_py's at that coefficient, the whole output's confidences as the unlabelled data
-    assert r.p[0] == pytest.approx(ppi_mean_pointestimate(Y, Yhat, conf, lam=lam).item(), abs=1e-12)
+    assert r.p.value[0] == pytest.approx(ppi_mean_pointestimate(Y, Yhat, conf, lam=lam).item(), abs=1e-12)
     # the standard error: ppi_py's rectifier term (its imputed term is 0 when the unlabelled predictions are the
     # known mean, which leaves the point estimate as it is), with n/(n-1) (ddof 1) and the finite-population
     # correction 1 - n/N of a sample of distinct instances
     lo, hi = ppi_mean_ci(Y, Yhat, np.full(N, float(r.conf_mean[0])), alpha=0.10, lam=lam)
-    assert (lo[0] + hi[0]) / 2 == pytest.approx(r.p[0], abs=1e-12)
+    assert (lo[0] + hi[0]) / 2 == pytest.approx(r.p.value[0], abs=1e-12)
     se_ppi = (hi[0] - lo[0]) / (2 * norm.ppf(0.95))
-    assert r.se[0] == pytest.approx(se_ppi * np.sqrt(n / (n - 1) * (1 - n / N)), rel=1e-9)
+    assert r.p.se[0] == pytest.approx(se_ppi * np.sqrt(n / (n - 1) * (1 - n / N)), rel=1e-9)
     # the label-only estimate is the sample mean
-    assert r.p_labels[0] == pytest.approx(Y.mean(), abs=1e-12)
+    assert r.labels.value[0] == pytest.approx(Y.mean(), abs=1e-12)
+    assert (r.p.method, r.labels.method, r.p.interval.method, r.p.interval.level) == ("ppi++", "labels", "wilson", 0.9)
 
 
 def test_too_few_effective_draws_keep_labels_alone():
@@ -68,9 +69,9 @@ def test_informative_confidences_narrow_the_interval_and_adversarial_ones_too():
     d, truth, conf, _ = _one_system(0)
     good = ppi_precision(d, sp.csr_matrix(conf[None, :]))
     bad = ppi_precision(d, sp.csr_matrix(1.0 - conf[None, :] + 1e-3))
-    assert good.lam[0] > 0 and good.width[0] < 0.9 * good.width_labels[0]
+    assert good.lam[0] > 0 and good.p.interval.width[0] < 0.9 * good.labels.interval.width[0]
     # anti-correlated confidences carry the same information (ppi_py clips its coefficient at 0 and loses it)
-    assert bad.lam[0] < 0 and bad.width[0] == pytest.approx(good.width[0], rel=1e-6)
+    assert bad.lam[0] < 0 and bad.p.interval.width[0] == pytest.approx(good.p.interval.width[0], rel=1e-6)
 
 
 def _joint(seed: int, m: int = 4, U: int = 80, complete_last: bool = False):
@@ -100,8 +101,8 @@ def test_constant_confidences_give_exactly_the_label_only_estimate(weights, esti
     K = sp.csr_matrix(d.P.multiply(consts[:, None]) != 0).multiply(consts[:, None])
     r = ppi_precision(d, K, W=sc.weights)
     assert np.all(r.lam == 0)
-    for got, want in ((r.p, sc.p), (r.se, sc.p_se), (r.ci[0], sc.p_ci[0]), (r.ci[1], sc.p_ci[1]),
-                      (r.p_labels, sc.p), (r.se_labels, sc.p_se), (r.ci_labels[0], sc.p_ci[0])):
+    for got, want in ((r.p.value, sc.p.value), (r.p.se, sc.p.se), (r.p.lo, sc.p.lo), (r.p.hi, sc.p.hi),
+                      (r.labels.value, sc.p.value), (r.labels.se, sc.p.se), (r.labels.lo, sc.p.lo)):
         np.testing.assert_array_equal(got, want)
 
 
@@ -126,17 +127,17 @@ def test_never_wider_than_labels_alone(case):
     d, K, weights = case
     W = weight_matrix(d.P, d.n, weights)
     r = ppi_precision(d, K, W=W, min_ess=0)  # tuned however few the draws
-    assert np.all(r.width <= r.width_labels)
-    assert np.all(r.se <= r.se_labels * (1 + 1e-9) + 1e-15)
-    p = np.clip(r.p, 0, 1)  # (the joint estimate itself may leave [0, 1] with few draws)
-    assert np.all((r.ci[0] <= p + 1e-12) & (p <= r.ci[1] + 1e-12))
-    assert np.all((r.ci[0] >= 0) & (r.ci[1] <= 1))
+    assert np.all(r.p.interval.width <= r.labels.interval.width)
+    assert np.all(r.p.se <= r.labels.se * (1 + 1e-9) + 1e-15)
+    p = np.clip(r.p.value, 0, 1)  # (the joint estimate itself may leave [0, 1] with few draws)
+    assert np.all((r.p.lo <= p + 1e-12) & (p <= r.p.hi + 1e-12))
+    assert np.all((r.p.lo >= 0) & (r.p.hi <= 1))
     # labels alone are the published joint precision at those weights
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", WeightDegeneracyWarning)
         sc = estimate(d, weights=weights)
-    np.testing.assert_array_equal(r.p_labels, sc.p)
-    np.testing.assert_array_equal(r.ci_labels[1], sc.p_ci[1])
+    np.testing.assert_array_equal(r.labels.value, sc.p.value)
+    np.testing.assert_array_equal(r.labels.hi, sc.p.hi)
 
 
 def test_control_variate_has_mean_zero_by_exact_enumeration():
@@ -159,7 +160,7 @@ def test_control_variate_has_mean_zero_by_exact_enumeration():
         r = ppi_precision(d, K)
         e_g += pr * (r.conf_draws - r.conf_mean)
         t = _terms(d, weight_matrix(d.P, d.n, "balance"))
-        np.testing.assert_allclose(r.p_labels, t.C.sum() / t.W.sum(), rtol=1e-14)
+        np.testing.assert_allclose(r.labels.value, t.C.sum() / t.W.sum(), rtol=1e-14)
         e_num += pr * t.C.sum()
         e_den += pr * t.W.sum()
     np.testing.assert_allclose(e_g, 0.0, atol=1e-12)

@@ -137,6 +137,6 @@ def test_the_protocol_changes_recall():
     doc = estimate(_design("document"), estimator="joint", weights="balance")
     sent = estimate(_design("sentence"), estimator="joint", weights="balance")
     # document-level: each system states one of the two facts
-    assert doc.r.tolist() == pytest.approx([0.5, 0.5])
+    assert doc.r.value.tolist() == pytest.approx([0.5, 0.5])
     # within-sentence: the cross-sentence fact is outside p0's support; system 1 has the one fact there
-    assert sent.r.tolist() == pytest.approx([0.0, 1.0])
+    assert sent.r.value.tolist() == pytest.approx([0.0, 1.0])

@@ -235,14 +235,15 @@ def test_strata_remove_the_bias_of_a_crowd_whose_accuracy_depends_on_the_relatio
     one, truth, _ = run_trial(cell, np.random.default_rng(1), use_strata=False)
     by_type, truth2, _ = run_trial(cell, np.random.default_rng(1), use_strata=True)
     assert truth["p"][0] == truth2["p"][0]
-    assert one.p[0] - truth["p"][0] > 0.04
-    assert abs(by_type.p[0] - truth["p"][0]) < 0.025
-    assert by_type.p_ci[0][0] <= truth["p"][0] <= by_type.p_ci[1][0]
+    assert one.p.value[0] - truth["p"][0] > 0.04
+    assert abs(by_type.p.value[0] - truth["p"][0]) < 0.025
+    assert by_type.p.lo[0] <= truth["p"][0] <= by_type.p.hi[0]
     # the intervals of an estimate combined over strata are Wilson's at its variance (not a profile of one
     # prevalence, which the combination is not): about 2 x 1.645 standard errors wide
     for k in ("p", "r", "f1"):
-        lo, hi = (x[0] for x in getattr(by_type, f"{k}_ci"))
-        assert hi - lo < 2 * 1.645 * getattr(by_type, f"{k}_se")[0] * 1.3
+        e = getattr(by_type, k)
+        lo, hi = e.lo[0], e.hi[0]
+        assert hi - lo < 2 * 1.645 * e.se[0] * 1.3
 
 
 def test_a_learned_group_s_controls_follow_its_items_mix():

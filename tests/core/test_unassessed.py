@@ -75,13 +75,13 @@ def test_combination_weights_and_variance():
     g0 = np.array([np.isin(y0, s) for s in systems])
     d = make_design(P, src, xs, f[xs].astype(float), g0)
     sc = estimate(d)
-    base = RecallEstimate(sc.estimate("r"), sc.theta, sc.nu)
+    base = RecallEstimate(sc.r, sc.theta, sc.nu)
     both = combined_recall(d, base)
     assert np.all((0 <= both.weight) & (both.weight <= 1))
     r_e = g0.mean(1)
     rec = both.recall
-    assert np.allclose(rec.value, both.weight * r_e + (1 - both.weight) * sc.r)
-    assert np.all(rec.se <= sc.r_se + 1e-12)  # the optimal combination is never worse than either part
+    assert np.allclose(rec.value, both.weight * r_e + (1 - both.weight) * sc.r.value)
+    assert np.all(rec.se <= sc.r.se + 1e-12)  # the optimal combination is never worse than either part
     assert np.all(rec.interval.contains(rec.value)) and rec.method == "joint-balance+exhaustive"
 
 

@@ -168,3 +168,21 @@ def test_evaluate_again_after_a_crash_draws_and_asks_only_what_is_missing(shared
         assert Submission.objects.get(pk=sub.pk).status == Submission.Status.PUBLISHED
     assert TaskRequest.objects.filter(submission__in=[hwe, noisy]).count() == requests  # nothing asked twice
     assert Score.objects.filter(submission__corpus=corpus).count() == 2
+
+
+def test_a_crowd_that_answers_later_stops_the_rounds_until_its_labels_are_in(shared_data, tmp_path):
+    """The batch run with a target width and an in-house crowd (nobody has answered yet): one round of draws, scored
+    with the labels so far, the open tasks warned about and nothing published -- no round of more draws while the
+    labels asked for are still outstanding (they would not narrow an interval)."""
+    from unpooled.service.annotation.models import Task
+    from unpooled.service.crowd.base import InHouseBackend
+    from unpooled.service.evaluations.run import evaluate
+    from unpooled.service.submissions.models import Submission
+
+    corpus, hwe, _ = load_redocred_subset(shared_data, tmp_path, 12, "evlate", team="DocRED-original", run="hwe")
+    rep = evaluate(corpus, crowd=InHouseBackend(), labels=20, documents=0, target_width=0.05, step=20,
+                   max_labels=200)
+    open_tasks = Task.objects.filter(corpus=corpus, status=Task.Status.OPEN, is_control=False).count()
+    assert rep.rounds == 1 and rep.open_tasks == open_tasks > 0 and "still open" in rep.warnings[0]
+    assert Draw.objects.filter(submission=hwe).count() == 20
+    assert len(rep.rows) == 1 and Submission.objects.get(pk=hwe.pk).status != Submission.Status.PUBLISHED

@@ -257,7 +257,7 @@ def test_scoring_stores_the_covariances_the_board_reads(world):
         names.index(next(n for n, s in got.by_name.items() if s.pk == b.pk))
     sa = Score.objects.filter(submission=a, level="instance").latest("id")
     assert sa.paired["batch"] == Score.objects.filter(submission=b, level="instance").latest("id").paired["batch"]
-    assert np.isclose(sa.paired["var"]["f1"], got.result.scores.f1_se[ia] ** 2)
+    assert np.isclose(sa.paired["var"]["f1"], got.result.scores.f1.se[ia] ** 2)
     assert np.isclose(sa.paired["cov"]["f1"][str(b.pk)], cv.cov["f1"][ia, ib])
     assert "paired" not in sa.details
     # a new scoring: only each submission's newest score keeps its covariances (the history stays small)

@@ -668,7 +668,7 @@ def test_headline_shows_the_prediction_powered_precision_beside(world, client):
     # the same figure as the from-scratch path (the core's offline score of the stored submissions)
     ref = scoring.from_scratch(corpus, level="instance").result
     i = ref.systems.index(next(n for n, s in scoring.score(corpus, level="instance").by_name.items() if s.pk == a.pk))
-    assert q["p"] == pytest.approx(min(1.0, max(0.0, float(ref.ppi.p[i]))), abs=1e-9)
+    assert q["p"] == pytest.approx(min(1.0, max(0.0, float(ref.ppi.p.value[i]))), abs=1e-9)
     assert q["lambda"] == pytest.approx(float(ref.ppi.lam[i]), rel=1e-6)
     cache.clear()
     html = client.get(url).content.decode()

@@ -269,12 +269,10 @@ def run_coverage(corpus, trials: int, *, accuracy: float = 0.8, annotators: int 
     stored leaderboard rows (to save them and compare methods later without re-running).
 
     The method ``current`` is the scoring path as it is (the stored scores of the run).
-    ``controls`` gold controls are created per trial (:func:`create_verify_controls`) and
+    ``controls`` gold controls are created per trial (by :func:`~unpooled.service.evaluations.run.evaluate`) and
     offered with probability ``control_share`` per lease.
     """
     from unpooled.service.annotation.actions import settings_for
-    from unpooled.service.annotation.controls import create_verify_controls
-
     from unpooled.service.evaluations.inputs import system_name
 
     from unpooled.service.evaluations.run import evaluate
@@ -300,11 +298,10 @@ def run_coverage(corpus, trials: int, *, accuracy: float = 0.8, annotators: int 
                 st = settings_for(corpus)
                 st.control_share = control_share if controls else 0.0
                 st.save()
-                if controls:
-                    create_verify_controls(corpus, controls, rng=s)
                 crowd = BulkSimulatedCrowd(annotators=annotators, accuracy=accuracy, seed=s,
                                            relation_rates=relation_rates)
-                rep = evaluate(corpus, crowd=crowd, labels=labels, documents=documents, level=level, seed=s)
+                rep = evaluate(corpus, crowd=crowd, labels=labels, documents=documents, level=level, seed=s,
+                               controls=controls)
                 for row in rep.rows:
                     report.add("current", f"{row['team']}/{row['run']}", row)
                 inputs = trial_inputs(corpus, level=level, sentences=sentences)

@@ -81,7 +81,7 @@ from .estimators.exhaustive import (
 )
 from .estimators.joint import ESTIMATORS, WEIGHTS, Design, WeightDegeneracyWarning
 from .estimators.ppi import PPIPrecision, confidence_matrix, ppi_precision
-from .estimators.results import Estimate
+from .estimators.results import ConfidenceInterval, Estimate
 from .kb.lines import Limits
 from .matching import InstanceRef, match_matrix, match_multiplicity, match_universe
 from .offline_files import (
@@ -146,7 +146,8 @@ class SystemScore:
     labels: int
     ess: float
     warnings: tuple[str, ...] = ()
-    boot: Mapping[str, tuple[float, float]] = field(default_factory=dict)
+    #: metric -> the bootstrap's percentile interval (:class:`~.estimators.results.ConfidenceInterval`)
+    boot: Mapping[str, ConfidenceInterval] = field(default_factory=dict)
 
     def to_dict(self) -> dict:
         """The JSON row: system, P/R/F1 with bounds (``p``, ``p_lo``, ``p_hi``, ...), labels, estimator (+
@@ -157,9 +158,9 @@ class SystemScore:
                 out[key] = None if math.isnan(v) else float(v)
         out["labels"] = self.labels
         out["estimator"] = self.precision.method
-        for k, (lo, hi) in self.boot.items():
-            out[f"{k}_boot_lo"] = None if math.isnan(lo) else lo
-            out[f"{k}_boot_hi"] = None if math.isnan(hi) else hi
+        for k, c in self.boot.items():
+            out[f"{k}_boot_lo"] = None if math.isnan(c.lo) else c.lo
+            out[f"{k}_boot_hi"] = None if math.isnan(c.hi) else c.hi
         return out
 
 
@@ -342,35 +343,36 @@ def prediction_powered(design: Design, submissions, universe: list[InstanceRef],
                          confidence=sc.confidence)
 
 
-def system_rows(sc: Scores, n_own, names, *, estimator: str = "joint") -> tuple[SystemScore, ...]:
+def system_rows(sc: Scores, n_own, names) -> tuple[SystemScore, ...]:
     """One :class:`SystemScore` per system from the arrays of :func:`~unpooled.core.estimators.estimate`.
 
     ``n_own``: each system's own labelled draws. A system without any gets a warning (the joint estimate may be
     biased; with the simple estimator, precision and F1 are undefined: NaN); so does a joint estimate whose
     effective sample size is below :data:`ESS_WARN`. The one place rows are made, for ``unpooled score`` and
-    the service alike.
+    the service alike.  The estimator is the one the scores record (``sc.method``).
     """
     rows = []
     nan = float("nan")
-    est = {k: sc.estimate(k) for k in ("p", "r", "f1")}
+    simple = sc.method == "simple"
+    est = {k: getattr(sc, k) for k in ("p", "r", "f1")}
     for i, name in enumerate(names):
         w: list[str] = []
         undefined = False
         if n_own[i] == 0:
-            if estimator == "simple":
+            if simple:
                 w.append("no labelled draws of its own: precision is undefined with the simple estimator")
                 undefined = True
             else:
                 w.append("no labelled draws of its own: q_i may not cover p_i, so the estimate may be biased")
-        elif estimator == "joint" and sc.ess[i] < ESS_WARN:
+        elif not simple and sc.ess[i] < ESS_WARN:
             w.append(f"importance weights degenerate (effective sample size {sc.ess[i]:.1f} < {ESS_WARN:g}): "
                      "collect labels of its own")
         p, r, f1 = (est[k][i] for k in ("p", "r", "f1"))
         if undefined:
             why = "no labelled draws of its own (simple estimator)"
             p = f1 = Estimate.undefined(why, sc.method, sc.confidence)
-        boot = {k: (nan, nan) if undefined and k in ("p", "f1") else (float(lo[i]), float(hi[i]))
-                for k, (lo, hi) in sc.boot.items()}
+        boot = {k: ConfidenceInterval(nan, nan, c.level, "none") if undefined and k in ("p", "f1") else c[i]
+                for k, c in sc.boot.items()}
         rows.append(SystemScore(name, p, r, f1, labels=int(n_own[i]), ess=float(sc.ess[i]), warnings=tuple(w),
                                 boot=boot))
     return tuple(rows)
@@ -485,7 +487,7 @@ def score(data: OfflineData, *, level: str = "instance", estimator: str = "joint
         warnings.simplefilter("ignore", WeightDegeneracyWarning)
         sc = estimate(design, estimator=estimator, weights=weights, confidence=confidence, bootstrap=bootstrap,
                       rng=rng, votes=crowd)
-    rows = system_rows(sc, design.n, names, estimator=estimator)
+    rows = system_rows(sc, design.n, names)
     ppi = prediction_powered(design, data.submissions, universe, sc)
     opts = {"level": level, "estimator": estimator, "weights": weights, "bootstrap": bootstrap,
             "confidence": confidence, "documents": design.n_groups, "documents_given": documents is not None,

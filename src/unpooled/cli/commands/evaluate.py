@@ -176,12 +176,6 @@ def cmd_evaluate(args) -> int:
     if args.coverage_trials is not None:
         return cmd_coverage(args, corpus)
     controls = args.controls if args.controls is not None else (100 if args.crowd == "simulated" else 0)
-    if controls and corpus.has_gold:
-        from unpooled.service.annotation.controls import create_verify_controls
-        from unpooled.service.annotation.models import Task
-
-        if not Task.objects.filter(corpus=corpus, is_control=True).exists():
-            create_verify_controls(corpus, controls, rng=args.seed)
     if args.crowd == "simulated":
         if not corpus.has_gold:
             raise CommandError(f"--crowd simulated: corpus {corpus.name} has no gold layer to answer from")
@@ -192,9 +186,10 @@ def cmd_evaluate(args) -> int:
     else:
         crowd = InHouseBackend()
     if args.separate:
-        return cmd_separate(args, corpus, crowd)
+        return cmd_separate(args, corpus, crowd, controls)
     rep = evaluate(corpus, crowd=crowd, labels=args.labels, documents=args.documents,
-                   target_width=args.target_width, level=args.level, seed=args.seed, width_of=args.width_of)
+                   target_width=args.target_width, level=args.level, seed=args.seed, width_of=args.width_of,
+                   controls=controls)
     human = _reference(args, corpus, crowd) if args.reference else None
     keys = ("submission", "team", "run", "level", "p", "p_lo", "p_hi", "r", "r_lo", "r_hi", "f1", "f1_lo", "f1_hi",
             "labels_new", "labels_reused", "p_cs_lo", "p_cs_hi", "r_cs_lo", "r_cs_hi", "f1_cs_lo", "f1_cs_hi")
@@ -245,10 +240,8 @@ def _print_report(args, rep, human, inside) -> None:
         print(f"warning: {w}")
 
 
-def cmd_separate(args, corpus, crowd) -> int:
+def cmd_separate(args, corpus, crowd, controls: int) -> int:
     """``--separate A B``: annotate the pair until their anytime-valid F1 intervals are disjoint; the report."""
-    from unpooled.service.annotation.models import ExhaustiveDocument
-    from unpooled.service.annotation.sampling import sample_documents
     from unpooled.service.evaluations.run import separate
     from unpooled.service.submissions.models import Submission
 
@@ -259,10 +252,8 @@ def cmd_separate(args, corpus, crowd) -> int:
     if missing or args.separate[0] == args.separate[1]:
         raise CommandError(f"--separate {args.separate[0]} {args.separate[1]}: expected two different submissions of "
                            f"corpus {corpus.name}" + (f" (no submission {missing[0]} there)" if missing else ""))
-    if not ExhaustiveDocument.objects.filter(corpus=corpus).exists() and args.documents:
-        sample_documents(corpus, "uniform", min(args.documents, corpus.n_documents), seed=args.seed)
     rep = separate(corpus, subs[args.separate[0]], subs[args.separate[1]], crowd=crowd, level=args.level,
-                   max_labels=args.max_labels, seed=args.seed)
+                   max_labels=args.max_labels, seed=args.seed, documents=args.documents, controls=controls)
     if args.json:
         print(json.dumps({"submissions": list(rep.submissions), "separated": rep.separated, "better": rep.better,
                           "rounds": rep.rounds, "draws": rep.draws, "planned": rep.planned,

@@ -113,7 +113,7 @@ def write_table(result, out) -> None:
     if o["bootstrap"]:
         out.write(f"\nbootstrap percentile intervals ({o['bootstrap']} replicates, {pct}):\n")
         bhead = ["system", "P", "R", "F1"]
-        brows = [[r.system, *(f"[{_fmt(r.boot[k][0])}, {_fmt(r.boot[k][1])}]" for k in ("p", "r", "f1"))]
+        brows = [[r.system, *(f"[{_fmt(r.boot[k].lo)}, {_fmt(r.boot[k].hi)}]" for k in ("p", "r", "f1"))]
                  for r in result.rows]
         bw = [max(len(row[k]) for row in [bhead, *brows]) for k in range(4)]
         for row in [bhead, *brows]:
@@ -132,10 +132,11 @@ def write_ppi(result, out, pct: str) -> None:
         if not r.precision.defined:
             out.write(f"  {r.system}: n/a\n")
             continue
-        w, wl = q.width[i], q.width_labels[i]
+        e, el = q.p[i], q.labels[i]
+        w, wl = e.interval.width, el.interval.width
         gain = f"{100 * (1 - w / wl):.0f}% narrower" if wl > 0 and q.lam[i] != 0 else "labels alone (lambda 0)"
-        out.write(f"  {r.system}: P_ppi {_cell(q.p[i], q.ci[0][i], q.ci[1][i])} against labels alone "
-                  f"{_cell(q.p_labels[i], q.ci_labels[0][i], q.ci_labels[1][i])}; lambda {q.lam[i]:.3g}, mean "
+        out.write(f"  {r.system}: P_ppi {_cell(e.value, e.lo, e.hi)} against labels alone "
+                  f"{_cell(el.value, el.lo, el.hi)}; lambda {q.lam[i]:.3g}, mean "
                   f"confidence {q.conf_mean[i]:.3f}; {gain}\n")
 
 
@@ -192,7 +193,7 @@ def cmd_score(args) -> int:
         rows = [{**r.to_dict(), "recall_protocol": args.recall_protocol} for r in result.rows]
         if result.ppi is not None:
             for i, row in enumerate(rows):
-                row["ppi"] = {**result.ppi.row(i), "method": result.ppi.method, "used": False}
+                row["ppi"] = {**result.ppi.row(i), "method": result.ppi.p.method, "used": False}
         if raw is not None:
             for i, row in enumerate(rows):
                 row["sample"] = {k: float(v[i]) for k, v in raw.items()}

@@ -95,6 +95,7 @@ from scipy.stats import norm
 from ..errors import InvalidInputError
 from .finite import population_count, unseen_mass
 from .intervals import effective_size, f1_interval, population_size, wilson
+from .results import ConfidenceInterval
 
 #: the effective number of labels at which the sequences are tightest (the service's default labels per submission)
 TIGHT_AT = 150.0
@@ -149,48 +150,53 @@ def anytime_level(n, *, confidence: float = 0.90, tight_at: float = TIGHT_AT) ->
 
 @dataclass(frozen=True)
 class AnytimeIntervals:
-    """Confidence sequences of every system's precision, recall and F1 at the current look (arrays of length m).
+    """Confidence sequences of every system's precision, recall and F1 at the current look: each a
+    :class:`~.results.ConfidenceInterval` of arrays of length m (construction ``'anytime'``, level the sequence's).
 
     ``z``: the multiplier used per metric (in place of the fixed-n interval's :math:`z_{1-\\alpha/2}`);
-    ``n_eff``: the effective sample size the multiplier was taken at (F1: none, it is derived)."""
+    ``n_eff``: the effective sample size the multiplier was taken at (F1: none, it is derived); ``boundary``: the
+    boundary the sequences follow (:data:`METHOD`), tightest at ``tight_at`` effective labels."""
 
-    p_ci: tuple[np.ndarray, np.ndarray]
-    r_ci: tuple[np.ndarray, np.ndarray]
-    f1_ci: tuple[np.ndarray, np.ndarray]
+    p: ConfidenceInterval
+    r: ConfidenceInterval
+    f1: ConfidenceInterval
     z: dict
     n_eff: dict
-    confidence: float
     tight_at: float
-    method: str = METHOD
+    boundary: str = METHOD
 
-    def ci(self, metric: str) -> tuple[np.ndarray, np.ndarray]:
+    @property
+    def confidence(self) -> float:
+        return self.p.level
+
+    def ci(self, metric: str) -> ConfidenceInterval:
         if metric not in METRICS:
             raise InvalidInputError(f"metric: expected one of {', '.join(METRICS)}, got {metric!r}")
-        return getattr(self, f"{metric}_ci")
+        return getattr(self, metric)
 
     def row(self, i: int) -> dict:
         """System ``i``'s bounds as ``{p_cs_lo, p_cs_hi, r_cs_lo, ..., f1_cs_hi}`` (floats)."""
         out = {}
         for k in METRICS:
-            lo, hi = self.ci(k)
-            out[f"{k}_cs_lo"], out[f"{k}_cs_hi"] = float(lo[i]), float(hi[i])
+            c = self.ci(k)
+            out[f"{k}_cs_lo"], out[f"{k}_cs_hi"] = float(c.lo[i]), float(c.hi[i])
         return out
 
     def to_dict(self) -> dict:
-        return {"method": self.method, "confidence": self.confidence, "tight_at": self.tight_at,
-                **{f"{k}_cs": [self.ci(k)[0].tolist(), self.ci(k)[1].tolist()] for k in METRICS}}
+        return {"method": self.boundary, "confidence": self.confidence, "tight_at": self.tight_at,
+                **{f"{k}_cs": [self.ci(k).lo.tolist(), self.ci(k).hi.tolist()] for k in METRICS}}
 
 
 def anytime_intervals(scores, *, n_fallback_p, n_fallback_r, confidence: float | None = None,
                       tight_at: float = TIGHT_AT) -> AnytimeIntervals:
     r"""Confidence sequences at the current look from a :class:`~.joint.Scores` (the estimates, standard
-    errors and fixed-:math:`n` intervals, ``p_ci`` and ``r_ci``) and the fallback sizes of its Wilson intervals
+    errors and fixed-:math:`n` intervals of ``p`` and ``r``) and the fallback sizes of its Wilson intervals
     (``n_fallback_p``, ``n_fallback_r``: where a variance is 0 or an estimate at a bound).  ``confidence``:
     default the scores' level.  See the module docs for the construction."""
     confidence = scores.confidence if confidence is None else confidence
     _iv(confidence, tight_at)
-    p, r = np.asarray(scores.p, float), np.asarray(scores.r, float)
-    var = {k: np.asarray(getattr(scores, f"{k}_se"), float) ** 2 for k in METRICS}
+    p, r = np.asarray(scores.p.value, float), np.asarray(scores.r.value, float)
+    var = {k: np.asarray(getattr(scores, k).se, float) ** 2 for k in METRICS}
     ci, z, n_eff = {}, {}, {}
     z0 = norm.ppf(0.5 + scores.confidence / 2)
     for k, est, nfb in (("p", p, n_fallback_p), ("r", r, n_fallback_r)):
@@ -201,20 +207,22 @@ def anytime_intervals(scores, *, n_fallback_p, n_fallback_r, confidence: float |
         lo, hi = wilson(est, var[k], level, nfb)
         # the hull with the scores' own interval stretched by z_t / z about the estimate (the crowd votes' profile
         # likelihood hull is wider than Wilson's where votes are weak: the sequence must hold it)
-        flo, fhi = (np.asarray(x, float) for x in getattr(scores, f"{k}_ci"))
+        flo, fhi = (np.asarray(x, float) for x in (getattr(scores, k).lo, getattr(scores, k).hi))
         with np.errstate(invalid="ignore"):
             ci[k] = (np.fmin(lo, np.clip(est - z[k] / z0 * (est - flo), 0.0, 1.0)),
                      np.fmax(hi, np.clip(est + z[k] / z0 * (fhi - est), 0.0, 1.0)))
     ci["f1"] = f1_interval(p, r, ci["p"], ci["r"], var["p"], var["r"], var["f1"])
     z["f1"] = np.maximum(z["p"], z["r"])
-    return AnytimeIntervals(ci["p"], ci["r"], ci["f1"], z, n_eff, float(confidence), float(tight_at))
+    level = float(confidence)
+    return AnytimeIntervals(*(ConfidenceInterval(*ci[k], level, "anytime") for k in METRICS), z, n_eff,
+                            float(tight_at))
 
 
 def design_intervals(d, scores, **kw) -> AnytimeIntervals:
     """:func:`anytime_intervals` of the scores of design ``d`` (:func:`.joint.estimate`), with the fallback sizes
     its fixed-n intervals use: precision's effective size over the unseen share of the target's distribution
     (:func:`.intervals.population_size`), recall's the exhaustive sample's size."""
-    nfb_p = population_size(np.asarray(scores.ess, float), np.asarray(scores.p_se, float) ** 2,
+    nfb_p = population_size(np.asarray(scores.ess, float), np.asarray(scores.p.se, float) ** 2,
                             unseen_mass(d.P, d.xs), population_count(d.P))
     return anytime_intervals(scores, n_fallback_p=nfb_p, n_fallback_r=np.full(d.m, float(max(d.n0, 1))), **kw)
 

@@ -114,6 +114,7 @@ import numpy as np
 from ..errors import InvalidInputError, check_choice
 from .finite import count_of
 from .intervals import _f1_partials, f1_interval, population_size, wilson
+from .results import ConfidenceInterval, Estimate
 from .joint import (ESTIMATORS, WEIGHTS, Design, WeightDegeneracyWarning, _var0, complete_targets, estimate,
                     strata_var, weight_matrix)
 
@@ -140,12 +141,10 @@ class SubsetScores:
     ----------
     target : int
         The system.
-    p, r, f1 : ndarray
-        Estimates.
-    p_se, r_se, f1_se : ndarray
-        Standard errors (delta method).
-    p_ci, r_ci, f1_ci : tuple of ndarray
-        ``(low, high)`` at ``confidence``.
+    p, r, f1 : Estimate
+        Each an :class:`~.results.Estimate` of arrays over the groups: ``value``, ``se`` (delta method),
+        ``interval`` (``lo``, ``hi`` at ``confidence``), ``n`` (the group's draws; recall: its true instances) and
+        ``method``.
     n_draws : ndarray of int
         Draws in the group with a positive importance weight for the target.
     ess : ndarray
@@ -164,15 +163,9 @@ class SubsetScores:
     """
 
     target: int
-    p: np.ndarray
-    r: np.ndarray
-    f1: np.ndarray
-    p_se: np.ndarray
-    r_se: np.ndarray
-    f1_se: np.ndarray
-    p_ci: tuple[np.ndarray, np.ndarray]
-    r_ci: tuple[np.ndarray, np.ndarray]
-    f1_ci: tuple[np.ndarray, np.ndarray]
+    p: Estimate
+    r: Estimate
+    f1: Estimate
     n_draws: np.ndarray
     ess: np.ndarray
     mass: np.ndarray
@@ -181,9 +174,15 @@ class SubsetScores:
     true_weight: np.ndarray
     p_ess: np.ndarray
     r_ess: np.ndarray
-    method: str
-    confidence: float
     warnings: tuple[str, ...] = field(default=())
+
+    @property
+    def method(self) -> str:
+        return self.p.method
+
+    @property
+    def confidence(self) -> float:
+        return self.p.interval.level
 
     @property
     def n_groups(self) -> int:
@@ -199,10 +198,11 @@ class SubsetScores:
 
         p_few = bool(self.p_ess[g] < MIN_EFFECTIVE)
         r_few = bool(self.r_ess[g] < MIN_EFFECTIVE)
-        return {"p": num(self.p[g]), "p_lo": num(self.p_ci[0][g]), "p_hi": num(self.p_ci[1][g]),
-                "r": num(self.r[g]), "r_lo": num(self.r_ci[0][g]), "r_hi": num(self.r_ci[1][g]),
-                "f1": num(self.f1[g]), "f1_lo": num(self.f1_ci[0][g]), "f1_hi": num(self.f1_ci[1][g]),
-                "p_se": num(self.p_se[g]), "r_se": num(self.r_se[g]), "f1_se": num(self.f1_se[g]),
+        est = {}
+        for k in ("p", "r", "f1"):
+            e = getattr(self, k)
+            est.update({k: num(e.value[g]), f"{k}_lo": num(e.lo[g]), f"{k}_hi": num(e.hi[g])})
+        return {**est, **{f"{k}_se": num(getattr(self, k).se[g]) for k in ("p", "r", "f1")},
                 "n_draws": int(self.n_draws[g]), "ess": num(self.ess[g]), "mass": num(self.mass[g]),
                 "mass_hat": num(self.mass_hat[g]), "n_true": int(self.n_true[g]),
                 "true_weight": num(self.true_weight[g]), "p_ess": num(self.p_ess[g]), "r_ess": num(self.r_ess[g]),
@@ -352,7 +352,7 @@ def subset_scores(design: Design, target: int, groups_of_universe, groups_of_tru
     >>> P = sp.csr_matrix(np.full((1, 4), 0.25))
     >>> d = make_design(P, src=[0, 0, 0, 0], xs=[0, 1, 2, 3], f=[1, 0, 1, 1], g0=[[True, False]])
     >>> s = subset_scores(d, 0, [0, 0, 1, 1], [0, 1])
-    >>> s.p.tolist(), s.r.tolist()
+    >>> s.p.value.tolist(), s.r.value.tolist()
     ([0.5, 1.0], [1.0, 0.0])
     """
     target, gu, gt, G, weights, confidence = _subset_scores_iv(design, target, groups_of_universe, groups_of_truth,
@@ -380,8 +380,12 @@ def subset_scores(design: Design, target: int, groups_of_universe, groups_of_tru
         msgs.append(f"recall undefined for groups {no_r.tolist()[:10]}: no exhaustively found true instance")
     if msgs and zero_division == "warn":
         warnings.warn("; ".join(msgs), UndefinedEstimateWarning, stacklevel=2)
-    return SubsetScores(i, p, r, f1, *se, p_ci, r_ci, f_ci, prec["n_draws"], ess, prec["mass"], prec["D"], n_true, V,
-                        p_ess, r_ess.astype(float), method, confidence, tuple(msgs))
+    kinds = ("wilson" if fit is None else "profile", "wilson", "f1-region")
+    est = [Estimate(v, s, ConfidenceInterval(*ci, confidence, kind), n, method)
+           for v, s, ci, kind, n in zip((p, r, f1), se, (p_ci, r_ci, f_ci), kinds,
+                                        (prec["n_draws"], n_true, prec["n_draws"]))]
+    return SubsetScores(i, *est, prec["n_draws"], ess, prec["mass"], prec["D"], n_true, V, p_ess,
+                        r_ess.astype(float), tuple(msgs))
 
 
 def _weight_row(d: Design, i: int, estimator: str, weights, confidence: float) -> tuple[np.ndarray, str]:

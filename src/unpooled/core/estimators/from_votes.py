@@ -26,8 +26,9 @@ from .strata import groups as strata_groups
 
 
 @dataclass(frozen=True)
-class NoisyParts:
-    """What :func:`noisy_estimates` computed besides the estimates (for reporting and tests)."""
+class _NoisyParts:
+    """What :func:`noisy_estimates` computed besides the estimates: an intermediate, not a result (the figures reach
+    readers through :class:`~.joint.Scores`'s ``raw``, ``var_parts`` and ``rates``)."""
 
     p_raw: np.ndarray        # the labelled-sample figure: each item's majority label taken as certain
     r_raw: np.ndarray
@@ -354,7 +355,7 @@ def noisy_estimates(d, t, W: np.ndarray, votes: CrowdVotes, *, simple: bool = Fa
     (:func:`~.joint._var0`).
 
     Returns ``(est, var, parts)``: dicts metric -> (m,) for ``p``, ``r``, ``f1``, ``theta``, ``nu`` and the
-    total variances of ``p``, ``r``, ``f1``; and :class:`NoisyParts`.
+    total variances of ``p``, ``r``, ``f1``; and :class:`_NoisyParts`.
     """
     m, U = d.P.shape
     S = len(d.xs)
@@ -397,13 +398,13 @@ NEAR_BOUND = 0.1
 
 def _pick(a, b, where: np.ndarray):
     """``a`` where ``where`` (per target), else ``b``: arrays of length m, and dicts, tuples and
-    :class:`NoisyParts` of them (other values from ``b``)."""
+    :class:`_NoisyParts` of them (other values from ``b``)."""
     m = len(where)
     if isinstance(a, np.ndarray) and a.ndim == 1 and len(a) == m and a.dtype != object:
         return np.where(where, a, b)
     if isinstance(a, dict):
         return {k: _pick(a[k], b[k], where) for k in b}
-    if isinstance(a, tuple) and not isinstance(a, NoisyParts):
+    if isinstance(a, tuple) and not isinstance(a, _NoisyParts):
         return tuple(_pick(x, y, where) for x, y in zip(a, b))
     if isinstance(a, Linear):
         w = where.astype(float)
@@ -412,8 +413,8 @@ def _pick(a, b, where: np.ndarray):
                       extra=_pick(a.extra, b.extra, where))
     if isinstance(a, _Replicates):
         return _Replicates({k: np.where(where[None, :], a.by_metric[k], b.by_metric[k]) for k in b.by_metric})
-    if isinstance(a, NoisyParts):
-        return NoisyParts(*(_pick(getattr(a, f), getattr(b, f), where) for f in NoisyParts.__dataclass_fields__))
+    if isinstance(a, _NoisyParts):
+        return _NoisyParts(*(_pick(getattr(a, f), getattr(b, f), where) for f in _NoisyParts.__dataclass_fields__))
     return b
 
 
@@ -450,7 +451,7 @@ def _estimates(d, t, votes, items, grp, simple: bool, confidence, keep: bool = F
     r_raw = theta * nu_raw
     n_ans = np.bincount(votes.worker, minlength=votes.n_workers).astype(float)
     tot = max(n_ans.sum(), 1.0)
-    parts = NoisyParts(p_raw, r_raw, f1_score(p_raw, r_raw), var_d, var_v, var_r,
+    parts = _NoisyParts(p_raw, r_raw, f1_score(p_raw, r_raw), var_d, var_v, var_r,
                        float((n_ans * votes.sens).sum() / tot), float((n_ans * votes.fpr).sum() / tot))
     # the likelihood-ratio intervals need one prevalence: targets whose estimate is one group's (all without strata)
     one_p, one_a = fit.single(fit.wc), fit.single(fit.sa * (fit.Ja > 0))

@@ -454,28 +454,23 @@ def _t0(d: Design, confidence: float | None) -> float:
     return t_factor(max(int(d.n_groups or 0), present), confidence)
 
 
-@dataclass
+@dataclass(frozen=True)
 class Scores:
-    """Estimates for every system (arrays of length m)."""
+    """Precision, recall and F1 of every system of one fit: each one :class:`~.results.Estimate` of arrays of length
+    m (``scores.p.value``, ``.se``, ``.interval.lo``; ``scores.p[i]`` is system ``i``'s; ``n``: each system's
+    labelled draws), with the fit's other per-system figures.  Built once, by :func:`estimate`."""
 
-    p: np.ndarray
-    r: np.ndarray
-    f1: np.ndarray
-    p_se: np.ndarray
-    r_se: np.ndarray
-    f1_se: np.ndarray
-    p_ci: tuple[np.ndarray, np.ndarray]
-    r_ci: tuple[np.ndarray, np.ndarray]
-    f1_ci: tuple[np.ndarray, np.ndarray]
+    p: Estimate
+    r: Estimate
+    f1: Estimate
     ess: np.ndarray
     n_labels: np.ndarray
     theta: np.ndarray
     nu: np.ndarray
-    method: str
-    confidence: float
     weights: np.ndarray | None = None
+    #: with ``estimate(..., bootstrap=B)``: metric -> the bootstrap's percentile :class:`~.results.ConfidenceInterval`
     boot: dict = field(default_factory=dict)
-    warnings: list[str] = field(default_factory=list)
+    warnings: tuple[str, ...] = ()
     #: with crowd votes: the labelled-sample figures (majority labels as certain), metric -> (m,)
     raw: dict | None = None
     #: with crowd votes: variance by source ('design', 'votes', 'rates') -> metric -> (m,)
@@ -485,28 +480,50 @@ class Scores:
     #: with ``estimate(..., linear=True)``: what :func:`.paired.covariances` needs from this fit (``linear``: the
     #: estimates' linear parts; with crowd votes also ``reps``, the confusions' replicates, and ``var_votes``)
     linear: dict | None = None
-    #: how each metric's interval was built (:data:`.results.INTERVALS`)
-    intervals: dict = field(default_factory=lambda: {"p": "wilson", "r": "wilson", "f1": "f1-region"})
 
-    def estimate(self, k: str) -> Estimate:
-        """Metric ``k`` (``'p'``, ``'r'``, ``'f1'``) of every system as one :class:`~.results.Estimate` of arrays
-        (``n``: each system's labelled draws); ``.estimate(k)[i]`` is system ``i``'s."""
-        lo, hi = getattr(self, f"{k}_ci")
-        return Estimate(getattr(self, k), getattr(self, f"{k}_se"),
-                        ConfidenceInterval(lo, hi, self.confidence, self.intervals[k]), self.n_labels, self.method)
+    @property
+    def method(self) -> str:
+        """The estimator (``'simple'``, ``'joint-balance'``, ...), as every metric's :class:`~.results.Estimate`
+        records it."""
+        return self.p.method
+
+    @property
+    def confidence(self) -> float:
+        return self.p.interval.level
 
     def row(self, i: int) -> dict:
-        out = {"p": self.p[i], "p_lo": self.p_ci[0][i], "p_hi": self.p_ci[1][i],
-               "r": self.r[i], "r_lo": self.r_ci[0][i], "r_hi": self.r_ci[1][i],
-               "f1": self.f1[i], "f1_lo": self.f1_ci[0][i], "f1_hi": self.f1_ci[1][i],
-               "p_se": self.p_se[i], "r_se": self.r_se[i], "f1_se": self.f1_se[i],
-               "ess": self.ess[i], "labels": int(self.n_labels[i])}
-        for k, (lo, hi) in self.boot.items():
-            out[f"{k}_boot_lo"], out[f"{k}_boot_hi"] = lo[i], hi[i]
+        out = {}
+        for k in ("p", "r", "f1"):
+            e = getattr(self, k)
+            out[k], out[f"{k}_lo"], out[f"{k}_hi"] = e.value[i], e.lo[i], e.hi[i]
+        out.update({f"{k}_se": getattr(self, k).se[i] for k in ("p", "r", "f1")})
+        out.update(ess=self.ess[i], labels=int(self.n_labels[i]))
+        for k, c in self.boot.items():
+            out[f"{k}_boot_lo"], out[f"{k}_boot_hi"] = c.lo[i], c.hi[i]
         if self.raw is not None:
             for k, arr in self.raw.items():
                 out[f"{k}_raw"] = arr[i]
         return {k: float(v) if isinstance(v, (np.floating, float)) else v for k, v in out.items()}
+
+
+def _metrics(values: dict, var: dict, cis: dict, n_labels: np.ndarray, method: str, confidence: float,
+             intervals: dict) -> dict:
+    """``{'p': Estimate, 'r': ..., 'f1': ...}`` from the values, variances, ``(lo, hi)`` and interval kinds."""
+    return {k: Estimate(values[k], np.sqrt(var[k]), ConfidenceInterval(*cis[k], confidence, intervals[k]),
+                        n_labels, method) for k in ("p", "r", "f1")}
+
+
+def _better_of(best: Scores, res: Scores, better: np.ndarray) -> Scores:
+    """``best`` with the systems ``better`` taken from ``res`` (the minimum-variance weight search)."""
+    def pick(a, b):
+        return np.where(better, b, a)
+
+    est = {k: replace(getattr(best, k), value=pick(getattr(best, k).value, getattr(res, k).value),
+                      se=pick(getattr(best, k).se, getattr(res, k).se),
+                      interval=replace(getattr(best, k).interval, lo=pick(getattr(best, k).lo, getattr(res, k).lo),
+                                       hi=pick(getattr(best, k).hi, getattr(res, k).hi)))
+           for k in ("p", "r", "f1")}
+    return replace(best, **est, **{k: pick(getattr(best, k), getattr(res, k)) for k in ("ess", "theta", "nu")})
 
 
 def estimate(d: Design, *, estimator: str = "joint", weights: str = "balance", confidence: float = 0.90,
@@ -558,53 +575,49 @@ def estimate(d: Design, *, estimator: str = "joint", weights: str = "balance", c
     if len(missing):
         warn.append(f"systems {missing.tolist()[:10]} have no own draws: their estimates may be biased")
     terms = None
+    method = "simple" if estimator == "simple" else f"joint-{weights}"
     if estimator == "simple":
         W = np.eye(m)
         terms = None if votes is not None else _terms(d, W)
-        out = _estimate_with(d, W, confidence, simple=True, votes=votes, terms=terms, keep=linear)
+        out = _estimate_with(d, W, confidence, method, simple=True, votes=votes, terms=terms, keep=linear)
     elif weights == "minvar":
         o = overlap_matrix(d.P)
         best = None
         for lam in MINVAR_LAMBDAS:
             W = weight_matrix(d.P, n, "family", lam=lam, overlap=o)
-            res = _estimate_with(d, W, confidence, votes=votes)
+            res = _estimate_with(d, W, confidence, method, votes=votes)
             if best is None:
                 best, bestW = res, np.tile(W, (1, 1))
                 continue
-            better = res.p_se ** 2 + res.r_se ** 2 < best.p_se ** 2 + best.r_se ** 2
+            better = res.p.se ** 2 + res.r.se ** 2 < best.p.se ** 2 + best.r.se ** 2
             bestW[better] = W[better]
-            for k in ("p", "r", "f1", "p_se", "r_se", "f1_se", "ess", "theta", "nu"):
-                getattr(best, k)[better] = getattr(res, k)[better]
-            for k in ("p_ci", "r_ci", "f1_ci"):
-                lo, hi = getattr(best, k)
-                lo[better], hi[better] = getattr(res, k)[0][better], getattr(res, k)[1][better]
+            best = _better_of(best, res, better)
         out, W = best, bestW
     else:
         W = weight_matrix(d.P, n, weights)
         terms = None if votes is not None else _terms(d, W)
-        out = _estimate_with(d, W, confidence, votes=votes, terms=terms, keep=linear)
-    out.method = "simple" if estimator == "simple" else f"joint-{weights}"
-    out.weights = W
+        out = _estimate_with(d, W, confidence, method, votes=votes, terms=terms, keep=linear)
     low = np.flatnonzero(out.ess < ess_warn)
     if len(low) and estimator == "joint":
         msg = (f"importance weights degenerate for systems {low.tolist()[:10]} "
                f"(effective sample size < {ess_warn:g}): collect own labels for them")
         warn.append(msg)
         warnings.warn(msg, WeightDegeneracyWarning, stacklevel=2)
-    out.warnings = warn
+    boot = {}
     if bootstrap:
         from .bootstrap import bootstrap_intervals
 
-        out.boot = bootstrap_intervals(d, W, bootstrap, confidence=confidence, rng=rng, simple=estimator == "simple",
-                                       terms=terms)
-    return out
+        boot = {k: ConfidenceInterval(lo, hi, confidence, "bootstrap")
+                for k, (lo, hi) in bootstrap_intervals(d, W, bootstrap, confidence=confidence, rng=rng,
+                                                       simple=estimator == "simple", terms=terms).items()}
+    return replace(out, weights=W, warnings=tuple(warn), boot=boot)
 
 
-def _estimate_with(d: Design, W: np.ndarray, confidence: float, *, simple: bool = False, votes=None,
+def _estimate_with(d: Design, W: np.ndarray, confidence: float, method: str, *, simple: bool = False, votes=None,
                    terms: _Terms | None = None, keep: bool = False) -> Scores:
     m = d.m
     if votes is not None:
-        return _estimate_noisy(d, W, confidence, simple=simple, votes=votes, keep=keep)
+        return _estimate_noisy(d, W, confidence, method, simple=simple, votes=votes, keep=keep)
     t = _terms(d, W) if terms is None else terms
     n_labels = np.bincount(d.src, minlength=m)
     est, lin, var = linear_parts(d, t, confidence, simple=simple)
@@ -615,8 +628,9 @@ def _estimate_with(d: Design, W: np.ndarray, confidence: float, *, simple: bool 
     p_ci = wilson(p, var_p, confidence, nfb)
     r_ci = wilson(r, var_r, confidence, np.full(m, n0))
     f_ci = f1_interval(p, r, p_ci, r_ci, var_p, var_r, var_f)
-    return Scores(p, r, f1, np.sqrt(var_p), np.sqrt(var_r), np.sqrt(var_f), p_ci, r_ci, f_ci, t.ess, n_labels,
-                  theta, nu, "", confidence, linear={"linear": lin} if keep else None)
+    est = _metrics({"p": p, "r": r, "f1": f1}, var, {"p": p_ci, "r": r_ci, "f1": f_ci}, n_labels, method, confidence,
+                   {"p": "wilson", "r": "wilson", "f1": "f1-region"})
+    return Scores(**est, ess=t.ess, n_labels=n_labels, theta=theta, nu=nu, linear={"linear": lin} if keep else None)
 
 
 def linear_parts(d: Design, t: _Terms, confidence: float | None, *, simple: bool = False):
@@ -663,8 +677,8 @@ def precision_linear(t: _Terms) -> tuple[np.ndarray, Linear]:
     return p, Linear(t.C + t.W.scaled(rows=-p), draw_scale=inv)
 
 
-def _estimate_noisy(d: Design, W: np.ndarray, confidence: float, *, simple: bool, votes, keep: bool = False
-                    ) -> Scores:
+def _estimate_noisy(d: Design, W: np.ndarray, confidence: float, method: str, *, simple: bool, votes,
+                    keep: bool = False) -> Scores:
     """The estimates from crowd votes (:func:`.from_votes.noisy_estimates`) with Wilson intervals."""
     from .from_votes import noisy_estimates
     from .noisy import precision_interval, recall_interval
@@ -681,7 +695,7 @@ def _estimate_noisy(d: Design, W: np.ndarray, confidence: float, *, simple: bool
         items_eff = np.nan_to_num(Mc.sum(1) ** 2 / (Mc ** 2).sum(1))
     nfb_p = np.maximum(np.minimum(t.ess, items_eff), 1)
     n0 = float(max(d.n0, 1))
-    p, r, f1 = est["p"], est["r"], est["f1"]
+    p, r = est["p"], est["r"]
     Mc_, lam_, Jc_, one_p = est["_p_fit"]
     p_ci = precision_interval(Mc_, lam_, p, Jc_, var["p"], confidence, nfb_p, profile=one_p)
     if simple:
@@ -692,12 +706,10 @@ def _estimate_noisy(d: Design, W: np.ndarray, confidence: float, *, simple: bool
         r_ci = recall_interval(Ma_, lam_a, rho_a, Ja_, scale, est["theta"], var_th, r, var["r"], confidence,
                                np.full(m, n0), profile=one_a)
     f_ci = f1_interval(p, r, p_ci, r_ci, var["p"], var["r"], var["f1"])
-    out = Scores(p, r, f1, np.sqrt(var["p"]), np.sqrt(var["r"]), np.sqrt(var["f1"]), p_ci, r_ci, f_ci, t.ess,
-                 n_labels, est["theta"], est["nu"], "", confidence,
-                 intervals={"p": "profile", "r": "wilson" if simple else "profile", "f1": "f1-region"})
-    out.raw = {"p": parts.p_raw, "r": parts.r_raw, "f1": parts.f1_raw}
-    out.var_parts = {"design": parts.var_design, "votes": parts.var_votes, "rates": parts.var_rates}
-    out.rates = {"sens": parts.mean_sens, "fpr": parts.mean_fpr}
-    if keep:
-        out.linear = {"linear": est["_linear"], "reps": est["_reps"], "var_votes": parts.var_votes}
-    return out
+    metrics = _metrics(est, var, {"p": p_ci, "r": r_ci, "f1": f_ci}, n_labels, method, confidence,
+                       {"p": "profile", "r": "wilson" if simple else "profile", "f1": "f1-region"})
+    linear = {"linear": est["_linear"], "reps": est["_reps"], "var_votes": parts.var_votes} if keep else None
+    return Scores(**metrics, ess=t.ess, n_labels=n_labels, theta=est["theta"], nu=est["nu"],
+                  raw={"p": parts.p_raw, "r": parts.r_raw, "f1": parts.f1_raw},
+                  var_parts={"design": parts.var_design, "votes": parts.var_votes, "rates": parts.var_rates},
+                  rates={"sens": parts.mean_sens, "fpr": parts.mean_fpr}, linear=linear)

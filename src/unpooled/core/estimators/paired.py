@@ -50,17 +50,17 @@ MAX_SYSTEMS = 3000
 
 @dataclass(frozen=True)
 class Covariances:
-    """Per metric (``p``, ``r``, ``f1``): the estimates (``est``, ``(m,)``) and their covariance matrix
-    (``cov``, ``(m, m)``; its diagonal the published variances); ``notes``: what is approximated."""
+    """Per metric (``p``, ``r``, ``f1``) the covariance matrix (``cov``, ``(m, m)``; its diagonal the published
+    variances) of the estimates of one :class:`~.joint.Scores` (which holds the estimates); ``notes``: what is
+    approximated.  Not an estimate itself: the joint variance of that result's, for :mod:`unpooled.core.ranking`."""
 
-    est: dict
     cov: dict
     notes: tuple[str, ...] = ()
 
 
 def covariances(d, scores, *, votes=None) -> Covariances:
-    """The covariance matrices of ``scores`` (:func:`.joint.estimate` of ``d``, with the same ``votes``): their
-    estimates, the published variances on the diagonal, the covariances of the linear parts off it (module docs).
+    """The covariance matrices of ``scores`` (:func:`.joint.estimate` of ``d``, with the same ``votes``): the
+    published variances on the diagonal, the covariances of the linear parts off it (module docs).
 
     Raises
     ------
@@ -89,5 +89,5 @@ def covariances(d, scores, *, votes=None) -> Covariances:
 
         cov, notes = vote_covariances(d, scores.weights, votes, scores.confidence, simple)
     for k in METRICS:
-        cov[k][np.diag_indices(d.m)] = getattr(scores, f"{k}_se") ** 2
-    return Covariances({k: getattr(scores, k) for k in METRICS}, cov, notes)
+        cov[k][np.diag_indices(d.m)] = getattr(scores, k).se ** 2
+    return Covariances(cov, notes)

@@ -87,54 +87,43 @@ from ..errors import InvalidInputError
 from .finite import population_count, unseen_mass
 from .intervals import population_size, wilson
 from .joint import Design, _terms, precision_linear, strata_var, weight_matrix
+from .results import Estimate
 from .rows import Rows, scale
 
 METHOD = "ppi++"
+#: the method of the label-only estimate beside it (the joint estimator's self-normalised precision)
+METHOD_LABELS = "labels"
 #: fewest effective draws (Kish's, of the system's precision weights) for the power tuning; below, labels alone
 MIN_ESS = 40.0
 
 
 @dataclass(frozen=True)
 class PPIPrecision:
-    """Prediction-powered precision of every system (arrays of length m) beside the label-only estimate from the
-    same draws and weights.
+    """Prediction-powered precision of every system beside the label-only estimate from the same draws and weights:
+    two :class:`~.results.Estimate` of arrays of length m, each with Wilson's interval and ``n`` the draws'
+    effective size.
 
     Attributes
     ----------
-    p, se, ci : the PPI++ estimate, its standard error and interval ``(lo, hi)``.
+    p : the PPI++ estimate (method :data:`METHOD`).
+    labels : the label-only estimate, the joint estimator's precision (method :data:`METHOD_LABELS`).
     lam : the power-tuning coefficient :math:`\\lambda_i` (0: labels alone).
     conf_mean : :math:`\\mu_i`, the known mean confidence of the system's output under :math:`p_i`.
     conf_draws : its estimate from the draws, :math:`\\mu_i + \\hat g_i`.
-    p_labels, se_labels, ci_labels : the label-only estimate (the joint estimator's precision).
-    confidence : the intervals' level.
     """
 
-    p: np.ndarray
-    se: np.ndarray
-    ci: tuple[np.ndarray, np.ndarray]
+    p: Estimate
+    labels: Estimate
     lam: np.ndarray
     conf_mean: np.ndarray
     conf_draws: np.ndarray
-    p_labels: np.ndarray
-    se_labels: np.ndarray
-    ci_labels: tuple[np.ndarray, np.ndarray]
-    confidence: float
-    method: str = METHOD
-
-    @property
-    def width(self) -> np.ndarray:
-        return self.ci[1] - self.ci[0]
-
-    @property
-    def width_labels(self) -> np.ndarray:
-        return self.ci_labels[1] - self.ci_labels[0]
 
     def row(self, i: int) -> dict:
         """System ``i``'s figures: ``p_ppi``, ``p_ppi_lo``, ``p_ppi_hi``, ``p_ppi_se``, ``ppi_lambda``,
         ``conf_mean`` (plain floats)."""
-        return {"p_ppi": float(self.p[i]), "p_ppi_lo": float(self.ci[0][i]), "p_ppi_hi": float(self.ci[1][i]),
-                "p_ppi_se": float(self.se[i]), "ppi_lambda": float(self.lam[i]),
-                "conf_mean": float(self.conf_mean[i])}
+        e = self.p[i]
+        return {"p_ppi": e.value, "p_ppi_lo": e.lo, "p_ppi_hi": e.hi, "p_ppi_se": e.se,
+                "ppi_lambda": float(self.lam[i]), "conf_mean": float(self.conf_mean[i])}
 
 
 def confidence_matrix(P, rows, cols, values) -> sp.csr_matrix:
@@ -243,7 +232,10 @@ def ppi_precision(d: Design, conf, *, W: np.ndarray | None = None, confidence: f
     off = lam == 0
     p, var = np.where(off, p_lab, p), np.where(off, var_c, var)
     ci = (np.where(off, ci_lab[0], ci[0]), np.where(off, ci_lab[1], ci[1]))
-    return PPIPrecision(p, np.sqrt(var), ci, lam, mu, mu + g, p_lab, np.sqrt(var_c), ci_lab, confidence)
+    ppi = Estimate.of(p, np.sqrt(var), *ci, level=confidence, interval="wilson", n=t.ess, method=METHOD)
+    labels = Estimate.of(p_lab, np.sqrt(var_c), *ci_lab, level=confidence, interval="wilson", n=t.ess,
+                         method=METHOD_LABELS)
+    return PPIPrecision(ppi, labels, lam, mu, mu + g)
 
 
 def _control_rows(d: Design, K: sp.csr_matrix, wimp: sp.csr_matrix) -> tuple[Rows, np.ndarray]:
@@ -275,4 +267,4 @@ def _fallback(d: Design, ess: np.ndarray):
     return lambda var: population_size(ess, var, unseen, size)
 
 
-__all__ = ["METHOD", "PPIPrecision", "confidence_matrix", "ppi_precision"]
+__all__ = ["METHOD", "METHOD_LABELS", "PPIPrecision", "confidence_matrix", "ppi_precision"]

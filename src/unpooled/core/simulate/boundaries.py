@@ -34,6 +34,7 @@ import numpy as np
 
 from ..estimators.anytime import anytime_intervals
 from ..estimators.intervals import wilson
+from ..estimators.results import Estimate
 
 BOUNDARIES = ("fixed-n", "bonferroni", "mixture", "mixture-1000", "eb", "betting")
 AT = (100, 250, 1000)
@@ -94,9 +95,10 @@ def _wilson_like(x: np.ndarray, looks: np.ndarray, confidence: float, kind: str)
     flat = p.ravel()
     se = np.sqrt(var).ravel()
     fixed = wilson(flat, se ** 2, confidence, nb.ravel())
-    s = SimpleNamespace(p=flat, r=flat, p_se=se, r_se=se, f1_se=se, p_ci=fixed, r_ci=fixed, confidence=confidence)
-    lo, hi = anytime_intervals(s, n_fallback_p=nb.ravel(), n_fallback_r=nb.ravel(), tight_at=tight).p_ci
-    return lo.reshape(p.shape), hi.reshape(p.shape)
+    e = Estimate.of(flat, se, *fixed, level=confidence, interval="wilson", n=nb.ravel(), method="fixed-n")
+    s = SimpleNamespace(p=e, r=e, f1=e, confidence=confidence)
+    ci = anytime_intervals(s, n_fallback_p=nb.ravel(), n_fallback_r=nb.ravel(), tight_at=tight).p
+    return ci.lo.reshape(p.shape), ci.hi.reshape(p.shape)
 
 
 @dataclass(frozen=True)

@@ -147,14 +147,15 @@ def run_estimators(world, *, trials: int = 100, labels: int = 150, exhaustive: i
                 continue
             est, _, w = name.partition("-")
             sc = estimate(d, estimator=est, weights=w or "balance", confidence=confidence, bootstrap=bootstrap, rng=rng)
-            for k, arr in (("p", sc.p), ("r", sc.r), ("f1", sc.f1)):
-                stats.est[name][k][t, evald] = arr
+            for k in ("p", "r", "f1"):
+                e = getattr(sc, k)
+                stats.est[name][k][t, evald] = e.value
                 tv = {"p": tp, "r": tr, "f1": tf}[k][evald]
-                lo, hi = getattr(sc, f"{k}_ci")
+                lo, hi = e.lo, e.hi
                 cov = stats.cover[name].setdefault(f"{k}:analytic", np.full((trials, m), np.nan))
                 cov[t, evald] = (lo <= tv) & (tv <= hi)
                 if bootstrap:
-                    blo, bhi = sc.boot[k]
+                    blo, bhi = sc.boot[k].lo, sc.boot[k].hi
                     covb = stats.cover[name].setdefault(f"{k}:bootstrap", np.full((trials, m), np.nan))
                     covb[t, evald] = (blo <= tv) & (tv <= bhi)
         if progress:
@@ -241,7 +242,7 @@ def run_adaptive(world, *, trials: int = 100, systems: int = 40, own: int = 500,
             xs = np.array(xs_l, dtype=np.int64)
             d = make_design(Pk, np.array(src_l, dtype=np.int64), xs, truth[xs].astype(float), no_g0[: k + 1])
             sc = estimate(d, weights="balance", confidence=confidence)
-            lo, hi = sc.p_ci[0][k], sc.p_ci[1][k]
+            lo, hi = sc.p.lo[k], sc.p.hi[k]
             hits["arrival"].append(lo - 1e-9 <= tp[i] <= hi + 1e-9)
             half["arrival"].append((hi - lo) / 2)
             target_half.append(z * np.sqrt(tp[i] * (1 - tp[i]) / own))
@@ -254,8 +255,8 @@ def run_adaptive(world, *, trials: int = 100, systems: int = 40, own: int = 500,
         d = make_design(P, np.array(src_l, dtype=np.int64), xs, truth[xs].astype(float), no_g0)
         sc = estimate(d, weights="balance", confidence=confidence)
         tv = tp[order]
-        hits["final"] += ((sc.p_ci[0] - 1e-9 <= tv) & (tv <= sc.p_ci[1] + 1e-9)).tolist()
-        half["final"] += ((sc.p_ci[1] - sc.p_ci[0]) / 2).tolist()
+        hits["final"] += ((sc.p.lo - 1e-9 <= tv) & (tv <= sc.p.hi + 1e-9)).tolist()
+        half["final"] += (sc.p.interval.width / 2).tolist()
         if progress:
             progress(1)
     labels_by_system = {k: v.mean(axis=0).round(1).tolist() for k, v in cum.items()}
@@ -317,7 +318,7 @@ def run_unassessed(world, *, trials: int = 100, labels: int = 150, exhaustive: i
         y0 = Y[rng.integers(0, len(Y), exhaustive)]
         d = make_design(P_all[evald], src, xs, truth[xs].astype(float), member[evald][:, y0])
         sc = estimate(d, confidence=confidence)
-        joint = RecallEstimate(sc.estimate("r"), sc.theta, sc.nu)
+        joint = RecallEstimate(sc.r, sc.theta, sc.nu)
         G = d.g0.astype(float)
         r_e = G.mean(1)
         v_e = r_e * (1 - r_e) / max(d.n0 - 1, 1)

@@ -90,14 +90,14 @@ def run_trial(cell: PPICell, rng, oracle=None) -> dict:
     src, xs = own_draws(systems, cell.draws, rng)
     d = make_design(P, src, xs, truth[xs].astype(float), np.zeros((m, 0), bool))
     r = ppi_precision(d, K, confidence=LEVEL)
-    out = {"truth": np.array([truth[s].mean() for s in systems]), "p": r.p, "ci": r.ci, "lam": r.lam,
-           "p_labels": r.p_labels, "ci_labels": r.ci_labels}
+    out = {"truth": np.array([truth[s].mean() for s in systems]), "p": r.p.value, "ci": (r.p.lo, r.p.hi),
+           "lam": r.lam, "p_labels": r.labels.value, "ci_labels": (r.labels.lo, r.labels.hi)}
     if oracle is not None and m == 1:
         u = np.unique(xs)  # the estimate is the mean over the distinct instances drawn (estimators.finite)
         Y, Yhat, Yu = truth[u].astype(float), conf[0, u], conf[0]
         point = float(np.ravel(oracle.ppi_mean_pointestimate(Y, Yhat, Yu, lam=float(r.lam[0])))[0])
         lo, hi = (float(np.ravel(x)[0]) for x in oracle.ppi_mean_ci(Y, Yhat, Yu, alpha=1 - LEVEL))
-        out["oracle"] = {"diff": abs(point - float(r.p[0])), "ci": (lo, hi)}
+        out["oracle"] = {"diff": abs(point - float(r.p.value[0])), "ci": (lo, hi)}
     return out
 
 

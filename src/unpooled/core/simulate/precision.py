@@ -77,7 +77,7 @@ def run_trial(cell: PrecisionCell, rng) -> dict:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         s = estimate(d, weights="balance", confidence=LEVEL)
-    return {"truth": np.array([truth[x].mean() for x in members]), "p": s.p, "se": s.p_se, "ci": s.p_ci}
+    return {"truth": np.array([truth[x].mean() for x in members]), "p": s.p.value, "se": s.p.se, "ci": (s.p.lo, s.p.hi)}
 
 
 @dataclass

@@ -189,7 +189,7 @@ def run_cell(cell: RanksCell, trials: int, *, seed: int = 0) -> RanksResult:
         truth, systems = make_systems(cell, rng)
         true_f1 = true_scores(truth, systems)
         sc, cv = one_trial(cell, truth, systems, rng)
-        rk = rank_intervals(cv.est["f1"], cv.cov["f1"], CONFIDENCE, seed=int(rng.integers(1 << 31)))
+        rk = rank_intervals(sc.f1.value, cv.cov["f1"], CONFIDENCE, seed=int(rng.integers(1 << 31)))
         true_rank = 1 + np.argsort(np.argsort(-true_f1, kind="stable"), kind="stable")
         res.trials += 1
         res.covered += bool(np.all((rk.rank_lo <= true_rank) & (true_rank <= rk.rank_hi)))
@@ -197,11 +197,11 @@ def run_cell(cell: RanksCell, trials: int, *, seed: int = 0) -> RanksResult:
         best, worst = int(np.argmax(true_f1)), int(np.argmin(true_f1))
         res.right += bool(rk.better[best, worst])
         res.wrong += bool(rk.better[worst, best])
-        g = marginal_tie_groups(sc.f1, *sc.f1_ci)
+        g = marginal_tie_groups(sc.f1.value, sc.f1.lo, sc.f1.hi)
         res.marginal += bool(g[best] != g[worst])
         pr = rk.pairs
         k = int(np.flatnonzero(((pr.i == best) & (pr.j == worst)) | ((pr.i == worst) & (pr.j == best)))[0])
-        res.se_ratio.append(float(pr.se[k] / (sc.f1_se[best] + sc.f1_se[worst])))
+        res.se_ratio.append(float(pr.se[k] / (sc.f1.se[best] + sc.f1.se[worst])))
     return res
 
 

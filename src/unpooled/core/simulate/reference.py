@@ -164,7 +164,7 @@ def run_trial(cell: ReferenceCell, rng):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         s = estimate(d, estimator="simple", votes=votes)
-    est = {t: (float(s.p[i]), float(s.p_ci[0][i]), float(s.p_ci[1][i])) for i, t in enumerate(TARGETS)}
+    est = {t: (float(s.p.value[i]), float(s.p.lo[i]), float(s.p.hi[i])) for i, t in enumerate(TARGETS)}
     truth = {t: float(f[start[i]:start[i + 1]].mean()) for i, t in enumerate(TARGETS)}
     return est, truth, source
 

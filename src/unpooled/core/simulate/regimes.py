@@ -435,7 +435,7 @@ def run_trial(cell: Cell, rng, *, use_strata: bool = True) -> tuple[dict, dict, 
     s, n = score()
     if cell.adaptive:
         for _ in range(9):
-            half = (s.p_ci[1] - s.p_ci[0]) / 2
+            half = s.p.interval.width / 2
             more = [i for i in range(m) if half[i] > 0.05 and len(draws[i]) < 500]
             if not more:
                 break
@@ -458,8 +458,8 @@ def run_cell(cell: Cell, trials: int, *, seed: int = 0, progress=None, use_strat
         s, truth, draws = run_trial(cell, rng, use_strata=use_strata)
         res.draws.append(draws)
         for k in METRICS:
-            est = getattr(s, k)[:cell.report]
-            lo, hi = (x[:cell.report] for x in getattr(s, f"{k}_ci"))
+            e = getattr(s, k)
+            est, lo, hi = (x[:cell.report] for x in (e.value, e.lo, e.hi))
             tr = truth[k][:cell.report]
             res.hits.setdefault(k, []).extend(((lo - 1e-9 <= tr) & (tr <= hi + 1e-9)).tolist())
             res.errors.setdefault(k, []).extend((est - tr).tolist())

@@ -116,8 +116,10 @@ def trajectory(w: StoppingWorld, rng) -> dict:
             s = estimate(d, confidence=w.confidence)
         cs = design_intervals(d, s)
         for k in METRICS:
-            est[k][t] = getattr(s, k)
-            for kind, (lo, hi) in (("fixed-n", getattr(s, f"{k}_ci")), ("anytime", cs.ci(k))):
+            e = getattr(s, k)
+            est[k][t] = e.value
+            for kind, c in (("fixed-n", e.interval), ("anytime", cs.ci(k))):
+                lo, hi = c.lo, c.hi
                 ci[kind][k][0][t], ci[kind][k][1][t] = lo, hi
     return {"n": looks, "true": true, "est": est, **ci}
 

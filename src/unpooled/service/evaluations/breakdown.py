@@ -36,7 +36,6 @@ text around the spans, subject, object and provenance highlighted (:func:`highli
 from __future__ import annotations
 
 import math
-import warnings
 from dataclasses import dataclass
 
 import numpy as np
@@ -44,8 +43,7 @@ from django.core.cache import cache
 from django.db.models import OuterRef, Subquery
 from django.utils import timezone
 
-from unpooled.core.estimators import estimate, subset_scores, weight_matrix
-from unpooled.core.estimators.joint import WeightDegeneracyWarning
+from unpooled.core.estimators import subset_scores
 from unpooled.service.annotation.models import ExhaustiveDocument, Kind, Label, Task
 from unpooled.service.corpora.models import Corpus, Document, Sentence
 from unpooled.service.submissions.models import RelationInstance, Submission, SubmissionEntity
@@ -234,11 +232,8 @@ def _scored_design(corpus: Corpus, level: str, weights: str, match: str, ttypes:
     upred = [ref.predicate for ref in got.universe]
     preds = sorted(set(upred) | {t.ref.predicate for t in truth})
     pcode = _codes(preds)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", WeightDegeneracyWarning)
-        W = (estimate(design, weights="minvar", confidence=CONFIDENCE).weights if weights == "minvar"
-             else weight_matrix(design.P, design.n, weights))
-    return {"design": design, "W": W, "votes": got.votes, "truth": truth, "docs": got.docs, "preds": preds,
+    # the weights the scores were estimated with, as their result records them (minvar's choice depends on the votes)
+    return {"design": design, "W": got.result.scores.weights, "votes": got.votes, "truth": truth, "docs": got.docs, "preds": preds,
             "index_of": {name: i for i, name in enumerate(got.by_name)},
             "uindex": {ref.key: u for u, ref in enumerate(got.universe)},
             "universe_pred": np.array([pcode[p] for p in upred], dtype=np.int64),

@@ -34,10 +34,11 @@ def ppi_details(scored) -> list[dict | None]:
 
     out = []
     for i in range(len(res.rows)):
-        w, wl = q.width[i], q.width_labels[i]
-        out.append({"p": num(q.p[i]), "lo": num(q.ci[0][i]), "hi": num(q.ci[1][i]), "se": float(q.se[i]),
+        e, el = q.p[i], q.labels[i]
+        w, wl = e.interval.width, el.interval.width
+        out.append({"p": num(e.value), "lo": num(e.lo), "hi": num(e.hi), "se": e.se,
                     "lambda": float(q.lam[i]), "conf_mean": float(q.conf_mean[i]),
-                    "labels": {"p": num(q.p_labels[i]), "lo": num(q.ci_labels[0][i]), "hi": num(q.ci_labels[1][i])},
+                    "labels": {"p": num(el.value), "lo": num(el.lo), "hi": num(el.hi)},
                     "narrower": round(100 * (1 - w / wl)) if wl > 0 and q.lam[i] != 0 else 0,
-                    "method": q.method, "used": False, "basis": "majority labels taken as certain"})
+                    "method": e.method, "used": False, "basis": "majority labels taken as certain"})
     return out

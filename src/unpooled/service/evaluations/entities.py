@@ -70,10 +70,10 @@ def exhaustive_documents(corpus: Corpus) -> list[ExhaustiveDocument]:
             for task_id, doc_pk, doc_id, result in tasks]
 
 
-def _arguments(scored, subs: list[Submission]) -> tuple[dict | None, dict]:
+def _arguments(scored, level: str, subs: list[Submission]) -> tuple[dict | None, dict]:
     """The argument-mention precision of every submission from the relation design (core), and notes."""
     res = scored.result
-    info: dict = {"level": scored.level}
+    info: dict = {"level": level}
     m = len(subs)
     if res is None or scored.universe is None or not len(res.design.xs):
         return None, info
@@ -231,9 +231,7 @@ def compute(corpus: Corpus, *, level: str | None = None) -> list[EntityScore]:
         level = next((lv for lv in LEVEL_ORDER if lv in drawn), None)
     arguments, info = None, {"level": level}
     if level is not None:
-        scored = scoring.score(corpus, level=level, match=MATCH)
-        scored.level = level
-        arguments, info = _arguments(scored, subs)
+        arguments, info = _arguments(scoring.score(corpus, level=level, match=MATCH), level, subs)
     systems, arg_spans, counts = _system_inputs(corpus, subs, docs)
     from unpooled.service.annotation.clustering import nil_identity
 

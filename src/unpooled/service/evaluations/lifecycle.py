@@ -17,6 +17,11 @@ stage          what happens (each step is idempotent: run it twice and nothing c
                retry resumes that stage
 =============  ==============================================================================
 
+The steps are one set for every way a submission is evaluated (:func:`sample_documents_once`, :func:`ask`,
+:func:`answer`, :func:`publish`): the stages above run them by the adaptive :class:`Adaptive` plan, one submission
+at a time; the batch run (:func:`unpooled.service.evaluations.run.evaluate`, the CLI's and the demo's) runs them by
+its fixed-count plan over every pending submission of a corpus at once.
+
 A label batch (:func:`.tasks.on_labels`) re-scores every submission with draws, or wakes the submissions whose labels
 are all in (their own :func:`advance` scores and publishes them: one orchestration moves a submission).  One
 process at a time advances a submission, and one at a time re-scores a corpus (:mod:`unpooled.service.locks`).
@@ -29,6 +34,7 @@ from __future__ import annotations
 import contextlib
 import contextvars
 import logging
+from typing import Protocol
 
 import numpy as np
 from django.conf import settings
@@ -97,6 +103,99 @@ def set_status(sub: Submission, status: str, **fields) -> None:
             freeze_pending(sub.corpus)  # published after its period closed: frozen now
 
 
+# ---------------------------------------------------------------------------- evaluating submissions: the steps
+
+class Plan(Protocol):
+    """What a run of the steps below decides for itself: the levels a submission is drawn at, how many draws each
+    level wants, their seed, and what to ask for once the labels asked so far are in.  The lifecycle's plan is
+    :class:`Adaptive`; the batch run's is :class:`unpooled.service.evaluations.run.Rounds`."""
+
+    #: at most this many exchanges with the crowd in one :func:`answer`
+    exchanges: int
+
+    def levels(self, sub: Submission) -> list[str]: ...
+
+    def draws(self, sub: Submission, level: str) -> int: ...
+
+    def seed(self, sub: Submission, level: str) -> list[int] | None: ...
+
+    def more(self) -> bool:
+        """The labels asked for are in: ask for more (draws, answers) where the plan wants them; True when some
+        were asked."""
+
+
+def sample_documents_once(corpus: Corpus, n: int, *, seed: int) -> None:
+    """The corpus's uniform sample of ``n`` documents (at most all) for exhaustive annotation, unless it has one
+    (two first submissions at once: one sample)."""
+    from unpooled.service.annotation.actions import lock_corpus
+    from unpooled.service.annotation.sampling import sample_documents
+
+    if not n or ExhaustiveDocument.objects.filter(corpus=corpus).exists():
+        return
+    with transaction.atomic():
+        lock_corpus(corpus)
+        if not ExhaustiveDocument.objects.filter(corpus=corpus).exists():
+            sample_documents(corpus, "uniform", min(n, corpus.n_documents), seed=seed)
+
+
+def ask(sub: Submission, plan: Plan, *, priority=None) -> bool:
+    """Draw ``sub`` up to ``plan``'s number at each of its levels and ask for the labels of what is drawn and
+    unlabelled (idempotent: a resumed stage or run draws and asks only what is missing); True when something was
+    drawn."""
+    added = False
+    for level in plan.levels(sub):
+        added |= draw_up_to(sub, level, plan.draws(sub, level), seed=plan.seed(sub, level))
+    request_labels(sub, priority=priority)
+    return added
+
+
+def answer(corpus: Corpus, crowd, plan: Plan, waiting) -> bool:
+    """Exchange with ``crowd`` (:func:`exchange`) until none of the tasks ``waiting`` for (a query of open tasks)
+    is open and ``plan`` asks for nothing more; False when some are still open after an exchange (a remote crowd
+    answers later: the caller looks again, or scores with the labels so far)."""
+    for _ in range(plan.exchanges):
+        if not waiting.exists() and not plan.more():
+            return True
+        exchange(corpus, crowd)
+        if waiting.exists():
+            return False
+    return not waiting.exists()
+
+
+def publish(subs) -> None:
+    """Publish the scored submissions ``subs`` (those not failed, nor published already)."""
+    for sub in subs:
+        if sub.status not in (Status.FAILED, Status.PUBLISHED):
+            set_status(sub, Status.PUBLISHED)
+
+
+class Adaptive:
+    """The lifecycle's plan for one submission: each level's draws planned from the labels pooled so far
+    (:func:`plan_draws`, kept in ``sub.plan``), seeded by the sampling secret; once the pilot's labels are in,
+    planned again with them (:func:`top_up`)."""
+
+    exchanges = SAMPLING_ROUNDS + 1
+
+    def __init__(self, sub: Submission) -> None:
+        self.sub = sub
+
+    def levels(self, sub: Submission) -> list[str]:
+        return levels_for(sub.corpus)
+
+    def draws(self, sub: Submission, level: str) -> int:
+        if level not in (sub.plan or {}):
+            plan = {**(sub.plan or {}), level: plan_draws(sub, level)}
+            Submission.objects.filter(pk=sub.pk).update(plan=plan)
+            sub.plan = plan
+        return sub.plan[level].get("draws", 0)
+
+    def seed(self, sub: Submission, level: str) -> None:
+        return None  # draw_up_to's default: the sampling secret, the submission and the level
+
+    def more(self) -> bool:
+        return top_up(self.sub)
+
+
 # ---------------------------------------------------------------------------- planning
 
 def plan_draws(sub: Submission, level: str, *, rounds_left: int = SAMPLING_ROUNDS) -> dict:
@@ -133,25 +232,10 @@ def plan_draws(sub: Submission, level: str, *, rounds_left: int = SAMPLING_ROUND
 # ---------------------------------------------------------------------------- stages
 
 def stage_sampling(sub: Submission) -> None:
-    from unpooled.service.annotation.actions import lock_corpus
-    from unpooled.service.annotation.sampling import sample_documents
-
-    corpus = sub.corpus
-    st = settings_for(corpus)
-    if st.exhaustive_documents and not ExhaustiveDocument.objects.filter(corpus=corpus).exists():
-        with transaction.atomic():
-            lock_corpus(corpus)  # two first submissions at once: one sample
-            if not ExhaustiveDocument.objects.filter(corpus=corpus).exists():
-                sample_documents(corpus, "uniform", min(st.exhaustive_documents, corpus.n_documents),
-                                 seed=sampling_key())
-    plan = dict(sub.plan or {})
-    for level in levels_for(corpus):
-        if level not in plan:
-            plan[level] = plan_draws(sub, level)
-            Submission.objects.filter(pk=sub.pk).update(plan=plan)
-            sub.plan = plan
-        draw_up_to(sub, level, plan[level].get("draws", 0))
-    request_labels(sub)
+    """The corpus's exhaustive documents (once), then :func:`ask` for ``sub``'s draws by the adaptive plan."""
+    st = settings_for(sub.corpus)
+    sample_documents_once(sub.corpus, st.exhaustive_documents, seed=sampling_key())
+    ask(sub, Adaptive(sub))
 
 
 def sampling_key() -> int:
@@ -248,10 +332,14 @@ def top_up(sub: Submission) -> bool:
 
 def exchange(corpus: Corpus, backend) -> int:
     """One exchange with the corpus's crowd: publish the open tasks, collect what was answered, aggregate the new
-    labels; quietly (the caller scores: no separate re-scoring per label batch).  Returns what was collected."""
+    labels (no ``backend``: aggregate the answers so far again); quietly (the caller scores: no separate
+    re-scoring per label batch).  Returns what was collected."""
     from unpooled.service.annotation.actions import reaggregate
 
     with quiet():
+        if backend is None:  # no crowd: the answers given so far, aggregated again
+            reaggregate(corpus)
+            return 0
         backend.publish(corpus)
         got = backend.collect(corpus)
         if got:
@@ -260,19 +348,10 @@ def exchange(corpus: Corpus, backend) -> int:
 
 
 def stage_annotating(sub: Submission) -> bool:
-    """Publish through the backend; True when this submission's labels are all in."""
+    """:func:`answer` through the corpus's backend by the adaptive plan; True when ``sub``'s labels are all in."""
     from unpooled.service.crowd.base import backend_for
 
-    corpus = sub.corpus
-    backend = backend_for(corpus)
-    for _ in range(SAMPLING_ROUNDS + 1):
-        # all in: the pilot's labels may ask for more draws (top_up), whose tasks are then published
-        if not open_requests(sub).exists() and not top_up(sub):
-            return True
-        exchange(corpus, backend)
-        if open_requests(sub).exists():
-            return False
-    return not open_requests(sub).exists()
+    return answer(sub.corpus, backend_for(sub.corpus), Adaptive(sub), open_requests(sub))
 
 
 def open_requests(sub: Submission):
@@ -311,7 +390,7 @@ def _advance(sub: Submission) -> str:
                 set_status(sub, Status.SCORING)
             elif stage == Status.SCORING:
                 rescore_all(sub.corpus)
-                set_status(sub, Status.PUBLISHED)
+                publish([sub])
             else:
                 return stage
         except (OperationalError, InterfaceError):

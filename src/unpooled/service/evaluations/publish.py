@@ -123,7 +123,7 @@ def score_corpus(corpus: Corpus, *, level: str = "instance", match: str = "overl
 def _batch(level: str, pks: list[int], sc) -> str:
     """The id that tells the scores of one scoring (:func:`paired_details`): a digest of the level, the systems and
     their estimates, so the same inputs give the same id (reproducible) and another scoring another."""
-    text = repr((level, pks, [np.asarray(getattr(sc, k), float).round(12).tolist() for k in ("p", "r", "f1")]))
+    text = repr((level, pks, [np.asarray(getattr(sc, k).value, float).round(12).tolist() for k in ("p", "r", "f1")]))
     return hashlib.blake2b(text.encode(), digest_size=8).hexdigest()
 
 
@@ -175,7 +175,7 @@ def anytime_details(cs, i: int) -> dict:
     """System ``i``'s anytime-valid bounds (``p_cs_lo`` ... ``f1_cs_hi``; None where undefined) and how they were
     made, for ``Score.details['anytime']``."""
     row = {k: None if math.isnan(v) else min(1.0, max(0.0, v)) for k, v in cs.row(i).items()}
-    return {**row, "method": cs.method, "tight_at": cs.tight_at}
+    return {**row, "method": cs.boundary, "tight_at": cs.tight_at}
 
 
 def leaderboard_row(s: Score) -> dict:

@@ -260,7 +260,7 @@ def estimate(corpus: Corpus, ref: Submission | None = None) -> dict | None:
     if subs:
         res = offline_score(OfflineData(subs, tuple(draws), (), ()), level="instance", estimator="simple",
                             corrected_labels=True, confidence=CONFIDENCE, votes=rates.keyed_answers(corpus))
-        precision = res.scores.estimate("p")
+        precision = res.scores.p
         for i, row in enumerate(res.rows):
             p[row.system] = precision[i]
             n_labels[row.system] = row.labels

@@ -1,25 +1,27 @@
 """The batch run (``unpooled evaluate``, the demo's loader, the coverage harness): every pending submission of a
 corpus drawn, annotated by the corpus's crowd and scored together, in rounds until the intervals are narrow enough.
 
+It runs the lifecycle's steps (:func:`~.lifecycle.sample_documents_once`, :func:`~.lifecycle.ask`,
+:func:`~.lifecycle.answer`, :func:`~.lifecycle.publish`) by a plan of its own, :class:`Rounds`: a fixed number of
+draws per submission, seeded by the run's seed, and rounds of more draws decided from the corpus's joint scores.
 It draws *up to* its targets and asks only for what is not asked yet, so a run again after a crash draws and asks
-only what is missing; it publishes through the lifecycle's :func:`~.lifecycle.set_status`.
+only what is missing.
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 
 from django.utils import timezone
 
 from unpooled.core.errors import InvalidInputError, check_choice
 
-from unpooled.service.annotation.actions import reaggregate
-from unpooled.service.annotation.models import ExhaustiveDocument, Task
-from unpooled.service.annotation.sampling import sample_documents
+from unpooled.service.annotation.models import Task
 from unpooled.service.corpora.models import Corpus
 from unpooled.service.submissions.models import Submission
 
-from .lifecycle import ask_more_answers, draw_up_to, exchange, request_labels, set_status
+from .lifecycle import answer, ask, ask_more_answers, publish, sample_documents_once
 from .models import Draw, Score
 from .publish import breakdowns, entities, leaderboard_row, score_corpus
 
@@ -59,7 +61,7 @@ def _content_key(sub: Submission, level: str) -> int:
 
 def evaluate(corpus: Corpus, *, crowd=None, labels: int = 150, documents: int = 40, target_width: float | None = None,
              level: str = "instance", max_labels: int = 1000, step: int = 50, seed: int = 0,
-             progress=None, width_of: str = "anytime") -> EvaluationReport:
+             width_of: str = "anytime", controls: int = 0) -> EvaluationReport:
     """Run every pending submission (no score yet) to a score and re-score every submission.
 
     ``crowd`` is a backend (:mod:`unpooled.service.crowd.base`); the simulated one answers at
@@ -67,65 +69,121 @@ def evaluate(corpus: Corpus, *, crowd=None, labels: int = 150, documents: int = 
     ``target_width``, pending submissions draw ``step`` more labels per round until their
     F1 interval is at most that wide (or ``max_labels`` draws): the anytime-valid interval by default, which the
     loop may look at after every round (``width_of='fixed-n'``: the fixed-n one, whose coverage stopping on width
-    costs little, ``unpooled simulate stopping``; it stops sooner).
+    costs little, ``unpooled simulate stopping``; it stops sooner).  ``controls``: gold control items made first
+    (:func:`controls_once`).
     """
     check_choice("width_of", width_of, WIDTH_OF)
     report = EvaluationReport(width_of=width_of)
-    if not ExhaustiveDocument.objects.filter(corpus=corpus).exists() and documents:
-        sample_documents(corpus, "uniform", min(documents, corpus.n_documents), seed=seed)
+    controls_once(corpus, controls, seed=seed)
+    sample_documents_once(corpus, documents, seed=seed)
     # in an order of their contents, each drawn from a seed of its own contents: the numbers do not depend on the
     # order the files were uploaded in (nor on their ids)
     pending = sorted((s for s in Submission.objects.filter(corpus=corpus, is_reference=False).select_related("team")
                       if not s.scores.filter(level=level).exists() and s.instances.exists()),
                      key=lambda s: (s.file_sha256, s.team.name, s.run_id, s.pk))
-    queued = timezone.now()  # one batch: its tasks queue in the order they are made, not the uploads'
 
-    def ask(sub, target):
-        # the lifecycle's steps with this run's plan: up to ``target`` draws, seeded by the run's seed and the
-        # submission's contents, and verification of every drawn key without a label: a run again after a crash
-        # (or of a submission whose earlier run stopped) draws and asks only what is missing
-        draw_up_to(sub, level, target, seed=[seed, _content_key(sub, level)])
-        request_labels(sub, priority=queued)
+    pks = {s.pk for s in pending}
 
-    def answer():
-        _answer(corpus, crowd, pending)
+    def wide(scores) -> dict:
+        # the pending submissions whose F1 interval is wider than the target: ``step`` more draws each
+        if target_width is None:
+            return {}
+        n = {s.submission_id: Draw.objects.filter(submission_id=s.submission_id, level=level).count()
+             for s in scores if s.submission_id in pks}
+        return {s.submission: n[s.submission_id] + step for s in scores if s.submission_id in n
+                and ((w := f1_width(s, width_of)) is None or w > target_width) and n[s.submission_id] < max_labels}
 
+    plan = Rounds(corpus, level, pending, first=labels, seed=seed, more_for=wide, rounds=ROUNDS)
     for sub in pending:
-        ask(sub, labels)
-    answer()
-    report.rounds = 1
-    scores = score_corpus(corpus, level=level)
-    while target_width is not None and report.rounds < 50:
-        wide = [s.submission for s in scores if s.submission_id in {p.pk for p in pending}
-                and ((w := f1_width(s, width_of)) is None or w > target_width)
-                and Draw.objects.filter(submission_id=s.submission_id, level=level).count() < max_labels]
-        if not wide:
-            break
-        for sub in wide:
-            ask(sub, Draw.objects.filter(submission=sub, level=level).count() + step)
-        answer()
-        report.rounds += 1
-        Score.objects.filter(pk__in=[s.pk for s in scores]).delete()  # superseded within this run
-        scores = score_corpus(corpus, level=level)
-    report.open_tasks = Task.objects.filter(corpus=corpus, status=Task.Status.OPEN, is_control=False).count()
+        ask(sub, plan, priority=plan.priority)
+    _run(plan, crowd)
+    scores = plan.scores
+    report.rounds = plan.rounds
+    report.open_tasks = _open_tasks(corpus).count()
     if report.open_tasks:
         report.warnings.append(f"{report.open_tasks} annotation tasks are still open: the scores use the labels "
                                "received so far")
     report.rows = [leaderboard_row(s) for s in sorted(scores, key=lambda s: -(s.f1 or 0))]
-    _finish(corpus, level, scores, publish=not report.open_tasks)
+    breakdowns(corpus, level)
+    entities(corpus)
+    if not report.open_tasks:  # the scores are final
+        publish(Submission.objects.filter(pk__in=[s.submission_id for s in scores]).select_related("corpus"))
     return report
 
 
-def _answer(corpus: Corpus, crowd, subs) -> None:
-    """One exchange with the crowd (or a re-aggregation without one), again while the answers show relations the
-    crowd judges weakly among ``subs``' items (more answers on those)."""
-    for _ in range(10):
-        if crowd is not None:
-            exchange(corpus, crowd)
-        else:
-            reaggregate(corpus)
-        if not [sub for sub in subs if ask_more_answers(sub)]:
-            break
+def controls_once(corpus: Corpus, n: int, *, seed: int) -> None:
+    """``n`` gold control items to calibrate the crowd's error rates, when the corpus has a gold layer to make them
+    from and no controls yet."""
+    from unpooled.service.annotation.controls import create_verify_controls
+
+    if n and corpus.has_gold and not Task.objects.filter(corpus=corpus, is_control=True).exists():
+        create_verify_controls(corpus, n, rng=seed)
+
+
+#: the batch run's bounds: rounds of draws, and requests for more answers within a round
+ROUNDS, ANSWER_ROUNDS = 50, 10
+
+
+class Rounds:
+    """The batch run's plan (:class:`~.lifecycle.Plan`) for the submissions ``subs`` at ``level``: ``first`` draws
+    each, seeded by the run's ``seed`` and each submission's contents (:func:`_content_key`), their tasks queued
+    in one batch.  Once the labels asked for are in: more answers on the items of relations the crowd judges
+    weakly; then the corpus is scored at ``level`` (the scoring before superseded: deleted) and ``more_for``
+    (the scores -> the new draw targets by submission; empty when done) starts another round, up to ``rounds``
+    scorings."""
+
+    def __init__(self, corpus: Corpus, level: str, subs, *, first: int, seed: int, more_for, rounds: int) -> None:
+        self.corpus, self.level, self.subs, self.run_seed = corpus, level, list(subs), seed
+        self.more_for, self.max_rounds = more_for, rounds
+        self.target = {s.pk: first for s in self.subs}
+        self.priority = timezone.now()  # one batch: its tasks queue in the order they are made, not the uploads'
+        self.exchanges = rounds * (ANSWER_ROUNDS + 1) + 1
+        self.scores: list[Score] = []
+        self.rounds = self._answer_rounds = 0
+        self.stale = True  # something was asked since the last scoring
+
+    def levels(self, sub: Submission) -> list[str]:
+        return [self.level]
+
+    def draws(self, sub: Submission, level: str) -> int:
+        return self.target[sub.pk]
+
+    def seed(self, sub: Submission, level: str) -> list[int]:
+        return [self.run_seed, _content_key(sub, level)]
+
+    def more(self) -> bool:
+        if self._answer_rounds < ANSWER_ROUNDS and [sub for sub in self.subs if ask_more_answers(sub)]:
+            self._answer_rounds += 1
+            self.stale = True
+            return True
+        self._answer_rounds = 0
+        self.score()
+        grow = self.more_for(self.scores) if self.rounds < self.max_rounds else {}
+        for sub, n in grow.items():
+            self.target[sub.pk] = n
+            ask(sub, self, priority=self.priority)
+        self.stale = bool(grow)
+        return bool(grow)
+
+    def score(self) -> None:
+        Score.objects.filter(pk__in=[s.pk for s in self.scores]).delete()  # superseded within this run
+        self.scores = score_corpus(self.corpus, level=self.level)
+        self.rounds += 1
+        self.stale = False
+
+
+def _run(plan: Rounds, crowd) -> None:
+    """:func:`~.lifecycle.answer` by ``plan`` with ``crowd`` (None: no crowd, the answers so far aggregated
+    again), waiting for every open task of the corpus but its gold controls (the crowd answers those among the
+    items, as long as there are items to answer); then scored, if anything was asked since (a remote crowd
+    answers later: the scores use the labels received so far)."""
+    answer(plan.corpus, crowd, plan, _open_tasks(plan.corpus))
+    if plan.stale:
+        plan.score()
+
+
+def _open_tasks(corpus: Corpus):
+    return Task.objects.filter(corpus=corpus, status=Task.Status.OPEN, is_control=False)
 
 
 @dataclass(frozen=True)
@@ -145,44 +203,38 @@ class SeparationReport:
 
 
 def separate(corpus: Corpus, a: Submission, b: Submission, *, crowd=None, level: str = "instance", step: int = 50,
-             max_labels: int = 1000, seed: int = 0) -> SeparationReport:
+             max_labels: int = 1000, seed: int = 0, documents: int = 0, controls: int = 0) -> SeparationReport:
     """Annotate the pair ``a``, ``b`` in rounds of ``step`` more draws each until their anytime-valid F1 intervals
     (:mod:`unpooled.core.estimators.anytime`, valid however often they are looked at) are disjoint, or both have
-    ``max_labels`` draws; every round re-scores the corpus jointly.  Returns a :class:`SeparationReport`."""
+    ``max_labels`` draws; every round re-scores the corpus jointly.  ``controls`` and ``documents`` as in
+    :func:`evaluate`.  Returns a :class:`SeparationReport`."""
     from unpooled.core.estimators.anytime import separated
 
     if a.pk == b.pk or a.corpus_id != corpus.pk or b.corpus_id != corpus.pk:
         raise InvalidInputError(f"a, b: expected two different submissions of corpus {corpus.name}")
     if step < 1 or max_labels < 1:
         raise InvalidInputError(f"step, max_labels: expected positive numbers of draws, got {step}, {max_labels}")
-    pair, queued, rounds, made = (a, b), timezone.now(), 0, []
-    while True:
-        scores = score_corpus(corpus, level=level)
-        Score.objects.filter(pk__in=made).delete()  # superseded within this run
-        made = [s.pk for s in scores]
-        rounds += 1
+    controls_once(corpus, controls, seed=seed)
+    sample_documents_once(corpus, documents, seed=seed)
+    pair, seen = (a, b), {}
+
+    def apart_yet(scores) -> dict:
+        # the pair's bounds and draws now; ``step`` more draws each (at most ``max_labels``) until they are apart
         by = {s.submission_id: (s.details.get("anytime") or {}) for s in scores}
-        bounds = {x.pk: (by.get(x.pk, {}).get("f1_cs_lo"), by.get(x.pk, {}).get("f1_cs_hi")) for x in pair}
-        n = {x.pk: Draw.objects.filter(submission=x, level=level).count() for x in pair}
+        seen["bounds"] = bounds = {x.pk: (by.get(x.pk, {}).get("f1_cs_lo"), by.get(x.pk, {}).get("f1_cs_hi"))
+                                   for x in pair}
+        seen["n"] = n = {x.pk: Draw.objects.filter(submission=x, level=level).count() for x in pair}
         known = all(None not in v for v in bounds.values())
-        apart = known and bool(separated(*(([lo], [hi]) for lo, hi in bounds.values()))[0])
-        if apart or all(v >= max_labels for v in n.values()):
-            break
-        for x in pair:
-            draw_up_to(x, level, min(n[x.pk] + step, max_labels), seed=[seed, _content_key(x, level)])
-            request_labels(x, priority=queued)
-        _answer(corpus, crowd, pair)
+        seen["apart"] = known and bool(separated(*(([lo], [hi]) for lo, hi in bounds.values()))[0])
+        if seen["apart"] or all(v >= max_labels for v in n.values()):
+            return {}
+        return {x: min(n[x.pk] + step, max_labels) for x in pair}
+
+    plan = Rounds(corpus, level, pair, first=0, seed=seed, more_for=apart_yet,
+                  rounds=math.ceil(max_labels / step) + 1)
+    if plan.more():  # scored first: the pair may be apart already
+        _run(plan, crowd)
+    bounds, n, apart = seen["bounds"], seen["n"], seen["apart"]
     better = max(pair, key=lambda x: bounds[x.pk][0]).pk if apart else None
-    return SeparationReport((a.pk, b.pk), apart, better, rounds, n, max_labels,
+    return SeparationReport((a.pk, b.pk), apart, better, plan.rounds, n, max_labels,
                             sum(max(max_labels - v, 0) for v in n.values()), bounds)
-
-
-def _finish(corpus: Corpus, level: str, scores, *, publish: bool) -> None:
-    """After :func:`evaluate`'s last scores: the breakdowns and entity scores are computed, and, when every label
-    is in (``publish``), the scored submissions are published."""
-    breakdowns(corpus, level)
-    entities(corpus)
-    if publish:  # the scores are final
-        for sub in Submission.objects.filter(pk__in=[s.submission_id for s in scores]).exclude(
-                status__in=[Submission.Status.FAILED, Submission.Status.PUBLISHED]).select_related("corpus"):
-            set_status(sub, Submission.Status.PUBLISHED)

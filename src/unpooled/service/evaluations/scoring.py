@@ -27,7 +27,7 @@ import logging
 import math
 import warnings
 from collections import OrderedDict
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from unpooled.core.errors import check_choice
 from unpooled.core.estimators import LEVELS, estimate
@@ -50,9 +50,11 @@ last_timings: dict[str, float] = {}
 
 
 # -- scoring -------------------------------------------------------------------------------------------
-@dataclass
+@dataclass(frozen=True)
 class Scored:
-    """One scoring: the core's result, the submissions by system name, and the exhaustive documents.
+    """One scoring: the core's result, the submissions by system name, and the exhaustive documents.  Not a result
+    type of its own: the estimates are the core's (``result``: :class:`~unpooled.core.offline.OfflineResult`, whose
+    rows hold :class:`~unpooled.core.estimators.results.Estimate`); the rest is what the service read to make them.
 
     ``keys``: the instance key of each labelled draw in the design's order (``result.design.xs``);
     ``truth``: the exhaustive true instances in the order of ``result.design.g0``'s columns (both
@@ -103,7 +105,7 @@ def score(corpus: Corpus, *, level: str = "instance", match: str = "overlap", we
                         recall_protocol=got.recall_protocol)
             t["estimate"] = perf_counter() - t["start"]
             cov = _covariances(res, got.votes)
-            res.scores.linear = None  # the fit's linear parts served the covariances: not kept with the result
+            res = replace(res, scores=replace(res.scores, linear=None))  # the linear parts served the covariances
             t["covariances"] = perf_counter() - t["start"] - t["estimate"]
             _results[rkey] = (got.fp, res, cov)
         _results.move_to_end(rkey)
@@ -146,7 +148,7 @@ def _rows(design, names: tuple[str, ...], truth, *, level: str, weights: str, ma
         warnings.simplefilter("ignore", WeightDegeneracyWarning)
         sc = estimate(design, estimator="joint", weights=weights, confidence=CONFIDENCE, bootstrap=0, rng=None,
                       votes=votes, linear=weights != "minvar")
-    rows = system_rows(sc, design.n, names, estimator="joint")
+    rows = system_rows(sc, design.n, names)
     opts = {"level": level, "estimator": "joint", "weights": weights, "match": match, "bootstrap": 0,
             "confidence": CONFIDENCE, "documents": design.n_groups, "documents_given": design.n_groups is not None,
             "sentences": recall_protocol == "sentence", "outside_p0": int((design.p0[design.xs] == 0).sum()),

@@ -35,23 +35,19 @@ def evaluate_corpus(corpus: str, accuracy: float = 0.8, labels: int = 300, docum
     score's ``details['truth']``; ``truth_inside`` is (K, N): the truth is inside the 90% interval
     for K of the N (system, metric, level) triples.
     """
-    from unpooled.service.annotation.controls import create_verify_controls
-    from unpooled.service.annotation.models import Task
     from unpooled.service.crowd.base import SimulatedBackend
 
     from .run import evaluate
     from .truth import attach_truth
 
     c = Corpus.objects.get(name=corpus)
-    if c.has_gold and controls and not Task.objects.filter(corpus=c, is_control=True).exists():
-        create_verify_controls(c, controls, rng=seed)
     keys = ("submission", "team", "run", "level", "p", "p_lo", "p_hi", "r", "r_lo", "r_hi", "f1", "f1_lo", "f1_hi",
             "labels_new", "labels_reused")
     out: dict = {"warnings": [], "rows": []}
     inside = total = 0
     for level in levels:
         rep = evaluate(c, crowd=SimulatedBackend(accuracy=accuracy, seed=seed), labels=labels, documents=documents,
-                       seed=seed, level=level)
+                       seed=seed, level=level, controls=controls)
         out["warnings"] += rep.warnings
         lk = keys
         if c.has_gold and rep.rows:

@@ -70,7 +70,9 @@ MATCH = "overlap"
 
 @dataclass(frozen=True)
 class TrueScores:
-    """A submission's true scores at one level, with the counts behind them."""
+    """A submission's true scores at one level, with the counts behind them: figures computed from a gold layer over
+    the whole submission, not estimates (no sample, so no standard error or interval), shown beside the estimates
+    and used to check their intervals' coverage."""
 
     p: float
     r: float
