@@ -91,6 +91,12 @@ def test_corpus_submit_export(capsys, tmp_path):
     assert code == 3 and "no submission with id 999" in err
 
 
+def test_python_m_unpooled_is_the_command():
+    """``python -m unpooled`` (a checkout's sources on the path, no entry point) runs the same command."""
+    out = subprocess.run([sys.executable, "-m", "unpooled", "--version"], capture_output=True, text=True, check=True)
+    assert out.stdout.startswith("unpooled ")
+
+
 def test_core_import_has_no_django():
     code = ("import sys, unpooled.core.kb, unpooled.core.corpus, unpooled.core.schema, unpooled.core.diagnostics;"
             "bad = [m for m in ('django', 'boto3') if m in sys.modules]; print(bad); sys.exit(1 if bad else 0)")

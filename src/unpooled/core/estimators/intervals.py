@@ -82,7 +82,7 @@ def effective_size(est, var, n_fallback) -> np.ndarray:
     # est(1-est)/var would be a handful and the interval absurdly wide (0.999 +- 0.012 gave
     # [0.06, 1]); there the fallback size (the effective sample size) is the better guide
     with np.errstate(invalid="ignore"):
-        near = est * (1 - est) * n_fallback < 1
+        near = est * (1 - est) * n_fallback < 1 - 1e-9  # round-off must not decide (est 1/2, n_fallback 4)
     return np.where(near, np.maximum(neff, n_fallback), neff)
 
 
@@ -93,8 +93,11 @@ def _poisson_at_bounds(est, neff, lo, hi, confidence: float):
     a = (1 - confidence) / 2
     with np.errstate(invalid="ignore", divide="ignore"):
         x0, x1 = neff * est, neff * (1 - est)
-        near0 = (x0 > 1e-9) & (x0 <= x_star) & (est < 0.5)
-        near1 = (x1 > 1e-9) & (x1 <= x_star) & (est > 0.5)
+        # both sides where the effective size is tiny (x0 + x1 = neff <= 2 x*), as Brown, Cai and DasGupta's rule
+        # reads: a side chosen by est < 1/2 made the interval jump at 1/2 (n 3, est 0.5 -/+ 1e-16: [0.089, 0.818]
+        # against [0.156, 0.844])
+        near0 = (x0 > 1e-9) & (x0 <= x_star)
+        near1 = (x1 > 1e-9) & (x1 <= x_star)
         q0 = gamma.ppf(a, np.where(near0, x0, 1.0)) / neff
         q1 = gamma.ppf(a, np.where(near1, x1, 1.0)) / neff
     return np.where(near0, np.minimum(lo, q0), lo), np.where(near1, np.maximum(hi, 1 - q1), hi)
