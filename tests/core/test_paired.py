@@ -166,4 +166,4 @@ def test_bonferroni_beyond_the_max_t_bound(monkeypatch):
 
     monkeypatch.setattr(ranking, "MAX_TABLE_PAIRS", 2)
     p = ranking.pairwise([0.1, 0.2, 0.3], np.eye(3) * 1e-3)
-    assert p.method == "bonferroni" and np.isclose(p.critical, norm.ppf(1 - 0.1 / 6))
+    assert p.diff.method == "bonferroni" and np.isclose(p.critical, norm.ppf(1 - 0.1 / 6))

@@ -25,7 +25,7 @@ def test_covariance_decides_what_marginal_variances_cannot():
     corr = rank_intervals(v, 4e-4 * np.array([[1, 0.99], [0.99, 1]]))
     assert indep.tied.all() and indep.rank_lo.tolist() == [1, 1]
     assert not corr.tied.any() and corr.rank.tolist() == [2, 1] and corr.better[1, 0]
-    assert corr.pairs.se[0] == pytest.approx(np.sqrt(2 * 4e-4 * 0.01))
+    assert corr.pairs.diff.se[0] == pytest.approx(np.sqrt(2 * 4e-4 * 0.01))
 
 
 def test_max_t_critical_value_between_single_and_bonferroni():
@@ -35,14 +35,14 @@ def test_max_t_critical_value_between_single_and_bonferroni():
     K = 15
     from scipy.stats import norm
     assert norm.ppf(0.95) < p.critical < norm.ppf(1 - 0.1 / (2 * K)) + 0.05
-    assert p.method == "max-t"
+    assert p.diff.method == "max-t"
 
 
 def test_exact_differences():
     # se 0 (a system drawn completely, labels shared): a real difference decides, round-off does not
     S = np.full((3, 3), 1e-4)
     p = pairwise([0.5, 0.5 + 1e-16, 0.6], S)
-    assert p.se.tolist() == [0.0, 0.0, 0.0] and p.sign.tolist() == [0, -1, -1]
+    assert p.diff.se.tolist() == [0.0, 0.0, 0.0] and p.sign.tolist() == [0, -1, -1]
 
 
 def test_bad_input_names_the_field():

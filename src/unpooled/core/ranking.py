@@ -59,6 +59,7 @@ import numpy as np
 from scipy.stats import norm
 
 from .errors import InvalidInputError
+from .estimators.results import ConfidenceInterval, Estimate
 
 #: above this many pairs the critical value is Bonferroni's, not the max-|t| quantile of Gaussian draws
 MAX_TABLE_PAIRS = 20_000
@@ -70,20 +71,17 @@ EXACT_SE = 1e-12
 
 @dataclass(frozen=True)
 class Pairs:
-    """The pairwise table: for each pair ``(i[k], j[k])`` (``i < j``) the difference ``diff = est_i - est_j``, its
-    standard error ``se``, the simultaneous interval ``[lo, hi]`` and ``sign``: +1 when ``i`` is significantly
-    better, -1 when ``j`` is, 0 when the data cannot tell; ``critical``: the :math:`c` of the intervals."""
+    """The pairwise table: for each pair ``(i[k], j[k])`` (``i < j``) the difference ``est_i - est_j`` as one
+    :class:`~.estimators.results.Estimate` of arrays (``diff.value``, ``diff.se``, the simultaneous interval
+    ``diff.lo``, ``diff.hi``, built ``'simultaneous'``; its method the critical value's, ``'max-t'`` or
+    ``'bonferroni'``; no sample size of its own: ``n`` NaN), ``sign``: +1 when ``i`` is significantly better, -1 when
+    ``j`` is, 0 when the data cannot tell; ``critical``: the :math:`c` of the intervals."""
 
     i: np.ndarray
     j: np.ndarray
-    diff: np.ndarray
-    se: np.ndarray
-    lo: np.ndarray
-    hi: np.ndarray
+    diff: Estimate
     sign: np.ndarray
     critical: float
-    confidence: float
-    method: str
 
     def better(self, m: int) -> np.ndarray:
         """``(m, m)`` bool: ``[a, b]`` when ``a`` is significantly better than ``b``."""
@@ -151,7 +149,7 @@ def pairwise(values, cov, confidence: float = 0.90, *, draws: int = DRAWS, seed:
     """Every pairwise difference of the systems with values, with simultaneous intervals (module docs).
 
     >>> p = pairwise([0.52, 0.50], [[1e-3, 0.99e-3], [0.99e-3, 1e-3]])
-    >>> p.sign.tolist(), round(float(p.se[0]), 4)
+    >>> p.sign.tolist(), round(float(p.diff.se[0]), 4)
     ([1], 0.0045)
     """
     if not 0 < confidence < 1:
@@ -170,7 +168,8 @@ def pairwise(values, cov, confidence: float = 0.90, *, draws: int = DRAWS, seed:
     hi = np.where(exact, diff, diff + c * se)
     # an exact difference decides when it is more than round-off (two systems with the same output: a tie)
     sign = np.where(exact & (np.abs(diff) <= EXACT_SE), 0, np.where(lo > 0, 1, np.where(hi < 0, -1, 0)))
-    return Pairs(i, j, diff, se, lo, hi, sign.astype(np.int64), c, confidence, method)
+    return Pairs(i, j, Estimate(diff, se, ConfidenceInterval(lo, hi, confidence, "simultaneous"), np.nan, method),
+                 sign.astype(np.int64), c)
 
 
 def rank_intervals(values, cov, confidence: float = 0.90, *, draws: int = DRAWS, seed: int = 0) -> Ranking:

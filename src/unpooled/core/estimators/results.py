@@ -25,9 +25,11 @@ import numpy as np
 
 #: how an interval was built: Wilson's score interval at the effective sample size (with the Poisson bound near 0 and
 #: 1), the hull of Wilson's and the crowd votes' calibrated likelihood-ratio (profile) interval, a normal interval, the hull of Wilson's and the normal one, F1's
-#: extremes over P's and R's joint region, the bootstrap's percentiles, a confidence sequence (anytime-valid), bounds
-#: only (the value is not identified), or none (an undefined estimate)
-INTERVALS = ("wilson", "profile", "normal", "hull", "f1-region", "bootstrap", "anytime", "bounds", "none")
+#: extremes over P's and R's joint region, the bootstrap's percentiles, a confidence sequence (anytime-valid), one of
+#: a family of simultaneous intervals (the pairwise differences of :mod:`unpooled.core.ranking`), bounds only (the
+#: value is not identified), or none (an undefined estimate)
+INTERVALS = ("wilson", "profile", "normal", "hull", "f1-region", "bootstrap", "anytime", "simultaneous", "bounds",
+             "none")
 
 
 def _num(x, digits: int | None):

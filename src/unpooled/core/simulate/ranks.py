@@ -201,7 +201,7 @@ def run_cell(cell: RanksCell, trials: int, *, seed: int = 0) -> RanksResult:
         res.marginal += bool(g[best] != g[worst])
         pr = rk.pairs
         k = int(np.flatnonzero(((pr.i == best) & (pr.j == worst)) | ((pr.i == worst) & (pr.j == best)))[0])
-        res.se_ratio.append(float(pr.se[k] / (sc.f1.se[best] + sc.f1.se[worst])))
+        res.se_ratio.append(float(pr.diff.se[k] / (sc.f1.se[best] + sc.f1.se[worst])))
     return res
 
 

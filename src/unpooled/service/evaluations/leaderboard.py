@@ -359,11 +359,12 @@ def _rank_info(k: int, rk, names: list[str]) -> dict:
 def _pair_rows(tb, subs: list, names: list[str]) -> list[dict]:
     """The pairwise table (:class:`unpooled.core.ranking.Pairs`) as rows naming the two submissions."""
     out = []
-    for i, j, diff, se, lo, hi, sign in zip(tb.i.tolist(), tb.j.tolist(), tb.diff.tolist(), tb.se.tolist(),
-                                             tb.lo.tolist(), tb.hi.tolist(), tb.sign.tolist()):
+    d = tb.diff
+    for i, j, diff, se, lo, hi, sign in zip(tb.i.tolist(), tb.j.tolist(), d.value.tolist(), d.se.tolist(),
+                                             d.lo.tolist(), d.hi.tolist(), tb.sign.tolist()):
         out.append({"a": subs[i].pk, "a_name": names[i], "b": subs[j].pk, "b_name": names[j], "diff": diff,
                     "se": se, "lo": lo, "hi": hi, "better": {1: "a", -1: "b"}.get(sign),
-                    "critical": tb.critical, "method": tb.method})
+                    "critical": tb.critical, "method": d.method})
     return out
 
 
