@@ -113,7 +113,7 @@ import numpy as np
 
 from ..errors import InvalidInputError, check_choice
 from .finite import count_of
-from .intervals import _f1_partials, f1_interval, population_size, wilson
+from .intervals import _f1_partials, f1_interval, f1_score, population_size, wilson
 from .results import ConfidenceInterval, Estimate
 from .joint import (ESTIMATORS, WEIGHTS, Design, WeightDegeneracyWarning, _var0, complete_targets, estimate,
                     strata_var, weight_matrix)
@@ -362,30 +362,41 @@ def subset_scores(design: Design, target: int, groups_of_universe, groups_of_tru
     prec = _group_precision(d, i, Wi, gu, G, votes)
     p, var_p, ess, fit = prec["p"], prec["var_p"], prec["ess"], prec["fit"]
     r, var_r, n_true, V, r_ess = _group_recall(d, i, gt, G, confidence)
-    with np.errstate(divide="ignore", invalid="ignore"):  # F1 (NaN where P or R is) and its delta-method variance
-        ssum = p + r
-        f1 = np.where(ssum > 0, 2 * p * r / np.where(ssum > 0, ssum, 1), np.where(np.isnan(ssum), np.nan, 0.0))
+    p_ci, p_ess = _precision_interval(p, var_p, ess, prec["unseen"], fit, confidence, prec["size"])
+    est = _group_estimates(p, var_p, p_ci, "wilson" if fit is None else "profile", prec["n_draws"], r, var_r, n_true,
+                           confidence, method)
+    msgs = _undefined(p, r, i)
+    if msgs and zero_division == "warn":
+        warnings.warn("; ".join(msgs), UndefinedEstimateWarning, stacklevel=2)
+    return SubsetScores(i, *est, prec["n_draws"], ess, prec["mass"], prec["D"], n_true, V, p_ess,
+                        r_ess.astype(float), msgs)
+
+
+def _group_estimates(p, var_p, p_ci, p_kind: str, n_draws, r, var_r, n_true, confidence: float, method: str
+                     ) -> list[Estimate]:
+    """The groups' P, R and F1 as Estimates: recall's Wilson interval at the group's true instances, F1 (NaN where P
+    or R is) with its delta-method variance and the interval derived from P's and R's
+    (:func:`.intervals.f1_interval`)."""
+    with np.errstate(invalid="ignore"):
+        f1 = np.where(np.isnan(p + r), np.nan, f1_score(np.nan_to_num(p), np.nan_to_num(r)))
     dP, dR = _f1_partials(p, r)
     var_f = np.nan_to_num(dP) ** 2 * var_p + np.nan_to_num(dR) ** 2 * var_r
-    p_ci, p_ess = _precision_interval(p, var_p, ess, prec["unseen"], fit, confidence, prec["size"])
     r_ci = _defined_wilson(r, var_r, n_true.astype(float), confidence)
     f_ci = f1_interval(p, r, p_ci, r_ci, var_p, var_r, var_f)
     se = [np.where(np.isnan(e), np.nan, np.sqrt(v)) for e, v in ((p, var_p), (r, var_r), (f1, var_f))]
-    msgs: list[str] = []
-    no_p = np.flatnonzero(np.isnan(p))
-    no_r = np.flatnonzero(np.isnan(r))
-    if len(no_p):
+    return [Estimate(v, s, ConfidenceInterval(*ci, confidence, kind), n, method)
+            for v, s, ci, kind, n in zip((p, r, f1), se, (p_ci, r_ci, f_ci), (p_kind, "wilson", "f1-region"),
+                                         (n_draws, n_true, n_draws))]
+
+
+def _undefined(p, r, i: int) -> tuple[str, ...]:
+    """Messages naming the groups whose precision or recall is undefined."""
+    msgs = []
+    if len(no_p := np.flatnonzero(np.isnan(p))):
         msgs.append(f"precision undefined for groups {no_p.tolist()[:10]}: no draw with weight for system {i}")
-    if len(no_r):
+    if len(no_r := np.flatnonzero(np.isnan(r))):
         msgs.append(f"recall undefined for groups {no_r.tolist()[:10]}: no exhaustively found true instance")
-    if msgs and zero_division == "warn":
-        warnings.warn("; ".join(msgs), UndefinedEstimateWarning, stacklevel=2)
-    kinds = ("wilson" if fit is None else "profile", "wilson", "f1-region")
-    est = [Estimate(v, s, ConfidenceInterval(*ci, confidence, kind), n, method)
-           for v, s, ci, kind, n in zip((p, r, f1), se, (p_ci, r_ci, f_ci), kinds,
-                                        (prec["n_draws"], n_true, prec["n_draws"]))]
-    return SubsetScores(i, *est, prec["n_draws"], ess, prec["mass"], prec["D"], n_true, V, p_ess,
-                        r_ess.astype(float), tuple(msgs))
+    return tuple(msgs)
 
 
 def _weight_row(d: Design, i: int, estimator: str, weights, confidence: float) -> tuple[np.ndarray, str]:
