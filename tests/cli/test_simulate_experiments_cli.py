@@ -144,3 +144,20 @@ def test_precision_table_and_json(tmp_path, capsys):
         assert {"bias", "sd", "se", "coverage", "coverage_se", "width", "above_one"} <= set(cell)
         assert 0 <= cell["coverage"] <= 1 and 0 <= cell["above_one"] <= 1 and cell["se"] > 0
     assert main(["simulate", "precision", "--trials", "1", "--cells", "nope"]) != 0
+
+
+def test_tables_name_their_world_and_say_when_the_shared_spread_is_missing(monkeypatch, capsys):
+    from unpooled.cli.commands import simulate
+
+    monkeypatch.setattr(simulate, "default_spread", lambda: None)  # as on a machine without shared/data
+    code = main(["simulate", "unassessed", "--trials", "1", "--seed", "1"])
+    out, err = capsys.readouterr()
+    assert code == 0
+    assert "targets: built-in parametric spread" in out
+    assert "was not found" in err and "parametric spread" in err
+    spread = simulate.SPREAD_FILE.name
+    monkeypatch.undo()
+    if simulate.default_spread() is not None:  # the shared data are here: the table names the file
+        assert main(["simulate", "unassessed", "--trials", "1", "--seed", "1"]) == 0
+        out, err = capsys.readouterr()
+        assert "targets: " in out and spread in out and "was not found" not in err

@@ -91,13 +91,23 @@ def resolve_spread(args) -> Path | None:
     from ..main import CommandError
 
     if args.spread is None:
-        return default_spread()
+        found = default_spread()
+        if found is None:
+            print(f"simulate: the shared data's spread file (shared/data/{SPREAD_FILE.as_posix()}) was not found: the "
+                  f"worlds use the built-in parametric spread (set UNPOOLED_SHARED_DATA, or pass --spread)",
+                  file=sys.stderr)
+        return found
     if args.spread == PARAMETRIC:
         return None
     path = Path(args.spread)
     if not path.is_file():
         raise CommandError(f"--spread {args.spread}: no such file (or use --spread {PARAMETRIC})")
     return path
+
+
+def targets_line(spread: str) -> str:
+    """The table line that names the world's targets (``spread`` as recorded in the payload)."""
+    return "targets: " + ("built-in parametric spread" if spread == PARAMETRIC else spread)
 
 
 def check_common(args) -> None:
@@ -229,11 +239,10 @@ def pooling_bias_plot(by_rank: np.ndarray, gap: float, trials: int) -> str:
 def format_pooling_bias(d: dict) -> str:
     s = d["spread_over_trials"]
     ref = d["reference_tac2015"]
-    spread = "built-in parametric spread" if d["spread"] == PARAMETRIC else d["spread"]
     lines = [
         (f"pooling bias, leave-team-out: {d['trials']} world(s), seed {d['seed']}, {d['systems']} systems "
          f"from {d['teams']} teams, about {d['world']['instances']:,.0f} instances ({d['world']['true']:,.0f} true)"),
-        f"targets: {spread}; human run in every pool: {'yes' if d['manual_in_pool'] else 'no'}",
+        f"{targets_line(d['spread'])}; human run in every pool: {'yes' if d['manual_in_pool'] else 'no'}",
         f"instance-level P/R/F1; bias = true - pooled, in points; medians over the top {d['top']} by true F1;",
         "mean, sd, min, max over worlds",
         "",
@@ -353,6 +362,7 @@ def estimators_figure(d: dict) -> str:
 def format_estimators(d: dict) -> str:
     lines = [f"estimators: {d['trials']} trials, {d['labels_per_system']} labels per system + {d['exhaustive']} "
              f"exhaustive, {d['metric']} level, top {d['top']} systems",
+             targets_line(d["spread"]),
              f"{'estimator':<16}{'bias P':>8}{'R':>7}{'F1':>7}  {'5-95% width P':>14}{'R':>7}{'F1':>7}  "
              f"{'90% CI coverage P':>18}{'R':>7}{'F1':>7}"]
 
@@ -422,6 +432,7 @@ def run_adaptive_cli(args) -> int:
         marks = [k for k in (1, 2, 5, 10, 20, 30, 40) if k <= args.systems]
         lines = [f"adaptive: {args.trials} trials, {args.systems} systems in random order, target = the variance "
                  f"of {args.own} own draws",
+                 targets_line(payload["spread"]),
                  f"{'systems':<16}" + "".join(f"{k:>9}" for k in marks)]
         for name, vals in lab.items():
             lines.append(f"{name:<16}" + "".join(f"{vals[k - 1]:>9,.0f}" for k in marks))
@@ -509,6 +520,7 @@ def run_unassessed_cli(args) -> int:
     if args.json != "-":
         lines = [f"recall from pooled and unassessed output: {args.trials} trials, {res['intervals']} intervals, "
                  f"seed {args.seed}",
+                 targets_line(payload["spread"]),
                  f"{'estimator':<24}{'|bias| mean':>12}{'max':>7}{'spread':>8}{'width':>7}{'cover':>7}"
                  f"{'RE/joint':>10}{'RE/exh.':>9}"]
         for k in UNASSESSED_VARIANTS:
