@@ -337,17 +337,18 @@ def prevalence(M, lam, *, tol: float = 1e-10, max_iter: int = 100, groups=None, 
             return _refit_pairs(rw, ww, parts, size, at), None
         return _prevalence_pairs(rw, ww, parts, size, tol, max_iter, information)
 
+    shape = (lam.shape[0], -1, G) if groups is not None else (lam.shape[0], -1)
+    if lam.ndim == 2 and start is not None:  # the refits under each replicate, (R, m[, G])
+        return _refit_replicates(grows, uniq[rows, cols], cols, _exp_parts(lam), n, start).reshape(shape)[:, inv], None
     if lam.ndim == 2:  # replicates of the log ratios: every row fitted under each, (R, m[, G])
         Rn = lam.shape[0]
         step = max(1, PAIRS_AT_ONCE // max(len(rows), 1))  # replicates fitted together (each fit is its own rows)
         num, den = _exp_parts(lam)  # once per (replicate, item), gathered for the pairs
         got = [fit((np.arange(b - a)[:, None] * n + grows[None, :]).ravel(), np.tile(uniq[rows, cols], b - a),
-                   (num[a:b, cols].ravel(), den[a:b, cols].ravel()), (b - a) * n,
-                   None if start is None else np.tile(start, b - a))
+                   (num[a:b, cols].ravel(), den[a:b, cols].ravel()), (b - a) * n, None)
                for a, b in ((a, min(Rn, a + step)) for a in range(0, Rn, step))]
         rho = np.concatenate([g[0] for g in got])
-        J = np.concatenate([g[1] for g in got]) if information and start is None else None
-        shape = (Rn, -1, G) if groups is not None else (Rn, -1)
+        J = np.concatenate([g[1] for g in got]) if information else None
         return rho.reshape(shape)[:, inv], None if J is None else J.reshape(shape)[:, inv]
     num, den = _exp_parts(lam)
     rho, J = fit(grows, uniq[rows, cols], (num[cols], den[cols]), n, start)
@@ -391,6 +392,63 @@ def _refit_pairs(rows: np.ndarray, w: np.ndarray, parts, m: int, start: np.ndarr
         edge = live & ~outward & ((new < 0) | (new > 1))
         rho = np.where(live, np.where(edge, np.clip(new, 0.0, 1.0), new), rho)
         live &= ~outward & (edge | (np.abs(step) > REFIT_TOL))
+    return rho
+
+
+def _refit_replicates(rows: np.ndarray, w: np.ndarray, cols: np.ndarray, parts, m: int, start: np.ndarray
+                      ) -> np.ndarray:
+    """:func:`_refit_pairs` of ``m`` rows under each replicate of the log ratios, ``(R, m)``: the pairs (``rows``,
+    ``w``, ``cols``: their item) are the same in every replicate, only the items' :func:`_exp_parts` ``parts``
+    (``(R, items)`` each) differ, so the refits run on (pair, replicate) arrays, summed per row by one sparse
+    product, for blocks of replicates of about :data:`PAIRS_AT_ONCE` values."""
+    order = np.argsort(rows, kind="stable")  # pairs by row: a row's prevalence is repeated over its pairs
+    rows, w, cols = rows[order], w[order], cols[order]
+    live = np.bincount(rows, weights=w, minlength=m) > 0
+    indptr = np.concatenate([[0], np.cumsum(np.bincount(rows, minlength=m))])
+    S = sp.csr_matrix((w, np.arange(len(rows)), indptr), shape=(m, len(rows)))  # the rows' weighted sums
+    num, den = (np.ascontiguousarray(x.T) for x in parts)  # (items, R)
+    Rn = num.shape[1]
+    step = max(1, PAIRS_AT_ONCE // max(len(rows), 1))
+    out = np.empty((m, Rn))
+    for a in range(0, Rn, step):
+        b = min(Rn, a + step)
+        out[:, a:b] = _refit_block(S, num[cols, a:b], den[cols, a:b], live, start)
+    return out.T
+
+
+def _refit_block(S, num, den, live0: np.ndarray, start: np.ndarray) -> np.ndarray:
+    """:func:`_refit_replicates` for some replicates (``num``, ``den``: (pair, replicate); ``S``: the rows' weighted
+    sums over the pairs): the steps of :func:`_refit_pairs`, each over the replicates that still have a row
+    refitting; ``(m, replicates)``."""
+    R = num.shape[1]
+    live = np.repeat(live0[:, None], R, axis=1)
+    rho = np.where(live, np.clip(np.nan_to_num(start), 0.0, 1.0)[:, None], np.nan)
+    edge = live & ((rho == 0) | (rho == 1))
+    idx = np.arange(R)  # the replicates num and den hold
+    counts = np.diff(S.indptr)  # pairs per row, in order
+    for _ in range(REFIT_STEPS):
+        busy = np.flatnonzero(live.any(0))
+        if not len(busy):
+            break
+        if len(busy) < len(idx):
+            keep = np.searchsorted(idx, busy)
+            num, den, idx = num[:, keep], den[:, keep], busy
+        r, lv, ed = rho[:, idx], live[:, idx], edge[:, idx]
+        with np.errstate(divide="ignore", invalid="ignore"):
+            k = np.repeat(np.nan_to_num(r), counts, axis=0)
+            k *= num
+            k += den
+            np.divide(num, k, out=k)  # kappa at each pair's row's prevalence
+            g = S @ k
+            k *= k
+            j = S @ k
+            step = np.where(lv & (j > 0), g / np.where(j > 0, j, 1.0), 0.0)
+        new = r + step
+        outward = ed & (((r <= 0) & (step < 0)) | ((r >= 1) & (step > 0)))
+        ed = lv & ~outward & ((new < 0) | (new > 1))
+        rho[:, idx] = np.where(lv, np.where(ed, np.clip(new, 0.0, 1.0), new), r)
+        edge[:, idx] = ed
+        live[:, idx] = lv & ~outward & (ed | (np.abs(step) > REFIT_TOL))
     return rho
 
 
