@@ -247,7 +247,13 @@ def grouped_cross(Y, a, yb, group: np.ndarray, omega: np.ndarray, scale: np.ndar
     def gram(X, Bx, w):  # (X + A Bx) diag(w) (X + A Bx)^T
         if sp.issparse(X) and X.nnz * DENSE_GRAM >= np.prod(X.shape) and np.prod(X.shape) <= DENSE_GRAM_VALUES:
             X = X.toarray()  # a dense product is several times faster than a sparse one whose output is dense
-        XX = (X @ sp.diags(w) @ X.T).toarray() if sp.issparse(X) else (X * w) @ X.T
+            if (w >= 0).all():  # one factor's product with its transpose (half the work: a symmetric product)
+                Xw = X * np.sqrt(w)
+                XX = Xw @ Xw.T
+            else:
+                XX = (X * w) @ X.T
+        else:
+            XX = (X @ sp.diags(w) @ X.T).toarray() if sp.issparse(X) else (X * w) @ X.T
         if A is None:
             return np.asarray(XX)
         XB = np.asarray(X @ (Bx * w).T)  # (rows, r)
