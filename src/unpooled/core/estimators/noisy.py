@@ -332,26 +332,26 @@ def prevalence(M, lam, *, tol: float = 1e-10, max_iter: int = 100, groups=None, 
         one[inv] = np.arange(M.shape[0])
         start = np.asarray(start, float).reshape(M.shape[0], G)[one].ravel()
 
-    def fit(rw, ww, parts, size, at):  # one fit of ``size`` rows; ``at``: the refits' starts
-        if at is not None:
-            return _refit_pairs(rw, ww, parts, size, at), None
+    def fit(rw, ww, parts, size):  # one search of ``size`` rows
         return _prevalence_pairs(rw, ww, parts, size, tol, max_iter, information)
 
-    shape = (lam.shape[0], -1, G) if groups is not None else (lam.shape[0], -1)
-    if lam.ndim == 2 and start is not None:  # the refits under each replicate, (R, m[, G])
-        return _refit_replicates(grows, uniq[rows, cols], cols, _exp_parts(lam), n, start).reshape(shape)[:, inv], None
+    lam2 = np.atleast_2d(lam)
+    shape = (lam2.shape[0], -1, G) if groups is not None else (lam2.shape[0], -1)
+    if start is not None:  # the refits, under each replicate (R, m[, G]) or under the one (m[, G])
+        rho = _refit_replicates(grows, uniq[rows, cols], cols, _exp_parts(lam2), n, start).reshape(shape)[:, inv]
+        return (rho if lam.ndim == 2 else rho[0]), None
     if lam.ndim == 2:  # replicates of the log ratios: every row fitted under each, (R, m[, G])
         Rn = lam.shape[0]
         step = max(1, PAIRS_AT_ONCE // max(len(rows), 1))  # replicates fitted together (each fit is its own rows)
         num, den = _exp_parts(lam)  # once per (replicate, item), gathered for the pairs
         got = [fit((np.arange(b - a)[:, None] * n + grows[None, :]).ravel(), np.tile(uniq[rows, cols], b - a),
-                   (num[a:b, cols].ravel(), den[a:b, cols].ravel()), (b - a) * n, None)
+                   (num[a:b, cols].ravel(), den[a:b, cols].ravel()), (b - a) * n)
                for a, b in ((a, min(Rn, a + step)) for a in range(0, Rn, step))]
         rho = np.concatenate([g[0] for g in got])
         J = np.concatenate([g[1] for g in got]) if information else None
         return rho.reshape(shape)[:, inv], None if J is None else J.reshape(shape)[:, inv]
     num, den = _exp_parts(lam)
-    rho, J = fit(grows, uniq[rows, cols], (num[cols], den[cols]), n, start)
+    rho, J = fit(grows, uniq[rows, cols], (num[cols], den[cols]), n)
     if groups is None:
         return rho[inv], None if J is None else J[inv]
     return rho.reshape(-1, G)[inv], None if J is None else J.reshape(-1, G)[inv]
@@ -372,35 +372,15 @@ def _pair_sums(parts_of_pairs, r, m: int):
         return np.bincount(rw, weights=wk, minlength=m), np.bincount(rw, weights=wk * k, minlength=m)
 
 
-def _refit_pairs(rows: np.ndarray, w: np.ndarray, parts, m: int, start: np.ndarray) -> np.ndarray:
-    """:func:`prevalence`'s refit of ``m`` rows given as pairs: Newton steps from ``start`` (clipped to [0, 1]) until
-    a step is below :data:`REFIT_TOL`.  A step out of [0, 1] goes to the bound; a row at a bound whose step points
-    outwards has its maximiser there, and its refit is the bound plus that step (the likelihood continued)."""
-    live = np.bincount(rows, weights=w, minlength=m) > 0
-    rho = np.where(live, np.clip(np.nan_to_num(start), 0.0, 1.0), np.nan)
-    edge = live & ((rho == 0) | (rho == 1))
-    on = (rows, w, parts)
-    for _ in range(REFIT_STEPS):
-        if not live.any():
-            break
-        on = _pairs_of(live, *on) if not live[on[0]].all() else on
-        g, j = _pair_sums(on, np.nan_to_num(rho), m)
-        with np.errstate(divide="ignore", invalid="ignore"):
-            step = np.where(live & (j > 0), g / np.where(j > 0, j, 1.0), 0.0)
-        new = rho + step
-        outward = edge & (((rho <= 0) & (step < 0)) | ((rho >= 1) & (step > 0)))
-        edge = live & ~outward & ((new < 0) | (new > 1))
-        rho = np.where(live, np.where(edge, np.clip(new, 0.0, 1.0), new), rho)
-        live &= ~outward & (edge | (np.abs(step) > REFIT_TOL))
-    return rho
-
-
 def _refit_replicates(rows: np.ndarray, w: np.ndarray, cols: np.ndarray, parts, m: int, start: np.ndarray
                       ) -> np.ndarray:
-    """:func:`_refit_pairs` of ``m`` rows under each replicate of the log ratios, ``(R, m)``: the pairs (``rows``,
-    ``w``, ``cols``: their item) are the same in every replicate, only the items' :func:`_exp_parts` ``parts``
-    (``(R, items)`` each) differ, so the refits run on (pair, replicate) arrays, summed per row by one sparse
-    product, for blocks of replicates of about :data:`PAIRS_AT_ONCE` values."""
+    """:func:`prevalence`'s refit of ``m`` rows under each replicate of the log ratios, ``(R, m)``: Newton steps from
+    ``start`` (clipped to [0, 1]) until a step is below :data:`REFIT_TOL`.  A step out of [0, 1] goes to the bound;
+    a row at a bound whose step points outwards has its maximiser there, and its refit is the bound plus that step
+    (the likelihood continued).  The pairs (``rows``, ``w``, ``cols``: their item) are the same in every replicate,
+    only the items' :func:`_exp_parts` ``parts`` (``(R, items)`` each) differ, so the refits run on (pair,
+    replicate) arrays, summed per row by one sparse product, for blocks of replicates of about
+    :data:`PAIRS_AT_ONCE` values."""
     order = np.argsort(rows, kind="stable")  # pairs by row: a row's prevalence is repeated over its pairs
     rows, w, cols = rows[order], w[order], cols[order]
     live = np.bincount(rows, weights=w, minlength=m) > 0
@@ -418,8 +398,7 @@ def _refit_replicates(rows: np.ndarray, w: np.ndarray, cols: np.ndarray, parts, 
 
 def _refit_block(S, num, den, live0: np.ndarray, start: np.ndarray) -> np.ndarray:
     """:func:`_refit_replicates` for some replicates (``num``, ``den``: (pair, replicate); ``S``: the rows' weighted
-    sums over the pairs): the steps of :func:`_refit_pairs`, each over the replicates that still have a row
-    refitting; ``(m, replicates)``."""
+    sums over the pairs), each step over the replicates that still have a row refitting; ``(m, replicates)``."""
     R = num.shape[1]
     live = np.repeat(live0[:, None], R, axis=1)
     rho = np.where(live, np.clip(np.nan_to_num(start), 0.0, 1.0)[:, None], np.nan)
