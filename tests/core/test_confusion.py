@@ -223,3 +223,28 @@ def test_relation_groups_parse_and_number_strata():
             parse_relation_groups(text, rels)
     # without the schema: any names
     assert parse_relation_groups("x: a b") == {"a": "x", "b": "x"}
+
+
+@pytest.mark.parametrize("clamp", [False, True])
+def test_the_fit_on_answer_patterns_is_the_fit_on_the_items(monkeypatch, clamp):
+    """Items answered alike are merged (answer_patterns); the fit, its posteriors and bootstrap weights are those of
+    the item-by-item EM (every item its own pattern) to round-off, with strata and controls."""
+    from unpooled.core.annotation import confusion
+    from unpooled.core.annotation.confusion import answer_patterns, ds_fit
+
+    a = pool = _two_type_crowd(3)
+    pt = answer_patterns(a)
+    assert pt.n < a.n_items / 2  # six workers answering three times: few patterns
+    # items of one pattern were answered alike
+    for p in np.unique(pt.of_item)[:50]:
+        items = np.flatnonzero(pt.of_item == p)
+        sig = {tuple(sorted(zip(a.rate_rows()[a.item == i].tolist(), a.yes[a.item == i].tolist()))) for i in items}
+        assert len(sig) == 1 and len(set(a.control[items].tolist())) == 1
+    w = np.random.default_rng(0).integers(0, 3, a.n_items).astype(float)
+    merged = [ds_fit(pool, wt, clamp_controls=clamp) for wt in (None, w)]
+    monkeypatch.setattr(confusion, "MAX_PATTERN_ANSWERS", 0)  # every answered item alone: the item-by-item EM
+    assert answer_patterns(a).n >= a.n_items - 1
+    alone = [ds_fit(pool, wt, clamp_controls=clamp) for wt in (None, w)]
+    for m, s in zip(merged, alone):
+        for x, y in zip(m, s):
+            assert np.abs(x - y).max() < 1e-9

@@ -278,3 +278,27 @@ def test_a_precision_estimated_at_1_has_a_narrow_interval(acc, lowest):
         want = (c * 60 * (1 / 60) ** 2 * V).sum() / J ** 2
         assert s.var_parts["votes"]["p"][0] == pytest.approx(want, rel=1e-6)
     assert at_one >= 3
+
+
+@pytest.mark.parametrize("groups", [None, 3])
+def test_refits_under_replicates_are_each_replicates_refit(groups):
+    """prevalence's refits under (R, K) log ratios (one pass over (pair, replicate) arrays) are the refits under
+    each replicate alone, in groups too; rows at a bound continue past it in both."""
+    rng = np.random.default_rng(4)
+    m, K, R = 7, 60, 9
+    M = rng.random((m, K)) * (rng.random((m, K)) < 0.5)
+    M[0] = 0.0  # a row without items
+    lam = rng.normal(1.0, 2.0, K)
+    lam[:5] = np.inf  # certain votes
+    g = None if groups is None else rng.integers(0, groups, K)
+    kw = {} if groups is None else {"groups": g, "n_groups": groups}
+    start, _ = prevalence(M, lam, **kw)
+    start = np.where(np.isfinite(start), start, np.nan)
+    if groups is None:
+        start[1] = 1.0  # a row at a bound
+    reps = lam[None, :] + rng.normal(0.0, 0.4, (R, K))
+    together, _ = prevalence(M, reps, start=start, **kw)
+    for r in range(R):
+        alone, _ = prevalence(M, reps[r], start=start, **kw)
+        np.testing.assert_allclose(together[r], alone, rtol=0, atol=1e-12)
+    assert np.isnan(together[:, 0]).all()

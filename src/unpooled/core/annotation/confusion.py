@@ -262,7 +262,7 @@ def ds_confusions(a: VerifyAnswers, item_weights: np.ndarray | None = None, *, c
 
 
 def ds_fit(a: VerifyAnswers, item_weights=None, *, clamp_controls: bool = False, shrinkage=SHRINKAGE,
-            max_iter: int = 2000, tol: float = 1e-8):
+            max_iter: int = 2000, tol: float = 1e-8, patterns: AnswerPatterns | None = None):
     """:func:`ds_confusions` returning the posteriors too; EM starts from the items' vote shares and runs to its
     fixed point (every rate and class prior still within ``tol``, at most ``max_iter`` EM
     steps), accelerated by :func:`~.fixed_point.squarem`: a stop on the log-likelihood's change left weakly judged
@@ -271,30 +271,35 @@ def ds_fit(a: VerifyAnswers, item_weights=None, *, clamp_controls: bool = False,
     With strata (``a.stratum``) the confusions are per (worker, stratum) (:meth:`VerifyAnswers.rates`) and the
     class prior is per stratum with enough items (hard relations are both harder to judge and less often correct),
     the thin strata sharing one per rate group (:func:`class_prior_groups`).
+
+    The EM runs on :func:`answer_patterns` (``patterns``: ``a``'s, when the caller has them): items answered alike
+    have the same posterior, so each pattern stands for its items with their weights added.
     """
-    n_i = a.n_items
-    iw = np.ones(n_i) if item_weights is None else np.asarray(item_weights, float)
-    om = iw[a.item]
-    fixed = (a.control >= 0) if clamp_controls else np.zeros(n_i, bool)
-    real = a.control < 0
-    votes = np.bincount(a.item, weights=a.yes, minlength=n_i)
-    total = np.bincount(a.item, minlength=n_i)
+    pt = answer_patterns(a) if patterns is None else patterns
+    n_i = pt.n
+    iw = np.bincount(pt.of_item, weights=None if item_weights is None else np.asarray(item_weights, float),
+                     minlength=n_i).astype(float)
+    om = iw[pt.item]
+    fixed = (pt.control >= 0) if clamp_controls else np.zeros(n_i, bool)
+    real = pt.control < 0
+    votes = np.bincount(pt.item, weights=pt.yes, minlength=n_i)
+    total = np.bincount(pt.item, minlength=n_i)
     T = np.where(total > 0, votes / np.maximum(total, 1), 0.5)
-    T = np.where(fixed, a.control, T).astype(float)
-    said = a.yes == 1
-    rows, R = a.rate_rows(), a.n_rates
-    st, H = class_prior_groups(a)
+    T = np.where(fixed, pt.control, T).astype(float)
+    said = pt.yes == 1
+    rows, R = pt.rows, a.n_rates
+    st, H = pt.prior, pt.n_priors
     wr = iw * real
     wr_h = np.maximum(np.bincount(st, weights=wr, minlength=H), 1e-12)
 
     def m_step(T):  # the rates and class priors
         rho = np.clip(np.bincount(st, weights=wr * T, minlength=H) / wr_h, 1e-6, 1 - 1e-6)
-        t_a = T[a.item]
+        t_a = T[pt.item]
         w1, w0 = om * t_a, om * (1 - t_a)
         n1 = np.bincount(rows, weights=w1, minlength=R)
-        y1 = np.bincount(rows, weights=w1 * a.yes, minlength=R)
+        y1 = np.bincount(rows, weights=w1 * pt.yes, minlength=R)
         n0 = np.bincount(rows, weights=w0, minlength=R)
-        y0 = np.bincount(rows, weights=w0 * a.yes, minlength=R)
+        y0 = np.bincount(rows, weights=w0 * pt.yes, minlength=R)
         return np.concatenate([a.rates(y1, n1, shrinkage), a.rates(y0, n0, shrinkage), rho])
 
     def e_step(x):  # the posteriors (the logarithms once per rate row, not per answer: the same values)
@@ -302,14 +307,71 @@ def ds_fit(a: VerifyAnswers, item_weights=None, *, clamp_controls: bool = False,
         lp1, lp0 = np.log(x), np.log1p(-x)
         l1 = np.where(said, lp1[:R][rows], lp0[:R][rows])
         l0 = np.where(said, lp1[R:2 * R][rows], lp0[R:2 * R][rows])
-        s1 = np.bincount(a.item, weights=l1, minlength=n_i) + lp1[2 * R:][st]
-        s0 = np.bincount(a.item, weights=l0, minlength=n_i) + lp0[2 * R:][st]
-        return np.where(fixed, a.control, expit(s1 - s0))
+        s1 = np.bincount(pt.item, weights=l1, minlength=n_i) + lp1[2 * R:][st]
+        s0 = np.bincount(pt.item, weights=l0, minlength=n_i) + lp0[2 * R:][st]
+        return np.where(fixed, pt.control, expit(s1 - s0))
 
     # on the probability scale: a class prior or rate drifting to a bound is a geometric sequence there (which
     # the extrapolation jumps to the end of), an arithmetic one on the logit scale (which it cannot)
     x, _ = squarem(lambda x: m_step(e_step(x)), m_step(T), tol=tol, max_steps=max_iter)
-    return x[:R], x[R:2 * R], e_step(x)
+    return x[:R], x[R:2 * R], e_step(x)[pt.of_item]
+
+
+@dataclass(frozen=True)
+class AnswerPatterns:
+    """The items of some :class:`VerifyAnswers` merged by how they were answered (:func:`answer_patterns`):
+    ``of_item`` the pattern of each item; per pattern answer its pattern (``item``), its confusion row
+    (``rows``) and what it says (``yes``); per pattern its class-prior group (``prior``, of ``n_priors``:
+    :func:`class_prior_groups`) and its control class (``control``, -1 for an item to verify)."""
+
+    of_item: np.ndarray
+    item: np.ndarray
+    rows: np.ndarray
+    yes: np.ndarray
+    prior: np.ndarray
+    n_priors: int
+    control: np.ndarray
+
+    @property
+    def n(self) -> int:
+        return len(self.control)
+
+
+#: items with more answers than this are patterns of their own (:func:`answer_patterns`)
+MAX_PATTERN_ANSWERS = 32
+
+
+def answer_patterns(a: VerifyAnswers) -> AnswerPatterns:
+    """``a``'s items merged into patterns: the items with the same answers (as a multiset of (confusion row,
+    answer)), the same class-prior group and the same control class.  Dawid--Skene's E step gives such items one
+    posterior and its M step adds their answers' weights, so a fit on the patterns, each weighted by its items'
+    weights, is the fit on the items (up to the order of the sums); with a dozen workers answering three times
+    there are a few thousand patterns whatever the number of items, and the bootstrap's hundred refits
+    (:func:`fit_confusions`) work on those.  An item with more than :data:`MAX_PATTERN_ANSWERS` answers (a gold
+    control answered by every worker) is a pattern of its own."""
+    item = np.asarray(a.item, np.int64)
+    rows = np.asarray(a.rate_rows(), np.int64)
+    yes = np.asarray(a.yes, np.int64)
+    prior, H = class_prior_groups(a)
+    control = np.asarray(a.control, np.int64)
+    n_i = a.n_items
+    k = np.bincount(item, minlength=n_i)
+    width = int(min(k.max(initial=0), MAX_PATTERN_ANSWERS))
+    order = np.lexsort((rows * 2 + yes, item))
+    start = np.concatenate([[0], np.cumsum(k)[:-1]])
+    pos = np.arange(len(item)) - start[item[order]]
+    key = np.full((n_i, width + 4), -1, np.int64)
+    on = pos < width
+    key[item[order][on], pos[on]] = (rows * 2 + yes)[order][on]
+    alone = k > MAX_PATTERN_ANSWERS
+    key[alone, width] = np.flatnonzero(alone)  # each its own pattern
+    key[:, width + 1], key[:, width + 2], key[:, width + 3] = prior, control, k
+    _, first, inv = np.unique(key, axis=0, return_index=True, return_inverse=True)
+    inv = inv.reshape(-1)
+    rep = np.zeros(n_i, bool)
+    rep[first] = True
+    sel = rep[item]  # the answers of each pattern's first item stand for its items'
+    return AnswerPatterns(inv, inv[item[sel]], rows[sel], yes[sel], prior[first], H, control[first])
 
 
 #: a rate group's thin strata have a class prior of their own only with this many non-control items together;
@@ -495,7 +557,8 @@ def _fit_confusions(a: VerifyAnswers, source: str, replicates: int, rng, shrinka
             return None
         clamp = source == "semi"
         cw = control_mix_weights(a) if clamp else None
-        got = ds_fit(a, cw, clamp_controls=clamp, shrinkage=shrinkage)[:2]
+        pt = answer_patterns(a)  # once for the point fit and every replicate
+        got = ds_fit(a, cw, clamp_controls=clamp, shrinkage=shrinkage, patterns=pt)[:2]
         # each replicate starts where the point fit did (from the vote shares), not from its posteriors: where the
         # likelihood has a ridge (no controls, or a stratum with few controls and a weak crowd) a warm start kept
         # every replicate near the point fit's end of it and their spread understated the fit's (60 worlds,
@@ -503,7 +566,7 @@ def _fit_confusions(a: VerifyAnswers, source: str, replicates: int, rng, shrinka
         # relations with mostly easy controls 0.80 -> 0.95).  Strata without anchors share their rates
         # (:func:`pool_thin_strata`), so the refits have one optimum to return to
         def fit(w):
-            return ds_fit(a, w if cw is None else w * cw, clamp_controls=clamp, shrinkage=shrinkage)[:2]
+            return ds_fit(a, w if cw is None else w * cw, clamp_controls=clamp, shrinkage=shrinkage, patterns=pt)[:2]
     point = tuple(got)
     if point_only or not replicates:
         return point, None

@@ -16,8 +16,8 @@ import scipy.sparse as sp
 
 from ..errors import InvalidInputError
 from .noisy import (
-    CrowdVotes, _exp_parts, _finite0, _kappa_at, item_log_lr, majority_labels, posterior, prevalence, vote_patterns,
-    vote_variance,
+    CrowdVotes, _exp_parts, _finite0, _kappa_at, _merge_items, item_log_lr, majority_labels, posterior, prevalence,
+    vote_patterns, vote_variance,
 )
 from .linear import Linear
 from .rows import Rows
@@ -135,8 +135,14 @@ def _design_var(d, t, fit: _Fit, lam_s, gs, var_th, theta, dP, dR, simple: bool)
         for k in var:
             var[k][rows] = got[k]
         lo = hi
-    return {"p": var["p"], "r": theta ** 2 * var["nu"] + fit.nu ** 2 * var_th + var_th * var["nu"],
-            "f1": var["f1"] + (dR * fit.nu) ** 2 * var_th}
+    return _design_totals(var, fit.nu, var_th, theta, dR)
+
+
+def _design_totals(var: dict, nu, var_th, theta, dR) -> dict:
+    """The draws' variance of each metric from the strata variances of precision's, :math:`\nu`'s and F1's
+    influence rows (``var``) and :math:`\theta`'s variance ``var_th`` (the exhaustive sample's)."""
+    return {"p": var["p"], "r": theta ** 2 * var["nu"] + nu ** 2 * var_th + var_th * var["nu"],
+            "f1": var["f1"] + (dR * nu) ** 2 * var_th}
 
 
 def _design_var_rows(d, t, fit: _Fit, rows, parts, gs, theta, dP, dR, simple: bool) -> dict:
@@ -162,17 +168,18 @@ def _design_rows(t, fit: _Fit, rows, parts, gs, simple: bool) -> tuple[Rows, Row
     return uP, dA.scaled(rows=inv_b) + dB.scaled(rows=-fit.nu[rows] * inv_b)  # (dA - nu dB) / B
 
 
-def _design_linear(d, t, fit: _Fit, lam_s, gs, T0, var_th, theta, dP, dR, simple: bool) -> dict:
-    """Per metric, the design part's :class:`.linear.Linear` of every target (the rows of :func:`_design_var`
-    for all targets at once; its variances are :func:`_design_var`'s)."""
+def _design_linear(d, t, fit: _Fit, lam_s, gs, T0, var_th, theta, dP, dR, simple: bool) -> tuple[dict, dict]:
+    """:func:`_design_var`'s variances and, per metric, the design part's :class:`.linear.Linear` of every target,
+    from one set of influence rows (:func:`_design_rows` for all targets at once)."""
     from .joint import strata_var
 
     uP, uN = _design_rows(t, fit, np.arange(d.m), _exp_parts(lam_s), gs, simple)
-    var_nu = strata_var(uN, d)
+    uF = uN.scaled(rows=dR * theta) + uP.scaled(rows=dP)  # the F1 influence
+    var = {"p": strata_var(uP, d), "nu": strata_var(uN, d), "f1": strata_var(uF, d)}
     nu = fit.nu
-    return {"p": Linear(uP),
-            "r": Linear(uN.scaled(rows=theta), nu[:, None] * T0, extra=var_th * var_nu),
-            "f1": Linear(uN.scaled(rows=dR * theta) + uP.scaled(rows=dP), (dR * nu)[:, None] * T0)}
+    return _design_totals(var, nu, var_th, theta, dR), {
+        "p": Linear(uP), "r": Linear(uN.scaled(rows=theta), nu[:, None] * T0, extra=var_th * var["nu"]),
+        "f1": Linear(uF, (dR * nu)[:, None] * T0)}
 
 
 @dataclass(frozen=True)
@@ -337,8 +344,12 @@ def _rates_replicates(votes, U, codes, Mc, Ma, Mb, grp, P, theta, simple: bool, 
     # refits by Newton steps from the point fit, continued past a bound (noisy.prevalence start): clipped, a point
     # estimate at 1 had refits at 1 and no confusions' variance (a human reference of true precision 1 at 0.965
     # [0.832, 0.994]; 10-instance systems judged by a 0.6 crowd covered 0.80 against 0.90 with the delta method)
-    rc, ra, rb = (np.nan_to_num(prevalence(M, lam_rep, groups=gk, n_groups=G, start=r0)[0])
-                  for M, r0 in ((Mc, fit.rc), (Ma, fit.ra), (Mb, fit.rb)))
+    # the items of equal log ratios under every replicate merged once for the three (prevalence would merge them
+    # for each)
+    m = Mc.shape[0]
+    merged, lam_rep, gm = _merge_items(np.vstack([Mc, Ma, Mb]), lam_rep, gk)
+    rc, ra, rb = (np.nan_to_num(prevalence(merged[j * m:(j + 1) * m], lam_rep, groups=gm, n_groups=G, start=r0)[0])
+                  for j, r0 in enumerate((fit.rc, fit.ra, fit.rb)))
     p, _, _, nu = _combine(rc, ra, rb, _precision_weights(Mc, grp, P), grp.sums(Ma), grp.sums(Mb), simple)
     r = theta[None, :] * nu
     return {"p": p, "r": r, "f1": f1_score(p, r)}
@@ -438,7 +449,10 @@ def _estimates(d, t, votes, items, grp, simple: bool, confidence, keep: bool = F
     r = theta * nu
     f1 = f1_score(p, r)
     dP, dR = _f1_partials(p, r)
-    var_d = _design_var(d, t, fit, lam[inv], grp.item[inv], var_th, theta, dP, dR, simple)
+    if keep:  # the linear parts for the covariances between targets (:mod:`.paired`), and the variances from them
+        var_d, lin = _design_linear(d, t, fit, lam[inv], grp.item[inv], T0, var_th, theta, dP, dR, simple)
+    else:
+        var_d = _design_var(d, t, fit, lam[inv], grp.item[inv], var_th, theta, dP, dR, simple)
     var_v = _votes_var(d, t, fit, votes, codes, lam, grp, Mc, Ma, Mb, R, theta, dP, dR, simple)
     reps = _rates_replicates(votes, U, codes, Mc, Ma, Mb, grp, d.P, theta, simple, fit)
     var_r = {k: np.zeros(m) if reps is None else np.var(reps[k], axis=0, ddof=1) for k in ("p", "r", "f1")}
@@ -459,7 +473,7 @@ def _estimates(d, t, votes, items, grp, simple: bool, confidence, keep: bool = F
     est = {"p": p, "r": r, "f1": f1, "theta": theta, "nu": nu, "_rc": fit.rc,
            "_p_fit": (Mc, lam, (fit.Jc * (fit.wc > 0)).sum(1), one_p),
            "_r_fit": (Ma, lam, (fit.Ja * (fit.sa > 0)).sum(1), (fit.ra * (fit.sa > 0)).sum(1), scale, one_a)}
-    if keep:  # for the covariances between targets (:mod:`.paired`)
-        est["_linear"] = _design_linear(d, t, fit, lam[inv], grp.item[inv], T0, var_th, theta, dP, dR, simple)
+    if keep:
+        est["_linear"] = lin
         est["_reps"] = None if reps is None else _Replicates(reps)
     return est, var, parts

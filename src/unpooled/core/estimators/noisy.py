@@ -332,25 +332,26 @@ def prevalence(M, lam, *, tol: float = 1e-10, max_iter: int = 100, groups=None, 
         one[inv] = np.arange(M.shape[0])
         start = np.asarray(start, float).reshape(M.shape[0], G)[one].ravel()
 
-    def fit(rw, ww, parts, size, at):  # one fit of ``size`` rows; ``at``: the refits' starts
-        if at is not None:
-            return _refit_pairs(rw, ww, parts, size, at), None
+    def fit(rw, ww, parts, size):  # one search of ``size`` rows
         return _prevalence_pairs(rw, ww, parts, size, tol, max_iter, information)
 
+    lam2 = np.atleast_2d(lam)
+    shape = (lam2.shape[0], -1, G) if groups is not None else (lam2.shape[0], -1)
+    if start is not None:  # the refits, under each replicate (R, m[, G]) or under the one (m[, G])
+        rho = _refit_replicates(grows, uniq[rows, cols], cols, _exp_parts(lam2), n, start).reshape(shape)[:, inv]
+        return (rho if lam.ndim == 2 else rho[0]), None
     if lam.ndim == 2:  # replicates of the log ratios: every row fitted under each, (R, m[, G])
         Rn = lam.shape[0]
         step = max(1, PAIRS_AT_ONCE // max(len(rows), 1))  # replicates fitted together (each fit is its own rows)
         num, den = _exp_parts(lam)  # once per (replicate, item), gathered for the pairs
         got = [fit((np.arange(b - a)[:, None] * n + grows[None, :]).ravel(), np.tile(uniq[rows, cols], b - a),
-                   (num[a:b, cols].ravel(), den[a:b, cols].ravel()), (b - a) * n,
-                   None if start is None else np.tile(start, b - a))
+                   (num[a:b, cols].ravel(), den[a:b, cols].ravel()), (b - a) * n)
                for a, b in ((a, min(Rn, a + step)) for a in range(0, Rn, step))]
         rho = np.concatenate([g[0] for g in got])
-        J = np.concatenate([g[1] for g in got]) if information and start is None else None
-        shape = (Rn, -1, G) if groups is not None else (Rn, -1)
+        J = np.concatenate([g[1] for g in got]) if information else None
         return rho.reshape(shape)[:, inv], None if J is None else J.reshape(shape)[:, inv]
     num, den = _exp_parts(lam)
-    rho, J = fit(grows, uniq[rows, cols], (num[cols], den[cols]), n, start)
+    rho, J = fit(grows, uniq[rows, cols], (num[cols], den[cols]), n)
     if groups is None:
         return rho[inv], None if J is None else J[inv]
     return rho.reshape(-1, G)[inv], None if J is None else J.reshape(-1, G)[inv]
@@ -371,26 +372,62 @@ def _pair_sums(parts_of_pairs, r, m: int):
         return np.bincount(rw, weights=wk, minlength=m), np.bincount(rw, weights=wk * k, minlength=m)
 
 
-def _refit_pairs(rows: np.ndarray, w: np.ndarray, parts, m: int, start: np.ndarray) -> np.ndarray:
-    """:func:`prevalence`'s refit of ``m`` rows given as pairs: Newton steps from ``start`` (clipped to [0, 1]) until
-    a step is below :data:`REFIT_TOL`.  A step out of [0, 1] goes to the bound; a row at a bound whose step points
-    outwards has its maximiser there, and its refit is the bound plus that step (the likelihood continued)."""
+def _refit_replicates(rows: np.ndarray, w: np.ndarray, cols: np.ndarray, parts, m: int, start: np.ndarray
+                      ) -> np.ndarray:
+    """:func:`prevalence`'s refit of ``m`` rows under each replicate of the log ratios, ``(R, m)``: Newton steps from
+    ``start`` (clipped to [0, 1]) until a step is below :data:`REFIT_TOL`.  A step out of [0, 1] goes to the bound;
+    a row at a bound whose step points outwards has its maximiser there, and its refit is the bound plus that step
+    (the likelihood continued).  The pairs (``rows``, ``w``, ``cols``: their item) are the same in every replicate,
+    only the items' :func:`_exp_parts` ``parts`` (``(R, items)`` each) differ, so the refits run on (pair,
+    replicate) arrays, summed per row by one sparse product, for blocks of replicates of about
+    :data:`PAIRS_AT_ONCE` values."""
+    order = np.argsort(rows, kind="stable")  # pairs by row: a row's prevalence is repeated over its pairs
+    rows, w, cols = rows[order], w[order], cols[order]
     live = np.bincount(rows, weights=w, minlength=m) > 0
-    rho = np.where(live, np.clip(np.nan_to_num(start), 0.0, 1.0), np.nan)
+    indptr = np.concatenate([[0], np.cumsum(np.bincount(rows, minlength=m))])
+    S = sp.csr_matrix((w, np.arange(len(rows)), indptr), shape=(m, len(rows)))  # the rows' weighted sums
+    num, den = (np.ascontiguousarray(x.T) for x in parts)  # (items, R)
+    Rn = num.shape[1]
+    step = max(1, PAIRS_AT_ONCE // max(len(rows), 1))
+    out = np.empty((m, Rn))
+    for a in range(0, Rn, step):
+        b = min(Rn, a + step)
+        out[:, a:b] = _refit_block(S, num[cols, a:b], den[cols, a:b], live, start)
+    return out.T
+
+
+def _refit_block(S, num, den, live0: np.ndarray, start: np.ndarray) -> np.ndarray:
+    """:func:`_refit_replicates` for some replicates (``num``, ``den``: (pair, replicate); ``S``: the rows' weighted
+    sums over the pairs), each step over the replicates that still have a row refitting; ``(m, replicates)``."""
+    R = num.shape[1]
+    live = np.repeat(live0[:, None], R, axis=1)
+    rho = np.where(live, np.clip(np.nan_to_num(start), 0.0, 1.0)[:, None], np.nan)
     edge = live & ((rho == 0) | (rho == 1))
-    on = (rows, w, parts)
+    idx = np.arange(R)  # the replicates num and den hold
+    counts = np.diff(S.indptr)  # pairs per row, in order
     for _ in range(REFIT_STEPS):
-        if not live.any():
+        busy = np.flatnonzero(live.any(0))
+        if not len(busy):
             break
-        on = _pairs_of(live, *on) if not live[on[0]].all() else on
-        g, j = _pair_sums(on, np.nan_to_num(rho), m)
+        if len(busy) < len(idx):
+            keep = np.searchsorted(idx, busy)
+            num, den, idx = num[:, keep], den[:, keep], busy
+        r, lv, ed = rho[:, idx], live[:, idx], edge[:, idx]
         with np.errstate(divide="ignore", invalid="ignore"):
-            step = np.where(live & (j > 0), g / np.where(j > 0, j, 1.0), 0.0)
-        new = rho + step
-        outward = edge & (((rho <= 0) & (step < 0)) | ((rho >= 1) & (step > 0)))
-        edge = live & ~outward & ((new < 0) | (new > 1))
-        rho = np.where(live, np.where(edge, np.clip(new, 0.0, 1.0), new), rho)
-        live &= ~outward & (edge | (np.abs(step) > REFIT_TOL))
+            k = np.repeat(np.nan_to_num(r), counts, axis=0)
+            k *= num
+            k += den
+            np.divide(num, k, out=k)  # kappa at each pair's row's prevalence
+            g = S @ k
+            k *= k
+            j = S @ k
+            step = np.where(lv & (j > 0), g / np.where(j > 0, j, 1.0), 0.0)
+        new = r + step
+        outward = ed & (((r <= 0) & (step < 0)) | ((r >= 1) & (step > 0)))
+        ed = lv & ~outward & ((new < 0) | (new > 1))
+        rho[:, idx] = np.where(lv, np.where(ed, np.clip(new, 0.0, 1.0), new), r)
+        edge[:, idx] = ed
+        live[:, idx] = lv & ~outward & (ed | (np.abs(step) > REFIT_TOL))
     return rho
 
 

@@ -220,6 +220,11 @@ def grouped_ss(Y, a, yb, group: np.ndarray, omega: np.ndarray, scale: np.ndarray
     return np.maximum(out + 2 * a * cross + a ** 2 * bb, 0.0)  # (>= 0 but for round-off)
 
 
+#: :func:`grouped_cross` multiplies a sparse matrix as a dense one when at least one value in this many is non-zero
+#: and it holds at most :data:`DENSE_GRAM_VALUES` values (300 systems' unit totals, 30% non-zero: 1.1 s -> 0.2 s)
+DENSE_GRAM, DENSE_GRAM_VALUES = 8, 1 << 25
+
+
 def grouped_cross(Y, a, yb, group: np.ndarray, omega: np.ndarray, scale: np.ndarray) -> np.ndarray:
     r""":func:`grouped_ss`'s cross products between rows: the ``(rows, rows)`` matrix
     :math:`\sum_g \mathrm{scale}_g \sum_{k\in g} \omega_k (y_{ak} - \bar y_{ag})(y_{bk} - \bar y_{bg})`, whose diagonal
@@ -240,7 +245,15 @@ def grouped_cross(Y, a, yb, group: np.ndarray, omega: np.ndarray, scale: np.ndar
         A, B = (a[:, None], np.asarray(yb)[None, :]) if np.ndim(a) == 1 else (a, yb)
 
     def gram(X, Bx, w):  # (X + A Bx) diag(w) (X + A Bx)^T
-        XX = (X @ sp.diags(w) @ X.T).toarray() if sp.issparse(X) else (X * w) @ X.T
+        if sp.issparse(X) and X.nnz * DENSE_GRAM >= np.prod(X.shape) and np.prod(X.shape) <= DENSE_GRAM_VALUES:
+            X = X.toarray()  # a dense product is several times faster than a sparse one whose output is dense
+            if (w >= 0).all():  # one factor's product with its transpose (half the work: a symmetric product)
+                Xw = X * np.sqrt(w)
+                XX = Xw @ Xw.T
+            else:
+                XX = (X * w) @ X.T
+        else:
+            XX = (X @ sp.diags(w) @ X.T).toarray() if sp.issparse(X) else (X * w) @ X.T
         if A is None:
             return np.asarray(XX)
         XB = np.asarray(X @ (Bx * w).T)  # (rows, r)

@@ -143,7 +143,8 @@ def paired_details(cv, i: int, pks: list[int], batch: str) -> dict:
     for k, C in cv.cov.items():
         out["var"][k] = num(C[i, i])
         row = C[i]
-        out["cov"][k] = {str(pks[j]): num(row[j]) for j in np.flatnonzero(row) if j != i and num(row[j]) is not None}
+        vals = row.tolist()  # (a score's m covariances per metric, for m scores: one pass each, not m calls)
+        out["cov"][k] = {str(pks[j]): vals[j] for j in np.flatnonzero((row != 0) & np.isfinite(row)).tolist() if j != i}
     return out
 
 
