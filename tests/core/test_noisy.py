@@ -243,7 +243,8 @@ def test_a_precision_estimated_at_1_has_a_narrow_interval(acc, lowest):
     seed whose estimate is 1 gets an interval about as wide as a binomial 60 of 60 (Wilson's lower bound 0.957; 0.947 at seed 0),
     not [0.004, 1] (seed 0 at accuracy 0.9 before the expected information was used at the bound).  At the bound the observed information holds none of the contrary vote patterns the votes'
     variance weighs (their kappa is unbounded there); the expected information is used for both."""
-    from unpooled.core.estimators.noisy import item_log_lr, vote_patterns
+    from unpooled.core.estimators.noisy import item_log_lr
+    from unpooled.core.estimators.vote_variance import vote_patterns
 
     at_one = 0
     for seed in range(12):

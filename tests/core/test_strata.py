@@ -9,9 +9,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from unpooled.core.annotation.confusion import (
-    VerifyAnswers, ds_fit, keyed_answers, model_answers, pool_thin_strata, shrunk_rates, stratified_rates,
+    VerifyAnswers, ds_fit, keyed_answers, model_answers, shrunk_rates, stratified_rates,
 )
-from unpooled.core.annotation.relation_groups import relation_stratum_codes
+from unpooled.core.annotation.relation_groups import pool_thin_strata, relation_stratum_codes
 from unpooled.core.annotation.crowd import parse_relation_accuracy, relation_rates
 from unpooled.core.errors import InvalidInputError
 from unpooled.core.estimators.strata import groups, precision_weights

@@ -55,7 +55,7 @@ def test_relation_dependent_crowd_through_the_service(shared_data, tmp_path, cap
     # (a hard relation's rates are weakly identified by 3 answers an item: its sensitivity is pulled up along the
     # likelihood's ridge; the false-positive rates, far apart, are not)
     assert hard and not fit["P17"]["weak"] and not fit["P131"]["weak"]
-    # relations with few controls share the rates of those whose answers agree alike (confusion.pool_thin_strata):
+    # relations with few controls share the rates of those whose answers agree alike (relation_groups.pool_thin_strata):
     # P17 and P131 with the easy ones, the others in groups of their own; a group of weak relations anchored by
     # about ten controls drifts along the ridge too (P27's group: 0.82 / 0.34 against a true 0.7 / 0.5)
     assert fit["P27"]["pooled"] and fit["P150"]["pooled"]

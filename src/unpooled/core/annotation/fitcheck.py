@@ -53,7 +53,7 @@ class StratumFit:
     chi2: float
     df: int
     p_value: float
-    #: its rates are shared with other strata that have few gold controls (:func:`~.confusion.pool_thin_strata`)
+    #: its rates are shared with other strata that have few gold controls (:func:`~.relation_groups.pool_thin_strata`)
     pooled: bool = False
     #: the :data:`WEAK_QUANTILE` quantile of the separation over the fit's bootstrap replicates (None without)
     separation_lo: float | None = None

@@ -516,7 +516,8 @@ def _precision_interval(p, var_p, ess, unseen, fit, confidence: float, size=None
 def _group_precision_from_votes(d, votes, w, g, ok, coef, q_x, pi_x, D, G, m, n):
     """Per group: precision from the votes (:func:`.noisy.prevalence` with the group's importance weights per
     item), its variance (draws + votes + confusions, :mod:`.noisy`), and what its interval needs."""
-    from .noisy import item_log_lr, kappa, posterior, prevalence, vote_patterns, vote_variance
+    from .noisy import item_log_lr, kappa, posterior, prevalence
+    from .vote_variance import vote_patterns, vote_variance
 
     U = d.P.shape[1]
     codes, inv = np.unique(d.xs, return_inverse=True)

@@ -15,10 +15,8 @@ import numpy as np
 import scipy.sparse as sp
 
 from ..errors import InvalidInputError
-from .noisy import (
-    CrowdVotes, _exp_parts, _finite0, _kappa_at, _merge_items, item_log_lr, majority_labels, posterior, prevalence,
-    vote_patterns, vote_variance,
-)
+from .noisy import CrowdVotes, _exp_parts, _kappa_at, _merge_items, item_log_lr, majority_labels, posterior, prevalence
+from .vote_variance import _finite0, vote_patterns, vote_variance
 from .linear import Linear
 from .rows import Rows
 from .strata import MIN_TARGET_ITEMS, precision_weights

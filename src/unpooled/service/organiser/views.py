@@ -20,7 +20,7 @@ from django.urls import reverse
 from django.utils import timezone
 from django.views.decorators.http import require_POST
 
-from unpooled.core.annotation.confusion import MIN_STRATUM_CONTROLS
+from unpooled.core.annotation.relation_groups import MIN_STRATUM_CONTROLS
 from unpooled.core.annotation.fitcheck import WEAK_SEPARATION
 from unpooled.core.sampling import FEW_DOCUMENTS, small_sample_warning
 from unpooled.core.sampling.documents import COVERAGE_BELOW
