@@ -124,7 +124,7 @@ from .finite import strata_var as finite_var
 from .intervals import _f1_partials, f1_interval, f1_score, population_size, wilson
 from .linear import Linear
 from .results import ConfidenceInterval, Estimate
-from .rows import ByItem, Rows, row_sums, scale
+from .rows import ByItem, Rows, Segments, combine, indicator, row_sums, scale
 
 WEIGHTS = ("heuristic", "balance", "minvar")
 ESTIMATORS = ("simple", "joint")
@@ -308,94 +308,202 @@ def complete_targets(d: Design) -> np.ndarray:
 
 
 # -- the kernel ---------------------------------------------------------------
-@dataclass
 class _Terms:
     """Per-(target, draw) terms whose stratum sums give every estimate, held as :class:`.rows.Rows`: non-zero
     where the target holds the drawn instance, plus the parts every target shares (memory: the non-zeros).
-    ``C_items``/``W_items``/``A_items``: ``C``, ``W`` and ``A`` as a :class:`.rows.ByItem` plus the rest (a sparse
-    matrix), for the bootstrap (:mod:`.bootstrap`)."""
 
-    C: Rows  # precision's numerator (m, S): the importance weights times the labels
-    W: Rows  # precision's denominator (m, S): the importance weights of the draws for each target
-    A: Rows  # recall numerator (m, S)
-    B: Rows  # recall denominator (m, S)
-    S0: np.ndarray  # (m, n0) bool: exhaustive instance inside the target's pool S_i
-    ess: np.ndarray  # (m,) Kish effective sample size of the precision weights
-    ratio: Rows | None = None  # (m, S) (w_ij / n_j) / q_i(x_s): the importance ratio of each draw
-    C_items: tuple[ByItem | None, sp.csr_matrix] | None = None
-    A_items: tuple[ByItem | None, sp.csr_matrix] | None = None
-    W_items: tuple[ByItem | None, sp.csr_matrix] | None = None
+    A system's draws of one instance (a unit of :mod:`.finite`) share their importance ratio and probability, so
+    the terms are built per unit: ``V`` (targets x units, sparse) is the importance weight of one draw of each unit
+    for each target, and :meth:`per_unit` gives the terms' unit totals, all the estimates and their variances need
+    (:func:`linear_parts`; 500,000 draws of 1,000 systems: 40M non-zeros once, not four matrices of 44.6M).  The
+    same terms per draw (``C``, ``W``, ``A``, ``B``, ``ratio``: the crowd votes' path, :mod:`.ppi`, ...) are built on
+    first use, from the same unit values.  ``C_items``/``W_items``/``A_items``: ``C``, ``W`` and ``A`` per draw as a
+    :class:`.rows.ByItem` plus the rest (a sparse matrix), for the bootstrap (:mod:`.bootstrap`)."""
 
-
-def _ratio(d: Design, W: np.ndarray, Pm: sp.csr_matrix) -> Rows:
-    r"""The importance ratio :math:`(w_{ij}/n_j)/q_i(x_s)` of every (target, draw), over distinct instances: one
-    row shared by every target when ``W``'s rows are equal (the balance heuristic: one proposal :math:`q`),
-    else dense."""
-    per = d.units.factor / np.maximum(d.n.astype(float)[d.src], 1)
-    if len(W) and np.all(W == W[:1]):
-        q = Pm.T @ W[0]
+    def __init__(self, d: Design, W: np.ndarray, *, own_complete: bool = True):
+        u = d.units
+        self.d, self.weights = d, W
+        self.codes, self.item = np.unique(d.xs, return_inverse=True)
+        self.PIc = d.P[:, self.codes].tocsc()
+        self.PI = self.PIc.tocsr()  # p_i(x) of the instances drawn, (m, K)
+        # canonical (sorted, no duplicates): the matrices below share these index arrays, so nothing may sort them
+        self.PI.sum_duplicates()
+        src, item = d.src[u.first], self.item[u.first]  # per unit
+        self.pos_ratio_u = _ratio(d, W, self.PI, item, src, u.factor[u.first])  # recall: every system's draws
+        done = np.flatnonzero(complete_targets(d)) if own_complete else []
+        # precision of a system drawn completely: its own draws, w_ij = [j = i], so q_i = p_i (the votes' variance
+        # then weighs its own items for recall's too)
+        self.ratio_u = (_own_rows(d, self.pos_ratio_u, self.PI, item, done, src, u.factor[u.first]) if len(done)
+                        else self.pos_ratio_u)
+        m_u = np.bincount(u.unit, minlength=u.n_units).astype(float)
+        pattern = d.gs is None and self.ratio_u.sparse.nnz > 0  # V's pattern may then differ from the units'
+        V, rest, held, sw, sw2 = [], [], [], [], []
+        per_row = row_sums(self.PI, np.bincount(item, minlength=len(self.codes))[self.PI.indices])  # units' nnz
+        for rows in _row_blocks(np.concatenate([[0], np.cumsum(per_row)])):  # a block of targets at a time
+            Pu = self.PI[rows].tocsc()[:, item].tocsr()  # p_i(x) of each unit (targets x units): cell by cell
+            Pu.sum_duplicates()
+            r = self.ratio_u
+            r = Rows(r.sparse[rows], None if r.a is None else r.a[rows], r.b)
+            V.append(r * Pu)  # the importance weight of one draw of each unit for each target
+            rest.append(Rows(r.sparse) * Pu)  # the importance weights beyond the shared ratio (complete targets)
+            held.append(Pu if pattern else None)
+            w = V[-1].data * m_u[V[-1].indices]  # a unit's weights, as many as its draws
+            sw.append(row_sums(V[-1], w))
+            sw2.append(row_sums(V[-1], w * V[-1].data))
+            del Pu, w
+        self.V = _stack(V, (d.m, u.n_units))
+        del V
+        self.rest_u = _stack(rest, (d.m, u.n_units))
+        # recall's numerator: the draws of instances the target holds (the units' pattern: V's when shared)
+        self.held_u = None if d.gs is not None else (_stack(held, (d.m, u.n_units)) if pattern else self.V)
         with np.errstate(divide="ignore", invalid="ignore"):
-            return Rows.shared(np.ones(d.m), np.where(q > 0, W[0, d.src] * per / q, 0.0))
-    Q = np.asarray((Pm.T @ W.T).T)  # q_i(x_s)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        return Rows.of(np.where(Q > 0, W[:, d.src] * per[None, :] / Q, 0.0))
+            ess = np.concatenate(sw) ** 2 / np.concatenate(sw2)
+        self.ess = np.nan_to_num(ess)  # (m,) Kish effective sample size of the precision weights
+        # counted in floats: an int8 product wraps at 128 matching systems (joint recall 0 for everyone)
+        self.S0 = ((W > 0).astype(float) @ d.g0.astype(float)) > 0  # (m, n0): exhaustive instance inside S_i
+
+    def per_unit(self, recall: bool = True) -> tuple[Rows, ...]:
+        """The unit totals (targets x units) of precision's numerator ``C`` and denominator ``W`` and, with
+        ``recall``, of recall's ``A`` and ``B``: a unit's value times its draws (``W``) or the sum of their labels
+        (the others).  Once: the unit weights ``V`` become ``W`` (the draw-level terms and the bootstrap do not
+        need them), so that the four hold the non-zeros three times, not four."""
+        if self.V is None:
+            raise RuntimeError("_Terms.per_unit: the unit terms were already taken")
+        d, u = self.d, self.d.units
+        A = B = None
+        if recall:
+            B = self.pos_ratio_u.scaled(cols=np.bincount(u.unit, weights=d.p0[d.xs] * d.f, minlength=u.n_units))
+            A = Rows(B.at(self.held_u) if self.held_u is not None else
+                     sp.csr_matrix(self.A.sparse @ indicator(u.unit, u.n_units)))
+        V, self.V, self.held_u = self.V, None, None
+        C = Rows(scale(V, cols=np.bincount(u.unit, weights=d.f, minlength=u.n_units)))
+        m_u = np.bincount(u.unit, minlength=u.n_units).astype(float)
+        for rows in _row_blocks(V.indptr):  # W = V times the draws, in place (scale's values, without a copy)
+            a, b = V.indptr[rows.start], V.indptr[rows.stop]
+            V.data[a:b] *= m_u[V.indices[a:b]]
+        return (C, Rows(V)) + ((A, B) if recall else ())
+
+    @cached_property
+    def ratio(self) -> Rows:
+        """(m, S) (w_ij / n_j) / q_i(x_s): the importance ratio of each draw."""
+        return self.ratio_u.columns(self.d.units.unit)
+
+    @cached_property
+    def _pos(self) -> Rows:
+        return self.pos_ratio_u.columns(self.d.units.unit).scaled(cols=self.d.p0[self.d.xs] * self.d.f)
+
+    @cached_property
+    def _Pm(self) -> sp.csr_matrix:
+        Pm = self.PIc[:, self.item].tocsr()  # p_i(x_s), (m, S): through columns, so sorted without a sort
+        Pm.sum_duplicates()
+        return Pm
+
+    @cached_property
+    def C(self) -> Rows:
+        """Precision's numerator (m, S): the importance weights times the labels."""
+        return Rows(scale(self.W.sparse, cols=self.d.f))
+
+    @cached_property
+    def W(self) -> Rows:
+        """Precision's denominator (m, S): the importance weight of each draw for each target."""
+        return Rows(self.ratio * self._Pm)
+
+    @cached_property
+    def A(self) -> Rows:
+        """Recall's numerator (m, S)."""
+        if self.d.gs is None:
+            held = self._Pm
+            held = sp.csr_matrix(((held.data != 0).astype(float), held.indices, held.indptr), shape=held.shape)
+        else:
+            held = sp.csr_matrix(self.d.gs, dtype=float)
+            held.data = (held.data != 0).astype(float)
+        return Rows(self._pos * held)
+
+    @property
+    def B(self) -> Rows:
+        """Recall's denominator (m, S)."""
+        return self._pos
+
+    @cached_property
+    def W_items(self) -> tuple[ByItem | None, sp.csr_matrix]:
+        rest = Rows(self.rest_u).columns(self.d.units.unit).sparse
+        r = self.ratio
+        return (None if r.a is None else ByItem(self.PI, self.item, r.a, r.b), rest)
+
+    @cached_property
+    def C_items(self) -> tuple[ByItem | None, sp.csr_matrix]:
+        items, rest = self.W_items
+        f = self.d.f
+        return (None if items is None else ByItem(items.M, items.item, items.a, items.c * f), scale(rest, cols=f))
+
+    @cached_property
+    def A_items(self) -> tuple[ByItem | None, sp.csr_matrix]:
+        pos = self._pos
+        if self.d.gs is None and pos.a is not None:
+            PI = self.PI
+            HI = sp.csr_matrix(((PI.data != 0).astype(float), PI.indices, PI.indptr), shape=PI.shape)
+            return ByItem(HI, self.item, pos.a, pos.b), sp.csr_matrix(pos.shape)
+        return None, self.A.sparse
 
 
 def _terms(d: Design, W: np.ndarray, *, own_complete: bool = True) -> _Terms:
     """Per-(target, draw) terms under the weights ``W``; precision's from a system's own draws alone where they
     reached all its instances (:func:`complete_targets`) unless ``own_complete`` is False."""
-    codes, item = np.unique(d.xs, return_inverse=True)
-    PIc = d.P[:, codes].tocsc()
-    PI = PIc.tocsr()  # p_i(x) of the instances drawn, (m, K)
-    Pm = PIc[:, item].tocsr()  # p_i(x_s), (m, S): through columns, so sorted without a sort of its non-zeros
-    # canonical (sorted, no duplicates): the matrices below share these index arrays, so nothing may sort them
-    PI.sum_duplicates()
-    Pm.sum_duplicates()
-    ratio = _ratio(d, W, Pm)
-    pos = ratio.scaled(cols=d.p0[d.xs] * d.f)  # recall: every system's draws
-    done = np.flatnonzero(complete_targets(d)) if own_complete else []
-    if len(done):  # precision of a system drawn completely: its own draws, w_ij = [j = i], so q_i = p_i
-        ratio = _own_rows(d, ratio, Pm, done)  # (the votes' variance then weighs its own items for recall's too)
-    rest = Rows(ratio.sparse) * Pm  # the importance weights beyond the shared ratio (rows of complete targets)
-    W_items = (None if ratio.a is None else ByItem(PI, item, ratio.a, ratio.b), rest)
-    C_items = (None if ratio.a is None else ByItem(PI, item, ratio.a, ratio.b * d.f), scale(rest, cols=d.f))
-    wimp = ratio * Pm  # importance weight of each draw for target i
-    C = Rows(scale(wimp, cols=d.f))
-    if d.gs is None:  # recall's numerator: the draws of instances the target holds
-        HI = sp.csr_matrix(((PI.data != 0).astype(float), PI.indices, PI.indptr), shape=PI.shape)
-        A_items = (ByItem(HI, item, pos.a, pos.b), sp.csr_matrix(pos.shape)) if pos.a is not None else None
-        held = sp.csr_matrix(((Pm.data != 0).astype(float), Pm.indices, Pm.indptr), shape=Pm.shape)
-    else:
-        held = sp.csr_matrix(d.gs, dtype=float)
-        held.data = (held.data != 0).astype(float)
-        A_items = None
-    A = Rows(pos * held)
-    A_items = A_items or (None, A.sparse)
-    # counted in floats: an int8 product wraps at 128 matching systems (joint recall 0 for everyone)
-    S0 = ((W > 0).astype(float) @ d.g0.astype(float)) > 0
+    return _Terms(d, W, own_complete=own_complete)
+
+
+def _row_blocks(indptr: np.ndarray, nnz: int = 1 << 22) -> list[slice]:
+    """Slices of the rows of a matrix (its ``indptr``) of about ``nnz`` stored values each (at least one row)."""
+    cut = np.searchsorted(indptr, np.arange(nnz, indptr[-1], nnz))
+    edges = np.unique(np.concatenate([[0], cut, [len(indptr) - 1]]))
+    return [slice(int(a), int(b)) for a, b in zip(edges[:-1], edges[1:])] or [slice(0, 0)]
+
+
+def _stack(blocks: list, shape: tuple[int, int]) -> sp.csr_matrix:
+    """The blocks of rows as one matrix (canonical when they are)."""
+    if len(blocks) == 1:
+        return blocks[0]
+    out = sp.vstack(blocks, format="csr")
+    out.has_canonical_format = all(b.has_canonical_format for b in blocks)
+    return out
+
+
+def _ratio(d: Design, W: np.ndarray, PI: sp.csr_matrix, item: np.ndarray, src: np.ndarray,
+           factor: np.ndarray) -> Rows:
+    r"""The importance ratio :math:`(w_{ij}/n_j)/q_i(x)` of every (target, column), the columns (draws or units)
+    made by systems ``src`` of the instances ``item`` (columns of ``PI``), with the
+    :attr:`.finite.DrawUnits.factor` ``factor``, over distinct instances: one row shared by every target when
+    ``W``'s rows are equal (the balance heuristic: one proposal :math:`q`), else dense."""
+    per = factor / np.maximum(d.n.astype(float)[src], 1)
+    if len(W) and np.all(W == W[:1]):
+        q = (PI.T @ W[0])[item]
+        with np.errstate(divide="ignore", invalid="ignore"):
+            return Rows.shared(np.ones(d.m), np.where(q > 0, W[0, src] * per / q, 0.0))
+    Q = np.asarray((PI.T @ W.T).T)[:, item]  # q_i(x)
     with np.errstate(divide="ignore", invalid="ignore"):
-        ess = row_sums(wimp, wimp.data) ** 2 / row_sums(wimp, wimp.data ** 2)
-    return _Terms(C, Rows(wimp), A, pos, S0, np.nan_to_num(ess), ratio, C_items, A_items, W_items)
+        return Rows.of(np.where(Q > 0, W[:, src] * per[None, :] / Q, 0.0))
 
 
-def _own_rows(d: Design, ratio: Rows, Pm: sp.csr_matrix, done: np.ndarray) -> Rows:
-    """``ratio`` with the rows ``done`` replaced by their own draws' ratios :math:`1/(n_i p_i(x_s))` (over
-    distinct instances), 0 on the other draws."""
+def _own_rows(d: Design, ratio: Rows, PI: sp.csr_matrix, item: np.ndarray, done: np.ndarray, src: np.ndarray,
+              factor: np.ndarray) -> Rows:
+    """``ratio`` (columns as :func:`_ratio`'s) with the rows ``done`` replaced by their own draws' ratios
+    :math:`1/(n_i p_i(x_s))` (over distinct instances), 0 on the other columns."""
     m = d.m
-    own = np.flatnonzero(np.isin(d.src, done))
+    own = np.flatnonzero(np.isin(src, done))
     with np.errstate(divide="ignore", invalid="ignore"):
-        val = (d.units.factor / np.maximum(d.n.astype(float)[d.src], 1))[own] / np.asarray(Pm[d.src[own], own]).ravel()
+        val = (factor / np.maximum(d.n.astype(float)[src], 1))[own] / np.asarray(PI[src[own], item[own]]).ravel()
     keep = np.ones(m)
     keep[done] = 0.0
-    mine = sp.csr_matrix((val, (d.src[own], own)), shape=ratio.shape)
+    mine = sp.csr_matrix((val, (src[own], own)), shape=ratio.shape)
     return Rows(sp.csr_matrix(scale(ratio.sparse, keep) + mine), None if ratio.a is None else ratio.a * keep, ratio.b)
 
 
-def strata_var(U: np.ndarray, d: Design, *, cross: bool = False) -> np.ndarray:
-    """Variance estimate of the row sums of ``U`` (targets x draws, built from :func:`_terms`) under the design's
-    stratified draws, over the distinct instances drawn (:func:`.finite.strata_var`); ``cross``: their
-    covariance matrix."""
-    return finite_var(U, d.src, d.m, d.units, cross=cross)
+def strata_var(U: np.ndarray, d: Design, *, cross: bool = False, per_unit: bool = False,
+               segments: Segments | None = None) -> np.ndarray:
+    """Variance estimate of the row sums of ``U`` (targets x draws, built from :func:`_terms`; with ``per_unit``
+    targets x units, :meth:`_Terms.per_unit`) under the design's stratified draws, over the distinct instances
+    drawn (:func:`.finite.strata_var`, ``segments`` as there); ``cross``: their covariance matrix."""
+    return finite_var(U, d.src, d.m, d.units, cross=cross, per_unit=per_unit, segments=segments)
 
 
 def _shares0(d: Design) -> np.ndarray | None:
@@ -635,46 +743,56 @@ def _estimate_with(d: Design, W: np.ndarray, confidence: float, method: str, *, 
 
 def linear_parts(d: Design, t: _Terms, confidence: float | None, *, simple: bool = False):
     """Estimates (``p``, ``r``, ``f1``, ``theta``, ``nu``), their linear parts (:class:`.linear.Linear`: the
-    covariance of any two targets is that of their rows) and variances, from labels (no votes)."""
-    p, lin_p = precision_linear(t)
-    lin = {"p": lin_p}
+    covariance of any two targets is that of their rows; per unit, :meth:`_Terms.per_unit`) and variances, from
+    labels (no votes)."""
+    C, Wt, *recall = t.per_unit(recall=not simple)
+    p, lin_p = precision_linear(C, Wt, per_unit=True)
+    del C, Wt
     Up, inv_w = lin_p.draws, lin_p.draw_scale  # (C - p W), over W's sum
+    seg = Segments.of(Up.sparse, d.units.unit_cell)  # the runs of every unit-level row below (of one pattern)
+    lin = {"p": replace(lin_p, segments=seg)}
     if simple:  # recall from the exhaustive sample only: r = sum v g / sum v
         r, T = pool_values(d, d.g0)
         theta, nu = r.copy(), np.ones(d.m)
         dP, dR = _f1_partials(p, r)
         lin["r"] = Linear(None, T)
-        lin["f1"] = Linear(Up, T, draw_scale=dP * inv_w, ex_scale=dR)  # independent samples
+        lin["f1"] = Linear(Up, T, draw_scale=dP * inv_w, ex_scale=dR, per_unit=True, segments=seg)  # independent
         var = {k: lin[k].var(d, confidence) for k in lin}
     else:
-        Bs = t.B.sum()
+        A, B = recall
+        del recall
+        Bs = B.sum()
         with np.errstate(divide="ignore", invalid="ignore"):
-            nu = np.where(Bs > 0, t.A.sum() / Bs, 0.0)
+            nu = np.where(Bs > 0, A.sum() / Bs, 0.0)
             inv = np.where(Bs > 0, 1.0 / Bs, 0.0)
-        Uu = t.A + t.B.scaled(rows=-nu)  # (A - nu B), over B below: a row's scale leaves strata_var's own
+        Uu = A + B.scaled(rows=-nu)  # (A - nu B), over B below: a row's scale leaves strata_var's own
+        del A, B
         theta, T = pool_values(d, t.S0)
         var_th = _var0(T, d, confidence)
-        var_nu = strata_var(Uu, d) * inv ** 2
+        var_nu = strata_var(Uu, d, per_unit=True, segments=seg) * inv ** 2
         r = theta * nu
         dP, dR = _f1_partials(p, r)
-        lin["r"] = Linear(Uu, T, draw_scale=theta * inv, ex_scale=nu, extra=var_th * var_nu)
+        lin["r"] = Linear(Uu, T, draw_scale=theta * inv, ex_scale=nu, extra=var_th * var_nu, per_unit=True,
+                          segments=seg)
+        var = {"p": lin["p"].var(d, confidence)}
         # F1 influence: on the draws, dP*Up/sum(W) + dR*theta*Uu/sum(B) (they share draws); on Y0, dR*nu*T
-        lin["f1"] = Linear(Up.scaled(rows=dP * inv_w) + Uu.scaled(rows=dR * theta * inv), T, ex_scale=dR * nu)
-        var = {"p": lin["p"].var(d, confidence), "f1": lin["f1"].var(d, confidence),
-               "r": theta ** 2 * var_nu + nu ** 2 * var_th + var_th * var_nu}
+        lin["f1"] = Linear(combine(Up, dP * inv_w, Uu, dR * theta * inv), T, ex_scale=dR * nu,
+                           per_unit=True, segments=seg)
+        var.update({"f1": lin["f1"].var(d, confidence), "r": theta ** 2 * var_nu + nu ** 2 * var_th + var_th * var_nu})
     return {"p": p, "r": r, "f1": f1_score(p, r), "theta": theta, "nu": nu}, lin, var
 
 
-def precision_linear(t: _Terms) -> tuple[np.ndarray, Linear]:
-    r"""Precision from labels, the self-normalised (Hájek) ratio :math:`\hat\pi_i = \sum_s C_{is} / \sum_s W_{is}`,
-    and its linear part: the rows :math:`C_i - \hat\pi_i W_i` scaled by :math:`1/\sum_s W_{is}` (0 for a target no
-    draw weighs, whose precision is then 0).  The one formula of every consumer (:func:`linear_parts`,
-    :mod:`.ppi`); the bootstrap's replicates take the same ratio of their sums (:mod:`.bootstrap`)."""
-    Ws = t.W.sum()
+def precision_linear(C: Rows, W: Rows, *, per_unit: bool = False) -> tuple[np.ndarray, Linear]:
+    r"""Precision from labels, the self-normalised (Hájek) ratio :math:`\hat\pi_i = \sum_s C_{is} / \sum_s W_{is}`
+    of its numerator's and denominator's terms (:class:`_Terms`: per draw, or per unit with ``per_unit``), and its
+    linear part: the rows :math:`C_i - \hat\pi_i W_i` scaled by :math:`1/\sum_s W_{is}` (0 for a target no draw
+    weighs, whose precision is then 0).  The one formula of every consumer (:func:`linear_parts`, :mod:`.ppi`);
+    the bootstrap's replicates take the same ratio of their sums (:mod:`.bootstrap`)."""
+    Ws = W.sum()
     with np.errstate(divide="ignore", invalid="ignore"):
-        p = np.where(Ws > 0, t.C.sum() / Ws, 0.0)
+        p = np.where(Ws > 0, C.sum() / Ws, 0.0)
         inv = np.where(Ws > 0, 1.0 / Ws, 0.0)
-    return p, Linear(t.C + t.W.scaled(rows=-p), draw_scale=inv)
+    return p, Linear(combine(C, None, W, -p), draw_scale=inv, per_unit=per_unit)
 
 
 def _estimate_noisy(d: Design, W: np.ndarray, confidence: float, method: str, *, simple: bool, votes,
