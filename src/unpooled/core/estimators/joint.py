@@ -460,10 +460,15 @@ def _row_blocks(indptr: np.ndarray, nnz: int = 1 << 22) -> list[slice]:
 
 
 def _stack(blocks: list, shape: tuple[int, int]) -> sp.csr_matrix:
-    """The blocks of rows as one matrix (canonical when they are)."""
+    """The blocks of rows (CSR) as one matrix, canonical when they are (one copy of their arrays)."""
     if len(blocks) == 1:
         return blocks[0]
-    out = sp.vstack(blocks, format="csr")
+    nnz = np.cumsum([0] + [b.nnz for b in blocks])
+    indptr = np.concatenate([[0]] + [b.indptr[1:].astype(np.int64) + o for b, o in zip(blocks, nnz[:-1])])
+    wide = np.int64 if nnz[-1] >= 2 ** 31 or shape[1] >= 2 ** 31 else np.int32
+    out = sp.csr_matrix((np.concatenate([b.data for b in blocks]),
+                         np.concatenate([b.indices for b in blocks]).astype(wide, copy=False),
+                         indptr.astype(wide)), shape=shape)
     out.has_canonical_format = all(b.has_canonical_format for b in blocks)
     return out
 
