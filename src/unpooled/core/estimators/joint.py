@@ -335,47 +335,78 @@ class _Terms:
         # then weighs its own items for recall's too)
         self.ratio_u = (_own_rows(d, self.pos_ratio_u, self.PI, item, done, src, u.factor[u.first]) if len(done)
                         else self.pos_ratio_u)
-        m_u = np.bincount(u.unit, minlength=u.n_units).astype(float)
-        pattern = d.gs is None and self.ratio_u.sparse.nnz > 0  # V's pattern may then differ from the units'
-        V, rest, held, sw, sw2 = [], [], [], [], []
-        per_row = row_sums(self.PI, np.bincount(item, minlength=len(self.codes))[self.PI.indices])  # units' nnz
-        for rows in _row_blocks(np.concatenate([[0], np.cumsum(per_row)])):  # a block of targets at a time
-            Pu = self.PI[rows].tocsc()[:, item].tocsr()  # p_i(x) of each unit (targets x units): cell by cell
-            Pu.sum_duplicates()
-            r = self.ratio_u
-            r = Rows(r.sparse[rows], None if r.a is None else r.a[rows], r.b)
-            V.append(r * Pu)  # the importance weight of one draw of each unit for each target
-            rest.append(Rows(r.sparse) * Pu)  # the importance weights beyond the shared ratio (complete targets)
-            held.append(Pu if pattern else None)
-            w = V[-1].data * m_u[V[-1].indices]  # a unit's weights, as many as its draws
-            sw.append(row_sums(V[-1], w))
-            sw2.append(row_sums(V[-1], w * V[-1].data))
-            del Pu, w
-        self.V = _stack(V, (d.m, u.n_units))
-        del V
-        self.rest_u = _stack(rest, (d.m, u.n_units))
-        # recall's numerator: the draws of instances the target holds (the units' pattern: V's when shared)
-        self.held_u = None if d.gs is not None else (_stack(held, (d.m, u.n_units)) if pattern else self.V)
-        with np.errstate(divide="ignore", invalid="ignore"):
-            ess = np.concatenate(sw) ** 2 / np.concatenate(sw2)
-        self.ess = np.nan_to_num(ess)  # (m,) Kish effective sample size of the precision weights
         # counted in floats: an int8 product wraps at 128 matching systems (joint recall 0 for everyone)
         self.S0 = ((W > 0).astype(float) @ d.g0.astype(float)) > 0  # (m, n0): exhaustive instance inside S_i
+
+    def _unit_probabilities(self):
+        """Per block of targets (about 4M non-zeros), its rows and :math:`p_i(x)` of each unit (targets x units,
+        its columns cell by cell): the 40M values are never held twice."""
+        u = self.d.units
+        item = self.item[u.first]
+        per_row = row_sums(self.PI, np.bincount(item, minlength=len(self.codes))[self.PI.indices])  # units' nnz
+        for rows in _row_blocks(np.concatenate([[0], np.cumsum(per_row)])):
+            Pu = self.PI[rows].tocsc()[:, item].tocsr()
+            Pu.sum_duplicates()
+            yield rows, Pu
+
+    @cached_property
+    def _unit_weights(self) -> tuple[sp.csr_matrix, sp.csr_matrix | None]:
+        """``V``, the importance weight of one draw of each unit for each target (targets x units, sparse), and the
+        units' pattern where recall's numerator needs it apart from ``V``'s (complete targets, unequal weights)."""
+        shape = (self.d.m, self.d.units.n_units)
+        pattern = self.d.gs is None and self.ratio_u.sparse.nnz > 0  # V's pattern may then differ from the units'
+        V, held = [], []
+        for rows, Pu in self._unit_probabilities():
+            r = self.ratio_u
+            V.append(Rows(r.sparse[rows], None if r.a is None else r.a[rows], r.b) * Pu)
+            held.append(Pu if pattern else None)
+            del Pu
+        V = _stack(V, shape)
+        return V, _stack(held, shape) if pattern else None
+
+    @cached_property
+    def rest_u(self) -> sp.csr_matrix:
+        """The importance weights beyond the shared ratio (rows of complete targets; all with unequal weights), per
+        unit."""
+        shape = (self.d.m, self.d.units.n_units)
+        if not self.ratio_u.sparse.nnz:
+            return sp.csr_matrix(shape)
+        return _stack([Rows(self.ratio_u.sparse[rows]) * Pu for rows, Pu in self._unit_probabilities()], shape)
+
+    @cached_property
+    def ess(self) -> np.ndarray:
+        r"""(m,) Kish effective sample size of the precision weights, :math:`(\sum_s w_s)^2 / \sum_s w_s^2`: from the
+        per-draw weights when they were built (the votes' path), else from the units' (a unit's weight counted as
+        often as it was drawn)."""
+        if "W" in self.__dict__:
+            w = self.W.sparse
+            s1, s2 = row_sums(w, w.data), row_sums(w, w.data ** 2)
+        else:
+            V, _ = self._unit_weights
+            m_u = np.bincount(self.d.units.unit, minlength=self.d.units.n_units).astype(float)
+            s1, s2 = np.zeros(self.d.m), np.zeros(self.d.m)
+            for rows in _row_blocks(V.indptr):
+                X = V[rows]
+                w = X.data * m_u[X.indices]  # a unit's weights, as many as its draws
+                s1[rows], s2[rows] = row_sums(X, w), row_sums(X, w * X.data)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            return np.nan_to_num(s1 ** 2 / s2)
 
     def per_unit(self, recall: bool = True) -> tuple[Rows, ...]:
         """The unit totals (targets x units) of precision's numerator ``C`` and denominator ``W`` and, with
         ``recall``, of recall's ``A`` and ``B``: a unit's value times its draws (``W``) or the sum of their labels
-        (the others).  Once: the unit weights ``V`` become ``W`` (the draw-level terms and the bootstrap do not
-        need them), so that the four hold the non-zeros three times, not four."""
-        if self.V is None:
-            raise RuntimeError("_Terms.per_unit: the unit terms were already taken")
+        (the others).  The unit weights ``V`` become ``W`` (built again if asked for again), so that the four
+        hold the non-zeros three times, not four."""
         d, u = self.d, self.d.units
+        self.ess  # (from V, before it becomes W)
+        V, held = self._unit_weights
+        del self.__dict__["_unit_weights"]
         A = B = None
         if recall:
             B = self.pos_ratio_u.scaled(cols=np.bincount(u.unit, weights=d.p0[d.xs] * d.f, minlength=u.n_units))
-            A = Rows(B.at(self.held_u) if self.held_u is not None else
-                     sp.csr_matrix(self.A.sparse @ indicator(u.unit, u.n_units)))
-        V, self.V, self.held_u = self.V, None, None
+            A = Rows(sp.csr_matrix(self.A.sparse @ indicator(u.unit, u.n_units)) if d.gs is not None else
+                     B.at(V if held is None else held))
+        del held
         C = Rows(scale(V, cols=np.bincount(u.unit, weights=d.f, minlength=u.n_units)))
         m_u = np.bincount(u.unit, minlength=u.n_units).astype(float)
         for rows in _row_blocks(V.indptr):  # W = V times the draws, in place (scale's values, without a copy)
@@ -392,7 +423,6 @@ class _Terms:
     def _pos(self) -> Rows:
         return self.pos_ratio_u.columns(self.d.units.unit).scaled(cols=self.d.p0[self.d.xs] * self.d.f)
 
-    @cached_property
     def _Pm(self) -> sp.csr_matrix:
         Pm = self.PIc[:, self.item].tocsr()  # p_i(x_s), (m, S): through columns, so sorted without a sort
         Pm.sum_duplicates()
@@ -406,13 +436,13 @@ class _Terms:
     @cached_property
     def W(self) -> Rows:
         """Precision's denominator (m, S): the importance weight of each draw for each target."""
-        return Rows(self.ratio * self._Pm)
+        return Rows(self.ratio * self._Pm())
 
     @cached_property
     def A(self) -> Rows:
         """Recall's numerator (m, S)."""
-        if self.d.gs is None:
-            held = self._Pm
+        if self.d.gs is None:  # the drawn instances' pattern: W's when the ratio is one shared row
+            held = self.W.sparse if not self.ratio.sparse.nnz else self._Pm()
             held = sp.csr_matrix(((held.data != 0).astype(float), held.indices, held.indptr), shape=held.shape)
         else:
             held = sp.csr_matrix(self.d.gs, dtype=float)
