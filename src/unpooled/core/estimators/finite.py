@@ -127,7 +127,7 @@ def strata_var(U, src: np.ndarray, m: int, units: DrawUnits, *, cross: bool = Fa
     stratum) and by distinct instance (within a cell), centred exactly (:func:`.rows.grouped_ss`).
 
     ``per_unit``: ``U``'s columns are already the totals of the units (targets x :attr:`DrawUnits.n_units`, the
-    joint estimator's terms, :func:`.joint.unit_terms`); the size below which a variance is round-off is then
+    joint estimator's terms, :meth:`.terms._Terms.per_unit`); the size below which a variance is round-off is then
     taken over the units' totals.  ``segments``: the :class:`~.rows.Segments` of a matrix of the same pattern by
     :attr:`DrawUnits.unit_cell` (reused when the unit totals share it, :meth:`~.rows.Segments.of`).
 

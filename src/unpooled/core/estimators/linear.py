@@ -29,7 +29,7 @@ class Linear:
     """The linear part of ``m`` estimates: ``draws`` (m x draws, :class:`.rows.Rows`, or None) scaled per row by
     ``draw_scale``, ``exhaustive`` (m x n0 linearised values, or None) scaled per row by ``ex_scale``, and a
     variance ``extra`` beyond them (per row, or None).  ``per_unit``: the columns of ``draws`` are the draws' units
-    (their totals, :meth:`.joint._Terms.per_unit`); ``segments``: the runs of their pattern
+    (their totals, :meth:`.terms._Terms.per_unit`); ``segments``: the runs of their pattern
     (:func:`.finite.strata_var`)."""
 
     draws: Rows | None

@@ -169,7 +169,7 @@ def combine(X: Rows, x: np.ndarray | None, Y: Rows, y: np.ndarray) -> Rows:
 
 
 def add(X: sp.csr_matrix, Y: sp.csr_matrix) -> sp.csr_matrix:
-    """``X + Y``; on the index arrays both share (the terms of :func:`.joint._terms` are built on one pattern, the
+    """``X + Y``; on the index arrays both share (the terms of :func:`.terms._terms` are built on one pattern, the
     drawn instances' :math:`p_i(x_s)`) by adding the stored values, with no merge of the patterns."""
     if X.shape == Y.shape and _same(X.indices, Y.indices) and _same(X.indptr, Y.indptr):
         return sp.csr_matrix((X.data + Y.data, X.indices, X.indptr), shape=X.shape)
