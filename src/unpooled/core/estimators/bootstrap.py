@@ -29,14 +29,14 @@ def _stratified_counts(sizes: np.ndarray, B: int, rng):
     r"""Per stratum (in order, those with draws), its index and ``(k, B)`` counts: its ``k`` draws resampled ``k``
     times with replacement, independently per replicate (the sampling design of every :math:`\hat X_j` and of
     :math:`\hat Y_0`).  One stratum at a time: memory ``k x B``, never all draws ``x B``."""
+    arange = np.arange(B, dtype=np.int64)[:, None]
     for h, k in enumerate(sizes):
         if k == 0:
             continue
-        wide = np.int64 if B * k >= 2 ** 31 else np.int32
-        flat = rng.integers(0, k, size=(B, k), dtype=np.int32).astype(wide, copy=False)
-        flat *= wide(B)
-        flat += np.arange(B, dtype=wide)[:, None]
-        yield h, np.bincount(flat.ravel(), minlength=B * k).reshape(k, B).astype(float)
+        # (keys built in int64, bincount's own index type: an int32 key array is copied to it first)
+        flat = np.multiply(rng.integers(0, k, size=(B, k), dtype=np.int32), B, dtype=np.int64)
+        flat += arange
+        yield h, np.bincount(flat.ravel(), minlength=B * k).astype(float).reshape(k, B)
 
 
 def _replicate_sums(parts, src: np.ndarray, m: int, B: int, rng) -> list[np.ndarray]:

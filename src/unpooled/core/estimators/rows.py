@@ -207,12 +207,14 @@ def _scale_rows(data: np.ndarray, indptr: np.ndarray, rows: np.ndarray) -> None:
             data[a:b] *= rows[i]
 
 
-def row_sums(M: sp.csr_matrix, values: np.ndarray) -> np.ndarray:
-    """Per row of ``M``, the sum of ``values`` (one per stored entry)."""
-    out = np.zeros(M.shape[0])
-    full = np.diff(M.indptr) > 0
+def row_sums(M: sp.csr_matrix, values: np.ndarray, indptr: np.ndarray | None = None) -> np.ndarray:
+    """Per row of ``M``, the sum of ``values`` (one per stored entry); ``indptr``: of the rows' values instead of
+    ``M``'s (``M`` None: a block of rows, its ``indptr`` from 0)."""
+    indptr = M.indptr if indptr is None else indptr
+    out = np.zeros(len(indptr) - 1)
+    full = np.diff(indptr) > 0
     if len(values):
-        out[full] = np.add.reduceat(values, M.indptr[:-1][full])
+        out[full] = np.add.reduceat(values, indptr[:-1][full])
     return out
 
 

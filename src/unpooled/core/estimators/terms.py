@@ -105,9 +105,10 @@ class _Terms:
             m_u = np.bincount(self.d.units.unit, minlength=self.d.units.n_units).astype(float)
             s1, s2 = np.zeros(self.d.m), np.zeros(self.d.m)
             for rows in _row_blocks(V.indptr):
-                X = V[rows]
-                w = X.data * m_u[X.indices]  # a unit's weights, as many as its draws
-                s1[rows], s2[rows] = row_sums(X, w), row_sums(X, w * X.data)
+                a, b = V.indptr[rows.start], V.indptr[rows.stop]
+                ip = V.indptr[rows.start:rows.stop + 1] - a
+                w = V.data[a:b] * m_u[V.indices[a:b]]  # a unit's weights, as many as its draws
+                s1[rows], s2[rows] = row_sums(None, w, ip), row_sums(None, w * V.data[a:b], ip)
         with np.errstate(divide="ignore", invalid="ignore"):
             return np.nan_to_num(s1 ** 2 / s2)
 
