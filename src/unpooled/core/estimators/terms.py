@@ -202,8 +202,14 @@ def _terms(d, W: np.ndarray, *, own_complete: bool = True) -> _Terms:
     return _Terms(d, W, own_complete=own_complete)
 
 
-def _row_blocks(indptr: np.ndarray, nnz: int = 1 << 22) -> list[slice]:
-    """Slices of the rows of a matrix (its ``indptr``) of about ``nnz`` stored values each (at least one row)."""
+#: the unit terms are built and scaled a block of targets of about this many non-zeros at a time
+BLOCK_VALUES = 1 << 22
+
+
+def _row_blocks(indptr: np.ndarray) -> list[slice]:
+    """Slices of the rows of a matrix (its ``indptr``) of about :data:`BLOCK_VALUES` stored values each (at least
+    one row)."""
+    nnz = BLOCK_VALUES
     cut = np.searchsorted(indptr, np.arange(nnz, indptr[-1], nnz))
     edges = np.unique(np.concatenate([[0], cut, [len(indptr) - 1]]))
     return [slice(int(a), int(b)) for a, b in zip(edges[:-1], edges[1:])] or [slice(0, 0)]
