@@ -56,26 +56,30 @@ def _replicate_sums(parts, src: np.ndarray, m: int, B: int, rng) -> list[np.ndar
     summed = {j for d in distinct for j, _ in d[3]}
     rest = [sp.csr_matrix(r if j in summed or f is None else r + f.rows()).tocsc()
             for j, (f, r, _) in enumerate(parts)]
-    Z = [np.zeros((M.shape[1], B)) for M, *_ in distinct]  # instances x replicates
+    Z = np.zeros((len(distinct), distinct[0][0].shape[1] if distinct else 0, B))  # per total: instances x replicates
     for h, K in _stratified_counts(starts[1:] - starts[:-1], B, rng):
         idx = order[starts[h]:starts[h + 1]]
-        perm = indptr = None
         for g, (M, c, item, _) in enumerate(distinct):  # per-instance totals of c over the resampled draws
-            if perm is None or item is not distinct[g - 1][2]:
-                it = item[idx]
-                perm = np.argsort(it, kind="stable")  # the draws as the rows of their instances
-                indptr = np.searchsorted(it[perm], np.arange(M.shape[1] + 1)).astype(np.int64)
-                cols = perm.astype(np.int64)
-            _csr_matvecs(len(indptr) - 1, len(idx), B, indptr, cols, c[idx][perm], K.ravel(), Z[g].ravel())
+            cs = c[idx]
+            keep = np.flatnonzero(cs)  # (a draw of value 0 adds nothing: precision's numerator, false draws)
+            it = item[idx[keep]]
+            perm = np.argsort(it, kind="stable")  # the draws as the rows of their instances
+            indptr = np.searchsorted(it[perm], np.arange(M.shape[1] + 1)).astype(np.int64)
+            _csr_matvecs(len(indptr) - 1, len(idx), B, indptr, keep[perm].astype(np.int64), cs[keep[perm]],
+                         K.ravel(), Z[g].ravel())
         for (f, _, X), R, acc, bsum in zip(parts, rest, out, shared):
             if R.nnz:
                 acc += R[:, idx] @ K
             if bsum is not None:  # the shared parts' sums over the resampled draws, per replicate
                 bsum += X.factors()[1][:, idx] @ K
-    for g, (M, _, _, members) in enumerate(distinct):
-        prod = _product(M, Z[g])
-        for j, a in members:
-            out[j] += prod * a[:, None]
+    done: set[int] = set()
+    for g, (M, *_) in enumerate(distinct):  # totals of one matrix (a pattern) in one product
+        same = [h for h in range(g, len(distinct)) if h not in done and _same_matrix(M, distinct[h][0])]
+        done.update(same)
+        prods = _product(M, Z if len(same) == len(distinct) else Z[same])
+        for h, prod in zip(same, prods):
+            for j, a in distinct[h][3]:
+                out[j] += prod * a[:, None]
     for X, acc, bsum in zip((X for _, _, X in parts), out, shared):
         if bsum is not None:
             acc += X.factors()[0] @ bsum
@@ -124,15 +128,16 @@ def _same_matrix(X: sp.csr_matrix, Y: sp.csr_matrix) -> bool:
 
 
 def _product(M: sp.csr_matrix, z: np.ndarray) -> np.ndarray:
-    """``M @ z`` for a sparse ``M`` and a dense ``z`` of many columns: in dense blocks of ``M``'s rows (BLAS) when
-    ``M`` is dense enough for that to be faster (at 9% non-zeros, 1,000 x 30,000 times 1,000 columns: 0.8 s against
-    2.4 s; blocks of columns of ``z`` for the sparse product, 1.9 s), else sparse."""
+    """``M @ z[g]`` for each ``g`` (``z``: totals x instances x replicates) for a sparse ``M``: in dense blocks of
+    ``M``'s rows (BLAS; each block made dense once for every ``g``) when ``M`` is dense enough for that to be faster
+    (at 9% non-zeros, 1,000 x 30,000 times 1,000 columns: 0.8 s against 2.4 s; blocks of columns of ``z`` for the
+    sparse product, 1.9 s), else sparse."""
     if M.nnz < DENSE_PRODUCT * M.shape[0] * M.shape[1]:
-        return np.asarray(M @ z)
-    out = np.empty((M.shape[0], z.shape[1]))
+        return np.stack([np.asarray(M @ x) for x in z]) if len(z) else np.zeros((0, M.shape[0], z.shape[2]))
+    out = np.empty((len(z), M.shape[0], z.shape[2]))
     step = max(1, DENSE_BLOCK_BYTES // max(8 * M.shape[1], 1))
     for i in range(0, M.shape[0], step):
-        out[i:i + step] = M[i:i + step].toarray() @ z
+        out[:, i:i + step] = np.matmul(M[i:i + step].toarray(), z)
     return out
 
 

@@ -105,12 +105,22 @@ def draw_units(P: sp.csr_matrix, src: np.ndarray, xs: np.ndarray) -> DrawUnits:
     cell_src, cell_p = src[first_c], p[first_c]
     unit, first_u, m_s = _group(cell, xs)
     k_c = np.bincount(cell[first_u], minlength=len(n_c))
-    # cell sizes: the instances of the cell's row that have the cell's probability
-    rows = np.repeat(np.arange(P.shape[0]), np.diff(P.indptr))
-    have = (np.bincount(src, minlength=P.shape[0]) > 0)[rows]
-    both = _group(np.concatenate([rows[have], cell_src]), np.concatenate([_value_bits(P.data[have]), cell_p]))[0]
-    nP = int(have.sum())
-    N_c = np.bincount(both[:nP], minlength=int(both.max()) + 1)[both[nP:]]
+    # cell sizes: the instances of the cell's row that have the cell's probability (all of a row of one value)
+    nnz = np.diff(P.indptr)
+    full = nnz > 0
+    one = np.zeros(P.shape[0], bool)
+    if P.nnz:
+        starts = P.indptr[:-1][full]
+        one[full] = np.minimum.reduceat(P.data, starts) == np.maximum.reduceat(P.data, starts)
+    N_c = nnz[cell_src].astype(np.int64)
+    rest = np.flatnonzero(~one[cell_src])
+    if len(rest):
+        rows = np.repeat(np.arange(P.shape[0]), nnz)
+        have = (np.bincount(cell_src[rest], minlength=P.shape[0]) > 0)[rows]
+        both = _group(np.concatenate([rows[have], cell_src[rest]]),
+                      np.concatenate([_value_bits(P.data[have]), cell_p[rest]]))[0]
+        nP = int(have.sum())
+        N_c[rest] = np.bincount(both[:nP], minlength=int(both.max()) + 1)[both[nP:]]
     factor = n_c[cell] / (k_c[cell] * m_s[unit])
     return DrawUnits(factor, unit, cell, cell_src, k_c, N_c, len(m_s), first_u, cell[first_u])
 

@@ -100,10 +100,10 @@ class Rows:
         return Rows(sparse, self.a, None if self.b is None else self.b[..., idx])
 
     def at(self, M: sp.csr_matrix) -> sp.csr_matrix:
-        """The values at the stored positions of the pattern ``M`` (its values are not read): ``self * M`` for a
-        0/1 matrix, with no array of ones."""
-        if self.sparse.nnz or self.a is None or self.a.ndim != 1:
-            return self * sp.csr_matrix((np.ones(M.nnz), M.indices, M.indptr), shape=M.shape)
+        """The values where ``M`` is non-zero, on ``M``'s pattern: ``self * (M != 0)``, with no array of ones
+        when ``M`` stores no zero."""
+        if self.sparse.nnz or self.a is None or self.a.ndim != 1 or not M.data.all():
+            return self * sp.csr_matrix(((M.data != 0).astype(float), M.indices, M.indptr), shape=M.shape)
         data = self.b[M.indices]
         _scale_rows(data, M.indptr, np.asarray(self.a, float))
         return sp.csr_matrix((data, M.indices, M.indptr), shape=M.shape)

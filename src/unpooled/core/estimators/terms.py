@@ -161,8 +161,10 @@ class _Terms:
     @cached_property
     def A(self) -> Rows:
         """Recall's numerator (m, S)."""
-        if self.d.gs is None:  # the drawn instances' pattern: W's when the ratio is one shared row
-            held = self.W.sparse if not self.ratio.sparse.nnz else self._Pm()
+        if self.d.gs is None and not self.ratio.sparse.nnz:  # the drawn instances held: W's non-zeros
+            return Rows(self._pos.at(self.W.sparse))
+        if self.d.gs is None:
+            held = self._Pm()
             held = sp.csr_matrix(((held.data != 0).astype(float), held.indices, held.indptr), shape=held.shape)
         else:
             held = sp.csr_matrix(self.d.gs, dtype=float)
