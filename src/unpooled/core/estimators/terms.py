@@ -99,18 +99,8 @@ class _Terms:
         often as it was drawn)."""
         if "W" in self.__dict__:
             w = self.W.sparse
-            s1, s2 = row_sums(w, w.data), row_sums(w, w.data ** 2)
-        else:
-            V, _ = self._unit_weights
-            m_u = np.bincount(self.d.units.unit, minlength=self.d.units.n_units).astype(float)
-            s1, s2 = np.zeros(self.d.m), np.zeros(self.d.m)
-            for rows in _row_blocks(V.indptr):
-                a, b = V.indptr[rows.start], V.indptr[rows.stop]
-                ip = V.indptr[rows.start:rows.stop + 1] - a
-                w = V.data[a:b] * m_u[V.indices[a:b]]  # a unit's weights, as many as its draws
-                s1[rows], s2[rows] = row_sums(None, w, ip), row_sums(None, w * V.data[a:b], ip)
-        with np.errstate(divide="ignore", invalid="ignore"):
-            return np.nan_to_num(s1 ** 2 / s2)
+            return _kish(row_sums(w, w.data), row_sums(w, w.data ** 2))
+        return _kish(*_unit_sums(self._unit_weights[0], self.d.units, in_place=False))
 
     def per_unit(self, recall: bool = True) -> tuple[Rows, ...]:
         """The unit totals (targets x units) of precision's numerator ``C`` and denominator ``W`` and, with
@@ -118,7 +108,6 @@ class _Terms:
         (the others).  The unit weights ``V`` become ``W`` (built again if asked for again), so that the four
         hold the non-zeros three times, not four."""
         d, u = self.d, self.d.units
-        self.ess  # (from V, before it becomes W)
         V, held = self._unit_weights
         del self.__dict__["_unit_weights"]
         A = B = None
@@ -128,10 +117,8 @@ class _Terms:
                      B.at(V if held is None else held))
         del held
         C = Rows(scale(V, cols=np.bincount(u.unit, weights=d.f, minlength=u.n_units)))
-        m_u = np.bincount(u.unit, minlength=u.n_units).astype(float)
-        for rows in _row_blocks(V.indptr):  # W = V times the draws, in place (scale's values, without a copy)
-            a, b = V.indptr[rows.start], V.indptr[rows.stop]
-            V.data[a:b] *= m_u[V.indices[a:b]]
+        sums = _unit_sums(V, u, in_place=True)  # W = V times the draws, in place (scale's values, without a copy)
+        self.__dict__.setdefault("ess", _kish(*sums))
         return (C, Rows(V)) + ((A, B) if recall else ())
 
     @cached_property
@@ -196,6 +183,28 @@ class _Terms:
             HI = sp.csr_matrix(((PI.data != 0).astype(float), PI.indices, PI.indptr), shape=PI.shape)
             return ByItem(HI, self.item, pos.a, pos.b), sp.csr_matrix(pos.shape)
         return None, self.A.sparse
+
+
+def _unit_sums(V: sp.csr_matrix, units, *, in_place: bool) -> tuple[np.ndarray, np.ndarray]:
+    """Per row of the unit weights ``V``, :math:`\sum w` and :math:`\sum w^2/m` with :math:`w` a unit's weight
+    times its draws :math:`m` (:class:`.finite.DrawUnits`): the sums of the draws' weights and of their squares
+    (:func:`_kish`); ``in_place``: ``V``'s values become :math:`w`, a block of targets at a time."""
+    m_u = np.bincount(units.unit, minlength=units.n_units).astype(float)
+    s1, s2 = np.zeros(V.shape[0]), np.zeros(V.shape[0])
+    for rows in _row_blocks(V.indptr):
+        a, b = V.indptr[rows.start], V.indptr[rows.stop]
+        ip = V.indptr[rows.start:rows.stop + 1] - a
+        w = V.data[a:b] * m_u[V.indices[a:b]]  # a unit's weights, as many as its draws
+        s1[rows], s2[rows] = row_sums(None, w, ip), row_sums(None, w * V.data[a:b], ip)
+        if in_place:
+            V.data[a:b] = w
+    return s1, s2
+
+
+def _kish(s1: np.ndarray, s2: np.ndarray) -> np.ndarray:
+    """Kish's effective sample size from the sums of the weights and of their squares (0 where undefined)."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.nan_to_num(s1 ** 2 / s2)
 
 
 def _terms(d, W: np.ndarray, *, own_complete: bool = True) -> _Terms:
