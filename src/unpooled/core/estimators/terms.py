@@ -186,7 +186,7 @@ class _Terms:
 
 
 def _unit_sums(V: sp.csr_matrix, units, *, in_place: bool) -> tuple[np.ndarray, np.ndarray]:
-    """Per row of the unit weights ``V``, :math:`\sum w` and :math:`\sum w^2/m` with :math:`w` a unit's weight
+    r"""Per row of the unit weights ``V``, :math:`\sum w` and :math:`\sum w^2/m` with :math:`w` a unit's weight
     times its draws :math:`m` (:class:`.finite.DrawUnits`): the sums of the draws' weights and of their squares
     (:func:`_kish`); ``in_place``: ``V``'s values become :math:`w`, a block of targets at a time."""
     m_u = np.bincount(units.unit, minlength=units.n_units).astype(float)
