@@ -547,7 +547,7 @@ def test_simple_recall_variance_is_the_document_jackknife():
 
 def test_a_system_drawn_completely_beside_a_large_one_takes_its_own_draws():
     """A 30-instance system whose 150 draws reached every instance, beside a 3,000-instance one sharing 15 of them:
-    its precision comes from its own draws alone (joint.complete_targets), exact; recall keeps the joint pool."""
+    its precision comes from its own draws alone (terms.complete_targets), exact; recall keeps the joint pool."""
     rng = np.random.default_rng(5)
     U = 30 + 3000 - 15
     truth = (rng.random(U) < 0.6).astype(float)
@@ -577,7 +577,8 @@ def test_self_normalising_leaves_simple_and_complete_systems_unchanged(dw, weigh
     """The weights of the simple estimator's own draws, and of a system drawn completely (its own draws alone,
     ``complete_targets``), sum to 1 exactly over distinct instances: there the ratio sum(C) / sum(W) is the sum,
     and its variance the sum's (W's per-instance and per-cell totals are constant, so C - p W varies as C)."""
-    from unpooled.core.estimators.joint import complete_targets, weight_matrix
+    from unpooled.core.estimators.joint import weight_matrix
+    from unpooled.core.estimators.terms import complete_targets
 
     d, _ = dw
     own = d.n > 0
@@ -598,7 +599,8 @@ def test_a_complete_system_beside_overlapping_ones_keeps_its_sum():
     """A 5-instance system drawn completely (with repeats) beside two larger ones sharing its instances: its
     precision is exact, the same as before self-normalising; the others' weights do not sum to 1 (their ratios
     differ from the sums) and stay inside [0, 1]."""
-    from unpooled.core.estimators.joint import complete_targets, weight_matrix
+    from unpooled.core.estimators.joint import weight_matrix
+    from unpooled.core.estimators.terms import complete_targets
 
     systems = [np.array([0, 1, 2, 3, 4]), np.arange(0, 12), np.arange(3, 15)]
     truth = (np.arange(15) % 4 != 1).astype(float)

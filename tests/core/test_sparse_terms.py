@@ -5,6 +5,7 @@ variance built in blocks of targets equals it built at once."""
 from __future__ import annotations
 
 import warnings
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -13,9 +14,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from unpooled.core.estimators import distribution_matrix, estimate, make_design
-from unpooled.core.estimators import bootstrap, from_votes, noisy
+from unpooled.core.estimators import bootstrap, from_votes, noisy, terms
 from unpooled.core.estimators.finite import draw_units, strata_var
 from unpooled.core.estimators.noisy import crowd_votes
+from unpooled.core.estimators.joint import _terms, precision_linear, weight_matrix
+from unpooled.core.estimators.joint import strata_var as joint_var
 from unpooled.core.estimators.rows import Rows, Segments, add, grouped_ss
 
 
@@ -111,11 +114,14 @@ def test_rows_operations_match_dense():
                                r3[:, None] * long.toarray() * c[None, :])
 
 
-def _world(seed=1, m=6, U=60):
+def _world(seed=1, m=6, U=60, weighted=False):
     rng = np.random.default_rng(seed)
     systems = [np.sort(rng.choice(U, rng.integers(5, 40), replace=False)) for _ in range(m)]
     truth = rng.random(U) < 0.6
     P = distribution_matrix(systems, U)
+    if weighted:  # two probabilities per system (two cells), not the instance level's one
+        P.data *= rng.integers(1, 3, P.nnz)
+        P = sp.csr_matrix(P.multiply(1 / P.sum(axis=1)))
     n = [25] * (m - 1) + [200]  # the last one drawn completely (its precision from its own draws)
     src = np.repeat(np.arange(m), n)
     xs = np.concatenate([s[rng.integers(0, len(s), k)] for s, k in zip(systems, n)])
@@ -147,10 +153,15 @@ def test_segments_and_grouped_sums_of_squares_match_dense(order):
     np.testing.assert_allclose(add(Y, sp.csr_matrix(np.ones((5, 40)))).toarray(), D + 1)  # another pattern
 
 
-def test_bootstrap_by_instance_totals_equals_direct_sums(monkeypatch):
-    """The bootstrap's per-instance totals (ByItem) and the direct sums over the terms' non-zeros give the same
-    replicates: the same seed, the same intervals."""
-    _, _, d = _world()
+@pytest.mark.parametrize("weighted", [False, True])
+def test_bootstrap_by_instance_totals_equals_direct_sums(monkeypatch, weighted):
+    """The bootstrap's per-instance totals (ByItem; at the instance level precision's numerator and recall's
+    share theirs) and the direct sums over the terms' non-zeros give the same replicates: the same seed, the same
+    intervals."""
+    _, _, d = _world(weighted=weighted)
+    parts = bootstrap._distinct_items([(*t_, None) for t_ in (lambda t: (t.C_items, t.W_items, t.A_items))(
+        _terms(d, weight_matrix(d.P, d.n, "balance")))], 300)
+    assert [[j for j, _ in g[3]] for g in parts] == ([[0], [1], [2]] if weighted else [[0, 2], [1]])
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         monkeypatch.setattr(bootstrap, "DENSE_PRODUCT", 2.0)  # the items' totals summed by the sparse product
@@ -190,3 +201,27 @@ def test_votes_variance_in_blocks_of_targets_equals_at_once(monkeypatch, strata)
     for k in ("p", "r", "f1"):
         np.testing.assert_allclose(getattr(blocks, k).se, getattr(once, k).se, rtol=1e-12, atol=1e-15)
         np.testing.assert_allclose(getattr(dense, k).se, getattr(once, k).se, rtol=1e-12, atol=1e-15)
+
+
+@pytest.mark.parametrize("weights", ["balance", "heuristic"])
+@pytest.mark.parametrize("matched", [False, True])
+def test_unit_totals_give_the_per_draw_terms_variances(monkeypatch, weights, matched):
+    """The terms' totals per unit (a system's draws of one instance), built a few targets at a time, give the
+    estimates and variances of the per-draw terms (a system drawn completely, documents, a matching policy)."""
+    _, _, d = _world(seed=3, weighted=True)
+    if matched:
+        d = replace(d, gs=np.asarray(d.P[:, d.xs].todense() > 0))
+    W = weight_matrix(d.P, d.n, weights)
+    monkeypatch.setattr(terms, "BLOCK_VALUES", 7)  # blocks of one or two targets
+    t = _terms(d, W)
+    assert len(terms._row_blocks(t.PI.indptr)) > 1
+    p, lin = precision_linear(t.C, t.W)
+    C, Wt, A, B = _terms(d, W).per_unit()
+    pu, lin_u = precision_linear(C, Wt, per_unit=True)
+    np.testing.assert_allclose(pu, p, rtol=1e-13, atol=0)
+    np.testing.assert_allclose(lin_u.var(d, 0.9), lin.var(d, 0.9), rtol=1e-10, atol=1e-16)
+    for per_draw, per_unit in ((t.A, A), (t.B, B)):
+        np.testing.assert_allclose(per_unit.sum(), per_draw.sum(), rtol=1e-13, atol=1e-16)
+        np.testing.assert_allclose(joint_var(per_unit, d, per_unit=True), joint_var(per_draw, d), rtol=1e-10,
+                                   atol=1e-16)
+    np.testing.assert_allclose(_terms(d, W).ess, t.ess, rtol=1e-13)

@@ -16,6 +16,7 @@ from scipy.sparse._sparsetools import csr_matvecs as _csr_matvecs  # Y += A @ X 
 
 from .intervals import f1_score
 from .joint import Design, _terms, _Terms
+from .rows import _same
 
 #: the per-instance totals of the bootstrap (replicates x distinct instances, floats) are kept below this size
 ITEM_TOTALS_BYTES = 1 << 30
@@ -28,14 +29,14 @@ def _stratified_counts(sizes: np.ndarray, B: int, rng):
     r"""Per stratum (in order, those with draws), its index and ``(k, B)`` counts: its ``k`` draws resampled ``k``
     times with replacement, independently per replicate (the sampling design of every :math:`\hat X_j` and of
     :math:`\hat Y_0`).  One stratum at a time: memory ``k x B``, never all draws ``x B``."""
+    arange = np.arange(B, dtype=np.int64)[:, None]
     for h, k in enumerate(sizes):
         if k == 0:
             continue
-        wide = np.int64 if B * k >= 2 ** 31 else np.int32
-        flat = rng.integers(0, k, size=(B, k), dtype=np.int32).astype(wide, copy=False)
-        flat *= wide(B)
-        flat += np.arange(B, dtype=wide)[:, None]
-        yield h, np.bincount(flat.ravel(), minlength=B * k).reshape(k, B).astype(float)
+        # (keys built in int64, bincount's own index type: an int32 key array is copied to it first)
+        flat = np.multiply(rng.integers(0, k, size=(B, k), dtype=np.int32), B, dtype=np.int64)
+        flat += arange
+        yield h, np.bincount(flat.ravel(), minlength=B * k).astype(float).reshape(k, B)
 
 
 def _replicate_sums(parts, src: np.ndarray, m: int, B: int, rng) -> list[np.ndarray]:
@@ -43,59 +44,100 @@ def _replicate_sums(parts, src: np.ndarray, m: int, B: int, rng) -> list[np.ndar
 
     A part is ``(items, rest, shared)``: a :class:`.rows.ByItem` (or None), summed through per-instance totals; a
     sparse rest, summed directly; and the shared part of a :class:`.rows.Rows` (or None), through ``b @ K``.
-    Work: the replicates times (the draws + the items' non-zeros + the rests' non-zeros).
+    Work: the replicates times (the draws + the items' non-zeros + the rests' non-zeros); parts whose per-instance
+    totals are the same (:func:`_distinct_items`: precision's numerator and recall's under the instance level)
+    share them.
     """
     order = np.argsort(src, kind="stable")  # each stratum's draws in their order (the resampling's indices)
     starts = np.concatenate([[0], np.cumsum(np.bincount(src, minlength=m))])
     out = [np.zeros((m, B)) for _ in parts]
     shared = [None if X is None or X.a is None else np.zeros((X.factors()[1].shape[0], B)) for _, _, X in parts]
-    Z = [None if f is None or B * f.M.shape[1] * 8 > ITEM_TOTALS_BYTES else np.zeros((f.M.shape[1], B))
-         for f, _, _ in parts]
-    rest = [sp.csr_matrix(r if z is not None or f is None else r + f.rows()).tocsc()
-            for (f, r, _), z in zip(parts, Z)]
-    groups = _same_items(parts, [j for j, z in enumerate(Z) if z is not None])  # summed through instance totals
+    distinct = _distinct_items(parts, B)
+    summed = {j for d in distinct for j, _ in d[3]}
+    rest = [sp.csr_matrix(r if j in summed or f is None else r + f.rows()).tocsc()
+            for j, (f, r, _) in enumerate(parts)]
+    Z = np.zeros((len(distinct), distinct[0][0].shape[1] if distinct else 0, B))  # per total: instances x replicates
     for h, K in _stratified_counts(starts[1:] - starts[:-1], B, rng):
         idx = order[starts[h]:starts[h + 1]]
-        for group in groups:  # per-instance totals of c over the resampled draws, added into Z in place
-            item = parts[group[0]][0].item[idx]
-            perm = np.argsort(item, kind="stable")  # the draws as the rows of their instances
-            indptr = np.searchsorted(item[perm], np.arange(len(Z[group[0]]) + 1)).astype(np.int64)
-            cols = perm.astype(np.int64)
-            for j in group:
-                _csr_matvecs(len(indptr) - 1, len(idx), B, indptr, cols, parts[j][0].c[idx][perm], K.ravel(),
-                             Z[j].ravel())
+        for g, (M, c, item, _) in enumerate(distinct):  # per-instance totals of c over the resampled draws
+            cs = c[idx]
+            keep = np.flatnonzero(cs)  # (a draw of value 0 adds nothing: precision's numerator, false draws)
+            it = item[idx[keep]]
+            perm = np.argsort(it, kind="stable")  # the draws as the rows of their instances
+            indptr = np.searchsorted(it[perm], np.arange(M.shape[1] + 1)).astype(np.int64)
+            _csr_matvecs(len(indptr) - 1, len(idx), B, indptr, keep[perm].astype(np.int64), cs[keep[perm]],
+                         K.ravel(), Z[g].ravel())
         for (f, _, X), R, acc, bsum in zip(parts, rest, out, shared):
             if R.nnz:
                 acc += R[:, idx] @ K
             if bsum is not None:  # the shared parts' sums over the resampled draws, per replicate
                 bsum += X.factors()[1][:, idx] @ K
-    for (f, _, X), z, acc, bsum in zip(parts, Z, out, shared):
-        if z is not None:
-            acc += _product(f.M, z) * f.a[:, None]
+    done: set[int] = set()
+    for g, (M, *_) in enumerate(distinct):  # totals of one matrix (a pattern) in one product
+        same = [h for h in range(g, len(distinct)) if h not in done and _same_matrix(M, distinct[h][0])]
+        done.update(same)
+        prods = _product(M, Z if len(same) == len(distinct) else Z[same])
+        for h, prod in zip(same, prods):
+            for j, a in distinct[h][3]:
+                out[j] += prod * a[:, None]
+    for X, acc, bsum in zip((X for _, _, X in parts), out, shared):
         if bsum is not None:
             acc += X.factors()[0] @ bsum
     return [acc.T for acc in out]
 
 
-def _same_items(parts, items: list[int]) -> list[list[int]]:
-    """The parts ``items`` grouped by their :class:`.rows.ByItem`'s ``item`` array (precision's and recall's terms
-    share one: their per-instance totals are one sparse product per stratum)."""
-    groups: dict[int, list[int]] = {}
-    for j in items:
-        groups.setdefault(id(parts[j][0].item), []).append(j)
-    return list(groups.values())
+def _distinct_items(parts, B: int) -> list[list]:
+    """The :class:`.rows.ByItem` parts summed through per-instance totals (those whose totals, replicates x
+    instances, fit :data:`ITEM_TOTALS_BYTES`), as ``[M, c, item, [(part, a), ...]]``: parts of the same per-draw
+    values ``c`` and ``item`` and of the same ``M`` share their totals and their product.  A matrix whose rows are
+    constant on their support (the instance level, :math:`p_i = 1/|X_i|`) is its pattern times the row's value
+    (moved into ``a``), so precision's numerator and recall's (the same ``c`` where :math:`p_0 = 1`) are one."""
+    found: list[list] = []
+    for j, (f, _, _) in enumerate(parts):
+        if f is None or B * f.M.shape[1] * 8 > ITEM_TOTALS_BYTES:
+            continue
+        M, a = _pattern_of(f.M, f.a)
+        for g in found:
+            if g[2] is f.item and _same_matrix(g[0], M) and (g[1] is f.c or np.array_equal(g[1], f.c)):
+                g[3].append((j, a))
+                break
+        else:
+            found.append([M, f.c, f.item, [(j, a)]])
+    return found
+
+
+def _pattern_of(M: sp.csr_matrix, a: np.ndarray) -> tuple[sp.csr_matrix, np.ndarray]:
+    """``(M, a)``, or ``(pattern of M, a * each row's value)`` when every row's stored values are equal."""
+    full = np.diff(M.indptr) > 0
+    if not M.nnz:
+        return M, a
+    lo = np.minimum.reduceat(M.data, M.indptr[:-1][full])
+    hi = np.maximum.reduceat(M.data, M.indptr[:-1][full])
+    if not np.array_equal(lo, hi):
+        return M, a
+    value = np.zeros(M.shape[0])
+    value[full] = lo
+    ones = M if (M.data == 1).all() else sp.csr_matrix((np.ones(M.nnz), M.indices, M.indptr), shape=M.shape)
+    return ones, a * value
+
+
+def _same_matrix(X: sp.csr_matrix, Y: sp.csr_matrix) -> bool:
+    """The same matrix: one object, or 0/1 patterns on the same index arrays."""
+    return X is Y or (X.shape == Y.shape and _same(X.indices, Y.indices) and _same(X.indptr, Y.indptr)
+                      and (X.data == 1).all() and (Y.data == 1).all())
 
 
 def _product(M: sp.csr_matrix, z: np.ndarray) -> np.ndarray:
-    """``M @ z`` for a sparse ``M`` and a dense ``z`` of many columns: in dense blocks of ``M``'s rows (BLAS) when
-    ``M`` is dense enough for that to be faster (at 9% non-zeros, 1,000 x 30,000 times 1,000 columns: 0.8 s against
-    2.4 s), else sparse."""
+    """``M @ z[g]`` for each ``g`` (``z``: totals x instances x replicates) for a sparse ``M``: in dense blocks of
+    ``M``'s rows (BLAS; each block made dense once for every ``g``) when ``M`` is dense enough for that to be faster
+    (at 9% non-zeros, 1,000 x 30,000 times 1,000 columns: 0.8 s against 2.4 s; blocks of columns of ``z`` for the
+    sparse product, 1.9 s), else sparse."""
     if M.nnz < DENSE_PRODUCT * M.shape[0] * M.shape[1]:
-        return np.asarray(M @ z)
-    out = np.empty((M.shape[0], z.shape[1]))
+        return np.stack([np.asarray(M @ x) for x in z]) if len(z) else np.zeros((0, M.shape[0], z.shape[2]))
+    out = np.empty((len(z), M.shape[0], z.shape[2]))
     step = max(1, DENSE_BLOCK_BYTES // max(8 * M.shape[1], 1))
     for i in range(0, M.shape[0], step):
-        out[i:i + step] = M[i:i + step].toarray() @ z
+        out[:, i:i + step] = np.matmul(M[i:i + step].toarray(), z)
     return out
 
 

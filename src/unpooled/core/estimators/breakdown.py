@@ -115,8 +115,9 @@ from ..errors import InvalidInputError, check_choice
 from .finite import count_of
 from .intervals import _f1_partials, f1_interval, f1_score, population_size, wilson
 from .results import ConfidenceInterval, Estimate
-from .joint import (ESTIMATORS, WEIGHTS, Design, WeightDegeneracyWarning, _var0, complete_targets, estimate,
-                    strata_var, weight_matrix)
+from .joint import (ESTIMATORS, WEIGHTS, Design, WeightDegeneracyWarning, _var0, estimate, strata_var,
+                    weight_matrix)
+from .terms import complete_targets
 
 ZERO_DIVISION = ("warn", "nan")
 #: the smallest effective sample a group's estimate is shown with: below it the variance behind the interval rests
@@ -419,7 +420,7 @@ def _weight_row(d: Design, i: int, estimator: str, weights, confidence: float) -
         method = f"joint-{weights}"
     s = Wi.sum()
     Wi = Wi / s if s > 0 else Wi
-    Wi = np.eye(m)[i] if complete_targets(d)[i] else Wi  # as the headline's precision (joint._terms)
+    Wi = np.eye(m)[i] if complete_targets(d)[i] else Wi  # as the headline's precision (terms._Terms)
     return Wi, method
 
 

@@ -62,7 +62,8 @@ class DrawUnits:
     """How the draws group into distinct instances (units) and cells of equal sampling probability.
 
     ``factor`` (per draw) is :math:`r_s`; ``unit`` and ``cell`` are per-draw codes; ``cell_src``,
-    ``cell_k`` (distinct instances drawn) and ``cell_N`` (instances in the cell) are per cell."""
+    ``cell_k`` (distinct instances drawn) and ``cell_N`` (instances in the cell) are per cell; ``first`` (a draw
+    of each unit: a unit's draws share their system, instance and factor) and ``unit_cell`` are per unit."""
 
     factor: np.ndarray
     unit: np.ndarray
@@ -71,6 +72,8 @@ class DrawUnits:
     cell_k: np.ndarray
     cell_N: np.ndarray
     n_units: int
+    first: np.ndarray
+    unit_cell: np.ndarray
 
 
 def _value_bits(x: np.ndarray) -> np.ndarray:
@@ -96,23 +99,34 @@ def draw_units(P: sp.csr_matrix, src: np.ndarray, xs: np.ndarray) -> DrawUnits:
     """The :class:`DrawUnits` of draws ``xs`` made by systems ``src`` from the rows of ``P``."""
     if not len(xs):
         z = np.zeros(0, np.int64)
-        return DrawUnits(np.ones(0), z, z, z, z, z, 0)
+        return DrawUnits(np.ones(0), z, z, z, z, z, 0, z, z)
     p = _value_bits(np.asarray(P[src, xs]).ravel())
     cell, first_c, n_c = _group(src, p)
     cell_src, cell_p = src[first_c], p[first_c]
     unit, first_u, m_s = _group(cell, xs)
     k_c = np.bincount(cell[first_u], minlength=len(n_c))
-    # cell sizes: the instances of the cell's row that have the cell's probability
-    rows = np.repeat(np.arange(P.shape[0]), np.diff(P.indptr))
-    have = (np.bincount(src, minlength=P.shape[0]) > 0)[rows]
-    both = _group(np.concatenate([rows[have], cell_src]), np.concatenate([_value_bits(P.data[have]), cell_p]))[0]
-    nP = int(have.sum())
-    N_c = np.bincount(both[:nP], minlength=int(both.max()) + 1)[both[nP:]]
+    # cell sizes: the instances of the cell's row that have the cell's probability (all of a row of one value)
+    nnz = np.diff(P.indptr)
+    full = nnz > 0
+    one = np.zeros(P.shape[0], bool)
+    if P.nnz:
+        starts = P.indptr[:-1][full]
+        one[full] = np.minimum.reduceat(P.data, starts) == np.maximum.reduceat(P.data, starts)
+    N_c = nnz[cell_src].astype(np.int64)
+    rest = np.flatnonzero(~one[cell_src])
+    if len(rest):
+        rows = np.repeat(np.arange(P.shape[0]), nnz)
+        have = (np.bincount(cell_src[rest], minlength=P.shape[0]) > 0)[rows]
+        both = _group(np.concatenate([rows[have], cell_src[rest]]),
+                      np.concatenate([_value_bits(P.data[have]), cell_p[rest]]))[0]
+        nP = int(have.sum())
+        N_c[rest] = np.bincount(both[:nP], minlength=int(both.max()) + 1)[both[nP:]]
     factor = n_c[cell] / (k_c[cell] * m_s[unit])
-    return DrawUnits(factor, unit, cell, cell_src, k_c, N_c, len(m_s))
+    return DrawUnits(factor, unit, cell, cell_src, k_c, N_c, len(m_s), first_u, cell[first_u])
 
 
-def strata_var(U, src: np.ndarray, m: int, units: DrawUnits, *, cross: bool = False) -> np.ndarray:
+def strata_var(U, src: np.ndarray, m: int, units: DrawUnits, *, cross: bool = False, per_unit: bool = False,
+               segments: Segments | None = None) -> np.ndarray:
     r"""Variance estimate of the row sums of ``U`` (targets x draws, an array or :class:`Rows`; values already
     multiplied by the draws' :attr:`DrawUnits.factor`) under stratified i.i.d. draws, strata ``h`` given by ``src``:
     the two terms of the module docs.  Without repeats and with cells much larger than their draws it is the
@@ -121,6 +135,11 @@ def strata_var(U, src: np.ndarray, m: int, units: DrawUnits, *, cross: bool = Fa
     Work and memory are proportional to the non-zeros of ``U`` (a :class:`~.rows.Rows`' shared row adds one
     row): each term is a weighted sum of squares within groups of ``U``'s totals by cell (between the cells of a
     stratum) and by distinct instance (within a cell), centred exactly (:func:`.rows.grouped_ss`).
+
+    ``per_unit``: ``U``'s columns are already the totals of the units (targets x :attr:`DrawUnits.n_units`, the
+    joint estimator's terms, :meth:`.terms._Terms.per_unit`); the size below which a variance is round-off is then
+    taken over the units' totals.  ``segments``: the :class:`~.rows.Segments` of a matrix of the same pattern by
+    :attr:`DrawUnits.unit_cell` (reused when the unit totals share it, :meth:`~.rows.Segments.of`).
 
     ``cross``: the ``(rows, rows)`` covariance matrix of the row sums, whose diagonal is the variance: the same two
     terms with cross products of rows (:func:`.rows.grouped_cross`); the covariances of the systems' estimates
@@ -133,18 +152,17 @@ def strata_var(U, src: np.ndarray, m: int, units: DrawUnits, *, cross: bool = Fa
     n = np.bincount(src, minlength=m).astype(float)
     C = len(units.cell_k)
     n_c = np.bincount(units.cell, minlength=C).astype(float)
-    unit_cell = np.zeros(units.n_units, np.int64)
-    unit_cell[units.unit] = units.cell
+    unit_cell = units.unit_cell
     Mu, Mc = indicator(units.unit, units.n_units), indicator(unit_cell, C)
     if dense:  # (a few rows of influence values held dense: breakdowns, entity arguments)
-        Yu = np.asarray((Mu.T @ X.T).T)  # unit totals (m, units)
+        Yu = X if per_unit else np.asarray((Mu.T @ X.T).T)  # unit totals (m, units)
         Yc = np.asarray((Mc.T @ Yu.T).T)  # cell totals (m, C)
         a = bu = bc = None
     else:
-        Yu = sp.csr_matrix(X.sparse @ Mu)
-        seg = Segments.of(Yu, unit_cell)
+        Yu = X.sparse if per_unit else sp.csr_matrix(X.sparse @ Mu)
+        seg = Segments.of(Yu, unit_cell, like=segments)
         Yc = seg.matrix((Yu.shape[0], C))
-        a, bu = X.a, None if X.a is None else np.asarray(Mu.T @ X.b.T).T  # (units,) or (r, units)
+        a, bu = X.a, None if X.a is None else (X.b if per_unit else np.asarray(Mu.T @ X.b.T).T)  # (units,), (r, units)
         bc = None if X.a is None else np.asarray(Mc.T @ bu.T).T
     with np.errstate(divide="ignore", invalid="ignore"):
         per_stratum = np.where(n > 1, n / np.maximum(n - 1, 1), 0.0)

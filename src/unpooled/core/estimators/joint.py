@@ -74,8 +74,9 @@ completely is known exactly, and the variances below carry the finite-population
 **Memory.** The per-(target, draw) terms are held sparse (:mod:`.rows`): non-zero where the target holds the
 drawn instance, plus one row every target shares under the balance heuristic (the proposal is one for all), so
 1,000 systems of 500 draws each need the terms' non-zeros, not four dense 1,000 x 500,000 matrices.  The
-bootstrap resamples one stratum at a time and sums the resampled draws through per-instance totals
-(:class:`.rows.ByItem`).
+estimates and their variances read the terms' totals per unit (a system's draws of one instance share their
+weight: :meth:`.terms._Terms.per_unit`), built a block of targets at a time.  The bootstrap resamples one stratum at a
+time and sums the resampled draws through per-instance totals (:class:`.rows.ByItem`).
 
 **Intervals.** Every estimate is a smooth function of stratum sums, so its
 variance is estimated from per-draw influence values
@@ -124,7 +125,8 @@ from .finite import strata_var as finite_var
 from .intervals import _f1_partials, f1_interval, f1_score, population_size, wilson
 from .linear import Linear
 from .results import ConfidenceInterval, Estimate
-from .rows import ByItem, Rows, row_sums, scale
+from .rows import Rows, Segments, combine
+from .terms import _Terms, _terms
 
 WEIGHTS = ("heuristic", "balance", "minvar")
 ESTIMATORS = ("simple", "joint")
@@ -295,107 +297,12 @@ def weight_matrix(P: sp.csr_matrix, n: np.ndarray, rule: str = "balance", *, lam
     return W
 
 
-def complete_targets(d: Design) -> np.ndarray:
-    r"""Per system, whether its own draws reached every instance it has (:mod:`.finite`).  Such a system's
-    precision is taken from its own stratum alone (its weights :math:`w_{ij} = [j = i]`, :func:`_terms`): exact up
-    to its labels, where the other systems' draws would add only their rare hits on its instances, whose variance a
-    few draws cannot estimate (a 30-instance system drawn completely beside a 3,000-instance one sharing 15 of them:
-    90% intervals held its precision 0.46 of the time with the balance heuristic's weights, 1.0 with its own).  The
-    choice depends on which instances were drawn, never on labels; recall keeps every system's pool."""
-    k = np.bincount(d.units.cell_src[d.units.cell[np.unique(d.units.unit, return_index=True)[1]]],
-                    minlength=d.m) if len(d.xs) else np.zeros(d.m, np.int64)
-    return (k == np.diff(d.P.indptr)) & (d.n > 0)
-
-
-# -- the kernel ---------------------------------------------------------------
-@dataclass
-class _Terms:
-    """Per-(target, draw) terms whose stratum sums give every estimate, held as :class:`.rows.Rows`: non-zero
-    where the target holds the drawn instance, plus the parts every target shares (memory: the non-zeros).
-    ``C_items``/``W_items``/``A_items``: ``C``, ``W`` and ``A`` as a :class:`.rows.ByItem` plus the rest (a sparse
-    matrix), for the bootstrap (:mod:`.bootstrap`)."""
-
-    C: Rows  # precision's numerator (m, S): the importance weights times the labels
-    W: Rows  # precision's denominator (m, S): the importance weights of the draws for each target
-    A: Rows  # recall numerator (m, S)
-    B: Rows  # recall denominator (m, S)
-    S0: np.ndarray  # (m, n0) bool: exhaustive instance inside the target's pool S_i
-    ess: np.ndarray  # (m,) Kish effective sample size of the precision weights
-    ratio: Rows | None = None  # (m, S) (w_ij / n_j) / q_i(x_s): the importance ratio of each draw
-    C_items: tuple[ByItem | None, sp.csr_matrix] | None = None
-    A_items: tuple[ByItem | None, sp.csr_matrix] | None = None
-    W_items: tuple[ByItem | None, sp.csr_matrix] | None = None
-
-
-def _ratio(d: Design, W: np.ndarray, Pm: sp.csr_matrix) -> Rows:
-    r"""The importance ratio :math:`(w_{ij}/n_j)/q_i(x_s)` of every (target, draw), over distinct instances: one
-    row shared by every target when ``W``'s rows are equal (the balance heuristic: one proposal :math:`q`),
-    else dense."""
-    per = d.units.factor / np.maximum(d.n.astype(float)[d.src], 1)
-    if len(W) and np.all(W == W[:1]):
-        q = Pm.T @ W[0]
-        with np.errstate(divide="ignore", invalid="ignore"):
-            return Rows.shared(np.ones(d.m), np.where(q > 0, W[0, d.src] * per / q, 0.0))
-    Q = np.asarray((Pm.T @ W.T).T)  # q_i(x_s)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        return Rows.of(np.where(Q > 0, W[:, d.src] * per[None, :] / Q, 0.0))
-
-
-def _terms(d: Design, W: np.ndarray, *, own_complete: bool = True) -> _Terms:
-    """Per-(target, draw) terms under the weights ``W``; precision's from a system's own draws alone where they
-    reached all its instances (:func:`complete_targets`) unless ``own_complete`` is False."""
-    codes, item = np.unique(d.xs, return_inverse=True)
-    PIc = d.P[:, codes].tocsc()
-    PI = PIc.tocsr()  # p_i(x) of the instances drawn, (m, K)
-    Pm = PIc[:, item].tocsr()  # p_i(x_s), (m, S): through columns, so sorted without a sort of its non-zeros
-    # canonical (sorted, no duplicates): the matrices below share these index arrays, so nothing may sort them
-    PI.sum_duplicates()
-    Pm.sum_duplicates()
-    ratio = _ratio(d, W, Pm)
-    pos = ratio.scaled(cols=d.p0[d.xs] * d.f)  # recall: every system's draws
-    done = np.flatnonzero(complete_targets(d)) if own_complete else []
-    if len(done):  # precision of a system drawn completely: its own draws, w_ij = [j = i], so q_i = p_i
-        ratio = _own_rows(d, ratio, Pm, done)  # (the votes' variance then weighs its own items for recall's too)
-    rest = Rows(ratio.sparse) * Pm  # the importance weights beyond the shared ratio (rows of complete targets)
-    W_items = (None if ratio.a is None else ByItem(PI, item, ratio.a, ratio.b), rest)
-    C_items = (None if ratio.a is None else ByItem(PI, item, ratio.a, ratio.b * d.f), scale(rest, cols=d.f))
-    wimp = ratio * Pm  # importance weight of each draw for target i
-    C = Rows(scale(wimp, cols=d.f))
-    if d.gs is None:  # recall's numerator: the draws of instances the target holds
-        HI = sp.csr_matrix(((PI.data != 0).astype(float), PI.indices, PI.indptr), shape=PI.shape)
-        A_items = (ByItem(HI, item, pos.a, pos.b), sp.csr_matrix(pos.shape)) if pos.a is not None else None
-        held = sp.csr_matrix(((Pm.data != 0).astype(float), Pm.indices, Pm.indptr), shape=Pm.shape)
-    else:
-        held = sp.csr_matrix(d.gs, dtype=float)
-        held.data = (held.data != 0).astype(float)
-        A_items = None
-    A = Rows(pos * held)
-    A_items = A_items or (None, A.sparse)
-    # counted in floats: an int8 product wraps at 128 matching systems (joint recall 0 for everyone)
-    S0 = ((W > 0).astype(float) @ d.g0.astype(float)) > 0
-    with np.errstate(divide="ignore", invalid="ignore"):
-        ess = row_sums(wimp, wimp.data) ** 2 / row_sums(wimp, wimp.data ** 2)
-    return _Terms(C, Rows(wimp), A, pos, S0, np.nan_to_num(ess), ratio, C_items, A_items, W_items)
-
-
-def _own_rows(d: Design, ratio: Rows, Pm: sp.csr_matrix, done: np.ndarray) -> Rows:
-    """``ratio`` with the rows ``done`` replaced by their own draws' ratios :math:`1/(n_i p_i(x_s))` (over
-    distinct instances), 0 on the other draws."""
-    m = d.m
-    own = np.flatnonzero(np.isin(d.src, done))
-    with np.errstate(divide="ignore", invalid="ignore"):
-        val = (d.units.factor / np.maximum(d.n.astype(float)[d.src], 1))[own] / np.asarray(Pm[d.src[own], own]).ravel()
-    keep = np.ones(m)
-    keep[done] = 0.0
-    mine = sp.csr_matrix((val, (d.src[own], own)), shape=ratio.shape)
-    return Rows(sp.csr_matrix(scale(ratio.sparse, keep) + mine), None if ratio.a is None else ratio.a * keep, ratio.b)
-
-
-def strata_var(U: np.ndarray, d: Design, *, cross: bool = False) -> np.ndarray:
-    """Variance estimate of the row sums of ``U`` (targets x draws, built from :func:`_terms`) under the design's
-    stratified draws, over the distinct instances drawn (:func:`.finite.strata_var`); ``cross``: their
-    covariance matrix."""
-    return finite_var(U, d.src, d.m, d.units, cross=cross)
+def strata_var(U: np.ndarray, d: Design, *, cross: bool = False, per_unit: bool = False,
+               segments: Segments | None = None) -> np.ndarray:
+    """Variance estimate of the row sums of ``U`` (targets x draws, built from :func:`.terms._terms`; with ``per_unit``
+    targets x units, :meth:`.terms._Terms.per_unit`) under the design's stratified draws, over the distinct instances
+    drawn (:func:`.finite.strata_var`, ``segments`` as there); ``cross``: their covariance matrix."""
+    return finite_var(U, d.src, d.m, d.units, cross=cross, per_unit=per_unit, segments=segments)
 
 
 def _shares0(d: Design) -> np.ndarray | None:
@@ -635,46 +542,56 @@ def _estimate_with(d: Design, W: np.ndarray, confidence: float, method: str, *, 
 
 def linear_parts(d: Design, t: _Terms, confidence: float | None, *, simple: bool = False):
     """Estimates (``p``, ``r``, ``f1``, ``theta``, ``nu``), their linear parts (:class:`.linear.Linear`: the
-    covariance of any two targets is that of their rows) and variances, from labels (no votes)."""
-    p, lin_p = precision_linear(t)
-    lin = {"p": lin_p}
+    covariance of any two targets is that of their rows; per unit, :meth:`.terms._Terms.per_unit`) and variances, from
+    labels (no votes)."""
+    C, Wt, *recall = t.per_unit(recall=not simple)
+    p, lin_p = precision_linear(C, Wt, per_unit=True)
+    del C, Wt
     Up, inv_w = lin_p.draws, lin_p.draw_scale  # (C - p W), over W's sum
+    seg = Segments.of(Up.sparse, d.units.unit_cell)  # the runs of every unit-level row below (of one pattern)
+    lin = {"p": replace(lin_p, segments=seg)}
     if simple:  # recall from the exhaustive sample only: r = sum v g / sum v
         r, T = pool_values(d, d.g0)
         theta, nu = r.copy(), np.ones(d.m)
         dP, dR = _f1_partials(p, r)
         lin["r"] = Linear(None, T)
-        lin["f1"] = Linear(Up, T, draw_scale=dP * inv_w, ex_scale=dR)  # independent samples
+        lin["f1"] = Linear(Up, T, draw_scale=dP * inv_w, ex_scale=dR, per_unit=True, segments=seg)  # independent
         var = {k: lin[k].var(d, confidence) for k in lin}
     else:
-        Bs = t.B.sum()
+        A, B = recall
+        del recall
+        Bs = B.sum()
         with np.errstate(divide="ignore", invalid="ignore"):
-            nu = np.where(Bs > 0, t.A.sum() / Bs, 0.0)
+            nu = np.where(Bs > 0, A.sum() / Bs, 0.0)
             inv = np.where(Bs > 0, 1.0 / Bs, 0.0)
-        Uu = t.A + t.B.scaled(rows=-nu)  # (A - nu B), over B below: a row's scale leaves strata_var's own
+        Uu = A + B.scaled(rows=-nu)  # (A - nu B), over B below: a row's scale leaves strata_var's own
+        del A, B
         theta, T = pool_values(d, t.S0)
         var_th = _var0(T, d, confidence)
-        var_nu = strata_var(Uu, d) * inv ** 2
+        var_nu = strata_var(Uu, d, per_unit=True, segments=seg) * inv ** 2
         r = theta * nu
         dP, dR = _f1_partials(p, r)
-        lin["r"] = Linear(Uu, T, draw_scale=theta * inv, ex_scale=nu, extra=var_th * var_nu)
+        lin["r"] = Linear(Uu, T, draw_scale=theta * inv, ex_scale=nu, extra=var_th * var_nu, per_unit=True,
+                          segments=seg)
+        var = {"p": lin["p"].var(d, confidence)}
         # F1 influence: on the draws, dP*Up/sum(W) + dR*theta*Uu/sum(B) (they share draws); on Y0, dR*nu*T
-        lin["f1"] = Linear(Up.scaled(rows=dP * inv_w) + Uu.scaled(rows=dR * theta * inv), T, ex_scale=dR * nu)
-        var = {"p": lin["p"].var(d, confidence), "f1": lin["f1"].var(d, confidence),
-               "r": theta ** 2 * var_nu + nu ** 2 * var_th + var_th * var_nu}
+        lin["f1"] = Linear(combine(Up, dP * inv_w, Uu, dR * theta * inv), T, ex_scale=dR * nu,
+                           per_unit=True, segments=seg)
+        var.update({"f1": lin["f1"].var(d, confidence), "r": theta ** 2 * var_nu + nu ** 2 * var_th + var_th * var_nu})
     return {"p": p, "r": r, "f1": f1_score(p, r), "theta": theta, "nu": nu}, lin, var
 
 
-def precision_linear(t: _Terms) -> tuple[np.ndarray, Linear]:
-    r"""Precision from labels, the self-normalised (Hájek) ratio :math:`\hat\pi_i = \sum_s C_{is} / \sum_s W_{is}`,
-    and its linear part: the rows :math:`C_i - \hat\pi_i W_i` scaled by :math:`1/\sum_s W_{is}` (0 for a target no
-    draw weighs, whose precision is then 0).  The one formula of every consumer (:func:`linear_parts`,
-    :mod:`.ppi`); the bootstrap's replicates take the same ratio of their sums (:mod:`.bootstrap`)."""
-    Ws = t.W.sum()
+def precision_linear(C: Rows, W: Rows, *, per_unit: bool = False) -> tuple[np.ndarray, Linear]:
+    r"""Precision from labels, the self-normalised (Hájek) ratio :math:`\hat\pi_i = \sum_s C_{is} / \sum_s W_{is}`
+    of its numerator's and denominator's terms (:class:`_Terms`: per draw, or per unit with ``per_unit``), and its
+    linear part: the rows :math:`C_i - \hat\pi_i W_i` scaled by :math:`1/\sum_s W_{is}` (0 for a target no draw
+    weighs, whose precision is then 0).  The one formula of every consumer (:func:`linear_parts`, :mod:`.ppi`);
+    the bootstrap's replicates take the same ratio of their sums (:mod:`.bootstrap`)."""
+    Ws = W.sum()
     with np.errstate(divide="ignore", invalid="ignore"):
-        p = np.where(Ws > 0, t.C.sum() / Ws, 0.0)
+        p = np.where(Ws > 0, C.sum() / Ws, 0.0)
         inv = np.where(Ws > 0, 1.0 / Ws, 0.0)
-    return p, Linear(t.C + t.W.scaled(rows=-p), draw_scale=inv)
+    return p, Linear(combine(C, None, W, -p), draw_scale=inv, per_unit=per_unit)
 
 
 def _estimate_noisy(d: Design, W: np.ndarray, confidence: float, method: str, *, simple: bool, votes,

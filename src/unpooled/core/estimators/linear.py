@@ -21,20 +21,24 @@ from dataclasses import dataclass
 import numpy as np
 import scipy.sparse as sp
 
-from .rows import Rows
+from .rows import Rows, Segments
 
 
 @dataclass(frozen=True)
 class Linear:
     """The linear part of ``m`` estimates: ``draws`` (m x draws, :class:`.rows.Rows`, or None) scaled per row by
     ``draw_scale``, ``exhaustive`` (m x n0 linearised values, or None) scaled per row by ``ex_scale``, and a
-    variance ``extra`` beyond them (per row, or None)."""
+    variance ``extra`` beyond them (per row, or None).  ``per_unit``: the columns of ``draws`` are the draws' units
+    (their totals, :meth:`.terms._Terms.per_unit`); ``segments``: the runs of their pattern
+    (:func:`.finite.strata_var`)."""
 
     draws: Rows | None
     exhaustive: np.ndarray | None = None
     draw_scale: np.ndarray | None = None
     ex_scale: np.ndarray | None = None
     extra: np.ndarray | None = None
+    per_unit: bool = False
+    segments: Segments | None = None
 
     @property
     def m(self) -> int:
@@ -47,7 +51,7 @@ class Linear:
 
         out = np.zeros(self.m)
         if self.draws is not None:
-            v = strata_var(self.draws, d)
+            v = strata_var(self.draws, d, per_unit=self.per_unit, segments=self.segments)
             out += v if self.draw_scale is None else self.draw_scale ** 2 * v
         if self.exhaustive is not None and self.exhaustive.shape[1]:
             v = _var0(self.exhaustive, d, confidence)
@@ -65,7 +69,7 @@ class Linear:
         m = self.m
         out = np.zeros((m, m))
         if self.draws is not None:
-            C = strata_var(self.draws, d, cross=True)
+            C = strata_var(self.draws, d, cross=True, per_unit=self.per_unit)
             out += C if self.draw_scale is None else np.outer(self.draw_scale, self.draw_scale) * C
         if self.exhaustive is not None and self.exhaustive.shape[1]:
             C = _var0(self.exhaustive, d, confidence, cross=True)
@@ -88,4 +92,4 @@ class Linear:
             ex = np.asarray(L @ T)
         if self.extra is not None:
             extra = np.asarray(abs(L) @ self.extra).ravel()
-        return Linear(draws, ex, extra=extra)
+        return Linear(draws, ex, extra=extra, per_unit=self.per_unit)

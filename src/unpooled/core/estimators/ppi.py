@@ -213,18 +213,19 @@ def ppi_precision(d: Design, conf, *, W: np.ndarray | None = None, confidence: f
     """
     K, W = _ppi_iv(d, conf, W, confidence, min_ess)
     t = _terms(d, W)
-    p_lab, lin = precision_linear(t)  # precision and its linear part, exactly as the joint estimator's
+    C, Wt = t.per_unit(recall=False)  # the terms' unit totals, as the joint estimator's
+    p_lab, lin = precision_linear(C, Wt, per_unit=True)  # precision and its linear part, exactly as the joint's
     L = lin.draws.scaled(rows=lin.draw_scale)  # its influence rows (C - p W) / sum W
-    G, mu = _control_rows(d, K, t.W.sparse)
+    G, mu = _control_rows(d, K, Wt.sparse, d.xs[d.units.first])
     var_c = lin.var(d, confidence)
-    var_g = strata_var(G, d)
-    cov = (strata_var(L + G, d) - strata_var(L + G.scaled(rows=-np.ones(d.m)), d)) / 4
+    var_g = strata_var(G, d, per_unit=True)
+    cov = (strata_var(L + G, d, per_unit=True) - strata_var(L + G.scaled(rows=-np.ones(d.m)), d, per_unit=True)) / 4
     with np.errstate(divide="ignore", invalid="ignore"):
         lam = np.where((var_g > 0) & (t.ess >= min_ess), cov / np.where(var_g > 0, var_g, 1.0), 0.0)
     g = G.sum()
     fallback_of = _fallback(d, t.ess)
     ci_lab = wilson(p_lab, var_c, confidence, fallback_of(var_c))
-    p, var = p_lab - lam * g, strata_var(L + G.scaled(rows=-lam), d)
+    p, var = p_lab - lam * g, strata_var(L + G.scaled(rows=-lam), d, per_unit=True)
     ci = wilson(p, var, confidence, fallback_of(var))
     # power tuning over {0, lambda}: labels alone where the tuned interval is not narrower (Wilson's width
     # depends on the estimate too)
@@ -238,17 +239,17 @@ def ppi_precision(d: Design, conf, *, W: np.ndarray | None = None, confidence: f
     return PPIPrecision(ppi, labels, lam, mu, mu + g)
 
 
-def _control_rows(d: Design, K: sp.csr_matrix, wimp: sp.csr_matrix) -> tuple[Rows, np.ndarray]:
-    r"""The control rows :math:`G_{is} = \omega_{is}(c_i(x_s) - \mu_i)` (``(m, S)``, sparse on the pattern of the
-    importance weights ``wimp``, :math:`\omega`) and :math:`\mu_i`; :math:`h_i \equiv 0` for a system whose
-    confidences are all equal."""
+def _control_rows(d: Design, K: sp.csr_matrix, wimp: sp.csr_matrix, xs: np.ndarray) -> tuple[Rows, np.ndarray]:
+    r"""The control rows :math:`G_{is} = \omega_{is}(c_i(x_s) - \mu_i)` summed over each unit's draws (``(m,
+    units)``, sparse on the pattern of the units' importance weights ``wimp``, :math:`\omega`; ``xs`` the instance
+    of each unit) and :math:`\mu_i`; :math:`h_i \equiv 0` for a system whose confidences are all equal."""
     with np.errstate(divide="ignore", invalid="ignore"):
         mu = np.asarray(d.P.multiply(K).sum(axis=1)).ravel() / np.asarray(d.P.sum(axis=1)).ravel()
     lo = _row_extreme(K, np.minimum)
     hi = _row_extreme(K, np.maximum)
     flat = lo == hi
     mu = np.where(flat, lo, mu)  # exactly the common value (a sum of p_i c rounds off)
-    Ks = sp.csr_matrix(K[:, d.xs])
+    Ks = sp.csr_matrix(K[:, xs])
     G = sp.csr_matrix(wimp.multiply(Ks)) - scale(wimp, rows=mu)
     return Rows(scale(G, rows=(~flat).astype(float))), mu
 

@@ -10,7 +10,7 @@ costs a pass over the non-zeros.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 import scipy.sparse as sp
@@ -55,7 +55,9 @@ class Rows:
 
     def abs_sum(self) -> np.ndarray:
         """Row sums of the absolute values (an upper bound where the shared part overlaps the sparse one)."""
-        s = row_sums(self.sparse, np.abs(self.sparse.data))
+        M = self.sparse
+        s = np.array([np.abs(M.data[a:b]).sum() for a, b in zip(M.indptr[:-1].tolist(), M.indptr[1:].tolist())]
+                     ) if M.nnz > 64 * M.shape[0] else row_sums(M, np.abs(M.data))  # (long rows: no copy of all)
         if self.a is None:
             return s
         A, B = self.factors()
@@ -91,6 +93,20 @@ class Rows:
         if b is not None and cols is not None:
             b = b * cols
         return Rows(scale(self.sparse, rows, cols), a, b)
+
+    def columns(self, idx: np.ndarray) -> Rows:
+        """The columns ``idx`` (repeats allowed: a unit's values for each of its draws), canonical."""
+        sparse = self.sparse.tocsc()[:, idx].tocsr() if self.sparse.nnz else sp.csr_matrix((self.shape[0], len(idx)))
+        return Rows(sparse, self.a, None if self.b is None else self.b[..., idx])
+
+    def at(self, M: sp.csr_matrix) -> sp.csr_matrix:
+        """The values where ``M`` is non-zero, on ``M``'s pattern: ``self * (M != 0)``, with no array of ones
+        when ``M`` stores no zero."""
+        if self.sparse.nnz or self.a is None or self.a.ndim != 1 or not M.data.all():
+            return self * sp.csr_matrix(((M.data != 0).astype(float), M.indices, M.indptr), shape=M.shape)
+        data = self.b[M.indices]
+        _scale_rows(data, M.indptr, np.asarray(self.a, float))
+        return sp.csr_matrix((data, M.indices, M.indptr), shape=M.shape)
 
     def __add__(self, other: Rows) -> Rows:
         """The sum; shared parts on the same row (``b``, the same array) add, others stack into a higher rank."""
@@ -133,8 +149,27 @@ class Rows:
         return out + A @ np.asarray(Mk.T @ B.T).T
 
 
+def combine(X: Rows, x: np.ndarray | None, Y: Rows, y: np.ndarray) -> Rows:
+    """``X.scaled(rows=x) + Y.scaled(rows=y)`` (``x`` None: ``X``), its sparse values built in one new array where
+    both share their index arrays (the joint estimator's terms: no copy of each scaled operand)."""
+    Xs, Ys = X.sparse, Y.sparse
+    if not (Xs.nnz and Ys.nnz and Xs.shape == Ys.shape and _same(Xs.indices, Ys.indices)
+            and _same(Xs.indptr, Ys.indptr)):
+        return (X if x is None else X.scaled(rows=x)) + Y.scaled(rows=y)
+    empty = sp.csr_matrix(Xs.shape)
+    shared = Rows(empty, X.a, X.b).scaled(rows=x) + Rows(empty, Y.a, Y.b).scaled(rows=y)
+    data = Xs.data.copy()
+    if x is not None:
+        _scale_rows(data, Xs.indptr, np.asarray(x, float))
+    y = np.asarray(y, float)
+    for i, (a, b) in enumerate(zip(Xs.indptr[:-1].tolist(), Xs.indptr[1:].tolist())):
+        if b > a:
+            data[a:b] += Ys.data[a:b] * y[i]
+    return Rows(sp.csr_matrix((data, Xs.indices, Xs.indptr), shape=Xs.shape), shared.a, shared.b)
+
+
 def add(X: sp.csr_matrix, Y: sp.csr_matrix) -> sp.csr_matrix:
-    """``X + Y``; on the index arrays both share (the terms of :func:`.joint._terms` are built on one pattern, the
+    """``X + Y``; on the index arrays both share (the terms of :func:`.terms._terms` are built on one pattern, the
     drawn instances' :math:`p_i(x_s)`) by adding the stored values, with no merge of the patterns."""
     if X.shape == Y.shape and _same(X.indices, Y.indices) and _same(X.indptr, Y.indptr):
         return sp.csr_matrix((X.data + Y.data, X.indices, X.indptr), shape=X.shape)
@@ -172,12 +207,14 @@ def _scale_rows(data: np.ndarray, indptr: np.ndarray, rows: np.ndarray) -> None:
             data[a:b] *= rows[i]
 
 
-def row_sums(M: sp.csr_matrix, values: np.ndarray) -> np.ndarray:
-    """Per row of ``M``, the sum of ``values`` (one per stored entry)."""
-    out = np.zeros(M.shape[0])
-    full = np.diff(M.indptr) > 0
+def row_sums(M: sp.csr_matrix, values: np.ndarray, indptr: np.ndarray | None = None) -> np.ndarray:
+    """Per row of ``M``, the sum of ``values`` (one per stored entry); ``indptr``: of the rows' values instead of
+    ``M``'s (``M`` None: a block of rows, its ``indptr`` from 0)."""
+    indptr = M.indptr if indptr is None else indptr
+    out = np.zeros(len(indptr) - 1)
+    full = np.diff(indptr) > 0
     if len(values):
-        out[full] = np.add.reduceat(values, M.indptr[:-1][full])
+        out[full] = np.add.reduceat(values, indptr[:-1][full])
     return out
 
 
@@ -288,12 +325,17 @@ def _sparse_ss(Y: sp.csr_matrix, group, omega, scale, Om, segments: Segments | N
                        minlength=len(seg.total))
     with np.errstate(divide="ignore", invalid="ignore"):
         ybar = np.where(wsum > 0, seg.total / Om[seg.group], 0.0)
-    dev = np.repeat(ybar[seg.pair], counts)  # (one array of the values' size: Y's can be 44.6M)
-    np.subtract(Y.data if ones else Y.data / om, dev, out=dev)
-    dev *= dev
-    if not ones:
-        dev *= om
-    inner = np.bincount(seg.pair, weights=np.add.reduceat(dev, seg.start), minlength=len(seg.total))
+    run_ss = np.empty(len(seg.start))
+    block = max(1, len(seg.start) * (1 << 22) // Y.nnz)  # runs of about 4M values at a time (Y's can be 40M)
+    for r in range(0, len(seg.start), block):
+        a, b = seg.start[r], (seg.start[r + block] if r + block < len(seg.start) else Y.nnz)
+        dev = np.repeat(ybar[seg.pair[r:r + block]], counts[r:r + block])
+        np.subtract(Y.data[a:b] if ones else Y.data[a:b] / om[a:b], dev, out=dev)
+        dev *= dev
+        if not ones:
+            dev *= om[a:b]
+        run_ss[r:r + block] = np.add.reduceat(dev, seg.start[r:r + block] - a)
+    inner = np.bincount(seg.pair, weights=run_ss, minlength=len(seg.total))
     rest = np.where(wsum > 0, (Om[seg.group] - wsum) * ybar * ybar, 0.0)  # the zeros of each group
     return np.bincount(seg.row, weights=scale[seg.group] * (inner + rest), minlength=Y.shape[0])
 
@@ -304,34 +346,54 @@ class Segments:
     row and a group: ``start`` (the first stored value of each run) and ``pair`` (its (row, group) pair, numbered in
     row then group order) per run; ``row``, ``group`` and ``total`` per pair.  Where every row's columns come group
     by group (the units of :mod:`.finite` are numbered cell by cell) there are as many runs as pairs, and a total
-    is one pass over the values in order, with no key per value; any order is right, the runs only more."""
+    is one pass over the values in order, with no key per value; any order is right, the runs only more.
+    ``pattern``: the matrix's index arrays and the groups they were found for (:meth:`of` reuses the runs of a
+    matrix of the same pattern)."""
 
     start: np.ndarray
     pair: np.ndarray
     row: np.ndarray
     group: np.ndarray
     total: np.ndarray
+    pattern: tuple = ()
 
     @staticmethod
-    def of(Y: sp.csr_matrix, group: np.ndarray) -> Segments:
-        """The segments of ``Y`` (CSR, any order of the columns within a row) by ``group`` (per column)."""
+    def of(Y: sp.csr_matrix, group: np.ndarray, *, like: Segments | None = None) -> Segments:
+        """The segments of ``Y`` (CSR, any order of the columns within a row) by ``group`` (per column); the runs of
+        ``like`` when it was found on the same index arrays (the same memory) and the same ``group`` array."""
+        if like is not None and like.pattern and like.pattern[2] is group and _same(like.pattern[0], Y.indices) \
+                and _same(like.pattern[1], Y.indptr):
+            return replace(like, total=like.totals(Y.data))
+        pattern = (Y.indices, Y.indptr, group)
         if not Y.nnz:
             z = np.zeros(0, np.int64)
-            return Segments(z, z, z, z, np.zeros(0))
+            return Segments(z, z, z, z, np.zeros(0), pattern)
         g = (group.astype(np.int32) if len(group) and group.max() < 2 ** 31 else group)[Y.indices]
         new = np.empty(Y.nnz, bool)
         new[0] = True
         np.not_equal(g[1:], g[:-1], out=new[1:])
         new[Y.indptr[:-1][np.diff(Y.indptr) > 0]] = True
         start = np.flatnonzero(new)
+        del new
         row = np.searchsorted(Y.indptr, start, side="right") - 1
         G = np.int64(int(group.max()) + 1)
         key = row * G + g[start]
+        del g
         run_total = np.add.reduceat(Y.data, start)
         if (key[1:] > key[:-1]).all():  # one run per pair, in order
-            return Segments(start, np.arange(len(start)), row, g[start].astype(np.int64), run_total)
+            return Segments(start, np.arange(len(start)), row, (key - row * G), run_total, pattern)
         uniq, pair = np.unique(key, return_inverse=True)
-        return Segments(start, pair, uniq // G, uniq % G, np.bincount(pair, weights=run_total, minlength=len(uniq)))
+        return Segments(start, pair, uniq // G, uniq % G, np.bincount(pair, weights=run_total, minlength=len(uniq)),
+                        pattern)
+
+    def totals(self, values: np.ndarray) -> np.ndarray:
+        """Per pair, the total of ``values`` (one per stored value of a matrix of this pattern)."""
+        if not len(self.start):
+            return np.zeros(0)
+        run_total = np.add.reduceat(values, self.start)
+        if len(run_total) == len(self.total) and (len(run_total) < 2 or (np.diff(self.pair) == 1).all()):
+            return run_total
+        return np.bincount(self.pair, weights=run_total, minlength=len(self.total))
 
     def matrix(self, shape: tuple[int, int]) -> sp.csr_matrix:
         """The ``(rows, groups)`` totals as a canonical sparse matrix."""
