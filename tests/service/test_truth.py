@@ -178,8 +178,7 @@ def test_truth_is_read_in_bulk_and_computed_once_per_submission(shared_data, tmp
     from django.test.utils import CaptureQueriesContext
 
     from unpooled.service.crowd.simulated import GoldOracle
-    from unpooled.service.evaluations import rates
-    from unpooled.service.evaluations.truth import protocol_gold, true_scores, true_scores_all
+    from unpooled.service.evaluations.truth import clear_cache, protocol_gold, true_scores, true_scores_all
 
     corpus, docred, _ = load_redocred_subset(shared_data, tmp_path, 12, "memo")
     queries = []
@@ -189,7 +188,7 @@ def test_truth_is_read_in_bulk_and_computed_once_per_submission(shared_data, tmp
             protocol_gold(corpus, documents=some, oracle=GoldOracle(corpus))
         queries.append(len(q))
     assert queries[0] == queries[1] < 12
-    rates.clear_cache()
+    clear_cache()
     first = true_scores_all(corpus)
     assert first[docred.pk] == true_scores(corpus, docred.pk)
     with CaptureQueriesContext(connection) as q:

@@ -377,9 +377,6 @@ def clear_cache() -> None:
     _sentence_memo.clear()
     _inside_memo.clear()
     _entity_memo.clear()
-    from . import truth  # its memo reads this module's: imported here, not at the top
-
-    truth.clear_cache()
 
 
 def recall_protocol(corpus) -> str:

@@ -223,13 +223,15 @@ def _found(corpus, refs: list[InstanceRef], gold: list[InstanceRef], match: str)
 #: asked (its gold layer, schema and sentences do not change after loading; its recall protocol may) and each of its
 #: submissions' true scores (their instances do not change after ingest), so that a re-scoring computes the truth of
 #: the new submissions only (every re-scoring read the whole gold layer again, two queries per document, and every
-#: submission's instances: 26 s a re-scoring at 5,000 documents). :func:`clear_cache` forgets them.
+#: submission's instances: 26 s a re-scoring at 5,000 documents). The keys say what the truth was computed from (the
+#: corpus's creation, counts, schema and recall protocol; the submission's creation and file), so that rows rolled
+#: back and made again under the same ids (tests, coverage trials) are not mistaken for the memoised ones.
 _gold_memo: dict = {}
 _truth_memo: dict = {}
 
 
 def clear_cache() -> None:
-    """Forget the memoised truth (:func:`.rates.clear_cache` calls it)."""
+    """Forget the memoised truth."""
     _gold_memo.clear()
     _truth_memo.clear()
 
