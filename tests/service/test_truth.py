@@ -200,6 +200,7 @@ def test_truth_is_read_in_bulk_and_computed_once_per_submission(shared_data, tmp
     path.write_text("".join(json.dumps(r) + "\n" for r in rows))
     res = do_ingest_submission(path, "memo", "half", "run", "jsonl")
     assert res.ok, res.report.to_dict()
+    assert list(true_scores_all(corpus, submissions=[docred.pk])) == [docred.pk]  # the rows' submissions only
     both = true_scores_all(corpus)
     assert both[docred.pk] == first[docred.pk] and both[res.submission.pk] == true_scores(corpus, res.submission)
     assert 0 < both[res.submission.pk].instances <= len(rows) < first[docred.pk].instances

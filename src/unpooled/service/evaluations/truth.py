@@ -249,17 +249,19 @@ def _corpus_gold(corpus, oracle) -> tuple[tuple, list[InstanceRef]]:
     return key, got
 
 
-def true_scores_all(corpus, *, level: str = "instance", match: str = MATCH) -> dict[int, TrueScores]:
-    """:func:`true_scores` of every submission of the corpus with instances, by submission pk (each computed once
-    per process: :data:`_truth_memo`)."""
+def true_scores_all(corpus, *, level: str = "instance", match: str = MATCH, submissions=None) -> dict[int, TrueScores]:
+    """:func:`true_scores` of every submission of the corpus with instances (``submissions``: of those pks only), by
+    submission pk (each computed once per process: :data:`_truth_memo`)."""
     from unpooled.service.crowd.simulated import GoldOracle
     from unpooled.service.submissions.models import Submission
 
     oracle = GoldOracle(corpus)
     key, gold = _corpus_gold(corpus, oracle)
     out = {}
-    for sid, created, sha in (Submission.objects.filter(corpus=corpus, is_reference=False).order_by("id")
-                              .values_list("pk", "created", "file_sha256")):
+    subs = Submission.objects.filter(corpus=corpus, is_reference=False)
+    if submissions is not None:
+        subs = subs.filter(pk__in=list(submissions))
+    for sid, created, sha in subs.order_by("id").values_list("pk", "created", "file_sha256"):
         at = (key, sid, created, sha, level, match)
         ts = _truth_memo.get(at)
         if ts is None:
@@ -294,7 +296,7 @@ def attach_truth(corpus, rows: list[dict], *, level: str = "instance", store: bo
     """
     from .models import Score
 
-    truth = true_scores_all(corpus, level=level)
+    truth = true_scores_all(corpus, level=level, submissions=[row["submission"] for row in rows])
     inside = total = 0
     for row in rows:
         ts = truth.get(row["submission"])
