@@ -4,11 +4,13 @@ For each configuration (SQLite with its one task worker, the embedded default; P
 ``--workers``), on a fresh database:
 
 1. **build** (a child process): a corpus of ``--documents`` documents with a gold layer -- Re-DocRED's dev and
-   test documents from ``../shared/data`` (1,000), repeated under new titles as often as needed -- whose settings
-   ask the simulated crowd (it answers from the gold layer), the instance level, ``--draws`` draws per submission
-   and ``--exhaustive`` documents annotated exhaustively; and ``--submissions`` KBs (JSONL), each a team's random
-   share of the gold relations (70% of one of five "approaches", the rest at random) plus wrong facts (a true
-   pair under another relation), so that teams overlap as real ones do.
+   test documents from ``../shared/data`` (1,000), repeated under new titles as often as needed, written as DocRED
+   files of 1,000 -- whose settings ask the simulated crowd (it answers from the gold layer), the instance level,
+   ``--draws`` draws per submission and ``--exhaustive`` documents annotated exhaustively; and ``--submissions``
+   KBs (JSONL, :func:`write_kbs`): true facts (70% of one of five "approaches", the rest at random, so that teams
+   overlap as real ones do) and wrong facts (a true pair under another relation); by default each a random share of
+   the gold relations, or ``--instances MIN-MAX`` each (:func:`kb_sizes`). The build's times (the corpus written
+   and loaded, the KBs) and its peak memory are reported.
 2. **run**: ``unpooled serve --task-workers W`` (one web process); every KB uploaded at once through the upload
    path (:func:`~unpooled.service.submissions.uploads.start_upload`: the ingest task, then each submission's
    lifecycle); until every submission is published (or failed), the bench polls the database for each
