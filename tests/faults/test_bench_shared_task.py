@@ -26,3 +26,40 @@ def test_bench_shared_task_runs_a_small_task_end_to_end(shared_data, tmp_path):
     assert r["answers"] >= 20 and r["labels"] > 0
     # where the worker's time went: three ingests and three lifecycles at least (a lifecycle may run in parts)
     assert r["tasks"]["ingest_upload"]["runs"] == 3 and r["tasks"]["advance_submission"]["runs"] >= 3
+
+
+def test_bench_shared_task_sizes_the_kbs_on_request(shared_data, tmp_path):
+    """``--instances MIN-MAX``: each KB's size is what :func:`kb_sizes` asks (between MIN and MAX, density 1/size²,
+    100 of 20,000-200,000 about 5.1M in all), made of the gold layer's lines (true facts, read by offset) and of
+    true pairs under another relation (wrong facts); the corpus is written as files of 1,000 documents at most."""
+    from unpooled.bench.shared_task import kb_sizes, write_corpus, write_kbs
+
+    sizes = kb_sizes(100, 20_000, 200_000)
+    assert min(sizes) >= 20_000 and max(sizes) <= 200_000 and 5.0e6 < sum(sizes) < 5.2e6
+    assert sorted(sizes)[50] < 40_000  # many small teams, a few large ones
+    folder = write_corpus(shared_data / "redocred", 2500, tmp_path / "corpus")
+    parts = sorted(folder.iterdir())
+    assert [len(json.loads(p.read_text())) for p in parts] == [1000, 1000, 500]
+    assert json.loads(parts[2].read_text())[0]["title"].endswith("(copy 2)")
+    gold = tmp_path / "gold.jsonl"
+    preds = ["P17", "P27", "P131"]
+    lines = [json.dumps({"doc": f"d{k}", "predicate": preds[k % 3], "subject": {"start": 0, "end": 1},
+                         "object": {"start": 2, "end": 3 + k}}) for k in range(3000)]
+    gold.write_text("\n".join(lines) + "\n")
+    files, g = write_kbs(gold, tmp_path, 4, [200, 800], seed=1)
+    assert g == 3000
+    assert sorted(f["instances"] for f in files) == sorted(kb_sizes(4, 200, 800))
+    truth = set(lines)
+    for f in files:
+        kb = open(f["path"]).read().splitlines()
+        assert len(kb) == f["instances"]
+        right = [x for x in kb if x in truth]
+        assert 0.55 * len(kb) < len(right) < len(kb)  # 10-40% wrong
+        for x in kb:
+            if x not in truth:  # a true pair under another relation
+                d = json.loads(x)
+                k = int(d["doc"][1:])
+                assert d["predicate"] != preds[k % 3] and d["predicate"] in preds and d["object"]["end"] == 3 + k
+    # without --instances: a share of the gold relations, growing with them (today's KBs)
+    files, _ = write_kbs(gold, tmp_path, 2, None, seed=1)
+    assert all(300 < f["instances"] < 2500 for f in files)

@@ -4,11 +4,13 @@ For each configuration (SQLite with its one task worker, the embedded default; P
 ``--workers``), on a fresh database:
 
 1. **build** (a child process): a corpus of ``--documents`` documents with a gold layer -- Re-DocRED's dev and
-   test documents from ``../shared/data`` (1,000), repeated under new titles as often as needed -- whose settings
-   ask the simulated crowd (it answers from the gold layer), the instance level, ``--draws`` draws per submission
-   and ``--exhaustive`` documents annotated exhaustively; and ``--submissions`` KBs (JSONL), each a team's random
-   share of the gold relations (70% of one of five "approaches", the rest at random) plus wrong facts (a true
-   pair under another relation), so that teams overlap as real ones do.
+   test documents from ``../shared/data`` (1,000), repeated under new titles as often as needed, written as DocRED
+   files of 1,000 -- whose settings ask the simulated crowd (it answers from the gold layer), the instance level,
+   ``--draws`` draws per submission and ``--exhaustive`` documents annotated exhaustively; and ``--submissions``
+   KBs (JSONL, :func:`write_kbs`): true facts (70% of one of five "approaches", the rest at random, so that teams
+   overlap as real ones do) and wrong facts (a true pair under another relation); by default each a random share of
+   the gold relations, or ``--instances MIN-MAX`` each (:func:`kb_sizes`). The build's times (the corpus written
+   and loaded, the KBs) and its peak memory are reported.
 2. **run**: ``unpooled serve --task-workers W`` (one web process); every KB uploaded at once through the upload
    path (:func:`~unpooled.service.submissions.uploads.start_upload`: the ingest task, then each submission's
    lifecycle); until every submission is published (or failed), the bench polls the database for each
@@ -26,6 +28,7 @@ from __future__ import annotations
 
 import json
 import os
+import resource
 import signal
 import statistics
 import subprocess
@@ -36,18 +39,17 @@ import time
 import urllib.request
 from pathlib import Path
 
+import numpy as np
+
 from unpooled.bench import child_pids, free_port, pg_admin, wait_until_up, with_database
 
 STAGES = ("ingest", "sampling", "annotating", "scoring")
 PG_DATABASE = "unpooled_bench_task"
-HUNG = 3600.0  # seconds without every submission finished: the run is stopped and reported as such
 
 
 # -- build (a child process with Django) --------------------------------------------------------------------
 def build(cfg: dict) -> dict:
     """The corpus and its settings in the database, the teams' KBs in ``cfg['workdir']``."""
-    import random
-
     from unpooled.service.config.bootstrap import setup_django
 
     setup_django(migrate=True)
@@ -57,46 +59,98 @@ def build(cfg: dict) -> dict:
     from unpooled.service.corpora.actions import do_load_corpus
 
     work = Path(cfg["workdir"])
-    shared = Path(cfg["shared"]) / "redocred"
-    base = []
-    for name in ("dev_revised.json", "test_revised.json"):
-        base += json.loads((shared / name).read_text())
-    docs = []
-    for k in range(cfg["documents"]):
-        d = dict(base[k % len(base)])
-        if k >= len(base):
-            d["title"] = f"{d['title']} (copy {k // len(base)})"
-        docs.append(d)
     t0 = time.perf_counter()
-    path = work / "corpus.json"
-    path.write_text(json.dumps(docs))
-    corpus = do_load_corpus(path, "docred", "shared-task")
+    folder = write_corpus(Path(cfg["shared"]) / "redocred", cfg["documents"], work / "corpus")
+    write_seconds = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    corpus = do_load_corpus(folder, "docred", "shared-task")
     st = actions.settings_for(corpus)
     st.backend, st.levels, st.exhaustive_documents = "simulated", "instance", cfg["exhaustive"]
     st.min_draws = st.max_draws = cfg["draws"]
     st.save()
     load_seconds = time.perf_counter() - t0
+    t0 = time.perf_counter()
     gold_path = work / "gold.jsonl"
     with open(gold_path, "w") as out:
-        docred_to_jsonl(iter_documents(path, "docred"), out)
-    lines = gold_path.read_text().splitlines()
-    predicates = sorted({json.loads(x)["predicate"] for x in lines})
-    rng = random.Random(cfg["seed"])
-    approaches = [[rng.random() < 0.7 for _ in lines] for _ in range(5)]
-    files = []
-    for t in range(cfg["submissions"]):
-        r = random.Random(cfg["seed"] * 1000 + t + 1)
-        share = r.uniform(0.3, 0.8)  # some teams find more than others
-        kept = [x for x, a in zip(lines, approaches[t % 5]) if (r.random() < 0.85) == a and r.random() < share]
-        for x in r.sample(lines, int(len(lines) * r.uniform(0.05, 0.3))):  # wrong facts
-            d = json.loads(x)
-            d["predicate"] = r.choice([p for p in predicates if p != d["predicate"]])
-            kept.append(json.dumps(d))
-        kb = work / f"team{t:03d}.jsonl"
-        kb.write_text("\n".join(kept) + "\n")
-        files.append({"path": str(kb), "team": f"team{t:03d}", "instances": len(kept)})
-    return {"corpus": corpus.name, "documents": len(docs), "gold_relations": len(lines), "files": files,
-            "load_seconds": round(load_seconds, 1)}
+        docred_to_jsonl(iter_documents(folder, "docred"), out)
+    files, gold = write_kbs(gold_path, work, cfg["submissions"], cfg.get("instances"), cfg["seed"])
+    return {"corpus": corpus.name, "documents": corpus.n_documents, "gold_relations": gold, "files": files,
+            "build": {"corpus_mb": round(sum(p.stat().st_size for p in folder.iterdir()) / 2**20, 0),
+                      "write_seconds": round(write_seconds, 1), "load_seconds": round(load_seconds, 1),
+                      "kbs_seconds": round(time.perf_counter() - t0, 1),
+                      "peak_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 0)}}
+
+
+def write_corpus(shared: Path, n: int, folder: Path, per_file: int = 1000) -> Path:
+    """``n`` documents in DocRED files of ``per_file`` each under ``folder``: Re-DocRED's dev and test documents
+    (1,000), repeated under new titles as often as needed (a corpus is a folder of files, as a real one is: one
+    file of 50,000 documents would be parsed whole)."""
+    base = []
+    for name in ("dev_revised.json", "test_revised.json"):
+        base += json.loads((shared / name).read_text())
+    folder.mkdir(parents=True, exist_ok=True)
+    for start in range(0, n, per_file):
+        docs = []
+        for k in range(start, min(n, start + per_file)):
+            d = dict(base[k % len(base)])
+            if k >= len(base):
+                d["title"] = f"{d['title']} (copy {k // len(base)})"
+            docs.append(d)
+        (folder / f"part{start // per_file:05d}.json").write_text(json.dumps(docs))
+    return folder
+
+
+def kb_sizes(n: int, lo: int, hi: int) -> list[int]:
+    """``n`` KB sizes between ``lo`` and ``hi`` with density proportional to 1/size² (many small teams, a few large
+    ones; mean lo·hi·ln(hi/lo)/(hi - lo): about 51,000 for 20,000-200,000), at the ``n`` quantiles' midpoints so
+    that the total is ``n`` times the mean whatever the seed."""
+    u = (np.arange(n) + 0.5) / n
+    return [int(round(1.0 / (1.0 / lo - x * (1.0 / lo - 1.0 / hi)))) for x in u]
+
+
+def write_kbs(gold_path: Path, work: Path, submissions: int, instances: list[int] | None,
+              seed: int) -> tuple[list[dict], int]:
+    """Each team's KB (JSONL), read from the gold layer's lines by offset (never all in memory): true facts, 70% of
+    one of five "approaches" and the rest at random, so that teams overlap as real ones do, and wrong facts (a true
+    pair under another relation). Without ``instances``, a team keeps a random share (30-80%) of the gold relations
+    it may find and adds 5-30% of their number in wrong facts (KBs grow with the corpus); with ``[lo, hi]``, the
+    sizes are :func:`kb_sizes` in a random order, 10-40% of each wrong. Returns the KBs and the gold relations."""
+    import mmap
+
+    with open(gold_path, "rb") as f:
+        mm = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
+    try:
+        step = 1 << 26  # the line ends 64 MB at a time (a byte mask of the whole file is its size again)
+        ends = np.concatenate([np.flatnonzero(np.frombuffer(mm, np.uint8, min(step, len(mm) - k), k) == 10) + k + 1
+                               for k in range(0, len(mm), step)])
+        starts = np.concatenate([[0], ends[:-1]])
+        g = len(ends)
+        predicates = sorted({json.loads(mm[starts[i]:ends[i]])["predicate"] for i in range(min(g, 50_000))})
+        rng = np.random.default_rng(seed)
+        approaches = rng.random((5, g)) < 0.7
+        sizes = None if instances is None else rng.permutation(kb_sizes(submissions, *instances))
+        files = []
+        for t in range(submissions):
+            r = np.random.default_rng([seed, t + 1])
+            findable = np.flatnonzero((r.random(g) < 0.85) == approaches[t % 5])
+            if sizes is None:
+                n_true, n_wrong = r.binomial(len(findable), r.uniform(0.3, 0.8)), int(g * r.uniform(0.05, 0.3))
+            else:
+                n_wrong = int(sizes[t] * r.uniform(0.1, 0.4))
+                n_true = min(len(findable), int(sizes[t]) - n_wrong)
+            kb = work / f"team{t:03d}.jsonl"
+            with open(kb, "wb") as out:
+                for i in np.sort(r.choice(findable, n_true, replace=False)):
+                    out.write(mm[starts[i]:ends[i]])
+                for i in r.choice(g, min(g, n_wrong), replace=False):
+                    d = json.loads(mm[starts[i]:ends[i]])
+                    k = predicates.index(d["predicate"]) + int(r.integers(1, max(2, len(predicates))))
+                    d["predicate"] = predicates[k % len(predicates)]  # another relation (if there is one)
+                    out.write(json.dumps(d, ensure_ascii=False).encode() + b"\n")
+            files.append({"path": str(kb), "team": f"team{t:03d}", "instances": int(n_true + min(g, n_wrong))})
+        return files, g
+    finally:
+        mm.close()
 
 
 def upload(cfg: dict) -> dict:
@@ -177,8 +231,8 @@ def _child(step: str, cfg: dict, env: dict) -> dict:
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
-def _follow(db: Db, serve_pid: int, n: int, t0: float, log) -> tuple[dict, dict]:
-    """Poll until the ``n`` submissions are published or failed (or :data:`HUNG`): when each was first seen in each
+def _follow(db: Db, serve_pid: int, n: int, t0: float, limit: float, log) -> tuple[dict, dict]:
+    """Poll until the ``n`` submissions are published or failed (or ``limit`` seconds have passed): when each was first seen in each
     status, and the task workers' peak resident memory (kB) by pid."""
     seen: dict[int, dict[str, float]] = {}
     peak: dict[int, int] = {}
@@ -192,7 +246,7 @@ def _follow(db: Db, serve_pid: int, n: int, t0: float, log) -> tuple[dict, dict]
                 peak[pid] = max(peak.get(pid, 0), _peak_kb(pid))
         if sum(1 for s in seen.values() if "published" in s or "failed" in s) == n:
             return seen, peak
-        if now - t0 > HUNG:
+        if now - t0 > limit:
             log("bench shared-task: not every submission finished within the limit")
             return seen, peak
         time.sleep(0.5)
@@ -221,7 +275,7 @@ def run_one(cfg: dict, *, database_url: str, workers: int, work: Path, log=lambd
     built = _child("build", {**cfg, "workdir": str(work)}, env)
     instances = sum(f["instances"] for f in built["files"])
     log(f"built: {built['documents']} documents, {built['gold_relations']} gold relations, "
-        f"{len(built['files'])} KBs of {instances:,} instances in all")
+        f"{len(built['files'])} KBs of {instances:,} instances in all; {json.dumps(built['build'])}")
     port = free_port()
     serve_log = open(work / "serve.log", "wb")
     serve = subprocess.Popen([sys.executable, "-m", "unpooled.cli.main", "serve", "--port", str(port),
@@ -248,7 +302,7 @@ def run_one(cfg: dict, *, database_url: str, workers: int, work: Path, log=lambd
         t0 = up["started"]
         threading.Thread(target=reader, daemon=True).start()
         n = len(built["files"])
-        seen, peak = _follow(db, serve.pid, n, t0, log)
+        seen, peak = _follow(db, serve.pid, n, t0, cfg["limit"], log)
         wall = time.time() - t0
         stop.set()
         failed = sum(1 for s in seen.values() if "failed" in s)
@@ -271,7 +325,8 @@ def run_one(cfg: dict, *, database_url: str, workers: int, work: Path, log=lambd
     lat = sorted(latencies)
     return {
         "database": "sqlite" if database_url.startswith("sqlite") else "postgresql", "workers": workers,
-        "documents": built["documents"], "submissions": n, "instances": instances, "failed": failed,
+        "documents": built["documents"], "submissions": n, "instances": instances, "build": built["build"],
+        "failed": failed, "unfinished": n - len([s for s in seen.values() if "published" in s or "failed" in s]),
         "wall_seconds": round(wall, 1), "instances_per_second": round(instances / max(
             max(stages["ingest"], default=wall), 1e-9), 0),
         "submissions_per_hour": round(n / wall * 3600, 1),
@@ -304,11 +359,12 @@ def _task_seconds(rows) -> dict:
 
 
 def run(*, documents: int = 1000, submissions: int = 20, draws: int = 100, exhaustive: int = 20,
-        workers: list[int] | None = None, postgres: str | None = None, sqlite: bool = True, seed: int = 0,
+        instances: list[int] | None = None, limit: float = 3600.0, workers: list[int] | None = None, postgres: str | None = None, sqlite: bool = True, seed: int = 0,
         shared: str | None = None, as_json: bool = False, verbose: bool = False) -> int:
     from unpooled.demo import find_shared_data
 
     cfg = {"documents": documents, "submissions": submissions, "draws": draws, "exhaustive": exhaustive,
+           "instances": instances, "limit": limit,
            "seed": seed, "shared": str(shared or find_shared_data() or "")}
     if not (Path(cfg["shared"]) / "redocred" / "dev_revised.json").is_file():
         print("bench shared-task: Re-DocRED not found (../shared/data/redocred, or UNPOOLED_SHARED_DATA)",
@@ -335,7 +391,7 @@ def run(*, documents: int = 1000, submissions: int = 20, draws: int = 100, exhau
             log(json.dumps(results[-1]))
     if as_json:
         print(json.dumps(results))
-        return 0 if all(r["failed"] == 0 for r in results) else 1
+        return 0 if all(r["failed"] == r["unfinished"] == 0 for r in results) else 1
     if results:
         r0 = results[0]
         print(f"bench shared-task: {r0['documents']:,} documents, {r0['submissions']} submissions of "
@@ -349,10 +405,14 @@ def run(*, documents: int = 1000, submissions: int = 20, draws: int = 100, exhau
                       for s in (r["stages"][k] for k in STAGES))
         print(f"  {r['database']:10} {r['workers']:>7} {r['wall_seconds']:>7.1f} {st} {r['instances_per_second']:>7.0f} "
               f"{r['submissions_per_hour']:>7.1f} {r['peak_worker_mb']:>7.0f} {r['database_mb']:>6.0f} "
-              f"{r['labels']:>6} {str(r['leaderboard_ms']['p95']):>12}" + (f"  {r['failed']} FAILED" if r["failed"] else ""))
+              f"{r['labels']:>6} {str(r['leaderboard_ms']['p95']):>12}" + (f"  {r['failed']} FAILED" if r["failed"] else "")
+              + (f"  {r['unfinished']} NOT FINISHED in {limit:.0f} s" if r["unfinished"] else ""))
+        b = r["build"]
+        print("  " + " " * 36 + f"build: corpus {b['corpus_mb']:.0f} MB written in {b['write_seconds']:.0f} s, "
+              f"loaded in {b['load_seconds']:.0f} s; KBs {b['kbs_seconds']:.0f} s; peak {b['peak_mb']:.0f} MB")
         print("  " + " " * 36 + "worker time: " + ", ".join(
             f"{k} {v['runs']} x, {v['seconds']:.0f} s (longest {v['longest']:.0f} s)" for k, v in r["tasks"].items()))
-    return 0 if all(r["failed"] == 0 for r in results) else 1
+    return 0 if all(r["failed"] == r["unfinished"] == 0 for r in results) else 1
 
 
 if __name__ == "__main__":  # python -m unpooled.bench.shared_task build|upload CFG

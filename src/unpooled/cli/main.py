@@ -91,7 +91,9 @@ EXAMPLES: dict[str, tuple[str, ...]] = {
     "bench rescore": ("unpooled bench rescore --systems 20 --verbose",),
     "bench pages": ("unpooled bench pages --submissions 20 --requests 200 --pages leaderboard_instance,submission",),
     "bench shared-task": ("unpooled bench shared-task --documents 60 --submissions 4 --draws 30   (SQLite, 1 worker)",
-                          "unpooled bench shared-task --workers 1,2,4 --postgres postgres://postgres@127.0.0.1/test"),
+                          "unpooled bench shared-task --workers 1,2,4 --postgres postgres://postgres@127.0.0.1/test",
+                          "unpooled bench shared-task --documents 50000 --submissions 100 --instances 20000-200000 "
+                          "--draws 100 --exhaustive 200 --workers 1 --no-sqlite --limit 36000   (TAC KBP size)"),
     "bench core": ("unpooled bench core --json",),
     "bench documents": ("unpooled bench documents --copies 5 --json",),
     "bench controls": ("unpooled bench controls", "unpooled bench controls --reloads 20 --json"),

@@ -111,6 +111,12 @@ def _register_shared_task(bs) -> None:
     st.add_argument("--submissions", type=int, default=20, help="teams' KBs uploaded at once (20)")
     st.add_argument("--draws", type=int, default=100, help="draws per submission (100)")
     st.add_argument("--exhaustive", type=int, default=20, help="documents annotated exhaustively (20)")
+    st.add_argument("--instances", default=None, metavar="MIN-MAX",
+                    help="each KB's size in instances, between MIN and MAX with density 1/size^2 (many small teams, "
+                         "a few large), e.g. 20000-200000: 100 submissions of about 5.1M instances in all; default: "
+                         "each team a random share of the corpus's gold relations (KBs grow with --documents)")
+    st.add_argument("--limit", type=float, default=3600, metavar="SECONDS",
+                    help="stop a run whose submissions are not all published after this long (3600)")
     st.add_argument("--workers", default="1,2,4", help="PostgreSQL task workers per run, comma-separated (1,2,4)")
     st.add_argument("--postgres", default=None, metavar="URL",
                     help="the PostgreSQL server (a database unpooled_bench_task is made and dropped there; default "
@@ -202,8 +208,17 @@ def cmd_shared_task(args) -> int:
     if min([args.documents, args.submissions, args.draws, *workers] or [1]) < 1 or args.exhaustive < 0:
         raise CommandError("--documents, --submissions, --draws and --workers must be positive, --exhaustive not "
                            "negative")
+    instances = None
+    if args.instances is not None:
+        lo, _, hi = args.instances.partition("-")
+        try:
+            instances = [int(lo), int(hi or lo)]
+        except ValueError:
+            raise CommandError(f"--instances: expected MIN-MAX, e.g. 20000-200000, got {args.instances!r}") from None
+        if not 1 <= instances[0] <= instances[1]:
+            raise CommandError(f"--instances: expected 1 <= MIN <= MAX, got {args.instances!r}")
     url = os.environ.get("DATABASE_URL", "")
     postgres = args.postgres or (url if url.startswith(("postgres://", "postgresql://")) else None)
     return run(documents=args.documents, submissions=args.submissions, draws=args.draws, exhaustive=args.exhaustive,
-               workers=workers, postgres=postgres, sqlite=not args.no_sqlite, seed=args.seed, as_json=args.json,
-               verbose=args.verbose)
+               instances=instances, limit=args.limit, workers=workers, postgres=postgres, sqlite=not args.no_sqlite,
+               seed=args.seed, as_json=args.json, verbose=args.verbose)

@@ -122,6 +122,7 @@ def supported(corpus, rows: list[tuple], oracle=None) -> np.ndarray:
     from unpooled.service.crowd.simulated import GoldOracle
 
     oracle = oracle or GoldOracle(corpus)
+    oracle.load({r[0] for r in rows})
     out = np.zeros(len(rows), dtype=bool)
     for k, r in enumerate(rows):
         t = Task(document_id=r[0], kind=Kind.VERIFY, payload={
@@ -161,7 +162,9 @@ def protocol_gold(corpus, *, documents=None, oracle=None, protocol: str | None =
                     .values_list("document_id", "start", "end")):
         sentences.setdefault(d, []).append((s, e))
     out: list[InstanceRef] = []
-    for pk, doc_id in docs.values_list("pk", "doc_id"):
+    doc_rows = list(docs.values_list("pk", "doc_id"))
+    oracle.load(pk for pk, _ in doc_rows)
+    for pk, doc_id in doc_rows:
         mentions = fmt.aggregate_mentions([{"mentions": oracle.mentions(pk)}])
         rows = sentences.get(pk, [])
         pairs = fmt.candidate_pairs(mentions, [s for s, _ in rows], [e for _, e in rows], compatible=compatible,
@@ -216,16 +219,53 @@ def _found(corpus, refs: list[InstanceRef], gold: list[InstanceRef], match: str)
     return int(match_matrix([refs], gold, policy=match)[0].sum()), len(gold)
 
 
-def true_scores_all(corpus, *, level: str = "instance", match: str = MATCH) -> dict[int, TrueScores]:
-    """:func:`true_scores` of every submission of the corpus with instances, by submission pk."""
+#: per process, the truth that does not change between re-scorings: the protocol's true instances of the last corpus
+#: asked (its gold layer, schema and sentences do not change after loading; its recall protocol may) and each of its
+#: submissions' true scores (their instances do not change after ingest), so that a re-scoring computes the truth of
+#: the new submissions only (every re-scoring read the whole gold layer again, two queries per document, and every
+#: submission's instances: 26 s a re-scoring at 5,000 documents). The keys say what the truth was computed from (the
+#: corpus's creation, counts, schema and recall protocol; the submission's creation and file), so that rows rolled
+#: back and made again under the same ids (tests, coverage trials) are not mistaken for the memoised ones.
+_gold_memo: dict = {}
+_truth_memo: dict = {}
+
+
+def clear_cache() -> None:
+    """Forget the memoised truth."""
+    _gold_memo.clear()
+    _truth_memo.clear()
+
+
+def _corpus_gold(corpus, oracle) -> tuple[tuple, list[InstanceRef]]:
+    """The key of the corpus's truth and its :func:`protocol_gold`, computed once per process."""
+    from .rates import _sentences_key
+
+    key = (_sentences_key(corpus), corpus.n_gold_relations, corpus.schema_id, corpus.schema.version,
+           recall_protocol(corpus))
+    got = _gold_memo.get(key)
+    if got is None:
+        clear_cache()
+        got = _gold_memo[key] = protocol_gold(corpus, oracle=oracle)
+    return key, got
+
+
+def true_scores_all(corpus, *, level: str = "instance", match: str = MATCH, submissions=None) -> dict[int, TrueScores]:
+    """:func:`true_scores` of every submission of the corpus with instances (``submissions``: of those pks only), by
+    submission pk (each computed once per process: :data:`_truth_memo`)."""
     from unpooled.service.crowd.simulated import GoldOracle
     from unpooled.service.submissions.models import Submission
 
     oracle = GoldOracle(corpus)
-    gold = protocol_gold(corpus, oracle=oracle)
+    key, gold = _corpus_gold(corpus, oracle)
     out = {}
-    for sid in Submission.objects.filter(corpus=corpus, is_reference=False).order_by("id").values_list("pk", flat=True):
-        ts = true_scores(corpus, sid, level=level, match=match, gold=gold, oracle=oracle)
+    subs = Submission.objects.filter(corpus=corpus, is_reference=False)
+    if submissions is not None:
+        subs = subs.filter(pk__in=list(submissions))
+    for sid, created, sha in subs.order_by("id").values_list("pk", "created", "file_sha256"):
+        at = (key, sid, created, sha, level, match)
+        ts = _truth_memo.get(at)
+        if ts is None:
+            ts = _truth_memo[at] = true_scores(corpus, sid, level=level, match=match, gold=gold, oracle=oracle)
         if ts.instances:
             out[sid] = ts
     return out
@@ -256,7 +296,7 @@ def attach_truth(corpus, rows: list[dict], *, level: str = "instance", store: bo
     """
     from .models import Score
 
-    truth = true_scores_all(corpus, level=level)
+    truth = true_scores_all(corpus, level=level, submissions=[row["submission"] for row in rows])
     inside = total = 0
     for row in rows:
         ts = truth.get(row["submission"])
