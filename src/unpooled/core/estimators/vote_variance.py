@@ -91,6 +91,15 @@ def _moments(q, zs: dict, pairs) -> dict:
     return out
 
 
+def _covariances(mom: dict) -> dict:
+    """From :func:`_moments`: per product ``ab`` the covariance ``E[ab] - E[a]E[b]`` (a variance: at least 0)."""
+    out = {ab: mom[ab] - mom[ab[0]] * mom[ab[1]] for ab in mom if len(ab) == 2}
+    for ab in out:
+        if ab[0] == ab[1]:
+            out[ab] = np.maximum(out[ab], 0.0)
+    return out
+
+
 def vote_variance(pat: VotePatterns, m: int, rows, cols, gp, rho_p, ga, rho_a, post_p, post_b, weight, *, dense=None,
                   lam=None, R=None, groups=None):
     r"""The votes' variance of precision and of :math:`\hat\nu` (and their covariance), per target.
@@ -129,21 +138,28 @@ def vote_variance(pat: VotePatterns, m: int, rows, cols, gp, rho_p, ga, rho_a, p
             ka[bad] = kd[bad] = 0.0
             zs.update(a=ka, d=kd)
             pairs += ["aa", "dd", "ad", "pa", "pd"]
+        # per (target, set) and class, the variances and covariances of the kappas; a pair's are its coefficients'
+        # combination of them, so the pairs' coefficients are summed per (target, set) first
+        cov = [_covariances(_moments(q[ua], zs, pairs)) for q in (p1, p0)]
         w, pb, gs = weight[sel], post_b[sel], gp[sel]
-        mom = [{k: v[inv] for k, v in _moments(q[ua], zs, pairs).items()} for q in (p1, p0)]
-        ep = [gs * mo["p"] for mo in mom]
-        vpc = [np.maximum(gs * gs * mo["pp"] - e * e, 0.0) for mo, e in zip(mom, ep)]
-        vp += np.bincount(r_, weights=w * (post_p[sel] * vpc[0] + (1 - post_p[sel]) * vpc[1]), minlength=m)
-        vpb += np.bincount(r_, weights=w * (pb * vpc[0] + (1 - pb) * vpc[1]), minlength=m)
+        n = len(shared)
+
+        def per_set(c):  # a per-pair coefficient summed over the pairs of each (target, set)
+            return np.bincount(inv, weights=c, minlength=n)
+
+        def add(to, terms):  # to[target] += sum over (target, set) of coefficient x (co)variance
+            to += np.bincount(ur, weights=sum(per_set(c) * v for c, v in terms), minlength=m)
+
+        wg2 = w * gs * gs
+        for post, to in ((post_p[sel], vp), (pb, vpb)):
+            add(to, [(wg2 * post, cov[0]["pp"]), (wg2 * (1 - post), cov[1]["pp"])])
         if dense is None:
             continue
         al, be = ga[sel], b[r_] * dvec[c_]  # z^nu = al * kappa_A + be * kappa_B
-        en = [al * mo["a"] + be * mo["d"] for mo in mom]
-        vnc = [np.maximum(al * al * mo["aa"] + 2 * al * be * mo["ad"] + be * be * mo["dd"] - e * e, 0.0)
-               for mo, e in zip(mom, en)]
-        cc = [gs * (al * mo["pa"] + be * mo["pd"]) - e1 * e2 for mo, e1, e2 in zip(mom, ep, en)]
-        vn += np.bincount(r_, weights=w * (pb * vnc[0] + (1 - pb) * vnc[1]), minlength=m)
-        cv += np.bincount(r_, weights=w * (pb * cc[0] + (1 - pb) * cc[1]), minlength=m)
+        for mix, c in ((pb, cov[0]), (1 - pb, cov[1])):
+            wm = w * mix
+            add(vn, [(wm * al * al, c["aa"]), (2 * wm * al * be, c["ad"]), (wm * be * be, c["dd"])])
+            add(cv, [(wm * gs * al, c["pa"]), (wm * gs * be, c["pd"])])
     if dense is not None:
         _dense_part(pat, parts, m, rows, cols, weight, dense, lam, R, groups, vn)
     return vp, vpb, vn, cv
