@@ -15,7 +15,8 @@ Builds, in the database named by ``DATABASE_URL`` (a fresh SQLite file by defaul
   except for a reserve of drawn keys left unlabelled;
 * ``--documents`` exhaustively annotated documents (completed relation tasks).
 
-Then, in one process (as the task worker), it times: the from-scratch estimation
+Then, in one process (as the task worker: BLAS on one thread unless ``OPENBLAS_NUM_THREADS`` says otherwise,
+:func:`~unpooled.service.config.server.one_blas_thread`), it times: the from-scratch estimation
 (``offline_data`` + the core's ``score``: what ``score_corpus`` computed before the cache); a
 cold ``score_corpus`` (empty cache; builds it and writes one Score per submission); one with
 nothing new; ``--repeats`` times, a batch of ``--labels`` new labels (answers + labels for
@@ -479,4 +480,7 @@ def _line(b: dict) -> str:
 
 if __name__ == "__main__":
     if len(sys.argv) == 3 and sys.argv[1] == "--child":
+        from unpooled.service.config.server import one_blas_thread
+
+        one_blas_thread()  # as the task worker it stands for
         child(json.loads(sys.argv[2]))

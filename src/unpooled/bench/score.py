@@ -83,7 +83,9 @@ def child(m: int, labels: int, exhaustive: int, replicates: int, weights: str, i
 
 def run(m: int, labels: int, exhaustive: int, replicates: int, weights: str, *, as_json: bool,
         instances: int = 3000, votes: bool = False) -> int:
-    env = dict(os.environ, OPENBLAS_NUM_THREADS="1", OMP_NUM_THREADS="1", MKL_NUM_THREADS="1")
+    from unpooled.service.config.server import ONE_BLAS_THREAD
+
+    env = dict(os.environ, **ONE_BLAS_THREAD)
     out = subprocess.run([sys.executable, "-m", "unpooled.bench.score", "--child", str(m), str(labels),
                           str(exhaustive), str(replicates), weights, str(instances), str(int(votes))], env=env,
                          check=True, capture_output=True, text=True)

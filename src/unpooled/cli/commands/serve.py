@@ -17,6 +17,10 @@ What ``unpooled serve`` promises (each child's exit is logged on stderr with why
   task; gunicorn its current requests), then SIGKILL after :data:`STOP_GRACE` seconds (a killed worker's task
   is requeued at its next start); serve exits with status 0.  A second signal kills the children at once.
 
+Each task worker keeps its BLAS to one thread unless the environment sets the count
+(:func:`~unpooled.service.config.server.one_blas_thread`): ``--task-workers N`` spread the work over N processes,
+not over N x CPUs BLAS threads.
+
 Every child runs in its own process group (a terminal's Ctrl-C reaches serve alone, which stops them in order)
 and, on Linux, gets SIGTERM should serve itself die.
 """
@@ -34,7 +38,9 @@ from pathlib import Path
 from unpooled.service.config.bootstrap import setup_django
 
 
-from unpooled.service.config.server import WEB_TIMEOUT, default_web_workers, web_server_command  # noqa: E402,F401
+from unpooled.service.config.server import (  # noqa: E402,F401
+    WEB_TIMEOUT, default_web_workers, one_blas_thread, web_server_command,
+)
 
 #: first restart delay (seconds); doubled after each failure in a row
 BACKOFF_FIRST = 1.0
@@ -78,7 +84,10 @@ def register(sub) -> None:
                                    "a previous, crashed worker with the same id left running. While it runs it "
                                    "records a heartbeat and requeues the tasks of workers (on any machine) whose "
                                    "heartbeat is older than the timeout. A database that stops answering is "
-                                   "waited for (the task it interrupted is requeued once it answers again).")
+                                   "waited for (the task it interrupted is requeued once it answers again). Its "
+                                   "BLAS runs on one thread (OPENBLAS_NUM_THREADS, OMP_NUM_THREADS and "
+                                   "MKL_NUM_THREADS default to 1: several workers share the CPUs, each with one "
+                                   "thread); set them to give it more.")
     w.add_argument("--slot", type=int, default=0, help="worker slot on this host (default 0)")
     w.add_argument("--batch", action="store_true", help="exit once the queue is empty")
     w.add_argument("--timeout", type=float, default=None,
@@ -91,6 +100,7 @@ def register(sub) -> None:
 
 
 def cmd_worker(args) -> int:
+    one_blas_thread()  # before numpy (setup_django imports the service); serve's task workers start here too
     setup_django()
 
     from unpooled.service.workers import (

@@ -138,11 +138,12 @@ class VerifyAnswers:
 
     def rates(self, y: np.ndarray, n: np.ndarray, shrinkage) -> np.ndarray:
         """Rates per confusion row from per-row counts: :func:`shrunk_rates` with one set of rates per worker,
-        else :func:`stratified_rates`."""
+        else :func:`stratified_rates`.  ``(R, B)`` counts: ``B`` sets of rates, one per column."""
         G = self.n_rate_groups
         if G == 1:
             return shrunk_rates(y, n, shrinkage)
-        return stratified_rates(y.reshape(-1, G), n.reshape(-1, G), shrinkage).ravel()
+        shape = np.shape(y)
+        return stratified_rates(y.reshape(-1, G, *shape[1:]), n.reshape(-1, G, *shape[1:]), shrinkage).reshape(shape)
 
 
 def between_worker_variance(yes_c: np.ndarray, n_c: np.ndarray):
@@ -212,13 +213,13 @@ def stratified_rates(yes_c: np.ndarray, n_c: np.ndarray, shrinkage, smoothing: f
     better in every stratum by as much on the logit scale); the cell's rate is ``(yes + s + τ_h m) / (n + 2s + τ_h)``
     with :math:`\tau_h` the empirical-Bayes strength of the between-worker variance within the stratum (or
     ``shrinkage`` answers).  A thin cell borrows from its worker and its stratum; a stratum without answers
-    gets the worker's rates.
+    gets the worker's rates.  ``(W, H, B)`` counts: ``B`` independent sets (a bootstrap's refits, :func:`ds_fits`).
     """
     yes_c, n_c = np.asarray(yes_c, float), np.asarray(n_c, float)
     r_h = shrunk_rates(yes_c.sum(0), n_c.sum(0), shrinkage, smoothing, tau_max=STRATUM_PRIOR_MAX)
     n_w = n_c.sum(1)
     # the crowd's rate at each worker's mix of strata: a worker who answered mostly easy items is not better
-    at_mix = np.where(n_w > 0, (n_c * r_h[None, :]).sum(1) / np.where(n_w > 0, n_w, 1), r_h.mean())
+    at_mix = np.where(n_w > 0, (n_c * r_h[None, :]).sum(1) / np.where(n_w > 0, n_w, 1), r_h.mean(0))
     r_w = shrunk_rates(yes_c.sum(1), n_w, shrinkage, smoothing, prior=at_mix)
     prior = 1.0 / (1.0 + np.exp(-(_logit(r_h)[None, :] + (_logit(r_w) - _logit(at_mix))[:, None])))
     return shrunk_rates(yes_c, n_c, shrinkage, smoothing, prior=prior)
@@ -261,10 +262,24 @@ def ds_confusions(a: VerifyAnswers, item_weights: np.ndarray | None = None, *, c
 
 def ds_fit(a: VerifyAnswers, item_weights=None, *, clamp_controls: bool = False, shrinkage=SHRINKAGE,
             max_iter: int = 2000, tol: float = 1e-8, patterns: AnswerPatterns | None = None):
-    """:func:`ds_confusions` returning the posteriors too; EM starts from the items' vote shares and runs to its
-    fixed point (every rate and class prior still within ``tol``, at most ``max_iter`` EM
-    steps), accelerated by :func:`~.fixed_point.squarem`: a stop on the log-likelihood's change left weakly judged
-    strata far from it (the module :mod:`.fixed_point` says by how much).
+    """:func:`ds_confusions` returning the posteriors too: :func:`ds_fits` with one set of item weights."""
+    w = None if item_weights is None else np.asarray(item_weights, float)[:, None]
+    x, post = ds_fits(a, w, clamp_controls=clamp_controls, shrinkage=shrinkage, max_iter=max_iter, tol=tol,
+                      patterns=patterns, posteriors=True)
+    R = a.n_rates
+    return x[:R, 0], x[R:2 * R, 0], post[:, 0]
+
+
+def ds_fits(a: VerifyAnswers, item_weights=None, *, clamp_controls: bool = False, shrinkage=SHRINKAGE,
+            max_iter: int = 2000, tol: float = 1e-8, patterns: AnswerPatterns | None = None,
+            posteriors: bool = False):
+    """Dawid--Skene fits of ``a`` under the columns of ``item_weights`` (``(n_items, B)``: a bootstrap's
+    multiplicities; None: one fit, every item once), run together: ``(x, post)`` with ``x`` the ``(2R + H, B)``
+    sensitivities (rows ``:R``), false-positive rates (``R:2R``) and class priors, ``post`` the ``(n_items, B)``
+    posteriors (with ``posteriors``, else None).  Each column is the fit it would be alone: EM starts from the
+    items' vote shares and runs to its fixed point (every rate and class prior still within ``tol``, at most
+    ``max_iter`` EM steps), accelerated by :func:`~.fixed_point.squarem`: a stop on the log-likelihood's change left
+    weakly judged strata far from it (the module :mod:`.fixed_point` says by how much).
 
     With strata (``a.stratum``) the confusions are per (worker, stratum) (:meth:`VerifyAnswers.rates`) and the
     class prior is per stratum with enough items (hard relations are both harder to judge and less often correct),
@@ -273,46 +288,53 @@ def ds_fit(a: VerifyAnswers, item_weights=None, *, clamp_controls: bool = False,
     The EM runs on :func:`answer_patterns` (``patterns``: ``a``'s, when the caller has them): items answered alike
     have the same posterior, so each pattern stands for its items with their weights added.
     """
+    import scipy.sparse as sp
+
     pt = answer_patterns(a) if patterns is None else patterns
-    n_i = pt.n
-    iw = np.bincount(pt.of_item, weights=None if item_weights is None else np.asarray(item_weights, float),
-                     minlength=n_i).astype(float)
+    n_i, R = pt.n, a.n_rates
+    st, H = pt.prior, pt.n_priors
+
+    def summer(to, n):  # sums of (len(to), B) rows into n rows: a sparse one-hot (bincount has no columns)
+        return sp.csr_matrix((np.ones(len(to)), (to, np.arange(len(to)))), shape=(n, len(to)))
+
+    by_item, by_row, by_prior = summer(pt.item, n_i), summer(pt.rows, R), summer(st, H)
+    W = np.ones((a.n_items, 1)) if item_weights is None else np.asarray(item_weights, float)
+    iw = np.asarray(summer(pt.of_item, n_i) @ W)
     om = iw[pt.item]
-    fixed = (pt.control >= 0) if clamp_controls else np.zeros(n_i, bool)
-    real = pt.control < 0
+    fixed = ((pt.control >= 0) if clamp_controls else np.zeros(n_i, bool))[:, None]
+    ctrl = pt.control[:, None].astype(float)
+    real = (pt.control < 0)[:, None]
     votes = np.bincount(pt.item, weights=pt.yes, minlength=n_i)
     total = np.bincount(pt.item, minlength=n_i)
-    T = np.where(total > 0, votes / np.maximum(total, 1), 0.5)
-    T = np.where(fixed, pt.control, T).astype(float)
-    said = pt.yes == 1
-    rows, R = pt.rows, a.n_rates
-    st, H = pt.prior, pt.n_priors
+    T = np.where(total > 0, votes / np.maximum(total, 1), 0.5)[:, None]
+    T = np.where(fixed, ctrl, T) * np.ones((1, W.shape[1]))
+    yes = pt.yes[:, None]
+    said = yes == 1
     wr = iw * real
-    wr_h = np.maximum(np.bincount(st, weights=wr, minlength=H), 1e-12)
+    wr_h = np.maximum(by_prior @ wr, 1e-12)
 
-    def m_step(T):  # the rates and class priors
-        rho = np.clip(np.bincount(st, weights=wr * T, minlength=H) / wr_h, 1e-6, 1 - 1e-6)
+    def m_step(T, c):  # the rates and class priors of the columns c
+        rho = np.clip((by_prior @ (wr[:, c] * T)) / wr_h[:, c], 1e-6, 1 - 1e-6)
         t_a = T[pt.item]
-        w1, w0 = om * t_a, om * (1 - t_a)
-        n1 = np.bincount(rows, weights=w1, minlength=R)
-        y1 = np.bincount(rows, weights=w1 * pt.yes, minlength=R)
-        n0 = np.bincount(rows, weights=w0, minlength=R)
-        y0 = np.bincount(rows, weights=w0 * pt.yes, minlength=R)
+        w1, w0 = om[:, c] * t_a, om[:, c] * (1 - t_a)
+        n1, y1 = by_row @ w1, by_row @ (w1 * yes)
+        n0, y0 = by_row @ w0, by_row @ (w0 * yes)
         return np.concatenate([a.rates(y1, n1, shrinkage), a.rates(y0, n0, shrinkage), rho])
 
     def e_step(x):  # the posteriors (the logarithms once per rate row, not per answer: the same values)
         x = np.clip(x, 1e-9, 1 - 1e-9)  # an extrapolated point may leave (0, 1)
         lp1, lp0 = np.log(x), np.log1p(-x)
-        l1 = np.where(said, lp1[:R][rows], lp0[:R][rows])
-        l0 = np.where(said, lp1[R:2 * R][rows], lp0[R:2 * R][rows])
-        s1 = np.bincount(pt.item, weights=l1, minlength=n_i) + lp1[2 * R:][st]
-        s0 = np.bincount(pt.item, weights=l0, minlength=n_i) + lp0[2 * R:][st]
-        return np.where(fixed, pt.control, expit(s1 - s0))
+        l1 = np.where(said, lp1[:R][pt.rows], lp0[:R][pt.rows])
+        l0 = np.where(said, lp1[R:2 * R][pt.rows], lp0[R:2 * R][pt.rows])
+        s1 = by_item @ l1 + lp1[2 * R:][st]
+        s0 = by_item @ l0 + lp0[2 * R:][st]
+        return np.where(fixed, ctrl, expit(s1 - s0))
 
     # on the probability scale: a class prior or rate drifting to a bound is a geometric sequence there (which
     # the extrapolation jumps to the end of), an arithmetic one on the logit scale (which it cannot)
-    x, _ = squarem(lambda x: m_step(e_step(x)), m_step(T), tol=tol, max_steps=max_iter)
-    return x[:R], x[R:2 * R], e_step(x)[pt.of_item]
+    x, _ = squarem(lambda x, c: m_step(e_step(x), c), m_step(T, np.arange(T.shape[1])), tol=tol,
+                   max_steps=max_iter)
+    return x, (e_step(x)[pt.of_item] if posteriors else None)
 
 
 @dataclass(frozen=True)
@@ -450,8 +472,9 @@ def _fit_confusions(a: VerifyAnswers, source: str, replicates: int, rng, shrinka
         if got is None:
             return None
 
-        def fit(w):
-            return control_confusions(a, w if cw is None else w * cw, shrinkage=shrinkage)
+        def fits(w):  # the refits under the columns of w, answers' multiplicities
+            return [control_confusions(a, w[:, j] if cw is None else w[:, j] * cw, shrinkage=shrinkage)
+                    for j in range(w.shape[1])]
     else:
         if source == "semi" and not ((a.control == 0).any() and (a.control == 1).any()):
             return None
@@ -465,19 +488,26 @@ def _fit_confusions(a: VerifyAnswers, source: str, replicates: int, rng, shrinka
         # precision coverage: crowd 0.7 on items, 0.95 on controls, rates from the items 0.67 -> 0.90; hard-heavy
         # relations with mostly easy controls 0.80 -> 0.95).  Strata without anchors share their rates
         # (:func:`~.relation_groups.pool_thin_strata`), so the refits have one optimum to return to
-        def fit(w):
-            return ds_fit(a, w if cw is None else w * cw, clamp_controls=clamp, shrinkage=shrinkage, patterns=pt)[:2]
+
+        def fits(w):  # the refits under the columns of w, items' multiplicities: run together (ds_fits)
+            x, _ = ds_fits(a, w if cw is None else w * cw[:, None], clamp_controls=clamp, shrinkage=shrinkage,
+                           patterns=pt)
+            R = a.n_rates
+            return [(x[:R, j], x[R:2 * R, j]) for j in range(x.shape[1])]
     point = tuple(got)
     if point_only or not replicates:
         return point, None
     gen = np.random.default_rng(rng)
+    draw = _bootstrap_answers if source == "controls" else _bootstrap_items
+    w = np.stack([draw(a, gen) for _ in range(replicates)], axis=1)
     reps = []
-    for _ in range(replicates):
-        w = _bootstrap_answers(a, gen) if source == "controls" else _bootstrap_items(a, gen)
-        conf = fit(w)
-        if conf is not None:
-            reps.append(tuple(conf))
+    for lo in range(0, replicates, REFITS_TOGETHER):
+        reps += [tuple(conf) for conf in fits(w[:, lo:lo + REFITS_TOGETHER]) if conf is not None]
     return point, reps
+
+
+#: bootstrap refits run together (:func:`ds_fits`'s columns): their arrays are answer patterns x this many
+REFITS_TOGETHER = 50
 
 
 def control_mix_weights(a: VerifyAnswers) -> np.ndarray | None:

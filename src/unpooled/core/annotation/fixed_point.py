@@ -29,12 +29,15 @@ from collections.abc import Callable
 import numpy as np
 
 
-def squarem(step: Callable[[np.ndarray], np.ndarray], x0: np.ndarray, *, tol: float = 1e-8,
-            max_steps: int = 2000) -> tuple[np.ndarray, int]:
+def squarem(step: Callable[..., np.ndarray], x0: np.ndarray, *, tol: float = 1e-8,
+            max_steps: int = 2000) -> tuple[np.ndarray, np.ndarray | int]:
     """The fixed point of ``step`` from ``x0``: ``(x, map steps taken)``.
 
     Stops when one map step moves no coordinate by more than ``tol`` (then returns that step's image) or after
-    ``max_steps`` map steps (the last point reached).
+    ``max_steps`` map steps (the last point reached).  A ``(d, B)`` ``x0`` is ``B`` fixed-point searches run
+    together (a bootstrap's refits), each column on its own path, exactly as it would run alone: ``step(x, cols)``
+    maps the columns ``cols`` of the batch (``x`` their ``(d, len(cols))`` points) and the steps taken are per
+    column.
 
     Examples
     --------
@@ -45,31 +48,54 @@ def squarem(step: Callable[[np.ndarray], np.ndarray], x0: np.ndarray, *, tol: fl
     >>> np.round(x, 6).tolist(), n < 20
     ([2.0, -1.0], True)
     """
-    x = np.asarray(x0, float)
-    n = 0
-    while n < max_steps:
-        x1 = step(x)
-        n += 1
+    x0 = np.asarray(x0, float)
+    if x0.ndim == 1:
+        x, n = squarem(lambda x, cols: step(x[:, 0])[:, None], x0[:, None], tol=tol, max_steps=max_steps)
+        return x[:, 0], int(n[0])
+    x, out = x0.copy(), x0.copy()
+    n = np.zeros(x0.shape[1], np.int64)
+    act = np.arange(x0.shape[1])  # the columns still searching; x holds their points
+
+    def finish(done, at):  # columns ``done`` (a mask over ``act``) stop at ``at``'s columns
+        nonlocal act
+        out[:, act[done]] = at[:, done]
+        act = act[~done]
+        return ~done
+
+    while len(act):
+        keep = finish(n[act] >= max_steps, x)
+        x = x[:, keep]
+        if not len(act):
+            break
+        x1 = step(x, act)
+        n[act] += 1
         r = x1 - x
-        if not np.abs(r).max(initial=0.0) > tol:
-            return x1, n
-        x2 = step(x1)
-        n += 1
+        keep = finish(~(np.abs(r).max(0) > tol), x1)
+        x, x1, r = x[:, keep], x1[:, keep], r[:, keep]
+        if not len(act):
+            break
+        x2 = step(x1, act)
+        n[act] += 1
         d = x2 - x1
-        if not np.abs(d).max(initial=0.0) > tol:
-            return x2, n
+        keep = finish(~(np.abs(d).max(0) > tol), x2)
+        x, x2, r, d = x[:, keep], x2[:, keep], r[:, keep], d[:, keep]
         v = d - r
-        nv = np.linalg.norm(v)
-        alpha = min(-np.linalg.norm(r) / nv, -1.0) if nv > 0 else -1.0
-        if alpha == -1.0 or n >= max_steps:
+        nv = np.sqrt((v * v).sum(0))
+        with np.errstate(divide="ignore", invalid="ignore"):
+            alpha = np.where(nv > 0, np.minimum(-np.sqrt((r * r).sum(0)) / nv, -1.0), -1.0)
+        jump = (alpha != -1.0) & (n[act] < max_steps)
+        if not jump.any():
             x = x2
             continue
-        jump = x - 2 * alpha * r + alpha * alpha * v
-        settled = step(jump)
-        n += 1
-        ok = np.isfinite(settled).all() and np.linalg.norm(settled - jump) <= np.linalg.norm(d)
-        x = settled if ok else x2
-    return x, n
+        a = alpha[jump]
+        at = x[:, jump] - 2 * a * r[:, jump] + a * a * v[:, jump]
+        settled = step(at, act[jump])
+        n[act[jump]] += 1
+        dev = settled - at
+        ok = np.isfinite(settled).all(0) & (np.sqrt((dev * dev).sum(0)) <= np.sqrt((d[:, jump] ** 2).sum(0)))
+        x = x2
+        x[:, np.flatnonzero(jump)[ok]] = settled[:, ok]
+    return out, n
 
 
 __all__ = ["squarem"]

@@ -546,7 +546,7 @@ def _group_precision_from_votes(d, votes, w, g, ok, coef, q_x, pi_x, D, G, m, n)
         pat = vote_patterns(votes, codes)
         post = posterior(lam[cols], p0[rows])
         zeros = np.zeros(len(rows))
-        vp, *_ = vote_variance(pat, G, rows, cols, p_item[cols] * invJ[rows], p0[rows], zeros, zeros, post, post,
+        vp, *_ = vote_variance(pat, G, rows, cols, p_item[cols] * invJ[rows], p0, zeros, np.zeros(G), post, post,
                            R[rows, cols])
         var_p = var_p + vp
     if votes.replicates > 1:  # the confusions: the spread of the prevalences refitted under their replicates

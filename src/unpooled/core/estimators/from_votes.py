@@ -283,7 +283,7 @@ def _information_at_edges(rho, J, M, *, pat, n, re, rows, cols, lam) -> np.ndarr
     on = np.isin(re, edge)
     k = int(on.sum())
     post = posterior(lam[cols[on]], rho[re[on]])
-    j_exp = vote_variance(pat, n, re[on], cols[on], np.ones(k), rho[re[on]], np.zeros(k), rho[re[on]], post, post,
+    j_exp = vote_variance(pat, n, re[on], cols[on], np.ones(k), rho, np.zeros(k), rho, post, post,
                           M[rows[on], cols[on]])[0]
     out = J.copy()
     out[edge] = np.maximum(J[edge], j_exp[edge])
@@ -316,7 +316,7 @@ def _votes_var(d, t, fit: _Fit, votes, codes, lam, grp, Mc, Ma, Mb, R, theta, dP
     if not simple:
         bfac = -(fit.nu[:, None] * fit.kb) * _safe_div(np.ones(m), fit.Bhat)[:, None]
         dense = (bfac.ravel(), d.p0[codes], rb)
-    vp, vpb, vn, cv = vote_variance(pat, m * G, re, cols, gp, rc[re], ga, ra[re], post_p, post_b, wpair, dense=dense,
+    vp, vpb, vn, cv = vote_variance(pat, m * G, re, cols, gp, rc, ga, ra, post_p, post_b, wpair, dense=dense,
                                     lam=lam, R=R, groups=gk if G > 1 else None)
     vp, vpb, vn, cv = (x.reshape(m, G).sum(1) for x in (vp, vpb, vn, cv))
     var = {"p": vp}

@@ -22,8 +22,9 @@ MAX_ENUMERATED = 12
 
 @dataclass
 class VotePatterns:
-    """Items grouped by their number of answers, with every vote pattern's log ratio and probabilities under
-    each class; ``grp``/``pos``: each item's group and row in it."""
+    """Items grouped by their number of answers; in each group, per set of answering workers (items answered by
+    the same workers share one), every vote pattern's log ratio and probabilities under each class;
+    ``grp``/``pos``: each item's group and its workers' row in it."""
 
     groups: list  # (lam_v (G, 2^k), p1 (G, 2^k), p0 (G, 2^k))
     grp: np.ndarray
@@ -47,12 +48,15 @@ def vote_patterns(votes: CrowdVotes, codes: np.ndarray) -> VotePatterns:
     pos = np.zeros(K, np.int64)
     for g, k in enumerate(np.unique(counts).tolist()):
         rows = np.flatnonzero(counts == k)
-        grp[rows], pos[rows] = g, np.arange(len(rows))
+        grp[rows] = g
         if k == 0:
-            groups.append((np.zeros((len(rows), 1)), np.ones((len(rows), 1)), np.ones((len(rows), 1))))
+            groups.append((np.zeros((1, 1)), np.ones((1, 1)), np.ones((1, 1))))
             continue
         kk = min(k, MAX_ENUMERATED)
-        ws = wk[order[starts[rows][:, None] + np.arange(kk)[None, :]]]  # (G, kk)
+        # the answering workers as a set (the patterns' moments do not depend on their order)
+        ws = np.sort(wk[order[starts[rows][:, None] + np.arange(kk)[None, :]]], axis=1)  # (items, kk)
+        ws, at = np.unique(ws, axis=0, return_inverse=True)
+        pos[rows] = at.reshape(-1)
         V = ((np.arange(2 ** kk)[:, None] >> np.arange(kk)[None, :]) & 1).astype(float)  # (2^kk, kk)
         lp1 = ls[ws] @ V.T + l1s[ws] @ (1 - V).T
         lp0 = le[ws] @ V.T + l1e[ws] @ (1 - V).T
@@ -73,85 +77,117 @@ def _dot(*arrays) -> np.ndarray:
     return np.einsum(spec, *arrays, optimize=False)
 
 
-def _class_var(z, p1, p0, post):
-    """Variance of ``z`` over the vote patterns given each class, mixed by ``post``."""
+def _class_var(z, p1, p0):
+    """Variance of ``z`` over the vote patterns given each class: ``(v1, v0)``."""
     z = np.nan_to_num(z, nan=0.0, posinf=0.0, neginf=0.0)
     e1, e0 = (z * p1).sum(-1), (z * p0).sum(-1)
-    v1 = np.maximum((z * z * p1).sum(-1) - e1 * e1, 0.0)
-    v0 = np.maximum((z * z * p0).sum(-1) - e0 * e0, 0.0)
-    return post * v1 + (1 - post) * v0
+    return np.maximum((z * z * p1).sum(-1) - e1 * e1, 0.0), np.maximum((z * z * p0).sum(-1) - e0 * e0, 0.0)
+
+
+def _moments(q, zs: dict, pairs) -> dict:
+    """``E_q`` of each ``zs[a]`` and of each product ``zs[a] * zs[b]`` for ``ab`` in ``pairs``, per row."""
+    out = {a: _dot(z, q) for a, z in zs.items()}
+    out.update({ab: _dot(zs[ab[0]], zs[ab[1]], q) for ab in pairs})
+    return out
+
+
+def _covariances(mom: dict) -> dict:
+    """From :func:`_moments`: per product ``ab`` the covariance ``E[ab] - E[a]E[b]`` (a variance: at least 0)."""
+    out = {ab: mom[ab] - mom[ab[0]] * mom[ab[1]] for ab in mom if len(ab) == 2}
+    for ab in out:
+        if ab[0] == ab[1]:
+            out[ab] = np.maximum(out[ab], 0.0)
+    return out
 
 
 def vote_variance(pat: VotePatterns, m: int, rows, cols, gp, rho_p, ga, rho_a, post_p, post_b, weight, *, dense=None,
-              lam=None, R=None, groups=None):
+                  lam=None, R=None, groups=None):
     r"""The votes' variance of precision and of :math:`\hat\nu` (and their covariance), per target.
 
     With :math:`z^P_{iu}(v) = \gamma^P_{iu}\kappa(\lambda(v), \hat\pi_i)` and
     :math:`z^\nu_{iu}(v) = \gamma^A_{iu}\kappa(\lambda(v), \hat\rho_{A,i}) + b_i p_0(u)\kappa(\lambda(v), \hat\rho_{B,i})`,
     returns :math:`\sum_u R_{iu}\mathrm{Var}_v(z^P)` (mixed by ``post_p``), the same mixed by ``post_b``,
     :math:`\sum_u R_{iu}\mathrm{Var}_v(z^\nu)` and :math:`\sum_u R_{iu}\mathrm{Cov}_v(z^P, z^\nu)` (by ``post_b``).
-    The pairs ``(rows, cols)`` (target, item) are where the target's own functionals weigh the item; the term
-    :math:`b_i p_0(u)` weighs every item, and off the pairs it is summed through one vector per distinct
-    :math:`\hat\rho_B` (with the balance heuristic one for all targets): the work is the pairs', not
-    targets x items.  ``dense`` = ``(b, p0, rho_b)``; None: no recall part.  With ``groups`` (each item's group
-    of strata, ``G`` of them) the rows are (target, group) pairs ``target * G + group`` and ``R`` is per target.
+    The pairs ``(rows, cols)`` (target, item) are where the target's own functionals weigh the item (``gp``,
+    ``ga``, ``post_p``, ``post_b``, ``weight`` per pair; the prevalences ``rho_p``, ``rho_a`` per target); a vote
+    pattern where a :math:`\kappa` is not finite counts 0.  The :math:`\kappa` are enumerated once per (target,
+    set of answering workers), not per pair: the pair's coefficients scale them, so its moments are the
+    coefficients' combination of theirs.  The term :math:`b_i p_0(u)` weighs every item, and off the pairs it is
+    summed through one vector per distinct :math:`\hat\rho_B` (with the balance heuristic one for all targets):
+    the work is the pairs', not targets x items.  ``dense`` = ``(b, p0, rho_b)``; None: no recall part.  With
+    ``groups`` (each item's group of strata, ``G`` of them) the rows are (target, group) pairs
+    ``target * G + group`` and ``R`` is per target.
     """
     vp, vpb, vn, cv = (np.zeros(m) for _ in range(4))
-
-    def moments(z, q):
-        z = np.nan_to_num(z, nan=0.0, posinf=0.0, neginf=0.0)
-        return z, (z * q).sum(-1)
-
     parts = [_exp_parts(lv) for lv, _, _ in pat.groups]  # once per pattern, not per (target, item) pair
     for g, (lv, p1, p0) in enumerate(pat.groups):
         sel = np.flatnonzero(pat.grp[cols] == g)
         if not len(sel):
             continue
         r_, c_ = rows[sel], cols[sel]
-        at = pat.pos[c_]
-        li = (parts[g][0][at], parts[g][1][at])
-        q1, q0 = p1[at], p0[at]
-        zp = _finite0(gp[sel, None] * _kappa_at(li, rho_p[sel, None]))
-        e1p, e0p = _dot(zp, q1), _dot(zp, q0)
-        v1p = np.maximum(_dot(zp, zp, q1) - e1p ** 2, 0.0)
-        v0p = np.maximum(_dot(zp, zp, q0) - e0p ** 2, 0.0)
-        w = weight[sel]
-        vp += np.bincount(r_, weights=w * (post_p[sel] * v1p + (1 - post_p[sel]) * v0p), minlength=m)
-        pb = post_b[sel]
-        vpb += np.bincount(r_, weights=w * (pb * v1p + (1 - pb) * v0p), minlength=m)
+        U = len(lv)
+        shared, inv = np.unique(r_ * U + pat.pos[c_], return_inverse=True)  # (target, workers) of the pairs
+        ur, ua = shared // U, shared % U
+        li = (parts[g][0][ua], parts[g][1][ua])
+        zs = {"p": _finite0(_kappa_at(li, rho_p[ur, None]))}
+        pairs = ["pp"]
+        if dense is not None:
+            b, dvec, rho_d = dense
+            ka, kd = _kappa_at(li, rho_a[ur, None]), _kappa_at(li, rho_d[ur, None])
+            bad = ~(np.isfinite(ka) & np.isfinite(kd))  # z^nu is not finite there
+            ka[bad] = kd[bad] = 0.0
+            zs.update(a=ka, d=kd)
+            pairs += ["aa", "dd", "ad", "pa", "pd"]
+        # per (target, set) and class, the variances and covariances of the kappas; a pair's are its coefficients'
+        # combination of them, so the pairs' coefficients are summed per (target, set) first
+        cov = [_covariances(_moments(q[ua], zs, pairs)) for q in (p1, p0)]
+        w, pb, gs = weight[sel], post_b[sel], gp[sel]
+        n = len(shared)
+
+        def per_set(c):  # a per-pair coefficient summed over the pairs of each (target, set)
+            return np.bincount(inv, weights=c, minlength=n)
+
+        def add(to, terms):  # to[target] += sum over (target, set) of coefficient x (co)variance
+            to += np.bincount(ur, weights=sum(per_set(c) * v for c, v in terms), minlength=m)
+
+        wg2 = w * gs * gs
+        for post, to in ((post_p[sel], vp), (pb, vpb)):
+            add(to, [(wg2 * post, cov[0]["pp"]), (wg2 * (1 - post), cov[1]["pp"])])
         if dense is None:
             continue
-        b, dvec, rho_d = dense
-        zn = _finite0(ga[sel, None] * _kappa_at(li, rho_a[sel, None])
-                      + (b[r_] * dvec[c_])[:, None] * _kappa_at(li, rho_d[r_][:, None]))
-        e1n, e0n = _dot(zn, q1), _dot(zn, q0)
-        v1n = np.maximum(_dot(zn, zn, q1) - e1n ** 2, 0.0)
-        v0n = np.maximum(_dot(zn, zn, q0) - e0n ** 2, 0.0)
-        c1 = _dot(zp, zn, q1) - e1p * e1n
-        c0 = _dot(zp, zn, q0) - e0p * e0n
-        vn += np.bincount(r_, weights=w * (pb * v1n + (1 - pb) * v0n), minlength=m)
-        cv += np.bincount(r_, weights=w * (pb * c1 + (1 - pb) * c0), minlength=m)
+        al, be = ga[sel], b[r_] * dvec[c_]  # z^nu = al * kappa_A + be * kappa_B
+        for mix, c in ((pb, cov[0]), (1 - pb, cov[1])):
+            wm = w * mix
+            add(vn, [(wm * al * al, c["aa"]), (2 * wm * al * be, c["ad"]), (wm * be * be, c["dd"])])
+            add(cv, [(wm * gs * al, c["pa"]), (wm * gs * be, c["pd"])])
     if dense is not None:
-        b, dvec, rho_d = dense
-        K = len(dvec)
-        keys = np.round(np.nan_to_num(rho_d), 12)
-        for val in np.unique(keys):
-            tg = np.flatnonzero(keys == val)
-            VB = np.zeros(K)
-            for g, (lv, p1, p0) in enumerate(pat.groups):
-                items = np.flatnonzero(pat.grp == g)
-                if not len(items):
-                    continue
-                at = pat.pos[items]
-                k = _kappa_at((parts[g][0][at], parts[g][1][at]), val)
-                VB[items] = _class_var(k, p1[pat.pos[items]], p0[pat.pos[items]], posterior(lam[items], val))
-            vec = dvec * dvec * VB
-            if groups is None:
-                full = R[tg] @ vec
-            else:  # row (target, g) sums over the items of group g
-                G = m // R.shape[0]
-                full = ((R[tg // G] * (groups[None, :] == (tg % G)[:, None])) @ vec)
-            mine = np.isin(rows, tg)
-            part = np.bincount(rows[mine], weights=weight[mine] * vec[cols[mine]], minlength=m)[tg]
-            vn[tg] += b[tg] ** 2 * np.maximum(full - part, 0.0)
+        _dense_part(pat, parts, m, rows, cols, weight, dense, lam, R, groups, vn)
     return vp, vpb, vn, cv
+
+
+def _dense_part(pat, parts, m, rows, cols, weight, dense, lam, R, groups, vn) -> None:
+    r"""Adds to ``vn`` the votes' variance of the term :math:`b_i p_0(u)\kappa` off the pairs (:func:`vote_variance`):
+    per distinct :math:`\hat\rho_B`, every item's variance summed through ``R``, less the pairs'."""
+    b, dvec, rho_d = dense
+    K = len(dvec)
+    keys = np.round(np.nan_to_num(rho_d), 12)
+    for val in np.unique(keys):
+        tg = np.flatnonzero(keys == val)
+        VB = np.zeros(K)
+        for g, (lv, p1, p0) in enumerate(pat.groups):
+            items = np.flatnonzero(pat.grp == g)
+            if not len(items):
+                continue
+            v1, v0 = _class_var(_kappa_at(parts[g], val), p1, p0)  # per set of answering workers
+            post = posterior(lam[items], val)
+            at = pat.pos[items]
+            VB[items] = post * v1[at] + (1 - post) * v0[at]
+        vec = dvec * dvec * VB
+        if groups is None:
+            full = (R @ vec)[tg]
+        else:  # row (target, g) sums over the items of group g
+            G = m // R.shape[0]
+            full = (R @ (vec[:, None] * (groups[:, None] == np.arange(G)[None, :])))[tg // G, tg % G]
+        mine = np.isin(rows, tg)
+        part = np.bincount(rows[mine], weights=weight[mine] * vec[cols[mine]], minlength=m)[tg]
+        vn[tg] += b[tg] ** 2 * np.maximum(full - part, 0.0)

@@ -1,4 +1,5 @@
-"""The web server command as ``unpooled serve`` runs it (and ``unpooled bench pages`` measures it)."""
+"""The web server command as ``unpooled serve`` runs it (and ``unpooled bench pages`` measures it), and the task
+workers' BLAS threads."""
 
 from __future__ import annotations
 
@@ -28,3 +29,21 @@ def web_server_command(bind: str, workers: int, threads: int = 1, *, access_log:
            "--workers", str(workers), "--threads", str(threads), "--timeout", str(WEB_TIMEOUT),
            "--log-level", "warning"]
     return cmd + (["--access-logfile", "-"] if access_log else [])
+
+
+#: a process's BLAS (OpenBLAS, or an OpenMP/MKL build) on one thread
+ONE_BLAS_THREAD = {"OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
+
+
+def one_blas_thread() -> None:
+    """Keep this process's BLAS to one thread, unless the environment already sets its thread count (then that).
+
+    A task worker (``unpooled worker``, each of ``unpooled serve --task-workers N``) re-scores on numpy's dense
+    products; OpenBLAS starts one thread per CPU in every process, so N workers beside the web server
+    oversubscribe the CPUs, and on a shared 2-CPU machine the same product of ``bench rescore`` took
+    0.05-0.46 s with the default threads.  The work is spread over the workers, not over BLAS threads.  BLAS reads
+    the variables once, when numpy is first imported: call this before (RuntimeError after)."""
+    if "numpy" in sys.modules:
+        raise RuntimeError("one_blas_thread() must run before numpy is imported")
+    for name, value in ONE_BLAS_THREAD.items():
+        os.environ.setdefault(name, value)
