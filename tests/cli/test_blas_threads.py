@@ -28,3 +28,14 @@ def test_one_thread_by_default_and_the_environment_wins():
 def test_refused_once_numpy_is_imported():
     with pytest.raises(RuntimeError, match="before numpy"):
         one_blas_thread()
+
+
+def test_the_worker_command_sets_it_before_the_commands_import_numpy(tmp_path):
+    # registering the commands imports numpy: the worker's one thread is set before the parser is built
+    probe = ("import os; from unpooled.cli.main import main; rc = main(['worker', '--batch']); "
+             "print(rc, os.environ['OPENBLAS_NUM_THREADS'])")
+    env = {k: v for k, v in os.environ.items() if k not in ONE_BLAS_THREAD and k != "DATABASE_URL"}
+    out = subprocess.run([sys.executable, "-c", probe], env={**env, "UNPOOLED_DATA_DIR": str(tmp_path)},
+                         capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.strip().splitlines()[-1] == "0 1"

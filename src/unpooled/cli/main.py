@@ -164,6 +164,12 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    words = [w for w in (sys.argv[1:] if argv is None else argv) if not str(w).startswith("-")]
+    if words[:1] == ["worker"] and "numpy" not in sys.modules:
+        # before the parser: registering the commands imports numpy, and BLAS reads its thread count then
+        from unpooled.service.config.server import one_blas_thread
+
+        one_blas_thread()
     parser = build_parser()
     args = parser.parse_args(argv)
     from .terminal import escaped_stdout

@@ -39,7 +39,7 @@ from unpooled.service.config.bootstrap import setup_django
 
 
 from unpooled.service.config.server import (  # noqa: E402,F401
-    WEB_TIMEOUT, default_web_workers, one_blas_thread, web_server_command,
+    WEB_TIMEOUT, default_web_workers, web_server_command,
 )
 
 #: first restart delay (seconds); doubled after each failure in a row
@@ -100,8 +100,7 @@ def register(sub) -> None:
 
 
 def cmd_worker(args) -> int:
-    one_blas_thread()  # before numpy (setup_django imports the service); serve's task workers start here too
-    setup_django()
+    setup_django()  # BLAS on one thread: set by cli.main before the commands (and numpy) were imported
 
     from unpooled.service.workers import (
         Liveness, heartbeat_interval, run_worker, wait_for_database, worker_id, worker_timeout,
