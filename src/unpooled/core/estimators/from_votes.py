@@ -101,12 +101,6 @@ def _combine(rc, ra, rb, wc, sa, sb, simple: bool):
     return p, Ahat, Bhat, nu
 
 
-def _by(X: np.ndarray, g: np.ndarray) -> np.ndarray:
-    """``X`` (targets x groups) at the groups ``g`` of some draws or items: ``(m, len(g))``, or ``(m, 1)`` to
-    broadcast when there is one group."""
-    return X if X.shape[1] == 1 else X[:, g]
-
-
 #: the draws' variance from votes works on blocks of targets of about this many (target, draw) non-zeros
 BLOCK_VALUES = 1 << 24
 #: a shared part of higher rank than this (many distinct prevalences of recall's denominator) is made dense
