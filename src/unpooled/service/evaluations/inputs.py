@@ -69,6 +69,7 @@ from unpooled.service.corpora.models import Corpus, Document
 from unpooled.service.submissions.models import RelationInstance, Submission
 
 from . import rates
+from .rates import corpus_key  # noqa: F401 - re-exported: the key of every per-corpus cache
 from .models import Draw
 from .policy import LABEL_METHOD
 
@@ -317,10 +318,6 @@ def _finish_matching(pool: _Pool) -> None:
     G.eliminate_zeros()
     pool.G = G
     pool.mult = np.asarray(pool.R.getnnz(axis=0), dtype=np.int64)
-
-
-def corpus_key(corpus: Corpus) -> tuple:
-    return corpus.pk, corpus.created
 
 
 def _pool(corpus: Corpus, match: str, sub_fp: tuple[tuple, ...]) -> _Pool:

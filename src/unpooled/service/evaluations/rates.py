@@ -317,13 +317,14 @@ _sentence_memo: dict = {}
 _inside_memo: dict = {}
 
 
-def _sentences_key(corpus) -> tuple:
+def corpus_key(corpus) -> tuple:
+    """What identifies a loaded corpus's documents (they never change after loading): the key of every memo of them."""
     return corpus.pk, corpus.created, corpus.n_documents, corpus.n_sentences
 
 
 def sentences(corpus):
     """:func:`sentence_index`, kept per corpus (sentences do not change after loading)."""
-    key = _sentences_key(corpus)
+    key = corpus_key(corpus)
     got = _sentence_memo.get(key)
     if got is None:
         got = _sentence_memo[key] = sentence_index(corpus)
@@ -337,7 +338,7 @@ def inside(corpus, refs, found: set, *, protocol: str = "sentence") -> np.ndarra
     sentence; under ``document`` every instance.  No document population is
     given: a corpus's submissions, draws and labels are all its own (a period on a next corpus starts a new pool),
     so every drawn instance lies in one of its documents."""
-    skey = _sentences_key(corpus)
+    skey = corpus_key(corpus)
     memo = _inside_memo.get(skey)
     if memo is None:
         _inside_memo.clear()
@@ -356,7 +357,7 @@ def entities(corpus) -> dict[str, list[tuple[int, int, int]]]:
     vertexSet), kept per corpus (it does not change after loading): the document recall protocol's fact identity."""
     from unpooled.service.corpora.models import GoldMention
 
-    key = _sentences_key(corpus)
+    key = corpus_key(corpus)
     got = _entity_memo.get(key)
     if got is None:
         got = {}

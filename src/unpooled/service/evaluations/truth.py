@@ -238,9 +238,9 @@ def clear_cache() -> None:
 
 def _corpus_gold(corpus, oracle) -> tuple[tuple, list[InstanceRef]]:
     """The key of the corpus's truth and its :func:`protocol_gold`, computed once per process."""
-    from .rates import _sentences_key
+    from .rates import corpus_key
 
-    key = (_sentences_key(corpus), corpus.n_gold_relations, corpus.schema_id, corpus.schema.version,
+    key = (corpus_key(corpus), corpus.n_gold_relations, corpus.schema_id, corpus.schema.version,
            recall_protocol(corpus))
     got = _gold_memo.get(key)
     if got is None:
