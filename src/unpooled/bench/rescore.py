@@ -17,14 +17,14 @@ Builds, in the database named by ``DATABASE_URL`` (a fresh SQLite file by defaul
 
 Then, in one process (as the task worker: BLAS on one thread unless ``OPENBLAS_NUM_THREADS`` says otherwise,
 :func:`~unpooled.service.config.server.one_blas_thread`), it times: the from-scratch estimation
-(``offline_data`` + the core's ``score``: what ``score_corpus`` computed before the cache); a
-cold ``score_corpus`` (empty cache; builds it and writes one Score per submission); one with
-nothing new; ``--repeats`` times, a batch of ``--labels`` new labels (answers + labels for
-reserved drawn keys) followed by ``score_corpus`` (the incremental re-score; the median is
-reported); and ``score_corpus`` after new draws of one system and after a new submission.
+(``offline_data`` + the core's ``score``); a cold re-scoring (empty cache; builds it and writes one Score per
+submission); one with nothing new; ``--repeats`` times, a batch of ``--labels`` new labels (answers + labels for
+reserved drawn keys) followed by a re-scoring (the incremental one; the median is reported); and a re-scoring
+after new draws of one system and after a new submission.  A re-scoring is what a label batch runs,
+:func:`~unpooled.service.evaluations.publish.rescore`: the scores, then their breakdowns and the entity scores.
 Each figure is split into the parts of :func:`unpooled.service.evaluations.scoring.score`
 (pool, truth, draws, labels, confusions, design, estimate) and the rest (storing the Score
-rows).  The incremental estimates are checked against the
+rows, the breakdowns, the entity scores).  The incremental estimates are checked against the
 from-scratch ones (exit status 4 if they differ by more than 1e-9).  Every figure is wall
 time measured here; the CPU time of the process and the load average are printed beside.
 """
@@ -270,7 +270,7 @@ def child(cfg: dict) -> None:
     from unpooled.service.corpora.models import Corpus
     from unpooled.service.evaluations import inputs, scoring
     from unpooled.service.evaluations.draws import draw
-    from unpooled.service.evaluations.publish import score_corpus
+    from unpooled.service.evaluations.publish import rescore
     from unpooled.service.evaluations.models import Draw
     from unpooled.service.submissions.actions import do_ingest_submission
     from unpooled.service.submissions.models import RelationInstance, Submission
@@ -330,18 +330,18 @@ def child(cfg: dict) -> None:
         log(f"{len(drawn)} drawn keys, {len(first)} labelled, {len(reserve)} in reserve; {docs_ex} exhaustive docs")
         n_instances = RelationInstance.objects.filter(submission__corpus=corpus).count()
 
-        # from scratch, then cold and incremental score_corpus
+        # from scratch, then cold and incremental re-scorings
         corpus = Corpus.objects.get(pk=corpus.pk)
 
         def timed() -> dict:
-            """One score_corpus: wall and CPU seconds, and its parts (scoring.score's, then the rest)."""
+            """One re-scoring as a label batch runs it (``publish.rescore``: the scores, their breakdowns and the
+            entity scores): wall and CPU seconds, and its parts (scoring.score's, then the rest)."""
             t0, c0 = time.perf_counter(), time.process_time()
-            got = score_corpus(corpus)
+            parts: dict[str, float] = {}
+            got = rescore(corpus, timings=parts)
             wall, cpu = time.perf_counter() - t0, time.process_time() - c0
             assert len(got) == len(Submission.objects.filter(corpus=corpus))
-            parts = dict(scoring.last_timings)
-            inc = sum(parts.values())
-            parts["store"] = wall - inc
+            inc = sum(v for k, v in parts.items() if k not in ("store", "breakdowns", "entities"))
             return {"seconds": wall, "cpu": cpu, "scoring": inc, "parts": parts}
 
         t0 = time.perf_counter()
@@ -457,9 +457,9 @@ def run(systems: int, instances: int, labels: int, *, draws: int = 150, document
               f"{got['labelled_keys']:,} labelled keys, {got['exhaustive_documents']} exhaustive documents "
               f"(load average {got['loadavg'][0]:.1f} on {got['cpus']} CPUs):\n"
               f"  from scratch (offline_data + core score)   {got['from_scratch_seconds']:.2f} s\n"
-              f"  cold score_corpus (builds the cache)       {_line(got['cold'])}\n"
-              f"  score_corpus, nothing new                  {_line(got['unchanged'])}\n"
-              f"  score_corpus after {got['label_batch']} new labels{' ' * (19 - len(str(got['label_batch'])))}"
+              f"  cold re-scoring (builds the cache)         {_line(got['cold'])}\n"
+              f"  re-scoring, nothing new                    {_line(got['unchanged'])}\n"
+              f"  re-scoring after {got['label_batch']} new labels{' ' * (21 - len(str(got['label_batch'])))}"
               f"{got['rescore_seconds']:.3f} s, median of "
               f"{got['repeats']} (scoring.score {got['rescore_scoring_seconds']:.3f} s; CPU of this process "
               f"{got['rescore_cpu_seconds']:.3f} s)\n"

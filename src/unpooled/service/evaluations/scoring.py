@@ -90,6 +90,7 @@ def score(corpus: Corpus, *, level: str = "instance", match: str = "overlap", we
 
     check_choice("weights", weights, WEIGHTS)
     t: dict = {}
+    last_timings.clear()
     with inputs.lock:
         got = inputs.read(corpus, level=level, match=match, label_method=label_method, timings=t)
         if got is None:
