@@ -12,6 +12,19 @@ import pytest
 pytestmark = pytest.mark.faults
 
 
+def test_stage_times_end_each_stage_where_the_next_status_is_first_seen():
+    """Ingest ends when the submission is stored (status ``ingested``), not when its lifecycle starts: the wait in
+    the queue between the two is a stage of its own.  A status the poll missed starts at the next one seen."""
+    from unpooled.bench.shared_task import _stage_times
+
+    seen = {1: {"ingested": 4.0, "sampling": 10.0, "annotating": 11.0, "scoring": 20.0, "published": 30.0},
+            2: {"ingested": 5.0, "annotating": 7.0, "published": 9.0},  # sampling and scoring shorter than a poll
+            3: {"ingested": 6.0, "sampling": 8.0}}  # not published: not counted
+    got = _stage_times(seen, 0.0)
+    assert got == {"ingest": [4.0, 5.0], "waiting": [6.0, 2.0], "sampling": [1.0, 0.0], "annotating": [9.0, 2.0],
+                   "scoring": [10.0, 0.0]}
+
+
 def test_bench_shared_task_runs_a_small_task_end_to_end(shared_data, tmp_path):
     env = {"UNPOOLED_SHARED_DATA": str(shared_data), "PATH": "/usr/bin:/bin"}
     got = subprocess.run([sys.executable, "-m", "unpooled.cli.main", "bench", "shared-task", "--documents", "30",
@@ -22,7 +35,7 @@ def test_bench_shared_task_runs_a_small_task_end_to_end(shared_data, tmp_path):
     assert r["database"] == "sqlite" and r["workers"] == 1 and r["failed"] == 0 and r["submissions"] == 3
     assert r["documents"] == 30 and r["instances"] > 0 and r["database_mb"] > 0 and r["peak_worker_mb"] > 0
     # every submission went through every stage; the crowd answered the drawn items (20 draws each, 3 answers)
-    assert all(r["stages"][k] is not None for k in ("ingest", "sampling", "annotating", "scoring"))
+    assert all(r["stages"][k] is not None for k in ("ingest", "waiting", "sampling", "annotating", "scoring"))
     assert r["answers"] >= 20 and r["labels"] > 0
     # where the worker's time went: three ingests and three lifecycles at least (a lifecycle may run in parts)
     assert r["tasks"]["ingest_upload"]["runs"] == 3 and r["tasks"]["advance_submission"]["runs"] >= 3

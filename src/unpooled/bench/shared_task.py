@@ -18,7 +18,8 @@ For each configuration (SQLite with its one task worker, the embedded default; P
    (one reader, one request a second).
 
 Reported per configuration: the wall time until every submission was published; per stage (ingest: from the
-upload to the stored submission; sampling; annotating; scoring and publishing) the median and the longest time a
+upload to the stored submission; waiting: stored, until its lifecycle starts, i.e. the queue; sampling;
+annotating; scoring and publishing) the median and the longest time a
 submission spent in it; instances ingested per second and submissions published per hour; the workers' peak
 memory; the database's size; the answers and labels the crowd gave; the leaderboard's p50/p95 during the run;
 and where the workers' time went (each background task's runs, seconds in all, longest run).
@@ -43,7 +44,7 @@ import numpy as np
 
 from unpooled.bench import child_pids, free_port, pg_admin, wait_until_up, with_database
 
-STAGES = ("ingest", "sampling", "annotating", "scoring")
+STAGES = ("ingest", "waiting", "sampling", "annotating", "scoring")
 PG_DATABASE = "unpooled_bench_task"
 
 
@@ -260,7 +261,7 @@ def _stage_times(seen: dict, t0: float) -> dict[str, list[float]]:
         if "published" not in times:
             continue
         # a stage shorter than the poll is not seen: it starts when the next one seen starts
-        at = [t0] + [min(times[s] for s in order[k:] if s in times) for k in range(1, len(order))]
+        at = [t0] + [min(times[s] for s in order[k:] if s in times) for k in range(len(order))]
         for k, name in enumerate(STAGES):
             stages[name].append(at[k + 1] - at[k])
     return stages
@@ -397,7 +398,8 @@ def run(*, documents: int = 1000, submissions: int = 20, draws: int = 100, exhau
         print(f"bench shared-task: {r0['documents']:,} documents, {r0['submissions']} submissions of "
               f"{r0['instances']:,} instances in all, {draws} draws each, {exhaustive} exhaustive documents, "
               f"simulated crowd; {os.cpu_count()} CPUs")
-    head = (f"  {'database':10} {'workers':>7} {'wall s':>7} {'ingest':>13} {'sampling':>13} {'annotating':>13} "
+    head = (f"  {'database':10} {'workers':>7} {'wall s':>7} {'ingest':>13} {'waiting':>13} {'sampling':>13} "
+            f"{'annotating':>13} "
             f"{'scoring':>13} {'inst/s':>7} {'subs/h':>7} {'peak MB':>7} {'db MB':>6} {'labels':>6} {'board p95 ms':>12}")
     print(head + "\n  " + " " * 36 + "(median / max seconds a submission spent in each stage)")
     for r in results:
