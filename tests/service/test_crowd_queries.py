@@ -118,12 +118,12 @@ def test_a_lease_and_an_answer_ask_a_few_queries(world, control_share, django_as
         ann = crowd[step % 3]
         # the old code: 15 a lease (19 with a control's choice), 10 an answer (13 one that completes its item or
         # scores a control)
-        with django_assert_max_num_queries(14 if control_share else 11):
+        with django_assert_max_num_queries(13 if control_share else 10):
             lease = leasing.lease_next(ann, corpus=corpus, rng=step)
         assert lease is not None and lease.annotator_id == ann.pk
         assert lease.task.is_control == bool(control_share)
         last = not control_share and step % 3 == 2  # three answers a task: this one completes it
-        with django_assert_max_num_queries(10 if last or control_share else 7):
+        with django_assert_max_num_queries(9 if last or control_share else 6):
             actions.submit_answer(lease, HOLDS, seconds=2.0)
         assert (Task.objects.get(pk=lease.task_id).status == Task.Status.COMPLETE) == last
     with pytest.raises(actions.AnnotationError, match="already answered with this lease"):

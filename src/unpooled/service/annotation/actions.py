@@ -27,7 +27,7 @@ from unpooled.service.submissions.models import RelationInstance, Submission
 
 from .clustering import request_clustering
 from .guidelines import VERSIONS
-from .leasing import may_label
+from .leasing import may_label, own_exhaustive
 from .payloads import sentences_of, verify_payload
 from .signals import labels_written
 from .models import (
@@ -393,9 +393,9 @@ def submit_answer(assignment: Assignment, value, *, seconds: float | None = None
     annotator = assignment.annotator
     mturk = annotator.backend == Backend.MTURK
     with transaction.atomic():
-        # the lease and its task locked, with the corpus's settings, in one query
-        a = (Assignment.objects.select_for_update(of=("self", "task"))
-             .select_related("task__corpus__annotation_settings").get(pk=assignment.pk))
+        # the lease and its task locked, with the corpus's settings and what may_label asks, in one query
+        a = (Assignment.objects.select_for_update(of=("self", "task")).select_related("task__corpus__annotation_settings")
+             .annotate(**own_exhaustive(assignment.annotator_id, "task_id", "task__document_id")).get(pk=assignment.pk))
         if a.status == Assignment.Status.SUBMITTED:
             raise AnnotationError("this task was already answered with this lease")
         if a.status == Assignment.Status.SKIPPED:
@@ -406,7 +406,8 @@ def submit_answer(assignment: Assignment, value, *, seconds: float | None = None
         if late and not mturk and not task.is_control and task.status == Task.Status.OPEN and _slot_taken(a, task, now):
             raise AnnotationError("this lease expired and the item went to another annotator: the answer is not taken")
         correct = fmt.verify_correct(clean) if task.kind == Kind.VERIFY else None
-        counts = not (annotator.blocked or task.status != Task.Status.OPEN or mturk or not may_label(annotator, task))
+        counts = not (annotator.blocked or task.status != Task.Status.OPEN or mturk
+                    or not may_label(annotator, task, own_exhaustive=a.own_exhaustive))
         ans = Answer.objects.create(
             assignment=a, task=task, annotator=annotator, value=clean, correct=correct, weight=1.0 if counts else 0.0,
             seconds=seconds, quarantined=mturk, cost_cents=0 if mturk else st.reward_cents(task.kind),

@@ -16,7 +16,7 @@ import numpy as np
 from django.conf import settings
 from django.core.cache import cache
 from django.db import IntegrityError, transaction
-from django.db.models import Count, Exists, F, OuterRef, Q, Sum
+from django.db.models import BooleanField, Count, Exists, ExpressionWrapper, F, OuterRef, Q, Sum
 from django.utils import timezone
 
 from unpooled.service import locks
@@ -80,17 +80,36 @@ def not_own_exhaustive(qs, annotator_id):
     """``qs`` (tasks) without the verification items the human reference asked for in a document whose exhaustive
     annotation (entities or relations) this annotator answered: the reference's precision must come from others
     (:mod:`unpooled.service.evaluations.reference`)."""
+    return qs.exclude(Q(kind=Kind.VERIFY) & _own_exhaustive(annotator_id))
+
+
+def _own_exhaustive(annotator_id, task: str = "pk", document: str = "document_id") -> Q:
+    """Whether the human reference asked for the task (``task``: the path to its id from the rows queried) and
+    this annotator answered the exhaustive annotation of its document (``document``: the path to the document's
+    id)."""
     made = Answer.objects.filter(annotator_id=annotator_id, task__kind__in=[Kind.ENTITIES, Kind.RELATIONS],
-                                 task__document_id=OuterRef("document_id"))
-    ref = TaskRequest.objects.filter(task_id=OuterRef("pk"), submission__is_reference=True)
-    return qs.exclude(Q(kind=Kind.VERIFY) & Exists(ref) & Exists(made))
+                                 task__document_id=OuterRef(document))
+    ref = TaskRequest.objects.filter(task_id=OuterRef(task), submission__is_reference=True)
+    return Exists(ref) & Exists(made)
 
 
-def may_label(annotator: Annotator, task: Task) -> bool:
-    """Whether ``annotator`` may answer ``task`` (see :class:`Scope`, and :func:`not_own_exhaustive`)."""
+def own_exhaustive(annotator_id, task: str = "pk", document: str = "document_id") -> dict:
+    """``{"own_exhaustive": expression}``: an annotation of a query of tasks (or of rows with a task: ``task`` and
+    ``document`` the paths to its id and its document's) whose value :func:`may_label` takes for this annotator
+    instead of asking (the query that locks a task reads it too)."""
+    return {"own_exhaustive": ExpressionWrapper(_own_exhaustive(annotator_id, task, document),
+                                                output_field=BooleanField())}
+
+
+def may_label(annotator: Annotator, task: Task, *, own_exhaustive: bool | None = None) -> bool:
+    """Whether ``annotator`` may answer ``task`` (see :class:`Scope`, and :func:`not_own_exhaustive`).
+    ``own_exhaustive``: the value of :func:`own_exhaustive`'s annotation for this annotator and task, read with the
+    task (else asked here)."""
     if task.kind == Kind.VERIFY:
         # asked of a gold control too (which passes): an answer's work does not tell a control from an item
-        own = not not_own_exhaustive(Task.objects.filter(pk=task.pk), annotator.pk).exists()
+        own = own_exhaustive
+        if own is None:
+            own = Task.objects.filter(pk=task.pk).filter(_own_exhaustive(annotator.pk)).exists()
         if own and not task.is_control:
             return False
     scope = scope_of(annotator)
@@ -405,13 +424,16 @@ def _try_lease(task_id: int, annotator: Annotator, now) -> Assignment | None:
     live leases and counted answers are fewer than it needs (:func:`_live`).  MTurk workers are leased through
     :func:`unpooled.service.annotation.hits.lease_for_entry`.
 
-    The task is locked and read with its corpus's settings in one query; a lease taken meanwhile by the same
+    The task is locked and read with its corpus's settings and whether the annotator answered its document's
+    exhaustive annotation (:func:`own_exhaustive`) in one query; its live leases are counted after the lock, so
+    that a lease committed meanwhile is seen (PostgreSQL: a later statement's snapshot).  A lease taken meanwhile by the same
     annotator (another page of theirs) trips the unique constraint, and the transaction is rolled back whole."""
     try:
         with transaction.atomic():
             task = (Task.objects.select_for_update(of=("self",)).select_related("corpus__annotation_settings")
-                    .get(pk=task_id))
-            if task.status != Task.Status.OPEN or annotator.blocked or not may_label(annotator, task):
+                    .annotate(**own_exhaustive(annotator.pk)).get(pk=task_id))
+            if (task.status != Task.Status.OPEN or annotator.blocked
+                    or not may_label(annotator, task, own_exhaustive=task.own_exhaustive)):
                 return None
             if not task.is_control and Assignment.objects.filter(_live(now), task=task).count() >= task.answers_needed:
                 return None
