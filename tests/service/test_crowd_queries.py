@@ -118,7 +118,7 @@ def test_a_lease_and_an_answer_ask_a_few_queries(world, control_share, django_as
         ann = crowd[step % 3]
         # the old code: 15 a lease (19 with a control's choice), 10 an answer (13 one that completes its item or
         # scores a control)
-        with django_assert_max_num_queries(13 if control_share else 10):
+        with django_assert_max_num_queries(12 if control_share else 9):
             lease = leasing.lease_next(ann, corpus=corpus, rng=step)
         assert lease is not None and lease.annotator_id == ann.pk
         assert lease.task.is_control == bool(control_share)

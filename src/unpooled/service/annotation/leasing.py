@@ -425,9 +425,10 @@ def _try_lease(task_id: int, annotator: Annotator, now) -> Assignment | None:
     :func:`unpooled.service.annotation.hits.lease_for_entry`.
 
     The task is locked and read with its corpus's settings and whether the annotator answered its document's
-    exhaustive annotation (:func:`own_exhaustive`) in one query; its live leases are counted after the lock, so
-    that a lease committed meanwhile is seen (PostgreSQL: a later statement's snapshot).  A lease taken meanwhile by the same
-    annotator (another page of theirs) trips the unique constraint, and the transaction is rolled back whole."""
+    exhaustive annotation (:func:`own_exhaustive`) in one query; its live leases and the annotator's own are read
+    after the lock, in one more, so that a lease committed meanwhile is seen (PostgreSQL: a later statement's
+    snapshot).  A lease taken meanwhile by the same annotator (another page of theirs) trips the unique
+    constraint, and the transaction is rolled back whole."""
     try:
         with transaction.atomic():
             task = (Task.objects.select_for_update(of=("self",)).select_related("corpus__annotation_settings")
@@ -435,10 +436,17 @@ def _try_lease(task_id: int, annotator: Annotator, now) -> Assignment | None:
             if (task.status != Task.Status.OPEN or annotator.blocked
                     or not may_label(annotator, task, own_exhaustive=task.own_exhaustive)):
                 return None
-            if not task.is_control and Assignment.objects.filter(_live(now), task=task).count() >= task.answers_needed:
-                return None
+            # the annotator's own lease of it and (not for a control: it has no slots) the live ones, in one query
+            rows = Assignment.objects.filter(task=task).order_by("pk")
+            if task.is_control:
+                rows = list(rows.filter(annotator=annotator))
+            else:
+                rows = list(rows.filter(Q(annotator=annotator) | _live(now))
+                            .annotate(live=ExpressionWrapper(_live(now), output_field=BooleanField())))
+                if sum(bool(r.live) for r in rows) >= task.answers_needed:
+                    return None
             lease = settings_of(task).lease_seconds
-            old = Assignment.objects.filter(task=task, annotator=annotator).first()
+            old = next((r for r in rows if r.annotator_id == annotator.pk), None)
             if old is not None:
                 if old.status != Assignment.Status.EXPIRED:
                     return None
