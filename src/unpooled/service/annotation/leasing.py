@@ -216,7 +216,7 @@ def lease_next(annotator: Annotator, *, kind: str | None = None, corpus: Corpus 
         st = settings_for(corpus) if corpus is not None else None
         st_share = st.control_share if st is not None else _control_share(base.filter(is_control=False))
         if st_share > 0 and rng.random() < st_share:
-            candidates.append(needed_controls(base.filter(is_control=True), rng, settings=st))
+            candidates.append(needed_controls(base.filter(is_control=True), rng, st=st))
     oldest = list(base.filter(is_control=False).annotate(active=Count("assignments", filter=_live(now, "assignments__")))
                   .filter(active__lt=F("answers_needed")).order_by("priority", "id")
                   .values_list("pk", flat=True)[:OFFER_WINDOW])
@@ -239,13 +239,13 @@ def _with_corpus(lease: Assignment, corpus: Corpus | None) -> Assignment:
     return lease
 
 
-def needed_controls(unseen, rng, limit: int = 20, *, settings: AnnotationSettings | None = None) -> list[int]:
+def needed_controls(unseen, rng, limit: int = 20, *, st: AnnotationSettings | None = None) -> list[int]:
     """Up to ``limit`` of the controls ``unseen`` (those an annotator may be offered), neediest first: the ones
     whose relation's (or organiser's group's) answered controls fall furthest short of its share of the item answers
     asked for, of the class they lack, the least answered first, ties in a random order
     (:func:`unpooled.core.annotation.controls.control_order`).  Each relation's rates are then anchored in
     proportion to its items, whatever the mix the controls were made in.  Several corpora: one of them at random
-    (in proportion to its unseen controls).  ``settings``: the corpus's annotation settings, when the caller read
+    (in proportion to its unseen controls).  ``st``: the corpus's annotation settings, when the caller read
     them (their relation groups are not read again)."""
     from unpooled.core.annotation.controls import control_order
     from unpooled.core.annotation.relation_groups import parse_relation_groups
@@ -260,8 +260,8 @@ def needed_controls(unseen, rng, limit: int = 20, *, settings: AnnotationSetting
                .values_list("pk", "group", "control_answer", "n"))
     demand = dict(Task.objects.filter(corpus_id=corpus_id, kind=Kind.VERIFY, is_control=False).order_by()
                   .values("group").annotate(d=Sum("answers_needed")).values_list("group", "d"))
-    if settings is not None and settings.corpus_id == corpus_id:
-        groups = parse_relation_groups(settings.relation_groups)
+    if st is not None and st.corpus_id == corpus_id:
+        groups = parse_relation_groups(st.relation_groups)
     else:
         groups = AnnotationSettings.groups_of(corpus_id)
     code: dict = {}
