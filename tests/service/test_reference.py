@@ -206,6 +206,10 @@ def test_human_reference_on_a_tac_corpus_routes_its_items_away_from_the_document
             leasing.release(lease)
     lease = leasing.lease_next(others[0], kind=Kind.VERIFY, corpus=corpus)
     assert lease is not None and asked.filter(pk=lease.task_id).exists()
+    # nor leased one when it is asked for by id (the lock's own check, past the queue's)
+    from django.utils import timezone
+
+    assert leasing._try_lease(lease.task_id, makers[0], timezone.now()) is None
     # an answer a maker sends anyway (a forged or stale lease) does not count
     from unpooled.service.annotation.models import Assignment
 

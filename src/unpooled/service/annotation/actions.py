@@ -22,17 +22,17 @@ from unpooled.core.annotation import clustering as clu
 from unpooled.core.annotation.aggregation import strict_majority
 from unpooled.core.errors import UnpooledError
 from unpooled.service.accounts.models import Profile
-from unpooled.service.corpora.models import Corpus, Document
-from unpooled.service.submissions.actions import parse_provenance
+from unpooled.service.corpora.models import Corpus
 from unpooled.service.submissions.models import RelationInstance, Submission
 
 from .clustering import request_clustering
 from .guidelines import VERSIONS
-from .leasing import may_label
+from .leasing import may_label, own_exhaustive
+from .payloads import sentences_of, verify_payload
 from .signals import labels_written
 from .models import (
     AnnotationSettings, Annotator, Answer, Assignment, Backend, ExhaustiveDocument, Kind, Label, SubmissionBudget,
-    Task, TaskRequest, settings_for,
+    Task, TaskRequest, settings_for, settings_of,
 )
 
 #: the longest time an answer may say it took (a day): the page's clock, sent by the browser
@@ -54,41 +54,6 @@ MAX_LINK_CHARS = 300
 
 class AnnotationError(UnpooledError):
     """A request the annotation layer refuses; the message says why."""
-
-
-# --------------------------------------------------------------------------- payloads
-
-def _sentence_span(doc: Document, start: int, end: int) -> tuple[int, int]:
-    """The smallest run of whole sentences that covers ``[start, end)``."""
-    rows = list(doc.sentences.filter(end__gt=start, start__lt=end).order_by("index").values_list("start", "end"))
-    if not rows:
-        return max(0, start - 200), min(len(doc.text), end + 200)
-    return rows[0][0], rows[-1][1]
-
-
-def verify_payload(inst: RelationInstance, doc: Document) -> dict:
-    """What the verification page shows for one instance: the claim (the two spans of the document, the
-    relation of the schema, the value of a value object) and the passage around it, and no more.
-
-    Never which system predicted it, nor anything only a system wrote: its KB links and entity types
-    would let a team recognise (or signal) its own output, and the method judges the relation in the
-    passage, not them.  The system's provenance only widens the passage to the sentences it names.
-    """
-    schema = doc.corpus.schema.schema()
-    rel = schema.resolve(inst.predicate)
-    spans = list(parse_provenance(inst.provenance)) if inst.provenance else []
-    lo = min([inst.subject_start, inst.object_start] + [s for s, _ in spans])
-    hi = max([inst.subject_end, inst.object_end] + [e for _, e in spans])
-    c0, c1 = _sentence_span(doc, lo, hi)
-    return {
-        "predicate": inst.predicate,
-        "description": rel.description if rel else "",
-        "context": [c0, c1],
-        "subject": {"start": inst.subject_start, "end": inst.subject_end,
-                    "text": doc.text[inst.subject_start:inst.subject_end]},
-        "object": {"start": inst.object_start, "end": inst.object_end,
-                   "text": doc.text[inst.object_start:inst.object_end], "value": inst.value},
-    }
 
 
 # --------------------------------------------------------------------------- task creation
@@ -113,12 +78,29 @@ class RequestResult:
         return d
 
 
-def labelled_keys(corpus: Corpus, hashes) -> set[int]:
-    hashes = list(set(hashes))
-    got: set[int] = set()
+def labelled_keys(corpus: Corpus, insts) -> set[str]:
+    """The keys of ``insts`` (relation instances) that have a label in ``corpus``, one query per 500 keys."""
+    want = {i.key_hash for i in insts}
+    keys = {i.key for i in insts}
+    hashes = sorted(want)
+    got: set[str] = set()
     for i in range(0, len(hashes), 500):
-        got.update(Label.objects.filter(corpus=corpus, key_hash__in=hashes[i:i + 500]).values_list("key_hash", flat=True))
+        got.update(k for k in Label.objects.filter(corpus=corpus, key_hash__in=hashes[i:i + 500])
+                   .values_list("key", flat=True).distinct() if k in keys)
     return got
+
+
+def _verify_tasks(corpus: Corpus, insts) -> dict[tuple[int, str], Task]:
+    """The verification tasks of ``corpus`` for these instances' keys, by ``(document id, key)``: one query per
+    500 keys (through the key's hash)."""
+    hashes = sorted({i.key_hash for i in insts})
+    want = {(i.document_id, i.key) for i in insts}
+    out: dict[tuple[int, str], Task] = {}
+    for i in range(0, len(hashes), 500):
+        for task in Task.objects.filter(corpus=corpus, kind=Kind.VERIFY, key_hash__in=hashes[i:i + 500]):
+            if (task.document_id, task.key) in want:
+                out[(task.document_id, task.key)] = task
+    return out
 
 
 def submission_committed_cents(sub: Submission) -> int:
@@ -152,36 +134,36 @@ def request_verification(sub: Submission, instance_ids, *, now=None, of_corpus: 
     whose key has an open task joins it; the rest create tasks while the submission's and
     the corpus's budgets allow (each new task commits ``k × reward``; ``k`` is the settings'
     ``answers_weak_relation`` for an instance of one of ``weak_relations``, where the crowd's answers say
-    little and more of them narrow the intervals).  New tasks queue at ``priority`` (default: the submission's
-    upload time, so that older submissions are served first).
+    little and more of them narrow the intervals), in the instances' order.  New tasks queue at ``priority``
+    (default: the submission's upload time, so that older submissions are served first).
+
+    A few queries whatever the number of instances (the labels, the tasks and the requests of all keys at once;
+    the new tasks and their requests in bulk), under the corpus's lock (:func:`lock_corpus`): another request
+    cannot create the same task (``task_unique_item``) or spend the same budget meanwhile.
     """
     corpus = sub.corpus
     st = settings_for(corpus)
     now = now or timezone.now()
     owner = {"submission__corpus_id": sub.corpus_id} if of_corpus else {"submission": sub}
-    insts = list(RelationInstance.objects.filter(pk__in=list(instance_ids), **owner)
-                 .select_related("subject", "object", "document"))
+    insts = list(RelationInstance.objects.filter(pk__in=list(instance_ids), **owner).select_related("document"))
     by_key: dict[str, RelationInstance] = {}
     for inst in sorted(insts, key=lambda i: i.pk):
         by_key.setdefault(inst.key, inst)
     res = RequestResult(keys=len(by_key))
-    done = labelled_keys(corpus, [i.key_hash for i in by_key.values()])
     k_weak = max(st.answers_per_item, st.answers_weak_relation)
     with transaction.atomic():
         lock_corpus(corpus)
+        done = labelled_keys(corpus, by_key.values())
+        tasks = _verify_tasks(corpus, [i for k, i in by_key.items() if k not in done])
         sub_left, corpus_left = _budget_left(sub, st)
+        joined, new = [], []
         for key, inst in by_key.items():
-            if inst.key_hash in done and Label.objects.filter(corpus=corpus, key_hash=inst.key_hash, key=key).exists():
+            if key in done:
                 res.reused += 1
                 continue
-            task = Task.objects.filter(corpus=corpus, kind=Kind.VERIFY, document=inst.document, key=key).first()
+            task = tasks.get((inst.document_id, key))
             if task is not None:
-                _, made = TaskRequest.objects.get_or_create(task=task, submission=sub)
-                res.joined += made
-                if made and task.status == Task.Status.OPEN:
-                    # members of this team may have answered before it asked: their answers no longer count
-                    Answer.objects.filter(task=task, weight__gt=0, annotator__user__in=_team_users(sub.team_id)
-                                          ).update(weight=0.0)
+                joined.append(task)
                 continue
             k = k_weak if inst.predicate in weak_relations else st.answers_per_item
             cost = k * st.reward_verify_cents
@@ -189,12 +171,7 @@ def request_verification(sub: Submission, instance_ids, *, now=None, of_corpus: 
                 res.over_budget += 1
                 res.over_budget_keys.append(key)
                 continue
-            task = Task.objects.create(
-                corpus=corpus, kind=Kind.VERIFY, document=inst.document, key=key, key_hash=inst.key_hash,
-                payload=verify_payload(inst, inst.document), group=inst.predicate,
-                answers_needed=k, priority=priority or sub.created or now,
-                guideline_version=VERSIONS["verify"])
-            TaskRequest.objects.create(task=task, submission=sub, committed_cents=cost)
+            new.append((inst, k, cost))
             res.created += 1
             res.committed_cents += cost
             if k > st.answers_per_item:
@@ -204,7 +181,43 @@ def request_verification(sub: Submission, instance_ids, *, now=None, of_corpus: 
                 sub_left -= cost
             if corpus_left is not None:
                 corpus_left -= cost
+        res.joined = _join_tasks(sub, joined)
+        _create_verify_tasks(sub, new, priority or sub.created or now)
     return res
+
+
+def _join_tasks(sub: Submission, tasks: list[Task]) -> int:
+    """``sub`` asks for these existing tasks too (one request each, idempotent); the answers to those still open
+    by members of its team (or of teams conflicted with it), given before it asked, no longer count.  Returns the
+    number of requests made."""
+    ids = [t.pk for t in tasks]
+    have: set[int] = set()
+    for i in range(0, len(ids), 500):
+        have.update(TaskRequest.objects.filter(submission=sub, task_id__in=ids[i:i + 500])
+                    .values_list("task_id", flat=True))
+    fresh = [t for t in tasks if t.pk not in have]
+    TaskRequest.objects.bulk_create([TaskRequest(task=t, submission=sub) for t in fresh], batch_size=500)
+    still = [t.pk for t in fresh if t.status == Task.Status.OPEN]
+    for i in range(0, len(still), 500):
+        Answer.objects.filter(task_id__in=still[i:i + 500], weight__gt=0,
+                              annotator__user__in=_team_users(sub.team_id)).update(weight=0.0)
+    return len(fresh)
+
+
+def _create_verify_tasks(sub: Submission, new, priority) -> None:
+    """One verification task per ``(instance, answers needed, cost)`` of ``new``, in that order, each with
+    ``sub``'s request committing the cost."""
+    if not new:
+        return
+    schema = sub.corpus.schema.schema()
+    sentences = sentences_of(inst.document_id for inst, _, _ in new)
+    made = Task.objects.bulk_create([Task(
+        corpus=sub.corpus, kind=Kind.VERIFY, document=inst.document, key=inst.key, key_hash=inst.key_hash,
+        payload=verify_payload(inst, inst.document, schema, sentences[inst.document_id]), group=inst.predicate,
+        answers_needed=k, priority=priority, guideline_version=VERSIONS["verify"]) for inst, k, _ in new],
+        batch_size=500)
+    TaskRequest.objects.bulk_create([TaskRequest(task=task, submission=sub, committed_cents=cost)
+                                     for task, (_, _, cost) in zip(made, new)], batch_size=500)
 
 
 def lock_corpus(corpus: Corpus) -> None:
@@ -375,24 +388,26 @@ def submit_answer(assignment: Assignment, value, *, seconds: float | None = None
     until :func:`confirm_mturk_answer`.
     """
     now = now or timezone.now()
-    task = assignment.task
-    clean = check_answer(task, value)
+    clean = check_answer(assignment.task, value)
     seconds = check_seconds(seconds)
     annotator = assignment.annotator
-    st = settings_for(task.corpus)
     mturk = annotator.backend == Backend.MTURK
     with transaction.atomic():
-        a = Assignment.objects.select_for_update().get(pk=assignment.pk)
+        # the lease and its task locked, with the corpus's settings and what may_label asks, in one query
+        a = (Assignment.objects.select_for_update(of=("self", "task")).select_related("task__corpus__annotation_settings")
+             .annotate(**own_exhaustive(assignment.annotator_id, "task_id", "task__document_id")).get(pk=assignment.pk))
         if a.status == Assignment.Status.SUBMITTED:
             raise AnnotationError("this task was already answered with this lease")
         if a.status == Assignment.Status.SKIPPED:
             raise AnnotationError("this task was skipped: its lease was released, so the answer is not taken")
-        task = Task.objects.select_for_update().get(pk=task.pk)
+        task = a.task
+        st = settings_of(task)
         late = a.status == Assignment.Status.EXPIRED or a.expires < now
         if late and not mturk and not task.is_control and task.status == Task.Status.OPEN and _slot_taken(a, task, now):
             raise AnnotationError("this lease expired and the item went to another annotator: the answer is not taken")
         correct = fmt.verify_correct(clean) if task.kind == Kind.VERIFY else None
-        counts = not (annotator.blocked or task.status != Task.Status.OPEN or mturk or not may_label(annotator, task))
+        counts = not (annotator.blocked or task.status != Task.Status.OPEN or mturk
+                    or not may_label(annotator, task, own_exhaustive=a.own_exhaustive))
         ans = Answer.objects.create(
             assignment=a, task=task, annotator=annotator, value=clean, correct=correct, weight=1.0 if counts else 0.0,
             seconds=seconds, quarantined=mturk, cost_cents=0 if mturk else st.reward_cents(task.kind),

@@ -12,7 +12,8 @@ from django.utils import timezone
 from unpooled.service.corpora.models import Corpus, GoldMention, GoldRelation
 from unpooled.service.submissions.models import RelationInstance
 
-from .actions import AnnotationError, _sentence_span
+from .actions import AnnotationError
+from .payloads import sentence_span
 from .guidelines import VERSIONS
 from .models import Kind, Task
 
@@ -68,7 +69,7 @@ def _make_control(corpus, schema, predicates, rel_pk: int, positive: bool, want:
             pred = choices[int(rng.integers(len(choices)))]
     key = f"control:{doc.pk}:{pair[0].start}-{pair[0].end}:{pred}:{pair[1].start}-{pair[1].end}"
     lo, hi = min(pair[0].start, pair[1].start), max(pair[0].end, pair[1].end)
-    c0, c1 = _sentence_span(doc, lo, hi)
+    c0, c1 = sentence_span(doc, lo, hi)
     rel = schema.resolve(pred)
     payload = {  # the same fields as verify_payload's: a control looks like any other item
         "predicate": pred, "description": rel.description if rel else "", "context": [c0, c1],

@@ -16,7 +16,7 @@ import numpy as np
 from django.conf import settings
 from django.core.cache import cache
 from django.db import IntegrityError, transaction
-from django.db.models import Count, Exists, F, OuterRef, Q, Sum
+from django.db.models import BooleanField, Count, Exists, ExpressionWrapper, F, OuterRef, Q, Sum
 from django.utils import timezone
 
 from unpooled.service import locks
@@ -24,7 +24,9 @@ from unpooled.service.accounts.models import Profile, Role
 from unpooled.service.corpora.models import Corpus
 from unpooled.service.submissions.models import RelationInstance
 
-from .models import AnnotationSettings, Annotator, Answer, Assignment, Backend, Kind, Task, TaskRequest, settings_for
+from .models import (
+    AnnotationSettings, Annotator, Answer, Assignment, Backend, Kind, Task, TaskRequest, settings_for, settings_of,
+)
 
 
 # --------------------------------------------------------------------------- who may label what
@@ -78,17 +80,36 @@ def not_own_exhaustive(qs, annotator_id):
     """``qs`` (tasks) without the verification items the human reference asked for in a document whose exhaustive
     annotation (entities or relations) this annotator answered: the reference's precision must come from others
     (:mod:`unpooled.service.evaluations.reference`)."""
+    return qs.exclude(Q(kind=Kind.VERIFY) & _own_exhaustive(annotator_id))
+
+
+def _own_exhaustive(annotator_id, task: str = "pk", document: str = "document_id") -> Q:
+    """Whether the human reference asked for the task (``task``: the path to its id from the rows queried) and
+    this annotator answered the exhaustive annotation of its document (``document``: the path to the document's
+    id)."""
     made = Answer.objects.filter(annotator_id=annotator_id, task__kind__in=[Kind.ENTITIES, Kind.RELATIONS],
-                                 task__document_id=OuterRef("document_id"))
-    ref = TaskRequest.objects.filter(task_id=OuterRef("pk"), submission__is_reference=True)
-    return qs.exclude(Q(kind=Kind.VERIFY) & Exists(ref) & Exists(made))
+                                 task__document_id=OuterRef(document))
+    ref = TaskRequest.objects.filter(task_id=OuterRef(task), submission__is_reference=True)
+    return Exists(ref) & Exists(made)
 
 
-def may_label(annotator: Annotator, task: Task) -> bool:
-    """Whether ``annotator`` may answer ``task`` (see :class:`Scope`, and :func:`not_own_exhaustive`)."""
+def own_exhaustive(annotator_id, task: str = "pk", document: str = "document_id") -> dict:
+    """``{"own_exhaustive": expression}``: an annotation of a query of tasks (or of rows with a task: ``task`` and
+    ``document`` the paths to its id and its document's) whose value :func:`may_label` takes for this annotator
+    instead of asking (the query that locks a task reads it too)."""
+    return {"own_exhaustive": ExpressionWrapper(_own_exhaustive(annotator_id, task, document),
+                                                output_field=BooleanField())}
+
+
+def may_label(annotator: Annotator, task: Task, *, own_exhaustive: bool | None = None) -> bool:
+    """Whether ``annotator`` may answer ``task`` (see :class:`Scope`, and :func:`not_own_exhaustive`).
+    ``own_exhaustive``: the value of :func:`own_exhaustive`'s annotation for this annotator and task, read with the
+    task (else asked here)."""
     if task.kind == Kind.VERIFY:
         # asked of a gold control too (which passes): an answer's work does not tell a control from an item
-        own = not not_own_exhaustive(Task.objects.filter(pk=task.pk), annotator.pk).exists()
+        own = own_exhaustive
+        if own is None:
+            own = Task.objects.filter(pk=task.pk).filter(_own_exhaustive(annotator.pk)).exists()
         if own and not task.is_control:
             return False
     scope = scope_of(annotator)
@@ -181,7 +202,7 @@ def lease_next(annotator: Annotator, *, kind: str | None = None, corpus: Corpus 
         current = current.filter(task__corpus=corpus)
     got = current.first()
     if got is not None:
-        return got
+        return _with_corpus(got, corpus)
     base = available_tasks(annotator)
     if kind:
         base = base.filter(kind=kind)
@@ -192,9 +213,10 @@ def lease_next(annotator: Annotator, *, kind: str | None = None, corpus: Corpus 
     rng = np.random.default_rng(rng)
     candidates = []
     if kind in (None, Kind.VERIFY):
-        st_share = _control_share(corpus, base.filter(is_control=False))
+        st = settings_for(corpus) if corpus is not None else None
+        st_share = st.control_share if st is not None else _control_share(base.filter(is_control=False))
         if st_share > 0 and rng.random() < st_share:
-            candidates.append(needed_controls(base.filter(is_control=True), rng))
+            candidates.append(needed_controls(base.filter(is_control=True), rng, st=st))
     oldest = list(base.filter(is_control=False).annotate(active=Count("assignments", filter=_live(now, "assignments__")))
                   .filter(active__lt=F("answers_needed")).order_by("priority", "id")
                   .values_list("pk", flat=True)[:OFFER_WINDOW])
@@ -205,18 +227,28 @@ def lease_next(annotator: Annotator, *, kind: str | None = None, corpus: Corpus 
         for task_id in ids:
             got = _try_lease(task_id, annotator, now)
             if got is not None:
-                return got
+                return _with_corpus(got, corpus)
     return None
 
 
-def needed_controls(unseen, rng, limit: int = 20) -> list[int]:
+def _with_corpus(lease: Assignment, corpus: Corpus | None) -> Assignment:
+    """``lease`` with its task's corpus the caller's object, when it is that corpus: its schema, read and parsed
+    once by the caller (the simulated crowd), then checks the answers (:func:`~.actions.check_answer`)."""
+    if corpus is not None and lease.task.corpus_id == corpus.pk:
+        lease.task.corpus = corpus
+    return lease
+
+
+def needed_controls(unseen, rng, limit: int = 20, *, st: AnnotationSettings | None = None) -> list[int]:
     """Up to ``limit`` of the controls ``unseen`` (those an annotator may be offered), neediest first: the ones
     whose relation's (or organiser's group's) answered controls fall furthest short of its share of the item answers
     asked for, of the class they lack, the least answered first, ties in a random order
     (:func:`unpooled.core.annotation.controls.control_order`).  Each relation's rates are then anchored in
     proportion to its items, whatever the mix the controls were made in.  Several corpora: one of them at random
-    (in proportion to its unseen controls)."""
+    (in proportion to its unseen controls).  ``st``: the corpus's annotation settings, when the caller read
+    them (their relation groups are not read again)."""
     from unpooled.core.annotation.controls import control_order
+    from unpooled.core.annotation.relation_groups import parse_relation_groups
 
     mine = list(unseen.order_by("pk").values_list("pk", "corpus_id"))
     if not mine:
@@ -228,7 +260,10 @@ def needed_controls(unseen, rng, limit: int = 20) -> list[int]:
                .values_list("pk", "group", "control_answer", "n"))
     demand = dict(Task.objects.filter(corpus_id=corpus_id, kind=Kind.VERIFY, is_control=False).order_by()
                   .values("group").annotate(d=Sum("answers_needed")).values_list("group", "d"))
-    groups = AnnotationSettings.groups_of(corpus_id)
+    if st is not None and st.corpus_id == corpus_id:
+        groups = parse_relation_groups(st.relation_groups)
+    else:
+        groups = AnnotationSettings.groups_of(corpus_id)
     code: dict = {}
     for g in sorted(set(demand) | {c[1] for c in ctl}):
         code.setdefault(groups.get(g, g), len(code))
@@ -373,11 +408,9 @@ def explain_empty(annotator: Annotator, kind: str, *, now=None) -> list[str]:
     return out
 
 
-def _control_share(corpus: Corpus | None, offered) -> float:
-    """The organisers' share of gold controls: ``corpus``'s, else the mean of the corpora whose items are ``offered``
-    (the web queue takes any corpus's work; a corpus without settings has the default), else the default."""
-    if corpus is not None:
-        return settings_for(corpus).control_share
+def _control_share(offered) -> float:
+    """The organisers' share of gold controls for the web queue, which takes any corpus's work: the mean of the
+    corpora whose items are ``offered`` (a corpus without settings has the default), else the default."""
     default = AnnotationSettings._meta.get_field("control_share").default
     ids = set(offered.order_by().values_list("corpus_id", flat=True).distinct())
     if not ids:
@@ -389,27 +422,41 @@ def _control_share(corpus: Corpus | None, offered) -> float:
 def _try_lease(task_id: int, annotator: Annotator, now) -> Assignment | None:
     """Lease task ``task_id`` to ``annotator`` if it is open, the annotator may label it and has not had it, and its
     live leases and counted answers are fewer than it needs (:func:`_live`).  MTurk workers are leased through
-    :func:`unpooled.service.annotation.hits.lease_for_entry`."""
-    with transaction.atomic():
-        task = Task.objects.select_for_update().get(pk=task_id)
-        if task.status != Task.Status.OPEN or annotator.blocked or not may_label(annotator, task):
-            return None
-        if not task.is_control and Assignment.objects.filter(_live(now), task=task).count() >= task.answers_needed:
-            return None
-        lease = settings_for(task.corpus).lease_seconds
-        old = Assignment.objects.filter(task=task, annotator=annotator).first()
-        if old is not None:
-            if old.status != Assignment.Status.EXPIRED:
+    :func:`unpooled.service.annotation.hits.lease_for_entry`.
+
+    The task is locked and read with its corpus's settings and whether the annotator answered its document's
+    exhaustive annotation (:func:`own_exhaustive`) in one query; its live leases and the annotator's own are read
+    after the lock, in one more, so that a lease committed meanwhile is seen (PostgreSQL: a later statement's
+    snapshot).  A lease taken meanwhile by the same annotator (another page of theirs) trips the unique
+    constraint, and the transaction is rolled back whole."""
+    try:
+        with transaction.atomic():
+            task = (Task.objects.select_for_update(of=("self",)).select_related("corpus__annotation_settings")
+                    .annotate(**own_exhaustive(annotator.pk)).get(pk=task_id))
+            if (task.status != Task.Status.OPEN or annotator.blocked
+                    or not may_label(annotator, task, own_exhaustive=task.own_exhaustive)):
                 return None
-            old.status, old.leased, old.expires = Assignment.Status.LEASED, now, now + timedelta(seconds=lease)
-            old.save(update_fields=["status", "leased", "expires"])
-            return old
-        try:
-            with transaction.atomic():
-                return Assignment.objects.create(task=task, annotator=annotator, token=secrets.token_urlsafe(24),
-                                                 leased=now, expires=now + timedelta(seconds=lease))
-        except IntegrityError:
-            return None
+            # the annotator's own lease of it and (not for a control: it has no slots) the live ones, in one query
+            rows = Assignment.objects.filter(task=task).order_by("pk")
+            if task.is_control:
+                rows = list(rows.filter(annotator=annotator))
+            else:
+                rows = list(rows.filter(Q(annotator=annotator) | _live(now))
+                            .annotate(live=ExpressionWrapper(_live(now), output_field=BooleanField())))
+                if sum(bool(r.live) for r in rows) >= task.answers_needed:
+                    return None
+            lease = settings_of(task).lease_seconds
+            old = next((r for r in rows if r.annotator_id == annotator.pk), None)
+            if old is not None:
+                if old.status != Assignment.Status.EXPIRED:
+                    return None
+                old.status, old.leased, old.expires = Assignment.Status.LEASED, now, now + timedelta(seconds=lease)
+                old.save(update_fields=["status", "leased", "expires"])
+                return old
+            return Assignment.objects.create(task=task, annotator=annotator, token=secrets.token_urlsafe(24),
+                                             leased=now, expires=now + timedelta(seconds=lease))
+    except IntegrityError:
+        return None
 
 
 #: Skips one annotator may make in an hour (``settings.SKIPS_PER_HOUR``, ``UNPOOLED_SKIPS_PER_HOUR``): Skip is for

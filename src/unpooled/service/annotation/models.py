@@ -103,6 +103,15 @@ def settings_for(corpus: Corpus) -> AnnotationSettings:
     return got
 
 
+def settings_of(task: "Task") -> AnnotationSettings:
+    """The settings of ``task``'s corpus: those read with it (``select_related("corpus__annotation_settings")``,
+    no query), else :func:`settings_for`'s."""
+    try:
+        return task.corpus.annotation_settings
+    except AnnotationSettings.DoesNotExist:
+        return settings_for(task.corpus)
+
+
 class Annotator(models.Model):
     """A person (or simulated worker) who answers tasks, on one backend."""
 

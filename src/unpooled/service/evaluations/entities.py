@@ -12,7 +12,7 @@ The formulas are in :mod:`unpooled.core.estimators.entities`; this module only g
   ``object_ok``), pooled per span and corrected for the annotators' error rates
   (:func:`~unpooled.core.estimators.entities.validity_labels`).
 
-Verification never shows a system's KB links (:func:`~unpooled.service.annotation.actions.verify_payload`), so
+Verification never shows a system's KB links (:func:`~unpooled.service.annotation.payloads.verify_payload`), so
 linking is scored from the exhaustive layer only; a layer without any link (a corpus whose gold layer has none,
 Re-DocRED) leaves linking unscored, with that reason on the page.
 """
