@@ -198,8 +198,8 @@ def _previous_breakdowns(todo: dict[int, Score], level: str) -> dict[int, dict]:
               .exclude(pk__in=[s.pk for s in todo.values()]).values("submission_id").annotate(m=Max("id"))
               .values("m"))
     out = {}
-    for sid, details in Score.objects.filter(pk__in=Subquery(before)).values_list("submission_id", "details"):
-        bd = stored(Score(details=details))
+    for sid, bd in Score.objects.filter(pk__in=Subquery(before)).values_list("submission_id", "details__breakdown"):
+        bd = stored(Score(details={"breakdown": bd}))
         if bd is not None:
             out[sid] = bd
     return out
