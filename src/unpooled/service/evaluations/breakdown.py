@@ -80,7 +80,7 @@ def newest_scores_of_corpus(corpus: Corpus, level: str) -> dict[int, Score]:
     newest = Score.objects.select_related("submission__team").filter(
         submission__corpus=corpus, level=level,
         id=Subquery(Score.objects.filter(submission=OuterRef("submission"), level=level).order_by("-id")
-                    .values("id")[:1]))
+                    .values("id")[:1])).defer("paired")  # m covariances per metric each: not needed here
     return {s.submission_id: s for s in newest}
 
 
