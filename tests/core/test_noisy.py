@@ -237,6 +237,38 @@ def test_breakdown_from_votes_agrees_with_the_whole_system():
     assert np.all((b.p.lo[ok] <= b.p.value[ok]) & (b.p.value[ok] <= b.p.hi[ok]))
 
 
+def test_breakdowns_sharing_the_items_parts_are_the_same():
+    """``subset_scores(shared=)``: every target's breakdown, under two groupings, computes the drawn items' log ratios,
+    their merges and vote patterns once; the figures are those computed alone, to the last bit; a dict kept from
+    another design is not reused."""
+    from unpooled.core.estimators import subset_scores
+
+    rng = np.random.default_rng(5)
+    d, f, _ = _design((30, 60, 45), 40, rng)
+    v = _votes(np.unique(d.xs), f, rng, U=len(f), reps=10)
+    groupings = [(np.arange(len(f)) % 3).astype(np.int64), (np.arange(len(f)) // 50).astype(np.int64)]
+    truth = np.zeros(d.n0, np.int64)
+    shared: dict = {}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for i in range(d.m):
+            for gu in groupings:
+                alone = subset_scores(d, i, gu, truth, votes=v, zero_division="nan")
+                kept = subset_scores(d, i, gu, truth, votes=v, zero_division="nan", shared=shared)
+                for k in ("p", "r", "f1"):
+                    for at in ("value", "se", "lo", "hi"):
+                        np.testing.assert_array_equal(getattr(getattr(kept, k), at), getattr(getattr(alone, k), at))
+        assert shared["of"][0] is d and "patterns" in shared and "lam_rep" in shared
+        d2, f2, _ = _design((20, 25), 30, rng)
+        v2 = _votes(np.unique(d2.xs), f2, rng, U=len(f2), reps=10)
+        gu2 = np.zeros(len(f2), np.int64)
+        alone = subset_scores(d2, 0, gu2, np.zeros(d2.n0, np.int64), votes=v2, zero_division="nan")
+        kept = subset_scores(d2, 0, gu2, np.zeros(d2.n0, np.int64), votes=v2, zero_division="nan", shared=shared)
+        np.testing.assert_array_equal(kept.p.value, alone.p.value)
+        np.testing.assert_array_equal(kept.p.se, alone.p.se)
+        assert shared["of"][0] is d2
+
+
 @pytest.mark.parametrize("acc, lowest", [(0.9, 0.9), (0.75, 0.85)])
 def test_a_precision_estimated_at_1_has_a_narrow_interval(acc, lowest):
     """Sixty items, all correct, each answered by 3 of 6 workers of known accuracy, drawn 200 times: every

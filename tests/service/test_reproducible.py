@@ -64,9 +64,10 @@ with open(out, "w") as f:
 
 
 def _differences(a, b, path: str = "") -> list[str]:
-    """Where two dumps differ, but for the moments things were computed at (``computed``)."""
+    """Where two dumps differ, but for the moments things were computed at (``computed``) and the digest of the
+    database's state a breakdown was computed from (``inputs``: row ids and creation times, breakdown.py)."""
     if isinstance(a, dict) and isinstance(b, dict):
-        return [d for k in sorted(set(a) | set(b), key=str) if k != "computed"
+        return [d for k in sorted(set(a) | set(b), key=str) if k not in ("computed", "inputs")
                 for d in _differences(a.get(k), b.get(k), f"{path}.{k}")]
     if isinstance(a, list) and isinstance(b, list) and len(a) == len(b):
         return [d for i, (x, y) in enumerate(zip(a, b)) for d in _differences(x, y, f"{path}[{i}]")]

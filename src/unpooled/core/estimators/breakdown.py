@@ -285,7 +285,7 @@ def _unseen_share(groups: np.ndarray, cols: np.ndarray, vals: np.ndarray, mass: 
 
 def subset_scores(design: Design, target: int, groups_of_universe, groups_of_truth, *, n_groups: int | None = None,
                   estimator: str = "joint", weights="balance", confidence: float = 0.90,
-                  zero_division: str = "warn", votes=None) -> SubsetScores:
+                  zero_division: str = "warn", votes=None, shared: dict | None = None) -> SubsetScores:
     r"""Precision, recall and F1 of system ``target`` within each group, with intervals.
 
     Parameters
@@ -317,6 +317,10 @@ def subset_scores(design: Design, target: int, groups_of_universe, groups_of_tru
         its mixture likelihood's maximiser over the items' votes, with the votes' and the confusions' variance
         in its interval, as :func:`~unpooled.core.estimators.estimate` does for the whole system
         (``design.f`` is not used for precision).
+    shared : dict, optional
+        Kept by the caller across the calls on one ``design`` and ``votes`` (every target's breakdown): what does
+        not depend on the target or the groups (the drawn items' log ratios and vote patterns, which of them merge)
+        is computed into it once.  The results are the same.
 
     Returns
     -------
@@ -360,7 +364,7 @@ def subset_scores(design: Design, target: int, groups_of_universe, groups_of_tru
                                                           n_groups, estimator, weights, confidence, zero_division)
     d, i = design, target
     Wi, method = _weight_row(d, i, estimator, weights, confidence)
-    prec = _group_precision(d, i, Wi, gu, G, votes)
+    prec = _group_precision(d, i, Wi, gu, G, votes, shared)
     p, var_p, ess, fit = prec["p"], prec["var_p"], prec["ess"], prec["fit"]
     r, var_r, n_true, V, r_ess = _group_recall(d, i, gt, G, confidence)
     p_ci, p_ess = _precision_interval(p, var_p, ess, prec["unseen"], fit, confidence, prec["size"])
@@ -424,7 +428,7 @@ def _weight_row(d: Design, i: int, estimator: str, weights, confidence: float) -
     return Wi, method
 
 
-def _group_precision(d: Design, i: int, Wi: np.ndarray, gu: np.ndarray, G: int, votes) -> dict:
+def _group_precision(d: Design, i: int, Wi: np.ndarray, gu: np.ndarray, G: int, votes, shared=None) -> dict:
     """Per group: the ratio estimator of precision (or the votes' one) and its variance, the draws' effective
     size, the group's known mass :math:`p_i(g)` and the share of it no draw reached (module docs)."""
     n = d.n
@@ -445,7 +449,7 @@ def _group_precision(d: Design, i: int, Wi: np.ndarray, gu: np.ndarray, G: int, 
         ess = np.where(D2 > 0, D ** 2 / np.where(D2 > 0, D2, 1), 0.0)
     fit = None
     if votes is not None:
-        p, var_p, fit = _group_precision_from_votes(d, votes, w, g, ok, coef, q_x, pi_x, D, G, d.m, n)
+        p, var_p, fit = _group_precision_from_votes(d, votes, w, g, ok, coef, q_x, pi_x, D, G, _items(d, votes, shared))
     else:
         pg = np.where(ok, np.nan_to_num(p)[np.maximum(g, 0)], 0.0)
         Dg = np.where(ok, D[np.maximum(g, 0)], 1.0)
@@ -514,19 +518,39 @@ def _precision_interval(p, var_p, ess, unseen, fit, confidence: float, size=None
     return (np.where(defined, lo, np.nan), np.where(defined, hi, np.nan)), p_ess
 
 
-def _group_precision_from_votes(d, votes, w, g, ok, coef, q_x, pi_x, D, G, m, n):
+def _items(d, votes, shared: dict | None) -> dict:
+    """What the votes' precision of every target and grouping shares on one design and votes: the drawn items
+    (``codes``, ``inv``), their log ratios (``lam``; under the confusions' replicates ``lam_rep``), which of them
+    merge (``merge``, ``merge_rep``: :func:`.noisy.item_merge`) and their vote patterns (``patterns``), each
+    computed when first needed; kept in ``shared`` (for this design and votes only)."""
+    from .noisy import item_log_lr, item_merge
+
+    if shared is None:
+        shared = {}
+    if shared.get("of") is None or shared["of"][0] is not d or shared["of"][1] is not votes:
+        shared.clear()
+        shared["of"] = (d, votes)
+        codes, inv = np.unique(d.xs, return_inverse=True)
+        lam = item_log_lr(votes, d.P.shape[1], items=codes)
+        shared.update(codes=codes, inv=inv, lam=lam, merge=item_merge(lam))
+    if "lam_rep" not in shared and votes.replicates > 1:
+        shared["lam_rep"] = item_log_lr(votes, d.P.shape[1], votes.sens_rep, votes.fpr_rep, items=shared["codes"])
+        shared["merge_rep"] = item_merge(shared["lam_rep"])
+    return shared
+
+
+def _group_precision_from_votes(d, votes, w, g, ok, coef, q_x, pi_x, D, G, items: dict):
     """Per group: precision from the votes (:func:`.noisy.prevalence` with the group's importance weights per
-    item), its variance (draws + votes + confusions, :mod:`.noisy`), and what its interval needs."""
-    from .noisy import item_log_lr, kappa, posterior, prevalence
+    item), its variance (draws + votes + confusions, :mod:`.noisy`), and what its interval needs (``items``:
+    :func:`_items`)."""
+    from .noisy import kappa, posterior, prevalence
     from .vote_variance import vote_patterns, vote_variance
 
-    U = d.P.shape[1]
-    codes, inv = np.unique(d.xs, return_inverse=True)
+    codes, inv, lam = items["codes"], items["inv"], items["lam"]
     K = len(codes)
-    lam = item_log_lr(votes, U, items=codes)
     cell = g[ok] * K + inv[ok]
     Mg = np.bincount(cell, weights=w[ok], minlength=G * K).reshape(G, K)
-    rho, J = prevalence(Mg, lam)
+    rho, J = prevalence(Mg, lam, merge=items["merge"])
     p = np.where(D > 0, rho, np.nan)
     p0 = np.nan_to_num(p)
     with np.errstate(divide="ignore", invalid="ignore"):
@@ -543,14 +567,16 @@ def _group_precision_from_votes(d, votes, w, g, ok, coef, q_x, pi_x, D, G, m, n)
     p_item[inv] = pi_x
     rows, cols = np.nonzero(Mg > 0)
     if len(rows):
-        pat = vote_patterns(votes, codes)
+        if "patterns" not in items:
+            items["patterns"] = vote_patterns(votes, codes)
+        pat = items["patterns"]
         post = posterior(lam[cols], p0[rows])
         zeros = np.zeros(len(rows))
         vp, *_ = vote_variance(pat, G, rows, cols, p_item[cols] * invJ[rows], p0, zeros, np.zeros(G), post, post,
                            R[rows, cols])
         var_p = var_p + vp
     if votes.replicates > 1:  # the confusions: the spread of the prevalences refitted under their replicates
-        rho_rep, _ = prevalence(Mg, item_log_lr(votes, U, votes.sens_rep, votes.fpr_rep, items=codes), start=rho)
+        rho_rep, _ = prevalence(Mg, items["lam_rep"], start=rho, merge=items["merge_rep"])
         var_p = var_p + np.var(np.nan_to_num(rho_rep), axis=0, ddof=1)
     with np.errstate(divide="ignore", invalid="ignore"):
         items_eff = np.nan_to_num(Mg.sum(1) ** 2 / (Mg ** 2).sum(1))

@@ -249,22 +249,32 @@ def _unique_rows(M: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return M[first], inv
 
 
-def _merge_items(M: np.ndarray, lam: np.ndarray, groups):
+def _merge_items(M: np.ndarray, lam: np.ndarray, groups, merge=False):
     """``M``, ``lam`` and ``groups`` with the items of equal log ratios (under every replicate) and of the same
     group merged into one, their coefficients added: every row's likelihood is a sum over items of a function of
     the item's log ratio, so its fits are the same (up to the order of the sums), on as many items as there are
     distinct vote patterns, a number bounded whatever the number of items (``bench rescore``'s 12 annotators
     answering 3 times: 1,150-1,200 patterns among 2,550-2,740 items at 20 submissions)."""
+    merge = item_merge(lam, groups) if merge is False else merge
+    if merge is None:
+        return M, lam, groups
+    first, inv = merge
+    merged = np.asarray((indicator(inv, len(first)).T @ M.T).T)
+    return merged, lam[..., first], None if groups is None else np.asarray(groups)[first]
+
+
+def item_merge(lam: np.ndarray, groups=None) -> tuple[np.ndarray, np.ndarray] | None:
+    """Which items :func:`_merge_items` merges: ``(first, inv)``, the first item of each merged one and the merged
+    one of each item; None when none merge.  It depends on ``lam`` (and ``groups``) alone: fits of many rows' ``M``
+    on the same log ratios compute it once (:func:`prevalence`'s ``merge``)."""
+    lam = np.asarray(lam, float)
     K = lam.shape[-1]
     if K < 2:
-        return M, lam, groups
+        return None
     key = np.round(np.atleast_2d(lam), 12)  # one pattern's log ratio, summed in another order, differs by ulps
     key = key if groups is None else np.vstack([key, np.asarray(groups, float)])
     _, first, inv = np.unique(np.ascontiguousarray(key.T), axis=0, return_index=True, return_inverse=True)
-    if len(first) == K:
-        return M, lam, groups
-    merged = np.asarray((indicator(inv.reshape(-1), len(first)).T @ M.T).T)
-    return merged, lam[..., first], None if groups is None else np.asarray(groups)[first]
+    return None if len(first) == K else (first, inv.reshape(-1))
 
 
 #: the replicates' refits of :func:`prevalence` work on at most about this many (row, item) pairs at once (memory)
@@ -272,7 +282,7 @@ PAIRS_AT_ONCE = 1 << 23
 
 
 def prevalence(M, lam, *, tol: float = 1e-10, max_iter: int = 100, groups=None, n_groups: int = 1,
-               information: bool = True, start=None) -> tuple[np.ndarray, np.ndarray | None]:
+               information: bool = True, start=None, merge=False) -> tuple[np.ndarray, np.ndarray | None]:
     r"""The maximiser :math:`\hat\rho \in [0, 1]` of every row's weighted mixture log-likelihood, and :math:`J`.
 
     Parameters
@@ -302,6 +312,9 @@ def prevalence(M, lam, *, tol: float = 1e-10, max_iter: int = 100, groups=None, 
     it would be by a refit clipped there (a point estimate at 1 had refits at 1 and no confusions' variance).
     Refits near ``start`` take two or three passes over the pairs (the search: about ten).
 
+    ``merge``: :func:`item_merge` of ``lam`` and ``groups``, when the caller fits many ``M`` on the same log ratios
+    (computed here otherwise).
+
     Notes
     -----
     :math:`\ell'(\rho) = \sum_u M_u\kappa(\lambda_u, \rho)` decreases in :math:`\rho`: 0 when
@@ -317,7 +330,7 @@ def prevalence(M, lam, *, tol: float = 1e-10, max_iter: int = 100, groups=None, 
     >>> round(float(rho[0]), 12)
     0.75
     """
-    M, lam, groups = _merge_items(np.atleast_2d(np.asarray(M, float)), np.asarray(lam, float), groups)
+    M, lam, groups = _merge_items(np.atleast_2d(np.asarray(M, float)), np.asarray(lam, float), groups, merge)
     uniq, inv = _unique_rows(M)
     rows, cols = np.nonzero(uniq > 0)
     G = int(n_groups) if groups is not None else 1

@@ -25,7 +25,10 @@ The breakdown is computed once per new score and stored in ``Score.details['brea
 (with the submission's *missed* true instances), so that the page only reads it.
 :func:`compute_breakdowns` fills it for every newest score of a corpus at a level in one
 pass (one design for all submissions); call it after re-scoring, or let the page call
-:func:`ensure_breakdowns` on a miss (one process at a time per corpus and level).
+:func:`ensure_breakdowns` on a miss (one process at a time per corpus and level).  It reads no submission's
+instances: their predicates and subjects' types are the scoring's inputs' (:class:`.inputs.Groups`, kept with the
+pool); and a new score estimated from the same inputs as the one before it (``inputs``: the digest of their
+fingerprint; a re-scoring with nothing new) takes that one's breakdown over.
 
 **Error analysis** (for the submitting team and organisers): the drawn instances whose
 current label (the aggregation the scores use) says wrong, and the true instances of the
@@ -40,15 +43,15 @@ from dataclasses import dataclass
 
 import numpy as np
 from django.core.cache import cache
-from django.db.models import OuterRef, Subquery
+from django.db.models import Max, OuterRef, Subquery
 from django.utils import timezone
 
 from unpooled.core.estimators import subset_scores
 from unpooled.service.annotation.models import ExhaustiveDocument, Kind, Label, Task
 from unpooled.service.corpora.models import Corpus, Document, Sentence
-from unpooled.service.submissions.models import RelationInstance, Submission, SubmissionEntity
+from unpooled.service.submissions.models import RelationInstance, Submission
 
-from . import scoring
+from . import inputs, scoring
 from .inputs import system_name
 from .models import Draw, Score
 from .policy import CONFIDENCE
@@ -77,7 +80,7 @@ def newest_scores_of_corpus(corpus: Corpus, level: str) -> dict[int, Score]:
     newest = Score.objects.select_related("submission__team").filter(
         submission__corpus=corpus, level=level,
         id=Subquery(Score.objects.filter(submission=OuterRef("submission"), level=level).order_by("-id")
-                    .values("id")[:1]))
+                    .values("id")[:1])).defer("paired")  # m covariances per metric each: not needed here
     return {s.submission_id: s for s in newest}
 
 
@@ -148,95 +151,118 @@ def headline_row(score: Score, instances: int, n_draws: int, n_true: int) -> dic
 def compute_breakdowns(corpus: Corpus, level: str, *, only_missing: bool = True) -> int:
     """Compute and store the breakdown of the newest score of every submission at ``level``.
 
-    The design, the crowd's votes and the truth are those the scores were estimated from (:func:`.scoring.score`,
-    kept in memory: nothing is read again but each submission's own subjects).  Returns the number of scores
+    The design, the crowd's votes, the truth and each submission's instances (their predicates and subjects' types)
+    are those the scores were estimated from (:func:`.scoring.score`, kept in memory: nothing is read again but the
+    scores and the truth's types).  A score estimated from the same inputs as the previous score of its submission
+    (the same :attr:`.inputs.Inputs.fp`: a re-scoring with nothing new) takes that score's breakdown over, its
+    ``all`` row from the new score; ``only_missing=False`` recomputes every one.  Returns the number of scores
     updated.
     """
     newest = newest_scores_of_corpus(corpus, level)
     todo = {sid: s for sid, s in newest.items() if not only_missing or stored(s) is None}
     if not todo:
         return 0
-    ttypes = truth_types(corpus)
-    schema = corpus.schema.schema()
+    previous = _previous_breakdowns(todo, level) if only_missing else {}
+    scored: dict[tuple[str, str], tuple[scoring.Scored, str]] = {}
+    shared: dict = {}
+    now = timezone.now().isoformat()
+    done = []
+    for sid, score in todo.items():
+        weights, match = parse_estimator(score.estimator)
+        if (weights, match) not in scored:
+            got = scoring.score(corpus, level=level, match=match, weights=weights)
+            scored[(weights, match)] = got, inputs.digest(got.fp) if got.result is not None else ""
+        got, fp = scored[(weights, match)]
+        if got.result is None or system_name(score.submission) not in got.by_name:
+            continue
+        prev = previous.get(sid)
+        if prev is not None and prev.get("inputs") == fp and prev.get("estimator") == score.estimator:
+            a = prev["all"]
+            bd = {**prev, "score": score.pk, "all": headline_row(score, a["instances"], a["n_draws"], a["n_true"])}
+        else:
+            if "ttypes" not in shared:
+                shared["ttypes"] = truth_types(corpus)
+            if (weights, match) not in shared:
+                shared[(weights, match)] = _scored_design(corpus, got, shared["ttypes"])
+            bd = _breakdown(score, shared[(weights, match)], shared["ttypes"], corpus.schema.schema())
+            bd.update({"level": level, "computed": now, "inputs": fp})
+        score.details = {**(score.details or {}), "breakdown": bd}
+        done.append(score)
+    Score.objects.bulk_update(done, ["details"], batch_size=50)
+    return len(done)
+
+
+def _previous_breakdowns(todo: dict[int, Score], level: str) -> dict[int, dict]:
+    """The stored breakdown of the score before each of ``todo`` (submission id -> breakdown; none: left out)."""
+    before = (Score.objects.filter(submission_id__in=list(todo), level=level)
+              .exclude(pk__in=[s.pk for s in todo.values()]).values("submission_id").annotate(m=Max("id"))
+              .values("m"))
+    out = {}
+    for sid, bd in Score.objects.filter(pk__in=Subquery(before)).values_list("submission_id", "details__breakdown"):
+        bd = stored(Score(details={"breakdown": bd}))
+        if bd is not None:
+            out[sid] = bd
+    return out
+
+
+def _breakdown(score: Score, got: dict, ttypes: dict, schema) -> dict:
+    """The breakdown of ``score`` on the shared design ``got`` (:func:`_scored_design`)."""
+    design, W, crowd, truth = got["design"], got["W"], got["votes"], got["truth"]
+    preds, groups = got["preds"], got["groups"]
+    i = got["index_of"][system_name(score.submission)]
+    xs = groups.members[i]
+    # per relation
+    counts_rel = np.bincount(got["universe_pred"][xs], minlength=len(preds))
+    rel = subset_scores(design, i, got["universe_pred"], got["truth_pred"], n_groups=len(preds), weights=W,
+                        confidence=CONFIDENCE, zero_division="nan", votes=crowd, shared=got["shared"])
+    # per subject entity type (the submission's own typing)
+    own = np.unique(groups.subject_type[i])
+    types = sorted({groups.types[c] or UNTYPED for c in own.tolist()} | set(got["truth_stype"]))
+    tcode = _codes(types)
+    recode = np.full(len(groups.types), -1, dtype=np.int64)
+    recode[own] = [tcode[groups.types[c] or UNTYPED] for c in own.tolist()]
+    gu_type = np.full(len(got["universe_pred"]), -1, dtype=np.int64)
+    gu_type[xs] = recode[groups.subject_type[i]]
+    gt_type = np.array([tcode[t] for t in got["truth_stype"]], dtype=np.int64)
+    counts_type = np.bincount(gu_type[xs], minlength=len(types))
+    typ = subset_scores(design, i, gu_type, gt_type, n_groups=len(types), weights=W, confidence=CONFIDENCE,
+                        zero_division="nan", votes=crowd, shared=got["shared"])
+    missed_idx = np.flatnonzero(~design.g0[i]) if len(truth) else np.zeros(0, np.int64)
+    missed = []
+    for k in missed_idx[:MISSED_CAP].tolist():
+        t = truth[k]
+        st, ot = ttypes.get(t.key, (UNTYPED, UNTYPED))
+        missed.append([got["doc_pk"].get(t.ref.doc), t.ref.doc, t.ref.s_start, t.ref.s_end, t.ref.predicate,
+                       t.ref.o_start, t.ref.o_end, st, ot, round(1.0 / t.inclusion, 6)])
+    missed.sort(key=lambda e: (e[1], e[2], e[5], e[4]))
 
     def describe(pred: str) -> str:
         rel = schema.resolve(pred)
         return rel.description if rel is not None else ""
 
-    designs: dict[tuple[str, str], tuple] = {}
-    updated = 0
-    now = timezone.now().isoformat()
-    for sid, score in todo.items():
-        sub = score.submission
-        weights, match = parse_estimator(score.estimator)
-        if (weights, match) not in designs:
-            designs[(weights, match)] = _scored_design(corpus, level, weights, match, ttypes)
-        got = designs[(weights, match)]
-        if got is None or system_name(sub) not in got["index_of"]:
-            continue
-        design, W, crowd, truth, docs = got["design"], got["W"], got["votes"], got["truth"], got["docs"]
-        preds, universe_pred, truth_pred, truth_stype = got["preds"], got["universe_pred"], got["truth_pred"], \
-            got["truth_stype"]
-        i = got["index_of"][system_name(sub)]
-        rows = list(RelationInstance.objects.filter(submission=sub).order_by("pk").values_list("key", "subject_id"))
-        xs = np.array([got["uindex"][k] for k, _ in rows], dtype=np.int64)
-        # per relation
-        counts_rel = np.bincount(universe_pred[xs], minlength=len(preds))
-        rel = subset_scores(design, i, universe_pred, truth_pred, n_groups=len(preds), weights=W, confidence=CONFIDENCE,
-                            zero_division="nan", votes=crowd)
-        # per subject entity type (the submission's own typing)
-        etype = dict(SubmissionEntity.objects.filter(submission=sub).values_list("pk", "type"))
-        sub_types = [etype.get(int(subj)) or UNTYPED for _, subj in rows]
-        types = sorted(set(sub_types) | set(truth_stype))
-        tcode = _codes(types)
-        gu_type = np.full(len(got["uindex"]), -1, dtype=np.int64)
-        gu_type[xs] = [tcode[t] for t in sub_types]
-        gt_type = np.array([tcode[t] for t in truth_stype], dtype=np.int64)
-        counts_type = np.bincount(gu_type[xs], minlength=len(types))
-        typ = subset_scores(design, i, gu_type, gt_type, n_groups=len(types), weights=W, confidence=CONFIDENCE,
-                            zero_division="nan", votes=crowd)
-        missed_idx = np.flatnonzero(~design.g0[i]) if len(truth) else np.zeros(0, np.int64)
-        missed = []
-        for k in missed_idx[:MISSED_CAP].tolist():
-            t = truth[k]
-            st, ot = ttypes.get(t.key, (UNTYPED, UNTYPED))
-            missed.append([got["doc_pk"].get(t.ref.doc), t.ref.doc, t.ref.s_start, t.ref.s_end, t.ref.predicate,
-                           t.ref.o_start, t.ref.o_end, st, ot, round(1.0 / t.inclusion, 6)])
-        missed.sort(key=lambda e: (e[1], e[2], e[5], e[4]))
-        bd = {
-            "version": VERSION, "level": level, "estimator": score.estimator, "method": rel.method,
-            "confidence": CONFIDENCE, "computed": now, "score": score.pk,
-            "labelled_draws": int(len(design.xs)), "own_draws": int(design.n[i]),
-            "exhaustive_instances": int(design.n0), "exhaustive_documents": docs,
-            "all": headline_row(score, len(xs), int(rel.n_draws.sum()), int(len(truth))),
-            "relation": [_clip(r) for r in _table(rel, preds, counts_rel, describe)],
-            "entity_type": [_clip(r) for r in _table(typ, types, counts_type)],
-            "missed": missed, "missed_total": int(len(missed_idx)), "truth_total": int(len(truth)),
-        }
-        details = dict(score.details or {})
-        details["breakdown"] = bd
-        Score.objects.filter(pk=score.pk).update(details=details)
-        score.details = details
-        updated += 1
-    return updated
+    return {
+        "version": VERSION, "estimator": score.estimator, "method": rel.method, "confidence": CONFIDENCE,
+        "score": score.pk, "labelled_draws": int(len(design.xs)), "own_draws": int(design.n[i]),
+        "exhaustive_instances": int(design.n0), "exhaustive_documents": got["docs"],
+        "all": headline_row(score, len(xs), int(rel.n_draws.sum()), int(len(truth))),
+        "relation": [_clip(r) for r in _table(rel, preds, counts_rel, describe)],
+        "entity_type": [_clip(r) for r in _table(typ, types, counts_type)],
+        "missed": missed, "missed_total": int(len(missed_idx)), "truth_total": int(len(truth)),
+    }
 
 
-def _scored_design(corpus: Corpus, level: str, weights: str, match: str, ttypes: dict) -> dict | None:
-    """What every breakdown of the scores of (``weights``, ``match``) at ``level`` shares: the scores' design,
-    weights, votes and truth (:func:`.scoring.score`), the pool's and the truth's relations and the truth's
-    subject types."""
-    got = scoring.score(corpus, level=level, match=match, weights=weights)
-    if got.result is None:
-        return None
-    design, truth = got.result.design, got.truth
-    upred = [ref.predicate for ref in got.universe]
-    preds = sorted(set(upred) | {t.ref.predicate for t in truth})
+def _scored_design(corpus: Corpus, got: scoring.Scored, ttypes: dict) -> dict:
+    """What every breakdown of the scores of one :func:`.scoring.score` shares: the scores' design, weights, votes
+    and truth, the pool's instances' groups (:class:`.inputs.Groups`), the pool's and the truth's relations and the
+    truth's subject types."""
+    design, truth, groups = got.result.design, got.truth, got.groups
+    preds = sorted(set(groups.predicates) | {t.ref.predicate for t in truth})
     pcode = _codes(preds)
+    pool_pred = np.array([pcode[p] for p in groups.predicates], dtype=np.int64)
     # the weights the scores were estimated with, as their result records them (minvar's choice depends on the votes)
-    return {"design": design, "W": got.result.scores.weights, "votes": got.votes, "truth": truth, "docs": got.docs, "preds": preds,
-            "index_of": {name: i for i, name in enumerate(got.by_name)},
-            "uindex": {ref.key: u for u, ref in enumerate(got.universe)},
-            "universe_pred": np.array([pcode[p] for p in upred], dtype=np.int64),
+    return {"design": design, "W": got.result.scores.weights, "votes": got.votes, "truth": truth, "docs": got.docs,
+            "preds": preds, "groups": groups, "shared": {}, "index_of": {name: i for i, name in enumerate(got.result.systems)},
+            "universe_pred": pool_pred[groups.predicate] if len(groups.predicate) else groups.predicate,
             "truth_pred": np.array([pcode[t.ref.predicate] for t in truth], dtype=np.int64),
             "truth_stype": [ttypes.get(t.key, (UNTYPED, UNTYPED))[0] for t in truth],
             "doc_pk": dict(Document.objects.filter(corpus=corpus, doc_id__in={t.ref.doc for t in truth})

@@ -19,7 +19,8 @@ is never missed:
 ``_Pool`` per (corpus, match)
     the systems (submissions with instances, by id), the universe, each system's members,
     the matching relation ``R`` (universe x universe; ``overlap`` only), the systems' matches
-    ``G = member @ R`` and the multiplicities; per sampling level the rows of ``P``.
+    ``G = member @ R`` and the multiplicities; per sampling level the rows of ``P``; what the
+    breakdowns group by (:class:`Groups`: each instance's predicate and subject entity type).
     Fingerprint: the ids and creation times of the corpus's submissions.  New submissions
     with ids above the cached ones extend the pool (new universe instances, their ``R``
     columns, new rows); any other change rebuilds it.  (Submissions are immutable once
@@ -48,6 +49,7 @@ the inputs per (corpus, level, match, labels)
 
 from __future__ import annotations
 
+import hashlib
 import sys
 import threading
 from collections import OrderedDict
@@ -207,10 +209,36 @@ class _Pool:
     truth: _Truth | None = None
     generation: int = 0
     K: object = False                        # the confidences as an (m, U) csr matrix; None: all 1; False: not built
+    stypes: list = field(default_factory=list)   # per system: the code in ``types`` of each member's subject type
+    types: dict = field(default_factory=dict)    # subject entity type (None: untyped) -> code
+    upred: list = field(default_factory=list)    # per universe instance: the code in ``preds`` of its predicate
+    preds: dict = field(default_factory=dict)    # predicate -> code
+    groups: Groups | None = None                 # :func:`groups`, built once per generation
 
     @property
     def m(self) -> int:
         return len(self.sys_ids)
+
+
+@dataclass(frozen=True)
+class Groups:
+    """What the breakdowns group a pool's instances by, read with the pool (instances are immutable once
+    ingested): per system (the design's rows) the universe indices of its instances in instance order
+    (``members``) and the code in ``types`` of each one's subject entity type (``subject_type``; None: untyped);
+    per universe instance the code in ``predicates`` of its predicate (``predicate``)."""
+
+    members: tuple
+    subject_type: tuple
+    types: tuple
+    predicate: np.ndarray
+    predicates: tuple
+
+
+def groups(pool: _Pool) -> Groups:
+    if pool.groups is None:
+        pool.groups = Groups(tuple(pool.members), tuple(pool.stypes), tuple(pool.types),
+                             np.asarray(pool.upred, dtype=np.int64), tuple(pool.preds))
+    return pool.groups
 
 
 @dataclass
@@ -225,31 +253,36 @@ def _intern(s):
     return sys.intern(s) if s is not None else None
 
 
-def _read_systems(corpus: Corpus, sub_ids, universe: list, index: dict):
-    """Append the instances of ``sub_ids`` (in id order) to the universe; per system members and codes."""
+def _read_systems(corpus: Corpus, sub_ids, pool: _Pool):
+    """Append the instances of ``sub_ids`` (in id order) to the pool's universe (and its predicates); per system
+    members, codes, confidences and subject types."""
+    universe, index, upred, allpreds, types = pool.universe, pool.index, pool.upred, pool.preds, pool.types
     docs = {pk: sys.intern(d) for pk, d in Document.objects.filter(corpus=corpus).values_list("id", "doc_id")}
     preds: dict[str, int] = {}
     out: dict[int, tuple] = {}
-    cur, mem, pc, sc, fc, fills, cf = None, [], [], [], [], {}, []
+    cur, mem, pc, sc, fc, fills, cf, st = None, [], [], [], [], {}, [], []
 
     def close():
         if cur is not None and mem:
             out[cur] = (np.asarray(mem, np.int64), (np.asarray(pc, np.int64), np.asarray(sc, np.int64),
-                                                     np.asarray(fc, np.int64)), np.asarray(cf, float))
+                                                     np.asarray(fc, np.int64)), np.asarray(cf, float),
+                        np.asarray(st, np.int64))
 
     qs = (RelationInstance.objects.filter(submission_id__in=list(sub_ids)).order_by("submission_id", "pk")
           .values_list("submission_id", "document_id", "subject_start", "subject_end", "predicate", "object_start",
-                       "object_end", "value", "key", "subject_id", "object_id", "confidence"))
-    for sid, doc, ss, se, pred, os_, oe, value, key, subj, obj, conf in qs.iterator(chunk_size=20_000):
+                       "object_end", "value", "key", "subject_id", "object_id", "confidence", "subject__type"))
+    for sid, doc, ss, se, pred, os_, oe, value, key, subj, obj, conf, stype in qs.iterator(chunk_size=20_000):
         if sid != cur:
             close()
-            cur, mem, pc, sc, fc, fills, cf = sid, [], [], [], [], {}, []
+            cur, mem, pc, sc, fc, fills, cf, st = sid, [], [], [], [], {}, [], []
         u = index.get(key)
         if u is None:
             u = index[key] = len(universe)
             universe.append(InstanceRef(docs[doc], ss, se, _intern(pred), os_, oe, value))
+            upred.append(allpreds.setdefault(pred, len(allpreds)))
         mem.append(u)
         cf.append(conf)
+        st.append(types.setdefault(stype, len(types)))
         p = preds.setdefault(pred, len(preds))
         pc.append(p)
         sc.append(subj)
@@ -260,15 +293,14 @@ def _read_systems(corpus: Corpus, sub_ids, universe: list, index: dict):
 
 
 def _build_pool(corpus: Corpus, match: str, sub_fp: tuple[tuple, ...]) -> _Pool:
-    universe: list[InstanceRef] = []
-    index: dict[str, int] = {}
+    pool = _Pool(corpus_key(corpus), match, sub_fp, [], [], {}, [], [], [])
     sub_ids = [s for s, _ in sub_fp]
-    got = _read_systems(corpus, sub_ids, universe, index)
-    sys_ids = [s for s in sub_ids if s in got]
-    pool = _Pool(corpus_key(corpus), match, sub_fp, sys_ids, universe, index, [got[s][0] for s in sys_ids],
-                 [got[s][1] for s in sys_ids], [got[s][2] for s in sys_ids])
-    if match != "exact" and universe:
-        pool.R = relation_matrix(universe, None, match)
+    got = _read_systems(corpus, sub_ids, pool)
+    pool.sys_ids = [s for s in sub_ids if s in got]
+    for part, k in (("members", 0), ("codes", 1), ("confs", 2), ("stypes", 3)):
+        setattr(pool, part, [got[s][k] for s in pool.sys_ids])
+    if match != "exact" and pool.universe:
+        pool.R = relation_matrix(pool.universe, None, match)
         _finish_matching(pool)
     return pool
 
@@ -278,7 +310,7 @@ def _extend_pool(pool: _Pool, corpus: Corpus, sub_fp: tuple[tuple, ...]) -> None
     old = set(pool.sub_fp)
     new = [s for s, c in sub_fp if (s, c) not in old]
     U0 = len(pool.universe)
-    got = _read_systems(corpus, new, pool.universe, pool.index)
+    got = _read_systems(corpus, new, pool)
     added = [s for s in new if s in got]
     pool.sub_fp = sub_fp
     if not added:
@@ -287,7 +319,9 @@ def _extend_pool(pool: _Pool, corpus: Corpus, sub_fp: tuple[tuple, ...]) -> None
     pool.members += [got[s][0] for s in added]
     pool.codes += [got[s][1] for s in added]
     pool.confs += [got[s][2] for s in added]
+    pool.stypes += [got[s][3] for s in added]
     pool.K = False
+    pool.groups = None
     U = len(pool.universe)
     if pool.match != "exact":
         R = pool.R
@@ -472,6 +506,14 @@ class Inputs:
     #: the recall protocol recall follows (:func:`recall_protocol`); under ``document`` ``truth`` holds one true
     #: instance per fact (:func:`unpooled.core.estimators.exhaustive.fact_level`)
     recall_protocol: str = "sentence"
+    #: what the breakdowns group the pool by (:class:`Groups`)
+    groups: Groups | None = None
+
+
+def digest(fp: tuple) -> str:
+    """A short stable digest of an :class:`Inputs` fingerprint (what a stored breakdown records it was computed
+    from)."""
+    return hashlib.blake2b(repr(fp).encode(), digest_size=16).hexdigest()
 
 
 def confidences(pool: _Pool):
@@ -538,7 +580,7 @@ def read(corpus: Corpus, *, level: str = "instance", match: str = "overlap", lab
         design, votes, keys, cols = _design(corpus, pool, P, d, truth, labels, match, answers, protocol)
         mark("design")
         got = Inputs(design, votes, names, by_name, truth.docs, keys, cols, list(pool.universe), fp,
-                     confidences(pool), protocol)
+                     confidences(pool), protocol, groups(pool))
         _inputs[ikey] = (fp, got)
         return got
 
@@ -593,7 +635,8 @@ def _design(corpus: Corpus, pool: _Pool, P, d: _Draws, truth: _Truth, labels: di
 
 def _inputs_fp(pool: _Pool, d: _Draws, truth: _Truth, labels, ans_fp, label_method) -> tuple:
     lab = _labels.get((pool.corpus, label_method))
-    return (pool.sub_fp, pool.generation, d.fp, truth.fp, lab.fp if lab else None, ans_fp)
+    # the truth's inputs too: the exhaustive layer's subject types (the breakdowns') change with its tasks
+    return (pool.sub_fp, pool.generation, d.fp, truth.fp, truth.inputs, lab.fp if lab else None, ans_fp)
 
 
 def clear_cache() -> None:

@@ -75,6 +75,9 @@ class Scored:
     confidences: object = None
     #: the covariances of the estimates (:class:`unpooled.core.estimators.paired.Covariances`; None: not computed)
     covariances: object = None
+    #: the inputs' fingerprint (:attr:`.inputs.Inputs.fp`) and what the breakdowns group by (:class:`.inputs.Groups`)
+    fp: tuple | None = None
+    groups: object = None
 
 
 
@@ -116,7 +119,7 @@ def score(corpus: Corpus, *, level: str = "instance", match: str = "overlap", we
     last_timings.clear()
     last_timings.update(t)
     return Scored(res, got.by_name, got.docs, t, got.keys, got.truth, got.universe, got.votes, got.confidences,
-                  covariances=cov)
+                  covariances=cov, fp=got.fp, groups=got.groups)
 
 
 def _covariances(res: OfflineResult, votes):

@@ -1,0 +1,120 @@
+"""The breakdowns after a re-scoring cost what changed: each submission's instances (their predicates, their
+subjects' types) come from the scoring's inputs in memory, never from the database again, and a score estimated from
+the same inputs as the one before takes that one's breakdown over.  The numbers are those computed from scratch
+(the caches forgotten, every breakdown recomputed).
+
+The world is the submission page's (test_submission_page.py: two submissions, draws at two levels, three exhaustive
+documents)."""
+
+from __future__ import annotations
+
+import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
+
+from unpooled.service.annotation.models import Label, Task
+from unpooled.service.evaluations import breakdown, scoring
+from unpooled.service.evaluations.models import Score
+from unpooled.service.evaluations.publish import score_corpus
+from unpooled.service.submissions.models import RelationInstance, SubmissionEntity
+
+from .test_submission_page import world  # noqa: F401 - the fixture
+
+pytestmark = pytest.mark.django_db
+
+#: what a breakdown records of when and from what it was computed (the rest is its numbers)
+STAMPS = ("computed",)
+
+
+def _newest(corpus, level="instance") -> dict[int, dict]:
+    return {sid: breakdown.stored(s) for sid, s in breakdown.newest_scores_of_corpus(corpus, level).items()}
+
+
+def _numbers(bd: dict) -> dict:
+    return {k: v for k, v in bd.items() if k not in STAMPS}
+
+
+def _from_scratch(corpus, level="instance") -> dict[int, dict]:
+    """Every newest breakdown recomputed with every cache forgotten (restored afterwards: the tests go on)."""
+    kept = {s.pk: s.details for s in breakdown.newest_scores_of_corpus(corpus, level).values()}
+    scoring.clear_cache()
+    breakdown.compute_breakdowns(corpus, level, only_missing=False)
+    got = _newest(corpus, level)
+    for pk, details in kept.items():
+        Score.objects.filter(pk=pk).update(details=details)
+    return got
+
+
+def _tables(queries) -> str:
+    return " ".join(q["sql"] for q in queries).lower()
+
+
+def test_a_rescoring_with_nothing_new_takes_the_breakdowns_over(world):  # noqa: F811
+    corpus, a, b = world
+    assert breakdown.compute_breakdowns(corpus, "instance") == 2
+    before = {sid: breakdown.stored(s) for sid, s in breakdown.newest_scores_of_corpus(corpus, "instance").items()}
+    score_corpus(corpus, level="instance")  # nothing new: the same inputs
+    new = breakdown.newest_scores_of_corpus(corpus, "instance")
+    assert all(breakdown.stored(s) is None for s in new.values())
+    with CaptureQueriesContext(connection) as q:
+        assert breakdown.compute_breakdowns(corpus, "instance") == 2
+    sql = _tables(q.captured_queries)
+    # nothing is recomputed: neither the submissions' instances nor the truth's tasks (their payloads: the
+    # inputs' fingerprint reads their ids and completion times) are read
+    for model in (RelationInstance, SubmissionEntity):
+        assert model._meta.db_table.lower() not in sql, model
+    assert f'"{Task._meta.db_table}"."payload"'.lower() not in sql
+    after = _newest(corpus)
+    for sid, bd in after.items():
+        assert bd["score"] == new[sid].pk and before[sid]["score"] != new[sid].pk
+        assert {**bd, "score": None} == {**before[sid], "score": None}
+    # and they are the breakdowns computed from scratch
+    scratch = _from_scratch(corpus)
+    assert {s: _numbers(bd) for s, bd in scratch.items()} == {s: _numbers(bd) for s, bd in after.items()}
+
+
+def test_new_labels_recompute_the_breakdowns_from_memory(world):  # noqa: F811
+    corpus, a, b = world
+    breakdown.compute_breakdowns(corpus, "instance")
+    old = _newest(corpus)
+    # a label batch: some labels flipped (newest wins)
+    for lab in Label.objects.filter(corpus=corpus).order_by("id")[:6]:
+        Label.objects.create(corpus=corpus, key=lab.key, key_hash=lab.key_hash, probability=1 - lab.probability,
+                             correct=not lab.correct, method=lab.method, n_answers=3, guideline_version="test")
+    score_corpus(corpus, level="instance")
+    with CaptureQueriesContext(connection) as q:
+        assert breakdown.compute_breakdowns(corpus, "instance") == 2
+    # the submissions' instances and their subjects' types are the scoring's, in memory
+    sql = _tables(q.captured_queries)
+    for model in (RelationInstance, SubmissionEntity):
+        assert model._meta.db_table.lower() not in sql, model
+    got = _newest(corpus)
+    assert all(got[s]["inputs"] != old[s]["inputs"] for s in got)
+    assert any(got[s]["relation"] != old[s]["relation"] for s in got), "the labels moved the groups' estimates"
+    scratch = _from_scratch(corpus)
+    assert {s: _numbers(bd) for s, bd in scratch.items()} == {s: _numbers(bd) for s, bd in got.items()}
+    # a re-score with nothing new after that carries the new ones over
+    score_corpus(corpus, level="instance")
+    assert breakdown.compute_breakdowns(corpus, "instance") == 2
+    again = _newest(corpus)
+    assert all(again[s]["computed"] == got[s]["computed"] for s in got)
+
+
+def test_another_truth_recomputes_the_breakdowns(world):  # noqa: F811
+    """The truth's subject types are the exhaustive tasks': a task completed again (the same relations) is another
+    input, and the breakdowns are recomputed, not carried over."""
+    from django.utils import timezone
+
+    corpus, a, b = world
+    breakdown.compute_breakdowns(corpus, "instance")
+    old = _newest(corpus)
+    task = Task.objects.filter(corpus=corpus, kind="relations").order_by("id").first()
+    ms = task.payload["mentions"]
+    for m in ms:
+        m["type"] = "RETYPED"
+    Task.objects.filter(pk=task.pk).update(payload={**task.payload, "mentions": ms}, completed=timezone.now())
+    score_corpus(corpus, level="instance")
+    breakdown.compute_breakdowns(corpus, "instance")
+    got = _newest(corpus)
+    assert all(got[s]["computed"] != old[s]["computed"] for s in got)
+    assert any("RETYPED" in {r["group"] for r in got[s]["entity_type"]} for s in got)
