@@ -111,3 +111,30 @@ def scratch(name: str) -> Path:
     import tempfile
 
     return Path(tempfile.mkdtemp(prefix="unpooled-test-")) / name
+
+
+def at_once(n: int, fn) -> tuple[list, list]:
+    """``fn(i)`` in ``n`` threads released together, each on its own database connection: (results, errors).
+    Real concurrency on PostgreSQL (the SQLite test database is in memory)."""
+    import threading
+
+    from django.db import connections
+
+    results, errors = [], []
+    barrier = threading.Barrier(n)
+
+    def one(i):
+        try:
+            barrier.wait()
+            results.append(fn(i))
+        except Exception as exc:  # noqa: BLE001
+            errors.append(exc)
+        finally:
+            connections.close_all()
+
+    threads = [threading.Thread(target=one, args=(i,)) for i in range(n)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    return results, errors

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import gzip
 import json
-import threading
 from datetime import timedelta
 
 import pytest
@@ -28,7 +27,7 @@ from unpooled.service.submissions import uploads
 from unpooled.service.submissions.actions import do_ingest_submission
 from unpooled.service.submissions.models import Submission, UploadAttempt
 
-from ..conftest import scratch
+from ..conftest import at_once, scratch
 from ..service.test_api import (  # noqa: F401  (fixtures)
     IMMEDIATE,
     auth,
@@ -133,28 +132,6 @@ def _write(name: str, text: str):
     return p
 
 
-def _at_once(n: int, fn) -> tuple[list, list]:
-    """``fn(i)`` in ``n`` threads released together, each on its own connection; (results, errors)."""
-    from django.db import connections
-
-    results, errors = [], []
-    barrier = threading.Barrier(n)
-
-    def one(i):
-        try:
-            barrier.wait()
-            results.append(fn(i))
-        except Exception as exc:  # noqa: BLE001
-            errors.append(exc)
-        finally:
-            connections.close_all()
-
-    threads = [threading.Thread(target=one, args=(i,)) for i in range(n)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    return results, errors
 
 
 @pytest.mark.django_db(transaction=True)
@@ -165,12 +142,12 @@ def test_concurrent_uploads_store_one_and_tell_no_sql(corpus):
     if connection.vendor != "postgresql":
         pytest.skip("threads writing at once need PostgreSQL (the SQLite test database is in memory)")
     path = _write("ten.kb", kb_text("ten"))
-    results, errors = _at_once(10, lambda i: do_ingest_submission(path, "fixture", "red", f"ten-{i}", "tac"))
+    results, errors = at_once(10, lambda i: do_ingest_submission(path, "fixture", "red", f"ten-{i}", "tac"))
     assert errors == [] and len({r.submission.pk for r in results}) == 1
     assert sum(r.duplicate_of is None for r in results) == 1
     assert Submission.objects.count() == 1
     files = [_write(f"five-{i}.kb", kb_text(f"five-{i}")) for i in range(5)]
-    results, errors = _at_once(5, lambda i: do_ingest_submission(files[i], "fixture", "red", "same-run", "tac"))
+    results, errors = at_once(5, lambda i: do_ingest_submission(files[i], "fixture", "red", "same-run", "tac"))
     assert len(results) == 1 and len(errors) == 4
     for exc in errors:
         assert isinstance(exc, sub_actions.ActionError), repr(exc)

@@ -16,7 +16,7 @@ from unpooled.service.annotation.payloads import sentence_span
 from unpooled.service.submissions.actions import do_ingest_submission
 from unpooled.service.submissions.models import RelationInstance
 
-from ..conftest import load_redocred_subset
+from ..conftest import at_once, load_redocred_subset
 
 pytestmark = [pytest.mark.db, pytest.mark.django_db]
 
@@ -130,34 +130,10 @@ def test_a_lease_and_an_answer_ask_a_few_queries(world, control_share, django_as
         actions.submit_answer(lease, HOLDS)
 
 
-def _at_once(n: int, fn) -> tuple[list, list]:
-    """``fn(i)`` in ``n`` threads released together, each on its own connection; (results, errors)."""
-    import threading
-
-    from django.db import connections
-
-    results, errors = [], []
-    barrier = threading.Barrier(n)
-
-    def one(i):
-        try:
-            barrier.wait()
-            results.append(fn(i))
-        except Exception as exc:  # noqa: BLE001
-            errors.append(exc)
-        finally:
-            connections.close_all()
-
-    threads = [threading.Thread(target=one, args=(i,)) for i in range(n)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    return results, errors
 
 
 @pytest.mark.django_db(transaction=True)
-def test_requests_leases_and_answers_at_once(world):
+def test_requests_leases_and_answersat_once(world):
     """Real concurrency (PostgreSQL: threads on their own connections).  Two submissions asking for the same 40
     items twice each at once make each task once (``task_unique_item``: the corpus lock orders the requests);
     six annotators leasing at once never hold more leases of an item than it needs; one lease answered four times
@@ -169,13 +145,13 @@ def test_requests_leases_and_answers_at_once(world):
     corpus, a, b = world
     ids = {a.pk: _ids(a, 40), b.pk: _ids(b, 40)}
     subs = [a, b, a, b]
-    results, errors = _at_once(4, lambda i: actions.request_verification(subs[i], ids[subs[i].pk]))
+    results, errors = at_once(4, lambda i: actions.request_verification(subs[i], ids[subs[i].pk]))
     assert errors == []
     assert Task.objects.filter(corpus=corpus).count() == 40 == sum(r.created for r in results)
     assert sum(r.joined for r in results) == 40 and TaskRequest.objects.count() == 80
 
     crowd = _crowd(corpus, 6)
-    results, errors = _at_once(6, lambda i: leasing.lease_next(crowd[i], corpus=corpus))
+    results, errors = at_once(6, lambda i: leasing.lease_next(crowd[i], corpus=corpus))
     assert errors == [] and all(r is not None for r in results)
     held = Assignment.objects.filter(status=Assignment.Status.LEASED).values_list("task_id", "annotator_id")
     per_task: dict[int, int] = {}
@@ -185,7 +161,7 @@ def test_requests_leases_and_answers_at_once(world):
     assert max(per_task.values()) <= actions.settings_for(corpus).answers_per_item
 
     lease = results[0]
-    results, errors = _at_once(4, lambda i: actions.submit_answer(lease, HOLDS))
+    results, errors = at_once(4, lambda i: actions.submit_answer(lease, HOLDS))
     assert len(results) == 1 and len(errors) == 3
     assert all("already answered with this lease" in str(e) for e in errors)
     assert Answer.objects.filter(assignment=lease).count() == 1

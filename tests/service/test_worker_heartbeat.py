@@ -6,12 +6,11 @@ its task) is in test_worker_crash.py.
 
 from __future__ import annotations
 
-import threading
 import time
 from datetime import timedelta
 
 import pytest
-from django.db import connection, connections
+from django.db import connection
 from django.utils import timezone
 from django_tasks import TaskResultStatus, task
 from django_tasks_db.management.commands.db_worker import Worker
@@ -29,6 +28,7 @@ from unpooled.service.workers import (
     worker_rows,
 )
 
+from ..conftest import at_once
 from ..faults.harness import until
 
 pytestmark = pytest.mark.django_db
@@ -210,24 +210,8 @@ def test_concurrent_sweeps_do_not_double_requeue():
         running(f"dead-{i % 3}", started_ago=2 * TIMEOUT, x=i)
     for i in range(n_fail):
         running(*["old-0"] * (MAX_ATTEMPTS - 1), "dead-0", started_ago=2 * TIMEOUT, x=100 + i)
-    barrier = threading.Barrier(n_sweepers)
-    results, errors = [], []
-
-    def sweep(i: int) -> None:
-        try:
-            barrier.wait(10)
-            for _ in range(3):
-                results.append(recover_dead(f"sweeper-{i}", timeout=TIMEOUT))
-        except BaseException as e:  # noqa: BLE001
-            errors.append(e)
-        finally:
-            connections.close_all()
-
-    threads = [threading.Thread(target=sweep, args=(i,)) for i in range(n_sweepers)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join(60)
+    got, errors = at_once(n_sweepers, lambda i: [recover_dead(f"sweeper-{i}", timeout=TIMEOUT) for _ in range(3)])
+    results = [r for rs in got for r in rs]
     assert not errors, errors
     assert sum(r["requeued"] for r in results) == n_requeue
     assert sum(r["failed"] for r in results) == n_fail
