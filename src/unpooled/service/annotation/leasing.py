@@ -419,9 +419,11 @@ def explain_empty(annotator: Annotator, kind: str, *, now=None) -> list[str]:
 
 def _control_share(offered) -> float:
     """The organisers' share of gold controls for the web queue, which takes any corpus's work: the mean of the
-    corpora whose items are ``offered`` (a corpus without settings has the default), else the default."""
+    corpora whose items are ``offered`` (a corpus without settings has the default), else the default.  Asked per
+    corpus whether it offers one (a few corpora, each found at its first item), not by reading every item offered."""
     default = AnnotationSettings._meta.get_field("control_share").default
-    ids = set(offered.order_by().values_list("corpus_id", flat=True).distinct())
+    ids = set(Corpus.objects.order_by().filter(Exists(offered.filter(corpus_id=OuterRef("pk"))))
+              .values_list("pk", flat=True))
     if not ids:
         return default
     shares = dict(AnnotationSettings.objects.filter(corpus_id__in=ids).values_list("corpus_id", "control_share"))
