@@ -16,7 +16,8 @@ import numpy as np
 from django.conf import settings
 from django.core.cache import cache
 from django.db import IntegrityError, transaction
-from django.db.models import BooleanField, Count, Exists, ExpressionWrapper, F, OuterRef, Q, Sum
+from django.db.models import BooleanField, Count, Exists, ExpressionWrapper, F, OuterRef, Q, Subquery, Sum
+from django.db.models.functions import Coalesce
 from django.utils import timezone
 
 from unpooled.service import locks
@@ -163,15 +164,23 @@ def expire_leases(now=None) -> int:
         status=Assignment.Status.EXPIRED)
 
 
-def _live(now=None, prefix: str = "") -> Q:
-    """The leases that hold one of a task's slots (``prefix``: the path to them, ``"assignments__"`` from tasks): a
-    lease not yet expired (``now``; any lease still marked leased without it), or an answer that counts.  An MTurk
-    lease holds none until its answer is confirmed: anyone who saw a HIT's link can make up workers (security review
+def _live(now=None) -> Q:
+    """The leases that hold one of a task's slots: a lease not yet expired (``now``; any lease still marked leased
+    without it), or an answer that counts.  An MTurk lease holds none until its answer is confirmed: anyone who saw a HIT's link can make up workers (security review
     N4), and those must not take in-house annotators' slots."""
-    leased = Q(**{f"{prefix}status": Assignment.Status.LEASED, f"{prefix}external_ref": ""})
+    leased = Q(status=Assignment.Status.LEASED, external_ref="")
     if now is not None:
-        leased &= Q(**{f"{prefix}expires__gte": now})
-    return leased | Q(**{f"{prefix}status": Assignment.Status.SUBMITTED, f"{prefix}answer__weight__gt": 0})
+        leased &= Q(expires__gte=now)
+    return leased | Q(status=Assignment.Status.SUBMITTED, answer__weight__gt=0)
+
+
+def _live_count(now):
+    """A task's live leases (:func:`_live`), counted in a subquery per task (an expression of a query of tasks), not
+    by grouping the tasks: ordered by an index and cut (``[:64]``), such a query reads the open tasks in the index's
+    order and counts only those it reads, so its cost does not grow with the open tasks (issue 22 item 7)."""
+    live = (Assignment.objects.filter(_live(now), task=OuterRef("pk")).order_by().values("task")
+            .annotate(n=Count("pk")).values("n"))
+    return Coalesce(Subquery(live), 0)
 
 
 #: a person's next item is one of the oldest this many, at random (not from the caller's ``rng``, which a seeded
@@ -217,7 +226,7 @@ def lease_next(annotator: Annotator, *, kind: str | None = None, corpus: Corpus 
         st_share = st.control_share if st is not None else _control_share(base.filter(is_control=False))
         if st_share > 0 and rng.random() < st_share:
             candidates.append(needed_controls(base.filter(is_control=True), rng, st=st))
-    oldest = list(base.filter(is_control=False).annotate(active=Count("assignments", filter=_live(now, "assignments__")))
+    oldest = list(base.filter(is_control=False).alias(active=_live_count(now))
                   .filter(active__lt=F("answers_needed")).order_by("priority", "id")
                   .values_list("pk", flat=True)[:OFFER_WINDOW])
     if annotator.backend != Backend.SIMULATED:  # a simulated worker steers nothing: its seeded runs stay as they were
@@ -287,7 +296,7 @@ def leasable(annotator: Annotator, *, kind: str | None = None, now=None, control
     if kind:
         qs = qs.filter(kind=kind)
     mine = Assignment.objects.filter(annotator=annotator).exclude(status=Assignment.Status.EXPIRED).values("task_id")
-    return qs.exclude(pk__in=mine).annotate(active=Count("assignments", filter=_live(now, "assignments__"))).filter(
+    return qs.exclude(pk__in=mine).alias(active=_live_count(now)).filter(
         Q(is_control=True) | Q(active__lt=F("answers_needed")))
 
 
@@ -410,9 +419,11 @@ def explain_empty(annotator: Annotator, kind: str, *, now=None) -> list[str]:
 
 def _control_share(offered) -> float:
     """The organisers' share of gold controls for the web queue, which takes any corpus's work: the mean of the
-    corpora whose items are ``offered`` (a corpus without settings has the default), else the default."""
+    corpora whose items are ``offered`` (a corpus without settings has the default), else the default.  Asked per
+    corpus whether it offers one (a few corpora, each found at its first item), not by reading every item offered."""
     default = AnnotationSettings._meta.get_field("control_share").default
-    ids = set(offered.order_by().values_list("corpus_id", flat=True).distinct())
+    ids = set(Corpus.objects.order_by().filter(Exists(offered.filter(corpus_id=OuterRef("pk"))))
+              .values_list("pk", flat=True))
     if not ids:
         return default
     shares = dict(AnnotationSettings.objects.filter(corpus_id__in=ids).values_list("corpus_id", "control_share"))

@@ -167,6 +167,10 @@ class Task(models.Model):
         indexes = [
             models.Index(fields=["corpus", "kind", "status", "priority"], name="task_queue"),
             models.Index(fields=["key_hash"], name="task_key"),
+            # the web queue's oldest open items of a kind, whatever the corpus (leasing.lease_next): read in this
+            # order, only the first are counted, however many items are open
+            models.Index(fields=["kind", "priority", "id"], condition=models.Q(status="open", is_control=False),
+                         name="task_open_queue"),
         ]
         constraints = [
             models.UniqueConstraint(fields=["corpus", "kind", "document", "key"], name="task_unique_item"),
