@@ -304,23 +304,19 @@ def subset_scores(design: Design, target: int, groups_of_universe, groups_of_tru
     estimator : {'joint', 'simple'}
         ``simple`` uses the target's own draws only (:math:`w_{ij} = [i = j]`).
     weights : {'balance', 'heuristic', 'minvar'} or ndarray, shape (m, m)
-        The joint estimator's weight rule, or the weight matrix itself (e.g.
-        ``Scores.weights`` from :func:`~unpooled.core.estimators.estimate`, so the breakdown
-        uses exactly the weights of the overall estimate).
+        The joint estimator's weight rule, or the weight matrix itself (e.g. ``Scores.weights`` from
+        :func:`~unpooled.core.estimators.estimate`: the breakdown then uses the overall estimate's weights).
     confidence : float
         Interval confidence, in (0, 1).
     zero_division : {'warn', 'nan'}
         Undefined estimates are NaN (with NaN bounds); ``warn`` also issues an
         :class:`UndefinedEstimateWarning` naming the groups.
     votes : CrowdVotes, optional
-        The verification answers and the workers' confusions (:mod:`.noisy`): each group's precision is then
-        its mixture likelihood's maximiser over the items' votes, with the votes' and the confusions' variance
-        in its interval, as :func:`~unpooled.core.estimators.estimate` does for the whole system
-        (``design.f`` is not used for precision).
+        The answers and the workers' confusions (:mod:`.noisy`): each group's precision is then its mixture
+        likelihood's maximiser over the items' votes, with their variance, as
+        :func:`~unpooled.core.estimators.estimate` does for the whole system (``design.f`` unused for precision).
     shared : dict, optional
-        Kept by the caller across the calls on one ``design`` and ``votes`` (every target's breakdown): what does
-        not depend on the target or the groups (the drawn items' log ratios and vote patterns, which of them merge)
-        is computed into it once.  The results are the same.
+        Kept by the caller across the calls on one ``design`` and ``votes``: their target-free parts computed once.
 
     Returns
     -------

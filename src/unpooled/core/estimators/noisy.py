@@ -340,31 +340,34 @@ def prevalence(M, lam, *, tol: float = 1e-10, max_iter: int = 100, groups=None, 
         one = np.zeros(uniq.shape[0], np.int64)
         one[inv] = np.arange(M.shape[0])
         start = np.asarray(start, float).reshape(M.shape[0], G)[one].ravel()
-
-    def fit(rw, ww, parts, size):  # one search of ``size`` rows
-        return _prevalence_pairs(rw, ww, parts, size, tol, max_iter, information)
-
     lam2 = np.atleast_2d(lam)
     shape = (lam2.shape[0], -1, G) if groups is not None else (lam2.shape[0], -1)
     if start is not None:  # the refits, under each replicate (R, m[, G]) or under the one (m[, G])
         rho = _refit_replicates(grows, uniq[rows, cols], cols, _exp_parts(lam2), n, start).reshape(shape)[:, inv]
         return (rho if lam.ndim == 2 else rho[0]), None
     if lam.ndim == 2:  # replicates of the log ratios: every row fitted under each, (R, m[, G])
-        Rn = lam.shape[0]
-        step = max(1, PAIRS_AT_ONCE // max(len(rows), 1))  # replicates fitted together (each fit is its own rows)
-        num, den = _exp_parts(lam)  # once per (replicate, item), gathered for the pairs
-        got = [fit((np.arange(b - a)[:, None] * n + grows[None, :]).ravel(), np.tile(uniq[rows, cols], b - a),
-                   (num[a:b, cols].ravel(), den[a:b, cols].ravel()), (b - a) * n)
-               for a, b in ((a, min(Rn, a + step)) for a in range(0, Rn, step))]
-        rho = np.concatenate([g[0] for g in got])
-        J = np.concatenate([g[1] for g in got]) if information else None
+        rho, J = _fit_replicates(lam, cols, grows, uniq[rows, cols], n, tol, max_iter, information)
         return rho.reshape(shape)[:, inv], None if J is None else J.reshape(shape)[:, inv]
     num, den = _exp_parts(lam)
-    rho, J = fit(grows, uniq[rows, cols], (num[cols], den[cols]), n)
+    rho, J = _prevalence_pairs(grows, uniq[rows, cols], (num[cols], den[cols]), n, tol, max_iter, information)
     if groups is None:
         return rho[inv], None if J is None else J[inv]
     return rho.reshape(-1, G)[inv], None if J is None else J.reshape(-1, G)[inv]
 
+
+
+def _fit_replicates(lam, cols, grows, weights, n, tol, max_iter, information):
+    """:func:`prevalence`'s search under each replicate ``lam[r]`` of the log ratios, several replicates at a time
+    (each fit is its own ``n`` rows): ``rho`` and ``J`` (None without ``information``), flat (R * n,)."""
+    Rn = lam.shape[0]
+    step = max(1, PAIRS_AT_ONCE // max(len(cols), 1))  # replicates fitted together
+    num, den = _exp_parts(lam)  # once per (replicate, item), gathered for the pairs
+    got = [_prevalence_pairs((np.arange(b - a)[:, None] * n + grows[None, :]).ravel(), np.tile(weights, b - a),
+                             (num[a:b, cols].ravel(), den[a:b, cols].ravel()), (b - a) * n, tol, max_iter,
+                             information)
+           for a, b in ((a, min(Rn, a + step)) for a in range(0, Rn, step))]
+    rho = np.concatenate([g[0] for g in got])
+    return rho, (np.concatenate([g[1] for g in got]) if information else None)
 
 #: a refit (:func:`prevalence`'s ``start``) stops after a Newton step smaller than this (its error is then of the
 #: order of the step squared), or after :data:`REFIT_STEPS` steps
