@@ -78,14 +78,18 @@ class RequestResult:
         return d
 
 
+def _chunks(values: list, n: int = 500):
+    """``values`` in runs of ``n`` (an ``IN (...)`` list per query that every database takes)."""
+    return (values[i:i + n] for i in range(0, len(values), n))
+
+
 def labelled_keys(corpus: Corpus, insts) -> set[str]:
     """The keys of ``insts`` (relation instances) that have a label in ``corpus``, one query per 500 keys."""
     want = {i.key_hash for i in insts}
     keys = {i.key for i in insts}
-    hashes = sorted(want)
     got: set[str] = set()
-    for i in range(0, len(hashes), 500):
-        got.update(k for k in Label.objects.filter(corpus=corpus, key_hash__in=hashes[i:i + 500])
+    for part in _chunks(sorted(want)):
+        got.update(k for k in Label.objects.filter(corpus=corpus, key_hash__in=part)
                    .values_list("key", flat=True).distinct() if k in keys)
     return got
 
@@ -93,11 +97,10 @@ def labelled_keys(corpus: Corpus, insts) -> set[str]:
 def _verify_tasks(corpus: Corpus, insts) -> dict[tuple[int, str], Task]:
     """The verification tasks of ``corpus`` for these instances' keys, by ``(document id, key)``: one query per
     500 keys (through the key's hash)."""
-    hashes = sorted({i.key_hash for i in insts})
     want = {(i.document_id, i.key) for i in insts}
     out: dict[tuple[int, str], Task] = {}
-    for i in range(0, len(hashes), 500):
-        for task in Task.objects.filter(corpus=corpus, kind=Kind.VERIFY, key_hash__in=hashes[i:i + 500]):
+    for part in _chunks(sorted({i.key_hash for i in insts})):
+        for task in Task.objects.filter(corpus=corpus, kind=Kind.VERIFY, key_hash__in=part):
             if (task.document_id, task.key) in want:
                 out[(task.document_id, task.key)] = task
     return out
@@ -190,16 +193,13 @@ def _join_tasks(sub: Submission, tasks: list[Task]) -> int:
     """``sub`` asks for these existing tasks too (one request each, idempotent); the answers to those still open
     by members of its team (or of teams conflicted with it), given before it asked, no longer count.  Returns the
     number of requests made."""
-    ids = [t.pk for t in tasks]
     have: set[int] = set()
-    for i in range(0, len(ids), 500):
-        have.update(TaskRequest.objects.filter(submission=sub, task_id__in=ids[i:i + 500])
-                    .values_list("task_id", flat=True))
+    for part in _chunks([t.pk for t in tasks]):
+        have.update(TaskRequest.objects.filter(submission=sub, task_id__in=part).values_list("task_id", flat=True))
     fresh = [t for t in tasks if t.pk not in have]
     TaskRequest.objects.bulk_create([TaskRequest(task=t, submission=sub) for t in fresh], batch_size=500)
-    still = [t.pk for t in fresh if t.status == Task.Status.OPEN]
-    for i in range(0, len(still), 500):
-        Answer.objects.filter(task_id__in=still[i:i + 500], weight__gt=0,
+    for part in _chunks([t.pk for t in fresh if t.status == Task.Status.OPEN]):
+        Answer.objects.filter(task_id__in=part, weight__gt=0,
                               annotator__user__in=_team_users(sub.team_id)).update(weight=0.0)
     return len(fresh)
 

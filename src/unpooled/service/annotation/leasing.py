@@ -257,7 +257,6 @@ def needed_controls(unseen, rng, limit: int = 20, *, st: AnnotationSettings | No
     (in proportion to its unseen controls).  ``st``: the corpus's annotation settings, when the caller read
     them (their relation groups are not read again)."""
     from unpooled.core.annotation.controls import control_order
-    from unpooled.core.annotation.relation_groups import parse_relation_groups
 
     mine = list(unseen.order_by("pk").values_list("pk", "corpus_id"))
     if not mine:
@@ -269,10 +268,8 @@ def needed_controls(unseen, rng, limit: int = 20, *, st: AnnotationSettings | No
                .values_list("pk", "group", "control_answer", "n"))
     demand = dict(Task.objects.filter(corpus_id=corpus_id, kind=Kind.VERIFY, is_control=False).order_by()
                   .values("group").annotate(d=Sum("answers_needed")).values_list("group", "d"))
-    if st is not None and st.corpus_id == corpus_id:
-        groups = parse_relation_groups(st.relation_groups)
-    else:
-        groups = AnnotationSettings.groups_of(corpus_id)
+    groups = st.group_of_relation() if st is not None and st.corpus_id == corpus_id else \
+        AnnotationSettings.groups_of(corpus_id)
     code: dict = {}
     for g in sorted(set(demand) | {c[1] for c in ctl}):
         code.setdefault(groups.get(g, g), len(code))

@@ -87,10 +87,14 @@ class AnnotationSettings(models.Model):
     def groups_of(corpus) -> dict[str, str]:
         """``relation -> group`` the organiser set for ``corpus`` (a corpus or its id) in :attr:`relation_groups`
         (validated when saved through the console); empty without settings or groups."""
+        st = AnnotationSettings.objects.filter(corpus=corpus).only("relation_groups").first()
+        return st.group_of_relation() if st is not None else {}
+
+    def group_of_relation(self) -> dict[str, str]:
+        """``relation -> group`` of these settings' :attr:`relation_groups`."""
         from unpooled.core.annotation.relation_groups import parse_relation_groups
 
-        st = AnnotationSettings.objects.filter(corpus=corpus).only("relation_groups").first()
-        return parse_relation_groups(st.relation_groups) if st is not None else {}
+        return parse_relation_groups(self.relation_groups)
 
     def reward_cents(self, kind: str) -> int:
         return {Kind.VERIFY: self.reward_verify_cents, Kind.ENTITIES: self.reward_entities_cents,
