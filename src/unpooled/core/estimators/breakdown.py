@@ -110,6 +110,7 @@ import warnings
 from dataclasses import dataclass, field
 
 import numpy as np
+import scipy.sparse as sp
 
 from ..errors import InvalidInputError, check_choice
 from .finite import count_of
@@ -117,6 +118,7 @@ from .intervals import _f1_partials, f1_interval, f1_score, population_size, wil
 from .results import ConfidenceInterval, Estimate
 from .joint import (ESTIMATORS, WEIGHTS, Design, WeightDegeneracyWarning, _var0, estimate, strata_var,
                     weight_matrix)
+from .rows import indicator
 from .terms import complete_targets
 
 ZERO_DIVISION = ("warn", "nan")
@@ -266,19 +268,20 @@ def _subset_scores_iv(design, target, groups_of_universe, groups_of_truth, n_gro
     return int(target), gu, gt, int(n_groups), weights, float(confidence)
 
 
-def _group_var(u: np.ndarray, g: np.ndarray, d: Design, G: int) -> np.ndarray:
-    r"""Per group, the variance of the sum of the draws' values ``u`` (non-zero only for draws in group ``g[s]``,
-    ``g >= 0``) under the design (:func:`~.joint.strata_var`): the other draws of each stratum count as zeros, so
-    the number of draws landing in a group stays random."""
+def _group_var(u: np.ndarray, g: np.ndarray, at: np.ndarray, d: Design, G: int) -> np.ndarray:
+    r"""Per group, the variance of the sum of the draws' values ``u`` (the draws ``at``, each in group ``g``,
+    ``g >= 0``; every other draw 0) under the design (:func:`~.joint.strata_var`): the other draws of each stratum
+    count as zeros, so the number of draws landing in a group stays random.  Sparse: the work is the target's draws,
+    not groups x draws."""
     ok = g >= 0
-    U = np.zeros((G, len(u)))
-    U[g[ok], np.flatnonzero(ok)] = u[ok]
+    U = sp.csr_matrix((u[ok], (g[ok], at[ok])), shape=(G, len(d.xs)))
     return strata_var(U, d)
 
 
-def _unseen_share(groups: np.ndarray, cols: np.ndarray, vals: np.ndarray, mass: np.ndarray, xs) -> np.ndarray:
-    """Per group, the share of its mass (``vals`` of the target's instances ``cols`` in ``groups``) no draw reached."""
-    unseen = np.bincount(groups, weights=vals * ~np.isin(cols, xs), minlength=len(mass))
+def _unseen_share(groups: np.ndarray, cols: np.ndarray, vals: np.ndarray, mass: np.ndarray, drawn) -> np.ndarray:
+    """Per group, the share of its mass (``vals`` of the target's instances ``cols`` in ``groups``) no draw reached
+    (``drawn``: per universe instance, whether a draw reached it)."""
+    unseen = np.bincount(groups, weights=vals * ~drawn[cols], minlength=len(mass))
     with np.errstate(divide="ignore", invalid="ignore"):
         return np.where(mass > 0, unseen / np.where(mass > 0, mass, 1), 1.0)
 
@@ -359,8 +362,9 @@ def subset_scores(design: Design, target: int, groups_of_universe, groups_of_tru
     target, gu, gt, G, weights, confidence = _subset_scores_iv(design, target, groups_of_universe, groups_of_truth,
                                                           n_groups, estimator, weights, confidence, zero_division)
     d, i = design, target
-    Wi, method = _weight_row(d, i, estimator, weights, confidence)
-    prec = _group_precision(d, i, Wi, gu, G, votes, shared)
+    common = _common(d, votes, shared)
+    Wi, method = _weight_row(d, i, estimator, weights, confidence, common["complete"])
+    prec = _group_precision(d, i, Wi, gu, G, votes, common)
     p, var_p, ess, fit = prec["p"], prec["var_p"], prec["ess"], prec["fit"]
     r, var_r, n_true, V, r_ess = _group_recall(d, i, gt, G, confidence)
     p_ci, p_ess = _precision_interval(p, var_p, ess, prec["unseen"], fit, confidence, prec["size"])
@@ -400,8 +404,10 @@ def _undefined(p, r, i: int) -> tuple[str, ...]:
     return tuple(msgs)
 
 
-def _weight_row(d: Design, i: int, estimator: str, weights, confidence: float) -> tuple[np.ndarray, str]:
-    r"""The joint estimator's weight row :math:`w_{i\cdot}` of the target (normalised) and the method's name."""
+def _weight_row(d: Design, i: int, estimator: str, weights, confidence: float, complete: np.ndarray
+                ) -> tuple[np.ndarray, str]:
+    r"""The joint estimator's weight row :math:`w_{i\cdot}` of the target (normalised) and the method's name
+    (``complete``: :func:`~.terms.complete_targets` of the design)."""
     m = d.m
     if estimator == "simple":
         Wi = np.zeros(m)
@@ -420,24 +426,26 @@ def _weight_row(d: Design, i: int, estimator: str, weights, confidence: float) -
         method = f"joint-{weights}"
     s = Wi.sum()
     Wi = Wi / s if s > 0 else Wi
-    Wi = np.eye(m)[i] if complete_targets(d)[i] else Wi  # as the headline's precision (terms._Terms)
+    Wi = np.eye(m)[i] if complete[i] else Wi  # as the headline's precision (terms._Terms)
     return Wi, method
 
 
-def _group_precision(d: Design, i: int, Wi: np.ndarray, gu: np.ndarray, G: int, votes, shared=None) -> dict:
+def _group_precision(d: Design, i: int, Wi: np.ndarray, gu: np.ndarray, G: int, votes, common: dict) -> dict:
     """Per group: the ratio estimator of precision (or the votes' one) and its variance, the draws' effective
-    size, the group's known mass :math:`p_i(g)` and the share of it no draw reached (module docs)."""
+    size, the group's known mass :math:`p_i(g)` and the share of it no draw reached (module docs).  Only the draws
+    of the target's instances weigh (:math:`p_i(x_s) > 0`): the work is theirs (``common``: :func:`_common`)."""
     n = d.n
-    Pi = d.P.getrow(i)
-    pi_x = np.asarray(Pi[:, d.xs].todense()).ravel() if len(d.xs) else np.zeros(0)
-    q_x = np.asarray(d.P.T @ Wi).ravel()[d.xs]  # q_i over the universe, at the draws
-    coef = Wi[d.src] * d.units.factor / np.maximum(n[d.src], 1)  # over distinct instances (:mod:`.finite`)
+    Px, Pc = common["Px"], common["Pc"]
+    at = Px.indices[Px.indptr[i]:Px.indptr[i + 1]]  # the draws of the target's instances, in draw order
+    pi_x = Px.data[Px.indptr[i]:Px.indptr[i + 1]]
+    q_x = Pc[:, at].T @ Wi if len(at) else np.zeros(0)  # q_i at those draws
+    src = d.src[at]
+    coef = Wi[src] * d.units.factor[at] / np.maximum(n[src], 1)  # over distinct instances (:mod:`.finite`)
     with np.errstate(divide="ignore", invalid="ignore"):
         w = np.where(q_x > 0, coef * pi_x / q_x, 0.0)
-    g = gu[d.xs] if len(d.xs) else np.zeros(0, np.int64)
-    g = np.where(w > 0, g, -1)
+    g = np.where(w > 0, gu[d.xs[at]], -1)
     ok = g >= 0
-    C = np.bincount(g[ok], weights=(w * d.f)[ok], minlength=G)
+    C = np.bincount(g[ok], weights=(w * d.f[at])[ok], minlength=G)
     D = np.bincount(g[ok], weights=w[ok], minlength=G)
     D2 = np.bincount(g[ok], weights=w[ok] ** 2, minlength=G)
     with np.errstate(divide="ignore", invalid="ignore"):
@@ -445,17 +453,18 @@ def _group_precision(d: Design, i: int, Wi: np.ndarray, gu: np.ndarray, G: int, 
         ess = np.where(D2 > 0, D ** 2 / np.where(D2 > 0, D2, 1), 0.0)
     fit = None
     if votes is not None:
-        p, var_p, fit = _group_precision_from_votes(d, votes, w, g, ok, coef, q_x, pi_x, D, G, _items(d, votes, shared))
+        p, var_p, fit = _group_precision_from_votes(d, votes, w, g, ok, at, coef, q_x, pi_x, D, G, _items(common))
     else:
         pg = np.where(ok, np.nan_to_num(p)[np.maximum(g, 0)], 0.0)
         Dg = np.where(ok, D[np.maximum(g, 0)], 1.0)
-        u = np.where(ok, w * (d.f - pg) / np.where(Dg > 0, Dg, 1), 0.0)
-        var_p = _group_var(u, g, d, G)
+        u = np.where(ok, w * (d.f[at] - pg) / np.where(Dg > 0, Dg, 1), 0.0)
+        var_p = _group_var(u, g, at, d, G)
+    Pi = d.P.getrow(i)
     cols, vals = Pi.indices, Pi.data
     gc = gu[cols]
     inside = gc >= 0
     mass = np.bincount(gc[inside], weights=vals[inside], minlength=G)
-    unseen = _unseen_share(gc[inside], cols[inside], vals[inside], mass, d.xs)
+    unseen = _unseen_share(gc[inside], cols[inside], vals[inside], mass, common["drawn"])
     sq = np.bincount(gc[inside], weights=vals[inside] ** 2, minlength=G)
     size = count_of(mass, sq)  # instances per group
     return dict(p=p, var_p=var_p, ess=ess, fit=fit, D=D, mass=mass, unseen=unseen, size=size,
@@ -514,65 +523,93 @@ def _precision_interval(p, var_p, ess, unseen, fit, confidence: float, size=None
     return (np.where(defined, lo, np.nan), np.where(defined, hi, np.nan)), p_ess
 
 
-def _items(d, votes, shared: dict | None) -> dict:
-    """What the votes' precision of every target and grouping shares on one design and votes: the drawn items
-    (``codes``, ``inv``), their log ratios (``lam``; under the confusions' replicates ``lam_rep``), which of them
-    merge (``merge``, ``merge_rep``: :func:`.noisy.item_merge`) and their vote patterns (``patterns``), each
-    computed when first needed; kept in ``shared`` (for this design and votes only)."""
-    from .noisy import item_log_lr, item_merge
-
-    if shared is None:
-        shared = {}
+def _common(d: Design, votes, shared: dict | None) -> dict:
+    """What every target's groups share on one design and votes, kept in ``shared`` (for this design and votes
+    only; a new dict when None): the design's probabilities at the draws (``Px``: targets x draws, csr, and ``Pc``,
+    csc), which targets' draws reached all their instances (``complete``, :func:`~.terms.complete_targets`), which
+    universe instances a draw reached (``drawn``); with ``votes`` the rest on first use (:func:`_items`)."""
+    shared = {} if shared is None else shared
     if shared.get("of") is None or shared["of"][0] is not d or shared["of"][1] is not votes:
         shared.clear()
-        shared["of"] = (d, votes)
-        codes, inv = np.unique(d.xs, return_inverse=True)
-        lam = item_log_lr(votes, d.P.shape[1], items=codes)
-        shared.update(codes=codes, inv=inv, lam=lam, merge=item_merge(lam))
-    if "lam_rep" not in shared and votes.replicates > 1:
-        shared["lam_rep"] = item_log_lr(votes, d.P.shape[1], votes.sens_rep, votes.fpr_rep, items=shared["codes"])
-        shared["merge_rep"] = item_merge(shared["lam_rep"])
+        Px = d.P[:, d.xs].tocsr() if len(d.xs) else sp.csr_matrix((d.m, 0))
+        Px.sort_indices()
+        drawn = np.zeros(d.P.shape[1], bool)
+        drawn[d.xs] = True
+        shared.update({"of": (d, votes), "Px": Px, "Pc": Px.tocsc(), "complete": complete_targets(d),
+                       "drawn": drawn, "votes": votes, "design": d})
     return shared
 
 
-def _group_precision_from_votes(d, votes, w, g, ok, coef, q_x, pi_x, D, G, items: dict):
+def _items(common: dict) -> dict:
+    """What the votes' precision of every target and grouping shares (``common``: :func:`_common`): the drawn items
+    (``codes``, ``inv``), their log ratios (``lam``; under the confusions' replicates ``lam_rep``), which of them
+    merge (``merge``, ``merge_rep``: :func:`.noisy.item_merge`) and their vote patterns (``patterns``), each
+    computed when first needed."""
+    from .noisy import item_log_lr, item_merge
+
+    d, votes = common["design"], common["votes"]
+    if "codes" not in common:
+        codes, inv = np.unique(d.xs, return_inverse=True)
+        lam = item_log_lr(votes, d.P.shape[1], items=codes)
+        common.update(codes=codes, inv=inv, lam=lam, merge=item_merge(lam))
+    if "lam_rep" not in common and votes.replicates > 1:
+        common["lam_rep"] = item_log_lr(votes, d.P.shape[1], votes.sens_rep, votes.fpr_rep, items=common["codes"])
+        common["merge_rep"] = item_merge(common["lam_rep"])
+    return common
+
+
+def _merged(M: np.ndarray, items: np.ndarray, lam: np.ndarray, merge):
+    """``M`` over the drawn ``items`` (sorted indices into ``lam``'s items) with the items of ``merge``
+    (:func:`.noisy.item_merge` of all of ``lam``) merged as :func:`.noisy.prevalence` merges them, and the merged
+    items' log ratios: the same fits as ``prevalence`` of ``M`` spread over every item, on the target's items only."""
+    if merge is None:
+        return M, lam[..., items]
+    first, inv = merge
+    groups, local = np.unique(inv[items], return_inverse=True)
+    return np.asarray((indicator(local.reshape(-1), len(groups)).T @ M.T).T), lam[..., first[groups]]
+
+
+def _group_precision_from_votes(d, votes, w, g, ok, at, coef, q_x, pi_x, D, G, items: dict):
     """Per group: precision from the votes (:func:`.noisy.prevalence` with the group's importance weights per
     item), its variance (draws + votes + confusions, :mod:`.noisy`), and what its interval needs (``items``:
-    :func:`_items`)."""
+    :func:`_items`).  The arrays are over the draws ``at`` of the target's instances, the items theirs."""
     from .noisy import kappa, posterior, prevalence
     from .vote_variance import vote_patterns, vote_variance
 
-    codes, inv, lam = items["codes"], items["inv"], items["lam"]
-    K = len(codes)
-    cell = g[ok] * K + inv[ok]
+    inv_at = items["inv"][at]
+    own, loc = np.unique(inv_at[ok], return_inverse=True)  # the target's drawn items (indices of items["codes"])
+    lam = items["lam"][own]
+    K = len(own)
+    cell = g[ok] * K + loc.reshape(-1)
     Mg = np.bincount(cell, weights=w[ok], minlength=G * K).reshape(G, K)
-    rho, J = prevalence(Mg, lam, merge=items["merge"])
+    Mm, lam_m = _merged(Mg, own, items["lam"], items["merge"])
+    rho, J = prevalence(Mm, lam_m, merge=None)
     p = np.where(D > 0, rho, np.nan)
     p0 = np.nan_to_num(p)
     with np.errstate(divide="ignore", invalid="ignore"):
         invJ = np.where(J > 0, 1.0 / np.where(J > 0, J, 1.0), 0.0)
     gs = np.maximum(g, 0)
-    k_s = np.nan_to_num(kappa(lam[inv], p0[gs]), posinf=0.0, neginf=0.0)
+    k_s = np.nan_to_num(kappa(items["lam"][inv_at], p0[gs]), posinf=0.0, neginf=0.0)
     u = np.where(ok, w * k_s * invJ[gs], 0.0)
-    var_p = _group_var(u, g, d, G)
+    var_p = _group_var(u, g, at, d, G)
     # the votes: pairs (group, item), weighted by the importance ratio, gamma = p_i(item) / J_g
     with np.errstate(divide="ignore", invalid="ignore"):
         ratio = np.where(q_x > 0, coef / q_x, 0.0)
     R = np.bincount(cell, weights=ratio[ok], minlength=G * K).reshape(G, K)
     p_item = np.zeros(K)
-    p_item[inv] = pi_x
+    p_item[loc] = pi_x[ok]
     rows, cols = np.nonzero(Mg > 0)
     if len(rows):
         if "patterns" not in items:
-            items["patterns"] = vote_patterns(votes, codes)
-        pat = items["patterns"]
+            items["patterns"] = vote_patterns(votes, items["codes"])
         post = posterior(lam[cols], p0[rows])
         zeros = np.zeros(len(rows))
-        vp, *_ = vote_variance(pat, G, rows, cols, p_item[cols] * invJ[rows], p0, zeros, np.zeros(G), post, post,
-                           R[rows, cols])
+        vp, *_ = vote_variance(items["patterns"], G, rows, own[cols], p_item[cols] * invJ[rows], p0, zeros,
+                               np.zeros(G), post, post, R[rows, cols])
         var_p = var_p + vp
     if votes.replicates > 1:  # the confusions: the spread of the prevalences refitted under their replicates
-        rho_rep, _ = prevalence(Mg, items["lam_rep"], start=rho, merge=items["merge_rep"])
+        Mr, lam_r = _merged(Mg, own, items["lam_rep"], items["merge_rep"])
+        rho_rep, _ = prevalence(Mr, lam_r, start=rho, merge=None)
         var_p = var_p + np.var(np.nan_to_num(rho_rep), axis=0, ddof=1)
     with np.errstate(divide="ignore", invalid="ignore"):
         items_eff = np.nan_to_num(Mg.sum(1) ** 2 / (Mg ** 2).sum(1))

@@ -11,6 +11,8 @@ whenever either of theirs does.
 
 from __future__ import annotations
 
+from functools import lru_cache
+
 import numpy as np
 from scipy.stats import gamma, norm
 
@@ -37,6 +39,19 @@ def population_size(ess: np.ndarray, var: np.ndarray, unseen: np.ndarray, size: 
     return np.where(var > 1e-15, ess, exact)
 
 
+def z_of(confidence):
+    """The two-sided normal quantile of ``confidence`` (:math:`z_{(1+c)/2}`; an array of levels: one each),
+    computed once per level (the breakdowns ask for it thousands of times a re-scoring)."""
+    if np.ndim(confidence):
+        return norm.ppf(0.5 + np.asarray(confidence) / 2)
+    return _z(float(confidence))
+
+
+@lru_cache(maxsize=64)
+def _z(confidence: float) -> float:
+    return float(norm.ppf(0.5 + confidence / 2))
+
+
 def wilson(est: np.ndarray, var: np.ndarray, confidence: float, n_fallback: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     r"""Wilson score interval at the effective sample size :math:`\hat e(1-\hat e)/\widehat{\rm Var}`, modified
     at the bounds as Brown, Cai and DasGupta recommend.
@@ -56,7 +71,7 @@ def wilson(est: np.ndarray, var: np.ndarray, confidence: float, n_fallback: np.n
     References: L. D. Brown, T. T. Cai, A. DasGupta. Interval estimation for a binomial proportion.
     *Statistical Science* 16(2):101-133, 2001, §4.1.1 (the modified Wilson interval).
     """
-    z = norm.ppf(0.5 + confidence / 2)
+    z = z_of(confidence)
     est = np.clip(est, 0.0, 1.0)
     neff = effective_size(est, var, n_fallback)
     z2n = z * z / neff
@@ -98,9 +113,11 @@ def _poisson_at_bounds(est, neff, lo, hi, confidence: float):
         # against [0.156, 0.844])
         near0 = (x0 > 1e-9) & (x0 <= x_star)
         near1 = (x1 > 1e-9) & (x1 <= x_star)
-        q0 = gamma.ppf(a, np.where(near0, x0, 1.0)) / neff
-        q1 = gamma.ppf(a, np.where(near1, x1, 1.0)) / neff
-    return np.where(near0, np.minimum(lo, q0), lo), np.where(near1, np.maximum(hi, 1 - q1), hi)
+        if near0.any():
+            lo = np.where(near0, np.minimum(lo, gamma.ppf(a, np.where(near0, x0, 1.0)) / neff), lo)
+        if near1.any():
+            hi = np.where(near1, np.maximum(hi, 1 - gamma.ppf(a, np.where(near1, x1, 1.0)) / neff), hi)
+    return lo, hi
 
 
 def monotone_interval(fn, a, b, a_ci, b_ci, rho, *, steps: int = 1440) -> tuple[np.ndarray, np.ndarray]:

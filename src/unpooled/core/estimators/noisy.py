@@ -526,11 +526,11 @@ def profile_interval(M, lam, rho, J, var, confidence: float, *, side=None, iters
     +1 for the upper bound only, -1 for the lower only, 0 for neither (the other bound is then ``rho``);
     default both.
     """
-    from scipy.stats import norm
+    from .intervals import z_of
 
     M = np.atleast_2d(np.asarray(M, float))
     m = M.shape[0]
-    z2 = norm.ppf(0.5 + confidence / 2) ** 2
+    z2 = z_of(confidence) ** 2
     rho = np.asarray(rho, float)
     side = np.full(m, 2) if side is None else np.asarray(side)
     lo, hi = rho.copy(), rho.copy()

@@ -26,6 +26,7 @@ from dataclasses import replace
 
 import numpy as np
 import scipy.sparse as sp
+from django.db.models import Exists, OuterRef, Subquery
 
 from unpooled.core.estimators.entities import (ExhaustiveDocument, Mention, argument_precision, entity_scores,
                                                validity_labels)
@@ -34,6 +35,7 @@ from unpooled.service.annotation.models import Answer, ExhaustiveDocument as ExD
 from unpooled.service.corpora.models import Corpus
 from unpooled.service.submissions.models import RelationInstance, Submission, SubmissionMention
 
+from . import inputs
 from .models import EntityScore
 from .policy import CONFIDENCE
 
@@ -70,7 +72,7 @@ def exhaustive_documents(corpus: Corpus) -> list[ExhaustiveDocument]:
             for task_id, doc_pk, doc_id, result in tasks]
 
 
-def _arguments(scored, level: str, subs: list[Submission]) -> tuple[dict | None, dict]:
+def _arguments(corpus: Corpus, scored, level: str, subs: list[Submission]) -> tuple[dict | None, dict]:
     """The argument-mention precision of every submission from the relation design (core), and notes."""
     res = scored.result
     info: dict = {"level": level}
@@ -93,22 +95,14 @@ def _arguments(scored, level: str, subs: list[Submission]) -> tuple[dict | None,
     keys = set(scored.keys or ())
     items: dict = {}
     it, wk, yv = [], [], []
-    qs = (Answer.objects.filter(task__corpus_id=subs[0].corpus_id, task__kind=Kind.VERIFY, task__is_control=False,
-                                weight__gt=0, quarantined=False, annotator__blocked=False)
-          .order_by("id")
-          .values_list("task_id", "task__key", "task__document__doc_id", "task__payload", "annotator_id", "value"))
     item_span: list = []
-    for task_id, key, doc, payload, ann, value in qs.iterator(chunk_size=5000):
-        if key not in keys or not isinstance(value, dict):
+    for task_id, key, doc, subj, obj, ann, s_ok, o_ok in inputs.argument_answers(corpus):
+        if key not in keys:
             continue
-        for role, field in (("subject", "subject_ok"), ("object", "object_ok")):
-            arg = (payload or {}).get(role) or {}
-            if role == "object" and arg.get("value") is not None:
+        for role, span, ok in (("subject", subj, s_ok), ("object", obj, o_ok)):
+            if span is None or not isinstance(ok, bool):
                 continue
-            ok = value.get(field)
-            if not isinstance(ok, bool) or arg.get("start") is None:
-                continue
-            sid = span_id.get((doc, arg["start"], arg["end"]))
+            sid = span_id.get((doc, span[0], span[1]))
             if sid is None:
                 continue
             k = items.setdefault((task_id, role), len(items))
@@ -218,11 +212,10 @@ def compute(corpus: Corpus, *, level: str | None = None) -> list[EntityScore]:
     from . import scoring
     from .models import Draw
 
-    subs = list(Submission.objects.filter(corpus=corpus).order_by("id"))
-    has = set(SubmissionMention.objects.filter(submission__corpus=corpus).values_list("submission_id", flat=True)
-              .distinct()) | set(RelationInstance.objects.filter(submission__corpus=corpus)
-                                 .values_list("submission_id", flat=True).distinct())
-    subs = [s for s in subs if s.pk in has]
+    # (one index probe per submission, not a pass over every instance and mention of the corpus)
+    subs = list(Submission.objects.filter(corpus=corpus).filter(
+        Exists(SubmissionMention.objects.filter(submission_id=OuterRef("pk")))
+        | Exists(RelationInstance.objects.filter(submission_id=OuterRef("pk")))).order_by("id"))
     if not subs:
         return []
     docs = exhaustive_documents(corpus)
@@ -231,7 +224,7 @@ def compute(corpus: Corpus, *, level: str | None = None) -> list[EntityScore]:
         level = next((lv for lv in LEVEL_ORDER if lv in drawn), None)
     arguments, info = None, {"level": level}
     if level is not None:
-        arguments, info = _arguments(scoring.score(corpus, level=level, match=MATCH), level, subs)
+        arguments, info = _arguments(corpus, scoring.score(corpus, level=level, match=MATCH), level, subs)
     systems, arg_spans, counts = _system_inputs(corpus, subs, docs)
     from unpooled.service.annotation.clustering import nil_identity
 
@@ -239,7 +232,11 @@ def compute(corpus: Corpus, *, level: str | None = None) -> list[EntityScore]:
     results = entity_scores(docs, systems, mention_counts=counts, argument_spans=arg_spans, arguments=arguments,
                             match=MATCH, nil_identity=identity or None, confidence=CONFIDENCE,
                             types=sorted(corpus.schema.schema().entity_types) or None)
-    newest = {e.submission_id: e for e in EntityScore.objects.filter(submission__in=subs).order_by("id")}
+    # each submission's newest entity score (one index probe each: their history is never read)
+    last = (Submission.objects.filter(pk__in=[s.pk for s in subs])
+            .annotate(e=Subquery(EntityScore.objects.filter(submission_id=OuterRef("pk")).order_by("-id")
+                                 .values("id")[:1])).values("e"))
+    newest = {e.submission_id: e for e in EntityScore.objects.filter(pk__in=Subquery(last))}
     out = []
     layer_links = any(mm.link for d in docs for mm in d.mentions)
     for sub, res, (M, A) in zip(subs, results, counts):
