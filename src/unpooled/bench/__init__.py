@@ -4,27 +4,31 @@ from __future__ import annotations
 
 import json
 import os
+import math
 import subprocess
 import sys
+from contextlib import contextmanager
 from pathlib import Path
 
 
-def child_env(work: Path) -> dict:
-    """The environment of a benchmark's child process: ``DATABASE_URL`` (else a fresh SQLite file in ``work``),
-    ``work`` as the data directory unless one is set, and the service's settings."""
+def child_env(work: Path, database_url: str | None = None) -> dict:
+    """The environment of a benchmark's child process: ``database_url``, else ``DATABASE_URL``, else a fresh SQLite
+    file in ``work``; ``work`` as the data directory unless one is set, and the service's settings."""
     env = dict(os.environ)
-    if not env.get("DATABASE_URL"):
+    if database_url:
+        env["DATABASE_URL"] = database_url
+    elif not env.get("DATABASE_URL"):
         env["DATABASE_URL"] = f"sqlite:///{work / 'bench.sqlite3'}"
     env.setdefault("UNPOOLED_DATA_DIR", str(work))
     env["DJANGO_SETTINGS_MODULE"] = "unpooled.service.config.settings"
     return env
 
 
-def run_child(name: str, cfg: dict, work: Path) -> dict | None:
+def run_child(name: str, cfg: dict, work: Path, database_url: str | None = None) -> dict | None:
     """Run ``python -m unpooled.bench.NAME --child CFG`` in :func:`child_env` and return the JSON of its last
     line of output, or ``None`` (after saying so on stderr) when it failed."""
     out = subprocess.run([sys.executable, "-m", f"unpooled.bench.{name}", "--child", json.dumps(cfg)],
-                         env=child_env(work), stdout=subprocess.PIPE, text=True)
+                         env=child_env(work, database_url), stdout=subprocess.PIPE, text=True)
     if out.returncode != 0:
         print(f"bench {name}: the benchmark failed (see above)", file=sys.stderr)
         return None
@@ -93,3 +97,36 @@ def with_database(url: str, name: str) -> str:
 
     u = urlsplit(url)
     return urlunsplit((u.scheme, u.netloc, "/" + name, u.query, u.fragment))
+
+
+@contextmanager
+def own_database(url: str, name: str, *, keep: bool = False):
+    """A fresh database ``name`` on the PostgreSQL server of ``url`` (one left over by an earlier run is dropped
+    first), dropped afterwards unless ``keep``: yields its URL (``url``'s query, e.g. ``options``, kept)."""
+    pg_admin(url, f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+    pg_admin(url, f'CREATE DATABASE "{name}"')
+    try:
+        yield with_database(url, name)
+    finally:
+        if not keep:
+            pg_admin(url, f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+def percentile(xs: list[float], q: float) -> float:
+    """Nearest rank of the sorted ``xs`` (NaN when empty)."""
+    if not xs:
+        return math.nan
+    return xs[max(0, min(len(xs) - 1, math.ceil(q * len(xs)) - 1))]
+
+
+def cpu_ticks(pids) -> dict[int, int]:
+    """utime + stime of each process (all its threads), in clock ticks; processes gone are left out."""
+    out = {}
+    for pid in pids:
+        try:
+            with open(f"/proc/{pid}/stat") as f:
+                parts = f.read().rsplit(")", 1)[1].split()
+            out[pid] = int(parts[11]) + int(parts[12])
+        except (OSError, IndexError, ValueError):
+            pass
+    return out

@@ -45,7 +45,7 @@ import threading
 import time
 import uuid
 from pathlib import Path
-from unpooled.bench import child_pids, free_port, pg_admin, wait_until_up, with_database
+from unpooled.bench import child_pids, cpu_ticks, free_port, percentile, pg_admin, wait_until_up, with_database
 from unpooled.service.evaluations.policy import SERVICE_LEVELS as LEVELS
 
 TARGET_P95_MS = 100.0
@@ -263,19 +263,6 @@ def build(cfg: dict) -> dict:
 
 
 # -- drive (a separate process, stdlib only) ----------------------------------------------------------
-def _cpu_ticks(pids) -> dict[int, int]:
-    """utime + stime of each process (all its threads), in clock ticks; processes gone are left out."""
-    out = {}
-    for pid in pids:
-        try:
-            with open(f"/proc/{pid}/stat") as f:
-                parts = f.read().rsplit(")", 1)[1].split()
-            out[pid] = int(parts[11]) + int(parts[12])
-        except (OSError, IndexError, ValueError):
-            pass
-    return out
-
-
 class _CpuMeter(threading.Thread):
     """CPU ticks spent by the processes ``find()`` names, polled every 0.5 s: a process that ends
     while it runs keeps what it spent until its last poll; one that starts counts from zero."""
@@ -283,17 +270,17 @@ class _CpuMeter(threading.Thread):
     def __init__(self, find) -> None:
         super().__init__(daemon=True)
         self.find, self.stop = find, threading.Event()
-        self.base = _cpu_ticks(find())
+        self.base = cpu_ticks(find())
         self.last = dict(self.base)
 
     def run(self) -> None:
         while not self.stop.wait(0.5):
-            self.last.update(_cpu_ticks(self.find()))
+            self.last.update(cpu_ticks(self.find()))
 
     def spent(self) -> int:
         self.stop.set()
         self.join()
-        self.last.update(_cpu_ticks(self.find()))
+        self.last.update(cpu_ticks(self.find()))
         return sum(t - self.base.get(pid, 0) for pid, t in self.last.items())
 
 
@@ -312,13 +299,6 @@ def _pg_backends(dbname: str | None) -> list[int]:
             if cmd.startswith("postgres:") and f" {dbname} " in cmd:
                 out.append(int(d))
     return out
-
-
-def _percentile(xs: list[float], q: float) -> float:
-    """Nearest rank."""
-    if not xs:
-        return math.nan
-    return xs[max(0, min(len(xs) - 1, math.ceil(q * len(xs)) - 1))]
 
 
 def _phase(port: int, clients: int, requests: int, warmup: int, target, marker: bytes | None) -> dict:
@@ -447,8 +427,8 @@ def drive(cfg: dict) -> dict:
         lat = r["lat"]
         out[page] = {
             "requests": len(lat) + sum(r["errors"].values()), "errors": sum(r["errors"].values()),
-            "error_kinds": r["errors"], "p50_ms": round(_percentile(lat, 0.50), 1),
-            "p95_ms": round(_percentile(lat, 0.95), 1), "p99_ms": round(_percentile(lat, 0.99), 1),
+            "error_kinds": r["errors"], "p50_ms": round(percentile(lat, 0.50), 1),
+            "p95_ms": round(percentile(lat, 0.95), 1), "p99_ms": round(percentile(lat, 0.99), 1),
             "max_ms": round(lat[-1], 1) if lat else math.nan,
             "throughput_rps": round(len(lat) / r["wall"], 1) if r["wall"] > 0 else 0.0,
             "bytes": r["bytes"], "reconnects": r["reconnects"],
@@ -486,8 +466,8 @@ def _first_views(port: int, subs: list, sessions: dict | None = None) -> dict:
         errors += resp.status != 200 or bool(sessions) and b'id="errors"' not in body
     conn.close()
     lat.sort()
-    return {"pages": len(lat), "errors": errors, "p50_ms": round(_percentile(lat, 0.50), 1),
-            "p95_ms": round(_percentile(lat, 0.95), 1), "max_ms": round(lat[-1], 1) if lat else math.nan}
+    return {"pages": len(lat), "errors": errors, "p50_ms": round(percentile(lat, 0.50), 1),
+            "p95_ms": round(percentile(lat, 0.95), 1), "max_ms": round(lat[-1], 1) if lat else math.nan}
 
 
 # -- orchestration ------------------------------------------------------------------------------------

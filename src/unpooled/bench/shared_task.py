@@ -38,11 +38,12 @@ import tempfile
 import threading
 import time
 import urllib.request
+from contextlib import nullcontext
 from pathlib import Path
 
 import numpy as np
 
-from unpooled.bench import child_pids, free_port, pg_admin, wait_until_up, with_database
+from unpooled.bench import child_pids, free_port, own_database, wait_until_up
 
 STAGES = ("ingest", "waiting", "sampling", "annotating", "scoring")
 PG_DATABASE = "unpooled_bench_task"
@@ -375,20 +376,12 @@ def run(*, documents: int = 1000, submissions: int = 20, draws: int = 100, exhau
     results = []
     configs = ([("sqlite", 1)] if sqlite else []) + [("postgresql", w) for w in (workers or []) if postgres]
     for engine, w in configs:
-        with tempfile.TemporaryDirectory(prefix="unpooled-bench-task-") as tmp:
+        with tempfile.TemporaryDirectory(prefix="unpooled-bench-task-") as tmp, \
+                (own_database(postgres, PG_DATABASE) if engine != "sqlite" else nullcontext()) as pg_url:
             work = Path(tmp)
-            if engine == "sqlite":
-                url = f"sqlite:///{work / 'data' / 'unpooled.sqlite3'}"
-            else:
-                pg_admin(postgres, f'DROP DATABASE IF EXISTS "{PG_DATABASE}" WITH (FORCE)')
-                pg_admin(postgres, f'CREATE DATABASE "{PG_DATABASE}"')
-                url = with_database(postgres, PG_DATABASE)
+            url = pg_url or f"sqlite:///{work / 'data' / 'unpooled.sqlite3'}"
             log(f"bench shared-task: {engine}, {w} task worker(s)")
-            try:
-                results.append(run_one(cfg, database_url=url, workers=w, work=work, log=log))
-            finally:
-                if engine != "sqlite":
-                    pg_admin(postgres, f'DROP DATABASE IF EXISTS "{PG_DATABASE}" WITH (FORCE)')
+            results.append(run_one(cfg, database_url=url, workers=w, work=work, log=log))
             log(json.dumps(results[-1]))
     if as_json:
         print(json.dumps(results))

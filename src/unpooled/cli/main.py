@@ -94,6 +94,8 @@ EXAMPLES: dict[str, tuple[str, ...]] = {
                           "unpooled bench shared-task --workers 1,2,4 --postgres postgres://postgres@127.0.0.1/test",
                           "unpooled bench shared-task --documents 50000 --submissions 100 --instances 20000-200000 "
                           "--draws 100 --exhaustive 200 --workers 1 --no-sqlite --limit 36000   (TAC KBP size)"),
+    "bench lease": ("unpooled bench lease   (SQLite: 500 and 5,000 open items)",
+                    "unpooled bench lease --open-tasks 500,20000 --postgres postgres://postgres@127.0.0.1/test --json"),
     "bench core": ("unpooled bench core --json",),
     "bench documents": ("unpooled bench documents --copies 5 --json",),
     "bench controls": ("unpooled bench controls", "unpooled bench controls --reloads 20 --json"),

@@ -1,4 +1,4 @@
-"""``unpooled bench ingest|score|rescore|pages|shared-task|core|documents``: benchmarks that print their figures."""
+"""``unpooled bench ingest|score|rescore|pages|shared-task|lease|controls|core|documents``: benchmarks that print their figures."""
 
 from __future__ import annotations
 
@@ -68,12 +68,58 @@ def register(sub) -> None:
     pg.add_argument("--json", action="store_true", help='print {"pages": {PAGE: {"p50_ms", "p95_ms", ...}}, ...}')
     pg.set_defaults(func=cmd_pages)
     _register_shared_task(bs)
+    _register_lease(bs)
     _register_controls(bs)
     co = bs.add_parser("core", help="throughput of the core's sentence splitters (MB/s) and of the simulation "
                                     "world's generation (s)")
     co.add_argument("--json", action="store_true",
                     help='print {"split_sentences_mb_per_s", "split_markup_sentences_mb_per_s", "make_world_seconds"}')
     co.set_defaults(func=cmd_core)
+
+
+def _register_lease(bs) -> None:
+    le = bs.add_parser("lease", help="per call: a lease (the crowd's and the web queue's), an answer, the count of "
+                                     "items left, as the open verification items grow (SQLite, and PostgreSQL with "
+                                     "--postgres)")
+    le.add_argument("--open-tasks", default="500,5000", metavar="N,N",
+                    help="open verification items of each size measured, comma-separated (500,5000)")
+    le.add_argument("--annotators", type=int, default=6, help="in-house annotators, every other one in a "
+                                                              "submitting team (6)")
+    le.add_argument("--rounds", type=int, default=5, help="timed rounds: each annotator calls each operation once "
+                                                          "a round (5)")
+    le.add_argument("--controls", type=int, default=20, help="gold controls (20)")
+    le.add_argument("--postgres", default=None, metavar="URL",
+                    help="the PostgreSQL server (a database unpooled_bench_lease is made and dropped there; the "
+                         "URL's query is kept: ?options=-c%%20jit%%3Doff runs it with JIT off; default "
+                         "DATABASE_URL when it is PostgreSQL; none: SQLite only)")
+    le.add_argument("--no-sqlite", action="store_true", help="PostgreSQL only")
+    le.add_argument("--seed", type=int, default=0, help="random seed of the generated corpus (0)")
+    le.add_argument("--keep", action="store_true", help="PostgreSQL: keep the database unpooled_bench_lease")
+    le.add_argument("--json", action="store_true",
+                    help='print one object per database: {"sizes": [{"open_tasks", "ops": {OP: {"median_ms", '
+                         '"p95_ms", "queries", ...}}}], ...}')
+    le.set_defaults(func=cmd_lease)
+
+
+def cmd_lease(args) -> int:
+    import os
+
+    from unpooled.bench.lease import run
+
+    from ..main import CommandError
+
+    try:
+        sizes = sorted({int(n) for n in args.open_tasks.split(",") if n.strip()})
+    except ValueError:
+        raise CommandError(f"--open-tasks: expected comma-separated numbers, got {args.open_tasks!r}") from None
+    if not sizes or min(sizes + [args.annotators, args.rounds]) < 1 or args.controls < 0:
+        raise CommandError("--open-tasks, --annotators and --rounds must be positive, --controls not negative")
+    url = os.environ.get("DATABASE_URL", "")
+    postgres = args.postgres or (url if url.startswith(("postgres://", "postgresql://")) else None)
+    if args.no_sqlite and not postgres:
+        raise CommandError("--no-sqlite needs --postgres URL (or DATABASE_URL naming a PostgreSQL server)")
+    return run(open_tasks=sizes, annotators=args.annotators, rounds=args.rounds, controls=args.controls,
+               postgres=postgres, sqlite=not args.no_sqlite, seed=args.seed, keep=args.keep, as_json=args.json)
 
 
 def _register_controls(bs) -> None:

@@ -4,7 +4,9 @@
 variable                        meaning (default)
 ==============================  ================================================
 ``DATABASE_URL``                database (``sqlite:///$UNPOOLED_DATA_DIR/unpooled.sqlite3``);
-                                ``postgres://user@host:5432/name`` for the distributed mode
+                                ``postgres://user@host:5432/name`` for the distributed mode (its connections run
+                                with PostgreSQL's JIT off unless ``?options=-c%20jit%3Don`` says otherwise:
+                                :func:`without_jit`)
 ``UNPOOLED_DATA_DIR``           where the SQLite file, uploads and the secret key live
                                 (``~/.local/share/unpooled``); made 0700, the secret key, the SQLite
                                 file and uploads 0600 (created so)
@@ -46,6 +48,7 @@ variable                        meaning (default)
 from __future__ import annotations
 
 import os
+import re
 import secrets
 import tempfile
 from pathlib import Path
@@ -63,6 +66,20 @@ DATA_DIR.mkdir(mode=0o700, parents=True, exist_ok=True)
 UPLOAD_DIR = DATA_DIR / "uploads"
 #: the built documentation site served at /docs/ (``./dev up`` and ``./dev docs`` build it there)
 DOCS_DIR = Path(os.environ.get("UNPOOLED_DOCS_DIR") or DATA_DIR / "docs-site").expanduser()
+
+
+def without_jit(options: str) -> str:
+    """The ``options`` of the service's PostgreSQL connections (``DATABASE_URL``'s ``?options=``) with ``-c jit=off``
+    added, unless they set ``jit`` themselves.
+
+    PostgreSQL compiles a query whose estimated cost passes ``jit_above_cost`` (100,000 by default).  The crowd
+    path's queries are estimated over every open item though they stop early (the first 64 candidates, 1,001 items
+    counted, an ``EXISTS``): at 20,000 open items a lease from the web queue and a count of the items left spent
+    0.5-1 s compiling what ran in 2-40 ms, every call (``unpooled bench lease``).  The scoring's big reads (a million
+    instances) are no faster with it: their time is Python's (docs/scaling.md)."""
+    if re.search(r"jit\s*=", options):  # (no other setting's name ends in jit)
+        return options
+    return f"{options} -c jit=off".strip()
 
 
 def _create_private(path: Path, data: bytes) -> None:
@@ -193,6 +210,10 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
             "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL; PRAGMA foreign_keys=ON;",
         }
     )
+
+elif DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql":
+    _options = DATABASES["default"].setdefault("OPTIONS", {})
+    _options["options"] = without_jit(_options.get("options", ""))
 
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
