@@ -57,15 +57,18 @@ def _replicate_sums(parts, src: np.ndarray, m: int, B: int, rng) -> list[np.ndar
     rest = [sp.csr_matrix(r if j in summed or f is None else r + f.rows()).tocsc()
             for j, (f, r, _) in enumerate(parts)]
     Z = np.zeros((len(distinct), distinct[0][0].shape[1] if distinct else 0, B))  # per total: instances x replicates
+    indptr = np.zeros(Z.shape[1] + 1, np.int64)
     for h, K in _stratified_counts(starts[1:] - starts[:-1], B, rng):
         idx = order[starts[h]:starts[h + 1]]
+        by_item = {}  # per item array: the stratum's draws in order of their instances (stable)
         for g, (M, c, item, _) in enumerate(distinct):  # per-instance totals of c over the resampled draws
-            cs = c[idx]
-            keep = np.flatnonzero(cs)  # (a draw of value 0 adds nothing: precision's numerator, false draws)
-            it = item[idx[keep]]
-            perm = np.argsort(it, kind="stable")  # the draws as the rows of their instances
-            indptr = np.searchsorted(it[perm], np.arange(M.shape[1] + 1)).astype(np.int64)
-            _csr_matvecs(len(indptr) - 1, len(idx), B, indptr, keep[perm].astype(np.int64), cs[keep[perm]],
+            if id(item) not in by_item:
+                by_item[id(item)] = np.argsort(item[idx], kind="stable")
+            perm = by_item[id(item)]
+            cs = c[idx[perm]]
+            keep = perm[cs != 0]  # (a draw of value 0 adds nothing: precision's numerator, false draws)
+            np.cumsum(np.bincount(item[idx[keep]], minlength=M.shape[1]), out=indptr[1:])  # the instances' rows
+            _csr_matvecs(M.shape[1], len(idx), B, indptr, keep.astype(np.int64, copy=False), c[idx[keep]],
                          K.ravel(), Z[g].ravel())
         for (f, _, X), R, acc, bsum in zip(parts, rest, out, shared):
             if R.nnz:
