@@ -29,14 +29,15 @@ def _stratified_counts(sizes: np.ndarray, B: int, rng):
     r"""Per stratum (in order, those with draws), its index and ``(k, B)`` counts: its ``k`` draws resampled ``k``
     times with replacement, independently per replicate (the sampling design of every :math:`\hat X_j` and of
     :math:`\hat Y_0`).  One stratum at a time: memory ``k x B``, never all draws ``x B``."""
-    arange = np.arange(B, dtype=np.int64)[:, None]
+    replicate = np.arange(B, dtype=np.int64)[:, None]
     for h, k in enumerate(sizes):
         if k == 0:
             continue
-        # (keys built in int64, bincount's own index type: an int32 key array is copied to it first)
-        flat = np.multiply(rng.integers(0, k, size=(B, k), dtype=np.int32), B, dtype=np.int64)
-        flat += arange
-        yield h, np.bincount(flat.ravel(), minlength=B * k).astype(float).reshape(k, B)
+        # keys in int64, bincount's own index type (the same stream as int32 draws: below 2**32 numpy draws 32
+        # bits either way); each replicate's keys in a block of its own, counted where they lie close together
+        keys = rng.integers(0, k, size=(B, k), dtype=np.int64)
+        keys += replicate * k
+        yield h, np.ascontiguousarray(np.bincount(keys.ravel(), minlength=B * k).reshape(B, k).T, dtype=float)
 
 
 def _replicate_sums(parts, src: np.ndarray, m: int, B: int, rng) -> list[np.ndarray]:

@@ -104,7 +104,16 @@ class _Terms:
         if "W" in self.__dict__:
             w = self.W.sparse
             return _kish(row_sums(w, w.data), row_sums(w, w.data ** 2))
-        return _kish(*_unit_sums(self._unit_weights[0], self.d.units, in_place=False))
+        return _kish(*_unit_sums(self._unit_weights[0], self._unit_columns[0], in_place=False))
+
+    @cached_property
+    def _unit_columns(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Per unit, its draws, the sum of their labels, and of their labels times :math:`p_0` (the columns that
+        make the unit terms of the unit weights)."""
+        d, u = self.d, self.d.units
+        return (np.bincount(u.unit, minlength=u.n_units).astype(float),
+                np.bincount(u.unit, weights=d.f, minlength=u.n_units),
+                np.bincount(u.unit, weights=d.p0[d.xs] * d.f, minlength=u.n_units))
 
     def per_unit(self, recall: bool = True) -> list[Rows]:
         """The unit totals (targets x units) of precision's numerator ``C`` and denominator ``W`` and, with
@@ -132,15 +141,15 @@ class _Terms:
         """:meth:`per_unit`'s terms of the targets ``rows`` from their unit weights ``V`` (turned into ``W`` in
         place) and units' pattern ``held``, with the sums of the weights and of their squares (:func:`_unit_sums`)."""
         d, u = self.d, self.d.units
+        draws, labels, positives = self._unit_columns
         A = B = None
         if recall:
-            B = self.pos_ratio_u.sub(rows).scaled(cols=np.bincount(u.unit, weights=d.p0[d.xs] * d.f,
-                                                                   minlength=u.n_units))
+            B = self.pos_ratio_u.sub(rows).scaled(cols=positives)
             A = Rows(sp.csr_matrix(self.A.sparse[rows] @ indicator(u.unit, u.n_units)) if d.gs is not None else
                      B.at(V if held is None else held))
         del held
-        C = Rows(scale(V, cols=np.bincount(u.unit, weights=d.f, minlength=u.n_units)))
-        sums = _unit_sums(V, u, in_place=True)  # W = V times the draws, in place (scale's values, without a copy)
+        C = Rows(scale(V, cols=labels))
+        sums = _unit_sums(V, draws, in_place=True)  # W = V times the draws, in place (scale's values, without a copy)
         return [C, Rows(V)] + ([A, B] if recall else []), sums
 
     @cached_property
@@ -207,11 +216,10 @@ class _Terms:
         return None, self.A.sparse
 
 
-def _unit_sums(V: sp.csr_matrix, units, *, in_place: bool) -> tuple[np.ndarray, np.ndarray]:
+def _unit_sums(V: sp.csr_matrix, m_u: np.ndarray, *, in_place: bool) -> tuple[np.ndarray, np.ndarray]:
     r"""Per row of the unit weights ``V``, :math:`\sum w` and :math:`\sum w^2/m` with :math:`w` a unit's weight
-    times its draws :math:`m` (:class:`.finite.DrawUnits`): the sums of the draws' weights and of their squares
+    times its draws :math:`m` (``m_u``, per unit): the sums of the draws' weights and of their squares
     (:func:`_kish`); ``in_place``: ``V``'s values become :math:`w`, a block of targets at a time."""
-    m_u = np.bincount(units.unit, minlength=units.n_units).astype(float)
     s1, s2 = np.zeros(V.shape[0]), np.zeros(V.shape[0])
     for rows in _row_blocks(V.indptr):
         a, b = V.indptr[rows.start], V.indptr[rows.stop]
@@ -235,8 +243,9 @@ def _terms(d, W: np.ndarray, *, own_complete: bool = True) -> _Terms:
     return _Terms(d, W, own_complete=own_complete)
 
 
-#: the unit terms are built and scaled a block of targets of about this many non-zeros at a time
-BLOCK_VALUES = 1 << 22
+#: the unit terms are built and scaled a block of targets of about this many non-zeros at a time (arrays of 16 MB,
+#: below glibc's largest mmap threshold: freed blocks are reused, not fresh pages from the kernel each time)
+BLOCK_VALUES = 1 << 21
 
 
 def _row_blocks(indptr: np.ndarray) -> list[slice]:
