@@ -79,6 +79,8 @@ def _replicate_sums(parts, src: np.ndarray, m: int, B: int, rng) -> list[np.ndar
     done: set[int] = set()
     for g, (M, *_) in enumerate(distinct):  # totals of one matrix (a pattern) in one product
         same = [h for h in range(g, len(distinct)) if h not in done and _same_matrix(M, distinct[h][0])]
+        if not same:  # (summed with an earlier one's)
+            continue
         done.update(same)
         prods = _product(M, Z if len(same) == len(distinct) else Z[same])
         for h, prod in zip(same, prods):
