@@ -17,7 +17,7 @@ from unpooled.core.estimators import distribution_matrix, estimate, make_design
 from unpooled.core.estimators import bootstrap, from_votes, noisy, terms
 from unpooled.core.estimators.finite import draw_units, strata_var
 from unpooled.core.estimators.noisy import crowd_votes
-from unpooled.core.estimators.joint import _terms, precision_linear, weight_matrix
+from unpooled.core.estimators.joint import _terms, linear_parts, precision_linear, weight_matrix
 from unpooled.core.estimators.joint import strata_var as joint_var
 from unpooled.core.estimators.rows import Rows, Segments, add, grouped_ss
 
@@ -225,3 +225,42 @@ def test_unit_totals_give_the_per_draw_terms_variances(monkeypatch, weights, mat
         np.testing.assert_allclose(joint_var(per_unit, d, per_unit=True), joint_var(per_draw, d), rtol=1e-10,
                                    atol=1e-16)
     np.testing.assert_allclose(_terms(d, W).ess, t.ess, rtol=1e-13)
+
+
+@pytest.mark.parametrize("weights", ["balance", "heuristic"])
+@pytest.mark.parametrize("simple", [False, True])
+def test_linear_parts_a_block_of_targets_at_a_time_equal_all_at_once(monkeypatch, weights, simple):
+    """Without kept linear parts the unit terms are built and dropped a block of targets at a time: the same
+    estimates, variances and effective sizes as all targets at once (a system drawn completely, documents)."""
+    _, _, d = _world(seed=5, weighted=True)
+    W = np.eye(d.m) if simple else weight_matrix(d.P, d.n, weights)
+    t_all = _terms(d, W)
+    est, lin, var = linear_parts(d, t_all, 0.9, simple=simple, keep=True)
+    monkeypatch.setattr(terms, "BLOCK_VALUES", 7)  # blocks of one or two targets
+    t = _terms(d, W)
+    assert len(terms._row_blocks(t.PI.indptr)) > 1
+    est_b, lin_b, var_b = linear_parts(d, t, 0.9, simple=simple, keep=False)
+    assert lin_b is None and set(est_b) == set(est) and set(var_b) == set(var)
+    assert np.all(var["p"] > 0)
+    for k in est:
+        np.testing.assert_allclose(est_b[k], est[k], rtol=1e-14, atol=0)
+    for k in var:
+        np.testing.assert_allclose(var_b[k], var[k], rtol=1e-12, atol=1e-18)
+        np.testing.assert_allclose(lin[k].var(d, 0.9), var[k], rtol=1e-12, atol=1e-18)  # the kept parts' own
+    np.testing.assert_allclose(t.ess, t_all.ess, rtol=1e-14)
+
+
+def test_bootstrap_counts_are_those_of_the_int32_draws():
+    """The bootstrap's counts per stratum: its draws resampled by ``integers(0, k, (B, k))`` of the given stream
+    (int32 draws: keyed in int64 they are the same numbers), counted per draw and replicate."""
+    sizes = np.array([3, 0, 1, 40, 7])
+    got = list(bootstrap._stratified_counts(sizes, 25, np.random.default_rng(9)))
+    rng = np.random.default_rng(9)
+    assert [h for h, _ in got] == [0, 2, 3, 4]
+    for h, K in got:
+        k = sizes[h]
+        idx = rng.integers(0, k, size=(25, k), dtype=np.int32)
+        want = np.zeros((k, 25))
+        np.add.at(want, (idx, np.arange(25)[:, None]), 1.0)
+        assert K.flags.c_contiguous and K.dtype == float
+        np.testing.assert_array_equal(K, want)

@@ -29,14 +29,15 @@ def _stratified_counts(sizes: np.ndarray, B: int, rng):
     r"""Per stratum (in order, those with draws), its index and ``(k, B)`` counts: its ``k`` draws resampled ``k``
     times with replacement, independently per replicate (the sampling design of every :math:`\hat X_j` and of
     :math:`\hat Y_0`).  One stratum at a time: memory ``k x B``, never all draws ``x B``."""
-    arange = np.arange(B, dtype=np.int64)[:, None]
+    replicate = np.arange(B, dtype=np.int64)[:, None]
     for h, k in enumerate(sizes):
         if k == 0:
             continue
-        # (keys built in int64, bincount's own index type: an int32 key array is copied to it first)
-        flat = np.multiply(rng.integers(0, k, size=(B, k), dtype=np.int32), B, dtype=np.int64)
-        flat += arange
-        yield h, np.bincount(flat.ravel(), minlength=B * k).astype(float).reshape(k, B)
+        # keys in int64, bincount's own index type (the same stream as int32 draws: below 2**32 numpy draws 32
+        # bits either way); each replicate's keys in a block of its own, counted where they lie close together
+        keys = rng.integers(0, k, size=(B, k), dtype=np.int64)
+        keys += replicate * k
+        yield h, np.ascontiguousarray(np.bincount(keys.ravel(), minlength=B * k).reshape(B, k).T, dtype=float)
 
 
 def _replicate_sums(parts, src: np.ndarray, m: int, B: int, rng) -> list[np.ndarray]:
@@ -57,15 +58,18 @@ def _replicate_sums(parts, src: np.ndarray, m: int, B: int, rng) -> list[np.ndar
     rest = [sp.csr_matrix(r if j in summed or f is None else r + f.rows()).tocsc()
             for j, (f, r, _) in enumerate(parts)]
     Z = np.zeros((len(distinct), distinct[0][0].shape[1] if distinct else 0, B))  # per total: instances x replicates
+    indptr = np.zeros(Z.shape[1] + 1, np.int64)
     for h, K in _stratified_counts(starts[1:] - starts[:-1], B, rng):
         idx = order[starts[h]:starts[h + 1]]
+        by_item = {}  # per item array: the stratum's draws in order of their instances (stable)
         for g, (M, c, item, _) in enumerate(distinct):  # per-instance totals of c over the resampled draws
-            cs = c[idx]
-            keep = np.flatnonzero(cs)  # (a draw of value 0 adds nothing: precision's numerator, false draws)
-            it = item[idx[keep]]
-            perm = np.argsort(it, kind="stable")  # the draws as the rows of their instances
-            indptr = np.searchsorted(it[perm], np.arange(M.shape[1] + 1)).astype(np.int64)
-            _csr_matvecs(len(indptr) - 1, len(idx), B, indptr, keep[perm].astype(np.int64), cs[keep[perm]],
+            if id(item) not in by_item:
+                by_item[id(item)] = np.argsort(item[idx], kind="stable")
+            perm = by_item[id(item)]
+            cs = c[idx[perm]]
+            keep = perm[cs != 0]  # (a draw of value 0 adds nothing: precision's numerator, false draws)
+            np.cumsum(np.bincount(item[idx[keep]], minlength=M.shape[1]), out=indptr[1:])  # the instances' rows
+            _csr_matvecs(M.shape[1], len(idx), B, indptr, keep.astype(np.int64, copy=False), c[idx[keep]],
                          K.ravel(), Z[g].ravel())
         for (f, _, X), R, acc, bsum in zip(parts, rest, out, shared):
             if R.nnz:
@@ -75,6 +79,8 @@ def _replicate_sums(parts, src: np.ndarray, m: int, B: int, rng) -> list[np.ndar
     done: set[int] = set()
     for g, (M, *_) in enumerate(distinct):  # totals of one matrix (a pattern) in one product
         same = [h for h in range(g, len(distinct)) if h not in done and _same_matrix(M, distinct[h][0])]
+        if not same:  # (summed with an earlier one's)
+            continue
         done.update(same)
         prods = _product(M, Z if len(same) == len(distinct) else Z[same])
         for h, prod in zip(same, prods):

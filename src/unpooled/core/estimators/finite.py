@@ -50,6 +50,7 @@ Some theorems on minimum variance estimation. *Sankhyā* 12:27-42, 1952 (the dis
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 
 import numpy as np
 import scipy.sparse as sp
@@ -74,6 +75,20 @@ class DrawUnits:
     n_units: int
     first: np.ndarray
     unit_cell: np.ndarray
+
+    @cached_property
+    def cell_draws(self) -> np.ndarray:
+        """Per cell, its draws :math:`n_c` (floats)."""
+        return np.bincount(self.cell, minlength=len(self.cell_k)).astype(float)
+
+    @cached_property
+    def within_scale(self) -> np.ndarray:
+        r"""Per cell, the factor of its sum of squares within (:func:`strata_var`),
+        :math:`(1 - k_c/N_c)\,k_c/(k_c-1)` (0 for a cell of one distinct instance or drawn completely)."""
+        k = self.cell_k.astype(float)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            fpc = np.where(k > 1, (1 - k / self.cell_N) * k / np.maximum(k - 1, 1), 0.0)
+        return np.maximum(fpc, 0.0)
 
 
 def _value_bits(x: np.ndarray) -> np.ndarray:
@@ -151,27 +166,24 @@ def strata_var(U, src: np.ndarray, m: int, units: DrawUnits, *, cross: bool = Fa
         return np.zeros((X.shape[0],) * (2 if cross else 1))
     n = np.bincount(src, minlength=m).astype(float)
     C = len(units.cell_k)
-    n_c = np.bincount(units.cell, minlength=C).astype(float)
+    n_c = units.cell_draws
     unit_cell = units.unit_cell
-    Mu, Mc = indicator(units.unit, units.n_units), indicator(unit_cell, C)
+    Mu = None if per_unit else indicator(units.unit, units.n_units)
     if dense:  # (a few rows of influence values held dense: breakdowns, entity arguments)
         Yu = X if per_unit else np.asarray((Mu.T @ X.T).T)  # unit totals (m, units)
-        Yc = np.asarray((Mc.T @ Yu.T).T)  # cell totals (m, C)
+        Yc = np.asarray((indicator(unit_cell, C).T @ Yu.T).T)  # cell totals (m, C)
         a = bu = bc = None
     else:
         Yu = X.sparse if per_unit else sp.csr_matrix(X.sparse @ Mu)
         seg = Segments.of(Yu, unit_cell, like=segments)
         Yc = seg.matrix((Yu.shape[0], C))
         a, bu = X.a, None if X.a is None else (X.b if per_unit else np.asarray(Mu.T @ X.b.T).T)  # (units,), (r, units)
-        bc = None if X.a is None else np.asarray(Mc.T @ bu.T).T
+        bc = None if X.a is None else _group_totals(bu, unit_cell, C)
     with np.errstate(divide="ignore", invalid="ignore"):
         per_stratum = np.where(n > 1, n / np.maximum(n - 1, 1), 0.0)
     ss = grouped_cross if cross else grouped_ss
     between = ss(Yc, a, bc, units.cell_src, n_c, per_stratum)  # how many draws fall in each cell
-    k = units.cell_k.astype(float)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        fpc = np.where(k > 1, (1 - k / units.cell_N) * k / np.maximum(k - 1, 1), 0.0)
-    fpc = np.maximum(fpc, 0.0)
+    fpc = units.within_scale
     within = (grouped_cross(Yu, a, bu, unit_cell, np.ones(units.n_units), fpc) if cross else
               grouped_ss(Yu, a, bu, unit_cell, np.ones(units.n_units), fpc, segments=None if dense else seg))
     var = between + within
@@ -181,6 +193,14 @@ def strata_var(U, src: np.ndarray, m: int, units: DrawUnits, *, cross: bool = Fa
     # values)^2; it is 0, which the intervals treat as exact (a variance of 1e-35 made F1's correlation noise)
     size = np.abs(X).sum(1) if dense else X.abs_sum()
     return np.where(var <= (64 * np.finfo(float).eps * size) ** 2, 0.0, var)
+
+
+def _group_totals(b: np.ndarray, group: np.ndarray, G: int) -> np.ndarray:
+    """The totals of ``b`` (per column; ``r x`` columns, or 1-d) over the columns of each ``group`` (``G`` of
+    them), summed in the columns' order (as the product with the groups' indicator)."""
+    if b.ndim == 1:
+        return np.bincount(group, weights=b, minlength=G)
+    return np.stack([np.bincount(group, weights=row, minlength=G) for row in b]) if len(b) else np.zeros((0, G))
 
 
 def population_count(P: sp.csr_matrix) -> np.ndarray:

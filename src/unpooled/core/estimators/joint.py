@@ -527,7 +527,7 @@ def _estimate_with(d: Design, W: np.ndarray, confidence: float, method: str, *, 
         return _estimate_noisy(d, W, confidence, method, simple=simple, votes=votes, keep=keep)
     t = _terms(d, W) if terms is None else terms
     n_labels = np.bincount(d.src, minlength=m)
-    est, lin, var = linear_parts(d, t, confidence, simple=simple)
+    est, lin, var = linear_parts(d, t, confidence, simple=simple, keep=keep)
     p, r, f1, theta, nu = (est[k] for k in ("p", "r", "f1", "theta", "nu"))
     var_p, var_r, var_f = var["p"], var["r"], var["f1"]
     n0 = float(max(d.n0, 1))
@@ -540,45 +540,68 @@ def _estimate_with(d: Design, W: np.ndarray, confidence: float, method: str, *, 
     return Scores(**est, ess=t.ess, n_labels=n_labels, theta=theta, nu=nu, linear={"linear": lin} if keep else None)
 
 
-def linear_parts(d: Design, t: _Terms, confidence: float | None, *, simple: bool = False):
+def linear_parts(d: Design, t: _Terms, confidence: float | None, *, simple: bool = False, keep: bool = True):
     """Estimates (``p``, ``r``, ``f1``, ``theta``, ``nu``), their linear parts (:class:`.linear.Linear`: the
     covariance of any two targets is that of their rows; per unit, :meth:`.terms._Terms.per_unit`) and variances, from
-    labels (no votes)."""
-    C, Wt, *recall = t.per_unit(recall=not simple)
+    labels (no votes).  Every figure of a target is its own rows', so without ``keep`` (the linear parts then None)
+    the terms are built and dropped a block of targets at a time (:meth:`.terms._Terms.per_unit_blocks`): memory
+    is a block's non-zeros, not every target's."""
+    m = d.m
+    share, T = pool_values(d, d.g0 if simple else t.S0)  # simple: recall from the exhaustive sample only
+    var_th = None if simple else _var0(T, d, confidence)
+    est = {k: np.zeros(m) for k in ("p", "r", "theta", "nu")}
+    var = {k: np.zeros(m) for k in ("p", "r", "f1")}
+    blocks = ([(slice(0, m), t.per_unit(recall=not simple))] if keep else t.per_unit_blocks(recall=not simple))
+    lin = None
+    for rows, terms in blocks:
+        e, lin, v = _block_parts(d, terms, share[rows], T[rows], None if simple else var_th[rows], confidence)
+        for k in est:
+            est[k][rows] = e[k]
+        for k in var:
+            var[k][rows] = v[k]
+    est["f1"] = f1_score(est["p"], est["r"])
+    return est, lin if keep else None, var
+
+
+def _block_parts(d: Design, terms: list, share: np.ndarray, T: np.ndarray, var_th: np.ndarray | None,
+                 confidence: float | None):
+    r""":func:`linear_parts` of a block of targets from their unit terms ``terms`` (``[C, W]``, or ``[C, W, A, B]``
+    with recall's; emptied here, so that each is dropped once used), their shares of the exhaustive sample and its
+    linearised values ``T`` (recall itself without ``var_th``, else :math:`\hat\theta` and its variance)."""
+    C, Wt, *recall = terms
+    terms.clear()
     p, lin_p = precision_linear(C, Wt, per_unit=True)
     del C, Wt
     Up, inv_w = lin_p.draws, lin_p.draw_scale  # (C - p W), over W's sum
     seg = Segments.of(Up.sparse, d.units.unit_cell)  # the runs of every unit-level row below (of one pattern)
     lin = {"p": replace(lin_p, segments=seg)}
-    if simple:  # recall from the exhaustive sample only: r = sum v g / sum v
-        r, T = pool_values(d, d.g0)
-        theta, nu = r.copy(), np.ones(d.m)
+    if var_th is None:  # recall from the exhaustive sample only: r = sum v g / sum v
+        r, theta, nu = share, share.copy(), np.ones(len(p))
         dP, dR = _f1_partials(p, r)
         lin["r"] = Linear(None, T)
         lin["f1"] = Linear(Up, T, draw_scale=dP * inv_w, ex_scale=dR, per_unit=True, segments=seg)  # independent
         var = {k: lin[k].var(d, confidence) for k in lin}
-    else:
-        A, B = recall
-        del recall
-        Bs = B.sum()
-        with np.errstate(divide="ignore", invalid="ignore"):
-            nu = np.where(Bs > 0, A.sum() / Bs, 0.0)
-            inv = np.where(Bs > 0, 1.0 / Bs, 0.0)
-        Uu = A + B.scaled(rows=-nu)  # (A - nu B), over B below: a row's scale leaves strata_var's own
-        del A, B
-        theta, T = pool_values(d, t.S0)
-        var_th = _var0(T, d, confidence)
-        var_nu = strata_var(Uu, d, per_unit=True, segments=seg) * inv ** 2
-        r = theta * nu
-        dP, dR = _f1_partials(p, r)
-        lin["r"] = Linear(Uu, T, draw_scale=theta * inv, ex_scale=nu, extra=var_th * var_nu, per_unit=True,
-                          segments=seg)
-        var = {"p": lin["p"].var(d, confidence)}
-        # F1 influence: on the draws, dP*Up/sum(W) + dR*theta*Uu/sum(B) (they share draws); on Y0, dR*nu*T
-        lin["f1"] = Linear(combine(Up, dP * inv_w, Uu, dR * theta * inv), T, ex_scale=dR * nu,
-                           per_unit=True, segments=seg)
-        var.update({"f1": lin["f1"].var(d, confidence), "r": theta ** 2 * var_nu + nu ** 2 * var_th + var_th * var_nu})
-    return {"p": p, "r": r, "f1": f1_score(p, r), "theta": theta, "nu": nu}, lin, var
+        return {"p": p, "r": r, "theta": theta, "nu": nu}, lin, var
+    A, B = recall
+    del recall
+    Bs = B.sum()
+    with np.errstate(divide="ignore", invalid="ignore"):
+        nu = np.where(Bs > 0, A.sum() / Bs, 0.0)
+        inv = np.where(Bs > 0, 1.0 / Bs, 0.0)
+    Uu = A + B.scaled(rows=-nu)  # (A - nu B), over B below: a row's scale leaves strata_var's own
+    del A, B
+    theta = share
+    var_nu = strata_var(Uu, d, per_unit=True, segments=seg) * inv ** 2
+    r = theta * nu
+    dP, dR = _f1_partials(p, r)
+    lin["r"] = Linear(Uu, T, draw_scale=theta * inv, ex_scale=nu, extra=var_th * var_nu, per_unit=True,
+                      segments=seg)
+    var = {"p": lin["p"].var(d, confidence)}
+    # F1 influence: on the draws, dP*Up/sum(W) + dR*theta*Uu/sum(B) (they share draws); on Y0, dR*nu*T
+    lin["f1"] = Linear(combine(Up, dP * inv_w, Uu, dR * theta * inv), T, ex_scale=dR * nu,
+                       per_unit=True, segments=seg)
+    var.update({"f1": lin["f1"].var(d, confidence), "r": theta ** 2 * var_nu + nu ** 2 * var_th + var_th * var_nu})
+    return {"p": p, "r": r, "theta": theta, "nu": nu}, lin, var
 
 
 def precision_linear(C: Rows, W: Rows, *, per_unit: bool = False) -> tuple[np.ndarray, Linear]:

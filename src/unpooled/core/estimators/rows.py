@@ -85,6 +85,10 @@ class Rows:
         A, B = self.factors()
         return out + A @ B
 
+    def sub(self, rows) -> Rows:
+        """The rows ``rows`` (a slice or indices), the shared part's row kept."""
+        return Rows(self.sparse[rows], None if self.a is None else self.a[rows], self.b)
+
     def scaled(self, rows=None, cols=None) -> Rows:
         """``diag(rows) @ self @ diag(cols)`` (either may be None)."""
         a, b = self.a, self.b

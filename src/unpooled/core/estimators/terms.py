@@ -68,20 +68,24 @@ class _Terms:
             Pu.sum_duplicates()
             yield rows, Pu
 
+    def _unit_weight_blocks(self):
+        """Per block of targets: its rows, ``V`` (the importance weight of one draw of each unit for each of its
+        targets, rows x units, sparse) and the units' pattern where recall's numerator needs it apart from
+        ``V``'s (complete targets, unequal weights; else None)."""
+        pattern = self.d.gs is None and self.ratio_u.sparse.nnz > 0  # V's pattern may then differ from the units'
+        for rows, Pu in self._unit_probabilities():
+            yield rows, self.ratio_u.sub(rows) * Pu, (Pu if pattern else None)
+
     @cached_property
     def _unit_weights(self) -> tuple[sp.csr_matrix, sp.csr_matrix | None]:
-        """``V``, the importance weight of one draw of each unit for each target (targets x units, sparse), and the
-        units' pattern where recall's numerator needs it apart from ``V``'s (complete targets, unequal weights)."""
+        """:meth:`_unit_weight_blocks` for every target: ``V`` and the units' pattern (or None)."""
         shape = (self.d.m, self.d.units.n_units)
-        pattern = self.d.gs is None and self.ratio_u.sparse.nnz > 0  # V's pattern may then differ from the units'
         V, held = [], []
-        for rows, Pu in self._unit_probabilities():
-            r = self.ratio_u
-            V.append(Rows(r.sparse[rows], None if r.a is None else r.a[rows], r.b) * Pu)
-            held.append(Pu if pattern else None)
-            del Pu
+        for _, Vb, hb in self._unit_weight_blocks():
+            V.append(Vb)
+            held.append(hb)
         V = _stack(V, shape)
-        return V, _stack(held, shape) if pattern else None
+        return V, (None if held[0] is None else _stack(held, shape))
 
     @cached_property
     def rest_u(self) -> sp.csr_matrix:
@@ -100,26 +104,53 @@ class _Terms:
         if "W" in self.__dict__:
             w = self.W.sparse
             return _kish(row_sums(w, w.data), row_sums(w, w.data ** 2))
-        return _kish(*_unit_sums(self._unit_weights[0], self.d.units, in_place=False))
+        return _kish(*_unit_sums(self._unit_weights[0], self._unit_columns[0], in_place=False))
 
-    def per_unit(self, recall: bool = True) -> tuple[Rows, ...]:
+    @cached_property
+    def _unit_columns(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Per unit, its draws, the sum of their labels, and of their labels times :math:`p_0` (the columns that
+        make the unit terms of the unit weights)."""
+        d, u = self.d, self.d.units
+        return (np.bincount(u.unit, minlength=u.n_units).astype(float),
+                np.bincount(u.unit, weights=d.f, minlength=u.n_units),
+                np.bincount(u.unit, weights=d.p0[d.xs] * d.f, minlength=u.n_units))
+
+    def per_unit(self, recall: bool = True) -> list[Rows]:
         """The unit totals (targets x units) of precision's numerator ``C`` and denominator ``W`` and, with
         ``recall``, of recall's ``A`` and ``B``: a unit's value times its draws (``W``) or the sum of their labels
         (the others).  The unit weights ``V`` become ``W`` (built again if asked for again), so that the four
         hold the non-zeros three times, not four."""
-        d, u = self.d, self.d.units
         V, held = self._unit_weights
         del self.__dict__["_unit_weights"]
+        out, sums = self._unit_terms(slice(0, self.d.m), V, held, recall)
+        self.__dict__.setdefault("ess", _kish(*sums))
+        return out
+
+    def per_unit_blocks(self, recall: bool = True):
+        """:meth:`per_unit` a block of targets (of about :data:`BLOCK_VALUES` non-zeros) at a time: per block, its
+        rows and its terms (a list, which the consumer may empty to free them); memory is one block's non-zeros,
+        not every target's.  The effective sizes are set once every block was read."""
+        s1, s2 = np.zeros(self.d.m), np.zeros(self.d.m)
+        for rows, V, held in self._unit_weight_blocks():
+            out, (s1[rows], s2[rows]) = self._unit_terms(rows, V, held, recall)
+            del V, held
+            yield rows, out
+        self.__dict__.setdefault("ess", _kish(s1, s2))
+
+    def _unit_terms(self, rows: slice, V: sp.csr_matrix, held, recall: bool):
+        """:meth:`per_unit`'s terms of the targets ``rows`` from their unit weights ``V`` (turned into ``W`` in
+        place) and units' pattern ``held``, with the sums of the weights and of their squares (:func:`_unit_sums`)."""
+        d, u = self.d, self.d.units
+        draws, labels, positives = self._unit_columns
         A = B = None
         if recall:
-            B = self.pos_ratio_u.scaled(cols=np.bincount(u.unit, weights=d.p0[d.xs] * d.f, minlength=u.n_units))
-            A = Rows(sp.csr_matrix(self.A.sparse @ indicator(u.unit, u.n_units)) if d.gs is not None else
+            B = self.pos_ratio_u.sub(rows).scaled(cols=positives)
+            A = Rows(sp.csr_matrix(self.A.sparse[rows] @ indicator(u.unit, u.n_units)) if d.gs is not None else
                      B.at(V if held is None else held))
         del held
-        C = Rows(scale(V, cols=np.bincount(u.unit, weights=d.f, minlength=u.n_units)))
-        sums = _unit_sums(V, u, in_place=True)  # W = V times the draws, in place (scale's values, without a copy)
-        self.__dict__.setdefault("ess", _kish(*sums))
-        return (C, Rows(V)) + ((A, B) if recall else ())
+        C = Rows(scale(V, cols=labels))
+        sums = _unit_sums(V, draws, in_place=True)  # W = V times the draws, in place (scale's values, without a copy)
+        return [C, Rows(V)] + ([A, B] if recall else []), sums
 
     @cached_property
     def ratio(self) -> Rows:
@@ -185,11 +216,10 @@ class _Terms:
         return None, self.A.sparse
 
 
-def _unit_sums(V: sp.csr_matrix, units, *, in_place: bool) -> tuple[np.ndarray, np.ndarray]:
+def _unit_sums(V: sp.csr_matrix, m_u: np.ndarray, *, in_place: bool) -> tuple[np.ndarray, np.ndarray]:
     r"""Per row of the unit weights ``V``, :math:`\sum w` and :math:`\sum w^2/m` with :math:`w` a unit's weight
-    times its draws :math:`m` (:class:`.finite.DrawUnits`): the sums of the draws' weights and of their squares
+    times its draws :math:`m` (``m_u``, per unit): the sums of the draws' weights and of their squares
     (:func:`_kish`); ``in_place``: ``V``'s values become :math:`w`, a block of targets at a time."""
-    m_u = np.bincount(units.unit, minlength=units.n_units).astype(float)
     s1, s2 = np.zeros(V.shape[0]), np.zeros(V.shape[0])
     for rows in _row_blocks(V.indptr):
         a, b = V.indptr[rows.start], V.indptr[rows.stop]
@@ -213,8 +243,9 @@ def _terms(d, W: np.ndarray, *, own_complete: bool = True) -> _Terms:
     return _Terms(d, W, own_complete=own_complete)
 
 
-#: the unit terms are built and scaled a block of targets of about this many non-zeros at a time
-BLOCK_VALUES = 1 << 22
+#: the unit terms are built and scaled a block of targets of about this many non-zeros at a time (arrays of 16 MB,
+#: below glibc's largest mmap threshold: freed blocks are reused, not fresh pages from the kernel each time)
+BLOCK_VALUES = 1 << 21
 
 
 def _row_blocks(indptr: np.ndarray) -> list[slice]:
