@@ -94,6 +94,26 @@ def test_fit_rates_jackknife_and_gaps():
     assert out["f1"] is None and out["pair_prevalence"] is None
 
 
+def test_fit_rates_jackknife_is_refitting_without_each_document(monkeypatch):
+    """Each delta is the full fit less the fit of the other documents' items, exactly; and the documents' items are
+    counted once (the refits subtract a document's counts: refitting from the items read them all once a document,
+    140 CPU-s for 200 documents of 5,000 items)."""
+    rng = np.random.default_rng(7)
+    items = [DocumentItems(rng.binomial(3, np.where(rng.random(30) < 0.7, 0.9, 0.1)), [3] * 30, [2] * 5, [3] * 5,
+                           rng.binomial(4, np.where(rng.random(20) < 0.3, 0.8, 0.1)), [4] * 20) for _ in range(9)]
+    seen = []
+    real = np.unique
+    monkeypatch.setattr(np, "unique", lambda a, *args, **kw: seen.append(len(a)) or real(a, *args, **kw))
+    rates = fit_rates(items, 5)
+    monkeypatch.setattr(np, "unique", real)
+    assert sum(seen) == 9 * (30 + 20)
+    full = fit_rates(items, 5).theta
+    for d in range(9):
+        less = fit_rates(items[:d] + items[d + 1:], 5)
+        # the refits start from the full fit, so they agree with a cold fit to EM's tolerance
+        np.testing.assert_allclose(full - less.theta, rates.delta[d], atol=1e-5)
+
+
 # ---------------------------------------------------------------------------- the corrected labels
 
 def _random_doc(draw, name):

@@ -89,16 +89,27 @@ def two_coin(x, k, *, iters: int = 2000, tol: float = 1e-7, start=None) -> dict:
         raise InvalidInputError("x, k: expected 1-d arrays of one length")
     if np.any(x < 0) or np.any(x > k):
         raise InvalidInputError("x: expected 0 <= x <= k")
+    return _two_coin_cells(_cells(x, k), iters=iters, tol=tol, start=start)
+
+
+def _cells(x: np.ndarray, k: np.ndarray) -> dict[tuple[float, float], int]:
+    """The items' counts per ``(x, k)`` (items with :math:`k = 0` left out): all the likelihood depends on."""
     keep = k > 0
-    x, k = x[keep], k[keep]
-    n = len(x)
+    xk, w = np.unique(np.stack([x[keep], k[keep]], 1), axis=0, return_counts=True)
+    return {(float(a), float(b)): int(c) for (a, b), c in zip(xk, w)}
+
+
+def _two_coin_cells(cells: dict, *, iters: int = 2000, tol: float = 1e-7, start=None) -> dict:
+    """:func:`two_coin` of the items counted by ``(x, k)`` (:func:`_cells`; cells counted 0 are left out)."""
+    cells = sorted((xk, c) for xk, c in cells.items() if c > 0)
+    x = np.array([xk[0] for xk, _ in cells])
+    k = np.array([xk[1] for xk, _ in cells])
+    w = np.array([c for _, c in cells], dtype=float)
+    n = int(w.sum())
     nan = float("nan")
-    if n == 0 or k.sum() == 0:
+    if n == 0 or (w * k).sum() == 0:
         return {"pi": nan, "s1": nan, "s0": nan, "items": 0, "identified": False}
-    identified = bool(np.any(k >= 3) and 0 < x.sum() < k.sum())
-    # the likelihood depends on the items through the counts of each (x, k) only
-    xk, w = np.unique(np.stack([x, k], 1), axis=0, return_counts=True)
-    x, k, w = xk[:, 0], xk[:, 1], w.astype(float)
+    identified = bool(np.any(k >= 3) and 0 < (w * x).sum() < (w * k).sum())
     if start is not None and all(np.isfinite(start)):
         pi, s1, s0 = start
     else:
@@ -186,12 +197,37 @@ class Rates:
                 **{k: num(v) if isinstance(v, float) else v for k, v in self.details.items()}}
 
 
-def _fit(items: Sequence[DocumentItems], n_types: int, start=None) -> tuple[np.ndarray, dict]:
-    cat = lambda name: np.concatenate([np.asarray(getattr(d, name), dtype=float) for d in items]) if items \
-        else np.zeros(0)  # noqa: E731
-    mk = two_coin(cat("mark_x"), cat("mark_k"), start=None if start is None else start[0])
-    tc = type_channel(cat("type_agree"), cat("type_pairs"), n_types)
-    pk = two_coin(cat("pair_x"), cat("pair_k"), start=None if start is None else start[1])
+@dataclass
+class _Counts:
+    """What the rates depend on in some documents' items: the marking and pairing items counted by ``(x, k)``
+    (:func:`_cells`) and the typing's agreeing pairs and pairs; documents are taken out by subtraction."""
+
+    mark: dict
+    pair: dict
+    agree: float
+    pairs: float
+
+    @classmethod
+    def of(cls, d: DocumentItems) -> "_Counts":
+        arr = lambda v: np.asarray(v, dtype=float).reshape(-1)  # noqa: E731
+        return cls(_cells(arr(d.mark_x), arr(d.mark_k)), _cells(arr(d.pair_x), arr(d.pair_k)),
+                   float(arr(d.type_agree).sum()), float(arr(d.type_pairs).sum()))
+
+    def add(self, other: "_Counts", sign: int = 1) -> "_Counts":
+        def cells(a, b):
+            out = dict(a)
+            for xk, c in b.items():
+                out[xk] = out.get(xk, 0) + sign * c
+            return out
+
+        return _Counts(cells(self.mark, other.mark), cells(self.pair, other.pair), self.agree + sign * other.agree,
+                       self.pairs + sign * other.pairs)
+
+
+def _fit(counts: _Counts, n_types: int, start=None) -> tuple[np.ndarray, dict]:
+    mk = _two_coin_cells(counts.mark, start=None if start is None else start[0])
+    tc = type_channel([counts.agree], [counts.pairs], n_types)
+    pk = _two_coin_cells(counts.pair, start=None if start is None else start[1])
     theta = np.array([mk["s1"], mk["s0"], tc, pk["s1"], pk["s0"]], dtype=float)
     return theta, {"mark": mk, "pair": pk}
 
@@ -203,7 +239,11 @@ def fit_rates(items: Sequence[DocumentItems], n_types: int, *, min_gap: float = 
     A channel is corrected when its rates are identified and their gap is at least ``min_gap``
     (:math:`s_1 - s_0`, :math:`c - e`, :math:`f_1 - f_0`).
     """
-    theta, fits = _fit(items, n_types)
+    per_doc = [_Counts.of(d) for d in items]
+    total = _Counts({}, {}, 0.0, 0.0)
+    for c in per_doc:
+        total = total.add(c)
+    theta, fits = _fit(total, n_types)
     e = (1 - theta[2]) / (n_types - 1) if math.isfinite(theta[2]) else float("nan")
     corrected = {
         "mark": bool(fits["mark"]["identified"] and theta[0] - theta[1] >= min_gap),
@@ -215,7 +255,7 @@ def fit_rates(items: Sequence[DocumentItems], n_types: int, *, min_gap: float = 
     if N >= 2 and any(corrected.values()):
         start = ((fits["mark"]["pi"], theta[0], theta[1]), (fits["pair"]["pi"], theta[3], theta[4]))
         for d in range(N):
-            less, _ = _fit([it for j, it in enumerate(items) if j != d], n_types, start=start)
+            less, _ = _fit(total.add(per_doc[d], -1), n_types, start=start)
             delta[d] = np.where(np.isfinite(less) & np.isfinite(theta), theta - less, 0.0)
     details = {"mark_items": fits["mark"]["items"], "pair_items": fits["pair"]["items"],
                "mark_prevalence": fits["mark"]["pi"], "pair_prevalence": fits["pair"]["pi"]}
