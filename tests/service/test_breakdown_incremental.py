@@ -10,7 +10,7 @@ documents)."""
 from __future__ import annotations
 
 import pytest
-from django.db import connection
+from django.db import connection, transaction
 from django.db.models import F
 from django.test.utils import CaptureQueriesContext
 
@@ -38,14 +38,11 @@ def _numbers(bd: dict) -> dict:
 
 def _from_scratch(corpus, level="instance") -> dict[int, dict]:
     """Every newest breakdown recomputed with every cache forgotten (restored afterwards: the tests go on)."""
-    kept = {s.pk: s.breakdown_id for s in breakdown.newest_scores_of_corpus(corpus, level).values()}
-    top = max(Breakdown.objects.values_list("id", flat=True), default=0)
-    scoring.clear_cache()
-    breakdown.compute_breakdowns(corpus, level, only_missing=False)
-    got = _newest(corpus, level)
-    for pk, bd in kept.items():
-        Score.objects.filter(pk=pk).update(breakdown=bd)
-    Breakdown.objects.filter(id__gt=top).delete()
+    with transaction.atomic():  # rolled back: the stored breakdowns stay
+        scoring.clear_cache()
+        breakdown.compute_breakdowns(corpus, level, only_missing=False)
+        got = _newest(corpus, level)
+        transaction.set_rollback(True)
     return got
 
 
@@ -154,3 +151,13 @@ def test_another_truth_recomputes_the_breakdowns(world):  # noqa: F811
     got = _newest(corpus)
     assert all(got[s]["computed"] != old[s]["computed"] for s in got)
     assert any("RETYPED" in {r["group"] for r in got[s]["entity_type"]} for s in got)
+
+
+def test_recomputing_every_breakdown_deletes_the_rows_no_score_points_to(world):  # noqa: F811
+    corpus, a, b = world
+    assert breakdown.compute_breakdowns(corpus, "instance") == 2
+    old = set(Breakdown.objects.values_list("id", flat=True))
+    before = _newest(corpus)
+    assert breakdown.compute_breakdowns(corpus, "instance", only_missing=False) == 2
+    assert not Breakdown.objects.filter(id__in=old).exists()  # each was its newest score's alone
+    assert {s: _numbers(bd) for s, bd in _newest(corpus).items()} == {s: _numbers(bd) for s, bd in before.items()}

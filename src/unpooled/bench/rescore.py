@@ -435,7 +435,7 @@ def _cleanup(name: str) -> None:
 
     from unpooled.service.annotation.models import Annotator, Answer, Assignment, Label, Task
     from unpooled.service.corpora.models import Corpus
-    from unpooled.service.evaluations.models import Draw, Score
+    from unpooled.service.evaluations.models import Breakdown, Draw, Score
     from unpooled.service.submissions.models import (
         RelationInstance, Submission, SubmissionEntity, SubmissionMention, Team,
     )
@@ -447,7 +447,8 @@ def _cleanup(name: str) -> None:
         ann = set(Answer.objects.filter(task__corpus=corpus).values_list("annotator_id", flat=True))
         subs = Submission.objects.filter(corpus=corpus)
         teams = set(subs.values_list("team_id", flat=True))
-        for model, flt in ((Score, {"submission__corpus": corpus}), (Draw, {"submission__corpus": corpus}),
+        for model, flt in ((Score, {"submission__corpus": corpus}), (Breakdown, {"submission__corpus": corpus}),
+                           (Draw, {"submission__corpus": corpus}),
                            (Label, {"corpus": corpus}), (Answer, {"task__corpus": corpus}),
                            (Assignment, {"task__corpus": corpus}), (RelationInstance, {"submission__corpus": corpus}),
                            (SubmissionMention, {"submission__corpus": corpus}),

@@ -179,7 +179,8 @@ def compute_breakdowns(corpus: Corpus, level: str, *, only_missing: bool = True)
     are those the scores were estimated from (:func:`.scoring.score`, kept in memory: nothing is read again but the
     scores and the truth's types).  A score estimated from the same inputs (the same :attr:`.inputs.Inputs.fp`) and
     estimator as its submission's newest breakdown points to that row (nothing copied, nothing serialised again);
-    ``only_missing=False`` recomputes every one.  Returns the number of scores given a breakdown.
+    ``only_missing=False`` recomputes every one (and deletes the rows no score points to any more).  Returns the
+    number of scores given a breakdown.
     """
     newest = newest_scores_of_corpus(corpus, level)
     todo = {sid: s for sid, s in newest.items() if not only_missing or s.bd_version != VERSION}
@@ -189,7 +190,7 @@ def compute_breakdowns(corpus: Corpus, level: str, *, only_missing: bool = True)
     scored: dict[tuple[str, str], tuple[scoring.Scored, str]] = {}
     shared: dict = {}
     now = timezone.now()
-    done, new = [], {}
+    done, new, replaced = [], {}, {s.breakdown_id for s in todo.values()} - {None}
     for sid, score in todo.items():
         weights, match = parse_estimator(score.estimator)
         if (weights, match) not in scored:
@@ -215,6 +216,7 @@ def compute_breakdowns(corpus: Corpus, level: str, *, only_missing: bool = True)
         for sid, b in new.items():
             todo[sid].breakdown = b
         Score.objects.bulk_update(done, ["breakdown"], batch_size=500)
+        Breakdown.objects.filter(pk__in=replaced, scores__isnull=True).delete()
     return len(done)
 
 
