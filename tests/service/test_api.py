@@ -544,6 +544,31 @@ def test_status_and_scores(client, people, subs):
     assert got["relation"]["id"] == rel.pk and got["relation"]["f1"] is None  # no NaN in JSON
     hist = client.get(f"/api/submissions/{sub.pk}/scores/history?level=instance&limit=1").json()
     assert hist["count"] == 2 and hist["items"][0]["id"] == newest.pk and hist["next"]
+    assert got["instance"]["breakdown"] is None and hist["items"][0]["breakdown"] is None  # none computed yet
+
+
+def test_scores_carry_their_breakdown_without_the_error_analysis(client, people, subs):
+    """A score's breakdown is read from its row (shared by the scores of the same inputs), its ``all`` row the
+    score's own figures; the missed true instances (the team's error analysis) are not in it."""
+    from django.utils import timezone
+
+    from unpooled.service.evaluations.breakdown import VERSION
+    from unpooled.service.evaluations.models import Breakdown
+
+    sub = subs["red_pub"]
+    old, new = score(sub, f1=0.5), score(sub, f1=0.5, labels_new=3)
+    bd = Breakdown.objects.create(submission=sub, level="instance", estimator="joint", inputs="d", version=VERSION,
+                                  computed=timezone.now(), data={
+                                      "relation": [{"group": "P17", "p": 0.25}], "missed": [[None, "d1", 0, 1]],
+                                      "all_counts": {"instances": 7, "n_draws": 5, "n_true": 2}})
+    Score.objects.filter(pk__in=[old.pk, new.pk]).update(breakdown=bd)
+    got = client.get(f"/api/submissions/{sub.pk}/scores").json()["scores"]["instance"]
+    hist = client.get(f"/api/submissions/{sub.pk}/scores/history").json()["items"]
+    assert [h["id"] for h in hist] == [new.pk, old.pk] and hist[0]["breakdown"] == got["breakdown"]
+    for shown, s in ((got, new), (hist[1], old)):
+        b = shown["breakdown"]
+        assert b["relation"] == [{"group": "P17", "p": 0.25}] and "missed" not in b and "missed" not in shown["details"]
+        assert b["score"] == s.pk and (b["all"]["f1"], b["all"]["instances"], b["all"]["n_true"]) == (0.5, 7, 2)
 
 
 def test_leaderboard_respects_visibility(client, people, subs):

@@ -1,7 +1,8 @@
 """The breakdowns after a re-scoring cost what changed: each submission's instances (their predicates, their
-subjects' types) come from the scoring's inputs in memory, never from the database again, and a score estimated from
-the same inputs as the one before takes that one's breakdown over.  The numbers are those computed from scratch
-(the caches forgotten, every breakdown recomputed).
+subjects' types) come from the scoring's inputs in memory, never from the database again; a score estimated from
+the same inputs as its submission's newest breakdown points to that row (nothing copied); and a re-scoring with
+nothing new writes no row at all.  The numbers are those computed from scratch (the caches forgotten, every
+breakdown recomputed).
 
 The world is the submission page's (test_submission_page.py: two submissions, draws at two levels, three exhaustive
 documents)."""
@@ -9,13 +10,14 @@ documents)."""
 from __future__ import annotations
 
 import pytest
-from django.db import connection
+from django.db import connection, transaction
+from django.db.models import F
 from django.test.utils import CaptureQueriesContext
 
 from unpooled.service.annotation.models import Label, Task
 from unpooled.service.evaluations import breakdown, scoring
-from unpooled.service.evaluations.models import Score
-from unpooled.service.evaluations.publish import score_corpus
+from unpooled.service.evaluations.models import Breakdown, Score
+from unpooled.service.evaluations.publish import rescore, score_corpus
 from unpooled.service.submissions.models import RelationInstance, SubmissionEntity
 
 from .test_submission_page import world  # noqa: F401 - the fixture
@@ -36,12 +38,11 @@ def _numbers(bd: dict) -> dict:
 
 def _from_scratch(corpus, level="instance") -> dict[int, dict]:
     """Every newest breakdown recomputed with every cache forgotten (restored afterwards: the tests go on)."""
-    kept = {s.pk: s.details for s in breakdown.newest_scores_of_corpus(corpus, level).values()}
-    scoring.clear_cache()
-    breakdown.compute_breakdowns(corpus, level, only_missing=False)
-    got = _newest(corpus, level)
-    for pk, details in kept.items():
-        Score.objects.filter(pk=pk).update(details=details)
+    with transaction.atomic():  # rolled back: the stored breakdowns stay
+        scoring.clear_cache()
+        breakdown.compute_breakdowns(corpus, level, only_missing=False)
+        got = _newest(corpus, level)
+        transaction.set_rollback(True)
     return got
 
 
@@ -49,28 +50,61 @@ def _tables(queries) -> str:
     return " ".join(q["sql"] for q in queries).lower()
 
 
-def test_a_rescoring_with_nothing_new_takes_the_breakdowns_over(world):  # noqa: F811
+def _stored_sizes() -> tuple[int, int, int]:
+    """The scores, the breakdown rows, and the characters of every breakdown stored (rows' data and scores' details)."""
+    import json
+
+    chars = sum(len(json.dumps(d)) for d in Breakdown.objects.values_list("data", flat=True))
+    chars += sum(len(json.dumps(d)) for d in Score.objects.values_list("details", flat=True))
+    return Score.objects.count(), Breakdown.objects.count(), chars
+
+
+def test_rescorings_with_nothing_new_store_nothing(world):  # noqa: F811
+    """A label batch that changed nothing re-scores every level: no score is written (it would repeat the newest,
+    breakdown included) and no breakdown is copied, however many times; the newest scores and their breakdowns (the
+    pages' cache keys) stay as they were."""
+    corpus, a, b = world
+    rescore(corpus)
+    newest = {lv: {sid: (s.pk, breakdown.stored(s)) for sid, s in breakdown.newest_scores_of_corpus(corpus, lv).items()}
+              for lv in ("instance", "relation")}
+    assert all(bd is not None for by in newest.values() for _, bd in by.values())
+    sizes = _stored_sizes()
+    for _ in range(3):
+        assert len(rescore(corpus)) == 4  # every submission's current score at both levels: the kept ones
+    assert _stored_sizes() == sizes
+    assert {lv: {sid: (s.pk, breakdown.stored(s)) for sid, s in breakdown.newest_scores_of_corpus(corpus, lv).items()}
+            for lv in ("instance", "relation")} == newest
+
+
+def test_a_new_score_from_the_same_inputs_points_to_their_breakdown(world):  # noqa: F811
     corpus, a, b = world
     assert breakdown.compute_breakdowns(corpus, "instance") == 2
-    before = {sid: breakdown.stored(s) for sid, s in breakdown.newest_scores_of_corpus(corpus, "instance").items()}
-    score_corpus(corpus, level="instance")  # nothing new: the same inputs
+    old = breakdown.newest_scores_of_corpus(corpus, "instance")
+    before = _newest(corpus)
+    # the newest scores say other counts than a scoring now would: a new score is written from the same inputs
+    Score.objects.filter(pk__in=[s.pk for s in old.values()]).update(labels_reused=F("labels_reused") + 1)
+    rows = Breakdown.objects.count()
+    score_corpus(corpus, level="instance")
     new = breakdown.newest_scores_of_corpus(corpus, "instance")
-    assert all(breakdown.stored(s) is None for s in new.values())
+    assert all(new[s].pk != old[s].pk and breakdown.stored(new[s]) is None for s in new)
     with CaptureQueriesContext(connection) as q:
         assert breakdown.compute_breakdowns(corpus, "instance") == 2
     sql = _tables(q.captured_queries)
     # nothing is recomputed: neither the submissions' instances nor the truth's tasks (their payloads: the
-    # inputs' fingerprint reads their ids and completion times) are read
+    # inputs' fingerprint reads their ids and completion times) are read, and no breakdown is written
     for model in (RelationInstance, SubmissionEntity):
         assert model._meta.db_table.lower() not in sql, model
     assert f'"{Task._meta.db_table}"."payload"'.lower() not in sql
-    after = _newest(corpus)
-    for sid, bd in after.items():
-        assert bd["score"] == new[sid].pk and before[sid]["score"] != new[sid].pk
+    assert Breakdown.objects.count() == rows
+    after = breakdown.newest_scores_of_corpus(corpus, "instance")
+    assert all(after[s].pk == new[s].pk and after[s].breakdown_id == old[s].breakdown_id for s in new)
+    got = _newest(corpus)
+    for sid, bd in got.items():
+        assert bd["score"] == new[sid].pk and before[sid]["score"] == old[sid].pk
         assert {**bd, "score": None} == {**before[sid], "score": None}
     # and they are the breakdowns computed from scratch
     scratch = _from_scratch(corpus)
-    assert {s: _numbers(bd) for s, bd in scratch.items()} == {s: _numbers(bd) for s, bd in after.items()}
+    assert {s: _numbers(bd) for s, bd in scratch.items()} == {s: _numbers(bd) for s, bd in got.items()}
 
 
 def test_new_labels_recompute_the_breakdowns_from_memory(world):  # noqa: F811
@@ -93,11 +127,10 @@ def test_new_labels_recompute_the_breakdowns_from_memory(world):  # noqa: F811
     assert any(got[s]["relation"] != old[s]["relation"] for s in got), "the labels moved the groups' estimates"
     scratch = _from_scratch(corpus)
     assert {s: _numbers(bd) for s, bd in scratch.items()} == {s: _numbers(bd) for s, bd in got.items()}
-    # a re-score with nothing new after that carries the new ones over
+    # a re-score with nothing new after that keeps the scores and their breakdowns
     score_corpus(corpus, level="instance")
-    assert breakdown.compute_breakdowns(corpus, "instance") == 2
-    again = _newest(corpus)
-    assert all(again[s]["computed"] == got[s]["computed"] for s in got)
+    assert breakdown.compute_breakdowns(corpus, "instance") == 0
+    assert _newest(corpus) == got
 
 
 def test_another_truth_recomputes_the_breakdowns(world):  # noqa: F811
@@ -118,3 +151,13 @@ def test_another_truth_recomputes_the_breakdowns(world):  # noqa: F811
     got = _newest(corpus)
     assert all(got[s]["computed"] != old[s]["computed"] for s in got)
     assert any("RETYPED" in {r["group"] for r in got[s]["entity_type"]} for s in got)
+
+
+def test_recomputing_every_breakdown_deletes_the_rows_no_score_points_to(world):  # noqa: F811
+    corpus, a, b = world
+    assert breakdown.compute_breakdowns(corpus, "instance") == 2
+    old = set(Breakdown.objects.values_list("id", flat=True))
+    before = _newest(corpus)
+    assert breakdown.compute_breakdowns(corpus, "instance", only_missing=False) == 2
+    assert not Breakdown.objects.filter(id__in=old).exists()  # each was its newest score's alone
+    assert {s: _numbers(bd) for s, bd in _newest(corpus).items()} == {s: _numbers(bd) for s, bd in before.items()}

@@ -53,6 +53,10 @@ def published(obj):
     d = model_to_dict(obj)
     for k in ("id", "created"):
         d.pop(k, None)
+    if "breakdown" in d:  # a score's breakdown, as its readers see it (its row's id aside)
+        from unpooled.service.evaluations.breakdown import stored
+
+        d["breakdown"] = {k: v for k, v in (stored(obj) or {}).items() if k != "score"}
     return d
 
 

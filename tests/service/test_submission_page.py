@@ -139,6 +139,15 @@ def make_world(shared_data, tmp_path):
     return corpus, subs["team-a"], subs["team-b"]
 
 
+def _stale(corpus, level="instance"):
+    """The newest scores at ``level`` say other counts than a scoring now would (the same figures): the next scoring
+    writes a new score for each (one with nothing new writes none: it would repeat the newest)."""
+    from django.db.models import F
+
+    Score.objects.filter(pk__in=[s.pk for s in breakdown.newest_scores_of_corpus(corpus, level).values()]).update(
+        labels_reused=F("labels_reused") + 1)
+
+
 def _user(name, *, team=None, staff=False):
     u = get_user_model().objects.create_user(name, password="pw", is_staff=staff)
     if not staff:
@@ -343,17 +352,19 @@ def test_breakdown_is_computed_once_per_score(world, client, monkeypatch, django
         html = client.get(url).content.decode()
     assert "relation-table" in html
     assert client.get(reverse("web:submission", args=[a.pk])).status_code == 200
-    # a new score (re-scoring) gets its own breakdown; the old one is kept with its score
+    # a new score (re-scoring) gets a breakdown (its inputs': the old one's row); the old one keeps it
     monkeypatch.undo()
     from unpooled.service.evaluations.publish import score_corpus
 
     old = Score.objects.filter(submission=a, level="instance").latest("id")
+    _stale(corpus)
     score_corpus(corpus, level="instance")
     new = Score.objects.filter(submission=a, level="instance").latest("id")
     assert new.pk != old.pk and breakdown.stored(new) is None
     assert breakdown.compute_breakdowns(corpus, "instance") == 2
     new.refresh_from_db()
-    assert breakdown.stored(new)["score"] == new.pk
+    assert breakdown.stored(new)["score"] == new.pk and breakdown.stored(old)["score"] == old.pk
+    assert new.breakdown_id == old.breakdown_id
     assert breakdown.compute_breakdowns(corpus, "instance") == 0
 
 
@@ -434,19 +445,27 @@ def test_downloads(world, client):
             assert line["label"] == {"correct": lab.correct, "probability": lab.probability, "method": "majority",
                                      "n_answers": 3}
     assert unlabelled > 0
-    # scores: every Score row with all fields
+    # scores: every Score row with all fields, and its breakdown (computed at one level)
+    breakdown.compute_breakdowns(corpus, "instance")
     got = json.loads(client.get(reverse("web:submission_scores", args=[a.pk, "json"])).content)
     rows = list(Score.objects.filter(submission=a).order_by("id"))
     assert got["submission"] == a.pk and [r["id"] for r in got["scores"]] == [s.pk for s in rows]
-    assert set(got["scores"][0]) == {f.attname for f in Score._meta.concrete_fields}
+    assert set(got["scores"][0]) == {f.attname for f in Score._meta.concrete_fields} - {"breakdown_id"} | {"breakdown"}
     for rec, s in zip(got["scores"], rows):
         assert (rec["level"], rec["p"], rec["r_hi"], rec["f1"], rec["draws"]) == (s.level, s.p, s.r_hi, s.f1, s.draws)
-        assert "missed" not in rec["details"].get("breakdown", {})
+        bd = breakdown.stored(s)
+        # the breakdown (read from its row) but the error analysis, which is the team's
+        assert rec["breakdown"] == (None if bd is None else json.loads(json.dumps(
+            {k: v for k, v in bd.items() if k != "missed"})))
+        assert bd is None or "missed" in bd
+        assert "breakdown" not in rec["details"]
+    assert any(rec["breakdown"] for rec in got["scores"])
     csv_resp = client.get(reverse("web:submission_scores", args=[a.pk, "csv"]))
     assert csv_resp["Content-Type"].startswith("text/csv")
     table = list(csv.DictReader(io.StringIO(csv_resp.content.decode())))
     assert len(table) == len(rows) and float(table[0]["p"]) == pytest.approx(rows[0].p)
     assert json.loads(table[0]["details"])["raw"]["p"] == pytest.approx(rows[0].details["raw"]["p"])
+    assert [json.loads(r["breakdown"]) for r in table] == [r["breakdown"] for r in got["scores"]]
     assert client.get(reverse("web:submission_scores", args=[a.pk, "xml"])).status_code == 404
 
 
@@ -544,6 +563,9 @@ def test_page_is_cached_until_what_it_shows_changes(world, client, monkeypatch, 
     assert 'id="errors"' in team and 'id="missed"' in team
     client.logout()
     assert client.get(url).content.decode() == first, "the team's view is cached apart from the public one"
+    score_corpus(corpus, level="instance")  # nothing new: no new score, the page stays
+    assert client.get(url).content.decode() == first
+    _stale(corpus)
     score_corpus(corpus, level="instance")
     new = Score.objects.filter(submission=a, level="instance").latest("id")
     Score.objects.filter(pk=new.pk).update(p=0.123456)
@@ -603,6 +625,9 @@ def test_headline_says_when_and_from_what_the_score_changed(world, client):
     url = reverse("web:submission", args=[a.pk])
     first = Score.objects.filter(submission=a, level="instance").latest("id")
     assert score_change(first) is None and 'id="score-change"' not in client.get(url).content.decode()
+    score_corpus(corpus, level="instance")  # nothing new: the newest score stands (a new one would repeat it)
+    assert Score.objects.filter(submission=a, level="instance").latest("id").pk == first.pk
+    _stale(corpus)  # a new score with the same figures (other counts)
     score_corpus(corpus, level="instance")
     same = Score.objects.filter(submission=a, level="instance").latest("id")
     assert same.pk != first.pk and score_change(same) is None

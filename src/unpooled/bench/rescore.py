@@ -336,13 +336,16 @@ def child(cfg: dict) -> None:
         def timed() -> dict:
             """One re-scoring as a label batch runs it (``publish.rescore``: the scores, their breakdowns and the
             entity scores): wall and CPU seconds, and its parts (scoring.score's, then the rest)."""
+            size0 = _table_bytes()
             t0, c0 = time.perf_counter(), time.process_time()
             parts: dict[str, float] = {}
             got = rescore(corpus, timings=parts)
             wall, cpu = time.perf_counter() - t0, time.process_time() - c0
             assert len(got) == len(Submission.objects.filter(corpus=corpus))
             inc = sum(v for k, v in parts.items() if k not in ("store", "breakdowns", "entities"))
-            return {"seconds": wall, "cpu": cpu, "scoring": inc, "parts": parts}
+            size1 = _table_bytes()
+            grown = {t: size1[t] - size0.get(t, 0) for t in size1 if size1[t] != size0.get(t, 0)}
+            return {"seconds": wall, "cpu": cpu, "scoring": inc, "parts": parts, "grown": grown}
 
         t0 = time.perf_counter()
         ref = scoring.from_scratch(corpus)
@@ -386,7 +389,8 @@ def child(cfg: dict) -> None:
 
         def rounded(b: dict) -> dict:
             return {"seconds": round(b["seconds"], 3), "cpu_seconds": round(b["cpu"], 3),
-                    "scoring_seconds": round(b["scoring"], 3), "parts": {k: round(v, 3) for k, v in b["parts"].items()}}
+                    "scoring_seconds": round(b["scoring"], 3), "parts": {k: round(v, 3) for k, v in b["parts"].items()},
+                    "grown_bytes": b["grown"]}
 
         result = {
             "database": connection.vendor, "systems": m, "instances_per_system": n, "instances": n_instances,
@@ -408,13 +412,30 @@ def child(cfg: dict) -> None:
             _cleanup(name)
 
 
+def _table_bytes() -> dict[str, int]:
+    """The bytes each table of the evaluations app takes (its rows and its indexes) in the database: SQLite's
+    ``dbstat`` pages, PostgreSQL's ``pg_total_relation_size`` (dead rows too, until a vacuum)."""
+    from django.apps import apps
+    from django.db import connection
+
+    tables = [m._meta.db_table for m in apps.get_app_config("evaluations").get_models()]
+    with connection.cursor() as cur:
+        if connection.vendor == "postgresql":
+            cur.execute("SELECT t, pg_total_relation_size(t::regclass) FROM unnest(%s::text[]) AS t", [tables])
+        else:
+            marks = ",".join("?" * len(tables)).replace("?", "%s")
+            cur.execute("SELECT m.tbl_name, SUM(d.pgsize) FROM dbstat d JOIN sqlite_master m ON m.name = d.name "
+                        f"WHERE m.tbl_name IN ({marks}) GROUP BY m.tbl_name", tables)
+        return {t: int(n or 0) for t, n in cur.fetchall()}
+
+
 def _cleanup(name: str) -> None:
     """Remove the benchmark's corpus and everything under it (a shared database stays as it was)."""
     from django.db import transaction
 
     from unpooled.service.annotation.models import Annotator, Answer, Assignment, Label, Task
     from unpooled.service.corpora.models import Corpus
-    from unpooled.service.evaluations.models import Draw, Score
+    from unpooled.service.evaluations.models import Breakdown, Draw, Score
     from unpooled.service.submissions.models import (
         RelationInstance, Submission, SubmissionEntity, SubmissionMention, Team,
     )
@@ -426,7 +447,8 @@ def _cleanup(name: str) -> None:
         ann = set(Answer.objects.filter(task__corpus=corpus).values_list("annotator_id", flat=True))
         subs = Submission.objects.filter(corpus=corpus)
         teams = set(subs.values_list("team_id", flat=True))
-        for model, flt in ((Score, {"submission__corpus": corpus}), (Draw, {"submission__corpus": corpus}),
+        for model, flt in ((Score, {"submission__corpus": corpus}), (Breakdown, {"submission__corpus": corpus}),
+                           (Draw, {"submission__corpus": corpus}),
                            (Label, {"corpus": corpus}), (Answer, {"task__corpus": corpus}),
                            (Assignment, {"task__corpus": corpus}), (RelationInstance, {"submission__corpus": corpus}),
                            (SubmissionMention, {"submission__corpus": corpus}),
@@ -463,7 +485,7 @@ def run(systems: int, instances: int, labels: int, *, draws: int = 150, document
               f"{got['rescore_seconds']:.3f} s, median of "
               f"{got['repeats']} (scoring.score {got['rescore_scoring_seconds']:.3f} s; CPU of this process "
               f"{got['rescore_cpu_seconds']:.3f} s)\n"
-              f"    median batch: {_parts(b['parts'])}\n"
+              f"    median batch: {_line(b)}\n"
               f"  after new draws of one system              {_line(got['after_new_draws'])}\n"
               f"  after a new submission                     {_line(got['after_new_submission'])}\n"
               f"  largest difference to from scratch         {got['max_abs_difference']:.2e}")
@@ -475,7 +497,12 @@ def _parts(parts: dict) -> str:
 
 
 def _line(b: dict) -> str:
-    return f"{b['seconds']:.3f} s (scoring.score {b['scoring_seconds']:.3f} s: {_parts(b['parts'])})"
+    return (f"{b['seconds']:.3f} s, CPU {b['cpu_seconds']:.3f} s (scoring.score {b['scoring_seconds']:.3f} s: "
+            f"{_parts(b['parts'])}); tables grew {_grown(b['grown_bytes'])}")
+
+
+def _grown(grown: dict) -> str:
+    return ", ".join(f"{t} {n / 1024:+,.0f} KiB" for t, n in sorted(grown.items())) or "0"
 
 
 if __name__ == "__main__":

@@ -204,12 +204,22 @@ EntityMetric = Literal["mention_p", "mention_r", "mention_f1", "typing", "link_p
                        "nil_b3_r", "nil_b3_f1"]
 
 
-def _score(s: Score, frozen=None) -> dict:
+def _score(s: Score, frozen=None, breakdown: dict | None = None) -> dict:
     out = _finite({k: getattr(s, k) for k in (
         "id", "level", "estimator", "p", "p_lo", "p_hi", "r", "r_lo", "r_hi", "f1", "f1_lo", "f1_hi", "draws",
         "labels_new", "labels_reused", "exhaustive_documents", "recall_protocol", "details", "created")})
     out["frozen"] = frozen if frozen is not None else getattr(s, "frozen", None)
+    out["breakdown"] = _finite(breakdown)
     return out
+
+
+def _scores(scores: list[Score]) -> list[dict]:
+    """:func:`_score` of each of ``scores`` with its breakdown as whoever may see the submission sees it (the error
+    analysis left out: :func:`unpooled.service.evaluations.breakdown.public`), the breakdowns read in one query."""
+    from unpooled.service.evaluations.breakdown import public, stored_of
+
+    bds = stored_of(scores)
+    return [_score(s, breakdown=public(bds[s.pk])) for s in scores]
 
 
 @router.get("/corpora/{name}/leaderboard", response={200: LeaderboardOut, **errors(400, 401, 404)}, auth=OPTIONAL,
@@ -553,8 +563,9 @@ def submission_scores(request, pk: int):
     from unpooled.service.evaluations.status import newest_scores
 
     sub = _submission(request, pk)
+    newest = sorted(newest_scores(sub).items())
     return {"submission": sub.pk, "status": sub.status,
-            "scores": {lv: _score(s) for lv, s in sorted(newest_scores(sub).items())}}
+            "scores": dict(zip([lv for lv, _ in newest], _scores([s for _, s in newest])))}
 
 
 def _entity(es) -> dict:
@@ -600,7 +611,7 @@ def submission_score_history(request, pk: int, level: Level | None = None, limit
     qs = Score.objects.filter(submission=sub).order_by("-id")
     if level:
         qs = qs.filter(level=level)
-    return _page(request, qs, limit, offset, _score)
+    return _page(request, qs, limit, offset, items=_scores(list(qs[offset:offset + limit])))
 
 
 @router.get("/submissions/{int:pk}/labels", response={200: SamplePage, **errors(400, 401, 403, 404)},

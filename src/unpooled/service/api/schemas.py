@@ -225,6 +225,9 @@ class ScoreOut(Schema):
                                 "two arguments share a sentence) or document (document-level: every fact between two "
                                 "entity clusters of a document)")
     details: dict[str, Any]
+    breakdown: dict[str, Any] | None = Field(None, description="the score by relation and by subject entity type "
+                                                               "(its error analysis left out); null on leaderboard "
+                                                               "rows and while it is being computed")
     created: datetime
     frozen: datetime | None = Field(None, description="when this score was frozen (its evaluation period closed): "
                                                       "later labels do not move it; null while it may move")

@@ -21,14 +21,15 @@ the breakdown belongs to (the joint estimate of :func:`unpooled.core.estimators.
 recomputed with the groups' estimator, whose recall uses the exhaustive documents alone
 (the module documentation of :mod:`unpooled.core.estimators.breakdown`).
 
-The breakdown is computed once per new score and stored in ``Score.details['breakdown']``
-(with the submission's *missed* true instances), so that the page only reads it.
+The breakdown is computed once per new score and stored once, in a :class:`~.models.Breakdown` row (with the
+submission's *missed* true instances) the score points to (``Score.breakdown``), so that the page only reads it.
 :func:`compute_breakdowns` fills it for every newest score of a corpus at a level in one
 pass (one design for all submissions); call it after re-scoring, or let the page call
 :func:`ensure_breakdowns` on a miss (one process at a time per corpus and level).  It reads no submission's
 instances: their predicates and subjects' types are the scoring's inputs' (:class:`.inputs.Groups`, kept with the
-pool); and a new score estimated from the same inputs as the one before it (``inputs``: the digest of their
-fingerprint; a re-scoring with nothing new) takes that one's breakdown over.
+pool); and a new score estimated from the same inputs as the submission's newest breakdown (``inputs``: the digest
+of their fingerprint) points to that row: nothing is copied.  :func:`stored` reads a score's breakdown, the one
+place every reader (the page, the downloads, the API) reads it from.
 
 **Error analysis** (for the submitting team and organisers): the drawn instances whose
 current label (the aggregation the scores use) says wrong, and the true instances of the
@@ -43,7 +44,8 @@ from dataclasses import dataclass
 
 import numpy as np
 from django.core.cache import cache
-from django.db.models import Max, OuterRef, Subquery
+from django.db import transaction
+from django.db.models import F, Max, OuterRef, Subquery
 from django.utils import timezone
 
 from unpooled.core.estimators import subset_scores
@@ -53,7 +55,7 @@ from unpooled.service.submissions.models import RelationInstance, Submission
 
 from . import inputs, scoring
 from .inputs import system_name
-from .models import Draw, Score
+from .models import Breakdown, Draw, Score
 from .policy import CONFIDENCE
 
 #: bump when the stored shape changes: older breakdowns are recomputed
@@ -76,20 +78,42 @@ def parse_estimator(name: str) -> tuple[str, str]:
 
 
 def newest_scores_of_corpus(corpus: Corpus, level: str) -> dict[int, Score]:
-    """The newest score of every submission of the corpus at ``level`` (submission id -> Score)."""
+    """The newest score of every submission of the corpus at ``level`` (submission id -> Score), each with the
+    version of its breakdown (``bd_version``; None without one)."""
     newest = Score.objects.select_related("submission__team").filter(
         submission__corpus=corpus, level=level,
         id=Subquery(Score.objects.filter(submission=OuterRef("submission"), level=level).order_by("-id")
-                    .values("id")[:1])).defer("paired")  # m covariances per metric each: not needed here
-    return {s.submission_id: s for s in newest}
+                    .values("id")[:1])).defer("paired", "details").annotate(bd_version=F("breakdown__version"))
+    return {s.submission_id: s for s in newest}  # (paired: m covariances per metric each; neither is needed here)
 
 
 def stored(score: Score | None) -> dict | None:
-    """The breakdown stored with ``score``, or None (none yet, or of an older shape)."""
-    if score is None:
+    """The breakdown of ``score``, or None (none yet, or of an older shape): its row's tables and missed instances,
+    what they were computed from, and the ``all`` row, the score's own figures (:func:`headline_row`)."""
+    if score is None or score.breakdown_id is None:
         return None
-    bd = (score.details or {}).get("breakdown")
-    return bd if isinstance(bd, dict) and bd.get("version") == VERSION else None
+    return _view(score.breakdown, score)
+
+
+def _view(b: Breakdown, score: Score) -> dict | None:
+    if b.version != VERSION:
+        return None
+    data = dict(b.data)
+    counts = data.pop("all_counts")
+    return {**data, "version": b.version, "estimator": b.estimator, "level": b.level, "inputs": b.inputs,
+            "computed": b.computed.isoformat(), "score": score.pk, "all": headline_row(score, **counts)}
+
+
+def stored_of(scores: list[Score]) -> dict[int, dict | None]:
+    """:func:`stored` of each of ``scores`` (score id -> breakdown or None), each breakdown row read once."""
+    rows = Breakdown.objects.in_bulk({s.breakdown_id for s in scores if s.breakdown_id is not None})
+    return {s.pk: _view(rows[s.breakdown_id], s) if s.breakdown_id in rows else None for s in scores}
+
+
+def public(bd: dict | None) -> dict | None:
+    """A breakdown as whoever may see the submission sees it: the error analysis (``missed``, the submission's
+    team's and the organisers') left out."""
+    return None if bd is None else {k: v for k, v in bd.items() if k != "missed"}
 
 
 def truth_types(corpus: Corpus) -> dict[str, tuple[str, str]]:
@@ -153,20 +177,20 @@ def compute_breakdowns(corpus: Corpus, level: str, *, only_missing: bool = True)
 
     The design, the crowd's votes, the truth and each submission's instances (their predicates and subjects' types)
     are those the scores were estimated from (:func:`.scoring.score`, kept in memory: nothing is read again but the
-    scores and the truth's types).  A score estimated from the same inputs as the previous score of its submission
-    (the same :attr:`.inputs.Inputs.fp`: a re-scoring with nothing new) takes that score's breakdown over, its
-    ``all`` row from the new score; ``only_missing=False`` recomputes every one.  Returns the number of scores
-    updated.
+    scores and the truth's types).  A score estimated from the same inputs (the same :attr:`.inputs.Inputs.fp`) and
+    estimator as its submission's newest breakdown points to that row (nothing copied, nothing serialised again);
+    ``only_missing=False`` recomputes every one (and deletes the rows no score points to any more).  Returns the
+    number of scores given a breakdown.
     """
     newest = newest_scores_of_corpus(corpus, level)
-    todo = {sid: s for sid, s in newest.items() if not only_missing or stored(s) is None}
+    todo = {sid: s for sid, s in newest.items() if not only_missing or s.bd_version != VERSION}
     if not todo:
         return 0
     previous = _previous_breakdowns(todo, level) if only_missing else {}
     scored: dict[tuple[str, str], tuple[scoring.Scored, str]] = {}
     shared: dict = {}
-    now = timezone.now().isoformat()
-    done = []
+    now = timezone.now()
+    done, new, replaced = [], {}, {s.breakdown_id for s in todo.values()} - {None}
     for sid, score in todo.items():
         weights, match = parse_estimator(score.estimator)
         if (weights, match) not in scored:
@@ -176,37 +200,38 @@ def compute_breakdowns(corpus: Corpus, level: str, *, only_missing: bool = True)
         if got.result is None or system_name(score.submission) not in got.by_name:
             continue
         prev = previous.get(sid)
-        if prev is not None and prev.get("inputs") == fp and prev.get("estimator") == score.estimator:
-            a = prev["all"]
-            bd = {**prev, "score": score.pk, "all": headline_row(score, a["instances"], a["n_draws"], a["n_true"])}
+        if prev is not None and prev.inputs == fp and prev.estimator == score.estimator:
+            score.breakdown_id = prev.pk  # the same row
         else:
             if "ttypes" not in shared:
                 shared["ttypes"] = truth_types(corpus)
             if (weights, match) not in shared:
                 shared[(weights, match)] = _scored_design(corpus, got, shared["ttypes"])
-            bd = _breakdown(score, shared[(weights, match)], shared["ttypes"], corpus.schema.schema())
-            bd.update({"level": level, "computed": now, "inputs": fp})
-        score.details = {**(score.details or {}), "breakdown": bd}
+            new[sid] = Breakdown(submission_id=sid, level=level, estimator=score.estimator, inputs=fp,
+                                 version=VERSION, computed=now, data=_breakdown(
+                                     score, shared[(weights, match)], shared["ttypes"], corpus.schema.schema()))
         done.append(score)
-    Score.objects.bulk_update(done, ["details"], batch_size=50)
+    with transaction.atomic():
+        Breakdown.objects.bulk_create(list(new.values()), batch_size=50)
+        for sid, b in new.items():
+            todo[sid].breakdown = b
+        Score.objects.bulk_update(done, ["breakdown"], batch_size=500)
+        Breakdown.objects.filter(pk__in=replaced, scores__isnull=True).delete()
     return len(done)
 
 
-def _previous_breakdowns(todo: dict[int, Score], level: str) -> dict[int, dict]:
-    """The stored breakdown of the score before each of ``todo`` (submission id -> breakdown; none: left out)."""
-    before = (Score.objects.filter(submission_id__in=list(todo), level=level)
-              .exclude(pk__in=[s.pk for s in todo.values()]).values("submission_id").annotate(m=Max("id"))
-              .values("m"))
-    out = {}
-    for sid, bd in Score.objects.filter(pk__in=Subquery(before)).values_list("submission_id", "details__breakdown"):
-        bd = stored(Score(details={"breakdown": bd}))
-        if bd is not None:
-            out[sid] = bd
-    return out
+def _previous_breakdowns(todo: dict[int, Score], level: str) -> dict[int, Breakdown]:
+    """The newest breakdown (of this version) of each submission of ``todo`` at ``level``: what it was computed from,
+    not its data (submission id -> Breakdown; none: left out)."""
+    newest = (Breakdown.objects.filter(submission_id__in=list(todo), level=level, version=VERSION).order_by()
+              .values("submission_id").annotate(m=Max("id")).values("m"))
+    return {b.submission_id: b for b in Breakdown.objects.filter(id__in=Subquery(newest))
+            .only("id", "submission_id", "inputs", "estimator")}
 
 
 def _breakdown(score: Score, got: dict, ttypes: dict, schema) -> dict:
-    """The breakdown of ``score`` on the shared design ``got`` (:func:`_scored_design`)."""
+    """The breakdown of ``score`` on the shared design ``got`` (:func:`_scored_design`): what
+    :attr:`.models.Breakdown.data` holds (the ``all`` row's counts; its figures are the score's)."""
     design, W, crowd, truth = got["design"], got["W"], got["votes"], got["truth"]
     preds, groups = got["preds"], got["groups"]
     i = got["index_of"][system_name(score.submission)]
@@ -241,10 +266,10 @@ def _breakdown(score: Score, got: dict, ttypes: dict, schema) -> dict:
         return rel.description if rel is not None else ""
 
     return {
-        "version": VERSION, "estimator": score.estimator, "method": rel.method, "confidence": CONFIDENCE,
-        "score": score.pk, "labelled_draws": int(len(design.xs)), "own_draws": int(design.n[i]),
+        "method": rel.method, "confidence": CONFIDENCE,
+        "labelled_draws": int(len(design.xs)), "own_draws": int(design.n[i]),
         "exhaustive_instances": int(design.n0), "exhaustive_documents": got["docs"],
-        "all": headline_row(score, len(xs), int(rel.n_draws.sum()), int(len(truth))),
+        "all_counts": {"instances": len(xs), "n_draws": int(rel.n_draws.sum()), "n_true": int(len(truth))},
         "relation": [_clip(r) for r in _table(rel, preds, counts_rel, describe)],
         "entity_type": [_clip(r) for r in _table(typ, types, counts_type)],
         "missed": missed, "missed_total": int(len(missed_idx)), "truth_total": int(len(truth)),
@@ -489,25 +514,24 @@ def sample_lines(sub: Submission):
                                                   "method": lab.method, "n_answers": lab.n_answers}}
 
 
-SCORE_FIELDS = tuple(f.attname for f in Score._meta.concrete_fields)
+#: a score record's fields (:func:`score_records`): the score's, its breakdown in place of the breakdown's id
+SCORE_FIELDS = tuple(f.name if f.name == "breakdown" else f.attname for f in Score._meta.concrete_fields)
 
 
 def score_records(sub: Submission) -> list[dict]:
-    """Every score of the submission (oldest first) with all its fields.
+    """Every score of the submission (oldest first) with all its fields and its breakdown (:func:`stored`).
 
-    The stored error analysis (``details.breakdown.missed``) is left out: the scores are for
+    The stored error analysis (the breakdown's ``missed``) is left out (:func:`public`): the scores are for
     whoever may see the submission, the error analysis only for its team and the organisers.
     """
     out = []
-    for s in Score.objects.filter(submission=sub).order_by("id"):
+    scores = list(Score.objects.filter(submission=sub).order_by("id"))
+    bds = stored_of(scores)
+    for s in scores:
         rec = {}
         for f in SCORE_FIELDS:
-            v = getattr(s, f)
-            if f == "details":
-                v = dict(v or {})
-                if isinstance(v.get("breakdown"), dict):
-                    v["breakdown"] = {k: x for k, x in v["breakdown"].items() if k != "missed"}
-            elif hasattr(v, "isoformat"):
+            v = public(bds[s.pk]) if f == "breakdown" else getattr(s, f)
+            if hasattr(v, "isoformat"):
                 v = v.isoformat()
             elif isinstance(v, float) and math.isnan(v):
                 v = None
@@ -518,5 +542,5 @@ def score_records(sub: Submission) -> list[dict]:
 
 __all__ = ["CONFIDENCE", "MISSED_CAP", "SCORE_FIELDS", "SampleErrors", "SampleLabel", "Segment", "UNTYPED", "VERSION",
            "compute_breakdowns", "context_windows", "current_sample_labels", "ensure_breakdowns", "error_rows",
-           "headline_row", "highlight", "missed_rows", "newest_scores_of_corpus", "parse_estimator", "sample_errors",
-           "sample_lines", "score_records", "stored", "truth_types"]
+           "headline_row", "highlight", "missed_rows", "newest_scores_of_corpus", "parse_estimator", "public",
+           "sample_errors", "sample_lines", "score_records", "stored", "stored_of", "truth_types"]

@@ -26,6 +26,26 @@ class Draw(models.Model):
         constraints = [models.UniqueConstraint(fields=["submission", "level", "seq"], name="draw_unique_seq")]
 
 
+class Breakdown(models.Model):
+    """A submission's score at a level broken down by relation and by subject entity type, with its missed true
+    instances (:mod:`.breakdown`): computed once from the scoring's inputs (``inputs``: the digest of their
+    fingerprint, :func:`.inputs.digest`) and stored once; every score estimated from the same inputs with the same
+    ``estimator`` points to this row (:attr:`Score.breakdown`).  ``data`` holds the tables and the missed instances;
+    the ``all`` row is the score's own figures (:func:`.breakdown.stored` puts them in), so a row never copies one."""
+
+    submission = models.ForeignKey(Submission, on_delete=models.CASCADE, related_name="breakdowns")
+    level = models.CharField(max_length=20)
+    estimator = models.CharField(max_length=40)
+    inputs = models.CharField(max_length=64, blank=True)
+    #: the shape of ``data`` (:data:`.breakdown.VERSION`): a row of another version is computed again
+    version = models.PositiveSmallIntegerField()
+    computed = models.DateTimeField()
+    data = models.JSONField(default=dict)
+
+    class Meta:
+        indexes = [models.Index(fields=["submission", "level", "id"], name="breakdown_sub_level")]
+
+
 class Score(models.Model):
     """Estimated precision, recall and F1 of a submission with their intervals, and how they were obtained."""
 
@@ -48,6 +68,8 @@ class Score(models.Model):
     #: the recall protocol recall and F1 follow (:data:`unpooled.core.names.RECALL_PROTOCOLS`)
     recall_protocol = models.CharField(max_length=20, default="sentence")
     details = models.JSONField(default=dict)
+    #: its breakdown (:mod:`.breakdown`), shared with the scores of the submission estimated from the same inputs
+    breakdown = models.ForeignKey(Breakdown, null=True, blank=True, on_delete=models.SET_NULL, related_name="scores")
     #: the covariances with the submissions scored with it (:func:`.publish.paired_details`): names other
     #: submissions, private ones too, so it is never shown as is (the leaderboard reads the visible pairs)
     paired = models.JSONField(default=dict, blank=True)

@@ -1,6 +1,7 @@
 """Publish: score every submission of a corpus jointly (:mod:`.scoring`, the core's estimate) and store the
-results: one :class:`~.models.Score` per submission and level, then the breakdowns, the entity scores, the truth
-beside each score where the corpus has a gold layer, and the human reference's own score.
+results: one :class:`~.models.Score` per submission and level (none where it would repeat the newest), then the
+breakdowns, the entity scores, the truth beside each score where the corpus has a gold layer, and the human
+reference's own score.
 
 The estimates are those of the core's ``score`` on :func:`~.inputs.offline_data` with the crowd's answers (the
 from-scratch path), computed incrementally by :mod:`.scoring`; nothing here computes an estimate.
@@ -8,15 +9,16 @@ from-scratch path), computed incrementally by :mod:`.scoring`; nothing here comp
 
 from __future__ import annotations
 
-import logging
 import hashlib
+import json
+import logging
 import math
 from time import perf_counter
 
 import numpy as np
 
 from django.db import transaction
-from django.db.models import Count, Exists, OuterRef, Q
+from django.db.models import Count, Exists, F, Max, OuterRef, Q
 
 from unpooled.core.estimators.anytime import design_intervals
 from unpooled.service.annotation.models import Kind, Label, TaskRequest
@@ -24,8 +26,8 @@ from unpooled.service.corpora.models import Corpus
 from unpooled.service.locks import exclusive
 from unpooled.service.submissions.models import Submission
 
-from . import reference, scoring
-from .breakdown import compute_breakdowns
+from . import inputs, reference, scoring
+from .breakdown import VERSION, compute_breakdowns
 from .confidences import ppi_details
 from .entities import compute as compute_entities
 from .models import Draw, Score
@@ -68,7 +70,8 @@ def label_provenance(corpus: Corpus, level: str) -> dict[int, dict[str, int]]:
 
 def score_corpus(corpus: Corpus, *, level: str = "instance", match: str = "overlap",
                  weights: str = "balance") -> list[Score]:
-    """Score every submission of the corpus jointly with all labels so far; store one Score each.
+    """Score every submission of the corpus jointly with all labels so far; store one Score each, unless it would
+    repeat the submission's newest one (:func:`_unchanged`: that one is returned instead).
 
     The estimates are :func:`offline_data` + the core's ``score`` with the crowd's answers (the from-scratch
     path), computed incrementally: :mod:`.scoring` keeps the label-free parts in memory and re-reads only what
@@ -111,14 +114,43 @@ def score_corpus(corpus: Corpus, *, level: str = "instance", match: str = "overl
     # take part in the others' joint estimates above, but no new score of its own is written
     frozen = frozen_levels(corpus)
     out = [s for s in out if (s.submission.pk, level) not in frozen]
+    kept = _unchanged(out, level, inputs.digest(got.fp))
     with transaction.atomic():
-        made = Score.objects.bulk_create(out)
+        made = Score.objects.bulk_create([s for s in out if s.submission_id not in kept])
         # the leaderboard reads a submission's newest score's covariances only: the superseded ones drop theirs (the
         # history of scores would otherwise keep an m x m table for every scoring)
         Score.objects.filter(submission_id__in=[s.submission_id for s in made], level=level,
                              paired__has_key="batch").exclude(pk__in=[s.pk for s in made]).update(paired={})
         freeze_pending(corpus)  # published submissions of a closed period not frozen yet
-    return made
+    for s in out:
+        if s.submission_id in kept:
+            kept[s.submission_id].submission = s.submission
+    return [kept.get(s.submission_id, s) for s in out]
+
+
+#: what a score is beside its figures (``details`` but the truth, which :mod:`.truth` puts beside them afterwards)
+RECORD = ("estimator", "recall_protocol", "draws", "labels_new", "labels_reused", "exhaustive_documents")
+
+
+def _unchanged(scores: list[Score], level: str, fp: str) -> dict[int, Score]:
+    """The newest score of each submission of ``scores`` (unsaved) that the new one would repeat (submission id ->
+    Score): the same figures, counts, details and covariances, and a breakdown computed from the same inputs (``fp``:
+    the digest of their fingerprint) with the same estimator, so the breakdown too would be the same.  A re-scoring
+    with nothing new therefore writes no row: what a score's history shows (:func:`.status.score_change`: when the
+    figures changed and what they were) reads the same, and the pages' cached renders stay valid."""
+    newest = (Score.objects.filter(submission_id__in=[s.submission_id for s in scores], level=level).order_by()
+              .values("submission_id").annotate(m=Max("id")).values("m"))
+    old = {s.submission_id: s for s in Score.objects.filter(
+        id__in=newest, breakdown__inputs=fp, breakdown__version=VERSION, breakdown__estimator=F("estimator"))}
+    out = {}
+    for s in scores:
+        o = old.get(s.submission_id)
+        if o is None or any(getattr(o, k) != getattr(s, k) for k in BOUNDS + RECORD) or o.paired != s.paired:
+            continue
+        details = {k: v for k, v in o.details.items() if k != "truth"}
+        if details == json.loads(json.dumps(s.details)):
+            out[s.submission_id] = o
+    return out
 
 
 def _batch(level: str, pks: list[int], sc) -> str:
@@ -245,7 +277,8 @@ def breakdowns(corpus: Corpus, level: str) -> None:
 def rescore_all(corpus: Corpus) -> int:
     """Re-score every submission of the corpus, and the human reference; one re-scoring at a time per corpus
     (a later one reads the labels the earlier one wrote its scores from, or newer: the newest score is never
-    computed from older labels than the one before it).  Returns the number of scores written."""
+    computed from older labels than the one before it).  Returns the number of scores (written, or kept where a new
+    one would have repeated them)."""
     with exclusive("rescore", corpus.pk):
         scores = rescore(corpus) if Draw.objects.filter(submission__corpus=corpus,
                                                         submission__is_reference=False).exists() else []

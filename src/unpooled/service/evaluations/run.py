@@ -13,6 +13,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
+from django.db.models import Max
 from django.utils import timezone
 
 from unpooled.core.errors import InvalidInputError, check_choice
@@ -139,6 +140,7 @@ class Rounds:
         self.priority = timezone.now()  # one batch: its tasks queue in the order they are made, not the uploads'
         self.exchanges = rounds * (ANSWER_ROUNDS + 1) + 1
         self.scores: list[Score] = []
+        self.made: list[int] = []  # the ids of the scores written by this run's last scoring
         self.rounds = self._answer_rounds = 0
         self.stale = True  # something was asked since the last scoring
 
@@ -166,8 +168,11 @@ class Rounds:
         return bool(grow)
 
     def score(self) -> None:
-        Score.objects.filter(pk__in=[s.pk for s in self.scores]).delete()  # superseded within this run
+        # superseded within this run; a score from before it that the scoring kept (it would have repeated it) stays
+        Score.objects.filter(pk__in=self.made).delete()
+        top = Score.objects.aggregate(m=Max("id"))["m"] or 0
         self.scores = score_corpus(self.corpus, level=self.level)
+        self.made = [s.pk for s in self.scores if s.pk > top]
         self.rounds += 1
         self.stale = False
 

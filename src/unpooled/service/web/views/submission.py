@@ -287,7 +287,7 @@ def _render_content(request, sub: Submission, manage: bool, level: str | None) -
     if score is not None and bd is None:
         try:
             if breakdown.ensure_breakdowns(sub.corpus, level):
-                score.refresh_from_db(fields=["details"])
+                score.refresh_from_db(fields=["breakdown"])
                 bd = breakdown.stored(score)
                 bd_state = "ready" if bd else "missing"
             else:
@@ -416,7 +416,8 @@ def submission_scores(request, pk: int, fmt: str):
         w = csv.writer(buf)
         w.writerow(SCORE_FIELDS)
         for r in recs:
-            w.writerow([json.dumps(r[f], ensure_ascii=False) if f == "details" else ("" if r[f] is None else r[f])
+            w.writerow([json.dumps(r[f], ensure_ascii=False) if f in ("details", "breakdown")
+                        else ("" if r[f] is None else r[f])
                         for f in SCORE_FIELDS])
         resp = HttpResponse(buf.getvalue(), content_type="text/csv; charset=utf-8")
     resp["Content-Disposition"] = f'attachment; filename="submission-{sub.pk}-scores.{fmt}"'
