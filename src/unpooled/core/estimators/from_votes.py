@@ -138,11 +138,13 @@ def _registration(d) -> np.ndarray:
     return np.argsort(-d.units.first, kind="stable")
 
 
-def _design_rows(d, t, fit: _Fit, rows, terms, parts, gs, dP, dRt, simple: bool, order) -> tuple[dict, dict]:
+def _design_rows(d, t, fit: _Fit, rows, terms, parts, gs, dP, dRt, simple: bool, order, theta=None
+                 ) -> tuple[dict, dict]:
     r"""The strata variances and the influence rows (unit totals, :func:`_unit_totals`) of precision, of
     :math:`\nu` and of F1's draws' part (:math:`\partial_P F\,u^P + \partial_R F\,\theta\,u^\nu`, ``dP`` and
     ``dRt``) for the targets ``rows``, from :func:`_influence` of their terms' one-draw values ``terms``
-    (``C``, ``A``, ``B``, their columns the units ``order``)."""
+    (``C``, ``A``, ``B``, their columns the units ``order``); with ``theta``, also recall's draws' part
+    :math:`\theta\,u^\nu` (``r``, its rows only)."""
     from .joint import strata_var
 
     C, A, B = terms
@@ -161,7 +163,10 @@ def _design_rows(d, t, fit: _Fit, rows, terms, parts, gs, dP, dRt, simple: bool,
     for k, x in u.items():  # the runs by cell, once per pattern
         if _same(x.sparse.indices, pattern.indices) and "runs" not in seg:
             seg["runs"] = Segments.of(x.sparse, d.units.unit_cell)
-    return {k: strata_var(x, d, per_unit=True, segments=seg.get("runs")) for k, x in u.items()}, u
+    var = {k: strata_var(x, d, per_unit=True, segments=seg.get("runs")) for k, x in u.items()}
+    if theta is not None:
+        u["r"] = pattern.totals(uN.scaled(rows=theta))
+    return var, u
 
 
 def _design_linear(d, t, fit: _Fit, lam_u, gs, T0, var_th, theta, dP, dR, simple: bool) -> tuple[dict, dict]:
@@ -170,11 +175,11 @@ def _design_linear(d, t, fit: _Fit, lam_u, gs, T0, var_th, theta, dP, dR, simple
     order = _registration(d)
     (rows, *terms), = t.unit_values(whole=True, order=order)
     var, u = _design_rows(d, t, fit, rows, terms, _exp_parts(lam_u[order]), gs[order], dP, dR * theta, simple,
-                          order)
+                          order, theta)
     nu = fit.nu
     return _design_totals(var, nu, var_th, theta, dR), {
         "p": Linear(u["p"], per_unit=True),
-        "r": Linear(u["nu"].scaled(rows=theta), nu[:, None] * T0, extra=var_th * var["nu"], per_unit=True),
+        "r": Linear(u["r"], nu[:, None] * T0, extra=var_th * var["nu"], per_unit=True),
         "f1": Linear(u["f1"], (dR * nu)[:, None] * T0, per_unit=True)}
 
 
