@@ -270,15 +270,19 @@ def test_bootstrap_counts_are_those_of_the_int32_draws():
 
 @pytest.mark.parametrize("weights", ["balance", "heuristic"])
 @pytest.mark.parametrize("shuffled", [False, True])
-def test_votes_terms_per_unit_give_the_per_draw_sums_to_the_bit(weights, shuffled):
+@pytest.mark.parametrize("matched", [False, True])
+def test_votes_terms_per_unit_give_the_per_draw_sums_to_the_bit(weights, shuffled, matched):
     """The crowd votes' path holds one draw's values per unit (:meth:`_Terms.unit_values`): its totals per distinct
     instance and the strata variances of its influence rows are those of the per-draw terms to the last bit, with
-    the draws in the systems' order or shuffled (an instance's draws then no longer unit after unit)."""
+    the draws in the systems' order or shuffled (an instance's draws then no longer unit after unit), with a
+    matching policy or without."""
     _, _, d = _world(seed=4, weighted=True)
     if shuffled:
         perm = np.random.default_rng(0).permutation(len(d.xs))
         d = make_design(d.P, d.src[perm], d.xs[perm], d.f[perm], d.g0)
     d = replace(d, f=np.ones(len(d.xs)))
+    if matched:
+        d = replace(d, gs=np.asarray(d.P[:, d.xs].todense() > 0))
     W = weight_matrix(d.P, d.n, weights)
     t = _terms(d, W)
     assert t.units_in_draw_order != shuffled
