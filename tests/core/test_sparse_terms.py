@@ -14,7 +14,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from unpooled.core.estimators import distribution_matrix, estimate, make_design
-from unpooled.core.estimators import bootstrap, from_votes, noisy, terms
+from unpooled.core.estimators import bootstrap, from_votes, noisy, terms, vote_variance
 from unpooled.core.estimators.finite import draw_units, strata_var
 from unpooled.core.estimators.noisy import crowd_votes
 from unpooled.core.estimators.joint import _terms, linear_parts, precision_linear, weight_matrix
@@ -179,8 +179,9 @@ def test_bootstrap_by_instance_totals_equals_direct_sums(monkeypatch, weighted):
 
 @pytest.mark.parametrize("strata", [False, True])
 def test_votes_variance_in_blocks_of_targets_equals_at_once(monkeypatch, strata):
-    """The draws' variance one target at a time, with the shared part made dense, and the confusions' replicates
-    refitted one at a time: the same as at once (with and without strata of the crowd model)."""
+    """The draws' and the votes' variances one target at a time, with the shared part made dense, and the
+    confusions' replicates refitted one at a time: the same as at once (with and without strata of the crowd
+    model)."""
     rng, truth, d = _world(seed=2)
     items = np.unique(d.xs)
     it = np.repeat(items, 3)
@@ -192,8 +193,9 @@ def test_votes_variance_in_blocks_of_targets_equals_at_once(monkeypatch, strata)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         once = estimate(d, votes=v)
-        monkeypatch.setattr(from_votes, "BLOCK_VALUES", 1)  # one target at a time
+        monkeypatch.setattr(terms, "BLOCK_VALUES", 1)  # one target at a time
         monkeypatch.setattr(noisy, "PAIRS_AT_ONCE", 1)  # one replicate at a time
+        monkeypatch.setattr(vote_variance, "PAIRS_PER_CHUNK", 1)  # the votes' variance a target at a time
         blocks = estimate(d, votes=v)
         monkeypatch.setattr(from_votes, "MAX_SHARED_RANK", 0)  # recall's denominator dense, not of low rank
         dense = estimate(d, votes=v)
@@ -264,3 +266,39 @@ def test_bootstrap_counts_are_those_of_the_int32_draws():
         np.add.at(want, (idx, np.arange(25)[:, None]), 1.0)
         assert K.flags.c_contiguous and K.dtype == float
         np.testing.assert_array_equal(K, want)
+
+
+@pytest.mark.parametrize("weights", ["balance", "heuristic"])
+@pytest.mark.parametrize("shuffled", [False, True])
+@pytest.mark.parametrize("matched", [False, True])
+def test_votes_terms_per_unit_give_the_per_draw_sums_to_the_bit(weights, shuffled, matched):
+    """The crowd votes' path holds one draw's values per unit (:meth:`_Terms.unit_values`): its totals per distinct
+    instance and the strata variances of its influence rows are those of the per-draw terms to the last bit, with
+    the draws in the systems' order or shuffled (an instance's draws then no longer unit after unit), with a
+    matching policy or without."""
+    _, _, d = _world(seed=4, weighted=True)
+    if shuffled:
+        perm = np.random.default_rng(0).permutation(len(d.xs))
+        d = make_design(d.P, d.src[perm], d.xs[perm], d.f[perm], d.g0)
+    d = replace(d, f=np.ones(len(d.xs)))
+    if matched:
+        d = replace(d, gs=np.asarray(d.P[:, d.xs].todense() > 0))
+    W = weight_matrix(d.P, d.n, weights)
+    t = _terms(d, W)
+    assert t.units_in_draw_order != shuffled
+    K = len(t.codes)
+    per_draw = [t.C, t.A, t.B, t.ratio]
+    (rows, C, A, B), = t.unit_values(whole=True)
+    for X, Y in zip(per_draw, (C, A, B, t.ratio_u)):
+        np.testing.assert_array_equal(from_votes._item_totals(t, Y), X.totals(t.item, K))
+    lam = np.random.default_rng(1).normal(0, 2, len(d.xs))[np.unique(t.item, return_index=True)[1]][t.item]
+    order = from_votes._registration(d)
+    lam_u = lam[d.units.first]
+    rho, k = np.full((d.m, 1), 0.7), np.random.default_rng(2).random((d.m, 1))
+    parts = noisy._exp_parts(lam_u[order])
+    (_, *ordered), = t.unit_values(whole=True, order=order)
+    pattern = from_votes._Pattern.of(ordered[0].sparse, t.unit_draws, order)
+    for X, Y in zip(per_draw[:3], ordered):
+        got = pattern.totals(from_votes._influence(Y, slice(0, d.m), parts, rho, k, rho, np.zeros(len(lam_u), int)))
+        want = from_votes._influence(X, slice(0, d.m), noisy._exp_parts(lam), rho, k, rho, np.zeros(len(lam), int))
+        np.testing.assert_array_equal(joint_var(got, d, per_unit=True), joint_var(want, d))

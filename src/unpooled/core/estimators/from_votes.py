@@ -15,10 +15,11 @@ import numpy as np
 import scipy.sparse as sp
 
 from ..errors import InvalidInputError
-from .noisy import CrowdVotes, _exp_parts, _kappa_at, _merge_items, item_log_lr, majority_labels, posterior, prevalence
+from .noisy import (CrowdVotes, _exp_parts, _kappa_at, _merge_items, item_log_lr, item_merge, majority_labels,
+                    posterior, prevalence)
 from .vote_variance import _finite0, vote_patterns, vote_variance
 from .linear import Linear
-from .rows import Rows
+from .rows import Rows, Segments, _same
 from .strata import MIN_TARGET_ITEMS, precision_weights
 from .strata import groups as strata_groups
 
@@ -101,32 +102,25 @@ def _combine(rc, ra, rb, wc, sa, sb, simple: bool):
     return p, Ahat, Bhat, nu
 
 
-#: the draws' variance from votes works on blocks of targets of about this many (target, draw) non-zeros
-BLOCK_VALUES = 1 << 24
 #: a shared part of higher rank than this (many distinct prevalences of recall's denominator) is made dense
 MAX_SHARED_RANK = 32
 
 
-def _design_var(d, t, fit: _Fit, lam_s, gs, var_th, theta, dP, dR, simple: bool):
+def _design_var(d, t, fit: _Fit, lam_u, gs, var_th, theta, dP, dR, simple: bool):
     """The draws' variance given the votes (module docs, 1.): per metric, ``(m,)``.  The per-(target, draw)
     influence values are the terms (:class:`.rows.Rows`: non-zero where a target holds the drawn instance, plus
-    recall's denominator shared by every target) times a function of each target's prevalence, so they are held
-    as the terms are: sparse, with a shared part of low rank (:func:`_influence`), for blocks of targets of about
-    :data:`BLOCK_VALUES` non-zeros at a time (a shared part made dense counts every draw)."""
-    m = d.m
-    var = {k: np.zeros(m) for k in ("p", "nu", "f1")}
-    parts = _exp_parts(lam_s)
-    fits = ((t.C, fit.rc), (t.A, fit.ra), (t.B, fit.rb))
-    dense = any(X.a is not None and _shared_rank(X, rho) > MAX_SHARED_RANK for X, rho in fits)
-    cum = np.cumsum(sum(np.diff(X.sparse.indptr) for X, _ in fits) + (len(d.xs) if dense else 0))
-    lo = 0
-    while lo < m:
-        hi = min(m, max(lo + 1, int(np.searchsorted(cum, (cum[lo - 1] if lo else 0) + BLOCK_VALUES, "right"))))
-        rows = np.arange(lo, hi)
-        got = _design_var_rows(d, t, fit, rows, parts, gs, theta[rows], dP[rows], dR[rows], simple)
+    recall's denominator shared by every target) times a function of each target's prevalence and the draw's
+    instance, so a unit's draws (:mod:`.finite`) share theirs: they are held per unit as the terms are, sparse with
+    a shared part of low rank (:func:`_influence`), a block of targets at a time (:meth:`.terms._Terms.unit_values`:
+    memory is a block's non-zeros); ``lam_u``, ``gs``: each unit's log ratio and group."""
+    var = {k: np.zeros(d.m) for k in ("p", "nu", "f1")}
+    order = _registration(d)
+    parts = _exp_parts(lam_u[order])
+    for rows, *terms in t.unit_values(order=order):
+        got = _design_rows(d, t, fit, rows, terms, parts, gs[order], dP[rows], dR[rows] * theta[rows], simple,
+                           order)[0]
         for k in var:
             var[k][rows] = got[k]
-        lo = hi
     return _design_totals(var, fit.nu, var_th, theta, dR)
 
 
@@ -137,41 +131,143 @@ def _design_totals(var: dict, nu, var_th, theta, dR) -> dict:
             "f1": var["f1"] + (dR * nu) ** 2 * var_th}
 
 
-def _design_var_rows(d, t, fit: _Fit, rows, parts, gs, theta, dP, dR, simple: bool) -> dict:
-    """:func:`_design_var`'s strata variances for the targets ``rows``: precision's, :math:`\nu`'s and the draws'
-    part of F1's."""
+def _registration(d) -> np.ndarray:
+    """The units by their first draw, last first: the order in which a product of a target's per-draw values with
+    the units' indicator stores the units' totals (scipy's ``csr_matmat``), which :func:`.finite.strata_var` sums
+    in (kept, so that the variances are those of the per-draw values to the last bit)."""
+    return np.argsort(-d.units.first, kind="stable")
+
+
+def _design_rows(d, t, fit: _Fit, rows, terms, parts, gs, dP, dRt, simple: bool, order, theta=None
+                 ) -> tuple[dict, dict]:
+    r"""The strata variances and the influence rows (unit totals, :func:`_unit_totals`) of precision, of
+    :math:`\nu` and of F1's draws' part (:math:`\partial_P F\,u^P + \partial_R F\,\theta\,u^\nu`, ``dP`` and
+    ``dRt``) for the targets ``rows``, from :func:`_influence` of their terms' one-draw values ``terms``
+    (``C``, ``A``, ``B``, their columns the units ``order``); with ``theta``, also recall's draws' part
+    :math:`\theta\,u^\nu` (``r``, its rows only)."""
     from .joint import strata_var
 
-    uP, uN = _design_rows(t, fit, rows, parts, gs, simple)
-    var = {"p": strata_var(uP, d)}
-    var["nu"] = strata_var(uN, d)
-    var["f1"] = strata_var(uN.scaled(rows=dR * theta) + uP.scaled(rows=dP), d)  # the F1 influence
-    return var
-
-
-def _design_rows(t, fit: _Fit, rows, parts, gs, simple: bool) -> tuple[Rows, Rows]:
-    """The influence rows of precision and of :math:`\nu` for the targets ``rows`` (:func:`_influence`)."""
-    uP = _influence(t.C, rows, parts, fit.rc, fit.kc, None, gs)
+    C, A, B = terms
+    uP = _influence(C, rows, parts, fit.rc, fit.kc, None, gs)
     if simple:
-        return uP, Rows(sp.csr_matrix(uP.shape))
-    inv_b = _safe_div(np.ones(len(rows)), fit.Bhat[rows])
-    dA = _influence(t.A, rows, parts, fit.ra, fit.ka, fit.ra, gs)  # dA = A (rho_A + sum(A)/J_A kappa_A)
-    dB = _influence(t.B, rows, parts, fit.rb, fit.kb, fit.rb, gs)  # dB likewise
-    return uP, dA.scaled(rows=inv_b) + dB.scaled(rows=-fit.nu[rows] * inv_b)  # (dA - nu dB) / B
+        uN = Rows(sp.csr_matrix(uP.shape))
+    else:
+        inv_b = _safe_div(np.ones(len(fit.Bhat)), fit.Bhat)[rows]
+        dA = _influence(A, rows, parts, fit.ra, fit.ka, fit.ra, gs)  # dA = A (rho_A + sum(A)/J_A kappa_A)
+        dB = _influence(B, rows, parts, fit.rb, fit.kb, fit.rb, gs)  # dB likewise
+        uN = dA.scaled(rows=inv_b) + dB.scaled(rows=-fit.nu[rows] * inv_b)  # (dA - nu dB) / B
+    u = {"p": uP, "nu": uN, "f1": uN.scaled(rows=dRt) + uP.scaled(rows=dP)}
+    pattern = _Pattern.of(C.sparse, t.unit_draws, order)  # the three share C's pattern but where one holds a 0
+    u = {k: pattern.totals(x) for k, x in u.items()}
+    seg = {}
+    for k, x in u.items():  # the runs by cell, once per pattern
+        if _same(x.sparse.indices, pattern.indices) and "runs" not in seg:
+            seg["runs"] = Segments.of(x.sparse, d.units.unit_cell)
+    var = {k: strata_var(x, d, per_unit=True, segments=seg.get("runs")) for k, x in u.items()}
+    if theta is not None:
+        u["r"] = pattern.totals(uN.scaled(rows=theta))
+    return var, u
 
 
-def _design_linear(d, t, fit: _Fit, lam_s, gs, T0, var_th, theta, dP, dR, simple: bool) -> tuple[dict, dict]:
-    """:func:`_design_var`'s variances and, per metric, the design part's :class:`.linear.Linear` of every target,
-    from one set of influence rows (:func:`_design_rows` for all targets at once)."""
-    from .joint import strata_var
-
-    uP, uN = _design_rows(t, fit, np.arange(d.m), _exp_parts(lam_s), gs, simple)
-    uF = uN.scaled(rows=dR * theta) + uP.scaled(rows=dP)  # the F1 influence
-    var = {"p": strata_var(uP, d), "nu": strata_var(uN, d), "f1": strata_var(uF, d)}
+def _design_linear(d, t, fit: _Fit, lam_u, gs, T0, var_th, theta, dP, dR, simple: bool) -> tuple[dict, dict]:
+    """:func:`_design_var`'s variances and, per metric, the design part's :class:`.linear.Linear` of every target
+    (per unit), from one set of influence rows (:func:`_design_rows` of all targets at once)."""
+    order = _registration(d)
+    (rows, *terms), = t.unit_values(whole=True, order=order)
+    var, u = _design_rows(d, t, fit, rows, terms, _exp_parts(lam_u[order]), gs[order], dP, dR * theta, simple,
+                          order, theta)
     nu = fit.nu
     return _design_totals(var, nu, var_th, theta, dR), {
-        "p": Linear(uP), "r": Linear(uN.scaled(rows=theta), nu[:, None] * T0, extra=var_th * var["nu"]),
-        "f1": Linear(uF, (dR * nu)[:, None] * T0)}
+        "p": Linear(u["p"], per_unit=True),
+        "r": Linear(u["r"], nu[:, None] * T0, extra=var_th * var["nu"], per_unit=True),
+        "f1": Linear(u["f1"], (dR * nu)[:, None] * T0, per_unit=True)}
+
+
+@dataclass(frozen=True)
+class _Pattern:
+    """The one-draw values' pattern of a block of targets (targets x units ``order``, CSR) and what turns values on
+    it into the units' totals (:meth:`totals`): each unit's draws ``n``, the entries of units of several draws
+    (``multi``, their draws ``n_multi``), and the entries' units (``indices``) in ``order``."""
+
+    indptr: np.ndarray
+    indices: np.ndarray
+    multi: np.ndarray
+    n_multi: np.ndarray
+    n: np.ndarray
+    order: np.ndarray
+    pattern: np.ndarray
+
+    @staticmethod
+    def of(X: sp.csr_matrix, n: np.ndarray, order: np.ndarray) -> _Pattern:
+        cnt = n[order][X.indices]
+        multi = np.flatnonzero(cnt > 1)
+        return _Pattern(X.indptr, order.astype(X.indices.dtype)[X.indices], multi, cnt[multi], n[order], order,
+                        X.indices)
+
+    def totals(self, X: Rows) -> Rows:
+        """``X``'s one-draw values (targets x units ``order``) as the units' totals (targets x units), each added
+        to itself as many times as its unit has draws, one draw after another: the sums the per-draw values made,
+        stored in ``order`` (zeros not stored, as a product leaves them out)."""
+        Xs = X.sparse
+        if _same(Xs.indices, self.pattern) and _same(Xs.indptr, self.indptr):
+            data, indices, indptr = _added(Xs.data, self.multi, self.n_multi), self.indices, self.indptr
+        else:
+            cnt = self.n[Xs.indices]
+            multi = np.flatnonzero(cnt > 1)
+            data, indices, indptr = _added(Xs.data, multi, cnt[multi]), self.order[Xs.indices], Xs.indptr
+        kept = data != 0
+        if not kept.all():
+            row = np.repeat(np.arange(Xs.shape[0]), np.diff(indptr))[kept]
+            data, indices, indptr = data[kept], indices[kept], np.searchsorted(row, np.arange(Xs.shape[0] + 1))
+        out = sp.csr_matrix((data, indices, indptr), shape=Xs.shape)
+        b = None
+        if X.b is not None:  # as the product of the draws' indicator with the per-draw rows (laid out as it is)
+            multi = np.flatnonzero(self.n > 1)
+            bo = _added(X.b, multi, self.n[multi])
+            b = np.empty_like(bo) if bo.ndim == 1 else np.empty(bo.shape[::-1]).T
+            b[..., self.order] = bo
+        return Rows(out, X.a, b)
+
+
+def _added(x: np.ndarray, idx: np.ndarray, n: np.ndarray) -> np.ndarray:
+    """``x`` (last axis: one value per entry) with its entries ``idx`` added to themselves ``n`` times (``n > 1``
+    each), one addition at a time."""
+    out = x.copy()
+    k = 2
+    while len(idx):
+        out[..., idx] += x[..., idx]
+        keep = n > k
+        idx, n = idx[keep], n[keep]
+        k += 1
+    return out
+
+
+def _item_totals(t, X: Rows, runs=None) -> np.ndarray:
+    """``(rows, K)``: ``X``'s one-draw values (targets x units) summed over the draws of each distinct instance
+    drawn, as the per-draw terms' :meth:`.rows.Rows.totals` (each total added draw by draw in the draws' order);
+    ``runs``: :func:`_draw_runs` of ``X``'s pattern when at hand."""
+    u, K = t.d.units, len(t.codes)
+    shared = None if X.a is None else Rows(sp.csr_matrix((X.shape[0], len(u.unit))), X.a,
+                                           X.b[..., u.unit]).totals(t.item, K)  # per draw: a row of S values
+    Xs = X.sparse
+    if not t.units_in_draw_order:
+        out = Rows(Xs).columns(u.unit).totals(t.item, K)
+    else:  # the units' draws in the units' order: one pass, each unit's value repeated for its draws
+        if runs is None or not (_same(runs[2], Xs.indices) and _same(runs[3], Xs.indptr)):
+            runs = _draw_runs(t, Xs)
+        key, idx = runs[:2]
+        out = np.bincount(key, weights=Xs.data[idx], minlength=Xs.shape[0] * K).reshape(-1, K)
+    return out if shared is None else out + shared
+
+
+def _draw_runs(t, Xs: sp.csr_matrix) -> tuple:
+    """For :func:`_item_totals` of values on the pattern ``Xs`` (targets x units): per draw of each stored
+    (target, unit), its (target, instance) key and the stored entry, in order, and the pattern."""
+    K = len(t.codes)
+    idx = np.repeat(np.arange(Xs.nnz), t.unit_draws[Xs.indices])
+    key = np.repeat(np.arange(Xs.shape[0], dtype=np.int64) * K, np.diff(Xs.indptr))
+    key += t.item[t.d.units.first][Xs.indices]
+    return key[idx], idx, Xs.indices, Xs.indptr
 
 
 @dataclass(frozen=True)
@@ -220,17 +316,17 @@ def _shared_rank(X: Rows, rho: np.ndarray) -> int:
 
 
 def _influence(X: Rows, rows, parts, rho, k, c, gs) -> Rows:
-    r"""The rows ``rows`` of ``X`` with each entry :math:`x_{is}` times
+    r"""``X``, the terms of the targets ``rows`` (a unit's one-draw values), with each entry :math:`x_{is}` times
     :math:`\kappa(\lambda_s, \rho_{i g(s)})\,k_{i g(s)} + c_{i g(s)}` (``rho``, ``k``, ``c``: targets x groups; ``c``
-    None: 0; ``parts``: :func:`.noisy._exp_parts` of the draws' log ratios; ``gs``: each draw's group).  The sparse
+    None: 0; ``parts``: :func:`.noisy._exp_parts` of the units' log ratios; ``gs``: each unit's group).  The sparse
     part stays sparse; the shared part :math:`a_i b_s` becomes, per class of targets with equal prevalences and per
     group, two shared rows (:math:`a_i k_{ig} \otimes b_s\kappa_s` and :math:`a_i c_{ig} \otimes b_s`), or dense
     when that rank exceeds :data:`MAX_SHARED_RANK`."""
     num, den = parts
     G = rho.shape[1]
     rho, k, c = rho[rows], k[rows], None if c is None else c[rows]
-    Xs = X.sparse[rows]
-    i = np.repeat(np.arange(len(rows)), np.diff(Xs.indptr))
+    Xs = X.sparse
+    i = np.repeat(np.arange(Xs.shape[0]), np.diff(Xs.indptr))
     g = gs[Xs.indices] if G > 1 else 0
     val = _finite0(_kappa_at((num[Xs.indices], den[Xs.indices]), rho[i, g]))
     val *= k[i, g]
@@ -241,10 +337,9 @@ def _influence(X: Rows, rows, parts, rho, k, c, gs) -> Rows:
     if X.a is None:
         return out
     A, B = X.factors()
-    A = A[rows]
     uniq, cls = _classes(rho)
     at = (lambda vec: vec[gs]) if G > 1 else (lambda vec: vec[0])
-    if _shared_rank(X, rho) > MAX_SHARED_RANK:  # dense: (len(rows), draws), bounded by the caller's blocks
+    if _shared_rank(X, rho) > MAX_SHARED_RANK:  # dense: (rows, units), bounded by the caller's blocks
         D = A @ B
         for j, vec in enumerate(uniq):
             tg = np.flatnonzero(cls == j)
@@ -288,12 +383,10 @@ def _votes_var(d, t, fit: _Fit, votes, codes, lam, grp, Mc, Ma, Mb, R, theta, dP
     """The votes' variance (module docs, 2.): per metric, ``(m,)``.  Computed per (target, group) row
     (``row * G + group``): the groups' items are distinct, their variances add."""
     m, G, gk = d.m, grp.n, grp.item
-    p_item = np.asarray(d.P[:, codes].todense())
-    g_item = _safe_div(Ma, Mb) if not simple else np.zeros_like(Mc)  # g_i(x): A's unit coefficient over B's
     pat = vote_patterns(votes, codes)
     # the pairs (target, item) where a target's own functionals weigh the item; recall's denominator weighs every
     # item, by a factor per (target, group) (b) times p0 (the dense part of _vote_var)
-    rows, cols = np.nonzero((p_item > 0) | (g_item > 0))
+    rows, cols, p_pair, g_pair = _vote_pairs(d.P[:, codes], Ma, Mb, simple)
     re = rows * G + gk[cols]
     rc, ra, rb = fit.rc.ravel(), fit.ra.ravel(), fit.rb.ravel()
     post_p = posterior(lam[cols], rc[re])
@@ -302,9 +395,9 @@ def _votes_var(d, t, fit: _Fit, votes, codes, lam, grp, Mc, Ma, Mb, R, theta, dP
     # the observed one where larger (module docs, 2.)
     edge = dict(pat=pat, n=m * G, re=re, rows=rows, cols=cols, lam=lam)
     kc = _safe_div(fit.wc.ravel(), _information_at_edges(rc, fit.Jc.ravel(), Mc, **edge))
-    gp = p_item[rows, cols] * kc[re]
+    gp = p_pair * kc[re]
     ka = _safe_div(fit.sa.ravel(), _information_at_edges(ra, fit.Ja.ravel(), Ma, **edge)) if not simple else kc * 0
-    ga = d.p0[codes][cols] * g_item[rows, cols] * ka[re] * _safe_div(np.ones(m), fit.Bhat)[rows]
+    ga = d.p0[codes][cols] * g_pair * ka[re] * _safe_div(np.ones(m), fit.Bhat)[rows]
     wpair = R[rows, cols]
     dense = None
     if not simple:
@@ -324,6 +417,30 @@ def _votes_var(d, t, fit: _Fit, votes, codes, lam, grp, Mc, Ma, Mb, R, theta, dP
     return var
 
 
+def _vote_pairs(Pk: sp.csr_matrix, Ma: np.ndarray, Mb: np.ndarray, simple: bool):
+    """The (target, item) pairs, in row-major order, where the target's distribution ``Pk`` (targets x items) or
+    its unit coefficient of recall's numerator over the denominator's, :math:`g_i(x) = A/B` (none when
+    ``simple``), is positive: rows, columns and both values per pair (no targets x items array of floats)."""
+    Pk = sp.csr_matrix(Pk)
+    Pk.sum_duplicates()
+    Pk.data[~(Pk.data > 0)] = 0.0
+    Pk.eliminate_zeros()
+    held = Pk.astype(bool).toarray()
+    if not simple:
+        held |= (Ma > 0) & (Mb > 0)
+    rows, cols = np.nonzero(held)
+    del held
+    K = Pk.shape[1]
+    keys = np.repeat(np.arange(Pk.shape[0], dtype=np.int64) * K, np.diff(Pk.indptr)) + Pk.indices
+    at = np.searchsorted(keys, rows * K + cols)
+    hit = at < len(keys)
+    hit[hit] = keys[at[hit]] == (rows * K + cols)[hit]
+    p = np.where(hit, Pk.data[np.minimum(at, max(len(keys) - 1, 0))] if len(keys) else 0.0, 0.0)
+    g = np.zeros(len(rows)) if simple else _safe_div(Ma[rows, cols], Mb[rows, cols])
+    keep = (p > 0) | (g > 0)
+    return rows[keep], cols[keep], p[keep], g[keep]
+
+
 def _rates_replicates(votes, U, codes, Mc, Ma, Mb, grp, P, theta, simple: bool, fit: _Fit) -> dict | None:
     """Per metric, ``(replicates, m)``: the estimates refitted under each replicate of the confusions (the draws
     and the votes held), each refit searched from ``fit``'s; None with one replicate."""
@@ -338,13 +455,30 @@ def _rates_replicates(votes, U, codes, Mc, Ma, Mb, grp, P, theta, simple: bool, 
     # [0.832, 0.994]; 10-instance systems judged by a 0.6 crowd covered 0.80 against 0.90 with the delta method)
     # the items of equal log ratios under every replicate merged once for the three (prevalence would merge them
     # for each)
-    m = Mc.shape[0]
-    merged, lam_rep, gm = _merge_items(np.vstack([Mc, Ma, Mb]), lam_rep, gk)
-    rc, ra, rb = (np.nan_to_num(prevalence(merged[j * m:(j + 1) * m], lam_rep, groups=gm, n_groups=G, start=r0)[0])
-                  for j, r0 in enumerate((fit.rc, fit.ra, fit.rb)))
+    merge = item_merge(lam_rep, gk)
+
+    def refit(M, r0):
+        merged, lam_m, gm = _merge_items(M, lam_rep, gk, merge)
+        return np.nan_to_num(prevalence(merged, lam_m, groups=gm, n_groups=G, start=r0)[0])
+
+    rc, ra, rb = (refit(M, r0) for M, r0 in ((Mc, fit.rc), (Ma, fit.ra), (Mb, fit.rb)))
     p, _, _, nu = _combine(rc, ra, rb, _precision_weights(Mc, grp, P), grp.sums(Ma), grp.sums(Mb), simple)
     r = theta[None, :] * nu
     return {"p": p, "r": r, "f1": f1_score(p, r)}
+
+
+def _per_item(t) -> tuple[np.ndarray, ...]:
+    """``(m, K)`` each: precision's, recall's numerator's and denominator's terms and the importance ratios summed
+    over the draws of each distinct instance drawn (:func:`_item_totals`), a block of targets at a time."""
+    d, K = t.d, len(t.codes)
+    out = tuple(np.zeros((d.m, K)) for _ in range(4))
+    if not len(d.xs):
+        return out
+    for rows, C, A, B in t.unit_values(ess=True):
+        runs = _draw_runs(t, C.sparse) if t.units_in_draw_order else None  # A's pattern is C's
+        for o, X in zip(out, (C, A, B, t.ratio_u.sub(rows))):
+            o[rows] = _item_totals(t, X, runs)
+    return out
 
 
 def noisy_estimates(d, t, W: np.ndarray, votes: CrowdVotes, *, simple: bool = False,
@@ -361,17 +495,10 @@ def noisy_estimates(d, t, W: np.ndarray, votes: CrowdVotes, *, simple: bool = Fa
     total variances of ``p``, ``r``, ``f1``; and :class:`_NoisyParts`.
     """
     m, U = d.P.shape
-    S = len(d.xs)
-    codes, inv = np.unique(d.xs, return_inverse=True)
-    K = len(codes)
-
-    def per_item(X):
-        return X.totals(inv, K) if S else np.zeros((X.shape[0], K))
-
-    if getattr(t, "ratio", None) is None:
+    if getattr(t, "ratio_u", None) is None:
         raise InvalidInputError("terms: the kernel's importance ratios are needed for the vote variance")
-    items = (codes, inv, item_log_lr(votes, U)[codes], per_item(t.C), per_item(t.A), per_item(t.B),
-             per_item(t.ratio))
+    codes, inv = t.codes, t.item
+    items = (codes, inv, item_log_lr(votes, U)[codes], *_per_item(t))
     grp = strata_groups(votes.strata, codes, U)
     got = _estimates(d, t, votes, items, grp, simple, confidence, keep)
     if grp.n == 1:
@@ -413,7 +540,7 @@ def _pick(a, b, where: np.ndarray):
         w = where.astype(float)
         return Linear(a.draws.scaled(rows=w) + b.draws.scaled(rows=1 - w),
                       None if b.exhaustive is None else np.where(where[:, None], a.exhaustive, b.exhaustive),
-                      extra=_pick(a.extra, b.extra, where))
+                      extra=_pick(a.extra, b.extra, where), per_unit=b.per_unit)
     if isinstance(a, _Replicates):
         return _Replicates({k: np.where(where[None, :], a.by_metric[k], b.by_metric[k]) for k in b.by_metric})
     if isinstance(a, _NoisyParts):
@@ -441,10 +568,12 @@ def _estimates(d, t, votes, items, grp, simple: bool, confidence, keep: bool = F
     r = theta * nu
     f1 = f1_score(p, r)
     dP, dR = _f1_partials(p, r)
+    unit_item = inv[d.units.first]
     if keep:  # the linear parts for the covariances between targets (:mod:`.paired`), and the variances from them
-        var_d, lin = _design_linear(d, t, fit, lam[inv], grp.item[inv], T0, var_th, theta, dP, dR, simple)
+        var_d, lin = _design_linear(d, t, fit, lam[unit_item], grp.item[unit_item], T0, var_th, theta, dP, dR,
+                                    simple)
     else:
-        var_d = _design_var(d, t, fit, lam[inv], grp.item[inv], var_th, theta, dP, dR, simple)
+        var_d = _design_var(d, t, fit, lam[unit_item], grp.item[unit_item], var_th, theta, dP, dR, simple)
     var_v = _votes_var(d, t, fit, votes, codes, lam, grp, Mc, Ma, Mb, R, theta, dP, dR, simple)
     reps = _rates_replicates(votes, U, codes, Mc, Ma, Mb, grp, d.P, theta, simple, fit)
     var_r = {k: np.zeros(m) if reps is None else np.var(reps[k], axis=0, ddof=1) for k in ("p", "r", "f1")}

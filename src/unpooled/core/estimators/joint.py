@@ -629,8 +629,7 @@ def _estimate_noisy(d: Design, W: np.ndarray, confidence: float, method: str, *,
     n_labels = np.bincount(d.src, minlength=m)
     # near the bounds Wilson falls back to a sample size: the effective number of *items* behind the
     # precision (an item's votes count once however often it is drawn), at most the draws' effective size
-    codes, inv = np.unique(d.xs, return_inverse=True)
-    Mc = t.C.totals(inv, len(codes))
+    Mc = est["_p_fit"][0]  # precision's terms summed per distinct instance drawn
     with np.errstate(divide="ignore", invalid="ignore"):
         items_eff = np.nan_to_num(Mc.sum(1) ** 2 / (Mc ** 2).sum(1))
     nfb_p = np.maximum(np.minimum(t.ess, items_eff), 1)

@@ -35,9 +35,10 @@ class _Terms:
     the terms are built per unit: ``V`` (targets x units, sparse) is the importance weight of one draw of each unit
     for each target, and :meth:`per_unit` gives the terms' unit totals, all the estimates and their variances need
     (:func:`linear_parts`; 500,000 draws of 1,000 systems: 40M non-zeros once, not four matrices of 44.6M).  The
-    same terms per draw (``C``, ``W``, ``A``, ``B``, ``ratio``: the crowd votes' path, :mod:`.ppi`, ...) are built on
-    first use, from the same unit values.  ``C_items``/``W_items``/``A_items``: ``C``, ``W`` and ``A`` per draw as a
-    :class:`.rows.ByItem` plus the rest (a sparse matrix), for the bootstrap (:mod:`.bootstrap`)."""
+    same terms per draw (``C``, ``W``, ``A``, ``B``, ``ratio``: :mod:`.ppi`, the entity estimators, ...) are built on
+    first use, from the same unit values; the crowd votes' path reads one draw's value per unit instead, a block of
+    targets at a time (:meth:`unit_values`).  ``C_items``/``W_items``/``A_items``: ``C``, ``W`` and ``A`` per draw as
+    a :class:`.rows.ByItem` plus the rest (a sparse matrix), for the bootstrap (:mod:`.bootstrap`)."""
 
     def __init__(self, d, W: np.ndarray, *, own_complete: bool = True):
         u = d.units
@@ -57,35 +58,41 @@ class _Terms:
         # counted in floats: an int8 product wraps at 128 matching systems (joint recall 0 for everyone)
         self.S0 = ((W > 0).astype(float) @ d.g0.astype(float)) > 0  # (m, n0): exhaustive instance inside S_i
 
-    def _unit_probabilities(self):
+    def _unit_probabilities(self, order=None):
         """Per block of targets (about 4M non-zeros), its rows and :math:`p_i(x)` of each unit (targets x units,
-        its columns cell by cell): the 40M values are never held twice."""
+        its columns cell by cell; ``order``: the units of each column instead): the 40M values are never held
+        twice."""
         u = self.d.units
-        item = self.item[u.first]
+        item = self.item[u.first if order is None else u.first[order]]
         per_row = row_sums(self.PI, np.bincount(item, minlength=len(self.codes))[self.PI.indices])  # units' nnz
         for rows in _row_blocks(np.concatenate([[0], np.cumsum(per_row)])):
             Pu = self.PI[rows].tocsc()[:, item].tocsr()
             Pu.sum_duplicates()
             yield rows, Pu
 
-    def _unit_weight_blocks(self):
+    def _unit_weight_blocks(self, order=None):
         """Per block of targets: its rows, ``V`` (the importance weight of one draw of each unit for each of its
-        targets, rows x units, sparse) and the units' pattern where recall's numerator needs it apart from
-        ``V``'s (complete targets, unequal weights; else None)."""
+        targets, rows x units, sparse; ``order``: the units of each column instead) and the units' pattern where
+        recall's numerator needs it apart from ``V``'s (complete targets, unequal weights; else None)."""
         pattern = self.d.gs is None and self.ratio_u.sparse.nnz > 0  # V's pattern may then differ from the units'
-        for rows, Pu in self._unit_probabilities():
-            yield rows, self.ratio_u.sub(rows) * Pu, (Pu if pattern else None)
+        ratio = self.ratio_u if order is None else _columns(self.ratio_u, order)
+        for rows, Pu in self._unit_probabilities(order):
+            yield rows, ratio.sub(rows) * Pu, (Pu if pattern else None)
 
-    @cached_property
-    def _unit_weights(self) -> tuple[sp.csr_matrix, sp.csr_matrix | None]:
+    def _all_unit_weights(self, order=None) -> tuple[sp.csr_matrix, sp.csr_matrix | None]:
         """:meth:`_unit_weight_blocks` for every target: ``V`` and the units' pattern (or None)."""
         shape = (self.d.m, self.d.units.n_units)
         V, held = [], []
-        for _, Vb, hb in self._unit_weight_blocks():
+        for _, Vb, hb in self._unit_weight_blocks(order):
             V.append(Vb)
             held.append(hb)
         V = _stack(V, shape)
         return V, (None if held[0] is None else _stack(held, shape))
+
+    @cached_property
+    def _unit_weights(self) -> tuple[sp.csr_matrix, sp.csr_matrix | None]:
+        """:meth:`_all_unit_weights` in the units' order."""
+        return self._all_unit_weights()
 
     @cached_property
     def rest_u(self) -> sp.csr_matrix:
@@ -136,6 +143,47 @@ class _Terms:
             del V, held
             yield rows, out
         self.__dict__.setdefault("ess", _kish(s1, s2))
+
+    def unit_values(self, whole: bool = False, order=None, ess: bool = False):
+        """Per block of targets (of about :data:`BLOCK_VALUES` non-zeros; ``whole``: one block of all): its rows and
+        one draw's value on each unit column (a unit's draws share it; ``order``: the units of each column instead)
+        of precision's terms ``W`` (``C`` too: the crowd votes' path takes every label as 1), of recall's numerator
+        ``A`` and denominator ``B``: the per-draw terms' values without a column per draw (:mod:`.from_votes` adds
+        a unit's draws).  ``ess``: the effective sizes are set once every block was read (from the units' weights, as
+        :meth:`per_unit_blocks` sets them)."""
+        d, u = self.d, self.d.units
+        s1, s2 = np.zeros(d.m), np.zeros(d.m)
+        first = u.first if order is None else u.first[order]
+        blocks = [(slice(0, d.m), *self._all_unit_weights(order))] if whole else self._unit_weight_blocks(order)
+        pos = self.pos_ratio_u if order is None else _columns(self.pos_ratio_u, order)
+        p0 = d.p0[d.xs[first]] * d.f[first]
+        for rows, V, held in blocks:
+            B = pos.sub(rows).scaled(cols=p0)
+            if d.gs is not None:  # the draws' instances inside each target's S_i, a unit's draws alike
+                held = sp.csr_matrix(d.gs[rows][:, first], dtype=float)
+                held.data = (held.data != 0).astype(float)
+                A = Rows(B * held)
+            else:
+                A = Rows(B.at(V if held is None else held))
+            del held
+            if ess:
+                s1[rows], s2[rows] = _unit_sums(V, self._unit_columns[0], in_place=False)
+            yield rows, Rows(V), A, B
+        if ess:
+            self.__dict__.setdefault("ess", _kish(s1, s2))
+
+    @cached_property
+    def unit_draws(self) -> np.ndarray:
+        """Per unit, its draws (integers)."""
+        return np.bincount(self.d.units.unit, minlength=self.d.units.n_units)
+
+    @cached_property
+    def units_in_draw_order(self) -> bool:
+        """Whether every instance's draws come unit after unit, in the units' order (the draws of each system
+        together, the systems in order): a sum over an instance's draws is then one over its units' draws."""
+        order = np.argsort(self.item, kind="stable")
+        it, un = self.item[order], self.d.units.unit[order]
+        return bool(((it[1:] != it[:-1]) | (un[1:] >= un[:-1])).all())
 
     def _unit_terms(self, rows: slice, V: sp.csr_matrix, held, recall: bool):
         """:meth:`per_unit`'s terms of the targets ``rows`` from their unit weights ``V`` (turned into ``W`` in
@@ -214,6 +262,15 @@ class _Terms:
             HI = sp.csr_matrix(((PI.data != 0).astype(float), PI.indices, PI.indptr), shape=PI.shape)
             return ByItem(HI, self.item, pos.a, pos.b), sp.csr_matrix(pos.shape)
         return None, self.A.sparse
+
+
+def _columns(X: Rows, order: np.ndarray) -> Rows:
+    """``X``'s columns ``order`` (a permutation), canonical."""
+    sparse = X.sparse
+    if sparse.nnz:
+        sparse = sparse[:, order]
+        sparse.sum_duplicates()
+    return Rows(sparse, X.a, None if X.b is None else X.b[..., order])
 
 
 def _unit_sums(V: sp.csr_matrix, m_u: np.ndarray, *, in_place: bool) -> tuple[np.ndarray, np.ndarray]:

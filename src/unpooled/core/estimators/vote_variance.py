@@ -120,10 +120,9 @@ def vote_variance(pat: VotePatterns, m: int, rows, cols, gp, rho_p, ga, rho_a, p
     """
     vp, vpb, vn, cv = (np.zeros(m) for _ in range(4))
     parts = [_exp_parts(lv) for lv, _, _ in pat.groups]  # once per pattern, not per (target, item) pair
-    for g, (lv, p1, p0) in enumerate(pat.groups):
-        sel = np.flatnonzero(pat.grp[cols] == g)
-        if not len(sel):
-            continue
+    for g, sel in ((g, sel) for g in range(len(pat.groups))
+                   for sel in _row_chunks(np.flatnonzero(pat.grp[cols] == g), rows)):
+        lv, p1, p0 = pat.groups[g]
         r_, c_ = rows[sel], cols[sel]
         U = len(lv)
         shared, inv = np.unique(r_ * U + pat.pos[c_], return_inverse=True)  # (target, workers) of the pairs
@@ -163,6 +162,24 @@ def vote_variance(pat: VotePatterns, m: int, rows, cols, gp, rho_p, ga, rho_a, p
     if dense is not None:
         _dense_part(pat, parts, m, rows, cols, weight, dense, lam, R, groups, vn)
     return vp, vpb, vn, cv
+
+
+#: the votes' variance works on chunks of about this many (target, item) pairs (each row's pairs in one chunk)
+PAIRS_PER_CHUNK = 1 << 19
+
+
+def _row_chunks(sel: np.ndarray, rows: np.ndarray) -> list[np.ndarray]:
+    """``sel`` (pairs, in order) cut into chunks of about :data:`PAIRS_PER_CHUNK`, only where every row before the
+    cut is below every row after it (``rows`` per pair, sorted by target): each row's pairs, and so its sums, in one
+    chunk, added in the same order as at once."""
+    if len(sel) <= PAIRS_PER_CHUNK:
+        return [sel] if len(sel) else []
+    r = rows[sel]
+    ok = np.maximum.accumulate(r)[:-1] < np.minimum.accumulate(r[::-1])[::-1][1:]  # a cut after pair i
+    cuts = np.flatnonzero(ok) + 1
+    want = np.arange(PAIRS_PER_CHUNK, len(sel), PAIRS_PER_CHUNK)
+    at = np.unique(cuts[np.minimum(np.searchsorted(cuts, want), len(cuts) - 1)]) if len(cuts) else np.zeros(0, int)
+    return np.split(sel, at)
 
 
 def _dense_part(pat, parts, m, rows, cols, weight, dense, lam, R, groups, vn) -> None:
