@@ -22,7 +22,7 @@ from __future__ import annotations
 import logging
 import math
 from collections import defaultdict
-from dataclasses import replace
+from dataclasses import dataclass, replace
 
 import numpy as np
 import scipy.sparse as sp
@@ -206,9 +206,22 @@ def _system_inputs(corpus: Corpus, subs: list[Submission], docs: list[Exhaustive
     return [dict(s) for s in systems], [dict(a) for a in arg_spans], counts
 
 
-def compute(corpus: Corpus, *, level: str | None = None) -> list[EntityScore]:
-    """Entity scores of every submission of ``corpus`` with mentions or instances; stores one
-    :class:`EntityScore` per submission whose figures changed, and returns the new rows."""
+@dataclass
+class Computed:
+    """What :func:`results` computed: per submission (``subs``) its core :class:`EntityScores` and ``counts``, and
+    what they rest on."""
+
+    subs: list
+    scores: list
+    counts: list
+    docs: list
+    level: str | None
+    info: dict
+    identity: dict
+
+
+def results(corpus: Corpus, *, level: str | None = None) -> Computed | None:
+    """The core's entity scores of every submission of ``corpus`` with mentions or instances (None: none has)."""
     from . import scoring
     from .models import Draw
 
@@ -217,7 +230,7 @@ def compute(corpus: Corpus, *, level: str | None = None) -> list[EntityScore]:
         Exists(SubmissionMention.objects.filter(submission_id=OuterRef("pk")))
         | Exists(RelationInstance.objects.filter(submission_id=OuterRef("pk")))).order_by("id"))
     if not subs:
-        return []
+        return None
     docs = exhaustive_documents(corpus)
     if level is None:
         drawn = set(Draw.objects.filter(submission__corpus=corpus).values_list("level", flat=True).distinct())
@@ -229,9 +242,19 @@ def compute(corpus: Corpus, *, level: str | None = None) -> list[EntityScore]:
     from unpooled.service.annotation.clustering import nil_identity
 
     identity = nil_identity(corpus)
-    results = entity_scores(docs, systems, mention_counts=counts, argument_spans=arg_spans, arguments=arguments,
-                            match=MATCH, nil_identity=identity or None, confidence=CONFIDENCE,
-                            types=sorted(corpus.schema.schema().entity_types) or None)
+    scores = entity_scores(docs, systems, mention_counts=counts, argument_spans=arg_spans, arguments=arguments,
+                           match=MATCH, nil_identity=identity or None, confidence=CONFIDENCE,
+                           types=sorted(corpus.schema.schema().entity_types) or None)
+    return Computed(subs, scores, counts, docs, level, info, identity)
+
+
+def compute(corpus: Corpus, *, level: str | None = None) -> list[EntityScore]:
+    """Entity scores of every submission of ``corpus`` with mentions or instances (:func:`results`); stores one
+    :class:`EntityScore` per submission whose figures changed, and returns the new rows."""
+    got = results(corpus, level=level)
+    if got is None:
+        return []
+    subs, docs, level, info, identity = got.subs, got.docs, got.level, got.info, got.identity
     # each submission's newest entity score (one index probe each: their history is never read)
     last = (Submission.objects.filter(pk__in=[s.pk for s in subs])
             .annotate(e=Subquery(EntityScore.objects.filter(submission_id=OuterRef("pk")).order_by("-id")
@@ -239,7 +262,7 @@ def compute(corpus: Corpus, *, level: str | None = None) -> list[EntityScore]:
     newest = {e.submission_id: e for e in EntityScore.objects.filter(pk__in=Subquery(last))}
     out = []
     layer_links = any(mm.link for d in docs for mm in d.mentions)
-    for sub, res, (M, A) in zip(subs, results, counts):
+    for sub, res, (M, A) in zip(subs, got.scores, got.counts):
         details = res.to_dict()
         details.update({"mentions": M, "argument_mentions": A, "layer_has_links": layer_links,
                         "nil_across_documents": bool(identity),
