@@ -9,7 +9,7 @@ A. Bagga, B. Baldwin. Algorithms for scoring coreference chains. LREC 1998 works
 from __future__ import annotations
 
 import math
-from typing import Mapping, Sequence
+from typing import Sequence
 
 import numpy as np
 import scipy.sparse as sp
