@@ -13,7 +13,10 @@ Builds, in the database named by ``DATABASE_URL`` (a fresh SQLite file by defaul
   (:func:`~unpooled.service.evaluations.draws.draw`), verification tasks for their keys
   with three simulated answers each (annotator accuracies 0.75--0.95) and majority labels,
   except for a reserve of drawn keys left unlabelled;
-* ``--documents`` exhaustively annotated documents (completed relation tasks).
+* ``--documents`` exhaustively annotated documents (completed relation tasks), at least ``--exhaustive``;
+* with ``--exhaustive N``, an entity layer on N of them (:mod:`unpooled.bench.rescore_entities`: the simulated
+  crowd's entity answers, their aggregated layer, a cross-document clustering), and the verification answers say
+  whether the instances' arguments are mentions: the entity scores then have what they have in a shared task.
 
 Then, in one process (as the task worker: BLAS on one thread unless ``OPENBLAS_NUM_THREADS`` says otherwise,
 :func:`~unpooled.service.config.server.one_blas_thread`), it times: the from-scratch estimation
@@ -26,7 +29,9 @@ Each figure is split into the parts of :func:`unpooled.service.evaluations.scori
 (pool, truth, draws, labels, confusions, design, estimate) and the rest (storing the Score
 rows, the breakdowns, the entity scores).  The incremental estimates are checked against the
 from-scratch ones (exit status 4 if they differ by more than 1e-9).  Every figure is wall
-time measured here; the CPU time of the process and the load average are printed beside.
+time measured here; the CPU time of the process and the load average are printed beside, and the entity scores'
+part's wall and CPU seconds in a batch.  The entity scores are last computed again with every cache forgotten
+(exit status 4 if they differ).
 """
 
 from __future__ import annotations
@@ -42,6 +47,7 @@ import uuid
 from pathlib import Path
 
 from unpooled.bench import run_child
+from unpooled.bench.rescore_entities import entity_layers, entity_values, max_difference, verification_item
 
 SPAN_VARIANT = 0.05  # share of a system's correct instances given with a shortened subject span
 
@@ -192,7 +198,8 @@ class _Crowd:
         self.accuracy = self.rng.uniform(0.75, 0.95, size=annotators)
 
     def label(self, items) -> int:
-        """``items``: (key, key_hash, document pk, correct) of keys without a label; returns labels written."""
+        """``items``: (key, key_hash, document pk, correct, payload, subject ok, object ok) of keys without a label
+        (:func:`~unpooled.bench.rescore_entities.verification_item`); returns labels written."""
         from django.db import transaction
         from django.utils import timezone
 
@@ -201,17 +208,18 @@ class _Crowd:
         now = timezone.now()
         with transaction.atomic():
             tasks = Task.objects.bulk_create([
-                Task(corpus=self.corpus, kind=Kind.VERIFY, document_id=doc, key=key, key_hash=kh, payload={},
+                Task(corpus=self.corpus, kind=Kind.VERIFY, document_id=doc, key=key, key_hash=kh, payload=payload,
                      answers_needed=self.k, status=Task.Status.COMPLETE, priority=now, guideline_version="bench",
-                     completed=now) for key, kh, doc, _ in items], batch_size=2000)
+                     completed=now) for key, kh, doc, _, payload, _, _ in items], batch_size=2000)
             assign, answers, labels = [], [], []
-            for task, (key, kh, doc, truth) in zip(tasks, items):
+            for task, (key, kh, doc, truth, _, s_ok, o_ok) in zip(tasks, items):
                 who = self.rng.choice(len(self.annotators), size=self.k, replace=False)
                 says = [bool(truth) if self.rng.random() < self.accuracy[w] else not truth for w in who.tolist()]
                 for w, s in zip(who.tolist(), says):
                     assign.append(Assignment(task=task, annotator=self.annotators[w], status="submitted",
                                              token=secrets.token_hex(16), leased=now, expires=now))
-                    answers.append(s)
+                    right = [bool(self.rng.random() < self.accuracy[w]) for _ in range(2)]
+                    answers.append((s, s_ok == right[0], o_ok == right[1]))
                 yes = sum(says)
                 task.result = {"correct": 2 * yes > self.k, "votes": [yes, self.k - yes]}
                 labels.append(Label(corpus=self.corpus, key=key, key_hash=kh, task=task, probability=yes / self.k,
@@ -220,15 +228,17 @@ class _Crowd:
                                     guideline_version="bench"))
             assign = Assignment.objects.bulk_create(assign, batch_size=2000)
             Answer.objects.bulk_create([
-                Answer(assignment=a, task=a.task, annotator=a.annotator, value={"relation": "holds" if c else "none"},
-                       correct=c, weight=1.0, guideline_version="bench") for a, c in zip(assign, answers)],
+                Answer(assignment=a, task=a.task, annotator=a.annotator, value={"relation": "holds" if c else "none",
+                                                                                 "subject_ok": so, "object_ok": oo},
+                       correct=c, weight=1.0, guideline_version="bench") for a, (c, so, oo) in zip(assign, answers)],
                 batch_size=2000)
             Task.objects.bulk_update(tasks, ["result"], batch_size=2000)
             Label.objects.bulk_create(labels, batch_size=2000)
         return len(labels)
 
 
-def _exhaustive(corpus, docs, spans, gold, n_docs: int, seed: int) -> int:
+def _exhaustive(corpus, docs, spans, gold, n_docs: int, seed: int) -> list[str]:
+    """``n_docs`` documents sampled for exhaustive annotation, each with its completed relation task: their ids."""
     import numpy as np
     from django.utils import timezone
 
@@ -254,7 +264,7 @@ def _exhaustive(corpus, docs, spans, gold, n_docs: int, seed: int) -> int:
                             payload={"mentions": mentions, "pairs": []}, status=Task.Status.COMPLETE,
                             result={"pairs": {}, "relations": rels}, priority=now, completed=now,
                             guideline_version="bench")
-    return len(pick)
+    return [docs[i].id for i in pick]
 
 
 # -- the benchmark (one process: the cache lives in it) ------------------------------------------------
@@ -314,7 +324,15 @@ def child(cfg: dict) -> None:
             draw(sub, cfg["draws"], level="instance", rng=rng)
         drawn = list(dict.fromkeys(Draw.objects.filter(submission__corpus=corpus).order_by("id")
                                    .values_list("key", flat=True)))
-        doc_of = dict(RelationInstance.objects.filter(submission__corpus=corpus).values_list("key", "document_id"))
+        gold_spans = {(d, s, e) for d, ms in spans.items() for _, _, s, e in ms}
+        args_of: dict = {}
+
+        def know(qs):
+            for row in qs.values_list("key", "document_id", "document__doc_id", "subject_start", "subject_end",
+                                      "object_start", "object_end", "value"):
+                args_of[row[0]] = row[1:]
+
+        know(RelationInstance.objects.filter(submission__corpus=corpus))
         reserve_n = cfg["labels"] * cfg["repeats"]
         order = rng.permutation(len(drawn))
         reserve = [drawn[k] for k in order[:reserve_n].tolist()]
@@ -322,10 +340,13 @@ def child(cfg: dict) -> None:
         crowd = _Crowd(corpus, seed)
 
         def items(keys):
-            return [(k, key_hash(k), doc_of[k], truth[k]) for k in keys]
+            return [verification_item(k, key_hash(k), args_of[k][0], truth[k], *args_of[k][1:], gold_spans)
+                    for k in keys]
 
         crowd.label(items(first))
-        docs_ex = _exhaustive(corpus, docs, spans, gold, cfg["documents"], seed)
+        ex_ids = _exhaustive(corpus, docs, spans, gold, max(cfg["documents"], cfg["exhaustive"]), seed)
+        docs_ex = len(ex_ids)
+        layer = entity_layers(corpus, ex_ids[:cfg["exhaustive"]], spans, crowd, seed) if cfg["exhaustive"] else 0
         setup["draws_labels_exhaustive"] = time.perf_counter() - t0
         log(f"{len(drawn)} drawn keys, {len(first)} labelled, {len(reserve)} in reserve; {docs_ex} exhaustive docs")
         n_instances = RelationInstance.objects.filter(submission__corpus=corpus).count()
@@ -339,13 +360,15 @@ def child(cfg: dict) -> None:
             size0 = _table_bytes()
             t0, c0 = time.perf_counter(), time.process_time()
             parts: dict[str, float] = {}
-            got = rescore(corpus, timings=parts)
+            cpu_parts: dict[str, float] = {}
+            got = rescore(corpus, timings=parts, cpu=cpu_parts)
             wall, cpu = time.perf_counter() - t0, time.process_time() - c0
             assert len(got) == len(Submission.objects.filter(corpus=corpus))
             inc = sum(v for k, v in parts.items() if k not in ("store", "breakdowns", "entities"))
             size1 = _table_bytes()
             grown = {t: size1[t] - size0.get(t, 0) for t in size1 if size1[t] != size0.get(t, 0)}
-            return {"seconds": wall, "cpu": cpu, "scoring": inc, "parts": parts, "grown": grown}
+            return {"seconds": wall, "cpu": cpu, "scoring": inc, "parts": parts, "cpu_parts": cpu_parts,
+                    "grown": grown}
 
         t0 = time.perf_counter()
         ref = scoring.from_scratch(corpus)
@@ -379,28 +402,35 @@ def child(cfg: dict) -> None:
         labelled = set(first) | set(reserve) | set(new_keys)
         late_keys = [k for k in dict.fromkeys(Draw.objects.filter(submission=late).values_list("key", flat=True))
                      if k not in labelled]
-        for key, doc in RelationInstance.objects.filter(submission=late).values_list("key", "document_id"):
-            doc_of[key] = doc
+        know(RelationInstance.objects.filter(submission=late))
         crowd.label(items(late_keys))
         after_submission = timed()
         inc = scoring.score(corpus)
         ref = scoring.from_scratch(corpus)
         diff = max(diff, scoring.max_abs_difference(inc.result, ref.result))
+        # the entity scores with every cache forgotten: the same
+        held = entity_values(corpus)
+        scoring.clear_cache()
+        entity_diff = max_difference(held, entity_values(corpus))
 
         def rounded(b: dict) -> dict:
             return {"seconds": round(b["seconds"], 3), "cpu_seconds": round(b["cpu"], 3),
                     "scoring_seconds": round(b["scoring"], 3), "parts": {k: round(v, 3) for k, v in b["parts"].items()},
-                    "grown_bytes": b["grown"]}
+                    "cpu_parts": {k: round(v, 3) for k, v in b["cpu_parts"].items()}, "grown_bytes": b["grown"]}
 
         result = {
             "database": connection.vendor, "systems": m, "instances_per_system": n, "instances": n_instances,
             "universe": n_universe, "draws_per_system": cfg["draws"], "labelled_keys": len(first),
-            "exhaustive_documents": docs_ex, "label_batch": cfg["labels"], "repeats": cfg["repeats"],
+            "exhaustive_documents": docs_ex, "entity_documents": min(cfg["exhaustive"], docs_ex),
+            "entity_layer_mentions": layer, "label_batch": cfg["labels"], "repeats": cfg["repeats"],
             "from_scratch_seconds": round(scratch, 3),
             "rescore_seconds": round(statistics.median(b["seconds"] for b in batches), 3),
             "rescore_scoring_seconds": round(statistics.median(b["scoring"] for b in batches), 3),
             "rescore_cpu_seconds": round(statistics.median(b["cpu"] for b in batches), 3),
             "rescore_all": [round(b["seconds"], 3) for b in batches],
+            "entities_seconds": round(statistics.median(b["parts"]["entities"] for b in batches), 3),
+            "entities_cpu_seconds": round(statistics.median(b["cpu_parts"]["entities"] for b in batches), 3),
+            "entities_max_abs_difference": entity_diff,
             "rescore_median_batch": rounded(median), "cold": rounded(cold), "unchanged": rounded(unchanged),
             "after_new_draws": rounded(after_draws), "after_new_submission": rounded(after_submission),
             "max_abs_difference": diff, "setup_seconds": {k: round(v, 1) for k, v in setup.items()},
@@ -461,12 +491,12 @@ def _cleanup(name: str) -> None:
         Team.objects.filter(pk__in=teams, submissions__isnull=True).delete()
 
 
-def run(systems: int, instances: int, labels: int, *, draws: int = 150, documents: int = 30, repeats: int = 3,
-        seed: int = 0, as_json: bool = False, keep: bool = False, verbose: bool = False) -> int:
+def run(systems: int, instances: int, labels: int, *, draws: int = 150, documents: int = 30, exhaustive: int = 0,
+        repeats: int = 3, seed: int = 0, as_json: bool = False, keep: bool = False, verbose: bool = False) -> int:
     with tempfile.TemporaryDirectory(prefix="unpooled-bench-") as tmp:
         work = Path(tmp)
         cfg = {"systems": systems, "instances": instances, "labels": labels, "draws": draws, "documents": documents,
-               "repeats": repeats, "seed": seed, "workdir": str(work), "keep": keep, "verbose": verbose}
+               "exhaustive": exhaustive, "repeats": repeats, "seed": seed, "workdir": str(work), "keep": keep, "verbose": verbose}
         got = run_child("rescore", cfg, work)
         if got is None:
             return 3
@@ -486,10 +516,14 @@ def run(systems: int, instances: int, labels: int, *, draws: int = 150, document
               f"{got['repeats']} (scoring.score {got['rescore_scoring_seconds']:.3f} s; CPU of this process "
               f"{got['rescore_cpu_seconds']:.3f} s)\n"
               f"    median batch: {_line(b)}\n"
+              f"  entity scores in a batch ({got['entity_documents']} documents with an entity layer of "
+              f"{got['entity_layer_mentions']:,} mentions) {got['entities_seconds']:.3f} s, "
+              f"{got['entities_cpu_seconds']:.3f} CPU-s (median)\n"
               f"  after new draws of one system              {_line(got['after_new_draws'])}\n"
               f"  after a new submission                     {_line(got['after_new_submission'])}\n"
-              f"  largest difference to from scratch         {got['max_abs_difference']:.2e}")
-    return 0 if got["max_abs_difference"] <= 1e-9 else 4
+              f"  largest difference to from scratch         {got['max_abs_difference']:.2e} "
+              f"(entity scores {got['entities_max_abs_difference']:.2e})")
+    return 0 if max(got["max_abs_difference"], got["entities_max_abs_difference"]) <= 1e-9 else 4
 
 
 def _parts(parts: dict) -> str:

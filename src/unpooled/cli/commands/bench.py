@@ -42,6 +42,8 @@ def register(sub) -> None:
     rs.add_argument("--labels", type=int, default=50, help="new labels per batch")
     rs.add_argument("--draws", type=int, default=150, help="draws per submission before the batches")
     rs.add_argument("--documents", type=int, default=30, help="exhaustively annotated documents")
+    rs.add_argument("--exhaustive", type=int, default=0,
+                    help="of them (at least as many), those with an entity layer (the entity scores' documents)")
     rs.add_argument("--repeats", type=int, default=3, help="label batches timed (the median is reported)")
     rs.add_argument("--seed", type=int, default=0, help="random seed of the generated corpus and labels (0)")
     rs.add_argument("--keep", action="store_true", help="keep the generated corpus in the database")
@@ -218,8 +220,12 @@ def cmd_rescore(args) -> int:
         from ..main import CommandError
 
         raise CommandError("--systems, --instances, --labels, --draws, --documents and --repeats must be positive")
+    if args.exhaustive < 0:
+        from ..main import CommandError
+
+        raise CommandError("--exhaustive must not be negative")
     return run(args.systems, args.instances, args.labels, draws=args.draws, documents=args.documents,
-               repeats=args.repeats, seed=args.seed, as_json=args.json, keep=args.keep, verbose=args.verbose)
+               exhaustive=args.exhaustive, repeats=args.repeats, seed=args.seed, as_json=args.json, keep=args.keep, verbose=args.verbose)
 
 
 def cmd_pages(args) -> int:

@@ -11,7 +11,9 @@ Two samples already collected for the relation scores are reused (method.md §1.
   whose aggregated entity layer gives every mention with its type, in-document coreference cluster and
   KB link (empty: NIL).
 
-The module holds :func:`entity_scores`, which puts the parts together, and re-exports what the parts offer:
+The module holds :func:`entity_scores`, which puts the parts together, and :func:`document_terms`, what it takes
+from the exhaustive documents alone (every figure but mention precision and F1: unchanged while only the
+verification draws' labels change, so a caller may keep it), and re-exports what the parts offer:
 
 * :mod:`.entity_metrics`: :data:`METRICS`, :data:`LABELS`, :class:`EntityScores`, the document
   ratio (:func:`document_ratio`: Hájek, delete-one-document jackknife), F1 and the intervals;
@@ -51,6 +53,7 @@ W. G. Cochran. *Sampling Techniques*, 3rd ed. Wiley, 1977.
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from typing import Mapping, Sequence
 
 import numpy as np
@@ -59,7 +62,7 @@ from ..errors import InvalidInputError
 from .crowd_channels import PARAMS, fit_rates
 from .entity_arguments import argument_precision, rate_variance, validity_labels
 from .entity_documents import (MATCHES, ExhaustiveDocument, Mention, _answer_doc, _best, _corrected_ratios, _items,
-                               _layer_ratios, _sys_doc, span_weights)  # noqa: F401
+                               _layer_ratios, _matched, _sys_doc, span_weights)  # noqa: F401
 from .entity_metrics import (LABELS, METRICS, EntityScores, _f1_metric, _interval, _metric,
                              _undefined,
                              _pair_f1, document_ratio)
@@ -94,10 +97,24 @@ def _entity_scores_iv(docs, systems, arguments, confidence, match):
                 raise InvalidInputError(f"arguments[{key!r}]: expected {m} values, got {len(arguments[key])}")
 
 
+@dataclass
+class DocumentTerms:
+    """One system's figures from the exhaustive documents alone (:func:`document_terms`): the document ratios and
+    every metric but mention precision and F1, with their notes and the crowd's rates.  They do not depend on the
+    verification draws: a caller may keep them while only the draws' labels change and pass them to
+    :func:`entity_scores`."""
+
+    ratios: dict
+    metrics: dict
+    crowd_notes: list
+    nil_notes: list
+    crowd: dict
+
+
 def entity_scores(docs: Sequence[ExhaustiveDocument], systems: Sequence[Mapping], *, mention_counts=None,
                   argument_spans=None, arguments: Mapping | None = None, match: str = "overlap",
                   nil_identity: Mapping | None = None, confidence: float = 0.90,
-                  types=None) -> list[EntityScores]:
+                  types=None, terms: Sequence[DocumentTerms] | None = None) -> list[EntityScores]:
     r"""Entity metrics of every system (module docs).
 
     Parameters
@@ -125,13 +142,39 @@ def entity_scores(docs: Sequence[ExhaustiveDocument], systems: Sequence[Mapping]
     types : collection of str, optional
         The entity types of the schema (:math:`K` of the typing channel; a system type outside them is never
         right).  Default: the types the answers and the layer use.  Read only when documents carry answers.
+    terms : sequence of DocumentTerms, optional
+        :func:`document_terms` of these documents and systems (with these ``argument_spans``, ``match``,
+        ``nil_identity``, ``confidence`` and ``types``), computed earlier; default: computed here.
 
     Returns
     -------
     list of EntityScores
     """
     _entity_scores_iv(docs, systems, arguments, confidence, match)
-    m = len(systems)
+    if terms is None:
+        terms = document_terms(docs, systems, argument_spans=argument_spans, match=match, nil_identity=nil_identity,
+                               confidence=confidence, types=types)
+    elif len(terms) != len(systems):
+        raise InvalidInputError(f"terms: expected {len(systems)} (one per system), got {len(terms)}")
+    tf = t_factor(len(docs), confidence)
+    out = []
+    for i, t in enumerate(terms):
+        notes = list(t.crowd_notes)
+        metrics: dict[str, Estimate] = {"mention_r": t.metrics["mention_r"]}
+        alpha, n_draws, parts = _mention_precision(metrics, notes, i, docs, t.ratios, mention_counts, arguments, tf,
+                                                   confidence)
+        metrics["mention_f1"] = _mention_f1(metrics["mention_p"], metrics["mention_r"], i, docs, t.ratios, arguments,
+                                            alpha, tf, confidence)
+        metrics.update((k, v) for k, v in t.metrics.items() if k != "mention_r")
+        out.append(EntityScores(metrics, len(docs), alpha, n_draws, notes + list(t.nil_notes), parts, dict(t.crowd)))
+    return out
+
+
+def document_terms(docs: Sequence[ExhaustiveDocument], systems: Sequence[Mapping], *, argument_spans=None,
+                   match: str = "overlap", nil_identity: Mapping | None = None, confidence: float = 0.90,
+                   types=None) -> list[DocumentTerms]:
+    """Per system, what :func:`entity_scores` takes from the exhaustive documents alone (its parameters)."""
+    _entity_scores_iv(docs, systems, None, confidence, match)
     pi = np.array([d.inclusion for d in docs], dtype=float)
     tf = t_factor(len(docs), confidence)
     links_known = any(g.link for d in docs for g in d.mentions)
@@ -139,13 +182,13 @@ def entity_scores(docs: Sequence[ExhaustiveDocument], systems: Sequence[Mapping]
     if any(d.answers for d in docs):
         rates, ads, free, K, tset = _fit_crowd(docs, systems, match, types)
     out = []
-    for i in range(m):
+    for i, system in enumerate(systems):
         args_i = argument_spans[i] if argument_spans is not None else {}
         notes: list[str] = []
         if rates is None:
-            ratios = _layer_ratios(docs, systems[i], args_i, links_known, match, pi)
+            ratios = _layer_ratios(docs, system, args_i, links_known, match, pi)
         else:
-            sds = [_sys_doc(d, ad, systems[i].get(d.doc, ()), set(args_i.get(d.doc, ())), links_known, match, tset)
+            sds = [_sys_doc(d, ad, system.get(d.doc, ()), set(args_i.get(d.doc, ())), links_known, match, tset)
                    for d, ad in zip(docs, ads)]
             ratios = _corrected_ratios(sds, rates, free, K, pi)
             if free:
@@ -158,17 +201,13 @@ def entity_scores(docs: Sequence[ExhaustiveDocument], systems: Sequence[Mapping]
         metrics: dict[str, Estimate] = {}
         metrics["mention_r"] = _ratio_metric(docs, ratios, "mention_r", "the exhaustive documents have no mention",
                                              tf, confidence)
-        alpha, n_draws, parts = _mention_precision(metrics, notes, i, docs, ratios, mention_counts, arguments, tf,
-                                                   confidence)
-        metrics["mention_f1"] = _mention_f1(metrics["mention_p"], metrics["mention_r"], i, docs, ratios, arguments,
-                                            alpha, tf, confidence)
         metrics["typing"] = _ratio_metric(docs, ratios, "typing", "no typed valid mention of this submission in the "
                                           "exhaustive documents (a submission without entity types is not scored)",
                                           tf, confidence)
         _link_metrics(metrics, docs, ratios, links_known, tf, confidence)
-        _nil_metrics(metrics, notes, docs, systems[i], ratios, nil_identity, match, tf, confidence)
-        out.append(EntityScores(metrics, len(docs), alpha, n_draws, notes, parts,
-                                rates.to_dict() if rates is not None else {}))
+        nil_notes: list[str] = []
+        _nil_metrics(metrics, nil_notes, docs, system, ratios, nil_identity, match, tf, confidence)
+        out.append(DocumentTerms(ratios, metrics, notes, nil_notes, rates.to_dict() if rates is not None else {}))
     return out
 
 
@@ -284,8 +323,8 @@ def _nil_metrics(metrics: dict, notes: list, docs, system: Mapping, ratios: Mapp
         per_doc = []
         for d in docs:
             rows = []
-            for sm in system.get(d.doc, ()):
-                g = _best(sm, d.mentions, match)
+            ms = system.get(d.doc, ())
+            for sm, g in zip(ms, _matched(ms, d.mentions, match)):
                 if g is not None and not g.link:
                     rows.append((sm.cluster, nil_identity.get((d.doc, g.cluster), ("doc", d.doc, g.cluster))))
             per_doc.append(rows)
@@ -308,5 +347,5 @@ def _nil_metrics(metrics: dict, notes: list, docs, system: Mapping, ratios: Mapp
                                         ratios.get("nil_b3_r"), confidence, tf)
 
 
-__all__ = ["ExhaustiveDocument", "EntityScores", "LABELS", "METRICS", "Mention", "argument_precision",
-           "MATCHES", "cross_document_b3", "t_factor", "document_ratio", "entity_scores", "rate_variance", "validity_labels"]
+__all__ = ["DocumentTerms", "ExhaustiveDocument", "EntityScores", "LABELS", "METRICS", "Mention", "argument_precision",
+           "MATCHES", "cross_document_b3", "t_factor", "document_ratio", "document_terms", "entity_scores", "rate_variance", "validity_labels"]

@@ -135,13 +135,33 @@ def _best(m: Mention, gold: Sequence[Mention], match: str) -> Mention | None:
     return best
 
 
+def _best_of(ms: Sequence[Mention], gold: Sequence[Mention], match: str) -> np.ndarray:
+    """Per mention of ``ms``, the index in ``gold`` of the mention :func:`_best` gives it (-1: none), all at once:
+    the largest overlap, the first of equal ones (``argmax``), or the first with the same span."""
+    if not len(ms) or not len(gold):
+        return np.full(len(ms), -1, dtype=np.int64)
+    a = np.array([(m.start, m.end) for m in ms], dtype=np.int64)
+    b = np.array([(g.start, g.end) for g in gold], dtype=np.int64)
+    if match == "exact":
+        ov = (a[:, :1] == b[None, :, 0]) & (a[:, 1:] == b[None, :, 1])
+    else:
+        ov = np.minimum(a[:, 1:], b[None, :, 1]) - np.maximum(a[:, :1], b[None, :, 0])
+    k = ov.argmax(1)
+    return np.where(ov[np.arange(len(ms)), k] > 0, k, -1)
+
+
+def _matched(ms: Sequence[Mention], gold: Sequence[Mention], match: str) -> list:
+    """:func:`_best` of every mention of ``ms`` (:func:`_best_of`)."""
+    return [gold[k] if k >= 0 else None for k in _best_of(ms, gold, match).tolist()]
+
+
 def _doc_totals(gold: Sequence[Mention], system: Sequence[Mention], arg_spans: set, links_known: bool,
                 match: str) -> dict:
     """The :math:`(a_d, b_d)` of every ratio for one document (module table)."""
     out = {}
-    found = [(s, _best(s, gold, match)) for s in system]
+    found = list(zip(system, _matched(system, gold, match)))
     valid = [(s, g) for s, g in found if g is not None]
-    rev = [_best(g, system, match) for g in gold]  # the system mention matching each gold mention
+    rev = _matched(gold, system, match)  # the system mention matching each gold mention
     out["mention_r"] = (sum(x is not None for x in rev), len(gold))
     out["mention_p_all"] = (len(valid), len(system))
     rest = [(s, g) for s, g in found if (s.start, s.end) not in arg_spans]
@@ -217,8 +237,8 @@ def _marked_spans(d: ExhaustiveDocument, marks: list, match: str) -> tuple[list,
     extra: list = []    # a representative mention per group of the answers' other mentions
     by: list = []       # per group: answer index -> that answer's mention
     for j, ans in enumerate(d.answers):
-        for a in ans:
-            if _best(a, d.mentions, match) is not None:
+        for a, g in zip(ans, _best_of(ans, d.mentions, match).tolist()):
+            if g >= 0:
                 continue
             e = _best(a, extra, match)
             at = len(extra) if e is None else next(i for i, m in enumerate(extra) if m is e)
@@ -233,8 +253,11 @@ def _marked_spans(d: ExhaustiveDocument, marks: list, match: str) -> tuple[list,
 
 def _answer_doc(d: ExhaustiveDocument, match: str) -> _AnswerDoc:
     L = len(d.mentions)
-    marks = [{j: a for j, ans in enumerate(d.answers) if (a := _best(g, ans, match)) is not None}
-             for g in d.mentions]
+    marks: list = [{} for _ in range(L)]
+    for j, ans in enumerate(d.answers):
+        for x, a in enumerate(_matched(d.mentions, ans, match)):
+            if a is not None:
+                marks[x][j] = a
     px = np.zeros((L, L))
     pk = np.zeros((L, L))
     for x in range(L):
@@ -255,7 +278,11 @@ def _items(d: ExhaustiveDocument, ad: _AnswerDoc, candidates: Sequence[Mention],
     seen: dict = {}
     for c in candidates:
         seen.setdefault((c.start, c.end), c)
-    mx = [sum(_best(c, ans, match) is not None for ans in d.answers) for c in seen.values()]
+    cands = list(seen.values())
+    mx = np.zeros(len(cands), dtype=np.int64)
+    for ans in d.answers:
+        mx += _best_of(cands, ans, match) >= 0
+    mx = mx.tolist()
     agree, pairs = [], []
     for mk in ad.marks:
         types = [a.type for a in mk.values()]
@@ -302,10 +329,10 @@ def _sys_doc(d: ExhaustiveDocument, ad: _AnswerDoc, system: Sequence[Mention], a
              match: str, types) -> _SysDoc:
     gold = d.mentions
     index = {id(g): x for x, g in enumerate(gold)}
-    found = [(s, _best(s, gold, match)) for s in system]
+    found = list(zip(system, _matched(system, gold, match)))
     n = len(found)
     layer = {}
-    rev = [_best(g, system, match) for g in gold]
+    rev = _matched(gold, system, match)
     layer["mention_r"] = (sum(x is not None for x in rev), len(gold))
     if links_known:
         layer["link_r"] = (sum(x is not None and x.link == g.link for g, x in zip(gold, rev) if g.link),
@@ -313,17 +340,18 @@ def _sys_doc(d: ExhaustiveDocument, ad: _AnswerDoc, system: Sequence[Mention], a
     yv = np.full(n, np.nan)
     yt = np.full(n, np.nan)
     ll = np.zeros(n, dtype=bool)
+    by_answer = [_matched(system, ans, match) for ans in d.answers] if ad.k else []
     for x, (s, _) in enumerate(found):
         if not ad.k:
             continue
-        ms = [a for ans in d.answers if (a := _best(s, ans, match)) is not None]
+        ms = [a for got in by_answer if (a := got[x]) is not None]
         yv[x] = len(ms) / ad.k
         if ms:
             if s.type:
                 yt[x] = sum(a.type == s.type for a in ms) / len(ms)
             ll[x] = bool(s.link) and _plurality_link(ms) == s.link
     lv = np.array([g is not None for _, g in found], dtype=bool)
-    hits = [_best(m, system, match) for m in ad.spans]  # the system mention matching each marked span
+    hits = _matched(ad.spans, system, match)  # the system mention matching each marked span
     nil = [(s, g) for s, g in found if g is not None and not g.link]
     gi = np.array([index[id(g)] for _, g in nil], dtype=np.int64)
     key = [id(g) if g.cluster is None else g.cluster for _, g in nil]

@@ -9,27 +9,30 @@ A. Bagga, B. Baldwin. Algorithms for scoring coreference chains. LREC 1998 works
 from __future__ import annotations
 
 import math
-from collections import defaultdict
-from typing import Mapping, Sequence
+from typing import Sequence
 
 import numpy as np
+import scipy.sparse as sp
 
 
-def _b3_counts(cells: Mapping) -> tuple[float, float, int]:
-    r"""B-cubed P and R from the contingency counts ``(system cluster, gold cluster) -> c``:
-    :math:`P = \frac1n\sum_{s,g} c_{sg}^2/c_s`, :math:`R = \frac1n\sum_{s,g} c_{sg}^2/c_g`."""
-    cs: dict = defaultdict(int)
-    cg: dict = defaultdict(int)
-    n = 0
-    for (a, b), c in cells.items():
-        cs[a] += c
-        cg[b] += c
-        n += c
-    if n == 0:
-        return float("nan"), float("nan"), 0
-    p = sum(c * c / cs[a] for (a, b), c in cells.items() if c) / n
-    r = sum(c * c / cg[b] for (a, b), c in cells.items() if c) / n
-    return p, r, n
+def _b3_counts(less: np.ndarray, sys_code: np.ndarray, gold_code: np.ndarray) -> tuple[np.ndarray, np.ndarray,
+                                                                                      np.ndarray]:
+    r"""B-cubed P and R of each row of ``less`` (contingency counts: ``less[r, k]`` mentions in cell :math:`k` of
+    system cluster ``sys_code[k]`` and gold cluster ``gold_code[k]``):
+    :math:`P = \frac1n\sum_{s,g} c_{sg}^2/c_s`, :math:`R = \frac1n\sum_{s,g} c_{sg}^2/c_g` (NaN where
+    :math:`n = 0`), the sums taken cell by cell in order (``cumsum``: the sums of a loop over the cells); and n."""
+    n = less.sum(1)
+    out = []
+    for code in (sys_code, gold_code):
+        one = sp.csr_matrix((np.ones(len(code), np.int64), (np.arange(len(code)), code)),
+                            shape=(len(code), int(code.max()) + 1 if len(code) else 1))
+        size = np.asarray(less @ one)[:, code]  # c_s (c_g) of every cell
+        with np.errstate(invalid="ignore", divide="ignore"):
+            t = np.where(less > 0, (less * less) / np.where(size > 0, size, 1), 0.0)
+        total = np.cumsum(t, axis=1)[:, -1] if t.shape[1] else np.zeros(len(less))
+        with np.errstate(invalid="ignore", divide="ignore"):
+            out.append(np.where(n > 0, total / np.where(n > 0, n, 1), np.nan))
+    return out[0], out[1], n
 
 
 def cross_document_b3(per_doc: Sequence[Sequence[tuple]]) -> dict:
@@ -38,7 +41,8 @@ def cross_document_b3(per_doc: Sequence[Sequence[tuple]]) -> dict:
     ``per_doc``: per document, ``(system entity, gold cross-document entity)`` of each gold NIL mention the system
     found.  The figure is over the exhaustive documents' NIL mentions (a system entity and a gold entity both span
     documents, so it is not a sum over documents); its variance is the delete-one-document jackknife
-    :math:`\frac{N-1}{N}\sum_d (\hat\theta_{(d)} - \bar\theta)^2` (Efron & Stein 1981).
+    :math:`\frac{N-1}{N}\sum_d (\hat\theta_{(d)} - \bar\theta)^2` (Efron & Stein 1981), every replicate's
+    contingency table the full one less the document's counts (in blocks of documents).
 
     Returns ``{'p': (value, var), 'r': ..., 'f1': ..., 'n': mentions}``.
 
@@ -46,34 +50,41 @@ def cross_document_b3(per_doc: Sequence[Sequence[tuple]]) -> dict:
     >>> round(out["p"][0], 3), round(out["r"][0], 3)
     (1.0, 0.556)
     """
-    cells: dict = defaultdict(int)
-    docs = []
-    for rows in per_doc:
-        mine: dict = defaultdict(int)
-        for a, b in rows:
-            mine[(a, b)] += 1
-            cells[(a, b)] += 1
-        docs.append(mine)
-    p, r, n = _b3_counts(cells)
+    cell: dict = {}
+    sys_id: dict = {}
+    gold_id: dict = {}
+    rows, cols = [], []
+    for d, got in enumerate(per_doc):
+        for a, b in got:
+            k = cell.setdefault((a, b), len(cell))
+            sys_id.setdefault(a, len(sys_id))
+            gold_id.setdefault(b, len(gold_id))
+            rows.append(d)
+            cols.append(k)
+    N, K = len(per_doc), len(cell)
+    sys_code = np.array([sys_id[a] for a, _ in cell], dtype=np.int64)
+    gold_code = np.array([gold_id[b] for _, b in cell], dtype=np.int64)
+    mine = sp.csr_matrix((np.ones(len(rows), np.int64), (rows, cols)), shape=(N, K))
+    full = np.asarray(mine.sum(0), dtype=np.int64).reshape(1, K)
+    p, r, n = (float(x[0]) if i < 2 else int(x[0]) for i, x in enumerate(_b3_counts(full, sys_code, gold_code)))
 
     def f1(x, y):
         return 2 * x * y / (x + y) if x + y > 0 else 0.0
 
     out = {"n": n}
-    full = {"p": p, "r": r, "f1": f1(p, r) if n else float("nan")}
-    N = len(docs)
+    full_f = {"p": p, "r": r, "f1": f1(p, r) if n else float("nan")}
     reps = {"p": [], "r": [], "f1": []}
     if n and N >= 2:
-        for mine in docs:
-            less = {k: c - mine.get(k, 0) for k, c in cells.items()}
-            pp, rr, nn = _b3_counts(less)
-            if nn == 0:
-                pp = rr = float("nan")
-            reps["p"].append(pp)
-            reps["r"].append(rr)
-            reps["f1"].append(f1(pp, rr) if nn else float("nan"))
+        step = max(1, 2_000_000 // max(K, 1))
+        for lo in range(0, N, step):
+            less = full - mine[lo:lo + step].toarray()
+            pp, rr, nn = _b3_counts(less, sys_code, gold_code)
+            for x, y, m in zip(pp.tolist(), rr.tolist(), nn.tolist()):
+                reps["p"].append(x)
+                reps["r"].append(y)
+                reps["f1"].append(f1(x, y) if m else float("nan"))
     for k in ("p", "r", "f1"):
         v = np.array([x for x in reps[k] if not math.isnan(x)])
         var = (len(v) - 1) / len(v) * float(((v - v.mean()) ** 2).sum()) if len(v) >= 2 else float("nan")
-        out[k] = (full[k], var)
+        out[k] = (full_f[k], var)
     return out

@@ -12,6 +12,10 @@ The formulas are in :mod:`unpooled.core.estimators.entities`; this module only g
   ``object_ok``), pooled per span and corrected for the annotators' error rates
   (:func:`~unpooled.core.estimators.entities.validity_labels`).
 
+What they read is kept in process memory by :mod:`.entity_inputs` under fingerprints read on every call, and so are
+the core's document terms (:func:`~unpooled.core.estimators.entities.document_terms`, every figure but mention
+precision and F1): after a label batch only the argument mentions' precision is computed again.
+
 Verification never shows a system's KB links (:func:`~unpooled.service.annotation.payloads.verify_payload`), so
 linking is scored from the exhaustive layer only; a layer without any link (a corpus whose gold layer has none,
 Re-DocRED) leaves linking unscored, with that reason on the page.
@@ -21,21 +25,18 @@ from __future__ import annotations
 
 import logging
 import math
-from collections import defaultdict
-from dataclasses import replace
+from dataclasses import dataclass, replace
 
 import numpy as np
 import scipy.sparse as sp
 from django.db.models import Exists, OuterRef, Subquery
 
-from unpooled.core.estimators.entities import (ExhaustiveDocument, Mention, argument_precision, entity_scores,
-                                               validity_labels)
+from unpooled.core.estimators.entities import argument_precision, document_terms, entity_scores, validity_labels
 from unpooled.core.estimators.joint import weight_matrix
-from unpooled.service.annotation.models import Answer, ExhaustiveDocument as ExDoc, Kind, Task
 from unpooled.service.corpora.models import Corpus
 from unpooled.service.submissions.models import RelationInstance, Submission, SubmissionMention
 
-from . import inputs
+from . import entity_inputs, inputs
 from .models import EntityScore
 from .policy import CONFIDENCE
 
@@ -45,31 +46,6 @@ log = logging.getLogger(__name__)
 LEVEL_ORDER = ("instance", "relation", "entity", "subj-rel", "fill")
 #: how relation spans and mentions are matched (as relation instances are, by default)
 MATCH = "overlap"
-#: (submission pk, created) -> (|M_i|, |A_i|): a submission is immutable once ingested
-_COUNTS: dict = {}
-
-
-def _mentions(value) -> tuple:
-    return tuple(Mention(int(m["start"]), int(m["end"]), m.get("type"), m.get("cluster"), m.get("link") or "")
-                 for m in (value or {}).get("mentions", []))
-
-
-def exhaustive_documents(corpus: Corpus) -> list[ExhaustiveDocument]:
-    """The sampled documents whose entity layer is final, with their inclusion probabilities, aggregated layers
-    and the answers counted (weight above 0, by an annotator not blocked: those the layer was aggregated from,
-    :func:`~unpooled.service.annotation.actions.complete_task`), which the core corrects the labels with."""
-    incl = dict(ExDoc.objects.filter(corpus=corpus).values_list("document_id", "inclusion"))
-    tasks = list(Task.objects.filter(corpus=corpus, kind=Kind.ENTITIES, key="", status=Task.Status.COMPLETE,
-                                     document_id__in=list(incl))
-                 .order_by("document_id").values_list("id", "document_id", "document__doc_id", "result"))
-    answers: dict = defaultdict(list)
-    for task_id, value in (Answer.objects.filter(task_id__in=[t[0] for t in tasks], weight__gt=0,
-                                                 annotator__blocked=False)
-                           .order_by("task_id", "id").values_list("task_id", "value").iterator(chunk_size=2000)):
-        if isinstance(value, dict):
-            answers[task_id].append(_mentions(value))
-    return [ExhaustiveDocument(doc_id, float(incl[doc_pk]), _mentions(result), tuple(answers.get(task_id, ())))
-            for task_id, doc_pk, doc_id, result in tasks]
 
 
 def _arguments(corpus: Corpus, scored, level: str, subs: list[Submission]) -> tuple[dict | None, dict]:
@@ -80,17 +56,9 @@ def _arguments(corpus: Corpus, scored, level: str, subs: list[Submission]) -> tu
     if res is None or scored.universe is None or not len(res.design.xs):
         return None, info
     d = res.design
-    universe = scored.universe[:d.P.shape[1]]
-    span_id: dict = {}
-    rows, cols = [], []
-    for u, ref in enumerate(universe):
-        rows.append(u)
-        cols.append(span_id.setdefault((ref.doc, ref.s_start, ref.s_end), len(span_id)))
-        if ref.value is None and ref.o_start >= 0:
-            rows.append(u)
-            cols.append(span_id.setdefault((ref.doc, ref.o_start, ref.o_end), len(span_id)))
-    K = len(span_id)
-    args = sp.csr_matrix((np.ones(len(rows)), (rows, cols)), shape=(len(universe), max(K, 1)))
+    U = min(d.P.shape[1], len(scored.universe))
+    span_id, rows, cols, K = entity_inputs.argument_spans(corpus, scored.universe, U)
+    args = sp.csr_matrix((np.ones(len(rows)), (rows, cols)), shape=(U, max(K, 1)))
     # the answers on the drawn instances' arguments: one item per (task, role)
     keys = set(scored.keys or ())
     items: dict = {}
@@ -103,7 +71,7 @@ def _arguments(corpus: Corpus, scored, level: str, subs: list[Submission]) -> tu
             if span is None or not isinstance(ok, bool):
                 continue
             sid = span_id.get((doc, span[0], span[1]))
-            if sid is None:
+            if sid is None or sid >= K:
                 continue
             k = items.setdefault((task_id, role), len(items))
             if k == len(item_span):
@@ -146,69 +114,22 @@ def _arguments(corpus: Corpus, scored, level: str, subs: list[Submission]) -> tu
     return out, info
 
 
-def _system_inputs(corpus: Corpus, subs: list[Submission], docs: list[ExhaustiveDocument]):
-    """Per submission: its mentions in the exhaustive documents, their argument spans, and (|M_i|, |A_i|)."""
-    ex_ids = {d.doc for d in docs}
-    pos = {s.pk: i for i, s in enumerate(subs)}
-    m = len(subs)
-    systems: list[dict] = [defaultdict(list) for _ in range(m)]
-    arg_spans: list[dict] = [defaultdict(set) for _ in range(m)]
-    all_spans: list[set] = [set() for _ in range(m)]
-    args_all: list[set] = [set() for _ in range(m)]
-    sub_ids = [s.pk for s in subs if (s.pk, s.created) not in _COUNTS]
-    for sid, doc, s, e in (SubmissionMention.objects.filter(submission_id__in=sub_ids)
-                           .values_list("submission_id", "document_id", "start", "end").iterator(chunk_size=20000)):
-        all_spans[pos[sid]].add((doc, s, e))
-    for sid, doc, ss, se, os_, oe, obj in (RelationInstance.objects.filter(submission_id__in=sub_ids)
-                                           .values_list("submission_id", "document_id", "subject_start", "subject_end",
-                                                        "object_start", "object_end", "object_id")
-                                           .iterator(chunk_size=20000)):
-        i = pos[sid]
-        args_all[i].add((doc, ss, se))
-        if obj is not None:
-            args_all[i].add((doc, os_, oe))
-    # a submission's mentions never change once ingested: its counts are read once per process
-    for i, s in enumerate(subs):
-        if s.pk in sub_ids:
-            _COUNTS[(s.pk, s.created)] = (len(all_spans[i] | args_all[i]), len(args_all[i]))
-    counts = [_COUNTS[(s.pk, s.created)] for s in subs]
-    del all_spans, args_all
-    sub_ids = list(pos)
-    if ex_ids:
-        seen: list[set] = [set() for _ in range(m)]
-        qs = (SubmissionMention.objects.filter(submission_id__in=sub_ids, document__doc_id__in=ex_ids)
-              .order_by("pk")
-              .values_list("submission_id", "document__doc_id", "document_id", "start", "end", "entity_id",
-                           "entity__type", "entity__links"))
-        doc_pk: dict = {}
-        for sid, doc, dpk, s, e, ent, typ, links in qs.iterator(chunk_size=20000):
-            i = pos[sid]
-            doc_pk[dpk] = doc
-            if (doc, s, e) in seen[i]:
-                continue
-            seen[i].add((doc, s, e))
-            systems[i][doc].append(Mention(s, e, typ, ent, (links or [""])[0] or ""))
-        # argument spans (and arguments that are not listed as mentions: they are mentions of the KB too)
-        qs = (RelationInstance.objects.filter(submission_id__in=sub_ids, document__doc_id__in=ex_ids)
-              .order_by("pk")
-              .values_list("submission_id", "document__doc_id", "subject_start", "subject_end", "subject_id",
-                           "subject__type", "subject__links", "object_start", "object_end", "object_id",
-                           "object__type", "object__links"))
-        for sid, doc, ss, se, sj, st, sl, os_, oe, oj, ot, ol in qs.iterator(chunk_size=20000):
-            i = pos[sid]
-            for a, b, ent, typ, links in ((ss, se, sj, st, sl), (os_, oe, oj, ot, ol)):
-                if ent is None:
-                    continue
-                arg_spans[i][doc].add((a, b))
-                if (doc, a, b) not in seen[i]:
-                    seen[i].add((doc, a, b))
-                    systems[i][doc].append(Mention(a, b, typ, ent, (links or [""])[0] or ""))
-    return [dict(s) for s in systems], [dict(a) for a in arg_spans], counts
+@dataclass
+class Computed:
+    """What :func:`results` computed: per submission (``subs``) its core :class:`EntityScores` and ``counts``, and
+    what they rest on."""
+
+    subs: list
+    scores: list
+    counts: list
+    docs: list
+    level: str | None
+    info: dict
+    identity: dict
 
 
-def compute(corpus: Corpus, *, level: str | None = None) -> list[EntityScore]:
-    """Entity scores of every submission of ``corpus`` with mentions or instances; stores one
-    :class:`EntityScore` per submission whose figures changed, and returns the new rows."""
+def results(corpus: Corpus, *, level: str | None = None) -> Computed | None:
+    """The core's entity scores of every submission of ``corpus`` with mentions or instances (None: none has)."""
     from . import scoring
     from .models import Draw
 
@@ -217,21 +138,33 @@ def compute(corpus: Corpus, *, level: str | None = None) -> list[EntityScore]:
         Exists(SubmissionMention.objects.filter(submission_id=OuterRef("pk")))
         | Exists(RelationInstance.objects.filter(submission_id=OuterRef("pk")))).order_by("id"))
     if not subs:
-        return []
-    docs = exhaustive_documents(corpus)
+        return None
+    docs_fp, docs = entity_inputs.exhaustive_documents(corpus)
     if level is None:
         drawn = set(Draw.objects.filter(submission__corpus=corpus).values_list("level", flat=True).distinct())
         level = next((lv for lv in LEVEL_ORDER if lv in drawn), None)
     arguments, info = None, {"level": level}
     if level is not None:
         arguments, info = _arguments(corpus, scoring.score(corpus, level=level, match=MATCH), level, subs)
-    systems, arg_spans, counts = _system_inputs(corpus, subs, docs)
-    from unpooled.service.annotation.clustering import nil_identity
+    systems, arg_spans, counts = entity_inputs.system_inputs(subs, docs)
+    identity_fp, identity = entity_inputs.nil_identity(corpus)
+    types = sorted(corpus.schema.schema().entity_types) or None
+    settings = {"argument_spans": arg_spans, "match": MATCH, "nil_identity": identity or None,
+                "confidence": CONFIDENCE, "types": types}
+    # the document side changes only with the documents, the submissions or the identity, not with a label batch
+    key = (docs_fp, tuple((s.pk, s.created) for s in subs), identity_fp, tuple(types or ()), MATCH, CONFIDENCE)
+    terms = entity_inputs.document_terms(corpus, key, lambda: document_terms(docs, systems, **settings))
+    scores = entity_scores(docs, systems, mention_counts=counts, arguments=arguments, terms=terms, **settings)
+    return Computed(subs, scores, counts, docs, level, info, identity)
 
-    identity = nil_identity(corpus)
-    results = entity_scores(docs, systems, mention_counts=counts, argument_spans=arg_spans, arguments=arguments,
-                            match=MATCH, nil_identity=identity or None, confidence=CONFIDENCE,
-                            types=sorted(corpus.schema.schema().entity_types) or None)
+
+def compute(corpus: Corpus, *, level: str | None = None) -> list[EntityScore]:
+    """Entity scores of every submission of ``corpus`` with mentions or instances (:func:`results`); stores one
+    :class:`EntityScore` per submission whose figures changed, and returns the new rows."""
+    got = results(corpus, level=level)
+    if got is None:
+        return []
+    subs, docs, level, info, identity = got.subs, got.docs, got.level, got.info, got.identity
     # each submission's newest entity score (one index probe each: their history is never read)
     last = (Submission.objects.filter(pk__in=[s.pk for s in subs])
             .annotate(e=Subquery(EntityScore.objects.filter(submission_id=OuterRef("pk")).order_by("-id")
@@ -239,7 +172,7 @@ def compute(corpus: Corpus, *, level: str | None = None) -> list[EntityScore]:
     newest = {e.submission_id: e for e in EntityScore.objects.filter(pk__in=Subquery(last))}
     out = []
     layer_links = any(mm.link for d in docs for mm in d.mentions)
-    for sub, res, (M, A) in zip(subs, results, counts):
+    for sub, res, (M, A) in zip(subs, got.scores, got.counts):
         details = res.to_dict()
         details.update({"mentions": M, "argument_mentions": A, "layer_has_links": layer_links,
                         "nil_across_documents": bool(identity),

@@ -47,7 +47,11 @@ the answers on the drawn instances' arguments (per corpus, :func:`argument_answe
     what the entity scores' argument judgements read, appended to as answers arrive; fingerprint: (count,
     max id, sum of ids) of the answers counted.
 
-:func:`clear_cache` forgets them all (with the crowd's); :func:`.scoring.clear_cache` calls it.
+What the entity scores read besides (the exhaustive documents' layers, the submissions' mentions in them, the
+cross-document identity, the core's document terms) is kept by :mod:`.entity_inputs` the same way.
+
+:func:`clear_cache` forgets them all (with the crowd's and the entity scores'); :func:`.scoring.clear_cache` calls
+it.
 """
 
 from __future__ import annotations
@@ -73,7 +77,7 @@ from unpooled.service.annotation.models import ExhaustiveDocument, Kind, Label, 
 from unpooled.service.corpora.models import Corpus, Document
 from unpooled.service.submissions.models import RelationInstance, Submission
 
-from . import rates
+from . import entity_inputs, rates
 from .rates import corpus_key  # noqa: F401 - re-exported: the key of every per-corpus cache
 from .models import Draw
 from .policy import LABEL_METHOD
@@ -702,8 +706,10 @@ def _inputs_fp(pool: _Pool, d: _Draws, truth: _Truth, labels, ans_fp, label_meth
 
 
 def clear_cache() -> None:
-    """Forget every cached input, the crowd's (:func:`.rates.clear_cache`) too."""
+    """Forget every cached input, the crowd's (:func:`.rates.clear_cache`) and the entity scores'
+    (:func:`.entity_inputs.clear_cache`) too."""
     rates.clear_cache()
+    entity_inputs.clear_cache()
     with lock:
         _pools.clear()
         _labels.clear()

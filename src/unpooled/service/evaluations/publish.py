@@ -13,7 +13,7 @@ import hashlib
 import json
 import logging
 import math
-from time import perf_counter
+from time import perf_counter, process_time
 
 import numpy as np
 
@@ -224,11 +224,13 @@ def leaderboard_row(s: Score) -> dict:
             "estimator": s.estimator, "warnings": s.details.get("warnings", [])}
 
 
-def rescore(corpus: Corpus, *, timings: dict | None = None) -> list[Score]:
+def rescore(corpus: Corpus, *, timings: dict | None = None, cpu: dict | None = None) -> list[Score]:
     """Score every submission of the corpus at every level that has draws, then the breakdowns, the truth (with a
     gold layer) and the entity scores.  ``timings``: filled with the seconds of each part (``scoring.score``'s,
-    summed over the levels, then ``store``, ``breakdowns``, ``entities``), for ``unpooled bench rescore``."""
+    summed over the levels, then ``store``, ``breakdowns``, ``entities``), ``cpu`` with the CPU seconds of this
+    process in the ``breakdowns`` and the ``entities``, for ``unpooled bench rescore``."""
     t = timings if timings is not None else {}
+    c = cpu if cpu is not None else {}
     out: list[Score] = []
     by_level = {}
     for level in scoring.levels_with_draws(corpus):
@@ -238,15 +240,15 @@ def rescore(corpus: Corpus, *, timings: dict | None = None) -> list[Score]:
         for k, v in scoring.last_timings.items():
             t[k] = t.get(k, 0.0) + v
         t["store"] = t.get("store", 0.0) + perf_counter() - t0 - sum(scoring.last_timings.values())
-    t0 = perf_counter()
+    t0, c0 = perf_counter(), process_time()
     for level, scores in by_level.items():
         breakdowns(corpus, level)
         if corpus.has_gold:
             truth(corpus, level, scores)
-    t["breakdowns"] = perf_counter() - t0
-    t0 = perf_counter()
+    t["breakdowns"], c["breakdowns"] = perf_counter() - t0, process_time() - c0
+    t0, c0 = perf_counter(), process_time()
     entities(corpus)
-    t["entities"] = perf_counter() - t0
+    t["entities"], c["entities"] = perf_counter() - t0, process_time() - c0
     return out
 
 

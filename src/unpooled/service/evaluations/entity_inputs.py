@@ -1,0 +1,236 @@
+"""What the entity scores read from the database, kept in process memory (:mod:`.entities` computes the scores;
+:func:`.inputs.clear_cache` forgets these too, with the other inputs).
+
+A re-scoring runs after every label batch, but the entity scores' document side changes far less often: a
+submission's mentions never change once ingested, the exhaustive documents' layers only when their entity tasks
+complete, the cross-document identity only with the clustering tasks.  Each part is checked against a cheap
+fingerprint read on every call, so a change made by another process is never missed:
+
+the exhaustive documents (per corpus, :func:`exhaustive_documents`)
+    fingerprint: the sampled documents with their inclusion probabilities, the completed entity tasks of those
+    documents (id and completion time: a task's layer is written when it completes), and (count, max id, sum of
+    ids) of the answers counted on them (weight above 0, by an annotator not blocked).
+the submissions' mentions in those documents (per submission, :func:`system_inputs`)
+    read once per document per submission (immutable once ingested): a new exhaustive document reads every
+    submission's mentions in it alone, a new submission its mentions in every document.
+the cross-document identity of the NIL clusters (per corpus, :func:`nil_identity`)
+    fingerprint: the completed clustering tasks (id and completion time).
+the document terms (per corpus, :func:`document_terms`)
+    the core's :func:`~unpooled.core.estimators.entities.document_terms` of the three above, kept under their
+    fingerprints, the submissions' (id, creation time) and the settings they were computed with.
+the argument spans of the relation universe (per corpus, :func:`argument_spans`)
+    the span of every universe instance's arguments; the universe only grows (new submissions append to it):
+    the instances appended since are read alone.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import defaultdict
+from dataclasses import dataclass, field
+
+import numpy as np
+from django.db.models import Count, Max, Sum
+
+from unpooled.core.estimators.entities import ExhaustiveDocument, Mention
+from unpooled.service.annotation.models import Answer, ExhaustiveDocument as ExDoc, Kind, Task
+from unpooled.service.corpora.models import Corpus
+from unpooled.service.submissions.models import RelationInstance, SubmissionMention
+
+from .rates import corpus_key
+
+lock = threading.RLock()
+_docs: dict = {}      # corpus -> (fingerprint, [ExhaustiveDocument])
+_systems: dict = {}   # (submission pk, created) -> _SystemMentions
+_counts: dict = {}    # (submission pk, created) -> (|M_i|, |A_i|)
+_identity: dict = {}  # corpus -> (fingerprint, identity)
+_terms: dict = {}     # corpus -> (key, terms)
+_spans: dict = {}     # corpus -> _Spans
+
+
+def _mentions(value) -> tuple:
+    return tuple(Mention(int(m["start"]), int(m["end"]), m.get("type"), m.get("cluster"), m.get("link") or "")
+                 for m in (value or {}).get("mentions", []))
+
+
+def exhaustive_documents(corpus: Corpus) -> tuple[tuple, list[ExhaustiveDocument]]:
+    """``(fingerprint, documents)``: the sampled documents whose entity layer is final, with their inclusion
+    probabilities, aggregated layers and the answers counted (weight above 0, by an annotator not blocked: those
+    the layer was aggregated from, :func:`~unpooled.service.annotation.actions.complete_task`), which the core
+    corrects the labels with; read again only when the fingerprint (module docs) moves."""
+    incl = tuple(ExDoc.objects.filter(corpus=corpus).order_by("document_id").values_list("document_id", "inclusion"))
+    tasks = Task.objects.filter(corpus=corpus, kind=Kind.ENTITIES, key="", status=Task.Status.COMPLETE,
+                                document_id__in=[d for d, _ in incl])
+    done = tuple(tasks.order_by("document_id").values_list("id", "completed"))
+    counted = Answer.objects.filter(task_id__in=[t for t, _ in done], weight__gt=0, annotator__blocked=False)
+    a = counted.aggregate(n=Count("id"), mx=Max("id"), s=Sum("id"))
+    fp = (incl, done, (a["n"], a["mx"], a["s"]))
+    with lock:
+        held = _docs.get(corpus_key(corpus))
+        if held is not None and held[0] == fp:
+            return held
+    inclusion = dict(incl)
+    rows = list(tasks.filter(id__in=[t for t, _ in done]).order_by("document_id")
+                .values_list("id", "document_id", "document__doc_id", "result"))
+    answers: dict = defaultdict(list)
+    for task_id, value in (counted.order_by("task_id", "id").values_list("task_id", "value")
+                           .iterator(chunk_size=2000)):
+        if isinstance(value, dict):
+            answers[task_id].append(_mentions(value))
+    docs = [ExhaustiveDocument(doc_id, float(inclusion[doc_pk]), _mentions(result), tuple(answers.get(task_id, ())))
+            for task_id, doc_pk, doc_id, result in rows]
+    with lock:
+        _docs[corpus_key(corpus)] = (fp, docs)
+    return fp, docs
+
+
+@dataclass
+class _SystemMentions:
+    """One submission's mentions in the exhaustive documents read so far."""
+
+    docs: set = field(default_factory=set)          # document ids read
+    mentions: dict = field(default_factory=dict)    # doc id -> [Mention] (its mentions, then its arguments')
+    args: dict = field(default_factory=dict)        # doc id -> {(start, end)} of its argument mentions
+
+
+def _counts_of(subs) -> None:
+    """(|M_i|, |A_i|) of the submissions not yet counted: all their mentions and their argument mentions."""
+    new = [s for s in subs if (s.pk, s.created) not in _counts]
+    if not new:
+        return
+    pos = {s.pk: i for i, s in enumerate(new)}
+    spans: list[set] = [set() for _ in new]
+    args: list[set] = [set() for _ in new]
+    for sid, doc, s, e in (SubmissionMention.objects.filter(submission_id__in=list(pos))
+                           .values_list("submission_id", "document_id", "start", "end").iterator(chunk_size=20000)):
+        spans[pos[sid]].add((doc, s, e))
+    for sid, doc, ss, se, os_, oe, obj in (RelationInstance.objects.filter(submission_id__in=list(pos))
+                                           .values_list("submission_id", "document_id", "subject_start", "subject_end",
+                                                        "object_start", "object_end", "object_id")
+                                           .iterator(chunk_size=20000)):
+        args[pos[sid]].add((doc, ss, se))
+        if obj is not None:
+            args[pos[sid]].add((doc, os_, oe))
+    for i, s in enumerate(new):
+        _counts[(s.pk, s.created)] = (len(spans[i] | args[i]), len(args[i]))
+
+
+def _read_mentions(held: dict, sub_ids: list[int], doc_ids: list[str]) -> None:
+    """The mentions of the submissions ``sub_ids`` in the documents ``doc_ids`` into ``held`` (pk ->
+    :class:`_SystemMentions`): each its mentions by id, then its instances' arguments not among them."""
+    seen: dict = {sid: set() for sid in sub_ids}
+    qs = (SubmissionMention.objects.filter(submission_id__in=sub_ids, document__doc_id__in=doc_ids).order_by("pk")
+          .values_list("submission_id", "document__doc_id", "start", "end", "entity_id", "entity__type",
+                       "entity__links"))
+    for sid, doc, s, e, ent, typ, links in qs.iterator(chunk_size=20000):
+        if (doc, s, e) in seen[sid]:
+            continue
+        seen[sid].add((doc, s, e))
+        held[sid].mentions.setdefault(doc, []).append(Mention(s, e, typ, ent, (links or [""])[0] or ""))
+    # argument spans (and arguments that are not listed as mentions: they are mentions of the KB too)
+    qs = (RelationInstance.objects.filter(submission_id__in=sub_ids, document__doc_id__in=doc_ids).order_by("pk")
+          .values_list("submission_id", "document__doc_id", "subject_start", "subject_end", "subject_id",
+                       "subject__type", "subject__links", "object_start", "object_end", "object_id",
+                       "object__type", "object__links"))
+    for sid, doc, ss, se, sj, st, sl, os_, oe, oj, ot, ol in qs.iterator(chunk_size=20000):
+        for a, b, ent, typ, links in ((ss, se, sj, st, sl), (os_, oe, oj, ot, ol)):
+            if ent is None:
+                continue
+            held[sid].args.setdefault(doc, set()).add((a, b))
+            if (doc, a, b) not in seen[sid]:
+                seen[sid].add((doc, a, b))
+                held[sid].mentions.setdefault(doc, []).append(Mention(a, b, typ, ent, (links or [""])[0] or ""))
+    for sid in sub_ids:
+        held[sid].docs.update(doc_ids)
+
+
+def system_inputs(subs: list, docs: list[ExhaustiveDocument]) -> tuple[list[dict], list[dict], list[tuple]]:
+    """Per submission: its mentions in the exhaustive documents ``docs`` (``doc id -> [Mention]``), their argument
+    spans (``doc id -> {(start, end)}``), and (|M_i|, |A_i|); only what was never read is read (module docs)."""
+    ex_ids = [d.doc for d in docs]
+    with lock:
+        _counts_of(subs)
+        held = {s.pk: _systems.setdefault((s.pk, s.created), _SystemMentions()) for s in subs}
+        missing: dict = defaultdict(list)  # the documents a submission lacks -> those submissions
+        for s in subs:
+            lack = tuple(d for d in ex_ids if d not in held[s.pk].docs)
+            if lack:
+                missing[lack].append(s.pk)
+        for lack, sub_ids in missing.items():
+            _read_mentions(held, sub_ids, list(lack))
+        wanted = set(ex_ids)
+        systems = [{d: list(ms) for d, ms in held[s.pk].mentions.items() if d in wanted} for s in subs]
+        args = [{d: set(a) for d, a in held[s.pk].args.items() if d in wanted} for s in subs]
+        return systems, args, [_counts[(s.pk, s.created)] for s in subs]
+
+
+def nil_identity(corpus: Corpus) -> tuple[tuple, dict]:
+    """``(fingerprint, identity)``: :func:`~unpooled.service.annotation.clustering.nil_identity`, read again only
+    when the completed clustering tasks change."""
+    from unpooled.service.annotation.clustering import nil_identity as read
+
+    fp = tuple(Task.objects.filter(corpus=corpus, kind=Kind.CLUSTERS, status=Task.Status.COMPLETE)
+               .order_by("id").values_list("id", "completed"))
+    with lock:
+        held = _identity.get(corpus_key(corpus))
+        if held is not None and held[0] == fp:
+            return held
+    got = (fp, read(corpus))
+    with lock:
+        _identity[corpus_key(corpus)] = got
+    return got
+
+
+def document_terms(corpus: Corpus, key: tuple, compute):
+    """The document terms kept under ``key`` (every fingerprint and setting they depend on), else ``compute()``'s,
+    kept (one entry per corpus)."""
+    with lock:
+        held = _terms.get(corpus_key(corpus))
+        if held is not None and held[0] == key:
+            return held[1]
+    terms = compute()
+    with lock:
+        _terms[corpus_key(corpus)] = (key, terms)
+    return terms
+
+
+@dataclass
+class _Spans:
+    refs: list = field(default_factory=list)          # the universe's instances read (it only grows)
+    span_id: dict = field(default_factory=dict)       # (doc, start, end) -> argument mention, in order of appearance
+    rows: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))  # universe index of each entry
+    cols: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))  # its argument mention
+
+
+def argument_spans(corpus: Corpus, universe: list, U: int) -> tuple[dict, np.ndarray, np.ndarray, int]:
+    """``(span id, rows, cols, K)``: the argument spans of the first ``U`` instances of the relation universe
+    ``universe`` (a subject, and an object without a value), numbered in order of appearance (``K`` of them: a
+    span id from ``K`` on is not theirs), and the incidence entries (universe index, span).  Kept per corpus: the
+    instances appended to the universe since the last call are read alone (the ones read before are checked to be
+    its beginning)."""
+    with lock:
+        held = _spans.get(corpus_key(corpus))
+        n = len(held.refs) if held is not None else 0
+        if held is None or len(universe) < n or universe[:n] != held.refs:
+            held = _spans[corpus_key(corpus)] = _Spans()
+            n = 0
+        span_id, rows, cols = held.span_id, [], []
+        for u in range(n, len(universe)):
+            ref = universe[u]
+            rows.append(u)
+            cols.append(span_id.setdefault((ref.doc, ref.s_start, ref.s_end), len(span_id)))
+            if ref.value is None and ref.o_start >= 0:
+                rows.append(u)
+                cols.append(span_id.setdefault((ref.doc, ref.o_start, ref.o_end), len(span_id)))
+        if rows:
+            held.refs.extend(universe[n:])
+            held.rows = np.concatenate([held.rows, np.asarray(rows, np.int64)])
+            held.cols = np.concatenate([held.cols, np.asarray(cols, np.int64)])
+        cut = int(np.searchsorted(held.rows, U))
+        return span_id, held.rows[:cut], held.cols[:cut], int(held.cols[:cut].max()) + 1 if cut else 0
+
+
+def clear_cache() -> None:
+    with lock:
+        for memo in (_docs, _systems, _counts, _identity, _terms, _spans):
+            memo.clear()
