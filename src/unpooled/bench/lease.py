@@ -29,7 +29,6 @@ import statistics
 import sys
 import tempfile
 import time
-import uuid
 from contextlib import nullcontext
 from pathlib import Path
 
@@ -53,22 +52,15 @@ def _build(cfg: dict, most: int) -> dict:
     from unpooled.bench import rescore as gen  # the corpus and system generators of bench rescore
     from unpooled.service.accounts.models import Profile, Role
     from unpooled.service.annotation.models import Annotator, Backend
-    from unpooled.service.corpora.actions import do_load_corpus
     from unpooled.service.submissions.actions import do_ingest_submission
     from unpooled.service.submissions.models import RelationInstance
 
     work, seed = Path(cfg["workdir"]), cfg["seed"]
     # two systems of about ``most`` instances; their union has more distinct keys than ``most`` plus what is answered
     n = most + 2 * cfg["annotators"] * (cfg["rounds"] + 1) + 20
-    docs, gold, wrong, _, _ = gen._corpus(n, seed)
-    for d in docs:
-        gen._TEXTS[d.id] = d.text
-    path = work / "corpus.jsonl"
-    with open(path, "w", encoding="utf-8") as out:
-        for d in docs:
-            out.write(json.dumps({"id": d.id, "text": d.text, "title": d.title, "sentences": d.sentences}) + "\n")
-    name = f"bench-lease-{uuid.uuid4().hex[:8]}"
-    corpus = do_load_corpus(path, "jsonl", name, title="bench lease: generated corpus")
+    corpus, (docs, gold, wrong, _, _) = gen.load_generated_corpus(work, n, seed, "lease",
+                                                                   title="bench lease: generated corpus")
+    name = corpus.name
     subs = []
     for i, rows in enumerate(gen._systems(2, n, gold, wrong, seed)):
         p = work / f"sys{i}.jsonl"

@@ -43,7 +43,6 @@ import sys
 import tempfile
 import threading
 import time
-import uuid
 from pathlib import Path
 from unpooled.bench import child_pids, cpu_ticks, free_port, percentile, pg_admin, wait_until_up, with_database
 from unpooled.service.evaluations.policy import SERVICE_LEVELS as LEVELS
@@ -70,11 +69,11 @@ def build(cfg: dict) -> dict:
     from django.utils import timezone
 
     from unpooled.bench import rescore as gen  # the corpus and system generators of bench rescore
+    from unpooled.bench.rescore_entities import verification_item
     from unpooled.core.kb.model import instance_key, key_hash
     from unpooled.service.accounts.models import Profile, Role
     from unpooled.service.annotation.actions import request_verification
     from unpooled.service.annotation.models import Annotator, Assignment, Backend, Kind, Task, TaskRequest
-    from unpooled.service.corpora.actions import do_load_corpus
     from unpooled.service.corpora.models import Document
     from unpooled.service.evaluations.draws import draw
     from unpooled.service.evaluations.publish import score_corpus
@@ -88,15 +87,9 @@ def build(cfg: dict) -> dict:
         else (lambda msg: None)
     setup: dict[str, float] = {}
     t0 = time.perf_counter()
-    docs, gold, wrong, spans, _ = gen._corpus(n, seed)
-    for d in docs:
-        gen._TEXTS[d.id] = d.text
-    corpus_path = work / "corpus.jsonl"
-    with open(corpus_path, "w", encoding="utf-8") as out:
-        for d in docs:
-            out.write(json.dumps({"id": d.id, "text": d.text, "title": d.title, "sentences": d.sentences}) + "\n")
-    name = f"bench-pages-{uuid.uuid4().hex[:8]}"
-    corpus = do_load_corpus(corpus_path, "jsonl", name, title="bench pages: generated corpus")
+    corpus, (docs, gold, wrong, spans, _) = gen.load_generated_corpus(work, n, seed, "pages",
+                                                                       title="bench pages: generated corpus")
+    name = corpus.name
     systems = gen._systems(m, n, gold, wrong, seed)
     truth = {instance_key(*inst[:7]): ok for rows in systems for inst, ok in rows}
     setup["generate"] = time.perf_counter() - t0
@@ -124,9 +117,12 @@ def build(cfg: dict) -> dict:
             draw(sub, n_draws, level=level, rng=rng)
     drawn = list(dict.fromkeys(Draw.objects.filter(submission__corpus=corpus).order_by("id")
                                .values_list("key", flat=True)))
-    doc_of = dict(RelationInstance.objects.filter(submission__corpus=corpus).values_list("key", "document_id"))
+    args_of = {r[0]: r[1:] for r in RelationInstance.objects.filter(submission__corpus=corpus).values_list(
+        "key", "document_id", "document__doc_id", "subject_start", "subject_end", "object_start", "object_end", "value")}
+    gold_spans = {(d, s, e) for d, ms in spans.items() for _, _, s, e in ms}
     crowd = gen._Crowd(corpus, seed)
-    crowd.label([(k, key_hash(k), doc_of[k], truth[k]) for k in drawn])
+    crowd.label([verification_item(k, key_hash(k), args_of[k][0], truth[k], *args_of[k][1:], gold_spans)
+                 for k in drawn])
     task_of = dict(Task.objects.filter(corpus=corpus, kind=Kind.VERIFY).values_list("key", "id"))
     requested: set[int] = set()
     reqs = []

@@ -53,6 +53,22 @@ SPAN_VARIANT = 0.05  # share of a system's correct instances given with a shorte
 
 
 # -- data ------------------------------------------------------------------------------------------
+def load_generated_corpus(work: Path, n: int, seed: int, bench: str, title: str | None = None):
+    """The generated corpus for about ``n`` instances a system (:func:`_corpus`), written to ``work`` and loaded as
+    ``bench-<bench>-…``: the corpus and the generator's ``(docs, gold, wrong, spans, schema)``."""
+    from unpooled.service.corpora.actions import do_load_corpus
+
+    made = _corpus(n, seed)
+    for d in made[0]:
+        _TEXTS[d.id] = d.text
+    path = work / "corpus.jsonl"
+    with open(path, "w", encoding="utf-8") as out:
+        for d in made[0]:
+            out.write(json.dumps({"id": d.id, "text": d.text, "title": d.title, "sentences": d.sentences}) + "\n")
+    corpus = do_load_corpus(path, "jsonl", f"bench-{bench}-{uuid.uuid4().hex[:8]}", **({"title": title} if title else {}))
+    return corpus, made
+
+
 def _corpus(n_instances: int, seed: int):
     """Documents, their true (canonical) instances and the candidate wrong ones, until enough truth."""
     import numpy as np
@@ -276,7 +292,6 @@ def child(cfg: dict) -> None:
     from django.db import connection
 
     from unpooled.core.kb.model import instance_key, key_hash
-    from unpooled.service.corpora.actions import do_load_corpus
     from unpooled.service.corpora.models import Corpus
     from unpooled.service.evaluations import inputs, scoring
     from unpooled.service.evaluations.draws import draw
@@ -290,15 +305,8 @@ def child(cfg: dict) -> None:
     log = (lambda msg: print(msg, file=sys.stderr, flush=True)) if cfg.get("verbose") else (lambda msg: None)
     setup: dict[str, float] = {}
     t0 = time.perf_counter()
-    docs, gold, wrong, spans, schema = _corpus(n, seed)
-    for d in docs:
-        _TEXTS[d.id] = d.text
-    corpus_path = work / "corpus.jsonl"
-    with open(corpus_path, "w", encoding="utf-8") as out:
-        for d in docs:
-            out.write(json.dumps({"id": d.id, "text": d.text, "title": d.title, "sentences": d.sentences}) + "\n")
-    name = f"bench-rescore-{uuid.uuid4().hex[:8]}"
-    corpus = do_load_corpus(corpus_path, "jsonl", name)
+    corpus, (docs, gold, wrong, spans, schema) = load_generated_corpus(work, n, seed, "rescore")
+    name = corpus.name
     systems = _systems(m + 1, n, gold, wrong, seed)  # the last one arrives later
     truth: dict[str, bool] = {}
     for rows in systems:
