@@ -324,14 +324,15 @@ def run_one(cfg: dict, *, database_url: str, workers: int, work: Path, log=lambd
             serve.wait()
         serve_log.close()
     stages = _stage_times(seen, t0)
+    finished = len([s for s in seen.values() if "published" in s or "failed" in s])
     lat = sorted(latencies)
     return {
         "database": "sqlite" if database_url.startswith("sqlite") else "postgresql", "workers": workers,
         "documents": built["documents"], "submissions": n, "instances": instances, "build": built["build"],
-        "failed": failed, "unfinished": n - len([s for s in seen.values() if "published" in s or "failed" in s]),
+        "failed": failed, "unfinished": n - finished,
         "wall_seconds": round(wall, 1), "instances_per_second": round(instances / max(
             max(stages["ingest"], default=wall), 1e-9), 0),
-        "submissions_per_hour": round(n / wall * 3600, 1),
+        "submissions_per_hour": round(finished / wall * 3600, 1),  # those that ended, not those uploaded
         "stages": {k: {"median": round(statistics.median(v), 1), "max": round(max(v), 1)} if v else None
                    for k, v in stages.items()},
         "peak_worker_mb": round(max(peak.values(), default=0) / 1024, 0), "database_mb": round(size, 0),
