@@ -69,8 +69,7 @@ def build(cfg: dict) -> dict:
     from django.utils import timezone
 
     from unpooled.bench import rescore as gen  # the corpus and system generators of bench rescore
-    from unpooled.bench.rescore_entities import verification_item
-    from unpooled.core.kb.model import instance_key, key_hash
+    from unpooled.core.kb.model import instance_key
     from unpooled.service.accounts.models import Profile, Role
     from unpooled.service.annotation.actions import request_verification
     from unpooled.service.annotation.models import Annotator, Assignment, Backend, Kind, Task, TaskRequest
@@ -117,12 +116,7 @@ def build(cfg: dict) -> dict:
             draw(sub, n_draws, level=level, rng=rng)
     drawn = list(dict.fromkeys(Draw.objects.filter(submission__corpus=corpus).order_by("id")
                                .values_list("key", flat=True)))
-    args_of = {r[0]: r[1:] for r in RelationInstance.objects.filter(submission__corpus=corpus).values_list(
-        "key", "document_id", "document__doc_id", "subject_start", "subject_end", "object_start", "object_end", "value")}
-    gold_spans = {(d, s, e) for d, ms in spans.items() for _, _, s, e in ms}
-    crowd = gen._Crowd(corpus, seed)
-    crowd.label([verification_item(k, key_hash(k), args_of[k][0], truth[k], *args_of[k][1:], gold_spans)
-                 for k in drawn])
+    gen._Labeller(corpus, seed, truth, spans).label(drawn)
     task_of = dict(Task.objects.filter(corpus=corpus, kind=Kind.VERIFY).values_list("key", "id"))
     requested: set[int] = set()
     reqs = []

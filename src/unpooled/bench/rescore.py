@@ -291,14 +291,11 @@ def child(cfg: dict) -> None:
     import numpy as np
     from django.db import connection
 
-    from unpooled.core.kb.model import instance_key, key_hash
+    from unpooled.core.kb.model import instance_key
     from unpooled.service.corpora.models import Corpus
     from unpooled.service.evaluations import inputs, scoring
     from unpooled.service.evaluations.draws import draw
-    from unpooled.service.evaluations.publish import rescore
-    from unpooled.service.evaluations.models import Draw
-    from unpooled.service.submissions.actions import do_ingest_submission
-    from unpooled.service.submissions.models import RelationInstance, Submission
+    from unpooled.service.submissions.models import RelationInstance
 
     m, n, seed = cfg["systems"], cfg["instances"], cfg["seed"]
     work = Path(cfg["workdir"])
@@ -308,123 +305,57 @@ def child(cfg: dict) -> None:
     corpus, (docs, gold, wrong, spans, schema) = load_generated_corpus(work, n, seed, "rescore")
     name = corpus.name
     systems = _systems(m + 1, n, gold, wrong, seed)  # the last one arrives later
-    truth: dict[str, bool] = {}
-    for rows in systems:
-        for inst, ok in rows:
-            truth[instance_key(*inst[:7])] = ok
+    truth = {instance_key(*inst[:7]): ok for rows in systems for inst, ok in rows}
     setup["generate"] = time.perf_counter() - t0
     log(f"generated {len(docs)} documents, {len(gold)} true and {len(wrong)} wrong candidates")
     try:
         t0 = time.perf_counter()
-        subs = []
-        for i, rows in enumerate(systems[:m]):
-            p = work / f"sys{i:03d}.jsonl"
-            _write_system(p, rows)
-            res = do_ingest_submission(p, name, f"team{i // 5:02d}", f"run{i % 5}", "jsonl")
-            if not res.ok:
-                raise RuntimeError(f"system {i} rejected: {[d.format() for d in res.report.errors[:3]]}")
-            subs.append(res.submission)
+        subs = _ingest(systems[:m], work, name)
         setup["ingest"] = time.perf_counter() - t0
         log(f"ingested {m} submissions in {setup['ingest']:.1f} s")
         t0 = time.perf_counter()
         rng = np.random.default_rng(seed + 5)
-        for sub in subs:
-            draw(sub, cfg["draws"], level="instance", rng=rng)
-        drawn = list(dict.fromkeys(Draw.objects.filter(submission__corpus=corpus).order_by("id")
-                                   .values_list("key", flat=True)))
-        gold_spans = {(d, s, e) for d, ms in spans.items() for _, _, s, e in ms}
-        args_of: dict = {}
-
-        def know(qs):
-            for row in qs.values_list("key", "document_id", "document__doc_id", "subject_start", "subject_end",
-                                      "object_start", "object_end", "value"):
-                args_of[row[0]] = row[1:]
-
-        know(RelationInstance.objects.filter(submission__corpus=corpus))
-        reserve_n = cfg["labels"] * cfg["repeats"]
-        order = rng.permutation(len(drawn))
-        reserve = [drawn[k] for k in order[:reserve_n].tolist()]
-        first = [drawn[k] for k in order[reserve_n:].tolist()]
-        crowd = _Crowd(corpus, seed)
-
-        def items(keys):
-            return [verification_item(k, key_hash(k), args_of[k][0], truth[k], *args_of[k][1:], gold_spans)
-                    for k in keys]
-
-        crowd.label(items(first))
-        ex_ids = _exhaustive(corpus, docs, spans, gold, max(cfg["documents"], cfg["exhaustive"]), seed)
+        crowd, first, reserve, ex_ids, layer = _labelled(corpus, subs, cfg, rng, truth, (docs, gold, spans))
         docs_ex = len(ex_ids)
-        layer = entity_layers(corpus, ex_ids[:cfg["exhaustive"]], spans, crowd, seed) if cfg["exhaustive"] else 0
         setup["draws_labels_exhaustive"] = time.perf_counter() - t0
-        log(f"{len(drawn)} drawn keys, {len(first)} labelled, {len(reserve)} in reserve; {docs_ex} exhaustive docs")
+        log(f"{len(first) + len(reserve)} drawn keys, {len(first)} labelled, {len(reserve)} in reserve; "
+            f"{docs_ex} exhaustive docs")
         n_instances = RelationInstance.objects.filter(submission__corpus=corpus).count()
 
         # from scratch, then cold and incremental re-scorings
         corpus = Corpus.objects.get(pk=corpus.pk)
 
-        def timed() -> dict:
-            """One re-scoring as a label batch runs it (``publish.rescore``: the scores, their breakdowns and the
-            entity scores): wall and CPU seconds, and its parts (scoring.score's, then the rest)."""
-            size0 = _table_bytes()
-            t0, c0 = time.perf_counter(), time.process_time()
-            parts: dict[str, float] = {}
-            cpu_parts: dict[str, float] = {}
-            got = rescore(corpus, timings=parts, cpu=cpu_parts)
-            wall, cpu = time.perf_counter() - t0, time.process_time() - c0
-            assert len(got) == len(Submission.objects.filter(corpus=corpus))
-            inc = sum(v for k, v in parts.items() if k not in ("store", "breakdowns", "entities"))
-            size1 = _table_bytes()
-            grown = {t: size1[t] - size0.get(t, 0) for t in size1 if size1[t] != size0.get(t, 0)}
-            return {"seconds": wall, "cpu": cpu, "scoring": inc, "parts": parts, "cpu_parts": cpu_parts,
-                    "grown": grown}
-
         t0 = time.perf_counter()
-        ref = scoring.from_scratch(corpus)
+        scoring.from_scratch(corpus)
         scratch = time.perf_counter() - t0
         log(f"from scratch {scratch:.2f} s")
         scoring.clear_cache()
-        cold = timed()
-        unchanged = timed()
+        cold = _timed(corpus)
+        unchanged = _timed(corpus)
         log(f"cold {cold['seconds']:.2f} s, unchanged {unchanged['seconds']:.3f} s")
         n_universe = len(inputs.read(corpus).universe)
         batches = []
         for r in range(cfg["repeats"]):
-            crowd.label(items(reserve[r * cfg["labels"]:(r + 1) * cfg["labels"]]))
-            batches.append(timed())
+            crowd.label(reserve[r * cfg["labels"]:(r + 1) * cfg["labels"]])
+            batches.append(_timed(corpus))
             log(f"label batch {r + 1}: {batches[-1]['seconds']:.3f} s (scoring.score {batches[-1]['scoring']:.3f} s)")
         median = sorted(batches, key=lambda b: b["seconds"])[len(batches) // 2]
-        inc = scoring.score(corpus)
-        ref = scoring.from_scratch(corpus)
-        diff = scoring.max_abs_difference(inc.result, ref.result)
+        diff = _difference(corpus)
 
         # new draws for one system (+ their labels), then a new submission
         draw(subs[0], cfg["labels"], level="instance", rng=rng)
-        new_keys = [k for k in dict.fromkeys(Draw.objects.filter(submission=subs[0]).values_list("key", flat=True))
-                    if k not in set(first) | set(reserve)]
-        crowd.label(items(new_keys))
-        after_draws = timed()
-        p = work / "late.jsonl"
-        _write_system(p, systems[m])
-        late = do_ingest_submission(p, name, "late", "run0", "jsonl").submission
+        crowd.label_new(subs[0])
+        after_draws = _timed(corpus)
+        late = _ingest([systems[m]], work, name, team="late")[0]
         draw(late, cfg["draws"], level="instance", rng=rng)
-        labelled = set(first) | set(reserve) | set(new_keys)
-        late_keys = [k for k in dict.fromkeys(Draw.objects.filter(submission=late).values_list("key", flat=True))
-                     if k not in labelled]
-        know(RelationInstance.objects.filter(submission=late))
-        crowd.label(items(late_keys))
-        after_submission = timed()
-        inc = scoring.score(corpus)
-        ref = scoring.from_scratch(corpus)
-        diff = max(diff, scoring.max_abs_difference(inc.result, ref.result))
+        crowd.know(RelationInstance.objects.filter(submission=late))
+        crowd.label_new(late)
+        after_submission = _timed(corpus)
+        diff = max(diff, _difference(corpus))
         # the entity scores with every cache forgotten: the same
         held = entity_values(corpus)
         scoring.clear_cache()
         entity_diff = max_difference(held, entity_values(corpus))
-
-        def rounded(b: dict) -> dict:
-            return {"seconds": round(b["seconds"], 3), "cpu_seconds": round(b["cpu"], 3),
-                    "scoring_seconds": round(b["scoring"], 3), "parts": {k: round(v, 3) for k, v in b["parts"].items()},
-                    "cpu_parts": {k: round(v, 3) for k, v in b["cpu_parts"].items()}, "grown_bytes": b["grown"]}
 
         result = {
             "database": connection.vendor, "systems": m, "instances_per_system": n, "instances": n_instances,
@@ -432,15 +363,10 @@ def child(cfg: dict) -> None:
             "exhaustive_documents": docs_ex, "entity_documents": min(cfg["exhaustive"], docs_ex),
             "entity_layer_mentions": layer, "label_batch": cfg["labels"], "repeats": cfg["repeats"],
             "from_scratch_seconds": round(scratch, 3),
-            "rescore_seconds": round(statistics.median(b["seconds"] for b in batches), 3),
-            "rescore_scoring_seconds": round(statistics.median(b["scoring"] for b in batches), 3),
-            "rescore_cpu_seconds": round(statistics.median(b["cpu"] for b in batches), 3),
-            "rescore_all": [round(b["seconds"], 3) for b in batches],
-            "entities_seconds": round(statistics.median(b["parts"]["entities"] for b in batches), 3),
-            "entities_cpu_seconds": round(statistics.median(b["cpu_parts"]["entities"] for b in batches), 3),
+            **_medians(batches),
             "entities_max_abs_difference": entity_diff,
-            "rescore_median_batch": rounded(median), "cold": rounded(cold), "unchanged": rounded(unchanged),
-            "after_new_draws": rounded(after_draws), "after_new_submission": rounded(after_submission),
+            "rescore_median_batch": _rounded(median), "cold": _rounded(cold), "unchanged": _rounded(unchanged),
+            "after_new_draws": _rounded(after_draws), "after_new_submission": _rounded(after_submission),
             "max_abs_difference": diff, "setup_seconds": {k: round(v, 1) for k, v in setup.items()},
             "loadavg": [round(x, 2) for x in os.getloadavg()], "cpus": os.cpu_count(),
         }
@@ -448,6 +374,121 @@ def child(cfg: dict) -> None:
     finally:
         if not cfg.get("keep"):
             _cleanup(name)
+
+
+def _labelled(corpus, subs, cfg: dict, rng, truth: dict, generated) -> tuple:
+    """Draw each submission's ``draws``, label all drawn keys but the ``labels x repeats`` kept in reserve for the
+    batches, make the exhaustive documents (with an entity layer on ``exhaustive`` of them): the labeller, the keys
+    labelled and in reserve, the exhaustive documents' ids, the entity layer's mentions."""
+    from unpooled.service.evaluations.draws import draw
+    from unpooled.service.evaluations.models import Draw
+
+    docs, gold, spans = generated
+    seed = cfg["seed"]
+    for sub in subs:
+        draw(sub, cfg["draws"], level="instance", rng=rng)
+    drawn = list(dict.fromkeys(Draw.objects.filter(submission__corpus=corpus).order_by("id")
+                               .values_list("key", flat=True)))
+    crowd = _Labeller(corpus, seed, truth, spans)
+    reserve_n = cfg["labels"] * cfg["repeats"]
+    order = rng.permutation(len(drawn))
+    reserve = [drawn[k] for k in order[:reserve_n].tolist()]
+    first = [drawn[k] for k in order[reserve_n:].tolist()]
+    crowd.label(first)
+    ex_ids = _exhaustive(corpus, docs, spans, gold, max(cfg["documents"], cfg["exhaustive"]), seed)
+    layer = entity_layers(corpus, ex_ids[:cfg["exhaustive"]], spans, crowd.crowd, seed) if cfg["exhaustive"] else 0
+    return crowd, first, reserve, ex_ids, layer
+
+
+def _difference(corpus) -> float:
+    """The largest difference between the incremental scores and the from-scratch ones."""
+    from unpooled.service.evaluations import scoring
+
+    return scoring.max_abs_difference(scoring.score(corpus).result, scoring.from_scratch(corpus).result)
+
+
+class _Labeller:
+    """The bench's crowd labelling keys (:class:`_Crowd`): the keys' arguments (:meth:`know`), their truth, the
+    generated mentions' spans; every key labelled once."""
+
+    def __init__(self, corpus, seed: int, truth: dict, spans: dict) -> None:
+        from unpooled.service.submissions.models import RelationInstance
+
+        self.crowd, self.truth, self.args_of, self.done = _Crowd(corpus, seed), truth, {}, set()
+        self.gold_spans = {(d, s, e) for d, ms in spans.items() for _, _, s, e in ms}
+        self.know(RelationInstance.objects.filter(submission__corpus=corpus))
+
+    def know(self, qs) -> None:
+        for row in qs.values_list("key", "document_id", "document__doc_id", "subject_start", "subject_end",
+                                  "object_start", "object_end", "value"):
+            self.args_of[row[0]] = row[1:]
+
+    def label(self, keys) -> None:
+        from unpooled.core.kb.model import key_hash
+
+        a = self.args_of
+        self.crowd.label([verification_item(k, key_hash(k), a[k][0], self.truth[k], *a[k][1:], self.gold_spans)
+                          for k in keys])
+        self.done.update(keys)
+
+    def label_new(self, sub) -> None:
+        """Label the submission's drawn keys that have no label yet."""
+        from unpooled.service.evaluations.models import Draw
+
+        self.label([k for k in dict.fromkeys(Draw.objects.filter(submission=sub).values_list("key", flat=True))
+                    if k not in self.done])
+
+
+def _timed(corpus) -> dict:
+    """One re-scoring as a label batch runs it (``publish.rescore``: the scores, their breakdowns and the entity
+    scores): wall and CPU seconds, its parts (scoring.score's, then the rest) and the tables' growth."""
+    from unpooled.service.evaluations.publish import rescore
+    from unpooled.service.submissions.models import Submission
+
+    size0 = _table_bytes()
+    t0, c0 = time.perf_counter(), time.process_time()
+    parts: dict[str, float] = {}
+    cpu_parts: dict[str, float] = {}
+    got = rescore(corpus, timings=parts, cpu=cpu_parts)
+    wall, cpu = time.perf_counter() - t0, time.process_time() - c0
+    assert len(got) == len(Submission.objects.filter(corpus=corpus))
+    inc = sum(v for k, v in parts.items() if k not in ("store", "breakdowns", "entities"))
+    size1 = _table_bytes()
+    grown = {t: size1[t] - size0.get(t, 0) for t in size1 if size1[t] != size0.get(t, 0)}
+    return {"seconds": wall, "cpu": cpu, "scoring": inc, "parts": parts, "cpu_parts": cpu_parts, "grown": grown}
+
+
+def _rounded(b: dict) -> dict:
+    return {"seconds": round(b["seconds"], 3), "cpu_seconds": round(b["cpu"], 3),
+            "scoring_seconds": round(b["scoring"], 3), "parts": {k: round(v, 3) for k, v in b["parts"].items()},
+            "cpu_parts": {k: round(v, 3) for k, v in b["cpu_parts"].items()}, "grown_bytes": b["grown"]}
+
+
+def _medians(batches: list[dict]) -> dict:
+    """The label batches' medians (and every batch's wall seconds)."""
+    def med(get):
+        return round(statistics.median(get(b) for b in batches), 3)
+
+    return {"rescore_seconds": med(lambda b: b["seconds"]), "rescore_scoring_seconds": med(lambda b: b["scoring"]),
+            "rescore_cpu_seconds": med(lambda b: b["cpu"]), "rescore_all": [round(b["seconds"], 3) for b in batches],
+            "entities_seconds": med(lambda b: b["parts"]["entities"]),
+            "entities_cpu_seconds": med(lambda b: b["cpu_parts"]["entities"])}
+
+
+def _ingest(systems, work: Path, name: str, team: str = "") -> list:
+    """The generated systems written and ingested into the corpus ``name``, five runs a team (``team``: one team of
+    that name)."""
+    from unpooled.service.submissions.actions import do_ingest_submission
+
+    subs = []
+    for i, rows in enumerate(systems):
+        p = work / f"{team or 'sys'}{i:03d}.jsonl"
+        _write_system(p, rows)
+        res = do_ingest_submission(p, name, team or f"team{i // 5:02d}", f"run{i % 5}", "jsonl")
+        if not res.ok:
+            raise RuntimeError(f"system {i} rejected: {[d.format() for d in res.report.errors[:3]]}")
+        subs.append(res.submission)
+    return subs
 
 
 def _table_bytes() -> dict[str, int]:
