@@ -36,7 +36,7 @@ from unpooled.core.estimators.joint import weight_matrix
 from unpooled.service.corpora.models import Corpus
 from unpooled.service.submissions.models import RelationInstance, Submission, SubmissionMention
 
-from . import entity_inputs, inputs
+from . import entity_inputs
 from .models import EntityScore
 from .policy import CONFIDENCE
 
@@ -64,7 +64,7 @@ def _arguments(corpus: Corpus, scored, level: str, subs: list[Submission]) -> tu
     items: dict = {}
     it, wk, yv = [], [], []
     item_span: list = []
-    for task_id, key, doc, subj, obj, ann, s_ok, o_ok in inputs.argument_answers(corpus):
+    for task_id, key, doc, subj, obj, ann, s_ok, o_ok in entity_inputs.argument_answers(corpus):
         if key not in keys:
             continue
         for role, span, ok in (("subject", subj, s_ok), ("object", obj, o_ok)):

@@ -46,6 +46,13 @@ _counts: dict = {}    # (submission pk, created) -> (|M_i|, |A_i|)
 _identity: dict = {}  # corpus -> (fingerprint, identity)
 _terms: dict = {}     # corpus -> (key, terms)
 _spans: dict = {}     # corpus -> _Spans
+_arguments: dict = {}  # corpus -> _ArgumentAnswers (:func:`argument_answers`)
+
+
+def _id_fingerprint(qs) -> tuple:
+    """(count, max id, sum of ids) of ``qs``'s rows: moves when a row is added or one leaves the set."""
+    a = qs.aggregate(n=Count("id"), mx=Max("id"), s=Sum("id"))
+    return a["n"], a["mx"], a["s"]
 
 
 def _mentions(value) -> tuple:
@@ -63,8 +70,7 @@ def exhaustive_documents(corpus: Corpus) -> tuple[tuple, list[ExhaustiveDocument
                                 document_id__in=[d for d, _ in incl])
     done = tuple(tasks.order_by("document_id").values_list("id", "completed"))
     counted = Answer.objects.filter(task_id__in=[t for t, _ in done], weight__gt=0, annotator__blocked=False)
-    a = counted.aggregate(n=Count("id"), mx=Max("id"), s=Sum("id"))
-    fp = (incl, done, (a["n"], a["mx"], a["s"]))
+    fp = (incl, done, _id_fingerprint(counted))
     with lock:
         held = _docs.get(corpus_key(corpus))
         if held is not None and held[0] == fp:
@@ -230,7 +236,61 @@ def argument_spans(corpus: Corpus, universe: list, U: int) -> tuple[dict, np.nda
         return span_id, held.rows[:cut], held.cols[:cut], int(held.cols[:cut].max()) + 1 if cut else 0
 
 
+# -- the verification answers on the drawn instances' arguments (the entity scores') ---------------------------------
+@dataclass
+class _ArgumentAnswers:
+    fp: tuple = (0, None, None)                   # (count, max id, sum of ids) of the answers held
+    rows: list = field(default_factory=list)      # (task, key, doc, subject span, object span, annotator, ok, ok)
+
+
+def _argument_answers_qs(corpus: Corpus):
+    return Answer.objects.filter(task__corpus=corpus, task__kind=Kind.VERIFY, task__is_control=False, weight__gt=0,
+                                 quarantined=False, annotator__blocked=False)
+
+
+def _argument_rows(qs) -> list:
+    """The answers of ``qs`` by id, each as what the argument judgements need of it (its task's document, key and
+    argument spans; an object with a value has no span; the answer's ``subject_ok`` and ``object_ok``)."""
+    out = []
+    for task_id, key, doc, payload, ann, value in (
+            qs.order_by("id").values_list("task_id", "task__key", "task__document__doc_id", "task__payload",
+                                          "annotator_id", "value").iterator(chunk_size=5000)):
+        if not isinstance(value, dict):
+            continue
+        spans = []
+        for role in ("subject", "object"):
+            arg = (payload or {}).get(role) or {}
+            ok = (role == "subject" or arg.get("value") is None) and arg.get("start") is not None
+            spans.append((arg["start"], arg["end"]) if ok else None)
+        out.append((task_id, key, doc, spans[0], spans[1], ann, value.get("subject_ok"), value.get("object_ok")))
+    return out
+
+
+def argument_answers(corpus: Corpus) -> list:
+    """The counted answers to the corpus's verification tasks (not controls, not quarantined, weight above 0, by an
+    annotator not blocked), by id, as :func:`_argument_rows` gives them: read once and appended to (answers are
+    append-only), checked against the fingerprint (count, max id, sum of ids) of the answers counted on every call:
+    one whose new ids do not account for it (an answer quarantined, an annotator blocked) re-reads them all."""
+    qs = _argument_answers_qs(corpus)
+    fp = _id_fingerprint(qs)
+    with lock:
+        held = _arguments.get(corpus_key(corpus))
+        if held is not None and held.fp == fp:
+            return held.rows
+        rows = None
+        if held is not None and held.fp[1] is not None and fp[1] is not None and fp[1] > held.fp[1]:
+            new = qs.filter(id__gt=held.fp[1], id__lte=fp[1])
+            ids = list(new.values_list("id", flat=True))
+            if held.fp[0] + len(ids) == fp[0] and held.fp[2] + sum(ids) == fp[2]:
+                rows = held.rows + _argument_rows(new)
+        if rows is None:
+            rows = _argument_rows(qs.filter(id__lte=fp[1]) if fp[1] is not None else qs.none())
+        _arguments[corpus_key(corpus)] = _ArgumentAnswers(fp, rows)
+        return rows
+
+
+
 def clear_cache() -> None:
     with lock:
-        for memo in (_docs, _systems, _counts, _identity, _terms, _spans):
+        for memo in (_docs, _systems, _counts, _identity, _terms, _spans, _arguments):
             memo.clear()

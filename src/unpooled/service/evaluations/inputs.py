@@ -43,12 +43,9 @@ the crowd's answers and confusions
     of one re-scoring share one fit.  New answers (which is how new labels arrive) refit it.
 the inputs per (corpus, level, match, labels)
     with every fingerprint above and the systems' names: a read with nothing new returns them.
-the answers on the drawn instances' arguments (per corpus, :func:`argument_answers`)
-    what the entity scores' argument judgements read, appended to as answers arrive; fingerprint: (count,
-    max id, sum of ids) of the answers counted.
-
-What the entity scores read besides (the exhaustive documents' layers, the submissions' mentions in them, the
-cross-document identity, the core's document terms) is kept by :mod:`.entity_inputs` the same way.
+What the entity scores read (the answers on the drawn instances' arguments, the exhaustive documents' layers, the
+submissions' mentions in them, the cross-document identity, the core's document terms) is kept by
+:mod:`.entity_inputs` the same way.
 
 :func:`clear_cache` forgets them all (with the crowd's and the entity scores'); :func:`.scoring.clear_cache` calls
 it.
@@ -90,7 +87,6 @@ lock = threading.RLock()
 _pools: OrderedDict[tuple[tuple, str], _Pool] = OrderedDict()
 _labels: dict[tuple[tuple, str], _Labels] = {}
 _inputs: dict[tuple, tuple] = {}  # (corpus, level, match, method) -> (fp, Inputs)
-_arguments: dict[tuple, _ArgumentAnswers] = {}  # corpus -> what :func:`argument_answers` holds
 
 
 def offline_inputs(corpus: Corpus, *, level: str = "instance"):
@@ -641,64 +637,6 @@ def _design(corpus: Corpus, pool: _Pool, P, d: _Draws, truth: _Truth, labels: di
     return design, votes, keys, cols
 
 
-# -- the verification answers on the drawn instances' arguments (the entity scores') ---------------------------------
-@dataclass
-class _ArgumentAnswers:
-    fp: tuple = (0, None, None)                   # (count, max id, sum of ids) of the answers held
-    rows: list = field(default_factory=list)      # (task, key, doc, subject span, object span, annotator, ok, ok)
-
-
-def _argument_answers_qs(corpus: Corpus):
-    from unpooled.service.annotation.models import Answer
-
-    return Answer.objects.filter(task__corpus=corpus, task__kind=Kind.VERIFY, task__is_control=False, weight__gt=0,
-                                 quarantined=False, annotator__blocked=False)
-
-
-def _argument_rows(qs) -> list:
-    """The answers of ``qs`` by id, each as what the argument judgements need of it (its task's document, key and
-    argument spans; an object with a value has no span; the answer's ``subject_ok`` and ``object_ok``)."""
-    out = []
-    for task_id, key, doc, payload, ann, value in (
-            qs.order_by("id").values_list("task_id", "task__key", "task__document__doc_id", "task__payload",
-                                          "annotator_id", "value").iterator(chunk_size=5000)):
-        if not isinstance(value, dict):
-            continue
-        spans = []
-        for role in ("subject", "object"):
-            arg = (payload or {}).get(role) or {}
-            ok = (role == "subject" or arg.get("value") is None) and arg.get("start") is not None
-            spans.append((arg["start"], arg["end"]) if ok else None)
-        out.append((task_id, key, doc, spans[0], spans[1], ann, value.get("subject_ok"), value.get("object_ok")))
-    return out
-
-
-def argument_answers(corpus: Corpus) -> list:
-    """The counted answers to the corpus's verification tasks (not controls, not quarantined, weight above 0, by an
-    annotator not blocked), by id, as :func:`_argument_rows` gives them: read once and appended to (answers are
-    append-only), checked against the fingerprint (count, max id, sum of ids) of the answers counted on every call:
-    one whose new ids do not account for it (an answer quarantined, an annotator blocked) re-reads them all."""
-    from django.db.models import Sum
-
-    qs = _argument_answers_qs(corpus)
-    a = qs.aggregate(n=Count("id"), mx=Max("id"), s=Sum("id"))
-    fp = (a["n"], a["mx"], a["s"])
-    with lock:
-        held = _arguments.get(corpus_key(corpus))
-        if held is not None and held.fp == fp:
-            return held.rows
-        rows = None
-        if held is not None and held.fp[1] is not None and fp[1] is not None and fp[1] > held.fp[1]:
-            new = qs.filter(id__gt=held.fp[1], id__lte=fp[1])
-            ids = list(new.values_list("id", flat=True))
-            if held.fp[0] + len(ids) == fp[0] and held.fp[2] + sum(ids) == fp[2]:
-                rows = held.rows + _argument_rows(new)
-        if rows is None:
-            rows = _argument_rows(qs.filter(id__lte=fp[1]) if fp[1] is not None else qs.none())
-        _arguments[corpus_key(corpus)] = _ArgumentAnswers(fp, rows)
-        return rows
-
-
 def _inputs_fp(pool: _Pool, d: _Draws, truth: _Truth, labels, ans_fp, label_method) -> tuple:
     lab = _labels.get((pool.corpus, label_method))
     # the truth's inputs too: the exhaustive layer's subject types (the breakdowns') change with its tasks
@@ -714,4 +652,3 @@ def clear_cache() -> None:
         _pools.clear()
         _labels.clear()
         _inputs.clear()
-        _arguments.clear()
