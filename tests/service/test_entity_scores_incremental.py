@@ -80,3 +80,34 @@ def test_a_label_batch_keeps_the_document_side(monkeypatch):
     moved = _figures(corpus)
     assert len(calls) == 1
     assert _same(moved, _from_scratch(corpus)) and not _same(moved, after)
+
+
+def test_a_new_submission_computes_its_own_part_alone(monkeypatch):
+    """A new submission computes its own mentions' terms in every exhaustive document, then the crowd's rates (they
+    take every submission's spans) and what they move from the other submissions' kept sums: the others' mentions
+    are not matched again (the core's ``_sys_doc``, one call per submission and document), and every figure is the
+    one computed with every cache forgotten."""
+    from unpooled.core.estimators import entities as core
+    from unpooled.service.annotation.models import ExhaustiveDocument
+    from unpooled.service.submissions.actions import do_ingest_submission
+
+    from ..conftest import FIXTURES
+
+    corpus, sub = tac_world("tacnew")
+    n_docs = ExhaustiveDocument.objects.filter(corpus=corpus).count()
+    calls = []
+    real = core._sys_doc
+
+    def counted(*args, **kwargs):
+        calls.append(1)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(core, "_sys_doc", counted)
+    before = _figures(corpus)
+    assert calls == []
+    late = do_ingest_submission(FIXTURES / "kb" / "coldstart.kb", corpus.name, "team-late", None, "tac").submission
+    after = _figures(corpus)
+    assert len(calls) == n_docs == 2, "the new submission's documents alone"
+    assert {k for k in after if k[0] == late.pk} and before.keys() < after.keys()
+    calls.clear()
+    assert _same(after, _from_scratch(corpus)) and len(calls) == 2 * n_docs

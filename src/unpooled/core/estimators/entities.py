@@ -59,10 +59,10 @@ from typing import Mapping, Sequence
 import numpy as np
 
 from ..errors import InvalidInputError
-from .crowd_channels import PARAMS, fit_rates
+from .crowd_channels import fit_rates
 from .entity_arguments import argument_precision, rate_variance, validity_labels
-from .entity_documents import (MATCHES, ExhaustiveDocument, Mention, _answer_doc, _best, _corrected_ratios, _items,
-                               _layer_ratios, _matched, _sys_doc, span_weights)  # noqa: F401
+from .entity_documents import (CHANNEL, MATCHES, ExhaustiveDocument, Mention, _answer_doc, _best, _corrected_ratios,
+                               _items, _layer_ratios, _matched, _sys_doc, _sys_stats, span_weights)  # noqa: F401
 from .entity_metrics import (LABELS, METRICS, EntityScores, _f1_metric, _interval, _metric,
                              _undefined,
                              _pair_f1, document_ratio)
@@ -170,60 +170,137 @@ def entity_scores(docs: Sequence[ExhaustiveDocument], systems: Sequence[Mapping]
     return out
 
 
+@dataclass
+class DocumentSide:
+    """What the exhaustive documents alone give the document terms (:func:`document_side`): computed once for a set
+    of documents and settings, whatever the systems."""
+
+    docs: Sequence[ExhaustiveDocument]
+    match: str
+    confidence: float
+    pi: np.ndarray
+    tf: float
+    links_known: bool
+    types: frozenset | None
+    n_types: int
+    answers: list | None  # per document, what its answers say (None: no document has answers)
+
+
+def document_side(docs: Sequence[ExhaustiveDocument], *, match: str = "overlap", confidence: float = 0.90,
+                  types=None) -> DocumentSide:
+    """The documents' side of :func:`document_terms` (its parameters)."""
+    _entity_scores_iv(docs, [], None, confidence, match)
+    tset = frozenset(types) if types is not None else None
+    ads = K = None
+    if any(d.answers for d in docs):
+        K = len(tset) if tset is not None else len({a.type for d in docs for ans in d.answers for a in ans if a.type}
+                                                   | {g.type for d in docs for g in d.mentions if g.type})
+        K = max(K, 2)
+        ads = [_answer_doc(d, match) for d in docs]
+    return DocumentSide(docs, match, confidence, np.array([d.inclusion for d in docs], dtype=float),
+                        t_factor(len(docs), confidence), any(g.link for d in docs for g in d.mentions), tset, K, ads)
+
+
+@dataclass
+class SystemPart:
+    """One system's part of its document terms that the other systems do not move (:func:`system_part`): its
+    labels' sums per document (:mod:`.entity_documents`), or its layer ratios when no document has answers, the
+    spans it gives the crowd's rates and its NIL B-cubed figures across documents."""
+
+    stats: object | None
+    layer_ratios: dict | None
+    marks: np.ndarray  # (document index, start, end, answers marking it) of each of its spans
+    nil: tuple | None
+
+
+def system_part(side: DocumentSide, system: Mapping, argument_spans: Mapping | None = None, *,
+                nil_identity: Mapping | None = None) -> SystemPart:
+    """What one system's document terms take from the documents and its own mentions (:func:`document_terms`):
+    everything but what the crowd's rates, fitted on every system's spans, move."""
+    args = argument_spans or {}
+    docs, match = side.docs, side.match
+    if side.answers is None:
+        stats, marks = None, np.zeros((0, 4), dtype=np.int64)
+        layer = _layer_ratios(docs, system, args, side.links_known, match, side.pi)
+    else:
+        sds = [_sys_doc(d, ad, system.get(d.doc, ()), set(args.get(d.doc, ())), side.links_known, match, side.types)
+               for d, ad in zip(docs, side.answers)]
+        marks = np.array([(d, *span, x) for d, sd in enumerate(sds) for span, x in sd.marks.items()], dtype=np.int64)
+        stats, marks, layer = _sys_stats(sds), marks.reshape(-1, 4), None
+    nil = None
+    if nil_identity:
+        metrics: dict[str, Estimate] = {}
+        notes: list[str] = []
+        _nil_across(metrics, notes, docs, system, nil_identity, match, side.tf, side.confidence)
+        nil = (metrics, notes)
+    return SystemPart(stats, layer, marks, nil)
+
+
 def document_terms(docs: Sequence[ExhaustiveDocument], systems: Sequence[Mapping], *, argument_spans=None,
                    match: str = "overlap", nil_identity: Mapping | None = None, confidence: float = 0.90,
-                   types=None) -> list[DocumentTerms]:
-    """Per system, what :func:`entity_scores` takes from the exhaustive documents alone (its parameters)."""
+                   types=None, side: DocumentSide | None = None,
+                   parts: Sequence[SystemPart | None] | None = None) -> list[DocumentTerms]:
+    """Per system, what :func:`entity_scores` takes from the exhaustive documents alone (its parameters).
+
+    ``side`` and ``parts`` (per system; None: computed here) are :func:`document_side` and :func:`system_part` of
+    these documents, systems and settings, computed earlier: only the crowd's rates (every system's spans) and what
+    they move are computed again, from the parts' sums."""
     _entity_scores_iv(docs, systems, None, confidence, match)
-    pi = np.array([d.inclusion for d in docs], dtype=float)
-    tf = t_factor(len(docs), confidence)
-    links_known = any(g.link for d in docs for g in d.mentions)
-    rates = ads = free = K = tset = None
-    if any(d.answers for d in docs):
-        rates, ads, free, K, tset = _fit_crowd(docs, systems, match, types)
-    out = []
-    for i, system in enumerate(systems):
-        args_i = argument_spans[i] if argument_spans is not None else {}
-        notes: list[str] = []
-        if rates is None:
-            ratios = _layer_ratios(docs, system, args_i, links_known, match, pi)
-        else:
-            sds = [_sys_doc(d, ad, system.get(d.doc, ()), set(args_i.get(d.doc, ())), links_known, match, tset)
-                   for d, ad in zip(docs, ads)]
-            ratios = _corrected_ratios(sds, rates, free, K, pi)
-            if free:
-                what = {"mark": "mention validity", "type": "types", "pair": "clusters"}
-                done = [w for c, w in what.items() if rates.corrected[c]]
-                left = [w for c, w in what.items() if not rates.corrected[c]]
-                notes.append("the exhaustive documents' labels are corrected for the crowd's errors, estimated "
-                             f"from the agreement of its answers: {', '.join(done)}"
-                             + (f"; {', '.join(left)} from the aggregated layer (rates not identified)" if left else ""))
-        metrics: dict[str, Estimate] = {}
-        metrics["mention_r"] = _ratio_metric(docs, ratios, "mention_r", "the exhaustive documents have no mention",
-                                             tf, confidence)
-        metrics["typing"] = _ratio_metric(docs, ratios, "typing", "no typed valid mention of this submission in the "
-                                          "exhaustive documents (a submission without entity types is not scored)",
-                                          tf, confidence)
-        _link_metrics(metrics, docs, ratios, links_known, tf, confidence)
-        nil_notes: list[str] = []
-        _nil_metrics(metrics, nil_notes, docs, system, ratios, nil_identity, match, tf, confidence)
-        out.append(DocumentTerms(ratios, metrics, notes, nil_notes, rates.to_dict() if rates is not None else {}))
-    return out
+    if side is None:
+        side = document_side(docs, match=match, confidence=confidence, types=types)
+    parts = list(parts) if parts is not None else [None] * len(systems)
+    if len(parts) != len(systems):
+        raise InvalidInputError(f"parts: expected {len(systems)} (one per system), got {len(parts)}")
+    for i, part in enumerate(parts):
+        if part is None:
+            parts[i] = system_part(side, systems[i], argument_spans[i] if argument_spans is not None else None,
+                                   nil_identity=nil_identity)
+    crowd = _fit_crowd(side, parts)
+    return [_terms(side, part, crowd) for part in parts]
 
 
-def _fit_crowd(docs: Sequence[ExhaustiveDocument], systems: Sequence[Mapping], match: str, types):
-    """The crowd's rates fitted to the documents' answers (:mod:`.entity_documents`, "Labels from the answers"):
-    ``(rates, answer docs, free parameters, K, schema types)``."""
-    tset = frozenset(types) if types is not None else None
-    K = len(tset) if tset is not None else len({a.type for d in docs for ans in d.answers for a in ans if a.type}
-                                               | {g.type for d in docs for g in d.mentions if g.type})
-    K = max(K, 2)
-    ads = [_answer_doc(d, match) for d in docs]
-    rates = fit_rates([_items(d, ad, [s for sm in systems for s in sm.get(d.doc, ())], match)
-                       for d, ad in zip(docs, ads)], K)
-    channel = {"s1": "mark", "s0": "mark", "c": "type", "f1": "pair", "f0": "pair"}
-    free = [p for p, name in enumerate(PARAMS) if rates.corrected[channel[name]]]
-    return rates, ads, free, K, tset
+def _terms(side: DocumentSide, part: SystemPart, crowd) -> DocumentTerms:
+    """One system's :class:`DocumentTerms` from its part and the crowd's ``(rates, free parameters)`` (or None)."""
+    docs, tf, confidence = side.docs, side.tf, side.confidence
+    notes: list[str] = []
+    if crowd is None:
+        ratios = part.layer_ratios
+    else:
+        rates, free = crowd
+        ratios = _corrected_ratios(part.stats, rates, free, side.n_types, side.pi)
+        if free:
+            what = {"mark": "mention validity", "type": "types", "pair": "clusters"}
+            done = [w for c, w in what.items() if rates.corrected[c]]
+            left = [w for c, w in what.items() if not rates.corrected[c]]
+            notes.append("the exhaustive documents' labels are corrected for the crowd's errors, estimated "
+                         f"from the agreement of its answers: {', '.join(done)}"
+                         + (f"; {', '.join(left)} from the aggregated layer (rates not identified)" if left else ""))
+    metrics: dict[str, Estimate] = {}
+    metrics["mention_r"] = _ratio_metric(docs, ratios, "mention_r", "the exhaustive documents have no mention",
+                                         tf, confidence)
+    metrics["typing"] = _ratio_metric(docs, ratios, "typing", "no typed valid mention of this submission in the "
+                                      "exhaustive documents (a submission without entity types is not scored)",
+                                      tf, confidence)
+    _link_metrics(metrics, docs, ratios, side.links_known, tf, confidence)
+    nil_notes: list[str] = []
+    if part.nil is not None:
+        metrics.update(part.nil[0])
+        nil_notes.extend(part.nil[1])
+    else:
+        _nil_within(metrics, docs, ratios, tf, confidence)
+    return DocumentTerms(ratios, metrics, notes, nil_notes, crowd[0].to_dict() if crowd is not None else {})
+
+
+def _fit_crowd(side: DocumentSide, parts: Sequence[SystemPart]):
+    """The crowd's rates fitted to the documents' answers and every system's spans (:mod:`.entity_documents`,
+    "Labels from the answers"): ``(rates, free parameters)``, None without answers."""
+    if side.answers is None:
+        return None
+    rows = np.concatenate([np.zeros((0, 4), dtype=np.int64)] + [part.marks for part in parts])
+    rows = rows[np.unique(rows[:, :3], axis=0, return_index=True)[1]]  # each span once, by document
+    marks = np.split(rows[:, 3], np.searchsorted(rows[:, 0], np.arange(1, len(side.docs))))
+    rates = fit_rates([_items(ad, m) for ad, m in zip(side.answers, marks)], side.n_types)
+    return rates, [p for p, channel in enumerate(CHANNEL) if rates.corrected[channel]]
 
 
 def _ratio_metric(docs, ratios: Mapping, key: str, reason: str, tf: float, confidence: float) -> Estimate:
@@ -315,37 +392,39 @@ def _link_metrics(metrics: dict, docs, ratios: Mapping, links_known: bool, tf: f
                                   ratios.get("link_r"), confidence, tf)
 
 
-def _nil_metrics(metrics: dict, notes: list, docs, system: Mapping, ratios: Mapping, nil_identity: Mapping | None,
-                 match: str, tf: float, confidence: float) -> None:
-    """``metrics['nil_b3_p']``, ``['nil_b3_r']`` and ``['nil_b3_f1']``: across documents with ``nil_identity``
-    (:func:`cross_document_b3`), else the document ratios (within each document)."""
-    if nil_identity:
-        per_doc = []
-        for d in docs:
-            rows = []
-            ms = system.get(d.doc, ())
-            for sm, g in zip(ms, _matched(ms, d.mentions, match)):
-                if g is not None and not g.link:
-                    rows.append((sm.cluster, nil_identity.get((d.doc, g.cluster), ("doc", d.doc, g.cluster))))
-            per_doc.append(rows)
-        xb = cross_document_b3(per_doc)
-        why = "the submission found no unlinked (NIL) gold mention"
-        for k in ("p", "r"):
-            val, var = xb[k]
-            metrics[f"nil_b3_{k}"] = (_metric(val, var * tf, xb["n"], confidence, why) if xb["n"]
-                                      else _undefined(why))
-        metrics["nil_b3_f1"] = _f1_metric(metrics["nil_b3_p"], metrics["nil_b3_r"], xb["f1"][1] * tf, xb["n"],
-                                          confidence, why)
-        notes.append("NIL clustering: B-cubed across documents, the unlinked entities grouped by the "
-                     "cross-document clustering task")
-    else:
-        metrics["nil_b3_p"] = _ratio_metric(docs, ratios, "nil_b3_p", "the submission found no unlinked (NIL) gold "
-                                            "mention", tf, confidence)
-        metrics["nil_b3_r"] = _ratio_metric(docs, ratios, "nil_b3_r", "the submission found no unlinked (NIL) gold "
-                                            "mention", tf, confidence)
-        metrics["nil_b3_f1"] = _pair_f1(metrics["nil_b3_p"], metrics["nil_b3_r"], ratios.get("nil_b3_p"),
-                                        ratios.get("nil_b3_r"), confidence, tf)
+def _nil_across(metrics: dict, notes: list, docs, system: Mapping, nil_identity: Mapping, match: str, tf: float,
+                confidence: float) -> None:
+    """``metrics['nil_b3_p']``, ``['nil_b3_r']`` and ``['nil_b3_f1']`` across documents, the unlinked clusters
+    grouped by ``nil_identity`` (:func:`cross_document_b3`)."""
+    per_doc = []
+    for d in docs:
+        rows = []
+        ms = system.get(d.doc, ())
+        for sm, g in zip(ms, _matched(ms, d.mentions, match)):
+            if g is not None and not g.link:
+                rows.append((sm.cluster, nil_identity.get((d.doc, g.cluster), ("doc", d.doc, g.cluster))))
+        per_doc.append(rows)
+    xb = cross_document_b3(per_doc)
+    why = "the submission found no unlinked (NIL) gold mention"
+    for k in ("p", "r"):
+        val, var = xb[k]
+        metrics[f"nil_b3_{k}"] = (_metric(val, var * tf, xb["n"], confidence, why) if xb["n"]
+                                  else _undefined(why))
+    metrics["nil_b3_f1"] = _f1_metric(metrics["nil_b3_p"], metrics["nil_b3_r"], xb["f1"][1] * tf, xb["n"],
+                                      confidence, why)
+    notes.append("NIL clustering: B-cubed across documents, the unlinked entities grouped by the "
+                 "cross-document clustering task")
 
 
-__all__ = ["DocumentTerms", "ExhaustiveDocument", "EntityScores", "LABELS", "METRICS", "Mention", "argument_precision",
+def _nil_within(metrics: dict, docs, ratios: Mapping, tf: float, confidence: float) -> None:
+    """``metrics['nil_b3_p']``, ``['nil_b3_r']`` and ``['nil_b3_f1']`` from the document ratios (within each
+    document)."""
+    why = "the submission found no unlinked (NIL) gold mention"
+    metrics["nil_b3_p"] = _ratio_metric(docs, ratios, "nil_b3_p", why, tf, confidence)
+    metrics["nil_b3_r"] = _ratio_metric(docs, ratios, "nil_b3_r", why, tf, confidence)
+    metrics["nil_b3_f1"] = _pair_f1(metrics["nil_b3_p"], metrics["nil_b3_r"], ratios.get("nil_b3_p"),
+                                    ratios.get("nil_b3_r"), confidence, tf)
+
+
+__all__ = ["DocumentSide", "DocumentTerms", "SystemPart", "document_side", "system_part", "ExhaustiveDocument", "EntityScores", "LABELS", "METRICS", "Mention", "argument_precision",
            "MATCHES", "cross_document_b3", "t_factor", "document_ratio", "document_terms", "entity_scores", "rate_variance", "validity_labels"]

@@ -270,19 +270,12 @@ def _answer_doc(d: ExhaustiveDocument, match: str) -> _AnswerDoc:
                                                       ([], np.zeros(0), [])))
 
 
-def _items(d: ExhaustiveDocument, ad: _AnswerDoc, candidates: Sequence[Mention], match: str):
-    """The document's items for :func:`~.crowd_channels.fit_rates`: the candidate (system) spans' marks, the layer
-    mentions' type agreement, the layer pairs' clustering."""
+def _items(ad: _AnswerDoc, mx: np.ndarray) -> DocumentItems:
+    """The document's items for :func:`~.crowd_channels.fit_rates`: the candidate (system) spans' marks (``mx``: the
+    answers marking each distinct span of the systems, :attr:`_SysDoc.marks`), the layer mentions' type agreement,
+    the layer pairs' clustering."""
     if not ad.k:
         return DocumentItems()
-    seen: dict = {}
-    for c in candidates:
-        seen.setdefault((c.start, c.end), c)
-    cands = list(seen.values())
-    mx = np.zeros(len(cands), dtype=np.int64)
-    for ans in d.answers:
-        mx += _best_of(cands, ans, match) >= 0
-    mx = mx.tolist()
     agree, pairs = [], []
     for mk in ad.marks:
         types = [a.type for a in mk.values()]
@@ -292,10 +285,10 @@ def _items(d: ExhaustiveDocument, ad: _AnswerDoc, candidates: Sequence[Mention],
             counts[t] += 1
         agree.append(sum(c * (c - 1) // 2 for c in counts.values()))
         pairs.append(n * (n - 1) // 2)
-    iu = np.triu_indices(len(d.mentions), 1)
+    iu = np.triu_indices(len(ad.marks), 1)
     k = ad.pair_k[iu]
     has = k > 0
-    return DocumentItems(mx, [ad.k] * len(mx), agree, pairs, ad.pair_x[iu][has].astype(int), k[has].astype(int))
+    return DocumentItems(mx, np.full(len(mx), ad.k), agree, pairs, ad.pair_x[iu][has].astype(int), k[has].astype(int))
 
 
 @dataclass
@@ -323,6 +316,7 @@ class _SysDoc:
     span_found: np.ndarray = field(default_factory=lambda: np.zeros(0, bool))  # the system has it
     span_linked: np.ndarray = field(default_factory=lambda: np.zeros(0, bool))  # the answers link it
     span_link_ok: np.ndarray = field(default_factory=lambda: np.zeros(0, bool))  # and the system the same
+    marks: dict = field(default_factory=dict)  # (start, end) of each of its spans -> the answers marking it
 
 
 def _sys_doc(d: ExhaustiveDocument, ad: _AnswerDoc, system: Sequence[Mention], arg_spans: set, links_known: bool,
@@ -340,12 +334,14 @@ def _sys_doc(d: ExhaustiveDocument, ad: _AnswerDoc, system: Sequence[Mention], a
     yv = np.full(n, np.nan)
     yt = np.full(n, np.nan)
     ll = np.zeros(n, dtype=bool)
+    marks: dict = {}
     by_answer = [_matched(system, ans, match) for ans in d.answers] if ad.k else []
     for x, (s, _) in enumerate(found):
         if not ad.k:
             continue
         ms = [a for got in by_answer if (a := got[x]) is not None]
         yv[x] = len(ms) / ad.k
+        marks.setdefault((s.start, s.end), len(ms))
         if ms:
             if s.type:
                 yt[x] = sum(a.type == s.type for a in ms) / len(ms)
@@ -368,10 +364,11 @@ def _sys_doc(d: ExhaustiveDocument, ad: _AnswerDoc, system: Sequence[Mention], a
         ad.pair_k[np.ix_(gi, gi)] if ad.k else np.zeros((len(nil), len(nil))),
         ad.k, ad.span_x, np.array([h is not None for h in hits], dtype=bool),
         np.array([bool(lk) for lk in ad.span_link], dtype=bool),
-        np.array([bool(lk) and h is not None and h.link == lk for h, lk in zip(hits, ad.span_link)], dtype=bool))
+        np.array([bool(lk) and h is not None and h.link == lk for h, lk in zip(hits, ad.span_link)], dtype=bool),
+        marks)
 
 
-def span_weights(x, k: int, s1: float, s0: float) -> np.ndarray:
+def span_weights(x, k, s1: float, s0: float, n=1) -> np.ndarray:
     r"""Recall's weight of each span marked by :math:`x \ge 1` of :math:`k` answers (module docs): the
     Rogan–Gladen label of the marking channel *given that the span was marked at all*,
 
@@ -380,104 +377,176 @@ def span_weights(x, k: int, s1: float, s0: float) -> np.ndarray:
 
     so that :math:`\mathbb E[\omega(X)\,\mathbb 1[X \ge 1] \mid T] = T`: a sum over the marked spans is
     unbiased for the number of true mentions, whichever non-mentions the answers marked (a span nobody marked
-    weighs 0, as its expectation :math:`\omega(0)` would weigh an unbounded set of spans).
+    weighs 0, as its expectation :math:`\omega(0)` would weigh an unbounded set of spans).  :math:`\omega` is
+    affine in :math:`x`: with ``n`` spans and ``x`` the answers marking them in all, the sum of their weights
+    (``k`` may then be an array, one per document).
 
     >>> np.round(span_weights([1, 2, 3], 3, 0.9, 0.0), 3)  # no false marks: a lone mark says nothing
     array([0.   , 0.588, 1.176])
     >>> np.round(span_weights([1, 2, 3], 3, 0.9, 0.08), 3)  # a lone mark is more likely a false one
     array([-0.052,  0.566,  1.185])
+    >>> float(np.round(span_weights(6, 3, 0.9, 0.08, n=3), 3))  # the three spans' sum
+    1.699
     """
     x = np.asarray(x, dtype=float)
-    if k < 2:
+    k = np.asarray(k, dtype=float)
+    if np.any(k < 2):
         raise InvalidInputError(f"k: one answer cannot tell a mention from a false mark (got k = {k})")
 
-    def marked(s: float) -> float:  # 1 - (1 - s)^k, exact for tiny s
-        return -math.expm1(k * math.log1p(-s)) if s < 1 else 1.0
+    def marked(s: float):  # 1 - (1 - s)^k, exact for tiny s
+        return -np.expm1(k * math.log1p(-s)) if s < 1 else 1.0
 
-    def m(s: float) -> float:
+    def m(s: float):
         return s / marked(s) if s > 1e-12 else 1.0 / k
 
-    return (x / k - m(s0)) / (m(s1) - m(s0)) / marked(s1)
+    return (x / k - n * m(s0)) / (m(s1) - m(s0)) / marked(s1)
 
 
-def _sys_doc_totals(sd: _SysDoc, theta: np.ndarray, corrected: Mapping, n_types: int) -> dict:
-    """The :math:`(a_d, b_d)` of every ratio for one system and document with the labels of rates ``theta``."""
-    out = dict(sd.layer)
-    has = ~np.isnan(sd.yv)
-    if corrected.get("mark") and has.any():
-        s1, s0 = theta[0], theta[1]
-        v = np.where(has, (np.nan_to_num(sd.yv) - s0) / (s1 - s0), sd.lv)
-        lk = np.where(has, v * sd.ll, sd.lay_link)
-    else:
-        v = sd.lv.astype(float)
-        lk = sd.lay_link.astype(float)
-    out["mention_p_all"] = (float(v.sum()), len(v))
-    out["mention_p_rest"] = (float(v[sd.rest].sum()), int(sd.rest.sum()))
-    if corrected.get("mark") and sd.k >= 2 and len(sd.span_x):  # one answer cannot weigh its marks
-        w = span_weights(sd.span_x, sd.k, theta[0], theta[1])
-        out["mention_r"] = (float(w[sd.span_found].sum()), float(w.sum()))
-        if "link_r" in out:
-            out["link_r"] = (float(w[sd.span_link_ok].sum()), float(w[sd.span_linked].sum()))
-    if corrected.get("type"):
-        c = theta[2]
-        e = (1 - c) / (n_types - 1)
-        t = np.where(np.isnan(sd.yt), sd.lt, (np.nan_to_num(sd.yt) - e) / (c - e))
-    else:
-        t = sd.lt.astype(float)
-    t = np.where(sd.oos, 0.0, t)
-    out["typing"] = (float(t[sd.typed].sum()), int(sd.typed.sum()))
-    if "link_r" in out:
-        out["link_p"] = (float(lk[sd.linked].sum()), int(sd.linked.sum()))
-    n = len(sd.nil_g)
-    if corrected.get("pair") and n:
-        f1, f0 = theta[3], theta[4]
+def _label_sum(y, lo: float, hi: float, n=1):
+    r"""The Rogan–Gladen label :math:`(y - lo)/(hi - lo)` of an answers' share ``y`` (module docs); affine in
+    :math:`y`: with ``n`` items and ``y`` the sum of their shares, the sum of their labels."""
+    return (y - n * lo) / (hi - lo)
+
+
+#: the sums over one system's mentions (and the marked spans) in each document that its labels are computed from
+#: (:class:`_SysStats`): ``n`` items, ``y`` the answers' shares, ``l`` the layer's labels, ``x`` the marks
+_SUMS = ("n", "y", "l", "n_rest", "y_rest", "l_rest", "n_linked", "n_link", "y_link", "l_link",
+         "n_typed", "n_type", "y_type", "l_type", "l_typed",
+         "n_span", "x_span", "n_found", "x_found", "n_slinked", "x_slinked", "n_slink_ok", "x_slink_ok")
+#: the rates' channel of each parameter of :attr:`~.crowd_channels.Rates.theta`, and the ratios each one moves
+CHANNEL = ("mark", "mark", "type", "pair", "pair")
+_KEYS = {"mark": ("mention_r", "link_r", "mention_p_all", "mention_p_rest", "link_p"), "type": ("typing",),
+         "pair": ("nil_b3_p", "nil_b3_r")}
+
+
+@dataclass
+class _SysStats:
+    """One system's documents (:class:`_SysDoc`) as sums over its mentions and over the marked spans, arrays over
+    the documents: every label but the clusters' is affine in its answers' share, so the sum of a document's labels
+    is the label of the sums (:func:`_label_sum`, :func:`span_weights`) and new rates cost a few array operations
+    (:func:`_totals`).  The clusters' labels are kept per document, their totals by the rates they were computed
+    with (a few)."""
+
+    k: np.ndarray       # the documents' answers
+    s: dict             # name (_SUMS) -> per document
+    layer: dict         # key -> (a, b) per document, from the aggregated layer (mention and link recall)
+    nil: list           # per document: (layer mention of each NIL mention found, same system entity, same layer
+    #                     cluster, answers putting the two together, answers marking both)
+    memo: dict = field(default_factory=dict)  # the clusters' totals by (corrected, f1, f0)
+
+
+def _sys_stats(sds: Sequence[_SysDoc]) -> _SysStats:
+    """:class:`_SysStats` of one system's documents."""
+    rows = []
+    for sd in sds:
+        y, yt, sx = np.nan_to_num(sd.yv), np.nan_to_num(sd.yt), sd.span_x
+        lk = sd.linked & sd.ll
+        t_in = sd.typed & ~sd.oos
+        ht = t_in & ~np.isnan(sd.yt)
+        fs, ls, ok = sd.span_found, sd.span_linked, sd.span_link_ok
+        rows.append((len(y), y.sum(), sd.lv.sum(), sd.rest.sum(), y[sd.rest].sum(), sd.lv[sd.rest].sum(),
+                     sd.linked.sum(), lk.sum(), y[lk].sum(), sd.lay_link[sd.linked].sum(),
+                     sd.typed.sum(), ht.sum(), yt[ht].sum(), sd.lt[t_in & ~ht].sum(), sd.lt[t_in].sum(),
+                     len(sx), sx.sum(), fs.sum(), sx[fs].sum(), ls.sum(), sx[ls].sum(), ok.sum(), sx[ok].sum()))
+    cols = np.array(rows, dtype=float).reshape(len(sds), len(_SUMS)).T
+    layer = {key: (np.array([sd.layer[key][0] for sd in sds], dtype=float),
+                   np.array([sd.layer[key][1] for sd in sds], dtype=float))
+             for key in (sds[0].layer if sds else ())}
+    nil = []
+    for sd in sds:
+        n = len(sd.nil_s)
+        same = np.array([[a == b for b in sd.nil_s] for a in sd.nil_s], dtype=bool).reshape(n, n)
+        nil.append((sd.nil_g, same, sd.lay_same, sd.px, sd.pk))
+    return _SysStats(np.array([sd.k for sd in sds], dtype=float), dict(zip(_SUMS, cols)), layer, nil)
+
+
+def _b3_totals(nil: tuple, theta: np.ndarray, corrected: bool) -> tuple[float, float, int]:
+    """NIL B-cubed's :math:`(a_d)` of precision and recall and :math:`b_d` in one document (module docs)."""
+    gi, sys_same, lay_same, px, pk = nil
+    n = len(gi)
+    if corrected and n:
         with np.errstate(invalid="ignore", divide="ignore"):
-            rho = np.where(sd.pk > 0, (sd.px / np.maximum(sd.pk, 1) - f0) / (f1 - f0), sd.lay_same)
-        rho[sd.nil_g[:, None] == sd.nil_g[None, :]] = 1.0  # one layer mention
+            rho = np.where(pk > 0, _label_sum(px / np.maximum(pk, 1), theta[4], theta[3]), lay_same)
+        rho[gi[:, None] == gi[None, :]] = 1.0  # one layer mention
     else:
-        rho = sd.lay_same.astype(float)
-    sys_same = np.array([[a == b for b in sd.nil_s] for a in sd.nil_s], dtype=bool).reshape(n, n)
+        rho = lay_same.astype(float)
     size_s = sys_same.sum(1)
     num = (rho * sys_same).sum(1)
     bp = float((num / np.maximum(size_s, 1)).sum())
     # recall's denominator |G(m)| is itself estimated: a ratio per mention (module docs: not exactly unbiased)
     den = np.maximum(rho.sum(1), np.maximum(num, 1e-12))
     br = float(np.clip(num / den, 0.0, 1.0).sum()) if n else 0.0
-    out["nil_b3_p"] = (bp, n)
-    out["nil_b3_r"] = (br, n)
+    return bp, br, n
+
+
+def _totals(st: _SysStats, theta: np.ndarray, corrected: Mapping, n_types: int, channels=("mark", "type", "pair")):
+    """The :math:`(a_d, b_d)` of the ratios of ``channels`` (:data:`_KEYS`), arrays over the documents, with the
+    labels of rates ``theta``."""
+    s, out, has = st.s, {}, st.k > 0
+    if "mark" in channels:
+        out.update(st.layer)
+        mark = corrected.get("mark")
+        s1, s0 = theta[0], theta[1]
+
+        def valid(y, n, lay):
+            return np.where(has, _label_sum(s[y], s0, s1, s[n]), s[lay]) if mark else s[lay]
+
+        out["mention_p_all"] = (valid("y", "n", "l"), s["n"])
+        out["mention_p_rest"] = (valid("y_rest", "n_rest", "l_rest"), s["n_rest"])
+        on = (st.k >= 2) & (s["n_span"] > 0) if mark else np.zeros(len(st.k), bool)  # one answer cannot weigh
+        if on.any():
+            for key, num, den in (("mention_r", "found", "span"), ("link_r", "slink_ok", "slinked")):
+                if key in out:
+                    a, b = (v.copy() for v in out[key])
+                    a[on] = span_weights(s["x_" + num][on], st.k[on], s1, s0, s[f"n_{num}"][on])
+                    b[on] = span_weights(s["x_" + den][on], st.k[on], s1, s0, s[f"n_{den}"][on])
+                    out[key] = (a, b)
+    if "type" in channels:
+        if corrected.get("type"):
+            c = theta[2]
+            e = (1 - c) / (n_types - 1)
+            out["typing"] = (_label_sum(s["y_type"], e, c, s["n_type"]) + s["l_type"], s["n_typed"])
+        else:
+            out["typing"] = (s["l_typed"], s["n_typed"])
+    if "mark" in channels and "link_r" in st.layer:
+        out["link_p"] = (valid("y_link", "n_link", "l_link"), s["n_linked"])
+    if "pair" in channels:
+        out.update(_pair_totals(st, theta, bool(corrected.get("pair"))))
     return out
 
 
-def _corrected_ratios(sds: Sequence[_SysDoc], rates, free: Sequence[int], n_types: int, pi: np.ndarray) -> dict:
-    r"""The document ratios with labels from the answers, their linearised values carrying the rates' error:
-    :math:`u_d = z_d + \frac{N-1}{N}\,\nabla_\theta\hat R\cdot\Delta_d` (module docs)."""
-    def ratios_at(theta):
-        totals: dict[str, list] = defaultdict(list)
-        for sd in sds:
-            for k, v in _sys_doc_totals(sd, theta, rates.corrected, n_types).items():
-                totals[k].append(v)
-        return totals
+def _pair_totals(st: _SysStats, theta: np.ndarray, corrected: bool) -> dict:
+    """NIL B-cubed's totals (:func:`_b3_totals`) of every document, kept in ``st.memo`` by the clusters' rates."""
+    key = (True, float(theta[3]), float(theta[4])) if corrected else (False,)
+    got = st.memo.get(key)
+    if got is None:
+        v = np.array([_b3_totals(x, theta, corrected) for x in st.nil], dtype=float).reshape(-1, 3)
+        got = {"nil_b3_p": (v[:, 0], v[:, 2]), "nil_b3_r": (v[:, 1], v[:, 2])}
+        if len(st.memo) >= 8:
+            st.memo.clear()
+        st.memo[key] = got
+    return got
 
-    totals = ratios_at(rates.theta)
-    N = len(sds)
+
+def _corrected_ratios(st: _SysStats, rates, free: Sequence[int], n_types: int, pi: np.ndarray) -> dict:
+    r"""The document ratios with labels from the answers, their linearised values carrying the rates' error:
+    :math:`u_d = z_d + \frac{N-1}{N}\,\nabla_\theta\hat R\cdot\Delta_d` (module docs); a parameter moves only its
+    channel's ratios (:data:`CHANNEL`)."""
+    totals = _totals(st, rates.theta, rates.corrected, n_types)
+    N = len(pi)
     grads = {k: np.zeros(len(rates.theta)) for k in totals}
     if free and N >= 2:
         for p in free:
             h = 1e-6
             th = rates.theta.copy()
             th[p] += h
-            moved = ratios_at(th)
-            for k, ab in moved.items():
-                a = np.array([x for x, _ in ab], dtype=float)
-                b = np.array([y for _, y in ab], dtype=float)
-                a0 = np.array([x for x, _ in totals[k]], dtype=float)
+            moved = _totals(st, th, rates.corrected, n_types, channels=(CHANNEL[p],))
+            for k, (a, b) in moved.items():
                 B = float((b / pi).sum())
                 if B > 0:
-                    grads[k][p] = float(((a - a0) / pi).sum() / B) / h
+                    grads[k][p] = float(((a - totals[k][0]) / pi).sum() / B) / h
     out = {}
-    for k, ab in totals.items():
-        a = np.array([x for x, _ in ab], dtype=float)
-        b = np.array([y for _, y in ab], dtype=float)
+    for k, (a, b) in totals.items():
         est, var, z, B = document_ratio(a, b, pi)
         if not math.isnan(est) and N >= 2 and np.any(grads[k]):
             u = z + (N - 1) / N * (rates.delta @ grads[k])

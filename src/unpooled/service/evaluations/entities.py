@@ -14,7 +14,9 @@ The formulas are in :mod:`unpooled.core.estimators.entities`; this module only g
 
 What they read is kept in process memory by :mod:`.entity_inputs` under fingerprints read on every call, and so are
 the core's document terms (:func:`~unpooled.core.estimators.entities.document_terms`, every figure but mention
-precision and F1): after a label batch only the argument mentions' precision is computed again.
+precision and F1): after a label batch only the argument mentions' precision is computed again; after a new
+submission, its own part of the document terms, then the crowd's rates and what they move (a few array operations a
+submission, :func:`~unpooled.core.estimators.entities.system_part`).
 
 Verification never shows a system's KB links (:func:`~unpooled.service.annotation.payloads.verify_payload`), so
 linking is scored from the exhaustive layer only; a layer without any link (a corpus whose gold layer has none,
@@ -31,7 +33,8 @@ import numpy as np
 import scipy.sparse as sp
 from django.db.models import Exists, OuterRef, Subquery
 
-from unpooled.core.estimators.entities import argument_precision, document_terms, entity_scores, validity_labels
+from unpooled.core.estimators.entities import (argument_precision, document_side, document_terms, entity_scores,
+                                               system_part, validity_labels)
 from unpooled.core.estimators.joint import weight_matrix
 from unpooled.service.corpora.models import Corpus
 from unpooled.service.submissions.models import RelationInstance, Submission, SubmissionMention
@@ -151,9 +154,19 @@ def results(corpus: Corpus, *, level: str | None = None) -> Computed | None:
     types = sorted(corpus.schema.schema().entity_types) or None
     settings = {"argument_spans": arg_spans, "match": MATCH, "nil_identity": identity or None,
                 "confidence": CONFIDENCE, "types": types}
-    # the document side changes only with the documents, the submissions or the identity, not with a label batch
-    key = (docs_fp, tuple((s.pk, s.created) for s in subs), identity_fp, tuple(types or ()), MATCH, CONFIDENCE)
-    terms = entity_inputs.document_terms(corpus, key, lambda: document_terms(docs, systems, **settings))
+    # the document side changes only with the documents, the submissions or the identity, not with a label batch;
+    # a submission's part of it only with the documents or the identity (a new submission computes its own)
+    side_key = (docs_fp, tuple(types or ()), MATCH, CONFIDENCE)
+    key = (side_key, identity_fp, tuple((s.pk, s.created) for s in subs))
+
+    def compute():
+        side = entity_inputs.document_side(corpus, side_key, lambda: document_side(
+            docs, match=MATCH, confidence=CONFIDENCE, types=types))
+        parts = entity_inputs.system_parts(subs, key[:2], lambda i: system_part(
+            side, systems[i], arg_spans[i], nil_identity=identity or None))
+        return document_terms(docs, systems, side=side, parts=parts, **settings)
+
+    terms = entity_inputs.document_terms(corpus, key, compute)
     scores = entity_scores(docs, systems, mention_counts=counts, arguments=arguments, terms=terms, **settings)
     return Computed(subs, scores, counts, docs, level, info, identity)
 

@@ -17,7 +17,12 @@ the cross-document identity of the NIL clusters (per corpus, :func:`nil_identity
     fingerprint: the completed clustering tasks (id and completion time).
 the document terms (per corpus, :func:`document_terms`)
     the core's :func:`~unpooled.core.estimators.entities.document_terms` of the three above, kept under their
-    fingerprints, the submissions' (id, creation time) and the settings they were computed with.
+    fingerprints, the submissions' (id, creation time) and the settings they were computed with.  When they move,
+    what did not is kept apart: the documents' side (per corpus, :func:`document_side`: the core's
+    :func:`~unpooled.core.estimators.entities.document_side`, under the documents' fingerprint and the settings)
+    and every submission's part (per submission, :func:`system_parts`: the core's
+    :func:`~unpooled.core.estimators.entities.system_part`, under the same and the identity's fingerprint), so a
+    new submission computes its own part alone, then the crowd's rates (every submission's spans) and what they move.
 the argument spans of the relation universe (per corpus, :func:`argument_spans`)
     the span of every universe instance's arguments; the universe only grows (new submissions append to it):
     the instances appended since are read alone.
@@ -45,6 +50,8 @@ _systems: dict = {}   # (submission pk, created) -> _SystemMentions
 _counts: dict = {}    # (submission pk, created) -> (|M_i|, |A_i|)
 _identity: dict = {}  # corpus -> (fingerprint, identity)
 _terms: dict = {}     # corpus -> (key, terms)
+_side: dict = {}      # corpus -> (key, DocumentSide)
+_parts: dict = {}     # (submission pk, created) -> (key, SystemPart)
 _spans: dict = {}     # corpus -> _Spans
 _arguments: dict = {}  # corpus -> _ArgumentAnswers (:func:`argument_answers`)
 
@@ -200,6 +207,33 @@ def document_terms(corpus: Corpus, key: tuple, compute):
     return terms
 
 
+def document_side(corpus: Corpus, key: tuple, compute):
+    """The documents' side of the document terms kept under ``key``, else ``compute()``'s, kept (one per corpus)."""
+    with lock:
+        held = _side.get(corpus_key(corpus))
+        if held is not None and held[0] == key:
+            return held[1]
+    side = compute()
+    with lock:
+        _side[corpus_key(corpus)] = (key, side)
+    return side
+
+
+def system_parts(subs: list, key: tuple, compute) -> list:
+    """Per submission of ``subs``, its part of the document terms kept under ``key``, else ``compute(i)``'s (``i``
+    its index in ``subs``), kept (one per submission)."""
+    with lock:
+        held = [_parts.get((s.pk, s.created)) for s in subs]
+    out = []
+    for i, (s, h) in enumerate(zip(subs, held)):
+        if h is None or h[0] != key:
+            h = (key, compute(i))
+            with lock:
+                _parts[(s.pk, s.created)] = h
+        out.append(h[1])
+    return out
+
+
 @dataclass
 class _Spans:
     refs: list = field(default_factory=list)          # the universe's instances read (it only grows)
@@ -292,5 +326,5 @@ def argument_answers(corpus: Corpus) -> list:
 
 def clear_cache() -> None:
     with lock:
-        for memo in (_docs, _systems, _counts, _identity, _terms, _spans, _arguments):
+        for memo in (_docs, _systems, _counts, _identity, _terms, _side, _parts, _spans, _arguments):
             memo.clear()
