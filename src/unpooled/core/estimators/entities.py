@@ -226,7 +226,7 @@ def system_part(side: DocumentSide, system: Mapping, argument_spans: Mapping | N
         sds = [_sys_doc(d, ad, system.get(d.doc, ()), set(args.get(d.doc, ())), side.links_known, match, side.types)
                for d, ad in zip(docs, side.answers)]
         marks = np.array([(d, *span, x) for d, sd in enumerate(sds) for span, x in sd.marks.items()], dtype=np.int64)
-        stats, marks, layer = _sys_stats(sds), marks.reshape(-1, 4), None
+        stats, marks, layer = _sys_stats(sds, side.answers), marks.reshape(-1, 4), None
     nil = None
     if nil_identity:
         metrics: dict[str, Estimate] = {}

@@ -309,8 +309,6 @@ class _SysDoc:
     nil_g: np.ndarray   # per NIL mention found: its layer mention
     nil_s: list         # and its system entity
     lay_same: np.ndarray  # (n, n) the layer's clusters agree
-    px: np.ndarray      # (n, n) answers putting the two together
-    pk: np.ndarray      # (n, n) answers marking both
     k: int = 0          # the document's answers
     span_x: np.ndarray = field(default_factory=lambda: np.zeros(0))  # per marked span: answers marking it
     span_found: np.ndarray = field(default_factory=lambda: np.zeros(0, bool))  # the system has it
@@ -360,8 +358,6 @@ def _sys_doc(d: ExhaustiveDocument, ad: _AnswerDoc, system: Sequence[Mention], a
         np.array([bool(s.link) for s, _ in found], dtype=bool), ll,
         np.array([g is not None and g.link == s.link for s, g in found], dtype=bool),
         gi, [s.cluster for s, _ in nil], same,
-        ad.pair_x[np.ix_(gi, gi)] if ad.k else np.zeros((len(nil), len(nil))),
-        ad.pair_k[np.ix_(gi, gi)] if ad.k else np.zeros((len(nil), len(nil))),
         ad.k, ad.span_x, np.array([h is not None for h in hits], dtype=bool),
         np.array([bool(lk) for lk in ad.span_link], dtype=bool),
         np.array([bool(lk) and h is not None and h.link == lk for h, lk in zip(hits, ad.span_link)], dtype=bool),
@@ -431,12 +427,12 @@ class _SysStats:
     s: dict             # name (_SUMS) -> per document
     layer: dict         # key -> (a, b) per document, from the aggregated layer (mention and link recall)
     nil: list           # per document: (layer mention of each NIL mention found, same system entity, same layer
-    #                     cluster, answers putting the two together, answers marking both)
+    #                     cluster, what the answers say: _AnswerDoc)
     memo: dict = field(default_factory=dict)  # the clusters' totals by (corrected, f1, f0)
 
 
-def _sys_stats(sds: Sequence[_SysDoc]) -> _SysStats:
-    """:class:`_SysStats` of one system's documents."""
+def _sys_stats(sds: Sequence[_SysDoc], ads: Sequence[_AnswerDoc]) -> _SysStats:
+    """:class:`_SysStats` of one system's documents (``ads``: what their answers say)."""
     rows = []
     for sd in sds:
         y, yt, sx = np.nan_to_num(sd.yv), np.nan_to_num(sd.yt), sd.span_x
@@ -453,18 +449,19 @@ def _sys_stats(sds: Sequence[_SysDoc]) -> _SysStats:
                    np.array([sd.layer[key][1] for sd in sds], dtype=float))
              for key in (sds[0].layer if sds else ())}
     nil = []
-    for sd in sds:
+    for sd, ad in zip(sds, ads):
         n = len(sd.nil_s)
         same = np.array([[a == b for b in sd.nil_s] for a in sd.nil_s], dtype=bool).reshape(n, n)
-        nil.append((sd.nil_g, same, sd.lay_same, sd.px, sd.pk))
+        nil.append((sd.nil_g, same, sd.lay_same, ad))
     return _SysStats(np.array([sd.k for sd in sds], dtype=float), dict(zip(_SUMS, cols)), layer, nil)
 
 
 def _b3_totals(nil: tuple, theta: np.ndarray, corrected: bool) -> tuple[float, float, int]:
     """NIL B-cubed's :math:`(a_d)` of precision and recall and :math:`b_d` in one document (module docs)."""
-    gi, sys_same, lay_same, px, pk = nil
+    gi, sys_same, lay_same, ad = nil
     n = len(gi)
-    if corrected and n:
+    if corrected and n and ad.k:
+        px, pk = ad.pair_x[np.ix_(gi, gi)], ad.pair_k[np.ix_(gi, gi)]
         with np.errstate(invalid="ignore", divide="ignore"):
             rho = np.where(pk > 0, _label_sum(px / np.maximum(pk, 1), theta[4], theta[3]), lay_same)
         rho[gi[:, None] == gi[None, :]] = 1.0  # one layer mention
