@@ -16,6 +16,7 @@ from django.db import models
 
 from unpooled.core.names import PROTOCOL_LABELS, RECALL_PROTOCOLS
 from unpooled.service.corpora.models import Corpus, Document
+from unpooled.service.fields import JSONField
 from unpooled.service.submissions.models import Submission
 
 
@@ -155,14 +156,14 @@ class Task(models.Model):
     document = models.ForeignKey(Document, on_delete=models.CASCADE, related_name="annotation_tasks")
     key = models.TextField(blank=True, help_text="canonical instance key (verify tasks)")
     key_hash = models.BigIntegerField(default=0)
-    payload = models.JSONField(default=dict, help_text="what the page shows; never the submitting system")
+    payload = JSONField(default=dict, help_text="what the page shows; never the submitting system")
     group = models.CharField(max_length=100, blank=True, help_text="relation type, for agreement per group")
     answers_needed = models.PositiveSmallIntegerField(default=3)
     status = models.CharField(max_length=20, choices=Status.choices, default=Status.OPEN)
     priority = models.DateTimeField(help_text="age of the oldest request; older first")
     is_control = models.BooleanField(default=False)
-    control_answer = models.JSONField(null=True, blank=True)
-    result = models.JSONField(null=True, blank=True, help_text="the aggregated answer")
+    control_answer = JSONField(null=True, blank=True)
+    result = JSONField(null=True, blank=True, help_text="the aggregated answer")
     guideline_version = models.CharField(max_length=20)
     created = models.DateTimeField(auto_now_add=True)
     completed = models.DateTimeField(null=True, blank=True)
@@ -240,7 +241,7 @@ class Answer(models.Model):
     assignment = models.OneToOneField(Assignment, on_delete=models.CASCADE, related_name="answer")
     task = models.ForeignKey(Task, on_delete=models.CASCADE, related_name="answers")
     annotator = models.ForeignKey(Annotator, on_delete=models.PROTECT, related_name="answers")
-    value = models.JSONField()
+    value = JSONField()
     correct = models.BooleanField(null=True, help_text="verify: the answer says the instance is correct")
     weight = models.FloatField(default=1.0)
     seconds = models.FloatField(null=True, blank=True)
@@ -265,7 +266,7 @@ class Label(models.Model):
     correct = models.BooleanField(help_text="the hard label")
     method = models.CharField(max_length=20)
     n_answers = models.PositiveSmallIntegerField()
-    annotators = models.JSONField(default=list, help_text="annotator ids whose answers were used")
+    annotators = JSONField(default=list, help_text="annotator ids whose answers were used")
     guideline_version = models.CharField(max_length=20)
     created = models.DateTimeField(auto_now_add=True)
 
@@ -307,8 +308,8 @@ class Hit(models.Model):
     hit_id = models.CharField(max_length=100, blank=True)
     max_assignments = models.PositiveSmallIntegerField()
     status = models.CharField(max_length=20, default="pending")
-    approved = models.JSONField(default=list, help_text="AssignmentIds approved")
-    rejected = models.JSONField(default=list, help_text="AssignmentIds rejected")
+    approved = JSONField(default=list, help_text="AssignmentIds approved")
+    rejected = JSONField(default=list, help_text="AssignmentIds rejected")
     expires = models.DateTimeField(null=True, blank=True, help_text="the last moment a worker may hold an assignment "
                                    "of the HIT (its expiration plus an assignment's duration): its link takes no new "
                                    "worker afterwards")

@@ -5,6 +5,7 @@ from __future__ import annotations
 from django.db import models
 
 from unpooled.core.schema import Schema
+from unpooled.service.fields import JSONField
 
 
 class RelationSchema(models.Model):
@@ -13,7 +14,7 @@ class RelationSchema(models.Model):
     name = models.CharField(max_length=100, unique=True)
     title = models.CharField(max_length=300, blank=True)
     version = models.CharField(max_length=50, blank=True)
-    definition = models.JSONField()
+    definition = JSONField()
     created = models.DateTimeField(auto_now_add=True)
 
     def __str__(self) -> str:
@@ -140,7 +141,7 @@ class GoldRelation(models.Model):
     subject = models.ForeignKey(GoldEntity, on_delete=models.CASCADE, related_name="+")
     predicate = models.CharField(max_length=100)
     object = models.ForeignKey(GoldEntity, on_delete=models.CASCADE, related_name="+")
-    evidence = models.JSONField(default=list)
+    evidence = JSONField(default=list)
 
     class Meta:
         indexes = [models.Index(fields=["document", "predicate"], name="gold_relation_doc_pred")]

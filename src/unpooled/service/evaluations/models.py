@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from django.db import models
 
+from unpooled.service.fields import JSONField
 from unpooled.service.submissions.models import RelationInstance, Submission
 
 
@@ -40,7 +41,7 @@ class Breakdown(models.Model):
     #: the shape of ``data`` (:data:`.breakdown.VERSION`): a row of another version is computed again
     version = models.PositiveSmallIntegerField()
     computed = models.DateTimeField()
-    data = models.JSONField(default=dict)
+    data = JSONField(default=dict)
 
     class Meta:
         indexes = [models.Index(fields=["submission", "level", "id"], name="breakdown_sub_level")]
@@ -67,12 +68,12 @@ class Score(models.Model):
     exhaustive_documents = models.PositiveIntegerField(default=0)
     #: the recall protocol recall and F1 follow (:data:`unpooled.core.names.RECALL_PROTOCOLS`)
     recall_protocol = models.CharField(max_length=20, default="sentence")
-    details = models.JSONField(default=dict)
+    details = JSONField(default=dict)
     #: its breakdown (:mod:`.breakdown`), shared with the scores of the submission estimated from the same inputs
     breakdown = models.ForeignKey(Breakdown, null=True, blank=True, on_delete=models.SET_NULL, related_name="scores")
     #: the covariances with the submissions scored with it (:func:`.publish.paired_details`): names other
     #: submissions, private ones too, so it is never shown as is (the leaderboard reads the visible pairs)
-    paired = models.JSONField(default=dict, blank=True)
+    paired = JSONField(default=dict, blank=True)
     created = models.DateTimeField(auto_now_add=True)
 
     class Meta:
@@ -110,7 +111,7 @@ class EntityScore(models.Model):
     submission = models.ForeignKey(Submission, on_delete=models.CASCADE, related_name="entity_scores")
     level = models.CharField(max_length=20, help_text="the sampling level whose draws gave the verified mentions")
     documents = models.PositiveIntegerField(default=0, help_text="exhaustively annotated documents used")
-    details = models.JSONField(default=dict)
+    details = JSONField(default=dict)
     created = models.DateTimeField(auto_now_add=True)
 
     class Meta:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from django.db import models
 
 from unpooled.service.corpora.models import Corpus, Document
+from unpooled.service.fields import JSONField
 
 #: the team of the human reference submissions (:mod:`unpooled.service.evaluations.reference`); no one can sign up
 #: or upload under it (:func:`unpooled.service.accounts.actions.check_team_name`)
@@ -68,12 +69,12 @@ class Submission(models.Model):
                                      related_name="submissions")
     description = models.TextField(blank=True)
     link = models.URLField(max_length=500, blank=True, help_text="the method's paper or code (http or https)")
-    plan = models.JSONField(default=dict, help_text="the sampling plan per level, and label reuse (lifecycle)")
+    plan = JSONField(default=dict, help_text="the sampling plan per level, and label reuse (lifecycle)")
     file_name = models.CharField(max_length=500, blank=True)
     file_sha256 = models.CharField(max_length=64)
     file_size = models.BigIntegerField(default=0)
-    counts = models.JSONField(default=dict)
-    warnings = models.JSONField(default=dict, help_text="the validation report of the accepted file")
+    counts = JSONField(default=dict)
+    warnings = JSONField(default=dict, help_text="the validation report of the accepted file")
     created = models.DateTimeField(auto_now_add=True)
     updated = models.DateTimeField(auto_now=True)
 
@@ -96,7 +97,7 @@ class SubmissionEntity(models.Model):
     submission = models.ForeignKey(Submission, on_delete=models.CASCADE, related_name="entities")
     name = models.CharField(max_length=300)
     type = models.CharField(max_length=20, null=True)
-    links = models.JSONField(default=list)
+    links = JSONField(default=list)
 
     class Meta:
         constraints = [models.UniqueConstraint(fields=["submission", "name"], name="entity_unique_name")]
@@ -177,7 +178,7 @@ class UploadAttempt(models.Model):
     finished = models.DateTimeField(null=True, blank=True)
     corpus_name = models.CharField(max_length=100, blank=True)
     file_name = models.CharField(max_length=500, blank=True)
-    outcome = models.JSONField(default=dict, blank=True, help_text="a rejected upload's message and diagnostics "
+    outcome = JSONField(default=dict, blank=True, help_text="a rejected upload's message and diagnostics "
                                                                    "(at most HISTORY_DIAGNOSTICS), kept for its history")
 
     class Meta:
