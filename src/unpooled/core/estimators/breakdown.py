@@ -616,7 +616,7 @@ def _common(d: Design, votes, shared: dict | None) -> dict:
     shared = {} if shared is None else shared
     if shared.get("of") is None or shared["of"][0] is not d or shared["of"][1] is not votes:
         shared.clear()
-        Px = d.P[:, d.xs].tocsr() if len(d.xs) else sp.csr_matrix((d.m, 0))
+        Px = d.P.tocsc()[:, d.xs].tocsr() if len(d.xs) else sp.csr_matrix((d.m, 0))  # (through columns: sorted)
         Px.sort_indices()
         drawn = np.zeros(d.P.shape[1], bool)
         drawn[d.xs] = True

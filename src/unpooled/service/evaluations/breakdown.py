@@ -274,13 +274,14 @@ def _groupings(got: dict, i: int) -> dict:
 
 
 def _missed_entries(truth: list, ttypes: dict, doc_pk: dict) -> tuple[list, np.ndarray]:
-    """Each true instance as a missed one is stored (its document, spans, relation, types and weight) and its rank
-    in the order they are shown (document, subject, object, relation; ties in the truth's order)."""
+    """Each true instance as a missed one is stored (its document, spans, relation, types and weight; one list the
+    breakdowns that miss it share, never changed) and its rank in the order they are shown (document, subject,
+    object, relation; ties in the truth's order)."""
     entries = []
     for t in truth:
         st, ot = ttypes.get(t.key, (UNTYPED, UNTYPED))
-        entries.append((doc_pk.get(t.ref.doc), t.ref.doc, t.ref.s_start, t.ref.s_end, t.ref.predicate,
-                        t.ref.o_start, t.ref.o_end, st, ot, round(1.0 / t.inclusion, 6)))
+        entries.append([doc_pk.get(t.ref.doc), t.ref.doc, t.ref.s_start, t.ref.s_end, t.ref.predicate,
+                        t.ref.o_start, t.ref.o_end, st, ot, round(1.0 / t.inclusion, 6)])
     order = sorted(range(len(entries)), key=lambda k: (entries[k][1], entries[k][2], entries[k][5], entries[k][4]))
     rank = np.empty(len(entries), np.int64)
     rank[order] = np.arange(len(entries))
@@ -294,7 +295,7 @@ def _breakdown_data(g: dict, rel, typ, got: dict, schema) -> dict:
     missed_idx = np.flatnonzero(~design.g0[i]) if len(truth) else np.zeros(0, np.int64)
     shown = missed_idx[:MISSED_CAP]
     entries = got["missed_entries"]
-    missed = [list(entries[k]) for k in shown[np.argsort(got["missed_rank"][shown], kind="stable")].tolist()]
+    missed = [entries[k] for k in shown[np.argsort(got["missed_rank"][shown], kind="stable")].tolist()]
 
     def describe(pred: str) -> str:
         r = schema.resolve(pred)
