@@ -277,6 +277,21 @@ def item_merge(lam: np.ndarray, groups=None) -> tuple[np.ndarray, np.ndarray] | 
     return None if len(first) == K else (first, inv.reshape(-1))
 
 
+def _fitted_pairs(M, lam, groups, merge):
+    """What :func:`prevalence` fits: ``M`` and ``lam`` with their items merged (:func:`_merge_items`), the groups,
+    the positive (row, item, coefficient) pairs of its distinct rows, the distinct row of each row and their
+    number.  A sparse ``M`` (a batch of rows over many items) gives its pairs alone, every row fitted as it is."""
+    if sp.issparse(M):
+        if groups is not None:
+            raise InvalidInputError("prevalence: groups are not available with a sparse M")
+        M, lam = _merge_sparse(M, np.asarray(lam, float), merge)
+        return M, lam, None, _positive_pairs(M), np.arange(M.shape[0]), M.shape[0]
+    M, lam, groups = _merge_items(np.atleast_2d(np.asarray(M, float)), np.asarray(lam, float), groups, merge)
+    uniq, inv = _unique_rows(M)
+    rows, cols = np.nonzero(uniq > 0)
+    return M, lam, groups, (rows, cols, uniq[rows, cols]), inv, uniq.shape[0]
+
+
 def _merge_sparse(M, lam: np.ndarray, merge=False):
     """:func:`_merge_items` of a sparse ``M`` (no groups): its columns of one merged item added (in the order of
     their items), the merged items' log ratios."""
@@ -297,6 +312,18 @@ def _positive_pairs(M) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     C = M.tocoo()
     keep = C.data > 0
     return C.row[keep].astype(np.int64), C.col[keep].astype(np.int64), C.data[keep]
+
+
+def _positive_pairs_of(M, ok: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The (row, column, value) of the positive entries of ``M`` (dense, or sparse: many rows over many items) in
+    the rows ``ok``, row by row."""
+    if sp.issparse(M):
+        M.sum_duplicates()
+        rows, cols, w = _positive_pairs(M)
+        keep = ok[rows]
+        return rows[keep], cols[keep], w[keep]
+    rows, cols = np.nonzero((M > 0) & ok[:, None])
+    return rows, cols, M[rows, cols]
 
 
 #: the replicates' refits of :func:`prevalence` work on at most about this many (row, item) pairs at once (memory)
@@ -353,17 +380,7 @@ def prevalence(M, lam, *, tol: float = 1e-10, max_iter: int = 100, groups=None, 
     >>> round(float(rho[0]), 12)
     0.75
     """
-    if sp.issparse(M):  # (a batch of rows over many items: the pairs alone, every row fitted as it is)
-        if groups is not None:
-            raise InvalidInputError("prevalence: groups are not available with a sparse M")
-        M, lam = _merge_sparse(M, np.asarray(lam, float), merge)
-        rows, cols, w = _positive_pairs(M)
-        inv, n_rows = np.arange(M.shape[0]), M.shape[0]
-    else:
-        M, lam, groups = _merge_items(np.atleast_2d(np.asarray(M, float)), np.asarray(lam, float), groups, merge)
-        uniq, inv = _unique_rows(M)
-        rows, cols = np.nonzero(uniq > 0)
-        w, n_rows = uniq[rows, cols], uniq.shape[0]
+    M, lam, groups, (rows, cols, w), inv, n_rows = _fitted_pairs(M, lam, groups, merge)
     G = int(n_groups) if groups is not None else 1
     grows = rows * G + (np.asarray(groups)[cols] if groups is not None else 0)
     n = n_rows * G
@@ -592,14 +609,7 @@ def profile_interval(M, lam, rho, J, var, confidence: float, *, side=None, iters
     side = np.full(m, 2) if side is None else np.asarray(side)
     lo, hi = rho.copy(), rho.copy()
     ok = np.isfinite(rho) & (np.asarray(var) > 0) & (np.asarray(J) > 0) & (side != 0)
-    if sp.issparse(M):  # (a batch of rows over many items: its positive entries)
-        M.sum_duplicates()
-        rows, cols, w = _positive_pairs(M)
-        keep = ok[rows]
-        rows, cols, w = rows[keep], cols[keep], w[keep]
-    else:
-        rows, cols = np.nonzero((M > 0) & ok[:, None])
-        w = M[rows, cols]
+    rows, cols, w = _positive_pairs_of(M, ok)
     if not len(rows):
         return lo, hi
     lr = lam[cols]
