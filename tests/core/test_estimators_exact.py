@@ -616,3 +616,20 @@ def test_a_complete_system_beside_overlapping_ones_keeps_its_sum():
     assert np.all(np.abs(w_sum[1:] - 1) > 1e-3)
     np.testing.assert_allclose(s.p.value[1:], p_sum[1:] / w_sum[1:], rtol=1e-12)
     assert np.all((s.p.value >= 0) & (s.p.value <= 1))
+
+
+def test_theta_variance_of_sparse_rows_is_the_dense_one():
+    """``theta_variance`` of sparse rows (the breakdowns' groups, each on a few exhaustive instances) with per-row
+    shares: the dense rows' variance, by documents and without."""
+    import scipy.sparse as sp
+
+    from unpooled.core.estimators.exhaustive import theta_variance
+
+    rng = np.random.default_rng(2)
+    T = np.where(rng.random((30, 50)) < 0.2, rng.normal(size=(30, 50)), 0.0)
+    H = np.where(T != 0, rng.random((30, 50)) / 10, 0.0)
+    docs = rng.integers(0, 7, 50)
+    for groups in (docs, None):
+        want = theta_variance(T, groups, shares=H)
+        got = theta_variance(sp.csr_matrix(T), groups, shares=sp.csr_matrix(H))
+        np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-15)

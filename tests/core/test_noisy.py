@@ -335,3 +335,97 @@ def test_refits_under_replicates_are_each_replicates_refit(groups):
         alone, _ = prevalence(M, reps[r], start=start, **kw)
         np.testing.assert_allclose(together[r], alone, rtol=0, atol=1e-12)
     assert np.isnan(together[:, 0]).all()
+
+
+def _overlapping_design(rng, m=5, U=150, draws=40, n0=40, complete_one=True):
+    """Systems on overlapping random instance sets (one small, drawn completely), exhaustive instances in 8
+    documents."""
+    sets = [np.sort(rng.choice(U, rng.integers(30, 90), replace=False)) for _ in range(m - 1)]
+    sets.append(np.sort(rng.choice(U, 6, replace=False)) if complete_one else sets[0])
+    P = sp.csr_matrix((np.concatenate([np.full(len(s), 1 / len(s)) for s in sets]),
+                       (np.repeat(np.arange(m), [len(s) for s in sets]), np.concatenate(sets))), shape=(m, U))
+    n = [draws] * (m - 1) + [30 if complete_one else draws]
+    src = np.repeat(np.arange(m), n)
+    xs = np.concatenate([rng.choice(s, k) for s, k in zip(sets, n)])
+    f = rng.integers(0, 2, U).astype(float)
+    y0 = rng.choice(np.flatnonzero(f == 1), n0)
+    g0 = np.array([np.isin(y0, s) & (rng.random(n0) < 0.8) for s in sets])
+    return make_design(P, src, xs, f[xs], g0, y0_docs=rng.integers(0, 8, n0)), f
+
+
+@pytest.mark.parametrize("weights, with_votes", [("balance", True), ("balance", False), ("heuristic", True),
+                                                 ("heuristic", False)])
+def test_breakdowns_of_many_jobs_at_once_are_each_alone(weights, with_votes):
+    """``subset_scores_many``: every (target, grouping) job scored in one pass (one proposal, one fit of all the
+    groups' prevalences and refits, one variance, one interval search) gives each job's figures alone, to 1e-9,
+    with targets of different numbers of groups, a system drawn completely and groups without a draw."""
+    from unpooled.core.estimators import subset_scores, subset_scores_many
+
+    rng = np.random.default_rng(8)
+    d, f = _overlapping_design(rng)
+    U = len(f)
+    v = _votes(np.unique(d.xs), f, rng, U=U, reps=12) if with_votes else None
+    jobs = []
+    for i in range(d.m):
+        jobs.append((i, (np.arange(U) % 4).astype(np.int64), rng.integers(0, 4, d.n0), 4))
+        gu = np.where(rng.random(U) < 0.9, rng.integers(0, 3, U), -1)
+        jobs.append((i, gu, rng.integers(-1, 3, d.n0), None))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        many = subset_scores_many(d, jobs, weights=weights, votes=v, zero_division="nan")
+        for job, got in zip(jobs, many):
+            i, gu, gt, G = job
+            alone = subset_scores(d, i, gu, gt, n_groups=G, weights=weights, votes=v, zero_division="nan")
+            assert got.target == i and got.n_groups == alone.n_groups and got.warnings == alone.warnings
+            for k in ("p", "r", "f1"):
+                for at in ("value", "se", "lo", "hi", "n"):
+                    np.testing.assert_allclose(getattr(getattr(got, k), at), getattr(getattr(alone, k), at),
+                                               rtol=0, atol=1e-9)
+            for at in ("n_draws", "ess", "mass", "mass_hat", "n_true", "true_weight", "p_ess", "r_ess"):
+                np.testing.assert_allclose(getattr(got, at), getattr(alone, at), rtol=0, atol=1e-9)
+    assert subset_scores_many(d, [], votes=v) == []
+
+
+def test_prevalence_and_profile_of_a_sparse_matrix_are_the_dense_ones():
+    """``prevalence`` and ``profile_interval`` of a sparse M (many rows, each on a few items; merged items, replicate
+    refits) are those of the dense M, row by row: the same fits on the same pairs."""
+    from unpooled.core.estimators.noisy import item_merge, profile_interval
+
+    rng = np.random.default_rng(3)
+    K, m, R = 60, 40, 15
+    lam = np.round(rng.normal(0, 2, K), 1)  # repeated values: items merge
+    lam[:3] = [np.inf, -np.inf, 0.0]
+    lam_rep = lam[None, :] + np.round(rng.normal(0, 0.2, (R, K)), 1)
+    M = np.where(rng.random((m, K)) < 0.15, rng.random((m, K)), 0.0)
+    M[5] = 0.0  # a row without items
+    S = sp.csr_matrix(M)
+    rho, J = prevalence(M, lam)
+    rho_s, J_s = prevalence(S, lam, merge=item_merge(lam))
+    np.testing.assert_allclose(rho_s, rho, rtol=0, atol=1e-12)
+    np.testing.assert_allclose(J_s, J, rtol=0, atol=1e-9)
+    rep, _ = prevalence(M, lam_rep, start=rho)
+    rep_s, _ = prevalence(S, lam_rep, start=rho, merge=item_merge(lam_rep))
+    np.testing.assert_allclose(rep_s, rep, rtol=0, atol=1e-12)
+    var = np.where(np.isnan(rho), 0.0, 0.01)
+    lo, hi = profile_interval(M, lam, np.nan_to_num(rho), J, var, 0.9)
+    lo_s, hi_s = profile_interval(S, lam, np.nan_to_num(rho), J, var, 0.9)
+    np.testing.assert_allclose(lo_s, lo, rtol=0, atol=1e-12)
+    np.testing.assert_allclose(hi_s, hi, rtol=0, atol=1e-12)
+
+
+def test_refits_of_many_rows_are_each_rows_alone(monkeypatch):
+    """The replicates' refits of many rows at once (rows dropped once all their replicates are refitted, blocks of
+    rows of a few MB) are each row's refit alone, to the bit."""
+    from unpooled.core.estimators import noisy
+
+    rng = np.random.default_rng(4)
+    K, m, R = 80, 300, 20
+    lam = rng.normal(0, 2, K)
+    lam_rep = lam[None, :] + rng.normal(0, 0.3, (R, K))
+    M = np.where(rng.random((m, K)) < 0.1, rng.random((m, K)), 0.0)
+    rho, _ = prevalence(M, lam, merge=None)
+    monkeypatch.setattr(noisy, "REFIT_VALUES", 200)  # blocks of a few rows
+    together, _ = prevalence(sp.csr_matrix(M), lam_rep, start=rho, merge=None)
+    for i in range(0, m, 37):
+        alone, _ = prevalence(M[i:i + 1], lam_rep, start=rho[i:i + 1], merge=None)
+        np.testing.assert_array_equal(together[:, i], alone[:, 0])

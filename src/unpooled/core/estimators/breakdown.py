@@ -118,7 +118,6 @@ from .intervals import _f1_partials, f1_interval, f1_score, population_size, wil
 from .results import ConfidenceInterval, Estimate
 from .joint import (ESTIMATORS, WEIGHTS, Design, WeightDegeneracyWarning, _var0, estimate, strata_var,
                     weight_matrix)
-from .rows import indicator
 from .terms import complete_targets
 
 ZERO_DIVISION = ("warn", "nan")
@@ -229,23 +228,11 @@ def _int_groups(name: str, a, n: int) -> np.ndarray:
     return arr
 
 
-def _subset_scores_iv(design, target, groups_of_universe, groups_of_truth, n_groups, estimator, weights, confidence,
-                      zero_division):
+def _options_iv(design, estimator, weights, confidence, zero_division):
+    """The options every job of one call shares, checked: the weights (an array as floats) and the confidence."""
     if not isinstance(design, Design):
         raise InvalidInputError(f"design: expected a Design (make_design), got {type(design).__name__}")
-    m, U = design.P.shape
-    if isinstance(target, bool) or not isinstance(target, (int, np.integer)) or not 0 <= target < m:
-        raise InvalidInputError(f"target: expected a system index in [0, {m}), got {target!r}")
-    gu = _int_groups("groups_of_universe", groups_of_universe, U)
-    gt = _int_groups("groups_of_truth", groups_of_truth, design.n0)
-    top = max(int(gu.max()) if U else -1, int(gt.max()) if design.n0 else -1) + 1
-    if n_groups is None:
-        n_groups = top
-    elif isinstance(n_groups, bool) or not isinstance(n_groups, (int, np.integer)) or n_groups < top:
-        raise InvalidInputError(f"n_groups: expected an integer of at least {top} (the largest group code + 1), "
-                                f"got {n_groups!r}")
-    if n_groups < 1:
-        raise InvalidInputError("groups_of_universe, groups_of_truth: every code is -1, so there is no group")
+    m = design.m
     check_choice("estimator", estimator, ESTIMATORS)
     if isinstance(weights, str):
         if weights not in WEIGHTS:
@@ -265,7 +252,25 @@ def _subset_scores_iv(design, target, groups_of_universe, groups_of_truth, n_gro
         raise InvalidInputError(f"confidence: expected a number in (0, 1), got {confidence!r}")
     if zero_division not in ZERO_DIVISION and not (isinstance(zero_division, float) and math.isnan(zero_division)):
         raise InvalidInputError(f"zero_division: expected 'warn' or 'nan', got {zero_division!r}")
-    return int(target), gu, gt, int(n_groups), weights, float(confidence)
+    return weights, float(confidence)
+
+
+def _job_iv(design, target, groups_of_universe, groups_of_truth, n_groups) -> tuple:
+    """One job (a target and its groups), checked: ``(target, gu, gt, n_groups)``."""
+    m, U = design.P.shape
+    if isinstance(target, bool) or not isinstance(target, (int, np.integer)) or not 0 <= target < m:
+        raise InvalidInputError(f"target: expected a system index in [0, {m}), got {target!r}")
+    gu = _int_groups("groups_of_universe", groups_of_universe, U)
+    gt = _int_groups("groups_of_truth", groups_of_truth, design.n0)
+    top = max(int(gu.max()) if U else -1, int(gt.max()) if design.n0 else -1) + 1
+    if n_groups is None:
+        n_groups = top
+    elif isinstance(n_groups, bool) or not isinstance(n_groups, (int, np.integer)) or n_groups < top:
+        raise InvalidInputError(f"n_groups: expected an integer of at least {top} (the largest group code + 1), "
+                                f"got {n_groups!r}")
+    if n_groups < 1:
+        raise InvalidInputError("groups_of_universe, groups_of_truth: every code is -1, so there is no group")
+    return int(target), gu, gt, int(n_groups)
 
 
 def _group_var(u: np.ndarray, g: np.ndarray, at: np.ndarray, d: Design, G: int) -> np.ndarray:
@@ -359,22 +364,54 @@ def subset_scores(design: Design, target: int, groups_of_universe, groups_of_tru
     >>> s.p.value.tolist(), s.r.value.tolist()
     ([0.5, 1.0], [1.0, 0.0])
     """
-    target, gu, gt, G, weights, confidence = _subset_scores_iv(design, target, groups_of_universe, groups_of_truth,
-                                                          n_groups, estimator, weights, confidence, zero_division)
-    d, i = design, target
+    weights, confidence = _options_iv(design, estimator, weights, confidence, zero_division)
+    job = _job_iv(design, target, groups_of_universe, groups_of_truth, n_groups)
+    s, = _scores_of_jobs(design, [job], estimator, weights, confidence, votes, shared)
+    if s.warnings and zero_division == "warn":
+        warnings.warn("; ".join(s.warnings), UndefinedEstimateWarning, stacklevel=2)
+    return s
+
+
+def subset_scores_many(design: Design, jobs, *, estimator: str = "joint", weights="balance",
+                       confidence: float = 0.90, zero_division: str = "warn", votes=None,
+                       shared: dict | None = None) -> list[SubsetScores]:
+    """:func:`subset_scores` of several jobs on one design at once, the same figures as each alone: ``jobs`` a
+    sequence of ``(target, groups_of_universe, groups_of_truth, n_groups)`` (``n_groups`` None: the largest code
+    + 1), one :class:`SubsetScores` each, in order.  Every job's groups are rows of one pass: the draws' importance
+    weights from one proposal where the targets share it (the balance heuristic), one fit of every group's
+    prevalence and one of their refits, one variance of all their sums, one interval search; a breakdown of every
+    submission by relation and by type is then a few passes, not two per submission (:mod:`unpooled.service`)."""
+    weights, confidence = _options_iv(design, estimator, weights, confidence, zero_division)
+    checked = [_job_iv(design, *job) for job in jobs]
+    out = _scores_of_jobs(design, checked, estimator, weights, confidence, votes, shared)
+    msgs = [m for s in out for m in s.warnings]
+    if msgs and zero_division == "warn":
+        warnings.warn("; ".join(msgs), UndefinedEstimateWarning, stacklevel=2)
+    return out
+
+
+def _scores_of_jobs(d: Design, jobs: list, estimator, weights, confidence, votes, shared) -> list[SubsetScores]:
+    """The checked ``jobs`` (:func:`_job_iv`; options: :func:`_options_iv`) scored: their groups are rows
+    ``off[k]:off[k+1]`` of every array."""
+    if not jobs:
+        return []
     common = _common(d, votes, shared)
-    Wi, method = _weight_row(d, i, estimator, weights, confidence, common["complete"])
-    prec = _group_precision(d, i, Wi, gu, G, votes, common)
+    Wn, method = _weight_rows(d, estimator, weights, confidence, common["complete"])
+    off = np.concatenate([[0], np.cumsum([G for *_, G in jobs])]).astype(np.int64)
+    prec = _group_precision(d, Wn, jobs, off, votes, common)
     p, var_p, ess, fit = prec["p"], prec["var_p"], prec["ess"], prec["fit"]
-    r, var_r, n_true, V, r_ess = _group_recall(d, i, gt, G, confidence)
+    r, var_r, n_true, V, r_ess = _group_recall(d, jobs, off, confidence)
     p_ci, p_ess = _precision_interval(p, var_p, ess, prec["unseen"], fit, confidence, prec["size"])
     est = _group_estimates(p, var_p, p_ci, "wilson" if fit is None else "profile", prec["n_draws"], r, var_r, n_true,
                            confidence, method)
-    msgs = _undefined(p, r, i)
-    if msgs and zero_division == "warn":
-        warnings.warn("; ".join(msgs), UndefinedEstimateWarning, stacklevel=2)
-    return SubsetScores(i, *est, prec["n_draws"], ess, prec["mass"], prec["D"], n_true, V, p_ess,
-                        r_ess.astype(float), msgs)
+    out = []
+    for k, (i, *_) in enumerate(jobs):
+        sl = slice(int(off[k]), int(off[k + 1]))
+        e = [Estimate(x.value[sl], x.se[sl], ConfidenceInterval(x.lo[sl], x.hi[sl], x.interval.level,
+                                                                x.interval.method), x.n[sl], x.method) for x in est]
+        out.append(SubsetScores(i, *e, prec["n_draws"][sl], ess[sl], prec["mass"][sl], prec["D"][sl], n_true[sl],
+                                V[sl], p_ess[sl], r_ess[sl].astype(float), _undefined(p[sl], r[sl], i)))
+    return out
 
 
 def _group_estimates(p, var_p, p_ci, p_kind: str, n_draws, r, var_r, n_true, confidence: float, method: str
@@ -404,99 +441,147 @@ def _undefined(p, r, i: int) -> tuple[str, ...]:
     return tuple(msgs)
 
 
-def _weight_row(d: Design, i: int, estimator: str, weights, confidence: float, complete: np.ndarray
-                ) -> tuple[np.ndarray, str]:
-    r"""The joint estimator's weight row :math:`w_{i\cdot}` of the target (normalised) and the method's name
-    (``complete``: :func:`~.terms.complete_targets` of the design)."""
+def _weight_rows(d: Design, estimator: str, weights, confidence: float, complete: np.ndarray
+                 ) -> tuple[np.ndarray, str]:
+    r"""The joint estimator's weight rows :math:`w_{i\cdot}` of every target (each normalised; a system drawn
+    completely its own, as the headline's precision: :func:`~.terms.complete_targets`) and the method's name."""
     m = d.m
     if estimator == "simple":
-        Wi = np.zeros(m)
-        Wi[i] = 1.0
-        method = "simple"
+        W, method = np.eye(m), "simple"
     elif isinstance(weights, np.ndarray):
-        Wi = weights[i]
-        method = "joint-given"
+        W, method = weights, "joint-given"
     elif weights == "minvar":
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", WeightDegeneracyWarning)
-            Wi = estimate(d, estimator="joint", weights="minvar", confidence=confidence).weights[i]
+            W = estimate(d, estimator="joint", weights="minvar", confidence=confidence).weights
         method = "joint-minvar"
     else:
-        Wi = weight_matrix(d.P, d.n, weights)[i]
-        method = f"joint-{weights}"
-    s = Wi.sum()
-    Wi = Wi / s if s > 0 else Wi
-    Wi = np.eye(m)[i] if complete[i] else Wi  # as the headline's precision (terms._Terms)
-    return Wi, method
+        W, method = weight_matrix(d.P, d.n, weights), f"joint-{weights}"
+    Wn = np.array(W, dtype=float)
+    for i in range(m):
+        s = Wn[i].sum()
+        if s > 0:
+            Wn[i] = Wn[i] / s
+    Wn[complete] = np.eye(m)[complete]
+    return Wn, method
 
 
-def _group_precision(d: Design, i: int, Wi: np.ndarray, gu: np.ndarray, G: int, votes, common: dict) -> dict:
-    """Per group: the ratio estimator of precision (or the votes' one) and its variance, the draws' effective
-    size, the group's known mass :math:`p_i(g)` and the share of it no draw reached (module docs).  Only the draws
-    of the target's instances weigh (:math:`p_i(x_s) > 0`): the work is theirs (``common``: :func:`_common`)."""
-    n = d.n
-    Px, Pc = common["Px"], common["Pc"]
-    at = Px.indices[Px.indptr[i]:Px.indptr[i + 1]]  # the draws of the target's instances, in draw order
-    pi_x = Px.data[Px.indptr[i]:Px.indptr[i + 1]]
-    q_x = Pc[:, at].T @ Wi if len(at) else np.zeros(0)  # q_i at those draws
-    src = d.src[at]
-    coef = Wi[src] * d.units.factor[at] / np.maximum(n[src], 1)  # over distinct instances (:mod:`.finite`)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        w = np.where(q_x > 0, coef * pi_x / q_x, 0.0)
-    g = np.where(w > 0, gu[d.xs[at]], -1)
-    ok = g >= 0
-    C = np.bincount(g[ok], weights=(w * d.f[at])[ok], minlength=G)
-    D = np.bincount(g[ok], weights=w[ok], minlength=G)
-    D2 = np.bincount(g[ok], weights=w[ok] ** 2, minlength=G)
+def _draw_weights(d: Design, Wn: np.ndarray, targets, common: dict) -> dict:
+    r"""Per target: the draws of its instances (``at``, in draw order) and, at them, :math:`p_i`, the proposal
+    :math:`q_i`, the coefficients :math:`w_{ij(s)}/n_{j(s)}` (over distinct instances, :mod:`.finite`) and the
+    importance weights.  :math:`q_i` at every draw is one product when the targets' weight rows are equal (the
+    balance heuristic's single proposal), the same sums as each target's own."""
+    Px, Pc, complete = common["Px"], common["Pc"], common["complete"]
+    live = [i for i in targets if not complete[i]]
+    one = bool(live) and bool(np.all(Wn[live] == Wn[live[0]]))
+    q_all = Pc.T @ Wn[live[0]] if one and len(d.xs) else None
+    out = {}
+    for i in targets:
+        at, pi_x = Px.indices[Px.indptr[i]:Px.indptr[i + 1]], Px.data[Px.indptr[i]:Px.indptr[i + 1]]
+        if complete[i]:
+            q_x = pi_x  # its own draws alone: q_i = p_i
+        elif q_all is not None:
+            q_x = q_all[at]
+        else:
+            q_x = Pc[:, at].T @ Wn[i] if len(at) else np.zeros(0)
+        src = d.src[at]
+        coef = Wn[i, src] * d.units.factor[at] / np.maximum(d.n[src], 1)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            w = np.where(q_x > 0, coef * pi_x / q_x, 0.0)
+        out[i] = (at, d.xs[at], pi_x, q_x, coef, w)
+    return out
+
+
+def _draw_rows(d: Design, Wn: np.ndarray, jobs: list, off: np.ndarray, common: dict) -> dict:
+    """Every job's draws (:func:`_draw_weights` of its target) one after the other, each with its group's row
+    (``row``: the job's offset plus its group; -1 without weight or group)."""
+    per = _draw_weights(d, Wn, sorted({i for i, *_ in jobs}), common)
+    cols = ("at", "xs", "pi_x", "q_x", "coef", "w")
+    parts: dict[str, list] = {k: [] for k in (*cols, "row")}
+    for k, (i, gu, _, _) in enumerate(jobs):
+        for name, a in zip(cols, per[i]):
+            parts[name].append(a)
+        g = np.where(per[i][5] > 0, gu[per[i][1]], -1)
+        parts["row"].append(np.where(g >= 0, g + off[k], -1))
+    return {k: np.concatenate(v) if v else np.zeros(0) for k, v in parts.items()}
+
+
+def _group_precision(d: Design, Wn: np.ndarray, jobs: list, off: np.ndarray, votes, common: dict) -> dict:
+    """Per group of every job: the ratio estimator of precision (or the votes' one) and its variance, the draws'
+    effective size, the group's known mass :math:`p_i(g)` and the share of it no draw reached (module docs).  Only
+    the draws of each target's instances weigh (:math:`p_i(x_s) > 0`): the work is theirs (``common``:
+    :func:`_common`)."""
+    R = int(off[-1])
+    el = _draw_rows(d, Wn, jobs, off, common)
+    row, at, w = el["row"].astype(np.int64), el["at"].astype(np.int64), el["w"]
+    ok = row >= 0
+    C = np.bincount(row[ok], weights=(w * d.f[at])[ok], minlength=R)
+    D = np.bincount(row[ok], weights=w[ok], minlength=R)
+    D2 = np.bincount(row[ok], weights=w[ok] ** 2, minlength=R)
     with np.errstate(divide="ignore", invalid="ignore"):
         p = np.where(D > 0, C / np.where(D > 0, D, 1), np.nan)
         ess = np.where(D2 > 0, D ** 2 / np.where(D2 > 0, D2, 1), 0.0)
     fit = None
     if votes is not None:
-        p, var_p, fit = _group_precision_from_votes(d, votes, w, g, ok, at, coef, q_x, pi_x, D, G, _items(common))
+        p, var_p, fit = _group_precision_from_votes(d, votes, el, row, at, ok, D, R, _items(common))
     else:
-        pg = np.where(ok, np.nan_to_num(p)[np.maximum(g, 0)], 0.0)
-        Dg = np.where(ok, D[np.maximum(g, 0)], 1.0)
+        pg = np.where(ok, np.nan_to_num(p)[np.maximum(row, 0)], 0.0)
+        Dg = np.where(ok, D[np.maximum(row, 0)], 1.0)
         u = np.where(ok, w * (d.f[at] - pg) / np.where(Dg > 0, Dg, 1), 0.0)
-        var_p = _group_var(u, g, at, d, G)
-    Pi = d.P.getrow(i)
-    cols, vals = Pi.indices, Pi.data
-    gc = gu[cols]
-    inside = gc >= 0
-    mass = np.bincount(gc[inside], weights=vals[inside], minlength=G)
-    unseen = _unseen_share(gc[inside], cols[inside], vals[inside], mass, common["drawn"])
-    sq = np.bincount(gc[inside], weights=vals[inside] ** 2, minlength=G)
-    size = count_of(mass, sq)  # instances per group
+        var_p = _group_var(u, row, at, d, R)
+    mass, unseen, size = _group_masses(d, jobs, common["drawn"])
     return dict(p=p, var_p=var_p, ess=ess, fit=fit, D=D, mass=mass, unseen=unseen, size=size,
-                n_draws=np.bincount(g[ok], minlength=G))
+                n_draws=np.bincount(row[ok], minlength=R))
 
 
-def _group_recall(d: Design, i: int, gt: np.ndarray, G: int, confidence: float):
-    """Per group: recall from the exhaustive sample, its variance (documents as clusters), the true instances, the
-    weighted size :math:`V_g` and recall's effective sample (Kish's, at most the group's documents)."""
-    v = d.v0
-    oc = gt >= 0
-    gi = d.g0[i].astype(float)
-    V = np.bincount(gt[oc], weights=v[oc], minlength=G)
-    A = np.bincount(gt[oc], weights=(v * gi)[oc], minlength=G)
-    n_true = np.bincount(gt[oc], minlength=G)
+def _group_masses(d: Design, jobs: list, drawn: np.ndarray):
+    """Per group of every job: the target's known mass in it, the share of that no draw reached (``drawn``: per
+    universe instance) and its instances (:func:`.finite.count_of`)."""
+    mass, unseen, size = [], [], []
+    rows = {}
+    for i, gu, _, G in jobs:
+        if i not in rows:
+            Pi = d.P.getrow(i)
+            rows[i] = Pi.indices, Pi.data
+        cols, vals = rows[i]
+        gc = gu[cols]
+        inside = gc >= 0
+        m_g = np.bincount(gc[inside], weights=vals[inside], minlength=G)
+        mass.append(m_g)
+        unseen.append(_unseen_share(gc[inside], cols[inside], vals[inside], m_g, drawn))
+        size.append(count_of(m_g, np.bincount(gc[inside], weights=vals[inside] ** 2, minlength=G)))
+    return np.concatenate(mass), np.concatenate(unseen), np.concatenate(size)
+
+
+def _group_recall(d: Design, jobs: list, off: np.ndarray, confidence: float):
+    """Per group of every job: recall from the exhaustive sample, its variance (documents as clusters), the true
+    instances, the weighted size :math:`V_g` and recall's effective sample (Kish's, at most the group's
+    documents)."""
+    R = int(off[-1])
+    parts = [(np.flatnonzero(gt >= 0), gt, i, k) for k, (i, _, gt, _) in enumerate(jobs)]
+    ys = np.concatenate([oc for oc, *_ in parts]).astype(np.int64)
+    rows = np.concatenate([gt[oc] + off[k] for oc, gt, _, k in parts]).astype(np.int64)
+    gi = np.concatenate([d.g0[i, oc] for oc, _, i, _ in parts]).astype(float)
+    v = d.v0[ys]
+    V = np.bincount(rows, weights=v, minlength=R)
+    A = np.bincount(rows, weights=v * gi, minlength=R)
+    n_true = np.bincount(rows, minlength=R)
     with np.errstate(divide="ignore", invalid="ignore"):
         r = np.where(V > 0, A / np.where(V > 0, V, 1), np.nan)
-    rk = np.where(oc, np.nan_to_num(r)[np.maximum(gt, 0)], 0.0)
-    Vk = np.where(oc, V[np.maximum(gt, 0)], 1.0)
+    rk = np.nan_to_num(r)[rows]
+    Vk = V[rows]
     Vk = np.where(Vk > 0, Vk, 1.0)
-    # one row per group: its linearised values and its shares of V_g, zero outside the group
-    rows, cols = gt[oc], np.flatnonzero(oc)
-    Tg, Hg = np.zeros((G, d.n0)), np.zeros((G, d.n0))
-    Tg[rows, cols] = (v * (gi - rk) / Vk)[oc]
-    Hg[rows, cols] = (v / Vk)[oc]
-    var_r = np.maximum(_var0(Tg, d, confidence, shares=Hg), 0.0) if d.n0 >= 2 else np.zeros(G)
+    # one row per group: its linearised values and its shares of V_g, zero outside the group (sparse: a group holds
+    # few of the exhaustive instances)
+    Tg = sp.csr_matrix((v * (gi - rk) / Vk, (rows, ys)), shape=(R, d.n0))
+    Hg = sp.csr_matrix((v / Vk, (rows, ys)), shape=(R, d.n0))
+    var_r = np.maximum(_var0(Tg, d, confidence, shares=Hg), 0.0) if d.n0 >= 2 else np.zeros(R)
     with np.errstate(divide="ignore", invalid="ignore"):
-        r_ess = np.nan_to_num(V ** 2 / np.bincount(rows, weights=v[oc] ** 2, minlength=G))
+        r_ess = np.nan_to_num(V ** 2 / np.bincount(rows, weights=v ** 2, minlength=R))
     if d.y0_groups is not None and d.n0:
         n_docs = int(d.y0_groups.max()) + 1
-        pairs = np.unique(rows * n_docs + d.y0_groups[oc])  # distinct (group, document)
-        r_ess = np.minimum(r_ess, np.bincount(pairs // n_docs, minlength=G))
+        pairs = np.unique(rows * n_docs + d.y0_groups[ys])  # distinct (group, document)
+        r_ess = np.minimum(r_ess, np.bincount(pairs // n_docs, minlength=R))
     return r, var_r, n_true, V, r_ess
 
 
@@ -531,7 +616,7 @@ def _common(d: Design, votes, shared: dict | None) -> dict:
     shared = {} if shared is None else shared
     if shared.get("of") is None or shared["of"][0] is not d or shared["of"][1] is not votes:
         shared.clear()
-        Px = d.P[:, d.xs].tocsr() if len(d.xs) else sp.csr_matrix((d.m, 0))
+        Px = d.P.tocsc()[:, d.xs].tocsr() if len(d.xs) else sp.csr_matrix((d.m, 0))  # (through columns: sorted)
         Px.sort_indices()
         drawn = np.zeros(d.P.shape[1], bool)
         drawn[d.xs] = True
@@ -558,62 +643,51 @@ def _items(common: dict) -> dict:
     return common
 
 
-def _merged(M: np.ndarray, items: np.ndarray, lam: np.ndarray, merge):
-    """``M`` over the drawn ``items`` (sorted indices into ``lam``'s items) with the items of ``merge``
-    (:func:`.noisy.item_merge` of all of ``lam``) merged as :func:`.noisy.prevalence` merges them, and the merged
-    items' log ratios: the same fits as ``prevalence`` of ``M`` spread over every item, on the target's items only."""
-    if merge is None:
-        return M, lam[..., items]
-    first, inv = merge
-    groups, local = np.unique(inv[items], return_inverse=True)
-    return np.asarray((indicator(local.reshape(-1), len(groups)).T @ M.T).T), lam[..., first[groups]]
-
-
-def _group_precision_from_votes(d, votes, w, g, ok, at, coef, q_x, pi_x, D, G, items: dict):
-    """Per group: precision from the votes (:func:`.noisy.prevalence` with the group's importance weights per
-    item), its variance (draws + votes + confusions, :mod:`.noisy`), and what its interval needs (``items``:
-    :func:`_items`).  The arrays are over the draws ``at`` of the target's instances, the items theirs."""
+def _group_precision_from_votes(d, votes, el: dict, row, at, ok, D, R: int, items: dict):
+    """Per group of every job: precision from the votes (:func:`.noisy.prevalence` with the group's importance
+    weights per item), its variance (draws + votes + confusions, :mod:`.noisy`), and what its interval needs
+    (``items``: :func:`_items`).  ``el``: the jobs' draws (:func:`_draw_rows`); the (group, item) pairs are a
+    sparse matrix over all the drawn items, fitted at once."""
     from .noisy import kappa, posterior, prevalence
     from .vote_variance import vote_patterns, vote_variance
 
+    w = el["w"]
     inv_at = items["inv"][at]
-    own, loc = np.unique(inv_at[ok], return_inverse=True)  # the target's drawn items (indices of items["codes"])
-    lam = items["lam"][own]
-    K = len(own)
-    cell = g[ok] * K + loc.reshape(-1)
-    Mg = np.bincount(cell, weights=w[ok], minlength=G * K).reshape(G, K)
-    Mm, lam_m = _merged(Mg, own, items["lam"], items["merge"])
-    rho, J = prevalence(Mm, lam_m, merge=None)
+    K = len(items["codes"])
+    pairs, pair_of = np.unique(row[ok] * K + inv_at[ok], return_inverse=True)  # (group, item), by group then item
+    pair_of = pair_of.reshape(-1)
+    prow, pcol = pairs // K, pairs % K
+    Mg = sp.csr_matrix((np.bincount(pair_of, weights=w[ok], minlength=len(pairs)), (prow, pcol)), shape=(R, K))
+    rho, J = prevalence(Mg, items["lam"], merge=items["merge"])
     p = np.where(D > 0, rho, np.nan)
     p0 = np.nan_to_num(p)
     with np.errstate(divide="ignore", invalid="ignore"):
         invJ = np.where(J > 0, 1.0 / np.where(J > 0, J, 1.0), 0.0)
-    gs = np.maximum(g, 0)
+    gs = np.maximum(row, 0)
     k_s = np.nan_to_num(kappa(items["lam"][inv_at], p0[gs]), posinf=0.0, neginf=0.0)
     u = np.where(ok, w * k_s * invJ[gs], 0.0)
-    var_p = _group_var(u, g, at, d, G)
+    var_p = _group_var(u, row, at, d, R)
     # the votes: pairs (group, item), weighted by the importance ratio, gamma = p_i(item) / J_g
     with np.errstate(divide="ignore", invalid="ignore"):
-        ratio = np.where(q_x > 0, coef / q_x, 0.0)
-    R = np.bincount(cell, weights=ratio[ok], minlength=G * K).reshape(G, K)
-    p_item = np.zeros(K)
-    p_item[loc] = pi_x[ok]
-    rows, cols = np.nonzero(Mg > 0)
-    if len(rows):
+        ratio = np.where(el["q_x"] > 0, el["coef"] / el["q_x"], 0.0)
+    ratio_sum = np.bincount(pair_of, weights=ratio[ok], minlength=len(pairs))
+    p_item = np.zeros(len(pairs))
+    p_item[pair_of] = el["pi_x"][ok]
+    if len(pairs):
         if "patterns" not in items:
             items["patterns"] = vote_patterns(votes, items["codes"])
-        post = posterior(lam[cols], p0[rows])
-        zeros = np.zeros(len(rows))
-        vp, *_ = vote_variance(items["patterns"], G, rows, own[cols], p_item[cols] * invJ[rows], p0, zeros,
-                               np.zeros(G), post, post, R[rows, cols])
+        post = posterior(items["lam"][pcol], p0[prow])
+        vp, *_ = vote_variance(items["patterns"], R, prow, pcol, p_item * invJ[prow], p0, np.zeros(len(pairs)),
+                               np.zeros(R), post, post, ratio_sum)
         var_p = var_p + vp
     if votes.replicates > 1:  # the confusions: the spread of the prevalences refitted under their replicates
-        Mr, lam_r = _merged(Mg, own, items["lam_rep"], items["merge_rep"])
-        rho_rep, _ = prevalence(Mr, lam_r, start=rho, merge=None)
+        rho_rep, _ = prevalence(Mg, items["lam_rep"], start=rho, merge=items["merge_rep"])
         var_p = var_p + np.var(np.nan_to_num(rho_rep), axis=0, ddof=1)
     with np.errstate(divide="ignore", invalid="ignore"):
-        items_eff = np.nan_to_num(Mg.sum(1) ** 2 / (Mg ** 2).sum(1))
-    return p, var_p, (Mg, lam, J, items_eff)
+        items_eff = np.nan_to_num(np.bincount(prow, weights=Mg.data, minlength=R) ** 2
+                                  / np.bincount(prow, weights=Mg.data ** 2, minlength=R))
+    return p, var_p, (Mg, items["lam"], J, items_eff)
 
 
-__all__ = ["MIN_EFFECTIVE", "SubsetScores", "UndefinedEstimateWarning", "ZERO_DIVISION", "subset_scores"]
+__all__ = ["MIN_EFFECTIVE", "SubsetScores", "UndefinedEstimateWarning", "ZERO_DIVISION", "subset_scores",
+           "subset_scores_many"]

@@ -129,8 +129,10 @@ from collections.abc import Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 
 import numpy as np
+import scipy.sparse as sp
 
 from ..errors import InvalidInputError, check_choice
+from .rows import indicator
 
 #: ``doc id -> (sentence starts, sentence ends)``, sorted, end-exclusive character offsets
 Sentences = Mapping[str, tuple[Sequence[int], Sequence[int]]]
@@ -214,7 +216,7 @@ def theta_variance(T: np.ndarray, groups: Sequence | None = None, documents: int
 
     Parameters
     ----------
-    T : ndarray, shape (m, n0)
+    T : ndarray or sparse matrix, shape (m, n0)
         Linearised values :math:`u_{iy}` of a ratio over :math:`\hat Y_0` (for the Hájek ratio
         :math:`\hat\theta_i`, :math:`u_{iy} = v_y (s_{iy} - \hat\theta_i)/V`), one row per target.
     groups : sequence of length n0, optional
@@ -263,18 +265,20 @@ def theta_variance(T: np.ndarray, groups: Sequence | None = None, documents: int
     >>> bool(theta_variance(T, shares=np.array([0.6, 0.2, 0.2]))[0] > theta_variance(T)[0])
     True
     """
-    T = np.asarray(T, dtype=float)
+    sparse = sp.issparse(T)
+    T = sp.csr_matrix(T, dtype=float) if sparse else np.asarray(T, dtype=float)
     if T.ndim != 2:
         raise InvalidInputError(f"T: expected a 2-d array (targets x exhaustive instances), got shape {T.shape}")
     m, n0 = T.shape
     if shares is not None:
-        shares = np.asarray(shares, dtype=float)
+        shares = sp.csr_matrix(shares, dtype=float) if sp.issparse(shares) else np.asarray(shares, dtype=float)
         if shares.shape not in ((n0,), (m, n0)):
             raise InvalidInputError(f"shares: expected one share per exhaustive instance ({n0}), or one row of "
                                     f"them per target ({m}, {n0}), got shape {shares.shape}")
     if groups is None:
         if n0 < 2:
             return np.zeros((m, m) if cross else m)
+        T, shares = (x.toarray() if sp.issparse(x) else x for x in (T, shares))
         if shares is not None:
             T = jackknife_values(T, shares)
         return _centred_ss(T, cross)
@@ -286,13 +290,21 @@ def theta_variance(T: np.ndarray, groups: Sequence | None = None, documents: int
     g, N = document_groups(groups, documents)
     if N < 2:
         return np.zeros((m, m) if cross else m)
-    D = np.zeros((N, m))
-    np.add.at(D, g, T.T)
+    D, H = _document_totals(T, g, N), None
     if shares is not None:
-        H = np.zeros((N, m))
-        np.add.at(H, g, np.broadcast_to(shares, (m, n0)).T)
+        H = _document_totals(shares if shares.ndim == 2 else np.broadcast_to(shares, (m, n0)), g, N)
         D = jackknife_values(D.T, H.T if shares.ndim == 2 else H[:, 0]).T
     return _centred_ss(D.T, cross)
+
+
+def _document_totals(T, g: np.ndarray, N: int) -> np.ndarray:
+    """``(N, rows)``: the sums of ``T``'s columns (an array, or sparse: many rows, each on a few instances) by their
+    documents ``g``, each in the order of its instances."""
+    if sp.issparse(T):
+        return (T @ indicator(g, N)).toarray().T
+    D = np.zeros((N, T.shape[0]))
+    np.add.at(D, g, T.T)
+    return D
 
 
 def _centred_ss(X: np.ndarray, cross: bool) -> np.ndarray:

@@ -277,6 +277,55 @@ def item_merge(lam: np.ndarray, groups=None) -> tuple[np.ndarray, np.ndarray] | 
     return None if len(first) == K else (first, inv.reshape(-1))
 
 
+def _fitted_pairs(M, lam, groups, merge):
+    """What :func:`prevalence` fits: ``M`` and ``lam`` with their items merged (:func:`_merge_items`), the groups,
+    the positive (row, item, coefficient) pairs of its distinct rows, the distinct row of each row and their
+    number.  A sparse ``M`` (a batch of rows over many items) gives its pairs alone, every row fitted as it is."""
+    if sp.issparse(M):
+        if groups is not None:
+            raise InvalidInputError("prevalence: groups are not available with a sparse M")
+        M, lam = _merge_sparse(M, np.asarray(lam, float), merge)
+        return M, lam, None, _positive_pairs(M), np.arange(M.shape[0]), M.shape[0]
+    M, lam, groups = _merge_items(np.atleast_2d(np.asarray(M, float)), np.asarray(lam, float), groups, merge)
+    uniq, inv = _unique_rows(M)
+    rows, cols = np.nonzero(uniq > 0)
+    return M, lam, groups, (rows, cols, uniq[rows, cols]), inv, uniq.shape[0]
+
+
+def _merge_sparse(M, lam: np.ndarray, merge=False):
+    """:func:`_merge_items` of a sparse ``M`` (no groups): its columns of one merged item added (in the order of
+    their items), the merged items' log ratios."""
+    M = sp.csr_matrix(M, dtype=float)
+    merge = item_merge(lam) if merge is False else merge
+    if merge is not None:
+        first, inv = merge
+        C = M.tocoo()
+        M = sp.csr_matrix((C.data, (C.row, inv[C.col])), shape=(M.shape[0], len(first)))
+        lam = lam[..., first]
+    M.sum_duplicates()
+    return M, lam
+
+
+def _positive_pairs(M) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The (row, column, value) of the positive entries of a canonical sparse ``M``, row by row, columns in order
+    (as ``np.nonzero`` of the dense matrix gives them)."""
+    C = M.tocoo()
+    keep = C.data > 0
+    return C.row[keep].astype(np.int64), C.col[keep].astype(np.int64), C.data[keep]
+
+
+def _positive_pairs_of(M, ok: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The (row, column, value) of the positive entries of ``M`` (dense, or sparse: many rows over many items) in
+    the rows ``ok``, row by row."""
+    if sp.issparse(M):
+        M.sum_duplicates()
+        rows, cols, w = _positive_pairs(M)
+        keep = ok[rows]
+        return rows[keep], cols[keep], w[keep]
+    rows, cols = np.nonzero((M > 0) & ok[:, None])
+    return rows, cols, M[rows, cols]
+
+
 #: the replicates' refits of :func:`prevalence` work on at most about this many (row, item) pairs at once (memory)
 PAIRS_AT_ONCE = 1 << 23
 
@@ -287,8 +336,9 @@ def prevalence(M, lam, *, tol: float = 1e-10, max_iter: int = 100, groups=None, 
 
     Parameters
     ----------
-    M : array_like, shape (m, K)
-        Non-negative coefficients of each row's functional on each item.
+    M : array_like or sparse matrix, shape (m, K)
+        Non-negative coefficients of each row's functional on each item (sparse: many rows, each on a few of many
+        items, fitted from their positive entries alone; no ``groups``).
     lam : array_like, shape (K,)
         The items' log likelihood ratios :math:`\lambda` (``±inf``: certain).
 
@@ -330,26 +380,24 @@ def prevalence(M, lam, *, tol: float = 1e-10, max_iter: int = 100, groups=None, 
     >>> round(float(rho[0]), 12)
     0.75
     """
-    M, lam, groups = _merge_items(np.atleast_2d(np.asarray(M, float)), np.asarray(lam, float), groups, merge)
-    uniq, inv = _unique_rows(M)
-    rows, cols = np.nonzero(uniq > 0)
+    M, lam, groups, (rows, cols, w), inv, n_rows = _fitted_pairs(M, lam, groups, merge)
     G = int(n_groups) if groups is not None else 1
     grows = rows * G + (np.asarray(groups)[cols] if groups is not None else 0)
-    n = uniq.shape[0] * G
+    n = n_rows * G
     if start is not None:  # per unique row (identical rows have the same fit), then per (row, group)
-        one = np.zeros(uniq.shape[0], np.int64)
+        one = np.zeros(n_rows, np.int64)
         one[inv] = np.arange(M.shape[0])
         start = np.asarray(start, float).reshape(M.shape[0], G)[one].ravel()
     lam2 = np.atleast_2d(lam)
     shape = (lam2.shape[0], -1, G) if groups is not None else (lam2.shape[0], -1)
     if start is not None:  # the refits, under each replicate (R, m[, G]) or under the one (m[, G])
-        rho = _refit_replicates(grows, uniq[rows, cols], cols, _exp_parts(lam2), n, start).reshape(shape)[:, inv]
+        rho = _refit_replicates(grows, w, cols, _exp_parts(lam2), n, start).reshape(shape)[:, inv]
         return (rho if lam.ndim == 2 else rho[0]), None
     if lam.ndim == 2:  # replicates of the log ratios: every row fitted under each, (R, m[, G])
-        rho, J = _fit_replicates(lam, cols, grows, uniq[rows, cols], n, tol, max_iter, information)
+        rho, J = _fit_replicates(lam, cols, grows, w, n, tol, max_iter, information)
         return rho.reshape(shape)[:, inv], None if J is None else J.reshape(shape)[:, inv]
     num, den = _exp_parts(lam)
-    rho, J = _prevalence_pairs(grows, uniq[rows, cols], (num[cols], den[cols]), n, tol, max_iter, information)
+    rho, J = _prevalence_pairs(grows, w, (num[cols], den[cols]), n, tol, max_iter, information)
     if groups is None:
         return rho[inv], None if J is None else J[inv]
     return rho.reshape(-1, G)[inv], None if J is None else J.reshape(-1, G)[inv]
@@ -400,22 +448,41 @@ def _refit_replicates(rows: np.ndarray, w: np.ndarray, cols: np.ndarray, parts, 
     S = sp.csr_matrix((w, np.arange(len(rows)), indptr), shape=(m, len(rows)))  # the rows' weighted sums
     num, den = (np.ascontiguousarray(x.T) for x in parts)  # (items, R)
     Rn = num.shape[1]
-    step = max(1, PAIRS_AT_ONCE // max(len(rows), 1))
     out = np.empty((m, Rn))
-    for a in range(0, Rn, step):
-        b = min(Rn, a + step)
-        out[:, a:b] = _refit_block(S, num[cols, a:b], den[cols, a:b], live, start)
+    for r0, r1 in _row_chunks(indptr, max(1, REFIT_VALUES // Rn)):  # rows apart: each row's refit is its own
+        p0, p1 = indptr[r0], indptr[r1]
+        Sc = S[r0:r1][:, p0:p1]
+        step = max(1, PAIRS_AT_ONCE // max(p1 - p0, 1))
+        for a in range(0, Rn, step):
+            b = min(Rn, a + step)
+            out[r0:r1, a:b] = _refit_block(Sc, num[cols[p0:p1], a:b], den[cols[p0:p1], a:b], live[r0:r1],
+                                           start[r0:r1])
     return out.T
+
+
+#: the refits work on blocks of rows of about this many (pair, replicate) values (a few MB: in cache)
+REFIT_VALUES = 1 << 18
+
+
+def _row_chunks(indptr: np.ndarray, pairs: int) -> list[tuple[int, int]]:
+    """Ranges of rows (``indptr``: their pairs, in order) of about ``pairs`` pairs each (at least one row)."""
+    m = len(indptr) - 1
+    cut = np.searchsorted(indptr, np.arange(pairs, indptr[-1], pairs))
+    edges = np.unique(np.concatenate([[0], np.clip(cut, 1, m), [m]]))
+    return [(int(a), int(b)) for a, b in zip(edges[:-1], edges[1:])]
 
 
 def _refit_block(S, num, den, live0: np.ndarray, start: np.ndarray) -> np.ndarray:
     """:func:`_refit_replicates` for some replicates (``num``, ``den``: (pair, replicate); ``S``: the rows' weighted
-    sums over the pairs), each step over the replicates that still have a row refitting; ``(m, replicates)``."""
+    sums over the pairs), each step over the replicates that still have a row refitting and the rows that still have
+    a replicate refitting (many rows fitted at once, :mod:`.breakdown`'s groups, mostly stop early); ``(m,
+    replicates)``."""
     R = num.shape[1]
     live = np.repeat(live0[:, None], R, axis=1)
     rho = np.where(live, np.clip(np.nan_to_num(start), 0.0, 1.0)[:, None], np.nan)
     edge = live & ((rho == 0) | (rho == 1))
     idx = np.arange(R)  # the replicates num and den hold
+    rows = np.arange(len(live0))  # the rows S, num and den hold (a row's pairs together, rows in order)
     counts = np.diff(S.indptr)  # pairs per row, in order
     for _ in range(REFIT_STEPS):
         busy = np.flatnonzero(live.any(0))
@@ -424,7 +491,13 @@ def _refit_block(S, num, den, live0: np.ndarray, start: np.ndarray) -> np.ndarra
         if len(busy) < len(idx):
             keep = np.searchsorted(idx, busy)
             num, den, idx = num[:, keep], den[:, keep], busy
-        r, lv, ed = rho[:, idx], live[:, idx], edge[:, idx]
+        on = live[rows][:, idx].any(1)  # rows whose refit goes on (the others keep their values: dropped)
+        if on.sum() < 0.75 * len(rows):
+            pk = np.repeat(on, counts)
+            num, den, S = num[pk], den[pk], S[on][:, pk]
+            rows, counts = rows[on], counts[on]
+        at = np.ix_(rows, idx)
+        r, lv, ed = rho[at], live[at], edge[at]
         with np.errstate(divide="ignore", invalid="ignore"):
             k = np.repeat(np.nan_to_num(r), counts, axis=0)
             k *= num
@@ -437,9 +510,9 @@ def _refit_block(S, num, den, live0: np.ndarray, start: np.ndarray) -> np.ndarra
         new = r + step
         outward = ed & (((r <= 0) & (step < 0)) | ((r >= 1) & (step > 0)))
         ed = lv & ~outward & ((new < 0) | (new > 1))
-        rho[:, idx] = np.where(lv, np.where(ed, np.clip(new, 0.0, 1.0), new), r)
-        edge[:, idx] = ed
-        live[:, idx] = lv & ~outward & (ed | (np.abs(step) > REFIT_TOL))
+        rho[at] = np.where(lv, np.where(ed, np.clip(new, 0.0, 1.0), new), r)
+        edge[at] = ed
+        live[at] = lv & ~outward & (ed | (np.abs(step) > REFIT_TOL))
     return rho
 
 
@@ -522,23 +595,23 @@ def profile_interval(M, lam, rho, J, var, confidence: float, *, side=None, iters
     scaling the statistic by :math:`1/(J\widehat{\mathrm{Var}})` (the sandwich variance, with the votes' and the
     confusions' parts) makes it a Wald statistic near :math:`\hat\rho` while keeping the likelihood's shape near
     0 and 1: an estimate of 0.994 whose evidence against 1 is two items' split votes reaches 1, where a
-    symmetric interval would not.  Rows with ``var`` 0 or undefined give ``(rho, rho)``.  ``side``: per row,
+    symmetric interval would not.  Rows with ``var`` 0 or undefined give ``(rho, rho)``.  ``M`` may be sparse
+    (:func:`prevalence`'s).  ``side``: per row,
     +1 for the upper bound only, -1 for the lower only, 0 for neither (the other bound is then ``rho``);
     default both.
     """
     from .intervals import z_of
 
-    M = np.atleast_2d(np.asarray(M, float))
+    M = sp.csr_matrix(M, dtype=float) if sp.issparse(M) else np.atleast_2d(np.asarray(M, float))
     m = M.shape[0]
     z2 = z_of(confidence) ** 2
     rho = np.asarray(rho, float)
     side = np.full(m, 2) if side is None else np.asarray(side)
     lo, hi = rho.copy(), rho.copy()
     ok = np.isfinite(rho) & (np.asarray(var) > 0) & (np.asarray(J) > 0) & (side != 0)
-    rows, cols = np.nonzero((M > 0) & ok[:, None])
+    rows, cols, w = _positive_pairs_of(M, ok)
     if not len(rows):
         return lo, hi
-    w = M[rows, cols]
     lr = lam[cols]
     thr = np.where(ok, z2 * np.asarray(J) * np.asarray(var), 0.0)
     r0 = np.nan_to_num(rho)

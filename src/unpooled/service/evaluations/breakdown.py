@@ -1,7 +1,8 @@
 r"""A submission's score broken down by relation and by subject entity type, and its error analysis.
 
 **Breakdown.**  For the newest :class:`~.models.Score` of a submission at a level, the
-per-group estimates of :func:`unpooled.core.estimators.breakdown.subset_scores` on the
+per-group estimates of :func:`unpooled.core.estimators.breakdown.subset_scores` (of every submission at once:
+:func:`~unpooled.core.estimators.breakdown.subset_scores_many`) on the
 same design and crowd votes as the score (:func:`.scoring.score`'s, kept in memory: the corrected labels,
 the score's weight rule and matching policy):
 
@@ -48,7 +49,7 @@ from django.db import transaction
 from django.db.models import F, Max, OuterRef, Subquery
 from django.utils import timezone
 
-from unpooled.core.estimators import subset_scores
+from unpooled.core.estimators import subset_scores_many
 from unpooled.service.annotation.models import ExhaustiveDocument, Kind, Label, Task
 from unpooled.service.corpora.models import Corpus, Document, Sentence
 from unpooled.service.submissions.models import RelationInstance, Submission
@@ -188,9 +189,9 @@ def compute_breakdowns(corpus: Corpus, level: str, *, only_missing: bool = True)
         return 0
     previous = _previous_breakdowns(todo, level) if only_missing else {}
     scored: dict[tuple[str, str], tuple[scoring.Scored, str]] = {}
-    shared: dict = {}
     now = timezone.now()
-    done, new, replaced = [], {}, {s.breakdown_id for s in todo.values()} - {None}
+    done, pending, new = [], {}, {}
+    replaced = {s.breakdown_id for s in todo.values()} - {None}
     for sid, score in todo.items():
         weights, match = parse_estimator(score.estimator)
         if (weights, match) not in scored:
@@ -203,14 +204,16 @@ def compute_breakdowns(corpus: Corpus, level: str, *, only_missing: bool = True)
         if prev is not None and prev.inputs == fp and prev.estimator == score.estimator:
             score.breakdown_id = prev.pk  # the same row
         else:
-            if "ttypes" not in shared:
-                shared["ttypes"] = truth_types(corpus)
-            if (weights, match) not in shared:
-                shared[(weights, match)] = _scored_design(corpus, got, shared["ttypes"])
-            new[sid] = Breakdown(submission_id=sid, level=level, estimator=score.estimator, inputs=fp,
-                                 version=VERSION, computed=now, data=_breakdown(
-                                     score, shared[(weights, match)], shared["ttypes"], corpus.schema.schema()))
+            pending.setdefault((weights, match), []).append(score)
         done.append(score)
+    ttypes = truth_types(corpus) if pending else {}
+    for (weights, match), scores in pending.items():
+        got, fp = scored[(weights, match)]
+        design = _scored_design(corpus, got, ttypes)
+        for score, data in zip(scores, _breakdowns(scores, design, corpus.schema.schema())):
+            new[score.submission_id] = Breakdown(submission_id=score.submission_id, level=level,
+                                                 estimator=score.estimator, inputs=fp, version=VERSION,
+                                                 computed=now, data=data)
     with transaction.atomic():
         Breakdown.objects.bulk_create(list(new.values()), batch_size=50)
         for sid, b in new.items():
@@ -229,18 +232,31 @@ def _previous_breakdowns(todo: dict[int, Score], level: str) -> dict[int, Breakd
             .only("id", "submission_id", "inputs", "estimator")}
 
 
-def _breakdown(score: Score, got: dict, ttypes: dict, schema) -> dict:
-    """The breakdown of ``score`` on the shared design ``got`` (:func:`_scored_design`): what
-    :attr:`.models.Breakdown.data` holds (the ``all`` row's counts; its figures are the score's)."""
-    design, W, crowd, truth = got["design"], got["W"], got["votes"], got["truth"]
-    preds, groups = got["preds"], got["groups"]
-    i = got["index_of"][system_name(score.submission)]
-    xs = groups.members[i]
-    # per relation
-    counts_rel = np.bincount(got["universe_pred"][xs], minlength=len(preds))
-    rel = subset_scores(design, i, got["universe_pred"], got["truth_pred"], n_groups=len(preds), weights=W,
-                        confidence=CONFIDENCE, zero_division="nan", votes=crowd, shared=got["shared"])
-    # per subject entity type (the submission's own typing)
+#: the breakdowns of at most this many submissions are computed together (:func:`_breakdowns`): each one's type
+#: codes span the pool, so memory grows with the batch, and the work per group hardly shrinks past a few dozen
+BATCH = 64
+
+
+def _breakdowns(scores: list[Score], got: dict, schema) -> list[dict]:
+    """The breakdowns of ``scores`` on the shared design ``got`` (:func:`_scored_design`), what
+    :attr:`.models.Breakdown.data` holds (the ``all`` row's counts; its figures are the score's): every
+    submission's groups by relation and by type scored together
+    (:func:`~unpooled.core.estimators.breakdown.subset_scores_many`), :data:`BATCH` submissions at a time."""
+    out = []
+    for k in range(0, len(scores), BATCH):
+        part = [(score, _groupings(got, got["index_of"][system_name(score.submission)]))
+                for score in scores[k:k + BATCH]]
+        jobs = [job for _, g in part for job in (g["relation"], g["entity_type"])]
+        res = subset_scores_many(got["design"], jobs, weights=got["W"], confidence=CONFIDENCE, zero_division="nan",
+                                 votes=got["votes"], shared=got["shared"])
+        out += [_breakdown_data(g, res[2 * n], res[2 * n + 1], got, schema) for n, (_, g) in enumerate(part)]
+    return out
+
+
+def _groupings(got: dict, i: int) -> dict:
+    """System ``i``'s two jobs of :func:`~unpooled.core.estimators.breakdown.subset_scores_many` (by relation; by
+    the subject type it gave, its own typing), the types' names and the instances in each group."""
+    groups, xs = got["groups"], got["groups"].members[i]
     own = np.unique(groups.subject_type[i])
     types = sorted({groups.types[c] or UNTYPED for c in own.tolist()} | set(got["truth_stype"]))
     tcode = _codes(types)
@@ -249,29 +265,49 @@ def _breakdown(score: Score, got: dict, ttypes: dict, schema) -> dict:
     gu_type = np.full(len(got["universe_pred"]), -1, dtype=np.int64)
     gu_type[xs] = recode[groups.subject_type[i]]
     gt_type = np.array([tcode[t] for t in got["truth_stype"]], dtype=np.int64)
-    counts_type = np.bincount(gu_type[xs], minlength=len(types))
-    typ = subset_scores(design, i, gu_type, gt_type, n_groups=len(types), weights=W, confidence=CONFIDENCE,
-                        zero_division="nan", votes=crowd, shared=got["shared"])
-    missed_idx = np.flatnonzero(~design.g0[i]) if len(truth) else np.zeros(0, np.int64)
-    missed = []
-    for k in missed_idx[:MISSED_CAP].tolist():
-        t = truth[k]
+    preds = got["preds"]
+    return {"i": i, "xs": xs, "types": types,
+            "relation": (i, got["universe_pred"], got["truth_pred"], len(preds)),
+            "entity_type": (i, gu_type, gt_type, len(types)),
+            "counts_rel": np.bincount(got["universe_pred"][xs], minlength=len(preds)),
+            "counts_type": np.bincount(gu_type[xs], minlength=len(types))}
+
+
+def _missed_entries(truth: list, ttypes: dict, doc_pk: dict) -> tuple[list, np.ndarray]:
+    """Each true instance as a missed one is stored (its document, spans, relation, types and weight; one list the
+    breakdowns that miss it share, never changed) and its rank in the order they are shown (document, subject,
+    object, relation; ties in the truth's order)."""
+    entries = []
+    for t in truth:
         st, ot = ttypes.get(t.key, (UNTYPED, UNTYPED))
-        missed.append([got["doc_pk"].get(t.ref.doc), t.ref.doc, t.ref.s_start, t.ref.s_end, t.ref.predicate,
-                       t.ref.o_start, t.ref.o_end, st, ot, round(1.0 / t.inclusion, 6)])
-    missed.sort(key=lambda e: (e[1], e[2], e[5], e[4]))
+        entries.append([doc_pk.get(t.ref.doc), t.ref.doc, t.ref.s_start, t.ref.s_end, t.ref.predicate,
+                        t.ref.o_start, t.ref.o_end, st, ot, round(1.0 / t.inclusion, 6)])
+    order = sorted(range(len(entries)), key=lambda k: (entries[k][1], entries[k][2], entries[k][5], entries[k][4]))
+    rank = np.empty(len(entries), np.int64)
+    rank[order] = np.arange(len(entries))
+    return entries, rank
+
+
+def _breakdown_data(g: dict, rel, typ, got: dict, schema) -> dict:
+    """One submission's breakdown (``g``: :func:`_groupings`; ``rel``, ``typ``: its two
+    :class:`~unpooled.core.estimators.breakdown.SubsetScores`) and its missed true instances."""
+    design, truth, i = got["design"], got["truth"], g["i"]
+    missed_idx = np.flatnonzero(~design.g0[i]) if len(truth) else np.zeros(0, np.int64)
+    shown = missed_idx[:MISSED_CAP]
+    entries = got["missed_entries"]
+    missed = [entries[k] for k in shown[np.argsort(got["missed_rank"][shown], kind="stable")].tolist()]
 
     def describe(pred: str) -> str:
-        rel = schema.resolve(pred)
-        return rel.description if rel is not None else ""
+        r = schema.resolve(pred)
+        return r.description if r is not None else ""
 
     return {
         "method": rel.method, "confidence": CONFIDENCE,
         "labelled_draws": int(len(design.xs)), "own_draws": int(design.n[i]),
         "exhaustive_instances": int(design.n0), "exhaustive_documents": got["docs"],
-        "all_counts": {"instances": len(xs), "n_draws": int(rel.n_draws.sum()), "n_true": int(len(truth))},
-        "relation": [_clip(r) for r in _table(rel, preds, counts_rel, describe)],
-        "entity_type": [_clip(r) for r in _table(typ, types, counts_type)],
+        "all_counts": {"instances": len(g["xs"]), "n_draws": int(rel.n_draws.sum()), "n_true": int(len(truth))},
+        "relation": [_clip(r) for r in _table(rel, got["preds"], g["counts_rel"], describe)],
+        "entity_type": [_clip(r) for r in _table(typ, g["types"], g["counts_type"])],
         "missed": missed, "missed_total": int(len(missed_idx)), "truth_total": int(len(truth)),
     }
 
@@ -284,14 +320,16 @@ def _scored_design(corpus: Corpus, got: scoring.Scored, ttypes: dict) -> dict:
     preds = sorted(set(groups.predicates) | {t.ref.predicate for t in truth})
     pcode = _codes(preds)
     pool_pred = np.array([pcode[p] for p in groups.predicates], dtype=np.int64)
+    doc_pk = dict(Document.objects.filter(corpus=corpus, doc_id__in={t.ref.doc for t in truth})
+                  .values_list("doc_id", "pk"))
+    entries, rank = _missed_entries(truth, ttypes, doc_pk)
     # the weights the scores were estimated with, as their result records them (minvar's choice depends on the votes)
     return {"design": design, "W": got.result.scores.weights, "votes": got.votes, "truth": truth, "docs": got.docs,
             "preds": preds, "groups": groups, "shared": {}, "index_of": {name: i for i, name in enumerate(got.result.systems)},
             "universe_pred": pool_pred[groups.predicate] if len(groups.predicate) else groups.predicate,
             "truth_pred": np.array([pcode[t.ref.predicate] for t in truth], dtype=np.int64),
             "truth_stype": [ttypes.get(t.key, (UNTYPED, UNTYPED))[0] for t in truth],
-            "doc_pk": dict(Document.objects.filter(corpus=corpus, doc_id__in={t.ref.doc for t in truth})
-                           .values_list("doc_id", "pk"))}
+            "missed_entries": entries, "missed_rank": rank}
 
 
 def ensure_breakdowns(corpus: Corpus, level: str) -> bool:
