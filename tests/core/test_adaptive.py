@@ -139,3 +139,30 @@ def test_labels_outside_0_1_do_not_break_the_plan():
     d = make_design(P, np.zeros(U, int), xs, np.full(U, 1.03), np.zeros((2, 0), bool), corrected_labels=True)
     plan = plan_labels(d, 1, epsilon=0.05)
     assert 0 <= plan.prior <= 1 and 0 <= plan.precision <= 1 and plan.draws >= 1
+
+
+def test_the_plan_is_the_ratios_variance_not_the_sums():
+    # system 1 (instances 0-19) beside system 0 (0-9, 200 draws), every instance known correct: the ratio
+    # sum C / sum W is 1 whatever the draws, so one own draw meets any target.  The sum's variance (the plan before
+    # the ratio) came from the spread of the weights p_1/q and asked for 779 draws at a half-width of 0.01.
+    U = 20
+    P = distribution_matrix([np.arange(10), np.arange(U)], U)
+    xs = np.random.default_rng(0).integers(0, 10, 200)
+    d = make_design(P, np.zeros(200, int), xs, np.ones(200), np.zeros((2, 0), bool))
+    known = np.ones(U)
+    assert [precision_variance(d, 1, n, known, 0.5) for n in (1, 10, 100)] == pytest.approx([0, 0, 0], abs=1e-15)
+    assert plan_labels(d, 1, epsilon=0.01, labelled=known).draws == 1
+
+
+def test_the_plans_variance_is_the_ratios_linear_part_over_the_own_draws_outcomes():
+    # no other draws, system 1 (instances 0-3, p = 0.1, 0.2, 0.3, 0.4) beside system 0 (instances 0-1), labels
+    # 1, 0, 1 known and instance 3 unknown (prior 0.25): with n own draws q = p_1 on the support, the weights are 1/n
+    # a draw, the ratio's precision is sum p E f = 0.1 + 0.3 + 0.4 * 0.25 = 0.5, and its variance
+    # sum p E(f - 0.5)^2 / n = 0.25 / n
+    P = distribution_matrix([np.arange(2), np.arange(4)], 4)
+    P = P.tolil()
+    P[1, :] = [0.1, 0.2, 0.3, 0.4]
+    d = make_design(P.tocsr(), np.array([], int), np.array([], int), np.array([]), np.zeros((2, 0), bool))
+    lab = np.array([1.0, 0.0, 1.0, np.nan])
+    for n in (1, 7, 40):
+        assert precision_variance(d, 1, n, lab, 0.25) == pytest.approx(0.25 / n)

@@ -443,8 +443,10 @@ def run_adaptive_cli(args) -> int:
                      f"system on average")
         lines.append(f"90% precision intervals after adaptive stopping cover the truth {res['adaptive_coverage_p_arrival']:.3f}"
                      f" of the time at arrival and {res['adaptive_coverage_p']:.3f} at the end (se {res['coverage_se']:.3f}); "
-                     f"median half-width {res['adaptive_median_halfwidth_p_arrival']:.3f} at arrival, "
-                     f"{res['adaptive_median_halfwidth_p']:.3f} at the end, target {res['target_median_halfwidth_p']:.3f}")
+                     f"median half-width {res['adaptive_median_halfwidth_p_arrival']:.3f} at arrival (planned "
+                     f"{res['planned_median_halfwidth_p']:.3f}; squared error over planned variance "
+                     f"{res['error_over_planned_var']:.2f}), {res['adaptive_median_halfwidth_p']:.3f} at the end, "
+                     f"target {res['target_median_halfwidth_p']:.3f}")
         lines.append(f"{payload['seconds']:.1f} s")
         print("\n".join(lines))
     return Exit.OK

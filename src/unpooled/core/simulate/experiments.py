@@ -189,9 +189,11 @@ def run_adaptive(world, *, trials: int = 100, systems: int = 40, own: int = 500,
     Coverage of the 90% precision intervals after adaptive stopping, twice: *at arrival*
     (each system's interval once its own rounds are done, as it would be published then)
     and *final* (every system with every draw). Half-widths are reported beside the
-    target's, :math:`z\\sqrt{\\pi(1-\\pi)/{\\rm own}}` at the true precision.
+    target's, :math:`z\\sqrt{\\pi(1-\\pi)/{\\rm own}}` at the true precision, and the plan's
+    (its variance at the draws made, with the labels known then); ``error_over_planned_var``: the
+    estimates' mean squared error at arrival over the plan's mean variance (below 1: the plan is conservative).
     """
-    from ..estimators.adaptive import next_draws
+    from ..estimators.adaptive import next_draws, precision_variance
 
     rng = np.random.default_rng(rng)
     truth = np.asarray(world.truth, dtype=bool)
@@ -202,6 +204,7 @@ def run_adaptive(world, *, trials: int = 100, systems: int = 40, own: int = 500,
            "adaptive": np.zeros((trials, systems)), "adaptive-draws": np.zeros((trials, systems))}
     hits = {"arrival": [], "final": []}
     half = {"arrival": [], "final": []}
+    planned, sq_err = [], []  # at arrival: the plan's variance at the draws made, the estimate's squared error
     target_half = []
     rounds_used = []
     z = float(norm.ppf(0.5 + confidence / 2))
@@ -227,7 +230,7 @@ def run_adaptive(world, *, trials: int = 100, systems: int = 40, own: int = 500,
             for r in range(rounds):
                 xs = np.array(xs_l, dtype=np.int64)
                 d = make_design(Pk, np.array(src_l, dtype=np.int64), xs, truth[xs].astype(float), no_g0[: k + 1])
-                more, _ = next_draws(d, k, rounds_left=rounds - r, own=own, labelled=labelled)
+                more, plan = next_draws(d, k, rounds_left=rounds - r, own=own, labelled=labelled)
                 if not more:
                     break
                 used += 1
@@ -245,6 +248,8 @@ def run_adaptive(world, *, trials: int = 100, systems: int = 40, own: int = 500,
             lo, hi = sc.p.lo[k], sc.p.hi[k]
             hits["arrival"].append(lo - 1e-9 <= tp[i] <= hi + 1e-9)
             half["arrival"].append((hi - lo) / 2)
+            planned.append(precision_variance(d, k, int(np.count_nonzero(d.src == k)), labelled, plan.prior))
+            sq_err.append((sc.p.value[k] - tp[i]) ** 2)
             target_half.append(z * np.sqrt(tp[i] * (1 - tp[i]) / own))
             cum["fixed"][t, k] = own * (k + 1)
             cum["fixed-reuse"][t, k] = total_fixed_reuse
@@ -271,6 +276,8 @@ def run_adaptive(world, *, trials: int = 100, systems: int = 40, own: int = 500,
         "adaptive_median_halfwidth_p": float(np.median(half["final"])),
         "adaptive_median_halfwidth_p_arrival": float(np.median(half["arrival"])),
         "target_median_halfwidth_p": float(np.median(target_half)),
+        "planned_median_halfwidth_p": float(z * np.sqrt(np.median(planned))),
+        "error_over_planned_var": float(np.mean(sq_err) / np.mean(planned)),
         "rounds_mean": float(np.mean(rounds_used)),
         "own_halfwidth_reference": float(z * np.sqrt(np.median(tp[top_idx] * (1 - tp[top_idx])) / own)),
     }
