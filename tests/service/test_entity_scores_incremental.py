@@ -39,16 +39,21 @@ def _from_scratch(corpus) -> dict:
     return _figures(corpus)
 
 
-def test_a_label_batch_keeps_the_document_side(monkeypatch):
-    corpus, sub = tac_world("tacinc")
-    calls = []
-    real = entities.document_terms
+def _counted(monkeypatch, module, name: str) -> list:
+    """A list that grows by one at each call of ``module.name`` (which still runs)."""
+    calls, real = [], getattr(module, name)
 
     def counted(*args, **kwargs):
         calls.append(1)
         return real(*args, **kwargs)
 
-    monkeypatch.setattr(entities, "document_terms", counted)
+    monkeypatch.setattr(module, name, counted)
+    return calls
+
+
+def test_a_label_batch_keeps_the_document_side(monkeypatch):
+    corpus, sub = tac_world("tacinc")
+    calls = _counted(monkeypatch, entities, "document_terms")
     before = _figures(corpus)
     assert calls == [], "the world's re-scoring kept the document terms"
     # a label batch: one more annotator judges a drawn instance's subject no mention (mention precision moves)
@@ -95,14 +100,7 @@ def test_a_new_submission_computes_its_own_part_alone(monkeypatch):
 
     corpus, sub = tac_world("tacnew")
     n_docs = ExhaustiveDocument.objects.filter(corpus=corpus).count()
-    calls = []
-    real = core._sys_doc
-
-    def counted(*args, **kwargs):
-        calls.append(1)
-        return real(*args, **kwargs)
-
-    monkeypatch.setattr(core, "_sys_doc", counted)
+    calls = _counted(monkeypatch, core, "_sys_doc")
     before = _figures(corpus)
     assert calls == []
     late = do_ingest_submission(FIXTURES / "kb" / "coldstart.kb", corpus.name, "team-late", None, "tac").submission

@@ -194,29 +194,27 @@ def nil_identity(corpus: Corpus) -> tuple[tuple, dict]:
     return got
 
 
+def _kept(store: dict, corpus: Corpus, key: tuple, compute):
+    """``store``'s entry of ``corpus`` when it was kept under ``key``, else ``compute()``'s, kept there."""
+    with lock:
+        held = store.get(corpus_key(corpus))
+        if held is not None and held[0] == key:
+            return held[1]
+    value = compute()
+    with lock:
+        store[corpus_key(corpus)] = (key, value)
+    return value
+
+
 def document_terms(corpus: Corpus, key: tuple, compute):
     """The document terms kept under ``key`` (every fingerprint and setting they depend on), else ``compute()``'s,
     kept (one entry per corpus)."""
-    with lock:
-        held = _terms.get(corpus_key(corpus))
-        if held is not None and held[0] == key:
-            return held[1]
-    terms = compute()
-    with lock:
-        _terms[corpus_key(corpus)] = (key, terms)
-    return terms
+    return _kept(_terms, corpus, key, compute)
 
 
 def document_side(corpus: Corpus, key: tuple, compute):
     """The documents' side of the document terms kept under ``key``, else ``compute()``'s, kept (one per corpus)."""
-    with lock:
-        held = _side.get(corpus_key(corpus))
-        if held is not None and held[0] == key:
-            return held[1]
-    side = compute()
-    with lock:
-        _side[corpus_key(corpus)] = (key, side)
-    return side
+    return _kept(_side, corpus, key, compute)
 
 
 def system_parts(subs: list, key: tuple, compute) -> list:
