@@ -222,6 +222,22 @@ def row_sums(M: sp.csr_matrix, values: np.ndarray, indptr: np.ndarray | None = N
     return out
 
 
+def values_at(M: sp.csr_matrix, rows: np.ndarray, cols: np.ndarray) -> np.ndarray:
+    """``M[rows[k], cols[k]]`` for every ``k`` (0 where ``M`` stores nothing), by one sorted search of the
+    positions, not a dense block of ``M``'s rows or columns."""
+    M = sp.csr_matrix(M)
+    if not M.has_canonical_format:
+        M = M.copy()
+        M.sum_duplicates()
+    n = np.int64(M.shape[1])
+    keys = np.repeat(np.arange(M.shape[0], dtype=np.int64), np.diff(M.indptr)) * n + M.indices
+    want = np.asarray(rows, dtype=np.int64) * n + np.asarray(cols, dtype=np.int64)
+    pos = np.minimum(np.searchsorted(keys, want), max(len(keys) - 1, 0))
+    if not len(keys):
+        return np.zeros(len(want))
+    return np.where(keys[pos] == want, M.data[pos], 0.0)
+
+
 def indicator(codes: np.ndarray, K: int) -> sp.csr_matrix:
     """``(len(codes), K)``: 1 at each position's code."""
     return sp.csr_matrix((np.ones(len(codes)), (np.arange(len(codes)), codes)), shape=(len(codes), K))
