@@ -12,7 +12,7 @@ from functools import cached_property
 import numpy as np
 import scipy.sparse as sp
 
-from .rows import ByItem, Rows, indicator, row_sums, scale
+from .rows import ByItem, Rows, indicator, pattern, row_sums, scale
 
 
 def complete_targets(d) -> np.ndarray:
@@ -160,9 +160,7 @@ class _Terms:
         for rows, V, held in blocks:
             B = pos.sub(rows).scaled(cols=p0)
             if d.gs is not None:  # the draws' instances inside each target's S_i, a unit's draws alike
-                held = sp.csr_matrix(d.gs[rows][:, first], dtype=float)
-                held.data = (held.data != 0).astype(float)
-                A = Rows(B * held)
+                A = Rows(B * pattern(d.gs[rows][:, first]))
             else:
                 A = Rows(B.at(V if held is None else held))
             del held
@@ -233,8 +231,7 @@ class _Terms:
             held = self._Pm()
             held = sp.csr_matrix(((held.data != 0).astype(float), held.indices, held.indptr), shape=held.shape)
         else:
-            held = sp.csr_matrix(self.d.gs, dtype=float)
-            held.data = (held.data != 0).astype(float)
+            held = pattern(self.d.gs)
         return Rows(self._pos * held)
 
     @property
