@@ -363,7 +363,7 @@ def test_group_weights_are_the_joint_terms_to_the_last_bit():
     # the importance ratio is written once (terms.importance_ratio): a group's draws weigh what the headline's terms
     # weigh them, bit for bit, under one proposal (balance), a proposal per target and for a system drawn completely
     from unpooled.core.estimators.breakdown import _common, _draw_weights, _weight_rows
-    from unpooled.core.estimators.joint import make_design, weight_matrix
+    from unpooled.core.estimators.joint import make_design
     from unpooled.core.estimators.terms import _terms
 
     rng = np.random.default_rng(7)
