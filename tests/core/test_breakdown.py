@@ -357,3 +357,29 @@ def test_wilson_is_the_joint_modules():
     s = subset_scores(d, 0, [0] * 40, [0, 0, 0])
     lo, hi = wilson(np.array([s.p.value[0]]), np.array([s.p.se[0] ** 2]), 0.9, np.array([s.ess[0]]))
     assert (s.p.lo[0], s.p.hi[0]) == pytest.approx((lo[0], hi[0]))
+
+
+def test_group_weights_are_the_joint_terms_to_the_last_bit():
+    # the importance ratio is written once (terms.importance_ratio): a group's draws weigh what the headline's terms
+    # weigh them, bit for bit, under one proposal (balance), a proposal per target and for a system drawn completely
+    from unpooled.core.estimators.breakdown import _common, _draw_weights, _weight_rows
+    from unpooled.core.estimators.joint import make_design
+    from unpooled.core.estimators.terms import _terms
+
+    rng = np.random.default_rng(7)
+    U = 50
+    members = [rng.choice(U, k, replace=False) for k in (30, 20, 12)] + [np.array([3, 9, 40])]
+    rows = np.concatenate([np.full(len(x), i) for i, x in enumerate(members)])
+    P = sp.csr_matrix((np.concatenate([np.full(len(x), 1 / len(x)) for x in members]),
+                       (rows, np.concatenate(members))), shape=(len(members), U))
+    src = np.concatenate([np.full(n, i) for i, n in enumerate((17, 11, 9))] + [np.full(6, 3)])
+    xs = np.concatenate([rng.choice(x, n) for x, n in zip(members, (17, 11, 9))] + [np.repeat(members[3], 2)])
+    d = make_design(P, src, xs, (rng.random(len(xs)) < 0.7).astype(float), np.zeros((4, 0), bool))
+    common = _common(d, None, None)
+    assert common["complete"][3] and not common["complete"][:3].any()
+    for rule in ("balance", "heuristic"):
+        Wn, _ = _weight_rows(d, "joint", rule, 0.9, common["complete"])
+        terms = _terms(d, Wn).W.toarray()
+        for i, got in _draw_weights(d, Wn, range(d.m), common).items():
+            at, w = got[0], got[-1]
+            assert len(at) and np.array_equal(w, terms[i, at]), (rule, i)

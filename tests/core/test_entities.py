@@ -148,6 +148,80 @@ def test_argument_precision_sizes_and_missing_labels():
         argument_precision(d, W, args, valid[:3])
 
 
+def _by_definition(d, W, args, valid):
+    """The argument precision and its linearised values written out draw by draw (module docs of
+    :mod:`unpooled.core.estimators.entity_arguments`): q_i = sum_j w_ij p_j, a draw's weight w_ij(s) r_s p_i(x_s) /
+    (n_j q_i(x_s)) (r_s over distinct instances, :mod:`unpooled.core.estimators.finite`; a system drawn
+    completely: its own draws, r_s / (n_i p_i(x_s))), phi and phi^1 by their sums."""
+    from unpooled.core.estimators.terms import complete_targets
+
+    P, m, S = d.P.toarray(), d.m, len(d.xs)
+    C = P @ args.toarray()
+    sizes = (C > 0).sum(1)
+    done = complete_targets(d)
+    num, den = np.zeros((m, S)), np.zeros((m, S))
+    for i in range(m):
+        for s, (j, x, r) in enumerate(zip(d.src, d.xs, d.units.factor)):
+            if P[i, x] == 0:
+                continue
+            if done[i]:
+                w = r / (d.n[i] * P[i, x]) if j == i else 0.0
+            else:
+                w = W[i, j] * r / d.n[j] / (W[i] @ P[:, x])
+            mentions = args[x].indices
+            phi = sum(valid[a] / (sizes[i] * C[i, a]) for a in mentions)
+            one = sum(1.0 / (sizes[i] * C[i, a]) for a in mentions)
+            num[i, s], den[i, s] = w * P[i, x] * phi, w * P[i, x] * one
+    p = num.sum(1) / den.sum(1)
+    return p, (num - p[:, None] * den) / den.sum(1)[:, None]
+
+
+def test_argument_precision_is_its_definition():
+    # unequal weights (a proposal per target), a system drawn completely, labels outside [0, 1] (corrected)
+    from unpooled.core.estimators.joint import strata_var
+
+    rng = np.random.default_rng(4)
+    args, valid, P, members, _ = _world(rng, n_sys=4, U=60, K=40)
+    valid = valid * 1.3 - 0.1
+    small = np.sort(rng.choice(60, 3, replace=False))
+    P = sp.vstack([P, sp.csr_matrix((np.full(3, 1 / 3), (np.zeros(3, int), small)), shape=(1, 60))]).tocsr()
+    members = [*members, small]
+    src = np.concatenate([np.full(12, i) for i in range(5)])
+    xs = np.concatenate([rng.choice(x, 12) for x in members[:4]] + [np.repeat(small, 4)])
+    d = make_design(P, src, xs, np.ones(len(xs)), np.zeros((5, 0), bool))
+    for rule in ("balance", "heuristic"):
+        W = weight_matrix(d.P, d.n, rule)
+        got = argument_precision(d, W, args, valid)
+        p, U = _by_definition(d, W, args, valid)
+        assert got["p"] == pytest.approx(p, rel=1e-12)
+        assert got["var"] == pytest.approx(strata_var(U, d), rel=1e-9)
+
+
+def test_argument_precision_holds_no_targets_by_draws_array():
+    # 400 systems of 20 instances each in a universe of 8,000, 20 draws each: a targets x draws array is 25.6 MB;
+    # the terms are the draws of the instances a target holds (its own, about 8,000 values in all)
+    import tracemalloc
+
+    rng = np.random.default_rng(5)
+    m, U, K = 400, 8000, 12000
+    args = sp.csr_matrix((np.ones(2 * U), (np.repeat(np.arange(U), 2), rng.integers(0, K, 2 * U))), shape=(U, K))
+    rows = np.repeat(np.arange(m), 20)
+    P = sp.csr_matrix((np.full(m * 20, 1 / 20), (rows, np.arange(m * 20) % U)), shape=(m, U))
+    src = np.repeat(np.arange(m), 20)
+    xs = np.concatenate([rng.choice(P[i].indices, 20) for i in range(m)])
+    d = make_design(P, src, xs, np.ones(len(xs)), np.zeros((m, 0), bool))
+    W = weight_matrix(d.P, d.n, "balance")
+    valid = rng.random(K)
+    tracemalloc.start()
+    try:
+        got = argument_precision(d, W, args, valid)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert np.isfinite(got["p"]).all()
+    assert peak < m * len(xs) * 8 / 4, peak  # (2.7 MB; 309 MB when it held dense ones)
+
+
 # ---------------------------------------------------------------------------- crowd errors
 
 def test_validity_labels_remove_the_crowds_error():

@@ -302,3 +302,27 @@ def test_votes_terms_per_unit_give_the_per_draw_sums_to_the_bit(weights, shuffle
         got = pattern.totals(from_votes._influence(Y, slice(0, d.m), parts, rho, k, rho, np.zeros(len(lam_u), int)))
         want = from_votes._influence(X, slice(0, d.m), noisy._exp_parts(lam), rho, k, rho, np.zeros(len(lam), int))
         np.testing.assert_array_equal(joint_var(got, d, per_unit=True), joint_var(want, d))
+
+
+def test_pattern_and_unique_rows_are_numpys():
+    # the fast forms of csr_matrix(mask) (its values set to 1) and np.unique(axis=0)'s first rows and inverse: the
+    # same arrays, so the terms and the merged items (summed in their order) are the same to the last bit
+    from unpooled.core.estimators.rows import pattern, unique_rows
+
+    rng = np.random.default_rng(11)
+    for shape, dens in (((0, 4), 0.5), ((3, 0), 0.5), ((1, 1), 1.0), ((9, 17), 0.3), ((40, 300), 0.0)):
+        X = rng.random(shape) < dens
+        want = sp.csr_matrix(X, dtype=float)
+        got = pattern(X)
+        assert got.has_canonical_format and got.shape == want.shape
+        assert np.array_equal(got.indptr, want.indptr) and np.array_equal(got.indices, want.indices)
+        assert np.array_equal(got.data, np.ones(want.nnz))
+    base = np.round(rng.normal(size=(40, 6)), 1)
+    base[0], base[1] = np.inf, -np.inf
+    A = base[rng.integers(0, 40, 500)]
+    A[1] = A[0]
+    A[1, A[1] == 0] = -0.0  # equal to 0
+    for B in (A, A[:, :1], np.array([[0.0, 2.0], [-0.0, 2.0], [np.nan, 1.0], [np.nan, 1.0], [1.0, 3.0]])):
+        _, first, inv = np.unique(B, axis=0, return_index=True, return_inverse=True)
+        f, i = unique_rows(B)
+        assert np.array_equal(f, first) and np.array_equal(i, inv.reshape(-1))

@@ -118,7 +118,7 @@ from .intervals import _f1_partials, f1_interval, f1_score, population_size, wil
 from .results import ConfidenceInterval, Estimate
 from .joint import (ESTIMATORS, WEIGHTS, Design, WeightDegeneracyWarning, _var0, estimate, strata_var,
                     weight_matrix)
-from .terms import complete_targets
+from .terms import complete_targets, importance_ratio
 
 ZERO_DIVISION = ("warn", "nan")
 #: the smallest effective sample a group's estimate is shown with: below it the variance behind the interval rests
@@ -467,9 +467,9 @@ def _weight_rows(d: Design, estimator: str, weights, confidence: float, complete
 
 
 def _draw_weights(d: Design, Wn: np.ndarray, targets, common: dict) -> dict:
-    r"""Per target: the draws of its instances (``at``, in draw order) and, at them, :math:`p_i`, the proposal
-    :math:`q_i`, the coefficients :math:`w_{ij(s)}/n_{j(s)}` (over distinct instances, :mod:`.finite`) and the
-    importance weights.  :math:`q_i` at every draw is one product when the targets' weight rows are equal (the
+    r"""Per target: the draws of its instances (``at``, in draw order) and, at them, :math:`p_i`, the importance
+    ratios (:func:`~.terms.importance_ratio`, of the proposal :math:`q_i`) and the importance weights (the ratios
+    times :math:`p_i`).  :math:`q_i` at every draw is one product when the targets' weight rows are equal (the
     balance heuristic's single proposal), the same sums as each target's own."""
     Px, Pc, complete = common["Px"], common["Pc"], common["complete"]
     live = [i for i in targets if not complete[i]]
@@ -485,10 +485,8 @@ def _draw_weights(d: Design, Wn: np.ndarray, targets, common: dict) -> dict:
         else:
             q_x = Pc[:, at].T @ Wn[i] if len(at) else np.zeros(0)
         src = d.src[at]
-        coef = Wn[i, src] * d.units.factor[at] / np.maximum(d.n[src], 1)
-        with np.errstate(divide="ignore", invalid="ignore"):
-            w = np.where(q_x > 0, coef * pi_x / q_x, 0.0)
-        out[i] = (at, d.xs[at], pi_x, q_x, coef, w)
+        ratio = importance_ratio(Wn[i, src], d.units.factor[at], d.n[src], q_x)
+        out[i] = (at, d.xs[at], pi_x, ratio, ratio * pi_x)
     return out
 
 
@@ -496,12 +494,12 @@ def _draw_rows(d: Design, Wn: np.ndarray, jobs: list, off: np.ndarray, common: d
     """Every job's draws (:func:`_draw_weights` of its target) one after the other, each with its group's row
     (``row``: the job's offset plus its group; -1 without weight or group)."""
     per = _draw_weights(d, Wn, sorted({i for i, *_ in jobs}), common)
-    cols = ("at", "xs", "pi_x", "q_x", "coef", "w")
+    cols = ("at", "xs", "pi_x", "ratio", "w")
     parts: dict[str, list] = {k: [] for k in (*cols, "row")}
     for k, (i, gu, _, _) in enumerate(jobs):
         for name, a in zip(cols, per[i]):
             parts[name].append(a)
-        g = np.where(per[i][5] > 0, gu[per[i][1]], -1)
+        g = np.where(per[i][4] > 0, gu[per[i][1]], -1)
         parts["row"].append(np.where(g >= 0, g + off[k], -1))
     return {k: np.concatenate(v) if v else np.zeros(0) for k, v in parts.items()}
 
@@ -668,9 +666,7 @@ def _group_precision_from_votes(d, votes, el: dict, row, at, ok, D, R: int, item
     u = np.where(ok, w * k_s * invJ[gs], 0.0)
     var_p = _group_var(u, row, at, d, R)
     # the votes: pairs (group, item), weighted by the importance ratio, gamma = p_i(item) / J_g
-    with np.errstate(divide="ignore", invalid="ignore"):
-        ratio = np.where(el["q_x"] > 0, el["coef"] / el["q_x"], 0.0)
-    ratio_sum = np.bincount(pair_of, weights=ratio[ok], minlength=len(pairs))
+    ratio_sum = np.bincount(pair_of, weights=el["ratio"][ok], minlength=len(pairs))
     p_item = np.zeros(len(pairs))
     p_item[pair_of] = el["pi_x"][ok]
     if len(pairs):

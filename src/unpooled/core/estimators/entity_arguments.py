@@ -41,6 +41,7 @@ from ..errors import InvalidInputError
 from .crowd_channels import type_channel
 from .intervals import wilson
 from .joint import Design, _terms, strata_var
+from .rows import Rows, add, row_sums, scale, values_at
 
 
 # -- the argument mentions (verification draws) ----------------------------------------------------
@@ -84,28 +85,25 @@ def argument_precision(d: Design, W: np.ndarray, args: sp.spmatrix, valid: np.nd
     if S == 0:
         nan = np.full(m, np.nan)
         return {"p": nan, "var": nan, "lo": nan, "hi": nan, "ess": np.zeros(m), "sizes": sizes}
-    drawn = args[d.xs]  # (S, K): the argument mentions of each draw
-    used = np.unique(drawn.indices)
+    args_of = args[np.unique(d.xs)]  # the argument mentions of each drawn instance (the terms' t.codes)
+    used = np.unique(args_of.indices)
     if np.any(np.isnan(valid[used])):
         k = int(used[np.isnan(valid[used])][0])
         raise InvalidInputError(f"valid: argument mention {k} is used by a draw but has no label")
     t = _terms(d, W)
-    wimp = (t.ratio * d.P[:, d.xs]).toarray()  # (m, S)
-    # phi_i(x_s) = sum_{a in args(x_s)} v(a) / (|A_i| c_i(a)), where c_i(a) > 0
-    phi = np.zeros((m, S))
-    one = np.zeros((m, S))
-    dr = drawn.tocoo()
-    Cd = C[:, dr.col].toarray()  # (m, nnz): c_i(a) for each (draw, argument) entry
+    # phi_i(x) = sum_{a in args(x)} v(a) / (|A_i| c_i(a)) (and with v = 1) where p_i(x) > 0, so every c_i(a) > 0:
+    # per (target, drawn instance) the target holds (t.PI's non-zeros), then per draw on the pattern of p_i(x_s)
+    Pm, at = _draws_pattern(t)
+    phi, one = _phi(t.PI, args_of, C, sizes, valid)
+    num, den = (t.ratio * sp.csr_matrix((Pm.data * v[at], Pm.indices, Pm.indptr), shape=Pm.shape)
+                for v in (phi, one))  # the importance weights times phi: (m, S), non-zero where p_i(x_s) > 0
+    Ns, Ds = row_sums(num, num.data), row_sums(den, den.data)
     with np.errstate(divide="ignore", invalid="ignore"):
-        base = np.where(Cd > 0, 1.0 / (np.maximum(sizes, 1)[:, None] * Cd), 0.0)
-    np.add.at(phi.T, dr.row, (base * valid[dr.col][None, :]).T)
-    np.add.at(one.T, dr.row, base.T)
-    num, den = wimp * phi, wimp * one
-    Ds = den.sum(1)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        p = np.where(Ds > 0, num.sum(1) / Ds, np.nan)
-        U_ = np.where(Ds[:, None] > 0, (num - np.nan_to_num(p)[:, None] * den) / Ds[:, None], 0.0)
-    var = strata_var(U_, d)
+        p = np.where(Ds > 0, Ns / Ds, np.nan)
+        # the linearised values (num - p den) / D_i, on the draws the target holds (0 elsewhere and where D_i = 0)
+        U_ = add(num, scale(den, rows=-np.nan_to_num(p)))
+        U_.data /= np.repeat(np.where(Ds > 0, Ds, np.inf), np.diff(U_.indptr))
+    var = strata_var(Rows(U_), d)
     if rates is not None:
         var = var + rate_variance(p, rates)
     ess = np.nan_to_num(t.ess)
@@ -114,6 +112,35 @@ def argument_precision(d: Design, W: np.ndarray, args: sp.spmatrix, valid: np.nd
     p = np.where(none, np.nan, p)
     return {"p": p, "var": np.where(none, np.nan, var), "lo": np.where(none, np.nan, lo),
             "hi": np.where(none, np.nan, hi), "ess": ess, "sizes": sizes}
+
+
+def _draws_pattern(t) -> tuple[sp.csr_matrix, np.ndarray]:
+    """:math:`p_i(x_s)` of the terms ``t`` (targets x draws, canonical) and, per stored value, its position among
+    ``t.PI``'s (the same target and drawn instance)."""
+    PI = t.PI
+    pos = sp.csr_matrix((np.arange(1, PI.nnz + 1, dtype=float), PI.indices, PI.indptr), shape=PI.shape)
+    pos = pos.tocsc()[:, t.item].tocsr()  # (through columns: sorted without a sort)
+    at = pos.data.astype(np.int64) - 1
+    return sp.csr_matrix((PI.data[at], pos.indices, pos.indptr), shape=pos.shape), at
+
+
+def _phi(PI: sp.csr_matrix, args_of: sp.csr_matrix, C: sp.csr_matrix, sizes: np.ndarray,
+         valid: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    r""":math:`\varphi_i(x)` and :math:`\varphi^1_i(x)` at each stored value of ``PI`` (targets x drawn instances,
+    canonical), from the instances' argument mentions ``args_of`` (drawn instances x K), :math:`c_i(a)` ``C``
+    (targets x K) and :math:`|A_i|` ``sizes``: each term :math:`1/(|A_i| c_i(a))` (times :math:`v(a)`), summed over
+    the instance's mentions in their order."""
+    rows = np.repeat(np.arange(PI.shape[0]), np.diff(PI.indptr))
+    per = np.diff(args_of.indptr)[PI.indices]  # mentions of each (target, instance)
+    k = np.repeat(np.arange(PI.nnz), per)
+    start = np.repeat(args_of.indptr[PI.indices] - np.concatenate([[0], np.cumsum(per)[:-1]]), per)
+    a = args_of.indices[start + np.arange(len(k))]
+    r = rows[k]
+    c = values_at(C, r, a)
+    with np.errstate(divide="ignore"):
+        base = np.where(c > 0, 1.0 / (np.maximum(sizes, 1)[r] * c), 0.0)
+    return (np.bincount(k, weights=base * valid[a], minlength=PI.nnz),
+            np.bincount(k, weights=base, minlength=PI.nnz))
 
 
 # -- the labels of argument mentions ------------------------------------------------------------------

@@ -74,7 +74,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from ..errors import InvalidInputError
-from .rows import indicator
+from .rows import indicator, unique_rows
 
 
 
@@ -273,8 +273,8 @@ def item_merge(lam: np.ndarray, groups=None) -> tuple[np.ndarray, np.ndarray] | 
         return None
     key = np.round(np.atleast_2d(lam), 12)  # one pattern's log ratio, summed in another order, differs by ulps
     key = key if groups is None else np.vstack([key, np.asarray(groups, float)])
-    _, first, inv = np.unique(np.ascontiguousarray(key.T), axis=0, return_index=True, return_inverse=True)
-    return None if len(first) == K else (first, inv.reshape(-1))
+    first, inv = unique_rows(key.T)
+    return None if len(first) == K else (first, inv)
 
 
 def _fitted_pairs(M, lam, groups, merge):

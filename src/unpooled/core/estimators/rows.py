@@ -222,6 +222,52 @@ def row_sums(M: sp.csr_matrix, values: np.ndarray, indptr: np.ndarray | None = N
     return out
 
 
+def values_at(M: sp.csr_matrix, rows: np.ndarray, cols: np.ndarray) -> np.ndarray:
+    """``M[rows[k], cols[k]]`` for every ``k`` (0 where ``M`` stores nothing), by one sorted search of the
+    positions, not a dense block of ``M``'s rows or columns."""
+    M = sp.csr_matrix(M)
+    if not M.has_canonical_format:
+        M = M.copy()
+        M.sum_duplicates()
+    n = np.int64(M.shape[1])
+    keys = np.repeat(np.arange(M.shape[0], dtype=np.int64), np.diff(M.indptr)) * n + M.indices
+    want = np.asarray(rows, dtype=np.int64) * n + np.asarray(cols, dtype=np.int64)
+    pos = np.minimum(np.searchsorted(keys, want), max(len(keys) - 1, 0))
+    if not len(keys):
+        return np.zeros(len(want))
+    return np.where(keys[pos] == want, M.data[pos], 0.0)
+
+
+def pattern(X: np.ndarray) -> sp.csr_matrix:
+    """1 at the non-zeros of the dense 2-d ``X`` (a mask), canonical CSR: ``csr_matrix(X)`` with its values set to
+    1, from one pass of ``flatnonzero`` (no float copy of ``X``, no coordinate pairs)."""
+    X = np.asarray(X)
+    m, n = X.shape
+    flat = np.flatnonzero(X)
+    indptr = np.zeros(m + 1, np.int64)
+    np.cumsum(np.count_nonzero(X, axis=1), out=indptr[1:])
+    out = sp.csr_matrix((np.ones(len(flat)), flat - np.repeat(np.arange(m, dtype=np.int64) * n, np.diff(indptr)),
+                         indptr), shape=(m, n))
+    out.has_canonical_format = True
+    return out
+
+
+def unique_rows(A: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``np.unique(A, axis=0, return_index=True, return_inverse=True)``'s ``(first, inv)`` for a 2-d float ``A``: the
+    first row of each distinct one, in their sorted (lexicographic) order, and each row's distinct one.  One
+    ``lexsort`` of the columns instead of a sort of the rows as records (5x faster at 13,000 x 100)."""
+    A = np.ascontiguousarray(A)
+    if A.ndim != 2 or not len(A) or np.isnan(A).any():  # (NaN: as numpy's, apart and last)
+        _, first, inv = np.unique(A, axis=0, return_index=True, return_inverse=True)
+        return first, inv.reshape(-1)
+    order = np.lexsort(A.T[::-1])  # stable: the first of equal rows first
+    new = np.ones(len(A), bool)
+    np.any(A[order[1:]] != A[order[:-1]], axis=1, out=new[1:])
+    inv = np.empty(len(A), np.intp)
+    inv[order] = np.cumsum(new) - 1
+    return order[new], inv
+
+
 def indicator(codes: np.ndarray, K: int) -> sp.csr_matrix:
     """``(len(codes), K)``: 1 at each position's code."""
     return sp.csr_matrix((np.ones(len(codes)), (np.arange(len(codes)), codes)), shape=(len(codes), K))

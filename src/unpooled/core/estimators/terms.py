@@ -12,7 +12,7 @@ from functools import cached_property
 import numpy as np
 import scipy.sparse as sp
 
-from .rows import ByItem, Rows, indicator, row_sums, scale
+from .rows import ByItem, Rows, indicator, pattern, row_sums, scale
 
 
 def complete_targets(d) -> np.ndarray:
@@ -160,9 +160,7 @@ class _Terms:
         for rows, V, held in blocks:
             B = pos.sub(rows).scaled(cols=p0)
             if d.gs is not None:  # the draws' instances inside each target's S_i, a unit's draws alike
-                held = sp.csr_matrix(d.gs[rows][:, first], dtype=float)
-                held.data = (held.data != 0).astype(float)
-                A = Rows(B * held)
+                A = Rows(B * pattern(d.gs[rows][:, first]))
             else:
                 A = Rows(B.at(V if held is None else held))
             del held
@@ -233,8 +231,7 @@ class _Terms:
             held = self._Pm()
             held = sp.csr_matrix(((held.data != 0).astype(float), held.indices, held.indptr), shape=held.shape)
         else:
-            held = sp.csr_matrix(self.d.gs, dtype=float)
-            held.data = (held.data != 0).astype(float)
+            held = pattern(self.d.gs)
         return Rows(self._pos * held)
 
     @property
@@ -328,30 +325,39 @@ def _stack(blocks: list, shape: tuple[int, int]) -> sp.csr_matrix:
     return out
 
 
+def importance_ratio(w, factor, n, q):
+    r"""The importance ratio of a draw for a target, :math:`w_{ij}\,(r_s / \max(n_j, 1)) / q_i(x_s)` (0 where
+    :math:`q_i(x_s) = 0`): the weight ``w`` of the stratum :math:`j` that made the draw, the draw's
+    :attr:`.finite.DrawUnits.factor` ``factor`` :math:`r_s` (over distinct instances), the stratum's draws ``n`` and
+    the target's proposal ``q`` at the drawn instance (arrays that broadcast).  The one definition of the joint
+    estimator's kernel (:func:`_ratio`, :func:`_own_rows`, :mod:`.breakdown`): a draw's importance weight is the
+    ratio times :math:`p_i(x_s)`, and every term that weight times a label or :math:`p_0`."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(q > 0, w * (factor / np.maximum(n, 1)) / q, 0.0)
+
+
 def _ratio(d, W: np.ndarray, PI: sp.csr_matrix, item: np.ndarray, src: np.ndarray,
            factor: np.ndarray) -> Rows:
-    r"""The importance ratio :math:`(w_{ij}/n_j)/q_i(x)` of every (target, column), the columns (draws or units)
-    made by systems ``src`` of the instances ``item`` (columns of ``PI``), with the
-    :attr:`.finite.DrawUnits.factor` ``factor``, over distinct instances: one row shared by every target when
-    ``W``'s rows are equal (the balance heuristic: one proposal :math:`q`), else dense."""
-    per = factor / np.maximum(d.n.astype(float)[src], 1)
+    r""":func:`importance_ratio` of every (target, column), the columns (draws or units) made by systems ``src`` of
+    the instances ``item`` (columns of ``PI``), with the :attr:`.finite.DrawUnits.factor` ``factor``, over distinct
+    instances: one row shared by every target when ``W``'s rows are equal (the balance heuristic: one proposal
+    :math:`q`), else dense."""
+    n = d.n.astype(float)[src]
     if len(W) and np.all(W == W[:1]):
-        q = (PI.T @ W[0])[item]
-        with np.errstate(divide="ignore", invalid="ignore"):
-            return Rows.shared(np.ones(d.m), np.where(q > 0, W[0, src] * per / q, 0.0))
+        return Rows.shared(np.ones(d.m), importance_ratio(W[0, src], factor, n, (PI.T @ W[0])[item]))
     Q = np.asarray((PI.T @ W.T).T)[:, item]  # q_i(x)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        return Rows.of(np.where(Q > 0, W[:, src] * per[None, :] / Q, 0.0))
+    return Rows.of(importance_ratio(W[:, src], factor[None, :], n[None, :], Q))
 
 
 def _own_rows(d, ratio: Rows, PI: sp.csr_matrix, item: np.ndarray, done: np.ndarray, src: np.ndarray,
               factor: np.ndarray) -> Rows:
     """``ratio`` (columns as :func:`_ratio`'s) with the rows ``done`` replaced by their own draws' ratios
-    :math:`1/(n_i p_i(x_s))` (over distinct instances), 0 on the other columns."""
+    :math:`1/(n_i p_i(x_s))` (:func:`importance_ratio` with :math:`w_{ii} = 1` and :math:`q_i = p_i`, over distinct
+    instances), 0 on the other columns."""
     m = d.m
     own = np.flatnonzero(np.isin(src, done))
-    with np.errstate(divide="ignore", invalid="ignore"):
-        val = (factor / np.maximum(d.n.astype(float)[src], 1))[own] / np.asarray(PI[src[own], item[own]]).ravel()
+    p_own = np.asarray(PI[src[own], item[own]]).ravel()
+    val = importance_ratio(1.0, factor[own], d.n.astype(float)[src[own]], p_own)
     keep = np.ones(m)
     keep[done] = 0.0
     mine = sp.csr_matrix((val, (src[own], own)), shape=ratio.shape)
