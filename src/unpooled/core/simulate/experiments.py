@@ -193,7 +193,7 @@ def run_adaptive(world, *, trials: int = 100, systems: int = 40, own: int = 500,
     (its variance at the draws made, with the labels known then); ``error_over_planned_var``: the
     estimates' mean squared error at arrival over the plan's mean variance (below 1: the plan is conservative).
     """
-    from ..estimators.adaptive import next_draws, precision_variance
+    from ..estimators.adaptive import precision_variance
 
     rng = np.random.default_rng(rng)
     truth = np.asarray(world.truth, dtype=bool)
@@ -224,23 +224,10 @@ def run_adaptive(world, *, trials: int = 100, systems: int = 40, own: int = 500,
             total_fixed_reuse += len(new)
             # adaptive: design over systems 0..k, rounds of draws until the plan is met
             Pk = P[: k + 1]
-            supp = world.systems[i]
-            pm = np.asarray(Pk.getrow(k).todense()).ravel()[supp]
-            used = 0
-            for r in range(rounds):
-                xs = np.array(xs_l, dtype=np.int64)
-                d = make_design(Pk, np.array(src_l, dtype=np.int64), xs, truth[xs].astype(float), no_g0[: k + 1])
-                more, plan = next_draws(d, k, rounds_left=rounds - r, own=own, labelled=labelled)
-                if not more:
-                    break
-                used += 1
-                picks = supp[rng.choice(len(supp), size=more, p=pm / pm.sum())]
-                fresh = np.unique(picks[np.isnan(labelled[picks])])
-                labelled[fresh] = truth[fresh]
-                total_adaptive += len(fresh)
-                total_draws += more
-                src_l += [k] * more
-                xs_l += picks.tolist()
+            used, plan, fresh, more = _adaptive_rounds(Pk, k, world.systems[i], truth, labelled, src_l, xs_l,
+                                                       rounds=rounds, own=own, rng=rng)
+            total_adaptive += fresh
+            total_draws += more
             rounds_used.append(used)
             xs = np.array(xs_l, dtype=np.int64)
             d = make_design(Pk, np.array(src_l, dtype=np.int64), xs, truth[xs].astype(float), no_g0[: k + 1])
@@ -264,10 +251,45 @@ def run_adaptive(world, *, trials: int = 100, systems: int = 40, own: int = 500,
         half["final"] += (sc.p.interval.width / 2).tolist()
         if progress:
             progress(1)
-    labels_by_system = {k: v.mean(axis=0).round(1).tolist() for k, v in cum.items()}
+    return _adaptive_summary(cum, hits, half, planned, sq_err, target_half, rounds_used, z=z,
+                             reference=float(z * np.sqrt(np.median(tp[top_idx] * (1 - tp[top_idx])) / own)))
+
+
+def _adaptive_rounds(Pk, k: int, supp: np.ndarray, truth: np.ndarray, labelled: np.ndarray, src_l: list,
+                     xs_l: list, *, rounds: int, own: int, rng) -> tuple[int, object, int, int]:
+    """System ``k`` (its instances ``supp``) drawn in rounds of the sequential rule until its plan is met, the draws
+    appended to ``src_l``/``xs_l`` and their new labels written in ``labelled``: the rounds used, the last plan, the
+    new labels and the draws made."""
+    from ..estimators.adaptive import next_draws
+
+    pm = np.asarray(Pk.getrow(k).todense()).ravel()[supp]
+    no_g0 = np.zeros((k + 1, 0), bool)
+    used = new_labels = made = 0
+    plan = None
+    for r in range(rounds):
+        xs = np.array(xs_l, dtype=np.int64)
+        d = make_design(Pk, np.array(src_l, dtype=np.int64), xs, truth[xs].astype(float), no_g0)
+        more, plan = next_draws(d, k, rounds_left=rounds - r, own=own, labelled=labelled)
+        if not more:
+            break
+        used += 1
+        picks = supp[rng.choice(len(supp), size=more, p=pm / pm.sum())]
+        fresh = np.unique(picks[np.isnan(labelled[picks])])
+        labelled[fresh] = truth[fresh]
+        new_labels += len(fresh)
+        made += more
+        src_l += [k] * more
+        xs_l += picks.tolist()
+    return used, plan, new_labels, made
+
+
+def _adaptive_summary(cum: dict, hits: dict, half: dict, planned: list, sq_err: list, target_half: list,
+                      rounds_used: list, *, z: float, reference: float) -> dict:
+    """:func:`run_adaptive`'s report from its per-trial and per-arrival records (``z``: the intervals' normal
+    quantile; ``reference``: the half-width of ``own`` draws at the median true precision)."""
     cov = {k: float(np.mean(v)) for k, v in hits.items()}
     return {
-        "labels_by_system": labels_by_system,
+        "labels_by_system": {k: v.mean(axis=0).round(1).tolist() for k, v in cum.items()},
         "total": {k: float(v[:, -1].mean()) for k, v in cum.items()},
         "total_range": {k: [float(v[:, -1].min()), float(v[:, -1].max())] for k, v in cum.items()},
         "adaptive_coverage_p": cov["final"],
@@ -279,7 +301,7 @@ def run_adaptive(world, *, trials: int = 100, systems: int = 40, own: int = 500,
         "planned_median_halfwidth_p": float(z * np.sqrt(np.median(planned))),
         "error_over_planned_var": float(np.mean(sq_err) / np.mean(planned)),
         "rounds_mean": float(np.mean(rounds_used)),
-        "own_halfwidth_reference": float(z * np.sqrt(np.median(tp[top_idx] * (1 - tp[top_idx])) / own)),
+        "own_halfwidth_reference": reference,
     }
 
 
