@@ -81,3 +81,67 @@ def test_independent_cov_from_intervals():
     cov = independent_cov([0.4, 0.5], [0.6, 0.9], 0.90)
     z = 1.6448536269514722
     assert np.allclose(np.diag(cov), [(0.2 / (2 * z)) ** 2, (0.4 / (2 * z)) ** 2]) and cov[0, 1] == 0
+
+
+def _critical_by_gathering(cov, i, j, se, confidence, draws=4000, seed=0):
+    """The max-|t| quantile as first written: every live pair's |Z_i - Z_j|/s gathered at once."""
+    live = se > 1e-12
+    w, E = np.linalg.eigh((cov + cov.T) / 2)
+    root = E * np.sqrt(np.clip(w, 0.0, None))
+    rng = np.random.default_rng(seed)
+    il, jl, sl = i[live], j[live], se[live]
+    top = np.empty(draws)
+    step = max(1, int(4_000_000 // max(int(live.sum()), len(cov))))
+    for a in range(0, draws, step):
+        Z = rng.standard_normal((min(step, draws - a), len(cov))) @ root.T
+        top[a:a + len(Z)] = np.max(np.abs(Z[:, il] - Z[:, jl]) / sl, axis=1)
+    return float(np.quantile(top, confidence))
+
+
+@settings(max_examples=25, deadline=None)
+@given(m=st.integers(2, 60), seed=st.integers(0, 2**31 - 1), exact=st.integers(0, 5))
+def test_critical_value_by_rows_is_the_gathered_one_to_the_bit(m, seed, exact):
+    """The row-wise maxima (each system against those after it, dead pairs at an infinite s) give the quantile of
+    the gathered pairs to the last bit: a maximum does not depend on the order it is taken in."""
+    from unpooled.core.ranking import critical_value
+
+    rng = np.random.default_rng(seed)
+    A = rng.standard_normal((m, m + 3))
+    cov = A @ A.T * 1e-4
+    for k in range(min(exact, m - 1)):  # systems with the same output: their difference is exact
+        cov[k + 1], cov[:, k + 1] = cov[k], cov[:, k]
+    i, j = np.triu_indices(m, 1)
+    se = np.sqrt(np.maximum(cov[i, i] + cov[j, j] - 2 * cov[i, j], 0.0))
+    c, method = critical_value(cov, i, j, se, 0.9, draws=500, seed=seed % 7)
+    assert method == "max-t"
+    if (se > 1e-12).any():
+        assert c == _critical_by_gathering(cov, i, j, se, 0.9, draws=500, seed=seed % 7)
+
+
+def test_critical_value_memo_keeps_it_under_every_input():
+    from unpooled.core.ranking import critical_value
+
+    class Memo(dict):
+        def set(self, key, value):
+            self[key] = value
+
+    rng = np.random.default_rng(3)
+    A = rng.standard_normal((8, 10))
+    cov = A @ A.T * 1e-4
+    i, j = np.triu_indices(8, 1)
+    se = np.sqrt(cov[i, i] + cov[j, j] - 2 * cov[i, j])
+    memo = Memo()
+    first = critical_value(cov, i, j, se, 0.9, memo=memo)
+    assert len(memo) == 1 and critical_value(cov, i, j, se, 0.9, memo=memo) == first
+    (key,) = memo
+    memo[key] = (99.0, "max-t")  # a kept value is what is returned: the draws are not made again
+    assert critical_value(cov, i, j, se, 0.9, memo=memo) == (99.0, "max-t")
+    # any other input is another entry
+    critical_value(cov, i, j, se, 0.95, memo=memo)
+    critical_value(cov, i, j, se, 0.9, seed=1, memo=memo)
+    critical_value(cov * 2, i, j, se * np.sqrt(2), 0.9, memo=memo)
+    assert len(memo) == 4
+    # pairwise and rank_intervals pass it on
+    v = np.linspace(0.3, 0.6, 8)
+    assert pairwise(v, cov, 0.9, memo=memo).critical == 99.0
+    assert rank_intervals(v, cov, 0.9, memo=memo).pairs.critical == 99.0

@@ -21,6 +21,10 @@ def answers(env) -> int:
     return one(env, "SELECT COUNT(*) FROM annotation_answer")
 
 
+def ended(env) -> bool:
+    return all(t["status"] not in ("RUNNING", "READY") for t in task_rows(env, "advance_submission"))
+
+
 def test_worker_killed_mid_evaluation_resumes_and_finishes_once(env, serve, shared_data, tmp_path):
     sub = start_evaluation(env, shared_data, tmp_path / "work")
     s = serve(env)
@@ -38,6 +42,7 @@ def test_worker_killed_mid_evaluation_resumes_and_finishes_once(env, serve, shar
         # requeued by the restarted worker, or already claimed again)
         assert kills[-1]["status"] == "annotating" and task["status"] in ("RUNNING", "READY"), kills
     s.until(lambda: status() in ("published", "failed"), "the evaluation to finish")
+    s.until(lambda: ended(env), "its task to end (after publishing, it builds the leaderboards)")
     done = [t for t in task_rows(env, "advance_submission") if t["status"] == "SUCCESSFUL"]
     assert done and len(done[0]["workers"]) == 3 and len(set(done[0]["workers"])) == 1, task_rows(env, "advance_submission")
     assert not [t for t in task_rows(env, "advance_submission") if t["status"] == "FAILED"]
@@ -64,6 +69,7 @@ def test_worker_killed_while_scoring_resumes_and_publishes_once(env, serve, shar
     os.kill(pid, signal.SIGKILL)
     s.until(lambda: s.worker_pid() not in (None, pid), "serve to restart the worker")
     s.until(lambda: status() in ("published", "failed"), "the evaluation to finish")
+    s.until(lambda: ended(env), "its task to end (after publishing, it builds the leaderboards)")
     assert status() == "published", s.tail()
     tasks = task_rows(env, "advance_submission")
     assert not [t for t in tasks if t["status"] == "FAILED"], tasks

@@ -315,3 +315,32 @@ def test_submission_page_compares_with_the_leader_and_the_previous_run(world):
     team.force_login(_user("carol", team=a.team))
     html = team.get(reverse("web:submission", args=[a.pk]) + "?level=instance").content.decode()
     assert 'data-role="previous run"' in html and f"better than {name_b} with 90% confidence" in html
+
+
+def test_a_label_batch_warms_the_public_boards_and_keeps_their_critical_values(world, monkeypatch):
+    """The worker that re-scored builds every level's public board into the cache (the first reader finds it), and
+    the ranking's critical values are kept by the covariances' digest: a board of the same systems built again (an
+    organiser's scope, a rebuilt entry) makes no Gaussian draws."""
+    from django.core.cache import cache
+
+    from unpooled.core import ranking
+    from unpooled.service.evaluations import leaderboard as lb
+    from unpooled.service.evaluations.tasks import labels_arrived
+
+    corpus, a, b = world
+    _publish(a, b)
+    cache.clear()
+    assert labels_arrived.call(corpus.pk)["rescored"]
+    for level in ("instance", "relation"):
+        board = cache.get(lb.cache_key(corpus, level))
+        assert board is not None and board["rows"], level
+    pairs = cache.get(lb.cache_key(corpus, "instance"))["pairs"]
+
+    def no_draws(*args, **kwargs):
+        raise AssertionError("the critical value was computed again")
+
+    monkeypatch.setattr(ranking.np.linalg, "eigh", no_draws)
+    assert lb.build(corpus, level="instance")["pairs"] == pairs
+    cache.clear()  # nothing kept: the draws are made
+    with pytest.raises(AssertionError, match="computed again"):
+        lb.build(corpus, level="instance")

@@ -10,6 +10,11 @@ a publication or a visibility change therefore shows at the next request; the en
 after :data:`CACHE_SECONDS`, for what the fingerprint does not see (a team renamed in the admin).
 The page caches its rendered table and chart under the same key (``leaderboard.html``).
 
+**After a re-scoring** the worker that re-scored builds the public board of every level (:func:`warm`), so that
+no reader waits for it; the ranking's critical values (Gaussian draws over every pair: about 0.2 s a metric at 100
+systems) are kept in the same cache under a digest of the covariances (:func:`unpooled.core.ranking.critical_value`'s
+``memo``), so a board of another scope or period that shows the same systems does not draw them again.
+
 **Periods.** ``period`` (a :class:`~unpooled.service.corpora.models.Period`) restricts the board to the
 submissions made in that period; ``None`` is the overall board (every submission).  A submission whose period
 closed shows its frozen score (:class:`~unpooled.service.evaluations.models.ScoreSnapshot`, ``frozen`` on its
@@ -23,6 +28,7 @@ takes no rank and is placed by its F1 among the ranked systems.
 from __future__ import annotations
 
 import hashlib
+import logging
 import math
 from types import SimpleNamespace
 
@@ -39,7 +45,11 @@ from .models import Score
 from .policy import CONFIDENCE
 from .rates import recall_protocol
 
+log = logging.getLogger(__name__)
+
 CACHE_SECONDS = 600
+#: how long a ranking's critical value is kept (it depends on its covariances alone: a new scoring is a new key)
+CRITICAL_SECONDS = 86_400
 SCORE_FIELDS = ("id", "level", "estimator", "p", "p_lo", "p_hi", "r", "r_lo", "r_hi", "f1", "f1_lo", "f1_hi", "draws",
                 "labels_new", "labels_reused", "exhaustive_documents", "created", "recall_protocol")
 
@@ -117,6 +127,31 @@ def leaderboard(corpus: Corpus, *, level: str = "instance", user=None, key: str 
         got = {**build(corpus, level=level, user=user, period=period), "key": key, "cache_seconds": CACHE_SECONDS}
         cache.set(key, got, CACHE_SECONDS)
     return got
+
+
+def warm(corpus: Corpus) -> None:
+    """Build the public board of every level into the cache (after a re-scoring, in the worker: the first reader
+    then finds it); a board that fails to build is logged, never raised (the scores stand, a reader builds it)."""
+    from .policy import SERVICE_LEVELS
+
+    for level in SERVICE_LEVELS:
+        try:
+            leaderboard(corpus, level=level)
+        except Exception:  # noqa: BLE001 - warming is an optimisation: the page builds the board itself
+            log.exception("leaderboard of %s at level %s not warmed", corpus.name, level)
+
+
+class _Critical:
+    """The ranking's critical values in the pages' cache (:func:`unpooled.core.ranking.critical_value`'s ``memo``:
+    shared by the processes of a machine, and the worker that warms the boards)."""
+
+    @staticmethod
+    def get(key: str):
+        return cache.get(key)
+
+    @staticmethod
+    def set(key: str, value) -> None:
+        cache.set(key, value, CRITICAL_SECONDS)
 
 
 def in_progress(corpus: Corpus, user=None, *, level: str | None = None) -> list[dict]:
@@ -267,11 +302,11 @@ def build(corpus: Corpus, *, level: str = "instance", user=None, period=None) ->
     names = [f"{subs_of[i].team.name}/{subs_of[i].run_id}" for i in ranked]
     cov = {k: covariance_matrix(k, paired, [subs_of[i].pk for i in ranked], arr(f"{k}_lo")[ranked],
                                 arr(f"{k}_hi")[ranked]) for k in ("p", "r", "f1")}
-    rk = rank_intervals(f1[ranked], cov["f1"], CONFIDENCE)
+    rk = rank_intervals(f1[ranked], cov["f1"], CONFIDENCE, memo=_Critical)
     order = [ranked[k] for k in rk.order]
     rank = {ranked[k]: (int(rk.rank[k]), int(rk.group[k]), bool(rk.tied[k])) for k in range(len(ranked))}
     intervals = {ranked[k]: _rank_info(k, rk, names) for k in range(len(ranked))}
-    tables = {"f1": rk.pairs, **{k: pairwise(arr(k)[ranked], cov[k], CONFIDENCE) for k in ("p", "r")}}
+    tables = {"f1": rk.pairs, **{k: pairwise(arr(k)[ranked], cov[k], CONFIDENCE, memo=_Critical) for k in ("p", "r")}}
     for i in (i for i in range(len(scores)) if subs_of[i].is_reference):  # placed by its F1 among the ranked
         at = len(order) if math.isnan(f1[i]) else next((k for k, j in enumerate(order) if not f1[j] >= f1[i]),
                                                        len(order))

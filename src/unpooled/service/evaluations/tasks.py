@@ -17,6 +17,7 @@ from unpooled.service.annotation.models import Backend
 from unpooled.service.corpora.models import Corpus
 from unpooled.service.submissions.models import Submission
 
+from .leaderboard import warm
 from .lifecycle import LifecycleError, advance, is_quiet, open_requests, set_status
 from .publish import rescore_all
 
@@ -67,6 +68,8 @@ def advance_submission(submission_id: int) -> str:
     if sub is None:
         return "gone"
     stage = advance(sub)
+    if stage == Status.PUBLISHED:
+        warm(sub.corpus)  # the re-scoring that published it changed every board: build them before a reader asks
     if stage == Status.ANNOTATING and settings_for(sub.corpus).backend == Backend.MTURK:
         schedule_poll(sub)  # a remote crowd answers later: look again
     return stage
@@ -76,7 +79,12 @@ def advance_submission(submission_id: int) -> str:
 def labels_arrived(corpus_id: int) -> dict:
     """A batch of labels arrived: re-score every submission of the corpus; publish those whose labels are in."""
     corpus = Corpus.objects.filter(pk=corpus_id).first()
-    return on_labels(corpus) if corpus is not None else {}
+    if corpus is None:
+        return {}
+    got = on_labels(corpus)
+    if got["rescored"]:
+        warm(corpus)
+    return got
 
 
 # ---------------------------------------------------------------------------- queueing
