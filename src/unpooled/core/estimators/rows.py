@@ -273,6 +273,31 @@ def indicator(codes: np.ndarray, K: int) -> sp.csr_matrix:
     return sp.csr_matrix((np.ones(len(codes)), (np.arange(len(codes)), codes)), shape=(len(codes), K))
 
 
+#: :func:`group_totals` sums blocks of rows of about this many values at a time (their keys: 32 MB)
+GROUP_BLOCK_VALUES = 1 << 22
+
+
+def group_totals(X: np.ndarray, group: np.ndarray, G: int) -> np.ndarray:
+    """Per row of the dense ``X`` (rows x codes, or 1-d), its totals over the codes of each ``group`` (``G`` of
+    them), summed in the codes' order: ``(indicator(group, G).T @ X.T).T`` to the bit (an indicator's product adds
+    ``1.0 x`` value after value from 0), without the product's C-ordered copy of ``X.T``: one ``bincount`` over a
+    block of rows at a time."""
+    X = np.asarray(X, dtype=float)
+    if X.ndim == 1:
+        return np.bincount(group, weights=X, minlength=G)
+    rows, K = X.shape
+    out = np.empty((rows, G))
+    if not rows or not K:
+        out[:] = 0.0
+        return out
+    step = max(1, GROUP_BLOCK_VALUES // K)
+    offset = np.arange(min(step, rows), dtype=np.int64)[:, None] * G + np.asarray(group, np.int64)[None, :]
+    for r in range(0, rows, step):
+        n = min(step, rows - r)
+        out[r:r + n] = np.bincount(offset[:n].ravel(), weights=X[r:r + n].ravel(), minlength=n * G).reshape(n, G)
+    return out
+
+
 def grouped_ss(Y, a, yb, group: np.ndarray, omega: np.ndarray, scale: np.ndarray, *,
                segments: Segments | None = None) -> np.ndarray:
     r"""Per row of ``Y + outer(a, yb)`` (rows x codes; ``a`` None: ``Y`` alone; ``a`` rows x r and ``yb`` r x codes:
@@ -294,9 +319,8 @@ def grouped_ss(Y, a, yb, group: np.ndarray, omega: np.ndarray, scale: np.ndarray
     if a is None:
         return out
     if a.ndim == 2:
-        Ind = indicator(group, G)
         with np.errstate(divide="ignore", invalid="ignore"):
-            dev = yb / omega - (np.asarray(Ind.T @ yb.T).T / Om)[:, group]
+            dev = yb / omega - (group_totals(yb, group, G) / Om)[:, group]
         bb = (dev * (scale[group] * omega)) @ dev.T  # (r, r)
         cross = np.asarray(Y @ (dev * scale[group]).T)  # (rows, r)
         return np.maximum(out + 2 * (a * cross).sum(1) + ((a @ bb) * a).sum(1), 0.0)
