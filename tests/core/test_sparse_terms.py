@@ -330,8 +330,9 @@ def test_pattern_and_unique_rows_are_numpys():
 
 
 def test_group_totals_are_the_indicator_products_to_the_bit(monkeypatch):
-    # the totals of a dense block's columns by group (merged items, strata, a shared part's cells): the product with
-    # the groups' indicator as it was computed, the same sums in the same order, in one block of rows or several
+    # the totals of a dense array's columns by group (merged items, strata, a shared part's cells): the product with
+    # the groups' indicator as it was computed at once, the same sums in the same order, in one block of rows or
+    # several; 1-d: bincount's, as before
     from unpooled.core.estimators import rows
     from unpooled.core.estimators.rows import group_totals, indicator
 
@@ -341,9 +342,10 @@ def test_group_totals_are_the_indicator_products_to_the_bit(monkeypatch):
         X[X > 1e7] = -0.0
         group = rng.integers(0, G, shape[1])
         want = np.asarray((indicator(group, G).T @ X.T).T)
-        for block in (1 << 22, 3 * shape[1] + 1):  # one block, or blocks of 3 rows
-            monkeypatch.setattr(rows, "GROUP_BLOCK_VALUES", block)
+        for block in ((1 << 20, 16), (3 * shape[1] + 1, 1)):  # one block, or blocks of 3 rows
+            monkeypatch.setattr(rows, "GROUP_BLOCK_VALUES", block[0])
+            monkeypatch.setattr(rows, "GROUP_BLOCK_ROWS", block[1])
             got = group_totals(X, group, G)
             assert got.shape == want.shape and np.array_equal(got.view(np.int64), want.view(np.int64))
         if shape[0]:
-            assert np.array_equal(group_totals(X[0], group, G), want[0])
+            assert np.array_equal(group_totals(X[0], group, G), np.bincount(group, weights=X[0], minlength=G))

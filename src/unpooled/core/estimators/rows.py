@@ -273,28 +273,26 @@ def indicator(codes: np.ndarray, K: int) -> sp.csr_matrix:
     return sp.csr_matrix((np.ones(len(codes)), (np.arange(len(codes)), codes)), shape=(len(codes), K))
 
 
-#: :func:`group_totals` sums blocks of rows of about this many values at a time (their keys: 32 MB)
-GROUP_BLOCK_VALUES = 1 << 22
+#: :func:`group_totals` transposes blocks of rows of about this many values (8 MB: in cache), of at least this many
+#: rows (the product's work per code falls with the rows at once: 10 rows of 456,000 codes 2x faster than 2 by 2)
+GROUP_BLOCK_VALUES, GROUP_BLOCK_ROWS = 1 << 20, 16
 
 
 def group_totals(X: np.ndarray, group: np.ndarray, G: int) -> np.ndarray:
     """Per row of the dense ``X`` (rows x codes, or 1-d), its totals over the codes of each ``group`` (``G`` of
-    them), summed in the codes' order: ``(indicator(group, G).T @ X.T).T`` to the bit (an indicator's product adds
-    ``1.0 x`` value after value from 0), without the product's C-ordered copy of ``X.T``: one ``bincount`` over a
-    block of rows at a time."""
+    them), summed in the codes' order: ``(indicator(group, G).T @ X.T).T``, the same product a block of rows at a
+    time, so that the C-ordered copy of ``X.T`` it needs is a block's, in cache (a 1,000 x 30,000 ``X``: 3x
+    faster than at once)."""
     X = np.asarray(X, dtype=float)
     if X.ndim == 1:
         return np.bincount(group, weights=X, minlength=G)
-    rows, K = X.shape
-    out = np.empty((rows, G))
-    if not rows or not K:
-        out[:] = 0.0
-        return out
-    step = max(1, GROUP_BLOCK_VALUES // K)
-    offset = np.arange(min(step, rows), dtype=np.int64)[:, None] * G + np.asarray(group, np.int64)[None, :]
-    for r in range(0, rows, step):
-        n = min(step, rows - r)
-        out[r:r + n] = np.bincount(offset[:n].ravel(), weights=X[r:r + n].ravel(), minlength=n * G).reshape(n, G)
+    K = X.shape[1]
+    # indicator(group, G).T, built as it is: (G, codes) by columns, each code's value added in the codes' order
+    It = sp.csc_matrix((np.ones(K), np.asarray(group, np.int64), np.arange(K + 1, dtype=np.int64)), shape=(G, K))
+    out = np.empty((X.shape[0], G))
+    step = max(GROUP_BLOCK_ROWS, GROUP_BLOCK_VALUES // max(K, 1))
+    for r in range(0, X.shape[0], step):
+        out[r:r + step] = (It @ np.ascontiguousarray(X[r:r + step].T)).T
     return out
 
 
