@@ -326,3 +326,26 @@ def test_pattern_and_unique_rows_are_numpys():
         _, first, inv = np.unique(B, axis=0, return_index=True, return_inverse=True)
         f, i = unique_rows(B)
         assert np.array_equal(f, first) and np.array_equal(i, inv.reshape(-1))
+
+
+
+def test_group_totals_are_the_indicator_products_to_the_bit(monkeypatch):
+    # the totals of a dense array's columns by group (merged items, strata, a shared part's cells): the product with
+    # the groups' indicator as it was computed at once, the same sums in the same order, in one block of rows or
+    # several; 1-d: bincount's, as before
+    from unpooled.core.estimators import rows
+    from unpooled.core.estimators.rows import group_totals, indicator
+
+    rng = np.random.default_rng(12)
+    for shape, G in (((7, 50), 6), ((1, 3), 5), ((0, 4), 2), ((3, 0), 4), ((30, 200), 1), ((9, 40), 60)):
+        X = rng.normal(size=shape) * 10.0 ** rng.integers(-8, 9, size=shape)
+        X[X > 1e7] = -0.0
+        group = rng.integers(0, G, shape[1])
+        want = np.asarray((indicator(group, G).T @ X.T).T)
+        for block in ((1 << 20, 16), (3 * shape[1] + 1, 1)):  # one block, or blocks of 3 rows
+            monkeypatch.setattr(rows, "GROUP_BLOCK_VALUES", block[0])
+            monkeypatch.setattr(rows, "GROUP_BLOCK_ROWS", block[1])
+            got = group_totals(X, group, G)
+            assert got.shape == want.shape and np.array_equal(got.view(np.int64), want.view(np.int64))
+        if shape[0]:
+            assert np.array_equal(group_totals(X[0], group, G), np.bincount(group, weights=X[0], minlength=G))

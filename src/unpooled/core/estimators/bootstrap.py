@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 import scipy.sparse as sp
-from scipy.sparse._sparsetools import csr_matvecs as _csr_matvecs  # Y += A @ X in place (what A @ X runs)
+from scipy.sparse._sparsetools import csc_matvecs as _csc_matvecs  # Y += A @ X in place (what A @ X runs)
 
 from .intervals import f1_score
 from .joint import Design, _terms, _Terms
@@ -58,19 +58,17 @@ def _replicate_sums(parts, src: np.ndarray, m: int, B: int, rng) -> list[np.ndar
     rest = [sp.csr_matrix(r if j in summed or f is None else r + f.rows()).tocsc()
             for j, (f, r, _) in enumerate(parts)]
     Z = np.zeros((len(distinct), distinct[0][0].shape[1] if distinct else 0, B))  # per total: instances x replicates
-    indptr = np.zeros(Z.shape[1] + 1, np.int64)
     for h, K in _stratified_counts(starts[1:] - starts[:-1], B, rng):
         idx = order[starts[h]:starts[h + 1]]
-        by_item = {}  # per item array: the stratum's draws in order of their instances (stable)
+        indptr = np.zeros(len(idx) + 1, np.int64)
         for g, (M, c, item, _) in enumerate(distinct):  # per-instance totals of c over the resampled draws
-            if id(item) not in by_item:
-                by_item[id(item)] = np.argsort(item[idx], kind="stable")
-            perm = by_item[id(item)]
-            cs = c[idx[perm]]
-            keep = perm[cs != 0]  # (a draw of value 0 adds nothing: precision's numerator, false draws)
-            np.cumsum(np.bincount(item[idx[keep]], minlength=M.shape[1]), out=indptr[1:])  # the instances' rows
-            _csr_matvecs(M.shape[1], len(idx), B, indptr, keep.astype(np.int64, copy=False), c[idx[keep]],
-                         K.ravel(), Z[g].ravel())
+            # the draws as the columns of (instances x draws): each adds c times its counts to its instance's row,
+            # draw after draw (a draw of value 0 adds nothing: precision's numerator, false draws)
+            cs = c[idx]
+            keep = cs != 0
+            np.cumsum(keep, out=indptr[1:])
+            _csc_matvecs(M.shape[1], len(idx), B, indptr, item[idx[keep]].astype(np.int64), cs[keep], K.ravel(),
+                         Z[g].ravel())
         for (f, _, X), R, acc, bsum in zip(parts, rest, out, shared):
             if R.nnz:
                 acc += R[:, idx] @ K

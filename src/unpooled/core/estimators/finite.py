@@ -55,7 +55,7 @@ from functools import cached_property
 import numpy as np
 import scipy.sparse as sp
 
-from .rows import Rows, Segments, grouped_cross, grouped_ss, indicator
+from .rows import Rows, Segments, group_totals, grouped_cross, grouped_ss, indicator
 
 
 @dataclass(frozen=True)
@@ -178,7 +178,7 @@ def strata_var(U, src: np.ndarray, m: int, units: DrawUnits, *, cross: bool = Fa
         seg = Segments.of(Yu, unit_cell, like=segments)
         Yc = seg.matrix((Yu.shape[0], C))
         a, bu = X.a, None if X.a is None else (X.b if per_unit else np.asarray(Mu.T @ X.b.T).T)  # (units,), (r, units)
-        bc = None if X.a is None else _group_totals(bu, unit_cell, C)
+        bc = None if X.a is None else group_totals(bu, unit_cell, C)
     with np.errstate(divide="ignore", invalid="ignore"):
         per_stratum = np.where(n > 1, n / np.maximum(n - 1, 1), 0.0)
     ss = grouped_cross if cross else grouped_ss
@@ -193,14 +193,6 @@ def strata_var(U, src: np.ndarray, m: int, units: DrawUnits, *, cross: bool = Fa
     # values)^2; it is 0, which the intervals treat as exact (a variance of 1e-35 made F1's correlation noise)
     size = np.abs(X).sum(1) if dense else X.abs_sum()
     return np.where(var <= (64 * np.finfo(float).eps * size) ** 2, 0.0, var)
-
-
-def _group_totals(b: np.ndarray, group: np.ndarray, G: int) -> np.ndarray:
-    """The totals of ``b`` (per column; ``r x`` columns, or 1-d) over the columns of each ``group`` (``G`` of
-    them), summed in the columns' order (as the product with the groups' indicator)."""
-    if b.ndim == 1:
-        return np.bincount(group, weights=b, minlength=G)
-    return np.stack([np.bincount(group, weights=row, minlength=G) for row in b]) if len(b) else np.zeros((0, G))
 
 
 def population_count(P: sp.csr_matrix) -> np.ndarray:

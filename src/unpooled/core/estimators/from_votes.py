@@ -326,12 +326,15 @@ def _influence(X: Rows, rows, parts, rho, k, c, gs) -> Rows:
     G = rho.shape[1]
     rho, k, c = rho[rows], k[rows], None if c is None else c[rows]
     Xs = X.sparse
-    i = np.repeat(np.arange(Xs.shape[0]), np.diff(Xs.indptr))
-    g = gs[Xs.indices] if G > 1 else 0
-    val = _finite0(_kappa_at((num[Xs.indices], den[Xs.indices]), rho[i, g]))
-    val *= k[i, g]
+    if G > 1:
+        i, g = np.repeat(np.arange(Xs.shape[0]), np.diff(Xs.indptr)), gs[Xs.indices]
+        entry = lambda v: v[i, g]  # noqa: E731 (each entry's (target, group) value)
+    else:  # each entry's target's value: a row's repeated (no index per entry)
+        entry = lambda v: np.repeat(v[:, 0], np.diff(Xs.indptr))  # noqa: E731
+    val = _finite0(_kappa_at((num[Xs.indices], den[Xs.indices]), entry(rho)))
+    val *= entry(k)
     if c is not None:
-        val += c[i, g]
+        val += entry(c)
     val *= Xs.data
     out = Rows(sp.csr_matrix((val, Xs.indices, Xs.indptr), shape=Xs.shape))
     if X.a is None:

@@ -74,7 +74,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from ..errors import InvalidInputError
-from .rows import indicator, unique_rows
+from .rows import group_totals, unique_rows
 
 
 
@@ -259,7 +259,7 @@ def _merge_items(M: np.ndarray, lam: np.ndarray, groups, merge=False):
     if merge is None:
         return M, lam, groups
     first, inv = merge
-    merged = np.asarray((indicator(inv, len(first)).T @ M.T).T)
+    merged = group_totals(M, inv, len(first))
     return merged, lam[..., first], None if groups is None else np.asarray(groups)[first]
 
 

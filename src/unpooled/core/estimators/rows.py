@@ -273,6 +273,29 @@ def indicator(codes: np.ndarray, K: int) -> sp.csr_matrix:
     return sp.csr_matrix((np.ones(len(codes)), (np.arange(len(codes)), codes)), shape=(len(codes), K))
 
 
+#: :func:`group_totals` transposes blocks of rows of about this many values (8 MB: in cache), of at least this many
+#: rows (the product's work per code falls with the rows at once: 10 rows of 456,000 codes 2x faster than 2 by 2)
+GROUP_BLOCK_VALUES, GROUP_BLOCK_ROWS = 1 << 20, 16
+
+
+def group_totals(X: np.ndarray, group: np.ndarray, G: int) -> np.ndarray:
+    """Per row of the dense ``X`` (rows x codes, or 1-d), its totals over the codes of each ``group`` (``G`` of
+    them), summed in the codes' order: ``(indicator(group, G).T @ X.T).T``, the same product a block of rows at a
+    time, so that the C-ordered copy of ``X.T`` it needs is a block's, in cache (a 1,000 x 30,000 ``X``: 3x
+    faster than at once)."""
+    X = np.asarray(X, dtype=float)
+    if X.ndim == 1:
+        return np.bincount(group, weights=X, minlength=G)
+    K = X.shape[1]
+    # indicator(group, G).T, built as it is: (G, codes) by columns, each code's value added in the codes' order
+    It = sp.csc_matrix((np.ones(K), np.asarray(group, np.int64), np.arange(K + 1, dtype=np.int64)), shape=(G, K))
+    out = np.empty((X.shape[0], G))
+    step = max(GROUP_BLOCK_ROWS, GROUP_BLOCK_VALUES // max(K, 1))
+    for r in range(0, X.shape[0], step):
+        out[r:r + step] = (It @ np.ascontiguousarray(X[r:r + step].T)).T
+    return out
+
+
 def grouped_ss(Y, a, yb, group: np.ndarray, omega: np.ndarray, scale: np.ndarray, *,
                segments: Segments | None = None) -> np.ndarray:
     r"""Per row of ``Y + outer(a, yb)`` (rows x codes; ``a`` None: ``Y`` alone; ``a`` rows x r and ``yb`` r x codes:
@@ -294,9 +317,8 @@ def grouped_ss(Y, a, yb, group: np.ndarray, omega: np.ndarray, scale: np.ndarray
     if a is None:
         return out
     if a.ndim == 2:
-        Ind = indicator(group, G)
         with np.errstate(divide="ignore", invalid="ignore"):
-            dev = yb / omega - (np.asarray(Ind.T @ yb.T).T / Om)[:, group]
+            dev = yb / omega - (group_totals(yb, group, G) / Om)[:, group]
         bb = (dev * (scale[group] * omega)) @ dev.T  # (r, r)
         cross = np.asarray(Y @ (dev * scale[group]).T)  # (rows, r)
         return np.maximum(out + 2 * (a * cross).sum(1) + ((a @ bb) * a).sum(1), 0.0)

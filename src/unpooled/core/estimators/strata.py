@@ -29,6 +29,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from ..errors import InvalidInputError
+from .rows import group_totals
 
 #: a stratum with fewer distinct labelled items is fitted with the other thin strata (one "rest" group)
 MIN_ITEMS = 40
@@ -60,14 +61,9 @@ class Groups:
     universe: np.ndarray
     n: int
 
-    def onehot(self) -> sp.csr_matrix:
-        """``(K, n)``: item k in its group."""
-        K = len(self.item)
-        return sp.csr_matrix((np.ones(K), (np.arange(K), self.item)), shape=(K, self.n))
-
     def sums(self, M: np.ndarray) -> np.ndarray:
         """``(rows, n)``: the row sums of ``M`` (rows x items) within each group."""
-        return np.asarray((self.onehot().T @ np.asarray(M).T).T) if len(self.item) else np.zeros((M.shape[0], self.n))
+        return group_totals(M, self.item, self.n) if len(self.item) else np.zeros((M.shape[0], self.n))
 
     def masses(self, P: sp.csr_matrix) -> np.ndarray:
         """``(m, n)``: each target's sampling mass :math:`m_{ig} = \\sum_{x \\in g} p_i(x)` in each group."""
