@@ -107,6 +107,26 @@ def test_undefined_group_is_nan_and_warns_once():
     assert s.row(1)["p"] is None and s.row(0)["p"] == 1.0 and s.row(2)["n_true"] == 1
 
 
+def test_rows_are_each_groups_figures_json_ready():
+    """``rows`` gives, for the groups asked (in their order), each group's figures as plain floats (NaN as None), ints
+    and bools: what a stored breakdown table holds."""
+    P = sp.csr_matrix([[0.25, 0.25, 0.25, 0.25]])
+    d = make_design(P, [0, 0, 0, 0, 0], [0, 1, 1, 2, 0], [1, 0, 1, 1, 1], [[True, False, True]])
+    s = subset_scores(d, 0, [0, 0, 1, 2], [0, 1, 3], n_groups=4, zero_division="nan")
+    got = s.rows([3, 0, 2])
+    assert [r["n_draws"] for r in got] == [0, 4, 0] and [r["n_true"] for r in got] == [1, 1, 0]
+    for g, r in zip([3, 0, 2], got):
+        for k, arr in (("p", s.p.value), ("p_lo", s.p.lo), ("r_hi", s.r.hi), ("f1_se", s.f1.se), ("ess", s.ess),
+                       ("mass", s.mass), ("r_ess", s.r_ess)):
+            assert (r[k] is None) if np.isnan(arr[g]) else (type(r[k]) is float and r[k] == arr[g])
+        assert type(r["n_draws"]) is int and type(r["p_few"]) is bool
+        assert r["f1_few"] == (r["p_few"] or r["r_few"]) and r["p_few"] == bool(s.p_ess[g] < MIN_EFFECTIVE)
+    assert got[0]["p"] is None and got[2]["r"] is None and s.rows([]) == []
+    assert list(got[1]) == ["p", "p_lo", "p_hi", "r", "r_lo", "r_hi", "f1", "f1_lo", "f1_hi", "p_se", "r_se", "f1_se",
+                            "n_draws", "ess", "mass", "mass_hat", "n_true", "true_weight", "p_ess", "r_ess", "p_few",
+                            "r_few", "f1_few"]
+
+
 def test_groups_with_too_few_effective_draws_are_flagged():
     """4 draws, all correct, in group 0; 12 in group 1: group 0's row says too few (its Wilson interval would
     be [0.60, 1]); recall's effective sample is at most the documents its true instances come from."""

@@ -429,3 +429,21 @@ def test_refits_of_many_rows_are_each_rows_alone(monkeypatch):
     for i in range(0, m, 37):
         alone, _ = prevalence(M[i:i + 1], lam_rep, start=rho[i:i + 1], merge=None)
         np.testing.assert_array_equal(together[:, i], alone[:, 0])
+
+
+def test_kappa_offsets_give_kappa():
+    """The refits' form of the score, 1/(rho + b) with b = _kappa_offsets, is kappa to rounding, certain votes
+    (lambda = +-inf, kappa = 1/rho or -1/(1 - rho)) and uninformative ones (lambda = 0, kappa = 0) included, inside
+    [0, 1] and past its ends (the refits continue the likelihood past a bound).  Near a pole (rho 1e-6 from 1, a
+    near-certain no) both forms lose the same digits to cancellation: they agree to 1e-10 there."""
+    from unpooled.core.estimators.noisy import _exp_parts, _kappa_offsets
+
+    lam = np.array([-np.inf, -30.0, -2.0, -1e-9, 0.0, 1e-9, 0.5, 40.0, np.inf])
+    b = _kappa_offsets(_exp_parts(lam))
+    for rho in (1e-6, 0.01, 0.3, 0.5, 0.97, 1.0 - 1e-6, 1.05, -0.02):
+        with np.errstate(divide="ignore"):
+            want = kappa(lam, rho)
+            got = 1.0 / (rho + b)
+        np.testing.assert_allclose(got, want, rtol=1e-9 if rho == 1.0 - 1e-6 else 1e-13, atol=0)
+    with np.errstate(divide="ignore"):
+        assert 1.0 / (0.0 + b[-1]) == np.inf and 1.0 / (0.0 + b[0]) == -1.0  # a certain yes and a certain no at 0

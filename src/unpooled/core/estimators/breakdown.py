@@ -193,22 +193,29 @@ class SubsetScores:
     def row(self, g: int) -> dict:
         """Group ``g`` as a JSON-ready dict (NaN becomes None); ``p_few``, ``r_few``, ``f1_few``: the estimate
         rests on fewer than :data:`MIN_EFFECTIVE` effective draws (or true instances)."""
+        return self.rows([g])[0]
 
-        def num(x):
-            x = float(x)
-            return None if math.isnan(x) else x
+    def rows(self, groups) -> list[dict]:
+        """:meth:`row` of each of ``groups``, each array converted once (a breakdown's table is many rows)."""
+        idx = np.asarray(groups, dtype=np.int64)
 
-        p_few = bool(self.p_ess[g] < MIN_EFFECTIVE)
-        r_few = bool(self.r_ess[g] < MIN_EFFECTIVE)
-        est = {}
+        def num(a):
+            return [None if math.isnan(x) else x for x in np.asarray(a, float)[idx].tolist()]
+
+        cols = {}
         for k in ("p", "r", "f1"):
             e = getattr(self, k)
-            est.update({k: num(e.value[g]), f"{k}_lo": num(e.lo[g]), f"{k}_hi": num(e.hi[g])})
-        return {**est, **{f"{k}_se": num(getattr(self, k).se[g]) for k in ("p", "r", "f1")},
-                "n_draws": int(self.n_draws[g]), "ess": num(self.ess[g]), "mass": num(self.mass[g]),
-                "mass_hat": num(self.mass_hat[g]), "n_true": int(self.n_true[g]),
-                "true_weight": num(self.true_weight[g]), "p_ess": num(self.p_ess[g]), "r_ess": num(self.r_ess[g]),
-                "p_few": p_few, "r_few": r_few, "f1_few": p_few or r_few}
+            cols.update({k: num(e.value), f"{k}_lo": num(e.lo), f"{k}_hi": num(e.hi)})
+        cols.update({f"{k}_se": num(getattr(self, k).se) for k in ("p", "r", "f1")})
+        cols.update({"n_draws": np.asarray(self.n_draws)[idx].astype(np.int64).tolist(), "ess": num(self.ess),
+                     "mass": num(self.mass), "mass_hat": num(self.mass_hat),
+                     "n_true": np.asarray(self.n_true)[idx].astype(np.int64).tolist(),
+                     "true_weight": num(self.true_weight), "p_ess": num(self.p_ess), "r_ess": num(self.r_ess)})
+        p_few = (np.asarray(self.p_ess)[idx] < MIN_EFFECTIVE).tolist()
+        r_few = (np.asarray(self.r_ess)[idx] < MIN_EFFECTIVE).tolist()
+        cols.update({"p_few": p_few, "r_few": r_few, "f1_few": [a or b for a, b in zip(p_few, r_few)]})
+        keys = list(cols)
+        return [dict(zip(keys, vals)) for vals in zip(*cols.values())] if len(idx) else []
 
 
 def _int_groups(name: str, a, n: int) -> np.ndarray:

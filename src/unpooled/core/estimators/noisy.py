@@ -224,6 +224,16 @@ def _kappa_at(parts, rho):
         return np.divide(num, den, out=den)
 
 
+def _kappa_offsets(parts) -> np.ndarray:
+    r""":math:`b = c/n` of :func:`_exp_parts`, so that :math:`\kappa = 1/(\rho + b)` (``+inf`` where :math:`n = 0`:
+    :math:`\kappa = 0`): one addition and one reciprocal a :math:`\rho`, for the refits (:func:`_refit_block`) that
+    evaluate every item at many :math:`\rho`.  The same :math:`\kappa` as :func:`_kappa_at` to rounding (the sign
+    of an infinite :math:`\kappa` at a zero denominator aside: :math:`\rho = 1` with a certain no)."""
+    num, c = parts
+    with np.errstate(divide="ignore"):
+        return c / num
+
+
 def posterior(lam, rho):
     r""":math:`P(f = 1 \mid v) = \rho e^\lambda / (\rho e^\lambda + 1 - \rho)`."""
     lam = np.asarray(lam, float)
@@ -439,15 +449,15 @@ def _refit_replicates(rows: np.ndarray, w: np.ndarray, cols: np.ndarray, parts, 
     a row at a bound whose step points outwards has its maximiser there, and its refit is the bound plus that step
     (the likelihood continued).  The pairs (``rows``, ``w``, ``cols``: their item) are the same in every replicate,
     only the items' :func:`_exp_parts` ``parts`` (``(R, items)`` each) differ, so the refits run on (pair,
-    replicate) arrays, summed per row by one sparse product, for blocks of replicates of about
-    :data:`PAIRS_AT_ONCE` values."""
+    replicate) arrays of the items' :func:`_kappa_offsets` (one gather a block), summed per row by one sparse
+    product, for blocks of replicates of about :data:`PAIRS_AT_ONCE` values."""
     order = np.argsort(rows, kind="stable")  # pairs by row: a row's prevalence is repeated over its pairs
     rows, w, cols = rows[order], w[order], cols[order]
     live = np.bincount(rows, weights=w, minlength=m) > 0
     indptr = np.concatenate([[0], np.cumsum(np.bincount(rows, minlength=m))])
     S = sp.csr_matrix((w, np.arange(len(rows)), indptr), shape=(m, len(rows)))  # the rows' weighted sums
-    num, den = (np.ascontiguousarray(x.T) for x in parts)  # (items, R)
-    Rn = num.shape[1]
+    off = np.ascontiguousarray(_kappa_offsets(parts).T)  # (items, R)
+    Rn = off.shape[1]
     out = np.empty((m, Rn))
     for r0, r1 in _row_chunks(indptr, max(1, REFIT_VALUES // Rn)):  # rows apart: each row's refit is its own
         p0, p1 = indptr[r0], indptr[r1]
@@ -455,8 +465,7 @@ def _refit_replicates(rows: np.ndarray, w: np.ndarray, cols: np.ndarray, parts, 
         step = max(1, PAIRS_AT_ONCE // max(p1 - p0, 1))
         for a in range(0, Rn, step):
             b = min(Rn, a + step)
-            out[r0:r1, a:b] = _refit_block(Sc, num[cols[p0:p1], a:b], den[cols[p0:p1], a:b], live[r0:r1],
-                                           start[r0:r1])
+            out[r0:r1, a:b] = _refit_block(Sc, off[cols[p0:p1], a:b], live[r0:r1], start[r0:r1])
     return out.T
 
 
@@ -472,37 +481,35 @@ def _row_chunks(indptr: np.ndarray, pairs: int) -> list[tuple[int, int]]:
     return [(int(a), int(b)) for a, b in zip(edges[:-1], edges[1:])]
 
 
-def _refit_block(S, num, den, live0: np.ndarray, start: np.ndarray) -> np.ndarray:
-    """:func:`_refit_replicates` for some replicates (``num``, ``den``: (pair, replicate); ``S``: the rows' weighted
-    sums over the pairs), each step over the replicates that still have a row refitting and the rows that still have
-    a replicate refitting (many rows fitted at once, :mod:`.breakdown`'s groups, mostly stop early); ``(m,
-    replicates)``."""
-    R = num.shape[1]
+def _refit_block(S, off, live0: np.ndarray, start: np.ndarray) -> np.ndarray:
+    """:func:`_refit_replicates` for some replicates (``off``: (pair, replicate), the pairs' :func:`_kappa_offsets`;
+    ``S``: the rows' weighted sums over the pairs), each step over the replicates that still have a row refitting
+    and the rows that still have a replicate refitting (many rows fitted at once, :mod:`.breakdown`'s groups, mostly
+    stop early); ``(m, replicates)``."""
+    R = off.shape[1]
     live = np.repeat(live0[:, None], R, axis=1)
     rho = np.where(live, np.clip(np.nan_to_num(start), 0.0, 1.0)[:, None], np.nan)
     edge = live & ((rho == 0) | (rho == 1))
-    idx = np.arange(R)  # the replicates num and den hold
-    rows = np.arange(len(live0))  # the rows S, num and den hold (a row's pairs together, rows in order)
+    idx = np.arange(R)  # the replicates off holds
+    rows = np.arange(len(live0))  # the rows S and off hold (a row's pairs together, rows in order)
     counts = np.diff(S.indptr)  # pairs per row, in order
     for _ in range(REFIT_STEPS):
         busy = np.flatnonzero(live.any(0))
         if not len(busy):
             break
         if len(busy) < len(idx):
-            keep = np.searchsorted(idx, busy)
-            num, den, idx = num[:, keep], den[:, keep], busy
+            off, idx = off[:, np.searchsorted(idx, busy)], busy
         on = live[rows][:, idx].any(1)  # rows whose refit goes on (the others keep their values: dropped)
         if on.sum() < 0.75 * len(rows):
             pk = np.repeat(on, counts)
-            num, den, S = num[pk], den[pk], S[on][:, pk]
+            off, S = off[pk], S[on][:, pk]
             rows, counts = rows[on], counts[on]
         at = np.ix_(rows, idx)
         r, lv, ed = rho[at], live[at], edge[at]
         with np.errstate(divide="ignore", invalid="ignore"):
             k = np.repeat(np.nan_to_num(r), counts, axis=0)
-            k *= num
-            k += den
-            np.divide(num, k, out=k)  # kappa at each pair's row's prevalence
+            k += off
+            np.reciprocal(k, out=k)  # kappa at each pair's row's prevalence
             g = S @ k
             k *= k
             j = S @ k

@@ -147,12 +147,9 @@ def _codes(names: list[str]) -> dict[str, int]:
 
 
 def _table(res, names: list[str], counts: np.ndarray, describe=None) -> list[dict]:
-    rows = []
-    for g, name in enumerate(names):
-        if counts[g] == 0 and res.n_true[g] == 0:
-            continue
-        rows.append({"group": name, "description": describe(name) if describe else "", "instances": int(counts[g]),
-                     **res.row(g)})
+    shown = [g for g in range(len(names)) if not (counts[g] == 0 and res.n_true[g] == 0)]
+    rows = [{"group": names[g], "description": describe(names[g]) if describe else "", "instances": int(counts[g]),
+             **row} for g, row in zip(shown, res.rows(shown))]
     rows.sort(key=lambda r: (-r["instances"], -r["n_true"], r["group"]))
     return rows
 
