@@ -326,11 +326,13 @@ def _influence(X: Rows, rows, parts, rho, k, c, gs) -> Rows:
     G = rho.shape[1]
     rho, k, c = rho[rows], k[rows], None if c is None else c[rows]
     Xs = X.sparse
-    if G > 1:
-        i, g = np.repeat(np.arange(Xs.shape[0]), np.diff(Xs.indptr)), gs[Xs.indices]
-        entry = lambda v: v[i, g]  # noqa: E731 (each entry's (target, group) value)
-    else:  # each entry's target's value: a row's repeated (no index per entry)
-        entry = lambda v: np.repeat(v[:, 0], np.diff(Xs.indptr))  # noqa: E731
+    per_row = np.diff(Xs.indptr)
+    i = np.repeat(np.arange(Xs.shape[0]), per_row) if G > 1 else None
+    g = gs[Xs.indices] if G > 1 else None
+
+    def entry(v):  # each entry's (target, group) value; one group: its target's, a row's value repeated
+        return v[i, g] if G > 1 else np.repeat(v[:, 0], per_row)
+
     val = _finite0(_kappa_at((num[Xs.indices], den[Xs.indices]), entry(rho)))
     val *= entry(k)
     if c is not None:

@@ -232,9 +232,9 @@ def values_at(M: sp.csr_matrix, rows: np.ndarray, cols: np.ndarray) -> np.ndarra
     n = np.int64(M.shape[1])
     keys = np.repeat(np.arange(M.shape[0], dtype=np.int64), np.diff(M.indptr)) * n + M.indices
     want = np.asarray(rows, dtype=np.int64) * n + np.asarray(cols, dtype=np.int64)
-    pos = np.minimum(np.searchsorted(keys, want), max(len(keys) - 1, 0))
     if not len(keys):
         return np.zeros(len(want))
+    pos = np.minimum(np.searchsorted(keys, want), len(keys) - 1)
     return np.where(keys[pos] == want, M.data[pos], 0.0)
 
 
