@@ -199,6 +199,36 @@ def test_progress_and_queue_count_what_is_left_for_you(client, setup):
     assert f"({n} open, {n - 2} for you)" in html
 
 
+def test_the_own_counts_of_a_task_page_equal_the_orm_s(setup):
+    """Issue 22, item 9: the counts every task page reads (answered, all but expired, live leases of open tasks)
+    come from one plain query; they equal the ORM aggregate they replaced, over leases in every state (answered,
+    skipped, expired, live, past their time, of a closed task), on SQLite and PostgreSQL."""
+    from django.db.models import Count, Q
+
+    ann = leasing.annotator_for_user(User.objects.get(username="ann"))
+    now = timezone.now()
+    tasks = list(Task.objects.filter(kind=Kind.VERIFY, is_control=False).order_by("pk"))
+    assert len(tasks) >= 5
+    leases = [leasing._try_lease(t.pk, ann, now) for t in tasks[:5]]
+    actions.submit_answer(leases[0], HOLDS)
+    Assignment.objects.filter(pk=leases[1].pk).update(status=Assignment.Status.SKIPPED)
+    Assignment.objects.filter(pk=leases[2].pk).update(status=Assignment.Status.EXPIRED)
+    Assignment.objects.filter(pk=leases[3].pk).update(expires=now - timedelta(seconds=5))
+    Task.objects.filter(pk=tasks[4].pk).update(status=Task.Status.CANCELLED)
+
+    def orm(at):
+        return Assignment.objects.filter(annotator=ann, task__kind=Kind.VERIFY).aggregate(
+            done=Count("id", filter=Q(status=Assignment.Status.SUBMITTED)),
+            seen=Count("id", filter=~Q(status=Assignment.Status.EXPIRED)),
+            held=Count("id", filter=Q(status=Assignment.Status.LEASED, expires__gte=at, task__status=Task.Status.OPEN)))
+
+    for at in (now, now - timedelta(seconds=10), now + timedelta(days=2)):
+        assert leasing._own_counts(ann, Kind.VERIFY, at) == orm(at), at
+    assert leasing._own_counts(ann, Kind.VERIFY, now) == {"done": 1, "seen": 4, "held": 0}
+    assert leasing._own_counts(ann, Kind.VERIFY, now - timedelta(seconds=10))["held"] == 1
+    assert leasing._own_counts(ann, Kind.ENTITIES, now) == {"done": 0, "seen": 0, "held": 0}
+
+
 def test_what_is_left_falls_by_one_after_an_item_and_after_a_control_alike(setup):
     """Security review N3: "N for you" fell by one after a real item and stayed after a gold control, which told
     5 of 5 controls apart.  Controls now count as items: the count falls by one after either."""

@@ -820,6 +820,17 @@ def test_readers_not_signed_in_get_the_whole_page_from_the_cache(world, client):
     with CaptureQueriesContext(connection) as q:
         again = client.get(url).content.decode()
     assert again == first and len(q.captured_queries) <= 2, [x["sql"][:80] for x in q.captured_queries]
+    import gzip
+
+    packed = client.get(url, HTTP_ACCEPT_ENCODING="gzip, deflate, br")
+    assert packed["Content-Encoding"] == "gzip" and "Accept-Encoding" in packed["Vary"]
+    assert gzip.decompress(packed.content).decode() == first and len(packed.content) < len(first) / 3
+    plain = client.get(url, HTTP_ACCEPT_ENCODING="gzip;q=0, br")
+    assert "Content-Encoding" not in plain and plain.content.decode() == first
+    private = Submission.objects.get(pk=b.pk)
+    private.visibility = Submission.Visibility.PRIVATE
+    private.save()
+    assert client.get(reverse("web:submission", args=[b.pk])).status_code == 404
     sub = Submission.objects.get(pk=a.pk)
     sub.description = "a fresh description"
     sub.save()

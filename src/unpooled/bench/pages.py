@@ -34,6 +34,7 @@ request; plus the machine's CPU count and load average.  The target is p95 <= 10
 
 from __future__ import annotations
 
+import gzip
 import json
 import math
 import os
@@ -43,6 +44,7 @@ import sys
 import tempfile
 import threading
 import time
+from contextlib import contextmanager
 from pathlib import Path
 from unpooled.bench import child_pids, cpu_ticks, free_port, percentile, pg_admin, wait_until_up, with_database
 from unpooled.service.evaluations.policy import SERVICE_LEVELS as LEVELS
@@ -308,7 +310,9 @@ def _phase(port: int, clients: int, requests: int, warmup: int, target, marker: 
 
     def one(conn_box, client, i):
         path, cookie = target(client, i)
-        headers = {"Cookie": f"sessionid={cookie}"} if cookie else {}
+        headers = {"Accept-Encoding": "gzip"}  # as every browser asks
+        if cookie:
+            headers["Cookie"] = f"sessionid={cookie}"
         for attempt in (0, 1):
             conn = conn_box[0]
             try:
@@ -320,7 +324,11 @@ def _phase(port: int, clients: int, requests: int, warmup: int, target, marker: 
                 if resp.getheader("Connection", "").lower() == "close":
                     conn.close()
                     conn_box[0] = http.client.HTTPConnection("127.0.0.1", port, timeout=120)
-                ok = resp.status == 200 and (marker is None or marker in body)
+                if marker is not None and resp.getheader("Content-Encoding", "") == "gzip":
+                    body_text = gzip.decompress(body)
+                else:
+                    body_text = body
+                ok = resp.status == 200 and (marker is None or marker in body_text)
                 return ms, len(body), None if ok else f"HTTP {resp.status}" + ("" if resp.status != 200 else
                                                                                " without the page marker")
             except (http.client.RemoteDisconnected, ConnectionResetError, BrokenPipeError) as exc:
@@ -484,6 +492,21 @@ def _server_env(work: Path, base_url: str, is_pg: bool) -> dict:
     return env
 
 
+@contextmanager
+def _workdir(keep: bool):
+    """The server's data directory: a temporary one, or with ``keep`` (SQLite) one left in place and named on
+    stderr, so its database and cache can be read again (``UNPOOLED_DATA_DIR=...``)."""
+    if not keep:
+        with tempfile.TemporaryDirectory(prefix="unpooled-bench-pages-") as tmp:
+            yield tmp
+        return
+    tmp = tempfile.mkdtemp(prefix="unpooled-bench-pages-")
+    try:
+        yield tmp
+    finally:
+        print(f"bench pages: kept the data directory {tmp} (its database: bench.sqlite3)", file=sys.stderr)
+
+
 def run(submissions: int = 100, clients: int = 20, requests: int = 1000, *, as_json: bool = False,
         instances: int = 3000, draws: int = 150, history: int = 20, documents: int = 30, workers: int | None = None,
         threads: int = 1, warmup: int = 3, pages: list[str] | None = None, seed: int = 0, keep: bool = False,
@@ -494,7 +517,7 @@ def run(submissions: int = 100, clients: int = 20, requests: int = 1000, *, as_j
     workers = default_web_workers() if workers is None else workers
     base_url = os.environ.get("DATABASE_URL", "")
     is_pg = base_url.startswith(("postgres://", "postgresql://"))
-    with tempfile.TemporaryDirectory(prefix="unpooled-bench-pages-") as tmp:
+    with _workdir(keep and not is_pg) as tmp:
         work = Path(tmp)
         env = _server_env(work, base_url, is_pg)
         server = None

@@ -65,7 +65,8 @@ def register(sub) -> None:
     pg.add_argument("--pages", help="comma-separated pages to drive (default all: leaderboard_instance, "
                                     "leaderboard_relation, leaderboard_entity, submission, task_verify, task_entities)")
     pg.add_argument("--seed", type=int, default=0, help="random seed of the generated data (0)")
-    pg.add_argument("--keep", action="store_true", help="PostgreSQL: keep the database unpooled_bench_pages")
+    pg.add_argument("--keep", action="store_true", help="keep the database (PostgreSQL: unpooled_bench_pages; SQLite: "
+                    "the data directory, named on stderr)")
     pg.add_argument("--verbose", action="store_true", help="report progress on stderr")
     pg.add_argument("--json", action="store_true", help='print {"pages": {PAGE: {"p50_ms", "p95_ms", ...}}, ...}')
     pg.set_defaults(func=cmd_pages)

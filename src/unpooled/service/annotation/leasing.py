@@ -334,10 +334,7 @@ def progress(annotator: Annotator, kind: str, *, now=None) -> Progress:
     answered or skipped: ``seen``) is taken off that count, which is exactly how their own work moves it.  So the
     count still falls by one after any answer, a control's as an item's (security review N3)."""
     now = now or timezone.now()
-    got = Assignment.objects.filter(annotator=annotator, task__kind=kind).aggregate(
-        done=Count("id", filter=Q(status=Assignment.Status.SUBMITTED)),
-        seen=Count("id", filter=~Q(status=Assignment.Status.EXPIRED)),
-        held=Count("id", filter=Q(status=Assignment.Status.LEASED, expires__gte=now, task__status=Task.Status.OPEN)))
+    got = _own_counts(annotator, kind, now)
     key = f"unpooled.left:v1:{annotator.pk}:{kind}"
     kept = cache.get(key)
     if kept is not None and kept[2] <= got["seen"]:
@@ -346,6 +343,23 @@ def progress(annotator: Annotator, kind: str, *, now=None) -> Progress:
         n, more = count_leasable(annotator, kind=kind, now=now)
         cache.set(key, (n, more, got["seen"]), LEFT_SECONDS)
     return Progress(done=got["done"], left=n + got["held"], more=more)
+
+
+def _own_counts(annotator: Annotator, kind: str, now) -> dict[str, int]:
+    """The annotator's leases of ``kind``: ``done`` (answered), ``seen`` (all but the expired), ``held`` (live
+    leases of open tasks), in one plain query over their leases (the ORM's compiling of this aggregate was a
+    fifth of a task page's cost; every task page reads it)."""
+    from django.db import connection
+
+    a, t = Assignment._meta.db_table, Task._meta.db_table
+    sql = (f"SELECT COUNT(CASE WHEN a.status = %s THEN 1 END), COUNT(CASE WHEN a.status <> %s THEN 1 END), "
+           f"COUNT(CASE WHEN a.status = %s AND a.expires >= %s AND t.status = %s THEN 1 END) "
+           f'FROM "{a}" a JOIN "{t}" t ON t.id = a.task_id WHERE a.annotator_id = %s AND t.kind = %s')
+    with connection.cursor() as cur:
+        cur.execute(sql, [Assignment.Status.SUBMITTED, Assignment.Status.EXPIRED, Assignment.Status.LEASED,
+                          connection.ops.adapt_datetimefield_value(now), Task.Status.OPEN, annotator.pk, kind])
+        done, seen, held = cur.fetchone()
+    return {"done": done, "seen": seen, "held": held}
 
 
 def explain_empty(annotator: Annotator, kind: str, *, now=None) -> list[str]:

@@ -8,6 +8,14 @@ Here such an entry is deleted and reads as absent, so its caller builds it again
 
 The folder is made 0700 and each entry 0600 (Django's own ``mkstemp``), so only the service's user can
 write what is unpickled here.
+
+Each process also keeps the text and bytes it read (whole pages, rendered page bodies: immutable, so no caller can
+change what another gets), up to :data:`MEMO_BYTES`, beside the identity of the file they came from (inode,
+modification time in ns, size).  A read whose file still has that identity returns them after one ``stat``,
+without opening, unpickling and decompressing the file: a cached leaderboard of 300 KB cost 0.9 ms of CPU that way
+(issue 22, item 9).  Anything that changes the entry changes the file's identity (``set`` writes a new file and
+renames it, ``touch`` rewrites it, ``delete``/``clear``/culling remove it), and an expired entry is read the
+ordinary way (and deleted), so the memo never answers what the file would not.
 """
 
 from __future__ import annotations
@@ -15,8 +23,10 @@ from __future__ import annotations
 import logging
 import os
 import pickle
+import threading
 import time
 import zlib
+from collections import OrderedDict
 
 from django.core.cache.backends.base import DEFAULT_TIMEOUT
 from django.core.cache.backends.filebased import FileBasedCache
@@ -38,6 +48,10 @@ class SafeFileBasedCache(FileBasedCache):
 
     def _is_expired(self, f) -> bool:
         """Expired, or its expiry header unreadable (the entry is then deleted, as an expired one is)."""
+        return self._expiry(f)[0]
+
+    def _expiry(self, f) -> tuple[bool, float | None]:
+        """(expired or unreadable, the expiry time): an expired or corrupt entry is deleted and ``f`` closed."""
         try:
             exp = pickle.load(f)
         except EOFError:
@@ -45,26 +59,39 @@ class SafeFileBasedCache(FileBasedCache):
         except Exception as exc:  # noqa: BLE001 - any unreadable header is a corrupt entry
             f.close()
             self._discard(f.name, exc)
-            return True
+            return True, None
         if exp is not None and not isinstance(exp, (int, float)):
             f.close()
             self._discard(f.name, TypeError(f"expiry {type(exp).__name__}"))
-            return True
+            return True, None
         if exp is not None and exp < time.time():
             f.close()
             self._delete(f.name)
-            return True
-        return False
+            return True, exp
+        return False, exp
 
     def get(self, key, default=None, version=None):
         fname = self._key_to_file(key, version)
         try:
+            st = os.stat(fname)
+        except FileNotFoundError:
+            return default
+        kept = _memo_get(fname, (st.st_ino, st.st_mtime_ns, st.st_size))
+        if kept is not None:
+            return kept
+        try:
             with open(fname, "rb") as f:
-                if not self._is_expired(f):
+                expired, expiry = self._expiry(f)
+                if not expired:
+                    st = os.fstat(f.fileno())
                     try:
-                        return pickle.loads(zlib.decompress(f.read()))
+                        value = pickle.loads(zlib.decompress(f.read()))
                     except Exception as exc:  # noqa: BLE001 - cut short, overwritten, an unknown class: a miss
                         self._discard(fname, exc)
+                    else:
+                        if isinstance(value, (bytes, str)):
+                            _memo_put(fname, (st.st_ino, st.st_mtime_ns, st.st_size), expiry, value)
+                        return value
         except FileNotFoundError:
             pass
         return default
@@ -91,3 +118,36 @@ class SafeFileBasedCache(FileBasedCache):
                         locks.unlock(f)
         except FileNotFoundError:
             return False
+
+
+#: the text and bytes each process keeps beside their files (least recently read dropped first)
+MEMO_BYTES = 32 * 2**20
+_memo: OrderedDict[str, tuple[tuple, float | None, bytes | str]] = OrderedDict()
+_memo_size = 0
+_memo_lock = threading.Lock()  # Django makes a cache object per thread: the memo is the process's
+
+
+def _memo_get(fname: str, ident: tuple):
+    """The value kept for ``fname`` if its file still has identity ``ident`` and has not expired, else ``None``."""
+    with _memo_lock:
+        got = _memo.get(fname)
+        if got is None or got[0] != ident or (got[1] is not None and got[1] < time.time()):
+            return None
+        _memo.move_to_end(fname)
+        return got[2]
+
+
+def _memo_put(fname: str, ident: tuple, expiry, value: bytes | str) -> None:
+    global _memo_size
+    size = len(value) * (1 if isinstance(value, bytes) else 4)
+    if size > MEMO_BYTES // 8:
+        return
+    with _memo_lock:
+        old = _memo.pop(fname, None)
+        if old is not None:
+            _memo_size -= len(old[2]) * (1 if isinstance(old[2], bytes) else 4)
+        _memo[fname] = (ident, expiry, value)
+        _memo_size += size
+        while _memo_size > MEMO_BYTES:
+            _, dropped = _memo.popitem(last=False)
+            _memo_size -= len(dropped[2]) * (1 if isinstance(dropped[2], bytes) else 4)

@@ -18,10 +18,14 @@ from ..page_cache import anonymous_reader, whole_page
 
 def _corpus_level(request, name: str) -> tuple[Corpus, str]:
     corpus = get_object_or_404(Corpus, name=name)
+    return corpus, _level(request)
+
+
+def _level(request) -> str:
     level = request.GET.get("level", "instance")
     if level not in SERVICE_LEVELS:
         raise Http404("level must be instance, relation or entity")
-    return corpus, level
+    return level
 
 
 def _periods(request, corpus: Corpus):
@@ -38,15 +42,19 @@ def _periods(request, corpus: Corpus):
 
 def leaderboard(request, name: str):
     """The page; a reader not signed in gets it whole from the cache while the board's fingerprint (which covers
-    everything the page shows) is unchanged (:mod:`..page_cache`)."""
-    from unpooled.service.evaluations.leaderboard import fingerprint
+    everything the page shows) is unchanged (:mod:`..page_cache`): one query, no model instance."""
+    from unpooled.service.evaluations.leaderboard import named_fingerprint
 
-    corpus, level = _corpus_level(request, name)
     if not anonymous_reader(request):
+        corpus, level = _corpus_level(request, name)
         return _leaderboard(request, corpus, level)
-    key = (f"unpooled.page.leaderboard:{corpus.pk}:{level}:{request.GET.get('period', '')[:20]}:"
-           f"{fingerprint(corpus, level)}")
-    return whole_page(key, lambda: _leaderboard(request, corpus, level))
+    level = _level(request)
+    found = named_fingerprint(name, level)
+    if found is None:
+        raise Http404("No Corpus matches the given query.")
+    pk, fingerprint = found
+    key = f"unpooled.page.leaderboard:{pk}:{name}:{level}:{request.GET.get('period', '')[:20]}:{fingerprint}"
+    return whole_page(request, key, lambda: _leaderboard(request, get_object_or_404(Corpus, pk=pk), level))
 
 
 def _leaderboard(request, corpus: Corpus, level: str):

@@ -13,6 +13,7 @@ import hashlib
 import io
 import json
 import logging
+from datetime import datetime, timezone
 
 from django.core.cache import cache
 from django.core.exceptions import PermissionDenied
@@ -27,6 +28,7 @@ from django.utils.safestring import mark_safe
 from unpooled.core.names import KB_FORMATS
 
 from unpooled.service.accounts.actions import can_manage, can_view
+from unpooled.service.corpora.models import Corpus
 from unpooled.service.corpora.names import relation_names
 from unpooled.service.web.forms import SubmissionSettingsForm
 from unpooled.service.evaluations.policy import SERVICE_LEVELS as LEVELS
@@ -177,16 +179,47 @@ def page_key(sub: Submission, newest: dict[str, int], *, manage: bool, level: st
 
     scores = ",".join(f"{lv}{i}" for lv, i in sorted(newest.items()))
     pages = ":".join(f"{k}{n}" for k, n in asked_pages(params, manage=manage).items())
-    stamp = "-".join(str(t.timestamp() if t else 0) for t in (sub.updated, sub.status_changed))
+    stamp = "-".join(_instant(t) for t in (sub.updated, sub.status_changed))
     return (f"unpooled.subpage:v{VERSION}.{TEMPLATE_VERSION}:{sub.pk}:{int(manage)}:{level}:{scores}:{sub.status}:{sub.visibility}:"
             f"{stamp}:"
             f"{hashlib.blake2b((pages + board).encode(), digest_size=6).hexdigest()}")
 
 
+def _public_key_fields(pk: int) -> Submission:
+    """For a reader not signed in: what the page's cache key reads of the public submission ``pk`` (404 for any
+    other), by one plain query (the ORM's compiling of the full query was most of a cached page's cost), as an
+    unsaved :class:`Submission` whose other fields are unset (the page itself is rendered from
+    :func:`_submission`)."""
+    from django.db import connection
+
+    sql = (f'SELECT s.status, s.updated, s.status_changed, s.team_id, c.id, c.name FROM "{Submission._meta.db_table}" s '
+           f'JOIN "{Corpus._meta.db_table}" c ON c.id = s.corpus_id WHERE s.id = %s AND s.visibility = %s')
+    with connection.cursor() as cur:
+        cur.execute(sql, [pk, Submission.Visibility.PUBLIC])
+        row = cur.fetchone()
+    if row is None:
+        raise Http404("no such submission")
+    status, updated, changed, team, corpus, name = row
+    return Submission(pk=pk, status=status, visibility=Submission.Visibility.PUBLIC, updated=updated,
+                      status_changed=changed, team_id=team, corpus=Corpus(pk=corpus, name=name))
+
+
+def _instant(t) -> str:
+    """A stored time in the key, the same whether the ORM read it (aware) or a plain query did (naive UTC on
+    SQLite, where times are stored in UTC; aware on PostgreSQL)."""
+    if not t:
+        return "0"
+    if isinstance(t, str):  # a plain query on a database that returns the stored text
+        t = datetime.fromisoformat(t)
+    return str((t if t.tzinfo else t.replace(tzinfo=timezone.utc)).timestamp())
+
+
 def submission_detail(request, pk: int):
     """A submission's page.  The body is rendered once per new score and served from the cache
-    (:func:`page_key`); only the submission row and the newest score ids are read per request."""
-    sub = _submission(request, pk)
+    (:func:`page_key`); only the submission row and the newest score ids are read per request (for a reader
+    not signed in, only the row's :data:`KEY_FIELDS`: the whole page comes from the cache)."""
+    anonymous = anonymous_reader(request)
+    sub = _public_key_fields(pk) if anonymous else _submission(request, pk)
     manage = can_manage(request.user, sub)
     newest = _newest_ids(sub)
     ids = {lv: i for lv, i in newest.items() if lv != "~entities"}
@@ -200,8 +233,9 @@ def submission_detail(request, pk: int):
 
         board = cache_key(sub.corpus, level, request.user)
     key = page_key(sub, newest, manage=manage, level=level, params=request.GET, board=board)
-    if anonymous_reader(request):  # the whole page, the same for every reader not signed in (..page_cache)
-        return whole_page(f"{key}:whole", lambda: _page(request, sub, manage, level, key))
+    if anonymous:  # the whole page, the same for every reader not signed in (..page_cache)
+        return whole_page(request, f"{key}:whole",
+                          lambda: _page(request, _submission(request, pk), manage, level, key))
     return _page(request, sub, manage, level, key)
 
 
