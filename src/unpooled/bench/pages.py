@@ -293,6 +293,16 @@ def _pg_backends(dbname: str | None) -> list[int]:
     return out
 
 
+def _wrong(resp, body: bytes, marker: bytes | None) -> str | None:
+    """What is wrong with a response (``None``: a 200 holding ``marker``, looked for in the page as sent or
+    unzipped)."""
+    if resp.status != 200:
+        return f"HTTP {resp.status}"
+    if marker is not None and resp.getheader("Content-Encoding", "") == "gzip":
+        body = gzip.decompress(body)
+    return None if marker is None or marker in body else "HTTP 200 without the page marker"
+
+
 def _phase(port: int, clients: int, requests: int, warmup: int, target, marker: bytes | None) -> dict:
     """``clients`` threads in closed loop: ``warmup`` requests each, then ``requests`` timed ones in all.
 
@@ -324,13 +334,7 @@ def _phase(port: int, clients: int, requests: int, warmup: int, target, marker: 
                 if resp.getheader("Connection", "").lower() == "close":
                     conn.close()
                     conn_box[0] = http.client.HTTPConnection("127.0.0.1", port, timeout=120)
-                if marker is not None and resp.getheader("Content-Encoding", "") == "gzip":
-                    body_text = gzip.decompress(body)
-                else:
-                    body_text = body
-                ok = resp.status == 200 and (marker is None or marker in body_text)
-                return ms, len(body), None if ok else f"HTTP {resp.status}" + ("" if resp.status != 200 else
-                                                                               " without the page marker")
+                return ms, len(body), _wrong(resp, body, marker)
             except (http.client.RemoteDisconnected, ConnectionResetError, BrokenPipeError) as exc:
                 conn.close()
                 conn_box[0] = http.client.HTTPConnection("127.0.0.1", port, timeout=120)

@@ -122,7 +122,7 @@ class SafeFileBasedCache(FileBasedCache):
 
 #: the text and bytes each process keeps beside their files (least recently read dropped first)
 MEMO_BYTES = 32 * 2**20
-_memo: OrderedDict[str, tuple[tuple, float | None, bytes | str]] = OrderedDict()
+_memo: OrderedDict[str, tuple[tuple, float | None, bytes | str, int]] = OrderedDict()  # ident, expiry, value, size
 _memo_size = 0
 _memo_lock = threading.Lock()  # Django makes a cache object per thread: the memo is the process's
 
@@ -139,15 +139,12 @@ def _memo_get(fname: str, ident: tuple):
 
 def _memo_put(fname: str, ident: tuple, expiry, value: bytes | str) -> None:
     global _memo_size
-    size = len(value) * (1 if isinstance(value, bytes) else 4)
+    size = len(value) * (1 if isinstance(value, bytes) else 4)  # a str's bound: 4 bytes a character
     if size > MEMO_BYTES // 8:
         return
     with _memo_lock:
         old = _memo.pop(fname, None)
-        if old is not None:
-            _memo_size -= len(old[2]) * (1 if isinstance(old[2], bytes) else 4)
-        _memo[fname] = (ident, expiry, value)
-        _memo_size += size
+        _memo[fname] = (ident, expiry, value, size)
+        _memo_size += size - (old[3] if old is not None else 0)
         while _memo_size > MEMO_BYTES:
-            _, dropped = _memo.popitem(last=False)
-            _memo_size -= len(dropped[2]) * (1 if isinstance(dropped[2], bytes) else 4)
+            _memo_size -= _memo.popitem(last=False)[1][3]

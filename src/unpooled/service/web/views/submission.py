@@ -185,23 +185,26 @@ def page_key(sub: Submission, newest: dict[str, int], *, manage: bool, level: st
             f"{hashlib.blake2b((pages + board).encode(), digest_size=6).hexdigest()}")
 
 
-def _public_key_fields(pk: int) -> Submission:
-    """For a reader not signed in: what the page's cache key reads of the public submission ``pk`` (404 for any
-    other), by one plain query (the ORM's compiling of the full query was most of a cached page's cost), as an
-    unsaved :class:`Submission` whose other fields are unset (the page itself is rendered from
-    :func:`_submission`)."""
+def _key_fields(request, pk: int) -> Submission:
+    """What the page's cache key reads of submission ``pk``, by one plain query (the ORM's compiling of the full
+    query was most of a cached page's cost), as an unsaved :class:`Submission` whose other fields are unset (the
+    page itself is rendered from :func:`_submission`); 404 unless the viewer may see it (``can_view``)."""
     from django.db import connection
 
-    sql = (f'SELECT s.status, s.updated, s.status_changed, s.team_id, c.id, c.name FROM "{Submission._meta.db_table}" s '
-           f'JOIN "{Corpus._meta.db_table}" c ON c.id = s.corpus_id WHERE s.id = %s AND s.visibility = %s')
+    sql = (f'SELECT s.status, s.visibility, s.updated, s.status_changed, s.team_id, c.id, c.name '
+           f'FROM "{Submission._meta.db_table}" s JOIN "{Corpus._meta.db_table}" c ON c.id = s.corpus_id '
+           f'WHERE s.id = %s')
     with connection.cursor() as cur:
-        cur.execute(sql, [pk, Submission.Visibility.PUBLIC])
+        cur.execute(sql, [pk])
         row = cur.fetchone()
     if row is None:
         raise Http404("no such submission")
-    status, updated, changed, team, corpus, name = row
-    return Submission(pk=pk, status=status, visibility=Submission.Visibility.PUBLIC, updated=updated,
-                      status_changed=changed, team_id=team, corpus=Corpus(pk=corpus, name=name))
+    status, visibility, updated, changed, team, corpus, name = row
+    sub = Submission(pk=pk, status=status, visibility=visibility, updated=updated, status_changed=changed,
+                     team_id=team, corpus=Corpus(pk=corpus, name=name))
+    if not can_view(request.user, sub):
+        raise Http404("no such submission")
+    return sub
 
 
 def _instant(t) -> str:
@@ -219,7 +222,7 @@ def submission_detail(request, pk: int):
     (:func:`page_key`); only the submission row and the newest score ids are read per request (for a reader
     not signed in, only the row's :data:`KEY_FIELDS`: the whole page comes from the cache)."""
     anonymous = anonymous_reader(request)
-    sub = _public_key_fields(pk) if anonymous else _submission(request, pk)
+    sub = _key_fields(request, pk) if anonymous else _submission(request, pk)
     manage = can_manage(request.user, sub)
     newest = _newest_ids(sub)
     ids = {lv: i for lv, i in newest.items() if lv != "~entities"}
