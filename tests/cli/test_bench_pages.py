@@ -18,7 +18,7 @@ def test_bench_pages_small_on_sqlite(tmp_path):
     env = {k: v for k, v in os.environ.items() if k not in ("DATABASE_URL", "UNPOOLED_DATA_DIR")}
     out = subprocess.run(
         [sys.executable, "-m", "unpooled.cli.main", "bench", "pages", "--submissions", "3", "--clients", "2",
-         "--requests", "20", "--instances", "300", "--history", "2", "--json"],
+         "--requests", "200", "--instances", "300", "--history", "2", "--json"],
         env=env, cwd=tmp_path, capture_output=True, text=True, timeout=300)
     assert out.returncode == 0, out.stderr[-3000:]
     got = json.loads(out.stdout.strip().splitlines()[-1])
@@ -30,6 +30,6 @@ def test_bench_pages_small_on_sqlite(tmp_path):
         fv = got["pages"]["submission"][k]
         assert fv["pages"] == 3 and fv["errors"] == 0 and 0 < fv["p50_ms"] <= fv["max_ms"], (k, fv)
     for page, f in got["pages"].items():
-        assert f["requests"] == 20 and f["errors"] == 0, (page, f)
+        assert f["requests"] == 200 and f["errors"] == 0, (page, f)
         assert 0 < f["p50_ms"] <= f["p95_ms"] <= f["p99_ms"] <= f["max_ms"], (page, f)
         assert f["throughput_rps"] > 0 and f["bytes"] > 1000 and f["server_cpu_ms_per_request"] > 0, (page, f)
