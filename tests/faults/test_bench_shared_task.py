@@ -25,6 +25,18 @@ def test_stage_times_end_each_stage_where_the_next_status_is_first_seen():
                    "scoring": [10.0, 0.0]}
 
 
+def test_publications_give_the_pace_from_the_first_published_on():
+    from unpooled.bench.shared_task import _publications
+
+    seen = {1: {"ingested": 4.0, "published": 110.0}, 2: {"published": 130.0}, 3: {"published": 170.0},
+            4: {"ingested": 6.0, "failed": 50.0}}  # failed: not a publication
+    assert _publications(seen, 10.0) == {"first": 100.0, "median": 120.0, "last": 160.0,
+                                         "per_hour_after_first": 2 / 60 * 3600}
+    assert _publications({1: {"published": 5.0}}, 0.0) == {"first": 5.0, "median": 5.0, "last": 5.0,
+                                                         "per_hour_after_first": None}
+    assert _publications({1: {"failed": 5.0}}, 0.0) is None
+
+
 def test_bench_shared_task_runs_a_small_task_end_to_end(shared_data, tmp_path):
     env = {"UNPOOLED_SHARED_DATA": str(shared_data), "PATH": "/usr/bin:/bin"}
     got = subprocess.run([sys.executable, "-m", "unpooled.cli.main", "bench", "shared-task", "--documents", "30",
@@ -37,6 +49,7 @@ def test_bench_shared_task_runs_a_small_task_end_to_end(shared_data, tmp_path):
     # every submission went through every stage; the crowd answered the drawn items (20 draws each, 3 answers)
     assert all(r["stages"][k] is not None for k in ("ingest", "waiting", "sampling", "annotating", "scoring"))
     assert r["answers"] >= 20 and r["labels"] > 0
+    assert 0 < r["published"]["first"] <= r["published"]["median"] <= r["published"]["last"] <= r["wall_seconds"]
     # where the worker's time went: three ingests and three lifecycles at least (a lifecycle may run in parts)
     assert r["tasks"]["ingest_upload"]["runs"] == 3 and r["tasks"]["advance_submission"]["runs"] >= 3
 

@@ -268,6 +268,18 @@ def _stage_times(seen: dict, t0: float) -> dict[str, list[float]]:
     return stages
 
 
+def _publications(seen: dict, t0: float) -> dict | None:
+    """When the submissions were published (seconds from the upload at ``t0``): the first, the median and the last,
+    and the rate between the first and the last (an hour's): the lifecycles' pace once the queue runs, which the
+    whole run's rate (``submissions_per_hour``) mixes with the build-up of the ingests and the first lifecycle."""
+    at = sorted(times["published"] - t0 for times in seen.values() if "published" in times)
+    if not at:
+        return None
+    span = at[-1] - at[0]
+    return {"first": round(at[0], 1), "median": round(statistics.median(at), 1), "last": round(at[-1], 1),
+            "per_hour_after_first": round((len(at) - 1) / span * 3600, 1) if span > 0 else None}
+
+
 # -- one configuration ----------------------------------------------------------------------------------------
 def run_one(cfg: dict, *, database_url: str, workers: int, work: Path, log=lambda msg: None) -> dict:
     env = {k: v for k, v in os.environ.items() if k != "UNPOOLED_DEBUG"}
@@ -335,6 +347,7 @@ def run_one(cfg: dict, *, database_url: str, workers: int, work: Path, log=lambd
         "submissions_per_hour": round(finished / wall * 3600, 1),  # those that ended, not those uploaded
         "stages": {k: {"median": round(statistics.median(v), 1), "max": round(max(v), 1)} if v else None
                    for k, v in stages.items()},
+        "published": _publications(seen, t0),
         "peak_worker_mb": round(max(peak.values(), default=0) / 1024, 0), "database_mb": round(size, 0),
         "answers": answers, "labels": labels, "tasks": tasks,
         "leaderboard_ms": {"requests": len(lat), "p50": round(lat[len(lat) // 2], 0) if lat else None,
@@ -406,6 +419,11 @@ def run(*, documents: int = 1000, submissions: int = 20, draws: int = 100, exhau
         b = r["build"]
         print("  " + " " * 36 + f"build: corpus {b['corpus_mb']:.0f} MB written in {b['write_seconds']:.0f} s, "
               f"loaded in {b['load_seconds']:.0f} s; KBs {b['kbs_seconds']:.0f} s; peak {b['peak_mb']:.0f} MB")
+        if r["published"]:
+            pub = r["published"]
+            print("  " + " " * 36 + f"published: the first {pub['first']:.0f} s after the uploads, the median "
+                  f"{pub['median']:.0f} s, the last {pub['last']:.0f} s; from the first on "
+                  f"{pub['per_hour_after_first'] or 0:.1f} an hour")
         print("  " + " " * 36 + "worker time: " + ", ".join(
             f"{k} {v['runs']} x, {v['seconds']:.0f} s (longest {v['longest']:.0f} s)" for k, v in r["tasks"].items()))
     return 0 if all(r["failed"] == r["unfinished"] == 0 for r in results) else 1
