@@ -254,6 +254,15 @@ def _follow(db: Db, serve_pid: int, n: int, t0: float, limit: float, log) -> tup
         time.sleep(0.5)
 
 
+def _settle(db: Db, timeout: float = 120.0) -> None:
+    """Wait (up to ``timeout`` seconds) until no background task is running: the task that published the last
+    submission goes on to warm the leaderboards, and the worker time read next counts finished tasks only."""
+    deadline = time.time() + timeout
+    while time.time() < deadline and db.rows("SELECT COUNT(*) FROM django_tasks_database_dbtaskresult WHERE "
+                                             "started_at IS NOT NULL AND finished_at IS NULL")[0][0]:
+        time.sleep(0.5)
+
+
 def _stage_times(seen: dict, t0: float) -> dict[str, list[float]]:
     """Per stage, the seconds each published submission spent in it (from the upload at ``t0``)."""
     order = ["ingested", "sampling", "annotating", "scoring", "published"]
@@ -319,6 +328,7 @@ def run_one(cfg: dict, *, database_url: str, workers: int, work: Path, log=lambd
         seen, peak = _follow(db, serve.pid, n, t0, cfg["limit"], log)
         wall = time.time() - t0
         stop.set()
+        _settle(db)
         failed = sum(1 for s in seen.values() if "failed" in s)
         answers, labels = db.rows("SELECT (SELECT COUNT(*) FROM annotation_answer), "
                                   "(SELECT COUNT(*) FROM annotation_label)")[0]
