@@ -29,7 +29,8 @@ Steps, each in its own process:
 
 Reported per page: requests, errors, p50/p95/p99/max latency (ms), throughput, response size,
 and the CPU the gunicorn workers (and the PostgreSQL backends of the bench database) spent per
-timed request (the warm-up's cold renders are not counted: a cache miss's cost is reported apart); plus the machine's CPU count and load average.  The target is p95 <= 100 ms.
+timed request (the warm-up's cold renders are not counted: a cache miss's cost is reported apart);
+plus the machine's CPU count and load average.  The target is p95 <= 100 ms.
 """
 
 from __future__ import annotations

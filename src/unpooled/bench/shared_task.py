@@ -246,12 +246,17 @@ def _follow(db: Db, serve_pid: int, n: int, t0: float, limit: float, log) -> tup
         for pid in child_pids(serve_pid):
             if "worker --slot" in _cmdline(pid):
                 peak[pid] = max(peak.get(pid, 0), _peak_kb(pid))
-        if sum(1 for s in seen.values() if "published" in s or "failed" in s) == n:
+        if not _unfinished(seen, n):
             return seen, peak
         if now - t0 > limit:
             log("bench shared-task: not every submission finished within the limit")
             return seen, peak
         time.sleep(0.5)
+
+
+def _unfinished(seen: dict, n: int) -> int:
+    """How many of the ``n`` submissions are neither published nor failed."""
+    return n - sum(1 for s in seen.values() if "published" in s or "failed" in s)
 
 
 def _settle(db: Db, timeout: float = 120.0) -> None:
@@ -328,7 +333,8 @@ def run_one(cfg: dict, *, database_url: str, workers: int, work: Path, log=lambd
         seen, peak = _follow(db, serve.pid, n, t0, cfg["limit"], log)
         wall = time.time() - t0
         stop.set()
-        _settle(db)
+        if not _unfinished(seen, n):  # past the limit the lifecycles still run: no point waiting for them
+            _settle(db)
         failed = sum(1 for s in seen.values() if "failed" in s)
         answers, labels = db.rows("SELECT (SELECT COUNT(*) FROM annotation_answer), "
                                   "(SELECT COUNT(*) FROM annotation_label)")[0]
@@ -346,15 +352,15 @@ def run_one(cfg: dict, *, database_url: str, workers: int, work: Path, log=lambd
             serve.wait()
         serve_log.close()
     stages = _stage_times(seen, t0)
-    finished = len([s for s in seen.values() if "published" in s or "failed" in s])
+    unfinished = _unfinished(seen, n)
     lat = sorted(latencies)
     return {
         "database": "sqlite" if database_url.startswith("sqlite") else "postgresql", "workers": workers,
         "documents": built["documents"], "submissions": n, "instances": instances, "build": built["build"],
-        "failed": failed, "unfinished": n - finished,
+        "failed": failed, "unfinished": unfinished,
         "wall_seconds": round(wall, 1), "instances_per_second": round(instances / max(
             max(stages["ingest"], default=wall), 1e-9), 0),
-        "submissions_per_hour": round(finished / wall * 3600, 1),  # those that ended, not those uploaded
+        "submissions_per_hour": round((n - unfinished) / wall * 3600, 1),  # those that ended, not those uploaded
         "stages": {k: {"median": round(statistics.median(v), 1), "max": round(max(v), 1)} if v else None
                    for k, v in stages.items()},
         "published": _publications(seen, t0),
@@ -431,9 +437,10 @@ def run(*, documents: int = 1000, submissions: int = 20, draws: int = 100, exhau
               f"loaded in {b['load_seconds']:.0f} s; KBs {b['kbs_seconds']:.0f} s; peak {b['peak_mb']:.0f} MB")
         if r["published"]:
             pub = r["published"]
+            pace = pub["per_hour_after_first"]
             print("  " + " " * 36 + f"published: the first {pub['first']:.0f} s after the uploads, the median "
-                  f"{pub['median']:.0f} s, the last {pub['last']:.0f} s; from the first on "
-                  f"{pub['per_hour_after_first'] or 0:.1f} an hour")
+                  f"{pub['median']:.0f} s, the last {pub['last']:.0f} s"
+                  + (f"; from the first on {pace:.1f} an hour" if pace is not None else ""))
         print("  " + " " * 36 + "worker time: " + ", ".join(
             f"{k} {v['runs']} x, {v['seconds']:.0f} s (longest {v['longest']:.0f} s)" for k, v in r["tasks"].items()))
     return 0 if all(r["failed"] == r["unfinished"] == 0 for r in results) else 1
