@@ -55,9 +55,8 @@ from unpooled.service.evaluations.policy import SERVICE_LEVELS as LEVELS
 #: per page: (server CPU ms a request, p95 ms or None) at most
 TARGETS = {**{p: (2.0, 100.0) for p in ("leaderboard_instance", "leaderboard_relation", "leaderboard_entity",
                                         "submission")}, "task_verify": (5.0, None), "task_entities": (5.0, None)}
+PAGES = tuple(TARGETS)
 PG_DATABASE = "unpooled_bench_pages"
-PAGES = ("leaderboard_instance", "leaderboard_relation", "leaderboard_entity", "submission", "task_verify",
-         "task_entities")
 
 
 # -- build (a fresh process with Django) -------------------------------------------------------------
@@ -588,33 +587,41 @@ def run(submissions: int = 100, clients: int = 20, requests: int = 1000, *, as_j
     if as_json:
         print(json.dumps(result))
     else:
-        c = result["counts"]
-        print(f"bench pages on {result['database']}: {c['submissions']} published submissions "
-              f"({c['instances']:,} instances, {c['draws']:,} draws, {c['labelled_keys']:,} labelled keys, "
-              f"{c['scores']:,} scores); gunicorn {workers} workers x {threads} threads; {clients} clients in "
-              f"closed loop; {result['cpus_usable']} CPUs, load average {' '.join(map(str, load0))} before, "
-              f"{' '.join(map(str, load1))} after")
-        print(f"  {'page':22} {'requests':>8} {'errors':>6} {'p50 ms':>8} {'p95 ms':>8} {'p99 ms':>8} "
-              f"{'max ms':>8} {'req/s':>7} {'KB':>6} {'CPU ms/req':>10}")
-        for page, f in figures.items():
-            cpu = f"{f['server_cpu_ms_per_request']:.1f}" + (f"+{f['db_cpu_ms_per_request']:.1f}db"
-                                                             if f["db_cpu_ms_per_request"] is not None else "")
-            print(f"  {page:22} {f['requests']:8d} {f['errors']:6d} {f['p50_ms']:8.1f} {f['p95_ms']:8.1f} "
-                  f"{f['p99_ms']:8.1f} {f['max_ms']:8.1f} {f['throughput_rps']:7.1f} {f['bytes'] / 1024:6.1f} "
-                  f"{cpu:>10}")
-        for page, f in figures.items():
-            for k, who in (("first_view", "a visitor"), ("first_view_team", "a member of its team")):
-                if k in f:
-                    fv = f[k]
-                    print(f"  {page}: first view of each of the {fv['pages']} pages by {who} (rendered, then "
-                          f"cached; one client, before the timed requests): p50 {fv['p50_ms']:.1f} ms, "
-                          f"p95 {fv['p95_ms']:.1f} ms, max {fv['max_ms']:.1f} ms, {fv['errors']} errors")
-        print("  leaderboard built in-process (cache miss): "
-              + ", ".join(f"{lv} {ms:.0f} ms" for lv, ms in result["leaderboard_build_ms"].items())
-              + "; targets (server CPU ms a request, p95 ms): " + ", ".join(
-                  f"{page} {TARGETS[page][0]:g}" + (f"/{TARGETS[page][1]:g}" if TARGETS[page][1] else "")
-                  + (" met" if ok else " NOT met") for page, ok in result["meets_target"].items()))
+        _print_report(result)
     return 0 if all(p["errors"] == 0 for p in figures.values()) else 4
+
+
+def _print_report(result: dict) -> None:
+    """:func:`run`'s figures as text: the set-up, a line per page, the first views, the verdict per page."""
+    figures, gun = result["pages"], result["gunicorn"]
+    workers, threads, clients = gun["workers"], gun["threads"], result["clients"]
+    load0, load1 = result["loadavg_before"], result["loadavg_after"]
+    c = result["counts"]
+    print(f"bench pages on {result['database']}: {c['submissions']} published submissions "
+          f"({c['instances']:,} instances, {c['draws']:,} draws, {c['labelled_keys']:,} labelled keys, "
+          f"{c['scores']:,} scores); gunicorn {workers} workers x {threads} threads; {clients} clients in "
+          f"closed loop; {result['cpus_usable']} CPUs, load average {' '.join(map(str, load0))} before, "
+          f"{' '.join(map(str, load1))} after")
+    print(f"  {'page':22} {'requests':>8} {'errors':>6} {'p50 ms':>8} {'p95 ms':>8} {'p99 ms':>8} "
+          f"{'max ms':>8} {'req/s':>7} {'KB':>6} {'CPU ms/req':>10}")
+    for page, f in figures.items():
+        cpu = f"{f['server_cpu_ms_per_request']:.1f}" + (f"+{f['db_cpu_ms_per_request']:.1f}db"
+                                                         if f["db_cpu_ms_per_request"] is not None else "")
+        print(f"  {page:22} {f['requests']:8d} {f['errors']:6d} {f['p50_ms']:8.1f} {f['p95_ms']:8.1f} "
+              f"{f['p99_ms']:8.1f} {f['max_ms']:8.1f} {f['throughput_rps']:7.1f} {f['bytes'] / 1024:6.1f} "
+              f"{cpu:>10}")
+    for page, f in figures.items():
+        for k, who in (("first_view", "a visitor"), ("first_view_team", "a member of its team")):
+            if k in f:
+                fv = f[k]
+                print(f"  {page}: first view of each of the {fv['pages']} pages by {who} (rendered, then "
+                      f"cached; one client, before the timed requests): p50 {fv['p50_ms']:.1f} ms, "
+                      f"p95 {fv['p95_ms']:.1f} ms, max {fv['max_ms']:.1f} ms, {fv['errors']} errors")
+    print("  leaderboard built in-process (cache miss): "
+          + ", ".join(f"{lv} {ms:.0f} ms" for lv, ms in result["leaderboard_build_ms"].items())
+          + "; targets (server CPU ms a request, p95 ms): " + ", ".join(
+              f"{page} {TARGETS[page][0]:g}" + (f"/{TARGETS[page][1]:g}" if TARGETS[page][1] else "")
+              + (" met" if ok else " NOT met") for page, ok in result["meets_target"].items()))
 
 
 def meets(page: str, f: dict) -> bool:
