@@ -553,13 +553,15 @@ def test_scores_carry_their_breakdown_without_the_error_analysis(client, people,
     from django.utils import timezone
 
     from unpooled.service.evaluations.breakdown import VERSION
-    from unpooled.service.evaluations.models import Breakdown
+    from unpooled.service.evaluations.models import Breakdown, MissedInstances
 
     sub = subs["red_pub"]
     old, new = score(sub, f1=0.5), score(sub, f1=0.5, labels_new=3)
+    missed = MissedInstances.objects.create(submission=sub, level="instance", digest="m", total=1, truth_total=2,
+                                            entries=[[None, "d1", 0, 1]])
     bd = Breakdown.objects.create(submission=sub, level="instance", estimator="joint", inputs="d", version=VERSION,
-                                  computed=timezone.now(), data={
-                                      "relation": [{"group": "P17", "p": 0.25}], "missed": [[None, "d1", 0, 1]],
+                                  computed=timezone.now(), missed=missed, data={
+                                      "relation": [{"group": "P17", "p": 0.25}],
                                       "all_counts": {"instances": 7, "n_draws": 5, "n_true": 2}})
     Score.objects.filter(pk__in=[old.pk, new.pk]).update(breakdown=bd)
     got = client.get(f"/api/submissions/{sub.pk}/scores").json()["scores"]["instance"]
@@ -568,6 +570,7 @@ def test_scores_carry_their_breakdown_without_the_error_analysis(client, people,
     for shown, s in ((got, new), (hist[1], old)):
         b = shown["breakdown"]
         assert b["relation"] == [{"group": "P17", "p": 0.25}] and "missed" not in b and "missed" not in shown["details"]
+        assert (b["missed_total"], b["truth_total"]) == (1, 2)
         assert b["score"] == s.pk and (b["all"]["f1"], b["all"]["instances"], b["all"]["n_true"]) == (0.5, 7, 2)
 
 

@@ -16,7 +16,7 @@ from django.test.utils import CaptureQueriesContext
 
 from unpooled.service.annotation.models import Label, Task
 from unpooled.service.evaluations import breakdown, scoring
-from unpooled.service.evaluations.models import Breakdown, Score
+from unpooled.service.evaluations.models import Breakdown, MissedInstances, Score
 from unpooled.service.evaluations.publish import rescore, score_corpus
 from unpooled.service.submissions.models import RelationInstance, SubmissionEntity
 
@@ -56,6 +56,7 @@ def _stored_sizes() -> tuple[int, int, int]:
 
     chars = sum(len(json.dumps(d)) for d in Breakdown.objects.values_list("data", flat=True))
     chars += sum(len(json.dumps(d)) for d in Score.objects.values_list("details", flat=True))
+    chars += sum(len(json.dumps(d)) for d in MissedInstances.objects.values_list("entries", flat=True))
     return Score.objects.count(), Breakdown.objects.count(), chars
 
 
@@ -125,6 +126,10 @@ def test_new_labels_recompute_the_breakdowns_from_memory(world):  # noqa: F811
     got = _newest(corpus)
     assert all(got[s]["inputs"] != old[s]["inputs"] for s in got)
     assert any(got[s]["relation"] != old[s]["relation"] for s in got), "the labels moved the groups' estimates"
+    # the missed true instances moved with no label: the new breakdowns share the rows of the old ones
+    assert all(got[s]["missed"] == old[s]["missed"] and got[s]["missed_total"] == old[s]["missed_total"] for s in got)
+    assert MissedInstances.objects.count() == len(got)
+    assert {b.missed_id for b in Breakdown.objects.all()} == set(MissedInstances.objects.values_list("id", flat=True))
     scratch = _from_scratch(corpus)
     assert {s: _numbers(bd) for s, bd in scratch.items()} == {s: _numbers(bd) for s, bd in got.items()}
     # a re-score with nothing new after that keeps the scores and their breakdowns
@@ -151,6 +156,9 @@ def test_another_truth_recomputes_the_breakdowns(world):  # noqa: F811
     got = _newest(corpus)
     assert all(got[s]["computed"] != old[s]["computed"] for s in got)
     assert any("RETYPED" in {r["group"] for r in got[s]["entity_type"]} for s in got)
+    # the missed instances carry the truth's types: stored anew where the submission misses a retyped one
+    assert MissedInstances.objects.count() > len(got)
+    assert any(e[7] == "RETYPED" for s in got for e in got[s]["missed"])
 
 
 def test_recomputing_every_breakdown_deletes_the_rows_no_score_points_to(world):  # noqa: F811

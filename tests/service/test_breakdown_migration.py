@@ -1,7 +1,7 @@
 """The migration that stores breakdowns once (evaluations 0007): every ``details['breakdown']`` of the scores becomes
 a :class:`~unpooled.service.evaluations.models.Breakdown` row, one per breakdown computed (the copies a re-scoring
-carried over share it), read back as it was (:func:`~unpooled.service.evaluations.breakdown.stored`); and backwards
-each score gets its copy again."""
+carried over share it), holding what the score's copy held; and backwards each score gets its copy again.  (The
+shape 0007 wrote, breakdown VERSION 2, is read no more: such rows are computed again, 0008.)"""
 
 from __future__ import annotations
 
@@ -15,6 +15,9 @@ pytestmark = pytest.mark.django_db(transaction=True)
 
 BEFORE = [("evaluations", "0006_recall_protocol")]
 AFTER = [("evaluations", "0007_breakdowns")]
+LATEST = [("evaluations", "0008_missed_instances")]
+#: what a breakdown of 0007 kept in its columns (the rest is its ``data``)
+COLUMNS = ("version", "estimator", "level", "inputs", "computed")
 FIGURES = ("p", "p_lo", "p_hi", "r", "r_lo", "r_hi", "f1", "f1_lo", "f1_hi")
 
 
@@ -36,7 +39,8 @@ def _old_breakdown(score, *, computed: str, inputs: str, p17: float) -> dict:
 
 def test_breakdowns_move_to_their_rows_and_back():
     from unpooled.service.corpora.actions import do_load_corpus
-    from unpooled.service.evaluations import breakdown
+    from datetime import datetime
+
     from unpooled.service.evaluations.models import Score
     from unpooled.service.submissions.models import Submission, Team
 
@@ -56,17 +60,23 @@ def test_breakdowns_move_to_their_rows_and_back():
         OldScore.objects.filter(pk=s.pk).update(details={"ess": 3.0, "breakdown": bd})
 
     apps = _migrate(AFTER)
-    assert apps.get_model("evaluations", "Breakdown").objects.count() == 2
+    Breakdown = apps.get_model("evaluations", "Breakdown")
+    assert Breakdown.objects.count() == 2
     scores = {s.pk: s for s in Score.objects.filter(submission=sub)}
     assert scores[made[0].pk].breakdown_id == scores[made[1].pk].breakdown_id != scores[made[2].pk].breakdown_id
     assert scores[plain.pk].breakdown_id is None and scores[plain.pk].details == {"ess": 1.0}
     for s, bd in zip(made, old):
         assert scores[s.pk].details == {"ess": 3.0}
-        assert breakdown.stored(scores[s.pk]) == bd
+        row = Breakdown.objects.get(pk=scores[s.pk].breakdown_id)
+        assert {c: getattr(row, c) for c in COLUMNS} == {**{c: bd[c] for c in COLUMNS},
+                                                        "computed": datetime.fromisoformat(bd["computed"])}
+        counts = {c: bd["all"][c] for c in ("instances", "n_draws", "n_true")}
+        assert row.data == {**{k: v for k, v in bd.items() if k not in COLUMNS + ("score", "all")},
+                            "all_counts": counts}
 
     apps = _migrate(BEFORE)
     OldScore = apps.get_model("evaluations", "Score")
     for s, bd in zip(made, old):
         assert OldScore.objects.get(pk=s.pk).details == {"ess": 3.0, "breakdown": bd}
     assert OldScore.objects.get(pk=plain.pk).details == {"ess": 1.0}
-    _migrate(AFTER)
+    _migrate(LATEST)

@@ -22,8 +22,10 @@ the breakdown belongs to (the joint estimate of :func:`unpooled.core.estimators.
 recomputed with the groups' estimator, whose recall uses the exhaustive documents alone
 (the module documentation of :mod:`unpooled.core.estimators.breakdown`).
 
-The breakdown is computed once per new score and stored once, in a :class:`~.models.Breakdown` row (with the
-submission's *missed* true instances) the score points to (``Score.breakdown``), so that the page only reads it.
+The breakdown is computed once per new score and stored once, in a :class:`~.models.Breakdown` row the score points
+to (``Score.breakdown``), so that the page only reads it; the submission's *missed* true instances, which move with
+the truth but not with the labels, in a :class:`~.models.MissedInstances` row its breakdowns share while the truth
+is the same (a label batch stores no copy of them).
 :func:`compute_breakdowns` fills it for every newest score of a corpus at a level in one
 pass (one design for all submissions); call it after re-scoring, or let the page call
 :func:`ensure_breakdowns` on a miss (one process at a time per corpus and level).  It reads no submission's
@@ -40,6 +42,8 @@ text around the spans, subject, object and provenance highlighted (:func:`highli
 
 from __future__ import annotations
 
+import hashlib
+import json
 import math
 from dataclasses import dataclass
 
@@ -56,11 +60,11 @@ from unpooled.service.submissions.models import RelationInstance, Submission
 
 from . import inputs, scoring
 from .inputs import system_name
-from .models import Breakdown, Draw, Score
+from .models import Breakdown, Draw, MissedInstances, Score
 from .policy import CONFIDENCE
 
 #: bump when the stored shape changes: older breakdowns are recomputed
-VERSION = 2
+VERSION = 3
 UNTYPED = "(untyped)"
 #: at most this many missed true instances are stored per score (the total is kept)
 MISSED_CAP = 2000
@@ -97,17 +101,19 @@ def stored(score: Score | None) -> dict | None:
 
 
 def _view(b: Breakdown, score: Score) -> dict | None:
-    if b.version != VERSION:
+    if b.version != VERSION or b.missed is None:
         return None
     data = dict(b.data)
     counts = data.pop("all_counts")
+    data.update(missed=b.missed.entries, missed_total=b.missed.total, truth_total=b.missed.truth_total)
     return {**data, "version": b.version, "estimator": b.estimator, "level": b.level, "inputs": b.inputs,
             "computed": b.computed.isoformat(), "score": score.pk, "all": headline_row(score, **counts)}
 
 
 def stored_of(scores: list[Score]) -> dict[int, dict | None]:
     """:func:`stored` of each of ``scores`` (score id -> breakdown or None), each breakdown row read once."""
-    rows = Breakdown.objects.in_bulk({s.breakdown_id for s in scores if s.breakdown_id is not None})
+    rows = Breakdown.objects.select_related("missed").in_bulk({s.breakdown_id for s in scores
+                                                               if s.breakdown_id is not None})
     return {s.pk: _view(rows[s.breakdown_id], s) if s.breakdown_id in rows else None for s in scores}
 
 
@@ -187,7 +193,7 @@ def compute_breakdowns(corpus: Corpus, level: str, *, only_missing: bool = True)
     previous = _previous_breakdowns(todo, level) if only_missing else {}
     scored: dict[tuple[str, str], tuple[scoring.Scored, str]] = {}
     now = timezone.now()
-    done, pending, new = [], {}, {}
+    done, pending, new, missed = [], {}, {}, {}
     replaced = {s.breakdown_id for s in todo.values()} - {None}
     for sid, score in todo.items():
         weights, match = parse_estimator(score.estimator)
@@ -207,17 +213,39 @@ def compute_breakdowns(corpus: Corpus, level: str, *, only_missing: bool = True)
     for (weights, match), scores in pending.items():
         got, fp = scored[(weights, match)]
         design = _scored_design(corpus, got, ttypes)
-        for score, data in zip(scores, _breakdowns(scores, design, corpus.schema.schema())):
+        for score, (data, miss) in zip(scores, _breakdowns(scores, design, corpus.schema.schema())):
             new[score.submission_id] = Breakdown(submission_id=score.submission_id, level=level,
                                                  estimator=score.estimator, inputs=fp, version=VERSION,
                                                  computed=now, data=data)
+            missed[score.submission_id] = miss
     with transaction.atomic():
+        rows = _missed_rows(level, missed)
+        for sid, b in new.items():
+            b.missed_id = rows[sid]
         Breakdown.objects.bulk_create(list(new.values()), batch_size=50)
         for sid, b in new.items():
             todo[sid].breakdown = b
         Score.objects.bulk_update(done, ["breakdown"], batch_size=500)
         Breakdown.objects.filter(pk__in=replaced, scores__isnull=True).delete()
     return len(done)
+
+
+def _missed_rows(level: str, missed: dict[int, dict]) -> dict[int, int]:
+    """The :class:`~.models.MissedInstances` row of each submission's missed instances (submission id -> row id):
+    the stored one of the same digest, else a new one (two processes storing the same: one insert wins, both read
+    it)."""
+    def stored_rows():
+        return {(r.submission_id, r.digest): r.pk for r in MissedInstances.objects.filter(
+            submission_id__in=list(missed), level=level, digest__in={m["digest"] for m in missed.values()})
+            .only("id", "submission_id", "digest")}
+
+    have = stored_rows() if missed else {}
+    todo = [MissedInstances(submission_id=sid, level=level, **m) for sid, m in missed.items()
+            if (sid, m["digest"]) not in have]
+    if todo:
+        MissedInstances.objects.bulk_create(todo, batch_size=50, ignore_conflicts=True)
+        have = stored_rows()
+    return {sid: have[(sid, m["digest"])] for sid, m in missed.items()}
 
 
 def _previous_breakdowns(todo: dict[int, Score], level: str) -> dict[int, Breakdown]:
@@ -234,9 +262,10 @@ def _previous_breakdowns(todo: dict[int, Score], level: str) -> dict[int, Breakd
 BATCH = 64
 
 
-def _breakdowns(scores: list[Score], got: dict, schema) -> list[dict]:
-    """The breakdowns of ``scores`` on the shared design ``got`` (:func:`_scored_design`), what
-    :attr:`.models.Breakdown.data` holds (the ``all`` row's counts; its figures are the score's): every
+def _breakdowns(scores: list[Score], got: dict, schema) -> list[tuple[dict, dict]]:
+    """The breakdowns of ``scores`` on the shared design ``got`` (:func:`_scored_design`), each what
+    :attr:`.models.Breakdown.data` holds (the ``all`` row's counts; its figures are the score's) and its missed
+    instances (:func:`_missed`): every
     submission's groups by relation and by type scored together
     (:func:`~unpooled.core.estimators.breakdown.subset_scores_many`), :data:`BATCH` submissions at a time."""
     out = []
@@ -246,7 +275,8 @@ def _breakdowns(scores: list[Score], got: dict, schema) -> list[dict]:
         jobs = [job for _, g in part for job in (g["relation"], g["entity_type"])]
         res = subset_scores_many(got["design"], jobs, weights=got["W"], confidence=CONFIDENCE, zero_division="nan",
                                  votes=got["votes"], shared=got["shared"])
-        out += [_breakdown_data(g, res[2 * n], res[2 * n + 1], got, schema) for n, (_, g) in enumerate(part)]
+        out += [(_breakdown_data(g, res[2 * n], res[2 * n + 1], got, schema), _missed(g["i"], got))
+                for n, (_, g) in enumerate(part)]
     return out
 
 
@@ -285,14 +315,23 @@ def _missed_entries(truth: list, ttypes: dict, doc_pk: dict) -> tuple[list, np.n
     return entries, rank
 
 
+def _missed(i: int, got: dict) -> dict:
+    """System ``i``'s missed true instances as :class:`~.models.MissedInstances` stores them: the first
+    :data:`MISSED_CAP` in the order they are shown, how many in all, and a digest of the entries and the truth."""
+    truth = got["truth"]
+    idx = np.flatnonzero(~got["design"].g0[i]) if len(truth) else np.zeros(0, np.int64)
+    shown = idx[:MISSED_CAP]
+    shown = shown[np.argsort(got["missed_rank"][shown], kind="stable")].astype(np.int64)
+    digest = hashlib.blake2b(f"{got['truth_digest']}:{len(idx)}:".encode() + shown.tobytes(), digest_size=16)
+    entries = got["missed_entries"]
+    return {"digest": digest.hexdigest(), "entries": [entries[k] for k in shown.tolist()], "total": int(len(idx)),
+            "truth_total": int(len(truth))}
+
+
 def _breakdown_data(g: dict, rel, typ, got: dict, schema) -> dict:
     """One submission's breakdown (``g``: :func:`_groupings`; ``rel``, ``typ``: its two
-    :class:`~unpooled.core.estimators.breakdown.SubsetScores`) and its missed true instances."""
+    :class:`~unpooled.core.estimators.breakdown.SubsetScores`)."""
     design, truth, i = got["design"], got["truth"], g["i"]
-    missed_idx = np.flatnonzero(~design.g0[i]) if len(truth) else np.zeros(0, np.int64)
-    shown = missed_idx[:MISSED_CAP]
-    entries = got["missed_entries"]
-    missed = [entries[k] for k in shown[np.argsort(got["missed_rank"][shown], kind="stable")].tolist()]
 
     def describe(pred: str) -> str:
         r = schema.resolve(pred)
@@ -305,7 +344,6 @@ def _breakdown_data(g: dict, rel, typ, got: dict, schema) -> dict:
         "all_counts": {"instances": len(g["xs"]), "n_draws": int(rel.n_draws.sum()), "n_true": int(len(truth))},
         "relation": [_clip(r) for r in _table(rel, got["preds"], g["counts_rel"], describe)],
         "entity_type": [_clip(r) for r in _table(typ, g["types"], g["counts_type"])],
-        "missed": missed, "missed_total": int(len(missed_idx)), "truth_total": int(len(truth)),
     }
 
 
@@ -326,7 +364,8 @@ def _scored_design(corpus: Corpus, got: scoring.Scored, ttypes: dict) -> dict:
             "universe_pred": pool_pred[groups.predicate] if len(groups.predicate) else groups.predicate,
             "truth_pred": np.array([pcode[t.ref.predicate] for t in truth], dtype=np.int64),
             "truth_stype": [ttypes.get(t.key, (UNTYPED, UNTYPED))[0] for t in truth],
-            "missed_entries": entries, "missed_rank": rank}
+            "missed_entries": entries, "missed_rank": rank,
+            "truth_digest": hashlib.blake2b(json.dumps(entries).encode(), digest_size=16).hexdigest()}
 
 
 def ensure_breakdowns(corpus: Corpus, level: str) -> bool:

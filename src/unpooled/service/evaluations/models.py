@@ -27,12 +27,30 @@ class Draw(models.Model):
         constraints = [models.UniqueConstraint(fields=["submission", "level", "seq"], name="draw_unique_seq")]
 
 
+class MissedInstances(models.Model):
+    """The true instances of the exhaustive documents that a submission does not match at a level, as its breakdown
+    lists them (:mod:`.breakdown`; at most :data:`.breakdown.MISSED_CAP`, ``total`` of ``truth_total``).  They move
+    with the truth and the matching only, not with the labels, so the breakdowns of one submission share a row
+    (``digest``: of the listed entries and the truth's): a label batch stores no copy of them."""
+
+    submission = models.ForeignKey(Submission, on_delete=models.CASCADE, related_name="missed_instances")
+    level = models.CharField(max_length=20)
+    digest = models.CharField(max_length=32)
+    total = models.PositiveIntegerField()
+    truth_total = models.PositiveIntegerField()
+    entries = JSONField(default=list)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["submission", "level", "digest"], name="missed_unique_digest")]
+
+
 class Breakdown(models.Model):
-    """A submission's score at a level broken down by relation and by subject entity type, with its missed true
-    instances (:mod:`.breakdown`): computed once from the scoring's inputs (``inputs``: the digest of their
-    fingerprint, :func:`.inputs.digest`) and stored once; every score estimated from the same inputs with the same
-    ``estimator`` points to this row (:attr:`Score.breakdown`).  ``data`` holds the tables and the missed instances;
-    the ``all`` row is the score's own figures (:func:`.breakdown.stored` puts them in), so a row never copies one."""
+    """A submission's score at a level broken down by relation and by subject entity type (:mod:`.breakdown`):
+    computed once from the scoring's inputs (``inputs``: the digest of their fingerprint, :func:`.inputs.digest`) and
+    stored once; every score estimated from the same inputs with the same ``estimator`` points to this row
+    (:attr:`Score.breakdown`).  ``data`` holds the tables, ``missed`` the missed true instances (a row shared by the
+    submission's breakdowns of the same truth); the ``all`` row is the score's own figures (:func:`.breakdown.stored`
+    puts them in), so a row never copies one."""
 
     submission = models.ForeignKey(Submission, on_delete=models.CASCADE, related_name="breakdowns")
     level = models.CharField(max_length=20)
@@ -42,6 +60,7 @@ class Breakdown(models.Model):
     version = models.PositiveSmallIntegerField()
     computed = models.DateTimeField()
     data = JSONField(default=dict)
+    missed = models.ForeignKey(MissedInstances, null=True, on_delete=models.CASCADE, related_name="breakdowns")
 
     class Meta:
         indexes = [models.Index(fields=["submission", "level", "id"], name="breakdown_sub_level")]
