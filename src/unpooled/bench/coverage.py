@@ -136,10 +136,11 @@ def reset_evaluation_state(corpus) -> None:
     """Delete the corpus's draws, scores, tasks, labels and exhaustive sample (callers roll back)."""
     from unpooled.service.annotation.models import Annotator, ExhaustiveDocument, Label, Task
 
-    from unpooled.service.evaluations.models import Draw, MissedInstances, Score
+    from unpooled.service.evaluations.models import Breakdown, Draw, MissedInstances, Score
 
     Score.objects.filter(submission__corpus=corpus).delete()
-    MissedInstances.objects.filter(submission__corpus=corpus).delete()  # and the breakdowns (they point to them)
+    Breakdown.objects.filter(submission__corpus=corpus).delete()
+    MissedInstances.objects.filter(submission__corpus=corpus).delete()
     Draw.objects.filter(submission__corpus=corpus).delete()
     Label.objects.filter(corpus=corpus).delete()
     Task.objects.filter(corpus=corpus).delete()

@@ -97,7 +97,7 @@ def stored(score: Score | None) -> dict | None:
     what they were computed from, and the ``all`` row, the score's own figures (:func:`headline_row`)."""
     if score is None or score.breakdown_id is None:
         return None
-    return _view(score.breakdown, score)
+    return stored_of([score])[score.pk]  # (the row and its missed instances in one query)
 
 
 def _view(b: Breakdown, score: Score) -> dict | None:
