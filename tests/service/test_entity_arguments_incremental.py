@@ -78,3 +78,25 @@ def test_new_answers_are_read_alone_and_the_scores_are_the_from_scratch_ones(wor
     assert entities.compute(corpus, level="instance") == []
     assert _newest(corpus) == fresh
     assert changed and fresh != got
+
+
+def test_nothing_new_keeps_the_argument_precision_and_a_new_answer_recomputes_it(world, monkeypatch):  # noqa: F811
+    corpus, a, b = world
+    who = [Annotator.objects.create(backend=Backend.SIMULATED, external_id=f"keep-{k}") for k in range(3)]
+    insts = {}
+    for inst in RelationInstance.objects.filter(pk__in=Draw.objects.filter(level="instance").values("instance_id")):
+        insts.setdefault(inst.key, inst)
+    keys = sorted(insts)
+    for n, key in enumerate(keys[:-1]):
+        _answer(corpus, insts[key], who, n)
+    calls = []
+    real = entities._arguments
+    monkeypatch.setattr(entities, "_arguments", lambda *args: calls.append(1) or real(*args))
+    first = entities.results(corpus, level="instance")
+    assert len(calls) == 1 and first.info["draws_unjudged"] >= 0
+    again = entities.results(corpus, level="instance")
+    assert len(calls) == 1, "nothing new: the argument precision is the one kept"
+    assert [s.to_dict() for s in again.scores] == [s.to_dict() for s in first.scores]
+    _answer(corpus, insts[keys[-1]], who, 1)
+    entities.results(corpus, level="instance")
+    assert len(calls) == 2, "a new answer: computed again"

@@ -51,8 +51,10 @@ LEVEL_ORDER = ("instance", "relation", "entity", "subj-rel", "fill")
 MATCH = "overlap"
 
 
-def _arguments(corpus: Corpus, scored, level: str, subs: list[Submission]) -> tuple[dict | None, dict]:
-    """The argument-mention precision of every submission from the relation design (core), and notes."""
+def _arguments(corpus: Corpus, scored, level: str, subs: list[Submission], answers: list) -> tuple[dict | None, dict]:
+    """The argument-mention precision of every submission from the relation design (core) and the verification
+    answers on the drawn instances' arguments (``answers``: :func:`.entity_inputs.argument_answers`' rows), and
+    notes."""
     res = scored.result
     info: dict = {"level": level}
     m = len(subs)
@@ -67,7 +69,7 @@ def _arguments(corpus: Corpus, scored, level: str, subs: list[Submission]) -> tu
     items: dict = {}
     it, wk, yv = [], [], []
     item_span: list = []
-    for task_id, key, doc, subj, obj, ann, s_ok, o_ok in entity_inputs.argument_answers(corpus):
+    for task_id, key, doc, subj, obj, ann, s_ok, o_ok in answers:
         if key not in keys:
             continue
         for role, span, ok in (("subject", subj, s_ok), ("object", obj, o_ok)):
@@ -148,7 +150,13 @@ def results(corpus: Corpus, *, level: str | None = None) -> Computed | None:
         level = next((lv for lv in LEVEL_ORDER if lv in drawn), None)
     arguments, info = None, {"level": level}
     if level is not None:
-        arguments, info = _arguments(corpus, scoring.score(corpus, level=level, match=MATCH), level, subs)
+        scored = scoring.score(corpus, level=level, match=MATCH)
+        answers_fp, answers = entity_inputs.argument_answers(corpus)
+        # the same relation inputs, answers and submissions: the same precision (kept; None: nothing to key on)
+        args_key = (level, MATCH, scored.fp, answers_fp, tuple((s.pk, s.created) for s in subs))
+        compute_args = lambda: _arguments(corpus, scored, level, subs, answers)  # noqa: E731
+        arguments, info = (compute_args() if scored.fp is None
+                           else entity_inputs.arguments(corpus, args_key, compute_args))
     systems, arg_spans, counts = entity_inputs.system_inputs(subs, docs)
     identity_fp, identity = entity_inputs.nil_identity(corpus)
     types = sorted(corpus.schema.schema().entity_types) or None

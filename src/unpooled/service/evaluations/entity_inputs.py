@@ -54,6 +54,7 @@ _side: dict = {}      # corpus -> (key, DocumentSide)
 _parts: dict = {}     # (submission pk, created) -> (key, SystemPart)
 _spans: dict = {}     # corpus -> _Spans
 _arguments: dict = {}  # corpus -> _ArgumentAnswers (:func:`argument_answers`)
+_argument_precision: dict = {}  # corpus -> (key, (precision, notes)) (:func:`arguments`)
 
 
 def _id_fingerprint(qs) -> tuple:
@@ -212,6 +213,13 @@ def document_terms(corpus: Corpus, key: tuple, compute):
     return _kept(_terms, corpus, key, compute)
 
 
+def arguments(corpus: Corpus, key: tuple, compute):
+    """The argument mentions' precision kept under ``key`` (the relation inputs' and the argument answers'
+    fingerprints, the level and the submissions), else ``compute()``'s, kept (one per corpus): a re-scoring with
+    nothing new computes it again from nothing."""
+    return _kept(_argument_precision, corpus, key, compute)
+
+
 def document_side(corpus: Corpus, key: tuple, compute):
     """The documents' side of the document terms kept under ``key``, else ``compute()``'s, kept (one per corpus)."""
     return _kept(_side, corpus, key, compute)
@@ -298,17 +306,18 @@ def _argument_rows(qs) -> list:
     return out
 
 
-def argument_answers(corpus: Corpus) -> list:
+def argument_answers(corpus: Corpus) -> tuple[tuple, list]:
     """The counted answers to the corpus's verification tasks (not controls, not quarantined, weight above 0, by an
     annotator not blocked), by id, as :func:`_argument_rows` gives them: read once and appended to (answers are
     append-only), checked against the fingerprint (count, max id, sum of ids) of the answers counted on every call:
-    one whose new ids do not account for it (an answer quarantined, an annotator blocked) re-reads them all."""
+    one whose new ids do not account for it (an answer quarantined, an annotator blocked) re-reads them all.
+    Returns the fingerprint and the rows."""
     qs = _argument_answers_qs(corpus)
     fp = _id_fingerprint(qs)
     with lock:
         held = _arguments.get(corpus_key(corpus))
         if held is not None and held.fp == fp:
-            return held.rows
+            return fp, held.rows
         rows = None
         if held is not None and held.fp[1] is not None and fp[1] is not None and fp[1] > held.fp[1]:
             new = qs.filter(id__gt=held.fp[1], id__lte=fp[1])
@@ -318,11 +327,12 @@ def argument_answers(corpus: Corpus) -> list:
         if rows is None:
             rows = _argument_rows(qs.filter(id__lte=fp[1]) if fp[1] is not None else qs.none())
         _arguments[corpus_key(corpus)] = _ArgumentAnswers(fp, rows)
-        return rows
+        return fp, rows
 
 
 
 def clear_cache() -> None:
     with lock:
-        for memo in (_docs, _systems, _counts, _identity, _terms, _side, _parts, _spans, _arguments):
+        for memo in (_docs, _systems, _counts, _identity, _terms, _side, _parts, _spans, _arguments,
+                     _argument_precision):
             memo.clear()
