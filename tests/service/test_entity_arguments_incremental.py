@@ -41,17 +41,22 @@ def _answer(corpus, inst, who: list[Annotator], n: int) -> None:
                               value={"relation": "holds", "subject_ok": (n + k) % 4 != 0, "object_ok": True})
 
 
+def _drawn() -> tuple[list[Annotator], dict, list]:
+    """Three annotators, and the drawn instances by key (one each) with their keys in order."""
+    who = [Annotator.objects.create(backend=Backend.SIMULATED, external_id=f"arg-{k}") for k in range(3)]
+    insts = {}
+    for inst in RelationInstance.objects.filter(pk__in=Draw.objects.filter(level="instance").values("instance_id")):
+        insts.setdefault(inst.key, inst)
+    return who, insts, sorted(insts)
+
+
 def _newest(corpus) -> dict:
     return {e.submission_id: e.details for e in EntityScore.objects.filter(submission__corpus=corpus).order_by("id")}
 
 
 def test_new_answers_are_read_alone_and_the_scores_are_the_from_scratch_ones(world):  # noqa: F811
     corpus, a, b = world
-    who = [Annotator.objects.create(backend=Backend.SIMULATED, external_id=f"arg-{k}") for k in range(3)]
-    insts = {}
-    for inst in RelationInstance.objects.filter(pk__in=Draw.objects.filter(level="instance").values("instance_id")):
-        insts.setdefault(inst.key, inst)
-    keys = sorted(insts)
+    who, insts, keys = _drawn()
     assert len(keys) >= 8
     for n, key in enumerate(keys[:len(keys) // 2]):
         _answer(corpus, insts[key], who, n)
@@ -82,11 +87,7 @@ def test_new_answers_are_read_alone_and_the_scores_are_the_from_scratch_ones(wor
 
 def test_nothing_new_keeps_the_argument_precision_and_a_new_answer_recomputes_it(world, monkeypatch):  # noqa: F811
     corpus, a, b = world
-    who = [Annotator.objects.create(backend=Backend.SIMULATED, external_id=f"keep-{k}") for k in range(3)]
-    insts = {}
-    for inst in RelationInstance.objects.filter(pk__in=Draw.objects.filter(level="instance").values("instance_id")):
-        insts.setdefault(inst.key, inst)
-    keys = sorted(insts)
+    who, insts, keys = _drawn()
     for n, key in enumerate(keys[:-1]):
         _answer(corpus, insts[key], who, n)
     calls = []
