@@ -23,8 +23,7 @@ import itertools
 
 import numpy as np
 from scipy.optimize import minimize
-from scipy.special import gammaln
-from scipy.stats import binom
+from scipy.stats import binom, multinomial
 
 from ..errors import InvalidInputError
 from ..estimators.noisy import prevalence
@@ -62,20 +61,13 @@ def bias_bounded(n: int, *, sensitivity: float, false_positive_rate: float, boun
                                 f"{false_positive_rate}, {sensitivity}")
     if not 0 < bound < 0.5:
         raise InvalidInputError(f"bound: expected a bias bound in (0, 0.5), got {bound}")
-    counts = vote_counts(n, votes)
     ks = np.arange(votes + 1)
     yes, no = binom.pmf(ks, votes, sensitivity), binom.pmf(ks, votes, false_positive_rate)
-    log_mult = gammaln(n + 1) - gammaln(counts + 1).sum(1)
-
-    def pmf(P):
-        with np.errstate(divide="ignore"):
-            logq = np.log(P * yes + (1 - P) * no)
-        return np.exp(log_mult + np.where(counts > 0, counts * logq, 0.0).sum(1))
-
     Ps = np.linspace(0.0, 1.0, grid)
-    L = np.array([pmf(P) for P in Ps])
+    counts = vote_counts(n, votes)
+    L = np.array([multinomial.pmf(counts, n, P * yes + (1 - P) * no) for P in Ps])
     keep = L.max(0) > 1e-13
-    L, counts, log_mult = L[:, keep], counts[keep], log_mult[keep]
+    L, counts = L[:, keep], counts[keep]
     a, b = L.sum(0), L.T @ Ps
 
     def estimator(nu):
@@ -96,7 +88,7 @@ def bias_bounded(n: int, *, sensitivity: float, false_positive_rate: float, boun
     mle, _ = prevalence(counts.astype(float), lam, information=False)
     rows = []
     for P in at:
-        p = pmf(float(P))
+        p = multinomial.pmf(counts, n, P * yes + (1 - P) * no)
         p = p / p.sum()
         row = {"precision": float(P)}
         for name, est in (("mle", mle), ("bounded", T)):

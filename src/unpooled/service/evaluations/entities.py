@@ -152,11 +152,10 @@ def results(corpus: Corpus, *, level: str | None = None) -> Computed | None:
     if level is not None:
         scored = scoring.score(corpus, level=level, match=MATCH)
         answers_fp, answers = entity_inputs.argument_answers(corpus)
-        # the same relation inputs, answers and submissions: the same precision (kept; None: nothing to key on)
+        # the same relation inputs (None: nothing scored), answers and submissions: the same precision, kept
         args_key = (level, MATCH, scored.fp, answers_fp, tuple((s.pk, s.created) for s in subs))
-        compute_args = lambda: _arguments(corpus, scored, level, subs, answers)  # noqa: E731
-        arguments, info = (compute_args() if scored.fp is None
-                           else entity_inputs.arguments(corpus, args_key, compute_args))
+        arguments, info = entity_inputs.arguments(corpus, args_key,
+                                                  lambda: _arguments(corpus, scored, level, subs, answers))
     systems, arg_spans, counts = entity_inputs.system_inputs(subs, docs)
     identity_fp, identity = entity_inputs.nil_identity(corpus)
     types = sorted(corpus.schema.schema().entity_types) or None
