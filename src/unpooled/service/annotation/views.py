@@ -33,6 +33,26 @@ MAX_ANSWER_BYTES = 512 * 1024
 
 _TOKEN = re.compile(r"\w+|[^\w\s]", re.UNICODE)
 
+#: the deepest nesting of lists and objects an answer may have (the deepest task format nests three levels)
+MAX_ANSWER_DEPTH = 16
+
+
+def decode_answer(raw: str):
+    """The answer's JSON, or ValueError: also for JSON nested deeper than :data:`MAX_ANSWER_DEPTH` (the decoder
+    recursed until Python's limit, a RecursionError that answered 500 on ``[[[[...``)."""
+    try:
+        value = json.loads(raw)
+    except RecursionError:
+        raise ValueError(f"nested deeper than {MAX_ANSWER_DEPTH} levels") from None
+    level = [value] if isinstance(value, (dict, list)) else []  # the lists and objects at one depth
+    for _ in range(MAX_ANSWER_DEPTH):
+        if not level:
+            return value
+        level = [x for v in level for x in (v.values() if isinstance(v, dict) else v) if isinstance(x, (dict, list))]
+    if level:
+        raise ValueError(f"nested deeper than {MAX_ANSWER_DEPTH} levels")
+    return value
+
 
 def segments(text: str, start: int, end: int, marks: list[tuple[int, int, str]]) -> list[tuple[str, str]]:
     """Split ``text[start:end]`` into (piece, css class) with the non-overlapping ``marks`` highlighted."""
@@ -414,7 +434,7 @@ def _task_page(request, lease: Assignment):
             return render(request, "annotation/task.html", _context(
                 request, lease, f"answer: {len(raw):,} characters; at most {MAX_ANSWER_BYTES:,}"), status=400)
         try:
-            value = json.loads(raw)
+            value = decode_answer(raw)
         except ValueError as exc:
             return render(request, "annotation/task.html", _context(request, lease, f"answer: not JSON ({exc})"),
                           status=400)

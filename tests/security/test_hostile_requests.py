@@ -1,0 +1,48 @@
+"""Hostile requests of the 2026-11-30 sweep (every URL pattern tried anonymously, as another team's submitter,
+as an annotator and as an organiser): what a malformed request made the server answer 500 or in the wrong
+format.  Real pages and API through Django's client, real database."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from django.contrib.auth.models import User
+from django.test import Client
+from django.urls import reverse
+
+from unpooled.service.accounts.actions import do_set_role
+from unpooled.service.accounts.models import Role
+from unpooled.service.annotation.models import Answer, Assignment
+
+from .test_crowd_integrity import _private_submission_with_links
+
+pytestmark = pytest.mark.django_db
+
+HOLDS = {"relation": "holds", "subject_ok": True, "object_ok": True, "link_ok": None}
+
+
+def _annotator_client() -> Client:
+    ann = User.objects.create_user("hostile-ann", password="pw-hostile-1")
+    do_set_role(ann, Role.ANNOTATOR)
+    c = Client(raise_request_exception=False)
+    c.force_login(ann)
+    return c
+
+
+def test_a_deeply_nested_answer_is_refused_with_400_and_stores_nothing(shared_data, tmp_path):
+    """``[[[[...]]]]`` (200 KB, under the answer's size limit) made the JSON decoder recurse past Python's limit:
+    a RecursionError and a 500.  Nesting deeper than any task format needs is refused like any malformed answer,
+    the lease stays open, and a good answer is still taken."""
+    _private_submission_with_links(shared_data, tmp_path, "hostile", "simulated")
+    c = _annotator_client()
+    url = c.get(reverse("annotation:next", args=["verify"]))["Location"]
+    token = url.rstrip("/").split("/")[-1]
+    for raw in ("[" * 100_000 + "]" * 100_000, '{"a":' * 5_000 + "1" + "}" * 5_000, "[" * 17 + "]" * 17):
+        r = c.post(url, {"answer": raw})
+        assert r.status_code == 400, (raw[:20], r.status_code)
+        assert "not JSON" in r.content.decode() and "Traceback" not in r.content.decode(), raw[:20]
+    assert not Answer.objects.filter(assignment__token=token).exists()
+    assert Assignment.objects.get(token=token).status == Assignment.Status.LEASED
+    assert c.post(url, {"answer": json.dumps(HOLDS)}).status_code == 302
+    assert Answer.objects.filter(assignment__token=token).count() == 1
