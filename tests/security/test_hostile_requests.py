@@ -46,3 +46,16 @@ def test_a_deeply_nested_answer_is_refused_with_400_and_stores_nothing(shared_da
     assert Assignment.objects.get(token=token).status == Assignment.Status.LEASED
     assert c.post(url, {"answer": json.dumps(HOLDS)}).status_code == 302
     assert Answer.objects.filter(assignment__token=token).count() == 1
+
+
+@pytest.mark.parametrize("pk", ["9223372036854775808", "99999999999999999999999"])
+def test_a_submission_id_past_64_bits_is_a_404_for_everyone(pk):
+    """The submission page of an anonymous reader looks the id up by a plain query, which SQLite cannot bind past
+    64 bits (OverflowError: a 500); every submission URL answers 404 for such an id, signed in or not."""
+    user = User.objects.create_user("hostile-sub", password="pw-hostile-2")
+    signed_in = Client(raise_request_exception=False)
+    signed_in.force_login(user)
+    for c in (Client(raise_request_exception=False), signed_in):
+        for path in (f"/submissions/{pk}/", f"/submissions/{pk}/status/", f"/submissions/{pk}/status.json",
+                     f"/submissions/{pk}/export.jsonl", f"/submissions/{pk}/scores.json", f"/api/submissions/{pk}"):
+            assert c.get(path).status_code == 404, path

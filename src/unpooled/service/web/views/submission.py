@@ -185,12 +185,18 @@ def page_key(sub: Submission, newest: dict[str, int], *, manage: bool, level: st
             f"{hashlib.blake2b((pages + board).encode(), digest_size=6).hexdigest()}")
 
 
+#: the largest id a row can have (a 64-bit signed integer: the ``BigAutoField`` of every model)
+MAX_ID = 2**63 - 1
+
+
 def _key_fields(request, pk: int) -> Submission:
     """What the page's cache key reads of submission ``pk``, by one plain query (the ORM's compiling of the full
     query was most of a cached page's cost), as an unsaved :class:`Submission` whose other fields are unset (the
     page itself is rendered from :func:`_submission`); 404 unless the viewer may see it (``can_view``)."""
     from django.db import connection
 
+    if not 0 < pk <= MAX_ID:  # the URL takes any digits; SQLite cannot bind an integer past 64 bits (500)
+        raise Http404("no such submission")
     sql = (f'SELECT s.status, s.visibility, s.updated, s.status_changed, s.team_id, c.id, c.name '
            f'FROM "{Submission._meta.db_table}" s JOIN "{Corpus._meta.db_table}" c ON c.id = s.corpus_id '
            f'WHERE s.id = %s')
