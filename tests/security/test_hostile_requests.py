@@ -59,3 +59,18 @@ def test_a_submission_id_past_64_bits_is_a_404_for_everyone(pk):
         for path in (f"/submissions/{pk}/", f"/submissions/{pk}/status/", f"/submissions/{pk}/status.json",
                      f"/submissions/{pk}/export.jsonl", f"/submissions/{pk}/scores.json", f"/api/submissions/{pk}"):
             assert c.get(path).status_code == 404, path
+
+
+def test_too_many_query_parameters_are_a_json_error_under_the_api():
+    """More query parameters than ``DATA_UPLOAD_MAX_NUMBER_FIELDS`` were refused with Django's HTML 400 page under
+    ``/api/``, whose every error is JSON ``{code, message, diagnostics}``; pages keep Django's 400."""
+    from django.conf import settings
+
+    many = "&".join(f"corpus={i}" for i in range(settings.DATA_UPLOAD_MAX_NUMBER_FIELDS + 1))
+    c = Client(raise_request_exception=False)
+    r = c.get("/api/submissions?" + many)
+    assert r.status_code == 400 and r["Content-Type"].startswith("application/json")
+    assert r.json()["code"] == "invalid_request" and "parameters" in r.json()["message"]
+    assert c.get("/api/submissions?corpus=x").status_code == 200
+    r = c.get("/submissions/?" + many)
+    assert r.status_code == 400 and b"Traceback" not in r.content

@@ -11,6 +11,7 @@ the API's ``Text`` fields too), so the body is never read here.
 from __future__ import annotations
 
 from django.conf import settings
+from django.core.exceptions import TooManyFieldsSent
 from django.http import HttpRequest, HttpResponse, HttpResponseBadRequest
 
 NUL = "\x00"
@@ -22,10 +23,17 @@ class RefuseNulMiddleware:
 
     def __call__(self, request: HttpRequest) -> HttpResponse:
         where = None
-        if NUL in request.path:
-            where = "the URL's path"
-        elif any(NUL in k or any(NUL in v for v in vs) for k, vs in request.GET.lists()):
-            where = "the query string"
+        try:
+            if NUL in request.path:
+                where = "the URL's path"
+            elif any(NUL in k or any(NUL in v for v in vs) for k, vs in request.GET.lists()):
+                where = "the query string"
+        except TooManyFieldsSent:
+            if not request.path.startswith("/api/"):
+                raise  # Django's own 400 page
+            # the API answers every error as JSON: this one was Django's HTML page (more parameters than
+            # DATA_UPLOAD_MAX_NUMBER_FIELDS are refused while the query string is read, here)
+            return self._json(f"the query string has more than {settings.DATA_UPLOAD_MAX_NUMBER_FIELDS} parameters")
         if where is not None:
             return self._refuse(request, where)
         key = request.COOKIES.get(settings.SESSION_COOKIE_NAME)
@@ -37,8 +45,12 @@ class RefuseNulMiddleware:
     def _refuse(request: HttpRequest, where: str) -> HttpResponse:
         message = f"{where} contains a NUL character (%00), which no name, search or parameter of this service has"
         if request.path.startswith("/api/"):
-            from unpooled.service.api.errors import ApiError
-            from unpooled.service.api.urls import error_response
-
-            return error_response(ApiError("invalid_request", detail=message))
+            return RefuseNulMiddleware._json(message)
         return HttpResponseBadRequest(f"Bad request: {message}.\n", content_type="text/plain; charset=utf-8")
+
+    @staticmethod
+    def _json(message: str) -> HttpResponse:
+        from unpooled.service.api.errors import ApiError
+        from unpooled.service.api.urls import error_response
+
+        return error_response(ApiError("invalid_request", detail=message))
