@@ -74,3 +74,41 @@ def test_too_many_query_parameters_are_a_json_error_under_the_api():
     assert c.get("/api/submissions?corpus=x").status_code == 200
     r = c.get("/submissions/?" + many)
     assert r.status_code == 400 and b"Traceback" not in r.content
+
+
+def test_an_annotator_with_a_team_acts_for_it_nowhere(shared_data, tmp_path):
+    """A member made an annotator (or ``unpooled user add --role annotator --team``) keeps the team on the profile,
+    as the team they never label.  Their API token already died (N8), but their browser session still uploaded for
+    the team, read its private runs and labelled samples and changed their visibility: an annotator does none of
+    that, whatever the profile names."""
+    from django.core.files.uploadedfile import SimpleUploadedFile
+
+    from unpooled.service.submissions.models import Submission
+
+    corpus, _, sec = _private_submission_with_links(shared_data, tmp_path, "hostile", "simulated")
+    dave = User.objects.create_user("dave", password="pw-dave-1234")
+    do_set_role(dave, Role.SUBMITTER, team=sec.team)
+    do_set_role(dave, Role.ANNOTATOR)
+    c = Client(raise_request_exception=False)
+    c.force_login(dave)
+    assert c.get("/api/me").json()["team"] is None
+    for path in (f"/api/submissions/{sec.pk}", f"/api/submissions/{sec.pk}/labels", f"/submissions/{sec.pk}/",
+                 f"/submissions/{sec.pk}/sample.jsonl", f"/submissions/{sec.pk}/export.jsonl"):
+        assert c.get(path).status_code == 404, path
+    assert not any(s["id"] == sec.pk for s in c.get("/api/submissions?visibility=private").json()["items"])
+    data = (tmp_path / "hostile.jsonl").read_bytes()
+    before = Submission.objects.count()
+    assert c.get("/submissions/new/").status_code == 403
+    assert c.post("/submissions/new/", {"corpus": corpus.pk, "run": "r1", "format": "jsonl", "visibility": "public",
+                                        "file": SimpleUploadedFile("a.jsonl", data)}).status_code == 403
+    r = c.post("/api/submissions", {"corpus": corpus.name, "run": "r2", "file": SimpleUploadedFile("b.jsonl", data)})
+    assert r.status_code == 403, r.content
+    assert c.post(f"/submissions/{sec.pk}/settings/", {"visibility": "public", "description": "", "link": ""}
+                  ).status_code == 404
+    assert c.post("/accounts/tokens/", {"name": "t"}).status_code in (302, 403)
+    from unpooled.service.accounts.models import ApiToken
+
+    assert not ApiToken.objects.filter(user=dave).exists()
+    sec.refresh_from_db()
+    assert sec.visibility == "private" and Submission.objects.count() == before
+    assert c.get("/annotate/").status_code == 200  # still an annotator, who never labels the team (leasing)

@@ -48,9 +48,11 @@ def cmd_add(args) -> int:
                                password=password, email=args.email)
     except AccountError as exc:
         raise CommandError(str(exc)) from None
-    from unpooled.service.accounts.actions import role_of, team_of
+    from unpooled.service.accounts.actions import role_of
+    from unpooled.service.accounts.models import Profile
 
-    team = team_of(user)
+    prof = Profile.objects.filter(user=user).select_related("team").first()
+    team = prof.team if prof else None  # an annotator's too: the team they never label
     if args.json:
         print(json.dumps({"username": user.username, "role": role_of(user), "team": team.name if team else None,
                           "password": None if password is not None else pw}))

@@ -59,11 +59,16 @@ def can_annotate(user) -> bool:
 
 
 def team_of(user) -> Team | None:
+    """The team the user submits for and whose private submissions they see: a submitter's or an organiser's.
+    An annotator whose profile names a team (``unpooled user add --role annotator --team``, or a member made an
+    annotator) has none here: that team is one they never label (:mod:`unpooled.service.annotation.leasing` reads
+    the profile), not one they act for -- their session uploaded, changed and read its private runs while their
+    API token was refused (security review N8)."""
     if user is None or not user.is_authenticated:
         return None
-    role_of(user)
+    role = role_of(user)
     prof = user._unpooled_profile
-    return prof.team if prof else None
+    return prof.team if prof and role in (Role.SUBMITTER, Role.ORGANISER) else None
 
 
 # ---------------------------------------------------------------------------- sign-up
