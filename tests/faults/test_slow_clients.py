@@ -89,6 +89,10 @@ def test_behind_the_documented_nginx_slow_clients_hold_no_web_process(serve, sql
         slow.stop()
         assert status == 200 and cut_meanwhile == 0, (status, cut_meanwhile)
         assert nginx.poll() is None and svc.get("/api/me")[0] == 200
+        # bodies: 10 MB on every address (nginx's 413), 2 GB on the two that receive a submission file
+        body = b"x" * (11 << 20)
+        assert http(proxied + "/accounts/login/", data=body, timeout=60)[0] == 413
+        assert http(proxied + "/api/submissions", data=body, timeout=60)[0] == 401  # through, to the view
     finally:
         nginx.terminate()
         try:

@@ -112,3 +112,26 @@ def test_an_annotator_with_a_team_acts_for_it_nowhere(shared_data, tmp_path):
     sec.refresh_from_db()
     assert sec.visibility == "private" and Submission.objects.count() == before
     assert c.get("/annotate/").status_code == 200  # still an annotator, who never labels the team (leasing)
+
+
+def test_a_large_body_is_refused_unread_on_every_address_but_the_uploads():
+    """Django writes a form's attached files to disk while it receives them (the CSRF check reads the form first),
+    so an anonymous client sent gigabytes to the upload folder through the sign-in page.  A body above
+    ``DATA_UPLOAD_MAX_MEMORY_SIZE`` is now refused before it is read (413; 411 for one sent in chunks, whose length
+    is unknown) everywhere but the two submission uploads, which keep their own limit."""
+    from django.conf import settings
+    from django.core.files.uploadedfile import SimpleUploadedFile
+
+    big = SimpleUploadedFile("big.bin", b"x" * (settings.DATA_UPLOAD_MAX_MEMORY_SIZE + 1))
+    c = Client(raise_request_exception=False)
+    r = c.post("/accounts/login/", {"username": "a", "file": big})
+    assert r.status_code == 413 and r["Content-Type"].startswith("text/plain") and b"larger than" in r.content
+    big.seek(0)
+    r = c.post("/api/corpora/x/periods", {"file": big})
+    assert r.status_code == 413 and r.json()["code"] == "too_large"
+    r = c.post("/accounts/login/", {"username": "a"}, HTTP_TRANSFER_ENCODING="chunked")
+    assert r.status_code == 411
+    for path, anonymous in (("/submissions/new/", 302), ("/api/submissions", 401)):  # through to the view
+        big.seek(0)
+        assert c.post(path, {"file": big}).status_code == anonymous, path
+    assert c.post("/accounts/login/", {"username": "a", "password": "b"}).status_code == 200  # small: as before

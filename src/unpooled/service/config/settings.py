@@ -154,6 +154,7 @@ MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
     "unpooled.service.config.security.SecurityHeaders",
     "unpooled.service.config.middleware.RefuseNulMiddleware",  # a NUL in the URL: 400, before any lookup
+    "unpooled.service.config.middleware.RefuseLargeBodyMiddleware",  # a large body but to an upload: 413, unread
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
