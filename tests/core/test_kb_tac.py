@@ -160,6 +160,37 @@ def test_corrupt_gzip(corpus, schema):
     assert kb is None and rep.errors[0].code == "UP100"
 
 
+def test_a_corrupt_gzip_is_a_located_error_whether_the_format_is_given_or_detected(corpus, schema, tmp_path):
+    """A truncated gzip under a name that says no format (as the service stores an upload) crashed the detection
+    and the format hint with EOFError: the upload 'failed on the server' instead of being rejected with UP100."""
+    from unpooled.core.kb import read_kb
+
+    path = tmp_path / "upload"
+    for data in (gzip.compress(KB_PATH.read_bytes())[:200], gzip.compress(KB_PATH.read_bytes())[:12],
+                 b"\x1f\x8b\x08\x00garbage"):
+        path.write_bytes(data)
+        for fmt in (None, "tac", "jsonl"):
+            kb, rep = read_kb(path, corpus, schema, fmt=fmt)
+            assert kb is None and "UP100" in [d.code for d in rep.errors], (data, fmt)
+
+
+def test_a_byte_order_mark_does_not_hide_a_jsonl_file(corpus, schema, tmp_path):
+    """A JSONL file saved with a UTF-8 byte order mark (Windows editors) was detected as TAC and rejected with
+    'the first line must be the run id', though read as JSONL it is valid."""
+    from unpooled.core.kb import detect_kb_format, read_kb, sniff_kb_content
+
+    kb, rep = read_tac(KB_PATH, corpus, schema)
+    out = io.StringIO()
+    write_jsonl(out, kb.entities, kb.instances)
+    for data in (b"\xef\xbb\xbf" + out.getvalue().encode(), gzip.compress(b"\xef\xbb\xbf" + out.getvalue().encode())):
+        path = tmp_path / "upload"
+        path.write_bytes(data)
+        assert detect_kb_format(path) == "jsonl" and sniff_kb_content(path) == "jsonl"
+        got, rep = read_kb(path, corpus, schema)
+        assert rep.ok, rep.to_dict()
+        assert got.instance_set() == kb.instance_set()
+
+
 # -- one case per validation rule -------------------------------------------------
 def mutate(find: str, new: str | None, *, append: bool = False):
     """Lines of the fixture with the first line containing ``find`` replaced (or ``new`` appended)."""

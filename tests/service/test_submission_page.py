@@ -450,7 +450,8 @@ def test_downloads(world, client):
     got = json.loads(client.get(reverse("web:submission_scores", args=[a.pk, "json"])).content)
     rows = list(Score.objects.filter(submission=a).order_by("id"))
     assert got["submission"] == a.pk and [r["id"] for r in got["scores"]] == [s.pk for s in rows]
-    assert set(got["scores"][0]) == {f.attname for f in Score._meta.concrete_fields} - {"breakdown_id"} | {"breakdown"}
+    assert set(got["scores"][0]) == ({f.attname for f in Score._meta.concrete_fields} - {"breakdown_id", "paired"}
+                                     | {"breakdown"})
     for rec, s in zip(got["scores"], rows):
         assert (rec["level"], rec["p"], rec["r_hi"], rec["f1"], rec["draws"]) == (s.level, s.p, s.r_hi, s.f1, s.draws)
         bd = breakdown.stored(s)
@@ -504,6 +505,20 @@ def test_permissions(world, client):
     html = client.get(reverse("web:submission", args=[b.pk])).content.decode()
     assert 'id="errors"' not in html and "sample-jsonl" not in html
     assert client.get(reverse("web:submission_sample", args=[b.pk])).status_code == 403
+
+
+def test_score_exports_name_no_other_submission(world, client):
+    """A public submission's scores (JSON and CSV) left out the covariances with the other submissions of its
+    scoring (``Score.paired``), keyed by their ids, private ones included: a private run's existence showed there."""
+    corpus, a, b = world
+    Submission.objects.filter(pk=b.pk).update(visibility=Submission.Visibility.PRIVATE)
+    assert any(str(b.pk) in json.dumps(s.paired) for s in Score.objects.filter(submission=a))  # what was exported
+    got = json.loads(client.get(reverse("web:submission_scores", args=[a.pk, "json"])).content)
+    assert got["scores"] and all("paired" not in rec for rec in got["scores"])
+    table = list(csv.DictReader(io.StringIO(client.get(reverse("web:submission_scores", args=[a.pk, "csv"]))
+                                            .content.decode())))
+    assert table and "paired" not in table[0]
+    assert all(json.loads(r["details"]) is not None for r in table)  # the JSON columns stay JSON
 
 
 def test_unscored_submission_page(shared_data, tmp_path, client):

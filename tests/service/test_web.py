@@ -47,6 +47,19 @@ def upload(client, data: bytes, name="run.kb", **fields):
     return resp
 
 
+@pytest.mark.django_db(transaction=True)
+def test_a_queued_upload_says_it_is_queued(client, corpus):
+    """The page of an upload no worker has taken yet printed the task's raw status: "The file is being checked
+    (ready)", which reads as done; it says the file waits for a worker, as the API's "queued" does."""
+    resp = client.post(reverse("web:upload"), {"corpus": "fixture", "run": "", "format": "", "visibility": "public",
+                                               "file": SimpleUploadedFile("run.kb", KB.read_bytes())})
+    assert resp.status_code == 302
+    text = html_lib.unescape(re.sub(r"<[^>]+>", "", client.get(resp.url).content.decode()))
+    assert "(ready)" not in text and "being checked" not in text
+    assert "queued" in text
+    call_command("db_worker", batch=True, startup_delay=False, interval=0)
+
+
 @pytest.mark.django_db(transaction=True)  # the real worker commits and closes its connection
 def test_upload_accepted_redirects_to_submission(client, corpus):
     resp = upload(client, gzip.compress(KB.read_bytes()), name="run.kb.gz")

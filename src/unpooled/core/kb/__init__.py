@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import zlib
 from pathlib import Path
 from typing import BinaryIO
 
@@ -13,6 +14,28 @@ from .model import KB, CorpusView, Entity, InMemoryCorpus, Instance, Mention, ca
 from .tac import read_tac, write_tac
 
 KB_FORMATS = ("tac", "jsonl")
+UTF8_BOM = b"\xef\xbb\xbf"
+
+
+def _head(path: str | Path, n: int) -> list[bytes] | None:
+    """The first ``n`` non-blank lines of the (decompressed) file, stripped, the first without a UTF-8 byte order
+    mark (an editor's, which JSONL and TAC readers drop too); None when nothing can be read. A corrupt or truncated
+    gzip gives the lines read before it breaks: the reader reports it where it is (UP100), not the sniffing."""
+    lines: list[bytes] = []
+    try:
+        with open_binary(path) as fh:
+            for _ in range(50):
+                line = fh.readline(4096)
+                if not line:
+                    break
+                line = (line.removeprefix(UTF8_BOM) if not lines else line).strip()
+                if line:
+                    lines.append(line)
+                    if len(lines) == n:
+                        break
+    except (OSError, EOFError, zlib.error):
+        return lines or None
+    return lines
 
 
 def detect_kb_format(path: str | Path) -> str:
@@ -22,17 +45,8 @@ def detect_kb_format(path: str | Path) -> str:
         return "jsonl"
     if name.endswith((".kb", ".tac", ".tsv", ".txt")):
         return "tac"
-    try:
-        with open_binary(path) as fh:
-            for _ in range(50):
-                line = fh.readline(4096)
-                if not line:
-                    break
-                if line.strip():
-                    return "jsonl" if line.lstrip().startswith(b"{") else "tac"
-    except OSError:
-        pass
-    return "tac"
+    first = _head(path, 1)
+    return "jsonl" if first and first[0].startswith(b"{") else "tac"
 
 
 #: how each submission format looks, for the hint on a file in the other one
@@ -43,19 +57,7 @@ FORMAT_LOOKS = {"tac": "a TAC KB (a run id line, then tab-separated lines)",
 def sniff_kb_content(path: str | Path) -> str | None:
     """The format the file's first non-blank lines look like: ``jsonl`` (a JSON object), ``tac`` (a run id
     alone on its line or three or more tab-separated columns), or ``None`` (neither, or unreadable)."""
-    try:
-        with open_binary(path) as fh:
-            lines = []
-            for _ in range(50):
-                line = fh.readline(4096)
-                if not line:
-                    break
-                if line.strip():
-                    lines.append(line.strip())
-                    if len(lines) == 2:
-                        break
-    except OSError:
-        return None
+    lines = _head(path, 2)
     if not lines:
         return None
     first = lines[0]

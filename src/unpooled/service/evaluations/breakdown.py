@@ -589,7 +589,10 @@ def sample_lines(sub: Submission):
 
 
 #: a score record's fields (:func:`score_records`): the score's, its breakdown in place of the breakdown's id
-SCORE_FIELDS = tuple(f.name if f.name == "breakdown" else f.attname for f in Score._meta.concrete_fields)
+#: a score's fields as its exports give them; not ``paired``, whose covariances name the other submissions of its
+#: scoring, private ones too (the leaderboard reads the visible pairs; the API leaves it out as well)
+SCORE_FIELDS = tuple(f.name if f.name == "breakdown" else f.attname for f in Score._meta.concrete_fields
+                     if f.name != "paired")
 
 
 def score_records(sub: Submission) -> list[dict]:
