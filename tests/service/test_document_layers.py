@@ -61,6 +61,31 @@ def test_document_page_names_every_relation(client, shared_data, tmp_path):
     assert f"subject of {relation_label(inst.predicate, names)}: open" in html  # the tooltip
 
 
+@pytest.mark.django_db
+def test_the_label_of_an_item_still_taking_answers_is_the_organisers_only(client, shared_data, tmp_path):
+    """An item reopened for more answers (a weak relation's) keeps its label meanwhile; the document page showed
+    it as "verified correct" to everyone, so its next annotator could read it before answering.  Until the task is
+    complete again the page shows it open, but to organisers."""
+    from unpooled.service.annotation import actions
+    from unpooled.service.annotation.models import Kind, Label, Task
+    from unpooled.service.submissions.models import RelationInstance
+
+    corpus, sub, _ = load_redocred_subset(shared_data, tmp_path, 2, "reopened")
+    inst = RelationInstance.objects.filter(submission=sub).order_by("pk").first()
+    actions.request_verification(sub, [inst.pk])
+    task = Task.objects.get(corpus=corpus, kind=Kind.VERIFY, key=inst.key)
+    Label.objects.create(corpus=corpus, key=task.key, key_hash=task.key_hash, task=task, probability=1.0,
+                         correct=True, method="majority", n_answers=3, annotators=[], guideline_version="t")
+    url = reverse("web:document", args=["reopened", inst.document_id])
+    html = client.get(url).content.decode()
+    assert "ver-open" in html and "ver-ok" not in html and ": ok" not in html
+    client.force_login(get_user_model().objects.create_user("org-reopened", password="pw-org-5513", is_staff=True))
+    assert "ver-ok" in client.get(url).content.decode()
+    Task.objects.filter(pk=task.pk).update(status=Task.Status.COMPLETE)
+    client.logout()
+    assert "ver-ok" in client.get(url).content.decode()  # complete again: its label is everybody's who sees it
+
+
 def test_predicate_order_is_by_number():
     from unpooled.service.corpora.names import predicate_order, relation_label
 

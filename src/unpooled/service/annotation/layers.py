@@ -34,7 +34,9 @@ def annotation_layers(doc: Document, viewer=None) -> dict:
     ``verified``: each verification task of the document with its current label, among those a submission
     that ``viewer`` may see asked for (public ones, their team's, every one for organisers; anonymous
     without ``viewer``).  A task only private submissions of other teams asked for is not shown, nor its
-    label: which instances a private submission sampled, and how they were judged, is that team's."""
+    label: which instances a private submission sampled, and how they were judged, is that team's.  The label of
+    a task still taking answers (reopened for more, as a weak relation's items are) is shown to organisers only:
+    an annotator who could read it before answering would answer with it, not independently."""
     text = doc.text
     names = relation_names(doc.corpus)
     hidden = not exhaustive_visible(doc.corpus, viewer)
@@ -68,9 +70,10 @@ def annotation_layers(doc: Document, viewer=None) -> dict:
         labels: dict[str, Label] = {}
         for lab in Label.objects.filter(corpus_id=doc.corpus_id, key_hash__in=[t.key_hash for t in tasks]).order_by("id"):
             labels[lab.key] = lab  # newest wins
+        organiser = is_organiser(viewer)
         for t in tasks:
             p = t.payload
-            lab = labels.get(t.key)
+            lab = labels.get(t.key) if organiser or t.status != Task.Status.OPEN else None
             out["verified"].append({
                 "subject": p["subject"]["text"], "predicate": p["predicate"],
                 "relation_name": names.get(p["predicate"], ""),
