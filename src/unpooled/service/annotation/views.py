@@ -95,8 +95,9 @@ def queue(request):
             n, more = leasing.count_leasable(ann, kind=k)
             for_you[k] = f"{n}+" if more else n
     done = ann.answers.count()
-    kinds = [{"kind": k, "label": label, "open": open_by_kind.get(k, 0), "for_you": for_you.get(k, 0)}
-             for k, label in Kind.choices]
+    # one count a kind, the gold controls in it (security review N3): with the open items' count beside it, the
+    # difference told how many controls there were, and which answer had been one (it fell, the other did not)
+    kinds = [{"kind": k, "label": label, "for_you": for_you.get(k, 0)} for k, label in Kind.choices]
     return render(request, "annotation/queue.html", {"annotator": ann, "kinds": kinds, "done": done,
                                                      "needs_invite": leasing.scope_of(ann).open_only})
 
