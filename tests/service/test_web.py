@@ -90,6 +90,9 @@ def test_upload_rejected_shows_located_errors(client, corpus, tmp_path):
     assert "Submission rejected" in html and "UP217" in html and "run.kb:" in html
     assert Submission.objects.count() == 0
     assert set(settings.UPLOAD_DIR.glob("*.upload")) <= before, "the uploaded copy is removed"
+    # a column where the reader has one (invalid JSON), as the API's diagnostics give it
+    html = client.get(upload(client, b'{"doc": "x", oops}\n', name="run.jsonl", run="r2").url).content.decode()
+    assert re.search(r"run\.jsonl:1:\d+: UP", html), html[html.find("diag"):][:300]
 
 
 def test_pages_render(client, corpus):
