@@ -242,7 +242,7 @@ def test_settings_form_shows_each_problem_at_its_field(client, world):
         "5000 cents per submission exceeds the corpus budget of 1000 cents"
     assert _field_error(html, "control_share") == "expected a share in [0, 1), got 1.5"
     assert _field_error(html, "target_halfwidth") == "expected a half-width in (0, 0.5], got 0.0"
-    assert _field_error(html, "max_draws") == "10 is fewer than min_draws (50)"
+    assert _field_error(html, "max_draws") == "10 is fewer than the fewest draws per level (50)"
     assert _field_error(html, "exhaustive_documents") == ""  # more than the corpus has: the lifecycle takes all
     assert _field_error(html, "levels") == \
         "expected some of instance, relation, entity (comma-separated), got bogus"
@@ -276,7 +276,7 @@ def test_check_settings_collects_every_problem(world):
     assert e.value.errors == {
         "answers_per_item": "expected an integer from 1 to 20, got 0",
         "aggregation": "expected majority or dawid-skene, got 'mode'",
-        "max_draws": "1 is fewer than min_draws (5)",
+        "max_draws": "1 is fewer than the fewest draws per level (5)",
         "levels": "at least one of instance, relation, entity",
     }
     del values["backend"]

@@ -440,7 +440,7 @@ def check_settings(corpus: Corpus, values: dict) -> dict:
     need("min_draws", lo is not None and lo >= 0, f"expected a non-negative integer, got {v.get('min_draws')!r}")
     need("max_draws", hi is not None and hi >= 1, f"expected a positive integer, got {v.get('max_draws')!r}")
     if lo is not None and hi is not None and "min_draws" not in errors and "max_draws" not in errors:
-        need("max_draws", hi >= lo, f"{hi} is fewer than min_draws ({lo})")
+        need("max_draws", hi >= lo, f"{hi} is fewer than the fewest draws per level ({lo})")
     ex = num("exhaustive_documents")
     # more than the corpus has is fine: the lifecycle samples min(exhaustive_documents, documents)
     need("exhaustive_documents", ex is not None and ex >= 0,
