@@ -224,7 +224,13 @@ class ScoreOut(Schema):
         "sentence", description="the recall protocol recall and F1 follow: sentence (within-sentence: facts whose "
                                 "two arguments share a sentence) or document (document-level: every fact between two "
                                 "entity clusters of a document)")
-    details: dict[str, Any]
+    details: dict[str, Any] = Field(
+        description="how the score was made: `ess` (effective sample size), `warnings`, `provenance` (draws new and "
+                    "reused), `raw` (the estimate before it is clipped to [0, 1]: a correction for the crowd's errors "
+                    "can move it out by a little), "
+                    "`anytime` (anytime-valid bounds), and with crowd votes `sample` (the labelled sample's own "
+                    "figures, uncorrected), `crowd_rates` and `variance` (by source); `ppi` (the prediction-powered "
+                    "precision beside the score) where the run gave confidences")
     breakdown: dict[str, Any] | None = Field(None, description="the score by relation and by subject entity type "
                                                                "(its error analysis left out); null on leaderboard "
                                                                "rows and while it is being computed")
