@@ -40,6 +40,29 @@ class MTurkError(Exception):
         self.operation, self.code, self.message = operation, code, message
 
 
+_CODE = re.compile(r"^[A-Za-z][A-Za-z0-9.]{0,63}$")
+
+
+def trouble(exc: BaseException, tries: int = 1) -> str:
+    """What a person reads when a call to Mechanical Turk failed: a fixed sentence by the kind of failure and
+    Amazon's error code, never the exception's text (Amazon's message may carry account ids, addresses, request
+    ids; the caller logs it).  ``tries``: how many times the call was made."""
+    from botocore.exceptions import (ConnectionError as BotoConnectionError, HTTPClientError, NoCredentialsError,
+                                     PartialCredentialsError)
+
+    if isinstance(exc, MTurkError):
+        code = exc.code if _CODE.match(exc.code or "") else "an error"
+        if exc.code in RETRYABLE:
+            return (f"Mechanical Turk is busy or unavailable (it answered {code}"
+                    f"{f' to {tries} tries' if tries > 1 else ''}); the next sync tries again")
+        return f"Mechanical Turk refused the call (it answered {code}); the server log has its message"
+    if isinstance(exc, (NoCredentialsError, PartialCredentialsError)):
+        return "no AWS credentials were found: set them in the environment of the server's processes"
+    if isinstance(exc, (BotoConnectionError, HTTPClientError)):
+        return "Mechanical Turk could not be reached; the next sync tries again"
+    return "the call to Mechanical Turk failed unexpectedly; the server log has the details"
+
+
 def _flag(environ: Mapping[str, str], name: str) -> bool | None:
     v = environ.get(name)
     if v is None or v == "":

@@ -18,6 +18,7 @@ worker and assignment are real.  This module moves HITs and money, and confirms 
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
@@ -29,7 +30,9 @@ from unpooled.service.annotation import actions, hits
 from unpooled.service.annotation.models import Annotator, Assignment, Backend, Hit, Kind, Task
 from unpooled.service.corpora.models import Corpus
 
-from .mturk import LocalHit, MTurkBackend, dollars, reconcile, request_token
+from .mturk import LocalHit, MTurkBackend, MTurkError, dollars, reconcile, request_token, trouble
+
+log = logging.getLogger(__name__)
 
 #: a lease is discarded this long after an assignment's duration, if Mechanical Turk has not listed its assignment
 DISCARD_AFTER_SECONDS = 3600
@@ -123,7 +126,7 @@ def publish(corpus: Corpus, backend: MTurkBackend, base_url: str, *, limit: int 
                                      description=hit_description(task), request_token=hit.request_token,
                                      reward=dollars(st.reward_cents(task.kind)))
         except Exception as exc:  # recorded; the row stays pending and reconcile or the next publish repairs it
-            rep.errors.append(f"task {task.pk}: {exc}")
+            rep.errors.append(_failed(f"task {task.pk}", "CreateHIT", exc, backend))
             continue
         Hit.objects.filter(pk=hit.pk).update(hit_id=got["HITId"], status="posted",
                                              expires=_link_expiry(backend, got.get("Expiration")))
@@ -154,45 +157,69 @@ def _extend(corpus: Corpus, backend: MTurkBackend, rep: SyncReport) -> None:
                                extra_seconds=backend.config.lifetime_seconds,
                                request_token=request_token("task", hit.task_id, n))
         except Exception as exc:  # recorded; the next publish tries again
-            rep.errors.append(f"task {hit.task_id}: {exc}")
+            rep.errors.append(_failed(f"task {hit.task_id}", "extending its HIT", exc, backend))
             continue
         Hit.objects.filter(pk=hit.pk).update(max_assignments=n, status="posted",
                                              expires=max(filter(None, [hit.expires, _link_expiry(backend, None)])))
         rep.extended += 1
 
 
+def _failed(what: str, doing: str, exc: Exception, backend: MTurkBackend) -> str:
+    """The report's line on a call to Amazon that failed (:func:`~.mturk.trouble`: a fixed sentence); the
+    exception's text goes to the log only."""
+    log.warning("mturk %s: %s failed: %s", what, doing, exc)
+    tries = backend.config.max_retries + 1 if isinstance(exc, MTurkError) else 1
+    return f"{what}: {doing}: {trouble(exc, tries)}"
+
+
 def collect(corpus: Corpus, backend: MTurkBackend) -> SyncReport:
     """Confirm and approve assignments whose answers we stored; reject submitted ones without an answer;
-    expire finished HITs."""
+    expire finished HITs.  A call Amazon fails (busy, unreachable, an assignment it no longer knows) is
+    reported in ``errors`` and the sync goes on: what it did is recorded, the next one tries the rest again."""
     rep = SyncReport()
     for hit in Hit.objects.filter(task__corpus=corpus).exclude(hit_id="").select_related("task").order_by("id"):
+        try:  # all of them first: a HIT listed in part would have its unlisted answers discarded
+            listed = list(backend.list_assignments(hit.hit_id, statuses=("Submitted", "Approved")))
+        except Exception as exc:  # noqa: BLE001 - reported; the next sync lists it again
+            rep.errors.append(_failed(f"HIT {hit.hit_id}", "listing its assignments", exc, backend))
+            continue
         approved, rejected = set(hit.approved), set(hit.rejected)
-        listed = set()
-        for a in backend.list_assignments(hit.hit_id, statuses=("Submitted", "Approved")):
-            aid = a["AssignmentId"]
-            listed.add(aid)
-            if aid in rejected:
-                continue
-            lease = confirm(hit, a)
-            if lease is not None:
-                rep.confirmed += 1
-                if aid not in approved:
-                    if a.get("AssignmentStatus") != "Approved":
-                        backend.approve(aid)
-                        rep.approved += 1
-                    approved.add(aid)
-            elif a.get("AssignmentStatus") == "Submitted" and aid not in approved:
-                backend.reject(aid, "No answer was recorded for this assignment on the task page.")
-                rejected.add(aid)
-                rep.rejected += 1
-        rep.discarded += _discard_made_up(hit, listed, backend)
+        for a in listed:
+            try:
+                _settle(hit, a, backend, rep, approved, rejected)
+            except Exception as exc:  # noqa: BLE001 - reported; the next sync settles it
+                rep.errors.append(_failed(f"HIT {hit.hit_id}", f"assignment {a['AssignmentId']}", exc, backend))
+        rep.discarded += _discard_made_up(hit, {a["AssignmentId"] for a in listed}, backend)
         status = hit.status
         hit.task.refresh_from_db(fields=["status"])
         if hit.task.status != Task.Status.OPEN and status != "expired":
-            backend.expire_hit(hit.hit_id)
-            status = "expired"
+            try:
+                backend.expire_hit(hit.hit_id)
+                status = "expired"
+            except Exception as exc:  # noqa: BLE001 - reported; the next sync expires it
+                rep.errors.append(_failed(f"HIT {hit.hit_id}", "expiring it", exc, backend))
         Hit.objects.filter(pk=hit.pk).update(approved=sorted(approved), rejected=sorted(rejected), status=status)
     return rep
+
+
+def _settle(hit: Hit, a: dict, backend: MTurkBackend, rep: SyncReport, approved: set, rejected: set) -> None:
+    """Confirm and approve one assignment Amazon listed for ``hit``, or reject it when no answer of ours is its
+    (``approved`` and ``rejected``: the HIT's assignment ids, updated)."""
+    aid = a["AssignmentId"]
+    if aid in rejected:
+        return
+    lease = confirm(hit, a)
+    if lease is not None:
+        rep.confirmed += 1
+        if aid not in approved:
+            if a.get("AssignmentStatus") != "Approved":
+                backend.approve(aid)
+                rep.approved += 1
+            approved.add(aid)
+    elif a.get("AssignmentStatus") == "Submitted" and aid not in approved:
+        backend.reject(aid, "No answer was recorded for this assignment on the task page.")
+        rejected.add(aid)
+        rep.rejected += 1
 
 
 def _discard_made_up(hit: Hit, listed: set[str], backend: MTurkBackend, *, now=None) -> int:

@@ -1,0 +1,105 @@
+"""Hostile and failure cases of the Mechanical Turk backend, Amazon stubbed by botocore's Stubber: an assignment
+Amazon no longer knows, a throttled or unavailable Amazon, what a person reads about it."""
+
+from __future__ import annotations
+
+import json
+from urllib.parse import parse_qsl
+
+import pytest
+from botocore.stub import ANY
+from django.urls import reverse
+
+from unpooled.service.annotation.hits import task_query
+from unpooled.service.annotation.models import Answer, Assignment, Hit, Task
+from unpooled.service.crowd.mturk_sync import collect, item_token, publish
+
+from .test_mturk_sync import AS1, W1, _answer_xml, _hit, corpus, stubbed  # noqa: F401 - fixtures
+
+pytestmark = pytest.mark.django_db
+
+H1, H2 = "3" + "A" * 29, "3" + "B" * 29
+LISTED = ["Submitted", "Approved"]
+
+
+def _create(stub, task, hit_id, reward="0.05", assignments=3):
+    stub.add_response("create_hit", {"HIT": _hit(hit_id, item_token(task))}, {
+        "MaxAssignments": assignments, "Title": ANY, "Description": ANY, "Keywords": ANY, "Reward": reward,
+        "AssignmentDurationInSeconds": ANY, "LifetimeInSeconds": ANY, "AutoApprovalDelayInSeconds": ANY,
+        "Question": ANY, "RequesterAnnotation": item_token(task), "UniqueRequestToken": ANY,
+        "QualificationRequirements": ANY})
+
+
+def _published(corpus, stub, backend):  # noqa: F811
+    t1, t2 = Task.objects.filter(corpus=corpus).order_by("priority", "id")
+    _create(stub, t1, H1)
+    _create(stub, t2, H2)
+    assert publish(corpus, backend, "https://unpooled.example").created == 2
+    return t1, t2
+
+
+def _answer(client, task, worker=W1, assignment=AS1) -> Assignment:
+    hit = Hit.objects.get(task=task)
+    r = client.get(reverse("annotation:mturk"), {**dict(parse_qsl(task_query(task, hit))), "assignmentId": assignment,
+                                                  "hitId": hit.hit_id, "workerId": worker})
+    client.post(r["Location"], {"answer": json.dumps({"relation": "holds", "subject_ok": True, "object_ok": True,
+                                                      "link_ok": None})})
+    return Assignment.objects.get(annotator__external_id=worker, external_ref=f"{hit.hit_id}/{assignment}")
+
+
+def test_an_assignment_amazon_no_longer_knows_does_not_stop_the_sync(client, corpus, stubbed):  # noqa: F811
+    """Amazon lists an assignment, then refuses to approve it (gone meanwhile): the sync reports it in a fixed
+    sentence, goes on with the next HIT, and approves it on a later run once Amazon has it approved."""
+    backend, stub = stubbed
+    t1, t2 = _published(corpus, stub, backend)
+    lease = _answer(client, t1)
+    subm = {"AssignmentId": AS1, "WorkerId": W1, "HITId": H1, "AssignmentStatus": "Submitted",
+            "Answer": _answer_xml(lease.token)}
+    stub.add_response("list_assignments_for_hit", {"Assignments": [subm], "NumResults": 1},
+                      {"HITId": H1, "MaxResults": 100, "AssignmentStatuses": LISTED})
+    stub.add_client_error("approve_assignment", "RequestError",
+                          f"Assignment {AS1} does not exist. (1764400000000) secret-detail", 400)
+    stub.add_response("list_assignments_for_hit", {"Assignments": [], "NumResults": 0},
+                      {"HITId": H2, "MaxResults": 100, "AssignmentStatuses": LISTED})
+    rep = collect(corpus, backend)
+    stub.assert_no_pending_responses()   # the second HIT was collected too
+    assert rep.approved == 0 and len(rep.errors) == 1
+    assert H1 in rep.errors[0] and "RequestError" in rep.errors[0] and "secret-detail" not in rep.errors[0]
+    assert Hit.objects.get(task=t1).approved == []
+    # Amazon approved it meanwhile (its auto-approval): the next run records it, paying nothing twice
+    stub.add_response("list_assignments_for_hit", {"Assignments": [{**subm, "AssignmentStatus": "Approved"}],
+                                                   "NumResults": 1},
+                      {"HITId": H1, "MaxResults": 100, "AssignmentStatuses": LISTED})
+    stub.add_response("list_assignments_for_hit", {"Assignments": [], "NumResults": 0},
+                      {"HITId": H2, "MaxResults": 100, "AssignmentStatuses": LISTED})
+    rep = collect(corpus, backend)
+    assert not rep.errors and rep.approved == 0 and Hit.objects.get(task=t1).approved == [AS1]
+
+
+def test_a_throttled_or_unavailable_amazon_is_retried_then_reported(client, corpus, stubbed):  # noqa: F811
+    """Throttling and ServiceUnavailable are retried (max_retries=1: two tries); still failing, the HIT is reported in
+    a fixed sentence, its quarantined answers are kept (an unlisted HIT discards nothing), and the next HIT runs."""
+    backend, stub = stubbed
+    t1, t2 = _published(corpus, stub, backend)
+    lease = _answer(client, t1)
+    Assignment.objects.filter(pk=lease.pk).update(leased=lease.leased.replace(year=2020))  # long past its duration
+    stub.add_client_error("list_assignments_for_hit", "ThrottlingException", "Rate exceeded for 1234", 400)
+    stub.add_client_error("list_assignments_for_hit", "ServiceUnavailable", "Service unavailable at 10.0.0.1", 503)
+    stub.add_response("list_assignments_for_hit", {"Assignments": [], "NumResults": 0},
+                      {"HITId": H2, "MaxResults": 100, "AssignmentStatuses": LISTED})
+    rep = collect(corpus, backend)
+    stub.assert_no_pending_responses()
+    assert len(rep.errors) == 1 and H1 in rep.errors[0] and "ServiceUnavailable" in rep.errors[0]
+    assert "10.0.0.1" not in rep.errors[0] and "next sync tries again" in rep.errors[0]
+    assert rep.discarded == 0 and Answer.objects.filter(assignment=lease, quarantined=True).exists()
+
+
+def test_publish_reports_amazon_refusals_in_a_fixed_sentence(corpus, stubbed):  # noqa: F811
+    backend, stub = stubbed
+    t1, t2 = Task.objects.filter(corpus=corpus).order_by("priority", "id")
+    stub.add_client_error("create_hit", "RequestError", "Insufficient funds on account 123456789012", 400)
+    _create(stub, t2, H2)
+    rep = publish(corpus, backend, "https://unpooled.example")
+    assert rep.created == 1 and len(rep.errors) == 1
+    assert rep.errors[0].startswith(f"task {t1.pk}: ") and "RequestError" in rep.errors[0]
+    assert "123456789012" not in rep.errors[0]
