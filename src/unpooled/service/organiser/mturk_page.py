@@ -8,6 +8,7 @@ this page changes nothing at Amazon but the HIT rows a reconciliation adopts."""
 
 from __future__ import annotations
 
+import logging
 import os
 
 from django.db.models import Count, Q
@@ -18,6 +19,8 @@ from unpooled.service.annotation.models import Answer, Backend, Hit, Task
 from unpooled.service.crowd.base import WHO
 
 from .views import console_context, organiser_required
+
+log = logging.getLogger(__name__)
 
 #: how boto3 names where it found credentials, in words (nothing of the credentials themselves)
 CREDENTIAL_SOURCES = {"env": "environment variables (AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY)",
@@ -67,7 +70,7 @@ def _ask_amazon(action: str, corpus) -> dict:
     """Run ``balance`` or ``reconcile`` against Amazon; the result, or the error in words."""
     from botocore.exceptions import BotoCoreError
 
-    from unpooled.service.crowd.mturk import MTurkError
+    from unpooled.service.crowd.mturk import MTurkError, trouble
     from unpooled.service.crowd.mturk_sync import reconcile_corpus
 
     try:
@@ -77,8 +80,9 @@ def _ask_amazon(action: str, corpus) -> dict:
         rep = reconcile_corpus(corpus, backend)
         return {"reconciled": {"adopted": len(rep["adopted"]), "orphans": len(rep["orphans"]),
                                "missing": len(rep["missing"]), "confirmed": rep["confirmed"]}}
-    except (MTurkError, BotoCoreError) as exc:
-        return {"error": str(exc)}
+    except (MTurkError, BotoCoreError) as exc:  # Amazon's words go to the log, a fixed sentence to the page
+        log.warning("mturk page, %s of corpus %s: %s", action, corpus.name, exc)
+        return {"error": trouble(exc)}
 
 
 @organiser_required
