@@ -103,3 +103,99 @@ def test_publish_reports_amazon_refusals_in_a_fixed_sentence(corpus, stubbed):  
     assert rep.created == 1 and len(rep.errors) == 1
     assert rep.errors[0].startswith(f"task {t1.pk}: ") and "RequestError" in rep.errors[0]
     assert "123456789012" not in rep.errors[0]
+
+
+def _collect_one(stub, hit_id, assignments, others=()):
+    stub.add_response("list_assignments_for_hit", {"Assignments": assignments, "NumResults": len(assignments)},
+                      {"HITId": hit_id, "MaxResults": 100, "AssignmentStatuses": LISTED})
+    for a in assignments:
+        if a["AssignmentStatus"] == "Submitted":
+            stub.add_response("approve_assignment", {}, {"AssignmentId": a["AssignmentId"]})
+    for h in others:
+        stub.add_response("list_assignments_for_hit", {"Assignments": [], "NumResults": 0},
+                          {"HITId": h, "MaxResults": 100, "AssignmentStatuses": LISTED})
+
+
+def test_a_confirmed_answer_costs_what_its_hit_pays_with_amazons_fee(client, corpus, stubbed):  # noqa: F811
+    """The organiser raises the reward after the HIT was posted: Amazon still pays the HIT's reward, so the answer
+    costs that, plus Amazon's commission (20%, at least a cent an assignment), not the new setting."""
+    from unpooled.service.annotation import actions
+
+    backend, stub = stubbed
+    t1, t2 = _published(corpus, stub, backend)
+    st = actions.settings_for(corpus)
+    st.reward_verify_cents = 40
+    st.save()
+    lease = _answer(client, t1)
+    _collect_one(stub, H1, [{"AssignmentId": AS1, "WorkerId": W1, "HITId": H1, "AssignmentStatus": "Submitted",
+                             "Answer": _answer_xml(lease.token)}], [H2])
+    assert collect(corpus, backend).approved == 1
+    assert Answer.objects.get(assignment=lease).cost_cents == 5 + 1
+
+
+def test_publishing_stays_within_the_budget_with_fees_controls_and_more_assignments(client, corpus, stubbed):  # noqa: F811
+    """HITs are posted while what Amazon may charge for them (every assignment's reward and fee, a control's HIT and
+    the assignments added to a HIT included) stays within the corpus budget; the rest wait, and the MTurk page says
+    what was requested from Amazon: the sum of the CreateHIT rewards, and the fee on them."""
+    from unpooled.service.accounts.models import Role
+    from unpooled.service.annotation import actions
+
+    from .test_organiser import _login
+
+    backend, stub = stubbed
+    t1, t2 = Task.objects.filter(corpus=corpus).order_by("priority", "id")
+    st = actions.settings_for(corpus)
+    st.budget_cents = 3 * 6 + 5   # one HIT of 3 assignments at 5 cents and a cent's fee each, not two
+    st.save()
+    _create(stub, t1, H1)
+    rep = publish(corpus, backend, "https://unpooled.example")
+    stub.assert_no_pending_responses()
+    assert rep.created == 1 and rep.over_budget == 1 and not Hit.objects.filter(task=t2).exists()
+    assert any("budget" in e for e in rep.errors)
+    # more answers asked of t1: two more assignments would cost 12 cents; 5 are left
+    Task.objects.filter(pk=t1.pk).update(answers_needed=5)
+    rep = publish(corpus, backend, "https://unpooled.example")
+    assert rep.extended == 0 and rep.over_budget == 2 and Hit.objects.get(task=t1).max_assignments == 3
+    _login(client, "olga", staff=True, role=Role.ORGANISER)
+    html = client.get(f"{reverse('organiser:mturk')}?corpus={corpus.name}").content.decode()
+    assert "id=\"mturk-requested\">$0.18 for 3 assignments ($0.15 in rewards, $0.03 Amazon's fee)" in html
+
+
+def test_a_failed_create_hit_is_posted_again_with_its_token_and_never_twice(corpus, stubbed):  # noqa: F811
+    """CreateHIT failed (Amazon unavailable): the next publish posts the HIT again with the same request token (a
+    task was left without a HIT until someone reconciled by hand, and reconciling finds nothing Amazon never got);
+    a row pending longer than Amazon keeps a token is looked up by its annotation first, and adopted, not re-posted."""
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    backend, stub = stubbed
+    t1, t2 = Task.objects.filter(corpus=corpus).order_by("priority", "id")
+    stub.add_client_error("create_hit", "ServiceUnavailable", "down", 503)
+    stub.add_client_error("create_hit", "ServiceUnavailable", "down", 503)
+    stub.add_client_error("create_hit", "ServiceUnavailable", "down", 503)
+    stub.add_client_error("create_hit", "ServiceUnavailable", "down", 503)
+    rep = publish(corpus, backend, "https://unpooled.example")
+    assert rep.created == 0 and len(rep.errors) == 2
+    token = Hit.objects.get(task=t1).request_token
+    Hit.objects.filter(task=t2).update(created=timezone.now() - timedelta(days=2))
+    _create(stub, t1, H1)
+    # t2's row is two days old: Amazon has forgotten its token, so it is looked for first; its CreateHIT had not
+    # reached Amazon, so it is posted
+    stub.add_response("list_hits", {"HITs": [], "NumResults": 0}, {"MaxResults": 100})
+    _create(stub, t2, H2)
+    rep = publish(corpus, backend, "https://unpooled.example")
+    stub.assert_no_pending_responses()
+    assert rep.created == 2 and not rep.errors and Hit.objects.get(task=t1).request_token == token
+    assert {h.hit_id for h in Hit.objects.filter(task__corpus=corpus)} == {H1, H2}
+    # a HIT that did reach Amazon two days ago is adopted, not posted twice
+    t3 = Task.objects.create(corpus=corpus, kind=t1.kind, document=t1.document, key="k3", payload=t1.payload,
+                             answers_needed=3, priority=t1.priority, guideline_version=t1.guideline_version)
+    stub.add_client_error("create_hit", "ServiceFault", "lost", 500)
+    stub.add_client_error("create_hit", "ServiceFault", "lost", 500)
+    assert publish(corpus, backend, "https://unpooled.example").created == 0
+    Hit.objects.filter(task=t3).update(created=timezone.now() - timedelta(days=2))
+    h3 = "3" + "C" * 29
+    stub.add_response("list_hits", {"HITs": [_hit(h3, item_token(t3))], "NumResults": 1}, {"MaxResults": 100})
+    rep = publish(corpus, backend, "https://unpooled.example")
+    assert rep.created == 1 and Hit.objects.get(task=t3).hit_id == h3

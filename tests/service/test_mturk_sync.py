@@ -108,7 +108,7 @@ def test_publish_crash_reconcile_and_pay(client, corpus, stubbed):
     rep = collect(corpus, backend)
     assert (rep.approved, rep.rejected, rep.confirmed) == (1, 1, 1)
     ans.refresh_from_db()
-    assert not ans.quarantined and ans.weight == 1 and ans.cost_cents == 5  # confirmed: counts, and is paid
+    assert not ans.quarantined and ans.weight == 1 and ans.cost_cents == 5 + 1  # confirmed: paid, with the fee
     # a duplicate notification (the same submitted assignments listed again) pays nobody twice
     stub.add_response("list_assignments_for_hit", {"Assignments": subm, "NumResults": 2},
                       {"HITId": h1, "MaxResults": 100, "AssignmentStatuses": ["Submitted", "Approved"]})

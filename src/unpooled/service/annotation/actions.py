@@ -31,8 +31,8 @@ from .leasing import may_label, own_exhaustive
 from .payloads import sentences_of, verify_payload
 from .signals import labels_written
 from .models import (
-    AnnotationSettings, Annotator, Answer, Assignment, Backend, ExhaustiveDocument, Kind, Label, SubmissionBudget,
-    Task, TaskRequest, settings_for, settings_of,
+    AnnotationSettings, Annotator, Answer, Assignment, Backend, ExhaustiveDocument, Hit, Kind, Label,
+    SubmissionBudget, Task, TaskRequest, settings_for, settings_of,
 )
 
 #: the longest time an answer may say it took (a day): the page's clock, sent by the browser
@@ -439,13 +439,22 @@ def confirm_mturk_answer(assignment: Assignment, *, now=None) -> bool:
         annotator = Annotator.objects.get(pk=ans.annotator_id)
         st = settings_for(task.corpus)
         counts = not annotator.blocked and task.status == Task.Status.OPEN
-        ans.quarantined, ans.weight, ans.cost_cents = False, 1.0 if counts else 0.0, st.reward_cents(task.kind)
+        ans.quarantined, ans.weight, ans.cost_cents = False, 1.0 if counts else 0.0, _mturk_cost(task, st)
         ans.save(update_fields=["quarantined", "weight", "cost_cents"])
         if task.is_control:
             _score_control(annotator, task, ans, st, now, assignment)
         elif counts and _counted(task) >= task.answers_needed:
             complete_task(task, now=now)
     return True
+
+
+def _mturk_cost(task: Task, st: AnnotationSettings) -> int:
+    """What Amazon charges for an approved assignment of ``task``'s HIT: the reward the HIT was posted with (the
+    corpus's reward now when the row predates it) and Amazon's fee."""
+    from unpooled.core.annotation.mturk_fees import assignment_cost_cents
+
+    hit = Hit.objects.filter(task=task).select_related("task").first()
+    return assignment_cost_cents(hit.reward(st), hit.max_assignments) if hit else st.reward_cents(task.kind)
 
 
 def _score_control(annotator: Annotator, task: Task, ans: Answer, st: AnnotationSettings, now,

@@ -307,6 +307,8 @@ class Hit(models.Model):
     request_token = models.CharField(max_length=64, unique=True)
     hit_id = models.CharField(max_length=100, blank=True)
     max_assignments = models.PositiveSmallIntegerField()
+    reward_cents = models.PositiveIntegerField(null=True, blank=True, help_text="the reward the HIT was posted with "
+                                               "(what Amazon pays an assignment, before its fee); unknown on older rows")
     status = models.CharField(max_length=20, default="pending")
     approved = JSONField(default=list, help_text="AssignmentIds approved")
     rejected = JSONField(default=list, help_text="AssignmentIds rejected")
@@ -318,3 +320,8 @@ class Hit(models.Model):
 
     class Meta:
         verbose_name, verbose_name_plural = "HIT", "HITs"
+
+    def reward(self, st: AnnotationSettings) -> int:
+        """The reward the HIT was posted with (cents); on a row older than that record, the corpus's now (``st``:
+        its settings)."""
+        return st.reward_cents(self.task.kind) if self.reward_cents is None else self.reward_cents

@@ -23,11 +23,12 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
 from django.db import transaction
-from django.db.models import F
+from django.db.models import F, Q, Sum
 from django.utils import timezone
 
+from unpooled.core.annotation.mturk_fees import fee_cents, hit_cost_cents
 from unpooled.service.annotation import actions, hits
-from unpooled.service.annotation.models import Annotator, Assignment, Backend, Hit, Kind, Task
+from unpooled.service.annotation.models import Annotator, Answer, Assignment, Backend, Hit, Kind, Task
 from unpooled.service.corpora.models import Corpus
 
 from .mturk import LocalHit, MTurkBackend, MTurkError, dollars, reconcile, request_token, trouble
@@ -73,6 +74,7 @@ class SyncReport:
     confirmed: int = 0
     extended: int = 0       # HITs given more assignments (their task asked for more answers)
     discarded: int = 0      # leases no assignment can vouch for any more (made up, or abandoned), deleted
+    over_budget: int = 0    # HITs not posted, or not given more assignments: the corpus budget would not bear them
     errors: list[str] = field(default_factory=list)
 
     def to_dict(self) -> dict:
@@ -107,32 +109,111 @@ def confirm(hit: Hit, assignment: dict) -> Assignment | None:
 
 
 def publish(corpus: Corpus, backend: MTurkBackend, base_url: str, *, limit: int | None = None) -> SyncReport:
-    """Post one HIT per open task of ``corpus`` that has none (controls included, one assignment each).
+    """Post one HIT per open task of ``corpus`` that has none (controls included, one assignment each), and post
+    again a HIT whose CreateHIT failed (its row has no HIT id yet; same request token, so never twice).
 
-    A HIT pays the corpus's reward for its kind (:class:`~unpooled.service.annotation.models.AnnotationSettings`):
-    the one its confirmed answers cost and budgets count."""
+    A HIT pays the corpus's reward for its kind (:class:`~unpooled.service.annotation.models.AnnotationSettings`),
+    recorded on its row: the one its confirmed answers cost.  A HIT is posted (or given more assignments) only while
+    what Amazon may charge for all the corpus's HITs, fees included (:mod:`unpooled.core.annotation.mturk_fees`),
+    stays within the corpus budget; the others wait (``over_budget``)."""
+    from unpooled.service.locks import exclusive
+
     rep = SyncReport()
     st = actions.settings_for(corpus)
-    tasks = (Task.objects.filter(corpus=corpus, status=Task.Status.OPEN, hit__isnull=True)
-             .select_related("document").order_by("priority", "id"))
-    for task in tasks[:limit] if limit else tasks:
-        n = task.answers_needed or 1
-        with transaction.atomic():
-            hit, _ = Hit.objects.get_or_create(task=task, defaults={"request_token": request_token("task", task.pk, 0),
-                                                                    "max_assignments": n})
-        try:
-            got = backend.create_hit(item_token(task), question_url(base_url, task, hit),
-                                     task_type=task.kind, max_assignments=n, title=TITLES[task.kind],
-                                     description=hit_description(task), request_token=hit.request_token,
-                                     reward=dollars(st.reward_cents(task.kind)))
-        except Exception as exc:  # recorded; the row stays pending and reconcile or the next publish repairs it
-            rep.errors.append(_failed(f"task {task.pk}", "CreateHIT", exc, backend))
-            continue
-        Hit.objects.filter(pk=hit.pk).update(hit_id=got["HITId"], status="posted",
-                                             expires=_link_expiry(backend, got.get("Expiration")))
-        rep.created += 1
-    _extend(corpus, backend, rep)
+    with exclusive("mturk-publish", corpus.pk):   # two publishers would both see the same budget left
+        budget = _Budget(corpus, st)
+        tasks = (Task.objects.filter(corpus=corpus, status=Task.Status.OPEN)
+                 .filter(Q(hit__isnull=True) | Q(hit__hit_id="")).select_related("document", "hit")
+                 .order_by("priority", "id"))
+        known: dict[str, dict] | None = None   # Amazon's HITs by RequesterAnnotation, listed once if needed
+        for task in tasks[:limit] if limit else tasks:
+            hit = getattr(task, "hit", None)
+            if hit is None:
+                n, reward = task.answers_needed or 1, st.reward_cents(task.kind)
+                if not budget.take(hit_cost_cents(reward, n)):
+                    rep.over_budget += 1
+                    continue
+                with transaction.atomic():
+                    hit, _ = Hit.objects.get_or_create(task=task, defaults={
+                        "request_token": request_token("task", task.pk, 0), "max_assignments": n,
+                        "reward_cents": reward})
+            elif hit.created < timezone.now() - timedelta(hours=TOKEN_HOURS):
+                # Amazon forgets a request token after a day: a HIT posted then is found by its annotation
+                known = known if known is not None else _amazon_hits(backend, rep)
+                if known is None:
+                    continue
+                if item_token(task) in known:
+                    _posted(hit, known[item_token(task)], backend, rep)
+                    continue
+            _post(task, hit, backend, base_url, st, rep)
+        _extend(corpus, backend, rep, budget)
+    if rep.over_budget:
+        rep.errors.append(f"{rep.over_budget} HIT(s) not posted or given more assignments: what Amazon may charge "
+                          f"for them, its fee included, would pass the corpus budget of ${dollars(budget.limit)} "
+                          f"(${dollars(budget.used)} requested already)")
     return rep
+
+
+#: Amazon keeps a CreateHIT's UniqueRequestToken for 24 hours; a row pending longer is looked up before a retry
+TOKEN_HOURS = 23
+
+
+def requested(corpus: Corpus, st=None) -> dict:
+    """What the corpus's HITs asked of Amazon (posted, or being posted), every assignment approved: ``assignments``,
+    ``reward_cents`` (their rewards), ``fee_cents`` (Amazon's fee on them) and ``requested_cents`` (the sum)."""
+    st = st or actions.settings_for(corpus)
+    n = reward = fee = 0
+    for hit in Hit.objects.filter(task__corpus=corpus).select_related("task").only("reward_cents", "max_assignments",
+                                                                                   "task__kind"):
+        r, m = hit.reward(st), hit.max_assignments
+        n, reward, fee = n + m, reward + m * r, fee + m * fee_cents(r, m)
+    return {"assignments": n, "reward_cents": reward, "fee_cents": fee, "requested_cents": reward + fee}
+
+
+class _Budget:
+    """What Amazon may charge for the corpus's HITs (every assignment approved, its fee included) and the other
+    backends' answers cost, against the corpus budget (None: no limit)."""
+
+    def __init__(self, corpus: Corpus, st) -> None:
+        self.limit, self.st = st.budget_cents, st
+        self.used = requested(corpus, st)["requested_cents"] + (Answer.objects.filter(task__corpus=corpus).exclude(annotator__backend=Backend.MTURK)
+                      .aggregate(s=Sum("cost_cents"))["s"] or 0)
+
+    def take(self, cents: int) -> bool:
+        """Count ``cents`` more if the budget allows them."""
+        if self.limit is not None and self.used + cents > self.limit:
+            return False
+        self.used += cents
+        return True
+
+
+def _amazon_hits(backend: MTurkBackend, rep: SyncReport) -> dict[str, dict] | None:
+    try:
+        return {h.get("RequesterAnnotation") or "": h for h in backend.list_hits()}
+    except Exception as exc:  # noqa: BLE001 - reported; the next publish looks again
+        rep.errors.append(_failed("HITs", "listing them", exc, backend))
+        return None
+
+
+def _post(task: Task, hit: Hit, backend: MTurkBackend, base_url: str, st, rep: SyncReport) -> None:
+    reward = hit.reward(st)
+    try:
+        got = backend.create_hit(item_token(task), question_url(base_url, task, hit),
+                                 task_type=task.kind, max_assignments=hit.max_assignments, title=TITLES[task.kind],
+                                 description=hit_description(task), request_token=hit.request_token,
+                                 reward=dollars(reward))
+    except Exception as exc:  # noqa: BLE001 - recorded; the row stays pending and the next publish posts it again
+        rep.errors.append(_failed(f"task {task.pk}", "CreateHIT", exc, backend))
+        return
+    _posted(hit, got, backend, rep, reward)
+
+
+def _posted(hit: Hit, got: dict, backend: MTurkBackend, rep: SyncReport, reward: int | None = None) -> None:
+    """Record HIT ``got`` (Amazon's) on ``hit``'s row."""
+    Hit.objects.filter(pk=hit.pk).update(hit_id=got["HITId"], status="posted",
+                                         expires=_link_expiry(backend, got.get("Expiration")),
+                                         reward_cents=hit.reward_cents if reward is None else reward)
+    rep.created += 1
 
 
 def _link_expiry(backend: MTurkBackend, expiration) -> datetime:
@@ -143,7 +224,7 @@ def _link_expiry(backend: MTurkBackend, expiration) -> datetime:
     return expiration + timedelta(seconds=backend.config.assignment_seconds)
 
 
-def _extend(corpus: Corpus, backend: MTurkBackend, rep: SyncReport) -> None:
+def _extend(corpus: Corpus, backend: MTurkBackend, rep: SyncReport, budget: _Budget) -> None:
     """Open tasks that now need more answers than their HIT takes (an item of a relation the crowd judges weakly,
     asked again: :func:`unpooled.service.annotation.actions.request_more_answers`): more assignments on the same HIT,
     open for another lifetime (an expired HIT takes workers again)."""
@@ -152,6 +233,10 @@ def _extend(corpus: Corpus, backend: MTurkBackend, rep: SyncReport) -> None:
             .exclude(hit_id="").select_related("task").order_by("id"))
     for hit in hits:
         n = hit.task.answers_needed
+        reward = hit.reward(budget.st)
+        if not budget.take(hit_cost_cents(reward, n) - hit_cost_cents(reward, hit.max_assignments)):
+            rep.over_budget += 1
+            continue
         try:
             backend.extend_hit(hit.hit_id, extra_assignments=n - hit.max_assignments,
                                extra_seconds=backend.config.lifetime_seconds,

@@ -17,6 +17,7 @@ from django.shortcuts import render
 from unpooled.service.annotation.actions import settings_for
 from unpooled.service.annotation.models import Answer, Backend, Hit, Task
 from unpooled.service.crowd.base import WHO
+from unpooled.service.crowd.mturk_sync import requested
 
 from .views import console_context, organiser_required
 
@@ -50,7 +51,7 @@ def make_backend():
 
 
 def counts(corpus) -> dict:
-    """The corpus's HITs and MTurk answers from the database, in three queries."""
+    """The corpus's HITs, what they asked of Amazon and its MTurk answers, from the database."""
     hits = Hit.objects.filter(task__corpus=corpus)
     by = hits.aggregate(rows=Count("id"), published=Count("id", filter=~Q(hit_id="")),
                         expired=Count("id", filter=Q(status="expired")))
@@ -60,7 +61,8 @@ def counts(corpus) -> dict:
     answers = Answer.objects.filter(task__corpus=corpus, annotator__backend=Backend.MTURK).aggregate(
         n=Count("id"), quarantined=Count("id", filter=Q(quarantined=True)), workers=Count("annotator", distinct=True))
     unpublished = Task.objects.filter(corpus=corpus, status=Task.Status.OPEN, hit__isnull=True).count()
-    return {**by, "unposted": by["rows"] - by["published"], "live": by["published"] - by["expired"],
+    return {**by, **requested(corpus), "unposted": by["rows"] - by["published"],
+            "live": by["published"] - by["expired"],
             "approved": approved, "rejected": rejected, "answers": answers["n"],
             "quarantined": answers["quarantined"], "confirmed": answers["n"] - answers["quarantined"],
             "workers": answers["workers"], "unpublished": unpublished}
