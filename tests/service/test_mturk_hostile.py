@@ -199,3 +199,20 @@ def test_a_failed_create_hit_is_posted_again_with_its_token_and_never_twice(corp
     stub.add_response("list_hits", {"HITs": [_hit(h3, item_token(t3))], "NumResults": 1}, {"MaxResults": 100})
     rep = publish(corpus, backend, "https://unpooled.example")
     assert rep.created == 1 and Hit.objects.get(task=t3).hit_id == h3
+
+
+def test_the_mturk_page_shows_the_pay_publishing_asks_for(client, corpus):  # noqa: F811
+    """The page listed the adapter's default rewards (UNPOOLED_MTURK_REWARD_*, $0.05 a verification), which publishing
+    never pays: it pays the corpus's settings.  It now shows those, with Amazon's fee."""
+    from unpooled.service.accounts.models import Role
+    from unpooled.service.annotation import actions
+
+    from .test_organiser import _login
+
+    st = actions.settings_for(corpus)
+    st.reward_verify_cents = 12
+    st.save()
+    _login(client, "olga", staff=True, role=Role.ORGANISER)
+    html = client.get(f"{reverse('organiser:mturk')}?corpus={corpus.name}").content.decode()
+    row = html.split('id="mturk-rewards">')[1].split("</td>")[0]
+    assert "verify an instance $0.12 + $0.03 Amazon's fee" in row and "$0.05" not in html

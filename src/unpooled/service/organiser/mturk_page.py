@@ -68,6 +68,16 @@ def counts(corpus) -> dict:
             "workers": answers["workers"], "unpublished": unpublished}
 
 
+def rewards(corpus) -> list[tuple[str, int, int]]:
+    """What a HIT of each task kind pays an assignment now, by the corpus's settings (what publishing asks of
+    Amazon): ``(kind's name, reward, Amazon's fee)`` in cents."""
+    from unpooled.core.annotation.mturk_fees import fee_cents
+    from unpooled.service.annotation.models import Kind
+
+    st = settings_for(corpus)
+    return [(label, st.reward_cents(k), fee_cents(st.reward_cents(k), st.answers_per_item)) for k, label in Kind.choices]
+
+
 def _ask_amazon(action: str, corpus) -> dict:
     """Run ``balance`` or ``reconcile`` against Amazon; the result, or the error in words."""
     from botocore.exceptions import BotoCoreError
@@ -99,7 +109,8 @@ def mturk(request):
     status = 200
     if corpus is not None:
         backend = settings_for(corpus).backend
-        ctx.update(counts=counts(corpus), backend=backend, backend_label=WHO.get(backend, backend), mturk=Backend.MTURK)
+        ctx.update(counts=counts(corpus), backend=backend, backend_label=WHO.get(backend, backend), mturk=Backend.MTURK,
+                   rewards=rewards(corpus))
         if request.method == "POST":
             action = request.POST.get("action")
             if action not in ("balance", "reconcile"):
