@@ -216,3 +216,24 @@ def test_the_mturk_page_shows_the_pay_publishing_asks_for(client, corpus):  # no
     html = client.get(f"{reverse('organiser:mturk')}?corpus={corpus.name}").content.decode()
     row = html.split('id="mturk-rewards">')[1].split("</td>")[0]
     assert "verify an instance $0.12 + $0.03 Amazon's fee" in row and "$0.05" not in html
+
+
+def test_collecting_goes_on_when_the_public_url_is_missing(client, corpus, stubbed, monkeypatch):  # noqa: F811
+    """Without UNPOOLED_PUBLIC_URL no HIT can be posted, and publishing raised: the sync (and the submission's
+    annotating stage) stopped before collecting, so submitted assignments were never reviewed and Amazon's
+    auto-approval paid them unseen.  Now publishing says why it posted nothing, and collecting goes on."""
+    from unpooled.service.crowd.base import MTurkCrowd
+
+    backend, stub = stubbed
+    t1, t2 = _published(corpus, stub, backend)
+    t3 = Task.objects.create(corpus=corpus, kind=t1.kind, document=t1.document, key="k3", payload=t1.payload,
+                             answers_needed=3, priority=t1.priority, guideline_version=t1.guideline_version)
+    monkeypatch.delenv("UNPOOLED_PUBLIC_URL", raising=False)
+    crowd = MTurkCrowd(backend)
+    out = crowd.publish(corpus)
+    assert out["created"] == 0 and any("UNPOOLED_PUBLIC_URL" in e for e in out["errors"])
+    assert not Hit.objects.filter(task=t3).exists()
+    lease = _answer(client, t1)
+    _collect_one(stub, H1, [{"AssignmentId": AS1, "WorkerId": W1, "HITId": H1, "AssignmentStatus": "Submitted",
+                             "Answer": _answer_xml(lease.token)}], [H2])
+    assert crowd.collect(corpus)["approved"] == 1

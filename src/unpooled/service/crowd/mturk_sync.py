@@ -126,6 +126,9 @@ def publish(corpus: Corpus, backend: MTurkBackend, base_url: str, *, limit: int 
                  .filter(Q(hit__isnull=True) | Q(hit__hit_id="")).select_related("document", "hit")
                  .order_by("priority", "id"))
         known: dict[str, dict] | None = None   # Amazon's HITs by RequesterAnnotation, listed once if needed
+        if not base_url and tasks.exists():   # the HITs' link has no host: nothing is posted, the rest goes on
+            rep.errors.append(NO_PUBLIC_URL)
+            tasks = tasks.none()
         for task in tasks[:limit] if limit else tasks:
             hit = getattr(task, "hit", None)
             if hit is None:
@@ -153,6 +156,9 @@ def publish(corpus: Corpus, backend: MTurkBackend, base_url: str, *, limit: int 
                           f"(${dollars(budget.used)} requested already)")
     return rep
 
+
+NO_PUBLIC_URL = ("no HIT posted: UNPOOLED_PUBLIC_URL, the public URL of this service that HITs send workers to, is "
+                 "not set in the environment of the server's processes")
 
 #: Amazon keeps a CreateHIT's UniqueRequestToken for 24 hours; a row pending longer is looked up before a retry
 TOKEN_HOURS = 23
