@@ -237,3 +237,38 @@ def test_collecting_goes_on_when_the_public_url_is_missing(client, corpus, stubb
     _collect_one(stub, H1, [{"AssignmentId": AS1, "WorkerId": W1, "HITId": H1, "AssignmentStatus": "Submitted",
                              "Answer": _answer_xml(lease.token)}], [H2])
     assert crowd.collect(corpus)["approved"] == 1
+
+
+def test_settled_hits_are_not_listed_again(corpus, stubbed):  # noqa: F811
+    """Every sync listed every HIT the corpus ever had (a control's, whose task never closes, too): thousands of
+    calls a minute on a large corpus, throttled by Amazon.  A HIT whose assignments are all approved or rejected, or
+    that ended and can take no more submissions, is settled and not listed again (until it is given more)."""
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    backend, stub = stubbed
+    t1, t2 = _published(corpus, stub, backend)
+    a2, a3 = "3" + "U" * 29, "3" + "V" * 29
+    Hit.objects.filter(task=t1).update(approved=[AS1, a2], rejected=[a3])   # all three of its assignments
+    Task.objects.filter(pk=t2.pk).update(status=Task.Status.COMPLETE)
+    approved = [{"AssignmentId": a, "WorkerId": W1, "HITId": H1, "AssignmentStatus": "Approved", "Answer": ""}
+                for a in (AS1, a2)]
+    stub.add_response("list_assignments_for_hit", {"Assignments": approved, "NumResults": 2},
+                      {"HITId": H1, "MaxResults": 100, "AssignmentStatuses": LISTED})
+    stub.add_response("list_assignments_for_hit", {"Assignments": [], "NumResults": 0},
+                      {"HITId": H2, "MaxResults": 100, "AssignmentStatuses": LISTED})
+    stub.add_response("update_expiration_for_hit", {}, {"HITId": H2, "ExpireAt": ANY})
+    assert not collect(corpus, backend).errors
+    # t2's HIT ended; a worker who accepted it just before may still submit for an assignment's duration
+    assert Hit.objects.get(task=t2).expires <= timezone.now() + timedelta(seconds=backend.config.assignment_seconds)
+    stub.add_response("list_assignments_for_hit", {"Assignments": [], "NumResults": 0},
+                      {"HITId": H2, "MaxResults": 100, "AssignmentStatuses": LISTED})
+    assert not collect(corpus, backend).errors
+    Hit.objects.filter(task=t2).update(expires=timezone.now() - timedelta(seconds=1))
+    stub.add_response("list_assignments_for_hit", {"Assignments": [], "NumResults": 0},
+                      {"HITId": H2, "MaxResults": 100, "AssignmentStatuses": LISTED})
+    assert not collect(corpus, backend).errors
+    rep = collect(corpus, backend)   # nothing left to ask Amazon
+    stub.assert_no_pending_responses()
+    assert not rep.errors and set(Hit.objects.values_list("status", flat=True)) == {"settled"}

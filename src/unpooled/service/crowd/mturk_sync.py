@@ -182,8 +182,8 @@ class _Budget:
 
     def __init__(self, corpus: Corpus, st) -> None:
         self.limit, self.st = st.budget_cents, st
-        self.used = requested(corpus, st)["requested_cents"] + (Answer.objects.filter(task__corpus=corpus).exclude(annotator__backend=Backend.MTURK)
-                      .aggregate(s=Sum("cost_cents"))["s"] or 0)
+        others = Answer.objects.filter(task__corpus=corpus).exclude(annotator__backend=Backend.MTURK)
+        self.used = requested(corpus, st)["requested_cents"] + (others.aggregate(s=Sum("cost_cents"))["s"] or 0)
 
     def take(self, cents: int) -> bool:
         """Count ``cents`` more if the budget allows them."""
@@ -268,7 +268,8 @@ def collect(corpus: Corpus, backend: MTurkBackend) -> SyncReport:
     expire finished HITs.  A call Amazon fails (busy, unreachable, an assignment it no longer knows) is
     reported in ``errors`` and the sync goes on: what it did is recorded, the next one tries the rest again."""
     rep = SyncReport()
-    for hit in Hit.objects.filter(task__corpus=corpus).exclude(hit_id="").select_related("task").order_by("id"):
+    hits = Hit.objects.filter(task__corpus=corpus).exclude(hit_id="").exclude(status=SETTLED)
+    for hit in hits.select_related("task").order_by("id"):
         try:  # all of them first: a HIT listed in part would have its unlisted answers discarded
             listed = list(backend.list_assignments(hit.hit_id, statuses=("Submitted", "Approved")))
         except Exception as exc:  # noqa: BLE001 - reported; the next sync lists it again
@@ -281,16 +282,29 @@ def collect(corpus: Corpus, backend: MTurkBackend) -> SyncReport:
             except Exception as exc:  # noqa: BLE001 - reported; the next sync settles it
                 rep.errors.append(_failed(f"HIT {hit.hit_id}", f"assignment {a['AssignmentId']}", exc, backend))
         rep.discarded += _discard_made_up(hit, {a["AssignmentId"] for a in listed}, backend)
-        status = hit.status
+        status, expires, now = hit.status, hit.expires, timezone.now()
         hit.task.refresh_from_db(fields=["status"])
         if hit.task.status != Task.Status.OPEN and status != "expired":
             try:
                 backend.expire_hit(hit.hit_id)
-                status = "expired"
+                # a worker who accepted it just before may still submit, for an assignment's duration
+                status, expires = "expired", min(filter(None, [expires, now + timedelta(
+                    seconds=backend.config.assignment_seconds)]))
             except Exception as exc:  # noqa: BLE001 - reported; the next sync expires it
                 rep.errors.append(_failed(f"HIT {hit.hit_id}", "expiring it", exc, backend))
-        Hit.objects.filter(pk=hit.pk).update(approved=sorted(approved), rejected=sorted(rejected), status=status)
+        waiting = any(a.get("AssignmentStatus") == "Submitted" and a["AssignmentId"] not in approved | rejected
+                      for a in listed)
+        if (not waiting and (len(approved | rejected) >= hit.max_assignments or (expires is not None and expires < now))
+                and not _unconfirmed(hit)):
+            status = SETTLED   # nothing more can come: not listed again, unless it is given more assignments
+        Hit.objects.filter(pk=hit.pk).update(approved=sorted(approved), rejected=sorted(rejected), status=status,
+                                             expires=expires)
     return rep
+
+
+#: a HIT's status once every assignment it can take is approved or rejected, or it ended and no worker can still
+#: submit (:func:`collect` lists it no more; :func:`_extend` posts it again when its task asks for more answers)
+SETTLED = "settled"
 
 
 def _settle(hit: Hit, a: dict, backend: MTurkBackend, rep: SyncReport, approved: set, rejected: set) -> None:
@@ -311,6 +325,13 @@ def _settle(hit: Hit, a: dict, backend: MTurkBackend, rep: SyncReport, approved:
         backend.reject(aid, "No answer was recorded for this assignment on the task page.")
         rejected.add(aid)
         rep.rejected += 1
+
+
+def _unconfirmed(hit: Hit) -> bool:
+    """Whether ``hit``'s task has MTurk leases no assignment confirmed yet (:func:`_discard_made_up` deletes them
+    in time: the HIT is listed until then)."""
+    return (Assignment.objects.filter(task=hit.task, annotator__backend=Backend.MTURK)
+            .exclude(answer__quarantined=False).exists())
 
 
 def _discard_made_up(hit: Hit, listed: set[str], backend: MTurkBackend, *, now=None) -> int:

@@ -54,7 +54,7 @@ def counts(corpus) -> dict:
     """The corpus's HITs, what they asked of Amazon and its MTurk answers, from the database."""
     hits = Hit.objects.filter(task__corpus=corpus)
     by = hits.aggregate(rows=Count("id"), published=Count("id", filter=~Q(hit_id="")),
-                        expired=Count("id", filter=Q(status="expired")))
+                        expired=Count("id", filter=Q(status__in=("expired", "settled"))))
     approved = rejected = 0
     for a, r in hits.values_list("approved", "rejected"):
         approved, rejected = approved + len(a or []), rejected + len(r or [])
