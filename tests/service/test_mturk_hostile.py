@@ -272,3 +272,33 @@ def test_settled_hits_are_not_listed_again(corpus, stubbed):  # noqa: F811
     rep = collect(corpus, backend)   # nothing left to ask Amazon
     stub.assert_no_pending_responses()
     assert not rep.errors and set(Hit.objects.values_list("status", flat=True)) == {"settled"}
+
+
+def test_a_controls_hit_looks_like_an_items(client, corpus, stubbed):  # noqa: F811
+    """A gold control's HIT took one assignment, an item's three: anyone holding the links (a preview shows them)
+    could tell the controls apart by entering each with made-up assignment ids (a control's HIT refused the third
+    with "as many workers on it as it takes", an item's took six).  A control's HIT now takes as many assignments as
+    an item's, and the same number of made-up entries."""
+    from unpooled.service.annotation import actions
+
+    backend, stub = stubbed
+    t1, t2 = Task.objects.filter(corpus=corpus).order_by("priority", "id")
+    ctl = Task.objects.create(corpus=corpus, kind=t1.kind, document=t1.document, key="control:1", payload=t1.payload,
+                              group=t1.group, answers_needed=0, priority=t2.priority, is_control=True,
+                              control_answer={"correct": True}, guideline_version=t1.guideline_version)
+    n = actions.settings_for(corpus).answers_per_item
+    _create(stub, t1, H1, assignments=n)
+    _create(stub, t2, H2, assignments=n)
+    h3 = "3" + "C" * 29
+    _create(stub, ctl, h3, assignments=n)
+    assert publish(corpus, backend, "https://unpooled.example").created == 3
+    stub.assert_no_pending_responses()
+
+    def entries(task, hit_id):
+        hit = Hit.objects.get(task=task)
+        return [client.get(reverse("annotation:mturk"), {**dict(parse_qsl(task_query(task, hit))), "hitId": hit_id,
+                                                         "assignmentId": f"3PROBE{hit_id[:3]}{i:021d}",
+                                                         "workerId": f"APROBE{i:06d}"}).status_code
+                for i in range(8)]
+
+    assert entries(ctl, h3) == entries(t1, H1)

@@ -109,8 +109,9 @@ def confirm(hit: Hit, assignment: dict) -> Assignment | None:
 
 
 def publish(corpus: Corpus, backend: MTurkBackend, base_url: str, *, limit: int | None = None) -> SyncReport:
-    """Post one HIT per open task of ``corpus`` that has none (controls included, one assignment each), and post
-    again a HIT whose CreateHIT failed (its row has no HIT id yet; same request token, so never twice).
+    """Post one HIT per open task of ``corpus`` that has none (controls included, with as many assignments as an
+    item's), and post again a HIT whose CreateHIT failed (its row has no HIT id yet; same request token, so never
+    twice).
 
     A HIT pays the corpus's reward for its kind (:class:`~unpooled.service.annotation.models.AnnotationSettings`),
     recorded on its row: the one its confirmed answers cost.  A HIT is posted (or given more assignments) only while
@@ -132,7 +133,9 @@ def publish(corpus: Corpus, backend: MTurkBackend, base_url: str, *, limit: int 
         for task in tasks[:limit] if limit else tasks:
             hit = getattr(task, "hit", None)
             if hit is None:
-                n, reward = task.answers_needed or 1, st.reward_cents(task.kind)
+                # a control's HIT takes as many assignments as an item's: its capacity does not tell it apart
+                n = st.answers_per_item if task.is_control else task.answers_needed or 1
+                reward = st.reward_cents(task.kind)
                 if not budget.take(hit_cost_cents(reward, n)):
                     rep.over_budget += 1
                     continue
