@@ -302,3 +302,30 @@ def test_a_controls_hit_looks_like_an_items(client, corpus, stubbed):  # noqa: F
                 for i in range(8)]
 
     assert entries(ctl, h3) == entries(t1, H1)
+
+
+def test_reconciling_one_corpus_leaves_another_corpus_hits_alone(corpus, stubbed, shared_data, tmp_path):  # noqa: F811
+    """Reconciling lists every HIT of the Amazon account: another corpus's HITs (annotated "unpooled:task:N" too)
+    were this corpus's "orphans", and ``--expire-orphans`` expired them, ending that corpus's live work."""
+    from unpooled.service.crowd.mturk_sync import reconcile_corpus
+
+    from ..conftest import load_redocred_subset
+
+    backend, stub = stubbed
+    t1, t2 = _published(corpus, stub, backend)
+    (tmp_path / "b").mkdir()
+    other, _, _ = load_redocred_subset(shared_data, tmp_path / "b", 1, "turk-b")
+    tb = Task.objects.create(corpus=other, kind=t1.kind, document=other.documents.first(), key="kb", payload={},
+                             answers_needed=3, priority=t1.priority, guideline_version=t1.guideline_version)
+    hb, gone = "3" + "D" * 29, "3" + "E" * 29
+    Hit.objects.create(task=tb, request_token="tb", hit_id=hb, max_assignments=3, status="posted")
+    stub.add_response("list_hits", {"HITs": [_hit(H1, item_token(t1)), _hit(H2, item_token(t2)),
+                                             _hit(hb, item_token(tb)), _hit(gone, "unpooled:task:999999")],
+                                    "NumResults": 4}, {"MaxResults": 100})
+    for h in (H1, H2):
+        stub.add_response("list_assignments_for_hit", {"Assignments": [], "NumResults": 0},
+                          {"HITId": h, "MaxResults": 100, "AssignmentStatuses": ["Submitted"]})
+    stub.add_response("update_expiration_for_hit", {}, {"HITId": gone, "ExpireAt": ANY})   # a deleted task's
+    out = reconcile_corpus(corpus, backend, expire_orphans=True)
+    stub.assert_no_pending_responses()
+    assert out["orphans"] == [gone] and out["expired_orphans"] == [gone]

@@ -308,9 +308,11 @@ class ReconcileReport:
 
 
 def reconcile(backend: MTurkBackend, local: Iterable[LocalHit], *, known_assignments: Iterable[str] = (),
-              expire_orphans: bool = False, prefix: str = "unpooled:") -> ReconcileReport:
-    """Repair the local view after a crash by comparing it with what Mechanical Turk holds."""
+              expire_orphans: bool = False, prefix: str = "unpooled:", foreign: Iterable[str] = ()) -> ReconcileReport:
+    """Repair the local view after a crash by comparing it with what Mechanical Turk holds.  ``foreign``: the
+    annotations of the HITs of ours that belong elsewhere (another corpus's): never orphans, never expired."""
     local = list(local)
+    foreign = set(foreign)
     by_token = {h.item_token: h for h in local}
     local_ids = {h.hit_id for h in local if h.hit_id}
     known = set(known_assignments)
@@ -322,7 +324,7 @@ def reconcile(backend: MTurkBackend, local: Iterable[LocalHit], *, known_assignm
         remote_ids.add(hid)
         mine = by_token.get(ann)
         if mine is None:
-            if ann.startswith(prefix):
+            if ann.startswith(prefix) and ann not in foreign:
                 report.orphans.append(hid)
                 if expire_orphans:
                     backend.expire_hit(hid)

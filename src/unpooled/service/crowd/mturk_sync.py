@@ -61,8 +61,9 @@ def hit_description(task: Task) -> str:
             "person, organisation or place (keyboard: a letter puts a name in a group).")
 
 
-def item_token(task: Task) -> str:
-    return f"unpooled:task:{task.pk}"
+def item_token(task: Task | int) -> str:
+    """The HIT's ``RequesterAnnotation``: which task (or task id) it is for."""
+    return f"unpooled:task:{task if isinstance(task, int) else task.pk}"
 
 
 @dataclass
@@ -362,7 +363,9 @@ def reconcile_corpus(corpus: Corpus, backend: MTurkBackend, *, expire_orphans: b
     rows = list(Hit.objects.filter(task__corpus=corpus).select_related("task"))
     local = [LocalHit(item_token(h.task), h.hit_id or None, h.request_token, h.max_assignments) for h in rows]
     known = {aid for h in rows for aid in h.approved + h.rejected}
-    rep = reconcile(backend, local, known_assignments=known, expire_orphans=expire_orphans)
+    # the account's HITs of the other corpora are theirs, not orphans of this one
+    foreign = {item_token(t) for t in Hit.objects.exclude(task__corpus=corpus).values_list("task_id", flat=True)}
+    rep = reconcile(backend, local, known_assignments=known, expire_orphans=expire_orphans, foreign=foreign)
     by_token = {item_token(h.task): h for h in rows}
     for token, hid in rep.adopted.items():
         Hit.objects.filter(pk=by_token[token].pk).update(hit_id=hid, status="posted")
