@@ -329,3 +329,15 @@ def test_reconciling_one_corpus_leaves_another_corpus_hits_alone(corpus, stubbed
     out = reconcile_corpus(corpus, backend, expire_orphans=True)
     stub.assert_no_pending_responses()
     assert out["orphans"] == [gone] and out["expired_orphans"] == [gone]
+
+
+def test_requests_commit_amazons_fee_on_mturk(corpus):  # noqa: F811
+    """On Mechanical Turk an answer costs its reward and Amazon's fee; requests committed the reward only, so a
+    submission's (and the corpus's) budget let through a fifth more than it said.  The fixture asked for 2 items of
+    3 answers at 5 cents on an MTurk corpus: 2 × 3 × (5 + 1) cents committed."""
+    from unpooled.service.annotation import actions
+    from unpooled.service.annotation.models import TaskRequest
+
+    sub = TaskRequest.objects.filter(task__corpus=corpus).first().submission
+    assert actions.submission_committed_cents(sub) == 2 * 3 * (5 + 1)
+    assert actions.corpus_committed_cents(corpus) == 2 * 3 * (5 + 1)

@@ -177,7 +177,7 @@ def test_more_answers_extend_the_hit(corpus, stubbed):
     res = actions.request_more_answers(sub, weak)
     t1.refresh_from_db()
     extra = st.answers_weak_relation - st.answers_per_item
-    assert res.more_answers == 1 and res.more_answers_cents == extra * st.reward_verify_cents
+    assert res.more_answers == 1 and res.more_answers_cents == extra * (st.reward_verify_cents + 1)  # and the fee
     assert t1.status == Task.Status.OPEN and t1.answers_needed == st.answers_weak_relation and t1.completed is None
     assert actions.submission_committed_cents(sub) == committed + res.more_answers_cents
     assert actions.request_more_answers(sub, weak).more_answers == 0  # asked once

@@ -101,6 +101,14 @@ class AnnotationSettings(models.Model):
         return {Kind.VERIFY: self.reward_verify_cents, Kind.ENTITIES: self.reward_entities_cents,
                 Kind.RELATIONS: self.reward_relations_cents, Kind.CLUSTERS: self.reward_clusters_cents}[kind]
 
+    def answer_cost_cents(self, kind: str, assignments: int) -> int:
+        """What one answer of ``kind`` asked of the corpus's backend costs: its reward and, on Mechanical Turk,
+        Amazon's fee on an assignment of a HIT of ``assignments`` (:mod:`unpooled.core.annotation.mturk_fees`)."""
+        from unpooled.core.annotation.mturk_fees import assignment_cost_cents
+
+        reward = self.reward_cents(kind)
+        return assignment_cost_cents(reward, assignments) if self.backend == Backend.MTURK else reward
+
 
 def settings_for(corpus: Corpus) -> AnnotationSettings:
     """The corpus's annotation settings (a row with the defaults is made the first time)."""
