@@ -341,3 +341,26 @@ def test_requests_commit_amazons_fee_on_mturk(corpus):  # noqa: F811
     sub = TaskRequest.objects.filter(task__corpus=corpus).first().submission
     assert actions.submission_committed_cents(sub) == 2 * 3 * (5 + 1)
     assert actions.corpus_committed_cents(corpus) == 2 * 3 * (5 + 1)
+
+
+def test_a_database_failure_during_collect_is_not_taken_for_amazons(client, corpus, stubbed, monkeypatch):  # noqa: F811
+    """Only Amazon's failures are reported and passed over: a database error (the lifecycle requeues the task once
+    the database answers) goes up, and nothing is approved."""
+    from django.db import OperationalError
+
+    from unpooled.service.annotation import actions
+
+    backend, stub = stubbed
+    t1, t2 = _published(corpus, stub, backend)
+    lease = _answer(client, t1)
+    stub.add_response("list_assignments_for_hit", {"Assignments": [
+        {"AssignmentId": AS1, "WorkerId": W1, "HITId": H1, "AssignmentStatus": "Submitted",
+         "Answer": _answer_xml(lease.token)}], "NumResults": 1},
+        {"HITId": H1, "MaxResults": 100, "AssignmentStatuses": LISTED})
+
+    def locked(*a, **k):
+        raise OperationalError("database is locked")
+
+    monkeypatch.setattr(actions, "confirm_mturk_answer", locked)
+    with pytest.raises(OperationalError):
+        collect(corpus, backend)

@@ -22,6 +22,7 @@ import logging
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
+from botocore.exceptions import BotoCoreError
 from django.db import transaction
 from django.db.models import F, Q, Sum
 from django.utils import timezone
@@ -34,6 +35,10 @@ from unpooled.service.corpora.models import Corpus
 from .mturk import LocalHit, MTurkBackend, MTurkError, dollars, reconcile, request_token, trouble
 
 log = logging.getLogger(__name__)
+
+#: what a call to Amazon raises when it fails (a refusal, a fault, no connection, no credentials): reported, and the
+#: sync goes on; anything else (the database's errors) goes up
+AMAZON_FAILED = (MTurkError, BotoCoreError)
 
 #: a lease is discarded this long after an assignment's duration, if Mechanical Turk has not listed its assignment
 DISCARD_AFTER_SECONDS = 3600
@@ -200,7 +205,7 @@ class _Budget:
 def _amazon_hits(backend: MTurkBackend, rep: SyncReport) -> dict[str, dict] | None:
     try:
         return {h.get("RequesterAnnotation") or "": h for h in backend.list_hits()}
-    except Exception as exc:  # noqa: BLE001 - reported; the next publish looks again
+    except AMAZON_FAILED as exc:  # reported; the next publish looks again
         rep.errors.append(_failed("HITs", "listing them", exc, backend))
         return None
 
@@ -276,14 +281,14 @@ def collect(corpus: Corpus, backend: MTurkBackend) -> SyncReport:
     for hit in hits.select_related("task").order_by("id"):
         try:  # all of them first: a HIT listed in part would have its unlisted answers discarded
             listed = list(backend.list_assignments(hit.hit_id, statuses=("Submitted", "Approved")))
-        except Exception as exc:  # noqa: BLE001 - reported; the next sync lists it again
+        except AMAZON_FAILED as exc:  # reported; the next sync lists it again
             rep.errors.append(_failed(f"HIT {hit.hit_id}", "listing its assignments", exc, backend))
             continue
         approved, rejected = set(hit.approved), set(hit.rejected)
         for a in listed:
             try:
                 _settle(hit, a, backend, rep, approved, rejected)
-            except Exception as exc:  # noqa: BLE001 - reported; the next sync settles it
+            except AMAZON_FAILED as exc:  # reported; the next sync settles it
                 rep.errors.append(_failed(f"HIT {hit.hit_id}", f"assignment {a['AssignmentId']}", exc, backend))
         rep.discarded += _discard_made_up(hit, {a["AssignmentId"] for a in listed}, backend)
         status, expires, now = hit.status, hit.expires, timezone.now()
@@ -294,7 +299,7 @@ def collect(corpus: Corpus, backend: MTurkBackend) -> SyncReport:
                 # a worker who accepted it just before may still submit, for an assignment's duration
                 status, expires = "expired", min(filter(None, [expires, now + timedelta(
                     seconds=backend.config.assignment_seconds)]))
-            except Exception as exc:  # noqa: BLE001 - reported; the next sync expires it
+            except AMAZON_FAILED as exc:  # reported; the next sync expires it
                 rep.errors.append(_failed(f"HIT {hit.hit_id}", "expiring it", exc, backend))
         waiting = any(a.get("AssignmentStatus") == "Submitted" and a["AssignmentId"] not in approved | rejected
                       for a in listed)
