@@ -364,3 +364,35 @@ def test_a_database_failure_during_collect_is_not_taken_for_amazons(client, corp
     monkeypatch.setattr(actions, "confirm_mturk_answer", locked)
     with pytest.raises(OperationalError):
         collect(corpus, backend)
+
+
+def test_assignments_used_up_by_rejected_ones_are_posted_again(client, corpus, stubbed):  # noqa: F811
+    """Two of a HIT's three assignments were submitted without an answer and rejected: the item had one answer of
+    three and a HIT with no assignment left, so it stayed open for ever (and its submission waited).  The HIT now
+    gets the two assignments back, within the budget; a control's HIT is never topped up."""
+    backend, stub = stubbed
+    t1, t2 = _published(corpus, stub, backend)
+    lease = _answer(client, t1)
+    a2, a3 = "3" + "U" * 29, "3" + "V" * 29
+    listed = [{"AssignmentId": AS1, "WorkerId": W1, "HITId": H1, "AssignmentStatus": "Submitted",
+               "Answer": _answer_xml(lease.token)}] + [
+              {"AssignmentId": a, "WorkerId": f"AEMPTY{i:06d}", "HITId": H1, "AssignmentStatus": "Submitted",
+               "Answer": ""} for i, a in enumerate((a2, a3))]
+    stub.add_response("list_assignments_for_hit", {"Assignments": listed, "NumResults": 3},
+                      {"HITId": H1, "MaxResults": 100, "AssignmentStatuses": LISTED})
+    stub.add_response("approve_assignment", {}, {"AssignmentId": AS1})
+    for a in (a2, a3):
+        stub.add_response("reject_assignment", {}, {"AssignmentId": a, "RequesterFeedback": ANY})
+    stub.add_response("list_assignments_for_hit", {"Assignments": [], "NumResults": 0},
+                      {"HITId": H2, "MaxResults": 100, "AssignmentStatuses": LISTED})
+    rep = collect(corpus, backend)
+    assert (rep.approved, rep.rejected) == (1, 2) and Hit.objects.get(task=t1).status == "settled"
+    stub.add_response("create_additional_assignments_for_hit", {},
+                      {"HITId": H1, "NumberOfAdditionalAssignments": 2, "UniqueRequestToken": ANY})
+    stub.add_response("get_hit", {"HIT": {**_hit(H1, item_token(t1)), "Expiration": lease.leased}}, {"HITId": H1})
+    stub.add_response("update_expiration_for_hit", {}, {"HITId": H1, "ExpireAt": ANY})
+    rep = publish(corpus, backend, "https://unpooled.example")
+    stub.assert_no_pending_responses()
+    hit = Hit.objects.get(task=t1)
+    assert rep.extended == 1 and hit.max_assignments == 5 and hit.status == "posted"
+    assert publish(corpus, backend, "https://unpooled.example").extended == 0   # once

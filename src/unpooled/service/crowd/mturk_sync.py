@@ -24,7 +24,7 @@ from datetime import datetime, timedelta
 
 from botocore.exceptions import BotoCoreError
 from django.db import transaction
-from django.db.models import F, Q, Sum
+from django.db.models import Count, Q, Sum
 from django.utils import timezone
 
 from unpooled.core.annotation.mturk_fees import fee_cents, hit_cost_cents
@@ -240,14 +240,21 @@ def _link_expiry(backend: MTurkBackend, expiration) -> datetime:
 
 
 def _extend(corpus: Corpus, backend: MTurkBackend, rep: SyncReport, budget: _Budget) -> None:
-    """Open tasks that now need more answers than their HIT takes (an item of a relation the crowd judges weakly,
-    asked again: :func:`unpooled.service.annotation.actions.request_more_answers`): more assignments on the same HIT,
-    open for another lifetime (an expired HIT takes workers again)."""
-    hits = (Hit.objects.filter(task__corpus=corpus, task__status=Task.Status.OPEN,
-                               max_assignments__lt=F("task__answers_needed"))
-            .exclude(hit_id="").select_related("task").order_by("id"))
+    """Open tasks whose HIT can no longer bring the answers they need get more assignments on the same HIT, open
+    for another lifetime (an expired HIT takes workers again): a task asked for more answers (an item of a relation
+    the crowd judges weakly: :func:`unpooled.service.annotation.actions.request_more_answers`), or one whose
+    assignments were used up by answers that do not count (rejected assignments, a blocked worker's answers).  The
+    assignments Amazon may still hand out or has not settled count as answers to come."""
+    hits = (Hit.objects.filter(task__corpus=corpus, task__status=Task.Status.OPEN, task__is_control=False)
+            .exclude(hit_id="").select_related("task").order_by("id")
+            .annotate(counted=Count("task__answers", filter=Q(task__answers__weight__gt=0,
+                                                              task__answers__annotator__blocked=False))))
     for hit in hits:
-        n = hit.task.answers_needed
+        to_come = max(0, hit.max_assignments - len(set(hit.approved) | set(hit.rejected)))
+        short = hit.task.answers_needed - hit.counted - to_come
+        if short <= 0:
+            continue
+        n = hit.max_assignments + short
         reward = hit.reward(budget.st)
         if not budget.take(hit_cost_cents(reward, n) - hit_cost_cents(reward, hit.max_assignments)):
             rep.over_budget += 1
