@@ -396,3 +396,20 @@ def test_assignments_used_up_by_rejected_ones_are_posted_again(client, corpus, s
     hit = Hit.objects.get(task=t1)
     assert rep.extended == 1 and hit.max_assignments == 5 and hit.status == "posted"
     assert publish(corpus, backend, "https://unpooled.example").extended == 0   # once
+
+
+def test_the_settings_say_which_mechanical_turk_the_server_posts_to(client, corpus, monkeypatch):  # noqa: F811
+    """Choosing Mechanical Turk on the settings page said nothing of the sandbox or production (only the MTurk page
+    did): an organiser could start spending real money unaware."""
+    from unpooled.service.accounts.models import Role
+
+    from .test_organiser import _login
+
+    _login(client, "olga", staff=True, role=Role.ORGANISER)
+    url = f"{reverse('organiser:settings')}?corpus={corpus.name}"
+    monkeypatch.delenv("UNPOOLED_MTURK_PRODUCTION", raising=False)
+    field = client.get(url).content.decode().split('id="field-backend"')[1].split("</div>")[0]
+    assert "Mechanical Turk here is the sandbox: test workers, no money paid" in field
+    monkeypatch.setenv("UNPOOLED_MTURK_PRODUCTION", "1")
+    field = client.get(url).content.decode().split('id="field-backend"')[1].split("</div>")[0]
+    assert "Mechanical Turk here is PRODUCTION: real workers, paid real money" in field
