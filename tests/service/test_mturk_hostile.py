@@ -413,3 +413,23 @@ def test_the_settings_say_which_mechanical_turk_the_server_posts_to(client, corp
     monkeypatch.setenv("UNPOOLED_MTURK_PRODUCTION", "1")
     field = client.get(url).content.decode().split('id="field-backend"')[1].split("</div>")[0]
     assert "Mechanical Turk here is PRODUCTION: real workers, paid real money" in field
+
+
+def test_controls_take_only_what_the_items_leave_of_the_budget(corpus, stubbed):  # noqa: F811
+    """Controls are made at a corpus's first run, so they queue before later submissions' items: under a budget they
+    were posted first and held the items back.  Items are posted first; controls get what remains."""
+    backend, stub = stubbed
+    t1, t2 = Task.objects.filter(corpus=corpus).order_by("priority", "id")
+    Task.objects.create(corpus=corpus, kind=t1.kind, document=t1.document, key="control:1", payload=t1.payload,
+                        group=t1.group, answers_needed=0, priority=t1.priority.replace(year=2020), is_control=True,
+                        control_answer={"correct": True}, guideline_version=t1.guideline_version)
+    from unpooled.service.annotation import actions
+
+    st = actions.settings_for(corpus)
+    st.budget_cents = 2 * 3 * (5 + 1)   # the two items' HITs, no more
+    st.save()
+    _create(stub, t1, H1)
+    _create(stub, t2, H2)
+    rep = publish(corpus, backend, "https://unpooled.example")
+    stub.assert_no_pending_responses()
+    assert rep.created == 2 and rep.over_budget == 1

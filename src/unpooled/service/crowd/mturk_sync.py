@@ -131,7 +131,7 @@ def publish(corpus: Corpus, backend: MTurkBackend, base_url: str, *, limit: int 
         budget = _Budget(corpus, st)
         tasks = (Task.objects.filter(corpus=corpus, status=Task.Status.OPEN)
                  .filter(Q(hit__isnull=True) | Q(hit__hit_id="")).select_related("document", "hit")
-                 .order_by("priority", "id"))
+                 .order_by("is_control", "priority", "id"))   # controls get what the items leave of the budget
         known: dict[str, dict] | None = None   # Amazon's HITs by RequesterAnnotation, listed once if needed
         if not base_url and tasks.exists():   # the HITs' link has no host: nothing is posted, the rest goes on
             rep.errors.append(NO_PUBLIC_URL)
