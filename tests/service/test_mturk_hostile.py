@@ -433,3 +433,23 @@ def test_controls_take_only_what_the_items_leave_of_the_budget(corpus, stubbed):
     rep = publish(corpus, backend, "https://unpooled.example")
     stub.assert_no_pending_responses()
     assert rep.created == 2 and rep.over_budget == 1
+
+
+def test_old_pending_rows_ask_amazon_for_its_hits_once(corpus, stubbed):  # noqa: F811
+    """Rows pending for more than a day are looked up in one listing of Amazon's HITs; when that listing fails, it is
+    reported once and not tried again for every other row."""
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    backend, stub = stubbed
+    t1, t2 = Task.objects.filter(corpus=corpus).order_by("priority", "id")
+    for t in (t1, t2):
+        Hit.objects.create(task=t, request_token=f"old-{t.pk}", max_assignments=3, reward_cents=5)
+    Hit.objects.update(created=timezone.now() - timedelta(days=2))
+    stub.add_client_error("list_hits", "ServiceUnavailable", "down", 503)
+    stub.add_client_error("list_hits", "ServiceUnavailable", "down", 503)
+    rep = publish(corpus, backend, "https://unpooled.example")
+    stub.assert_no_pending_responses()
+    assert rep.created == 0 and len(rep.errors) == 1 and "listing them" in rep.errors[0]
+    assert set(Hit.objects.values_list("hit_id", flat=True)) == {""}

@@ -133,6 +133,7 @@ def publish(corpus: Corpus, backend: MTurkBackend, base_url: str, *, limit: int 
                  .filter(Q(hit__isnull=True) | Q(hit__hit_id="")).select_related("document", "hit")
                  .order_by("is_control", "priority", "id"))   # controls get what the items leave of the budget
         known: dict[str, dict] | None = None   # Amazon's HITs by RequesterAnnotation, listed once if needed
+        unlisted = False
         if not base_url and tasks.exists():   # the HITs' link has no host: nothing is posted, the rest goes on
             rep.errors.append(NO_PUBLIC_URL)
             tasks = tasks.none()
@@ -151,8 +152,9 @@ def publish(corpus: Corpus, backend: MTurkBackend, base_url: str, *, limit: int 
                         "reward_cents": reward})
             elif hit.created < timezone.now() - timedelta(hours=TOKEN_HOURS):
                 # Amazon forgets a request token after a day: a HIT posted then is found by its annotation
-                known = known if known is not None else _amazon_hits(backend, rep)
-                if known is None:
+                if known is None:   # listed once; {} with an error reported when Amazon could not list them
+                    known, unlisted = _amazon_hits(backend, rep)
+                if unlisted:
                     continue
                 if item_token(task) in known:
                     _posted(hit, known[item_token(task)], backend, rep)
@@ -202,12 +204,13 @@ class _Budget:
         return True
 
 
-def _amazon_hits(backend: MTurkBackend, rep: SyncReport) -> dict[str, dict] | None:
+def _amazon_hits(backend: MTurkBackend, rep: SyncReport) -> tuple[dict[str, dict], bool]:
+    """The account's HITs by ``RequesterAnnotation``, and whether listing them failed (reported in ``rep``)."""
     try:
-        return {h.get("RequesterAnnotation") or "": h for h in backend.list_hits()}
+        return {h.get("RequesterAnnotation") or "": h for h in backend.list_hits()}, False
     except AMAZON_FAILED as exc:  # reported; the next publish looks again
         rep.errors.append(_failed("HITs", "listing them", exc, backend))
-        return None
+        return {}, True
 
 
 def _post(task: Task, hit: Hit, backend: MTurkBackend, base_url: str, st, rep: SyncReport) -> None:
