@@ -387,6 +387,12 @@ def test_assignments_used_up_by_rejected_ones_are_posted_again(client, corpus, s
                       {"HITId": H2, "MaxResults": 100, "AssignmentStatuses": LISTED})
     rep = collect(corpus, backend)
     assert (rep.approved, rep.rejected) == (1, 2) and Hit.objects.get(task=t1).status == "settled"
+    # a budget with room for the two HITs only: the rejected assignments were not paid, so their slots fit again
+    from unpooled.service.annotation import actions
+
+    st = actions.settings_for(corpus)
+    st.budget_cents = 2 * 3 * (5 + 1)
+    st.save()
     stub.add_response("create_additional_assignments_for_hit", {},
                       {"HITId": H1, "NumberOfAdditionalAssignments": 2, "UniqueRequestToken": ANY})
     stub.add_response("get_hit", {"HIT": {**_hit(H1, item_token(t1)), "Expiration": lease.leased}}, {"HITId": H1})

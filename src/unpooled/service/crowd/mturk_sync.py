@@ -27,7 +27,7 @@ from django.db import transaction
 from django.db.models import Count, Q, Sum
 from django.utils import timezone
 
-from unpooled.core.annotation.mturk_fees import fee_cents, hit_cost_cents
+from unpooled.core.annotation.mturk_fees import assignment_cost_cents, fee_cents, hit_cost_cents
 from unpooled.service.annotation import actions, hits
 from unpooled.service.annotation.models import Annotator, Answer, Assignment, Backend, Hit, Kind, Task
 from unpooled.service.corpora.models import Corpus
@@ -177,24 +177,29 @@ TOKEN_HOURS = 23
 
 def requested(corpus: Corpus, st=None) -> dict:
     """What the corpus's HITs asked of Amazon (posted, or being posted), every assignment approved: ``assignments``,
-    ``reward_cents`` (their rewards), ``fee_cents`` (Amazon's fee on them) and ``requested_cents`` (the sum)."""
+    ``reward_cents`` (their rewards), ``fee_cents`` (Amazon's fee on them) and ``requested_cents`` (the sum); and
+    ``rejected_cents``, what the assignments rejected would have cost (Amazon pays nothing for them)."""
     st = st or actions.settings_for(corpus)
-    n = reward = fee = 0
-    for hit in Hit.objects.filter(task__corpus=corpus).select_related("task").only("reward_cents", "max_assignments",
-                                                                                   "task__kind"):
+    n = reward = fee = rejected = 0
+    for hit in Hit.objects.filter(task__corpus=corpus).select_related("task").only(
+            "reward_cents", "max_assignments", "rejected", "task__kind"):
         r, m = hit.reward(st), hit.max_assignments
         n, reward, fee = n + m, reward + m * r, fee + m * fee_cents(r, m)
-    return {"assignments": n, "reward_cents": reward, "fee_cents": fee, "requested_cents": reward + fee}
+        rejected += len(hit.rejected or []) * assignment_cost_cents(r, m)
+    return {"assignments": n, "reward_cents": reward, "fee_cents": fee, "requested_cents": reward + fee,
+            "rejected_cents": rejected}
 
 
 class _Budget:
-    """What Amazon may charge for the corpus's HITs (every assignment approved, its fee included) and the other
-    backends' answers cost, against the corpus budget (None: no limit)."""
+    """What Amazon may charge for the corpus's HITs (every assignment not rejected approved, its fee included) and
+    the other backends' answers cost, against the corpus budget (None: no limit)."""
 
     def __init__(self, corpus: Corpus, st) -> None:
         self.limit, self.st = st.budget_cents, st
         others = Answer.objects.filter(task__corpus=corpus).exclude(annotator__backend=Backend.MTURK)
-        self.used = requested(corpus, st)["requested_cents"] + (others.aggregate(s=Sum("cost_cents"))["s"] or 0)
+        asked = requested(corpus, st)   # a rejected assignment costs nothing: its slot may be posted again
+        self.used = (asked["requested_cents"] - asked["rejected_cents"]
+                     + (others.aggregate(s=Sum("cost_cents"))["s"] or 0))
 
     def take(self, cents: int) -> bool:
         """Count ``cents`` more if the budget allows them."""
