@@ -133,7 +133,7 @@ def test_a_confirmed_answer_costs_what_its_hit_pays_with_amazons_fee(client, cor
     assert Answer.objects.get(assignment=lease).cost_cents == 5 + 1
 
 
-def test_publishing_stays_within_the_budget_with_fees_controls_and_more_assignments(client, corpus, stubbed):  # noqa: F811
+def test_publishing_stays_within_the_budget_with_fees_and_more_assignments(client, corpus, stubbed):  # noqa: F811
     """HITs are posted while what Amazon may charge for them (every assignment's reward and fee, a control's HIT and
     the assignments added to a HIT included) stays within the corpus budget; the rest wait, and the MTurk page says
     what was requested from Amazon: the sum of the CreateHIT rewards, and the fee on them."""
@@ -459,3 +459,36 @@ def test_old_pending_rows_ask_amazon_for_its_hits_once(corpus, stubbed):  # noqa
     stub.assert_no_pending_responses()
     assert rep.created == 0 and len(rep.errors) == 1 and "listing them" in rep.errors[0]
     assert set(Hit.objects.values_list("hit_id", flat=True)) == {""}
+
+
+def test_two_syncs_at_once_lose_no_assignment_and_no_extension(client, corpus, stubbed, monkeypatch):  # noqa: F811
+    """Every submission annotating on an MTurk corpus polls it each minute, so two syncs of one corpus run at once.
+    One wrote the HIT's row from what it had read before its calls: an assignment the other had rejected meanwhile
+    was lost (its slot then never posted again), and a HIT the other had just given more assignments was marked
+    settled (never listed again).  The row is now merged under its lock."""
+    from unpooled.service.crowd.mturk import MTurkBackend
+
+    backend, stub = stubbed
+    t1, t2 = _published(corpus, stub, backend)
+    other = "3" + "O" * 29
+
+    real = MTurkBackend.reject
+
+    def reject_while_another_sync_runs(self, assignment_id, feedback):
+        real(self, assignment_id, feedback)
+        # meanwhile, another sync rejected another assignment of the HIT and gave the HIT more assignments
+        Hit.objects.filter(task=t1).update(rejected=[other], max_assignments=5, status="posted")
+
+    monkeypatch.setattr(MTurkBackend, "reject", reject_while_another_sync_runs)
+    empty = [{"AssignmentId": a, "WorkerId": f"AEMPTY{i:06d}", "HITId": H1, "AssignmentStatus": "Submitted",
+              "Answer": ""} for i, a in enumerate((AS1, "3" + "U" * 29, "3" + "V" * 29))]
+    stub.add_response("list_assignments_for_hit", {"Assignments": empty, "NumResults": 3},
+                      {"HITId": H1, "MaxResults": 100, "AssignmentStatuses": LISTED})
+    for a in empty:
+        stub.add_response("reject_assignment", {}, {"AssignmentId": a["AssignmentId"], "RequesterFeedback": ANY})
+    stub.add_response("list_assignments_for_hit", {"Assignments": [], "NumResults": 0},
+                      {"HITId": H2, "MaxResults": 100, "AssignmentStatuses": LISTED})
+    assert collect(corpus, backend).rejected == 3
+    hit = Hit.objects.get(task=t1)
+    assert set(hit.rejected) == {other} | {a["AssignmentId"] for a in empty}
+    assert hit.status == "posted" and hit.max_assignments == 5

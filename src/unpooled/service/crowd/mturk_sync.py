@@ -321,9 +321,21 @@ def collect(corpus: Corpus, backend: MTurkBackend) -> SyncReport:
         if (not waiting and (len(approved | rejected) >= hit.max_assignments or (expires is not None and expires < now))
                 and not _unconfirmed(hit)):
             status = SETTLED   # nothing more can come: not listed again, unless it is given more assignments
-        Hit.objects.filter(pk=hit.pk).update(approved=sorted(approved), rejected=sorted(rejected), status=status,
-                                             expires=expires)
+        _record(hit, approved, rejected, status, expires)
     return rep
+
+
+def _record(hit: Hit, approved: set, rejected: set, status: str, expires) -> None:
+    """Write what a collect settled on ``hit``'s row, merged with what another sync of the corpus (each submission
+    annotating on it polls it) wrote meanwhile: no assignment id is lost, and a HIT given more assignments
+    meanwhile keeps its status (posted: it is listed again)."""
+    with transaction.atomic():
+        row = Hit.objects.select_for_update().get(pk=hit.pk)
+        if row.max_assignments != hit.max_assignments or (row.status != hit.status and status == hit.status):
+            status, expires = row.status, row.expires   # changed meanwhile by the other: its word stands
+        Hit.objects.filter(pk=hit.pk).update(approved=sorted(approved | set(row.approved)),
+                                             rejected=sorted(rejected | set(row.rejected)), status=status,
+                                             expires=expires)
 
 
 #: a HIT's status once every assignment it can take is approved or rejected, or it ended and no worker can still
