@@ -273,7 +273,7 @@ def test_mturk_answers_count_only_once_mturk_confirms_them(client, turk, stubbed
     for i in range(5):
         forged(not Answer.objects.get(task=t, annotator__external_id=f"AFAKE{i:08d}").weight)
     assert Answer.objects.filter(task=t, quarantined=True).count() == 5
-    assert sum(Answer.objects.filter(task=t).values_list("cost_cents", flat=True)) == 3 * 5
+    assert sum(Answer.objects.filter(task=t).values_list("cost_cents", flat=True)) == 3 * (5 + 1)  # reward and fee
     # the dataset release holds the confirmed answers only
     from unpooled.service.annotation.release import export_release
 

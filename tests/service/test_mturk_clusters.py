@@ -185,7 +185,7 @@ def test_clustering_hit_end_to_end_on_mturk(corpus, stubbed):
     hit.refresh_from_db()
     assert hit.hit_id == HIT and hit.status == "posted"
     a1.refresh_from_db()
-    assert not a1.quarantined and a1.weight == 1 and a1.cost_cents == 135
+    assert not a1.quarantined and a1.weight == 1 and a1.cost_cents == 135 + 27  # the reward and Amazon's 20% fee
     rep = publish(corpus, backend, BASE)
     assert (rep.created, rep.errors) == (0, [])  # nothing is posted twice (nor tried: the stub has no answer)
     # ---- once the id is known, another HIT id is refused; workers 2 and 3 answer
@@ -233,7 +233,7 @@ def test_clustering_hit_end_to_end_on_mturk(corpus, stubbed):
     assert hit.approved == sorted(AS) and hit.rejected == [THIEF_AS] and hit.status == "expired"
     counted = Answer.objects.filter(task=task, weight__gt=0)
     assert sorted(counted.values_list("annotator__external_id", flat=True)) == sorted(W)
-    assert [a.cost_cents for a in counted] == [135] * 3  # what the HIT paid each
+    assert [a.cost_cents for a in counted] == [135 + 27] * 3  # what the HIT paid each, with the fee
     forged = Answer.objects.get(annotator__external_id=FORGER)
     assert forged.quarantined and forged.weight == 0 and forged.cost_cents == 0  # never counts, never paid
 
@@ -320,7 +320,7 @@ def test_a_new_exhaustive_layer_replaces_the_clustering_hit(shared_data, tmp_pat
     assert (rep.confirmed, rep.approved, rep.rejected) == (1, 1, 0)
     assert Hit.objects.get(task=old).status == "expired" and Hit.objects.get(task=new).status == "posted"
     ans = Answer.objects.get(assignment=lease)
-    assert not ans.quarantined and ans.weight == 0 and ans.cost_cents == 120  # paid, counts for nothing
+    assert not ans.quarantined and ans.weight == 0 and ans.cost_cents == 120 + 24  # paid, with the fee
     assert Task.objects.get(pk=new.pk).status == Task.Status.OPEN and not new.answers.exists()
 
 

@@ -120,7 +120,15 @@ def test_balance_and_reconcile_ask_amazon(client, world, amazon):  # noqa: F811
     assert hit.hit_id == HIT_ID and 'id="hits-published">1' in html
     amazon.add_client_error("get_account_balance", "RequestError", "The AWS Access Key Id needs a subscription", 400)
     html = client.post(_url(corpus), {"action": "balance", "corpus": corpus.name}).content.decode()
-    assert "Amazon's answer: mturk get_account_balance: RequestError: The AWS Access Key Id needs" in html
+    # a fixed sentence with Amazon's code; its message (account ids, request ids) only in the log
+    assert "Mechanical Turk refused the call (it answered RequestError)" in html and "needs a subscription" not in html
+    amazon.add_client_error("get_account_balance", "ServiceUnavailable", "down at 10.1.2.3", 503)
+    amazon.add_client_error("get_account_balance", "ServiceUnavailable", "down at 10.1.2.3", 503)
+    amazon.add_client_error("get_account_balance", "ServiceUnavailable", "down at 10.1.2.3", 503)
+    amazon.add_client_error("get_account_balance", "ServiceUnavailable", "down at 10.1.2.3", 503)
+    amazon.add_client_error("get_account_balance", "ServiceUnavailable", "down at 10.1.2.3", 503)
+    html = client.post(_url(corpus), {"action": "balance", "corpus": corpus.name}).content.decode()
+    assert "Mechanical Turk is busy or unavailable (it answered ServiceUnavailable)" in html and "10.1.2.3" not in html
     r = client.post(_url(corpus), {"action": "publish", "corpus": corpus.name})
     assert r.status_code == 400 and "expected balance or reconcile" in r.content.decode()
 

@@ -108,7 +108,7 @@ def test_publish_crash_reconcile_and_pay(client, corpus, stubbed):
     rep = collect(corpus, backend)
     assert (rep.approved, rep.rejected, rep.confirmed) == (1, 1, 1)
     ans.refresh_from_db()
-    assert not ans.quarantined and ans.weight == 1 and ans.cost_cents == 5  # confirmed: counts, and is paid
+    assert not ans.quarantined and ans.weight == 1 and ans.cost_cents == 5 + 1  # confirmed: paid, with the fee
     # a duplicate notification (the same submitted assignments listed again) pays nobody twice
     stub.add_response("list_assignments_for_hit", {"Assignments": subm, "NumResults": 2},
                       {"HITId": h1, "MaxResults": 100, "AssignmentStatuses": ["Submitted", "Approved"]})
@@ -177,7 +177,7 @@ def test_more_answers_extend_the_hit(corpus, stubbed):
     res = actions.request_more_answers(sub, weak)
     t1.refresh_from_db()
     extra = st.answers_weak_relation - st.answers_per_item
-    assert res.more_answers == 1 and res.more_answers_cents == extra * st.reward_verify_cents
+    assert res.more_answers == 1 and res.more_answers_cents == extra * (st.reward_verify_cents + 1)  # and the fee
     assert t1.status == Task.Status.OPEN and t1.answers_needed == st.answers_weak_relation and t1.completed is None
     assert actions.submission_committed_cents(sub) == committed + res.more_answers_cents
     assert actions.request_more_answers(sub, weak).more_answers == 0  # asked once

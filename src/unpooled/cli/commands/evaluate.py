@@ -183,6 +183,9 @@ def cmd_evaluate(args) -> int:
                                  relation_rates=args.relation_rates)
     elif args.crowd == "mturk":
         crowd = MTurkCrowd()
+        if not crowd.base_url:
+            raise CommandError("--crowd mturk: set UNPOOLED_PUBLIC_URL, the public URL of this service (HITs send "
+                               "workers to its task pages)")
     else:
         crowd = InHouseBackend()
     if args.separate:

@@ -31,8 +31,8 @@ from .leasing import may_label, own_exhaustive
 from .payloads import sentences_of, verify_payload
 from .signals import labels_written
 from .models import (
-    AnnotationSettings, Annotator, Answer, Assignment, Backend, ExhaustiveDocument, Kind, Label, SubmissionBudget,
-    Task, TaskRequest, settings_for, settings_of,
+    AnnotationSettings, Annotator, Answer, Assignment, Backend, ExhaustiveDocument, Hit, Kind, Label,
+    SubmissionBudget, Task, TaskRequest, settings_for, settings_of,
 )
 
 #: the longest time an answer may say it took (a day): the page's clock, sent by the browser
@@ -119,7 +119,7 @@ def corpus_committed_cents(corpus: Corpus) -> int:
         open_ = Task.objects.filter(corpus=corpus, kind=kind, status=Task.Status.OPEN, is_control=False).annotate(
             got=Count("answers", filter=Q(answers__weight__gt=0))).aggregate(
             need=Sum(F("answers_needed") - F("got")))["need"] or 0
-        missing += max(0, open_) * st.reward_cents(kind)
+        missing += max(0, open_) * st.answer_cost_cents(kind, st.answers_per_item)
     return spent + missing
 
 
@@ -135,7 +135,8 @@ def request_verification(sub: Submission, instance_ids, *, now=None, of_corpus: 
 
     An instance whose canonical key already has a label creates nothing (label reuse); one
     whose key has an open task joins it; the rest create tasks while the submission's and
-    the corpus's budgets allow (each new task commits ``k × reward``; ``k`` is the settings'
+    the corpus's budgets allow (each new task commits ``k`` answers' cost, :meth:`AnnotationSettings.
+    answer_cost_cents`: the reward, and Amazon's fee on Mechanical Turk; ``k`` is the settings'
     ``answers_weak_relation`` for an instance of one of ``weak_relations``, where the crowd's answers say
     little and more of them narrow the intervals), in the instances' order.  New tasks queue at ``priority``
     (default: the submission's upload time, so that older submissions are served first).
@@ -169,7 +170,7 @@ def request_verification(sub: Submission, instance_ids, *, now=None, of_corpus: 
                 joined.append(task)
                 continue
             k = k_weak if inst.predicate in weak_relations else st.answers_per_item
-            cost = k * st.reward_verify_cents
+            cost = k * st.answer_cost_cents(Kind.VERIFY, k)
             if (sub_left is not None and sub_left < cost) or (corpus_left is not None and corpus_left < cost):
                 res.over_budget += 1
                 res.over_budget_keys.append(key)
@@ -179,7 +180,7 @@ def request_verification(sub: Submission, instance_ids, *, now=None, of_corpus: 
             res.committed_cents += cost
             if k > st.answers_per_item:
                 res.more_answers += 1
-                res.more_answers_cents += (k - st.answers_per_item) * st.reward_verify_cents
+                res.more_answers_cents += (k - st.answers_per_item) * st.answer_cost_cents(Kind.VERIFY, k)
             if sub_left is not None:
                 sub_left -= cost
             if corpus_left is not None:
@@ -257,7 +258,7 @@ def request_more_answers(sub: Submission, weak_relations) -> RequestResult:
         sub_left, corpus_left = _budget_left(sub, st)
         for req in mine:
             task = req.task
-            cost = (k_weak - task.answers_needed) * st.reward_verify_cents
+            cost = (k_weak - task.answers_needed) * st.answer_cost_cents(Kind.VERIFY, k_weak)
             if (sub_left is not None and sub_left < cost) or (corpus_left is not None and corpus_left < cost):
                 res.over_budget += 1
                 res.over_budget_keys.append(task.key)
@@ -439,13 +440,22 @@ def confirm_mturk_answer(assignment: Assignment, *, now=None) -> bool:
         annotator = Annotator.objects.get(pk=ans.annotator_id)
         st = settings_for(task.corpus)
         counts = not annotator.blocked and task.status == Task.Status.OPEN
-        ans.quarantined, ans.weight, ans.cost_cents = False, 1.0 if counts else 0.0, st.reward_cents(task.kind)
+        ans.quarantined, ans.weight, ans.cost_cents = False, 1.0 if counts else 0.0, _mturk_cost(task, st)
         ans.save(update_fields=["quarantined", "weight", "cost_cents"])
         if task.is_control:
             _score_control(annotator, task, ans, st, now, assignment)
         elif counts and _counted(task) >= task.answers_needed:
             complete_task(task, now=now)
     return True
+
+
+def _mturk_cost(task: Task, st: AnnotationSettings) -> int:
+    """What Amazon charges for an approved assignment of ``task``'s HIT: the reward the HIT was posted with (the
+    corpus's reward now when the row predates it) and Amazon's fee."""
+    from unpooled.core.annotation.mturk_fees import assignment_cost_cents
+
+    hit = Hit.objects.filter(task=task).select_related("task").first()
+    return assignment_cost_cents(hit.reward(st), hit.max_assignments) if hit else st.reward_cents(task.kind)
 
 
 def _score_control(annotator: Annotator, task: Task, ans: Answer, st: AnnotationSettings, now,

@@ -150,7 +150,7 @@ def lease_for_entry(entry: Entry, *, now=None) -> Assignment:
 def _new_lease(entry: Entry, ann: Annotator | None, ref: str, now) -> Assignment:
     """A lease for an assignment the service has not seen (:func:`lease_for_entry`'s rules)."""
     hit = entry.hit
-    if hit.status == "expired" or (hit.expires is not None and hit.expires < now):
+    if hit.status in ("expired", "settled") or (hit.expires is not None and hit.expires < now):
         raise EntryRefused("this HIT has ended: it takes no new worker", 410)
     if ann is not None and Answer.objects.filter(task=entry.task, annotator=ann, quarantined=False).exists():
         raise EntryRefused("this worker has answered this task already", 409)

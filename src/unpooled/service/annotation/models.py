@@ -101,6 +101,14 @@ class AnnotationSettings(models.Model):
         return {Kind.VERIFY: self.reward_verify_cents, Kind.ENTITIES: self.reward_entities_cents,
                 Kind.RELATIONS: self.reward_relations_cents, Kind.CLUSTERS: self.reward_clusters_cents}[kind]
 
+    def answer_cost_cents(self, kind: str, assignments: int) -> int:
+        """What one answer of ``kind`` asked of the corpus's backend costs: its reward and, on Mechanical Turk,
+        Amazon's fee on an assignment of a HIT of ``assignments`` (:mod:`unpooled.core.annotation.mturk_fees`)."""
+        from unpooled.core.annotation.mturk_fees import assignment_cost_cents
+
+        reward = self.reward_cents(kind)
+        return assignment_cost_cents(reward, assignments) if self.backend == Backend.MTURK else reward
+
 
 def settings_for(corpus: Corpus) -> AnnotationSettings:
     """The corpus's annotation settings (a row with the defaults is made the first time)."""
@@ -307,6 +315,8 @@ class Hit(models.Model):
     request_token = models.CharField(max_length=64, unique=True)
     hit_id = models.CharField(max_length=100, blank=True)
     max_assignments = models.PositiveSmallIntegerField()
+    reward_cents = models.PositiveIntegerField(null=True, blank=True, help_text="the reward the HIT was posted with "
+                                               "(what Amazon pays an assignment, before its fee); unknown on older rows")
     status = models.CharField(max_length=20, default="pending")
     approved = JSONField(default=list, help_text="AssignmentIds approved")
     rejected = JSONField(default=list, help_text="AssignmentIds rejected")
@@ -318,3 +328,8 @@ class Hit(models.Model):
 
     class Meta:
         verbose_name, verbose_name_plural = "HIT", "HITs"
+
+    def reward(self, st: AnnotationSettings) -> int:
+        """The reward the HIT was posted with (cents); on a row older than that record, the corpus's now (``st``:
+        its settings)."""
+        return st.reward_cents(self.task.kind) if self.reward_cents is None else self.reward_cents

@@ -27,7 +27,7 @@ def web_server_command(bind: str, workers: int, threads: int = 1, *, access_log:
     ``threads > 1`` selects gthread. The request timeout is :data:`WEB_TIMEOUT` (uploads)."""
     cmd = [sys.executable, "-m", "gunicorn", "unpooled.service.config.wsgi", "--bind", bind,
            "--workers", str(workers), "--threads", str(threads), "--timeout", str(WEB_TIMEOUT),
-           "--log-level", "warning"]
+           "--log-level", "warning", "--logger-class", "unpooled.service.config.access_log.RedactingLogger"]
     return cmd + (["--access-logfile", "-"] if access_log else [])
 
 

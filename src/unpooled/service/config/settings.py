@@ -332,6 +332,8 @@ UPLOAD_WAIT_DIR = Path(os.environ.get("UNPOOLED_UPLOAD_WAIT_DIR") or DATA_DIR / 
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
-    "handlers": {"console": {"class": "logging.StreamHandler"}},
+    # no lease token or MTurk entry credential in the log (Django logs a 4xx with its path)
+    "filters": {"redact": {"()": "unpooled.service.config.access_log.RedactFilter"}},
+    "handlers": {"console": {"class": "logging.StreamHandler", "filters": ["redact"]}},
     "root": {"handlers": ["console"], "level": os.environ.get("UNPOOLED_LOG_LEVEL", "WARNING")},
 }

@@ -76,8 +76,6 @@ class MTurkCrowd:
     def publish(self, corpus: Corpus) -> dict:
         from .mturk_sync import publish
 
-        if not self.base_url:
-            raise ValueError("UNPOOLED_PUBLIC_URL: the public URL of this service is needed to post HITs")
         return publish(corpus, self.backend, self.base_url).to_dict()
 
     def collect(self, corpus: Corpus) -> dict:

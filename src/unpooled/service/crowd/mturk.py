@@ -40,6 +40,29 @@ class MTurkError(Exception):
         self.operation, self.code, self.message = operation, code, message
 
 
+_CODE = re.compile(r"^[A-Za-z][A-Za-z0-9.]{0,63}$")
+
+
+def trouble(exc: BaseException, tries: int = 1) -> str:
+    """What a person reads when a call to Mechanical Turk failed: a fixed sentence by the kind of failure and
+    Amazon's error code, never the exception's text (Amazon's message may carry account ids, addresses, request
+    ids; the caller logs it).  ``tries``: how many times the call was made."""
+    from botocore.exceptions import (ConnectionError as BotoConnectionError, HTTPClientError, NoCredentialsError,
+                                     PartialCredentialsError)
+
+    if isinstance(exc, MTurkError):
+        code = exc.code if _CODE.match(exc.code or "") else "an error"
+        if exc.code in RETRYABLE:
+            return (f"Mechanical Turk is busy or unavailable (it answered {code}"
+                    f"{f' to {tries} tries' if tries > 1 else ''}); the next sync tries again")
+        return f"Mechanical Turk refused the call (it answered {code}); the server log has its message"
+    if isinstance(exc, (NoCredentialsError, PartialCredentialsError)):
+        return "no AWS credentials were found: set them in the environment of the server's processes"
+    if isinstance(exc, (BotoConnectionError, HTTPClientError)):
+        return "Mechanical Turk could not be reached; the next sync tries again"
+    return "the call to Mechanical Turk failed unexpectedly; the server log has the details"
+
+
 def _flag(environ: Mapping[str, str], name: str) -> bool | None:
     v = environ.get(name)
     if v is None or v == "":
@@ -285,9 +308,11 @@ class ReconcileReport:
 
 
 def reconcile(backend: MTurkBackend, local: Iterable[LocalHit], *, known_assignments: Iterable[str] = (),
-              expire_orphans: bool = False, prefix: str = "unpooled:") -> ReconcileReport:
-    """Repair the local view after a crash by comparing it with what Mechanical Turk holds."""
+              expire_orphans: bool = False, prefix: str = "unpooled:", foreign: Iterable[str] = ()) -> ReconcileReport:
+    """Repair the local view after a crash by comparing it with what Mechanical Turk holds.  ``foreign``: the
+    annotations of the HITs of ours that belong elsewhere (another corpus's): never orphans, never expired."""
     local = list(local)
+    foreign = set(foreign)
     by_token = {h.item_token: h for h in local}
     local_ids = {h.hit_id for h in local if h.hit_id}
     known = set(known_assignments)
@@ -299,7 +324,7 @@ def reconcile(backend: MTurkBackend, local: Iterable[LocalHit], *, known_assignm
         remote_ids.add(hid)
         mine = by_token.get(ann)
         if mine is None:
-            if ann.startswith(prefix):
+            if ann.startswith(prefix) and ann not in foreign:
                 report.orphans.append(hid)
                 if expire_orphans:
                     backend.expire_hit(hid)

@@ -18,18 +18,27 @@ worker and assignment are real.  This module moves HITs and money, and confirms 
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
+from botocore.exceptions import BotoCoreError
 from django.db import transaction
-from django.db.models import F
+from django.db.models import Count, Q, Sum
 from django.utils import timezone
 
+from unpooled.core.annotation.mturk_fees import assignment_cost_cents, fee_cents, hit_cost_cents
 from unpooled.service.annotation import actions, hits
-from unpooled.service.annotation.models import Annotator, Assignment, Backend, Hit, Kind, Task
+from unpooled.service.annotation.models import Annotator, Answer, Assignment, Backend, Hit, Kind, Task
 from unpooled.service.corpora.models import Corpus
 
-from .mturk import LocalHit, MTurkBackend, dollars, reconcile, request_token
+from .mturk import LocalHit, MTurkBackend, MTurkError, dollars, reconcile, request_token, trouble
+
+log = logging.getLogger(__name__)
+
+#: what a call to Amazon raises when it fails (a refusal, a fault, no connection, no credentials): reported, and the
+#: sync goes on; anything else (the database's errors) goes up
+AMAZON_FAILED = (MTurkError, BotoCoreError)
 
 #: a lease is discarded this long after an assignment's duration, if Mechanical Turk has not listed its assignment
 DISCARD_AFTER_SECONDS = 3600
@@ -57,8 +66,9 @@ def hit_description(task: Task) -> str:
             "person, organisation or place (keyboard: a letter puts a name in a group).")
 
 
-def item_token(task: Task) -> str:
-    return f"unpooled:task:{task.pk}"
+def item_token(task: Task | int) -> str:
+    """The HIT's ``RequesterAnnotation``: which task (or task id) it is for."""
+    return f"unpooled:task:{task if isinstance(task, int) else task.pk}"
 
 
 @dataclass
@@ -70,6 +80,7 @@ class SyncReport:
     confirmed: int = 0
     extended: int = 0       # HITs given more assignments (their task asked for more answers)
     discarded: int = 0      # leases no assignment can vouch for any more (made up, or abandoned), deleted
+    over_budget: int = 0    # HITs not posted, or not given more assignments: the corpus budget would not bear them
     errors: list[str] = field(default_factory=list)
 
     def to_dict(self) -> dict:
@@ -104,32 +115,128 @@ def confirm(hit: Hit, assignment: dict) -> Assignment | None:
 
 
 def publish(corpus: Corpus, backend: MTurkBackend, base_url: str, *, limit: int | None = None) -> SyncReport:
-    """Post one HIT per open task of ``corpus`` that has none (controls included, one assignment each).
+    """Post one HIT per open task of ``corpus`` that has none (controls included, with as many assignments as an
+    item's), and post again a HIT whose CreateHIT failed (its row has no HIT id yet; same request token, so never
+    twice).
 
-    A HIT pays the corpus's reward for its kind (:class:`~unpooled.service.annotation.models.AnnotationSettings`):
-    the one its confirmed answers cost and budgets count."""
+    A HIT pays the corpus's reward for its kind (:class:`~unpooled.service.annotation.models.AnnotationSettings`),
+    recorded on its row: the one its confirmed answers cost.  A HIT is posted (or given more assignments) only while
+    what Amazon may charge for all the corpus's HITs, fees included (:mod:`unpooled.core.annotation.mturk_fees`),
+    stays within the corpus budget; the others wait (``over_budget``)."""
+    from unpooled.service.locks import exclusive
+
     rep = SyncReport()
     st = actions.settings_for(corpus)
-    tasks = (Task.objects.filter(corpus=corpus, status=Task.Status.OPEN, hit__isnull=True)
-             .select_related("document").order_by("priority", "id"))
-    for task in tasks[:limit] if limit else tasks:
-        n = task.answers_needed or 1
-        with transaction.atomic():
-            hit, _ = Hit.objects.get_or_create(task=task, defaults={"request_token": request_token("task", task.pk, 0),
-                                                                    "max_assignments": n})
-        try:
-            got = backend.create_hit(item_token(task), question_url(base_url, task, hit),
-                                     task_type=task.kind, max_assignments=n, title=TITLES[task.kind],
-                                     description=hit_description(task), request_token=hit.request_token,
-                                     reward=dollars(st.reward_cents(task.kind)))
-        except Exception as exc:  # recorded; the row stays pending and reconcile or the next publish repairs it
-            rep.errors.append(f"task {task.pk}: {exc}")
-            continue
-        Hit.objects.filter(pk=hit.pk).update(hit_id=got["HITId"], status="posted",
-                                             expires=_link_expiry(backend, got.get("Expiration")))
-        rep.created += 1
-    _extend(corpus, backend, rep)
+    with exclusive("mturk-publish", corpus.pk):   # two publishers would both see the same budget left
+        budget = _Budget(corpus, st)
+        tasks = (Task.objects.filter(corpus=corpus, status=Task.Status.OPEN)
+                 .filter(Q(hit__isnull=True) | Q(hit__hit_id="")).select_related("document", "hit")
+                 .order_by("is_control", "priority", "id"))   # controls get what the items leave of the budget
+        known: dict[str, dict] | None = None   # Amazon's HITs by RequesterAnnotation, listed once if needed
+        unlisted = False
+        if not base_url and tasks.exists():   # the HITs' link has no host: nothing is posted, the rest goes on
+            rep.errors.append(NO_PUBLIC_URL)
+            tasks = tasks.none()
+        for task in tasks[:limit] if limit else tasks:
+            hit = getattr(task, "hit", None)
+            if hit is None:
+                # a control's HIT takes as many assignments as an item's: its capacity does not tell it apart
+                n = st.answers_per_item if task.is_control else task.answers_needed or 1
+                reward = st.reward_cents(task.kind)
+                if not budget.take(hit_cost_cents(reward, n)):
+                    rep.over_budget += 1
+                    continue
+                with transaction.atomic():
+                    hit, _ = Hit.objects.get_or_create(task=task, defaults={
+                        "request_token": request_token("task", task.pk, 0), "max_assignments": n,
+                        "reward_cents": reward})
+            elif hit.created < timezone.now() - timedelta(hours=TOKEN_HOURS):
+                # Amazon forgets a request token after a day: a HIT posted then is found by its annotation
+                if known is None:   # listed once; {} with an error reported when Amazon could not list them
+                    known, unlisted = _amazon_hits(backend, rep)
+                if unlisted:
+                    continue
+                if item_token(task) in known:
+                    _posted(hit, known[item_token(task)], backend, rep)
+                    continue
+            _post(task, hit, backend, base_url, st, rep)
+        _extend(corpus, backend, rep, budget)
+    if rep.over_budget:
+        rep.errors.append(f"{rep.over_budget} HIT(s) not posted or given more assignments: what Amazon may charge "
+                          f"for them, its fee included, would pass the corpus budget of ${dollars(budget.limit)} "
+                          f"(${dollars(budget.used)} requested already)")
     return rep
+
+
+NO_PUBLIC_URL = ("no HIT posted: UNPOOLED_PUBLIC_URL, the public URL of this service that HITs send workers to, is "
+                 "not set in the environment of the server's processes")
+
+#: Amazon keeps a CreateHIT's UniqueRequestToken for 24 hours; a row pending longer is looked up before a retry
+TOKEN_HOURS = 23
+
+
+def requested(corpus: Corpus, st=None) -> dict:
+    """What the corpus's HITs asked of Amazon (posted, or being posted), every assignment approved: ``assignments``,
+    ``reward_cents`` (their rewards), ``fee_cents`` (Amazon's fee on them) and ``requested_cents`` (the sum); and
+    ``rejected_cents``, what the assignments rejected would have cost (Amazon pays nothing for them)."""
+    st = st or actions.settings_for(corpus)
+    n = reward = fee = rejected = 0
+    for hit in Hit.objects.filter(task__corpus=corpus).select_related("task").only(
+            "reward_cents", "max_assignments", "rejected", "task__kind"):
+        r, m = hit.reward(st), hit.max_assignments
+        n, reward, fee = n + m, reward + m * r, fee + m * fee_cents(r, m)
+        rejected += len(hit.rejected or []) * assignment_cost_cents(r, m)
+    return {"assignments": n, "reward_cents": reward, "fee_cents": fee, "requested_cents": reward + fee,
+            "rejected_cents": rejected}
+
+
+class _Budget:
+    """What Amazon may charge for the corpus's HITs (every assignment not rejected approved, its fee included) and
+    the other backends' answers cost, against the corpus budget (None: no limit)."""
+
+    def __init__(self, corpus: Corpus, st) -> None:
+        self.limit, self.st = st.budget_cents, st
+        others = Answer.objects.filter(task__corpus=corpus).exclude(annotator__backend=Backend.MTURK)
+        asked = requested(corpus, st)   # a rejected assignment costs nothing: its slot may be posted again
+        self.used = (asked["requested_cents"] - asked["rejected_cents"]
+                     + (others.aggregate(s=Sum("cost_cents"))["s"] or 0))
+
+    def take(self, cents: int) -> bool:
+        """Count ``cents`` more if the budget allows them."""
+        if self.limit is not None and self.used + cents > self.limit:
+            return False
+        self.used += cents
+        return True
+
+
+def _amazon_hits(backend: MTurkBackend, rep: SyncReport) -> tuple[dict[str, dict], bool]:
+    """The account's HITs by ``RequesterAnnotation``, and whether listing them failed (reported in ``rep``)."""
+    try:
+        return {h.get("RequesterAnnotation") or "": h for h in backend.list_hits()}, False
+    except AMAZON_FAILED as exc:  # reported; the next publish looks again
+        rep.errors.append(_failed("HITs", "listing them", exc, backend))
+        return {}, True
+
+
+def _post(task: Task, hit: Hit, backend: MTurkBackend, base_url: str, st, rep: SyncReport) -> None:
+    reward = hit.reward(st)
+    try:
+        got = backend.create_hit(item_token(task), question_url(base_url, task, hit),
+                                 task_type=task.kind, max_assignments=hit.max_assignments, title=TITLES[task.kind],
+                                 description=hit_description(task), request_token=hit.request_token,
+                                 reward=dollars(reward))
+    except Exception as exc:  # noqa: BLE001 - recorded; the row stays pending and the next publish posts it again
+        rep.errors.append(_failed(f"task {task.pk}", "CreateHIT", exc, backend))
+        return
+    _posted(hit, got, backend, rep, reward)
+
+
+def _posted(hit: Hit, got: dict, backend: MTurkBackend, rep: SyncReport, reward: int | None = None) -> None:
+    """Record HIT ``got`` (Amazon's) on ``hit``'s row."""
+    Hit.objects.filter(pk=hit.pk).update(hit_id=got["HITId"], status="posted",
+                                         expires=_link_expiry(backend, got.get("Expiration")),
+                                         reward_cents=hit.reward_cents if reward is None else reward)
+    rep.created += 1
 
 
 def _link_expiry(backend: MTurkBackend, expiration) -> datetime:
@@ -140,59 +247,127 @@ def _link_expiry(backend: MTurkBackend, expiration) -> datetime:
     return expiration + timedelta(seconds=backend.config.assignment_seconds)
 
 
-def _extend(corpus: Corpus, backend: MTurkBackend, rep: SyncReport) -> None:
-    """Open tasks that now need more answers than their HIT takes (an item of a relation the crowd judges weakly,
-    asked again: :func:`unpooled.service.annotation.actions.request_more_answers`): more assignments on the same HIT,
-    open for another lifetime (an expired HIT takes workers again)."""
-    hits = (Hit.objects.filter(task__corpus=corpus, task__status=Task.Status.OPEN,
-                               max_assignments__lt=F("task__answers_needed"))
-            .exclude(hit_id="").select_related("task").order_by("id"))
+def _extend(corpus: Corpus, backend: MTurkBackend, rep: SyncReport, budget: _Budget) -> None:
+    """Open tasks whose HIT can no longer bring the answers they need get more assignments on the same HIT, open
+    for another lifetime (an expired HIT takes workers again): a task asked for more answers (an item of a relation
+    the crowd judges weakly: :func:`unpooled.service.annotation.actions.request_more_answers`), or one whose
+    assignments were used up by answers that do not count (rejected assignments, a blocked worker's answers).  The
+    assignments Amazon may still hand out or has not settled count as answers to come."""
+    hits = (Hit.objects.filter(task__corpus=corpus, task__status=Task.Status.OPEN, task__is_control=False)
+            .exclude(hit_id="").select_related("task").order_by("id")
+            .annotate(counted=Count("task__answers", filter=Q(task__answers__weight__gt=0,
+                                                              task__answers__annotator__blocked=False))))
     for hit in hits:
-        n = hit.task.answers_needed
+        to_come = max(0, hit.max_assignments - len(set(hit.approved) | set(hit.rejected)))
+        short = hit.task.answers_needed - hit.counted - to_come
+        if short <= 0:
+            continue
+        n = hit.max_assignments + short
+        reward = hit.reward(budget.st)
+        if not budget.take(hit_cost_cents(reward, n) - hit_cost_cents(reward, hit.max_assignments)):
+            rep.over_budget += 1
+            continue
         try:
             backend.extend_hit(hit.hit_id, extra_assignments=n - hit.max_assignments,
                                extra_seconds=backend.config.lifetime_seconds,
                                request_token=request_token("task", hit.task_id, n))
         except Exception as exc:  # recorded; the next publish tries again
-            rep.errors.append(f"task {hit.task_id}: {exc}")
+            rep.errors.append(_failed(f"task {hit.task_id}", "extending its HIT", exc, backend))
             continue
         Hit.objects.filter(pk=hit.pk).update(max_assignments=n, status="posted",
                                              expires=max(filter(None, [hit.expires, _link_expiry(backend, None)])))
         rep.extended += 1
 
 
+def _failed(what: str, doing: str, exc: Exception, backend: MTurkBackend) -> str:
+    """The report's line on a call to Amazon that failed (:func:`~.mturk.trouble`: a fixed sentence); the
+    exception's text goes to the log only."""
+    log.warning("mturk %s: %s failed: %s", what, doing, exc)
+    tries = backend.config.max_retries + 1 if isinstance(exc, MTurkError) else 1
+    return f"{what}: {doing}: {trouble(exc, tries)}"
+
+
 def collect(corpus: Corpus, backend: MTurkBackend) -> SyncReport:
     """Confirm and approve assignments whose answers we stored; reject submitted ones without an answer;
-    expire finished HITs."""
+    expire finished HITs.  A call Amazon fails (busy, unreachable, an assignment it no longer knows) is
+    reported in ``errors`` and the sync goes on: what it did is recorded, the next one tries the rest again."""
     rep = SyncReport()
-    for hit in Hit.objects.filter(task__corpus=corpus).exclude(hit_id="").select_related("task").order_by("id"):
+    hits = Hit.objects.filter(task__corpus=corpus).exclude(hit_id="").exclude(status=SETTLED)
+    for hit in hits.select_related("task").order_by("id"):
+        try:  # all of them first: a HIT listed in part would have its unlisted answers discarded
+            listed = list(backend.list_assignments(hit.hit_id, statuses=("Submitted", "Approved")))
+        except AMAZON_FAILED as exc:  # reported; the next sync lists it again
+            rep.errors.append(_failed(f"HIT {hit.hit_id}", "listing its assignments", exc, backend))
+            continue
         approved, rejected = set(hit.approved), set(hit.rejected)
-        listed = set()
-        for a in backend.list_assignments(hit.hit_id, statuses=("Submitted", "Approved")):
-            aid = a["AssignmentId"]
-            listed.add(aid)
-            if aid in rejected:
-                continue
-            lease = confirm(hit, a)
-            if lease is not None:
-                rep.confirmed += 1
-                if aid not in approved:
-                    if a.get("AssignmentStatus") != "Approved":
-                        backend.approve(aid)
-                        rep.approved += 1
-                    approved.add(aid)
-            elif a.get("AssignmentStatus") == "Submitted" and aid not in approved:
-                backend.reject(aid, "No answer was recorded for this assignment on the task page.")
-                rejected.add(aid)
-                rep.rejected += 1
-        rep.discarded += _discard_made_up(hit, listed, backend)
-        status = hit.status
+        for a in listed:
+            try:
+                _settle(hit, a, backend, rep, approved, rejected)
+            except AMAZON_FAILED as exc:  # reported; the next sync settles it
+                rep.errors.append(_failed(f"HIT {hit.hit_id}", f"assignment {a['AssignmentId']}", exc, backend))
+        rep.discarded += _discard_made_up(hit, {a["AssignmentId"] for a in listed}, backend)
+        status, expires, now = hit.status, hit.expires, timezone.now()
         hit.task.refresh_from_db(fields=["status"])
         if hit.task.status != Task.Status.OPEN and status != "expired":
-            backend.expire_hit(hit.hit_id)
-            status = "expired"
-        Hit.objects.filter(pk=hit.pk).update(approved=sorted(approved), rejected=sorted(rejected), status=status)
+            try:
+                backend.expire_hit(hit.hit_id)
+                # a worker who accepted it just before may still submit, for an assignment's duration
+                status, expires = "expired", min(filter(None, [expires, now + timedelta(
+                    seconds=backend.config.assignment_seconds)]))
+            except AMAZON_FAILED as exc:  # reported; the next sync expires it
+                rep.errors.append(_failed(f"HIT {hit.hit_id}", "expiring it", exc, backend))
+        waiting = any(a.get("AssignmentStatus") == "Submitted" and a["AssignmentId"] not in approved | rejected
+                      for a in listed)
+        if (not waiting and (len(approved | rejected) >= hit.max_assignments or (expires is not None and expires < now))
+                and not _unconfirmed(hit)):
+            status = SETTLED   # nothing more can come: not listed again, unless it is given more assignments
+        _record(hit, approved, rejected, status, expires)
     return rep
+
+
+def _record(hit: Hit, approved: set, rejected: set, status: str, expires) -> None:
+    """Write what a collect settled on ``hit``'s row, merged with what another sync of the corpus (each submission
+    annotating on it polls it) wrote meanwhile: no assignment id is lost, and a HIT given more assignments
+    meanwhile keeps its status (posted: it is listed again)."""
+    with transaction.atomic():
+        row = Hit.objects.select_for_update().get(pk=hit.pk)
+        if row.max_assignments != hit.max_assignments or (row.status != hit.status and status == hit.status):
+            status, expires = row.status, row.expires   # changed meanwhile by the other: its word stands
+        Hit.objects.filter(pk=hit.pk).update(approved=sorted(approved | set(row.approved)),
+                                             rejected=sorted(rejected | set(row.rejected)), status=status,
+                                             expires=expires)
+
+
+#: a HIT's status once every assignment it can take is approved or rejected, or it ended and no worker can still
+#: submit (:func:`collect` lists it no more; :func:`_extend` posts it again when its task asks for more answers)
+SETTLED = "settled"
+
+
+def _settle(hit: Hit, a: dict, backend: MTurkBackend, rep: SyncReport, approved: set, rejected: set) -> None:
+    """Confirm and approve one assignment Amazon listed for ``hit``, or reject it when no answer of ours is its
+    (``approved`` and ``rejected``: the HIT's assignment ids, updated)."""
+    aid = a["AssignmentId"]
+    if aid in rejected:
+        return
+    lease = confirm(hit, a)
+    if lease is not None:
+        rep.confirmed += 1
+        if aid not in approved:
+            if a.get("AssignmentStatus") != "Approved":
+                backend.approve(aid)
+                rep.approved += 1
+            approved.add(aid)
+    elif a.get("AssignmentStatus") == "Submitted" and aid not in approved:
+        backend.reject(aid, "No answer was recorded for this assignment on the task page.")
+        rejected.add(aid)
+        rep.rejected += 1
+
+
+def _unconfirmed(hit: Hit) -> bool:
+    """Whether ``hit``'s task has MTurk leases no assignment confirmed yet (:func:`_discard_made_up` deletes them
+    in time: the HIT is listed until then)."""
+    return (Assignment.objects.filter(task=hit.task, annotator__backend=Backend.MTURK)
+            .exclude(answer__quarantined=False).exists())
 
 
 def _discard_made_up(hit: Hit, listed: set[str], backend: MTurkBackend, *, now=None) -> int:
@@ -220,7 +395,9 @@ def reconcile_corpus(corpus: Corpus, backend: MTurkBackend, *, expire_orphans: b
     rows = list(Hit.objects.filter(task__corpus=corpus).select_related("task"))
     local = [LocalHit(item_token(h.task), h.hit_id or None, h.request_token, h.max_assignments) for h in rows]
     known = {aid for h in rows for aid in h.approved + h.rejected}
-    rep = reconcile(backend, local, known_assignments=known, expire_orphans=expire_orphans)
+    # the account's HITs of the other corpora are theirs, not orphans of this one
+    foreign = {item_token(t) for t in Hit.objects.exclude(task__corpus=corpus).values_list("task_id", flat=True)}
+    rep = reconcile(backend, local, known_assignments=known, expire_orphans=expire_orphans, foreign=foreign)
     by_token = {item_token(h.task): h for h in rows}
     for token, hid in rep.adopted.items():
         Hit.objects.filter(pk=by_token[token].pk).update(hit_id=hid, status="posted")

@@ -74,8 +74,14 @@ class SettingsForm(forms.ModelForm):
         }
 
     def __init__(self, *args, corpus: Corpus, **kwargs) -> None:
+        from unpooled.service.crowd.mturk import MTurkConfig
+
         self.corpus = corpus
         super().__init__(*args, **kwargs)
+        # which Mechanical Turk this server posts to, where it is chosen (UNPOOLED_MTURK_PRODUCTION)
+        self.fields["backend"].help_text = (
+            "Mechanical Turk here is the sandbox: test workers, no money paid" if MTurkConfig.from_env().sandbox
+            else "Mechanical Turk here is PRODUCTION: real workers, paid real money from the AWS account")
 
     def clean(self):
         data = super().clean()

@@ -8,6 +8,7 @@ this page changes nothing at Amazon but the HIT rows a reconciliation adopts."""
 
 from __future__ import annotations
 
+import logging
 import os
 
 from django.db.models import Count, Q
@@ -16,8 +17,11 @@ from django.shortcuts import render
 from unpooled.service.annotation.actions import settings_for
 from unpooled.service.annotation.models import Answer, Backend, Hit, Task
 from unpooled.service.crowd.base import WHO
+from unpooled.service.crowd.mturk_sync import requested
 
 from .views import console_context, organiser_required
+
+log = logging.getLogger(__name__)
 
 #: how boto3 names where it found credentials, in words (nothing of the credentials themselves)
 CREDENTIAL_SOURCES = {"env": "environment variables (AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY)",
@@ -47,27 +51,38 @@ def make_backend():
 
 
 def counts(corpus) -> dict:
-    """The corpus's HITs and MTurk answers from the database, in three queries."""
+    """The corpus's HITs, what they asked of Amazon and its MTurk answers, from the database."""
     hits = Hit.objects.filter(task__corpus=corpus)
     by = hits.aggregate(rows=Count("id"), published=Count("id", filter=~Q(hit_id="")),
-                        expired=Count("id", filter=Q(status="expired")))
+                        expired=Count("id", filter=Q(status__in=("expired", "settled"))))
     approved = rejected = 0
     for a, r in hits.values_list("approved", "rejected"):
         approved, rejected = approved + len(a or []), rejected + len(r or [])
     answers = Answer.objects.filter(task__corpus=corpus, annotator__backend=Backend.MTURK).aggregate(
         n=Count("id"), quarantined=Count("id", filter=Q(quarantined=True)), workers=Count("annotator", distinct=True))
     unpublished = Task.objects.filter(corpus=corpus, status=Task.Status.OPEN, hit__isnull=True).count()
-    return {**by, "unposted": by["rows"] - by["published"], "live": by["published"] - by["expired"],
+    return {**by, **requested(corpus), "unposted": by["rows"] - by["published"],
+            "live": by["published"] - by["expired"],
             "approved": approved, "rejected": rejected, "answers": answers["n"],
             "quarantined": answers["quarantined"], "confirmed": answers["n"] - answers["quarantined"],
             "workers": answers["workers"], "unpublished": unpublished}
+
+
+def rewards(corpus) -> list[tuple[str, int, int]]:
+    """What a HIT of each task kind pays an assignment now, by the corpus's settings (what publishing asks of
+    Amazon): ``(kind's name, reward, Amazon's fee)`` in cents."""
+    from unpooled.core.annotation.mturk_fees import fee_cents
+    from unpooled.service.annotation.models import Kind
+
+    st = settings_for(corpus)
+    return [(label, st.reward_cents(k), fee_cents(st.reward_cents(k), st.answers_per_item)) for k, label in Kind.choices]
 
 
 def _ask_amazon(action: str, corpus) -> dict:
     """Run ``balance`` or ``reconcile`` against Amazon; the result, or the error in words."""
     from botocore.exceptions import BotoCoreError
 
-    from unpooled.service.crowd.mturk import MTurkError
+    from unpooled.service.crowd.mturk import MTurkError, trouble
     from unpooled.service.crowd.mturk_sync import reconcile_corpus
 
     try:
@@ -77,8 +92,9 @@ def _ask_amazon(action: str, corpus) -> dict:
         rep = reconcile_corpus(corpus, backend)
         return {"reconciled": {"adopted": len(rep["adopted"]), "orphans": len(rep["orphans"]),
                                "missing": len(rep["missing"]), "confirmed": rep["confirmed"]}}
-    except (MTurkError, BotoCoreError) as exc:
-        return {"error": str(exc)}
+    except (MTurkError, BotoCoreError) as exc:  # Amazon's words go to the log, a fixed sentence to the page
+        log.warning("mturk page, %s of corpus %s: %s", action, corpus.name, exc)
+        return {"error": trouble(exc)}
 
 
 @organiser_required
@@ -93,7 +109,8 @@ def mturk(request):
     status = 200
     if corpus is not None:
         backend = settings_for(corpus).backend
-        ctx.update(counts=counts(corpus), backend=backend, backend_label=WHO.get(backend, backend), mturk=Backend.MTURK)
+        ctx.update(counts=counts(corpus), backend=backend, backend_label=WHO.get(backend, backend), mturk=Backend.MTURK,
+                   rewards=rewards(corpus))
         if request.method == "POST":
             action = request.POST.get("action")
             if action not in ("balance", "reconcile"):
