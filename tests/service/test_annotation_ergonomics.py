@@ -307,3 +307,34 @@ def test_an_answer_that_completed_its_item_says_it_cannot_be_undone(client, setu
     html = client.get(page["Location"]).content.decode()
     assert 'id="undo-form"' not in html
     assert 'id="saved-final"' in html and "it completed its item, so it can no longer be undone" in html
+
+
+def test_with_one_answer_per_item_undo_acts_alike_for_a_control_and_an_item(client, setup):
+    """Security review N3, with one answer per item: an item's answer completed it (the next page said it could no
+    longer be undone) while a gold control's stayed open (the next page offered its undo), so the undo offer told
+    every control apart.  A control now counts as decided whenever an item in its place would be: the same page and
+    the same refusal after either."""
+    corpus = setup
+    st = actions.settings_for(corpus)
+    st.answers_per_item = 1
+    st.save()
+    Task.objects.filter(kind=Kind.VERIFY).update(answers_needed=1)
+    create_verify_controls(corpus, 2, rng=0)
+    ann = leasing.annotator_for_user(User.objects.get(username="ann"))
+    assert client.login(username="ann", password="pw-ann-123")
+    pages, refusals = [], []
+    for task in (Task.objects.filter(kind=Kind.VERIFY, is_control=False).order_by("pk").first(),
+                 Task.objects.filter(kind=Kind.VERIFY, is_control=True).order_by("pk").first()):
+        lease = leasing._try_lease(task.pk, ann, timezone.now())
+        r = client.post(reverse("annotation:task", args=[lease.token]), {"answer": json.dumps(HOLDS), "seconds": "2"})
+        assert r.status_code == 302
+        nxt = client.get(r["Location"])
+        html = client.get(nxt["Location"]).content.decode()
+        pages.append(('id="undo-form"' in html, 'id="saved-final"' in html and "it completed its item" in html))
+        with pytest.raises(actions.UndoRefused) as exc:
+            actions.undo_answer(lease)
+        refusals.append(str(exc.value))
+        client.get(reverse("annotation:queue"))  # the next page's lease is let go: the control is leased next
+        Assignment.objects.filter(annotator=ann, status=Assignment.Status.LEASED).delete()
+    assert pages == [(False, True), (False, True)]
+    assert refusals[0] == refusals[1]

@@ -125,18 +125,18 @@ UNDO_REFUSED = "unpooled.undo-refused"  # session: why the last undo was refused
 
 
 def _undo_context(request, ann, lease) -> dict:
-    """The undo offer of the page after an answer: the last answer's lease, while it may still be undone (one
-    query; :func:`actions.undo_answer` decides for real), and why an undo just failed."""
+    """The undo offer of the page after an answer: the last answer's lease, while it may still be undone (its item
+    not :func:`~.actions.decided`; :func:`actions.undo_answer` decides for real), and why an undo just failed."""
     out = {"undo_refused": request.session.pop(UNDO_REFUSED, None)}
     token = request.session.get(LAST_ANSWER)
     if token and (lease is None or token != lease.token):
         last = (Assignment.objects.filter(token=token, annotator=ann, status=Assignment.Status.SUBMITTED)
-                .values_list("expires", "task__status").first())
-        if last is not None and last[1] == Task.Status.OPEN and last[0] >= timezone.now():
+                .select_related("task__corpus__annotation_settings").first())
+        decided = last is not None and actions.decided(last.task)
+        if last is not None and not decided and last.expires >= timezone.now():
             out["undo_token"] = token
         elif last is not None:  # saved, and said so: an undo key that silently did nothing was a bug (UX review #3)
-            out["saved_final"] = ("it completed its item" if last[1] != Task.Status.OPEN
-                                  else "its time to change it has run out")
+            out["saved_final"] = "it completed its item" if decided else "its time to change it has run out"
     return out
 
 
