@@ -137,6 +137,7 @@ def _undo_context(request, ann, lease) -> dict:
             out["undo_token"] = token
         elif last is not None:  # saved, and said so: an undo key that silently did nothing was a bug (UX review #3)
             out["saved_final"] = "it completed its item" if decided else "its time to change it has run out"
+            out["saved_token"] = token
     return out
 
 

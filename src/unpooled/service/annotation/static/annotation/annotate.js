@@ -21,14 +21,17 @@
   }
 
   // Minutes of work are not lost when the page is left (UX review #2, #8): a draft of the answer per lease in this
-  // browser (the page's path names the lease), restored on the next visit, dropped once the answer is sent or the
-  // item skipped; while has() says there is work, leaving the page asks first.
+  // browser (the page's path names the lease), restored on the next visit, dropped when the item is skipped; while
+  // has() says there is work, leaving the page asks first.  Sending the answer keeps the draft: the network may
+  // fail or the server answer 5xx on the way, and coming back restores it; the page after the server took the
+  // answer drops it (undo.js).
   function keepDraft(has) {
     const key = "unpooled-draft:" + location.pathname;
     const store = (() => { try { return window.localStorage; } catch (err) { return null; } })();
     let leaving = false;
     const drop = () => { leaving = true; try { if (store) store.removeItem(key); } catch (err) { /* nothing kept */ } };
     window.addEventListener("beforeunload", (e) => { if (!leaving && has()) { e.preventDefault(); e.returnValue = ""; } });
+    window.addEventListener("pageshow", (e) => { if (e.persisted) leaving = false; });  // back after a failed send
     const skipForm = document.querySelector("form.skip");
     if (skipForm) skipForm.addEventListener("submit", drop);
     return {
@@ -39,6 +42,7 @@
       },
       load() { try { return store ? JSON.parse(store.getItem(key) || "null") : null; } catch (err) { return null; } },
       drop,
+      sending() { leaving = true; },  // the draft as it is, kept until the server has the answer
     };
   }
 
@@ -75,7 +79,7 @@
       e.preventDefault();
       const v = value();
       if (!v) { alert("Choose holds (1), another relation (2) or no relation (3)."); return; }
-      draft.drop();
+      draft.sending();
       submit(v);
     });
     document.addEventListener("keydown", (e) => {
@@ -250,7 +254,7 @@
     form.addEventListener("submit", (e) => {
       e.preventDefault();
       const value = answer();
-      draft.drop();
+      draft.sending();
       submit(value);
     });
     // the server's copy of a refused or withdrawn answer comes first, then this browser's draft
@@ -395,7 +399,7 @@
         return;
       }
       const out = answer();
-      draft.drop();
+      draft.sending();
       submit({ pairs: out });
     });
     // the server's copy of a refused or withdrawn answer comes first, then this browser's draft; only the
@@ -488,7 +492,7 @@
       e.preventDefault();
       if (!reviewing) { openReview(); return; }
       const v = value();
-      draft.drop();
+      draft.sending();
       submit(v);
     });
     document.addEventListener("keydown", (e) => {
