@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import pytest
 
-from .test_annotation_browser import login
+from unpooled.service.annotation.models import Answer
+
+from .test_annotation_browser import login, request_entities
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True), pytest.mark.engine_neutral]
 
@@ -22,3 +24,45 @@ def test_every_control_of_the_verification_page_has_a_label(page, live_server, w
     page.keyboard.press("2")                                  # another relation: the list takes the focus
     assert page.evaluate("document.activeElement.id") == "other_predicate"
     assert page.get_by_role("combobox", name="another relation").count() == 1
+
+
+def test_entities_with_the_mouse_only(page, live_server, world):
+    """The entity task took its types, groups and removals from keys only: with a mouse (or a phone's touch screen)
+    a mention could be selected but not marked.  The legend's types are buttons that mark the selection, and the
+    Group and Remove buttons do what g and Backspace do."""
+    task = request_entities(world)
+    login(page, live_server.url)
+    page.goto(f"{live_server.url}/annotate/next/entities/")
+    page.wait_for_selector("#task[data-kind=entities]")
+    toks = page.locator("#doc .tok")
+
+    def select(first: int, last: int) -> None:   # press on the first token, release on the last
+        toks.nth(first).hover()
+        page.mouse.down()
+        toks.nth(last).hover()
+        page.mouse.up()
+
+    misc = page.locator(".legend .tag", has_text="MISC")
+    per = page.locator(".legend .tag", has_text="PER")
+    select(0, 2)
+    misc.click()                                  # "Mess of Blues"
+    select(7, 8)
+    per.click()                                   # "Jeff Healey"
+    assert page.inner_text("#summary").startswith("2 mentions in 2 group(s)")
+    toks.nth(8).click()
+    page.click("#ent-remove")
+    assert page.inner_text("#summary").startswith("1 mention ")
+    select(7, 8)
+    per.click()
+    toks.nth(7).click()
+    page.click("#ent-group")                      # the picker: the one other group, chosen with the mouse
+    page.locator("#group-picker li.choice").first.click()
+    assert page.inner_text("#summary").startswith("2 mentions in 1 group(s)")
+    with page.expect_navigation():
+        page.click("#submit-answer")
+    ans = Answer.objects.get(task=task)
+    text = task.document.text
+    assert sorted((text[m["start"]:m["end"]], m["type"]) for m in ans.value["mentions"]) == [
+        ("Jeff Healey", "PER"), ("Mess of Blues", "MISC")]
+    assert len({m["cluster"] for m in ans.value["mentions"]}) == 1
+

@@ -245,7 +245,7 @@ def test_task_page_fragments_built_once_are_exact_and_escaped(client, setup):
     assert spans and all(html_lib.unescape(t) == text[int(s):int(e)] for s, e, t in spans)
     assert html_lib.unescape(re.sub(r"<[^>]+>", "", doc)) == text
     types = sorted(row.schema().entity_types)
-    assert [page.count(f'<span class="tag c-{i + 1}"><kbd>{i + 1}</kbd> {t}</span>') for i, t in enumerate(types)] == [1] * len(types)
+    assert [page.count(f'<button type="button" class="tag c-{i + 1}" data-type="{t}"><kbd>{i + 1}</kbd> {t}</button>') for i, t in enumerate(types)] == [1] * len(types)
     # the instructions name exactly the schema's types, with their keys
     guide = page.split('<details class="guide"')[1].split("</details>")[0]
     assert all(f"{i + 1} {t} (" in guide for i, t in enumerate(types)) and "TIME or number" not in guide

@@ -211,9 +211,10 @@ class _SchemaParts:
         self.entity_types = sorted(schema.entity_types.items())
         self.types = [(i + 1, t, desc) for i, (t, desc) in enumerate(self.entity_types)]
         self.types_json = json.dumps([t for t, _ in self.entity_types])
-        # one colour per type, by its place in the legend (css classes c-1 ... c-10)
+        # one colour per type, by its place in the legend (css classes c-1 ... c-10); a type's button marks the selection
         self.legend = mark_safe(" · ".join(
-            format_html('<span class="tag c-{}"><kbd>{}</kbd> {}</span> <span class="muted">{}</span>', n, n, t, desc)
+            format_html('<button type="button" class="tag c-{}" data-type="{}"><kbd>{}</kbd> {}</button> '
+                        '<span class="muted">{}</span>', n, t, n, t, desc)
             for n, t, desc in self.types))
 
     def fits(self, name: str, subject_types, object_types) -> bool:
@@ -339,7 +340,7 @@ def _context(request, lease: Assignment, error: str | None = None, value=None) -
 def _body(task: Task) -> SafeString:
     """The task itself, rendered once and kept in the cache shared by the server's processes: it depends on
     the task (payload, document) and its corpus's schema only, never on the lease or the annotator."""
-    key = f"unpooled.task-body:v5:{task.pk}:{task.kind}:{task.guideline_version}"
+    key = f"unpooled.task-body:v6:{task.pk}:{task.kind}:{task.guideline_version}"
     html = cache.get(key)
     if html is None:
         full = Task.objects.select_related("document", "corpus").get(pk=task.pk)

@@ -208,6 +208,19 @@
       say("\u201c" + text(target) + "\u201d joined group " + g.cluster + " (" + Array.from(new Set(g.mentions.map(text))).slice(0, 2).join(", ") + ").");
       render();
     }
+    // the mouse (or a touch screen) does what the keys do: a type's button in the legend marks the selection, the
+    // Group and Remove buttons are g and Backspace; pressing one leaves the focus where it was
+    function remove() {
+      const k = at(cursor);
+      if (k >= 0) { const gone = mentions.splice(k, 1)[0]; if (gone === lastMade) lastMade = null; say("Removed " + text(gone) + "."); render(); }
+      else say("Backspace: no mention under the cursor.");
+    }
+    const tools = [[document.getElementById("ent-group"), openPicker], [document.getElementById("ent-remove"), remove]];
+    document.querySelectorAll(".legend .tag[data-type]").forEach((b) => tools.push([b, () => mark(b.dataset.type)]));
+    tools.forEach(([b, act]) => {
+      b.addEventListener("mousedown", (e) => e.preventDefault());
+      b.addEventListener("click", () => { if (!picking) act(); });
+    });
     doc.addEventListener("mousedown", (e) => { const i = toks.indexOf(e.target); if (i >= 0) { anchor = cursor = i; render(); } });
     doc.addEventListener("mouseup", (e) => { const i = toks.indexOf(e.target); if (i >= 0) { cursor = i; render(); } });
     document.addEventListener("keydown", (e) => {
@@ -242,12 +255,7 @@
         } else say("k: no mention under the cursor.");
         e.preventDefault();
       }
-      else if (e.key === "Backspace" || e.key === "Delete") {
-        const k = at(cursor);
-        if (k >= 0) { const gone = mentions.splice(k, 1)[0]; if (gone === lastMade) lastMade = null; say("Removed " + text(gone) + "."); render(); }
-        else say("Backspace: no mention under the cursor.");
-        e.preventDefault();
-      } else if (e.key === "Enter") { e.preventDefault(); form.requestSubmit(); }
+      else if (e.key === "Backspace" || e.key === "Delete") { remove(); e.preventDefault(); } else if (e.key === "Enter") { e.preventDefault(); form.requestSubmit(); }
     });
     const answer = () => ({ mentions: mentions.map((m) => ({ start: Number(toks[m.a].dataset.s), end: Number(toks[m.b].dataset.e),
                                                               type: m.type, cluster: m.cluster, link: m.link || "" })) });
