@@ -7,7 +7,7 @@ import pytest
 
 from unpooled.service.annotation.models import Answer
 
-from .test_annotation_browser import login, request_entities
+from .test_annotation_browser import _relations_task, login, request_entities
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True), pytest.mark.engine_neutral]
 
@@ -66,3 +66,27 @@ def test_entities_with_the_mouse_only(page, live_server, world):
         ("Jeff Healey", "PER"), ("Mess of Blues", "MISC")]
     assert len({m["cluster"] for m in ans.value["mentions"]}) == 1
 
+
+
+def test_relations_with_the_mouse_only(page, live_server, world):
+    """A relation chosen for a pair could be taken back with the x key only (which clears the whole pair): with a
+    mouse it stayed.  Each chosen relation is a button that removes it."""
+    rel = _relations_task(world)
+    login(page, live_server.url)
+    page.goto(f"{live_server.url}/annotate/next/relations/")
+    page.wait_for_selector("#task[data-kind=relations]")
+    box = page.locator(".pair[data-index='0'] .rel-search")
+    box.click()
+    options = page.locator(".pair[data-index='0'] .suggest li.option")
+    first, second = options.nth(0).inner_text(), options.nth(1).inner_text()
+    options.nth(0).click()
+    page.locator(".pair[data-index='0'] .suggest li.option").nth(0).click()   # the next match: the second
+    chips = page.locator(".pair[data-index='0'] .chips .chip")
+    assert chips.count() == 2
+    page.locator(".pair[data-index='0'] blockquote").click()                # away from the search box: its list closes
+    chips.nth(0).click()                                                    # taken back with the mouse
+    assert chips.count() == 1
+    with page.expect_navigation():
+        page.click("#submit-answer")
+    (code,) = Answer.objects.get(task=rel).value["pairs"]["0"]
+    assert code.split(":")[1] in second and code.split(":")[1] not in first

@@ -337,7 +337,13 @@
         if (!chosen[i].size) { chips.textContent = "no relation"; chips.classList.add("none"); }
         else {
           chips.classList.remove("none");
-          chosen[i].forEach((c) => { const s = document.createElement("span"); s.className = "chip"; s.dataset.code = c; s.textContent = label(c); chips.appendChild(s); });
+          chosen[i].forEach((c) => {  // a button: pressing it takes the relation back (x clears the whole pair)
+            const s = document.createElement("button");
+            s.type = "button"; s.className = "chip"; s.dataset.code = c; s.textContent = label(c);
+            s.setAttribute("aria-label", "remove " + label(c));
+            s.addEventListener("click", () => { chosen[i].delete(c); status.textContent = "Removed " + label(c) + "."; render(); });
+            chips.appendChild(s);
+          });
         }
       });
       pairs[cur].scrollIntoView({ block: "nearest" });
