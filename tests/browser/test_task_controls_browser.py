@@ -90,3 +90,27 @@ def test_relations_with_the_mouse_only(page, live_server, world):
         page.click("#submit-answer")
     (code,) = Answer.objects.get(task=rel).value["pairs"]["0"]
     assert code.split(":")[1] in second and code.split(":")[1] not in first
+
+
+def test_clusters_with_the_mouse_only(page, live_server, world):
+    """The clustering page grouped lines with letter keys only: a click chose a line and nothing could group it.
+    The chosen line now carries buttons: a new group, each group already made, alone."""
+    from .test_clustering_browser import _task
+
+    task = _task(world)
+    login(page, live_server.url)
+    page.goto(f"{live_server.url}/annotate/next/clusters/")
+    page.wait_for_selector("#cluster-items")
+    lines = page.locator(".cluster-item")
+    lines.nth(0).click()
+    lines.nth(0).get_by_role("button", name="new group").click()
+    lines.nth(2).click()
+    lines.nth(2).get_by_role("button", name="group a").click()
+    assert "1 group of two or more lines chosen; 1 line alone." in page.inner_text("#cluster-summary")
+    lines.nth(1).click()
+    lines.nth(1).get_by_role("button", name="new group").click()
+    lines.nth(1).get_by_role("button", name="alone").click()
+    page.click("#submit-answer")                       # the groups, to check
+    with page.expect_navigation():
+        page.click("#send-groups")
+    assert Answer.objects.get(task=task).value == {"groups": [[0, 2], [1]]}

@@ -458,8 +458,30 @@
       const { many, alone } = grouping();
       summary.textContent = many.length + " group" + (many.length === 1 ? "" : "s") + " of two or more lines chosen; " +
         alone.length + " line" + (alone.length === 1 ? "" : "s") + " alone.";
+      drawTools();
       items[cur].scrollIntoView({ block: "nearest" });
       draft.save({ letters: group });
+    }
+    // the chosen line's buttons, for the mouse and touch screens: a new group, each group made so far, alone
+    const LETTERS = "abcdefghilmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ";  // j and k move
+    const tools = document.createElement("div");
+    tools.className = "cluster-tools"; tools.setAttribute("role", "group"); tools.setAttribute("aria-label", "group of this line");
+    function put(letter) { if (reviewing) return; group[cur] = letter; say(cur); render(); }
+    function drawTools() {
+      tools.textContent = "";
+      const used = Array.from(new Set(group.filter(Boolean)));
+      const fresh = Array.from(LETTERS).find((l) => !used.includes(l));
+      const add = (text, name, act) => {
+        const b = document.createElement("button");
+        b.type = "button"; b.textContent = text; b.setAttribute("aria-label", name);
+        b.addEventListener("mousedown", (e) => e.preventDefault());  // the focus stays: the keys go on working
+        b.addEventListener("click", act);
+        tools.appendChild(b);
+      };
+      if (fresh) add("+ new group", "new group", () => put(fresh));
+      used.filter((l) => l !== group[cur]).forEach((l) => add(l + ": " + names[group.indexOf(l)], "group " + l, () => put(l)));
+      if (group[cur]) add("alone", "alone", () => put(null));
+      items[cur].appendChild(tools);
     }
     function say(i) {  // what the line is grouped with, after a letter or Backspace
       const others = group.map((g, k) => (g && g === group[i] && k !== i ? quoted(k) : null)).filter(Boolean);
