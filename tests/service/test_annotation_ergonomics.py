@@ -338,3 +338,27 @@ def test_with_one_answer_per_item_undo_acts_alike_for_a_control_and_an_item(clie
         Assignment.objects.filter(annotator=ann, status=Assignment.Status.LEASED).delete()
     assert pages == [(False, True), (False, True)]
     assert refusals[0] == refusals[1]
+
+
+def test_a_task_page_reloaded_after_its_lease_expired_renews_it_while_the_item_is_free(client, setup):
+    """An annotator who left a task open past its lease and reloaded it got "This task's time ran out" (410), and
+    the draft their browser kept for the lease was never shown again unless the same item came back, though an
+    answer posted at that moment would have been taken (its slot was still free).  The page now renews the lease
+    (same token: the draft comes back) while the item is free, and says so; once the slot went to another
+    annotator it is 410 as before."""
+    assert client.login(username="ann", password="pw-ann-123")
+    r = client.get(reverse("annotation:next", args=["verify"]))
+    token = _token(r)
+    Assignment.objects.filter(token=token).update(expires=timezone.now() - timedelta(seconds=5))
+    page = client.get(r["Location"])
+    assert page.status_code == 200 and 'id="renewed"' in page.content.decode()
+    lease = Assignment.objects.get(token=token)
+    assert lease.status == Assignment.Status.LEASED and lease.expires > timezone.now()
+    # expired again, and the item's slots taken by two others meanwhile: the time ran out for good
+    Assignment.objects.filter(token=token).update(expires=timezone.now() - timedelta(seconds=5))
+    leasing.expire_leases()
+    for name in ("eve", "zed"):
+        other = leasing.annotator_for_user(User.objects.get_or_create(username=name)[0])
+        assert leasing._try_lease(lease.task_id, other, timezone.now()) is not None
+    page = client.get(r["Location"])
+    assert page.status_code == 410 and "time ran out" in page.content.decode()

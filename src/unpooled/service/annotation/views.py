@@ -452,11 +452,15 @@ def _task_page(request, lease: Assignment):
             request.session[LAST_ANSWER] = lease.token
             return redirect("annotation:next", kind=lease.task.kind)
         return _mturk_finish(request, lease)
+    renewed = None
     if lease.status == Assignment.Status.EXPIRED or lease.expires < timezone.now():
-        # an MTurk worker is sent back to the HIT (its entry renews the lease while Amazon's assignment lasts),
-        # not to the in-house queue
-        return render(request, "annotation/expired.html", {"kind": lease.task.kind, "mturk": mturk}, status=410)
-    return render(request, "annotation/task.html", _context(request, lease))
+        # an in-house lease is renewed while the item is free (the page's draft comes back); an MTurk worker is sent
+        # back to the HIT (its entry renews the lease while Amazon's assignment lasts), not to the in-house queue
+        renewed = None if mturk else leasing.renew(lease)
+        if renewed is None:
+            return render(request, "annotation/expired.html", {"kind": lease.task.kind, "mturk": mturk}, status=410)
+        lease = _lease_for(request, lease.token)
+    return render(request, "annotation/task.html", {**_context(request, lease), "renewed": renewed is not None})
 
 
 _task_page_csrf = csrf_protect(_task_page)
