@@ -74,3 +74,61 @@ def test_entity_marks_survive_a_server_error_on_submit(page, live_server, world)
     ans = Answer.objects.get(task=task)
     assert [task.document.text[m["start"]:m["end"]] for m in ans.value["mentions"]] == ["Mess of Blues"]
     assert page.evaluate(DRAFTS) == 0
+
+
+def _verify_none(page, base) -> str:
+    """Sign in, open a verification item, choose 'no relation' (not sent); the task page's address."""
+    login(page, base)
+    page.keyboard.press("1")
+    page.wait_for_selector("#task[data-kind=verify]")
+    page.wait_for_load_state("load")
+    page.keyboard.press("3")
+    return page.url
+
+
+def _sign_out_and_in(ctx, base, again: bool) -> None:
+    """In another tab of the same browser: sign out, and sign in again when ``again``."""
+    other = ctx.new_page()
+    other.goto(f"{base}/annotate/")
+    with other.expect_navigation():
+        other.click("text=sign out")
+    if again:
+        login(other, base)
+    other.close()
+
+
+def test_an_answer_sent_after_signing_out_elsewhere_asks_to_sign_in_and_comes_back(page, live_server, world):
+    """Signed out in another tab, the task page's Submit got "Page not found … a private submission is shown only to
+    its team": nothing said the session had ended.  It now asks to sign in, then reopens the task, the answer kept."""
+    base = live_server.url
+    url = _verify_none(page, base)
+    _sign_out_and_in(page.context, base, again=False)
+    with page.expect_navigation():
+        page.keyboard.press("Enter")
+    assert "/accounts/login/" in page.url
+    assert "signed out" in page.inner_text("#login-reason")
+    page.fill("#id_username", "ann")
+    page.fill("#id_password", "pw-ann-123")
+    with page.expect_navigation(url=url):
+        page.keyboard.press("Enter")
+    assert page.is_checked("input[name=relation][value=none]")
+    assert not Answer.objects.filter(assignment__token=token_of(url)).exists()
+
+
+def test_an_answer_sent_with_an_outdated_form_says_so_and_is_kept(page, live_server, world):
+    """Signed in again in another tab, the task page's form carried an outdated CSRF token: Django's bare
+    "CSRF verification failed. Request aborted." page.  It is now the site's page, saying nothing was stored and
+    what to do; the task page restores the answer."""
+    base = live_server.url
+    url = _verify_none(page, base)
+    _sign_out_and_in(page.context, base, again=True)
+    with page.expect_navigation():
+        page.keyboard.press("Enter")
+    assert page.locator("#error-page[data-status='403']").count() == 1
+    assert "nothing was stored" in page.inner_text("#error-reason")
+    page.goto(url)
+    page.wait_for_selector("#task[data-kind=verify]")
+    assert page.is_checked("input[name=relation][value=none]")
+    with page.expect_navigation(url=lambda u: u != url):
+        page.keyboard.press("Enter")
+    assert Answer.objects.get(assignment__token=token_of(url)).value["relation"] == "none"

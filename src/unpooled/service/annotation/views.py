@@ -11,6 +11,7 @@ import re
 import time
 
 from django.contrib.auth.decorators import login_required
+from django.contrib.auth.views import redirect_to_login
 from django.core.cache import cache
 from django.db.models import Count
 from django.http import Http404
@@ -418,7 +419,11 @@ def task_page(request, token: str):
 
     An in-house lease is checked for CSRF like any form (its owner is signed in).  An MTurk lease is not:
     it runs in Mechanical Turk's frame, where the browser sends no cookie of this site, and its unguessable
-    token in the URL is the credential a forged cross-site request would lack."""
+    token in the URL is the credential a forged cross-site request would lack.  A signed-out visitor of an in-house
+    lease (their session ended, or they signed out in another tab) is asked to sign in and sent back here."""
+    if not request.user.is_authenticated and Assignment.objects.filter(
+            token=token, annotator__backend=Backend.INHOUSE).exists():
+        return redirect_to_login(request.path)
     lease = _lease_for(request, token)
     if lease.annotator.backend == Backend.MTURK:
         return _for_mturk(_task_page(request, lease))
