@@ -362,3 +362,16 @@ def test_a_task_page_reloaded_after_its_lease_expired_renews_it_while_the_item_i
         assert leasing._try_lease(lease.task_id, other, timezone.now()) is not None
     page = client.get(r["Location"])
     assert page.status_code == 410 and "time ran out" in page.content.decode()
+
+
+def test_the_queue_counts_the_item_you_hold_as_the_task_page_does(client, setup):
+    """The task page said "0 done · n left for you" (the item held among them); back on the queue, the same kind said
+    "(n - 1 for you)", though pressing its number reopens the item held.  The queue now counts as the page does."""
+    ann = leasing.annotator_for_user(User.objects.get(username="ann"))
+    assert client.login(username="ann", password="pw-ann-123")
+    r = client.get(reverse("annotation:next", args=["verify"]))
+    page = client.get(r["Location"]).content.decode()
+    left = leasing.progress(ann, Kind.VERIFY).left
+    assert f"0</strong> done · <strong>{left}</strong> left for you" in page
+    html = client.get(reverse("annotation:queue")).content.decode()
+    assert f"({left} for you)" in html

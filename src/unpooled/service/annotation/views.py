@@ -92,9 +92,9 @@ def queue(request):
                         .annotate(n=Count("id")).values_list("kind", "n"))
     for_you = {}
     for k in Kind.values:
-        if open_by_kind.get(k):
-            n, more = leasing.count_leasable(ann, kind=k)
-            for_you[k] = f"{n}+" if more else n
+        if open_by_kind.get(k):  # as the task page counts: the item you hold is left too (its number reopens it)
+            got = leasing.progress(ann, k)
+            for_you[k] = f"{got.left}+" if got.more else got.left
     done = ann.answers.count()
     # one count a kind, the gold controls in it (security review N3): with the open items' count beside it, the
     # difference told how many controls there were, and which answer had been one (it fell, the other did not)
