@@ -341,7 +341,7 @@ def _context(request, lease: Assignment, error: str | None = None, value=None) -
 def _body(task: Task) -> SafeString:
     """The task itself, rendered once and kept in the cache shared by the server's processes: it depends on
     the task (payload, document) and its corpus's schema only, never on the lease or the annotator."""
-    key = f"unpooled.task-body:v6:{task.pk}:{task.kind}:{task.guideline_version}"
+    key = f"unpooled.task-body:v7:{task.pk}:{task.kind}:{task.guideline_version}"
     html = cache.get(key)
     if html is None:
         full = Task.objects.select_related("document", "corpus").get(pk=task.pk)
@@ -360,7 +360,7 @@ def _body_context(task: Task) -> dict:
         marks = [(p["subject"]["start"], p["subject"]["end"], "subj"), (p["object"]["start"], p["object"]["end"], "obj")]
         ctx["pieces"] = segments(doc.text, c0, c1, marks)
         ctx["p"] = p
-        s_types, o_types = _argument_types(doc, p, parts)
+        s_types, o_types = _argument_types(p, parts)
         ctx["relation_options"] = parts.relation_options(s_types, o_types)
     elif task.kind == Kind.CLUSTERS:
         ctx["items"] = [{"index": i, **it} for i, it in enumerate(task.payload.get("items", []))]
@@ -390,22 +390,13 @@ def _body_context(task: Task) -> dict:
     return ctx
 
 
-def _argument_types(doc, p: dict, parts: _SchemaParts) -> tuple[frozenset, frozenset]:
-    """The types of a verification item's two mentions, for filtering "another relation": the corpus's gold
-    types of mentions at exactly these spans, else the types the claimed relation takes (never a type the
-    system wrote: the page does not show what only the system said)."""
-    from unpooled.service.corpora.models import GoldMention
-
-    spans = {(p["subject"]["start"], p["subject"]["end"]): "s", (p["object"]["start"], p["object"]["end"]): "o"}
-    gold = {"s": set(), "o": set()}
-    for start, end, typ in GoldMention.objects.filter(document=doc, start__in=[a for a, _ in spans]).values_list(
-            "start", "end", "type"):
-        side = spans.get((start, end))
-        if side:
-            gold[side].add(typ)
-    claimed = parts.pairs.get(p.get("predicate"), frozenset())  # without gold types: the claimed relation's usual
-    return (frozenset(gold["s"]) or frozenset(a for a, _ in claimed),
-            frozenset(gold["o"]) or frozenset(b for _, b in claimed))
+def _argument_types(p: dict, parts: _SchemaParts) -> tuple[frozenset, frozenset]:
+    """The types of a verification item's two mentions, for filtering "another relation": the types the claimed
+    relation usually takes.  Never the gold layer's (its types at the item's spans told that a span was a gold
+    mention, of which type, and a gold control, whose spans always are, by its label), nor a type the system wrote
+    (the page does not show what only the system said)."""
+    claimed = parts.pairs.get(p.get("predicate"), frozenset())
+    return frozenset(a for a, _ in claimed), frozenset(b for _, b in claimed)
 
 
 def _with_next(toks):
