@@ -114,3 +114,26 @@ def test_clusters_with_the_mouse_only(page, live_server, world):
     with page.expect_navigation():
         page.click("#send-groups")
     assert Answer.objects.get(task=task).value == {"groups": [[0, 2], [1]]}
+
+
+def test_a_mention_of_several_words_on_a_touch_screen(browser, live_server, world):
+    """On a phone a tap selects one word (a touch drag scrolls, and each tap starts a new selection), so a mention of
+    several words could not be marked.  The Extend button adds the next word to the selection, as Shift+→ does."""
+    task = request_entities(world)
+    ctx = browser.new_context(viewport={"width": 390, "height": 800}, has_touch=True, is_mobile=True)
+    try:
+        page = ctx.new_page()
+        login(page, live_server.url)
+        page.goto(f"{live_server.url}/annotate/next/entities/")
+        page.wait_for_selector("#task[data-kind=entities]")
+        page.locator("#doc .tok").nth(0).tap()            # "Mess"
+        page.locator("#ent-extend").tap()
+        page.locator("#ent-extend").tap()                  # "Mess of Blues"
+        page.locator(".legend .tag", has_text="MISC").tap()
+        assert page.inner_text("#summary").startswith("1 mention")
+        with page.expect_navigation():
+            page.locator("#submit-answer").tap()
+        (m,) = Answer.objects.get(task=task).value["mentions"]
+        assert task.document.text[m["start"]:m["end"]] == "Mess of Blues"
+    finally:
+        ctx.close()

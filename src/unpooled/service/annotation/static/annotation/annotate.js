@@ -215,7 +215,10 @@
       if (k >= 0) { const gone = mentions.splice(k, 1)[0]; if (gone === lastMade) lastMade = null; say("Removed " + text(gone) + "."); render(); }
       else say("Backspace: no mention under the cursor.");
     }
-    const tools = [[document.getElementById("ent-group"), openPicker], [document.getElementById("ent-remove"), remove]];
+    // Extend adds the next word to the selection, as Shift+→ does (on a touch screen each tap starts a new one)
+    const extend = () => { const [a, b] = sel(); anchor = a; cursor = Math.min(toks.length - 1, b + 1); render(); };
+    const tools = [[document.getElementById("ent-extend"), extend], [document.getElementById("ent-group"), openPicker],
+                   [document.getElementById("ent-remove"), remove]];
     document.querySelectorAll(".legend .tag[data-type]").forEach((b) => tools.push([b, () => mark(b.dataset.type)]));
     tools.forEach(([b, act]) => {
       b.addEventListener("mousedown", (e) => e.preventDefault());
