@@ -43,6 +43,7 @@ def test_a_verification_answer_survives_the_network_failing_mid_submit(page, liv
     page.wait_for_selector("#task[data-kind=verify]")
     assert page.is_checked("input[name=relation][value=none]")       # the draft, as it was sent
     assert not page.is_checked("#object_ok") and page.is_checked("#subject_ok")
+    assert "Restored the answer you chose here" in page.inner_text("#verify-status")   # and the page says so
     assert not Answer.objects.filter(assignment__token=token_of(url)).exists()
     with page.expect_navigation(url=lambda u: u != url):
         page.keyboard.press("Enter")

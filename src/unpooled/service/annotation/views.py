@@ -341,7 +341,7 @@ def _context(request, lease: Assignment, error: str | None = None, value=None) -
 def _body(task: Task) -> SafeString:
     """The task itself, rendered once and kept in the cache shared by the server's processes: it depends on
     the task (payload, document) and its corpus's schema only, never on the lease or the annotator."""
-    key = f"unpooled.task-body:v8:{task.pk}:{task.kind}:{task.guideline_version}"
+    key = f"unpooled.task-body:v9:{task.pk}:{task.kind}:{task.guideline_version}"
     html = cache.get(key)
     if html is None:
         full = Task.objects.select_related("document", "corpus").get(pk=task.pk)

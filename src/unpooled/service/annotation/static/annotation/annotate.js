@@ -104,6 +104,7 @@
         const el = document.getElementById(id);
         if (el && typeof restore[id] === "boolean") el.checked = restore[id];
       });
+      if (!previous) document.getElementById("verify-status").textContent = "Restored the answer you chose here before leaving the page (not sent yet).";
     }
   }
 
