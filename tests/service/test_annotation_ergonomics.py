@@ -307,3 +307,71 @@ def test_an_answer_that_completed_its_item_says_it_cannot_be_undone(client, setu
     html = client.get(page["Location"]).content.decode()
     assert 'id="undo-form"' not in html
     assert 'id="saved-final"' in html and "it completed its item, so it can no longer be undone" in html
+
+
+def test_with_one_answer_per_item_undo_acts_alike_for_a_control_and_an_item(client, setup):
+    """Security review N3, with one answer per item: an item's answer completed it (the next page said it could no
+    longer be undone) while a gold control's stayed open (the next page offered its undo), so the undo offer told
+    every control apart.  A control now counts as decided whenever an item in its place would be: the same page and
+    the same refusal after either."""
+    corpus = setup
+    st = actions.settings_for(corpus)
+    st.answers_per_item = 1
+    st.save()
+    Task.objects.filter(kind=Kind.VERIFY).update(answers_needed=1)
+    create_verify_controls(corpus, 2, rng=0)
+    ann = leasing.annotator_for_user(User.objects.get(username="ann"))
+    assert client.login(username="ann", password="pw-ann-123")
+    pages, refusals = [], []
+    for task in (Task.objects.filter(kind=Kind.VERIFY, is_control=False).order_by("pk").first(),
+                 Task.objects.filter(kind=Kind.VERIFY, is_control=True).order_by("pk").first()):
+        lease = leasing._try_lease(task.pk, ann, timezone.now())
+        r = client.post(reverse("annotation:task", args=[lease.token]), {"answer": json.dumps(HOLDS), "seconds": "2"})
+        assert r.status_code == 302
+        nxt = client.get(r["Location"])
+        html = client.get(nxt["Location"]).content.decode()
+        pages.append(('id="undo-form"' in html, 'id="saved-final"' in html and "it completed its item" in html))
+        with pytest.raises(actions.UndoRefused) as exc:
+            actions.undo_answer(lease)
+        refusals.append(str(exc.value))
+        client.get(reverse("annotation:queue"))  # the next page's lease is let go: the control is leased next
+        Assignment.objects.filter(annotator=ann, status=Assignment.Status.LEASED).delete()
+    assert pages == [(False, True), (False, True)]
+    assert refusals[0] == refusals[1]
+
+
+def test_a_task_page_reloaded_after_its_lease_expired_renews_it_while_the_item_is_free(client, setup):
+    """An annotator who left a task open past its lease and reloaded it got "This task's time ran out" (410), and
+    the draft their browser kept for the lease was never shown again unless the same item came back, though an
+    answer posted at that moment would have been taken (its slot was still free).  The page now renews the lease
+    (same token: the draft comes back) while the item is free, and says so; once the slot went to another
+    annotator it is 410 as before."""
+    assert client.login(username="ann", password="pw-ann-123")
+    r = client.get(reverse("annotation:next", args=["verify"]))
+    token = _token(r)
+    Assignment.objects.filter(token=token).update(expires=timezone.now() - timedelta(seconds=5))
+    page = client.get(r["Location"])
+    assert page.status_code == 200 and 'id="renewed"' in page.content.decode()
+    lease = Assignment.objects.get(token=token)
+    assert lease.status == Assignment.Status.LEASED and lease.expires > timezone.now()
+    # expired again, and the item's slots taken by two others meanwhile: the time ran out for good
+    Assignment.objects.filter(token=token).update(expires=timezone.now() - timedelta(seconds=5))
+    leasing.expire_leases()
+    for name in ("eve", "zed"):
+        other = leasing.annotator_for_user(User.objects.get_or_create(username=name)[0])
+        assert leasing._try_lease(lease.task_id, other, timezone.now()) is not None
+    page = client.get(r["Location"])
+    assert page.status_code == 410 and "time ran out" in page.content.decode()
+
+
+def test_the_queue_counts_the_item_you_hold_as_the_task_page_does(client, setup):
+    """The task page said "0 done · n left for you" (the item held among them); back on the queue, the same kind said
+    "(n - 1 for you)", though pressing its number reopens the item held.  The queue now counts as the page does."""
+    ann = leasing.annotator_for_user(User.objects.get(username="ann"))
+    assert client.login(username="ann", password="pw-ann-123")
+    r = client.get(reverse("annotation:next", args=["verify"]))
+    page = client.get(r["Location"]).content.decode()
+    left = leasing.progress(ann, Kind.VERIFY).left
+    assert f"0</strong> done · <strong>{left}</strong> left for you" in page
+    html = client.get(reverse("annotation:queue")).content.decode()
+    assert f"({left} for you)" in html

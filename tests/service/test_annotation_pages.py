@@ -228,7 +228,7 @@ def test_task_page_fragments_built_once_are_exact_and_escaped(client, setup):
     # the relations that fit the item's argument types come first, in their own group; then the others
     lease = Assignment.objects.get(token=r["Location"].rstrip("/").split("/")[-1])
     p = lease.task.payload
-    s_types, o_types = views._argument_types(lease.task.document, p, views._schema_parts(schema_id := row.pk))
+    s_types, o_types = views._argument_types(p, views._schema_parts(schema_id := row.pk))
     assert schema_id and s_types and o_types
     fits = [x.name for x in schema.canonical_relations if any(a in s_types and b in o_types for a, b in x.pairs)]
     assert 0 < len(fits) < len(schema.canonical_relations)
@@ -245,7 +245,7 @@ def test_task_page_fragments_built_once_are_exact_and_escaped(client, setup):
     assert spans and all(html_lib.unescape(t) == text[int(s):int(e)] for s, e, t in spans)
     assert html_lib.unescape(re.sub(r"<[^>]+>", "", doc)) == text
     types = sorted(row.schema().entity_types)
-    assert [page.count(f'<span class="tag c-{i + 1}"><kbd>{i + 1}</kbd> {t}</span>') for i, t in enumerate(types)] == [1] * len(types)
+    assert [page.count(f'<button type="button" class="tag c-{i + 1}" data-type="{t}"><kbd>{i + 1}</kbd> {t}</button>') for i, t in enumerate(types)] == [1] * len(types)
     # the instructions name exactly the schema's types, with their keys
     guide = page.split('<details class="guide"')[1].split("</details>")[0]
     assert all(f"{i + 1} {t} (" in guide for i, t in enumerate(types)) and "TIME or number" not in guide
@@ -273,3 +273,28 @@ def test_task_body_is_rendered_once(client, setup, monkeypatch, django_assert_ma
 
     assert unmasked(again) == unmasked(first) and 'mark class="subj"' in again
     assert "{#" not in first and "#}" not in first, "a template comment leaked into the page"
+
+
+def test_the_other_relation_list_reads_no_gold_type(setup):
+    """The verification page's "another relation" list put first the relations fitting the gold layer's types of
+    mentions at exactly the item's spans (else the claimed relation's usual types): with the gold layer private, its
+    group's label ("fit PER → LOC") told that a span was a gold mention and which type it had, and a gold control,
+    whose spans are always gold mentions, always showed gold types.  The list now reads the claimed relation's usual
+    types only, for every item alike."""
+    import re
+
+    from unpooled.service.annotation import views
+    from unpooled.service.annotation.controls import create_verify_controls
+
+    corpus = setup
+    create_verify_controls(corpus, 4, rng=0)
+    parts = views._schema_parts(corpus.schema_id)
+    seen = 0
+    for task in Task.objects.filter(kind=Kind.VERIFY).select_related("corpus"):
+        html = views._body(task)
+        label = re.search(r'<optgroup label="fit ([^"]*)" id="fitting">', html)
+        pairs = parts.pairs[task.payload["predicate"]]
+        subj, obj = sorted({a for a, _ in pairs}), sorted({b for _, b in pairs})
+        assert label is None or label.group(1) == f"{'/'.join(subj)} → {'/'.join(obj)}", (task.is_control, label.group(1))
+        seen += label is not None
+    assert seen

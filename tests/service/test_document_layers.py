@@ -33,12 +33,12 @@ def test_document_page_shows_the_layers(client, shared_data, tmp_path):
     inst = RelationInstance.objects.filter(submission=sub).order_by("pk").first()
     actions.request_verification(sub, [inst.pk])
     html = client.get(reverse("web:document", args=["layers", inst.document_id])).content.decode()
-    assert 'id="doc-text"' in html and 'class="seg gold' in html and "ver-open" in html
+    assert 'id="doc-text"' in html and 'class="seg gold' in html
     # the exhaustive layer is the organisers' until a period is released (security review N13): its toggle too
     assert 'data-layer="exh"' not in html and 'id="exhaustive-hidden"' in html
     client.force_login(get_user_model().objects.create_user("org-layers", password="pw-org-5512", is_staff=True))
     html = client.get(reverse("web:document", args=["layers", inst.document_id])).content.decode()
-    assert 'data-layer="exh"' in html
+    assert 'data-layer="exh"' in html and "ver-open" in html  # the item awaiting its label: the organisers' too
 
 
 @pytest.mark.django_db
@@ -54,6 +54,7 @@ def test_document_page_names_every_relation(client, shared_data, tmp_path):
     assert names["P569"] == "date of birth" and names["P17"] == "country"
     inst = RelationInstance.objects.filter(submission=sub).order_by("pk").first()
     actions.request_verification(sub, [inst.pk])
+    client.force_login(get_user_model().objects.create_user("org-names", password="pw-org-5517", is_staff=True))
     html = client.get(reverse("web:document", args=["names", inst.document_id])).content.decode()
     gold = GoldRelation.objects.filter(document_id=inst.document_id).first()
     assert f"<code>{gold.predicate}</code> {names[gold.predicate]}</td>" in html
@@ -78,7 +79,7 @@ def test_the_label_of_an_item_still_taking_answers_is_the_organisers_only(client
                          correct=True, method="majority", n_answers=3, annotators=[], guideline_version="t")
     url = reverse("web:document", args=["reopened", inst.document_id])
     html = client.get(url).content.decode()
-    assert "ver-open" in html and "ver-ok" not in html and ": ok" not in html
+    assert "ver-ok" not in html and ": ok" not in html
     client.force_login(get_user_model().objects.create_user("org-reopened", password="pw-org-5513", is_staff=True))
     assert "ver-ok" in client.get(url).content.decode()
     Task.objects.filter(pk=task.pk).update(status=Task.Status.COMPLETE)
@@ -106,3 +107,35 @@ def test_public_source_keeps_the_file_name_only(source, shown):
     from unpooled.service.corpora.names import public_source
 
     assert public_source(source) == shown
+
+
+@pytest.mark.django_db
+def test_an_item_awaiting_its_label_is_not_listed_to_annotators(client, shared_data, tmp_path):
+    """The document page listed every open verification item of a public submission, to everyone, gold controls
+    left out: an annotator who looked up the document of the claim before them saw it listed (an item) or not (a
+    gold control, with the gold layer private), so the controls were told apart.  An item awaiting its label is now
+    listed to the organisers and to the team whose submission asked for it only."""
+    from unpooled.service.accounts.models import Profile, Role
+    from unpooled.service.annotation import actions
+    from unpooled.service.annotation.controls import create_verify_controls
+    from unpooled.service.submissions.models import RelationInstance, Team
+
+    corpus, sub, _ = load_redocred_subset(shared_data, tmp_path, 2, "awaiting", team="asker")
+    st = actions.settings_for(corpus)
+    st.gold_public = False
+    st.save()
+    insts = list(RelationInstance.objects.filter(submission=sub).order_by("pk")[:3])
+    actions.request_verification(sub, [i.pk for i in insts])
+    create_verify_controls(corpus, 3, rng=0)
+    url = reverse("web:document", args=["awaiting", insts[0].document_id])
+    users = get_user_model().objects
+    client.force_login(users.create_user("ann-awaiting", password="pw-ann-5514"))
+    assert "ver-open" not in client.get(url).content.decode()     # an annotator
+    client.logout()
+    assert "ver-open" not in client.get(url).content.decode()     # anyone
+    member = users.create_user("sub-awaiting", password="pw-sub-5515")
+    Profile.objects.create(user=member, role=Role.SUBMITTER, team=Team.objects.get(name="asker"))
+    client.force_login(member)
+    assert "ver-open" in client.get(url).content.decode()         # the asking team sees its items awaiting labels
+    client.force_login(users.create_user("org-awaiting", password="pw-org-5516", is_staff=True))
+    assert "ver-open" in client.get(url).content.decode()

@@ -516,6 +516,15 @@ def _blocking_bar(annotator: Annotator, threshold: float) -> float:
     return blocking_bar(own, right, answered, threshold)
 
 
+def decided(task: Task) -> bool:
+    """Whether ``task``'s item is decided, so that its last answer can no longer be undone: a task no longer open,
+    and a gold control (never closed) whenever an item in its place would be, its answers a multiple of the answers
+    an item needs (always, with one answer per item): the undo acts alike for both and tells no control apart
+    (security review N3).  The same statements for both: the page's time tells no control either."""
+    answers, k = task.answers.count(), max(1, settings_of(task).answers_per_item)
+    return task.status != Task.Status.OPEN or (task.is_control and answers % k == 0)
+
+
 class UndoRefused(AnnotationError):
     """An undo the annotator may not make; the message says why."""
 
@@ -547,7 +556,7 @@ def undo_answer(assignment: Assignment, *, now=None) -> dict:
         if a.expires < now:
             raise UndoRefused("the time for this task is over (its lease expired), so its answer stays")
         task = Task.objects.select_for_update().get(pk=a.task_id)
-        if task.status != Task.Status.OPEN:
+        if decided(task):
             raise UndoRefused("the item was decided with your answer (its label is written), so the answer stays")
         value = ans.value
         # a gold control's score stays (the lease is marked scored): an undo that took it back let an annotator

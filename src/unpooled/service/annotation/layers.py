@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from django.db.models import Exists, OuterRef
+from django.db.models import Exists, OuterRef, Q
 
-from unpooled.service.accounts.actions import is_organiser, visible_submissions
+from unpooled.service.accounts.actions import is_organiser, team_of, visible_submissions
 from unpooled.service.corpora.models import Document, Period
 from unpooled.service.corpora.names import relation_label, relation_names
 
@@ -34,9 +34,10 @@ def annotation_layers(doc: Document, viewer=None) -> dict:
     ``verified``: each verification task of the document with its current label, among those a submission
     that ``viewer`` may see asked for (public ones, their team's, every one for organisers; anonymous
     without ``viewer``).  A task only private submissions of other teams asked for is not shown, nor its
-    label: which instances a private submission sampled, and how they were judged, is that team's.  The label of
-    a task still taking answers (reopened for more, as a weak relation's items are) is shown to organisers only:
-    an annotator who could read it before answering would answer with it, not independently."""
+    label: which instances a private submission sampled, and how they were judged, is that team's.  A task still
+    taking answers is listed to organisers and the asking team only: its label (reopened for more, as a weak
+    relation's items are) would be read before answering, and an annotator who found the claim before them listed
+    knew it was no gold control."""
     text = doc.text
     names = relation_names(doc.corpus)
     hidden = not exhaustive_visible(doc.corpus, viewer)
@@ -60,8 +61,13 @@ def annotation_layers(doc: Document, viewer=None) -> dict:
             "relations": relations,
         }
     asked = TaskRequest.objects.filter(task=OuterRef("pk"), submission__in=visible_submissions(viewer).values("pk"))
-    tasks = list(Task.objects.filter(document=doc, kind=Kind.VERIFY, is_control=False).filter(Exists(asked))
-                 .order_by("id"))
+    tasks = Task.objects.filter(document=doc, kind=Kind.VERIFY, is_control=False).filter(Exists(asked))
+    organiser = is_organiser(viewer)
+    if not organiser:  # an item awaiting its label: the asking team's (listed to all, the claim beside an annotator's
+        # showed it was an item, not a gold control); team_of is None for annotators and anonymous viewers
+        own = TaskRequest.objects.filter(task=OuterRef("pk"), submission__team=team_of(viewer))
+        tasks = tasks.filter(~Q(status=Task.Status.OPEN) | Exists(own))
+    tasks = list(tasks.order_by("id"))
     out["exhaustive_spans"] = []
     if ex is not None and out["exhaustive"]["mentions"]:
         out["exhaustive_spans"] = [(m["start"], m["end"], f"{m['type']} · group {m['cluster']}") for m in mentions]
@@ -70,7 +76,6 @@ def annotation_layers(doc: Document, viewer=None) -> dict:
         labels: dict[str, Label] = {}
         for lab in Label.objects.filter(corpus_id=doc.corpus_id, key_hash__in=[t.key_hash for t in tasks]).order_by("id"):
             labels[lab.key] = lab  # newest wins
-        organiser = is_organiser(viewer)
         for t in tasks:
             p = t.payload
             lab = labels.get(t.key) if organiser or t.status != Task.Status.OPEN else None

@@ -441,6 +441,16 @@ def _control_share(offered) -> float:
     return float(np.mean([shares.get(i, default) for i in ids]))
 
 
+def renew(lease: Assignment, *, now=None) -> Assignment | None:
+    """``lease`` past its expiry, leased again to its annotator while the item is still theirs to take
+    (:func:`_try_lease`: open, a slot free, not skipped): the same lease and token with a fresh expiry, as an answer
+    posted late would be taken; else None."""
+    now = now or timezone.now()
+    Assignment.objects.filter(pk=lease.pk, status=Assignment.Status.LEASED, expires__lt=now).update(
+        status=Assignment.Status.EXPIRED)
+    return _try_lease(lease.task_id, lease.annotator, now)
+
+
 def _try_lease(task_id: int, annotator: Annotator, now) -> Assignment | None:
     """Lease task ``task_id`` to ``annotator`` if it is open, the annotator may label it and has not had it, and its
     live leases and counted answers are fewer than it needs (:func:`_live`).  MTurk workers are leased through

@@ -11,6 +11,7 @@ import re
 import time
 
 from django.contrib.auth.decorators import login_required
+from django.contrib.auth.views import redirect_to_login
 from django.core.cache import cache
 from django.db.models import Count
 from django.http import Http404
@@ -91,9 +92,9 @@ def queue(request):
                         .annotate(n=Count("id")).values_list("kind", "n"))
     for_you = {}
     for k in Kind.values:
-        if open_by_kind.get(k):
-            n, more = leasing.count_leasable(ann, kind=k)
-            for_you[k] = f"{n}+" if more else n
+        if open_by_kind.get(k):  # as the task page counts: the item you hold is left too (its number reopens it)
+            got = leasing.progress(ann, k)
+            for_you[k] = f"{got.left}+" if got.more else got.left
     done = ann.answers.count()
     # one count a kind, the gold controls in it (security review N3): with the open items' count beside it, the
     # difference told how many controls there were, and which answer had been one (it fell, the other did not)
@@ -125,18 +126,19 @@ UNDO_REFUSED = "unpooled.undo-refused"  # session: why the last undo was refused
 
 
 def _undo_context(request, ann, lease) -> dict:
-    """The undo offer of the page after an answer: the last answer's lease, while it may still be undone (one
-    query; :func:`actions.undo_answer` decides for real), and why an undo just failed."""
+    """The undo offer of the page after an answer: the last answer's lease, while it may still be undone (its item
+    not :func:`~.actions.decided`; :func:`actions.undo_answer` decides for real), and why an undo just failed."""
     out = {"undo_refused": request.session.pop(UNDO_REFUSED, None)}
     token = request.session.get(LAST_ANSWER)
     if token and (lease is None or token != lease.token):
         last = (Assignment.objects.filter(token=token, annotator=ann, status=Assignment.Status.SUBMITTED)
-                .values_list("expires", "task__status").first())
-        if last is not None and last[1] == Task.Status.OPEN and last[0] >= timezone.now():
+                .select_related("task__corpus__annotation_settings").first())
+        decided = last is not None and actions.decided(last.task)
+        if last is not None and not decided and last.expires >= timezone.now():
             out["undo_token"] = token
         elif last is not None:  # saved, and said so: an undo key that silently did nothing was a bug (UX review #3)
-            out["saved_final"] = ("it completed its item" if last[1] != Task.Status.OPEN
-                                  else "its time to change it has run out")
+            out["saved_final"] = "it completed its item" if decided else "its time to change it has run out"
+            out["saved_token"] = token
     return out
 
 
@@ -210,9 +212,10 @@ class _SchemaParts:
         self.entity_types = sorted(schema.entity_types.items())
         self.types = [(i + 1, t, desc) for i, (t, desc) in enumerate(self.entity_types)]
         self.types_json = json.dumps([t for t, _ in self.entity_types])
-        # one colour per type, by its place in the legend (css classes c-1 ... c-10)
+        # one colour per type, by its place in the legend (css classes c-1 ... c-10); a type's button marks the selection
         self.legend = mark_safe(" · ".join(
-            format_html('<span class="tag c-{}"><kbd>{}</kbd> {}</span> <span class="muted">{}</span>', n, n, t, desc)
+            format_html('<button type="button" class="tag c-{}" data-type="{}"><kbd>{}</kbd> {}</button> '
+                        '<span class="muted">{}</span>', n, t, n, t, desc)
             for n, t, desc in self.types))
 
     def fits(self, name: str, subject_types, object_types) -> bool:
@@ -338,7 +341,7 @@ def _context(request, lease: Assignment, error: str | None = None, value=None) -
 def _body(task: Task) -> SafeString:
     """The task itself, rendered once and kept in the cache shared by the server's processes: it depends on
     the task (payload, document) and its corpus's schema only, never on the lease or the annotator."""
-    key = f"unpooled.task-body:v4:{task.pk}:{task.kind}:{task.guideline_version}"
+    key = f"unpooled.task-body:v9:{task.pk}:{task.kind}:{task.guideline_version}"
     html = cache.get(key)
     if html is None:
         full = Task.objects.select_related("document", "corpus").get(pk=task.pk)
@@ -357,7 +360,7 @@ def _body_context(task: Task) -> dict:
         marks = [(p["subject"]["start"], p["subject"]["end"], "subj"), (p["object"]["start"], p["object"]["end"], "obj")]
         ctx["pieces"] = segments(doc.text, c0, c1, marks)
         ctx["p"] = p
-        s_types, o_types = _argument_types(doc, p, parts)
+        s_types, o_types = _argument_types(p, parts)
         ctx["relation_options"] = parts.relation_options(s_types, o_types)
     elif task.kind == Kind.CLUSTERS:
         ctx["items"] = [{"index": i, **it} for i, it in enumerate(task.payload.get("items", []))]
@@ -387,22 +390,13 @@ def _body_context(task: Task) -> dict:
     return ctx
 
 
-def _argument_types(doc, p: dict, parts: _SchemaParts) -> tuple[frozenset, frozenset]:
-    """The types of a verification item's two mentions, for filtering "another relation": the corpus's gold
-    types of mentions at exactly these spans, else the types the claimed relation takes (never a type the
-    system wrote: the page does not show what only the system said)."""
-    from unpooled.service.corpora.models import GoldMention
-
-    spans = {(p["subject"]["start"], p["subject"]["end"]): "s", (p["object"]["start"], p["object"]["end"]): "o"}
-    gold = {"s": set(), "o": set()}
-    for start, end, typ in GoldMention.objects.filter(document=doc, start__in=[a for a, _ in spans]).values_list(
-            "start", "end", "type"):
-        side = spans.get((start, end))
-        if side:
-            gold[side].add(typ)
-    claimed = parts.pairs.get(p.get("predicate"), frozenset())  # without gold types: the claimed relation's usual
-    return (frozenset(gold["s"]) or frozenset(a for a, _ in claimed),
-            frozenset(gold["o"]) or frozenset(b for _, b in claimed))
+def _argument_types(p: dict, parts: _SchemaParts) -> tuple[frozenset, frozenset]:
+    """The types of a verification item's two mentions, for filtering "another relation": the types the claimed
+    relation usually takes.  Never the gold layer's (its types at the item's spans told that a span was a gold
+    mention, of which type, and a gold control, whose spans always are, by its label), nor a type the system wrote
+    (the page does not show what only the system said)."""
+    claimed = parts.pairs.get(p.get("predicate"), frozenset())
+    return frozenset(a for a, _ in claimed), frozenset(b for _, b in claimed)
 
 
 def _with_next(toks):
@@ -416,7 +410,11 @@ def task_page(request, token: str):
 
     An in-house lease is checked for CSRF like any form (its owner is signed in).  An MTurk lease is not:
     it runs in Mechanical Turk's frame, where the browser sends no cookie of this site, and its unguessable
-    token in the URL is the credential a forged cross-site request would lack."""
+    token in the URL is the credential a forged cross-site request would lack.  A signed-out visitor of an in-house
+    lease (their session ended, or they signed out in another tab) is asked to sign in and sent back here."""
+    if not request.user.is_authenticated and Assignment.objects.filter(
+            token=token, annotator__backend=Backend.INHOUSE).exists():
+        return redirect_to_login(request.path)
     lease = _lease_for(request, token)
     if lease.annotator.backend == Backend.MTURK:
         return _for_mturk(_task_page(request, lease))
@@ -450,11 +448,15 @@ def _task_page(request, lease: Assignment):
             request.session[LAST_ANSWER] = lease.token
             return redirect("annotation:next", kind=lease.task.kind)
         return _mturk_finish(request, lease)
+    renewed = None
     if lease.status == Assignment.Status.EXPIRED or lease.expires < timezone.now():
-        # an MTurk worker is sent back to the HIT (its entry renews the lease while Amazon's assignment lasts),
-        # not to the in-house queue
-        return render(request, "annotation/expired.html", {"kind": lease.task.kind, "mturk": mturk}, status=410)
-    return render(request, "annotation/task.html", _context(request, lease))
+        # an in-house lease is renewed while the item is free (the page's draft comes back); an MTurk worker is sent
+        # back to the HIT (its entry renews the lease while Amazon's assignment lasts), not to the in-house queue
+        renewed = None if mturk else leasing.renew(lease)
+        if renewed is None:
+            return render(request, "annotation/expired.html", {"kind": lease.task.kind, "mturk": mturk}, status=410)
+        lease = _lease_for(request, lease.token)
+    return render(request, "annotation/task.html", {**_context(request, lease), "renewed": renewed is not None})
 
 
 _task_page_csrf = csrf_protect(_task_page)

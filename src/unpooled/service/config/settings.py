@@ -286,6 +286,7 @@ AUTH_PASSWORD_VALIDATORS = [
 # (UNPOOLED_SECURE=1) cookies travel over HTTPS only and browsers are told to use HTTPS for a year
 SESSION_COOKIE_HTTPONLY = True
 CSRF_COOKIE_HTTPONLY = True
+CSRF_FAILURE_VIEW = "unpooled.service.web.views.errors.csrf_failure"  # the site's page, not Django's bare one
 SESSION_COOKIE_SAMESITE = CSRF_COOKIE_SAMESITE = "Lax"
 SECURE = os.environ.get("UNPOOLED_SECURE", "").strip().lower() in ("1", "true", "yes", "on")
 SESSION_COOKIE_SECURE = CSRF_COOKIE_SECURE = SECURE

@@ -42,6 +42,13 @@ def forbidden(request, exception=None):
         "path": request.path}, status=403)
 
 
+def csrf_failure(request, reason=""):
+    """A form whose CSRF token is outdated (the user signed in again in another tab, or their session ended): what
+    happened to what it sent, and what to do (Django's own page said "CSRF verification failed. Request aborted.")."""
+    return render(request, "web/error.html", {
+        "status": 403, "heading": "This form was out of date", "csrf": True, "path": request.path}, status=403)
+
+
 def not_found(request, exception=None):
     reason = _reason(exception)
     return render(request, "web/error.html", {

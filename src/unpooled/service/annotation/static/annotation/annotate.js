@@ -21,14 +21,17 @@
   }
 
   // Minutes of work are not lost when the page is left (UX review #2, #8): a draft of the answer per lease in this
-  // browser (the page's path names the lease), restored on the next visit, dropped once the answer is sent or the
-  // item skipped; while has() says there is work, leaving the page asks first.
+  // browser (the page's path names the lease), restored on the next visit, dropped when the item is skipped; while
+  // has() says there is work, leaving the page asks first.  Sending the answer keeps the draft: the network may
+  // fail or the server answer 5xx on the way, and coming back restores it; the page after the server took the
+  // answer drops it (undo.js).
   function keepDraft(has) {
     const key = "unpooled-draft:" + location.pathname;
     const store = (() => { try { return window.localStorage; } catch (err) { return null; } })();
     let leaving = false;
     const drop = () => { leaving = true; try { if (store) store.removeItem(key); } catch (err) { /* nothing kept */ } };
     window.addEventListener("beforeunload", (e) => { if (!leaving && has()) { e.preventDefault(); e.returnValue = ""; } });
+    window.addEventListener("pageshow", (e) => { if (e.persisted) leaving = false; });  // back after a failed send
     const skipForm = document.querySelector("form.skip");
     if (skipForm) skipForm.addEventListener("submit", drop);
     return {
@@ -39,6 +42,7 @@
       },
       load() { try { return store ? JSON.parse(store.getItem(key) || "null") : null; } catch (err) { return null; } },
       drop,
+      sending() { leaving = true; },  // the draft as it is, kept until the server has the answer
     };
   }
 
@@ -75,7 +79,7 @@
       e.preventDefault();
       const v = value();
       if (!v) { alert("Choose holds (1), another relation (2) or no relation (3)."); return; }
-      draft.drop();
+      draft.sending();
       submit(v);
     });
     document.addEventListener("keydown", (e) => {
@@ -100,6 +104,7 @@
         const el = document.getElementById(id);
         if (el && typeof restore[id] === "boolean") el.checked = restore[id];
       });
+      if (!previous) document.getElementById("verify-status").textContent = "Restored the answer you chose here before leaving the page (not sent yet).";
     }
   }
 
@@ -204,6 +209,22 @@
       say("\u201c" + text(target) + "\u201d joined group " + g.cluster + " (" + Array.from(new Set(g.mentions.map(text))).slice(0, 2).join(", ") + ").");
       render();
     }
+    // the mouse (or a touch screen) does what the keys do: a type's button in the legend marks the selection, the
+    // Group and Remove buttons are g and Backspace; pressing one leaves the focus where it was
+    function remove() {
+      const k = at(cursor);
+      if (k >= 0) { const gone = mentions.splice(k, 1)[0]; if (gone === lastMade) lastMade = null; say("Removed " + text(gone) + "."); render(); }
+      else say("Backspace: no mention under the cursor.");
+    }
+    // Extend adds the next word to the selection, as Shift+→ does (on a touch screen each tap starts a new one)
+    const extend = () => { const [a, b] = sel(); anchor = a; cursor = Math.min(toks.length - 1, b + 1); render(); };
+    const tools = [[document.getElementById("ent-extend"), extend], [document.getElementById("ent-group"), openPicker],
+                   [document.getElementById("ent-remove"), remove]];
+    document.querySelectorAll(".legend .tag[data-type]").forEach((b) => tools.push([b, () => mark(b.dataset.type)]));
+    tools.forEach(([b, act]) => {
+      b.addEventListener("mousedown", (e) => e.preventDefault());
+      b.addEventListener("click", () => { if (!picking) act(); });
+    });
     doc.addEventListener("mousedown", (e) => { const i = toks.indexOf(e.target); if (i >= 0) { anchor = cursor = i; render(); } });
     doc.addEventListener("mouseup", (e) => { const i = toks.indexOf(e.target); if (i >= 0) { cursor = i; render(); } });
     document.addEventListener("keydown", (e) => {
@@ -238,19 +259,14 @@
         } else say("k: no mention under the cursor.");
         e.preventDefault();
       }
-      else if (e.key === "Backspace" || e.key === "Delete") {
-        const k = at(cursor);
-        if (k >= 0) { const gone = mentions.splice(k, 1)[0]; if (gone === lastMade) lastMade = null; say("Removed " + text(gone) + "."); render(); }
-        else say("Backspace: no mention under the cursor.");
-        e.preventDefault();
-      } else if (e.key === "Enter") { e.preventDefault(); form.requestSubmit(); }
+      else if (e.key === "Backspace" || e.key === "Delete") { remove(); e.preventDefault(); } else if (e.key === "Enter") { e.preventDefault(); form.requestSubmit(); }
     });
     const answer = () => ({ mentions: mentions.map((m) => ({ start: Number(toks[m.a].dataset.s), end: Number(toks[m.b].dataset.e),
                                                               type: m.type, cluster: m.cluster, link: m.link || "" })) });
     form.addEventListener("submit", (e) => {
       e.preventDefault();
       const value = answer();
-      draft.drop();
+      draft.sending();
       submit(value);
     });
     // the server's copy of a refused or withdrawn answer comes first, then this browser's draft
@@ -325,7 +341,13 @@
         if (!chosen[i].size) { chips.textContent = "no relation"; chips.classList.add("none"); }
         else {
           chips.classList.remove("none");
-          chosen[i].forEach((c) => { const s = document.createElement("span"); s.className = "chip"; s.dataset.code = c; s.textContent = label(c); chips.appendChild(s); });
+          chosen[i].forEach((c) => {  // a button: pressing it takes the relation back (x clears the whole pair)
+            const s = document.createElement("button");
+            s.type = "button"; s.className = "chip"; s.dataset.code = c; s.textContent = label(c);
+            s.setAttribute("aria-label", "remove " + label(c));
+            s.addEventListener("click", () => { chosen[i].delete(c); status.textContent = "Removed " + label(c) + "."; render(); });
+            chips.appendChild(s);
+          });
         }
       });
       pairs[cur].scrollIntoView({ block: "nearest" });
@@ -395,7 +417,7 @@
         return;
       }
       const out = answer();
-      draft.drop();
+      draft.sending();
       submit({ pairs: out });
     });
     // the server's copy of a refused or withdrawn answer comes first, then this browser's draft; only the
@@ -440,8 +462,30 @@
       const { many, alone } = grouping();
       summary.textContent = many.length + " group" + (many.length === 1 ? "" : "s") + " of two or more lines chosen; " +
         alone.length + " line" + (alone.length === 1 ? "" : "s") + " alone.";
+      drawTools();
       items[cur].scrollIntoView({ block: "nearest" });
       draft.save({ letters: group });
+    }
+    // the chosen line's buttons, for the mouse and touch screens: a new group, each group made so far, alone
+    const LETTERS = "abcdefghilmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ";  // j and k move
+    const tools = document.createElement("div");
+    tools.className = "cluster-tools"; tools.setAttribute("role", "group"); tools.setAttribute("aria-label", "group of this line");
+    function put(letter) { if (reviewing) return; group[cur] = letter; say(cur); render(); }
+    function drawTools() {
+      tools.textContent = "";
+      const used = Array.from(new Set(group.filter(Boolean)));
+      const fresh = Array.from(LETTERS).find((l) => !used.includes(l));
+      const add = (text, name, act) => {
+        const b = document.createElement("button");
+        b.type = "button"; b.textContent = text; b.setAttribute("aria-label", name);
+        b.addEventListener("mousedown", (e) => e.preventDefault());  // the focus stays: the keys go on working
+        b.addEventListener("click", act);
+        tools.appendChild(b);
+      };
+      if (fresh) add("+ new group", "new group", () => put(fresh));
+      used.filter((l) => l !== group[cur]).forEach((l) => add(l + ": " + names[group.indexOf(l)], "group " + l, () => put(l)));
+      if (group[cur]) add("alone", "alone", () => put(null));
+      items[cur].appendChild(tools);
     }
     function say(i) {  // what the line is grouped with, after a letter or Backspace
       const others = group.map((g, k) => (g && g === group[i] && k !== i ? quoted(k) : null)).filter(Boolean);
@@ -488,7 +532,7 @@
       e.preventDefault();
       if (!reviewing) { openReview(); return; }
       const v = value();
-      draft.drop();
+      draft.sending();
       submit(v);
     });
     document.addEventListener("keydown", (e) => {

@@ -11,6 +11,10 @@
     if (note) { note.classList.remove("flash"); void note.offsetWidth; note.classList.add("flash"); }
     return false;
   };
+  // the server has the last answer: its task page's draft (annotate.js keeps it while the answer is on its way) goes
+  document.querySelectorAll("[data-answered]").forEach(function (el) {
+    try { window.localStorage.removeItem("unpooled-draft:" + el.dataset.answered); } catch (err) { /* no storage */ }
+  });
   if (document.getElementById("task")) return;  // a task page: its keys are annotate.js's
   document.addEventListener("keydown", function (e) {
     const t = e.target;
