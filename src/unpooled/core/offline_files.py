@@ -11,6 +11,7 @@ from pathlib import Path
 
 import numpy as np
 
+from . import json_text
 from .diagnostics import Report
 from .errors import InvalidInputError, LocatedError
 from .estimators.exhaustive import sentence_index
@@ -70,7 +71,7 @@ def _number(v) -> bool:
 
 def _json_line(rep: Report, lineno: int, line: str) -> dict | None:
     try:
-        obj = json.loads(line)
+        obj = json_text.loads(line)
     except json.JSONDecodeError as exc:
         rep.add(lineno, "UP106", f"invalid JSON: {exc.msg}", col=exc.colno, text=line)
         return None

@@ -31,6 +31,7 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any, Mapping
 
+from .. import json_text
 from ..errors import SchemaError
 
 TYPE_CHECK_POLICIES = ("error", "warning", "off")
@@ -206,7 +207,7 @@ def read_json_file(path: str | Path, what: str) -> Any:
     except UnicodeDecodeError as exc:
         raise SchemaError(str(path), 0, f"{what} file is not UTF-8 (byte {exc.start})") from None
     try:
-        return json.loads(text)
+        return json_text.loads(text)
     except json.JSONDecodeError as exc:
         raise SchemaError(str(path), exc.lineno, f"invalid JSON: {exc.msg} (column {exc.colno})") from None
 

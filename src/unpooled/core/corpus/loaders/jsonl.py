@@ -24,6 +24,7 @@ import zlib
 from pathlib import Path
 from typing import Any, Iterator
 
+from ... import json_text
 from ...errors import CorpusError
 from ..model import Document
 from ..sentences import split_sentences
@@ -66,7 +67,7 @@ def parse_line(line_text: str, path: str, line: int) -> Document:
         Invalid JSON, not an object, or a missing/invalid field.
     """
     try:
-        obj = json.loads(line_text)
+        obj = json_text.loads(line_text)
     except json.JSONDecodeError as exc:
         raise CorpusError(path, line, f"invalid JSON: {exc.msg} (column {exc.colno})") from None
     if not isinstance(obj, dict):

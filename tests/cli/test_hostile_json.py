@@ -1,0 +1,75 @@
+"""Hostile JSON in every file the CLI reads: a JSON text nested deeper than the decoder's recursion, or with an
+integer longer than Python converts (4,300 digits), is a located error with a non-zero exit, never a traceback."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from unpooled.cli.main import main
+
+from ..core.test_offline import X1, X2, inst, write_jsonl
+
+DEEP = "[" * 40_000 + "]" * 40_000  # under the line limit (100 kB), past the decoder's recursion limit
+LONG_INT = "1" * 5_000  # past sys.get_int_max_str_digits() (4,300)
+
+
+@pytest.fixture
+def files(tmp_path):
+    subs = tmp_path / "subs"
+    subs.mkdir()
+    write_jsonl(subs / "A.jsonl", [inst(*X1, entities=("a1", "a2")), inst(*X2, entities=("a1", "a3"))])
+    labels = write_jsonl(tmp_path / "L.jsonl", [{"system": "A", **inst(*X1), "label": 1}])
+    ex = write_jsonl(tmp_path / "E.jsonl", [inst(*X1)])
+    corpus = tmp_path / "docs.jsonl"
+    corpus.write_text(json.dumps({"id": "D1", "text": "x" * 40}) + "\n")
+    return {"subs": subs, "labels": labels, "ex": ex, "corpus": corpus, "tmp": tmp_path}
+
+
+def _hostile(tmp_path, kind: str, *, whole: bool = False, first: str = '{"system": "A"}') -> str:
+    """A file whose second line (after ``first``; or whole text) is hostile: ``deep`` nesting or a ``long``
+    integer in a field."""
+    bad = DEEP if kind == "deep" else '{"system": "A", "label": ' + LONG_INT + "}"
+    if whole:
+        bad = DEEP if kind == "deep" else "[" + LONG_INT + "]"
+    path = tmp_path / f"{kind}{'.json' if whole else '.jsonl'}"
+    path.write_text(bad + "\n" if whole else first + "\n" + bad + "\n")
+    return str(path)
+
+
+def _argv(where: str, f: dict, bad: str) -> list[str]:
+    score = ["score", "--labels", f["labels"], "--submissions", f["subs"], "--exhaustive", f["ex"]]
+    if where == "labels":
+        return [*score[:2], bad, *score[3:]]
+    if where == "exhaustive":
+        return [*score[:-1], bad]
+    if where == "submission":
+        (f["subs"] / "B.jsonl").write_text(open(bad).read())
+        return score
+    if where == "validate":
+        return ["validate", bad, "--corpus", f["corpus"], "--corpus-format", "jsonl"]
+    if where == "corpus-jsonl":
+        return ["validate", f["subs"] / "A.jsonl", "--corpus", bad, "--corpus-format", "jsonl"]
+    if where == "corpus-docred":
+        return ["validate", f["subs"] / "A.jsonl", "--corpus", bad, "--corpus-format", "docred"]
+    return ["schema", "show", bad]  # a schema file
+
+
+@pytest.mark.parametrize("kind", ["deep", "long"])
+@pytest.mark.parametrize("where", ["labels", "exhaustive", "submission", "validate", "corpus-jsonl",
+                                   "corpus-docred", "schema"])
+def test_hostile_json_is_a_located_error(capsys, files, where, kind):
+    whole = where in ("corpus-docred", "schema")
+    first = json.dumps({"id": "D0", "text": "y"}) if where == "corpus-jsonl" else '{"system": "A"}'
+    bad = _hostile(files["tmp"], kind, whole=whole, first=first)
+    code = main([str(a) for a in _argv(where, files, bad)])
+    out, err = capsys.readouterr()
+    assert code in (1, 3), (out, err)
+    said = out + err
+    assert "Traceback" not in said
+    name = "B.jsonl" if where == "submission" else bad
+    assert name in said  # the file is named
+    assert ("nested" if kind == "deep" else "digits") in said, said
+    if not whole:
+        assert f"{name}:2" in said  # and the line
