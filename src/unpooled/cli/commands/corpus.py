@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import sys
 
-from ..main import setup_django
+from ..main import SEED, setup_django
 from unpooled.progress import progress_bar
 
 from unpooled.core.corpus import FORMATS
@@ -39,7 +39,7 @@ def register(sub) -> None:
                     help="a scheme to analyse (repeat for several; default all four)")
     an.add_argument("--size", type=int, default=100, help="documents per sample (default 100, at most the corpus)")
     an.add_argument("--draws", type=int, default=3, help="samples per scheme, averaged (default 3)")
-    an.add_argument("--seed", type=int, default=0, help="random seed of the samples (default 0)")
+    an.add_argument("--seed", type=SEED, default=0, help="random seed of the samples (default 0)")
     an.add_argument("--svg", metavar="DIR", help="also write the figures as SVG files into DIR")
     an.add_argument("--json", action="store_true", help="the figures as JSON instead of tables")
     an.set_defaults(func=cmd_analyse)

@@ -7,7 +7,7 @@ import sys
 
 from unpooled.service.evaluations.policy import SERVICE_LEVELS
 
-from ..main import CommandError, setup_django
+from ..main import SEED, CommandError, setup_django
 
 
 def register(sub) -> None:
@@ -40,7 +40,7 @@ def register(sub) -> None:
     p.add_argument("--level", choices=SERVICE_LEVELS, default="instance",
                    help="how instances are weighted: instance (micro precision), relation (macro over relations) or "
                         "entity (macro over subject entities) (instance)")
-    p.add_argument("--seed", type=int, default=0, help="random seed of the samples and of the simulated crowd (0)")
+    p.add_argument("--seed", type=SEED, default=0, help="random seed of the samples and of the simulated crowd (0)")
     p.add_argument("--controls", type=int, default=None,
                    help="gold control items to create first (corpus with a gold layer and none yet); they calibrate "
                         "the crowd's error rates (default: 100 with the simulated crowd, else 0)")

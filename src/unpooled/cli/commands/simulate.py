@@ -21,6 +21,7 @@ import numpy as np
 
 from unpooled.progress import progress_bar
 
+from ..main import SEED, TRIALS
 from . import simulate_cells as _cells
 from . import simulate_stopping as _stopping
 
@@ -50,9 +51,9 @@ def register(sub) -> None:
 
 
 def add_common_arguments(p: argparse.ArgumentParser, *, trials: int = 20) -> None:
-    p.add_argument("--trials", type=int, default=trials, metavar="N",
+    p.add_argument("--trials", type=TRIALS, default=trials, metavar="N",
                    help=f"number of independent worlds (default {trials})")
-    p.add_argument("--seed", type=int, default=0, metavar="S", help="random seed (default 0)")
+    p.add_argument("--seed", type=SEED, default=0, metavar="S", help="random seed (default 0)")
     p.add_argument("--json", metavar="OUT", help="write the results as JSON to OUT ('-': standard output, "
                                                  "instead of the table)")
     p.add_argument("--plot", metavar="OUT.svg", help="write an SVG chart to OUT.svg")
@@ -110,15 +111,6 @@ def targets_line(spread: str) -> str:
     return "targets: " + ("built-in parametric spread" if spread == PARAMETRIC else spread)
 
 
-def check_common(args) -> None:
-    from ..main import CommandError
-
-    if args.trials < 1:
-        raise CommandError(f"--trials must be at least 1, got {args.trials}")
-    if args.seed < 0:
-        raise CommandError(f"--seed must be a non-negative integer, got {args.seed}")
-
-
 def trial_worlds(args, spread: Path | None, *, desc: str) -> Iterator[tuple[int, object]]:
     """``(trial, world)`` for ``args.trials`` independent worlds, with a progress bar on standard error.
 
@@ -170,7 +162,6 @@ def run_pooling_bias(args) -> int:
 
     from ..main import CommandError, Exit
 
-    check_common(args)
     if args.top < 1:
         raise CommandError(f"--top must be at least 1, got {args.top}")
     spread = resolve_spread(args)
@@ -290,7 +281,6 @@ def run_estimators_cli(args) -> int:
 
     from ..main import CommandError, Exit
 
-    check_common(args)
     for name in ("labels", "exhaustive", "top"):
         if getattr(args, name) < 1:
             raise CommandError(f"--{name} must be at least 1, got {getattr(args, name)}")
@@ -408,7 +398,6 @@ def run_adaptive_cli(args) -> int:
 
     from ..main import CommandError, Exit
 
-    check_common(args)
     if args.systems < 1 or args.own < 1:
         raise CommandError("--systems and --own must be at least 1")
     spread, world = seeded_world(args)
@@ -505,7 +494,6 @@ def run_unassessed_cli(args) -> int:
 
     from ..main import CommandError, Exit
 
-    check_common(args)
     if args.min_draws < 1:
         raise CommandError(f"--min-draws must be at least 1, got {args.min_draws}")
     if args.plot:
@@ -552,7 +540,6 @@ def run_entities_cli(args) -> int:
 
     from ..main import CommandError
 
-    check_common(args)
     if args.plot:
         raise CommandError("--plot: the entities experiment prints a table (use --json for the figures)")
     cells = default_cells()
@@ -670,7 +657,6 @@ def run_documents_cli(args) -> int:
 
     from ..main import CommandError, Exit
 
-    check_common(args)
     if args.replicates < 2:
         raise CommandError(f"--replicates must be at least 2, got {args.replicates}")
     if args.plot:

@@ -12,9 +12,8 @@ def run_cell_table(args, experiment: str, module, title: str, **options) -> int:
     """Run ``module``'s default cells (``--cells`` selects) with ``module.run_cell``, one seed per cell, and print
     ``module.format_table`` under ``title`` (or write ``--json``): the regimes, reference, ranks, ppi and precision experiments."""
     from ..main import CommandError
-    from .simulate import check_common, select_cells, write_json
+    from .simulate import select_cells, write_json
 
-    check_common(args)
     cells = select_cells(module.default_cells(), args.cells)
     rows = []
     t0 = time.time()
@@ -69,9 +68,8 @@ def run_protocols_cli(args) -> int:
     from unpooled.core.simulate import protocols
 
     from ..main import CommandError
-    from .simulate import check_common, write_json
+    from .simulate import write_json
 
-    check_common(args)
     if args.plot:
         raise CommandError("--plot: the protocols experiment prints a table (use --json for the figures)")
     if not 2 <= args.documents <= 300 or args.draws < 1:

@@ -28,9 +28,8 @@ def run_stopping_cli(args) -> int:
     from unpooled.core.simulate.stopping import StoppingWorld, format_rules, rows_json, run_stopping
 
     from ..main import CommandError
-    from .simulate import check_common, write_json
+    from .simulate import write_json
 
-    check_common(args)
     if args.plot:
         raise CommandError("--plot: the stopping experiment prints a table (use --json for the figures)")
     try:
