@@ -52,6 +52,14 @@ def test_a_negative_seed_is_a_usage_error(command, capsys):
     [*SCORE, "--exhaustive-documents", HUGE], [*SCORE, "--exhaustive-documents", "0"],
     ["simulate", "pooling-bias", "--trials", HUGE], ["simulate", "estimators", "--trials", "0"],
     ["simulate", "stopping", "--trials", HUGE], ["simulate", "ppi", "--trials", "-3"],
+    ["simulate", "estimators", "--labels", HUGE], ["simulate", "estimators", "--exhaustive", HUGE],
+    ["simulate", "estimators", "--bootstrap", "-1"], ["simulate", "estimators", "--bootstrap", HUGE],
+    ["simulate", "estimators", "--top", HUGE], ["simulate", "pooling-bias", "--top", HUGE],
+    ["simulate", "adaptive", "--systems", HUGE], ["simulate", "adaptive", "--own", HUGE],
+    ["simulate", "unassessed", "--min-draws", HUGE], ["simulate", "documents", "--replicates", HUGE],
+    ["simulate", "documents", "--size", HUGE], ["simulate", "protocols", "--draws", HUGE],
+    ["simulate", "stopping", "--max-draws", HUGE], ["simulate", "stopping", "--batch", HUGE],
+    ["corpus", "analyse", "x", "--size", HUGE], ["corpus", "analyse", "x", "--draws", HUGE],
 ])
 def test_absurd_counts_are_usage_errors(argv, capsys):
     with pytest.raises(SystemExit) as exc:
