@@ -8,7 +8,6 @@ the organisers (``can_manage``; others who can view get 403).
 
 from __future__ import annotations
 
-import csv
 import hashlib
 import io
 import json
@@ -35,6 +34,7 @@ from unpooled.service.evaluations.policy import SERVICE_LEVELS as LEVELS
 from unpooled.service.submissions.actions import export_submission
 from unpooled.service.submissions.models import RelationInstance, Submission
 
+from ..csv_download import csv_response
 from ..page_cache import anonymous_reader, whole_page
 
 log = logging.getLogger(__name__)
@@ -454,14 +454,8 @@ def submission_scores(request, pk: int, fmt: str):
         body = json.dumps({"submission": sub.pk, "team": sub.team.name, "run": sub.run_id, "scores": recs},
                           indent=1, ensure_ascii=False)
         resp = HttpResponse(body, content_type="application/json; charset=utf-8")
-    else:
-        buf = io.StringIO()
-        w = csv.writer(buf)
-        w.writerow(SCORE_FIELDS)
-        for r in recs:
-            w.writerow([json.dumps(r[f], ensure_ascii=False) if f in ("details", "breakdown")
-                        else ("" if r[f] is None else r[f])
-                        for f in SCORE_FIELDS])
-        resp = HttpResponse(buf.getvalue(), content_type="text/csv; charset=utf-8")
-    resp["Content-Disposition"] = f'attachment; filename="submission-{sub.pk}-scores.{fmt}"'
-    return resp
+        resp["Content-Disposition"] = f'attachment; filename="submission-{sub.pk}-scores.json"'
+        return resp
+    rows = ([json.dumps(r[f], ensure_ascii=False) if f in ("details", "breakdown") else r[f] for f in SCORE_FIELDS]
+            for r in recs)
+    return csv_response(SCORE_FIELDS, rows, f"submission-{sub.pk}-scores.csv")
