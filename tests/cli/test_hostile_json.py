@@ -73,3 +73,25 @@ def test_hostile_json_is_a_located_error(capsys, files, where, kind):
     assert ("nested" if kind == "deep" else "digits") in said, said
     if not whole:
         assert f"{name}:2" in said  # and the line
+
+
+def _sparse(tmp_path, name: str) -> str:
+    """A 1 GiB file that takes no disk space: reading it whole took 2.2 GB of memory."""
+    path = tmp_path / name
+    with open(path, "wb") as fh:
+        fh.truncate(1 << 30)
+    return str(path)
+
+
+def test_a_huge_schema_file_is_refused_unread(capsys, tmp_path):
+    bad = _sparse(tmp_path, "schema.json")
+    assert main(["schema", "show", bad]) == 3
+    err = capsys.readouterr().err
+    assert bad in err and "larger than" in err and "Traceback" not in err
+
+
+def test_a_huge_corpus_line_is_refused_unread(capsys, files, tmp_path):
+    bad = _sparse(tmp_path, "docs.jsonl")
+    assert main(["validate", str(files["subs"] / "A.jsonl"), "--corpus", bad, "--corpus-format", "jsonl"]) == 3
+    err = capsys.readouterr().err
+    assert f"{bad}:1" in err and "longer than" in err and "Traceback" not in err
