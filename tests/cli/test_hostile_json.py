@@ -95,3 +95,25 @@ def test_a_huge_corpus_line_is_refused_unread(capsys, files, tmp_path):
     assert main(["validate", str(files["subs"] / "A.jsonl"), "--corpus", bad, "--corpus-format", "jsonl"]) == 3
     err = capsys.readouterr().err
     assert f"{bad}:1" in err and "longer than" in err and "Traceback" not in err
+
+
+@pytest.mark.parametrize("content", ["binary", "sparse", "long field", "bad row"])
+def test_a_hostile_spread_file_is_a_located_error(capsys, tmp_path, content):
+    """``simulate --spread`` reads a tab-separated file twice (the targets, the TAC reference): bytes that are not
+    UTF-8, a 1 GiB sparse file and a field past the csv module's limit were tracebacks."""
+    head = "system\tmicro-p\tmicro-r\tmicro-f1\tmicro-p-lto\tmicro-r-lto\tmicro-f1-lto\n"
+    path = tmp_path / "spread.tsv"
+    if content == "sparse":
+        path = tmp_path / _sparse(tmp_path, "spread.tsv")
+    elif content == "binary":
+        path.write_bytes(head.encode() + b"run1\t0.5\t\xf8\xff\n")
+    elif content == "long field":
+        path.write_text(head + "run1\t" + "1" * 200_000 + "\t0.5\n")
+    else:
+        path.write_text(head + "run1\t0.5\t0.5\t0.5\t0.4\t0.4\t0.4\nrun2\t0.5\tx\t0.5\t0.4\t0.4\t0.4\n")
+    code = main(["simulate", "pooling-bias", "--trials", "1", "--spread", str(path)])
+    err = capsys.readouterr().err
+    assert code == 3 and "Traceback" not in err
+    assert str(path) in err, err
+    if content != "sparse":
+        assert f"{path}:" in err  # and the line
