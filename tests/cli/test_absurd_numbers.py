@@ -60,13 +60,27 @@ def test_a_negative_seed_is_a_usage_error(command, capsys):
     ["simulate", "documents", "--size", HUGE], ["simulate", "protocols", "--draws", HUGE],
     ["simulate", "stopping", "--max-draws", HUGE], ["simulate", "stopping", "--batch", HUGE],
     ["corpus", "analyse", "x", "--size", HUGE], ["corpus", "analyse", "x", "--draws", HUGE],
+    ["annotate", "simulate", "--corpus", "c", "--annotators", HUGE],  # 37 s, then MemoryError
+    ["annotate", "simulate", "--corpus", "c", "--latency", "nan"], ["annotate", "simulate", "--corpus", "c",
+                                                                    "--latency=-1"],
+    ["annotate", "simulate", "--corpus", "c", "--max-answers", "-1"],
+    ["annotate", "simulate", "--corpus", "c", "--accuracy", "nan"], ["annotate", "simulate", "--corpus", "c",
+                                                                     "--bias", "inf"],
+    ["annotate", "request", "1", "--sample", "-4"],  # a traceback from numpy
+    ["annotate", "controls", "--corpus", "c", "-n", HUGE],  # one control a loop turn, without end
+    ["annotate", "controls", "--corpus", "c", "-n", "-1"],
+    ["evaluate", "--corpus", "c", "--controls", HUGE], ["evaluate", "--corpus", "c", "--coverage-trials", HUGE],
+    ["evaluate", "--corpus", "c", "--replicates", HUGE], ["evaluate", "--corpus", "c", "--labels", HUGE],
+    ["evaluate", "--corpus", "c", "--documents", HUGE], ["evaluate", "--corpus", "c", "--max-labels", HUGE],
+    ["evaluate", "--corpus", "c", "--annotators", HUGE], ["evaluate", "--corpus", "c", "--accuracy", "nan"],
 ])
 def test_absurd_counts_are_usage_errors(argv, capsys):
     with pytest.raises(SystemExit) as exc:
         build_parser().parse_args(argv)
     assert exc.value.code == 2
     err = capsys.readouterr().err
-    assert f"argument {argv[-2]}: expected an integer from" in err and argv[-1] in err
+    option, value = argv[-1].split("=") if "=" in argv[-1] else argv[-2:]
+    assert f"argument {option}: expected a" in err and value in err and "from" in err
 
 
 def test_score_with_a_negative_seed_end_to_end(tmp_path, capsys):

@@ -44,7 +44,24 @@ def integer(lo: int, hi: int):
     return parse
 
 
-#: a random seed (numpy's generators take non-negative integers)
+def number(lo: float, hi: float):
+    """An argparse ``type``: a finite number from ``lo`` to ``hi`` (``nan`` and ``inf`` are refused)."""
+
+    def parse(text: str) -> float:
+        try:
+            v = float(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected a number, got {text[:40]!r}") from None
+        if not lo <= v <= hi:  # nan fails both
+            raise argparse.ArgumentTypeError(f"expected a number from {lo:g} to {hi:g}, got {text[:40]}")
+        return v
+
+    parse.__name__ = "number"
+    return parse
+
+
+#: a probability; a random seed (numpy's generators take non-negative integers)
+PROBABILITY = number(0.0, 1.0)
 SEED = integer(0, 2**63 - 1)
 #: trials of a simulation, replicates of a bootstrap: a day's run at most
 TRIALS, REPLICATES = integer(1, 100_000), integer(0, 100_000)
