@@ -73,7 +73,11 @@ def test_a_negative_seed_is_a_usage_error(command, capsys):
     ["evaluate", "--corpus", "c", "--replicates", HUGE], ["evaluate", "--corpus", "c", "--labels", HUGE],
     ["evaluate", "--corpus", "c", "--documents", HUGE], ["evaluate", "--corpus", "c", "--max-labels", HUGE],
     ["evaluate", "--corpus", "c", "--annotators", HUGE], ["evaluate", "--corpus", "c", "--accuracy", "nan"],
+    ["submit", "f", "--corpus", "c", "--timeout", "nan"],  # int(nan) in the wait loop: a traceback
+    ["serve", "--port", "99999"], ["serve", "--task-workers", HUGE], ["serve", "--web-workers", "0"],
+    ["worker", "--slot", "-1"],
 ])
+
 def test_absurd_counts_are_usage_errors(argv, capsys):
     with pytest.raises(SystemExit) as exc:
         build_parser().parse_args(argv)
@@ -93,3 +97,13 @@ def test_score_with_a_negative_seed_end_to_end(tmp_path, capsys):
         main(["score", "--labels", str(labels), "--submissions", str(subs), "--exhaustive", str(ex),
               "--bootstrap", "10", "--seed", "-1"])
     assert exc.value.code == 2 and "Traceback" not in capsys.readouterr().err
+
+
+def test_a_bad_port_in_the_environment_is_a_usage_error_of_serve_only(monkeypatch, capsys):
+    """UNPOOLED_PORT=abc made every command, --help too, a traceback (the default was converted at start)."""
+    monkeypatch.setenv("UNPOOLED_PORT", "abc")
+    parser = build_parser()
+    assert parser.parse_args(["schema", "list"]).command == "schema"
+    with pytest.raises(SystemExit) as exc:
+        parser.parse_args(["serve"])
+    assert exc.value.code == 2 and "argument --port: expected an integer, got 'abc'" in capsys.readouterr().err

@@ -15,7 +15,7 @@ from urllib.request import HTTPRedirectHandler, Request, build_opener
 from unpooled.core import json_text
 from unpooled.core.names import KB_FORMATS
 
-from ..main import CommandError, Exit, setup_django
+from ..main import CommandError, Exit, number, setup_django
 
 
 def register(sub) -> None:
@@ -35,7 +35,7 @@ def register(sub) -> None:
     p.add_argument("--token", metavar="T", help="the team's API token (default: $UNPOOLED_TOKEN)")
     p.add_argument("--wait", action="store_true", help="with --server: wait until the file is validated and "
                                                       "print the outcome (diagnostics of a rejected file)")
-    p.add_argument("--timeout", type=float, default=600.0, metavar="SECONDS",
+    p.add_argument("--timeout", type=number(1, 86_400), default=600.0, metavar="SECONDS",
                    help="with --wait: give up waiting after this long (default 600)")
     p.add_argument("--json", action="store_true", help="print the outcome as JSON")
     p.set_defaults(func=cmd_submit)
