@@ -117,3 +117,19 @@ def test_a_hostile_spread_file_is_a_located_error(capsys, tmp_path, content):
     assert str(path) in err, err
     if content != "sparse":
         assert f"{path}:" in err  # and the line
+
+
+@pytest.mark.parametrize("where", ["labels", "exhaustive", "answers", "submit", "submit-server", "spread"])
+def test_a_folder_given_for_a_file_is_named_as_one(capsys, files, where):
+    """A folder where a file was expected was reported as 'no such file', which sent one looking for a typo."""
+    folder = str(files["tmp"])
+    score = ["score", "--labels", str(files["labels"]), "--submissions", str(files["subs"]), "--exhaustive",
+             str(files["ex"])]
+    argv = {"labels": [*score[:2], folder, *score[3:]], "exhaustive": [*score[:-1], folder],
+            "answers": [*score, "--answers", folder], "submit": ["submit", folder, "--corpus", "c", "--team", "t"],
+            "submit-server": ["submit", folder, "--corpus", "c", "--server", "http://127.0.0.1:9", "--token", "t"],
+            "spread": ["simulate", "pooling-bias", "--trials", "1", "--spread", folder]}[where]
+    assert main(argv) == 3
+    err = capsys.readouterr().err
+    assert f"{folder}: a folder, not a file" in err or f"{folder}: a folder, not a file" in err.replace(
+        "--spread ", ""), err

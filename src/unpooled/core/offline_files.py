@@ -13,7 +13,7 @@ import numpy as np
 
 from . import json_text
 from .diagnostics import Report
-from .errors import InvalidInputError, LocatedError
+from .errors import InvalidInputError, LocatedError, file_problem
 from .estimators.exhaustive import sentence_index
 from .kb.lines import Limits, read_lines
 from .kb.model import normalise_value
@@ -386,8 +386,8 @@ def read_answers(path: str | Path, *, limits: Limits = Limits(), relation_strata
     from .annotation.relation_groups import relation_stratum_codes
 
     path = Path(path)
-    if not path.is_file():
-        raise LocatedError(str(path), 0, "no such file (the answers file)")
+    if problem := file_problem(path):
+        raise LocatedError(str(path), 0, f"{problem} (the answers file)")
     rep = Report(path=str(path))
     items: dict = {}
     workers: dict = {}

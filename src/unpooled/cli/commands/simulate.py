@@ -19,6 +19,7 @@ from pathlib import Path
 
 import numpy as np
 
+from unpooled.core.errors import file_problem
 from unpooled.progress import progress_bar
 
 from ..main import REPLICATES, SEED, TRIALS, integer
@@ -101,8 +102,8 @@ def resolve_spread(args) -> Path | None:
     if args.spread == PARAMETRIC:
         return None
     path = Path(args.spread)
-    if not path.is_file():
-        raise CommandError(f"--spread {args.spread}: no such file (or use --spread {PARAMETRIC})")
+    if problem := file_problem(path):
+        raise CommandError(f"--spread {args.spread}: {problem} (or use --spread {PARAMETRIC})")
     return path
 
 

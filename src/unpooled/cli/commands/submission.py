@@ -13,6 +13,7 @@ from urllib.parse import quote, urlencode, urlsplit
 from urllib.request import HTTPRedirectHandler, Request, build_opener
 
 from unpooled.core import json_text
+from unpooled.core.errors import file_problem
 from unpooled.core.names import KB_FORMATS
 
 from ..main import CommandError, Exit, number, setup_django
@@ -57,16 +58,14 @@ def register(sub) -> None:
 
 
 def cmd_submit(args) -> int:
-    from pathlib import Path
-
     if args.server:
         return submit_to_server(args)
     if not args.team:
         print("unpooled submit: error: --team is required (or submit to a service with --server URL --token T)",
               file=sys.stderr)
         return Exit.USAGE
-    if not Path(args.file).is_file():
-        raise CommandError(f"{args.file}: no such file")
+    if problem := file_problem(args.file):
+        raise CommandError(f"{args.file}: {problem}")
     setup_django()
     from unpooled.service.submissions.actions import do_ingest_submission
 
@@ -363,8 +362,8 @@ def submit_to_server(args) -> int:
               "on the account page of the service", file=sys.stderr)
         return Exit.USAGE
     path = Path(args.file)
-    if not path.is_file():
-        raise CommandError(f"{args.file}: no such file")
+    if problem := file_problem(path):
+        raise CommandError(f"{args.file}: {problem}")
     base = _api_base(args.server)
     fields = {"corpus": args.corpus, "run": args.run or "", "format": args.format or "",
               "visibility": "private" if args.private else "public", "description": args.description or ""}
