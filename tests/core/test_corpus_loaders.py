@@ -573,3 +573,19 @@ def test_hostile_tac_markup_is_read_in_linear_time(tmp_path, body):
     except CorpusError as exc:
         assert "hostile.xml:" in str(exc)
     assert time.perf_counter() - t0 < 2
+
+
+@pytest.mark.parametrize("fmt", ["docred", "tac"])
+def test_a_gzip_bomb_is_read_no_further_than_the_limit(tmp_path, monkeypatch, fmt):
+    """A file read whole (DocRED, TAC sources) was decompressed to its end: a few MB of gzip may hold many GB.
+    Reading now stops at the limit (here lowered to 1 MB: 8 MB of zeros, 8 kB compressed)."""
+    from unpooled.core.corpus import loaders
+
+    monkeypatch.setattr(loaders, "MAX_FILE_BYTES", 1 << 20, raising=False)
+    path = tmp_path / ("bomb.json.gz" if fmt == "docred" else "bomb.xml.gz")
+    with gzip.open(path, "wb") as fh:
+        fh.write(b"[" if fmt == "docred" else b"<DOC>")
+        for _ in range(8):
+            fh.write(b" " * (1 << 20))
+    with pytest.raises(CorpusError, match=r"larger than 1,048,576 bytes \(decompressed\)"):
+        list(iter_documents(path, fmt))
