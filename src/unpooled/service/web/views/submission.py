@@ -12,12 +12,13 @@ import hashlib
 import io
 import json
 import logging
+import tempfile
 from datetime import datetime, timezone
 
 from django.core.cache import cache
 from django.core.exceptions import PermissionDenied
 from django.core.paginator import Paginator
-from django.http import Http404, HttpResponse
+from django.http import FileResponse, Http404, HttpResponse
 from django.shortcuts import get_object_or_404, render
 from django.template.loader import render_to_string
 from django.urls import NoReverseMatch, reverse
@@ -423,12 +424,17 @@ def submission_export(request, pk: int, fmt: str):
     sub = _submission(request, pk)
     if fmt not in KB_FORMATS:
         raise Http404(f"format must be one of {', '.join(KB_FORMATS)}")
-    buf = io.StringIO()
-    export_submission(sub, fmt, buf)
-    resp = HttpResponse(buf.getvalue(), content_type="text/plain; charset=utf-8")
+    # written to a temporary file, streamed from the database, and sent from it in blocks: neither the KB nor the
+    # text is held in memory (a public submission's export is anyone's to ask for, as often as they like)
+    out = tempfile.TemporaryFile()
+    text = io.TextIOWrapper(out, encoding="utf-8", newline="")
+    export_submission(sub, fmt, text)
+    text.flush()
+    text.detach()
+    out.seek(0)
     ext = "kb" if fmt == "tac" else "jsonl"
-    resp["Content-Disposition"] = f'attachment; filename="submission-{sub.pk}.{ext}"'
-    return resp
+    return FileResponse(out, as_attachment=True, filename=f"submission-{sub.pk}.{ext}",
+                        content_type="text/plain; charset=utf-8")
 
 
 def submission_sample(request, pk: int):
