@@ -75,11 +75,10 @@ def test_bad_exhaustive_documents(capsys, args):
     assert err.strip() == (f"unpooled: error: --exhaustive-documents 1: expected the number of exhaustively "
                            f"annotated documents, an integer >= 2 (the exhaustive file has true instances in 2 "
                            f"documents), got 1 ({ex})")
-    code, _, err = run(capsys, *args, "--exhaustive-documents", "0")
-    assert code == Exit.ERROR and "--exhaustive-documents must be a positive integer" in err
-    with pytest.raises(SystemExit) as exc:  # not an integer: argparse's usage error
-        run(capsys, *args, "--exhaustive-documents", "many")
-    assert exc.value.code == 2
+    for bad in ("0", "many"):  # argparse's usage error
+        with pytest.raises(SystemExit) as exc:
+            run(capsys, *args, "--exhaustive-documents", bad)
+        assert exc.value.code == 2
 
 
 def test_bad_corpus_is_located(capsys, args, tmp_path):

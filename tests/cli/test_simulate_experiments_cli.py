@@ -48,8 +48,10 @@ def test_adaptive_json(tmp_path, capsys):
 
 
 def test_bad_arguments(capsys):
-    assert main(["simulate", "estimators", "--trials", "0"]) == 3
-    assert "--trials must be at least 1" in capsys.readouterr().err
+    with pytest.raises(SystemExit) as exc:
+        main(["simulate", "estimators", "--trials", "0"])
+    assert exc.value.code == 2
+    assert "argument --trials: expected an integer from 1 to" in capsys.readouterr().err
 
 
 def test_entities_table_and_json(tmp_path, capsys):

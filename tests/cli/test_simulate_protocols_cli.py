@@ -39,5 +39,6 @@ def test_cli(capsys):
     got = json.loads(capsys.readouterr().out)
     assert {(r["protocol"], r["system"]) for r in got["rows"]} == {(p, s) for p in ("sentence", "document")
                                                                   for s in protocols.SYSTEMS}
-    assert main(["simulate", "protocols", "--documents", "1"]) == 3  # a usage error of the command (Exit.ERROR)
-    assert "--documents must be in [2, 300]" in capsys.readouterr().err
+    with pytest.raises(SystemExit) as exc:  # a usage error (cli.main.integer)
+        main(["simulate", "protocols", "--documents", "1"])
+    assert exc.value.code == 2 and "argument --documents: expected an integer from 2 to 300" in capsys.readouterr().err

@@ -117,3 +117,32 @@ def test_one_word_for_the_role_that_submits(capsys):
     assert [(what, role) for what, _, role, _ in DEMO_ACCOUNTS] == [
         ("organiser", "organiser"), ("submitter", "submitter"), ("annotator", "annotator")]
     assert _hint("/submissions/new/") == ("Submitting is for submitters: members of a team.", "a submitter")
+
+
+class _CountingStdin(io.StringIO):
+    """Standard input that counts what is read of it."""
+
+    read_chars = 0
+
+    def readline(self, size=-1):
+        line = super().readline(size)
+        self.read_chars += len(line)
+        return line
+
+
+@pytest.mark.parametrize("piped, says", [
+    ("\x00" * 2_000_000, "at most 200 characters"),  # a sparse file piped in: read whole (1 GiB: 3.2 GB) and taken
+    ("x" * 300 + "\n", "at most 200 characters"),
+    ("secret\x00secret-42\n", "without NUL characters"),
+    ("caf\udce9-secret-42\n", "in UTF-8"),  # bytes that are not UTF-8 (surrogate escapes): a traceback
+])
+def test_a_hostile_password_on_stdin_is_refused_after_a_bounded_read(capsys, monkeypatch, piped, says):
+    from django.contrib.auth.models import User
+
+    stdin = _CountingStdin(piped)
+    monkeypatch.setattr("sys.stdin", stdin)
+    code = main(["user", "add", "gil", "--role", "annotator", "--password-stdin"])
+    err = capsys.readouterr().err
+    assert code == 3 and "password: " in err and says in err, err
+    assert stdin.read_chars <= 4096
+    assert not User.objects.filter(username="gil").exists()

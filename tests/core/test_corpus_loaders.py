@@ -552,3 +552,40 @@ def test_documents_stream(tmp_path):
     assert next(it).id == "A"
     with pytest.raises(CorpusError, match=r"b\.xml:1: no <DOC>"):
         next(it)
+
+
+@pytest.mark.parametrize("body", [
+    "<DOC " * 100_000,  # open tags never closed by '>': each search scanned to the end (quadratic)
+    "<DOC>" + "<DOCID>" * 50_000 + "</DOC>",  # id elements never closed
+    '<DOC id="x">' + "<TITLE>" * 50_000 + "</DOC>",  # titles never closed
+    '<DOC id="x">' + "<DOCID " * 50_000 + "</DOC>",
+])
+def test_hostile_tac_markup_is_read_in_linear_time(tmp_path, body):
+    """Half a megabyte of unclosed tags took minutes (the tag patterns rescanned the rest of the file from each
+    opening); now a second at most, with the usual located error or documents."""
+    import time
+
+    from unpooled.core.corpus.loaders.tac import parse_tac
+
+    t0 = time.perf_counter()
+    try:
+        list(parse_tac(body, "hostile.xml"))
+    except CorpusError as exc:
+        assert "hostile.xml:" in str(exc)
+    assert time.perf_counter() - t0 < 2
+
+
+@pytest.mark.parametrize("fmt", ["docred", "tac"])
+def test_a_gzip_bomb_is_read_no_further_than_the_limit(tmp_path, monkeypatch, fmt):
+    """A file read whole (DocRED, TAC sources) was decompressed to its end: a few MB of gzip may hold many GB.
+    Reading now stops at the limit (here lowered to 1 MB: 8 MB of zeros, 8 kB compressed)."""
+    from unpooled.core.corpus import loaders
+
+    monkeypatch.setattr(loaders, "MAX_FILE_BYTES", 1 << 20, raising=False)
+    path = tmp_path / ("bomb.json.gz" if fmt == "docred" else "bomb.xml.gz")
+    with gzip.open(path, "wb") as fh:
+        fh.write(b"[" if fmt == "docred" else b"<DOC>")
+        for _ in range(8):
+            fh.write(b" " * (1 << 20))
+    with pytest.raises(CorpusError, match=r"larger than 1,048,576 bytes \(decompressed\)"):
+        list(iter_documents(path, fmt))

@@ -762,5 +762,13 @@ def test_a_json_body_must_be_an_object(client, corpus, people, subs):
     err = is_error(client.patch(f"/api/submissions/{pk}", "{nope", content_type="application/json",
                                 **auth(people["red"])), 400, "invalid_request")
     assert "body: cannot parse it as JSON" in err["message"]
+    # nested past the decoder's recursion, or an integer past Python's 4,300 digits: said so, not "Cannot parse
+    # request body" (the RecursionError) nor Python's advice to call sys.set_int_max_str_digits()
+    for body, says in (("[" * 50_000 + "]" * 50_000, "nested too deeply"),
+                       ('{"description": ' + "1" * 5_000 + "}", "more than 4,300 digits")):
+        err = is_error(client.patch(f"/api/submissions/{pk}", body, content_type="application/json",
+                                    **auth(people["red"])), 400, "invalid_request")
+        assert "body: cannot parse it as JSON" in err["message"] and says in err["message"], err
+        assert "set_int_max_str_digits" not in err["message"]
     assert client.patch(f"/api/submissions/{pk}", "{}", content_type="application/json",
                         **auth(people["red"])).status_code == 200

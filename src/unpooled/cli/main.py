@@ -26,6 +26,47 @@ class CommandError(UnpooledError):
     """An error to print as ``unpooled: error: ...`` with exit status 3."""
 
 
+def integer(lo: int, hi: int):
+    """An argparse ``type``: an integer from ``lo`` to ``hi``.  Counts, budgets, trials and seeds are bounded where
+    they are declared: a negative seed or 10**12 replicates is a usage error naming the option (exit 2), not a
+    traceback from numpy, an allocation of terabytes or a run without end."""
+
+    def parse(text: str) -> int:
+        try:
+            v = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected an integer, got {text[:40]!r}") from None
+        if not lo <= v <= hi:
+            raise argparse.ArgumentTypeError(f"expected an integer from {lo:,} to {hi:,}, got {text[:40]}")
+        return v
+
+    parse.__name__ = "integer"
+    return parse
+
+
+def number(lo: float, hi: float):
+    """An argparse ``type``: a finite number from ``lo`` to ``hi`` (``nan`` and ``inf`` are refused)."""
+
+    def parse(text: str) -> float:
+        try:
+            v = float(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected a number, got {text[:40]!r}") from None
+        if not lo <= v <= hi:  # nan fails both
+            raise argparse.ArgumentTypeError(f"expected a number from {lo:g} to {hi:g}, got {text[:40]}")
+        return v
+
+    parse.__name__ = "number"
+    return parse
+
+
+#: a probability; a random seed (numpy's generators take non-negative integers)
+PROBABILITY = number(0.0, 1.0)
+SEED = integer(0, 2**63 - 1)
+#: trials of a simulation, replicates of a bootstrap: a day's run at most
+TRIALS, REPLICATES = integer(1, 100_000), integer(0, 100_000)
+
+
 from unpooled.service.config.bootstrap import setup_django  # noqa: E402,F401 - the commands' entry to the service
 
 

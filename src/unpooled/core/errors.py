@@ -31,6 +31,16 @@ class CorpusError(LocatedError):
     """A corpus source file is invalid."""
 
 
+def file_problem(path) -> str:
+    """Why ``path`` is not a file to read: ``"no such file"``, ``"a folder, not a file"``, or ``""`` (it is one)."""
+    from pathlib import Path
+
+    p = Path(path)
+    if p.is_file():
+        return ""
+    return "a folder, not a file" if p.is_dir() else "no such file"
+
+
 def check_choice(name: str, value, options) -> None:
     """Raise :class:`InvalidInputError` ``"name: expected one of a, b, c, got 'x'"`` unless ``value`` is one of
     ``options`` (the one check behind every choice of a name registry, :mod:`unpooled.core.names`)."""

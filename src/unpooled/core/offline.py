@@ -73,7 +73,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from .diagnostics import Report
-from .errors import InvalidInputError, check_choice, LocatedError, UnpooledError
+from .errors import InvalidInputError, check_choice, file_problem, LocatedError, UnpooledError
 from .estimators import LEVELS, Scores, estimate, make_design, sampling_distribution
 from .estimators.exhaustive import (
     RECALL_PROTOCOLS, EntityMentions, Sentences, crossing_share, fact_level, outside_population,
@@ -210,8 +210,8 @@ def load(labels: str | Path, submissions: str | Path, exhaustive: str | Path, *,
         A missing file or folder; a corpus error (:class:`~unpooled.core.errors.CorpusError`).
     """
     for p, what in ((labels, "labels"), (exhaustive, "exhaustive")):
-        if not Path(p).is_file():
-            raise LocatedError(str(p), 0, f"no such file (the {what} file)")
+        if problem := file_problem(p):
+            raise LocatedError(str(p), 0, f"{problem} (the {what} file)")
     if corpus is not None and not Path(corpus).exists():
         raise LocatedError(str(corpus), 0, "no such file or folder (the corpus)")
     subs, sub_reps = read_submissions(submissions, limits=limits)

@@ -11,8 +11,9 @@ from pathlib import Path
 
 import numpy as np
 
+from . import json_text
 from .diagnostics import Report
-from .errors import InvalidInputError, LocatedError
+from .errors import InvalidInputError, LocatedError, file_problem
 from .estimators.exhaustive import sentence_index
 from .kb.lines import Limits, read_lines
 from .kb.model import normalise_value
@@ -70,7 +71,7 @@ def _number(v) -> bool:
 
 def _json_line(rep: Report, lineno: int, line: str) -> dict | None:
     try:
-        obj = json.loads(line)
+        obj = json_text.loads(line)
     except json.JSONDecodeError as exc:
         rep.add(lineno, "UP106", f"invalid JSON: {exc.msg}", col=exc.colno, text=line)
         return None
@@ -385,8 +386,8 @@ def read_answers(path: str | Path, *, limits: Limits = Limits(), relation_strata
     from .annotation.relation_groups import relation_stratum_codes
 
     path = Path(path)
-    if not path.is_file():
-        raise LocatedError(str(path), 0, "no such file (the answers file)")
+    if problem := file_problem(path):
+        raise LocatedError(str(path), 0, f"{problem} (the answers file)")
     rep = Report(path=str(path))
     items: dict = {}
     workers: dict = {}

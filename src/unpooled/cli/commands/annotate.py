@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import sys
 
-from ..main import CommandError, setup_django
+from ..main import PROBABILITY, SEED, CommandError, integer, number, setup_django
 from unpooled.progress import progress_bar
 
 
@@ -21,22 +21,22 @@ def register(sub) -> None:
 
     sim = cs.add_parser("simulate", help="answer every open task of a corpus with the simulated crowd")
     sim.add_argument("--corpus", required=True, help="the stored corpus whose open tasks are answered")
-    sim.add_argument("--accuracy", type=float, default=0.8, help="each simulated annotator's accuracy (0.8)")
+    sim.add_argument("--accuracy", type=PROBABILITY, default=0.8, help="each simulated annotator's accuracy (0.8)")
     sim.add_argument("--relation-accuracy", metavar="SPEC",
                      help="verification accuracy by relation, e.g. 'P108,P463=0.75/0.45; *=0.97/0.07' (relations no "
                           "group names: --accuracy)")
-    sim.add_argument("--annotators", type=int, default=5, help="number of simulated annotators (5)")
-    sim.add_argument("--bias", type=float, default=0.0, help="lean of errors towards 'correct' in [-1, 1] (0)")
-    sim.add_argument("--latency", type=float, default=10.0, help="mean seconds per answer (10)")
-    sim.add_argument("--seed", type=int, default=0, help="random seed of the simulated crowd (0)")
-    sim.add_argument("--max-answers", type=int, help="stop after this many answers (default: every open task)")
+    sim.add_argument("--annotators", type=integer(1, 10_000), default=5, help="number of simulated annotators (5)")
+    sim.add_argument("--bias", type=number(-1, 1), default=0.0, help="lean of errors towards 'correct' in [-1, 1] (0)")
+    sim.add_argument("--latency", type=number(0, 86_400), default=10.0, help="mean seconds per answer (10)")
+    sim.add_argument("--seed", type=SEED, default=0, help="random seed of the simulated crowd (0)")
+    sim.add_argument("--max-answers", type=integer(1, 10_000_000), help="stop after this many answers (default: every open task)")
     sim.add_argument("--json", action="store_true", help="print the counts as JSON")
     sim.set_defaults(func=cmd_simulate)
 
     rq = cs.add_parser("request", help="sample a submission's instances and ask for their verification")
     rq.add_argument("submission", type=int, help="the submission's id (see submission list)")
-    rq.add_argument("--sample", type=int, default=150, help="instances drawn uniformly without replacement (150)")
-    rq.add_argument("--seed", type=int, default=0, help="random seed of the sample (0)")
+    rq.add_argument("--sample", type=integer(1, 1_000_000), default=150, help="instances drawn uniformly without replacement (150)")
+    rq.add_argument("--seed", type=SEED, default=0, help="random seed of the sample (0)")
     rq.add_argument("--json", action="store_true", help="print the request as JSON")
     rq.set_defaults(func=cmd_request)
 
@@ -47,14 +47,14 @@ def register(sub) -> None:
                          "tfidf (by TF-IDF score); or seed (20%% uniform, then up to 4 documents per query entity of "
                          "the annotated first stage, and a uniform share: run twice, like two-stage) (uniform)")
     dc.add_argument("--size", type=int, required=True, help="how many documents to sample")
-    dc.add_argument("--seed", type=int, default=0, help="random seed of the sample (0)")
+    dc.add_argument("--seed", type=SEED, default=0, help="random seed of the sample (0)")
     dc.add_argument("--json", action="store_true", help="print the sample as JSON")
     dc.set_defaults(func=cmd_documents)
 
     ct = cs.add_parser("controls", help="create gold control items from the corpus's gold layer")
     ct.add_argument("--corpus", required=True, help="a stored corpus with a gold layer")
-    ct.add_argument("-n", type=int, default=50, help="how many control items to create (50)")
-    ct.add_argument("--seed", type=int, default=0, help="random seed of the choice of items (0)")
+    ct.add_argument("-n", type=integer(1, 10_000), default=50, help="how many control items to create (50)")
+    ct.add_argument("--seed", type=SEED, default=0, help="random seed of the choice of items (0)")
     ct.set_defaults(func=cmd_controls)
 
     mt = cs.add_parser("mturk", help="Mechanical Turk: publish open tasks as HITs, pay for answers, reconcile "
@@ -140,12 +140,6 @@ def cmd_status(args) -> int:
 
 
 def cmd_simulate(args) -> int:
-    if not 0 <= args.accuracy <= 1:
-        raise CommandError(f"--accuracy {args.accuracy}: expected a probability in [0, 1]")
-    if not -1 <= args.bias <= 1:
-        raise CommandError(f"--bias {args.bias}: expected a value in [-1, 1]")
-    if args.annotators < 1:
-        raise CommandError(f"--annotators {args.annotators}: at least 1")
     from .evaluate import relation_accuracy_option
 
     rates = relation_accuracy_option(args)

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from unpooled.core.names import WEIGHTS
 
+from ..main import SEED
+
 
 def register(sub) -> None:
     p = sub.add_parser("bench", help="run a benchmark and print its figures")
@@ -12,7 +14,7 @@ def register(sub) -> None:
     ing = bs.add_parser("ingest", help="validate and store a generated TAC KB of --lines lines "
                                        "(database from DATABASE_URL; default a fresh SQLite file)")
     ing.add_argument("--lines", type=int, default=1_000_000, help="lines of the generated KB (1,000,000)")
-    ing.add_argument("--seed", type=int, default=0, help="random seed of the generated KB (0)")
+    ing.add_argument("--seed", type=SEED, default=0, help="random seed of the generated KB (0)")
     ing.add_argument("--json", action="store_true", help='print {"lines", "seconds", "peak_rss_mb", "database"}')
     ing.set_defaults(func=cmd_ingest)
     sc = bs.add_parser("score", help="estimate P/R/F1 with bootstrap intervals for many systems on one core")
@@ -45,7 +47,7 @@ def register(sub) -> None:
     rs.add_argument("--exhaustive", type=int, default=0,
                     help="of them (at least as many), those with an entity layer (the entity scores' documents)")
     rs.add_argument("--repeats", type=int, default=3, help="label batches timed (the median is reported)")
-    rs.add_argument("--seed", type=int, default=0, help="random seed of the generated corpus and labels (0)")
+    rs.add_argument("--seed", type=SEED, default=0, help="random seed of the generated corpus and labels (0)")
     rs.add_argument("--keep", action="store_true", help="keep the generated corpus in the database")
     rs.add_argument("--verbose", action="store_true", help="report progress on stderr")
     rs.add_argument("--json", action="store_true",
@@ -64,7 +66,7 @@ def register(sub) -> None:
     pg.add_argument("--threads", type=int, default=1, help="gunicorn threads per worker (unpooled serve: 1)")
     pg.add_argument("--pages", help="comma-separated pages to drive (default all: leaderboard_instance, "
                                     "leaderboard_relation, leaderboard_entity, submission, task_verify, task_entities)")
-    pg.add_argument("--seed", type=int, default=0, help="random seed of the generated data (0)")
+    pg.add_argument("--seed", type=SEED, default=0, help="random seed of the generated data (0)")
     pg.add_argument("--keep", action="store_true", help="keep the database (PostgreSQL: unpooled_bench_pages; SQLite: "
                     "the data directory, named on stderr)")
     pg.add_argument("--verbose", action="store_true", help="report progress on stderr")
@@ -96,7 +98,7 @@ def _register_lease(bs) -> None:
                          "URL's query is kept: ?options=-c%%20jit%%3Doff runs it with JIT off; default "
                          "DATABASE_URL when it is PostgreSQL; none: SQLite only)")
     le.add_argument("--no-sqlite", action="store_true", help="PostgreSQL only")
-    le.add_argument("--seed", type=int, default=0, help="random seed of the generated corpus (0)")
+    le.add_argument("--seed", type=SEED, default=0, help="random seed of the generated corpus (0)")
     le.add_argument("--keep", action="store_true", help="PostgreSQL: keep the database unpooled_bench_lease")
     le.add_argument("--json", action="store_true",
                     help='print one object per database: {"sizes": [{"open_tasks", "ops": {OP: {"median_ms", '
@@ -134,7 +136,7 @@ def _register_controls(bs) -> None:
     ct.add_argument("--controls", type=int, default=60, help="gold controls")
     ct.add_argument("--annotators", type=int, default=6, help="in-house annotators (each answers every item once)")
     ct.add_argument("--reloads", type=int, default=6, help="views of each task page before its answer")
-    ct.add_argument("--seed", type=int, default=0, help="random seed of the controls and the answers (0)")
+    ct.add_argument("--seed", type=SEED, default=0, help="random seed of the controls and the answers (0)")
     ct.add_argument("--json", action="store_true",
                     help='print {"get": {"control_median_ms", "item_median_ms", "mann_whitney_p", "told_apart"}, '
                          '"post": {...}, ...}')
@@ -171,7 +173,7 @@ def _register_shared_task(bs) -> None:
                     help="the PostgreSQL server (a database unpooled_bench_task is made and dropped there; default "
                          "DATABASE_URL when it is PostgreSQL; none: SQLite only)")
     st.add_argument("--no-sqlite", action="store_true", help="skip the embedded configuration (SQLite, 1 worker)")
-    st.add_argument("--seed", type=int, default=0, help="random seed of the teams' KBs (0)")
+    st.add_argument("--seed", type=SEED, default=0, help="random seed of the teams' KBs (0)")
     st.add_argument("--verbose", action="store_true", help="report progress on stderr")
     st.add_argument("--json", action="store_true", help="print one object per configuration")
     st.set_defaults(func=cmd_shared_task)

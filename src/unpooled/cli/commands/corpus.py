@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import sys
 
-from ..main import setup_django
+from ..main import SEED, integer, setup_django
 from unpooled.progress import progress_bar
 
 from unpooled.core.corpus import FORMATS
@@ -37,9 +37,9 @@ def register(sub) -> None:
     an.add_argument("--format", choices=FORMATS, help="source format of a path (detected when omitted)")
     an.add_argument("--scheme", action="append", choices=("uniform", "two-stage", "tfidf", "seed"),
                     help="a scheme to analyse (repeat for several; default all four)")
-    an.add_argument("--size", type=int, default=100, help="documents per sample (default 100, at most the corpus)")
-    an.add_argument("--draws", type=int, default=3, help="samples per scheme, averaged (default 3)")
-    an.add_argument("--seed", type=int, default=0, help="random seed of the samples (default 0)")
+    an.add_argument("--size", type=integer(1, 10_000_000), default=100, help="documents per sample (default 100, at most the corpus)")
+    an.add_argument("--draws", type=integer(1, 100), default=3, help="samples per scheme, averaged (default 3)")
+    an.add_argument("--seed", type=SEED, default=0, help="random seed of the samples (default 0)")
     an.add_argument("--svg", metavar="DIR", help="also write the figures as SVG files into DIR")
     an.add_argument("--json", action="store_true", help="the figures as JSON instead of tables")
     an.set_defaults(func=cmd_analyse)
@@ -138,10 +138,6 @@ def cmd_analyse(args) -> int:
     from ..main import CommandError
 
     schemes = tuple(dict.fromkeys(args.scheme or SCHEMES))
-    if args.draws < 1 or args.draws > 100:
-        raise CommandError(f"--draws must be 1..100, got {args.draws}")
-    if args.size < 1:
-        raise CommandError(f"--size must be at least 1, got {args.size}")
     t0 = time.perf_counter()
     path = Path(args.name)
     if path.exists():

@@ -7,7 +7,7 @@ import sys
 
 from unpooled.service.evaluations.policy import SERVICE_LEVELS
 
-from ..main import CommandError, setup_django
+from ..main import PROBABILITY, REPLICATES, SEED, CommandError, integer, setup_django
 
 
 def register(sub) -> None:
@@ -17,14 +17,14 @@ def register(sub) -> None:
     p.add_argument("--crowd", choices=("simulated", "inhouse", "mturk"), default="simulated",
                    help="who answers the verification tasks: a simulated crowd (default), in-house annotators on "
                         "the web pages, or Mechanical Turk")
-    p.add_argument("--accuracy", type=float, default=0.8, help="simulated annotators' accuracy (0.8)")
+    p.add_argument("--accuracy", type=PROBABILITY, default=0.8, help="simulated annotators' accuracy (0.8)")
     p.add_argument("--relation-accuracy", metavar="SPEC",
                    help="simulated verification accuracy by relation, e.g. 'P108,P463=0.75/0.45; *=0.97/0.07': groups "
                         "of relations with one accuracy or SENSITIVITY/FALSE_POSITIVE_RATE ('*': every other "
                         "relation; relations no group names: --accuracy)")
-    p.add_argument("--annotators", type=int, default=5, help="simulated annotators (5)")
-    p.add_argument("--labels", type=int, default=150, help="draws per pending submission in the first round (150)")
-    p.add_argument("--documents", type=int, default=40,
+    p.add_argument("--annotators", type=integer(1, 10_000), default=5, help="simulated annotators (5)")
+    p.add_argument("--labels", type=integer(1, 1_000_000), default=150, help="draws per pending submission in the first round (150)")
+    p.add_argument("--documents", type=integer(0, 1_000_000), default=40,
                    help="documents to annotate exhaustively when none are (40: fewer are warned about)")
     p.add_argument("--target-width", type=float, help="draw more until each pending F1 interval is at most this wide "
                                                       "(the anytime-valid interval unless --width-of fixed-n)")
@@ -35,19 +35,19 @@ def register(sub) -> None:
                    help="instead: annotate these two submissions (ids) in rounds of 50 draws each until their "
                         "anytime-valid F1 intervals are disjoint (or --max-labels draws each), and report the labels "
                         "that saved against annotating both to --max-labels")
-    p.add_argument("--max-labels", type=int, default=1000,
+    p.add_argument("--max-labels", type=integer(1, 1_000_000), default=1000,
                    help="--separate: draws per submission at most, the plan the savings are counted against (1000)")
     p.add_argument("--level", choices=SERVICE_LEVELS, default="instance",
                    help="how instances are weighted: instance (micro precision), relation (macro over relations) or "
                         "entity (macro over subject entities) (instance)")
-    p.add_argument("--seed", type=int, default=0, help="random seed of the samples and of the simulated crowd (0)")
-    p.add_argument("--controls", type=int, default=None,
+    p.add_argument("--seed", type=SEED, default=0, help="random seed of the samples and of the simulated crowd (0)")
+    p.add_argument("--controls", type=integer(0, 10_000), default=None,
                    help="gold control items to create first (corpus with a gold layer and none yet); they calibrate "
                         "the crowd's error rates (default: 100 with the simulated crowd, else 0)")
-    p.add_argument("--coverage-trials", type=int, metavar="N",
+    p.add_argument("--coverage-trials", type=integer(1, 10_000), metavar="N",
                    help="instead: run the whole evaluation N times (seeds --seed ..) in a rolled-back transaction and "
                         "report how often each method's 90%% intervals hold the truth (gold-layer corpora)")
-    p.add_argument("--replicates", type=int, default=100,
+    p.add_argument("--replicates", type=REPLICATES, default=100,
                    help="bootstrap re-estimates of the error rates per coverage trial (100)")
     p.add_argument("--reference", action="store_true",
                    help="also score the human reference (the exhaustive annotation as a submission): its samples are "
@@ -90,8 +90,6 @@ def cmd_coverage(args, corpus) -> int:
     from unpooled.progress import progress_bar
     from unpooled.bench.coverage import run_coverage
 
-    if args.coverage_trials < 1:
-        raise CommandError(f"--coverage-trials {args.coverage_trials}: at least 1")
     if not corpus.has_gold:
         raise CommandError(f"--coverage-trials: corpus {corpus.name} has no gold layer to compare with")
     bar = progress_bar(total=args.coverage_trials, desc="coverage trials", unit="trial")
@@ -149,14 +147,8 @@ def _reference(args, corpus, crowd) -> dict | None:
 
 
 def cmd_evaluate(args) -> int:
-    if not 0 <= args.accuracy <= 1:
-        raise CommandError(f"--accuracy {args.accuracy}: expected a probability in [0, 1]")
-    if args.labels < 1:
-        raise CommandError(f"--labels {args.labels}: at least 1")
     if args.target_width is not None and not 0 < args.target_width < 1:
         raise CommandError(f"--target-width {args.target_width}: expected a width in (0, 1)")
-    if args.documents < 0:
-        raise CommandError(f"--documents {args.documents}: expected a non-negative number of documents")
     args.relation_rates = relation_accuracy_option(args)
     setup_django()
     from unpooled.service.corpora.models import Corpus
@@ -248,8 +240,6 @@ def cmd_separate(args, corpus, crowd, controls: int) -> int:
     from unpooled.service.evaluations.run import separate
     from unpooled.service.submissions.models import Submission
 
-    if args.max_labels < 1:
-        raise CommandError(f"--max-labels {args.max_labels}: at least 1")
     subs = {s.pk: s for s in Submission.objects.filter(corpus=corpus, pk__in=args.separate)}
     missing = [pk for pk in args.separate if pk not in subs]
     if missing or args.separate[0] == args.separate[1]:

@@ -23,7 +23,7 @@ import json
 import math
 import sys
 
-from ..main import Exit
+from ..main import REPLICATES, SEED, Exit, integer
 from unpooled.core.names import CORPUS_FORMATS, ESTIMATORS, LEVELS, MATCHES, PROTOCOL_LABELS, RECALL_PROTOCOLS, WEIGHTS
 
 
@@ -44,7 +44,7 @@ def register(sub) -> None:
                    help="weights of the joint estimator (default: balance)")
     p.add_argument("--match", choices=MATCHES, default="exact",
                    help="recall matching policy (default: exact)")
-    p.add_argument("--exhaustive-documents", type=int, default=None, metavar="N",
+    p.add_argument("--exhaustive-documents", type=integer(1, 10_000_000), default=None, metavar="N",
                    help="number of exhaustively annotated documents, counting those without a true instance "
                         "(default: the documents of the exhaustive file, with a warning)")
     p.add_argument("--corpus", default=None, metavar="PATH",
@@ -65,11 +65,11 @@ def register(sub) -> None:
                         "correct, key; gold controls with control and gold): the estimates then come from the votes, "
                         "with each annotator's error rates fitted by Dawid-Skene (gold controls held at their "
                         "answers) and their uncertainty in the intervals, as the service scores")
-    p.add_argument("--replicates", type=int, default=100, metavar="N",
+    p.add_argument("--replicates", type=integer(0, 10_000), default=100, metavar="N",
                    help="with --answers: bootstrap re-fits of the annotators' error rates (default: 100)")
-    p.add_argument("--bootstrap", type=int, default=0, metavar="N", help="bootstrap replicates (default: 0)")
+    p.add_argument("--bootstrap", type=REPLICATES, default=0, metavar="N", help="bootstrap replicates (default: 0)")
     p.add_argument("--confidence", type=float, default=0.9, help="interval level (default: 0.9)")
-    p.add_argument("--seed", type=int, default=None, help="seed of the bootstrap")
+    p.add_argument("--seed", type=SEED, default=None, help="seed of the bootstrap")
     p.add_argument("--json", action="store_true", help="print a JSON list of per-system rows")
     p.set_defaults(func=cmd_score)
 
@@ -147,13 +147,8 @@ def cmd_score(args) -> int:
 
     from ..main import CommandError
 
-    if args.bootstrap < 0:
-        raise CommandError(f"--bootstrap must be a non-negative integer, got {args.bootstrap}")
     if not 0 < args.confidence < 1:
         raise CommandError(f"--confidence must be in (0, 1), got {args.confidence}")
-    if args.exhaustive_documents is not None and args.exhaustive_documents < 1:
-        raise CommandError("--exhaustive-documents must be a positive integer (the number of exhaustively annotated "
-                           f"documents), got {args.exhaustive_documents}")
     if args.corpus_format is not None and args.corpus is None:
         raise CommandError("--corpus-format needs --corpus")
     data = load(args.labels, args.submissions, args.exhaustive, corpus=args.corpus, corpus_format=args.corpus_format,
@@ -225,8 +220,6 @@ def _votes(args):
 
     from ..main import CommandError
 
-    if args.replicates < 0:
-        raise CommandError(f"--replicates must be a non-negative integer, got {args.replicates}")
     answers, rep = read_answers(args.answers, limits=Limits.from_env())
     if not rep.ok:
         if args.json:

@@ -42,6 +42,8 @@ from unpooled.service.config.server import (  # noqa: E402,F401
     WEB_TIMEOUT, default_web_workers, web_server_command,
 )
 
+from ..main import integer  # noqa: E402
+
 #: first restart delay (seconds); doubled after each failure in a row
 BACKOFF_FIRST = 1.0
 #: longest restart delay (seconds)
@@ -68,13 +70,13 @@ def register(sub) -> None:
                                    "never listens. SIGTERM or Ctrl-C stops everything (status 0).")
     p.add_argument("--host", default=os.environ.get("UNPOOLED_HOST", "127.0.0.1"),
                    help="address to listen on (default $UNPOOLED_HOST or 127.0.0.1; 0.0.0.0: every interface)")
-    p.add_argument("--port", type=int, default=int(os.environ.get("UNPOOLED_PORT", "8000")),
+    p.add_argument("--port", type=integer(1, 65_535), default=os.environ.get("UNPOOLED_PORT", "8000"),
                    help="TCP port to listen on (default $UNPOOLED_PORT or 8000)")
-    p.add_argument("--web-workers", type=int, default=None,
+    p.add_argument("--web-workers", type=integer(1, 1024), default=None,
                    help=f"web server (gunicorn) processes (default: 2 per CPU, here {default_web_workers()})")
-    p.add_argument("--web-threads", type=int, default=1,
+    p.add_argument("--web-threads", type=integer(1, 1024), default=1,
                    help="threads per web process (default 1: sync workers; more: gthread)")
-    p.add_argument("--task-workers", type=int, default=1, help="task worker processes (0: none)")
+    p.add_argument("--task-workers", type=integer(0, 256), default=1, help="task worker processes (0: none)")
     p.add_argument("--demo", action="store_true",
                    help="load the demo (a corpus, two real systems, their evaluation) in the background once the "
                         "web server answers, with its progress on every page; prints the demo accounts")
@@ -88,7 +90,7 @@ def register(sub) -> None:
                                    "BLAS runs on one thread (OPENBLAS_NUM_THREADS, OMP_NUM_THREADS and "
                                    "MKL_NUM_THREADS default to 1: several workers share the CPUs, each with one "
                                    "thread); set them to give it more.")
-    w.add_argument("--slot", type=int, default=0, help="worker slot on this host (default 0)")
+    w.add_argument("--slot", type=integer(0, 10_000), default=0, help="worker slot on this host (default 0)")
     w.add_argument("--batch", action="store_true", help="exit once the queue is empty")
     w.add_argument("--timeout", type=float, default=None,
                    help="seconds without a heartbeat after which a worker is dead and its tasks are requeued "
@@ -140,12 +142,6 @@ def _started() -> float:
 
 def cmd_serve(args) -> int:
     web_workers = default_web_workers() if args.web_workers is None else args.web_workers
-    if web_workers < 1 or args.web_threads < 1:
-        print("unpooled serve: error: --web-workers and --web-threads must be at least 1", file=sys.stderr)
-        return 2
-    if args.task_workers < 0:
-        print("unpooled serve: error: --task-workers must be 0 or more", file=sys.stderr)
-        return 2
     started = _started()
     _migrate()
     from django.conf import settings

@@ -19,8 +19,10 @@ from pathlib import Path
 
 import numpy as np
 
+from unpooled.core.errors import file_problem
 from unpooled.progress import progress_bar
 
+from ..main import REPLICATES, SEED, TRIALS, integer
 from . import simulate_cells as _cells
 from . import simulate_stopping as _stopping
 
@@ -50,9 +52,9 @@ def register(sub) -> None:
 
 
 def add_common_arguments(p: argparse.ArgumentParser, *, trials: int = 20) -> None:
-    p.add_argument("--trials", type=int, default=trials, metavar="N",
+    p.add_argument("--trials", type=TRIALS, default=trials, metavar="N",
                    help=f"number of independent worlds (default {trials})")
-    p.add_argument("--seed", type=int, default=0, metavar="S", help="random seed (default 0)")
+    p.add_argument("--seed", type=SEED, default=0, metavar="S", help="random seed (default 0)")
     p.add_argument("--json", metavar="OUT", help="write the results as JSON to OUT ('-': standard output, "
                                                  "instead of the table)")
     p.add_argument("--plot", metavar="OUT.svg", help="write an SVG chart to OUT.svg")
@@ -100,23 +102,14 @@ def resolve_spread(args) -> Path | None:
     if args.spread == PARAMETRIC:
         return None
     path = Path(args.spread)
-    if not path.is_file():
-        raise CommandError(f"--spread {args.spread}: no such file (or use --spread {PARAMETRIC})")
+    if problem := file_problem(path):
+        raise CommandError(f"--spread {args.spread}: {problem} (or use --spread {PARAMETRIC})")
     return path
 
 
 def targets_line(spread: str) -> str:
     """The table line that names the world's targets (``spread`` as recorded in the payload)."""
     return "targets: " + ("built-in parametric spread" if spread == PARAMETRIC else spread)
-
-
-def check_common(args) -> None:
-    from ..main import CommandError
-
-    if args.trials < 1:
-        raise CommandError(f"--trials must be at least 1, got {args.trials}")
-    if args.seed < 0:
-        raise CommandError(f"--seed must be a non-negative integer, got {args.seed}")
 
 
 def trial_worlds(args, spread: Path | None, *, desc: str) -> Iterator[tuple[int, object]]:
@@ -157,7 +150,7 @@ def _stats(values) -> dict:
 
 
 def add_pooling_bias_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--top", type=int, default=40, metavar="K",
+    p.add_argument("--top", type=integer(1, 10_000), default=40, metavar="K",
                    help="summarise over the K best systems by true F1 (default 40)")
     p.add_argument("--no-manual", action="store_true",
                    help="leave the human (LDC-like) run out of the pools")
@@ -168,11 +161,8 @@ def run_pooling_bias(args) -> int:
     from unpooled.core.errors import InvalidInputError
     from unpooled.core.simulate import pooling_bias, reference_bias
 
-    from ..main import CommandError, Exit
+    from ..main import Exit
 
-    check_common(args)
-    if args.top < 1:
-        raise CommandError(f"--top must be at least 1, got {args.top}")
     spread = resolve_spread(args)
     start = time.perf_counter()
     rows, rank_bias, sizes = [], [], []
@@ -270,13 +260,14 @@ def format_pooling_bias(d: dict) -> str:
 
 
 def add_estimators_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--labels", type=int, default=150, metavar="N", help="labelled draws per system (default 150)")
-    p.add_argument("--exhaustive", type=int, default=150, metavar="N",
+    p.add_argument("--labels", type=integer(1, 100_000), default=150, metavar="N", help="labelled draws per system (default 150)")
+    p.add_argument("--exhaustive", type=integer(1, 100_000), default=150, metavar="N",
                    help="exhaustively found true instances per trial (default 150)")
-    p.add_argument("--top", type=int, default=40, metavar="K", help="summarise over the K best systems (default 40)")
+    p.add_argument("--top", type=integer(1, 10_000), default=40, metavar="K",
+                   help="summarise over the K best systems (default 40)")
     p.add_argument("--metric", choices=("instance", "fill"), default="instance",
                    help="instance-level scores, or TAC-official fill level (every fill counts once)")
-    p.add_argument("--bootstrap", type=int, default=0, metavar="B",
+    p.add_argument("--bootstrap", type=REPLICATES, default=0, metavar="B",
                    help="also compute bootstrap intervals with B replicates and their coverage (default 0: analytic only)")
 
 
@@ -288,12 +279,8 @@ def run_estimators_cli(args) -> int:
     """Pooling vs simple vs joint on one world over ``--trials`` draws (method.md §4.2)."""
     from unpooled.core.simulate.experiments import ESTIMATOR_VARIANTS, run_estimators
 
-    from ..main import CommandError, Exit
+    from ..main import Exit
 
-    check_common(args)
-    for name in ("labels", "exhaustive", "top"):
-        if getattr(args, name) < 1:
-            raise CommandError(f"--{name} must be at least 1, got {getattr(args, name)}")
     spread, world = seeded_world(args)
     start = time.perf_counter()
     with progress_bar(total=args.trials, desc="estimators", unit="trial") as bar:
@@ -396,8 +383,8 @@ def format_estimators(d: dict) -> str:
 
 
 def add_adaptive_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--systems", type=int, default=40, metavar="K", help="systems arriving (default 40: the top 40)")
-    p.add_argument("--own", type=int, default=500, metavar="N",
+    p.add_argument("--systems", type=integer(1, 10_000), default=40, metavar="K", help="systems arriving (default 40: the top 40)")
+    p.add_argument("--own", type=integer(1, 100_000), default=500, metavar="N",
                    help="the fixed scheme's draws per system; the adaptive target is the variance N own draws give "
                         "(default 500)")
 
@@ -406,11 +393,8 @@ def run_adaptive_cli(args) -> int:
     """Cumulative labels as systems arrive, fixed vs adaptive (method.md §4.3)."""
     from unpooled.core.simulate.experiments import run_adaptive
 
-    from ..main import CommandError, Exit
+    from ..main import Exit
 
-    check_common(args)
-    if args.systems < 1 or args.own < 1:
-        raise CommandError("--systems and --own must be at least 1")
     spread, world = seeded_world(args)
     start = time.perf_counter()
     with progress_bar(total=args.trials, desc="adaptive", unit="trial") as bar:
@@ -495,7 +479,7 @@ def run_regimes_cli(args) -> int:
 
 
 def add_unassessed_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--min-draws", type=int, default=20, metavar="N",
+    p.add_argument("--min-draws", type=integer(1, 100_000), default=20, metavar="N",
                    help="fewest draws in an agreement cell before it is merged into the next lower band (default 20)")
 
 
@@ -505,9 +489,6 @@ def run_unassessed_cli(args) -> int:
 
     from ..main import CommandError, Exit
 
-    check_common(args)
-    if args.min_draws < 1:
-        raise CommandError(f"--min-draws must be at least 1, got {args.min_draws}")
     if args.plot:
         raise CommandError("--plot: the unassessed experiment prints a table (use --json for the figures)")
     spread, world = seeded_world(args)
@@ -552,7 +533,6 @@ def run_entities_cli(args) -> int:
 
     from ..main import CommandError
 
-    check_common(args)
     if args.plot:
         raise CommandError("--plot: the entities experiment prints a table (use --json for the figures)")
     cells = default_cells()
@@ -580,7 +560,7 @@ def run_entities_cli(args) -> int:
 
 
 def add_documents_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--replicates", type=int, default=200, metavar="R",
+    p.add_argument("--replicates", type=integer(2, 100_000), default=200, metavar="R",
                    help="Monte Carlo re-simulations per sample for the seed scheme's inclusion probabilities "
                         "(default 200)")
     p.add_argument("--quick", action="store_true", help="only the Re-DocRED seed-scheme regime at size 100")
@@ -589,7 +569,7 @@ def add_documents_arguments(p: argparse.ArgumentParser) -> None:
                         "0.3 and the two-stage scheme at 0.1 and 0.5 (how the defaults were chosen)")
     p.add_argument("--rows", metavar="I,J,...", help="only these rows of the table (1-based; to split the work "
                                                      "across processes)")
-    p.add_argument("--size", type=int, metavar="N", help="run the rows at N documents instead of their own size "
+    p.add_argument("--size", type=integer(2, 100_000), metavar="N", help="run the rows at N documents instead of their own size "
                                                           "(same worlds, schemes and seeds: e.g. the 15-document rows "
                                                           "at 10 or 20)")
 
@@ -670,7 +650,6 @@ def run_documents_cli(args) -> int:
 
     from ..main import CommandError, Exit
 
-    check_common(args)
     if args.replicates < 2:
         raise CommandError(f"--replicates must be at least 2, got {args.replicates}")
     if args.plot:
@@ -687,8 +666,6 @@ def run_documents_cli(args) -> int:
             raise CommandError(f"--rows: expected numbers in 1..{len(regimes)}, got {args.rows!r}")
         regimes, seeds = [regimes[i] for i in pick], [seeds[i] for i in pick]
     if args.size is not None:
-        if args.size < 2:
-            raise CommandError(f"--size must be at least 2, got {args.size}")
         regimes = [(make, scheme, args.size, defensive, least) for make, scheme, _, defensive, least in regimes]
     worlds: dict = {}
     rows = []

@@ -7,14 +7,15 @@ import time
 
 from unpooled.progress import progress_bar
 
+from ..main import integer
+
 
 def run_cell_table(args, experiment: str, module, title: str, **options) -> int:
     """Run ``module``'s default cells (``--cells`` selects) with ``module.run_cell``, one seed per cell, and print
     ``module.format_table`` under ``title`` (or write ``--json``): the regimes, reference, ranks, ppi and precision experiments."""
     from ..main import CommandError
-    from .simulate import check_common, select_cells, write_json
+    from .simulate import select_cells, write_json
 
-    check_common(args)
     cells = select_cells(module.default_cells(), args.cells)
     rows = []
     t0 = time.time()
@@ -58,9 +59,9 @@ def run_ppi_cli(args) -> int:
 
 
 def add_protocols_arguments(p) -> None:
-    p.add_argument("--documents", type=int, default=40, metavar="N",
+    p.add_argument("--documents", type=integer(2, 300), default=40, metavar="N",
                    help="documents of each trial's exhaustive sample (default 40, of 300)")
-    p.add_argument("--draws", type=int, default=300, metavar="N", help="labelled draws per system (default 300)")
+    p.add_argument("--draws", type=integer(1, 100_000), default=300, metavar="N", help="labelled draws per system (default 300)")
 
 
 def run_protocols_cli(args) -> int:
@@ -69,14 +70,10 @@ def run_protocols_cli(args) -> int:
     from unpooled.core.simulate import protocols
 
     from ..main import CommandError
-    from .simulate import check_common, write_json
+    from .simulate import write_json
 
-    check_common(args)
     if args.plot:
         raise CommandError("--plot: the protocols experiment prints a table (use --json for the figures)")
-    if not 2 <= args.documents <= 300 or args.draws < 1:
-        raise CommandError(f"--documents must be in [2, 300] and --draws positive, got {args.documents} and "
-                           f"{args.draws}")
     t0 = time.time()
     rows = protocols.run(args.trials, seed=args.seed, documents=args.documents, draws=args.draws)
     if args.json:

@@ -8,10 +8,12 @@ import time
 
 from unpooled.progress import progress_bar
 
+from ..main import integer
+
 
 def add_stopping_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--batch", type=int, default=25, metavar="N", help="draws per system per look (default 25)")
-    p.add_argument("--max-draws", type=int, default=1000, metavar="N",
+    p.add_argument("--batch", type=integer(1, 100_000), default=25, metavar="N", help="draws per system per look (default 25)")
+    p.add_argument("--max-draws", type=integer(1, 1_000_000), default=1000, metavar="N",
                    help="draws per system at the last look (default 1000)")
     p.add_argument("--width", type=float, default=0.10, metavar="W",
                    help="the width rule's target width of A's F1 interval (default 0.10)")
@@ -28,9 +30,8 @@ def run_stopping_cli(args) -> int:
     from unpooled.core.simulate.stopping import StoppingWorld, format_rules, rows_json, run_stopping
 
     from ..main import CommandError
-    from .simulate import check_common, write_json
+    from .simulate import write_json
 
-    check_common(args)
     if args.plot:
         raise CommandError("--plot: the stopping experiment prints a table (use --json for the figures)")
     try:

@@ -10,11 +10,13 @@ import uuid
 from pathlib import Path
 from urllib.error import HTTPError, URLError
 from urllib.parse import quote, urlencode, urlsplit
-from urllib.request import Request, urlopen
+from urllib.request import HTTPRedirectHandler, Request, build_opener
 
+from unpooled.core import json_text
+from unpooled.core.errors import file_problem
 from unpooled.core.names import KB_FORMATS
 
-from ..main import CommandError, Exit, setup_django
+from ..main import CommandError, Exit, number, setup_django
 
 
 def register(sub) -> None:
@@ -34,7 +36,7 @@ def register(sub) -> None:
     p.add_argument("--token", metavar="T", help="the team's API token (default: $UNPOOLED_TOKEN)")
     p.add_argument("--wait", action="store_true", help="with --server: wait until the file is validated and "
                                                       "print the outcome (diagnostics of a rejected file)")
-    p.add_argument("--timeout", type=float, default=600.0, metavar="SECONDS",
+    p.add_argument("--timeout", type=number(1, 86_400), default=600.0, metavar="SECONDS",
                    help="with --wait: give up waiting after this long (default 600)")
     p.add_argument("--json", action="store_true", help="print the outcome as JSON")
     p.set_defaults(func=cmd_submit)
@@ -56,16 +58,14 @@ def register(sub) -> None:
 
 
 def cmd_submit(args) -> int:
-    from pathlib import Path
-
     if args.server:
         return submit_to_server(args)
     if not args.team:
         print("unpooled submit: error: --team is required (or submit to a service with --server URL --token T)",
               file=sys.stderr)
         return Exit.USAGE
-    if not Path(args.file).is_file():
-        raise CommandError(f"{args.file}: no such file")
+    if problem := file_problem(args.file):
+        raise CommandError(f"{args.file}: {problem}")
     setup_django()
     from unpooled.service.submissions.actions import do_ingest_submission
 
@@ -239,6 +239,51 @@ class MultipartFile:
             self._fh.close()
 
 
+#: the largest answer read from a server (its answers are a few kB; a rejected file's diagnostics stay far below)
+MAX_ANSWER_BYTES = 16 * 1024 * 1024
+
+
+def _origin(url: str) -> tuple[str, str]:
+    p = urlsplit(url)
+    return p.scheme.lower(), p.netloc.lower()
+
+
+def _on_server(url, base: str) -> str | None:
+    """``url`` when it is a URL of the server at ``base`` (the token goes to that server only), else None."""
+    return url if isinstance(url, str) and _origin(url) == _origin(base) else None
+
+
+class _SameOriginRedirects(HTTPRedirectHandler):
+    """Redirects are followed, but the token only to the origin it was sent to: urllib copies every header of
+    the request, the token's too, to wherever the server redirects."""
+
+    def redirect_request(self, req, fp, code, msg, headers, newurl):
+        new = super().redirect_request(req, fp, code, msg, headers, newurl)
+        if new is not None and _origin(new.full_url) != _origin(req.full_url):
+            new.headers.pop("Authorization", None)
+        return new
+
+
+_OPENER = build_opener(_SameOriginRedirects)
+
+
+def _read_answer(resp, url: str, deadline: float, timeout: float) -> bytes:
+    """The answer's body: at most :data:`MAX_ANSWER_BYTES`, read within ``timeout`` seconds in all (the socket's
+    timeout bounds each read only, so a server sending a byte at a time could hold the CLI forever)."""
+    if getattr(resp, "fp", True) is None:
+        return b""
+    read = getattr(resp, "read1", resp.read)
+    out = bytearray()
+    while chunk := read(65536):
+        out += chunk
+        if len(out) > MAX_ANSWER_BYTES:
+            raise ServerError(f"{url}: the answer is larger than {MAX_ANSWER_BYTES:,} bytes (is this an unpooled "
+                              "server?)")
+        if time.monotonic() > deadline:
+            raise ServerError(f"{url}: the answer took longer than {timeout:g} s")
+    return bytes(out)
+
+
 def _call(method: str, url: str, token: str, *, body=None, content_type: str | None = None,
           timeout: float = 300.0) -> tuple[int, dict]:
     """One API call; returns (HTTP status, JSON body). Errors the server explains come back as a status
@@ -250,11 +295,12 @@ def _call(method: str, url: str, token: str, *, body=None, content_type: str | N
     if body is not None:
         headers["Content-Length"] = str(len(body))
     req = Request(url, data=body, headers=headers, method=method)
+    deadline = time.monotonic() + timeout
     try:
-        with urlopen(req, timeout=timeout) as resp:
-            status, raw = resp.status, resp.read()
+        with _OPENER.open(req, timeout=timeout) as resp:
+            status, raw = resp.status, _read_answer(resp, url, deadline, timeout)
     except HTTPError as exc:
-        status, raw = exc.code, exc.read()
+        status, raw = exc.code, _read_answer(exc, url, deadline, timeout)
     except URLError as exc:
         reason = exc.reason
         if body is not None and isinstance(reason, (BrokenPipeError, ConnectionResetError)):
@@ -266,7 +312,7 @@ def _call(method: str, url: str, token: str, *, body=None, content_type: str | N
         what = "timed out" if isinstance(exc, TimeoutError) else (exc.strerror or str(exc)).lower()
         raise ServerError(f"cannot reach {url}: {what}") from None
     try:
-        data = json.loads(raw.decode("utf-8")) if raw else {}
+        data = json_text.loads(raw.decode("utf-8")) if raw else {}
     except (UnicodeDecodeError, json.JSONDecodeError):
         snippet = raw[:200].decode("utf-8", "replace").strip()
         raise ServerError(f"{url}: HTTP {status}, not a JSON answer (is this an unpooled server?): "
@@ -280,10 +326,12 @@ def _print_diagnostics(diags: list[dict], local_path: str, out) -> None:
     from unpooled.core.diagnostics import Diagnostic
 
     name = Path(local_path).name
-    for d in diags:
-        fields = {k: d.get(k, v) for k, v in (("path", ""), ("line", 0), ("code", ""), ("message", ""),
-                                               ("severity", "error"), ("col", 0), ("field", ""), ("text", ""),
-                                               ("help", ""))}
+    for d in (diags if isinstance(diags, list) else ()):
+        if not isinstance(d, dict):
+            continue
+        fields = {k: (_count(d.get(k)) if k in ("line", "col") else str(d.get(k, v)))
+                  for k, v in (("path", ""), ("line", 0), ("code", ""), ("message", ""), ("severity", "error"),
+                               ("col", 0), ("field", ""), ("text", ""), ("help", ""))}
         if fields["path"] == name:
             fields["path"] = local_path  # the file as the user named it, so editors can jump to the line
         out.write(Diagnostic(**fields).format() + "\n")
@@ -291,6 +339,8 @@ def _print_diagnostics(diags: list[dict], local_path: str, out) -> None:
 
 def _refused(args, err: dict, status: int | None = None) -> int:
     """Print the server's error; 1 for a rejected file, else raise (exit 3)."""
+    if not isinstance(err, dict):
+        err = {"message": str(err)[:500]}
     code, message = err.get("code", "error"), err.get("message", f"HTTP {status}")
     diags = err.get("diagnostics") or []
     if args.json:
@@ -312,8 +362,8 @@ def submit_to_server(args) -> int:
               "on the account page of the service", file=sys.stderr)
         return Exit.USAGE
     path = Path(args.file)
-    if not path.is_file():
-        raise CommandError(f"{args.file}: no such file")
+    if problem := file_problem(path):
+        raise CommandError(f"{args.file}: {problem}")
     base = _api_base(args.server)
     fields = {"corpus": args.corpus, "run": args.run or "", "format": args.format or "",
               "visibility": "private" if args.private else "public", "description": args.description or ""}
@@ -331,6 +381,11 @@ def submit_to_server(args) -> int:
     err = data.get("error")
     if err:
         return _refused(args, err)
+    sub_id, warnings = data.get("submission"), data.get("warnings") or []
+    if data.get("state") == "accepted" and not isinstance(sub_id, int):
+        raise ServerError(f"{base}: an accepted upload without a submission id (is this an unpooled server?)")
+    if not isinstance(warnings, list):
+        warnings = []
     if data.get("state") != "accepted":
         if args.json:
             print(json.dumps({"ok": True, **data}))
@@ -339,27 +394,33 @@ def submit_to_server(args) -> int:
             print(f"follow it: {_site(base)}/submissions/uploads/{quote(str(data.get('upload')))}/")
         return Exit.OK
     sub = {}
-    st, detail = _call("GET", data["submission_url"], token)
+    st, detail = _call("GET", _on_server(data.get("submission_url"), base) or f"{base}/submissions/{sub_id}",
+                       token)
     if st == 200:
         sub = detail
     if args.json:
         print(json.dumps({"ok": True, **data, "submission_detail": sub or None}))
         return Exit.OK
-    _print_diagnostics(data.get("warnings") or [], args.file, sys.stdout)
-    c = data.get("counts") or {}
-    run = f"{sub.get('team', data.get('team'))}/{sub['run']}" if sub else data.get("team")
+    _print_diagnostics(warnings, args.file, sys.stdout)
+    c = data.get("counts") if isinstance(data.get("counts"), dict) else {}
+    run = f"{sub.get('team', data.get('team'))}/{sub.get('run')}" if sub else data.get("team")
     if data.get("duplicate"):
-        print(f"already submitted: this file is submission {data['submission']} ({run}); nothing new stored")
+        print(f"already submitted: this file is submission {sub_id} ({run}); nothing new stored")
     else:
-        print(f"submission {data['submission']}: {run} on {data.get('corpus')}: {c.get('instances', 0):,} instances, "
-              f"{c.get('entities', 0):,} entities, {c.get('mentions', 0):,} mentions, "
-              f"{len(data.get('warnings') or [])} warning(s)")
+        print(f"submission {sub_id}: {run} on {data.get('corpus')}: {_count(c.get('instances')):,} instances, "
+              f"{_count(c.get('entities')):,} entities, {_count(c.get('mentions')):,} mentions, "
+              f"{len(warnings)} warning(s)")
     if sub:
         print(f"stage: {sub.get('status')}")
     site = _site(base)
-    print(f"page: {site}/submissions/{data['submission']}/")
-    print(f"live status: {site}/submissions/{data['submission']}/status/")
+    print(f"page: {site}/submissions/{sub_id}/")
+    print(f"live status: {site}/submissions/{sub_id}/status/")
     return Exit.OK
+
+
+def _count(v) -> int:
+    """A count from a server's answer (0 unless an integer)."""
+    return v if isinstance(v, int) and not isinstance(v, bool) else 0
 
 
 def _site(api_base: str) -> str:
@@ -369,7 +430,7 @@ def _site(api_base: str) -> str:
 
 def _wait_upload(base: str, token: str, data: dict, timeout: float) -> dict:
     """Poll the upload until validated (long-polling the server up to 30 s a time)."""
-    url = data.get("url") or f"{base}/uploads/{quote(str(data.get('upload')))}"
+    url = _on_server(data.get("url"), base) or f"{base}/uploads/{quote(str(data.get('upload')))}"
     end = time.monotonic() + timeout
     while not data.get("done"):
         left = end - time.monotonic()

@@ -36,7 +36,7 @@ def register(sub) -> None:
 def cmd_add(args) -> int:
     password = None
     if args.password_stdin:
-        line = sys.stdin.readline()
+        line = sys.stdin.readline(4096)  # a password: bounded, whatever is piped in
         password = line.rstrip("\r\n")
         if not password:
             raise CommandError("--password-stdin: standard input gave no password (an empty first line)")

@@ -24,6 +24,7 @@ import json
 from pathlib import Path
 from typing import BinaryIO, Iterable, TextIO
 
+from .. import json_text
 from ..diagnostics import Report
 from ..schema import Schema
 from .builder import KBBuilder, PendingRelation
@@ -75,7 +76,7 @@ def field_column(line: str, fld: str) -> int:
 def _read_line(b: KBBuilder, lineno: int, line: str) -> None:
     rep = b.report
     try:
-        obj = json.loads(line)
+        obj = json_text.loads(line)
     except json.JSONDecodeError as exc:
         rep.add(lineno, "UP106", f"invalid JSON: {exc.msg}", col=exc.colno, text=line)
         return

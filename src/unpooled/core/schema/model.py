@@ -31,6 +31,7 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any, Mapping
 
+from .. import json_text
 from ..errors import SchemaError
 
 TYPE_CHECK_POLICIES = ("error", "warning", "off")
@@ -196,17 +197,25 @@ class Schema:
         return _schema_from_dict(read_json_file(path, "schema"), str(path))
 
 
+#: the largest schema or mapping file read (the largest built-in schema is 20 kB)
+MAX_SCHEMA_BYTES = 16 * 1024 * 1024
+
+
 def read_json_file(path: str | Path, what: str) -> Any:
-    """Parse a JSON file; unreadable, non-UTF-8 or invalid JSON raises a located :class:`SchemaError`."""
+    """Parse a JSON file; unreadable, too large, non-UTF-8 or invalid JSON raises a located :class:`SchemaError`."""
     path = Path(path)
     try:
-        text = path.read_text(encoding="utf-8")
+        with open(path, "rb") as fh:
+            data = fh.read(MAX_SCHEMA_BYTES + 1)
+        if len(data) > MAX_SCHEMA_BYTES:
+            raise SchemaError(str(path), 0, f"{what} file is larger than {MAX_SCHEMA_BYTES:,} bytes")
+        text = data.decode("utf-8")
     except OSError as exc:
         raise SchemaError(str(path), 0, f"cannot read {what} file: {exc.strerror}") from None
     except UnicodeDecodeError as exc:
         raise SchemaError(str(path), 0, f"{what} file is not UTF-8 (byte {exc.start})") from None
     try:
-        return json.loads(text)
+        return json_text.loads(text)
     except json.JSONDecodeError as exc:
         raise SchemaError(str(path), exc.lineno, f"invalid JSON: {exc.msg} (column {exc.colno})") from None
 

@@ -29,7 +29,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..errors import InvalidInputError
-from .world import World, f1_score
+from .world import World, f1_score, read_tsv
 
 
 def pooled_scores(world: World, pooled_systems_mask, system, *, manual: bool = True):
@@ -243,23 +243,20 @@ def reference_bias(path, *, top: int = 40, level: str = "micro") -> dict:
         ``fraction_above_gap`` (fractions, like :class:`PoolingBiasResult`), ``top``, ``level``,
         ``systems``.  For ``pooling_bias_anydoc.tsv``, micro: 0.0467, 0.0256, 0.0319, 0.0338, 0.425.
     """
-    import csv
-
     if level not in ("micro", "macro"):
         raise InvalidInputError(f"level: expected 'micro' or 'macro', got {level!r}")
     if isinstance(top, bool) or not isinstance(top, (int, np.integer)) or top < 1:
         raise InvalidInputError(f"top: expected a positive integer, got {top!r}")
     cols = [f"{level}-{k}{s}" for s in ("", "-lto") for k in ("p", "r", "f1")]
-    with open(path, newline="", encoding="utf-8") as fh:
-        reader = csv.DictReader(fh, delimiter="\t")
-        missing = set(cols + ["system"]) - set(reader.fieldnames or ())
-        if missing:
-            raise InvalidInputError(f"path: expected a tsv file with columns {', '.join(cols)}; "
-                                    f"{path} lacks {', '.join(sorted(missing))}")
+    rows = []
+    for line, row in read_tsv(path, ["system", *cols], "path"):
+        if row["system"] == "LDC":
+            continue
         try:
-            rows = np.array([[float(row[c]) for c in cols] for row in reader if row["system"] != "LDC"])
+            rows.append([float(row[c]) for c in cols])
         except (TypeError, ValueError):
-            raise InvalidInputError(f"path: expected numbers in {', '.join(cols)} of {path}") from None
+            raise InvalidInputError(f"path: expected numbers in {', '.join(cols)} at {path}:{line}") from None
+    rows = np.array(rows)
     if len(rows) == 0:
         raise InvalidInputError(f"path: expected at least one system row in {path}, got none")
     p, r, f, pl, rl, fl = rows.T

@@ -236,6 +236,37 @@ def team_of_run(run: str) -> str:
     return team or name
 
 
+#: the largest tab-separated file read (the paper's are 10 kB)
+MAX_TSV_BYTES = 16 * 1024 * 1024
+
+
+def read_tsv(path, columns, what: str) -> list[tuple[int, dict]]:
+    """``(line, row)`` of a tab-separated file with a header naming at least ``columns``; a file that is not
+    UTF-8, larger than :data:`MAX_TSV_BYTES`, malformed or lacks a column raises :class:`InvalidInputError`
+    naming ``what``, the file and the line.  ``OSError`` if it cannot be read."""
+    import io
+
+    path = Path(os.fspath(path))
+    with open(path, "rb") as fh:
+        data = fh.read(MAX_TSV_BYTES + 1)
+    if len(data) > MAX_TSV_BYTES:
+        raise InvalidInputError(f"{what}: {path} is larger than {MAX_TSV_BYTES:,} bytes")
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = data.count(b"\n", 0, exc.start) + 1
+        raise InvalidInputError(f"{what}: not UTF-8 at {path}:{line} (byte 0x{data[exc.start]:02x})") from None
+    reader = csv.DictReader(io.StringIO(text, newline=""), delimiter="\t")
+    try:
+        missing = set(columns) - set(reader.fieldnames or ())
+        if missing:
+            raise InvalidInputError(f"{what}: expected a tsv file with columns {', '.join(columns)}; "
+                                    f"{path} lacks {', '.join(sorted(missing))}")
+        return list(enumerate(reader, start=2))
+    except csv.Error as exc:
+        raise InvalidInputError(f"{what}: {exc} at {path}:{reader.line_num}") from None
+
+
 def load_spread(path) -> tuple[np.ndarray, np.ndarray, tuple[str, ...], tuple[str, ...]]:
     """Per-system micro precision and recall from a ``pooling_bias_*.tsv`` file of the paper.
 
@@ -262,26 +293,20 @@ def load_spread(path) -> tuple[np.ndarray, np.ndarray, tuple[str, ...], tuple[st
         If the file cannot be read.
     """
     path = Path(os.fspath(path))
-    with open(path, newline="", encoding="utf-8") as fh:
-        reader = csv.DictReader(fh, delimiter="\t")
-        missing = {"system", "micro-p", "micro-r"} - set(reader.fieldnames or ())
-        if missing:
-            raise InvalidInputError(f"spread: expected a tsv file with columns system, micro-p, micro-r; "
-                                    f"{path} lacks {', '.join(sorted(missing))}")
-        rows = []
-        for line, row in enumerate(reader, start=2):
-            name = (row["system"] or "").strip()
-            if not name or name == "LDC":
-                continue
-            try:
-                p, r = float(row["micro-p"]), float(row["micro-r"])
-            except (TypeError, ValueError):
-                raise InvalidInputError(f"spread: expected numbers in micro-p and micro-r, got "
-                                        f"{row['micro-p']!r}, {row['micro-r']!r} at {path}:{line}") from None
-            if not (0.0 <= p <= 1.0 and 0.0 <= r <= 1.0):
-                raise InvalidInputError(f"spread: expected micro-p and micro-r in [0, 1], got {p}, {r} "
-                                        f"at {path}:{line}")
-            rows.append((name, p, r))
+    rows = []
+    for line, row in read_tsv(path, ("system", "micro-p", "micro-r"), "spread"):
+        name = (row["system"] or "").strip()
+        if not name or name == "LDC":
+            continue
+        try:
+            p, r = float(row["micro-p"]), float(row["micro-r"])
+        except (TypeError, ValueError):
+            raise InvalidInputError(f"spread: expected numbers in micro-p and micro-r, got "
+                                    f"{row['micro-p']!r}, {row['micro-r']!r} at {path}:{line}") from None
+        if not (0.0 <= p <= 1.0 and 0.0 <= r <= 1.0):
+            raise InvalidInputError(f"spread: expected micro-p and micro-r in [0, 1], got {p}, {r} "
+                                    f"at {path}:{line}")
+        rows.append((name, p, r))
     if not rows:
         raise InvalidInputError(f"spread: expected at least one system row in {path}, got none")
     rows.sort()

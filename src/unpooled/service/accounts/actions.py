@@ -269,6 +269,10 @@ ADD_USER_ROLES = {"organiser": Role.ORGANISER, "participant": Role.SUBMITTER, "s
                   "annotator": Role.ANNOTATOR}
 
 
+#: the longest password taken (the sign-up form's limit too)
+PASSWORD_MAX = 200
+
+
 def check_add_user(username: str, role: str, *, team: str = "", create_team: bool = False,
                    password: str | None = None) -> tuple[str, Team | None]:
     """Validate ``unpooled user add``: the stored role and the team (``None`` for a team still to be made with
@@ -306,6 +310,12 @@ def check_add_user(username: str, role: str, *, team: str = "", create_team: boo
             raise AccountError(f"--team: no team {name!r} (teams: {', '.join(known) if known else 'none yet'}); "
                                "add --create-team to make it", code="team_unknown", status=404)
     if password is not None:
+        if len(password) > PASSWORD_MAX:
+            raise AccountError(f"password: at most {PASSWORD_MAX} characters, got {len(password):,}",
+                               code="password_invalid")
+        if "\x00" in password or any("\ud800" <= c <= "\udfff" for c in password):
+            raise AccountError("password: text without NUL characters, in UTF-8 (standard input held binary data)",
+                               code="password_invalid")
         try:
             validate_password(password, User(username=username))
         except ValidationError as exc:

@@ -3,6 +3,7 @@ from django.contrib.auth.password_validation import validate_password
 
 from unpooled.service.submissions.models import Team
 
+from .actions import PASSWORD_MAX
 from .models import Role
 
 
@@ -11,7 +12,7 @@ class SignUpForm(forms.Form):
                                 help_text="letters, digits and @/./+/-/_",
                                 error_messages={"invalid": "use 2–150 letters, digits and @/./+/-/_"})
     email = forms.EmailField(required=False)
-    password = forms.CharField(widget=forms.PasswordInput, min_length=8, max_length=200,
+    password = forms.CharField(widget=forms.PasswordInput, min_length=8, max_length=PASSWORD_MAX,
                                help_text="at least 8 characters, not a common password, not all digits")
     role = forms.ChoiceField(choices=[(Role.SUBMITTER, "submitter: I submit knowledge bases for a team"),
                                       (Role.ANNOTATOR, "annotator: I annotate")], initial=Role.SUBMITTER,

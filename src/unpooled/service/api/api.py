@@ -6,7 +6,6 @@ Mounted at ``/api/`` (``config/urls.py``); the schema is ``/api/openapi.json``, 
 
 from __future__ import annotations
 
-import json
 import logging
 
 from django.core.exceptions import (
@@ -23,6 +22,7 @@ from ninja.parser import Parser
 from ninja.errors import AuthenticationError, HttpError, ValidationError
 
 from unpooled import __version__
+from unpooled.core import json_text
 from unpooled.service.accounts.actions import AccountError
 from unpooled.service.submissions.quota import QuotaError
 from unpooled.service.submissions.storage import StorageFull, discard_received, storage_full
@@ -82,8 +82,8 @@ class JsonObjects(Parser):
 
     def parse_body(self, request):
         try:
-            data = json.loads(request.body)
-        except ValueError as exc:
+            data = json_text.loads(request.body)
+        except ValueError as exc:  # json_text: too deep nesting and too long integers are JSONDecodeErrors too
             request.unpooled_body_error = f"body: cannot parse it as JSON ({exc})"
             raise
         if not isinstance(data, dict):

@@ -204,22 +204,17 @@ CSV_COLUMNS = ("rank", "tied", "team", "run", "submission", "visibility", "submi
 
 
 def csv_rows(board: dict) -> list[list]:
-    """The board's rows for a CSV file (:data:`CSV_COLUMNS`); a text cell a spreadsheet would run as a formula
-    (``= + - @``, tab, carriage return first) is prefixed with ``'``."""
-
-    def text(v):
-        v = "" if v is None else str(v)
-        return "'" + v if v[:1] in ("=", "+", "-", "@", "\t", "\r") else v
-
+    """The board's rows for a CSV file (:data:`CSV_COLUMNS`), written by the web's one CSV writer
+    (:mod:`unpooled.service.web.csv_download`, which keeps text cells from running as formulas)."""
     out = []
     for r in board["rows"]:
         s, sub, t = r["score"], r["submission"], r["truth"] or {}
         cov = t.get("covered") or {}
-        out.append([r["rank"], int(r["tied"]), text(sub.team.name), text(sub.run_id), sub.pk, sub.visibility,
+        out.append([r["rank"], int(r["tied"]), sub.team.name, sub.run_id, sub.pk, sub.visibility,
                     sub.created.isoformat() if sub.created else "", board["level"],
                     s.p, s.p_lo, s.p_hi, s.r, s.r_lo, s.r_hi, s.f1, s.f1_lo, s.f1_hi, s.draws,
                     r["provenance"].get("drawn", ""), s.labels_new, s.labels_reused, s.exhaustive_documents,
-                    s.estimator, s.created.isoformat() if s.created else "", text(sub.description), text(sub.link),
+                    s.estimator, s.created.isoformat() if s.created else "", sub.description, sub.link,
                     t.get("p"), cov.get("p"), t.get("r"), cov.get("r"), t.get("f1"), cov.get("f1"),
                     getattr(sub, "period", None), int(bool(r.get("reference"))),
                     r["frozen"].isoformat() if r.get("frozen") else "", r.get("rank_lo"), r.get("rank_hi"),

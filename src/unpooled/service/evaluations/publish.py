@@ -22,7 +22,7 @@ from django.db.models import Count, Exists, F, Max, OuterRef, Q
 
 from unpooled.core.estimators.anytime import design_intervals
 from unpooled.service.annotation.models import Kind, Label, TaskRequest
-from unpooled.service.corpora.models import Corpus
+from unpooled.service.corpora.models import Corpus, Period
 from unpooled.service.locks import exclusive
 from unpooled.service.submissions.models import Submission
 
@@ -110,12 +110,15 @@ def score_corpus(corpus: Corpus, *, level: str = "instance", match: str = "overl
                      "anytime": anytime_details(cs, i),
                      **_crowd_details(sc, i), **({"ppi": ppi[i]} if ppi[i] else {})},
             paired=paired_details(got.covariances, i, pks, batch)))
-    # a submission of a closed period keeps the score it was frozen with (periods.py): its draws and labels still
-    # take part in the others' joint estimates above, but no new score of its own is written
-    frozen = frozen_levels(corpus)
-    out = [s for s in out if (s.submission.pk, level) not in frozen]
-    kept = _unchanged(out, level, inputs.digest(got.fp))
     with transaction.atomic():
+        # a submission of a closed period keeps the score it was frozen with (periods.py): its draws and labels
+        # still take part in the others' joint estimates above, but no new score of its own is written.  The frozen
+        # levels are read under the open period's row lock (SQLite: an IMMEDIATE transaction), so a period closing
+        # now waits, then freezes the scores written here
+        list(Period.objects.select_for_update().filter(corpus=corpus, closed__isnull=True).values_list("pk"))
+        frozen = frozen_levels(corpus)
+        out = [s for s in out if (s.submission.pk, level) not in frozen]
+        kept = _unchanged(out, level, inputs.digest(got.fp))
         made = Score.objects.bulk_create([s for s in out if s.submission_id not in kept])
         # the leaderboard reads a submission's newest score's covariances only: the superseded ones drop theirs (the
         # history of scores would otherwise keep an m x m table for every scoring)

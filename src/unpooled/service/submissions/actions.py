@@ -324,27 +324,37 @@ def _store_rows(sub: Submission, kb: KB, view: DbCorpusView) -> None:
 
 
 # -- reading back ---------------------------------------------------------------
-def load_kb(sub: Submission) -> KB:
-    """The stored submission as an in-memory :class:`~unpooled.core.kb.KB`."""
-    kb = KB(run_id=sub.run_id, format=sub.format)
-    names = {}
+def _stored_kb(sub: Submission):
+    """The stored submission's entities (name -> :class:`Entity`, in memory) and its mentions and instances as
+    iterators over the database, a few thousand rows at a time: an export streams them (:func:`export_submission`),
+    :func:`load_kb` keeps them."""
+    entities, names = {}, {}
     for pk, name, type_, links in SubmissionEntity.objects.filter(submission=sub).order_by("pk").values_list(
         "pk", "name", "type", "links"
-    ):
-        names[pk] = name
-        kb.entities[name] = Entity(name, type_, list(links or []))
-    docs = dict(sub.corpus.documents.values_list("pk", "doc_id"))
-    for ent, doc, s, e, kind, canonical, conf in SubmissionMention.objects.filter(submission=sub).order_by(
-        "entity_id", "pk"
-    ).values_list("entity_id", "document_id", "start", "end", "kind", "canonical", "confidence"):
-        kb.mentions.append(Mention(names[ent], docs[doc], s, e, kind, canonical, conf))
-    for row in RelationInstance.objects.filter(submission=sub).order_by("pk").values_list(
-        "document_id", "subject_id", "subject_start", "subject_end", "predicate", "object_id", "object_start",
-        "object_end", "value", "provenance", "confidence", "line",
     ).iterator(chunk_size=5000):
-        d, s, ss, se, p, o, os_, oe, v, prov, conf, line = row
-        kb.instances.append(Instance(docs[d], names[s], ss, se, p, names.get(o), os_, oe, v,
-                                     parse_provenance(prov), conf, line))
+        names[pk] = name
+        entities[name] = Entity(name, type_, list(links or []))
+    docs = dict(sub.corpus.documents.values_list("pk", "doc_id"))
+    mentions = (Mention(names[ent], docs[doc], s, e, kind, canonical, conf)
+                for ent, doc, s, e, kind, canonical, conf in SubmissionMention.objects.filter(submission=sub).order_by(
+                    "entity_id", "pk").values_list("entity_id", "document_id", "start", "end", "kind", "canonical",
+                                                   "confidence").iterator(chunk_size=5000))
+    instances = (Instance(docs[d], names[s], ss, se, p, names.get(o), os_, oe, v, parse_provenance(prov), conf, line)
+                 for d, s, ss, se, p, o, os_, oe, v, prov, conf, line in RelationInstance.objects.filter(
+                     submission=sub).order_by("pk").values_list(
+                     "document_id", "subject_id", "subject_start", "subject_end", "predicate", "object_id",
+                     "object_start", "object_end", "value", "provenance", "confidence", "line").iterator(
+                     chunk_size=5000))
+    return entities, mentions, instances
+
+
+def load_kb(sub: Submission) -> KB:
+    """The stored submission as an in-memory :class:`~unpooled.core.kb.KB`."""
+    entities, mentions, instances = _stored_kb(sub)
+    kb = KB(run_id=sub.run_id, format=sub.format)
+    kb.entities.update(entities)
+    kb.mentions.extend(mentions)
+    kb.instances.extend(instances)
     return kb
 
 
@@ -356,15 +366,15 @@ def get_submission(pk: int) -> Submission:
 
 
 def export_submission(sub: Submission, fmt: str, out: TextIO) -> int:
-    """Write a stored submission in ``tac`` or ``jsonl`` format; returns lines written."""
-    kb = load_kb(sub)
+    """Write a stored submission in ``tac`` or ``jsonl`` format; returns lines written.  Mentions and instances
+    are streamed from the database (:func:`_stored_kb`): the memory an export takes is its entities', not the KB's."""
+    if fmt not in ("jsonl", "tac"):
+        raise ActionError(f"unknown export format {fmt!r}; use tac or jsonl")
+    entities, mentions, instances = _stored_kb(sub)
     if fmt == "jsonl":
-        return write_jsonl(out, kb.entities, kb.instances)
-    if fmt == "tac":
-        view = DbCorpusView(sub.corpus)
-        return write_tac(out, kb.run_id, kb.entities.values(), kb.mentions, kb.instances,
-                         lambda d, s, e: view.text(d)[s:e])
-    raise ActionError(f"unknown export format {fmt!r}; use tac or jsonl")
+        return write_jsonl(out, entities, instances)
+    view = DbCorpusView(sub.corpus)
+    return write_tac(out, sub.run_id, entities.values(), mentions, instances, lambda d, s, e: view.text(d)[s:e])
 
 
 # -- what a failure may tell ---------------------------------------------------

@@ -77,13 +77,20 @@ def open_binary(path: str | Path) -> BinaryIO:
         raise CorpusError(str(path), 0, f"cannot read: {exc.strerror or exc}") from None
 
 
+#: the largest file read whole (decompressed; a DocRED file, a TAC source file): a gzip of a few MB may hold many GB
+MAX_FILE_BYTES = 2 * 1024**3
+
+
 def read_bytes(path: str | Path) -> bytes:
-    """The (decompressed) content of a file."""
+    """The (decompressed) content of a file, at most :data:`MAX_FILE_BYTES` (reading stops there)."""
     try:
         with open_binary(path) as fh:
-            return fh.read()
+            data = fh.read(MAX_FILE_BYTES + 1)
     except (OSError, EOFError, zlib.error) as exc:
         raise CorpusError(str(path), 0, f"cannot read: {exc}") from None
+    if len(data) > MAX_FILE_BYTES:
+        raise CorpusError(str(path), 0, f"larger than {MAX_FILE_BYTES:,} bytes (decompressed): split it into files")
+    return data
 
 
 def decode(data: bytes, path: str | Path, *, base_offset: int = 0, line: int | None = None) -> str:

@@ -55,6 +55,7 @@ import re
 from pathlib import Path
 from typing import Any, Iterator
 
+from ... import json_text
 from ...errors import CorpusError
 from ..model import Document, GoldEntity, GoldMention, GoldRelation
 from . import Located, decode, list_files, read_bytes
@@ -76,7 +77,7 @@ def _is_int(x: Any) -> bool:
 def _load(path: Path) -> list:
     text = decode(read_bytes(path), path).lstrip("\ufeff")
     try:
-        data = json.loads(text)
+        data = json_text.loads(text)
     except json.JSONDecodeError as exc:
         raise CorpusError(str(path), exc.lineno, f"invalid JSON: {exc.msg} (column {exc.colno})") from None
     if not isinstance(data, list):

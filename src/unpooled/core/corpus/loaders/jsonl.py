@@ -24,6 +24,7 @@ import zlib
 from pathlib import Path
 from typing import Any, Iterator
 
+from ... import json_text
 from ...errors import CorpusError
 from ..model import Document
 from ..sentences import split_sentences
@@ -66,7 +67,7 @@ def parse_line(line_text: str, path: str, line: int) -> Document:
         Invalid JSON, not an object, or a missing/invalid field.
     """
     try:
-        obj = json.loads(line_text)
+        obj = json_text.loads(line_text)
     except json.JSONDecodeError as exc:
         raise CorpusError(path, line, f"invalid JSON: {exc.msg} (column {exc.colno})") from None
     if not isinstance(obj, dict):
@@ -93,12 +94,19 @@ def parse_line(line_text: str, path: str, line: int) -> Document:
     return Document(id=doc_id, text=text, title=title, source=f"jsonl:{path}:{line}", sentences=sentences)
 
 
+#: the longest line (one document) read: a book's text is a few MB
+MAX_LINE_BYTES = 64 * 1024 * 1024
+
+
 def _iter_file(path: Path) -> Iterator[Located]:
     name = str(path)
     offset = 0
     with open_binary(path) as fh:
         try:
-            for lineno, raw in enumerate(fh, 1):
+            for lineno, raw in enumerate(iter(lambda: fh.readline(MAX_LINE_BYTES + 1), b""), 1):
+                if len(raw) > MAX_LINE_BYTES:
+                    raise CorpusError(name, lineno, f"line is longer than {MAX_LINE_BYTES:,} bytes (one document a "
+                                                    "line)")
                 start = offset
                 offset += len(raw)
                 if lineno == 1 and raw.startswith(b"\xef\xbb\xbf"):

@@ -3,16 +3,14 @@ download, and the page that explains its numbers."""
 
 from __future__ import annotations
 
-import csv
-import io
-
-from django.http import Http404, HttpResponse
+from django.http import Http404
 from django.shortcuts import get_object_or_404, render
 from django.utils.functional import SimpleLazyObject
 
 from unpooled.service.corpora.models import Corpus, Period
 from unpooled.service.evaluations.policy import SERVICE_LEVELS
 
+from ..csv_download import csv_response
 from ..page_cache import anonymous_reader, whole_page
 
 
@@ -93,14 +91,8 @@ def leaderboard_csv(request, name: str):
     corpus, level = _corpus_level(request, name)
     _, period = _periods(request, corpus)
     board = build(corpus, level=level, user=request.user, period=period)
-    buf = io.StringIO()
-    w = csv.writer(buf)
-    w.writerow(CSV_COLUMNS)
-    w.writerows(csv_rows(board))
-    resp = HttpResponse(buf.getvalue(), content_type="text/csv; charset=utf-8")
     suffix = f"-period{period.number}" if period else ""
-    resp["Content-Disposition"] = f'attachment; filename="leaderboard-{corpus.name}-{level}{suffix}.csv"'
-    return resp
+    return csv_response(CSV_COLUMNS, csv_rows(board), f"leaderboard-{corpus.name}-{level}{suffix}.csv")
 
 
 def about_numbers(request):

@@ -8,17 +8,17 @@ the organisers (``can_manage``; others who can view get 403).
 
 from __future__ import annotations
 
-import csv
 import hashlib
 import io
 import json
 import logging
+import tempfile
 from datetime import datetime, timezone
 
 from django.core.cache import cache
 from django.core.exceptions import PermissionDenied
 from django.core.paginator import Paginator
-from django.http import Http404, HttpResponse
+from django.http import FileResponse, Http404, HttpResponse
 from django.shortcuts import get_object_or_404, render
 from django.template.loader import render_to_string
 from django.urls import NoReverseMatch, reverse
@@ -35,6 +35,7 @@ from unpooled.service.evaluations.policy import SERVICE_LEVELS as LEVELS
 from unpooled.service.submissions.actions import export_submission
 from unpooled.service.submissions.models import RelationInstance, Submission
 
+from ..csv_download import csv_response
 from ..page_cache import anonymous_reader, whole_page
 
 log = logging.getLogger(__name__)
@@ -423,12 +424,17 @@ def submission_export(request, pk: int, fmt: str):
     sub = _submission(request, pk)
     if fmt not in KB_FORMATS:
         raise Http404(f"format must be one of {', '.join(KB_FORMATS)}")
-    buf = io.StringIO()
-    export_submission(sub, fmt, buf)
-    resp = HttpResponse(buf.getvalue(), content_type="text/plain; charset=utf-8")
+    # written to a temporary file, streamed from the database, and sent from it in blocks: neither the KB nor the
+    # text is held in memory (a public submission's export is anyone's to ask for, as often as they like)
+    out = tempfile.TemporaryFile()
+    text = io.TextIOWrapper(out, encoding="utf-8", newline="")
+    export_submission(sub, fmt, text)
+    text.flush()
+    text.detach()
+    out.seek(0)
     ext = "kb" if fmt == "tac" else "jsonl"
-    resp["Content-Disposition"] = f'attachment; filename="submission-{sub.pk}.{ext}"'
-    return resp
+    return FileResponse(out, as_attachment=True, filename=f"submission-{sub.pk}.{ext}",
+                        content_type="text/plain; charset=utf-8")
 
 
 def submission_sample(request, pk: int):
@@ -454,14 +460,8 @@ def submission_scores(request, pk: int, fmt: str):
         body = json.dumps({"submission": sub.pk, "team": sub.team.name, "run": sub.run_id, "scores": recs},
                           indent=1, ensure_ascii=False)
         resp = HttpResponse(body, content_type="application/json; charset=utf-8")
-    else:
-        buf = io.StringIO()
-        w = csv.writer(buf)
-        w.writerow(SCORE_FIELDS)
-        for r in recs:
-            w.writerow([json.dumps(r[f], ensure_ascii=False) if f in ("details", "breakdown")
-                        else ("" if r[f] is None else r[f])
-                        for f in SCORE_FIELDS])
-        resp = HttpResponse(buf.getvalue(), content_type="text/csv; charset=utf-8")
-    resp["Content-Disposition"] = f'attachment; filename="submission-{sub.pk}-scores.{fmt}"'
-    return resp
+        resp["Content-Disposition"] = f'attachment; filename="submission-{sub.pk}-scores.json"'
+        return resp
+    rows = ([json.dumps(r[f], ensure_ascii=False) if f in ("details", "breakdown") else r[f] for f in SCORE_FIELDS]
+            for r in recs)
+    return csv_response(SCORE_FIELDS, rows, f"submission-{sub.pk}-scores.csv")
