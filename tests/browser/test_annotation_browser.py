@@ -68,6 +68,20 @@ def legend_keys(page) -> dict[str, str]:
     return keys
 
 
+def mark_mess_of_blues(page, live_server, world) -> tuple[Task, str]:
+    """Sign in, open the entity task of ``world``'s document and mark "Mess of Blues" as MISC (not sent); the task
+    and the task page's address."""
+    task = request_entities(world)
+    login(page, live_server.url)
+    page.goto(f"{live_server.url}/annotate/next/entities/")
+    page.wait_for_selector("#task[data-kind=entities]")
+    key = legend_keys(page)
+    page.keyboard.press("Shift+ArrowRight")
+    page.keyboard.press("Shift+ArrowRight")
+    page.keyboard.press(key["MISC"])    # "Mess of Blues"
+    return task, page.url
+
+
 def annotate_entities_by_keyboard(page, task: Task, shots=None) -> list[list[int]]:
     """Open the entity task and mark, with the keyboard only:
     "Mess of Blues" MISC, "Jeff Healey" PER (with a KB link), "2008" TIME, "his" PER in Jeff Healey's group,
@@ -485,15 +499,7 @@ def test_time_per_answer(page, live_server, world):
 def test_entity_marks_survive_leaving_the_page(page, live_server, world):
     """UX review #2: the entity task lost every mark when the annotator left the page.  Now leaving with marks asks
     first, and coming back to the task restores them from this browser's draft; a submitted answer leaves none."""
-    task = request_entities(world)
-    login(page, live_server.url)
-    page.goto(f"{live_server.url}/annotate/next/entities/")
-    page.wait_for_selector("#task[data-kind=entities]")
-    url = page.url
-    key = legend_keys(page)
-    page.keyboard.press("Shift+ArrowRight")
-    page.keyboard.press("Shift+ArrowRight")
-    page.keyboard.press(key["MISC"])    # "Mess of Blues"
+    task, url = mark_mess_of_blues(page, live_server, world)
     assert page.inner_text("#summary").startswith("1 mention")
     asked = []
     page.on("dialog", lambda d: (asked.append(d.type), d.accept()))

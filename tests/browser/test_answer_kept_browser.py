@@ -8,7 +8,7 @@ import pytest
 
 from unpooled.service.annotation.models import Answer
 
-from .test_annotation_browser import legend_keys, login, request_entities, token_of
+from .test_annotation_browser import login, mark_mess_of_blues, token_of
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True), pytest.mark.engine_neutral]
 
@@ -52,15 +52,7 @@ def test_a_verification_answer_survives_the_network_failing_mid_submit(page, liv
 
 
 def test_entity_marks_survive_a_server_error_on_submit(page, live_server, world):
-    task = request_entities(world)
-    login(page, live_server.url)
-    page.goto(f"{live_server.url}/annotate/next/entities/")
-    page.wait_for_selector("#task[data-kind=entities]")
-    url = page.url
-    key = legend_keys(page)
-    page.keyboard.press("Shift+ArrowRight")
-    page.keyboard.press("Shift+ArrowRight")
-    page.keyboard.press(key["MISC"])    # "Mess of Blues"
+    task, url = mark_mess_of_blues(page, live_server, world)
     _posts_fail(page, "500")
     with page.expect_navigation():
         page.keyboard.press("Enter")
