@@ -1,0 +1,66 @@
+"""The organiser's walk (2026-11-30), in Chromium: the header shows each role only the links it may use."""
+
+from __future__ import annotations
+
+import pytest
+
+from .layout import sign_in
+
+pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True), pytest.mark.engine_neutral]
+
+
+@pytest.fixture
+def people():
+    from django.contrib.auth.models import User
+
+    from unpooled.service.accounts.models import Profile, Role
+    from unpooled.service.submissions.models import Team
+
+    team = Team.objects.create(name="navteam")
+    made = {}
+    for name, role, tm in (("sub", Role.SUBMITTER, team), ("loner", Role.SUBMITTER, None),
+                           ("ann", Role.ANNOTATOR, None), ("org", Role.ORGANISER, None)):
+        u = User.objects.create_user(name, password=f"pw-{name}-12345")
+        Profile.objects.create(user=u, role=role, team=tm)
+        made[name] = u
+    return made
+
+
+def _nav(page) -> dict[str, str]:
+    links = page.locator("header nav a")
+    return {links.nth(i).inner_text(): links.nth(i).get_attribute("href") for i in range(links.count())}
+
+
+@pytest.mark.parametrize("who, shown, hidden", [
+    ("sub", {"Submit"}, {"Annotate", "Console"}),
+    ("loner", set(), {"Submit", "Annotate", "Console"}),
+    ("ann", {"Annotate"}, {"Submit", "Console"}),
+    ("org", {"Submit", "Annotate", "Console"}, set()),
+])
+def test_the_header_links_only_what_the_role_may_use(page, live_server, people, who, shown, hidden):
+    sign_in(page, live_server.url, who, f"pw-{who}-12345")
+    page.goto(live_server.url + "/")
+    nav = _nav(page)
+    assert shown <= nav.keys() and not (hidden & nav.keys()), nav
+    for name in shown:  # and each one it shows opens for them (an annotator's Submit was a 403)
+        resp = page.goto(live_server.url + nav[name])
+        assert resp.status == 200, (who, name, resp.status)
+
+
+def test_anonymous_visitors_see_submit_and_annotate_which_ask_to_sign_in(page, live_server, people):
+    page.goto(live_server.url + "/")
+    nav = _nav(page)
+    assert {"Submit", "Annotate"} <= nav.keys() and "Console" not in nav
+
+
+def test_the_header_reads_the_role_without_a_query_of_its_own(client, people):
+    """The role comes with the session's user (one query, joined with the profile): the header adds none."""
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    client.force_login(people["ann"])
+    with CaptureQueriesContext(connection) as q:
+        body = client.get("/").content.decode()
+    assert ">Annotate</a>" in body and ">Submit</a>" not in body
+    profile_reads = [x["sql"] for x in q.captured_queries if "accounts_profile" in x["sql"]]
+    assert len(profile_reads) == 1 and "auth_user" in profile_reads[0], profile_reads
