@@ -31,7 +31,10 @@
     let leaving = false;
     const drop = () => { leaving = true; try { if (store) store.removeItem(key); } catch (err) { /* nothing kept */ } };
     window.addEventListener("beforeunload", (e) => { if (!leaving && has()) { e.preventDefault(); e.returnValue = ""; } });
-    window.addEventListener("pageshow", (e) => { if (e.persisted) leaving = false; });  // back after a failed send
+    // an answer this lease can never send (409: its slot went to someone else) keeps no draft: nothing would clear it
+    const refused = root.dataset.refused === "1";
+    if (refused) drop();
+    window.addEventListener("pageshow", (e) => { if (e.persisted && !refused) leaving = false; });  // back after a failed send
     const skipForm = document.querySelector("form.skip");
     if (skipForm) skipForm.addEventListener("submit", drop);
     return {
