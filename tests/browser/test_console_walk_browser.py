@@ -64,3 +64,22 @@ def test_the_header_reads_the_role_without_a_query_of_its_own(client, people):
     assert ">Annotate</a>" in body and ">Submit</a>" not in body
     profile_reads = [x["sql"] for x in q.captured_queries if "accounts_profile" in x["sql"]]
     assert len(profile_reads) == 1 and "auth_user" in profile_reads[0], profile_reads
+
+
+def test_long_names_wrap_at_390_px(page, live_server, world):
+    """The demo's run "en_core_web_sm+rules" in a submission page's heading and a Wikipedia document id
+    ("University_College_London_Hospitals_NHS_Foundation_Trust") in a document page's line pushed the pages
+    sideways at 390 px: such words now break."""
+    from unpooled.service.corpora.models import Document
+    from unpooled.service.submissions.models import Submission
+
+    from .layout import check_layout
+
+    sub = Submission.objects.get(corpus=world)
+    Submission.objects.filter(pk=sub.pk).update(run_id="en_core_web_sm+rules_and_a_longer_name")
+    doc = Document.objects.filter(corpus=world).order_by("pk").first()
+    Document.objects.filter(pk=doc.pk).update(doc_id="University_College_London_Hospitals_NHS_Foundation_Trust")
+    page.goto(f"{live_server.url}/submissions/{sub.pk}/")
+    check_layout(page, "submission-long-run-name")
+    page.goto(f"{live_server.url}/corpora/{world.name}/documents/{doc.pk}/")
+    check_layout(page, "document-long-id")
