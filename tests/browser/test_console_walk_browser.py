@@ -19,7 +19,7 @@ def people():
     team = Team.objects.create(name="navteam")
     made = {}
     for name, role, tm in (("sub", Role.SUBMITTER, team), ("loner", Role.SUBMITTER, None),
-                           ("ann", Role.ANNOTATOR, None), ("org", Role.ORGANISER, None)):
+                           ("anna", Role.ANNOTATOR, None), ("org", Role.ORGANISER, None)):
         u = User.objects.create_user(name, password=f"pw-{name}-12345")
         Profile.objects.create(user=u, role=role, team=tm)
         made[name] = u
@@ -34,7 +34,7 @@ def _nav(page) -> dict[str, str]:
 @pytest.mark.parametrize("who, shown, hidden", [
     ("sub", {"Submit"}, {"Annotate", "Console"}),
     ("loner", set(), {"Submit", "Annotate", "Console"}),
-    ("ann", {"Annotate"}, {"Submit", "Console"}),
+    ("anna", {"Annotate"}, {"Submit", "Console"}),
     ("org", {"Submit", "Annotate", "Console"}, set()),
 ])
 def test_the_header_links_only_what_the_role_may_use(page, live_server, people, who, shown, hidden):
@@ -58,7 +58,7 @@ def test_the_header_reads_the_role_without_a_query_of_its_own(client, people):
     from django.db import connection
     from django.test.utils import CaptureQueriesContext
 
-    client.force_login(people["ann"])
+    client.force_login(people["anna"])
     with CaptureQueriesContext(connection) as q:
         body = client.get("/").content.decode()
     assert ">Annotate</a>" in body and ">Submit</a>" not in body
@@ -83,3 +83,21 @@ def test_long_names_wrap_at_390_px(page, live_server, world):
     check_layout(page, "submission-long-run-name")
     page.goto(f"{live_server.url}/corpora/{world.name}/documents/{doc.pk}/")
     check_layout(page, "document-long-id")
+
+
+def test_saving_the_settings_says_what_changed(page, live_server, world, people):
+    """Saving the settings said only "saved": neither what changed nor that it applies from now on.  It now names
+    each change, old to new, and what it affects; a save that changes nothing says so."""
+    sign_in(page, live_server.url, "org", "pw-org-12345")
+    page.goto(f"{live_server.url}/organiser/settings/?corpus={world.name}")
+    old = page.input_value("#id_reward_verify_cents")
+    page.fill("#id_reward_verify_cents", str(int(old) + 2))
+    page.fill("#id_budget_cents", "50000")
+    with page.expect_navigation():
+        page.click("button:has-text('Save settings')")
+    said = page.inner_text("main [role=status]")
+    assert f"Pay per verification answer (cents): {old} → {int(old) + 2}" in said, said
+    assert "Budget for the whole corpus (cents): none → 50000" in said and "tasks created from now on" in said, said
+    with page.expect_navigation():
+        page.click("button:has-text('Save settings')")
+    assert "nothing changed" in page.inner_text("main [role=status]")

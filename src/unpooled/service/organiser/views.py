@@ -92,15 +92,27 @@ def settings_page(request):
     if request.method == "POST":
         form = SettingsForm(request.POST, instance=st, corpus=corpus)
         if form.is_valid():
+            before = console.current_settings(corpus)
             console.do_update_settings(corpus, {f: form.cleaned_data[f] for f in console.SETTINGS_FIELDS},
                                        user=request.user)
-            messages.success(request, f"annotation settings of {corpus.name} saved")
+            messages.success(request, _settings_saved(corpus, form, before, console.current_settings(corpus)))
             return redirect(_back("organiser:settings", corpus))
         status = 400
     else:
         form = SettingsForm(instance=st, corpus=corpus)
     ctx.update(form=form, alerts=console.alerts(corpus))
     return render(request, "organiser/settings.html", ctx, status=status)
+
+
+def _settings_saved(corpus, form, before: dict, after: dict) -> str:
+    """What a save changed, old to new, in the form's words; and that it applies from now on."""
+    shown = lambda x: "none" if x is None or x == "" else str(x)  # noqa: E731
+    changes = [f"{form.fields[f].label}: {shown(before[f])} → {shown(after[f])}"
+               for f in console.SETTINGS_FIELDS if before[f] != after[f]]
+    if not changes:
+        return f"annotation settings of {corpus.name}: nothing changed"
+    return (f"annotation settings of {corpus.name} saved: {'; '.join(changes)}. They apply to tasks created "
+            f"from now on and to submissions sampled from now on (open tasks keep their answers and rewards).")
 
 
 @organiser_required
