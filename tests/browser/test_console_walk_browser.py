@@ -101,3 +101,42 @@ def test_saving_the_settings_says_what_changed(page, live_server, world, people)
     with page.expect_navigation():
         page.click("button:has-text('Save settings')")
     assert "nothing changed" in page.inner_text("main [role=status]")
+
+
+def test_the_document_draw_says_its_cost_and_locates_a_bad_value(page, live_server, world, people):
+    """Drawing the exhaustive document sample did not say what it costs, and a bad value (more documents than
+    the corpus has, a negative seed) came back as one message on top naming every field, with the form reset;
+    each error is now at its field, the values typed are kept, and nothing is drawn."""
+    from unpooled.service.annotation.actions import settings_for
+    from unpooled.service.annotation.models import ExhaustiveDocument
+
+    st = settings_for(world)
+    st.answers_per_item, st.reward_entities_cents, st.reward_relations_cents = 3, 260, 225
+    st.save()
+    sign_in(page, live_server.url, "org", "pw-org-12345")
+    page.goto(f"{live_server.url}/organiser/documents/?corpus={world.name}")
+    cost = page.inner_text("#sample-cost")
+    assert "3 answers at $2.60" in cost and "3 answers at $2.25" in cost and "Each new document costs $14.55" in cost, cost
+    page.select_option("#scheme", "uniform")
+    page.evaluate("() => document.querySelectorAll('#sample-form input').forEach(e => { e.removeAttribute('min'); e.removeAttribute('max'); })")
+    page.fill("#sample_size", "999")
+    page.fill("#sample_seed", "-4")
+    with page.expect_navigation() as nav:
+        page.click("#sample-form button[type=submit]")
+    assert nav.value.status == 400
+    assert "1..3" in page.inner_text("#sample_size-error") and "999" in page.inner_text("#sample_size-error")
+    assert "-4" in page.inner_text("#sample_seed-error") and page.locator("#scheme-error").count() == 0
+    assert page.input_value("#sample_size") == "999" and page.input_value("#scheme") == "uniform"
+    assert page.get_attribute("#sample_size", "aria-invalid") == "true"
+    assert not ExhaustiveDocument.objects.filter(corpus=world).exists()
+
+
+def test_the_draw_form_offers_the_scheme_already_drawn(page, live_server, world, people):
+    """The form offered "seed" first even where the corpus's sample was uniform, a draw refused ("already has a
+    sample of another scheme"): it now offers the scheme drawn so far."""
+    from unpooled.service.annotation.sampling import sample_documents
+
+    sample_documents(world, "uniform", 2, seed=0)
+    sign_in(page, live_server.url, "org", "pw-org-12345")
+    page.goto(f"{live_server.url}/organiser/documents/?corpus={world.name}")
+    assert page.input_value("#scheme") == "uniform"
