@@ -504,3 +504,17 @@ def test_items_no_active_annotator_can_answer_are_named(world):
     actions.submit_answer(leasing._try_lease(tasks[0].pk, third, timezone.now()), yes)
     assert Task.objects.get(pk=tasks[0].pk).status == Task.Status.COMPLETE
     assert "waiting_for_annotators" not in {a.code for a in console.alerts(corpus)}
+
+
+def test_a_quota_beyond_the_database_integer_is_refused_at_its_field(client, world):
+    """A quota of 10**14 submissions a day was taken by the form (no upper bound): SQLite stored it, and
+    PostgreSQL's integer column refused it, a 500.  It is now refused at its field (2,147,483,647 at most), on
+    both engines, and nothing is saved."""
+    corpus, sub = world
+    team = sub.team
+    _login(client, "boss", staff=True)
+    p = f"t{team.pk}-"
+    r = client.post(reverse("organiser:team_quota", args=[team.pk]), {p + "per_day": str(10 ** 14), p + "total": "7"})
+    assert r.status_code == 400 and "Ensure this value is less than or equal to 2147483647." in r.content.decode()
+    team.refresh_from_db()
+    assert (team.quota_per_day, team.quota_total) == (None, None)
