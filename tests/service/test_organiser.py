@@ -518,3 +518,19 @@ def test_a_quota_beyond_the_database_integer_is_refused_at_its_field(client, wor
     assert r.status_code == 400 and "Ensure this value is less than or equal to 2147483647." in r.content.decode()
     team.refresh_from_db()
     assert (team.quota_per_day, team.quota_total) == (None, None)
+
+
+def test_relation_groups_are_bounded_and_their_errors_short(client, world):
+    """The relation groups' text had no bound, and an unknown relation or group name came back whole in the error,
+    twice (a 20,000-character word made a 40,000-character message beside the field); now the text has a bound
+    (20,000 characters) and an error quotes at most 60 characters of a name."""
+    corpus, _ = world
+    _login(client, "boss", staff=True)
+    url = reverse("organiser:settings") + f"?corpus={corpus.name}"
+    before = console.current_settings(corpus)
+    r = client.post(url, _settings_post(corpus, relation_groups="hard: " + "x" * 19_000))
+    said = " ".join(re.findall(r'<ul class="errorlist[^"]*"[^>]*>(.*?)</ul>', r.content.decode(), re.S))
+    assert r.status_code == 400 and "is not a relation of the schema" in said and len(said) < 400, said[:500]
+    r = client.post(url, _settings_post(corpus, relation_groups="a: P17;" * 4_000))
+    assert r.status_code == 400 and "relation groups: 28,000 characters; at most 20,000" in r.content.decode()
+    assert console.current_settings(corpus) == before
