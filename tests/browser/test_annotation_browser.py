@@ -612,3 +612,38 @@ def test_relation_search_offers_the_relations_usual_for_the_pairs_types(page, li
     assert shown.count() and all("off-type" in (c or "") for c in shown.evaluate_all("els => els.map(e => e.className)"))
     assert any("country of citizenship" in t for t in shown.all_inner_texts())
     check_layout(page, "relations-off-type")
+
+
+def test_an_answer_refused_for_good_leaves_no_draft(page, live_server, world):
+    """A late answer whose slot went to another annotator is refused (409) for good: that lease's page can never
+    take it, so its draft no longer stays in the browser for ever; the page says so and links the next item."""
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from unpooled.service.annotation import leasing
+    from unpooled.service.annotation.models import Annotator, Assignment
+
+    login(page, live_server.url)
+    page.keyboard.press("1")
+    page.wait_for_selector("#task[data-kind=verify]")
+    page.wait_for_load_state("load")
+    url = page.url
+    page.keyboard.press("3")                       # no relation: the draft is kept
+    drafts = "() => Object.keys(localStorage).filter(k => k.startsWith('unpooled-draft:')).length"
+    assert page.evaluate(drafts) == 1
+    lease = Assignment.objects.get(token=token_of(url))
+    Assignment.objects.filter(pk=lease.pk).update(expires=timezone.now() - timedelta(minutes=1))
+    leasing.expire_leases(timezone.now())
+    other = Annotator.objects.create(backend="simulated", external_id="took-the-slot")
+    assert leasing._try_lease(lease.task_id, other, timezone.now()) is not None
+    with page.expect_navigation() as nav:
+        page.keyboard.press("Enter")
+    assert nav.value.status == 409 and "went to another annotator" in page.inner_text("#error")
+    assert page.evaluate(drafts) == 0
+    asked = []
+    page.on("dialog", lambda d: (asked.append(d.type), d.accept()))
+    with page.expect_navigation():
+        page.click("#error a")                     # the next item
+    assert asked == [] and "/annotate/" in page.url and page.url != url
+    assert page.evaluate(drafts) == 0

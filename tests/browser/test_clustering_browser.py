@@ -228,3 +228,27 @@ def test_a_clustering_answer_that_closed_its_task_says_it_cannot_be_undone(page,
     page.keyboard.press("u")
     assert "flash" in note.get_attribute("class")
     check_layout(page, "clusters-after-send-final")
+
+
+def test_the_line_buttons_keep_the_keyboard_focus(page, live_server, world):
+    """A line's buttons (new group, a group, alone) are redrawn after each choice: pressed from the keyboard
+    (Tab to it, Enter or Space), the focus stays on the redrawn button, not on the page's body."""
+    _task(world)
+    base = live_server.url
+    page.goto(f"{base}/accounts/login/")
+    page.fill("#id_username", USER)
+    page.fill("#id_password", PASSWORD)
+    with page.expect_navigation():
+        page.keyboard.press("Enter")
+    page.goto(f"{base}/annotate/next/clusters/")
+    page.wait_for_selector(".cluster-tools button")
+    focused = "() => { const a = document.activeElement; return a && a.closest('.cluster-tools') ? a.getAttribute('aria-label') : a.tagName; }"
+    page.focus('.cluster-tools button[aria-label="new group"]')
+    page.keyboard.press("Enter")                           # line 1 -> group a
+    assert page.locator('.cluster-item[data-group="a"]').count() == 1
+    assert page.evaluate(focused) == "new group"
+    page.keyboard.press("Tab")                             # to "alone"
+    assert page.evaluate(focused) == "alone"
+    page.keyboard.press(" ")                               # line 1 alone again: "alone" is gone, the first button has it
+    assert page.locator('.cluster-item[data-group="a"]').count() == 0
+    assert page.evaluate(focused) == "new group"

@@ -63,6 +63,11 @@ def test_annotate_end_to_end(capsys, corpus_and_submission):
     code, out, _ = run(capsys, "annotate", "status", "--corpus", "cli-ann")
     assert code == 0 and "verification agreement: Fleiss kappa" in out and "sim-01" in out
     assert out.splitlines()[1].split()[:2] == ["task", "type"]
+    # the console's names and numbers: answers received / needed (counted, controls excluded) and all answers
+    assert "received/needed" in out.splitlines()[1] and "all answers" in out.splitlines()[1]
+    v = next(line.split() for line in out.splitlines() if line.startswith("verify "))
+    assert f"{kinds['verify']['answers_received']:,}/{kinds['verify']['answers_needed']:,}" in v
+    assert f"{kinds['verify']['answers']:,}" in v
 
 
 @pytest.mark.django_db

@@ -158,7 +158,8 @@ def test_bad_options_and_bad_draws_are_refused_with_the_reason(world):
     assert r.status_code == 400 and "draws: expected a whole number, got" in r.content.decode()
     r = c.post(reverse("organiser:documents_sample"), {"corpus": corpus.name, "scheme": "magic", "sample_size": 3},
                follow=True)
-    assert "scheme: expected one of uniform, two-stage, tfidf, seed" in r.content.decode()
+    assert r.status_code == 400 and 'id="scheme-error">expected one of uniform, two-stage, tfidf, seed, ' \
+        "got &#x27;magic&#x27;" in r.content.decode()
     assert not ExhaustiveDocument.objects.exists()
     c.post(reverse("organiser:documents_sample"), {"corpus": corpus.name, "scheme": "uniform", "sample_size": 3})
     r = c.post(reverse("organiser:documents_sample"), {"corpus": corpus.name, "scheme": "seed", "sample_size": 5},

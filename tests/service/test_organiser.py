@@ -504,3 +504,33 @@ def test_items_no_active_annotator_can_answer_are_named(world):
     actions.submit_answer(leasing._try_lease(tasks[0].pk, third, timezone.now()), yes)
     assert Task.objects.get(pk=tasks[0].pk).status == Task.Status.COMPLETE
     assert "waiting_for_annotators" not in {a.code for a in console.alerts(corpus)}
+
+
+def test_a_quota_beyond_the_database_integer_is_refused_at_its_field(client, world):
+    """A quota of 10**14 submissions a day was taken by the form (no upper bound): SQLite stored it, and
+    PostgreSQL's integer column refused it, a 500.  It is now refused at its field (2,147,483,647 at most), on
+    both engines, and nothing is saved."""
+    corpus, sub = world
+    team = sub.team
+    _login(client, "boss", staff=True)
+    p = f"t{team.pk}-"
+    r = client.post(reverse("organiser:team_quota", args=[team.pk]), {p + "per_day": str(10 ** 14), p + "total": "7"})
+    assert r.status_code == 400 and "Ensure this value is less than or equal to 2147483647." in r.content.decode()
+    team.refresh_from_db()
+    assert (team.quota_per_day, team.quota_total) == (None, None)
+
+
+def test_relation_groups_are_bounded_and_their_errors_short(client, world):
+    """The relation groups' text had no bound, and an unknown relation or group name came back whole in the error,
+    twice (a 20,000-character word made a 40,000-character message beside the field); now the text has a bound
+    (20,000 characters) and an error quotes at most 60 characters of a name."""
+    corpus, _ = world
+    _login(client, "boss", staff=True)
+    url = reverse("organiser:settings") + f"?corpus={corpus.name}"
+    before = console.current_settings(corpus)
+    r = client.post(url, _settings_post(corpus, relation_groups="hard: " + "x" * 19_000))
+    said = " ".join(re.findall(r'<ul class="errorlist[^"]*"[^>]*>(.*?)</ul>', r.content.decode(), re.S))
+    assert r.status_code == 400 and "is not a relation of the schema" in said and len(said) < 400, said[:500]
+    r = client.post(url, _settings_post(corpus, relation_groups="a: P17;" * 4_000))
+    assert r.status_code == 400 and "relation groups: 28,000 characters; at most 20,000" in r.content.decode()
+    assert console.current_settings(corpus) == before

@@ -113,9 +113,12 @@ def cmd_status(args) -> int:
     head = f"corpus {st['corpus']}" if corpus else "all corpora"
     extra = f"; backend {st['backend']}, committed {_money(st['committed_cents'])} of budget {_money(st['budget_cents'])}" if corpus else ""
     print(f"{head}: {st['labels']:,} labelled instance keys, {st['leased']} leases out{extra}")
-    print(f"{'task type':<10} {'items':>7} {'complete':>8} {'open':>6} {'answers':>8} {'controls':>8} {'cost':>10} {'per item':>9} {'s/answer':>8}")
+    # the console's columns and names: answers received / needed (counted, gold controls excluded), all answers
+    print(f"{'task type':<10} {'items':>7} {'complete':>8} {'open':>6} {'received/needed':>15} {'all answers':>11} "
+          f"{'controls':>8} {'cost':>10} {'per item':>9} {'s/answer':>8}")
     for k in st["kinds"]:
-        print(f"{k['kind']:<10} {k['items']:>7,} {k['complete']:>8,} {k['open']:>6,} {k['answers']:>8,} "
+        got = f"{k['answers_received']:,}/{k['answers_needed']:,}"
+        print(f"{k['kind']:<10} {k['items']:>7,} {k['complete']:>8,} {k['open']:>6,} {got:>15} {k['answers']:>11,} "
               f"{k['control_answers']:>8,} {_money(k['cost_cents']):>10} "
               f"{_money(k['cost_per_item_cents']) if k['cost_per_item_cents'] is not None else '-':>9} "
               f"{k['mean_seconds'] if k['mean_seconds'] is not None else '-':>8}")

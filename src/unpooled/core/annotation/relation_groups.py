@@ -13,6 +13,11 @@ import numpy as np
 from ..errors import InvalidInputError
 
 
+def _quoted(name: str, most: int = 60) -> str:
+    """``name`` quoted for an error message, at most ``most`` characters of it."""
+    return repr(name if len(name) <= most else name[:most - 1] + "…")
+
+
 def parse_relation_groups(text: str, relations=None) -> dict[str, str]:
     """An organiser's groups of relations the crowd judges alike: ``relation -> group name``.
 
@@ -33,7 +38,7 @@ def parse_relation_groups(text: str, relations=None) -> dict[str, str]:
             name, members = "", part
         rels = [r for r in members.replace(",", " ").split() if r]
         name = name.strip() or "+".join(rels)
-        where = f"relation groups: group {n} ({name!r})"
+        where = f"relation groups: group {n} ({_quoted(name)})"
         if not rels:
             raise InvalidInputError(f"{where}: no relations after the ':'")
         if name in names:
@@ -44,10 +49,10 @@ def parse_relation_groups(text: str, relations=None) -> dict[str, str]:
         for r in rels:
             if known is not None and r not in known:
                 close = difflib.get_close_matches(r, sorted(known), n=1)
-                raise InvalidInputError(f"{where}: {r!r} is not a relation of the schema"
+                raise InvalidInputError(f"{where}: {_quoted(r)} is not a relation of the schema"
                                         + (f" (did you mean {close[0]!r}?)" if close else ""))
             if r in out:
-                raise InvalidInputError(f"{where}: {r!r} is already in group {out[r]!r}")
+                raise InvalidInputError(f"{where}: {_quoted(r)} is already in group {_quoted(out[r])}")
             out[r] = name
     return out
 

@@ -412,10 +412,14 @@ def authenticate_token(raw: str) -> ApiToken | None:
 from unpooled.service.submissions.quota import Quota, QuotaError, check_quota, quota  # noqa: E402,F401
 
 
+MAX_QUOTA = 2 ** 31 - 1  # the quota columns' range on PostgreSQL (an integer): above it, a 500 there
+
+
 def do_set_quota(team: Team, *, per_day: int | None, total: int | None) -> Team:
     for name, v in (("per_day", per_day), ("total", total)):
-        if v is not None and (not isinstance(v, int) or v < 0):
-            raise AccountError(f"{name}: expected a non-negative integer or nothing, got {v!r}", code="quota_invalid")
+        if v is not None and (not isinstance(v, int) or not 0 <= v <= MAX_QUOTA):
+            raise AccountError(f"{name}: expected an integer from 0 to {MAX_QUOTA} or nothing, got {v!r}",
+                               code="quota_invalid")
     team.quota_per_day, team.quota_total = per_day, total
     team.save(update_fields=["quota_per_day", "quota_total"])
     return team

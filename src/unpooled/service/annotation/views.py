@@ -441,8 +441,9 @@ def _task_page(request, lease: Assignment):
             actions.submit_answer(lease, value, seconds=request.POST.get("seconds") or None)
         except AnswerError as exc:
             return render(request, "annotation/task.html", _context(request, lease, str(exc), value), status=400)
-        except actions.AnnotationError as exc:
-            return render(request, "annotation/task.html", _context(request, lease, str(exc), value), status=409)
+        except actions.AnnotationError as exc:  # for good: this lease can never take it (its draft goes)
+            return render(request, "annotation/task.html", {**_context(request, lease, str(exc), value),
+                                                            "refused_for_good": True}, status=409)
         if not mturk:
             request.session[ANSWERED] = True
             request.session[LAST_ANSWER] = lease.token

@@ -348,6 +348,9 @@ def do_retry(user, sub: Submission) -> str:
 
 # ---------------------------------------------------------------------------- settings
 
+MAX_RELATION_GROUPS_CHARS = 20_000
+
+
 def _relation_groups_error(corpus: Corpus, v: dict) -> str | None:
     """What is wrong with the relation groups in ``v`` (None: nothing; an absent value becomes no groups)."""
     from unpooled.core.annotation.relation_groups import parse_relation_groups
@@ -356,7 +359,9 @@ def _relation_groups_error(corpus: Corpus, v: dict) -> str | None:
         v["relation_groups"] = ""
     groups = v["relation_groups"]
     if not isinstance(groups, str):
-        return f"expected text, got {groups!r}"
+        return f"expected text, got {type(groups).__name__}"
+    if len(groups) > MAX_RELATION_GROUPS_CHARS:  # a schema's relations, each in one group, fit many times over
+        return f"relation groups: {len(groups):,} characters; at most {MAX_RELATION_GROUPS_CHARS:,}"
     try:
         parse_relation_groups(groups, [r.name for r in corpus.schema.schema().canonical_relations])
     except InvalidInputError as exc:

@@ -170,3 +170,15 @@ def request_analysis(corpus: Corpus, opts: dict) -> bool:
 
 __all__ = ["AnalysisError", "DEFAULTS", "INLINE_DOCUMENTS", "analysis_for_page", "cached", "compute",
            "corpus_inputs", "options_iv", "request_analysis", "run_and_store"]
+
+
+def draw_cost(st) -> dict:
+    """What one newly drawn document costs at the corpus's settings ``st``: its entity-marking task, then its
+    relation-marking task, each of ``answers_per_item`` answers (an answer's cost as the corpus's backend pays
+    it: :meth:`~unpooled.service.annotation.models.AnnotationSettings.answer_cost_cents`)."""
+    from unpooled.service.annotation.models import Kind
+
+    k = st.answers_per_item
+    entities, relations = st.answer_cost_cents(Kind.ENTITIES, k), st.answer_cost_cents(Kind.RELATIONS, k)
+    return {"answers": k, "entities": entities, "relations": relations, "document": k * (entities + relations)}
+

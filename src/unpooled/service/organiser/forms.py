@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from django import forms
 
+from unpooled.service.accounts.actions import MAX_QUOTA
 from unpooled.service.annotation.models import AnnotationSettings
 from unpooled.service.corpora.models import Corpus
 
@@ -102,7 +103,7 @@ class SettingsForm(forms.ModelForm):
 
 
 class QuotaForm(forms.Form):
-    per_day = forms.IntegerField(min_value=0, required=False, label="per day",
+    per_day = forms.IntegerField(min_value=0, max_value=MAX_QUOTA, required=False, label="per day",
                                  widget=forms.NumberInput(attrs={"size": 5, "style": "width:6em"}))
-    total = forms.IntegerField(min_value=0, required=False, label="in total",
+    total = forms.IntegerField(min_value=0, max_value=MAX_QUOTA, required=False, label="in total",
                                widget=forms.NumberInput(attrs={"size": 5, "style": "width:6em"}))

@@ -92,15 +92,27 @@ def settings_page(request):
     if request.method == "POST":
         form = SettingsForm(request.POST, instance=st, corpus=corpus)
         if form.is_valid():
+            before = console.current_settings(corpus)
             console.do_update_settings(corpus, {f: form.cleaned_data[f] for f in console.SETTINGS_FIELDS},
                                        user=request.user)
-            messages.success(request, f"annotation settings of {corpus.name} saved")
+            messages.success(request, _settings_saved(corpus, form, before, console.current_settings(corpus)))
             return redirect(_back("organiser:settings", corpus))
         status = 400
     else:
         form = SettingsForm(instance=st, corpus=corpus)
     ctx.update(form=form, alerts=console.alerts(corpus))
     return render(request, "organiser/settings.html", ctx, status=status)
+
+
+def _settings_saved(corpus, form, before: dict, after: dict) -> str:
+    """What a save changed, old to new, in the form's words; and that it applies from now on."""
+    shown = lambda x: "none" if x is None or x == "" else str(x)  # noqa: E731
+    changes = [f"{form.fields[f].label}: {shown(before[f])} → {shown(after[f])}"
+               for f in console.SETTINGS_FIELDS if before[f] != after[f]]
+    if not changes:
+        return f"annotation settings of {corpus.name}: nothing changed"
+    return (f"annotation settings of {corpus.name} saved: {'; '.join(changes)}. They apply to tasks created "
+            f"from now on and to submissions sampled from now on (open tasks keep their answers and rewards).")
 
 
 @organiser_required
@@ -310,9 +322,12 @@ def _doc_options(request, corpus: Corpus) -> dict:
 def document_sampling(request):
     """Document sampling for exhaustive annotation: the schemes' figures (seed 000) for this corpus, and the
     form that draws the sample (logic in :mod:`.documents` and :mod:`unpooled.service.annotation.sampling`)."""
-    ctx = console_context(request, "documents")
+    return _documents_page(request, console_context(request, "documents"))
+
+
+def _documents_page(request, ctx: dict, status: int = 200, **draw):
+    """The document-sampling page; ``draw``: the draw form's values and errors when it was refused."""
     corpus = ctx["corpus"]
-    status = 200
     if corpus is not None:
         try:
             opts = _doc_options(request, corpus)
@@ -325,6 +340,9 @@ def document_sampling(request):
                                        coverage=f"{COVERAGE_BELOW[k][1]:.1%}", width=f"{COVERAGE_BELOW[k][4]:.0f}")
                                   for k in SAMPLING_SCHEMES],
                    inline_limit=documents.INLINE_DOCUMENTS, alerts=console.alerts(corpus),
+                   draw_cost=documents.draw_cost(settings_for(corpus)),
+                   draw=draw or {"values": {"scheme": _drawn_scheme(corpus), "sample_size": opts["size"],
+                                            "sample_seed": 0}, "errors": {}},
                    drawn=ExhaustiveDocument.objects.filter(corpus=corpus).values("scheme", "stage")
                    .annotate(n=Count("id")).order_by("scheme", "stage"))
     return render(request, "organiser/documents.html", ctx, status=status)
@@ -356,22 +374,39 @@ def document_analysis(request):
     return redirect(_back("organiser:documents", corpus) + q)
 
 
+def _drawn_scheme(corpus) -> str:
+    """The scheme the draw form offers first: the one of the sample drawn so far (a corpus's sample has one
+    scheme; another is refused), else seed."""
+    drawn = ExhaustiveDocument.objects.filter(corpus=corpus).values_list("scheme", flat=True).first()
+    return drawn if drawn in SAMPLING_SCHEMES else "seed"
+
+
+def _draw_errors(values: dict, n_documents: int) -> dict:
+    """The draw form's errors by field (scheme, sample_size, sample_seed)."""
+    errors = {}
+    if values["scheme"] not in SAMPLING_SCHEMES:
+        errors["scheme"] = f"expected one of {', '.join(SAMPLING_SCHEMES)}, got {values['scheme']!r}"
+    for f, lo, hi in (("sample_size", 1, n_documents), ("sample_seed", 0, 2 ** 31 - 1)):
+        raw = values[f].strip() or ("0" if f == "sample_seed" else "")
+        try:
+            ok = lo <= int(raw) <= hi
+        except ValueError:
+            ok = False
+        if not ok:
+            errors[f] = f"expected a whole number {lo}..{hi}, got {values[f]!r}"
+    return errors
+
+
 @require_POST
 @organiser_required
 def document_sample(request):
     """Draw (the next stage of) the exhaustive document sample with the chosen scheme."""
     corpus = _documents_corpus(request)
-    scheme = request.POST.get("scheme", "")
-    try:
-        size = int(request.POST.get("sample_size", ""))
-        seed = int(request.POST.get("sample_seed", "0") or 0)
-    except ValueError:
-        messages.error(request, "sample size and seed: expected whole numbers")
-        return redirect(_back("organiser:documents", corpus))
-    if scheme not in SAMPLING_SCHEMES or not 1 <= size <= corpus.n_documents or not 0 <= seed < 2 ** 31:
-        messages.error(request, f"scheme: expected one of {', '.join(SAMPLING_SCHEMES)}; size: 1..{corpus.n_documents}; "
-                                f"seed: 0..{2 ** 31 - 1} (got {scheme!r}, {size}, {seed})")
-        return redirect(_back("organiser:documents", corpus))
+    values = {f: request.POST.get(f, "") for f in ("scheme", "sample_size", "sample_seed")}
+    errors = _draw_errors(values, corpus.n_documents)
+    if errors:  # each at its field, the values typed kept; nothing drawn
+        return _documents_page(request, console_context(request, "documents"), 400, values=values, errors=errors)
+    scheme, size, seed = values["scheme"], int(values["sample_size"]), int(values["sample_seed"] or 0)
     try:
         sample, made = sample_documents(corpus, scheme, size, seed=seed)
     except AnnotationError as exc:

@@ -31,7 +31,10 @@
     let leaving = false;
     const drop = () => { leaving = true; try { if (store) store.removeItem(key); } catch (err) { /* nothing kept */ } };
     window.addEventListener("beforeunload", (e) => { if (!leaving && has()) { e.preventDefault(); e.returnValue = ""; } });
-    window.addEventListener("pageshow", (e) => { if (e.persisted) leaving = false; });  // back after a failed send
+    // an answer this lease can never send (409: its slot went to someone else) keeps no draft: nothing would clear it
+    const refused = root.dataset.refused === "1";
+    if (refused) drop();
+    window.addEventListener("pageshow", (e) => { if (e.persisted && !refused) leaving = false; });  // back after a failed send
     const skipForm = document.querySelector("form.skip");
     if (skipForm) skipForm.addEventListener("submit", drop);
     return {
@@ -472,6 +475,8 @@
     tools.className = "cluster-tools"; tools.setAttribute("role", "group"); tools.setAttribute("aria-label", "group of this line");
     function put(letter) { if (reviewing) return; group[cur] = letter; say(cur); render(); }
     function drawTools() {
+      // a button pressed from the keyboard is redrawn: the focus goes to its successor, not to the page's body
+      const had = tools.contains(document.activeElement) ? document.activeElement.getAttribute("aria-label") : null;
       tools.textContent = "";
       const used = Array.from(new Set(group.filter(Boolean)));
       const fresh = Array.from(LETTERS).find((l) => !used.includes(l));
@@ -486,6 +491,11 @@
       used.filter((l) => l !== group[cur]).forEach((l) => add(l + ": " + names[group.indexOf(l)], "group " + l, () => put(l)));
       if (group[cur]) add("alone", "alone", () => put(null));
       items[cur].appendChild(tools);
+      if (had !== null) {
+        const buttons = Array.from(tools.querySelectorAll("button"));
+        const again = buttons.find((b) => b.getAttribute("aria-label") === had) || buttons[0];
+        if (again) again.focus({ preventScroll: true });
+      }
     }
     function say(i) {  // what the line is grouped with, after a letter or Backspace
       const others = group.map((g, k) => (g && g === group[i] && k !== i ? quoted(k) : null)).filter(Boolean);
