@@ -287,13 +287,20 @@ def _failed(what: str, doing: str, exc: Exception, backend: MTurkBackend) -> str
     return f"{what}: {doing}: {trouble(exc, tries)}"
 
 
+def unsettled(corpus: Corpus):
+    """The corpus's HITs posted at Amazon and not settled: workers may still submit to them, and what they submit
+    must be reviewed before Amazon's auto-approval pays it, whatever backend the corpus uses now."""
+    return Hit.objects.filter(task__corpus=corpus).exclude(hit_id="").exclude(status=SETTLED)
+
+
 def collect(corpus: Corpus, backend: MTurkBackend) -> SyncReport:
     """Confirm and approve assignments whose answers we stored; reject submitted ones without an answer;
-    expire finished HITs.  A call Amazon fails (busy, unreachable, an assignment it no longer knows) is
+    expire finished HITs, and every HIT once the corpus has left Mechanical Turk (its entry page turns workers
+    away).  A call Amazon fails (busy, unreachable, an assignment it no longer knows) is
     reported in ``errors`` and the sync goes on: what it did is recorded, the next one tries the rest again."""
     rep = SyncReport()
-    hits = Hit.objects.filter(task__corpus=corpus).exclude(hit_id="").exclude(status=SETTLED)
-    for hit in hits.select_related("task").order_by("id"):
+    left = actions.settings_for(corpus).backend != Backend.MTURK
+    for hit in unsettled(corpus).select_related("task").order_by("id"):
         try:  # all of them first: a HIT listed in part would have its unlisted answers discarded
             listed = list(backend.list_assignments(hit.hit_id, statuses=("Submitted", "Approved")))
         except AMAZON_FAILED as exc:  # reported; the next sync lists it again
@@ -308,7 +315,7 @@ def collect(corpus: Corpus, backend: MTurkBackend) -> SyncReport:
         rep.discarded += _discard_made_up(hit, {a["AssignmentId"] for a in listed}, backend)
         status, expires, now = hit.status, hit.expires, timezone.now()
         hit.task.refresh_from_db(fields=["status"])
-        if hit.task.status != Task.Status.OPEN and status != "expired":
+        if (left or hit.task.status != Task.Status.OPEN) and status != "expired":
             try:
                 backend.expire_hit(hit.hit_id)
                 # a worker who accepted it just before may still submit, for an assignment's duration

@@ -30,6 +30,7 @@ from unpooled.service.annotation.models import (
 from unpooled.service.corpora.models import Corpus
 from unpooled.service.submissions.models import Submission, Team
 from unpooled.service.evaluations.policy import SERVICE_LEVELS as LEVELS
+from unpooled.service.evaluations.tasks import keep_settling
 
 #: a task whose leases expired this often without an answer is stalled
 STALL_EXPIRIES = 3
@@ -493,9 +494,12 @@ def do_update_settings(corpus: Corpus, values: dict, *, user=None) -> Annotation
     clean = check_settings(corpus, values)
     st = settings_for(corpus)
     protocol = clean.pop("recall_protocol")
+    left_mturk = st.backend == Backend.MTURK and clean["backend"] != Backend.MTURK
     for f, x in clean.items():
         setattr(st, f, x)
     st.save(update_fields=list(clean))
+    if left_mturk:   # its live HITs are expired, and what workers submitted reviewed, until every one is settled
+        keep_settling(corpus)
     if protocol != st.recall_protocol:
         # the exhaustive relations tasks follow the protocol, and recall is re-scored (annotation.actions)
         do_set_recall_protocol(corpus, protocol)

@@ -29,7 +29,7 @@ from unpooled.service.annotation import release as release_mod
 from django.db.models import Count
 
 from unpooled.service.annotation.actions import AnnotationError, settings_for
-from unpooled.service.annotation.models import ExhaustiveDocument
+from unpooled.service.annotation.models import Backend, ExhaustiveDocument
 from unpooled.service.annotation.sampling import SCHEMES as SAMPLING_SCHEMES
 from unpooled.service.annotation.sampling import sample_documents
 from unpooled.service.annotation.status import status as annotation_status
@@ -90,17 +90,27 @@ def settings_page(request):
     st = settings_for(corpus)
     status = 200
     if request.method == "POST":
+        was = st.backend   # the form writes the posted values on st
         form = SettingsForm(request.POST, instance=st, corpus=corpus)
         if form.is_valid():
             console.do_update_settings(corpus, {f: form.cleaned_data[f] for f in console.SETTINGS_FIELDS},
                                        user=request.user)
-            messages.success(request, f"annotation settings of {corpus.name} saved")
+            messages.success(request, f"annotation settings of {corpus.name} saved{_left_mturk(corpus, was)}")
             return redirect(_back("organiser:settings", corpus))
         status = 400
     else:
         form = SettingsForm(instance=st, corpus=corpus)
     ctx.update(form=form, alerts=console.alerts(corpus))
     return render(request, "organiser/settings.html", ctx, status=status)
+
+
+def _left_mturk(corpus, was: str) -> str:
+    """What happens to the HITs of a corpus the settings just took off Mechanical Turk ("" if nothing)."""
+    from unpooled.service.crowd.mturk_sync import unsettled
+
+    n = unsettled(corpus).count() if was == Backend.MTURK and settings_for(corpus).backend != was else 0
+    return (f"; its {n} HIT{'s' if n != 1 else ''} on Mechanical Turk are being expired, and what workers submitted "
+            "to them is still reviewed, approved or rejected, until every one is settled" if n else "")
 
 
 @organiser_required

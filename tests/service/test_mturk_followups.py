@@ -1,0 +1,72 @@
+"""Follow-ups of the MTurk sweep, Amazon stubbed by botocore's Stubber: HITs left live when the corpus leaves
+Mechanical Turk, Amazon's duplicate-request error told apart from other refusals, the HIT link's handle, HITs
+waiting for budget, extensions across Amazon's 10-assignment boundary."""
+
+from __future__ import annotations
+
+import pytest
+from botocore.stub import ANY
+from django.urls import reverse
+
+from unpooled.service.annotation.models import Answer, Hit
+
+from .test_mturk_hostile import H1, H2, LISTED, _answer, _published
+from .test_mturk_sync import AS1, W1, _answer_xml, corpus, stubbed  # noqa: F401 - fixtures
+
+pytestmark = pytest.mark.django_db
+
+SETTLE_TASK = "unpooled.service.evaluations.tasks.settle_mturk"
+
+
+def _waiting(task_path: str) -> list:
+    from django_tasks import TaskResultStatus
+    from django_tasks_db.models import DBTaskResult
+
+    return [r.args_kwargs["args"] for r in DBTaskResult.objects.filter(status=TaskResultStatus.READY,
+                                                                        task_path=task_path)]
+
+
+def test_switching_a_corpus_away_from_mturk_keeps_settling_its_hits(client, corpus, stubbed, monkeypatch,  # noqa: F811
+                                                                     django_capture_on_commit_callbacks):
+    """The sync ran only while the corpus's backend was Mechanical Turk: switched to in-house annotators with HITs
+    live, a submitted assignment went unreviewed until Amazon's auto-approval paid it (a made-up answer too), and
+    the HITs stayed open to workers the entry page now turns away.  The switch now queues a settling sync that
+    confirms and approves (or rejects) what was submitted, expires the HITs, and runs again until they settle."""
+    from unpooled.service.accounts.models import Role
+
+    from .test_organiser import _login, _settings_post
+
+    backend, stub = stubbed
+    t1, t2 = _published(corpus, stub, backend)
+    lease = _answer(client, t1)
+    _login(client, "olga", staff=True, role=Role.ORGANISER)
+    with django_capture_on_commit_callbacks(execute=True):
+        r = client.post(f"{reverse('organiser:settings')}?corpus={corpus.name}",
+                        _settings_post(corpus, backend="inhouse"), follow=True)
+    assert ("its 2 HITs on Mechanical Turk are being expired, and what workers submitted to them is still reviewed"
+            in r.content.decode())
+    assert _waiting(SETTLE_TASK) == [[corpus.pk]]
+
+    from unpooled.service.evaluations.tasks import settle_mturk
+
+    monkeypatch.setattr("unpooled.service.crowd.mturk.MTurkBackend.from_env", lambda: backend)
+    stub.add_response("list_assignments_for_hit", {"Assignments": [
+        {"AssignmentId": AS1, "WorkerId": W1, "HITId": H1, "AssignmentStatus": "Submitted",
+         "Answer": _answer_xml(lease.token)}], "NumResults": 1},
+        {"HITId": H1, "MaxResults": 100, "AssignmentStatuses": LISTED})
+    stub.add_response("approve_assignment", {}, {"AssignmentId": AS1})
+    stub.add_response("update_expiration_for_hit", {}, {"HITId": H1, "ExpireAt": ANY})
+    stub.add_response("list_assignments_for_hit", {"Assignments": [], "NumResults": 0},
+                      {"HITId": H2, "MaxResults": 100, "AssignmentStatuses": LISTED})
+    stub.add_response("update_expiration_for_hit", {}, {"HITId": H2, "ExpireAt": ANY})
+    with django_capture_on_commit_callbacks(execute=True):
+        out = settle_mturk.call(corpus.pk)
+    stub.assert_no_pending_responses()
+    assert out["approved"] == 1 and not out["errors"]
+    assert not Answer.objects.get(assignment=lease).quarantined
+    assert set(Hit.objects.values_list("status", flat=True)) == {"expired"}
+    # a worker who accepted just before may still submit: it looks again later, and stops once they are settled
+    assert _waiting(SETTLE_TASK) == [[corpus.pk]]
+    Hit.objects.update(status="settled")
+    with django_capture_on_commit_callbacks(execute=True):
+        assert settle_mturk.call(corpus.pk) == {}
