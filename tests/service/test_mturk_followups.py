@@ -70,3 +70,34 @@ def test_switching_a_corpus_away_from_mturk_keeps_settling_its_hits(client, corp
     Hit.objects.update(status="settled")
     with django_capture_on_commit_callbacks(execute=True):
         assert settle_mturk.call(corpus.pk) == {}
+
+
+def test_the_hit_link_carries_no_task_id(client, corpus, stubbed):  # noqa: F811
+    """The HIT's link (its ExternalQuestion, which every worker previewing it sees) carried the task id; controls are
+    created in one batch, so their ids form a block that tells them apart.  The link now names the HIT by a handle
+    derived from nothing a worker can see (the service's key), and a link already posted with the task id (live
+    HITs at Amazon) still enters."""
+    from urllib.parse import parse_qsl, urlsplit
+
+    from unpooled.service.annotation.hits import signature
+    from unpooled.service.annotation.models import Assignment
+    from unpooled.service.crowd.mturk_sync import question_url
+
+    backend, stub = stubbed
+    t1, t2 = _published(corpus, stub, backend)
+    links = []
+    for task in (t1, t2):
+        query = dict(parse_qsl(urlsplit(question_url("https://unpooled.example", task, Hit.objects.get(task=task))).query))
+        assert set(query) == {"hit"} and len(query["hit"]) >= 32
+        links.append(query["hit"])
+    assert links[0][:8] != links[1][:8]
+    r = client.get(reverse("annotation:mturk"), {"hit": links[0], "assignmentId": AS1, "hitId": H1, "workerId": W1})
+    assert r.status_code == 302 and Assignment.objects.filter(task=t1, annotator__external_id=W1).exists()
+    # a made-up handle is refused like an unknown task
+    assert client.get(reverse("annotation:mturk"), {"hit": "A" * 43, "assignmentId": "3" + "Q" * 29, "hitId": H1,
+                                                    "workerId": "A" * 13}).status_code == 404
+    # the link a HIT was posted with before: still entered
+    hit2 = Hit.objects.get(task=t2)
+    r = client.get(reverse("annotation:mturk"), {"task": t2.pk, "sig": signature(t2.pk, hit2.request_token),
+                                                  "assignmentId": "3" + "R" * 29, "hitId": H2, "workerId": "A" * 13})
+    assert r.status_code == 302

@@ -1,6 +1,6 @@
 """Mechanical Turk as an annotation backend: publish open tasks as HITs, pay for answers, reconcile.
 
-Workers open our own task page inside the HIT (ExternalQuestion: ``/annotate/mturk/?task=ID&sig=…``, a
+Workers open our own task page inside the HIT (ExternalQuestion: ``/annotate/mturk/?hit=…``, a
 link signed by the service: :mod:`unpooled.service.annotation.hits`); their answers are stored by the
 page like an in-house annotator's, but *quarantined*: nothing in the page's request proves that the
 worker and assignment are real.  This module moves HITs and money, and confirms answers:
