@@ -101,3 +101,34 @@ def test_the_hit_link_carries_no_task_id(client, corpus, stubbed):  # noqa: F811
     r = client.get(reverse("annotation:mturk"), {"task": t2.pk, "sig": signature(t2.pk, hit2.request_token),
                                                   "assignmentId": "3" + "R" * 29, "hitId": H2, "workerId": "A" * 13})
     assert r.status_code == 302
+
+
+def test_the_console_says_how_many_hits_wait_for_the_budget_and_what_raising_it_would_post(client, corpus,  # noqa: F811
+                                                                                            stubbed):
+    """HITs held back by the budget showed only as "open tasks not published yet" and in the sync's errors.  The
+    MTurk page and the console's alerts now say how many wait and by how much raising the budget would post them
+    (their rewards and Amazon's fee)."""
+    from unpooled.service.accounts.models import Role
+    from unpooled.service.annotation import actions
+    from unpooled.service.annotation.models import Task
+    from unpooled.service.crowd.mturk_sync import publish
+    from unpooled.service.organiser import console
+
+    from .test_mturk_hostile import _create
+    from .test_organiser import _login
+
+    backend, stub = stubbed
+    t1, t2 = Task.objects.filter(corpus=corpus).order_by("priority", "id")
+    st = actions.settings_for(corpus)
+    st.budget_cents = 3 * 6 + 5   # one HIT of 3 assignments at 5 cents and a cent's fee each, not two
+    st.save()
+    _create(stub, t1, H1)
+    assert publish(corpus, backend, "https://unpooled.example").over_budget == 1
+    says = "1 HIT waits for the budget: raising the corpus budget by $0.13 (to $0.36) would post it"
+    _login(client, "olga", staff=True, role=Role.ORGANISER)
+    html = client.get(f"{reverse('organiser:mturk')}?corpus={corpus.name}").content.decode()
+    assert says in html
+    assert any(says in a.message for a in console.alerts(corpus))
+    st.budget_cents = 36
+    st.save()
+    assert "waits for the budget" not in client.get(f"{reverse('organiser:mturk')}?corpus={corpus.name}").content.decode()

@@ -129,9 +129,7 @@ def publish(corpus: Corpus, backend: MTurkBackend, base_url: str, *, limit: int 
     st = actions.settings_for(corpus)
     with exclusive("mturk-publish", corpus.pk):   # two publishers would both see the same budget left
         budget = _Budget(corpus, st)
-        tasks = (Task.objects.filter(corpus=corpus, status=Task.Status.OPEN)
-                 .filter(Q(hit__isnull=True) | Q(hit__hit_id="")).select_related("document", "hit")
-                 .order_by("is_control", "priority", "id"))   # controls get what the items leave of the budget
+        tasks = _unposted(corpus)
         known: dict[str, dict] | None = None   # Amazon's HITs by RequesterAnnotation, listed once if needed
         unlisted = False
         if not base_url and tasks.exists():   # the HITs' link has no host: nothing is posted, the rest goes on
@@ -140,9 +138,7 @@ def publish(corpus: Corpus, backend: MTurkBackend, base_url: str, *, limit: int 
         for task in tasks[:limit] if limit else tasks:
             hit = getattr(task, "hit", None)
             if hit is None:
-                # a control's HIT takes as many assignments as an item's: its capacity does not tell it apart
-                n = st.answers_per_item if task.is_control else task.answers_needed or 1
-                reward = st.reward_cents(task.kind)
+                n, reward = _new_hit(task, st)
                 if not budget.take(hit_cost_cents(reward, n)):
                     rep.over_budget += 1
                     continue
@@ -166,6 +162,46 @@ def publish(corpus: Corpus, backend: MTurkBackend, base_url: str, *, limit: int 
                           f"for them, its fee included, would pass the corpus budget of ${dollars(budget.limit)} "
                           f"(${dollars(budget.used)} requested already)")
     return rep
+
+
+def _unposted(corpus: Corpus):
+    """The open tasks publishing posts a HIT for (none yet, or its CreateHIT not answered), items first: controls get
+    what the items leave of the budget."""
+    return (Task.objects.filter(corpus=corpus, status=Task.Status.OPEN)
+            .filter(Q(hit__isnull=True) | Q(hit__hit_id="")).select_related("document", "hit")
+            .order_by("is_control", "priority", "id"))
+
+
+def _new_hit(task: Task, st) -> tuple[int, int]:
+    """The assignments and reward (cents) of a new HIT for ``task``: a control's HIT takes as many assignments as an
+    item's (its capacity does not tell it apart)."""
+    return (st.answers_per_item if task.is_control else task.answers_needed or 1), st.reward_cents(task.kind)
+
+
+def held_back(corpus: Corpus, st=None) -> dict:
+    """What publishing leaves waiting for the budget now, as it would post (items first, then more assignments):
+    ``hits``, how many HITs are not posted or not given their assignments, and ``raise_cents``, by how much raising
+    the corpus budget (``budget_cents``) would post them all, rewards and Amazon's fee (core mturk_fees)."""
+    st = st or actions.settings_for(corpus)
+    if st.budget_cents is None:
+        return {"hits": 0, "raise_cents": 0, "budget_cents": None}
+    budget = _Budget(corpus, st)
+    costs = [hit_cost_cents(reward, n) for n, reward in
+             (_new_hit(t, st) for t in _unposted(corpus) if getattr(t, "hit", None) is None)]
+    costs += [cost for _, _, cost in _shortfalls(corpus, st)]
+    waiting = [c for c in costs if not budget.take(c)]
+    return {"hits": len(waiting), "raise_cents": max(0, budget.used + sum(waiting) - budget.limit) if waiting else 0,
+            "budget_cents": budget.limit}
+
+
+def held_back_sentence(held: dict) -> str:
+    """What :func:`held_back` found, in a sentence for the organiser ("" when nothing waits)."""
+    n = held["hits"]
+    if not n:
+        return ""
+    return (f"{n} HIT{' waits' if n == 1 else 's wait'} for the budget: raising the corpus budget by "
+            f"${dollars(held['raise_cents'])} (to ${dollars(held['budget_cents'] + held['raise_cents'])}) would post "
+            f"{'it' if n == 1 else 'them'} (rewards and Amazon's fee)")
 
 
 NO_PUBLIC_URL = ("no HIT posted: UNPOOLED_PUBLIC_URL, the public URL of this service that HITs send workers to, is "
@@ -253,18 +289,8 @@ def _extend(corpus: Corpus, backend: MTurkBackend, rep: SyncReport, budget: _Bud
     the crowd judges weakly: :func:`unpooled.service.annotation.actions.request_more_answers`), or one whose
     assignments were used up by answers that do not count (rejected assignments, a blocked worker's answers).  The
     assignments Amazon may still hand out or has not settled count as answers to come."""
-    hits = (Hit.objects.filter(task__corpus=corpus, task__status=Task.Status.OPEN, task__is_control=False)
-            .exclude(hit_id="").select_related("task").order_by("id")
-            .annotate(counted=Count("task__answers", filter=Q(task__answers__weight__gt=0,
-                                                              task__answers__annotator__blocked=False))))
-    for hit in hits:
-        to_come = max(0, hit.max_assignments - len(set(hit.approved) | set(hit.rejected)))
-        short = hit.task.answers_needed - hit.counted - to_come
-        if short <= 0:
-            continue
-        n = hit.max_assignments + short
-        reward = hit.reward(budget.st)
-        if not budget.take(hit_cost_cents(reward, n) - hit_cost_cents(reward, hit.max_assignments)):
+    for hit, n, cost in _shortfalls(corpus, budget.st):
+        if not budget.take(cost):
             rep.over_budget += 1
             continue
         try:
@@ -277,6 +303,22 @@ def _extend(corpus: Corpus, backend: MTurkBackend, rep: SyncReport, budget: _Bud
         Hit.objects.filter(pk=hit.pk).update(max_assignments=n, status="posted",
                                              expires=max(filter(None, [hit.expires, _link_expiry(backend, None)])))
         rep.extended += 1
+
+
+def _shortfalls(corpus: Corpus, st):
+    """The HITs of open items that can no longer bring the answers they need (:func:`_extend`), with the
+    assignments each should have and what the added ones may cost (rewards and Amazon's fee)."""
+    hits = (Hit.objects.filter(task__corpus=corpus, task__status=Task.Status.OPEN, task__is_control=False)
+            .exclude(hit_id="").select_related("task").order_by("id")
+            .annotate(counted=Count("task__answers", filter=Q(task__answers__weight__gt=0,
+                                                              task__answers__annotator__blocked=False))))
+    for hit in hits:
+        to_come = max(0, hit.max_assignments - len(set(hit.approved) | set(hit.rejected)))
+        short = hit.task.answers_needed - hit.counted - to_come
+        if short <= 0:
+            continue
+        n, reward = hit.max_assignments + short, hit.reward(st)
+        yield hit, n, hit_cost_cents(reward, n) - hit_cost_cents(reward, hit.max_assignments)
 
 
 def _failed(what: str, doing: str, exc: Exception, backend: MTurkBackend) -> str:

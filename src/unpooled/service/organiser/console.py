@@ -28,6 +28,7 @@ from unpooled.service.annotation.models import (
     AnnotationSettings, Answer, Assignment, Backend, ExhaustiveDocument, Kind, SubmissionBudget, Task, TaskRequest,
 )
 from unpooled.service.corpora.models import Corpus
+from unpooled.service.crowd.mturk_sync import held_back, held_back_sentence
 from unpooled.service.submissions.models import Submission, Team
 from unpooled.service.evaluations.policy import SERVICE_LEVELS as LEVELS
 from unpooled.service.evaluations.tasks import keep_settling
@@ -177,6 +178,9 @@ def alerts(corpus: Corpus, *, now=None, expiries: int = STALL_EXPIRIES, open_hou
                          f"items {f['rate_elsewhere']:.0%}, the other annotators' on this team's "
                          f"{f['rate_others']:.0%}; p = {f['p_value']:.1g}): a tie to the team? Ask them; block them, "
                          "or add the team to their conflicts", section="annotation"))
+    held = held_back_sentence(held_back(corpus, ann)) if ann.backend == Backend.MTURK else ""
+    if held:
+        out.append(Alert("warning", "hits_wait_for_budget", held, section="settings"))
     if ann.gold_public and ann.control_share > 0 and ann.backend != Backend.SIMULATED and corpus.has_gold:
         out.append(Alert("warning", "gold_controls_readable",
                          "the gold controls are drawn from the gold layer, which everyone can read on the document "

@@ -17,7 +17,7 @@ from django.shortcuts import render
 from unpooled.service.annotation.actions import settings_for
 from unpooled.service.annotation.models import Answer, Backend, Hit, Task
 from unpooled.service.crowd.base import WHO
-from unpooled.service.crowd.mturk_sync import requested
+from unpooled.service.crowd.mturk_sync import held_back, held_back_sentence, requested
 
 from .views import console_context, organiser_required
 
@@ -65,7 +65,8 @@ def counts(corpus) -> dict:
             "live": by["published"] - by["expired"],
             "approved": approved, "rejected": rejected, "answers": answers["n"],
             "quarantined": answers["quarantined"], "confirmed": answers["n"] - answers["quarantined"],
-            "workers": answers["workers"], "unpublished": unpublished}
+            "workers": answers["workers"], "unpublished": unpublished,
+            "held_back": held_back_sentence(held_back(corpus))}
 
 
 def rewards(corpus) -> list[tuple[str, int, int]]:
