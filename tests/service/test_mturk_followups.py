@@ -4,6 +4,8 @@ waiting for budget, extensions across Amazon's 10-assignment boundary."""
 
 from __future__ import annotations
 
+from datetime import datetime, timezone
+
 import pytest
 from botocore.stub import ANY
 from django.urls import reverse
@@ -132,3 +134,50 @@ def test_the_console_says_how_many_hits_wait_for_the_budget_and_what_raising_it_
     st.budget_cents = 36
     st.save()
     assert "waits for the budget" not in client.get(f"{reverse('organiser:mturk')}?corpus={corpus.name}").content.decode()
+
+
+def test_a_hit_needing_ten_assignments_or_more_is_extended_as_amazon_allows(client, corpus, stubbed):  # noqa: F811
+    """Amazon refuses to extend a HIT from fewer than 10 assignments to 10 or more (its large-HIT fee boundary): an
+    item asked for 12 answers had its 3-assignment HIT extended by 9, refused at every publish, and never got them.
+    The HIT is now extended to 9 (what Amazon takes); once it is settled and still short, a new HIT (its own request
+    token and annotation) takes the rest, the old one's cost kept in the budget's count: nothing is paid twice."""
+    from unpooled.core.annotation.mturk_fees import hit_cost_cents
+    from unpooled.service.annotation.models import Task
+    from unpooled.service.crowd.mturk_sync import item_token, publish, requested
+
+    backend, stub = stubbed
+    t1, t2 = _published(corpus, stub, backend)
+    Task.objects.filter(pk=t1.pk).update(answers_needed=12)
+    stub.add_response("create_additional_assignments_for_hit", {},
+                      {"HITId": H1, "NumberOfAdditionalAssignments": 6, "UniqueRequestToken": ANY})
+    stub.add_response("get_hit", {"HIT": {"HITId": H1, "Expiration": datetime(2026, 12, 1, tzinfo=timezone.utc)}},
+                      {"HITId": H1})
+    stub.add_response("update_expiration_for_hit", {}, {"HITId": H1, "ExpireAt": ANY})
+    rep = publish(corpus, backend, "https://unpooled.example")
+    stub.assert_no_pending_responses()
+    assert rep.extended == 1 and not rep.errors and Hit.objects.get(task=t1).max_assignments == 9
+    assert publish(corpus, backend, "https://unpooled.example").extended == 0   # 9 it is, until they are settled
+    # its nine assignments were submitted without an answer and rejected: settled, twelve answers still short
+    gone = [f"3{i:029d}" for i in range(9)]
+    Hit.objects.filter(task=t1).update(rejected=gone, status="settled")
+    H3 = "3" + "C" * 29
+    stub.add_response("create_hit", {"HIT": {"HITId": H3, "RequesterAnnotation": f"{item_token(t1)}/2"}}, {
+        "MaxAssignments": 12, "Title": ANY, "Description": ANY, "Keywords": ANY, "Reward": "0.05",
+        "AssignmentDurationInSeconds": ANY, "LifetimeInSeconds": ANY, "AutoApprovalDelayInSeconds": ANY,
+        "Question": ANY, "RequesterAnnotation": f"{item_token(t1)}/2", "UniqueRequestToken": ANY,
+        "QualificationRequirements": ANY})
+    rep = publish(corpus, backend, "https://unpooled.example")
+    stub.assert_no_pending_responses()
+    hit = Hit.objects.get(task=t1)
+    assert rep.created == 1 and not rep.errors
+    assert (hit.hit_id, hit.max_assignments, hit.rejected, hit.status) == (H3, 12, [], "posted")
+    assert [(e["hit_id"], e["assignments"], len(e["rejected"])) for e in hit.earlier] == [(H1, 9, 9)]
+    asked = requested(corpus)
+    assert asked["requested_cents"] == hit_cost_cents(5, 9) + hit_cost_cents(5, 12) + hit_cost_cents(5, 3)
+    assert asked["rejected_cents"] == 9 * 6
+    assert publish(corpus, backend, "https://unpooled.example").created == 0   # posted once
+    # the old HIT's workers are turned away, even while the new one's id is not recorded yet
+    Hit.objects.filter(task=t1).update(hit_id="")
+    entry = {"hit": hit.link, "assignmentId": "3" + "W" * 29, "workerId": "A" * 13}
+    assert client.get(reverse("annotation:mturk"), {**entry, "hitId": H1}).status_code == 403
+    assert client.get(reverse("annotation:mturk"), {**entry, "hitId": H3}).status_code == 302

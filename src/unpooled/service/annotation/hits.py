@@ -94,7 +94,7 @@ def check_entry(params) -> Entry:
     # a row without its id (CreateHIT reached Amazon, the process died before recording it) takes the entry's: only
     # the assignments Amazon lists under the id reconciliation adopts are ever confirmed, and the live leases are
     # capped as on any HIT
-    if hit.hit_id and hit.hit_id != entry.hit_id:
+    if (hit.hit_id and hit.hit_id != entry.hit_id) or entry.hit_id in {e["hit_id"] for e in hit.earlier or []}:
         raise EntryRefused("hitId: not the HIT this service posted for this task", 403)
     submit_to = params.get("turkSubmitTo", "") or MTURK_SUBMIT_HOSTS[1]
     if submit_to.rstrip("/") not in MTURK_SUBMIT_HOSTS:

@@ -330,6 +330,9 @@ class Hit(models.Model):
     status = models.CharField(max_length=20, default="pending")
     approved = JSONField(default=list, help_text="AssignmentIds approved")
     rejected = JSONField(default=list, help_text="AssignmentIds rejected")
+    earlier = JSONField(default=list, help_text="the task's HITs before this one, settled (Amazon extends no HIT "
+                        "across 10 assignments: a new one took the rest): hit_id, assignments, reward_cents, "
+                        "approved, rejected")
     expires = models.DateTimeField(null=True, blank=True, help_text="the last moment a worker may hold an assignment "
                                    "of the HIT (its expiration plus an assignment's duration): its link takes no new "
                                    "worker afterwards")

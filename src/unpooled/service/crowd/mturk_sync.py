@@ -27,9 +27,10 @@ from django.db import transaction
 from django.db.models import Count, Q, Sum
 from django.utils import timezone
 
-from unpooled.core.annotation.mturk_fees import assignment_cost_cents, fee_cents, hit_cost_cents
+from unpooled.core.annotation.mturk_fees import (LARGE_HIT_ASSIGNMENTS, assignment_cost_cents, fee_cents,
+                                                  hit_cost_cents)
 from unpooled.service.annotation import actions, hits
-from unpooled.service.annotation.models import Annotator, Answer, Assignment, Backend, Hit, Kind, Task
+from unpooled.service.annotation.models import Annotator, Answer, Assignment, Backend, Hit, Kind, Task, link_handle
 from unpooled.service.corpora.models import Corpus
 
 from .mturk import LocalHit, MTurkBackend, MTurkError, dollars, reconcile, request_token, trouble
@@ -69,6 +70,14 @@ def hit_description(task: Task) -> str:
 def item_token(task: Task | int) -> str:
     """The HIT's ``RequesterAnnotation``: which task (or task id) it is for."""
     return f"unpooled:task:{task if isinstance(task, int) else task.pk}"
+
+
+def annotations(hit: Hit) -> list[str]:
+    """The ``RequesterAnnotation`` of each HIT posted for ``hit``'s task, the current one last: the first is
+    :func:`item_token`, a HIT that took over from a settled one (:func:`_replace`) adds ``/2``, ``/3``…, so that a
+    lookup by annotation never finds the one before."""
+    base = item_token(hit.task_id)
+    return [base] + [f"{base}/{k}" for k in range(2, len(hit.earlier or []) + 2)]
 
 
 @dataclass
@@ -152,11 +161,11 @@ def publish(corpus: Corpus, backend: MTurkBackend, base_url: str, *, limit: int 
                     known, unlisted = _amazon_hits(backend, rep)
                 if unlisted:
                     continue
-                if item_token(task) in known:
-                    _posted(hit, known[item_token(task)], backend, rep)
+                if annotations(hit)[-1] in known:
+                    _posted(hit, known[annotations(hit)[-1]], backend, rep)
                     continue
             _post(task, hit, backend, base_url, st, rep)
-        _extend(corpus, backend, rep, budget)
+        _extend(corpus, backend, rep, budget, base_url)
     if rep.over_budget:
         rep.errors.append(f"{rep.over_budget} HIT(s) not posted or given more assignments: what Amazon may charge "
                           f"for them, its fee included, would pass the corpus budget of ${dollars(budget.limit)} "
@@ -188,7 +197,7 @@ def held_back(corpus: Corpus, st=None) -> dict:
     budget = _Budget(corpus, st)
     costs = [hit_cost_cents(reward, n) for n, reward in
              (_new_hit(t, st) for t in _unposted(corpus) if getattr(t, "hit", None) is None)]
-    costs += [cost for _, _, cost in _shortfalls(corpus, st)]
+    costs += [cost for _, _, _, cost in _shortfalls(corpus, st)]
     waiting = [c for c in costs if not budget.take(c)]
     return {"hits": len(waiting), "raise_cents": max(0, budget.used + sum(waiting) - budget.limit) if waiting else 0,
             "budget_cents": budget.limit}
@@ -218,10 +227,11 @@ def requested(corpus: Corpus, st=None) -> dict:
     st = st or actions.settings_for(corpus)
     n = reward = fee = rejected = 0
     for hit in Hit.objects.filter(task__corpus=corpus).select_related("task").only(
-            "reward_cents", "max_assignments", "rejected", "task__kind"):
-        r, m = hit.reward(st), hit.max_assignments
-        n, reward, fee = n + m, reward + m * r, fee + m * fee_cents(r, m)
-        rejected += len(hit.rejected or []) * assignment_cost_cents(r, m)
+            "reward_cents", "max_assignments", "rejected", "earlier", "task__kind"):
+        for m, r, nos in [(hit.max_assignments, hit.reward(st), hit.rejected or [])] + [
+                (e["assignments"], e["reward_cents"], e["rejected"]) for e in hit.earlier or []]:
+            n, reward, fee = n + m, reward + m * r, fee + m * fee_cents(r, m)
+            rejected += len(nos) * assignment_cost_cents(r, m)
     return {"assignments": n, "reward_cents": reward, "fee_cents": fee, "requested_cents": reward + fee,
             "rejected_cents": rejected}
 
@@ -257,7 +267,7 @@ def _amazon_hits(backend: MTurkBackend, rep: SyncReport) -> tuple[dict[str, dict
 def _post(task: Task, hit: Hit, backend: MTurkBackend, base_url: str, st, rep: SyncReport) -> None:
     reward = hit.reward(st)
     try:
-        got = backend.create_hit(item_token(task), question_url(base_url, task, hit),
+        got = backend.create_hit(annotations(hit)[-1], question_url(base_url, task, hit),
                                  task_type=task.kind, max_assignments=hit.max_assignments, title=TITLES[task.kind],
                                  description=hit_description(task), request_token=hit.request_token,
                                  reward=dollars(reward))
@@ -283,15 +293,22 @@ def _link_expiry(backend: MTurkBackend, expiration) -> datetime:
     return expiration + timedelta(seconds=backend.config.assignment_seconds)
 
 
-def _extend(corpus: Corpus, backend: MTurkBackend, rep: SyncReport, budget: _Budget) -> None:
+def _extend(corpus: Corpus, backend: MTurkBackend, rep: SyncReport, budget: _Budget, base_url: str) -> None:
     """Open tasks whose HIT can no longer bring the answers they need get more assignments on the same HIT, open
     for another lifetime (an expired HIT takes workers again): a task asked for more answers (an item of a relation
     the crowd judges weakly: :func:`unpooled.service.annotation.actions.request_more_answers`), or one whose
     assignments were used up by answers that do not count (rejected assignments, a blocked worker's answers).  The
-    assignments Amazon may still hand out or has not settled count as answers to come."""
-    for hit, n, cost in _shortfalls(corpus, budget.st):
+    assignments Amazon may still hand out or has not settled count as answers to come.  Amazon extends no HIT from
+    fewer than 10 assignments to 10 or more: such a HIT gets 9, and once it is settled a new HIT takes the rest
+    (:func:`_replace`)."""
+    for hit, replace, n, cost in _shortfalls(corpus, budget.st):
+        if replace and not base_url:   # a new HIT needs the public URL: publish reported it missing
+            continue
         if not budget.take(cost):
             rep.over_budget += 1
+            continue
+        if replace:
+            _replace(hit, n, backend, base_url, budget.st, rep)
             continue
         try:
             backend.extend_hit(hit.hit_id, extra_assignments=n - hit.max_assignments,
@@ -306,8 +323,9 @@ def _extend(corpus: Corpus, backend: MTurkBackend, rep: SyncReport, budget: _Bud
 
 
 def _shortfalls(corpus: Corpus, st):
-    """The HITs of open items that can no longer bring the answers they need (:func:`_extend`), with the
-    assignments each should have and what the added ones may cost (rewards and Amazon's fee)."""
+    """The HITs of open items that can no longer bring the answers they need (:func:`_extend`): ``(hit, replace,
+    n, cost)``, the assignments the HIT should have (``replace``: those of a new HIT in place of the settled one),
+    and what the added ones may cost (rewards and Amazon's fee)."""
     hits = (Hit.objects.filter(task__corpus=corpus, task__status=Task.Status.OPEN, task__is_control=False)
             .exclude(hit_id="").select_related("task").order_by("id")
             .annotate(counted=Count("task__answers", filter=Q(task__answers__weight__gt=0,
@@ -317,8 +335,36 @@ def _shortfalls(corpus: Corpus, st):
         short = hit.task.answers_needed - hit.counted - to_come
         if short <= 0:
             continue
-        n, reward = hit.max_assignments + short, hit.reward(st)
-        yield hit, n, hit_cost_cents(reward, n) - hit_cost_cents(reward, hit.max_assignments)
+        m, reward = hit.max_assignments, hit.reward(st)
+        if m < LARGE_HIT_ASSIGNMENTS <= m + short:   # Amazon refuses to extend a HIT across its large-HIT fee
+            if m < LARGE_HIT_ASSIGNMENTS - 1:
+                short = LARGE_HIT_ASSIGNMENTS - 1 - m   # what it takes; the rest once the HIT is settled
+            elif hit.status == SETTLED:   # nothing more comes from it: a new HIT asks the answers still needed
+                n = hit.task.answers_needed - hit.counted
+                yield hit, True, n, hit_cost_cents(reward, n)
+                continue
+            else:
+                continue
+        yield hit, False, m + short, hit_cost_cents(reward, m + short) - hit_cost_cents(reward, m)
+
+
+def _replace(hit: Hit, n: int, backend: MTurkBackend, base_url: str, st, rep: SyncReport) -> None:
+    """Post a new HIT of ``n`` assignments for ``hit``'s task in place of its settled one: the old HIT's id, size,
+    reward and settled assignments move to ``earlier`` (the budget still counts them), and the row, written before
+    the call with a request token, link and annotation of its own, is posted as any pending row (a failed call is
+    posted again by the next publish, never twice)."""
+    token = request_token("task", hit.task_id, "hit", len(hit.earlier or []) + 2)
+    with transaction.atomic():
+        row = Hit.objects.select_for_update().get(pk=hit.pk)
+        if row.hit_id != hit.hit_id or row.status != SETTLED:   # another sync changed it meanwhile
+            return
+        old = {"hit_id": row.hit_id, "assignments": row.max_assignments, "reward_cents": row.reward(st),
+               "approved": row.approved, "rejected": row.rejected}
+        Hit.objects.filter(pk=row.pk).update(
+            earlier=(row.earlier or []) + [old], hit_id="", request_token=token, link=link_handle(token),
+            max_assignments=n, approved=[], rejected=[], status="pending", expires=None, created=timezone.now())
+    hit.refresh_from_db()
+    _post(hit.task, hit, backend, base_url, st, rep)
 
 
 def _failed(what: str, doing: str, exc: Exception, backend: MTurkBackend) -> str:
@@ -442,12 +488,13 @@ def _discard_made_up(hit: Hit, listed: set[str], backend: MTurkBackend, *, now=N
 def reconcile_corpus(corpus: Corpus, backend: MTurkBackend, *, expire_orphans: bool = False) -> dict:
     """Compare the local HIT rows with Mechanical Turk and repair lost HIT ids."""
     rows = list(Hit.objects.filter(task__corpus=corpus).select_related("task"))
-    local = [LocalHit(item_token(h.task), h.hit_id or None, h.request_token, h.max_assignments) for h in rows]
+    local = [LocalHit(annotations(h)[-1], h.hit_id or None, h.request_token, h.max_assignments) for h in rows]
     known = {aid for h in rows for aid in h.approved + h.rejected}
-    # the account's HITs of the other corpora are theirs, not orphans of this one
-    foreign = {item_token(t) for t in Hit.objects.exclude(task__corpus=corpus).values_list("task_id", flat=True)}
+    # the account's HITs of the other corpora are theirs, and this corpus's settled earlier ones known: no orphans
+    foreign = {a for h in Hit.objects.exclude(task__corpus=corpus).only("task_id", "earlier") for a in annotations(h)}
+    foreign |= {a for h in rows for a in annotations(h)[:-1]}
     rep = reconcile(backend, local, known_assignments=known, expire_orphans=expire_orphans, foreign=foreign)
-    by_token = {item_token(h.task): h for h in rows}
+    by_token = {annotations(h)[-1]: h for h in rows}
     for token, hid in rep.adopted.items():
         Hit.objects.filter(pk=by_token[token].pk).update(hit_id=hid, status="posted")
         by_token[token].hit_id = hid
