@@ -181,3 +181,22 @@ def test_a_hit_needing_ten_assignments_or_more_is_extended_as_amazon_allows(clie
     entry = {"hit": hit.link, "assignmentId": "3" + "W" * 29, "workerId": "A" * 13}
     assert client.get(reverse("annotation:mturk"), {**entry, "hitId": H1}).status_code == 403
     assert client.get(reverse("annotation:mturk"), {**entry, "hitId": H3}).status_code == 302
+
+
+def test_a_hit_that_ended_with_assignments_untaken_is_opened_again(corpus, stubbed):  # noqa: F811
+    """A HIT that ended (its lifetime over) before workers took its assignments is settled, but its untaken
+    assignments still counted as answers to come: its item stayed open for ever, its submission waiting.  Such a
+    HIT is now opened again for another lifetime, its untaken assignments first (nothing added, nothing paid
+    twice); only what they cannot bring is added."""
+    backend, stub = stubbed
+    t1, t2 = _published(corpus, stub, backend)
+    Hit.objects.filter(task=t1).update(status="settled", approved=[], rejected=[])   # ended, none taken
+    stub.add_response("get_hit", {"HIT": {"HITId": H1, "Expiration": datetime(2026, 11, 1, tzinfo=timezone.utc)}},
+                      {"HITId": H1})
+    stub.add_response("update_expiration_for_hit", {}, {"HITId": H1, "ExpireAt": ANY})
+    from unpooled.service.crowd.mturk_sync import publish
+
+    rep = publish(corpus, backend, "https://unpooled.example")
+    stub.assert_no_pending_responses()
+    hit = Hit.objects.get(task=t1)
+    assert rep.extended == 1 and not rep.errors and (hit.max_assignments, hit.status) == (3, "posted")

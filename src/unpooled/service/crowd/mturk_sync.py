@@ -298,7 +298,8 @@ def _extend(corpus: Corpus, backend: MTurkBackend, rep: SyncReport, budget: _Bud
     for another lifetime (an expired HIT takes workers again): a task asked for more answers (an item of a relation
     the crowd judges weakly: :func:`unpooled.service.annotation.actions.request_more_answers`), or one whose
     assignments were used up by answers that do not count (rejected assignments, a blocked worker's answers).  The
-    assignments Amazon may still hand out or has not settled count as answers to come.  Amazon extends no HIT from
+    assignments Amazon may still hand out or has not settled count as answers to come; a HIT that ended with
+    assignments untaken is opened again with them first.  Amazon extends no HIT from
     fewer than 10 assignments to 10 or more: such a HIT gets 9, and once it is settled a new HIT takes the rest
     (:func:`_replace`)."""
     for hit, replace, n, cost in _shortfalls(corpus, budget.st):
@@ -331,17 +332,19 @@ def _shortfalls(corpus: Corpus, st):
             .annotate(counted=Count("task__answers", filter=Q(task__answers__weight__gt=0,
                                                               task__answers__annotator__blocked=False))))
     for hit in hits:
-        to_come = max(0, hit.max_assignments - len(set(hit.approved) | set(hit.rejected)))
-        short = hit.task.answers_needed - hit.counted - to_come
-        if short <= 0:
+        untaken = max(0, hit.max_assignments - len(set(hit.approved) | set(hit.rejected)))
+        # a settled HIT brings nothing more; opened again, its untaken assignments (ended unused) come first
+        ended = hit.status == SETTLED
+        need = hit.task.answers_needed - hit.counted - (0 if ended else untaken)
+        if need <= 0:
             continue
+        short = max(0, need - untaken) if ended else need   # the assignments to add
         m, reward = hit.max_assignments, hit.reward(st)
         if m < LARGE_HIT_ASSIGNMENTS <= m + short:   # Amazon refuses to extend a HIT across its large-HIT fee
             if m < LARGE_HIT_ASSIGNMENTS - 1:
                 short = LARGE_HIT_ASSIGNMENTS - 1 - m   # what it takes; the rest once the HIT is settled
-            elif hit.status == SETTLED:   # nothing more comes from it: a new HIT asks the answers still needed
-                n = hit.task.answers_needed - hit.counted
-                yield hit, True, n, hit_cost_cents(reward, n)
+            elif ended:   # nothing more comes from it: a new HIT asks the answers still needed
+                yield hit, True, need, hit_cost_cents(reward, need)
                 continue
             else:
                 continue
