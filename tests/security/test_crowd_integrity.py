@@ -169,10 +169,15 @@ def test_forged_mturk_entries_on_an_mturk_corpus_are_refused(client, turk):
     base = {**_signed(t), "hitId": t.hit.hit_id, "workerId": "A1REALWORKER", "assignmentId": "3" + "A" * 29,
             "turkSubmitTo": "https://www.mturk.com"}
     before = _rows()
+    amazon = {k: v for k, v in base.items() if k != "hit"}
+    legacy = {**amazon, "task": str(t.pk), "sig": hits.signature(t.pk, t.hit.request_token)}   # a link posted before
     cases = [
-        ({**base, "sig": ""}, 404, "no HIT of this service"),                        # the link as before: unsigned
-        ({**base, "sig": base["sig"][:-1] + ("A" if base["sig"][-1] != "A" else "B")}, 404, "no HIT"),  # tampered
-        ({**base, "task": str(t2.pk)}, 404, "no HIT"),                                # another task's signature
+        ({**base, "hit": ""}, 400, "hit: not the link of a HIT"),                     # no handle
+        ({**base, "hit": base["hit"][:-1] + ("A" if base["hit"][-1] != "A" else "B")}, 404, "no HIT"),  # tampered
+        (amazon, 400, "hit: missing"),                                                # no link at all
+        ({**legacy, "sig": ""}, 404, "no HIT of this service"),                       # the old link: unsigned
+        ({**legacy, "sig": legacy["sig"][:-1] + ("A" if legacy["sig"][-1] != "A" else "B")}, 404, "no HIT"),
+        ({**legacy, "task": str(t2.pk)}, 404, "no HIT"),                              # another task's signature
         ({**base, "hitId": "3" + "X" * 29}, 403, "hitId: not the HIT"),               # not this task's HIT
         ({**base, "assignmentId": "FAKE1"}, 400, "assignmentId: expected a Mechanical Turk id"),
         ({**base, "workerId": "w<script>"}, 400, "workerId: expected a Mechanical Turk id"),

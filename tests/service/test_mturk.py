@@ -81,7 +81,8 @@ def test_duplicate_without_id_is_found_by_annotation(stubbed):
     backend, stub, _ = stubbed
     token = request_token("task", 1, 0)
     stub.add_client_error("create_hit", "RequestError", "This request has already been processed.", 400,
-                          expected_params=_create_params(token))
+                          expected_params=_create_params(token),
+                          modeled_fields={"TurkErrorCode": "AWS.MechanicalTurk.HitAlreadyExists"})
     stub.add_response("list_hits", {"HITs": [_hit(HIT_ID_2, "other")], "NextToken": "p2", "NumResults": 1},
                       {"MaxResults": 100})
     stub.add_response("list_hits", {"HITs": [_hit()], "NumResults": 1}, {"MaxResults": 100, "NextToken": "p2"})
@@ -121,8 +122,8 @@ def test_extend_and_expire(stubbed):
 def test_extend_twice_with_the_same_token_is_a_no_op(stubbed):
     backend, stub, _ = stubbed
     stub.add_client_error("create_additional_assignments_for_hit", "RequestError",
-                          "The request with this UniqueRequestToken was already processed", 400)
-    backend.extend_hit(HIT_ID, extra_assignments=1, request_token="tok-ext")
+                          'The idempotency token "tok-ext-1" has already been processed. (1764400000000)', 400)
+    backend.extend_hit(HIT_ID, extra_assignments=1, request_token="tok-ext-1")
 
 
 def test_list_assignments_paginates_and_parses_answers(stubbed):
@@ -156,8 +157,9 @@ def test_bonus_is_never_paid_twice(stubbed):
               "UniqueRequestToken": "bonus-A1"}
     stub.add_response("send_bonus", {}, params)
     assert backend.bonus("W1", "A1", "0.10", "good work", "bonus-A1") is True
-    stub.add_client_error("send_bonus", "RequestError", "The request with this UniqueRequestToken was already processed",
-                          400, expected_params=params)
+    stub.add_client_error("send_bonus", "RequestError",
+                          'The idempotency token "bonus-A1" has already been processed. (1764400000000)', 400,
+                          expected_params=params)
     assert backend.bonus("W1", "A1", "0.10", "good work", "bonus-A1") is False
     stub.add_response("get_account_balance", {"AvailableBalance": "10000.00"}, {})
     assert backend.balance() == "10000.00"
@@ -217,3 +219,28 @@ def test_dollars_formats_a_reward_in_cents():
                                                                        "123.45"]
     with pytest.raises(ValueError):
         dollars(-1)
+
+
+def test_only_amazons_duplicate_token_error_counts_as_a_duplicate(stubbed):
+    """Any RequestError whose message said "already been" was taken for a repeated UniqueRequestToken, so an
+    extension or a bonus Amazon refused for another reason was recorded as done.  Only Amazon's documented answer to
+    a repeated token counts: CreateHIT's TurkErrorCode AWS.MechanicalTurk.HitAlreadyExists, or a message naming the
+    request's own token."""
+    backend, stub, _ = stubbed
+    stub.add_client_error("create_additional_assignments_for_hit", "RequestError",
+                          f"HIT {HIT_ID} has already been disposed of. (1764400000000)", 400,
+                          modeled_fields={"TurkErrorCode": "AWS.MechanicalTurk.HITDoesNotExist"})
+    with pytest.raises(MTurkError, match="disposed"):
+        backend.extend_hit(HIT_ID, extra_assignments=1, request_token="unpooled-ext")
+    stub.add_client_error("send_bonus", "RequestError", "Assignment A1 has already been rejected. (1764400000000)", 400)
+    with pytest.raises(MTurkError, match="rejected"):
+        backend.bonus("W1", "A1", "0.10", "good work", "unpooled-bonus")
+    token = request_token("task", 1, 0)
+    stub.add_client_error("create_hit", "RequestError", "This HIT has already been reviewed. (1764400000000)", 400,
+                          expected_params=_create_params(token))
+    with pytest.raises(MTurkError, match="reviewed"):
+        _create(backend, token)
+    # Amazon's answer to the same token again: a no-op
+    stub.add_client_error("create_additional_assignments_for_hit", "RequestError",
+                          'The idempotency token "unpooled-ext" has already been processed. (1764400000000)', 400)
+    backend.extend_hit(HIT_ID, extra_assignments=1, request_token="unpooled-ext")

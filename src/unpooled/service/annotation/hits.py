@@ -3,10 +3,12 @@
 Mechanical Turk opens the ExternalQuestion URL of a HIT with ``hitId``, ``assignmentId``, ``workerId`` and
 ``turkSubmitTo`` appended, none of them signed by Amazon.  So:
 
-* The URL the service posts carries ``sig``, an HMAC (Django's signing, the secret key) of the task id and
-  its :class:`~unpooled.service.annotation.models.Hit` row's request token: only tasks published as HITs
-  of a corpus whose backend is MTurk are reachable, and nothing is read before the link checks out
-  (the same 404 for an unknown task, a bad signature, another backend or no HIT).
+* The URL the service posts names the HIT by ``hit``, its :class:`~unpooled.service.annotation.models.Hit` row's
+  handle (an HMAC of its request token under the secret key: :func:`.models.link_handle`), never the task id
+  (controls are made in one batch: their ids would form a block).  A link posted before carries ``task`` and
+  ``sig`` (an HMAC of the task id and the request token), and still enters.  Only tasks published as HITs of a
+  corpus whose backend is MTurk are reachable, and nothing is read before the link checks out (the same 404 for
+  an unknown handle or task, a bad signature, another backend or no HIT).
 * ``hitId`` must be the HIT the service created for the task (or the row's id is still unknown after a crash,
   until reconciliation adopts it); an ``assignmentId`` serves one worker only; ids look like Amazon's.
 * A new lease needs the HIT live and its task open, and the HIT's live leases are capped
@@ -30,7 +32,7 @@ from django.utils import timezone
 from django.utils.crypto import constant_time_compare
 
 from . import actions, leasing
-from .models import Annotator, Answer, Assignment, Backend, Hit, Task
+from .models import Annotator, Answer, Assignment, Backend, Hit, Task, link_handle
 
 #: where a worker's browser may finish an assignment (``turkSubmitTo``): production and the sandbox
 MTURK_SUBMIT_HOSTS = ("https://www.mturk.com", "https://workersandbox.mturk.com")
@@ -52,9 +54,11 @@ def signature(task_id: int, request_token: str) -> str:
 
 
 def task_query(task: Task, hit: Hit) -> str:
-    """The query string of the task's ExternalQuestion URL: ``task=<id>&sig=<signature>``."""
-    return f"task={task.pk}&sig={signature(task.pk, hit.request_token)}"
+    """The query string of the task's ExternalQuestion URL: ``hit=<the HIT's handle>`` (nothing of the task)."""
+    return f"hit={hit.link or link_handle(hit.request_token)}"
 
+
+_LINK = re.compile(r"^[A-Za-z0-9_-]{43}$")
 
 @dataclass
 class Entry:
@@ -73,12 +77,8 @@ NOT_PUBLISHED = "no HIT of this service has this link (the task is unknown, not 
 
 def check_entry(params) -> Entry:
     """Check the query of an ``/annotate/mturk/`` request (a mapping of strings); raises :class:`EntryRefused`."""
-    task_id, sig = params.get("task", ""), params.get("sig", "")
-    if not task_id.isdigit() or len(task_id) > 18:
-        raise EntryRefused("task: missing or not a number", 400)
-    hit = Hit.objects.filter(task_id=int(task_id)).select_related("task", "task__corpus").first()
-    if (hit is None or not sig or not constant_time_compare(signature(int(task_id), hit.request_token), sig)
-            or actions.settings_for(hit.task.corpus).backend != Backend.MTURK):
+    hit = _linked_hit(params)
+    if hit is None or actions.settings_for(hit.task.corpus).backend != Backend.MTURK:
         raise EntryRefused(NOT_PUBLISHED, 404)
     entry = Entry(task=hit.task, hit=hit, preview=False)
     assignment_id = params.get("assignmentId", "")
@@ -94,13 +94,31 @@ def check_entry(params) -> Entry:
     # a row without its id (CreateHIT reached Amazon, the process died before recording it) takes the entry's: only
     # the assignments Amazon lists under the id reconciliation adopts are ever confirmed, and the live leases are
     # capped as on any HIT
-    if hit.hit_id and hit.hit_id != entry.hit_id:
+    if (hit.hit_id and hit.hit_id != entry.hit_id) or entry.hit_id in {e["hit_id"] for e in hit.earlier or []}:
         raise EntryRefused("hitId: not the HIT this service posted for this task", 403)
     submit_to = params.get("turkSubmitTo", "") or MTURK_SUBMIT_HOSTS[1]
     if submit_to.rstrip("/") not in MTURK_SUBMIT_HOSTS:
         raise EntryRefused(f"turkSubmitTo: expected {' or '.join(MTURK_SUBMIT_HOSTS)}, got {submit_to[:100]!r}", 400)
     entry.submit_to = submit_to.rstrip("/")
     return entry
+
+
+def _linked_hit(params) -> Hit | None:
+    """The HIT row the entry's link names (``hit``: its handle; a link posted before: ``task`` and ``sig``), else
+    None; raises :class:`EntryRefused` on a malformed link."""
+    rows = Hit.objects.select_related("task", "task__corpus")
+    if "hit" in params:
+        link = params.get("hit", "")
+        if not _LINK.match(link):
+            raise EntryRefused("hit: not the link of a HIT of this service", 400)
+        return rows.filter(link=link).first()
+    task_id, sig = params.get("task", ""), params.get("sig", "")
+    if not task_id.isdigit() or len(task_id) > 18:
+        raise EntryRefused("hit: missing (the link names no HIT)", 400)
+    hit = rows.filter(task_id=int(task_id)).first()
+    if hit is None or not sig or not constant_time_compare(signature(int(task_id), hit.request_token), sig):
+        return None
+    return hit
 
 
 #: live (unanswered, unexpired) leases one HIT may have at once, per assignment it takes: a made-up worker takes a

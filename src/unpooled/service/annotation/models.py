@@ -306,6 +306,14 @@ class ExhaustiveDocument(models.Model):
         return 1.0 / self.inclusion
 
 
+def link_handle(request_token: str) -> str:
+    """The handle a HIT's link names it by (``/annotate/mturk/?hit=…``): an HMAC of its request token under the
+    service's key (43 characters), so nothing a worker sees tells one HIT's task from another's."""
+    from django.core import signing
+
+    return signing.Signer(salt="unpooled.annotation.mturk-link").signature(request_token)
+
+
 class Hit(models.Model):
     """An MTurk HIT posted for a task. The row (with its request token) is written *before* the
     call, so a crash between the two is repaired by reconciliation: the HIT is found by its
@@ -313,6 +321,8 @@ class Hit(models.Model):
 
     task = models.OneToOneField(Task, on_delete=models.CASCADE, related_name="hit")
     request_token = models.CharField(max_length=64, unique=True)
+    link = models.CharField(max_length=64, unique=True, null=True, blank=True, editable=False,
+                            help_text="the handle the HIT's link names it by (link_handle of the request token)")
     hit_id = models.CharField(max_length=100, blank=True)
     max_assignments = models.PositiveSmallIntegerField()
     reward_cents = models.PositiveIntegerField(null=True, blank=True, help_text="the reward the HIT was posted with "
@@ -320,6 +330,9 @@ class Hit(models.Model):
     status = models.CharField(max_length=20, default="pending")
     approved = JSONField(default=list, help_text="AssignmentIds approved")
     rejected = JSONField(default=list, help_text="AssignmentIds rejected")
+    earlier = JSONField(default=list, help_text="the task's HITs before this one, settled (Amazon extends no HIT "
+                        "across 10 assignments: a new one took the rest): hit_id, assignments, reward_cents, "
+                        "approved, rejected")
     expires = models.DateTimeField(null=True, blank=True, help_text="the last moment a worker may hold an assignment "
                                    "of the HIT (its expiration plus an assignment's duration): its link takes no new "
                                    "worker afterwards")
@@ -328,6 +341,11 @@ class Hit(models.Model):
 
     class Meta:
         verbose_name, verbose_name_plural = "HIT", "HITs"
+
+    def save(self, *args, **kwargs) -> None:
+        if not self.link:
+            self.link = link_handle(self.request_token)
+        super().save(*args, **kwargs)
 
     def reward(self, st: AnnotationSettings) -> int:
         """The reward the HIT was posted with (cents); on a row older than that record, the corpus's now (``st``:

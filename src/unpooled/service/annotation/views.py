@@ -490,8 +490,8 @@ def skip(request, token: str):
 
 
 def mturk_entry(request):
-    """ExternalQuestion landing page: ``?task=&sig=`` as posted, plus Amazon's ``hitId``, ``assignmentId``,
-    ``workerId`` and ``turkSubmitTo`` (rules in :mod:`.hits`).
+    """ExternalQuestion landing page: ``?hit=`` (a link posted before: ``?task=&sig=``) as posted, plus Amazon's
+    ``hitId``, ``assignmentId``, ``workerId`` and ``turkSubmitTo`` (rules in :mod:`.hits`).
 
     Nothing is shown before the signed link checks out.  In preview (``assignmentId=ASSIGNMENT_ID_NOT_AVAILABLE``)
     the page shows the instructions only; with an accepted assignment it leases the task to the worker and

@@ -1,6 +1,6 @@
 """Logs without the credentials some URLs carry: a lease's token in ``/annotate/task/<token>/`` (an MTurk worker's
-only credential, held by nobody else), and in the MTurk entry's query the link's signature and Amazon's worker,
-assignment and HIT ids (a worker id identifies a person).  :class:`RedactingLogger` is gunicorn's access log
+only credential, held by nobody else), and in the MTurk entry's query the link's handle or signature and Amazon's
+worker, assignment and HIT ids (a worker id identifies a person).  :class:`RedactingLogger` is gunicorn's access log
 (``unpooled serve``), :class:`RedactFilter` the service's own (Django logs every 4xx with its path)."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ import re
 from gunicorn.glogging import Logger
 
 _PATH = re.compile(r"(/annotate/task/)[^/?#\s\"']+")
-_QUERY = re.compile(r"((?:^|[?&])(?:sig|workerId|assignmentId|hitId)=)[^&#\s\"']*", re.IGNORECASE)
+_QUERY = re.compile(r"((?:^|[?&])(?:sig|hit|workerId|assignmentId|hitId)=)[^&#\s\"']*", re.IGNORECASE)
 HIDDEN = "*"
 
 

@@ -9,8 +9,8 @@ Safety rules:
   ``AWS_SECRET_ACCESS_KEY`` / ``AWS_SESSION_TOKEN`` or ``AWS_PROFILE``); never arguments.
 * **Nothing is posted or paid twice.**  Every create, extend and bonus call carries a
   ``UniqueRequestToken`` derived from the caller's stable id; a retry after a service fault
-  reuses it; a "HIT already exists" answer adopts the existing HIT (found in the message,
-  else by ``RequesterAnnotation``), a duplicate bonus counts as paid.
+  reuses it; Amazon's answer to a repeated token (:meth:`MTurkBackend._duplicate`, nothing else) adopts the
+  existing HIT (found in the message, else by ``RequesterAnnotation``), and counts an extension or bonus as done.
 """
 
 from __future__ import annotations
@@ -33,11 +33,16 @@ _HIT_ID = re.compile(r"\b([A-Z0-9]{30})\b")
 
 
 class MTurkError(Exception):
-    """A call Mechanical Turk refused; ``operation`` and ``code`` say which and why."""
+    """A call Mechanical Turk refused; ``operation`` and ``code`` say which and why, ``turk_code`` is the error's
+    ``TurkErrorCode`` (botocore's model of RequestError and ServiceFault) when Amazon gave one."""
 
-    def __init__(self, operation: str, code: str, message: str) -> None:
+    def __init__(self, operation: str, code: str, message: str, turk_code: str = "") -> None:
         super().__init__(f"mturk {operation}: {code}: {message}")
-        self.operation, self.code, self.message = operation, code, message
+        self.operation, self.code, self.message, self.turk_code = operation, code, message, turk_code
+
+
+#: Amazon's answer to a CreateHIT repeated with the UniqueRequestToken of a HIT it created (botocore's model)
+HIT_ALREADY_EXISTS = "AWS.MechanicalTurk.HitAlreadyExists"
 
 
 _CODE = re.compile(r"^[A-Za-z][A-Za-z0-9.]{0,63}$")
@@ -175,14 +180,17 @@ class MTurkBackend:
                     self.sleep(delay)
                     delay *= 2
                     continue
-                raise MTurkError(operation, code, msg) from None
+                raise MTurkError(operation, code, msg, str(exc.response.get("TurkErrorCode") or "")) from None
         raise AssertionError("unreachable")  # pragma: no cover
 
     @staticmethod
-    def _duplicate(exc: MTurkError) -> bool:
-        m = exc.message.lower()
-        return exc.code == "RequestError" and ("already exists" in m or "already been" in m
-                                               or "uniquerequesttoken" in m or "hitalreadyexists" in m)
+    def _duplicate(exc: MTurkError, token: str) -> bool:
+        """Whether Amazon refused the call because one with the same UniqueRequestToken ``token`` was performed
+        already, as botocore's model documents it: a RequestError with TurkErrorCode
+        AWS.MechanicalTurk.HitAlreadyExists (CreateHIT), or one whose message names the request's token (the other
+        calls: 'The idempotency token "…" has already been processed.').  Any other refusal is not done."""
+        return exc.code == "RequestError" and (exc.turk_code.lower() == HIT_ALREADY_EXISTS.lower()
+                                               or (len(token) >= 8 and token in exc.message))
 
     # ------------------------------------------------------------------ HITs
     def create_hit(self, item_token: str, question_url: str, *, task_type: str, max_assignments: int, title: str,
@@ -201,7 +209,7 @@ class MTurkBackend:
                 Question=external_question(question_url), RequesterAnnotation=item_token,
                 UniqueRequestToken=request_token, QualificationRequirements=self.config.qualifications())["HIT"]
         except MTurkError as exc:
-            if not self._duplicate(exc):
+            if not self._duplicate(exc, request_token):
                 raise
             found = _HIT_ID.search(exc.message)
             if found:
@@ -214,12 +222,12 @@ class MTurkBackend:
     def extend_hit(self, hit_id: str, *, extra_assignments: int = 0, extra_seconds: int = 0,
                    request_token: str | None = None, now: datetime | None = None) -> None:
         if extra_assignments:
+            token = request_token or _make_token(hit_id, "extend", extra_assignments)
             try:
                 self._call("create_additional_assignments_for_hit", HITId=hit_id,
-                           NumberOfAdditionalAssignments=extra_assignments,
-                           UniqueRequestToken=request_token or _make_token(hit_id, "extend", extra_assignments))
+                           NumberOfAdditionalAssignments=extra_assignments, UniqueRequestToken=token)
             except MTurkError as exc:
-                if not self._duplicate(exc):
+                if not self._duplicate(exc, token):
                     raise
         if extra_seconds:
             now = now or datetime.now(timezone.utc)
@@ -276,7 +284,7 @@ class MTurkBackend:
                        Reason=reason, UniqueRequestToken=request_token)
             return True
         except MTurkError as exc:
-            if self._duplicate(exc):
+            if self._duplicate(exc, request_token):
                 return False
             raise
 

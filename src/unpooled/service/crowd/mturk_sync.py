@@ -1,6 +1,6 @@
 """Mechanical Turk as an annotation backend: publish open tasks as HITs, pay for answers, reconcile.
 
-Workers open our own task page inside the HIT (ExternalQuestion: ``/annotate/mturk/?task=ID&sig=…``, a
+Workers open our own task page inside the HIT (ExternalQuestion: ``/annotate/mturk/?hit=…``, a
 link signed by the service: :mod:`unpooled.service.annotation.hits`); their answers are stored by the
 page like an in-house annotator's, but *quarantined*: nothing in the page's request proves that the
 worker and assignment are real.  This module moves HITs and money, and confirms answers:
@@ -27,9 +27,10 @@ from django.db import transaction
 from django.db.models import Count, Q, Sum
 from django.utils import timezone
 
-from unpooled.core.annotation.mturk_fees import assignment_cost_cents, fee_cents, hit_cost_cents
+from unpooled.core.annotation.mturk_fees import (LARGE_HIT_ASSIGNMENTS, assignment_cost_cents, fee_cents,
+                                                  hit_cost_cents)
 from unpooled.service.annotation import actions, hits
-from unpooled.service.annotation.models import Annotator, Answer, Assignment, Backend, Hit, Kind, Task
+from unpooled.service.annotation.models import Annotator, Answer, Assignment, Backend, Hit, Kind, Task, link_handle
 from unpooled.service.corpora.models import Corpus
 
 from .mturk import LocalHit, MTurkBackend, MTurkError, dollars, reconcile, request_token, trouble
@@ -69,6 +70,14 @@ def hit_description(task: Task) -> str:
 def item_token(task: Task | int) -> str:
     """The HIT's ``RequesterAnnotation``: which task (or task id) it is for."""
     return f"unpooled:task:{task if isinstance(task, int) else task.pk}"
+
+
+def annotations(hit: Hit) -> list[str]:
+    """The ``RequesterAnnotation`` of each HIT posted for ``hit``'s task, the current one last: the first is
+    :func:`item_token`, a HIT that took over from a settled one (:func:`_replace`) adds ``/2``, ``/3``…, so that a
+    lookup by annotation never finds the one before."""
+    base = item_token(hit.task_id)
+    return [base] + [f"{base}/{k}" for k in range(2, len(hit.earlier or []) + 2)]
 
 
 @dataclass
@@ -129,9 +138,7 @@ def publish(corpus: Corpus, backend: MTurkBackend, base_url: str, *, limit: int 
     st = actions.settings_for(corpus)
     with exclusive("mturk-publish", corpus.pk):   # two publishers would both see the same budget left
         budget = _Budget(corpus, st)
-        tasks = (Task.objects.filter(corpus=corpus, status=Task.Status.OPEN)
-                 .filter(Q(hit__isnull=True) | Q(hit__hit_id="")).select_related("document", "hit")
-                 .order_by("is_control", "priority", "id"))   # controls get what the items leave of the budget
+        tasks = _unposted(corpus)
         known: dict[str, dict] | None = None   # Amazon's HITs by RequesterAnnotation, listed once if needed
         unlisted = False
         if not base_url and tasks.exists():   # the HITs' link has no host: nothing is posted, the rest goes on
@@ -140,9 +147,7 @@ def publish(corpus: Corpus, backend: MTurkBackend, base_url: str, *, limit: int 
         for task in tasks[:limit] if limit else tasks:
             hit = getattr(task, "hit", None)
             if hit is None:
-                # a control's HIT takes as many assignments as an item's: its capacity does not tell it apart
-                n = st.answers_per_item if task.is_control else task.answers_needed or 1
-                reward = st.reward_cents(task.kind)
+                n, reward = _new_hit(task, st)
                 if not budget.take(hit_cost_cents(reward, n)):
                     rep.over_budget += 1
                     continue
@@ -156,16 +161,56 @@ def publish(corpus: Corpus, backend: MTurkBackend, base_url: str, *, limit: int 
                     known, unlisted = _amazon_hits(backend, rep)
                 if unlisted:
                     continue
-                if item_token(task) in known:
-                    _posted(hit, known[item_token(task)], backend, rep)
+                if annotations(hit)[-1] in known:
+                    _posted(hit, known[annotations(hit)[-1]], backend, rep)
                     continue
             _post(task, hit, backend, base_url, st, rep)
-        _extend(corpus, backend, rep, budget)
+        _extend(corpus, backend, rep, budget, base_url)
     if rep.over_budget:
         rep.errors.append(f"{rep.over_budget} HIT(s) not posted or given more assignments: what Amazon may charge "
                           f"for them, its fee included, would pass the corpus budget of ${dollars(budget.limit)} "
                           f"(${dollars(budget.used)} requested already)")
     return rep
+
+
+def _unposted(corpus: Corpus):
+    """The open tasks publishing posts a HIT for (none yet, or its CreateHIT not answered), items first: controls get
+    what the items leave of the budget."""
+    return (Task.objects.filter(corpus=corpus, status=Task.Status.OPEN)
+            .filter(Q(hit__isnull=True) | Q(hit__hit_id="")).select_related("document", "hit")
+            .order_by("is_control", "priority", "id"))
+
+
+def _new_hit(task: Task, st) -> tuple[int, int]:
+    """The assignments and reward (cents) of a new HIT for ``task``: a control's HIT takes as many assignments as an
+    item's (its capacity does not tell it apart)."""
+    return (st.answers_per_item if task.is_control else task.answers_needed or 1), st.reward_cents(task.kind)
+
+
+def held_back(corpus: Corpus, st=None) -> dict:
+    """What publishing leaves waiting for the budget now, as it would post (items first, then more assignments):
+    ``hits``, how many HITs are not posted or not given their assignments, and ``raise_cents``, by how much raising
+    the corpus budget (``budget_cents``) would post them all, rewards and Amazon's fee (core mturk_fees)."""
+    st = st or actions.settings_for(corpus)
+    if st.budget_cents is None:
+        return {"hits": 0, "raise_cents": 0, "budget_cents": None}
+    budget = _Budget(corpus, st)
+    costs = [hit_cost_cents(reward, n) for n, reward in
+             (_new_hit(t, st) for t in _unposted(corpus) if getattr(t, "hit", None) is None)]
+    costs += [cost for _, _, _, cost in _shortfalls(corpus, st)]
+    waiting = [c for c in costs if not budget.take(c)]
+    return {"hits": len(waiting), "raise_cents": max(0, budget.used + sum(waiting) - budget.limit) if waiting else 0,
+            "budget_cents": budget.limit}
+
+
+def held_back_sentence(held: dict) -> str:
+    """What :func:`held_back` found, in a sentence for the organiser ("" when nothing waits)."""
+    n = held["hits"]
+    if not n:
+        return ""
+    return (f"{n} HIT{' waits' if n == 1 else 's wait'} for the budget: raising the corpus budget by "
+            f"${dollars(held['raise_cents'])} (to ${dollars(held['budget_cents'] + held['raise_cents'])}) would post "
+            f"{'it' if n == 1 else 'them'} (rewards and Amazon's fee)")
 
 
 NO_PUBLIC_URL = ("no HIT posted: UNPOOLED_PUBLIC_URL, the public URL of this service that HITs send workers to, is "
@@ -182,10 +227,11 @@ def requested(corpus: Corpus, st=None) -> dict:
     st = st or actions.settings_for(corpus)
     n = reward = fee = rejected = 0
     for hit in Hit.objects.filter(task__corpus=corpus).select_related("task").only(
-            "reward_cents", "max_assignments", "rejected", "task__kind"):
-        r, m = hit.reward(st), hit.max_assignments
-        n, reward, fee = n + m, reward + m * r, fee + m * fee_cents(r, m)
-        rejected += len(hit.rejected or []) * assignment_cost_cents(r, m)
+            "reward_cents", "max_assignments", "rejected", "earlier", "task__kind"):
+        for m, r, nos in [(hit.max_assignments, hit.reward(st), hit.rejected or [])] + [
+                (e["assignments"], e["reward_cents"], e["rejected"]) for e in hit.earlier or []]:
+            n, reward, fee = n + m, reward + m * r, fee + m * fee_cents(r, m)
+            rejected += len(nos) * assignment_cost_cents(r, m)
     return {"assignments": n, "reward_cents": reward, "fee_cents": fee, "requested_cents": reward + fee,
             "rejected_cents": rejected}
 
@@ -221,7 +267,7 @@ def _amazon_hits(backend: MTurkBackend, rep: SyncReport) -> tuple[dict[str, dict
 def _post(task: Task, hit: Hit, backend: MTurkBackend, base_url: str, st, rep: SyncReport) -> None:
     reward = hit.reward(st)
     try:
-        got = backend.create_hit(item_token(task), question_url(base_url, task, hit),
+        got = backend.create_hit(annotations(hit)[-1], question_url(base_url, task, hit),
                                  task_type=task.kind, max_assignments=hit.max_assignments, title=TITLES[task.kind],
                                  description=hit_description(task), request_token=hit.request_token,
                                  reward=dollars(reward))
@@ -247,25 +293,23 @@ def _link_expiry(backend: MTurkBackend, expiration) -> datetime:
     return expiration + timedelta(seconds=backend.config.assignment_seconds)
 
 
-def _extend(corpus: Corpus, backend: MTurkBackend, rep: SyncReport, budget: _Budget) -> None:
+def _extend(corpus: Corpus, backend: MTurkBackend, rep: SyncReport, budget: _Budget, base_url: str) -> None:
     """Open tasks whose HIT can no longer bring the answers they need get more assignments on the same HIT, open
     for another lifetime (an expired HIT takes workers again): a task asked for more answers (an item of a relation
     the crowd judges weakly: :func:`unpooled.service.annotation.actions.request_more_answers`), or one whose
     assignments were used up by answers that do not count (rejected assignments, a blocked worker's answers).  The
-    assignments Amazon may still hand out or has not settled count as answers to come."""
-    hits = (Hit.objects.filter(task__corpus=corpus, task__status=Task.Status.OPEN, task__is_control=False)
-            .exclude(hit_id="").select_related("task").order_by("id")
-            .annotate(counted=Count("task__answers", filter=Q(task__answers__weight__gt=0,
-                                                              task__answers__annotator__blocked=False))))
-    for hit in hits:
-        to_come = max(0, hit.max_assignments - len(set(hit.approved) | set(hit.rejected)))
-        short = hit.task.answers_needed - hit.counted - to_come
-        if short <= 0:
+    assignments Amazon may still hand out or has not settled count as answers to come; a HIT that ended with
+    assignments untaken is opened again with them first.  Amazon extends no HIT from
+    fewer than 10 assignments to 10 or more: such a HIT gets 9, and once it is settled a new HIT takes the rest
+    (:func:`_replace`)."""
+    for hit, replace, n, cost in _shortfalls(corpus, budget.st):
+        if replace and not base_url:   # a new HIT needs the public URL: publish reported it missing
             continue
-        n = hit.max_assignments + short
-        reward = hit.reward(budget.st)
-        if not budget.take(hit_cost_cents(reward, n) - hit_cost_cents(reward, hit.max_assignments)):
+        if not budget.take(cost):
             rep.over_budget += 1
+            continue
+        if replace:
+            _replace(hit, n, backend, base_url, budget.st, rep)
             continue
         try:
             backend.extend_hit(hit.hit_id, extra_assignments=n - hit.max_assignments,
@@ -279,6 +323,53 @@ def _extend(corpus: Corpus, backend: MTurkBackend, rep: SyncReport, budget: _Bud
         rep.extended += 1
 
 
+def _shortfalls(corpus: Corpus, st):
+    """The HITs of open items that can no longer bring the answers they need (:func:`_extend`): ``(hit, replace,
+    n, cost)``, the assignments the HIT should have (``replace``: those of a new HIT in place of the settled one),
+    and what the added ones may cost (rewards and Amazon's fee)."""
+    hits = (Hit.objects.filter(task__corpus=corpus, task__status=Task.Status.OPEN, task__is_control=False)
+            .exclude(hit_id="").select_related("task").order_by("id")
+            .annotate(counted=Count("task__answers", filter=Q(task__answers__weight__gt=0,
+                                                              task__answers__annotator__blocked=False))))
+    for hit in hits:
+        untaken = max(0, hit.max_assignments - len(set(hit.approved) | set(hit.rejected)))
+        # a settled HIT brings nothing more; opened again, its untaken assignments (ended unused) come first
+        ended = hit.status == SETTLED
+        need = hit.task.answers_needed - hit.counted - (0 if ended else untaken)
+        if need <= 0:
+            continue
+        short = max(0, need - untaken) if ended else need   # the assignments to add
+        m, reward = hit.max_assignments, hit.reward(st)
+        if m < LARGE_HIT_ASSIGNMENTS <= m + short:   # Amazon refuses to extend a HIT across its large-HIT fee
+            if m < LARGE_HIT_ASSIGNMENTS - 1:
+                short = LARGE_HIT_ASSIGNMENTS - 1 - m   # what it takes; the rest once the HIT is settled
+            elif ended:   # nothing more comes from it: a new HIT asks the answers still needed
+                yield hit, True, need, hit_cost_cents(reward, need)
+                continue
+            else:
+                continue
+        yield hit, False, m + short, hit_cost_cents(reward, m + short) - hit_cost_cents(reward, m)
+
+
+def _replace(hit: Hit, n: int, backend: MTurkBackend, base_url: str, st, rep: SyncReport) -> None:
+    """Post a new HIT of ``n`` assignments for ``hit``'s task in place of its settled one: the old HIT's id, size,
+    reward and settled assignments move to ``earlier`` (the budget still counts them), and the row, written before
+    the call with a request token, link and annotation of its own, is posted as any pending row (a failed call is
+    posted again by the next publish, never twice)."""
+    token = request_token("task", hit.task_id, "hit", len(hit.earlier or []) + 2)
+    with transaction.atomic():
+        row = Hit.objects.select_for_update().get(pk=hit.pk)
+        if row.hit_id != hit.hit_id or row.status != SETTLED:   # another sync changed it meanwhile
+            return
+        old = {"hit_id": row.hit_id, "assignments": row.max_assignments, "reward_cents": row.reward(st),
+               "approved": row.approved, "rejected": row.rejected}
+        Hit.objects.filter(pk=row.pk).update(
+            earlier=(row.earlier or []) + [old], hit_id="", request_token=token, link=link_handle(token),
+            max_assignments=n, approved=[], rejected=[], status="pending", expires=None, created=timezone.now())
+    hit.refresh_from_db()
+    _post(hit.task, hit, backend, base_url, st, rep)
+
+
 def _failed(what: str, doing: str, exc: Exception, backend: MTurkBackend) -> str:
     """The report's line on a call to Amazon that failed (:func:`~.mturk.trouble`: a fixed sentence); the
     exception's text goes to the log only."""
@@ -287,13 +378,20 @@ def _failed(what: str, doing: str, exc: Exception, backend: MTurkBackend) -> str
     return f"{what}: {doing}: {trouble(exc, tries)}"
 
 
+def unsettled(corpus: Corpus):
+    """The corpus's HITs posted at Amazon and not settled: workers may still submit to them, and what they submit
+    must be reviewed before Amazon's auto-approval pays it, whatever backend the corpus uses now."""
+    return Hit.objects.filter(task__corpus=corpus).exclude(hit_id="").exclude(status=SETTLED)
+
+
 def collect(corpus: Corpus, backend: MTurkBackend) -> SyncReport:
     """Confirm and approve assignments whose answers we stored; reject submitted ones without an answer;
-    expire finished HITs.  A call Amazon fails (busy, unreachable, an assignment it no longer knows) is
+    expire finished HITs, and every HIT once the corpus has left Mechanical Turk (its entry page turns workers
+    away).  A call Amazon fails (busy, unreachable, an assignment it no longer knows) is
     reported in ``errors`` and the sync goes on: what it did is recorded, the next one tries the rest again."""
     rep = SyncReport()
-    hits = Hit.objects.filter(task__corpus=corpus).exclude(hit_id="").exclude(status=SETTLED)
-    for hit in hits.select_related("task").order_by("id"):
+    left = actions.settings_for(corpus).backend != Backend.MTURK
+    for hit in unsettled(corpus).select_related("task").order_by("id"):
         try:  # all of them first: a HIT listed in part would have its unlisted answers discarded
             listed = list(backend.list_assignments(hit.hit_id, statuses=("Submitted", "Approved")))
         except AMAZON_FAILED as exc:  # reported; the next sync lists it again
@@ -308,7 +406,7 @@ def collect(corpus: Corpus, backend: MTurkBackend) -> SyncReport:
         rep.discarded += _discard_made_up(hit, {a["AssignmentId"] for a in listed}, backend)
         status, expires, now = hit.status, hit.expires, timezone.now()
         hit.task.refresh_from_db(fields=["status"])
-        if hit.task.status != Task.Status.OPEN and status != "expired":
+        if (left or hit.task.status != Task.Status.OPEN) and status != "expired":
             try:
                 backend.expire_hit(hit.hit_id)
                 # a worker who accepted it just before may still submit, for an assignment's duration
@@ -393,12 +491,13 @@ def _discard_made_up(hit: Hit, listed: set[str], backend: MTurkBackend, *, now=N
 def reconcile_corpus(corpus: Corpus, backend: MTurkBackend, *, expire_orphans: bool = False) -> dict:
     """Compare the local HIT rows with Mechanical Turk and repair lost HIT ids."""
     rows = list(Hit.objects.filter(task__corpus=corpus).select_related("task"))
-    local = [LocalHit(item_token(h.task), h.hit_id or None, h.request_token, h.max_assignments) for h in rows]
+    local = [LocalHit(annotations(h)[-1], h.hit_id or None, h.request_token, h.max_assignments) for h in rows]
     known = {aid for h in rows for aid in h.approved + h.rejected}
-    # the account's HITs of the other corpora are theirs, not orphans of this one
-    foreign = {item_token(t) for t in Hit.objects.exclude(task__corpus=corpus).values_list("task_id", flat=True)}
+    # the account's HITs of the other corpora are theirs, and this corpus's settled earlier ones known: no orphans
+    foreign = {a for h in Hit.objects.exclude(task__corpus=corpus).only("task_id", "earlier") for a in annotations(h)}
+    foreign |= {a for h in rows for a in annotations(h)[:-1]}
     rep = reconcile(backend, local, known_assignments=known, expire_orphans=expire_orphans, foreign=foreign)
-    by_token = {item_token(h.task): h for h in rows}
+    by_token = {annotations(h)[-1]: h for h in rows}
     for token, hid in rep.adopted.items():
         Hit.objects.filter(pk=by_token[token].pk).update(hit_id=hid, status="posted")
         by_token[token].hit_id = hid

@@ -72,7 +72,28 @@ def advance_submission(submission_id: int) -> str:
         warm(sub.corpus)  # the re-scoring that published it changed every board: build them before a reader asks
     if stage == Status.ANNOTATING and settings_for(sub.corpus).backend == Backend.MTURK:
         schedule_poll(sub)  # a remote crowd answers later: look again
+    else:
+        keep_settling(sub.corpus)   # HITs of a corpus no submission polls any more (or that left MTurk)
     return stage
+
+
+@task()
+def settle_mturk(corpus_id: int) -> dict:
+    """Collect and settle the corpus's Mechanical Turk HITs while any is unsettled, whatever backend the corpus
+    uses now (:func:`unpooled.service.crowd.mturk_sync.collect`: it also expires the HITs of a corpus that left
+    Mechanical Turk); runs again a minute later until they are settled.  Without it, assignments submitted after
+    the corpus left Mechanical Turk (or after its last submission stopped polling) went unreviewed, and Amazon's
+    auto-approval paid them, made-up answers included."""
+    from unpooled.service.crowd.mturk import MTurkBackend
+    from unpooled.service.crowd.mturk_sync import collect, unsettled
+
+    corpus = Corpus.objects.filter(pk=corpus_id).first()
+    if corpus is None or not unsettled(corpus).exists():
+        return {}
+    out = collect(corpus, MTurkBackend.from_env()).to_dict()
+    if settle_mturk.get_backend().supports_defer:   # an immediate backend would run it again at once, for ever
+        keep_settling(corpus, delay=60.0)
+    return out
 
 
 @task()
@@ -107,6 +128,18 @@ def _enqueue(task, *args, delay: float | None = None):
 def enqueue_advance(sub: Submission, *, delay: float | None = None) -> None:
     """Enqueue :func:`advance` for ``sub`` once the current transaction commits."""
     transaction.on_commit(lambda: _enqueue(advance_submission, sub.pk, delay=delay))
+
+
+def keep_settling(corpus: Corpus, *, delay: float | None = None) -> None:
+    """Once the transaction commits, queue :func:`settle_mturk` for ``corpus`` if it has unsettled HITs and none is
+    waiting already."""
+    from unpooled.service.crowd.mturk_sync import unsettled
+
+    def go():
+        if unsettled(corpus).exists() and not _queued(settle_mturk, [corpus.pk]):
+            _enqueue(settle_mturk, corpus.pk, delay=delay)
+
+    transaction.on_commit(go)
 
 
 def schedule_poll(sub: Submission, seconds: float = 60.0) -> None:

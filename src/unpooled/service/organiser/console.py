@@ -28,8 +28,10 @@ from unpooled.service.annotation.models import (
     AnnotationSettings, Answer, Assignment, Backend, ExhaustiveDocument, Kind, SubmissionBudget, Task, TaskRequest,
 )
 from unpooled.service.corpora.models import Corpus
+from unpooled.service.crowd.mturk_sync import held_back, held_back_sentence
 from unpooled.service.submissions.models import Submission, Team
 from unpooled.service.evaluations.policy import SERVICE_LEVELS as LEVELS
+from unpooled.service.evaluations.tasks import keep_settling
 
 #: a task whose leases expired this often without an answer is stalled
 STALL_EXPIRIES = 3
@@ -176,6 +178,9 @@ def alerts(corpus: Corpus, *, now=None, expiries: int = STALL_EXPIRIES, open_hou
                          f"items {f['rate_elsewhere']:.0%}, the other annotators' on this team's "
                          f"{f['rate_others']:.0%}; p = {f['p_value']:.1g}): a tie to the team? Ask them; block them, "
                          "or add the team to their conflicts", section="annotation"))
+    held = held_back_sentence(held_back(corpus, ann)) if ann.backend == Backend.MTURK else ""
+    if held:
+        out.append(Alert("warning", "hits_wait_for_budget", held, section="settings"))
     if ann.gold_public and ann.control_share > 0 and ann.backend != Backend.SIMULATED and corpus.has_gold:
         out.append(Alert("warning", "gold_controls_readable",
                          "the gold controls are drawn from the gold layer, which everyone can read on the document "
@@ -498,9 +503,12 @@ def do_update_settings(corpus: Corpus, values: dict, *, user=None) -> Annotation
     clean = check_settings(corpus, values)
     st = settings_for(corpus)
     protocol = clean.pop("recall_protocol")
+    left_mturk = st.backend == Backend.MTURK and clean["backend"] != Backend.MTURK
     for f, x in clean.items():
         setattr(st, f, x)
     st.save(update_fields=list(clean))
+    if left_mturk:   # its live HITs are expired, and what workers submitted reviewed, until every one is settled
+        keep_settling(corpus)
     if protocol != st.recall_protocol:
         # the exhaustive relations tasks follow the protocol, and recall is re-scored (annotation.actions)
         do_set_recall_protocol(corpus, protocol)

@@ -17,7 +17,7 @@ from django.shortcuts import render
 from unpooled.service.annotation.actions import settings_for
 from unpooled.service.annotation.models import Answer, Backend, Hit, Task
 from unpooled.service.crowd.base import WHO
-from unpooled.service.crowd.mturk_sync import requested
+from unpooled.service.crowd.mturk_sync import held_back, held_back_sentence, requested
 
 from .views import console_context, organiser_required
 
@@ -56,8 +56,9 @@ def counts(corpus) -> dict:
     by = hits.aggregate(rows=Count("id"), published=Count("id", filter=~Q(hit_id="")),
                         expired=Count("id", filter=Q(status__in=("expired", "settled"))))
     approved = rejected = 0
-    for a, r in hits.values_list("approved", "rejected"):
-        approved, rejected = approved + len(a or []), rejected + len(r or [])
+    for a, r, before in hits.values_list("approved", "rejected", "earlier"):
+        approved += len(a or []) + sum(len(e["approved"]) for e in before or [])
+        rejected += len(r or []) + sum(len(e["rejected"]) for e in before or [])
     answers = Answer.objects.filter(task__corpus=corpus, annotator__backend=Backend.MTURK).aggregate(
         n=Count("id"), quarantined=Count("id", filter=Q(quarantined=True)), workers=Count("annotator", distinct=True))
     unpublished = Task.objects.filter(corpus=corpus, status=Task.Status.OPEN, hit__isnull=True).count()
@@ -65,7 +66,8 @@ def counts(corpus) -> dict:
             "live": by["published"] - by["expired"],
             "approved": approved, "rejected": rejected, "answers": answers["n"],
             "quarantined": answers["quarantined"], "confirmed": answers["n"] - answers["quarantined"],
-            "workers": answers["workers"], "unpublished": unpublished}
+            "workers": answers["workers"], "unpublished": unpublished,
+            "held_back": held_back_sentence(held_back(corpus))}
 
 
 def rewards(corpus) -> list[tuple[str, int, int]]:

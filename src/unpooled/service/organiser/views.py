@@ -29,7 +29,7 @@ from unpooled.service.annotation import release as release_mod
 from django.db.models import Count
 
 from unpooled.service.annotation.actions import AnnotationError, settings_for
-from unpooled.service.annotation.models import ExhaustiveDocument
+from unpooled.service.annotation.models import Backend, ExhaustiveDocument
 from unpooled.service.annotation.sampling import SCHEMES as SAMPLING_SCHEMES
 from unpooled.service.annotation.sampling import sample_documents
 from unpooled.service.annotation.status import status as annotation_status
@@ -90,12 +90,14 @@ def settings_page(request):
     st = settings_for(corpus)
     status = 200
     if request.method == "POST":
+        was = st.backend   # the form writes the posted values on st
         form = SettingsForm(request.POST, instance=st, corpus=corpus)
         if form.is_valid():
             before = console.current_settings(corpus)
             console.do_update_settings(corpus, {f: form.cleaned_data[f] for f in console.SETTINGS_FIELDS},
                                        user=request.user)
-            messages.success(request, _settings_saved(corpus, form, before, console.current_settings(corpus)))
+            messages.success(request, _settings_saved(corpus, form, before, console.current_settings(corpus))
+                             + _left_mturk(corpus, was))
             return redirect(_back("organiser:settings", corpus))
         status = 400
     else:
@@ -113,6 +115,16 @@ def _settings_saved(corpus, form, before: dict, after: dict) -> str:
         return f"annotation settings of {corpus.name}: nothing changed"
     return (f"annotation settings of {corpus.name} saved: {'; '.join(changes)}. They apply to tasks created "
             f"from now on and to submissions sampled from now on (open tasks keep their answers and rewards).")
+
+
+def _left_mturk(corpus, was: str) -> str:
+    """What happens to the HITs of a corpus the settings just took off Mechanical Turk ("" if nothing)."""
+    from unpooled.service.crowd.mturk_sync import unsettled
+
+    n = unsettled(corpus).count() if was == Backend.MTURK and settings_for(corpus).backend != was else 0
+    return (f" The corpus left Mechanical Turk: its {n} HIT{'s' if n != 1 else ''} on Mechanical Turk are being "
+            "expired, and what workers submitted to them is still reviewed, approved or rejected, until every one is "
+            "settled." if n else "")
 
 
 @organiser_required
