@@ -303,14 +303,15 @@ def test_a_period_release_holds_nothing_only_private_submissions_drew(corpus, pe
 def test_closing_freezes_scores_that_later_labels_would_move(shared_data, tmp_path):
     """End to end on a Re-DocRED subset with the simulated crowd: a period's submission is scored, the period
     closes, a submission of the next period brings new labels and re-scores the corpus: the frozen one's published
-    scores (its entity scores too) stay the snapshot, the one outside periods moves."""
+    scores (its entity scores too, and the truth beside them) stay the snapshot, the one outside periods moves."""
     from django.contrib.auth import get_user_model
 
     from unpooled.service.accounts.actions import do_set_role
     from unpooled.service.annotation import actions as ann
-    from unpooled.service.annotation.models import Backend
-    from unpooled.service.evaluations import lifecycle, status
+    from unpooled.service.annotation.models import AnnotationSettings, Backend
+    from unpooled.service.evaluations import lifecycle, publish, status
     from unpooled.service.evaluations.models import EntityScore
+    from unpooled.service.evaluations.truth import attach_truth
 
     from .test_annotation_e2e import _system_jsonl
 
@@ -345,6 +346,19 @@ def test_closing_freezes_scores_that_later_labels_would_move(shared_data, tmp_pa
     # its entity scores too: frozen at the close, not written again by b's re-scorings
     entity_snap = ScoreSnapshot.objects.get(submission=a, level="entities")
     assert EntityScore.objects.filter(submission=a).latest("id").pk == entity_snap.entity_score_id == n_entity
+    # and the truth beside its frozen score (a demo's oracle column: page, API and CSV read it from the score) keeps
+    # the value it was frozen with, even when a truth computed now differs (the recall protocol changed)
+    frozen_truth = Score.objects.get(pk=snap.score_id).details["truth"]
+    AnnotationSettings.objects.filter(corpus=corpus).update(recall_protocol="document")
+    rows = [publish.leaderboard_row(Score.objects.get(pk=snap.score_id))]
+    attach_truth(corpus, rows, level="instance")
+    assert rows[0]["r_true"] != frozen_truth["r"]  # the truth computed now is another one
+    assert Score.objects.get(pk=snap.score_id).details["truth"] == frozen_truth
+    csv = Client().get("/corpora/periods/leaderboard.csv?period=1").content.decode().splitlines()
+    head, line = csv[0].split(","), csv[1].split(",")
+    assert float(line[head.index("r_true")]) == pytest.approx(frozen_truth["r"])
+    api = Client().get("/api/corpora/periods/leaderboard?period=1").json()["rows"][0]["score"]
+    assert api["details"]["truth"]["r"] == pytest.approx(frozen_truth["r"])
 
 
 def test_human_reference_button_is_for_organisers_and_says_when_there_is_nothing_to_score(corpus, people):
