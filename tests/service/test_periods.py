@@ -303,13 +303,15 @@ def test_a_period_release_holds_nothing_only_private_submissions_drew(corpus, pe
 def test_closing_freezes_scores_that_later_labels_would_move(shared_data, tmp_path):
     """End to end on a Re-DocRED subset with the simulated crowd: a period's submission is scored, the period
     closes, a submission of the next period brings new labels and re-scores the corpus: the frozen one's published
-    score stays the snapshot, the one outside periods moves."""
+    scores (its entity scores too, and the truth beside them) stay the snapshot, the one outside periods moves."""
     from django.contrib.auth import get_user_model
 
     from unpooled.service.accounts.actions import do_set_role
     from unpooled.service.annotation import actions as ann
-    from unpooled.service.annotation.models import Backend
-    from unpooled.service.evaluations import lifecycle, status
+    from unpooled.service.annotation.models import AnnotationSettings, Backend
+    from unpooled.service.evaluations import lifecycle, publish, status
+    from unpooled.service.evaluations.models import EntityScore
+    from unpooled.service.evaluations.truth import attach_truth
 
     from .test_annotation_e2e import _system_jsonl
 
@@ -327,7 +329,8 @@ def test_closing_freezes_scores_that_later_labels_would_move(shared_data, tmp_pa
     a = do_ingest_submission(half, "periods", "half", "r1", "jsonl").submission
     assert a.period == p1
     assert lifecycle.advance(hwe) == S.PUBLISHED and lifecycle.advance(a) == S.PUBLISHED
-    assert periods.do_close_period(olga, p1) == 1  # a's instance score; hwe is outside periods
+    n_entity = EntityScore.objects.filter(submission=a).latest("id").pk
+    assert periods.do_close_period(olga, p1) == 2  # a's instance and entity scores; hwe is outside periods
     snap = ScoreSnapshot.objects.get(submission=a, level="instance")
     n_hwe = Score.objects.filter(submission=hwe).count()
     periods.do_open_period(olga, corpus)
@@ -340,6 +343,22 @@ def test_closing_freezes_scores_that_later_labels_would_move(shared_data, tmp_pa
     assert status.newest_scores(a)["instance"].pk == snap.score_id
     row = next(r for r in leaderboard(corpus)["rows"] if r["submission"].pk == a.pk)
     assert row["score"].id == snap.score_id and row["frozen"] == snap.frozen
+    # its entity scores too: frozen at the close, not written again by b's re-scorings
+    entity_snap = ScoreSnapshot.objects.get(submission=a, level="entities")
+    assert EntityScore.objects.filter(submission=a).latest("id").pk == entity_snap.entity_score_id == n_entity
+    # and the truth beside its frozen score (a demo's oracle column: page, API and CSV read it from the score) keeps
+    # the value it was frozen with, even when a truth computed now differs (the recall protocol changed)
+    frozen_truth = Score.objects.get(pk=snap.score_id).details["truth"]
+    AnnotationSettings.objects.filter(corpus=corpus).update(recall_protocol="document")
+    rows = [publish.leaderboard_row(Score.objects.get(pk=snap.score_id))]
+    attach_truth(corpus, rows, level="instance")
+    assert rows[0]["r_true"] != frozen_truth["r"]  # the truth computed now is another one
+    assert Score.objects.get(pk=snap.score_id).details["truth"] == frozen_truth
+    csv = Client().get("/corpora/periods/leaderboard.csv?period=1").content.decode().splitlines()
+    head, line = csv[0].split(","), csv[1].split(",")
+    assert float(line[head.index("r_true")]) == pytest.approx(frozen_truth["r"])
+    api = Client().get("/api/corpora/periods/leaderboard?period=1").json()["rows"][0]["score"]
+    assert api["details"]["truth"]["r"] == pytest.approx(frozen_truth["r"])
 
 
 def test_human_reference_button_is_for_organisers_and_says_when_there_is_nothing_to_score(corpus, people):
@@ -420,3 +439,127 @@ def test_a_period_closed_during_a_rescoring_freezes_what_the_rescoring_publishes
     newest = Score.objects.filter(submission=a, level="instance").latest("id")
     assert newest.pk == snap.score_id  # what is published is what is frozen
     assert newest.paired  # and its covariances with the others are kept
+
+
+def _answer_clusters_and_rescore(corpus):
+    """The cross-document clustering task of :func:`.test_entity_scores.tac_world` answered (Lucasfilm and the
+    Thalians apart), then the corpus re-scored: every submission's NIL scores are then across documents."""
+    from unpooled.service.annotation import actions, leasing
+    from unpooled.service.annotation.models import Annotator, Kind
+    from unpooled.service.evaluations import publish
+
+    for ann in Annotator.objects.filter(external_id__startswith="tac-"):
+        lease = leasing.lease_next(ann, kind=Kind.CLUSTERS, corpus=corpus)
+        actions.submit_answer(lease, {"groups": [[0], [1]]})
+    publish.rescore(corpus)
+
+
+def test_a_closed_periods_entity_scores_are_frozen_and_the_entity_board_shows_one_period(people):
+    """A closed period's entity scores kept moving (entities.compute wrote a new EntityScore for its submissions
+    after the close) and the entity board ignored ?period= (200 to any number, every period's rows).  They are now
+    frozen with the other levels (ScoreSnapshot, level 'entities') and the board (page, API) shows one period's."""
+    from unpooled.service.evaluations import entities
+    from unpooled.service.evaluations.models import EntityScore
+
+    from ..conftest import FIXTURES
+    from .test_entity_scores import tac_world
+
+    olga = people["olga"]
+    corpus, a = tac_world("tacp")
+    p1 = periods.do_open_period(olga, corpus)
+    Submission.objects.filter(pk=a.pk).update(period=p1, status=S.PUBLISHED)  # a's upload, in period 1
+    before = EntityScore.objects.filter(submission=a).latest("id")
+    assert before.details["nil_across_documents"] is False
+    periods.do_close_period(olga, p1)
+    p2 = periods.do_open_period(olga, corpus)
+    b = do_ingest_submission(FIXTURES / "kb" / "coldstart.kb", "tacp", "team-b", None, "tac").submission
+    Submission.objects.filter(pk=b.pk).update(status=S.PUBLISHED)
+    _answer_clusters_and_rescore(corpus)  # the NIL figures now across documents: b's move, a's stay frozen
+    assert EntityScore.objects.filter(submission=b).latest("id").details["nil_across_documents"] is True
+    assert EntityScore.objects.filter(submission=a).latest("id").pk == before.pk
+    snap = ScoreSnapshot.objects.get(submission=a, level="entities")
+    assert snap.entity_score_id == before.pk and snap.score_id is None
+    got = entities.newest(a)
+    assert got.pk == before.pk and got.frozen == snap.frozen
+    # a stray later row (not the re-scoring's) does not reach the pages either: the snapshot does
+    EntityScore.objects.create(submission=a, level="instance", details={"metrics": {}})
+    assert entities.newest(a).pk == before.pk
+
+    def names(board):
+        return [(r["name"], r["entity"].pk, r["frozen"]) for r in board["rows"]]
+
+    assert names(entities.leaderboard(corpus, period=p1)) == [("team-a/" + a.run_id, before.pk, snap.frozen)]
+    assert [n for n, _, f in names(entities.leaderboard(corpus, period=p2))] == ["team-b/" + b.run_id]
+    assert len(entities.leaderboard(corpus)["rows"]) == 2
+    c = Client()
+    page = c.get("/corpora/tacp/leaderboard/entities/?period=1").content.decode()
+    assert "team-a/" in page and "team-b/" not in page and "(frozen at" in page and 'id="period-selector"' in page
+    assert "team-b/" in c.get("/corpora/tacp/leaderboard/entities/?period=2").content.decode()
+    for bad in ("5", str(10**30), "x"):
+        assert c.get(f"/corpora/tacp/leaderboard/entities/?period={bad}").status_code == 404
+    api = c.get("/api/corpora/tacp/leaderboard/entities?period=1").json()
+    assert api["period"] == 1 and [r["submission"] for r in api["rows"]] == [a.pk]
+    assert api["rows"][0]["frozen"] and api["rows"][0]["entity_score"]["id"] == before.pk
+    assert api["rows"][0]["entity_score"]["frozen"]
+    is_error(c.get("/api/corpora/tacp/leaderboard/entities?period=5"), 404, "not_found")
+    assert c.get(f"/api/corpora/tacp/leaderboard/entities?period={10**30}").status_code in (400, 422)
+    mine = c.get(f"/api/submissions/{a.pk}/entity-scores").json()["entity_score"]
+    assert mine["id"] == before.pk and mine["frozen"]
+    assert c.get(f"/api/submissions/{b.pk}/entity-scores").json()["entity_score"]["frozen"] is None
+    html = c.get(f"/submissions/{a.pk}/").content.decode()
+    assert 'id="entity-frozen"' in html and 'id="entity-frozen"' not in c.get(f"/submissions/{b.pk}/").content.decode()
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_period_closed_during_the_entity_scoring_freezes_what_it_publishes(monkeypatch):
+    """The entity scores are written as the relation scores are (periods.frozen_writes): a close landing between
+    the entity scoring's reading of the frozen levels and its writing waits for it (the open period's row is
+    locked), then freezes what it wrote; without the lock the close froze the older row and a newer one followed.
+    PostgreSQL: two connections at once."""
+    import threading
+
+    from django.contrib.auth import get_user_model
+    from django.db import connection
+
+    from unpooled.service.accounts.actions import do_set_role
+    from unpooled.service.annotation import actions, leasing
+    from unpooled.service.annotation.models import Annotator, Kind
+    from unpooled.service.evaluations import entities
+    from unpooled.service.evaluations.models import EntityScore
+
+    from .test_entity_scores import tac_world
+
+    if connection.vendor != "postgresql":
+        pytest.skip("two connections writing at once: PostgreSQL")
+    olga = get_user_model().objects.create_user("olga", password="x")
+    do_set_role(olga, "organiser")
+    corpus, a = tac_world("tacrace")
+    p1 = periods.do_open_period(olga, corpus)
+    Submission.objects.filter(pk=a.pk).update(period=p1, status=S.PUBLISHED)
+    for ann in Annotator.objects.filter(external_id__startswith="tac-"):  # what the next entity scoring changes
+        actions.submit_answer(leasing.lease_next(ann, kind=Kind.CLUSTERS, corpus=corpus), {"groups": [[0], [1]]})
+    original, closer = periods.frozen_levels, []
+
+    def close_meanwhile(c):
+        got = original(c)
+        if not closer:  # an organiser closes the period now, from another connection
+            def close():
+                from django.db import connection as theirs
+
+                try:
+                    periods.do_close_period(olga, Period.objects.get(pk=p1.pk))
+                finally:
+                    theirs.close()
+
+            closer.append(threading.Thread(target=close))
+            closer[0].start()
+            closer[0].join(timeout=3)  # without the lock: closed (and frozen) before the entity scores are written
+        return got
+
+    monkeypatch.setattr(periods, "frozen_levels", close_meanwhile)
+    made = entities.compute(corpus)
+    closer[0].join(timeout=60)
+    assert not closer[0].is_alive() and [e.submission_id for e in made] == [a.pk]
+    newest = EntityScore.objects.filter(submission=a).latest("id")
+    assert newest.details["nil_across_documents"] is True
+    assert ScoreSnapshot.objects.get(submission=a, level="entities").entity_score_id == newest.pk

@@ -590,17 +590,23 @@ def submission_entity_scores(request, pk: int):
 @router.get("/corpora/{name}/leaderboard/entities", response={200: EntityLeaderboardOut, **errors(400, 401, 404)},
             auth=OPTIONAL, openapi_extra=OPTIONAL_EXTRA, tags=["evaluation"],
             summary="Published submissions ranked by an entity metric with tie groups")
-def entity_leaderboard(request, name: Text, metric: EntityMetric = "mention_f1"):
+def entity_leaderboard(request, name: Text, metric: EntityMetric = "mention_f1",
+                       period: Annotated[int | None, Field(ge=1, le=1_000_000, description="one evaluation period's "
+                                                           "submissions (and the human reference); omitted: all")]
+                       = None):
+    """The entity tab's board (`unpooled.service.evaluations.entities.leaderboard`); a submission of a closed period
+    shows its frozen entity scores (``frozen``: when)."""
     from unpooled.service.evaluations.entities import leaderboard as build
 
     c = _corpus(name)
-    board = build(c, metric=metric, user=caller(request).user)
+    the_period = _period(c, period) if period is not None else None
+    board = build(c, metric=metric, user=caller(request).user, period=the_period)
     rows = [{"rank": r["rank"], "tied": r["tied"], "name": r["name"], "submission": r["entity"].submission.pk,
              "team": r["entity"].submission.team.name, "run": r["entity"].submission.run_id,
              "visibility": r["entity"].submission.visibility,
              "url": _url(request, "submission_detail", r["entity"].submission.pk),
-             "entity_score": _entity(r["entity"])} for r in board["rows"]]
-    return {"corpus": c.name, "metric": metric, "rows": rows}
+             "frozen": r["frozen"], "entity_score": _entity(r["entity"])} for r in board["rows"]]
+    return {"corpus": c.name, "metric": metric, "period": period, "rows": rows}
 
 
 @router.get("/submissions/{int:pk}/scores/history", response={200: ScorePage, **errors(400, 401, 404)},

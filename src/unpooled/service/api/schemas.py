@@ -396,6 +396,8 @@ class EntityMetricOut(Schema):
 class EntityScoreOut(Schema):
     id: int
     created: datetime
+    frozen: datetime | None = Field(None, description="when these entity scores were frozen (their evaluation period "
+                                                      "closed): later labels do not move them; null: not frozen")
     level: str = Field(description="the sampling level whose verified draws gave the argument mentions' validity")
     documents: int = Field(description="exhaustively annotated documents used")
     confidence: float | None
@@ -426,12 +428,14 @@ class EntityLeaderboardRow(Schema):
     run: str
     visibility: str
     url: str
+    frozen: datetime | None = Field(None, description="when its entity scores were frozen (its period closed)")
     entity_score: EntityScoreOut
 
 
 class EntityLeaderboardOut(Schema):
     corpus: str
     metric: str
+    period: int | None = Field(None, description="the evaluation period shown; null: all")
     rows: list[EntityLeaderboardRow]
 
 

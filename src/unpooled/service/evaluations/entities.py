@@ -40,7 +40,8 @@ from unpooled.service.corpora.models import Corpus
 from unpooled.service.submissions.models import RelationInstance, Submission, SubmissionMention
 
 from . import entity_inputs
-from .models import EntityScore
+from .models import ENTITY_SCORES, EntityScore, ScoreSnapshot
+from .periods import frozen_writes
 from .policy import CONFIDENCE
 
 log = logging.getLogger(__name__)
@@ -180,33 +181,43 @@ def results(corpus: Corpus, *, level: str | None = None) -> Computed | None:
 
 def compute(corpus: Corpus, *, level: str | None = None) -> list[EntityScore]:
     """Entity scores of every submission of ``corpus`` with mentions or instances (:func:`results`); stores one
-    :class:`EntityScore` per submission whose figures changed, and returns the new rows."""
+    :class:`EntityScore` per submission whose figures changed, but none for a submission whose entity scores are
+    frozen (its period closed: :func:`.periods.frozen_writes`, as the relation scores), and returns the new rows."""
     got = results(corpus, level=level)
     if got is None:
         return []
     subs, docs, level, info, identity = got.subs, got.docs, got.level, got.info, got.identity
-    # each submission's newest entity score (one index probe each: their history is never read)
-    last = (Submission.objects.filter(pk__in=[s.pk for s in subs])
-            .annotate(e=Subquery(EntityScore.objects.filter(submission_id=OuterRef("pk")).order_by("-id")
-                                 .values("id")[:1])).values("e"))
-    newest = {e.submission_id: e for e in EntityScore.objects.filter(pk__in=Subquery(last))}
-    out = []
     layer_links = any(mm.link for d in docs for mm in d.mentions)
-    for sub, res, (M, A) in zip(subs, got.scores, got.counts):
-        details = res.to_dict()
-        details.update({"mentions": M, "argument_mentions": A, "layer_has_links": layer_links,
-                        "nil_across_documents": bool(identity),
-                        "verification": info, "confidence": CONFIDENCE, "match": MATCH})
-        old = newest.get(sub.pk)
-        if old is not None and old.details == details and old.level == (level or ""):
-            continue
-        out.append(EntityScore.objects.create(submission=sub, level=level or "", documents=len(docs),
-                                              details=details))
+    out = []
+    with frozen_writes(corpus) as frozen:
+        # each submission's newest entity score (one index probe each: their history is never read)
+        last = (Submission.objects.filter(pk__in=[s.pk for s in subs])
+                .annotate(e=Subquery(EntityScore.objects.filter(submission_id=OuterRef("pk")).order_by("-id")
+                                     .values("id")[:1])).values("e"))
+        newest = {e.submission_id: e for e in EntityScore.objects.filter(pk__in=Subquery(last))}
+        for sub, res, (M, A) in zip(subs, got.scores, got.counts):
+            if (sub.pk, ENTITY_SCORES) in frozen:
+                continue
+            details = res.to_dict()
+            details.update({"mentions": M, "argument_mentions": A, "layer_has_links": layer_links,
+                            "nil_across_documents": bool(identity),
+                            "verification": info, "confidence": CONFIDENCE, "match": MATCH})
+            old = newest.get(sub.pk)
+            if old is not None and old.details == details and old.level == (level or ""):
+                continue
+            out.append(EntityScore.objects.create(submission=sub, level=level or "", documents=len(docs),
+                                                  details=details))
     return out
 
 
 def newest(sub: Submission) -> EntityScore | None:
-    return EntityScore.objects.filter(submission=sub).order_by("-id").first()
+    """The submission's published entity score: its frozen one (its period closed), else its newest; ``frozen`` on
+    it says when it was frozen (``None``: it was not)."""
+    snap = ScoreSnapshot.objects.filter(submission=sub, level=ENTITY_SCORES).select_related("entity_score").first()
+    es = snap.entity_score if snap is not None else EntityScore.objects.filter(submission=sub).order_by("-id").first()
+    if es is not None:
+        es.frozen = snap.frozen if snap is not None else None
+    return es
 
 
 def rows_for_display(es: EntityScore | None) -> list[dict]:
@@ -275,9 +286,11 @@ def page_context(sub: Submission) -> dict | None:
 
 
 def api_dict(es: EntityScore) -> dict:
-    """An entity score as the API gives it."""
+    """An entity score as the API gives it (``frozen``: when it was frozen, as :func:`newest` and
+    :func:`leaderboard` set it)."""
     det = es.details or {}
-    return {"id": es.pk, "created": es.created.isoformat(), "level": es.level, "documents": es.documents,
+    return {"id": es.pk, "created": es.created.isoformat(), "frozen": getattr(es, "frozen", None), "level": es.level,
+            "documents": es.documents,
             "confidence": det.get("confidence"), "match": det.get("match"),
             "metrics": det.get("metrics", {}), "mentions": det.get("mentions"),
             "argument_mentions": det.get("argument_mentions"), "argument_draws": det.get("argument_draws"),
@@ -285,8 +298,10 @@ def api_dict(es: EntityScore) -> dict:
             "crowd_accuracy": ((det.get("verification") or {}).get("rates") or {}).get("accuracy")}
 
 
-def leaderboard(corpus: Corpus, *, metric: str = "mention_f1", user=None) -> dict:
-    """The newest entity score of every published submission ``user`` may see, ranked by ``metric`` with tie
+def leaderboard(corpus: Corpus, *, metric: str = "mention_f1", user=None, period=None) -> dict:
+    """The newest entity score of every published submission ``user`` may see (``period``: of that period, and the
+    human reference, as the other boards: :func:`.leaderboard.board_submissions`; a frozen submission's is its
+    snapshot, with ``frozen`` on its row), ranked by ``metric`` with tie
     groups and competition ranks from simultaneous pairwise comparisons (:func:`unpooled.core.ranking.rank_intervals`;
     each system's entity scores come from its own fit, so they are taken as independent,
     :func:`unpooled.core.ranking.independent_cov`), and an SVG chart.
@@ -299,17 +314,24 @@ def leaderboard(corpus: Corpus, *, metric: str = "mention_f1", user=None) -> dic
     from unpooled.core.estimators.entities import LABELS, METRICS
     from unpooled.core.plots.svg import interval_chart
     from unpooled.core.ranking import independent_cov, rank_intervals
-    from unpooled.service.accounts.actions import visible_submissions
+
+    from .leaderboard import board_submissions, period_info
 
     if metric not in METRICS:
         raise ValueError(f"metric: expected one of {', '.join(METRICS)}, got {metric!r}")
-    subs = visible_submissions(user, Submission.objects.filter(corpus=corpus, status=Submission.Status.PUBLISHED))
-    newest_ids = (EntityScore.objects.filter(submission__in=subs.values("pk")).values("submission_id")
-                  .annotate(m=Max("id")).values("m"))
-    got = list(EntityScore.objects.filter(id__in=newest_ids).select_related("submission__team")
+    subs = board_submissions(corpus, user, period).values("pk")
+    ids = dict(EntityScore.objects.filter(submission__in=subs).values("submission_id")
+               .annotate(m=Max("id")).values_list("submission_id", "m"))
+    frozen = {}
+    for sid, eid, when in ScoreSnapshot.objects.filter(submission__in=subs, level=ENTITY_SCORES).values_list(
+            "submission_id", "entity_score_id", "frozen"):
+        ids[sid], frozen[sid] = eid, when
+    got = list(EntityScore.objects.filter(id__in=list(ids.values())).select_related("submission__team")
                .order_by("submission_id"))
+    for e in got:
+        e.frozen = frozen.get(e.submission_id)
     if not got:
-        return {"rows": [], "svg": "", "metric": metric, "label": LABELS[metric]}
+        return {"rows": [], "svg": "", "metric": metric, "label": LABELS[metric], "period": period_info(period)}
 
     def val(es, k):
         m = ((es.details or {}).get("metrics") or {}).get(metric) or {}
@@ -326,12 +348,13 @@ def leaderboard(corpus: Corpus, *, metric: str = "mention_f1", user=None) -> dic
         for k in rk.order:
             e = got[scored[k]]
             rows.append({"rank": int(rk.rank[k]), "tied": bool(rk.tied[k]), "entity": e,
-                         "name": f"{e.submission.team.name}/{e.submission.run_id}", "rows": rows_for_display(e)})
+                         "name": f"{e.submission.team.name}/{e.submission.run_id}", "rows": rows_for_display(e),
+                         "frozen": e.frozen})
     for i in range(len(got)):
         if np.isnan(est[i]):
             e = got[i]
             rows.append({"rank": None, "tied": False, "entity": e, "name": f"{e.submission.team.name}/"
-                         f"{e.submission.run_id}", "rows": rows_for_display(e)})
+                         f"{e.submission.run_id}", "rows": rows_for_display(e), "frozen": e.frozen})
     shown = [r for r in rows if r["rank"] is not None]
     svg = ""
     if shown:
@@ -341,4 +364,4 @@ def leaderboard(corpus: Corpus, *, metric: str = "mention_f1", user=None) -> dic
                              [{x["key"]: x for x in r["rows"]}[metric]["hi"] for r in shown],
                              title=f"{LABELS[metric]} with 90% intervals", value_label=LABELS[metric],
                              item_label="system", value_range=(0.0, 1.0))
-    return {"rows": rows, "svg": svg, "metric": metric, "label": LABELS[metric]}
+    return {"rows": rows, "svg": svg, "metric": metric, "label": LABELS[metric], "period": period_info(period)}

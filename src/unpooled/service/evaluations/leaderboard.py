@@ -264,17 +264,10 @@ def build(corpus: Corpus, *, level: str = "instance", user=None, period=None) ->
     systems: the first row of a tie group gets the number of rows above it plus one, and every member shares it
     (1, =2, =2, 4); the human reference takes none and is placed by its F1.
     """
-    from django.db.models import Q
-
-    from unpooled.service.accounts.actions import visible_submissions
-    from unpooled.service.submissions.models import Submission
-
     from .models import ScoreSnapshot
 
     busy = in_progress(corpus, user, level=level)
-    subs = visible_submissions(user, Submission.objects.filter(corpus=corpus, status=Submission.Status.PUBLISHED))
-    if period is not None:
-        subs = subs.filter(Q(period=period) | Q(is_reference=True))
+    subs = board_submissions(corpus, user, period)
     newest = dict(Score.objects.filter(submission__in=subs.values("pk"), level=level).values("submission_id")
                   .annotate(m=Max("id")).values_list("submission_id", "m"))
     # a frozen submission shows its snapshot (the re-scoring writes none after it; this holds whatever happens)
@@ -290,7 +283,7 @@ def build(corpus: Corpus, *, level: str = "instance", user=None, period=None) ->
         *SCORE_FIELDS, *extra))
     if not rows_db:
         return {"rows": [], "svg": "", "pr_svg": "", "level": level, "has_truth": False, "in_progress": busy,
-                "period": _period_info(period), "pairs": {"p": [], "r": [], "f1": []}, **_protocol_info(corpus, [])}
+                "period": period_info(period), "pairs": {"p": [], "r": [], "f1": []}, **_protocol_info(corpus, [])}
     n = len(SCORE_FIELDS)
     # details: only the truth (a gold layer's P/R/F1, for demos), the provenance and the anytime-valid intervals,
     # never the stored breakdowns
@@ -332,7 +325,7 @@ def build(corpus: Corpus, *, level: str = "instance", user=None, period=None) ->
                      "frozen": frozen.get(sub.pk), "period": sub.period})
     svg, pr_svg = _charts(rows, level)
     return {"rows": rows, "svg": svg, "pr_svg": pr_svg, "level": level, "has_truth": any(r["truth"] for r in rows),
-            "in_progress": busy, "period": _period_info(period),
+            "in_progress": busy, "period": period_info(period),
             **_protocol_info(corpus, [scores[i].recall_protocol for i in ranked]),
             "pairs": {k: _pair_rows(tb, [subs_of[i] for i in ranked], names) for k, tb in tables.items()}}
 
@@ -412,7 +405,19 @@ def _pair_rows(tb, subs: list, names: list[str]) -> list[dict]:
     return out
 
 
-def _period_info(period) -> dict | None:
+def board_submissions(corpus: Corpus, user, period):
+    """The submissions a board of ``corpus`` lists to ``user`` (a queryset): the published ones ``user`` may see,
+    with ``period`` those of that period and the human reference.  The relation boards' and the entity board's."""
+    from django.db.models import Q
+
+    from unpooled.service.accounts.actions import visible_submissions
+    from unpooled.service.submissions.models import Submission
+
+    subs = visible_submissions(user, Submission.objects.filter(corpus=corpus, status=Submission.Status.PUBLISHED))
+    return subs.filter(Q(period=period) | Q(is_reference=True)) if period is not None else subs
+
+
+def period_info(period) -> dict | None:
     if period is None:
         return None
     return {"number": period.number, "title": period.title, "open": period.is_open, "opened": period.opened,

@@ -107,19 +107,32 @@ class Score(models.Model):
         return PROTOCOL_LABELS.get(self.recall_protocol, self.recall_protocol)
 
 
+#: the level of a submission's entity scores among its frozen scores (:class:`ScoreSnapshot`): no relation level
+ENTITY_SCORES = "entities"
+
+
 class ScoreSnapshot(models.Model):
     """A frozen published score: the score of ``submission`` at ``level`` when its period closed (or when it was
     published, for a submission of a period that closed before it was).  Later labels never move it: the
-    re-scoring writes no new score for a submission with a snapshot (:mod:`.periods`)."""
+    re-scoring writes no new score for a submission with a snapshot (:mod:`.periods`).  Its entity scores are
+    frozen alike, at level :data:`ENTITY_SCORES` (``entity_score`` set, ``score`` empty)."""
 
     period = models.ForeignKey("corpora.Period", on_delete=models.CASCADE, related_name="snapshots")
     submission = models.ForeignKey(Submission, on_delete=models.CASCADE, related_name="snapshots")
     level = models.CharField(max_length=20)
-    score = models.ForeignKey(Score, on_delete=models.CASCADE, related_name="+")
+    score = models.ForeignKey(Score, null=True, on_delete=models.CASCADE, related_name="+")
+    entity_score = models.ForeignKey("EntityScore", null=True, on_delete=models.CASCADE, related_name="+")
     frozen = models.DateTimeField()
 
     class Meta:
-        constraints = [models.UniqueConstraint(fields=["submission", "level"], name="snapshot_unique_level")]
+        constraints = [
+            models.UniqueConstraint(fields=["submission", "level"], name="snapshot_unique_level"),
+            models.CheckConstraint(
+                condition=(models.Q(level=ENTITY_SCORES, score__isnull=True, entity_score__isnull=False)
+                           | (~models.Q(level=ENTITY_SCORES) & models.Q(score__isnull=False,
+                                                                        entity_score__isnull=True))),
+                name="snapshot_one_score"),
+        ]
 
 
 class EntityScore(models.Model):

@@ -7,11 +7,14 @@ A corpus runs in periods (:class:`~unpooled.service.corpora.models.Period`), at 
   (``period`` empty: a corpus used without periods keeps working); once a corpus has had a period, uploads while
   none is open are refused with a message saying so.
 * **Closing** (:func:`do_close_period`) freezes the period's scores: each published submission's newest score per
-  level is recorded as a :class:`~unpooled.service.evaluations.models.ScoreSnapshot`.  A submission still being
+  level, and its newest entity score (level :data:`~unpooled.service.evaluations.models.ENTITY_SCORES`), is
+  recorded as a :class:`~unpooled.service.evaluations.models.ScoreSnapshot`.  A submission still being
   evaluated when the period closes is frozen when it is published (:func:`freeze_pending`, called after every
-  re-scoring and publication).  The re-scoring writes no new score for a frozen submission
-  (:func:`frozen_levels`, used by :func:`unpooled.service.evaluations.publish.score_corpus`): its draws and labels
-  still take part in the joint estimation of the others, but its own published numbers stay where they were.
+  re-scoring and publication).  The re-scoring writes no new score for a frozen submission: the relation scores
+  (:func:`unpooled.service.evaluations.publish.score_corpus`) and the entity scores
+  (:func:`unpooled.service.evaluations.entities.compute`) both write through :func:`frozen_writes`.  Its draws,
+  labels and mentions still take part in the joint estimation of the others, but its own published numbers stay
+  where they were.
 * **Release** (:func:`do_release_period`): the dataset release of :mod:`unpooled.service.annotation.release`
   scoped to the period: the labels of the instances its submissions drew, their answers, and the corpus's
   exhaustive annotation.
@@ -23,6 +26,8 @@ Writes follow ``check_*`` (validate and authorise) then ``do_*``.  Only organise
 
 from __future__ import annotations
 
+from contextlib import contextmanager
+
 from django.db import IntegrityError, transaction
 from django.db.models import Max
 from django.utils import timezone
@@ -31,7 +36,7 @@ from unpooled.service.corpora.models import Corpus, Period
 from unpooled.service.corpora.periods import PeriodError, open_period, period_for_upload  # noqa: F401 - re-exported
 from unpooled.service.submissions.models import Submission
 
-from .models import Score, ScoreSnapshot
+from .models import ENTITY_SCORES, EntityScore, Score, ScoreSnapshot
 
 MAX_TITLE = 200
 
@@ -116,8 +121,9 @@ def do_close_period(user, period: Period, *, now=None) -> int:
 
 
 def freeze_pending(corpus: Corpus, *, now=None) -> int:
-    """Snapshot the newest score per level of every *published* submission of a closed period of ``corpus`` that
-    has none at that level yet.  Idempotent; returns the number of snapshots made."""
+    """Snapshot the newest score per level, and the newest entity score, of every *published* submission of a
+    closed period of ``corpus`` that has none at that level yet.  Idempotent; returns the number of snapshots
+    made."""
     now = now or timezone.now()
     subs = dict(Submission.objects.filter(corpus=corpus, period__closed__isnull=False,
                                           status=Submission.Status.PUBLISHED).values_list("pk", "period_id"))
@@ -128,17 +134,36 @@ def freeze_pending(corpus: Corpus, *, now=None) -> int:
               .annotate(m=Max("id")).values_list("submission_id", "level", "m"))
     new = [ScoreSnapshot(period_id=subs[s], submission_id=s, level=lv, score_id=m, frozen=now)
            for s, lv, m in newest if (s, lv) not in have]
+    entity = (EntityScore.objects.filter(submission_id__in=list(subs)).values("submission_id")
+              .annotate(m=Max("id")).values_list("submission_id", "m"))
+    new += [ScoreSnapshot(period_id=subs[s], submission_id=s, level=ENTITY_SCORES, entity_score_id=m, frozen=now)
+            for s, m in entity if (s, ENTITY_SCORES) not in have]
     ScoreSnapshot.objects.bulk_create(new, ignore_conflicts=True)
     return len(new)
 
 
 def frozen_levels(corpus: Corpus) -> set[tuple[int, str]]:
-    """(submission id, level) of the corpus's frozen scores: the re-scoring writes no new score for them."""
+    """(submission id, level) of the corpus's frozen scores (level :data:`.models.ENTITY_SCORES`: its entity
+    scores): the re-scoring writes no new score for them."""
     return set(ScoreSnapshot.objects.filter(submission__corpus=corpus).values_list("submission_id", "level"))
 
 
+@contextmanager
+def frozen_writes(corpus: Corpus):
+    """The transaction a re-scoring writes its scores of ``corpus`` in: yields :func:`frozen_levels` (whose
+    scores it must not write), then freezes what it published for a closed period (:func:`freeze_pending`).
+
+    The frozen levels are read under the open period's row lock (SQLite: an IMMEDIATE transaction), so a period
+    closing meanwhile waits, then freezes the scores written here: none is written after its snapshot."""
+    with transaction.atomic():
+        list(Period.objects.select_for_update().filter(corpus=corpus, closed__isnull=True).values_list("pk"))
+        yield frozen_levels(corpus)
+        freeze_pending(corpus)  # published submissions of a closed period not frozen yet
+
+
 def snapshot_of(sub: Submission) -> dict[str, ScoreSnapshot]:
-    """The submission's frozen scores by level (empty: not frozen)."""
+    """The submission's frozen scores by level, its entity scores' under :data:`.models.ENTITY_SCORES` (empty: not
+    frozen)."""
     return {s.level: s for s in ScoreSnapshot.objects.filter(submission=sub).select_related("period")}
 
 

@@ -17,12 +17,11 @@ from time import perf_counter, process_time
 
 import numpy as np
 
-from django.db import transaction
 from django.db.models import Count, Exists, F, Max, OuterRef, Q
 
 from unpooled.core.estimators.anytime import design_intervals
 from unpooled.service.annotation.models import Kind, Label, TaskRequest
-from unpooled.service.corpora.models import Corpus, Period
+from unpooled.service.corpora.models import Corpus
 from unpooled.service.locks import exclusive
 from unpooled.service.submissions.models import Submission
 
@@ -31,7 +30,7 @@ from .breakdown import VERSION, compute_breakdowns
 from .confidences import ppi_details
 from .entities import compute as compute_entities
 from .models import Draw, Score
-from .periods import freeze_pending, frozen_levels
+from .periods import frozen_writes
 from .truth import attach_truth
 
 log = logging.getLogger(__name__)
@@ -110,13 +109,9 @@ def score_corpus(corpus: Corpus, *, level: str = "instance", match: str = "overl
                      "anytime": anytime_details(cs, i),
                      **_crowd_details(sc, i), **({"ppi": ppi[i]} if ppi[i] else {})},
             paired=paired_details(got.covariances, i, pks, batch)))
-    with transaction.atomic():
+    with frozen_writes(corpus) as frozen:
         # a submission of a closed period keeps the score it was frozen with (periods.py): its draws and labels
-        # still take part in the others' joint estimates above, but no new score of its own is written.  The frozen
-        # levels are read under the open period's row lock (SQLite: an IMMEDIATE transaction), so a period closing
-        # now waits, then freezes the scores written here
-        list(Period.objects.select_for_update().filter(corpus=corpus, closed__isnull=True).values_list("pk"))
-        frozen = frozen_levels(corpus)
+        # still take part in the others' joint estimates above, but no new score of its own is written
         out = [s for s in out if (s.submission.pk, level) not in frozen]
         kept = _unchanged(out, level, inputs.digest(got.fp))
         made = Score.objects.bulk_create([s for s in out if s.submission_id not in kept])
@@ -124,7 +119,6 @@ def score_corpus(corpus: Corpus, *, level: str = "instance", match: str = "overl
         # history of scores would otherwise keep an m x m table for every scoring)
         Score.objects.filter(submission_id__in=[s.submission_id for s in made], level=level,
                              paired__has_key="batch").exclude(pk__in=[s.pk for s in made]).update(paired={})
-        freeze_pending(corpus)  # published submissions of a closed period not frozen yet
     for s in out:
         if s.submission_id in kept:
             kept[s.submission_id].submission = s.submission

@@ -255,7 +255,7 @@ def newest_scores_of(ids) -> dict[int, dict[str, Score]]:
     for s in newest:
         s.frozen = None
         out.setdefault(s.submission_id, {})[s.level] = s
-    for snap in ScoreSnapshot.objects.filter(submission_id__in=ids).select_related("score"):
+    for snap in ScoreSnapshot.objects.filter(submission_id__in=ids, score__isnull=False).select_related("score"):
         out.setdefault(snap.submission_id, {})[snap.level] = snap.score
         snap.score.frozen = snap.frozen
     # in the levels' order (instance, relation, entity), as everywhere else

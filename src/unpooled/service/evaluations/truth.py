@@ -290,13 +290,20 @@ def covered(truth: float | None, lo: float | None, hi: float | None) -> bool | N
 def attach_truth(corpus, rows: list[dict], *, level: str = "instance", store: bool = True) -> tuple[int, int]:
     """Add ``p_true``, ``r_true``, ``f1_true`` (and ``*_covered``) to leaderboard rows of a corpus with a gold layer.
 
-    With ``store``, each row's newest :class:`~.models.Score` at ``level`` keeps the truth in
-    ``details['truth']`` (for pages).  Returns ``(K, N)``: the truth is inside the interval for K
-    of the N (system, metric) pairs that have both.
+    With ``store``, each row's published :class:`~.models.Score` at ``level`` keeps the truth in
+    ``details['truth']`` (for pages, the API and the CSV, which all read it there): its newest score, or its frozen
+    one (its period closed), which keeps the truth it was frozen with and is given one only if it has none (a
+    score frozen in the re-scoring that made it, before its truth was added).  A frozen score is a published
+    number that does not move, and its truth is judged against it (``covered``): a truth computed afterwards (the
+    corpus's recall protocol changed, say) would measure the frozen interval against another estimand.  Returns
+    ``(K, N)``: the truth is inside the interval for K of the N (system, metric) pairs that have both.
     """
-    from .models import Score
+    from .models import ScoreSnapshot
 
     truth = true_scores_all(corpus, level=level, submissions=[row["submission"] for row in rows])
+    frozen = dict(((sid, lv), score_id) for sid, lv, score_id in ScoreSnapshot.objects.filter(
+        submission_id__in=[row["submission"] for row in rows], score__isnull=False).values_list(
+        "submission_id", "level", "score_id")) if store else {}
     inside = total = 0
     for row in rows:
         ts = truth.get(row["submission"])
@@ -313,16 +320,7 @@ def attach_truth(corpus, rows: list[dict], *, level: str = "instance", store: bo
                 total += 1
                 inside += c
         if store:
-            score = Score.objects.filter(submission_id=row["submission"], level=row.get("level", level)).first()
-            if score is not None:
-                details = dict(score.details or {})
-                details["truth"] = {**ts.to_dict(), "covered": got,
-                                    "definition": "unpooled.service.evaluations.truth (gold layer; recall over "
-                                              + ("every fact of every document, through any mention of its "
-                                                 "clusters)" if recall_protocol(corpus) == "document" else
-                                                 "within-sentence facts of every document, overlap matching)")}
-                score.details = details
-                score.save(update_fields=["details"])
+            _store_truth(corpus, row["submission"], row.get("level", level), ts, got, frozen)
     if store and rows:
         from django.utils import timezone
 
@@ -331,6 +329,27 @@ def attach_truth(corpus, rows: list[dict], *, level: str = "instance", store: bo
         # the leaderboard's cache fingerprint sees submissions' last change: show the truth at once
         Submission.objects.filter(pk__in=[r["submission"] for r in rows]).update(updated=timezone.now())
     return inside, total
+
+
+def _store_truth(corpus, submission_id: int, level: str, ts: TrueScores, got: dict, frozen: dict) -> None:
+    """:func:`attach_truth`'s write: the truth into the submission's published score at ``level`` (``frozen``: the
+    frozen scores' ids by (submission, level); a frozen score that has a truth keeps it)."""
+    from .models import Score
+
+    frozen_id = frozen.get((submission_id, level))
+    scores = Score.objects.filter(pk=frozen_id) if frozen_id else Score.objects.filter(submission_id=submission_id,
+                                                                                        level=level)
+    score = scores.first()
+    if score is None or (frozen_id and (score.details or {}).get("truth")):
+        return
+    details = dict(score.details or {})
+    details["truth"] = {**ts.to_dict(), "covered": got,
+                        "definition": "unpooled.service.evaluations.truth (gold layer; recall over "
+                                  + ("every fact of every document, through any mention of its clusters)"
+                                     if recall_protocol(corpus) == "document" else
+                                     "within-sentence facts of every document, overlap matching)")}
+    score.details = details
+    score.save(update_fields=["details"])
 
 
 __all__ = ["MATCH", "TrueScores", "attach_truth", "covered", "instance_rows", "level_weights", "protocol_gold",

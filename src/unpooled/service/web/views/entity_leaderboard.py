@@ -1,4 +1,5 @@
-"""The entity tab of a corpus's leaderboard: mention detection, typing, linking and NIL clustering scores."""
+"""The entity tab of a corpus's leaderboard: mention detection, typing, linking and NIL clustering scores
+(``?period=N``: one evaluation period's, as the other tabs)."""
 
 from __future__ import annotations
 
@@ -29,11 +30,15 @@ def entity_leaderboard(request, name: str):
     from unpooled.service.accounts.actions import is_organiser
     from unpooled.service.evaluations.entities import leaderboard
 
+    from .leaderboard import _periods
+
     corpus = get_object_or_404(Corpus, name=name)
     metric = request.GET.get("metric", "mention_f1")
     if metric not in METRICS:
         raise Http404(f"metric must be one of {', '.join(METRICS)}")
-    board = leaderboard(corpus, metric=metric, user=request.user)
+    periods, period = _periods(request, corpus)
+    board = leaderboard(corpus, metric=metric, user=request.user, period=period)
     return render(request, "web/leaderboard_entities.html", {
         "corpus": corpus, "metric": metric, "board": board, "unscored": unscored_columns(board["rows"]), "columns": COLUMNS,
-        "metrics": [{"key": k, "label": LABELS[k]} for k in METRICS], "organiser": is_organiser(request.user)})
+        "metrics": [{"key": k, "label": LABELS[k]} for k in METRICS], "organiser": is_organiser(request.user),
+        "periods": periods, "period": period})

@@ -31,6 +31,7 @@ from unpooled.service.accounts.actions import can_manage, can_view
 from unpooled.service.corpora.models import Corpus
 from unpooled.service.corpora.names import relation_names
 from unpooled.service.web.forms import SubmissionSettingsForm
+from unpooled.service.evaluations.models import ENTITY_SCORES
 from unpooled.service.evaluations.policy import SERVICE_LEVELS as LEVELS
 from unpooled.service.submissions.actions import export_submission
 from unpooled.service.submissions.models import RelationInstance, Submission
@@ -134,15 +135,15 @@ COUNT_LABELS = {"instances": "instances stored", "lines": "lines read", "documen
 
 def _newest_ids(sub: Submission) -> dict[str, int | str]:
     """The newest score id per level (a frozen level: its snapshot's score, ``"<id>f"``: the key says "frozen at")
-    and the newest entity score's id (under ``~entities``, a key no level has), for the page's cache key: one
-    query over the (submission, level, id) indexes, no model instances."""
+    and the newest entity score's id (under ``~entities``, a key no level has; its frozen one under ``entities``), for
+    the page's cache key: one query over the (submission, level, id) indexes, no model instances."""
     from django.db import connection
 
     from unpooled.service.evaluations.models import EntityScore, Score, ScoreSnapshot
 
     score, snap, ent = Score._meta.db_table, ScoreSnapshot._meta.db_table, EntityScore._meta.db_table
     sql = (f'SELECT 0, level, MAX(id) FROM "{score}" WHERE submission_id = %s GROUP BY level '
-           f'UNION ALL SELECT 1, level, score_id FROM "{snap}" WHERE submission_id = %s '
+           f'UNION ALL SELECT 1, level, COALESCE(score_id, entity_score_id) FROM "{snap}" WHERE submission_id = %s '
            f'UNION ALL SELECT 2, \'~entities\', MAX(id) FROM "{ent}" WHERE submission_id = %s')
     with connection.cursor() as cur:
         cur.execute(sql, [sub.pk, sub.pk, sub.pk])
@@ -232,7 +233,7 @@ def submission_detail(request, pk: int):
     sub = _key_fields(request, pk) if anonymous else _submission(request, pk)
     manage = can_manage(request.user, sub)
     newest = _newest_ids(sub)
-    ids = {lv: i for lv, i in newest.items() if lv != "~entities"}
+    ids = {lv: i for lv, i in newest.items() if lv not in ("~entities", ENTITY_SCORES)}
     order = [lv for lv in LEVELS if lv in ids] + sorted(lv for lv in ids if lv not in LEVELS)
     level = request.GET.get("level")
     if level not in ids:
