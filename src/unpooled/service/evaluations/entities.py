@@ -300,7 +300,7 @@ def api_dict(es: EntityScore) -> dict:
 
 def leaderboard(corpus: Corpus, *, metric: str = "mention_f1", user=None, period=None) -> dict:
     """The newest entity score of every published submission ``user`` may see (``period``: of that period, and the
-    human reference, as the other boards: :func:`.leaderboard.board_submissions`; a frozen submission's is its
+    human reference, as the other boards: :func:`.periods.board_submissions`; a frozen submission's is its
     snapshot, with ``frozen`` on its row), ranked by ``metric`` with tie
     groups and competition ranks from simultaneous pairwise comparisons (:func:`unpooled.core.ranking.rank_intervals`;
     each system's entity scores come from its own fit, so they are taken as independent,
@@ -315,7 +315,7 @@ def leaderboard(corpus: Corpus, *, metric: str = "mention_f1", user=None, period
     from unpooled.core.plots.svg import interval_chart
     from unpooled.core.ranking import independent_cov, rank_intervals
 
-    from .leaderboard import board_submissions, period_info
+    from .periods import board_submissions, period_info
 
     if metric not in METRICS:
         raise ValueError(f"metric: expected one of {', '.join(METRICS)}, got {metric!r}")

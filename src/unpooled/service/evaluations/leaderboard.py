@@ -42,6 +42,7 @@ from unpooled.core.ranking import pairwise, rank_intervals
 from unpooled.service.corpora.models import Corpus
 
 from .models import Score
+from .periods import board_submissions, period_info
 from .policy import CONFIDENCE
 from .rates import recall_protocol
 
@@ -403,25 +404,6 @@ def _pair_rows(tb, subs: list, names: list[str]) -> list[dict]:
                     "se": se, "lo": lo, "hi": hi, "better": {1: "a", -1: "b"}.get(sign),
                     "critical": tb.critical, "method": d.method})
     return out
-
-
-def board_submissions(corpus: Corpus, user, period):
-    """The submissions a board of ``corpus`` lists to ``user`` (a queryset): the published ones ``user`` may see,
-    with ``period`` those of that period and the human reference.  The relation boards' and the entity board's."""
-    from django.db.models import Q
-
-    from unpooled.service.accounts.actions import visible_submissions
-    from unpooled.service.submissions.models import Submission
-
-    subs = visible_submissions(user, Submission.objects.filter(corpus=corpus, status=Submission.Status.PUBLISHED))
-    return subs.filter(Q(period=period) | Q(is_reference=True)) if period is not None else subs
-
-
-def period_info(period) -> dict | None:
-    if period is None:
-        return None
-    return {"number": period.number, "title": period.title, "open": period.is_open, "opened": period.opened,
-            "closed": period.closed}
 
 
 def comparisons(board: dict, sub_pk: int, previous: list[int]) -> list[dict]:

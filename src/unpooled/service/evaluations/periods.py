@@ -222,3 +222,22 @@ def period_out(p: Period) -> dict:
     return {"number": p.number, "title": p.title, "open": p.is_open, "opened": p.opened, "closed": p.closed,
             "released": p.released,
             "follows": ({"corpus": p.follows.corpus.name, "number": p.follows.number} if p.follows_id else None)}
+
+
+def board_submissions(corpus: Corpus, user, period):
+    """The submissions a board of ``corpus`` lists to ``user`` (a queryset): the published ones ``user`` may see,
+    with ``period`` those of that period and the human reference.  The relation boards' and the entity board's."""
+    from django.db.models import Q
+
+    from unpooled.service.accounts.actions import visible_submissions
+
+    subs = visible_submissions(user, Submission.objects.filter(corpus=corpus, status=Submission.Status.PUBLISHED))
+    return subs.filter(Q(period=period) | Q(is_reference=True)) if period is not None else subs
+
+
+def period_info(period) -> dict | None:
+    """What a board says of the period it lists (None: every period)."""
+    if period is None:
+        return None
+    return {"number": period.number, "title": period.title, "open": period.is_open, "opened": period.opened,
+            "closed": period.closed}
