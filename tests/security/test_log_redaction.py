@@ -9,7 +9,7 @@ from datetime import timedelta
 from types import SimpleNamespace
 
 TOKEN = "Zk3vQ9sLxY2bW7nT5rP1aE8dC4fG6hJ0"
-ENTRY = f"/annotate/mturk/?task=12&sig=SIGNATURE123&hitId=3HIT&assignmentId=3ASSIGNMENT&workerId=AWORKER77"
+ENTRY = "/annotate/mturk/?task=12&sig=SIGNATURE123&hitId=3HIT&assignmentId=3ASSIGNMENT&workerId=AWORKER77"
 
 
 def test_the_access_log_keeps_no_lease_token_signature_or_worker_id():
