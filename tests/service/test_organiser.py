@@ -293,6 +293,21 @@ def test_check_settings_collects_every_problem(world):
     assert console.check_settings(corpus, {**ok, "backend": "inhouse"})["backend"] == "inhouse"
 
 
+def test_rewards_and_budgets_have_the_same_bounds_on_every_database(world):
+    """An organiser walk: 99,999,999,999 cents an answer was stored on SQLite (PostgreSQL's integer field refused
+    it): rewards are bounded at $1,000 an answer and budgets at the fields' common range, at the field."""
+    corpus, _ = world
+    ok = {**console.current_settings(corpus), "backend": "inhouse"}
+    with pytest.raises(console.SettingsError) as e:
+        console.check_settings(corpus, {**ok, "reward_verify_cents": 99_999_999_999, "budget_cents": 2**31})
+    assert e.value.errors == {
+        "reward_verify_cents": "expected a number of cents from 0 to 100,000, got 99999999999",
+        "budget_cents": "expected a number of cents from 0 to 2,147,483,647 or nothing (no cap), got 2147483648",
+    }
+    top = {**ok, "reward_verify_cents": console.MAX_REWARD_CENTS, "budget_cents": console.MAX_BUDGET_CENTS}
+    assert console.check_settings(corpus, top)["reward_verify_cents"] == 100_000
+
+
 # ---------------------------------------------------------------------------- lifecycle
 
 def test_retry_a_failed_submission(world):

@@ -50,6 +50,10 @@ SETTINGS_FIELDS = (
     "exhaustive_documents", "levels", "open_signup", "gold_public", "recall_protocol",
 )
 MAX_ANSWERS_PER_ITEM = 20
+#: the most an answer may pay ($1,000) and a budget hold (the largest integer every database stores in these fields):
+#: the same bounds on SQLite and PostgreSQL, where the field's own range differs
+MAX_REWARD_CENTS = 100_000
+MAX_BUDGET_CENTS = 2**31 - 1
 MIN_LEASE_SECONDS = 60
 
 
@@ -378,13 +382,14 @@ def _check_money(v: dict, backend, need, num) -> None:
     """:func:`check_settings`' rules on rewards and budgets (``need`` and ``num`` are its own)."""
     for f in ("reward_verify_cents", "reward_entities_cents", "reward_relations_cents", "reward_clusters_cents"):
         r = num(f)
-        need(f, r is not None and r >= 0, f"expected a non-negative number of cents, got {v.get(f)!r}")
+        need(f, r is not None and 0 <= r <= MAX_REWARD_CENTS,
+             f"expected a number of cents from 0 to {MAX_REWARD_CENTS:,}, got {v.get(f)!r}")
         if backend == Backend.MTURK:
             need(f, r is not None and r >= 1, "Mechanical Turk pays at least 1 cent per assignment")
     for f in ("budget_cents", "submission_budget_cents"):
         b = v.get(f)
-        need(f, b is None or (num(f) is not None and b >= 0), f"expected a non-negative number of cents or nothing "
-                                                              f"(no cap), got {b!r}")
+        need(f, b is None or (num(f) is not None and 0 <= b <= MAX_BUDGET_CENTS),
+             f"expected a number of cents from 0 to {MAX_BUDGET_CENTS:,} or nothing (no cap), got {b!r}")
     # Mechanical Turk spends real money: a corpus open to it has a ceiling (security review N7: teams are cheap to
     # make, so a per-team quota alone bounds nothing)
     need("budget_cents", backend != Backend.MTURK or num("budget_cents") is not None,
