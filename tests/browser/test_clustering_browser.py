@@ -11,7 +11,7 @@ import pytest
 
 from unpooled.service.annotation.models import Answer, Kind, Task
 
-from .conftest import PASSWORD, USER
+from .test_annotation_browser import login
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True), pytest.mark.engine_neutral]
 
@@ -34,11 +34,7 @@ def _task(corpus) -> Task:
 def test_clusters_with_the_keyboard(page, live_server, world):
     task = _task(world)
     base = live_server.url
-    page.goto(f"{base}/accounts/login/")
-    page.fill("#id_username", USER)
-    page.fill("#id_password", PASSWORD)
-    with page.expect_navigation():
-        page.keyboard.press("Enter")
+    login(page, base)
     shots = os.environ.get("UNPOOLED_SHOTS") or tempfile.mkdtemp(prefix="cluster-shots-")
     page.goto(f"{base}/annotate/next/clusters/")
     page.wait_for_selector("#cluster-items")
@@ -69,11 +65,7 @@ def test_u_is_a_group_letter_beside_an_undo_offer(page, live_server, world):
     Task.objects.filter(kind=Kind.VERIFY).update(answers_needed=2)  # one answer leaves the item open: undoable
     task = _task(world)
     base = live_server.url
-    page.goto(f"{base}/accounts/login/")
-    page.fill("#id_username", USER)
-    page.fill("#id_password", PASSWORD)
-    with page.expect_navigation():
-        page.keyboard.press("Enter")
+    login(page, base)
     page.goto(f"{base}/annotate/next/verify/")
     page.wait_for_selector("#task[data-kind=verify]")
     first = page.url
@@ -104,11 +96,7 @@ def test_letters_stay_review_before_send_draft_kept_and_the_page_after(page, liv
 
     task = _task(world)
     base = live_server.url
-    page.goto(f"{base}/accounts/login/")
-    page.fill("#id_username", USER)
-    page.fill("#id_password", PASSWORD)
-    with page.expect_navigation():
-        page.keyboard.press("Enter")
+    login(page, base)
     page.goto(f"{base}/annotate/next/clusters/")
     page.wait_for_selector("#cluster-items")
     url = page.url
@@ -165,11 +153,7 @@ def test_letters_stay_review_before_send_draft_kept_and_the_page_after(page, liv
 
 
 def _sign_in(page, base):
-    page.goto(f"{base}/accounts/login/")
-    page.fill("#id_username", USER)
-    page.fill("#id_password", PASSWORD)
-    with page.expect_navigation():
-        page.keyboard.press("Enter")
+    login(page, base)
 
 
 def _send_groups(page, base):
@@ -235,11 +219,7 @@ def test_the_line_buttons_keep_the_keyboard_focus(page, live_server, world):
     (Tab to it, Enter or Space), the focus stays on the redrawn button, not on the page's body."""
     _task(world)
     base = live_server.url
-    page.goto(f"{base}/accounts/login/")
-    page.fill("#id_username", USER)
-    page.fill("#id_password", PASSWORD)
-    with page.expect_navigation():
-        page.keyboard.press("Enter")
+    login(page, base)
     page.goto(f"{base}/annotate/next/clusters/")
     page.wait_for_selector(".cluster-tools button")
     focused = "() => { const a = document.activeElement; return a && a.closest('.cluster-tools') ? a.getAttribute('aria-label') : a.tagName; }"

@@ -111,19 +111,16 @@ def test_the_console_says_how_many_hits_wait_for_the_budget_and_what_raising_it_
     MTurk page and the console's alerts now say how many wait and by how much raising the budget would post them
     (their rewards and Amazon's fee)."""
     from unpooled.service.accounts.models import Role
-    from unpooled.service.annotation import actions
     from unpooled.service.annotation.models import Task
     from unpooled.service.crowd.mturk_sync import publish
     from unpooled.service.organiser import console
 
-    from .test_mturk_hostile import _create
+    from .test_mturk_hostile import _budget_for_one_hit, _create
     from .test_organiser import _login
 
     backend, stub = stubbed
     t1, t2 = Task.objects.filter(corpus=corpus).order_by("priority", "id")
-    st = actions.settings_for(corpus)
-    st.budget_cents = 3 * 6 + 5   # one HIT of 3 assignments at 5 cents and a cent's fee each, not two
-    st.save()
+    st = _budget_for_one_hit(corpus)
     _create(stub, t1, H1)
     assert publish(corpus, backend, "https://unpooled.example").over_budget == 1
     says = "1 HIT waits for the budget: raising the corpus budget by $0.13 (to $0.36) would post it"

@@ -138,15 +138,12 @@ def test_publishing_stays_within_the_budget_with_fees_and_more_assignments(clien
     the assignments added to a HIT included) stays within the corpus budget; the rest wait, and the MTurk page says
     what was requested from Amazon: the sum of the CreateHIT rewards, and the fee on them."""
     from unpooled.service.accounts.models import Role
-    from unpooled.service.annotation import actions
 
     from .test_organiser import _login
 
     backend, stub = stubbed
     t1, t2 = Task.objects.filter(corpus=corpus).order_by("priority", "id")
-    st = actions.settings_for(corpus)
-    st.budget_cents = 3 * 6 + 5   # one HIT of 3 assignments at 5 cents and a cent's fee each, not two
-    st.save()
+    _budget_for_one_hit(corpus)
     _create(stub, t1, H1)
     rep = publish(corpus, backend, "https://unpooled.example")
     stub.assert_no_pending_responses()
@@ -492,3 +489,14 @@ def test_two_syncs_at_once_lose_no_assignment_and_no_extension(client, corpus, s
     hit = Hit.objects.get(task=t1)
     assert set(hit.rejected) == {other} | {a["AssignmentId"] for a in empty}
     assert hit.status == "posted" and hit.max_assignments == 5
+
+
+def _budget_for_one_hit(corpus):
+    """Give ``corpus`` a budget that bears one HIT of 3 assignments at 5 cents and a cent's fee each, not two; its
+    settings."""
+    from unpooled.service.annotation import actions
+
+    st = actions.settings_for(corpus)
+    st.budget_cents = 3 * 6 + 5
+    st.save()
+    return st

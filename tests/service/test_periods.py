@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import io
 import json
+import threading
 import zipfile
 
 import pytest
@@ -387,8 +388,6 @@ def test_a_period_closed_during_a_rescoring_freezes_what_the_rescoring_publishes
     score newer than the snapshot (and the snapshot's covariances wiped as superseded).  The close now waits for the
     re-scoring's transaction (the open period's row is locked), then freezes what it published.  PostgreSQL:
     two connections at once."""
-    import threading
-
     from django.contrib.auth import get_user_model
     from django.db import connection
 
@@ -417,19 +416,8 @@ def test_a_period_closed_during_a_rescoring_freezes_what_the_rescoring_publishes
     original, closer = publish._unchanged, []
 
     def close_meanwhile(*args, **kw):
-        if not closer:  # an organiser closes the period now, from another connection
-            def close():
-                from django.db import connection as theirs
-
-                try:
-                    periods.do_close_period(olga, Period.objects.get(pk=p1.pk))
-                finally:
-                    theirs.close()
-
-            closer.append(threading.Thread(target=close))
-            closer[0].start()
-            closer[0].join(timeout=3)  # the old code: closed (and frozen) before the scores below are written
-        return original(*args, **kw)
+        _close_from_another_connection(olga, p1, closer)  # the old code: closed (and frozen) before the scores
+        return original(*args, **kw)                      # below are written
 
     monkeypatch.setattr(publish, "_unchanged", close_meanwhile)
     publish.score_corpus(corpus, level="instance")
@@ -516,8 +504,6 @@ def test_a_period_closed_during_the_entity_scoring_freezes_what_it_publishes(mon
     the entity scoring's reading of the frozen levels and its writing waits for it (the open period's row is
     locked), then freezes what it wrote; without the lock the close froze the older row and a newer one followed.
     PostgreSQL: two connections at once."""
-    import threading
-
     from django.contrib.auth import get_user_model
     from django.db import connection
 
@@ -542,19 +528,8 @@ def test_a_period_closed_during_the_entity_scoring_freezes_what_it_publishes(mon
 
     def close_meanwhile(c):
         got = original(c)
-        if not closer:  # an organiser closes the period now, from another connection
-            def close():
-                from django.db import connection as theirs
-
-                try:
-                    periods.do_close_period(olga, Period.objects.get(pk=p1.pk))
-                finally:
-                    theirs.close()
-
-            closer.append(threading.Thread(target=close))
-            closer[0].start()
-            closer[0].join(timeout=3)  # without the lock: closed (and frozen) before the entity scores are written
-        return got
+        _close_from_another_connection(olga, p1, closer)  # without the lock: closed (and frozen) before the entity
+        return got                                        # scores are written
 
     monkeypatch.setattr(periods, "frozen_levels", close_meanwhile)
     made = entities.compute(corpus)
@@ -563,3 +538,22 @@ def test_a_period_closed_during_the_entity_scoring_freezes_what_it_publishes(mon
     newest = EntityScore.objects.filter(submission=a).latest("id")
     assert newest.details["nil_across_documents"] is True
     assert ScoreSnapshot.objects.get(submission=a, level="entities").entity_score_id == newest.pk
+
+
+def _close_from_another_connection(olga, period, closer: list) -> None:
+    """Once (``closer`` empty): organiser ``olga`` closes ``period`` from another connection, in a thread appended to
+    ``closer``, waited for up to 3 s (it waits longer while the caller holds the period's lock)."""
+    if closer:
+        return
+
+    def close():
+        from django.db import connection as theirs
+
+        try:
+            periods.do_close_period(olga, Period.objects.get(pk=period.pk))
+        finally:
+            theirs.close()
+
+    closer.append(threading.Thread(target=close))
+    closer[0].start()
+    closer[0].join(timeout=3)
