@@ -129,10 +129,8 @@ def test_an_endless_answer_is_cut_off(serve, capsys, tmp_path):
             yield b" " * 65536
 
     hostile = serve(lambda r: (200, {"Content-Type": "application/json"}, endless()))
-    t0 = time.monotonic()
     code, _, err = submit(capsys, tmp_path, hostile.url)
     assert code == 3 and "larger than" in err
-    assert time.monotonic() - t0 < 30
 
 
 def test_a_trickling_answer_is_bounded_in_time(serve):
@@ -142,7 +140,5 @@ def test_a_trickling_answer_is_bounded_in_time(serve):
             time.sleep(0.2)
 
     hostile = serve(lambda r: (200, {"Content-Type": "application/json"}, trickle()))
-    t0 = time.monotonic()
     with pytest.raises(submission_cmd.ServerError, match="took longer than"):
         submission_cmd._call("GET", hostile.url + "/api/x", TOKEN, timeout=1.5)
-    assert time.monotonic() - t0 < 5

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from unpooled.bench.core import HOSTILE_TAC
 from unpooled.core.corpus import FORMATS, Document, detect_format, iter_documents
 from unpooled.core.corpus.loaders.docred import document_id_base
 from unpooled.core.errors import CorpusError
@@ -554,25 +555,17 @@ def test_documents_stream(tmp_path):
         next(it)
 
 
-@pytest.mark.parametrize("body", [
-    "<DOC " * 100_000,  # open tags never closed by '>': each search scanned to the end (quadratic)
-    "<DOC>" + "<DOCID>" * 50_000 + "</DOC>",  # id elements never closed
-    '<DOC id="x">' + "<TITLE>" * 50_000 + "</DOC>",  # titles never closed
-    '<DOC id="x">' + "<DOCID " * 50_000 + "</DOC>",
-])
-def test_hostile_tac_markup_is_read_in_linear_time(tmp_path, body):
+@pytest.mark.parametrize("body", HOSTILE_TAC)
+def test_hostile_tac_markup_is_read(body):
     """Half a megabyte of unclosed tags took minutes (the tag patterns rescanned the rest of the file from each
-    opening); now a second at most, with the usual located error or documents."""
-    import time
-
+    opening); it gives the usual located error or documents.  How fast: ``unpooled bench core``
+    (``hostile_tac_seconds``), not a timing assertion here."""
     from unpooled.core.corpus.loaders.tac import parse_tac
 
-    t0 = time.perf_counter()
     try:
         list(parse_tac(body, "hostile.xml"))
     except CorpusError as exc:
         assert "hostile.xml:" in str(exc)
-    assert time.perf_counter() - t0 < 2
 
 
 @pytest.mark.parametrize("fmt", ["docred", "tac"])

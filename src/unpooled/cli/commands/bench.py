@@ -75,10 +75,11 @@ def register(sub) -> None:
     _register_shared_task(bs)
     _register_lease(bs)
     _register_controls(bs)
-    co = bs.add_parser("core", help="throughput of the core's sentence splitters (MB/s) and of the simulation "
-                                    "world's generation (s)")
+    co = bs.add_parser("core", help="throughput of the core's sentence splitters (MB/s), of the simulation "
+                                    "world's generation (s) and of the TAC reader on hostile markup (s)")
     co.add_argument("--json", action="store_true",
-                    help='print {"split_sentences_mb_per_s", "split_markup_sentences_mb_per_s", "make_world_seconds"}')
+                    help='print {"split_sentences_mb_per_s", "split_markup_sentences_mb_per_s", "make_world_seconds", '
+                         '"hostile_tac_seconds"}')
     co.set_defaults(func=cmd_core)
 
 
