@@ -85,8 +85,8 @@ from .estimators.results import ConfidenceInterval, Estimate
 from .kb.lines import Limits
 from .matching import InstanceRef, match_matrix, match_multiplicity, match_universe
 from .offline_files import (
-    LabelledDraw, Submission, TrueInstance, read_answers, read_corpus_index, read_exhaustive, read_labels,
-    read_sentences, read_submission, read_submissions, system_name,
+    LabelledDraw, Submission, TrueInstance, check_offsets, read_answers, read_corpus_index, read_exhaustive,
+    read_labels, read_sentences, read_submission, read_submissions, system_name,
 )
 
 #: matching policies available offline (``cluster`` needs a corpus with gold clusters)
@@ -202,7 +202,8 @@ def load(labels: str | Path, submissions: str | Path, exhaustive: str | Path, *,
     ``corpus`` (optional): the current corpus, a file or folder (``corpus_format``, detected when
     None): its documents are the population recall's pool follows, and its sentence split restricts
     :math:`p_0` to instances within one sentence (module docs); a true instance of the exhaustive
-    file in a document the corpus lacks is a located error (``UP201``).
+    file in a document the corpus lacks is a located error (``UP201``), and so is a span of a submission or of the
+    exhaustive file outside its corpus document (``UP202``).
 
     Raises
     ------
@@ -222,8 +223,10 @@ def load(labels: str | Path, submissions: str | Path, exhaustive: str | Path, *,
     if corpus is not None:
         wanted = ({InstanceRef.from_key(d.key).doc for d in draws} | {t.ref.doc for t in true}
                   | {r.doc for sub in subs for r in sub.instances})
-        sentences, entities = read_corpus_index(corpus, corpus_format, docs=wanted)
+        sentences, entities, lengths = read_corpus_index(corpus, corpus_format, docs=wanted)
         true = _check_exhaustive_documents(true, sentences, ex_rep, str(corpus))
+        check_offsets([*((r, list(zip(s.lines, s.instances))) for s, r in zip(subs, sub_reps)),
+                       (ex_rep, [(t.line, t.ref) for t in true])], lengths, str(corpus))
     return OfflineData(tuple(subs), tuple(draws), tuple(true), (*sub_reps, lab_rep, ex_rep), sentences,
                        None if corpus is None else str(corpus), None if corpus is None else frozenset(sentences),
                        entities)

@@ -34,6 +34,7 @@ class Submission:
     subjects: tuple[str, ...]
     objects: tuple[str, ...]  # object entity id, or "=" + normalised value
     confidences: tuple[float, ...] = ()  # per instance, in (0, 1] (1 where the line gives none); () = all 1
+    lines: tuple[int, ...] = ()  # per instance, its line in the file; () = unknown
 
     def confidence_of(self) -> tuple[float, ...]:
         """Each instance's confidence (file order)."""
@@ -167,7 +168,7 @@ def read_submission(path: str | Path, name: str | None = None, *, limits: Limits
     """Read one submission file leniently (no corpus, no schema)."""
     path = Path(path)
     rep = Report(path=str(path))
-    refs, keys, subs, objs, confs = [], [], [], [], []
+    refs, keys, subs, objs, confs, lines = [], [], [], [], [], []
     first: dict[str, int] = {}
     n_lines = 0
     for lineno, line in read_lines(path, rep, limits=limits):
@@ -197,11 +198,12 @@ def read_submission(path: str | Path, name: str | None = None, *, limits: Limits
         subs.append(s_name)
         objs.append(o_name)
         confs.append(float(conf))
+        lines.append(lineno)
     if not refs and rep.ok:
         rep.add(0, "UP112", "the submission has no instances")
     rep.counts.update(lines=n_lines, instances=len(refs))
     sub = Submission(name or system_name(path) or path.stem, str(path), tuple(refs), tuple(keys), tuple(subs),
-                     tuple(objs), tuple(confs))
+                     tuple(objs), tuple(confs), tuple(lines))
     return sub, rep
 
 
@@ -448,10 +450,11 @@ def read_sentences(corpus: str | Path, fmt: str | None = None, *, docs=None) -> 
 
 
 def read_corpus_index(corpus: str | Path, fmt: str | None = None, *, docs=None
-                      ) -> tuple[dict[str, tuple[list, list]], dict[str, list[tuple[int, int, int]]]]:
-    """One pass over a corpus: its sentence split (as :func:`read_sentences`) and the mentions of its entity
+                      ) -> tuple[dict[str, tuple[list, list]], dict[str, list[tuple[int, int, int]]], dict[str, int]]:
+    """One pass over a corpus: its sentence split (as :func:`read_sentences`), the mentions of its entity
     clusters, ``doc id -> [(start, end, cluster index)]`` (:data:`~unpooled.core.estimators.exhaustive.EntityMentions`;
-    only documents with a gold entity layer, e.g. DocRED's ``vertexSet``).  ``docs``: keep only these documents.
+    only documents with a gold entity layer, e.g. DocRED's ``vertexSet``) and each document's length in characters.
+    ``docs``: keep only these documents.
 
     Raises
     ------
@@ -470,4 +473,27 @@ def read_corpus_index(corpus: str | Path, fmt: str | None = None, *, docs=None
         kept.append(d)
         if d.entities:
             entities[d.id] = [(m.start, m.end, e.index) for e in d.entities for m in e.mentions]
-    return sentence_index(kept), entities
+    return sentence_index(kept), entities, {d.id: len(d.text) for d in kept}
+
+
+def outside_document(ref: InstanceRef, lengths: dict[str, int]) -> tuple[str, str] | None:
+    """``(field, message)`` when a span of the instance is not inside its document (``lengths``: doc id ->
+    characters; a document not in it is not checked), else None."""
+    n = lengths.get(ref.doc)
+    if n is None:
+        return None
+    for role, (s, e) in (("subject", (ref.s_start, ref.s_end)), ("object", (ref.o_start, ref.o_end))):
+        if s >= 0 and e > n:
+            return (f"{role}.{'start' if s >= n else 'end'}",
+                    f"'{role}' span {s}-{e} is outside document {ref.doc!r} ({n:,} characters)")
+    return None
+
+
+def check_offsets(reports: list[tuple[Report, list[tuple[int, InstanceRef]]]], lengths: dict[str, int],
+                  corpus: str) -> None:
+    """``UP202`` in each report for every ``(line, instance)`` of it with a span outside its corpus document."""
+    for rep, located in reports:
+        for line, ref in located:
+            if got := outside_document(ref, lengths):
+                rep.add(line, "UP202", f"{got[1]} of the corpus {corpus}", field=got[0],
+                        help="the offsets are characters of the corpus document's text, end-exclusive")
