@@ -110,3 +110,24 @@ def test_registry_frames_more_experiments():
     simulate.register(sub)
     args = parser.parse_args(["simulate", "pooling-bias", "--trials", "3", "--spread", "parametric"])
     assert args.func is simulate.run_pooling_bias and args.trials == 3 and args.top == 40 and args.seed == 0
+
+
+def test_each_experiment_offers_only_the_options_it_uses(capsys):
+    """``--spread`` shapes the TAC-like world, ``--plot`` draws a chart: an experiment without either refuses the
+    option as a usage error before it runs (it was accepted and silently ignored, or refused after every cell ran)."""
+    parser = argparse.ArgumentParser()
+    sub = parser.add_subparsers(dest="command")
+    simulate.register(sub)
+    world = {"pooling-bias", "estimators", "adaptive", "unassessed"}
+    charts = {"pooling-bias", "estimators", "adaptive"}
+    assert set(simulate.EXPERIMENTS) > world | charts
+    for name in simulate.EXPERIMENTS:
+        for option, users in (("--spread", world), ("--plot", charts)):
+            value = "parametric" if option == "--spread" else "out.svg"
+            if name in users:
+                assert getattr(parser.parse_args(["simulate", name, option, value]), option[2:]) == value
+                continue
+            with pytest.raises(SystemExit) as exc:
+                parser.parse_args(["simulate", name, option, value])
+            assert exc.value.code == 2, (name, option)
+            assert f"unrecognized arguments: {option} {value}" in capsys.readouterr().err

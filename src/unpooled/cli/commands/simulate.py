@@ -2,7 +2,8 @@
 
 Each experiment is an entry of :data:`EXPERIMENTS` (name -> :class:`Experiment`):
 ``add_arguments(parser)`` adds its own options next to the common ones
-(``--trials``, ``--seed``, ``--json OUT``, ``--plot OUT.svg``, ``--spread PATH``),
+(``--trials``, ``--seed``, ``--json OUT``; ``--plot OUT.svg`` where it draws a chart, ``--spread PATH`` where it
+runs on the TAC-like world),
 and ``run(args)`` returns the exit status.  :func:`trial_worlds` gives every
 experiment the same independent worlds for a seed.
 """
@@ -36,6 +37,8 @@ class Experiment:
     add_arguments: Callable[[argparse.ArgumentParser], None]
     run: Callable[[argparse.Namespace], int]
     trials: int = 20  # default --trials
+    world: bool = False  # runs on the TAC-like world: --spread
+    plot: bool = False  # draws a chart: --plot
 
 
 def register(sub) -> None:
@@ -46,22 +49,27 @@ def register(sub) -> None:
     es.required = True
     for name, exp in EXPERIMENTS.items():
         e = es.add_parser(name, help=exp.help, description=exp.help.replace("%%", "%"))
-        add_common_arguments(e, trials=exp.trials)
+        add_common_arguments(e, trials=exp.trials, spread=exp.world, plot=exp.plot)
         exp.add_arguments(e)
         e.set_defaults(func=exp.run)
 
 
-def add_common_arguments(p: argparse.ArgumentParser, *, trials: int = 20) -> None:
+def add_common_arguments(p: argparse.ArgumentParser, *, trials: int = 20, spread: bool = True,
+                         plot: bool = True) -> None:
+    """``--trials``, ``--seed``, ``--json``; ``--plot`` for an experiment that draws a chart, ``--spread`` for one
+    on the TAC-like world (the others do without them: argparse refuses them as usage errors)."""
     p.add_argument("--trials", type=TRIALS, default=trials, metavar="N",
                    help=f"number of independent worlds (default {trials})")
     p.add_argument("--seed", type=SEED, default=0, metavar="S", help="random seed (default 0)")
     p.add_argument("--json", metavar="OUT", help="write the results as JSON to OUT ('-': standard output, "
                                                  "instead of the table)")
-    p.add_argument("--plot", metavar="OUT.svg", help="write an SVG chart to OUT.svg")
-    p.add_argument("--spread", metavar="PATH",
-                   help="per-system precision/recall targets: a pooling_bias_*.tsv file of the paper "
-                        f"(default: shared/data/{SPREAD_FILE.as_posix()} when found), or "
-                        f"'{PARAMETRIC}' for the built-in spread")
+    if plot:
+        p.add_argument("--plot", metavar="OUT.svg", help="write an SVG chart to OUT.svg")
+    if spread:
+        p.add_argument("--spread", metavar="PATH",
+                       help="per-system precision/recall targets: a pooling_bias_*.tsv file of the paper "
+                            f"(default: shared/data/{SPREAD_FILE.as_posix()} when found), or "
+                            f"'{PARAMETRIC}' for the built-in spread")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -487,10 +495,8 @@ def run_unassessed_cli(args) -> int:
     """Recall from pooled and unassessed output (seed 002) against the joint estimator and the exhaustive sample."""
     from unpooled.core.simulate.experiments import UNASSESSED_VARIANTS, run_unassessed
 
-    from ..main import CommandError, Exit
+    from ..main import Exit
 
-    if args.plot:
-        raise CommandError("--plot: the unassessed experiment prints a table (use --json for the figures)")
     spread, world = seeded_world(args)
     start = time.perf_counter()
     with progress_bar(total=args.trials, desc="unassessed", unit="trial") as bar:
@@ -531,10 +537,6 @@ def run_entities_cli(args) -> int:
     """Entity detection, typing, linking and NIL-clustering scores: bias and 90% coverage across regimes."""
     from unpooled.core.simulate.entities import default_cells, format_table, run_cell
 
-    from ..main import CommandError
-
-    if args.plot:
-        raise CommandError("--plot: the entities experiment prints a table (use --json for the figures)")
     cells = default_cells()
     cells = select_cells(cells, args.cells)
     t0 = time.time()
@@ -652,8 +654,6 @@ def run_documents_cli(args) -> int:
 
     if args.replicates < 2:
         raise CommandError(f"--replicates must be at least 2, got {args.replicates}")
-    if args.plot:
-        raise CommandError("--plot: the documents experiment prints a table (use --json for the figures)")
     start = time.perf_counter()
     regimes = document_regimes(find_shared_data(), quick=args.quick, shares=args.shares)
     seeds = np.random.SeedSequence(args.seed).spawn(len(regimes))
@@ -696,13 +696,14 @@ def run_documents_cli(args) -> int:
 EXPERIMENTS: dict[str, Experiment] = {
     "pooling-bias": Experiment(
         help="leave-team-out pooling bias (method.md §4.1): each system scored on a pool of the other teams' runs",
-        add_arguments=add_pooling_bias_arguments, run=run_pooling_bias),
+        add_arguments=add_pooling_bias_arguments, run=run_pooling_bias, world=True, plot=True),
     "estimators": Experiment(
         help="pooling vs simple vs joint estimators (method.md §4.2): bias, spread and coverage of 90%% intervals",
-        add_arguments=add_estimators_arguments, run=run_estimators_cli, trials=500),
+        add_arguments=add_estimators_arguments, run=run_estimators_cli, trials=500, world=True,
+        plot=True),
     "adaptive": Experiment(
         help="labels needed as systems arrive: fixed vs adaptive sample sizes with label reuse (method.md §4.3)",
-        add_arguments=add_adaptive_arguments, run=run_adaptive_cli, trials=100),
+        add_arguments=add_adaptive_arguments, run=run_adaptive_cli, trials=100, world=True, plot=True),
     "regimes": Experiment(
         help="bias, width and coverage of the 90%% intervals of P, R and F1 across regimes: system size (5 to "
              "10,000 instances), precision (0.05 to 0.99), crowd accuracy (0.6 to 0.95, and rates the estimator "
@@ -722,7 +723,7 @@ EXPERIMENTS: dict[str, Experiment] = {
     "unassessed": Experiment(
         help="recall from pooled and unassessed output (seed 002): agreement-stratified recall and its combination "
              "with the exhaustive sample against the joint estimator: bias, width, coverage, relative efficiency",
-        add_arguments=add_unassessed_arguments, run=run_unassessed_cli, trials=100),
+        add_arguments=add_unassessed_arguments, run=run_unassessed_cli, trials=100, world=True),
     "entities": Experiment(
         help="entity detection, typing, linking and NIL clustering scores (core/estimators/entities.py): bias and "
              "coverage of their 90%% intervals for small and large systems, good and poor crowds, few documents",

@@ -13,7 +13,6 @@ from ..main import integer
 def run_cell_table(args, experiment: str, module, title: str, **options) -> int:
     """Run ``module``'s default cells (``--cells`` selects) with ``module.run_cell``, one seed per cell, and print
     ``module.format_table`` under ``title`` (or write ``--json``): the regimes, reference, ranks, ppi and precision experiments."""
-    from ..main import CommandError
     from .simulate import select_cells, write_json
 
     cells = select_cells(module.default_cells(), args.cells)
@@ -23,8 +22,6 @@ def run_cell_table(args, experiment: str, module, title: str, **options) -> int:
         for j, cell in enumerate(cells):
             rows.append(module.run_cell(cell, args.trials, seed=args.seed + 1000 * j, **options).summary())
             bar.update(1)
-    if args.plot:
-        raise CommandError(f"--plot: the {experiment} experiment prints a table (use --json for the figures)")
     if args.json:
         write_json(args.json, {"experiment": experiment, "trials": args.trials, "seed": args.seed,
                                "seconds": round(time.time() - t0, 1), "cells": rows})
@@ -69,11 +66,8 @@ def run_protocols_cli(args) -> int:
     (:mod:`unpooled.core.simulate.protocols`)."""
     from unpooled.core.simulate import protocols
 
-    from ..main import CommandError
     from .simulate import write_json
 
-    if args.plot:
-        raise CommandError("--plot: the protocols experiment prints a table (use --json for the figures)")
     t0 = time.time()
     rows = protocols.run(args.trials, seed=args.seed, documents=args.documents, draws=args.draws)
     if args.json:

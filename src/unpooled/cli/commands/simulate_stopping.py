@@ -32,8 +32,6 @@ def run_stopping_cli(args) -> int:
     from ..main import CommandError
     from .simulate import write_json
 
-    if args.plot:
-        raise CommandError("--plot: the stopping experiment prints a table (use --json for the figures)")
     try:
         w = StoppingWorld(batch=args.batch, max_draws=args.max_draws, width=args.width, p_b=args.rival_precision)
     except InvalidInputError as e:
