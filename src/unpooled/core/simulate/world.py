@@ -241,9 +241,11 @@ MAX_TSV_BYTES = 16 * 1024 * 1024
 
 
 def read_tsv(path, columns, what: str) -> list[tuple[int, dict]]:
-    """``(line, row)`` of a tab-separated file with a header naming at least ``columns``; a file that is not
-    UTF-8, larger than :data:`MAX_TSV_BYTES`, malformed or lacks a column raises :class:`InvalidInputError`
-    naming ``what``, the file and the line.  ``OSError`` if it cannot be read."""
+    """``(line, row)`` of a tab-separated file with a header naming at least ``columns`` (a UTF-8 BOM and CRLF line
+    ends are read as plain; quotes are characters, as the paper's files hold no quoted fields).  A file that is not
+    UTF-8, larger than :data:`MAX_TSV_BYTES`, lacks a column, names one twice, or has a row with other than the
+    header's number of fields raises :class:`InvalidInputError` naming ``what``, the file and the line.  ``OSError``
+    if it cannot be read."""
     import io
 
     path = Path(os.fspath(path))
@@ -252,17 +254,29 @@ def read_tsv(path, columns, what: str) -> list[tuple[int, dict]]:
     if len(data) > MAX_TSV_BYTES:
         raise InvalidInputError(f"{what}: {path} is larger than {MAX_TSV_BYTES:,} bytes")
     try:
-        text = data.decode("utf-8")
+        text = data.decode("utf-8").removeprefix("\ufeff")
     except UnicodeDecodeError as exc:
         line = data.count(b"\n", 0, exc.start) + 1
         raise InvalidInputError(f"{what}: not UTF-8 at {path}:{line} (byte 0x{data[exc.start]:02x})") from None
-    reader = csv.DictReader(io.StringIO(text, newline=""), delimiter="\t")
+    reader = csv.reader(io.StringIO(text, newline=""), delimiter="\t", quoting=csv.QUOTE_NONE)
     try:
-        missing = set(columns) - set(reader.fieldnames or ())
+        header = next(reader, None) or []
+        twice = next((c for k, c in enumerate(header) if c in header[:k]), None)
+        if twice is not None:
+            raise InvalidInputError(f"{what}: column {twice!r} twice in the header at {path}:1")
+        missing = set(columns) - set(header)
         if missing:
             raise InvalidInputError(f"{what}: expected a tsv file with columns {', '.join(columns)}; "
                                     f"{path} lacks {', '.join(sorted(missing))}")
-        return list(enumerate(reader, start=2))
+        out = []
+        for row in reader:
+            if not row:  # a blank line
+                continue
+            if len(row) != len(header):
+                raise InvalidInputError(f"{what}: a row of {len(row)} fields, the header {len(header)}, at "
+                                        f"{path}:{reader.line_num}")
+            out.append((reader.line_num, dict(zip(header, row))))
+        return out
     except csv.Error as exc:
         raise InvalidInputError(f"{what}: {exc} at {path}:{reader.line_num}") from None
 
@@ -294,9 +308,15 @@ def load_spread(path) -> tuple[np.ndarray, np.ndarray, tuple[str, ...], tuple[st
     """
     path = Path(os.fspath(path))
     rows = []
+    first: dict[str, int] = {}
     for line, row in read_tsv(path, ("system", "micro-p", "micro-r"), "spread"):
-        name = (row["system"] or "").strip()
-        if not name or name == "LDC":
+        name = row["system"].strip()
+        if not name:
+            raise InvalidInputError(f"spread: expected a system name, got an empty system name at {path}:{line}")
+        if name in first:
+            raise InvalidInputError(f"spread: system {name!r} is also on line {first[name]}, at {path}:{line}")
+        first[name] = line
+        if name == "LDC":
             continue
         try:
             p, r = float(row["micro-p"]), float(row["micro-r"])
