@@ -7,8 +7,10 @@ import json
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
-from unpooled.core.offline import InputFindings, load, score_files
+from unpooled.core.offline import InputFindings, load, read_exhaustive, read_labels, read_submission, score_files
 
 pytestmark = pytest.mark.filterwarnings("ignore::unpooled.core.estimators.WeightDegeneracyWarning")
 
@@ -64,3 +66,45 @@ def test_offsets_outside_the_corpus_document_are_located_errors(toy, tmp_path):
         score_files(labels, subs, ex, corpus=corpus)
     # without a corpus the documents' lengths are unknown: nothing to check
     assert load(labels, subs, ex).ok
+
+
+# -- properties of the line readers -------------------------------------------------------------------------
+SPANS = st.tuples(st.integers(0, 50), st.integers(1, 5)).map(lambda t: (t[0], t[0] + t[1]))
+INSTANCES = st.tuples(st.sampled_from(["D1", "D2", "dé"]), SPANS, st.sampled_from(["p", "q:r"]), SPANS)
+ENDINGS = st.sampled_from(["\n", "\r\n"])
+
+
+def _file(path: Path, lines: list[str], ending: str, bom: bool, blank: list[bool]) -> Path:
+    text = "".join(("\n" if b else "") + ln + ending for ln, b in zip(lines, blank + [False] * len(lines)))
+    path.write_bytes((b"\xef\xbb\xbf" if bom else b"") + text.encode())
+    return path
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(rows=st.lists(INSTANCES, min_size=1, max_size=12), repeat=st.lists(st.integers(0, 11), max_size=4),
+       ending=ENDINGS, bom=st.booleans(), blank=st.lists(st.booleans(), max_size=12))
+def test_readers_keep_every_instance_once_and_every_draw(tmp_path, rows, repeat, ending, bom, blank):
+    """A submission keeps each distinct instance once, in file order (a repeat is a located UP209 warning); the
+    labels file keeps every line as a draw; the exhaustive file counts a repeat twice and says so: whatever the
+    line ends, a BOM, or blank lines between."""
+    rows = rows + [rows[k % len(rows)] for k in repeat]
+    sub = _file(tmp_path / "A.jsonl", [json.dumps(inst(*r, entities=(f"s{r[1]}", f"o{r[3]}"))) for r in rows],
+                ending, bom, blank)
+    s, rep = read_submission(sub)
+    keys, first = [], {}
+    for n, r in enumerate(rows):
+        ref = (r[0], *r[1], r[2], *r[3])
+        if ref not in first:
+            first[ref] = n
+            keys.append(ref)
+    assert rep.ok and [(i.doc, i.s_start, i.s_end, i.predicate, i.o_start, i.o_end) for i in s.instances] == keys
+    assert len(rep.warnings) == len(rows) - len(keys) and {d.code for d in rep.warnings} <= {"UP209"}
+    assert s.lines == tuple(sorted(s.lines)) and len(set(s.lines)) == len(keys)
+    lab = _file(tmp_path / "L.jsonl", [json.dumps({"system": "A", **inst(*r), "label": k % 2})
+                                       for k, r in enumerate(rows)], ending, bom, blank)
+    draws, lrep = read_labels(lab, [s])
+    assert lrep.ok and [d.label for d in draws] == [k % 2 for k in range(len(rows))]
+    assert [d.key for d in draws] == [s.keys[keys.index((r[0], *r[1], r[2], *r[3]))] for r in rows]
+    ex = _file(tmp_path / "E.jsonl", [json.dumps(inst(*r)) for r in rows], ending, bom, blank)
+    true, erep = read_exhaustive(ex)
+    assert erep.ok and len(true) == len(rows) and len(erep.warnings) == len(rows) - len(keys)
