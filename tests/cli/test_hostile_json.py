@@ -1,5 +1,6 @@
 """Hostile JSON in every file the CLI reads: a JSON text nested deeper than the decoder's recursion, or with an
-integer longer than Python converts (4,300 digits), is a located error with a non-zero exit, never a traceback."""
+integer longer than Python converts (4,300 digits), or an object naming a key twice (which value counts?), is a
+located error with a non-zero exit, never a traceback nor the last value taken silently."""
 
 from __future__ import annotations
 
@@ -28,11 +29,12 @@ def files(tmp_path):
 
 
 def _hostile(tmp_path, kind: str, *, whole: bool = False, first: str = '{"system": "A"}') -> str:
-    """A file whose second line (after ``first``; or whole text) is hostile: ``deep`` nesting or a ``long``
-    integer in a field."""
-    bad = DEEP if kind == "deep" else '{"system": "A", "label": ' + LONG_INT + "}"
+    """A file whose second line (after ``first``; or whole text) is hostile: ``deep`` nesting, a ``long``
+    integer in a field, or a ``twice`` named key."""
+    bad = {"deep": DEEP, "long": '{"system": "A", "label": ' + LONG_INT + "}",
+           "twice": '{"system": "A", "label": 0, "id": "D2", "label": 1}'}[kind]
     if whole:
-        bad = DEEP if kind == "deep" else "[" + LONG_INT + "]"
+        bad = {"deep": DEEP, "long": "[" + LONG_INT + "]", "twice": '[{"title": "T", "name": "n", "title": "U"}]'}[kind]
     path = tmp_path / f"{kind}{'.json' if whole else '.jsonl'}"
     path.write_text(bad + "\n" if whole else first + "\n" + bad + "\n")
     return str(path)
@@ -56,7 +58,7 @@ def _argv(where: str, f: dict, bad: str) -> list[str]:
     return ["schema", "show", bad]  # a schema file
 
 
-@pytest.mark.parametrize("kind", ["deep", "long"])
+@pytest.mark.parametrize("kind", ["deep", "long", "twice"])
 @pytest.mark.parametrize("where", ["labels", "exhaustive", "submission", "validate", "corpus-jsonl",
                                    "corpus-docred", "schema"])
 def test_hostile_json_is_a_located_error(capsys, files, where, kind):
@@ -70,7 +72,8 @@ def test_hostile_json_is_a_located_error(capsys, files, where, kind):
     assert "Traceback" not in said
     name = "B.jsonl" if where == "submission" else bad
     assert name in said  # the file is named
-    assert ("nested" if kind == "deep" else "digits") in said, said
+    assert {"deep": "nested", "long": "digits", "twice": "key 'label' twice" if not whole else "key 'title' twice"}[
+        kind] in said, said
     if not whole:
         assert f"{name}:2" in said  # and the line
 
