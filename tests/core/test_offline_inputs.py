@@ -108,3 +108,16 @@ def test_readers_keep_every_instance_once_and_every_draw(tmp_path, rows, repeat,
     ex = _file(tmp_path / "E.jsonl", [json.dumps(inst(*r)) for r in rows], ending, bom, blank)
     true, erep = read_exhaustive(ex)
     assert erep.ok and len(true) == len(rows) and len(erep.warnings) == len(rows) - len(keys)
+
+
+def test_a_submission_file_name_that_is_not_utf8_is_refused(toy):
+    """The system is named by its file: a name of undecodable bytes made JSON output that was not UTF-8."""
+    import os
+
+    from unpooled.core.errors import LocatedError
+
+    labels, subs, ex, _ = toy
+    bad = subs / os.fsdecode(b"B\xff.jsonl")
+    bad.write_bytes((subs / "A.jsonl").read_bytes())
+    with pytest.raises(LocatedError, match=r"the file name is not printable UTF-8 text \(a system is named by its file\)"):
+        load(labels, subs, ex)

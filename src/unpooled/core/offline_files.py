@@ -213,7 +213,8 @@ def read_submissions(folder: str | Path, *, limits: Limits = Limits()) -> tuple[
     Raises
     ------
     LocatedError
-        If the folder is missing, holds no submission, or two files give one name.
+        If the folder is missing, holds no submission, a file name is not UTF-8 text, or two files give one
+        name.
     """
     folder = Path(folder)
     if not folder.is_dir():
@@ -223,6 +224,8 @@ def read_submissions(folder: str | Path, *, limits: Limits = Limits()) -> tuple[
         name = system_name(p)
         if name is None or name.startswith(".") or not p.is_file():
             continue
+        if not name.isprintable() or any("\ud800" <= c <= "\udfff" for c in name):
+            raise LocatedError(ascii(str(p))[1:-1], 0, "the file name is not printable UTF-8 text (a system is named by its file)")
         if name in files:
             raise LocatedError(str(p), 0, f"system name {name!r} is also given by {files[name].name}")
         files[name] = p
