@@ -119,5 +119,5 @@ def test_a_submission_file_name_that_is_not_utf8_is_refused(toy):
     labels, subs, ex, _ = toy
     bad = subs / os.fsdecode(b"B\xff.jsonl")
     bad.write_bytes((subs / "A.jsonl").read_bytes())
-    with pytest.raises(LocatedError, match=r"the file name is not printable UTF-8 text \(a system is named by its file\)"):
+    with pytest.raises(LocatedError, match=r"file name is not printable UTF-8 text \(a system is named by its file\)"):
         load(labels, subs, ex)

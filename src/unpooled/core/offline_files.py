@@ -225,7 +225,8 @@ def read_submissions(folder: str | Path, *, limits: Limits = Limits()) -> tuple[
         if name is None or name.startswith(".") or not p.is_file():
             continue
         if not name.isprintable() or any("\ud800" <= c <= "\udfff" for c in name):
-            raise LocatedError(ascii(str(p))[1:-1], 0, "the file name is not printable UTF-8 text (a system is named by its file)")
+            raise LocatedError(ascii(str(p))[1:-1], 0,
+                               "the file name is not printable UTF-8 text (a system is named by its file)")
         if name in files:
             raise LocatedError(str(p), 0, f"system name {name!r} is also given by {files[name].name}")
         files[name] = p
