@@ -121,3 +121,28 @@ def test_a_submission_file_name_that_is_not_utf8_is_refused(toy):
     bad.write_bytes((subs / "A.jsonl").read_bytes())
     with pytest.raises(LocatedError, match=r"file name is not printable UTF-8 text \(a system is named by its file\)"):
         load(labels, subs, ex)
+
+
+@pytest.mark.parametrize("key, what", [
+    ("D1\t35-30\tp\t40-45", "span 35-30 is empty or reversed"),
+    ("D1\t3-5\tp\t45-45", "span 45-45 is empty or reversed"),
+    ("D1\t3-5\tp\t=", "the string filler after '=' is empty"),
+    ("D1\t3-5\tp\t= ", "the string filler after '=' is empty"),
+    ("\t3-5\tp\t=senator", "document and predicate must be non-empty"),
+    ("D1\t3-5\t\t=senator", "document and predicate must be non-empty"),
+    ("D1\t\u0663-5\tp\t40-45", "expected an instance key"),
+    ("D1\t+3-5\tp\t40-45", "expected an instance key"),
+    ("D1\t3-5\tp\t4_0-45", "expected an instance key"),
+])
+def test_an_instance_key_is_read_as_strictly_as_its_fields(toy, key, what):
+    """A key the fields could not give (a reversed or empty span, an empty filler, no document) was a true instance
+    nobody could match, lowering every recall silently; now a located error of the exhaustive file, as in labels."""
+    labels, subs, ex, _ = toy
+    with ex.open("a") as fh:
+        fh.write(json.dumps({"key": key}) + "\n")
+    with labels.open("a") as fh:
+        fh.write(json.dumps({"system": "A", "key": key, "label": 1}) + "\n")
+    data = load(labels, subs, ex)
+    got = [(Path(r.path).name, d.line, d.code, d.field) for r in data.reports for d in r.errors]
+    assert got == [("L.jsonl", 3, "UP107", "key"), ("E.jsonl", 3, "UP107", "key")]
+    assert all(what in d.message for r in data.reports for d in r.errors)

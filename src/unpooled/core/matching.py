@@ -126,17 +126,30 @@ class InstanceRef(NamedTuple):
         parts = key.rsplit("\t", 3) if isinstance(key, str) else []
         try:
             doc, subj, pred, obj = parts
-            s0, s1 = (int(v) for v in subj.split("-"))
-            if obj.startswith("="):
-                return cls(doc, s0, s1, pred, -1, -1, obj[1:])
-            o0, o1 = (int(v) for v in obj.split("-"))
+            value = obj[1:] if obj.startswith("=") else None
+            (s0, s1), (o0, o1) = _key_span(subj), (-1, -1) if value is not None else _key_span(obj)
         except ValueError:
             raise InvalidInputError(
                 "key: expected an instance key 'doc<TAB>start-end<TAB>predicate<TAB>start-end' "
                 f"(or '=value' as the last part), got {key!r}") from None
         if not doc or not pred:
             raise InvalidInputError(f"key: document and predicate must be non-empty, got {key!r}")
-        return cls(doc, s0, s1, pred, o0, o1, None)
+        for a, b in ((s0, s1), (o0, o1)):
+            if a >= 0 and b <= a:
+                raise InvalidInputError(f"key: span {a}-{b} is empty or reversed (offsets are end-exclusive: end > "
+                                        f"start >= 0), got {key!r}")
+        if value is not None and not value.strip():
+            raise InvalidInputError(f"key: the string filler after '=' is empty, got {key!r}")
+        return cls(doc, s0, s1, pred, o0, o1, value)
+
+
+def _key_span(text: str) -> tuple[int, int]:
+    """``start-end`` of a key, in ASCII digits (``int`` would take ``+3``, ``3_0`` and other scripts' digits);
+    ValueError otherwise."""
+    start, end = text.split("-")
+    if not (start.isascii() and start.isdigit() and end.isascii() and end.isdigit()):
+        raise ValueError(text)
+    return int(start), int(end)
 
 
 class GoldTriple(NamedTuple):
