@@ -455,3 +455,12 @@ def test_canonical_arguments_swap_inverses_and_order_symmetric_relations():
     assert schema.canonical_arguments(inv.name, a, b) == (inv.inverse_of, b, a)
     plain = next(n for n, r in schema.relations.items() if not r.symmetric and r.inverse_of is None)
     assert schema.canonical_arguments(plain, a, b) == (plain, a, b)
+
+
+def test_a_schema_file_with_a_bom_reads_as_without(tmp_path):
+    """Editors that save UTF-8 with a byte-order mark: the corpus and submission readers drop it, the schema reader
+    refused the file ("Unexpected UTF-8 BOM")."""
+    src = Path(__file__).parents[2] / "src" / "unpooled" / "core" / "schema" / "data" / "docred.json"
+    f = tmp_path / "s.json"
+    f.write_bytes(b"\xef\xbb\xbf" + src.read_bytes())
+    assert Schema.from_file(f).relations == Schema.from_file(src).relations

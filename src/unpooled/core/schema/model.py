@@ -202,14 +202,15 @@ MAX_SCHEMA_BYTES = 16 * 1024 * 1024
 
 
 def read_json_file(path: str | Path, what: str) -> Any:
-    """Parse a JSON file; unreadable, too large, non-UTF-8 or invalid JSON raises a located :class:`SchemaError`."""
+    """Parse a JSON file (a UTF-8 byte-order mark is dropped); unreadable, too large, non-UTF-8 or invalid JSON
+    raises a located :class:`SchemaError`."""
     path = Path(path)
     try:
         with open(path, "rb") as fh:
             data = fh.read(MAX_SCHEMA_BYTES + 1)
         if len(data) > MAX_SCHEMA_BYTES:
             raise SchemaError(str(path), 0, f"{what} file is larger than {MAX_SCHEMA_BYTES:,} bytes")
-        text = data.decode("utf-8")
+        text = data.decode("utf-8").removeprefix("\ufeff")
     except OSError as exc:
         raise SchemaError(str(path), 0, f"cannot read {what} file: {exc.strerror}") from None
     except UnicodeDecodeError as exc:
