@@ -233,3 +233,31 @@ def test_prediction_powered_precision_absent_without_confidences_and_bad_ones_lo
     assert code == Exit.OK and all("ppi" not in r for r in json.loads(out))
     code, out, _ = run(capsys, *_confident_files(tmp_path / "bad", conf_of=lambda u: 1.5 if u == 7 else 0.5))
     assert code == Exit.FINDINGS and "A.jsonl:8:" in out and "UP109" in out and "'confidence' must be" in out
+
+
+def test_csv_rows_are_the_json_rows_with_formula_cells_escaped(capsys, args):
+    """``--csv``: one row a system, the JSON row's fields and its warnings, for a spreadsheet; a system named by a
+    file like ``=HYPERLINK(...).jsonl`` is a text cell there, not a formula (as the service's CSV downloads)."""
+    import csv
+    import io
+    import shutil
+
+    subs, labels = args[4], args[2]
+    shutil.copy(subs / "B.jsonl", subs / "=1+2.jsonl")
+    with labels.open("a") as fh:
+        fh.write(json.dumps({"system": "=1+2", **inst(*X4), "label": 1}) + "\n")
+    code, out, _ = run(capsys, *args, "--bootstrap", "10", "--seed", "1", "--json")
+    rows = json.loads(out)
+    code_csv, text, err = run(capsys, *args, "--bootstrap", "10", "--seed", "1", "--csv")
+    assert code == code_csv == 0 and "unpooled: warning: " in err
+    got = list(csv.DictReader(io.StringIO(text)))
+    assert [r["system"] for r in got] == ["'=1+2", "A", "B"] == ["'" + rows[0]["system"], "A", "B"]
+    for want, row in zip(rows, got):
+        assert [k for k in row if k != "warnings"] == list(want)
+        for k, v in want.items():
+            if k != "system":
+                assert row[k] == str(v), k
+    assert "no labelled draws" not in got[1]["warnings"] and got[1]["warnings"].startswith("importance weights")
+    with pytest.raises(SystemExit) as exc:
+        run(capsys, *args, "--csv", "--json")
+    assert exc.value.code == 2

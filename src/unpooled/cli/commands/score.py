@@ -70,7 +70,14 @@ def register(sub) -> None:
     p.add_argument("--bootstrap", type=REPLICATES, default=0, metavar="N", help="bootstrap replicates (default: 0)")
     p.add_argument("--confidence", type=float, default=0.9, help="interval level (default: 0.9)")
     p.add_argument("--seed", type=SEED, default=None, help="seed of the bootstrap")
-    p.add_argument("--json", action="store_true", help="print a JSON list of per-system rows")
+    out = p.add_mutually_exclusive_group()
+    out.add_argument("--json", action="store_true",
+                     help="print a JSON list of per-system rows (located input problems: a JSON object with 'ok' "
+                          "false and each file's report)")
+    out.add_argument("--csv", action="store_true",
+                     help="print the per-system rows as CSV: the JSON rows' fields (without ppi and sample) and the "
+                          "row's warnings (cells a spreadsheet would run as formulas are written as text, with a "
+                          "leading ')")
     p.set_defaults(func=cmd_score)
 
 
@@ -183,9 +190,23 @@ def cmd_score(args) -> int:
             if msg.startswith(f"{name}: "):
                 msg = f"{option}: {msg[len(name) + 2:]}"
         raise CommandError(msg) from None
+    write_output(result, args, fitted)
+    return Exit.OK
+
+
+def write_output(result, args, fitted: str | None) -> None:
+    """The scores as ``--csv``, ``--json`` or the table, warnings to standard error (CSV, JSON) or after it."""
+    from unpooled.core.csv_cells import write_csv
+
     raw = result.scores.raw
-    if args.json:
-        rows = [{**r.to_dict(), "recall_protocol": args.recall_protocol} for r in result.rows]
+    rows = [{**r.to_dict(), "recall_protocol": args.recall_protocol} for r in result.rows]
+    if args.csv:
+        header = list(rows[0]) + ["warnings"]
+        write_csv(sys.stdout, header, ([row.get(k) for k in header[:-1]] + ["; ".join(r.warnings)]
+                                       for row, r in zip(rows, result.rows)))
+        for w in result.warnings:
+            print(f"unpooled: warning: {w}", file=sys.stderr)
+    elif args.json:
         if result.ppi is not None:
             for i, row in enumerate(rows):
                 row["ppi"] = {**result.ppi.row(i), "method": result.ppi.p.method, "used": False}
@@ -208,7 +229,6 @@ def cmd_score(args) -> int:
                              "majority labels taken as certain gives:\n")
             for i, r in enumerate(result.rows):
                 sys.stdout.write(f"  {r.system}: P {_fmt(raw['p'][i])}, R {_fmt(raw['r'][i])}, F1 {_fmt(raw['f1'][i])}\n")
-    return Exit.OK
 
 
 def _votes(args):
