@@ -258,6 +258,12 @@ def test_csv_rows_are_the_json_rows_with_formula_cells_escaped(capsys, args):
             if k != "system":
                 assert row[k] == str(v), k
     assert "no labelled draws" not in got[1]["warnings"] and got[1]["warnings"].startswith("importance weights")
+    # through the command line, whose standard output escapes control characters: lines end in a line feed
+    from unpooled.cli.main import main
+
+    assert main([str(a) for a in args] + ["--bootstrap", "10", "--seed", "1", "--csv"]) == 0
+    printed = capsys.readouterr().out
+    assert "\\x0d" not in printed and list(csv.DictReader(io.StringIO(printed))) == got
     with pytest.raises(SystemExit) as exc:
         run(capsys, *args, "--csv", "--json")
     assert exc.value.code == 2

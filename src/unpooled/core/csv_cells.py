@@ -23,8 +23,9 @@ def cell(value) -> object:
     return value
 
 
-def write_csv(out: IO[str], header: Iterable, rows: Iterable[Iterable]) -> None:
-    """``header`` and ``rows`` (iterables of values) as CSV to ``out``, every cell through :func:`cell`."""
-    w = csv.writer(out)
+def write_csv(out: IO[str], header: Iterable, rows: Iterable[Iterable], *, lineterminator: str = "\r\n") -> None:
+    """``header`` and ``rows`` (iterables of values) as CSV to ``out``, every cell through :func:`cell`; lines end
+    in ``lineterminator`` (RFC 4180's CRLF; ``"\n"`` on a terminal, which shows a carriage return escaped)."""
+    w = csv.writer(out, lineterminator=lineterminator)
     w.writerow([cell(v) for v in header])
     w.writerows([cell(v) for v in row] for row in rows)

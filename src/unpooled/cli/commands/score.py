@@ -203,7 +203,7 @@ def write_output(result, args, fitted: str | None) -> None:
     if args.csv:
         header = list(rows[0]) + ["warnings"]
         write_csv(sys.stdout, header, ([row.get(k) for k in header[:-1]] + ["; ".join(r.warnings)]
-                                       for row, r in zip(rows, result.rows)))
+                                       for row, r in zip(rows, result.rows)), lineterminator="\n")
         for w in result.warnings:
             print(f"unpooled: warning: {w}", file=sys.stderr)
     elif args.json:
