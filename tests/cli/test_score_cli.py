@@ -263,7 +263,23 @@ def test_csv_rows_are_the_json_rows_with_formula_cells_escaped(capsys, args):
 
     assert main([str(a) for a in args] + ["--bootstrap", "10", "--seed", "1", "--csv"]) == 0
     printed = capsys.readouterr().out
-    assert "\\x0d" not in printed and list(csv.DictReader(io.StringIO(printed))) == got
+    assert "\\u000d" not in printed and list(csv.DictReader(io.StringIO(printed))) == got
     with pytest.raises(SystemExit) as exc:
         run(capsys, *args, "--csv", "--json")
     assert exc.value.code == 2
+
+
+def test_json_through_the_escaping_terminal_stays_json(capsys, args):
+    """The CLI's standard output escapes control and invisible characters from data; the escape of U+0085 or U+007F
+    quoted in a located problem was ``\\x85``, which JSON has not: the report printed was no JSON."""
+    from unpooled.cli.main import main
+
+    labels = args[2]
+    with labels.open("a") as fh:
+        fh.write(json.dumps({"note": "a\u0085b\u007fc\u202ed", "system": "A", **inst(*X1), "label": 5},
+                            ensure_ascii=False) + "\n")
+    assert main([str(a) for a in args] + ["--json"]) == Exit.FINDINGS
+    out = capsys.readouterr().out
+    assert not set(out) & {"\u0085", "\u007f", "\u202e"}
+    (err,) = json.loads(out)["reports"][0]["errors"]
+    assert err["line"] == 7 and "a\u0085b\u007fc\u202ed" in err["text"]

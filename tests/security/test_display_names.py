@@ -94,7 +94,7 @@ def test_the_command_line_prints_data_s_control_characters_as_escapes(corpus, pe
     assert main(["submission", "list"]) == 0
     out = capsys.readouterr().out
     assert "\x1b" not in out and "\x07" not in out and "\u202e" not in out
-    assert "red/run\\x1b]0;PWNED-TITLE\\x07\\x1b[31mRED\\u202e" in out
+    assert "red/run\\u001b]0;PWNED-TITLE\\u0007\\u001b[31mRED\\u202e" in out
 
 
 @pytest.mark.django_db

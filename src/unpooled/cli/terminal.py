@@ -13,13 +13,13 @@ _HIDDEN = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200b-\u200f\u2028-\u20
 
 
 def _escape(m: re.Match) -> str:
-    ch = m.group(0)
-    return f"\\x{ord(ch):02x}" if ord(ch) < 0x100 else f"\\u{ord(ch):04x}"
+    return f"\\u{ord(m.group(0)):04x}"
 
 
 def printable(text: str) -> str:
-    """``text`` with every control and invisible formatting character written as an escape (``\\x1b``,
-    ``\\u202e``)."""
+    """``text`` with every control and invisible formatting character written as an escape (``\\u001b``,
+    ``\\u202e``): JSON's own, so JSON printed stays JSON that reads back the same (``json.dumps`` escapes
+    U+0000-U+001F itself; the others escaped here can only stand inside its strings)."""
     return _HIDDEN.sub(_escape, text)
 
 
