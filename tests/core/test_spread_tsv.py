@@ -7,6 +7,8 @@ import re
 
 import numpy as np
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from unpooled.core.errors import InvalidInputError
 from unpooled.core.simulate import load_spread
@@ -48,3 +50,31 @@ def test_a_quote_is_part_of_a_name_not_the_start_of_a_field(tmp_path):
 def test_the_papers_file_reads_whole():
     p, r, _, names = load_spread(SHARED_DATA / "paper" / "pooling_bias" / "pooling_bias_anydoc.tsv")
     assert len(names) == len(set(names)) == 70 and np.all((p >= 0) & (p <= 1) & (r >= 0) & (r <= 1))
+
+
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(rows=st.dictionaries(st.from_regex(r"[A-Za-z][A-Za-z_0-9\"' ]{0,12}", fullmatch=True).map(str.strip)
+                            .filter(lambda s: s and s != "LDC"),
+                            st.tuples(st.floats(0, 1), st.floats(0, 1)), min_size=1, max_size=8),
+       crlf=st.booleans(), bom=st.booleans(), blank=st.booleans(), cut=st.integers(0, 40))
+def test_every_row_is_read_once_or_the_file_is_refused(tmp_path, rows, crlf, bom, blank, cut):
+    """Whatever the line ends, a BOM, blank lines: the systems read are the rows written, each once; a file cut short
+    keeps each whole line's row once, or the reader names the file."""
+    end = "\r\n" if crlf else "\n"
+    text = "system\tmicro-p\tmicro-r\n" + ("\n" if blank else "") + "".join(
+        f"{n}\t{p!r}\t{r!r}{end}" for n, (p, r) in rows.items())
+    data = (b"\xef\xbb\xbf" if bom else b"") + text.encode()
+    f = tmp_path / "s.tsv"
+    f.write_bytes(data)
+    p, r, _, names = load_spread(f)
+    assert names == tuple(sorted(rows)) and [(x, y) for x, y in zip(p, r)] == [rows[n] for n in names]
+    kept = data[: len(data) - cut]
+    f.write_bytes(kept)
+    try:
+        p, r, _, names = load_spread(f)
+    except InvalidInputError as exc:
+        assert str(f) in str(exc)
+        return
+    whole = {n for n, (x, y) in rows.items() if f"\n{n}\t{x!r}\t{y!r}{end}".encode() in kept}
+    # each row at most once, every whole line's row read (a cut inside the last number reads a shorter one)
+    assert len(set(names)) == len(names) and whole <= set(names) <= set(rows)
