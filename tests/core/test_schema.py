@@ -464,3 +464,11 @@ def test_a_schema_file_with_a_bom_reads_as_without(tmp_path):
     f = tmp_path / "s.json"
     f.write_bytes(b"\xef\xbb\xbf" + src.read_bytes())
     assert Schema.from_file(f).relations == Schema.from_file(src).relations
+
+
+@pytest.mark.parametrize("short", sorted(BUILTIN_SCHEMAS))
+def test_the_name_a_message_gives_loads_the_schema(short):
+    """Diagnostics name a schema by its own name ("unknown predicate 'x' in schema tac-kbp-coldstart-2017"): that
+    name, given back to --schema, is the same built-in schema (it was "unknown schema")."""
+    own = builtin_schema(short).name
+    assert load_schema(own) is builtin_schema(short)

@@ -14,15 +14,22 @@ BUILTIN_SCHEMAS = {
     "tac-kbp": "tac_kbp_coldstart.json",
     "docred": "docred.json",
 }
-ALIASES = {"tac": "tac-kbp", "kbp": "tac-kbp", "coldstart": "tac-kbp", "wikidata": "docred", "redocred": "docred"}
+#: other names of the built-in schemas, their files' own names among them (diagnostics name a schema by that)
+ALIASES = {"tac": "tac-kbp", "kbp": "tac-kbp", "coldstart": "tac-kbp", "tac-kbp-coldstart-2017": "tac-kbp",
+           "wikidata": "docred", "redocred": "docred"}
 
 
-@lru_cache(maxsize=None)
 def builtin_schema(name: str) -> Schema:
+    """A built-in schema by its short name, an alias or its own name (one object per schema)."""
     key = ALIASES.get(name, name)
     if key not in BUILTIN_SCHEMAS:
         raise SchemaError(name, 0, f"unknown schema {name!r}; built-in schemas: {', '.join(BUILTIN_SCHEMAS)}, "
                           "or give the path of a schema JSON file")
+    return _builtin(key)
+
+
+@lru_cache(maxsize=None)
+def _builtin(key: str) -> Schema:
     ref = resources.files(__package__) / "data" / BUILTIN_SCHEMAS[key]
     return Schema.from_dict(__import__("json").loads(ref.read_text(encoding="utf-8")), path=BUILTIN_SCHEMAS[key])
 
