@@ -99,3 +99,15 @@ def test_limit_is_exact_on_small_inputs(max_bytes):
         assert rep.ok and lines == [(1, "hello"), (2, "world")]
     else:
         assert [d.code for d in rep.errors] == ["UP110"] and len(lines) == (1 if max_bytes >= 6 else 0)
+
+
+@pytest.mark.parametrize("encoding, bom", [("utf-16-le", "FF FE"), ("utf-16-be", "FE FF")])
+def test_a_utf16_file_is_one_error_that_names_its_encoding(encoding, bom):
+    """Spreadsheets save "Unicode text" as UTF-16: every line was a UP102 NUL error, 'is this a binary file?';
+    now one error at line 1 that says what the file is and stops."""
+    data = ("\ufeff" + '{"doc": "D1"}\n' * 5).encode(encoding)
+    rep = Report(path="x.jsonl")
+    assert list(read_lines(io.BytesIO(data), rep)) == []
+    (d,) = rep.errors
+    assert (d.line, d.code) == (1, "UP102")
+    assert d.message == f"the file is UTF-16 (byte-order mark {bom}), not UTF-8" and "save it as UTF-8" in d.help

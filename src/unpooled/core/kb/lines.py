@@ -18,6 +18,7 @@ from typing import BinaryIO, Iterator
 from ..diagnostics import Report, excerpt
 
 GZIP_MAGIC = b"\x1f\x8b"
+UTF16_BOMS = (b"\xff\xfe", b"\xfe\xff")
 DEFAULT_MAX_BYTES = 2 * 1024**3  # 2 GiB decompressed
 DEFAULT_MAX_LINE = 100_000  # characters (bytes) per line
 
@@ -62,7 +63,8 @@ def read_lines(
     """Yield ``(line number, text)`` for every line that can be read.
 
     Problems go to ``report``: UP100 (unreadable or corrupt gzip), UP101
-    (line longer than ``limits.max_line`` bytes), UP102 (not UTF-8, or a NUL byte), UP110
+    (line longer than ``limits.max_line`` bytes), UP102 (not UTF-8, or a NUL byte; a UTF-16 file, by its
+    byte-order mark, is one UP102 at line 1 and nothing is read), UP110
     (more than ``limits.max_bytes`` bytes after decompression; reading stops there, inside an over-long
     line too: no more than ``limits.max_bytes + 1`` decompressed bytes are asked of the stream).
     Lines are returned without their line terminator; a UTF-8 BOM on line 1
@@ -110,6 +112,11 @@ def read_lines(
                             _too_large(report, lineno, limits)
                             return
                     continue
+                if lineno == 1 and raw[:2] in UTF16_BOMS:  # a spreadsheet's "Unicode text": every line has NULs
+                    report.add(lineno, "UP102", f"the file is UTF-16 (byte-order mark {raw[:2].hex(' ').upper()}), "
+                                                "not UTF-8", help="save it as UTF-8 (\"UTF-8\" or \"CSV UTF-8\", not "
+                                                                  "\"Unicode text\")")
+                    return
                 nul = raw.find(b"\x00")
                 if nul >= 0:  # valid UTF-8, but no text has it (and a database text column refuses it)
                     report.add(
