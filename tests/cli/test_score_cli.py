@@ -283,3 +283,35 @@ def test_json_through_the_escaping_terminal_stays_json(capsys, args):
     assert not set(out) & {"\u0085", "\u007f", "\u202e"}
     (err,) = json.loads(out)["reports"][0]["errors"]
     assert err["line"] == 7 and "a\u0085b\u007fc\u202ed" in err["text"]
+
+
+def test_the_labelled_sample_of_a_system_without_draws_is_undefined(capsys, tmp_path):
+    """--answers: a system without labelled draws has no precision with the simple estimator (null), and the
+    labelled sample's figure beside it was 0.0 (a 0/0 taken as 0); now null too, and the JSON is strict."""
+    subs = tmp_path / "subs"
+    subs.mkdir()
+    write_jsonl(subs / "A.jsonl", [inst(*X1, entities=("a1", "a2")), inst(*X2, entities=("a1", "a3"))])
+    write_jsonl(subs / "B.jsonl", [inst(*X4, entities=("b3", "b4"))])
+    labs = [{"system": "A", **inst(*X1), "label": 1}, {"system": "A", **inst(*X2), "label": 0}]
+    labels = write_jsonl(tmp_path / "L.jsonl", labs)
+    ex = write_jsonl(tmp_path / "E.jsonl", [inst(*X1), inst(*Y5), inst(*X4)])
+    rows = [{"task": t, "annotator": w, "key": score_cmd_key(lab), "correct": bool(lab["label"])}
+            for t, lab in enumerate(labs) for w in ("w1", "w2", "w3")]
+    for c in range(12):
+        for w, agree in (("w1", True), ("w2", c % 4 != 0), ("w3", c % 3 != 0)):
+            rows.append({"task": f"c{c}", "annotator": w, "control": True, "gold": {"correct": c % 2 == 0},
+                         "correct": (c % 2 == 0) if agree else (c % 2 != 0)})
+    answers = _answers_file(tmp_path, rows)
+    argv = ["score", "--labels", labels, "--submissions", subs, "--exhaustive", ex, "--answers", answers,
+            "--replicates", "5", "--estimator", "simple"]
+    code, out, _ = run(capsys, *argv, "--json")
+    assert code == Exit.OK
+
+    def strict(name):
+        raise AssertionError(f"{name} in the JSON output")
+
+    a, b = json.loads(out, parse_constant=strict)
+    assert a["sample"]["p"] == 0.5 and b["p"] is None
+    assert b["sample"]["p"] is None and b["sample"]["f1"] is None and b["sample"]["r"] == pytest.approx(1 / 3)
+    code, out, _ = run(capsys, *argv)
+    assert code == Exit.OK and "  B: P n/a, R 0.333, F1 n/a" in out

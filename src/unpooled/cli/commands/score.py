@@ -212,7 +212,7 @@ def write_output(result, args, fitted: str | None) -> None:
                 row["ppi"] = {**result.ppi.row(i), "method": result.ppi.p.method, "used": False}
         if raw is not None:
             for i, row in enumerate(rows):
-                row["sample"] = {k: float(v[i]) for k, v in raw.items()}
+                row["sample"] = {k: None if math.isnan(v[i]) else float(v[i]) for k, v in raw.items()}
                 row["crowd_rates"] = {"source": fitted, **result.scores.rates}
         print(json.dumps(rows, ensure_ascii=False))
         for r in result.rows:

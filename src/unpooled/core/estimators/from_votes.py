@@ -586,12 +586,14 @@ def _estimates(d, t, votes, items, grp, simple: bool, confidence, keep: bool = F
     # the raw figure: majority labels as if certain
     y = majority_labels(votes, U)[codes]
     y = np.where(np.isnan(y), 0.0, y)
-    p_raw = _safe_div(Mc @ y, Mc.sum(1))
+    n_c = np.asarray(Mc.sum(1)).ravel()
+    p_raw = np.where(n_c > 0, _safe_div(Mc @ y, n_c), np.nan)  # no draw weighs the target: the sample says nothing
     nu_raw = np.ones(m) if simple else np.clip(_safe_div(Ma @ y, Mb @ y), 0, 1)
     r_raw = theta * nu_raw
     n_ans = np.bincount(votes.worker, minlength=votes.n_workers).astype(float)
     tot = max(n_ans.sum(), 1.0)
-    parts = _NoisyParts(p_raw, r_raw, f1_score(p_raw, r_raw), var_d, var_v, var_r,
+    f1_raw = np.where(np.isnan(p_raw), np.nan, f1_score(np.nan_to_num(p_raw), r_raw))
+    parts = _NoisyParts(p_raw, r_raw, f1_raw, var_d, var_v, var_r,
                        float((n_ans * votes.sens).sum() / tot), float((n_ans * votes.fpr).sum() / tot))
     # the likelihood-ratio intervals need one prevalence: targets whose estimate is one group's (all without strata)
     one_p, one_a = fit.single(fit.wc), fit.single(fit.sa * (fit.Ja > 0))
