@@ -1,0 +1,280 @@
+"""The documentation's examples, run against the real package as a user would run them, so that they cannot drift.
+
+What counts as an example (the convention the pages follow):
+
+* every fenced ``python`` block runs as it stands (no name left for the reader to define);
+* the format examples are fed to the real readers: the TAC and JSONL blocks of ``formats/submissions.md`` through
+  ``unpooled validate``, the three indented JSON lines of ``formats/offline.md`` through ``unpooled score``;
+* every ``unpooled COMMAND [SUBCOMMAND] ...`` a page shows (in code, inline or fenced) names a command of the
+  parser, options it has and, for ``--option a|b|c``, exactly its choices; ``reference/commands.md`` lists every
+  command;
+* the endpoint table of ``reference/api-overview.md`` and the OpenAPI schema the service serves list the same
+  operations and query parameters; the diagnostics table of ``diagnostics.md`` lists the codes of the registry.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+from unpooled.cli.main import build_parser, main
+
+from ..conftest import FIXTURES
+
+ROOT = Path(__file__).resolve().parents[2]
+DOCS = ROOT / "docs"
+PAGES = sorted(DOCS.rglob("*.md")) + [ROOT / "README.md", ROOT / "SECURITY.md"]
+FENCE = re.compile(r"^(\s*)```(\w*)\s*$")
+
+
+def fenced_blocks(page: Path, lang: str | None = None) -> list[tuple[str, int]]:
+    """The fenced blocks of a page (indented ones too, dedented), with the line each starts on."""
+    blocks, body, start, indent, kind = [], None, 0, "", ""
+    for n, line in enumerate(page.read_text(encoding="utf-8").splitlines(), 1):
+        fence = FENCE.match(line)
+        if body is None and fence:
+            body, start, indent, kind = [], n + 1, fence.group(1), fence.group(2)
+        elif body is not None and fence and fence.group(1) == indent:
+            if lang is None or kind == lang:
+                blocks.append(("\n".join(body) + "\n", start))
+            body = None
+        elif body is not None:
+            body.append(line[len(indent):] if line.startswith(indent) else line)
+    return blocks
+
+
+def run(capsys, *argv) -> tuple[int, str, str]:
+    code = main([str(a) for a in argv])
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+# -- python ---------------------------------------------------------------------------------------------------
+
+
+PYTHON = [(page, start, code) for page in PAGES for code, start in fenced_blocks(page, "python")]
+
+
+def test_the_pages_have_python_examples():
+    assert any(page.name == "library.md" for page, _, _ in PYTHON)
+
+
+@pytest.mark.parametrize("page,start,code", PYTHON, ids=[f"{p.relative_to(ROOT)}:{s}" for p, s, _ in PYTHON])
+def test_python_block_runs(page, start, code):
+    exec(compile(code, f"{page.relative_to(ROOT)}:{start}", "exec"), {"__name__": "docs_example"})
+
+
+# -- submission files -----------------------------------------------------------------------------------------
+
+
+SUBMISSIONS = DOCS / "formats" / "submissions.md"
+
+
+def test_tac_example_is_accepted(capsys, tmp_path):
+    (block, _), = [b for b in fenced_blocks(SUBMISSIONS, "") if b[0].startswith("my_run\n")]
+    kb = tmp_path / "example.kb"
+    kb.write_text(block, encoding="utf-8")
+    code, out, _ = run(capsys, "validate", kb, "--corpus", FIXTURES / "kb" / "sources.xml", "--corpus-format", "tac",
+                       "--schema", "tac-kbp", "--json")
+    report = json.loads(out)
+    assert (code, report["errors"], report["warnings"]) == (0, [], [])
+    assert report["counts"]["instances"] == block.count("\tper:")
+
+
+def corpus_for(instance: dict, tmp_path: Path) -> Path:
+    """A one-document JSONL corpus long enough for the instance's spans, each span a word of its own."""
+    spans = [instance["subject"], instance["object"], *instance.get("provenance", [])]
+    text = [" "] * (max(s["end"] for s in spans) + 10)
+    for s in (instance["subject"], instance["object"]):
+        text[s["start"]:s["end"]] = "A" * (s["end"] - s["start"])
+    text[-1] = "."
+    path = tmp_path / "corpus.jsonl"
+    path.write_text(json.dumps({"id": instance["doc"], "text": "".join(text)}) + "\n", encoding="utf-8")
+    return path
+
+
+def test_jsonl_example_is_accepted_and_read_as_tac_is_up113(capsys, tmp_path):
+    (block, _), = fenced_blocks(SUBMISSIONS, "json")
+    run_file = tmp_path / "run.jsonl"
+    run_file.write_text(block, encoding="utf-8")
+    corpus = corpus_for(json.loads(block), tmp_path)
+    offline = ("--corpus", corpus, "--corpus-format", "jsonl", "--schema", "tac-kbp")
+    code, out, _ = run(capsys, "validate", run_file, *offline, "--json")
+    report = json.loads(out)
+    assert (code, report["errors"], report["warnings"], report["counts"]["instances"]) == (0, [], [], 1)
+    # diagnostics.md and commands.md quote the message of a JSONL file read as TAC
+    code, out, _ = run(capsys, "validate", run_file, *offline, "--format", "tac")
+    assert code == 1
+    assert "UP113 this file looks like JSONL (one JSON object a line), but it was read as a TAC KB" in out
+
+
+# -- offline scoring ------------------------------------------------------------------------------------------
+
+
+def test_offline_examples_score(capsys, tmp_path):
+    lines = [line[4:] for line in (DOCS / "formats" / "offline.md").read_text(encoding="utf-8").splitlines()
+             if line.startswith("    {")]
+    submission, label, exhaustive = (json.loads(line) for line in lines)
+    (tmp_path / "runs").mkdir()
+    (tmp_path / "runs" / f"{label['system']}.jsonl").write_text(json.dumps(submission) + "\n", encoding="utf-8")
+    (tmp_path / "L.jsonl").write_text(json.dumps(label) + "\n", encoding="utf-8")
+    (tmp_path / "E.jsonl").write_text(json.dumps(exhaustive) + "\n", encoding="utf-8")
+    code, out, _ = run(capsys, "score", "--labels", tmp_path / "L.jsonl", "--submissions", tmp_path / "runs",
+                       "--exhaustive", tmp_path / "E.jsonl", "--json")
+    (row,) = json.loads(out)
+    assert code == 0
+    assert (row["system"], row["labels"], row["p"], row["recall_protocol"]) == (label["system"], 1, 1.0, "sentence")
+
+
+# -- the command line -----------------------------------------------------------------------------------------
+
+
+def subcommands(parser) -> dict:
+    for action in parser._actions:
+        if action.__class__.__name__ == "_SubParsersAction":
+            return action.choices
+    return {}
+
+
+def leaf_commands(parser=None, path=()) -> dict[tuple[str, ...], object]:
+    parser = parser or build_parser()
+    subs = subcommands(parser)
+    if not subs:
+        return {path: parser}
+    return {k: v for name, sub in subs.items() for k, v in leaf_commands(sub, path + (name,)).items()}
+
+
+def shown_command_lines() -> list[tuple[str, str]]:
+    """Every ``unpooled WORD ...`` the pages show, continuation lines joined, up to a comment or the code's end."""
+    found = []
+    for page in PAGES:
+        text = page.read_text(encoding="utf-8")
+        text = re.sub(r"\\\n\s*", " ", text)  # a shell line continued
+        text = re.sub(r"\n\s+(\[--)", r" \1", text)  # a synopsis continued on an indented line
+        for m in re.finditer(r"unpooled ([a-z][a-z-]*(?: [a-z][a-z-]*)?[^`\n|#]*)", text):
+            found.append((str(page.relative_to(ROOT)), m.group(1)))
+    return found
+
+
+def command_of(words: str):
+    """The parser of the command the words name, or None for prose (``unpooled is ...``)."""
+    head = words.split()
+    commands = subcommands(build_parser())
+    if head[0] not in commands:
+        return None
+    parser = commands[head[0]]
+    subs = subcommands(parser)
+    if subs and len(head) > 1 and re.fullmatch(r"[a-z][a-z-]*", head[1]):
+        assert head[1] in subs, f"'unpooled {words}': {head[0]} has no subcommand {head[1]!r}"
+        return subs[head[1]]
+    return parser
+
+
+def test_every_command_line_of_the_pages_names_real_options_and_choices():
+    checked, wrong = 0, []
+    for page, words in shown_command_lines():
+        parser = command_of(words)
+        if parser is None:
+            continue
+        checked += 1
+        actions = {o: a for a in parser._actions for o in a.option_strings}
+        for option in re.findall(r"(?<![\w-])(--?[a-z][a-z-]*)", words):
+            if option not in actions:
+                wrong.append(f"{page}: 'unpooled {words.strip()}': no option {option}")
+        for option, values in re.findall(r"(--[a-z][a-z-]*) ([\w-]+(?:\|[\w-]+)+)", words):
+            choices = getattr(actions.get(option), "choices", None)
+            if choices is not None and set(values.split("|")) != set(choices):
+                wrong.append(f"{page}: 'unpooled {words.strip()}': {option} takes {sorted(choices)}, not {values}")
+    assert checked > 100
+    assert not wrong, "\n".join(wrong)
+
+
+def test_commands_at_a_glance_lists_every_command():
+    (block, _), = fenced_blocks(DOCS / "reference" / "commands.md", "sh")
+    shown = set(re.findall(r"unpooled ([a-z-]+(?: [a-z|-]+)?)", block))
+    listed = {(first,) + tuple(rest.split("|")) for first, _, rest in (s.partition(" ") for s in shown)}
+    missing = [" ".join(path) for path in leaf_commands()
+               if not any(path[0] == entry[0] and (len(path) == 1 or path[1] in entry[1:]) for entry in listed)]
+    assert not missing, f"reference/commands.md lists no line for: {missing}"
+
+
+def test_every_help_describes_each_option_and_ends_with_examples():
+    """commands.md: "Every command's --help describes each option and ends with examples"."""
+    for path, parser in leaf_commands().items():
+        assert "\nexamples:\n" in parser.format_help(), path
+        for action in parser._actions:
+            assert action.help, (path, action.option_strings or action.dest)
+
+
+def test_usage_error_exits_2(capsys):
+    """commands.md and diagnostics.md: exit status 2 for a usage error."""
+    with pytest.raises(SystemExit) as exc:
+        main(["validate"])
+    assert exc.value.code == 2
+    assert "usage: unpooled validate" in capsys.readouterr().err
+
+
+# -- diagnostics ----------------------------------------------------------------------------------------------
+
+
+def test_diagnostics_table_lists_the_registry():
+    from unpooled.core.diagnostics import CODES, WARNING
+
+    page = (DOCS / "diagnostics.md").read_text(encoding="utf-8")
+    rows = dict(re.findall(r"\| (UP\d{3}) \| ([^|]+?) \|", page))
+    assert set(rows) == set(CODES)
+    for code, problem in rows.items():
+        assert ("(warning)" in problem) == (CODES[code][0] == WARNING), code
+
+
+# -- the REST API ---------------------------------------------------------------------------------------------
+
+
+def documented_operations() -> dict[tuple[str, str], set[str]]:
+    """(method, path with ``{}`` placeholders) -> query parameters, from the endpoint table of api-overview.md; a
+    ``…/x`` path continues the cell's last full path from its segment ``x``, and takes the last method named."""
+    page = (DOCS / "reference" / "api-overview.md").read_text(encoding="utf-8")
+    table = page.split("## Endpoints", 1)[1].split("\n## ", 1)[0]
+    ops: dict[tuple[str, str], set[str]] = {}
+    for row in table.splitlines()[4:]:
+        methods, pending, last = ["GET"], [], ""
+        for token in re.findall(r"`([^`]+)`", row):
+            m = re.fullmatch(r"(?:(GET|POST|PATCH|PUT|DELETE) ?)?((?:/api|…)/\S*)?", token)
+            if not m:
+                continue
+            if not m.group(2):  # "`GET`, `PATCH /api/...`": both methods of the path that follows
+                pending.append(m.group(1))
+                continue
+            if m.group(1):
+                methods, pending = pending + [m.group(1)], []
+            path, _, query = m.group(2).partition("?")
+            if path.startswith("…"):
+                head = path[2:].split("/", 1)[0]
+                path = last[:last.index(f"/{head}")] + path[1:]
+            else:
+                last = path
+            for method in methods:
+                key = (method, re.sub(r"\{[^}]+\}", "{}", path))
+                ops.setdefault(key, set()).update(re.findall(r"(\w+)=", query))
+    return ops
+
+
+def test_api_overview_lists_the_served_operations_and_their_query_parameters():
+    from unpooled.service.api.api import api
+
+    schema = api.get_openapi_schema()
+    served = {(method.upper(), re.sub(r"\{[^}]+\}", "{}", path)): {p["name"] for p in op.get("parameters", [])
+                                                                   if p["in"] == "query"}
+              for path, item in schema["paths"].items() for method, op in item.items()}
+    documented = documented_operations()
+    assert sorted(set(documented) - set(served)) == [], "documented, not served"
+    assert sorted(set(served) - set(documented)) == [], "served, not in the endpoint table"
+    wrong = {op: sorted(params - served[op]) for op, params in documented.items() if params - served[op]}
+    assert not wrong, f"query parameters the schema does not have: {wrong}"
+    page = (DOCS / "reference" / "api-overview.md").read_text(encoding="utf-8")
+    fields = re.search(r"\(multipart: ([^)]*)\)", page).group(1)
+    body = schema["paths"]["/api/submissions"]["post"]["requestBody"]["content"]["multipart/form-data"]["schema"]
+    assert set(re.findall(r"`(\w+)`", fields)) == set(body["properties"])
