@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import re
+import shlex
 from pathlib import Path
 
 import pytest
@@ -207,6 +208,23 @@ def test_every_help_describes_each_option_and_ends_with_examples():
         assert "\nexamples:\n" in parser.format_help(), path
         for action in parser._actions:
             assert action.help, (path, action.option_strings or action.dest)
+
+
+def test_every_help_example_parses(capsys):
+    """The examples that end each --help (and that the generated command line reference shows) name real options
+    with valid values: each parses with the parser it documents."""
+    parsed = 0
+    for path, parser in leaf_commands().items():
+        for line in parser.format_help().split("\nexamples:\n", 1)[1].splitlines():
+            if "unpooled " not in line:
+                continue
+            command = re.split(r"\s{2,}\(|\s+#", line[line.index("unpooled "):])[0]
+            try:
+                build_parser().parse_args(shlex.split(command)[1:])
+            except SystemExit:
+                pytest.fail(f"unpooled {' '.join(path)} --help: {command!r} does not parse: {capsys.readouterr().err}")
+            parsed += 1
+    assert parsed >= len(leaf_commands())
 
 
 def test_usage_error_exits_2(capsys):
