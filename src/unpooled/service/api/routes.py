@@ -6,6 +6,7 @@ organisers see everything. A submission the caller may not see answers 404, as i
 
 from __future__ import annotations
 
+import hashlib
 import math
 from typing import Annotated, Literal
 
@@ -487,6 +488,14 @@ def _upload_out(request, result) -> tuple[dict, ApiError | None]:
     return out, err
 
 
+def _sha256(file: UploadedFile) -> str:
+    """The uploaded bytes' SHA-256, as the ingestion computes it of the stored copy (``chunks`` reads from the start)."""
+    digest = hashlib.sha256()
+    for chunk in file.chunks():
+        digest.update(chunk)
+    return digest.hexdigest()
+
+
 def _wait(result, seconds: int, response: HttpResponse | None = None):
     """Wait for the validation (bounded: :mod:`.waiting`); an unfinished upload tells the client when to poll."""
     if seconds and not result.is_finished:
@@ -512,7 +521,7 @@ def submission_create(request, response: HttpResponse, file: File[UploadedFile],
     c = caller(request)
     up = actions.check_upload(c, corpus=data.corpus, file_name=file.name, size=file.size, run=data.run,
                               fmt=data.format, visibility=data.visibility, description=data.description,
-                              team=data.team)
+                              team=data.team, file_sha256=lambda: _sha256(file))
     result = actions.do_upload(up, file.chunks(), user=c.user, address=client_address(request),
                                limited=not c.organiser)
     result = _wait(result, wait, response)
