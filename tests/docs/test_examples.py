@@ -116,8 +116,8 @@ def test_jsonl_example_is_accepted_and_read_as_tac_is_up113(capsys, tmp_path):
 
 
 def test_offline_examples_score(capsys, tmp_path):
-    lines = [line[4:] for line in (DOCS / "formats" / "offline.md").read_text(encoding="utf-8").splitlines()
-             if line.startswith("    {")]
+    page = (DOCS / "formats" / "offline.md").read_text(encoding="utf-8")
+    lines = [line[4:] for line in page.splitlines() if line.startswith("    {")]
     submission, label, exhaustive = (json.loads(line) for line in lines)
     (tmp_path / "runs").mkdir()
     (tmp_path / "runs" / f"{label['system']}.jsonl").write_text(json.dumps(submission) + "\n", encoding="utf-8")
@@ -128,6 +128,12 @@ def test_offline_examples_score(capsys, tmp_path):
     (row,) = json.loads(out)
     assert code == 0
     assert (row["system"], row["labels"], row["p"], row["recall_protocol"]) == (label["system"], 1, 1.0, "sentence")
+    # the same draw by the instance key the page shows for it
+    key = json.loads("{%s}" % re.search(r'`("key": "[^`]*")`', page).group(1))["key"]
+    (tmp_path / "L.jsonl").write_text(json.dumps({"system": label["system"], "key": key, "label": 1}) + "\n")
+    code, by_key, _ = run(capsys, "score", "--labels", tmp_path / "L.jsonl", "--submissions", tmp_path / "runs",
+                          "--exhaustive", tmp_path / "E.jsonl", "--json")
+    assert (code, json.loads(by_key)) == (0, [row])
 
 
 # -- the command line -----------------------------------------------------------------------------------------
