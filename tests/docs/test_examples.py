@@ -302,3 +302,39 @@ def test_api_overview_lists_the_served_operations_and_their_query_parameters():
     fields = re.search(r"\(multipart: ([^)]*)\)", page).group(1)
     body = schema["paths"]["/api/submissions"]["post"]["requestBody"]["content"]["multipart/form-data"]["schema"]
     assert set(re.findall(r"`(\w+)`", fields)) == set(body["properties"])
+
+
+# -- names of the code ----------------------------------------------------------------------------------------
+
+
+def resolves(dotted: str) -> bool:
+    import importlib
+
+    parts = dotted.split(".")
+    for i in range(len(parts), 0, -1):
+        try:
+            obj = importlib.import_module(".".join(parts[:i]))
+        except ImportError:
+            continue
+        for attribute in parts[i:]:
+            if not hasattr(obj, attribute):
+                return False
+            obj = getattr(obj, attribute)
+        return True
+    return False
+
+
+def test_the_modules_names_and_files_the_pages_name_exist():
+    """`unpooled.core.estimators.breakdown`, `tests/core/test_offline.py`, `evaluations/scoring.py`: what a page
+    names in code exists (a file path may be relative to the package or its service, core or web folder)."""
+    roots = [ROOT, ROOT / "src" / "unpooled", ROOT / "src" / "unpooled" / "service", ROOT / "src" / "unpooled" / "core",
+             ROOT / "src" / "unpooled" / "service" / "web"]
+    wrong = []
+    for page in PAGES:
+        for name in re.findall(r"`([^`\s]+)`", page.read_text(encoding="utf-8")):
+            if re.fullmatch(r"unpooled(\.[A-Za-z_]\w*)+", name) and not resolves(name):
+                wrong.append(f"{page.relative_to(ROOT)}: {name}")
+            elif re.fullmatch(r"[\w.-]+(/[\w.-]+)+\.(py|js|toml|conf|yml)", name) and \
+                    not any((root / name).is_file() for root in roots):
+                wrong.append(f"{page.relative_to(ROOT)}: {name}")
+    assert not wrong, "\n".join(wrong)
