@@ -337,4 +337,9 @@ def test_the_modules_names_and_files_the_pages_name_exist():
             elif re.fullmatch(r"[\w.-]+(/[\w.-]+)+\.(py|js|toml|conf|yml)", name) and \
                     not any((root / name).is_file() for root in roots):
                 wrong.append(f"{page.relative_to(ROOT)}: {name}")
+            elif re.fullmatch(r"[\w/]*test_\w+\.py::test_\w+", name):
+                file, test = name.split("::")
+                if not any(re.search(rf"^def {test}\(", path.read_text(encoding="utf-8"), re.M)
+                           for path in (ROOT / "tests").rglob(Path(file).name)):
+                    wrong.append(f"{page.relative_to(ROOT)}: {name}")
     assert not wrong, "\n".join(wrong)
