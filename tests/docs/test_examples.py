@@ -343,3 +343,16 @@ def test_the_modules_names_and_files_the_pages_name_exist():
                            for path in (ROOT / "tests").rglob(Path(file).name)):
                     wrong.append(f"{page.relative_to(ROOT)}: {name}")
     assert not wrong, "\n".join(wrong)
+
+
+def test_api_overview_names_every_error_code_with_its_status():
+    from unpooled.service.api.errors import ERRORS
+
+    page = (DOCS / "reference" / "api-overview.md").read_text(encoding="utf-8")
+    errors = page.split("## Errors", 1)[1].split("\n## ", 1)[0]
+    said, status = {}, None
+    for number, code in re.findall(r"\b([1-5]\d\d) (?=`)|`([a-z_]+)`", errors):  # "409 `duplicate_run` ... or `conflict`"
+        status = int(number) if number else status
+        if code in ERRORS:
+            said.setdefault(code, status)
+    assert {code: status for code, (status, _) in ERRORS.items()} == {c: s for c, s in said.items() if c in ERRORS}
