@@ -195,6 +195,10 @@ def test_every_command_line_of_the_pages_names_real_options_and_choices():
             choices = getattr(actions.get(option), "choices", None)
             if choices is not None and set(values.split("|")) != set(choices):
                 wrong.append(f"{page}: 'unpooled {words.strip()}': {option} takes {sorted(choices)}, not {values}")
+        for option, value in re.findall(r"\[(--?[a-z][a-z-]*) ([0-9][0-9.,]*)\]", words):  # "[--sample 150]": the default
+            default = getattr(actions.get(option), "default", None)
+            if option in actions and (default is None or float(value.replace(",", "")) != float(default)):
+                wrong.append(f"{page}: 'unpooled {words.strip()}': {option} defaults to {default!r}, not {value}")
     assert checked > 100
     assert not wrong, "\n".join(wrong)
 
