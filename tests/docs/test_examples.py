@@ -357,6 +357,17 @@ def test_the_modules_names_and_files_the_pages_name_exist():
     assert not wrong, "\n".join(wrong)
 
 
+def test_api_overview_names_every_state_of_an_upload():
+    import typing
+
+    from unpooled.service.api.schemas import UploadOut
+
+    page = (DOCS / "reference" / "api-overview.md").read_text(encoding="utf-8")
+    (row,) = [line for line in page.splitlines() if line.startswith("| `GET /api/uploads/")]
+    states = typing.get_args(UploadOut.model_fields["state"].annotation)
+    assert [s for s in states if f"`{s}`" not in row] == []
+
+
 def test_api_overview_names_every_error_code_with_its_status():
     from unpooled.service.api.errors import ERRORS
 

@@ -536,7 +536,7 @@ def submission_create(request, response: HttpResponse, file: File[UploadedFile],
 
 
 @router.get("/uploads/{upload_id}", response={200: UploadOut, **errors(400, 401, 404)}, auth=REQUIRED,
-            tags=["submissions"], summary="An upload's validation: queued, validating, accepted or rejected")
+            tags=["submissions"], summary="An upload's validation: queued, validating, accepted, rejected or failed")
 def upload_detail(request, response: HttpResponse, upload_id: Text, wait: Wait = 0):
     """Visible to the uploading team, the user who uploaded and organisers. ``wait``: seconds to wait for it to
     finish (the server waits at most a few; an unfinished upload answers with ``Retry-After``). A rejected
