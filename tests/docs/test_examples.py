@@ -368,6 +368,14 @@ def test_api_overview_names_every_state_of_an_upload():
     assert [s for s in states if f"`{s}`" not in row] == []
 
 
+def test_api_overview_names_every_field_a_patch_changes():
+    from unpooled.service.api.schemas import SubmissionPatch
+
+    page = (DOCS / "reference" / "api-overview.md").read_text(encoding="utf-8")
+    (row,) = [line for line in page.splitlines() if "`PATCH /api/submissions/" in line]
+    assert [f for f in SubmissionPatch.model_fields if f"`{f}`" not in row.split("change", 1)[1]] == []
+
+
 def test_api_overview_names_every_error_code_with_its_status():
     from unpooled.service.api.errors import ERRORS
 
