@@ -112,6 +112,19 @@ def test_jsonl_example_is_accepted_and_read_as_tac_is_up113(capsys, tmp_path):
     assert "UP113 this file looks like JSONL (one JSON object a line), but it was read as a TAC KB" in out
 
 
+def test_a_schema_file_of_your_own_has_the_shape_schema_show_prints(capsys, tmp_path):
+    """formats/corpora.md: `unpooled schema show NAME --json` prints one; a schema file of your own has that shape."""
+    code, out, _ = run(capsys, "schema", "show", "tac-kbp", "--json")
+    own = tmp_path / "own.json"
+    own.write_text(out, encoding="utf-8")
+    assert code == 0 and run(capsys, "schema", "show", own)[0] == 0
+    kb = tmp_path / "example.kb"
+    kb.write_text([b for b, _ in fenced_blocks(SUBMISSIONS, "") if b.startswith("my_run\n")][0], encoding="utf-8")
+    code, out, _ = run(capsys, "validate", kb, "--corpus", FIXTURES / "kb" / "sources.xml", "--corpus-format", "tac",
+                       "--schema", own, "--json")
+    assert (code, json.loads(out)["errors"]) == (0, [])
+
+
 # -- offline scoring ------------------------------------------------------------------------------------------
 
 
