@@ -217,6 +217,31 @@ def test_exhaustive_instances_are_offline_scorer_input(pool, tmp_path, capsys):
     assert rows[0]["system"] == "docred" and 0 <= rows[0]["r"] <= 1
 
 
+def test_the_readmes_scoring_snippet_runs_on_the_release(pool, tmp_path, capsys, monkeypatch):
+    """The README's Python snippet, run as it stands in the release folder beside a system's DIR/NAME.jsonl, writes
+    the labels `unpooled score` reads (the README's own command line)."""
+    import re
+
+    from unpooled.service.submissions.actions import export_submission
+
+    corpus, sub = pool
+    out = tmp_path / "release"
+    export_release(corpus, out)
+    (snippet,) = re.findall(r"```python\n(.*?)```", (out / "README.md").read_text(encoding="utf-8"), re.S)
+    (out / "DIR").mkdir()
+    with open(out / "DIR" / "NAME.jsonl", "w", encoding="utf-8") as fh:
+        export_submission(sub, "jsonl", fh)
+    monkeypatch.chdir(out)
+    exec(compile(snippet, "README.md", "exec"), {"__name__": "release_readme"})
+    labels = _read(out / "L.jsonl")
+    assert labels and {x["system"] for x in labels} == {"NAME"}
+    code = main(["score", "--labels", "L.jsonl", "--submissions", "DIR", "--exhaustive", "exhaustive_instances.jsonl",
+                 "--json"])
+    got = capsys.readouterr()
+    assert code == 0, got.err
+    assert json.loads(got.out)[0]["labels"] == len(labels)
+
+
 def test_cli_export(pool, tmp_path, capsys):
     corpus, _ = pool
     out = tmp_path / "cli-release"
