@@ -116,3 +116,14 @@ def test_bench_score_reports_time_and_memory(capsys):
     assert got["systems"] == 3 and got["instances"] == 500 and got["votes"] is True
     # the report names its figures (the figures themselves are the benchmark's, not a test's)
     assert all(isinstance(got[k], (int, float)) for k in ("seconds", "cpu_seconds", "peak_rss_mb"))
+
+
+@pytest.mark.parametrize("argv", [["validate", "nothere.jsonl", "--corpus", "/nonexistent"],  # a command's error
+                                  ["schema", "show", "/nonexistent/schema.json"]])
+def test_traceback_shows_the_traceback_and_keeps_the_exit_status(capsys, argv):
+    """--traceback adds the traceback; the exit status stays 3 (an error that is not the file's), as the docs say:
+    the exception escaped before and Python exited 1, which reads as 'the file has errors'."""
+    code, _, err = run(capsys, *argv)
+    assert code == 3 and "Traceback" not in err
+    code, _, err = run(capsys, "--traceback", *argv)
+    assert code == 3 and "Traceback (most recent call last)" in err and "unpooled: error:" in err

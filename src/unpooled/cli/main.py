@@ -224,16 +224,20 @@ def main(argv: Sequence[str] | None = None) -> int:
         print("unpooled: interrupted", file=sys.stderr)
         return 130
     except UnpooledError as exc:
-        if args.traceback:
-            raise
-        print(f"unpooled: error: {exc}", file=sys.stderr)
-        return Exit.ERROR
+        return _error(str(exc), args.traceback)
     except OSError as exc:
-        if args.traceback:
-            raise
         where = f": {exc.filename}" if getattr(exc, "filename", None) else ""
-        print(f"unpooled: error: {exc.strerror or exc}{where}", file=sys.stderr)
-        return Exit.ERROR
+        return _error(f"{exc.strerror or exc}{where}", args.traceback)
+
+
+def _error(message: str, traceback: bool) -> int:
+    """An error that is not the input file's: its message (after the traceback with --traceback), exit status 3."""
+    if traceback:
+        import traceback as tb
+
+        tb.print_exc()
+    print(f"unpooled: error: {message}", file=sys.stderr)
+    return Exit.ERROR
 
 
 if __name__ == "__main__":  # pragma: no cover
