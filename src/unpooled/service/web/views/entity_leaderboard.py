@@ -42,3 +42,20 @@ def entity_leaderboard(request, name: str):
         "corpus": corpus, "metric": metric, "board": board, "unscored": unscored_columns(board["rows"]), "columns": COLUMNS,
         "metrics": [{"key": k, "label": LABELS[k]} for k in METRICS], "organiser": is_organiser(request.user),
         "periods": periods, "period": period})
+
+
+def entity_leaderboard_csv(request, name: str):
+    """The entity board the viewer sees (its metric and period, the same visibility rules), as CSV."""
+    from unpooled.service.evaluations.entities import csv_columns, csv_rows, leaderboard
+
+    from ..csv_download import csv_response
+    from .leaderboard import _periods
+
+    corpus = get_object_or_404(Corpus, name=name)
+    metric = request.GET.get("metric", "mention_f1")
+    if metric not in METRICS:
+        raise Http404(f"metric must be one of {', '.join(METRICS)}")
+    _, period = _periods(request, corpus)
+    board = leaderboard(corpus, metric=metric, user=request.user, period=period)
+    suffix = f"-period{period.number}" if period else ""
+    return csv_response(csv_columns(), csv_rows(board), f"leaderboard-{corpus.name}-entities-{metric}{suffix}.csv")
