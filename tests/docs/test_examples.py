@@ -400,3 +400,28 @@ def test_api_overview_names_every_error_code_with_its_status():
         if code in ERRORS:
             said.setdefault(code, status)
     assert {code: status for code, (status, _) in ERRORS.items()} == {c: s for c, s in said.items() if c in ERRORS}
+
+
+def test_every_list_is_paginated_as_the_overview_says_but_the_periods():
+    """api-overview.md: lists take limit and offset and answer count, next, previous and items; a corpus's periods
+    come whole."""
+    from unpooled.service.api.api import api
+
+    schema = api.get_openapi_schema()
+    shapes = schema["components"]["schemas"]
+    whole = []
+    for path, item in schema["paths"].items():
+        get = item.get("get")
+        ok = {str(status): answer for status, answer in (get or {}).get("responses", {}).items()}.get("200", {})
+        ref = ok.get("content", {}).get("application/json", {}).get("schema", {}).get("$ref", "")
+        fields = set(shapes.get(ref.rsplit("/", 1)[-1], {}).get("properties", {}))
+        if "items" not in fields:
+            continue
+        params = {p["name"] for p in get.get("parameters", [])}
+        if {"limit", "offset"} <= params:
+            assert {"count", "next", "previous"} <= fields, path
+        else:
+            whole.append(path)
+    assert whole == ["/api/corpora/{name}/periods"]
+    page = (DOCS / "reference" / "api-overview.md").read_text(encoding="utf-8")
+    assert "except a\ncorpus's periods, which come whole" in page
