@@ -20,6 +20,7 @@ class Exit(enum.IntEnum):
     FINDINGS = 1
     USAGE = 2
     ERROR = 3
+    PIPE_CLOSED = 141  # the reader of the output stopped reading (``| head``), as a shell says of SIGPIPE: 128 + 13
 
 
 class CommandError(UnpooledError):
@@ -225,9 +226,23 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 130
     except UnpooledError as exc:
         return _error(str(exc), args.traceback)
+    except BrokenPipeError:  # the reader stopped reading (``| head``): no message, the status of a closed pipe
+        _quiet_stdout()
+        return Exit.PIPE_CLOSED
     except OSError as exc:
         where = f": {exc.filename}" if getattr(exc, "filename", None) else ""
         return _error(f"{exc.strerror or exc}{where}", args.traceback)
+
+
+def _quiet_stdout() -> None:
+    """Standard output to the null device: its descriptor's reader is gone, and Python's flush at exit would
+    report the pipe again."""
+    import os
+
+    try:
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+    except (OSError, ValueError):  # no descriptor (an in-memory stdout): nothing left to flush to a pipe
+        pass
 
 
 def _error(message: str, traceback: bool) -> int:
