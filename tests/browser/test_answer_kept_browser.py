@@ -125,3 +125,32 @@ def test_an_answer_sent_with_an_outdated_form_says_so_and_is_kept(page, live_ser
     with page.expect_navigation(url=lambda u: u != url):
         page.keyboard.press("Enter")
     assert Answer.objects.get(assignment__token=token_of(url)).value["relation"] == "none"
+
+
+def test_the_page_says_how_long_the_item_stays_yours_and_when_the_time_is_up(page, live_server, world):
+    """The lease's end was in the page (``data-expires``) but nothing showed it: an annotator deep in a document
+    lost the item to another without warning.  In its last five minutes the page shows the time left, by the
+    server's clock, and once it is up says the answer is still taken unless someone has taken the item; an answer
+    sent then is taken (nobody took it)."""
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from unpooled.service.annotation.models import Assignment
+
+    url = _verify_none(page, live_server.url)
+    assert page.is_hidden("#lease-clock")               # a fresh lease: far from its end
+    Assignment.objects.filter(token=token_of(url)).update(expires=timezone.now() + timedelta(seconds=150))
+    page.reload()
+    page.wait_for_selector("#lease-clock:not([hidden])")
+    left = page.inner_text("#lease-clock .left")
+    assert left.startswith("2:") and "may go to another annotator" in page.inner_text("#lease-clock")
+    Assignment.objects.filter(token=token_of(url)).update(expires=timezone.now() + timedelta(seconds=2))
+    page.reload()
+    page.wait_for_selector("#lease-clock.over")
+    assert "time on this item has run out" in page.inner_text("#lease-clock")
+    assert page.get_attribute("#lease-clock", "role") == "alert"
+    page.keyboard.press("3")
+    with page.expect_navigation(url=lambda u: u != url):
+        page.keyboard.press("Enter")
+    assert Answer.objects.get(assignment__token=token_of(url)).value["relation"] == "none"

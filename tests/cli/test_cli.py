@@ -116,3 +116,25 @@ def test_bench_score_reports_time_and_memory(capsys):
     assert got["systems"] == 3 and got["instances"] == 500 and got["votes"] is True
     # the report names its figures (the figures themselves are the benchmark's, not a test's)
     assert all(isinstance(got[k], (int, float)) for k in ("seconds", "cpu_seconds", "peak_rss_mb"))
+
+
+@pytest.mark.parametrize("argv", [["validate", "nothere.jsonl", "--corpus", "/nonexistent"],  # a command's error
+                                  ["schema", "show", "/nonexistent/schema.json"]])
+def test_traceback_shows_the_traceback_and_keeps_the_exit_status(capsys, argv):
+    """--traceback adds the traceback; the exit status stays 3 (an error that is not the file's), as the docs say:
+    the exception escaped before and Python exited 1, which reads as 'the file has errors'."""
+    code, _, err = run(capsys, *argv)
+    assert code == 3 and "Traceback" not in err
+    code, _, err = run(capsys, "--traceback", *argv)
+    assert code == 3 and "Traceback (most recent call last)" in err and "unpooled: error:" in err
+
+
+def test_a_reader_that_stops_reading_gets_no_error_message():
+    """``unpooled … | head``: the reader closes the pipe, and the command printed "unpooled: error: Broken pipe" and
+    exited 3, as an error of its own.  It stops quietly now, with the status a shell gives a command the closed pipe
+    ended (141), and Python's flush at exit reports nothing either."""
+    proc = subprocess.Popen([sys.executable, "-m", "unpooled", "schema", "show", "docred", "--json"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    proc.stdout.close()  # before it writes: its first write meets a pipe nobody reads (EPIPE, as after `head`)
+    err = proc.stderr.read().decode()
+    assert proc.wait(timeout=60) == 141 and err == "", err

@@ -415,6 +415,20 @@ def test_upload_accepted(client, corpus, people):
 
 
 @override_settings(TASKS=IMMEDIATE)
+def test_upload_sent_again_under_its_run_name_answers_its_submission(client, corpus, people):
+    """A retried upload (the same file, the same run name: a client that lost the first answer) answers 200 with the
+    earlier submission, as the API overview and the submission formats say; it answered 409 ``duplicate_run``."""
+    first = post_kb(client, people["red"], kb_text("x"), run="retried")
+    assert first.status_code == 201, first.content
+    again = post_kb(client, people["red"], kb_text("x"), run="retried")
+    assert again.status_code == 200, again.content
+    assert again.json()["duplicate"] is True and again.json()["submission"] == first.json()["submission"]
+    # another file under the taken name is still refused at once
+    is_error(post_kb(client, people["red"], kb_text("y"), run="retried"), 409, "duplicate_run")
+    assert Submission.objects.count() == 1
+
+
+@override_settings(TASKS=IMMEDIATE)
 def test_upload_rejected_leaves_database_unchanged(client, corpus, people, subs):
     before = domain_counts()
     resp = post_kb(client, people["red"], bad_kb_text(), name="bad.kb", run="bad")

@@ -3,6 +3,8 @@ layer, stored, shown on the submission page, the API and the leaderboard tab; wh
 
 from __future__ import annotations
 
+import csv
+import io
 
 import pytest
 
@@ -96,10 +98,24 @@ def test_redocred_entity_scores_with_intervals_and_no_linking(shared_data, tmp_p
     assert 'id="entity-leaderboard"' in page and "not scored" in page and "<svg" in page
     assert c.get("/corpora/entc/leaderboard/entities/?metric=nope").status_code == 404
     assert 'id="entities-tab"' in c.get("/corpora/entc/leaderboard/").content.decode()
+    # the tab's CSV (there was none): the rows and numbers of the board the API gives, in its order
+    assert 'href="/corpora/entc/leaderboard/entities.csv?metric=typing"' in page
+    got = c.get("/corpora/entc/leaderboard/entities.csv?metric=typing")
+    assert got["Content-Type"].startswith("text/csv") and "entc-entities-typing.csv" in got["Content-Disposition"]
+    lines = list(csv.DictReader(io.StringIO(got.content.decode())))
+    assert [(x["run"], x["rank"], x["ranked_by"]) for x in lines] == [
+        (r["run"], "" if r["rank"] is None else str(r["rank"]), "typing") for r in board["rows"]]
+    for x, r in zip(lines, board["rows"]):
+        for k, v in r["entity_score"]["metrics"].items():
+            assert x[k] == ("" if v["value"] is None else repr(v["value"])) and (x[f"{k}_not_scored"] != "") == (
+                v["value"] is None)
+    assert lines[-1]["typing_not_scored"] and not lines[0]["typing_not_scored"]
+    assert c.get("/corpora/entc/leaderboard/entities.csv?metric=nope").status_code == 404
     # a private submission's entity scores are its team's and the organisers'
     Submission.objects.filter(pk=noisy.pk).update(visibility=Submission.Visibility.PRIVATE)
     assert c.get(f"/api/submissions/{noisy.pk}/entity-scores").status_code == 404
     assert "run-1" not in c.get("/corpora/entc/leaderboard/entities/").content.decode()
+    assert "run-1" not in c.get("/corpora/entc/leaderboard/entities.csv").content.decode()
 
 
 # ---------------------------------------------------------------------------- a TAC corpus, with KB links

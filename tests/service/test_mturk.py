@@ -143,8 +143,18 @@ def test_approve_is_idempotent_and_reject_needs_feedback(stubbed):
     stub.add_response("approve_assignment", {}, {"AssignmentId": "A1", "RequesterFeedback": "thanks"})
     assert backend.approve("A1", "thanks") is True
     stub.add_client_error("approve_assignment", "RequestError",
-                          "This operation can be called with a status of: Submitted (assignment already Approved)", 400)
+                          "This operation can be called with a status of: Submitted (1764400000000)", 400)
+    stub.add_response("get_assignment", {"Assignment": {"AssignmentId": "A1", "AssignmentStatus": "Approved"}},
+                      {"AssignmentId": "A1"})
     assert backend.approve("A1") is False
+    # a refusal whose words say "approved" is no approval: Amazon's status decides (the old code matched the word)
+    stub.add_client_error("approve_assignment", "RequestError",
+                          "This assignment cannot be approved: it was rejected (1764400000001)", 400)
+    stub.add_response("get_assignment", {"Assignment": {"AssignmentId": "A4", "AssignmentStatus": "Rejected"}},
+                      {"AssignmentId": "A4"})
+    with pytest.raises(MTurkError, match="approve_assignment"):
+        backend.approve("A4")
+    stub.assert_no_pending_responses()
     stub.add_response("reject_assignment", {}, {"AssignmentId": "A2", "RequesterFeedback": "no answer recorded"})
     backend.reject("A2", "no answer recorded")
     with pytest.raises(ValueError, match="feedback"):

@@ -197,3 +197,45 @@ def test_a_hit_that_ended_with_assignments_untaken_is_opened_again(corpus, stubb
     stub.assert_no_pending_responses()
     hit = Hit.objects.get(task=t1)
     assert rep.extended == 1 and not rep.errors and (hit.max_assignments, hit.status) == (3, "posted")
+
+
+def test_what_was_requested_is_summed_in_the_database_as_hit_by_hit(corpus):  # noqa: F811
+    """The console and the MTurk page show what the corpus's HITs asked of Amazon: it was summed HIT by HIT in
+    Python on every view (every row read).  Grouped in the database now, the rows with rejections or earlier HITs
+    read one by one: the same figures as the sum over every HIT, whatever the rewards (older rows without one
+    take the corpus's), sizes, rejections and earlier HITs."""
+    import random
+
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+    from django.utils import timezone as tz
+
+    from unpooled.core.annotation.mturk_fees import assignment_cost_cents, fee_cents
+    from unpooled.service.annotation import actions
+    from unpooled.service.annotation.models import Kind, Task
+    from unpooled.service.crowd.mturk_sync import requested
+
+    rng = random.Random(7)
+    doc = corpus.documents.first()
+    kinds = [Kind.VERIFY, Kind.ENTITIES, Kind.RELATIONS]
+    for i in range(60):
+        task = Task.objects.create(corpus=corpus, kind=kinds[i % 3], document=doc, key=f"k{i}", priority=tz.now(),
+                                   guideline_version="1")
+        earlier = [{"hit_id": f"E{i}{j}", "assignments": rng.choice([3, 9]), "reward_cents": rng.choice([5, 12]),
+                    "approved": [], "rejected": [f"R{j}"] * rng.randint(0, 2)} for j in range(rng.choice([0, 0, 1, 2]))]
+        Hit.objects.create(task=task, request_token=f"tok-{i}", hit_id=f"H{i}", max_assignments=rng.choice([1, 3, 9, 12]),
+                           reward_cents=rng.choice([None, 5, 7, 30]), earlier=earlier,
+                           rejected=[f"X{i}"] * rng.choice([0, 0, 0, 1, 3]))
+    st = actions.settings_for(corpus)
+    n = reward = fee = rejected = 0
+    for hit in Hit.objects.filter(task__corpus=corpus).select_related("task"):
+        for m, r, nos in [(hit.max_assignments, hit.reward(st), hit.rejected)] + [
+                (e["assignments"], e["reward_cents"], e["rejected"]) for e in hit.earlier]:
+            n, reward, fee = n + m, reward + m * r, fee + m * fee_cents(r, m)
+            rejected += len(nos) * assignment_cost_cents(r, m)
+    with CaptureQueriesContext(connection) as q:
+        got = requested(corpus, st)
+    assert got == {"assignments": n, "reward_cents": reward, "fee_cents": fee, "requested_cents": reward + fee,
+                   "rejected_cents": rejected}
+    assert rejected > 0 and any(h.reward_cents is None for h in Hit.objects.all())
+    assert len(q.captured_queries) == 2 and "GROUP BY" in q.captured_queries[0]["sql"]

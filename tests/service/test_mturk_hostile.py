@@ -59,6 +59,7 @@ def test_an_assignment_amazon_no_longer_knows_does_not_stop_the_sync(client, cor
                       {"HITId": H1, "MaxResults": 100, "AssignmentStatuses": LISTED})
     stub.add_client_error("approve_assignment", "RequestError",
                           f"Assignment {AS1} does not exist. (1764400000000) secret-detail", 400)
+    stub.add_client_error("get_assignment", "RequestError", f"Assignment {AS1} does not exist. (1764400000001)", 400)
     stub.add_response("list_assignments_for_hit", {"Assignments": [], "NumResults": 0},
                       {"HITId": H2, "MaxResults": 100, "AssignmentStatuses": LISTED})
     rep = collect(corpus, backend)

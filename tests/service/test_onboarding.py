@@ -62,6 +62,25 @@ def test_participate_page_has_format_schema_sample_and_three_ways(client, corpus
     assert json.loads(first)["doc"] in html
 
 
+def test_participate_pages_tac_example_is_valid_for_the_corpus(client, corpus, tmp_path, capsys):
+    """The TAC example is the JSONL example line as a TAC KB, which the corpus's validation accepts (it was a fixed
+    text naming an undefined entity :e2, a document DOC1 and a TAC slot, rejected by every corpus)."""
+    import html as html_lib
+    import re
+
+    from unpooled.cli.main import main
+
+    page = client.get(reverse("web:participate", args=["onb"])).content.decode()
+    tac = html_lib.unescape(re.search(r'<pre class="example" id="example-tac">(.*?)</pre>', page, re.S).group(1))
+    line = json.loads(participate.sample_jsonl(corpus, 1))
+    assert f'"{line["subject"]["text"]}"\t{line["doc"]}:{line["subject"]["start"]}-{line["subject"]["end"] - 1}' in tac
+    path = tmp_path / "example.kb"
+    path.write_text(tac + "\n", encoding="utf-8")
+    code = main(["validate", str(path), "--corpus", "onb", "--format", "tac", "--json"])
+    out = json.loads(capsys.readouterr().out)
+    assert code == 0 and out["n_errors"] == 0 and out["n_warnings"] == 0 and out["counts"]["instances"] == 1, out
+
+
 def test_schema_page_lists_relations_with_names_types_and_gold_examples(client, corpus):
     resp = client.get(reverse("web:schema", args=["onb"]))
     html = resp.content.decode()

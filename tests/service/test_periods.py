@@ -211,27 +211,48 @@ def test_leaderboards_per_period_and_overall_and_frozen_scores_say_so(corpus, pe
 
 
 def test_a_period_release_holds_the_labels_of_its_submissions_only(corpus, people):
+    from datetime import timedelta
+
     olga = people["olga"]
     p1 = periods.do_open_period(olga, corpus)
-    a = ingest("red", "a")
+    a, late = ingest("red", "a"), ingest("red", "late")
+
+    def draw_and_label(sub, inst, correct=True, seq=1):
+        Draw.objects.create(submission=sub, level="instance", seq=seq, instance=inst, key=inst.key,
+                            key_hash=inst.key_hash)
+        return Label.objects.create(corpus=corpus, key=inst.key, key_hash=inst.key_hash, probability=1.0,
+                                    correct=correct, method="majority", n_answers=3, guideline_version="1")
+
+    ia, il = a.instances.order_by("pk")[0], late.instances.order_by("pk")[1]
+    draw_and_label(a, ia)
     periods.do_close_period(olga, p1)
     periods.do_open_period(olga, corpus)
     b = ingest("blue", "b")
-    ia, ib = a.instances.order_by("pk")[0], b.instances.order_by("-pk")[0]
-    assert ia.key != ib.key
-    for sub, inst in ((a, ia), (b, ib)):
-        Draw.objects.create(submission=sub, level="instance", seq=1, instance=inst, key=inst.key,
-                            key_hash=inst.key_hash)
-        Label.objects.create(corpus=corpus, key=inst.key, key_hash=inst.key_hash, probability=1.0, correct=True,
-                             method="majority", n_answers=3, guideline_version="1")
+    ib = b.instances.order_by("-pk")[0]
+    assert len({ia.key, il.key, ib.key}) == 3
+    draw_and_label(b, ib)
+    # after the close: a newer label of a's key, and a label of a key of `late`, a run of period 1 still being
+    # evaluated at the close; it is frozen when published, an hour later
+    frozen_at = p1.closed + timedelta(hours=1)
+    relabel = Label.objects.create(corpus=corpus, key=ia.key, key_hash=ia.key_hash, probability=0.0, correct=False,
+                                   method="majority", n_answers=5, guideline_version="1")
+    Label.objects.filter(pk=relabel.pk).update(created=frozen_at + timedelta(minutes=1))
+    lab = draw_and_label(late, il, seq=2)
+    Label.objects.filter(pk=lab.pk).update(created=frozen_at - timedelta(minutes=1))
+    ScoreSnapshot.objects.create(period=p1, submission=late, level="instance", score=score(late), frozen=frozen_at)
     out = io.BytesIO()
     name, counts = periods.do_release_period(olga, p1, out)
     assert name.startswith("unpooled-release-fixture-period1-") and counts.period == 1
     with zipfile.ZipFile(io.BytesIO(out.getvalue())) as zf:
         labels = [json.loads(x) for x in zf.read(f"{name}/labels.jsonl").decode().splitlines()]
         readme = zf.read(f"{name}/README.md").decode()
-    assert [x["key"] for x in labels] == [ia.key]
+    # cut at the period's last frozen score: the label `late`'s frozen score used is in, the newer row of a's
+    # key (after every frozen score of the period) is not, so a's label is the one its frozen score used
+    assert [(x["key"], x["correct"], x["superseded"]) for x in labels] == [(ia.key, True, False),
+                                                                            (il.key, True, False)]
+    assert counts.as_of == frozen_at.isoformat(timespec="seconds")
     assert "evaluation period 1" in readme and "only private submissions drew is not released" in readme
+    assert f"as they stood at {counts.as_of}" in readme
     assert Period.objects.get(pk=p1.pk).released is not None
     # the organiser's download
     c = Client()

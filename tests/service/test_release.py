@@ -217,6 +217,31 @@ def test_exhaustive_instances_are_offline_scorer_input(pool, tmp_path, capsys):
     assert rows[0]["system"] == "docred" and 0 <= rows[0]["r"] <= 1
 
 
+def test_the_readmes_scoring_snippet_runs_on_the_release(pool, tmp_path, capsys, monkeypatch):
+    """The README's Python snippet, run as it stands in the release folder beside a system's DIR/NAME.jsonl, writes
+    the labels `unpooled score` reads (the README's own command line)."""
+    import re
+
+    from unpooled.service.submissions.actions import export_submission
+
+    corpus, sub = pool
+    out = tmp_path / "release"
+    export_release(corpus, out)
+    (snippet,) = re.findall(r"```python\n(.*?)```", (out / "README.md").read_text(encoding="utf-8"), re.S)
+    (out / "DIR").mkdir()
+    with open(out / "DIR" / "NAME.jsonl", "w", encoding="utf-8") as fh:
+        export_submission(sub, "jsonl", fh)
+    monkeypatch.chdir(out)
+    exec(compile(snippet, "README.md", "exec"), {"__name__": "release_readme"})
+    labels = _read(out / "L.jsonl")
+    assert labels and {x["system"] for x in labels} == {"NAME"}
+    code = main(["score", "--labels", "L.jsonl", "--submissions", "DIR", "--exhaustive", "exhaustive_instances.jsonl",
+                 "--json"])
+    got = capsys.readouterr()
+    assert code == 0, got.err
+    assert json.loads(got.out)[0]["labels"] == len(labels)
+
+
 def test_cli_export(pool, tmp_path, capsys):
     corpus, _ = pool
     out = tmp_path / "cli-release"
@@ -397,7 +422,8 @@ def test_a_period_release_holds_the_whole_clustering(clustering, tmp_path):
     corpus, crowd, task = clustering
     crowd.run(kinds=[Kind.CLUSTERS])
     long_ago = datetime(2001, 1, 1, tzinfo=timezone.utc)
-    scope = {"period": 1, "key_hashes": set(), "opened": long_ago, "closed": long_ago}
+    scope = {"period": 1, "key_hashes": set(), "opened": long_ago, "closed": long_ago,
+             "cut": datetime.now(timezone.utc)}
     out = tmp_path / "release"
     c = export_release(corpus, out, scope=scope)
     row = _clusters_line(out, task)
@@ -406,6 +432,49 @@ def test_a_period_release_holds_the_whole_clustering(clustering, tmp_path):
     assert sorted(a["id"] for a in _read(out / "answers.jsonl") if a["kind"] == "clusters") == ids
     assert c.answers_by_kind[Kind.CLUSTERS] == len(ids) and c.answers_by_kind[Kind.VERIFY] == 0
     assert "with its cross-document clustering" in (out / "README.md").read_text(encoding="utf-8")
+
+
+def test_a_period_release_holds_the_annotation_as_it_stood_at_its_cut(clustering, tmp_path):
+    """A period's release is cut at its last frozen score: a relation layer or a clustering completed after it is
+    released as it was then (not complete: no relations, no clusters, not current), and the documents sampled and
+    the answers given after it are left out, so the frozen recall and entity scores are computed from what it
+    holds.  (It held the exhaustive annotation and the clustering as they were when the zip was made.)"""
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    corpus, crowd, task = clustering
+    crowd.run(kinds=[Kind.CLUSTERS])
+    task.refresh_from_db()
+    rels = list(Task.objects.filter(corpus=corpus, kind=Kind.RELATIONS, status=Task.Status.COMPLETE)
+                .select_related("document").order_by("id"))
+    assert task.status == Task.Status.COMPLETE and len(rels) == 3
+    cut = timezone.now()
+    later = cut + timedelta(hours=1)
+    Task.objects.filter(pk__in=[task.pk, rels[0].pk]).update(completed=later)
+    Answer.objects.filter(task__in=[task, rels[0]]).update(created=later)
+    ExhaustiveDocument.objects.filter(corpus=corpus, document=rels[1].document).update(created=later)
+    scope = {"period": 1, "key_hashes": set(), "opened": cut - timedelta(days=1), "closed": cut, "cut": cut}
+    out = tmp_path / "release"
+    c = export_release(corpus, out, scope=scope)
+
+    ex = {e["doc"]: e for e in _read(out / "exhaustive.jsonl")}
+    late, sampled_late, done = (t.document.doc_id for t in rels)
+    assert set(ex) == {late, done} and c.exhaustive_documents == 2  # sampled after the cut: left out
+    assert (ex[late]["status"], ex[late]["relations"], ex[late]["answers"]["relations"]) == (
+        "annotating relations", [], 0)
+    assert ex[late]["mentions"] and ex[done]["status"] == "complete" and c.exhaustive_complete == 1
+    assert {i["doc"] for i in _read(out / "exhaustive_instances.jsonl")} <= {done}
+    row = _clusters_line(out, task)
+    assert (row["status"], row["current"], row["clusters"], row["completed"], row["answers"]) == (
+        "open", False, None, None, [])
+    assert c.cross_document_clusters == 0 and c.answers_by_kind[Kind.CLUSTERS] == 0
+    assert c.as_of == cut.isoformat(timespec="seconds")
+    assert f"as they stood at {c.as_of}" in (out / "README.md").read_text(encoding="utf-8")
+    # the corpus's own release (no scope) holds everything, now
+    whole = export_release(corpus, tmp_path / "whole")
+    assert (whole.exhaustive_documents, whole.exhaustive_complete, whole.as_of) == (3, 3, None)
+    assert _clusters_line(tmp_path / "whole", task)["current"]
 
 
 def test_a_clustering_task_a_newer_layer_cancelled_is_listed_without_clusters(shared_data, tmp_path):

@@ -20,6 +20,7 @@ class Exit(enum.IntEnum):
     FINDINGS = 1
     USAGE = 2
     ERROR = 3
+    PIPE_CLOSED = 141  # the reader of the output stopped reading (``| head``), as a shell says of SIGPIPE: 128 + 13
 
 
 class CommandError(UnpooledError):
@@ -224,16 +225,34 @@ def main(argv: Sequence[str] | None = None) -> int:
         print("unpooled: interrupted", file=sys.stderr)
         return 130
     except UnpooledError as exc:
-        if args.traceback:
-            raise
-        print(f"unpooled: error: {exc}", file=sys.stderr)
-        return Exit.ERROR
+        return _error(str(exc), args.traceback)
+    except BrokenPipeError:  # the reader stopped reading (``| head``): no message, the status of a closed pipe
+        _quiet_stdout()
+        return Exit.PIPE_CLOSED
     except OSError as exc:
-        if args.traceback:
-            raise
         where = f": {exc.filename}" if getattr(exc, "filename", None) else ""
-        print(f"unpooled: error: {exc.strerror or exc}{where}", file=sys.stderr)
-        return Exit.ERROR
+        return _error(f"{exc.strerror or exc}{where}", args.traceback)
+
+
+def _quiet_stdout() -> None:
+    """Standard output to the null device: its descriptor's reader is gone, and Python's flush at exit would
+    report the pipe again."""
+    import os
+
+    try:
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+    except (OSError, ValueError):  # no descriptor (an in-memory stdout): nothing left to flush to a pipe
+        pass
+
+
+def _error(message: str, traceback: bool) -> int:
+    """An error that is not the input file's: its message (after the traceback with --traceback), exit status 3."""
+    if traceback:
+        import traceback as tb
+
+        tb.print_exc()
+    print(f"unpooled: error: {message}", file=sys.stderr)
+    return Exit.ERROR
 
 
 if __name__ == "__main__":  # pragma: no cover

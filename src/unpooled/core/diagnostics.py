@@ -60,7 +60,6 @@ CODES: dict[str, tuple[str, str]] = {
     "UP217": (ERROR, "entity type not in the schema"),
     "UP218": (ERROR, "object kind does not match the predicate"),
     "UP219": (WARNING, "mention claimed by several entities"),
-    "UP220": (ERROR, "conflicting definitions of one entity"),
     "UP221": (WARNING, "entity without mentions"),
     # -- offline scoring inputs ---------------------------------------------
     "UP230": (ERROR, "unknown system"),

@@ -90,13 +90,13 @@ def clustering_generation(task: Task) -> tuple[str, int, int]:
     return (parts[1] if len(parts) > 1 else task.key), int(b), int(n)
 
 
-def clustering_tasks(corpus: Corpus) -> list[Task]:
+def clustering_tasks(corpus: Corpus, *, as_of=None) -> list[Task]:
     """The clustering tasks whose clusters are the corpus's cross-document identity: those of the newest generation
     whose every task is complete (in block order; empty without one).  Until a new generation is complete the
-    previous one stays in use."""
+    previous one stays in use.  ``as_of``: those that were at that moment (a period's release)."""
     seen: dict[str, list[Task]] = {}
-    for t in (Task.objects.filter(corpus=corpus, kind=Kind.CLUSTERS, status=Task.Status.COMPLETE)
-              .order_by("-completed", "-id")):
+    done = Task.objects.filter(corpus=corpus, kind=Kind.CLUSTERS, status=Task.Status.COMPLETE)
+    for t in (done if as_of is None else done.filter(completed__lte=as_of)).order_by("-completed", "-id"):
         g, _, n = clustering_generation(t)
         seen.setdefault(g, []).append(t)
         if len(seen[g]) == n:

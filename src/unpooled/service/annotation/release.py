@@ -98,6 +98,7 @@ class ReleaseCounts:
     predicates: dict = field(default_factory=dict)  # predicate -> {labelled, correct, exhaustive}
     files: dict = field(default_factory=dict)  # file name -> lines
     period: int | None = None  # an evaluation period's release (export_release's scope)
+    as_of: str | None = None  # a period's release: the moment its data is cut at (scope's ``cut``)
 
     @property
     def correct_share(self) -> float | None:
@@ -163,10 +164,13 @@ def export_release(corpus, out_dir: str | Path, *, licence: str = DEFAULT_LICENC
     scope : dict, optional
         An evaluation period's release (:func:`unpooled.service.evaluations.periods.release_scope`): ``period``
         (its number), ``key_hashes`` (the instance key hashes its submissions drew, a set or a ``values()``
-        queryset), ``opened`` and ``closed``.  Labels and verification answers are then those of these keys;
-        gold-control answers those given during the period; the exhaustive annotation (the corpus's recall
+        queryset), ``opened``, ``closed`` and ``cut``.  Labels and verification answers are then those of these
+        keys; gold-control answers those given during the period; the exhaustive annotation (the corpus's recall
         sample, which every period's scores use) and its cross-document clustering (every period's NIL
-        clustering scores use it) are released whole.  None: the whole corpus.
+        clustering scores use it) are released whole -- everything as it stood at ``cut`` (the period's last
+        frozen score): label rows, answers, sampled documents and tasks made after it are left out, a layer or a
+        clustering completed after it is released as it was then (not complete), so the release holds what the
+        frozen scores were computed from, however long after the close it is made.  None: the whole corpus, now.
 
     Returns
     -------
@@ -178,17 +182,19 @@ def export_release(corpus, out_dir: str | Path, *, licence: str = DEFAULT_LICENC
     counts = ReleaseCounts(corpus=corpus.name, generated=now.isoformat(timespec="seconds"))
     labels_qs = Label.objects.filter(corpus=corpus)
     answer_q = Q()
+    cut = None
     if scope is not None:
-        counts.period = int(scope["period"])
-        labels_qs = labels_qs.filter(key_hash__in=scope["key_hashes"])
+        counts.period, cut = int(scope["period"]), scope["cut"]
+        counts.as_of = cut.isoformat(timespec="seconds")
+        labels_qs = labels_qs.filter(key_hash__in=scope["key_hashes"], created__lte=cut)
         answer_q = (Q(task__kind=Kind.VERIFY, task__is_control=False, task__key_hash__in=scope["key_hashes"])
                     | Q(task__is_control=True, created__gte=scope["opened"], created__lte=scope["closed"])
-                    | Q(task__kind__in=[Kind.ENTITIES, Kind.RELATIONS, Kind.CLUSTERS]))
+                    | Q(task__kind__in=[Kind.ENTITIES, Kind.RELATIONS, Kind.CLUSTERS])) & Q(created__lte=cut)
     per_pred: dict[str, Counter] = defaultdict(Counter)
     labelled_docs = _write_labels(corpus, labels_qs, out, counts, per_pred, secret)
     _write_answers(corpus, answer_q, out, counts, secret)
-    sampled = _write_exhaustive(corpus, out, counts, per_pred)
-    _write_clusters(corpus, out, counts, answer_q, secret)
+    sampled = _write_exhaustive(corpus, out, counts, per_pred, cut)
+    _write_clusters(corpus, out, counts, answer_q, secret, cut)
     _write_documents(corpus, out, counts, labelled_docs, sampled)
     counts.predicates = {p: {"labelled": c["labelled"], "correct": c["correct"], "exhaustive": c["exhaustive"]}
                          for p, c in sorted(per_pred.items())}
@@ -285,33 +291,42 @@ def _write_answers(corpus, answer_q: Q, out: Path, counts: ReleaseCounts, secret
     counts.annotators_by_backend = dict(sorted(Counter(annotators.values()).items()))
 
 
-def _exhaustive_status(ent, rel) -> str:
-    """An exhaustively sampled document's annotation status from its entity and relation tasks."""
-    if rel is not None and rel.status == Task.Status.COMPLETE:
+def _exhaustive_status(ent, rel, cut: datetime | None) -> str:
+    """An exhaustively sampled document's annotation status from its entity and relation tasks at ``cut``."""
+    if _complete(rel, cut):
         return "complete"
     if ent is None or ent.status == Task.Status.CANCELLED or (rel is not None and rel.status == Task.Status.CANCELLED):
         return "cancelled"
-    return "annotating relations" if ent.status == Task.Status.COMPLETE else "annotating entities"
+    return "annotating relations" if _complete(ent, cut) else "annotating entities"
 
 
-def _write_exhaustive(corpus, out: Path, counts: ReleaseCounts, per_pred: dict) -> set:
+def _as_of(qs, cut: datetime | None):
+    """``qs`` without the rows made after ``cut`` (None: all)."""
+    return qs if cut is None else qs.filter(created__lte=cut)
+
+
+def _complete(task, cut: datetime | None) -> bool:
+    """``task`` was complete at ``cut`` (None: now)."""
+    return task is not None and task.status == Task.Status.COMPLETE and (cut is None or task.completed <= cut)
+
+
+def _write_exhaustive(corpus, out: Path, counts: ReleaseCounts, per_pred: dict, cut: datetime | None) -> set:
     """``exhaustive.jsonl`` (one line per sampled document: status, mentions, relations) and
-    ``exhaustive_instances.jsonl`` (its true instances); counts the instances per predicate into ``per_pred``.
-    Returns the sampled documents' ids."""
+    ``exhaustive_instances.jsonl`` (its true instances), as they stood at ``cut`` (None: now); counts the
+    instances per predicate into ``per_pred``.  Returns the sampled documents' ids."""
     schema = corpus.schema.schema()
-    layer = {(t.kind, t.document_id): t for t in Task.objects.filter(
-        corpus=corpus, kind__in=[Kind.ENTITIES, Kind.RELATIONS], key="", is_control=False)}
-    n_answers = dict(Answer.objects.filter(task__corpus=corpus, task__kind__in=[Kind.ENTITIES, Kind.RELATIONS],
-                                           task__key="").values("task_id").annotate(n=Count("id", filter=Q(weight__gt=0)))
-                     .values_list("task_id", "n"))
-    sample = list(ExhaustiveDocument.objects.filter(corpus=corpus).select_related("document")
+    layer = {(t.kind, t.document_id): t for t in _as_of(Task.objects.filter(
+        corpus=corpus, kind__in=[Kind.ENTITIES, Kind.RELATIONS], key="", is_control=False), cut)}
+    n_answers = dict(_as_of(Answer.objects.filter(task__corpus=corpus, task__kind__in=[Kind.ENTITIES, Kind.RELATIONS],
+                                                  task__key=""), cut)
+                     .values("task_id").annotate(n=Count("id", filter=Q(weight__gt=0))).values_list("task_id", "n"))
+    sample = list(_as_of(ExhaustiveDocument.objects.filter(corpus=corpus), cut).select_related("document")
                   .order_by("document__doc_id"))
     with _Writer(out, "exhaustive.jsonl", counts) as w, _Writer(out, "exhaustive_instances.jsonl", counts) as wi:
         for ex in sample:
             doc = ex.document
             ent, rel = layer.get((Kind.ENTITIES, doc.pk)), layer.get((Kind.RELATIONS, doc.pk))
-            ent_done = ent is not None and ent.status == Task.Status.COMPLETE
-            rel_done = rel is not None and rel.status == Task.Status.COMPLETE
+            ent_done, rel_done = _complete(ent, cut), _complete(rel, cut)
             ms = (rel.payload.get("mentions") if rel is not None else None) or \
                 ((ent.result or {}).get("mentions", []) if ent_done else [])
             mentions = [{"index": i, "start": m["start"], "end": m["end"], "text": doc.text[m["start"]:m["end"]],
@@ -337,7 +352,7 @@ def _write_exhaustive(corpus, out: Path, counts: ReleaseCounts, per_pred: dict) 
                 counts.exhaustive_mentions += len(mentions)
                 counts.exhaustive_relations += len(relations)
             w.write({"doc": doc.doc_id, "title": doc.title, "scheme": ex.scheme, "stage": ex.stage,
-                     "inclusion": ex.inclusion, "weight": ex.weight, "status": _exhaustive_status(ent, rel),
+                     "inclusion": ex.inclusion, "weight": ex.weight, "status": _exhaustive_status(ent, rel, cut),
                      "answers": {"entities": n_answers.get(ent.pk, 0) if ent else 0,
                                  "relations": n_answers.get(rel.pk, 0) if rel else 0},
                      "guideline_versions": {"entities": ent.guideline_version if ent else None,
@@ -361,17 +376,19 @@ def _write_documents(corpus, out: Path, counts: ReleaseCounts, labelled_docs: Co
     counts.documents = counts.files["documents.jsonl"]
 
 
-def _write_clusters(corpus, out: Path, counts: ReleaseCounts, answer_q: Q, secret: str | None) -> None:
+def _write_clusters(corpus, out: Path, counts: ReleaseCounts, answer_q: Q, secret: str | None,
+                    cut: datetime | None) -> None:
     """``clusters.jsonl``: every clustering task of ``corpus``, oldest first, with the items it showed (the
     stored canonical mentions, without the text around them), the answers ``answer_q`` releases (not
     quarantined; the same answers as ``answers.jsonl``) and, once complete, the clusters and agreement figures
     the service aggregated (:func:`unpooled.core.annotation.clustering.aggregate_clusters`, stored when the task
     completed); ``current`` marks the tasks whose clusters the scores use (:func:`.clustering.clustering_tasks`: one,
-    or one per block of a large corpus); ``block`` is ``[i, n]``, the task's block among its generation's."""
+    or one per block of a large corpus); ``block`` is ``[i, n]``, the task's block among its generation's.  All as
+    it stood at ``cut`` (None: now): a task made after it is left out, one completed after it is listed open."""
     from .clustering import clustering_generation, clustering_tasks
 
-    current = {t.pk for t in clustering_tasks(corpus)}
-    tasks = list(Task.objects.filter(corpus=corpus, kind=Kind.CLUSTERS).order_by("id"))
+    current = {t.pk for t in clustering_tasks(corpus, as_of=cut)}
+    tasks = list(_as_of(Task.objects.filter(corpus=corpus, kind=Kind.CLUSTERS), cut).order_by("id"))
     answers: dict[int, list[dict]] = defaultdict(list)
     for pk, task, ann, backend, value, weight, seconds, gv, created in (
             Answer.objects.filter(answer_q, task__in=tasks, quarantined=False).order_by("id").values_list(
@@ -385,13 +402,14 @@ def _write_clusters(corpus, out: Path, counts: ReleaseCounts, answer_q: Q, secre
             items = [{"index": i, "doc": it["doc"], "group": it["cluster"], "type": it["type"], "start": it["start"],
                       "end": it["end"], "text": it["text"], "context": it.get("context")}
                      for i, it in enumerate((t.payload or {}).get("items", []))]
-            done = t.status == Task.Status.COMPLETE
+            done = _complete(t, cut)
             is_current = t.pk in current
             res = (t.result or {}) if done else {}  # an open or cancelled task has no clusters
-            w.write({"task": t.pk, "status": t.status, "current": is_current,
+            status = t.status if done or t.status != Task.Status.COMPLETE else Task.Status.OPEN  # open at the cut
+            w.write({"task": t.pk, "status": status, "current": is_current,
                      "block": list(clustering_generation(t)[1:]),
                      "guideline_version": t.guideline_version, "created": _iso(t.created),
-                     "completed": _iso(t.completed), "items": items,
+                     "completed": _iso(t.completed) if done else None, "items": items,
                      "items_dropped": (t.payload or {}).get("items_dropped", 0), "answers": answers[t.pk],
                      "clusters": res.get("clusters"), "agreement": res.get("agreement"),
                      "aggregated_answers": res.get("answers")})
@@ -444,7 +462,8 @@ def readme_text(corpus, c: ReleaseCounts, *, licence: str = DEFAULT_LICENCE) -> 
               "public submissions drew (an instance only private submissions drew is not released), their "
               "verification answers, the gold-control answers given during the period, and "
               "the corpus's exhaustive annotation (the recall sample every period's scores use) with its "
-              "cross-document clustering.\n"
+              f"cross-document clustering, as they stood at {c.as_of} (the period's last frozen score): "
+              "what the corpus gathered later is left out (the corpus's own release has it).\n"
               if c.period is not None else "")
     return render_to_string("annotation/release_README.md", {
         "corpus": corpus, "c": c, "n": n, "schema": corpus.schema, "version": __version__, "licence": licence,

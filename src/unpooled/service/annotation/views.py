@@ -325,7 +325,7 @@ def _context(request, lease: Assignment, error: str | None = None, value=None) -
     task = lease.task
     mturk = lease.annotator.backend == Backend.MTURK
     ctx = {"lease": lease, "task": task, "kind": task.kind, "guide_html": _guide_html(task), "error": error,
-           "first_time": _first_time(request, lease), "previous": value, "expires": lease.expires,
+           "first_time": _first_time(request, lease), "previous": value, "expires": lease.expires, "now": timezone.now(),
            "mturk": mturk, "body": _body(task)}
     if not mturk:
         undone = request.session.get(UNDONE)

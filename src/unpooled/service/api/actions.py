@@ -9,6 +9,7 @@ which stores the submission in one transaction or nothing at all.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Callable
 
 from django.conf import settings
 
@@ -46,10 +47,13 @@ def get_corpus(name: str) -> Corpus:
 
 
 def check_upload(caller: Caller, *, corpus: str, file_name: str, size: int, run: str = "", fmt: str = "",
-                 visibility: str = "public", description: str = "", team: str = "") -> Upload:
+                 visibility: str = "public", description: str = "", team: str = "",
+                 file_sha256: Callable[[], str] | None = None) -> Upload:
     """Who submits for which team, and whether the request can be queued: corpus, size, run name, quota.
 
-    The file itself is validated by the task; what can be told now is refused now.
+    The file itself is validated by the task; what can be told now is refused now.  ``file_sha256`` gives the
+    uploaded bytes' digest, asked for only when the run name is taken: the team's own file sent again (a retry)
+    goes on to the task, which answers its earlier submission, as the ingestion does whatever the run name.
     """
     if not caller.authenticated:
         raise ApiError("unauthenticated")
@@ -88,7 +92,9 @@ def check_upload(caller: Caller, *, corpus: str, file_name: str, size: int, run:
         raise ApiError("invalid_request", detail=why)
     the_team = Team.objects.filter(name=team).first()
     if run and the_team is not None and Submission.objects.filter(corpus=the_corpus, team=the_team,
-                                                                  run_id=run).exists():
+                                                                  run_id=run).exists() and not (
+            file_sha256 is not None and Submission.objects.filter(corpus=the_corpus, team=the_team,
+                                                                  file_sha256=file_sha256()).exists()):
         raise ApiError("duplicate_run", detail=f"team {team!r} already has a run named {run!r} on corpus "
                                                f"{the_corpus.name!r}; choose another run name")
     if the_team is not None:

@@ -6,6 +6,7 @@ organisers see everything. A submission the caller may not see answers 404, as i
 
 from __future__ import annotations
 
+import hashlib
 import math
 from typing import Annotated, Literal
 
@@ -487,6 +488,14 @@ def _upload_out(request, result) -> tuple[dict, ApiError | None]:
     return out, err
 
 
+def _sha256(file: UploadedFile) -> str:
+    """The uploaded bytes' SHA-256, as the ingestion computes it of the stored copy (``chunks`` reads from the start)."""
+    digest = hashlib.sha256()
+    for chunk in file.chunks():
+        digest.update(chunk)
+    return digest.hexdigest()
+
+
 def _wait(result, seconds: int, response: HttpResponse | None = None):
     """Wait for the validation (bounded: :mod:`.waiting`); an unfinished upload tells the client when to poll."""
     if seconds and not result.is_finished:
@@ -512,7 +521,7 @@ def submission_create(request, response: HttpResponse, file: File[UploadedFile],
     c = caller(request)
     up = actions.check_upload(c, corpus=data.corpus, file_name=file.name, size=file.size, run=data.run,
                               fmt=data.format, visibility=data.visibility, description=data.description,
-                              team=data.team)
+                              team=data.team, file_sha256=lambda: _sha256(file))
     result = actions.do_upload(up, file.chunks(), user=c.user, address=client_address(request),
                                limited=not c.organiser)
     result = _wait(result, wait, response)
@@ -527,7 +536,7 @@ def submission_create(request, response: HttpResponse, file: File[UploadedFile],
 
 
 @router.get("/uploads/{upload_id}", response={200: UploadOut, **errors(400, 401, 404)}, auth=REQUIRED,
-            tags=["submissions"], summary="An upload's validation: queued, validating, accepted or rejected")
+            tags=["submissions"], summary="An upload's validation: queued, validating, accepted, rejected or failed")
 def upload_detail(request, response: HttpResponse, upload_id: Text, wait: Wait = 0):
     """Visible to the uploading team, the user who uploaded and organisers. ``wait``: seconds to wait for it to
     finish (the server waits at most a few; an unfinished upload answers with ``Retry-After``). A rejected

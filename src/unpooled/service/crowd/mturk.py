@@ -262,15 +262,26 @@ class MTurkBackend:
 
     # ------------------------------------------------------------------ money
     def approve(self, assignment_id: str, feedback: str | None = None) -> bool:
-        """Approve; an assignment already approved counts as done. Returns True if this call approved it."""
+        """Approve; an assignment already approved counts as done. Returns True if this call approved it.
+
+        A refusal is taken for "already approved" only when Amazon's GetAssignment says the assignment's status is
+        Approved (its messages are not a contract: "cannot be approved", said of a rejected one, is no approval);
+        any other refusal is raised."""
         try:
             self._call("approve_assignment", AssignmentId=assignment_id,
                        **({"RequesterFeedback": feedback} if feedback else {}))
             return True
         except MTurkError as exc:
-            if exc.code == "RequestError" and "approved" in exc.message.lower():
+            if exc.code == "RequestError" and self._assignment_status(assignment_id) == "Approved":
                 return False
             raise
+
+    def _assignment_status(self, assignment_id: str) -> str | None:
+        """The assignment's status as Amazon has it (None: Amazon would not say)."""
+        try:
+            return self._call("get_assignment", AssignmentId=assignment_id)["Assignment"].get("AssignmentStatus")
+        except (MTurkError, KeyError):
+            return None
 
     def reject(self, assignment_id: str, feedback: str) -> None:
         if not feedback:

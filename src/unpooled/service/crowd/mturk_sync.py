@@ -225,13 +225,24 @@ def requested(corpus: Corpus, st=None) -> dict:
     ``reward_cents`` (their rewards), ``fee_cents`` (Amazon's fee on them) and ``requested_cents`` (the sum); and
     ``rejected_cents``, what the assignments rejected would have cost (Amazon pays nothing for them)."""
     st = st or actions.settings_for(corpus)
+    hits = Hit.objects.filter(task__corpus=corpus)
     n = reward = fee = rejected = 0
-    for hit in Hit.objects.filter(task__corpus=corpus).select_related("task").only(
+
+    def add(k: int, m: int, r: int, nos: int) -> None:  # k HITs of m assignments at r cents, nos rejected in all
+        nonlocal n, reward, fee, rejected
+        n, reward, fee = n + k * m, reward + k * m * r, fee + k * m * fee_cents(r, m)
+        rejected += nos * assignment_cost_cents(r, m)
+
+    # the HITs as they stand, grouped in the database (a page view reads a row per reward and size, not per HIT);
+    # their rejections and earlier HITs (extensions past Amazon's limit: few) from the rows that have them
+    for r, m, kind, k in (hits.values("reward_cents", "max_assignments", "task__kind").annotate(k=Count("id"))
+                          .values_list("reward_cents", "max_assignments", "task__kind", "k")):
+        add(k, m, st.reward_cents(kind) if r is None else r, 0)
+    for hit in hits.exclude(rejected=[], earlier=[]).select_related("task").only(
             "reward_cents", "max_assignments", "rejected", "earlier", "task__kind"):
-        for m, r, nos in [(hit.max_assignments, hit.reward(st), hit.rejected or [])] + [
-                (e["assignments"], e["reward_cents"], e["rejected"]) for e in hit.earlier or []]:
-            n, reward, fee = n + m, reward + m * r, fee + m * fee_cents(r, m)
-            rejected += len(nos) * assignment_cost_cents(r, m)
+        add(0, hit.max_assignments, hit.reward(st), len(hit.rejected or []))
+        for e in hit.earlier or []:
+            add(1, e["assignments"], e["reward_cents"], len(e["rejected"]))
     return {"assignments": n, "reward_cents": reward, "fee_cents": fee, "requested_cents": reward + fee,
             "rejected_cents": rejected}
 

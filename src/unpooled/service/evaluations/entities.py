@@ -298,6 +298,32 @@ def api_dict(es: EntityScore) -> dict:
             "crowd_accuracy": ((det.get("verification") or {}).get("rates") or {}).get("accuracy")}
 
 
+def csv_columns() -> tuple[str, ...]:
+    """The columns of the entity board's CSV download (:func:`csv_rows`), in order: who, then each metric's value,
+    interval, count and the reason it is not scored."""
+    from unpooled.core.estimators.entities import METRICS
+
+    return (("rank", "tied", "team", "run", "submission", "visibility", "ranked_by", "documents", "scored", "frozen",
+             "period", "reference")
+            + tuple(f"{k}{x}" for k in METRICS for x in ("", "_lo", "_hi", "_n", "_not_scored")))
+
+
+def csv_rows(board: dict) -> list[list]:
+    """The entity board's rows (:func:`leaderboard`) for a CSV file (:func:`csv_columns`), written by the web's one
+    CSV writer (:mod:`unpooled.service.web.csv_download`)."""
+    out = []
+    for r in board["rows"]:
+        e, sub = r["entity"], r["entity"].submission
+        row = [r["rank"], int(r["tied"]), sub.team.name, sub.run_id, sub.pk, sub.visibility, board["metric"],
+               e.documents, e.created.isoformat() if e.created else "",
+               r["frozen"].isoformat() if r.get("frozen") else "", sub.period.number if sub.period_id else "",
+               int(sub.is_reference)]
+        for x in rows_for_display(e):
+            row += [x["value"], x["lo"], x["hi"], x["n"], x["reason"] if x["value"] is None else ""]
+        out.append(["" if v is None else v for v in row])
+    return out
+
+
 def leaderboard(corpus: Corpus, *, metric: str = "mention_f1", user=None, period=None) -> dict:
     """The newest entity score of every published submission ``user`` may see (``period``: of that period, and the
     human reference, as the other boards: :func:`.periods.board_submissions`; a frozen submission's is its
@@ -326,7 +352,8 @@ def leaderboard(corpus: Corpus, *, metric: str = "mention_f1", user=None, period
     for sid, eid, when in ScoreSnapshot.objects.filter(submission__in=subs, level=ENTITY_SCORES).values_list(
             "submission_id", "entity_score_id", "frozen"):
         ids[sid], frozen[sid] = eid, when
-    got = list(EntityScore.objects.filter(id__in=list(ids.values())).select_related("submission__team")
+    got = list(EntityScore.objects.filter(id__in=list(ids.values()))
+               .select_related("submission__team", "submission__period")
                .order_by("submission_id"))
     for e in got:
         e.frozen = frozen.get(e.submission_id)

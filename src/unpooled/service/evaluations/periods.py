@@ -17,7 +17,7 @@ A corpus runs in periods (:class:`~unpooled.service.corpora.models.Period`), at 
   where they were.
 * **Release** (:func:`do_release_period`): the dataset release of :mod:`unpooled.service.annotation.release`
   scoped to the period: the labels of the instances its submissions drew, their answers, and the corpus's
-  exhaustive annotation.
+  exhaustive annotation, as they stood at its last frozen score (:func:`release_scope`).
 * **Next period**: :func:`do_open_period` with ``follows``, on this corpus or a new one.
 
 Writes follow ``check_*`` (validate and authorise) then ``do_*``.  Only organisers open, close and release
@@ -178,15 +178,18 @@ def check_release_period(user, period: Period) -> None:
 
 def release_scope(period: Period) -> dict:
     """What a period's release holds: the key hashes its public submissions drew (their labels and verification
-    answers), and the period's time span (gold-control answers given during it).  A key only private submissions
-    drew is not released: which instances a private submission sampled, and how they were judged, is that team's
-    (as on the document pages, :func:`unpooled.service.annotation.layers.annotation_layers`)."""
+    answers), the period's time span (gold-control answers given during it), and the moment everything is cut at:
+    its last frozen score (its close, or a later publication of a submission evaluated past the close), so the
+    release holds what its frozen scores were computed from, not what the corpus gathered since.  A key only
+    private submissions drew is not released: which instances a private submission sampled, and how they were
+    judged, is that team's (as on the document pages, :func:`unpooled.service.annotation.layers.annotation_layers`)."""
     from .models import Draw
 
     hashes = (Draw.objects.filter(submission__period=period)  # a subquery, never a long IN list
               .exclude(submission__visibility=Submission.Visibility.PRIVATE).values("key_hash"))
+    last = ScoreSnapshot.objects.filter(period=period).aggregate(m=Max("frozen"))["m"]
     return {"period": period.number, "title": period.title, "key_hashes": hashes, "opened": period.opened,
-            "closed": period.closed}
+            "closed": period.closed, "cut": max(period.closed, last) if last is not None else period.closed}
 
 
 def do_release_period(user, period: Period, fileobj, *, now=None):

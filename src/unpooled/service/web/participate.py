@@ -160,5 +160,27 @@ def sample_instances(corpus: Corpus, n: int = SAMPLE_LINES) -> list[dict]:
     return out
 
 
+def sample_tac(line: dict, run: str = "my_run_1") -> str:
+    """One sample instance (a line of :func:`sample_instances`) as a TAC Cold Start KB the corpus's validation accepts,
+    or "" when its entities have no type (a TAC KB types every entity)."""
+    import io
+
+    from unpooled.core.kb.model import Entity, Instance, Mention
+    from unpooled.core.kb.tac import write_tac
+
+    subj, obj = line["subject"], line["object"]
+    if "type" not in subj or "type" not in obj:
+        return ""
+    doc = line["doc"]
+    texts = {(subj["start"], subj["end"]): subj["text"], (obj["start"], obj["end"]): obj["text"]}
+    out = io.StringIO()
+    write_tac(out, run, [Entity("e1", subj["type"]), Entity("e2", obj["type"])],
+              [Mention("e1", doc, subj["start"], subj["end"]), Mention("e2", doc, obj["start"], obj["end"])],
+              [Instance(doc, "e1", subj["start"], subj["end"], line["predicate"], "e2", obj["start"], obj["end"], None,
+                        tuple((p["start"], p["end"]) for p in line["provenance"]), line["confidence"])],
+              lambda _doc, start, end: texts[(start, end)])
+    return out.getvalue().rstrip("\n")
+
+
 def sample_jsonl(corpus: Corpus, n: int = SAMPLE_LINES) -> str:
     return "".join(json.dumps(row, ensure_ascii=False) + "\n" for row in sample_instances(corpus, n))

@@ -2,7 +2,7 @@ from django.urls import path, re_path
 
 from . import views
 from .views.docs import docs_page
-from .views.entity_leaderboard import entity_leaderboard
+from .views.entity_leaderboard import entity_leaderboard, entity_leaderboard_csv
 
 app_name = "web"
 urlpatterns = [
@@ -19,6 +19,7 @@ urlpatterns = [
     path("about/numbers/", views.about_numbers, name="about_numbers"),
     re_path(r"^docs/(?P<path>.*)$", docs_page, name="docs"),
     path("corpora/<slug:name>/leaderboard/entities/", entity_leaderboard, name="leaderboard_entities"),
+    path("corpora/<slug:name>/leaderboard/entities.csv", entity_leaderboard_csv, name="leaderboard_entities_csv"),
     path("submissions/", views.submission_list, name="submissions"),
     path("submissions/new/", views.upload, name="upload"),
     path("submissions/uploads/", views.upload_history, name="upload_history"),

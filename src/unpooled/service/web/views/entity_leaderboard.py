@@ -26,8 +26,8 @@ def unscored_columns(rows) -> list[dict]:
     return out
 
 
-def entity_leaderboard(request, name: str):
-    from unpooled.service.accounts.actions import is_organiser
+def _board(request, name: str):
+    """The corpus, metric, periods, period and entity board a request asks for (404: no such corpus or metric)."""
     from unpooled.service.evaluations.entities import leaderboard
 
     from .leaderboard import _periods
@@ -37,8 +37,25 @@ def entity_leaderboard(request, name: str):
     if metric not in METRICS:
         raise Http404(f"metric must be one of {', '.join(METRICS)}")
     periods, period = _periods(request, corpus)
-    board = leaderboard(corpus, metric=metric, user=request.user, period=period)
+    return corpus, metric, periods, period, leaderboard(corpus, metric=metric, user=request.user, period=period)
+
+
+def entity_leaderboard(request, name: str):
+    from unpooled.service.accounts.actions import is_organiser
+
+    corpus, metric, periods, period, board = _board(request, name)
     return render(request, "web/leaderboard_entities.html", {
         "corpus": corpus, "metric": metric, "board": board, "unscored": unscored_columns(board["rows"]), "columns": COLUMNS,
         "metrics": [{"key": k, "label": LABELS[k]} for k in METRICS], "organiser": is_organiser(request.user),
         "periods": periods, "period": period})
+
+
+def entity_leaderboard_csv(request, name: str):
+    """The entity board the viewer sees (its metric and period, the same visibility rules), as CSV."""
+    from unpooled.service.evaluations.entities import csv_columns, csv_rows
+
+    from ..csv_download import csv_response
+
+    corpus, metric, _, period, board = _board(request, name)
+    suffix = f"-period{period.number}" if period else ""
+    return csv_response(csv_columns(), csv_rows(board), f"leaderboard-{corpus.name}-entities-{metric}{suffix}.csv")

@@ -34,6 +34,7 @@ def participate_page(request, name: str):
     return render(request, "web/participate.html", {
         "corpus": corpus, "schema": schema,
         "example_json": json.dumps(sample[0], ensure_ascii=False) if sample else "",
+        "example_tac": participate.sample_tac(sample[0]) if sample else "",
         "base": request.build_absolute_uri("/").rstrip("/"), "wait_seconds": int(settings.UPLOAD_WAIT_SECONDS),
         "n_relations": len(schema.canonical_relations), "n_predicates": len(schema.relations),
         "team": accounts.team_of(request.user), "role": accounts.role_of(request.user)})
