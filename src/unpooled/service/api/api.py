@@ -82,8 +82,8 @@ class JsonObjects(Parser):
 
     def parse_body(self, request):
         try:
-            data = json_text.loads(request.body)
-        except ValueError as exc:  # json_text: too deep nesting and too long integers are JSONDecodeErrors too
+            data = json_text.loads(request.body, unique_keys=True)
+        except ValueError as exc:  # json_text: every way the body is not one JSON value is a JSONDecodeError
             request.unpooled_body_error = f"body: cannot parse it as JSON ({exc})"
             raise
         if not isinstance(data, dict):
