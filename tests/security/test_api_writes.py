@@ -149,3 +149,16 @@ def test_a_period_title_with_hidden_characters_is_refused(corpus, people):
     assert resp.status_code == 400 and "U+0009" in resp.json()["message"]
     resp = organiser.post("/api/corpora/fixture/periods", json.dumps({"title": "round 2"}), content_type=JSON, **csrf)
     assert resp.status_code == 201 and resp.json()["title"] == "round 2"
+
+
+def test_the_schema_says_a_followed_period_takes_both_its_corpus_and_its_number(corpus, people):
+    """The schema let ``follows_corpus`` come alone or empty, which the service refuses (schemathesis, an organiser's
+    token: ``{"follows_corpus": "", "follows_number": 200000}`` answered 400 to a request the schema allows)."""
+    period_in = Client().get("/api/openapi.json").json()["components"]["schemas"]["PeriodIn"]
+    assert period_in["dependentRequired"] == {"follows_corpus": ["follows_number"], "follows_number": ["follows_corpus"]}
+    assert period_in["properties"]["follows_corpus"]["minLength"] == 1
+    organiser, csrf = browser(people["olga"])
+    body = is_error(organiser.post("/api/corpora/fixture/periods", json.dumps({"follows_corpus": "", "follows_number": 1}),
+                                   content_type=JSON, **csrf), 400, "invalid_request")
+    assert body["diagnostics"][0]["field"] == "payload.follows_corpus"
+    assert not Period.objects.exists()

@@ -345,10 +345,17 @@ class PeriodList(Schema):
 
 
 class PeriodIn(BodyIn):
+    """A new evaluation period; the next period on a new corpus names the closed one it follows: follows_corpus and
+    follows_number together, or neither."""
+
+    model_config = ConfigDict(json_schema_extra={"dependentRequired": {"follows_corpus": ["follows_number"],
+                                                                       "follows_number": ["follows_corpus"]}})
+
     title: Text = Field("", max_length=200)
-    follows_corpus: Text = Field("", max_length=100, description="with follows_number: the closed period this one "
-                                                                 "continues (the next period, on a new corpus)")
-    follows_number: int | None = Field(None, ge=1)
+    follows_corpus: Text = Field(None, min_length=1, max_length=100,
+                                 description="with follows_number: the closed period this one continues (the next "
+                                             "period, on a new corpus)")
+    follows_number: int = Field(None, ge=1, description="with follows_corpus: the number of that period")
 
 
 class LeaderboardOut(Schema):
