@@ -181,3 +181,21 @@ def test_a_body_with_more_fields_than_a_request_may_have_is_refused_in_one_line(
     body = is_error(resp, 400, "invalid_request")
     assert len(body["diagnostics"]) == MAX_DIAGNOSTICS and f"and {limit - 5} more" in body["message"]
     assert body["diagnostics"][0]["field"] == "payload.k0"
+
+
+def test_an_upload_with_a_form_field_it_does_not_take_or_one_sent_twice_is_refused(corpus, people, subs):
+    """``visibilty=private`` (misspelt) was ignored and the run stored public; ``corpus`` sent twice was taken as its
+    last value.  Both are refused (400 naming the field) before anything is stored or queued."""
+    client = Client(raise_request_exception=False)
+    before = database()
+    body = is_error(client.post("/api/submissions", {**upload_form("typo"), "visibilty": "private"},
+                                **auth(people["red"])), 400, "invalid_request")
+    assert "visibilty" in body["message"] and body["diagnostics"][0]["field"] == "visibilty"
+    body = is_error(client.post("/api/submissions", {**upload_form("twice"), "corpus": ["fixture", "other"]},
+                                **auth(people["red"])), 400, "invalid_request")
+    assert "corpus" in body["message"] and "twice" in body["message"]
+    form = upload_form("two-files")
+    body = is_error(client.post("/api/submissions", {**form, "file": [form["file"], SimpleUploadedFile("b.kb", b"x")]},
+                                **auth(people["red"])), 400, "invalid_request")
+    assert "file" in body["message"] and "twice" in body["message"]
+    assert database() == before

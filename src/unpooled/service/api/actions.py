@@ -45,6 +45,25 @@ def get_corpus(name: str) -> Corpus:
     return corpus
 
 
+def check_upload_form(fields, files, *, takes: set[str]) -> None:
+    """A form field the upload does not take, or a field or file sent twice, is refused (400 naming it): a misspelt
+    ``visibilty=private`` was ignored and the run stored public, and ``corpus`` sent twice was its last value.
+    ``takes``: the form's fields (Django's CSRF field is allowed too, for a browser's form)."""
+    from .errors import diagnostic
+
+    unknown = sorted(k for k in fields if k not in takes and k != "csrfmiddlewaretoken")
+    unknown += sorted(k for k in files if k != "file")
+    if unknown:
+        raise ApiError("invalid_request", detail=f"form: the upload takes no field {', '.join(map(repr, unknown))} "
+                                                 f"(it takes {', '.join(sorted(takes | {'file'}))})",
+                       diagnostics=[diagnostic("form", 0, "unknown_field", "the upload takes no such field", field=k)
+                                    for k in unknown[:20]])
+    twice = sorted(k for d in (fields, files) for k in d if len(d.getlist(k)) > 1)
+    if twice:
+        raise ApiError("invalid_request", detail=f"form: {', '.join(map(repr, twice))} sent twice; send each once",
+                       diagnostics=[diagnostic("form", 0, "sent_twice", "sent twice", field=k) for k in twice[:20]])
+
+
 def check_upload(caller: Caller, *, corpus: str, file_name: str, size: int, run: str = "", fmt: str = "",
                  visibility: str = "public", description: str = "", team: str = "") -> Upload:
     """Who submits for which team, and whether the request can be queued: corpus, size, run name, quota.
