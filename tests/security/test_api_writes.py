@@ -199,3 +199,5 @@ def test_an_upload_with_a_form_field_it_does_not_take_or_one_sent_twice_is_refus
                                 **auth(people["red"])), 400, "invalid_request")
     assert "file" in body["message"] and "twice" in body["message"]
     assert database() == before
+    form_schema = client.get("/api/openapi.json").json()["paths"]["/api/submissions"]["post"]["requestBody"]
+    assert form_schema["content"]["multipart/form-data"]["schema"]["additionalProperties"] is False

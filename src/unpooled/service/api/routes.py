@@ -499,9 +499,10 @@ def _wait(result, seconds: int, response: HttpResponse | None = None):
 @router.post("/submissions", response={200: UploadOut, 201: UploadOut, 202: UploadOut,
                                        **errors(400, 401, 403, 404, 409, 413, 422, 429, 500, 507)},
              auth=REQUIRED, tags=["submissions"], summary="Submit a file (multipart): validated in the background",
-             # an empty file is no submission (UP112): the schema says so
-             openapi_extra={"requestBody": {"content": {"multipart/form-data": {"schema": {"properties": {
-                 "file": {"minLength": 1, "description": "the knowledge base (TAC or JSONL, gzip allowed)"}}}}}}})
+             # an empty file is no submission (UP112), and no other field is taken: the schema says so
+             openapi_extra={"requestBody": {"content": {"multipart/form-data": {"schema": {
+                 "additionalProperties": False, "properties": {
+                     "file": {"minLength": 1, "description": "the knowledge base (TAC or JSONL, gzip allowed)"}}}}}}})
 def submission_create(request, response: HttpResponse, file: File[UploadedFile], data: Form[UploadIn],
                       wait: Wait = 0):
     """Answers 202 with the upload's id and URL (and ``Retry-After``); poll ``GET /api/uploads/{id}``. With
