@@ -201,3 +201,19 @@ def test_an_upload_with_a_form_field_it_does_not_take_or_one_sent_twice_is_refus
     assert database() == before
     form_schema = client.get("/api/openapi.json").json()["paths"]["/api/submissions"]["post"]["requestBody"]
     assert form_schema["content"]["multipart/form-data"]["schema"]["additionalProperties"] is False
+
+
+def test_a_closed_periods_run_keeps_its_visibility_with_a_documented_409(corpus, people, subs):
+    """Once its period closed, a team's change of its run's visibility answers 409 ``conflict`` (security review N11),
+    a status the schema did not list for ``PATCH /api/submissions/{pk}`` (only 400, 401, 403, 404)."""
+    p = periods.do_open_period(people["olga"], corpus)
+    Submission.objects.filter(pk=subs["red_priv"].pk).update(period=p)
+    periods.do_close_period(people["olga"], p)
+    client = Client(raise_request_exception=False)
+    before = database()
+    body = is_error(_patch(client, subs["red_priv"].pk, json.dumps({"visibility": "public"}), people["red"]), 409,
+                    "conflict")
+    assert "period 1" in body["message"]
+    assert database() == before
+    op = client.get("/api/openapi.json").json()["paths"]["/api/submissions/{pk}"]["patch"]
+    assert "409" in op["responses"]

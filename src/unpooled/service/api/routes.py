@@ -429,7 +429,7 @@ def submission_detail(request, pk: int):
     return _sub_detail(request, _submission(request, pk))
 
 
-@router.patch("/submissions/{int:pk}", response={200: SubmissionDetailOut, **errors(400, 401, 403, 404)},
+@router.patch("/submissions/{int:pk}", response={200: SubmissionDetailOut, **errors(400, 401, 403, 404, 409)},
               auth=REQUIRED, tags=["submissions"],
               summary="Change a submission's visibility, description or paper/code link (its team, organisers)")
 def submission_update(request, pk: int, payload: SubmissionPatch):
