@@ -155,11 +155,13 @@ def test_the_schema_says_a_followed_period_takes_both_its_corpus_and_its_number(
     """The schema let ``follows_corpus`` come alone or empty, which the service refuses (schemathesis, an organiser's
     token: ``{"follows_corpus": "", "follows_number": 200000}`` answered 400 to a request the schema allows)."""
     period_in = Client().get("/api/openapi.json").json()["components"]["schemas"]["PeriodIn"]
-    assert period_in["dependentRequired"] == {"follows_corpus": ["follows_number"], "follows_number": ["follows_corpus"]}
+    assert period_in["dependentRequired"] == {"follows_corpus": ["follows_number"],
+                                              "follows_number": ["follows_corpus"]}
     assert period_in["properties"]["follows_corpus"]["minLength"] == 1
     organiser, csrf = browser(people["olga"])
-    body = is_error(organiser.post("/api/corpora/fixture/periods", json.dumps({"follows_corpus": "", "follows_number": 1}),
-                                   content_type=JSON, **csrf), 400, "invalid_request")
+    sent = json.dumps({"follows_corpus": "", "follows_number": 1})
+    body = is_error(organiser.post("/api/corpora/fixture/periods", sent, content_type=JSON, **csrf), 400,
+                    "invalid_request")
     assert body["diagnostics"][0]["field"] == "payload.follows_corpus"
     assert not Period.objects.exists()
 
@@ -240,3 +242,18 @@ def test_an_upload_nobody_may_make_is_refused_before_its_body_is_read(corpus, pe
     assert parsed == []
     resp = client.post("/api/submissions", upload_form("blue-1"), **auth(people["blue"]))  # blue may: read, queued
     assert resp.status_code == 202 and parsed == [1]
+
+
+def test_a_json_body_over_the_limit_is_a_documented_413(corpus, people, subs, settings):
+    """A JSON write's body above ``DATA_UPLOAD_MAX_MEMORY_SIZE`` is refused unread with 413 ``too_large``, a status the
+    schema listed only for the upload."""
+    settings.DATA_UPLOAD_MAX_MEMORY_SIZE = 1000
+    client = Client(raise_request_exception=False)
+    big = json.dumps({"description": "x" * 1000})
+    is_error(_patch(client, subs["red_pub"].pk, big, people["red"]), 413, "too_large")
+    organiser, csrf = browser(people["olga"])
+    is_error(organiser.post("/api/corpora/fixture/periods", json.dumps({"title": "x" * 1000}), content_type=JSON,
+                            **csrf), 413, "too_large")
+    paths = client.get("/api/openapi.json").json()["paths"]
+    assert "413" in paths["/api/submissions/{pk}"]["patch"]["responses"]
+    assert "413" in paths["/api/corpora/{name}/periods"]["post"]["responses"]

@@ -306,7 +306,7 @@ def period_list(request, name: Text):
                                         .select_related("follows__corpus").order_by("number")]}
 
 
-@router.post("/corpora/{name}/periods", response={201: PeriodOut, **errors(400, 401, 403, 404, 409)},
+@router.post("/corpora/{name}/periods", response={201: PeriodOut, **errors(400, 401, 403, 404, 409, 413)},
              auth=REQUIRED, tags=["periods"],
              summary="Open an evaluation period (organisers): uploads from now on belong to it")
 def period_open(request, name: Text, payload: PeriodIn):
@@ -431,7 +431,7 @@ def submission_detail(request, pk: int):
     return _sub_detail(request, _submission(request, pk))
 
 
-@router.patch("/submissions/{int:pk}", response={200: SubmissionDetailOut, **errors(400, 401, 403, 404, 409)},
+@router.patch("/submissions/{int:pk}", response={200: SubmissionDetailOut, **errors(400, 401, 403, 404, 409, 413)},
               auth=REQUIRED, tags=["submissions"],
               summary="Change a submission's visibility, description or paper/code link (its team, organisers)")
 def submission_update(request, pk: int, payload: SubmissionPatch):
