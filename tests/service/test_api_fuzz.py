@@ -82,7 +82,7 @@ def fuzz(ops, fixed_params: dict, callers: list[dict | None]) -> Counter:
     from schemathesis.specs.openapi.checks import positive_data_acceptance
 
     def accepts_valid_data(ctx, response, case):
-        """schemathesis' positive_data_acceptance, but for the refusal of hidden characters (:func:`_hidden_refused`)."""
+        """schemathesis' positive_data_acceptance, but for hidden characters refused (:func:`_hidden_refused`)."""
         return None if _hidden_refused(response) else positive_data_acceptance(ctx, response, case)
 
     tally: Counter = Counter()
