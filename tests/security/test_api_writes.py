@@ -257,3 +257,15 @@ def test_a_json_body_over_the_limit_is_a_documented_413(corpus, people, subs, se
     paths = client.get("/api/openapi.json").json()["paths"]
     assert "413" in paths["/api/submissions/{pk}"]["patch"]["responses"]
     assert "413" in paths["/api/corpora/{name}/periods"]["post"]["responses"]
+
+
+def test_an_upload_with_a_form_field_sent_in_the_query_is_refused(corpus, people, subs):
+    """``POST /api/submissions?visibility=private`` (the field in the query, not the form) was ignored like any
+    unknown query parameter, and the run stored public.  The upload takes ``wait`` alone in its query."""
+    client = Client(raise_request_exception=False)
+    before = database()
+    body = is_error(client.post("/api/submissions?visibility=private", upload_form("query"), **auth(people["red"])),
+                    400, "invalid_request")
+    assert "visibility" in body["message"] and "query" in body["message"]
+    assert body["diagnostics"][0]["path"] == "query" and body["diagnostics"][0]["field"] == "visibility"
+    assert database() == before

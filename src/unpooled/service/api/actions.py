@@ -58,11 +58,20 @@ def check_uploader(request, caller: Caller) -> None:
     uploads.check_upload_rate(team.name, user=caller.user, address=uploads.client_address(request))
 
 
-def check_upload_form(fields, files, *, takes: set[str]) -> None:
+def check_upload_form(fields, files, query, *, takes: set[str]) -> None:
     """A form field the upload does not take, or a field or file sent twice, is refused (400 naming it): a misspelt
-    ``visibilty=private`` was ignored and the run stored public, and ``corpus`` sent twice was its last value.
-    ``takes``: the form's fields (Django's CSRF field is allowed too, for a browser's form)."""
+    ``visibilty=private`` was ignored and the run stored public, and ``corpus`` sent twice was its last value; so is
+    a query parameter but ``wait`` (``?visibility=private`` was ignored too).  ``takes``: the form's fields (Django's
+    CSRF field is allowed too, for a browser's form)."""
     from .errors import diagnostic
+
+    stray = sorted(k for k in query if k != "wait")
+    if stray:
+        raise ApiError("invalid_request", detail=f"query: the upload takes only 'wait' in its query, got "
+                                                 f"{', '.join(map(repr, stray))} (send the upload's fields in its "
+                                                 "form)",
+                       diagnostics=[diagnostic("query", 0, "unknown_field", "the upload's query takes only 'wait'",
+                                               field=k) for k in stray[:20]])
 
     unknown = sorted(k for k in fields if k not in takes and k != "csrfmiddlewaretoken")
     unknown += sorted(k for k in files if k != "file")

@@ -513,7 +513,7 @@ def submission_create(request, response: HttpResponse, file: File[UploadedFile],
     for a rejected file; nothing is stored). A file your team submitted before answers 200 with that
     submission. Too many rejected or waiting uploads: 429 ``rate_limited``; no disk space left: 507 ``storage_full``."""
     c = caller(request)
-    actions.check_upload_form(request.POST, request.FILES, takes=set(UploadIn.model_fields))
+    actions.check_upload_form(request.POST, request.FILES, request.GET, takes=set(UploadIn.model_fields))
     up = actions.check_upload(c, corpus=data.corpus, file_name=file.name, size=file.size, run=data.run,
                               fmt=data.format, visibility=data.visibility, description=data.description,
                               team=data.team)
