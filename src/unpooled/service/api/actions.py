@@ -46,6 +46,47 @@ def get_corpus(name: str) -> Corpus:
     return corpus
 
 
+def check_uploader(request, caller: Caller) -> None:
+    """Whether ``caller`` may upload at all, asked before the request's body is read (Django writes the file to disk
+    while it parses the form): a member of no team (an annotator) is refused 403, a team over its quota or its
+    limits on rejected and waiting uploads 429.  Organisers name the team in the form: :func:`check_upload`."""
+    if caller.organiser:
+        return
+    team = caller.team
+    if team is None:
+        raise ApiError("no_team")
+    accounts.check_quota(team)  # AccountError, 429
+    uploads.check_upload_rate(team.name, user=caller.user, address=uploads.client_address(request))
+
+
+def check_upload_form(fields, files, query, *, takes: set[str]) -> None:
+    """A form field the upload does not take, or a field or file sent twice, is refused (400 naming it): a misspelt
+    ``visibilty=private`` was ignored and the run stored public, and ``corpus`` sent twice was its last value; so is
+    a query parameter but ``wait`` (``?visibility=private`` was ignored too).  ``takes``: the form's fields (Django's
+    CSRF field is allowed too, for a browser's form)."""
+    from .errors import diagnostic
+
+    stray = sorted(k for k in query if k != "wait")
+    if stray:
+        raise ApiError("invalid_request", detail=f"query: the upload takes only 'wait' in its query, got "
+                                                 f"{', '.join(map(repr, stray))} (send the upload's fields in its "
+                                                 "form)",
+                       diagnostics=[diagnostic("query", 0, "unknown_field", "the upload's query takes only 'wait'",
+                                               field=k) for k in stray[:20]])
+
+    unknown = sorted(k for k in fields if k not in takes and k != "csrfmiddlewaretoken")
+    unknown += sorted(k for k in files if k != "file")
+    if unknown:
+        raise ApiError("invalid_request", detail=f"form: the upload takes no field {', '.join(map(repr, unknown))} "
+                                                 f"(it takes {', '.join(sorted(takes | {'file'}))})",
+                       diagnostics=[diagnostic("form", 0, "unknown_field", "the upload takes no such field", field=k)
+                                    for k in unknown[:20]])
+    twice = sorted(k for d in (fields, files) for k in d if len(d.getlist(k)) > 1)
+    if twice:
+        raise ApiError("invalid_request", detail=f"form: {', '.join(map(repr, twice))} sent twice; send each once",
+                       diagnostics=[diagnostic("form", 0, "sent_twice", "sent twice", field=k) for k in twice[:20]])
+
+
 def check_upload(caller: Caller, *, corpus: str, file_name: str, size: int, run: str = "", fmt: str = "",
                  visibility: str = "public", description: str = "", team: str = "",
                  file_sha256: Callable[[], str] | None = None) -> Upload:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import logging
 
+from django.conf import settings
 from django.core.exceptions import (
     BadRequest,
     RequestDataTooBig,
@@ -83,11 +84,16 @@ class JsonObjects(Parser):
     def parse_body(self, request):
         try:
             data = json_text.loads(request.body)
-        except ValueError as exc:  # json_text: too deep nesting and too long integers are JSONDecodeErrors too
+        except ValueError as exc:  # json_text: every way the body is not one JSON value is a JSONDecodeError
             request.unpooled_body_error = f"body: cannot parse it as JSON ({exc})"
             raise
         if not isinstance(data, dict):
             request.unpooled_body_error = f"body: expected a JSON object, got {_JSON_TYPES.get(type(data), 'a value')}"
+            raise ValueError(request.unpooled_body_error)
+        limit = settings.DATA_UPLOAD_MAX_NUMBER_FIELDS  # as a form's: each unknown field would be a diagnostic
+        if limit and len(data) > limit:
+            request.unpooled_body_error = (f"body: {len(data):,} fields, more than the {limit:,} a request may have "
+                                           "(this endpoint takes a few: see /api/docs)")
             raise ValueError(request.unpooled_body_error)
         return data
 
@@ -132,8 +138,8 @@ def _api_error(request, exc: ApiError):
 def _validation_error(request, exc: ValidationError):
     diags = request_diagnostics(exc.errors)
     summary = "; ".join(f"{d['path']}{'.' + d['field'] if d['field'] else ''}: {d['message']}" for d in diags[:5])
-    if len(diags) > 5:
-        summary += f"; and {len(diags) - 5} more"
+    if len(exc.errors) > 5:
+        summary += f"; and {len(exc.errors) - 5} more"
     return api.error_response(request, ApiError("invalid_request", diagnostics=diags, detail=summary))
 
 
@@ -167,8 +173,6 @@ def _action_error(request, exc: ActionError):
 
 @api.exception_handler(RequestDataTooBig)
 def _too_big(request, exc):
-    from django.conf import settings
-
     return api.error_response(request, ApiError("too_large", limit=settings.DATA_UPLOAD_MAX_MEMORY_SIZE))
 
 

@@ -75,7 +75,12 @@ def caller(request: HttpRequest) -> Caller:
 
 
 class TokenAuth(HttpBearer):
-    """``Authorization: Bearer <token>`` with a team's API token."""
+    """``Authorization: Bearer <token>`` with a team's API token.  ``before_body(request, caller)``: a check of the
+    caller that runs before the request's body is read (ninja authenticates first), raising :class:`ApiError`."""
+
+    def __init__(self, before_body=None) -> None:
+        super().__init__()
+        self.before_body = before_body
 
     def __call__(self, request: HttpRequest) -> Caller | None:
         value = request.headers.get(self.header)
@@ -91,7 +96,7 @@ class TokenAuth(HttpBearer):
         if tok is None:
             raise ApiError("invalid_token", headers={"WWW-Authenticate": 'Bearer error="invalid_token"'})
         request.user = tok.user
-        return Caller(tok.user, tok)
+        return _checked(self.before_body, request, Caller(tok.user, tok))
 
 
 class SessionAuth(APIKeyCookie):
@@ -99,8 +104,9 @@ class SessionAuth(APIKeyCookie):
 
     param_name = settings.SESSION_COOKIE_NAME
 
-    def __init__(self) -> None:
+    def __init__(self, before_body=None) -> None:
         super().__init__(csrf=False)  # checked below, only for a signed-in user's writes
+        self.before_body = before_body  # as TokenAuth's
 
     def __call__(self, request: HttpRequest) -> Caller | None:
         user = getattr(request, "user", None)
@@ -109,9 +115,16 @@ class SessionAuth(APIKeyCookie):
         return self.authenticate(request, request.COOKIES.get(self.param_name))
 
     def authenticate(self, request: HttpRequest, key: str | None) -> Caller:
+        who = _checked(self.before_body, request, Caller(request.user))  # Django's CSRF check reads the form first
         if request.method not in SAFE_METHODS and check_csrf(request) is not None:
             raise ApiError("csrf_failed")
-        return Caller(request.user)
+        return who
+
+
+def _checked(before_body, request: HttpRequest, caller: Caller) -> Caller:
+    if before_body is not None:
+        before_body(request, caller)
+    return caller
 
 
 class AnonymousAuth:

@@ -78,10 +78,16 @@ def report_diagnostics(report: dict, *, path: str | None = None) -> list[dict]:
     return [asdict(d) for d in rows]
 
 
+#: the most request diagnostics an error lists (the message counts the rest): a body of many wrong fields would
+#: otherwise be answered with a diagnostic each
+MAX_DIAGNOSTICS = 100
+
+
 def request_diagnostics(errors: list[dict]) -> list[dict]:
-    """Pydantic/ninja validation errors as diagnostics: ``path`` the source (query, form...), ``field`` the name."""
+    """Pydantic/ninja validation errors as diagnostics (the first :data:`MAX_DIAGNOSTICS`): ``path`` the source
+    (query, form...), ``field`` the name."""
     out = []
-    for e in errors:
+    for e in errors[:MAX_DIAGNOSTICS]:
         loc = [str(x) for x in e.get("loc", ())]
         source = loc[0] if loc else "request"
         field = ".".join(loc[1:])

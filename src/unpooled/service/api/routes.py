@@ -29,7 +29,7 @@ from unpooled.service.submissions.actions import stage_error
 from unpooled.service.submissions.uploads import client_address
 
 from . import actions, waiting
-from .auth import OPTIONAL, OPTIONAL_EXTRA, REQUIRED, Caller, caller
+from .auth import OPTIONAL, OPTIONAL_EXTRA, REQUIRED, Caller, SessionAuth, TokenAuth, caller
 from .errors import ApiError, rejection, report_diagnostics
 from .schemas import (
     DESCRIPTION_RULE,
@@ -69,6 +69,8 @@ Wait = Annotated[int, Field(ge=0, le=300, description="seconds to wait for the v
                                                        "waits at most UNPOOLED_UPLOAD_WAIT_SECONDS, 5 by default; "
                                                        "poll again while not done)")]
 PUBLISHED = Submission.Status.PUBLISHED
+#: the upload's callers, refused before the body is read when they may not upload at all (actions.check_uploader)
+UPLOADER = [TokenAuth(before_body=actions.check_uploader), SessionAuth(before_body=actions.check_uploader)]
 
 
 def errors(*statuses: int) -> dict:
@@ -305,7 +307,7 @@ def period_list(request, name: Text):
                                         .select_related("follows__corpus").order_by("number")]}
 
 
-@router.post("/corpora/{name}/periods", response={201: PeriodOut, **errors(400, 401, 403, 404, 409)},
+@router.post("/corpora/{name}/periods", response={201: PeriodOut, **errors(400, 401, 403, 404, 409, 413)},
              auth=REQUIRED, tags=["periods"],
              summary="Open an evaluation period (organisers): uploads from now on belong to it")
 def period_open(request, name: Text, payload: PeriodIn):
@@ -430,7 +432,7 @@ def submission_detail(request, pk: int):
     return _sub_detail(request, _submission(request, pk))
 
 
-@router.patch("/submissions/{int:pk}", response={200: SubmissionDetailOut, **errors(400, 401, 403, 404)},
+@router.patch("/submissions/{int:pk}", response={200: SubmissionDetailOut, **errors(400, 401, 403, 404, 409, 413)},
               auth=REQUIRED, tags=["submissions"],
               summary="Change a submission's visibility, description or paper/code link (its team, organisers)")
 def submission_update(request, pk: int, payload: SubmissionPatch):
@@ -507,10 +509,11 @@ def _wait(result, seconds: int, response: HttpResponse | None = None):
 
 @router.post("/submissions", response={200: UploadOut, 201: UploadOut, 202: UploadOut,
                                        **errors(400, 401, 403, 404, 409, 413, 422, 429, 500, 507)},
-             auth=REQUIRED, tags=["submissions"], summary="Submit a file (multipart): validated in the background",
-             # an empty file is no submission (UP112): the schema says so
-             openapi_extra={"requestBody": {"content": {"multipart/form-data": {"schema": {"properties": {
-                 "file": {"minLength": 1, "description": "the knowledge base (TAC or JSONL, gzip allowed)"}}}}}}})
+             auth=UPLOADER, tags=["submissions"], summary="Submit a file (multipart): validated in the background",
+             # an empty file is no submission (UP112), and no other field is taken: the schema says so
+             openapi_extra={"requestBody": {"content": {"multipart/form-data": {"schema": {
+                 "additionalProperties": False, "properties": {
+                     "file": {"minLength": 1, "description": "the knowledge base (TAC or JSONL, gzip allowed)"}}}}}}})
 def submission_create(request, response: HttpResponse, file: File[UploadedFile], data: Form[UploadIn],
                       wait: Wait = 0):
     """Answers 202 with the upload's id and URL (and ``Retry-After``); poll ``GET /api/uploads/{id}``. With
@@ -519,6 +522,7 @@ def submission_create(request, response: HttpResponse, file: File[UploadedFile],
     for a rejected file; nothing is stored). A file your team submitted before answers 200 with that
     submission. Too many rejected or waiting uploads: 429 ``rate_limited``; no disk space left: 507 ``storage_full``."""
     c = caller(request)
+    actions.check_upload_form(request.POST, request.FILES, request.GET, takes=set(UploadIn.model_fields))
     up = actions.check_upload(c, corpus=data.corpus, file_name=file.name, size=file.size, run=data.run,
                               fmt=data.format, visibility=data.visibility, description=data.description,
                               team=data.team, file_sha256=lambda: _sha256(file))

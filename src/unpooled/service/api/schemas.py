@@ -6,7 +6,7 @@ from datetime import datetime
 from typing import Annotated, Any, Literal
 
 from ninja import Schema
-from pydantic import AfterValidator, Field
+from pydantic import AfterValidator, ConfigDict, Field
 
 from unpooled.service.submissions.actions import LINK_MAX, LINK_PATTERN
 from unpooled.service.submissions.models import Submission
@@ -174,7 +174,14 @@ DESCRIPTION_RULE = ("the method in a few lines: line feeds and tabs allowed; no 
                     "direction-changing character (400 otherwise)")
 
 
-class SubmissionPatch(Schema):
+class BodyIn(Schema):
+    """A JSON request body: a field the endpoint does not take is refused (400 naming it), not ignored (a misspelt
+    ``visibilty`` answered 200 and changed nothing)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+
+class SubmissionPatch(BodyIn):
     visibility: Visibility | None = None
     description: Text | None = Field(None, max_length=10_000, description=DESCRIPTION_RULE)
     link: str | None = Field(None, max_length=LINK_MAX, pattern=LINK_PATTERN,
@@ -337,11 +344,18 @@ class PeriodList(Schema):
     items: list[PeriodOut]
 
 
-class PeriodIn(Schema):
+class PeriodIn(BodyIn):
+    """A new evaluation period; the next period on a new corpus names the closed one it follows: follows_corpus and
+    follows_number together, or neither."""
+
+    model_config = ConfigDict(json_schema_extra={"dependentRequired": {"follows_corpus": ["follows_number"],
+                                                                       "follows_number": ["follows_corpus"]}})
+
     title: Text = Field("", max_length=200)
-    follows_corpus: Text = Field("", max_length=100, description="with follows_number: the closed period this one "
-                                                                 "continues (the next period, on a new corpus)")
-    follows_number: int | None = Field(None, ge=1)
+    follows_corpus: Text = Field(None, min_length=1, max_length=100,
+                                 description="with follows_number: the closed period this one continues (the next "
+                                             "period, on a new corpus)")
+    follows_number: int = Field(None, ge=1, description="with follows_corpus: the number of that period")
 
 
 class LeaderboardOut(Schema):

@@ -73,8 +73,11 @@ def check_open_period(user, corpus: Corpus, *, title: str = "", follows: Period 
     title = (title or "").strip()
     if len(title) > MAX_TITLE:
         raise PeriodError(f"title: at most {MAX_TITLE} characters, got {len(title)}")
-    if "\x00" in title:
-        raise PeriodError("title: must not contain NUL characters")
+    from unpooled.service.submissions.names import hidden_character
+
+    why = hidden_character(title)  # shown on the leaderboard, the console and in releases, as a run's name is
+    if why:
+        raise PeriodError(f"title: {why}")
     current = open_period(corpus)
     if current is not None:
         raise PeriodError(f"corpus {corpus.name!r} already has an open period ({current.number}, opened "
