@@ -72,7 +72,7 @@ def test_hostile_json_is_a_located_error(capsys, files, where, kind):
     assert "Traceback" not in said
     name = "B.jsonl" if where == "submission" else bad
     assert name in said  # the file is named
-    assert {"deep": "nested", "long": "digits", "twice": "key 'label' twice" if not whole else "key 'title' twice"}[
+    assert {"deep": "nested", "long": "digits", "twice": "'label' is given twice" if not whole else "'title' is given twice"}[
         kind] in said, said
     if not whole:
         assert f"{name}:2" in said  # and the line
