@@ -315,3 +315,24 @@ def test_the_labelled_sample_of_a_system_without_draws_is_undefined(capsys, tmp_
     assert b["sample"]["p"] is None and b["sample"]["f1"] is None and b["sample"]["r"] == pytest.approx(1 / 3)
     code, out, _ = run(capsys, *argv)
     assert code == Exit.OK and "  B: P n/a, R 0.333, F1 n/a" in out
+
+
+def test_an_empty_labels_file_prints_no_precision_and_the_exhaustive_recall(capsys, args, tmp_path):
+    """No labelled draw: the joint estimator printed P 0.000 [0, 0.949], R 0.000 [0, 0.351] for every system, while
+    the exhaustive sample shows B finding 1 of 4 (joint.py ``precision_linear``); now P and F1 are undefined
+    (n/a, null, empty cells) and R is the exhaustive sample's share, in the table, the JSON and the CSV."""
+    (tmp_path / "L.jsonl").write_text("")
+    code, out, _ = run(capsys, *args, "--json")
+    assert code == Exit.OK
+    rows = {r["system"]: r for r in json.loads(out)}
+    for r in rows.values():
+        assert r["p"] is None and r["p_lo"] is None and r["f1"] is None and r["f1_hi"] is None
+    assert rows["B"]["r"] == pytest.approx(1 / 4) and rows["A"]["r"] == pytest.approx(2 / 4)
+    code, out, _ = run(capsys, *args)
+    line = next(ln for ln in out.splitlines() if ln.startswith("B "))
+    assert line.split()[1:3] == ["n/a", "0.250"] and "precision and F1 are undefined" in line
+    code, out, _ = run(capsys, *args, "--csv")
+    head, *body = out.splitlines()
+    cols = head.split(",")
+    b = dict(zip(cols, next(r for r in body if r.startswith("B")).split(",")))
+    assert b["p"] == "" and b["f1"] == "" and float(b["r"]) == pytest.approx(1 / 4)

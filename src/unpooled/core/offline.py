@@ -349,9 +349,9 @@ def prediction_powered(design: Design, submissions, universe: list[InstanceRef],
 def system_rows(sc: Scores, n_own, names) -> tuple[SystemScore, ...]:
     """One :class:`SystemScore` per system from the arrays of :func:`~unpooled.core.estimators.estimate`.
 
-    ``n_own``: each system's own labelled draws. A system without any gets a warning (the joint estimate may be
-    biased; with the simple estimator, precision and F1 are undefined: NaN); so does a joint estimate whose
-    effective sample size is below :data:`ESS_WARN`. The one place rows are made, for ``unpooled score`` and
+    ``n_own``: each system's own labelled draws. A system without any gets a warning (its recall is the exhaustive
+    sample's share of its output; its precision and F1 are undefined, NaN, unless other systems' draws weigh it, and
+    then they may be biased); so does a joint estimate whose effective sample size is below :data:`ESS_WARN`. The one place rows are made, for ``unpooled score`` and
     the service alike.  The estimator is the one the scores record (``sc.method``).
     """
     rows = []
@@ -360,20 +360,19 @@ def system_rows(sc: Scores, n_own, names) -> tuple[SystemScore, ...]:
     est = {k: getattr(sc, k) for k in ("p", "r", "f1")}
     for i, name in enumerate(names):
         w: list[str] = []
-        undefined = False
-        if n_own[i] == 0:
-            if simple:
-                w.append("no labelled draws of its own: precision is undefined with the simple estimator")
-                undefined = True
-            else:
-                w.append("no labelled draws of its own: q_i may not cover p_i, so the estimate may be biased")
+        undefined = not np.isfinite(est["p"].value[i])
+        if undefined:
+            w.append("no labelled draw weighs it: precision and F1 are undefined" + ("" if simple else
+                     "; recall is the exhaustive sample's share"))
+        elif n_own[i] == 0:
+            w.append("no labelled draws of its own: precision from other systems' draws may be biased (q_i may not "
+                     "cover p_i); recall is the exhaustive sample's share")
         elif not simple and sc.ess[i] < ESS_WARN:
             w.append(f"importance weights degenerate (effective sample size {sc.ess[i]:.1f} < {ESS_WARN:g}): "
                      "collect labels of its own")
         p, r, f1 = (est[k][i] for k in ("p", "r", "f1"))
         if undefined:
-            why = "no labelled draws of its own (simple estimator)"
-            p = f1 = Estimate.undefined(why, sc.method, sc.confidence)
+            p = f1 = Estimate.undefined("no labelled draw weighs it", sc.method, sc.confidence)
         boot = {k: ConfidenceInterval(nan, nan, c.level, "none") if undefined and k in ("p", "f1") else c[i]
                 for k, c in sc.boot.items()}
         rows.append(SystemScore(name, p, r, f1, labels=int(n_own[i]), ess=float(sc.ess[i]), warnings=tuple(w),

@@ -15,7 +15,7 @@ import scipy.sparse as sp
 from scipy.sparse._sparsetools import csc_matvecs as _csc_matvecs  # Y += A @ X in place (what A @ X runs)
 
 from .intervals import f1_score
-from .joint import Design, _terms, _Terms
+from .joint import Design, _terms, _Terms, exhaustive_recall_targets
 from .rows import _same
 
 #: the per-instance totals of the bootstrap (replicates x distinct instances, floats) are kept below this size
@@ -172,14 +172,17 @@ def bootstrap_intervals(d: Design, W: np.ndarray, B: int, *, confidence: float =
     Vb = Kv.sum(1, keepdims=True)
     with np.errstate(divide="ignore", invalid="ignore"):  # the Hajek ratio of each replicate (joint.precision_linear)
         p_b = np.where(sums[1] > 0, sums[0] / sums[1], 0.0)
+    p_b[:, ~(sums[1] > 0).any(0)] = np.nan  # no draw weighs the target: undefined (joint.precision_linear)
     if simple:
         r_b = (Kv @ d.g0.T) / np.maximum(Vb, 1e-30)
     else:
         with np.errstate(divide="ignore", invalid="ignore"):
             nu_b = np.where(sums[3] > 0, sums[2] / sums[3], 0.0)
-        th_b = (Kv @ t.S0.T) / np.maximum(Vb, 1e-30)
+        bare = exhaustive_recall_targets(d)  # their recall is the exhaustive sample's share alone
+        nu_b[:, bare] = 1.0
+        th_b = (Kv @ np.where(bare[:, None], d.g0, t.S0).T) / np.maximum(Vb, 1e-30)
         r_b = th_b * nu_b
-    f_b = f1_score(p_b, r_b)
+    f_b = np.where(np.isnan(p_b), np.nan, f1_score(p_b, r_b))
     a = (1 - confidence) / 2
     out = {}
     for name, arr in (("p", p_b), ("r", r_b), ("f1", f_b)):

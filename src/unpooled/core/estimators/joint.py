@@ -549,25 +549,40 @@ def linear_parts(d: Design, t: _Terms, confidence: float | None, *, simple: bool
     m = d.m
     share, T = pool_values(d, d.g0 if simple else t.S0)  # simple: recall from the exhaustive sample only
     var_th = None if simple else _var0(T, d, confidence)
+    bare = np.zeros(m, bool) if simple else exhaustive_recall_targets(d)
+    if bare.any():  # their recall is the exhaustive sample's share of their output (as the simple estimator's)
+        share_g, T_g = pool_values(d, d.g0[bare])
+        share[bare], T[bare], var_th[bare] = share_g, T_g, _var0(T_g, d, confidence)
     est = {k: np.zeros(m) for k in ("p", "r", "theta", "nu")}
     var = {k: np.zeros(m) for k in ("p", "r", "f1")}
     blocks = ([(slice(0, m), t.per_unit(recall=not simple))] if keep else t.per_unit_blocks(recall=not simple))
     lin = None
     for rows, terms in blocks:
-        e, lin, v = _block_parts(d, terms, share[rows], T[rows], None if simple else var_th[rows], confidence)
+        e, lin, v = _block_parts(d, terms, share[rows], T[rows], None if simple else var_th[rows], confidence,
+                                 bare[rows])
         for k in est:
             est[k][rows] = e[k]
         for k in var:
             var[k][rows] = v[k]
-    est["f1"] = f1_score(est["p"], est["r"])
+    est["f1"] = np.where(np.isnan(est["p"]), np.nan, f1_score(est["p"], est["r"]))  # undefined with precision
     return est, lin if keep else None, var
 
 
+def exhaustive_recall_targets(d: Design) -> np.ndarray:
+    r"""The targets whose recall the joint estimator takes from the exhaustive sample alone (the simple
+    estimator's share of :math:`\hat Y_0` they output): those without own draws.  The factorisation
+    :math:`r_i = \theta_i\nu_i` needs :math:`S_i = \mathrm{supp}\,q_i \supseteq X_i`, which a system's own draws
+    ensure; without them its true instances outside the other systems' outputs fall out of :math:`\theta_i\nu_i`
+    (a system no draw weighs got recall 0 while the exhaustive sample showed it finding 3 of 5)."""
+    return d.n == 0
+
+
 def _block_parts(d: Design, terms: list, share: np.ndarray, T: np.ndarray, var_th: np.ndarray | None,
-                 confidence: float | None):
+                 confidence: float | None, bare: np.ndarray | None = None):
     r""":func:`linear_parts` of a block of targets from their unit terms ``terms`` (``[C, W]``, or ``[C, W, A, B]``
     with recall's; emptied here, so that each is dropped once used), their shares of the exhaustive sample and its
-    linearised values ``T`` (recall itself without ``var_th``, else :math:`\hat\theta` and its variance)."""
+    linearised values ``T`` (recall itself without ``var_th``, else :math:`\hat\theta` and its variance; for the
+    ``bare`` targets, :func:`exhaustive_recall_targets`, recall itself with its variance ``var_th``)."""
     C, Wt, *recall = terms
     terms.clear()
     p, lin_p = precision_linear(C, Wt, per_unit=True)
@@ -588,6 +603,8 @@ def _block_parts(d: Design, terms: list, share: np.ndarray, T: np.ndarray, var_t
     with np.errstate(divide="ignore", invalid="ignore"):
         nu = np.where(Bs > 0, A.sum() / Bs, 0.0)
         inv = np.where(Bs > 0, 1.0 / Bs, 0.0)
+    if bare is not None and bare.any():  # recall is theta itself: nu 1, without a part on the draws
+        nu, inv = np.where(bare, 1.0, nu), np.where(bare, 0.0, inv)
     Uu = A + B.scaled(rows=-nu)  # (A - nu B), over B below: a row's scale leaves strata_var's own
     del A, B
     theta = share
@@ -608,13 +625,13 @@ def precision_linear(C: Rows, W: Rows, *, per_unit: bool = False) -> tuple[np.nd
     r"""Precision from labels, the self-normalised (Hájek) ratio :math:`\hat\pi_i = \sum_s C_{is} / \sum_s W_{is}`
     of its numerator's and denominator's terms (:class:`_Terms`: per draw, or per unit with ``per_unit``), and its
     linear part: the rows :math:`C_i - \hat\pi_i W_i` scaled by :math:`1/\sum_s W_{is}` (0 for a target no draw
-    weighs, whose precision is then 0).  The one formula of every consumer (:func:`linear_parts`, :mod:`.ppi`);
+    weighs, whose precision is then undefined, NaN: the sample says nothing of it).  The one formula of every consumer (:func:`linear_parts`, :mod:`.ppi`);
     the bootstrap's replicates take the same ratio of their sums (:mod:`.bootstrap`)."""
     Ws = W.sum()
     with np.errstate(divide="ignore", invalid="ignore"):
-        p = np.where(Ws > 0, C.sum() / Ws, 0.0)
+        p = np.where(Ws > 0, C.sum() / Ws, np.nan)
         inv = np.where(Ws > 0, 1.0 / Ws, 0.0)
-    return p, Linear(combine(C, None, W, -p), draw_scale=inv, per_unit=per_unit)
+    return p, Linear(combine(C, None, W, -np.nan_to_num(p)), draw_scale=inv, per_unit=per_unit)
 
 
 def _estimate_noisy(d: Design, W: np.ndarray, confidence: float, method: str, *, simple: bool, votes,
@@ -644,6 +661,15 @@ def _estimate_noisy(d: Design, W: np.ndarray, confidence: float, method: str, *,
         _, var_th = pool_share(d, t.S0, confidence)
         r_ci = recall_interval(Ma_, lam_a, rho_a, Ja_, scale, est["theta"], var_th, r, var["r"], confidence,
                                np.full(m, n0), profile=one_a)
+    bare = np.zeros(m, bool) if simple else exhaustive_recall_targets(d)
+    if bare.any():
+        r_ci = _exhaustive_recall(d, bare, est, var, parts, r_ci, confidence)
+        p, r = est["p"], est["r"]
+    none = Mc.sum(1) == 0  # no draw weighs the target: its precision, and F1, are undefined
+    for k in ("p", "f1"):
+        est[k], var[k] = np.where(none, np.nan, est[k]), np.where(none, np.nan, var[k])
+    p_ci = tuple(np.where(none, np.nan, b) for b in p_ci)
+    p = est["p"]
     f_ci = f1_interval(p, r, p_ci, r_ci, var["p"], var["r"], var["f1"])
     metrics = _metrics(est, var, {"p": p_ci, "r": r_ci, "f1": f_ci}, n_labels, method, confidence,
                        {"p": "profile", "r": "wilson" if simple else "profile", "f1": "f1-region"})
@@ -652,3 +678,25 @@ def _estimate_noisy(d: Design, W: np.ndarray, confidence: float, method: str, *,
                   raw={"p": parts.p_raw, "r": parts.r_raw, "f1": parts.f1_raw},
                   var_parts={"design": parts.var_design, "votes": parts.var_votes, "rates": parts.var_rates},
                   rates={"sens": parts.mean_sens, "fpr": parts.mean_fpr}, linear=linear)
+
+
+def _exhaustive_recall(d: Design, bare: np.ndarray, est: dict, var: dict, parts, r_ci, confidence: float):
+    """The ``bare`` targets' recall from crowd votes taken from the exhaustive sample alone
+    (:func:`exhaustive_recall_targets`), as :func:`linear_parts` takes it from labels: ``est``, ``var`` and the
+    variance ``parts`` updated in place (the votes and the confusions no longer enter it; F1 by the delta method,
+    precision and recall independent); returns recall's Wilson interval with the others' kept."""
+    share, var_th = pool_share(d, d.g0, confidence)
+    est["theta"] = np.where(bare, share, est["theta"])
+    est["nu"] = np.where(bare, 1.0, est["nu"])
+    est["r"] = np.where(bare, share, est["r"])
+    est["f1"] = np.where(bare, f1_score(est["p"], est["r"]), est["f1"])
+    dP, dR = _f1_partials(est["p"], est["r"])
+    var["r"] = np.where(bare, var_th, var["r"])
+    var["f1"] = np.where(bare, dP ** 2 * var["p"] + dR ** 2 * var_th, var["f1"])
+    for name, part in (("design", parts.var_design), ("votes", parts.var_votes), ("rates", parts.var_rates)):
+        part["r"] = np.where(bare, var_th if name == "design" else 0.0, part["r"])
+        part["f1"] = np.where(bare, var["f1"] if name == "design" else 0.0, part["f1"])
+    parts.r_raw[bare] = share[bare]
+    parts.f1_raw[bare] = np.where(np.isnan(parts.p_raw), np.nan, f1_score(parts.p_raw, parts.r_raw))[bare]
+    lo, hi = wilson(est["r"], var["r"], confidence, np.full(d.m, float(max(d.n0, 1))))
+    return np.where(bare, lo, r_ci[0]), np.where(bare, hi, r_ci[1])
