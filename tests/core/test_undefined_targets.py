@@ -71,3 +71,15 @@ def test_the_bootstrap_agrees():
     s = _fit(_design(), bootstrap=40, rng=np.random.default_rng(1))
     assert np.isnan([s.boot["p"].lo[1], s.boot["p"].hi[1], s.boot["f1"].lo[1]]).all()
     assert s.boot["r"].hi[1] > 0.5  # the exhaustive share's spread, not [0, 0]
+
+
+def test_the_covariances_of_a_bare_system_from_votes_are_its_exhaustive_recalls():
+    """The leaderboard's comparisons read the fit's linear parts: a bare system's recall variance from them is the
+    exhaustive share's, as its standard error says (they were the pool's nu's, of a recall no longer shown)."""
+    from unpooled.core.estimators.from_votes import fitted_covariances
+
+    d = _design(overlap=True)
+    s = _fit(d, votes=_votes(), linear=True)
+    cov, _ = fitted_covariances(d, s.linear["linear"], s.linear["reps"], s.linear["var_votes"], 0.9)
+    assert cov["r"][1, 1] == pytest.approx(s.r.se[1] ** 2)
+    assert cov["f1"][1, 1] == pytest.approx(s.f1.se[1] ** 2, rel=1e-6)

@@ -277,6 +277,47 @@ class _Replicates:
     by_metric: dict
 
 
+def exhaustive_recall(d, bare: np.ndarray, est: dict, var: dict, parts: _NoisyParts, confidence) -> None:
+    """The ``bare`` targets' recall taken from the exhaustive sample alone (:func:`.joint.exhaustive_recall_targets`),
+    as :func:`.joint.linear_parts` takes it from labels: :func:`noisy_estimates`'s ``est`` (with its linear parts and
+    confusion replicates when kept), ``var`` and variance ``parts`` updated in place.  The votes and the confusions
+    no longer enter recall; F1 is precision's and that recall's (independent: the delta method)."""
+    from .intervals import _f1_partials, f1_score
+    from .joint import pool_values
+
+    share, T = pool_values(d, d.g0)
+    var_th = _var0_of(d, T, confidence)
+    for k, new in (("theta", share), ("nu", 1.0), ("r", share)):
+        est[k] = np.where(bare, new, est[k])
+    f1 = f1_score(est["p"], est["r"])
+    est["f1"] = np.where(bare, f1, est["f1"])
+    dP, dR = _f1_partials(est["p"], est["r"])
+    for name, part in (("design", parts.var_design), ("votes", parts.var_votes), ("rates", parts.var_rates)):
+        part["r"] = np.where(bare, var_th if name == "design" else 0.0, part["r"])
+        part["f1"] = np.where(bare, dP ** 2 * part["p"] + (dR ** 2 * var_th if name == "design" else 0.0),
+                              part["f1"])
+    var["r"] = np.where(bare, var_th, var["r"])
+    var["f1"] = np.where(bare, dP ** 2 * var["p"] + dR ** 2 * var_th, var["f1"])
+    parts.r_raw[bare] = share[bare]
+    parts.f1_raw[bare] = np.where(np.isnan(parts.p_raw), np.nan, f1_score(parts.p_raw, parts.r_raw))[bare]
+    lin, reps = est.get("_linear"), est.get("_reps")
+    if lin is not None:
+        lp = lin["p"]
+        lin["r"] = _pick(Linear(lp.draws.scaled(rows=np.zeros(d.m)), T, extra=np.zeros(d.m), per_unit=lp.per_unit),
+                         lin["r"], bare)
+        lin["f1"] = _pick(Linear(lp.draws.scaled(rows=dP), dR[:, None] * T, per_unit=lp.per_unit), lin["f1"], bare)
+    if reps is not None:
+        by = reps.by_metric
+        by["r"] = np.where(bare[None, :], est["r"][None, :], by["r"])
+        by["f1"] = np.where(bare[None, :], f1_score(by["p"], est["r"][None, :]), by["f1"])
+
+
+def _var0_of(d, T, confidence):
+    from .joint import _var0
+
+    return _var0(T, d, confidence) if d.v0.sum() > 0 else np.zeros(len(T))
+
+
 def vote_covariances(d, W, votes, confidence, simple: bool) -> tuple[dict, tuple[str, ...]]:
     """For :func:`.paired.covariances`: per metric the ``(m, m)`` covariance matrix of the estimates from crowd
     votes, and notes.  Design: the influence rows' (exact, :func:`_design_linear`); confusions: the replicates'

@@ -663,8 +663,12 @@ def _estimate_noisy(d: Design, W: np.ndarray, confidence: float, method: str, *,
                                np.full(m, n0), profile=one_a)
     bare = np.zeros(m, bool) if simple else exhaustive_recall_targets(d)
     if bare.any():
-        r_ci = _exhaustive_recall(d, bare, est, var, parts, r_ci, confidence)
-        p, r = est["p"], est["r"]
+        from .from_votes import exhaustive_recall
+
+        exhaustive_recall(d, bare, est, var, parts, confidence)
+        lo, hi = wilson(est["r"], var["r"], confidence, np.full(m, n0))
+        r_ci = np.where(bare, lo, r_ci[0]), np.where(bare, hi, r_ci[1])
+        r = est["r"]
     none = Mc.sum(1) == 0  # no draw weighs the target: its precision, and F1, are undefined
     for k in ("p", "f1"):
         est[k], var[k] = np.where(none, np.nan, est[k]), np.where(none, np.nan, var[k])
@@ -678,25 +682,3 @@ def _estimate_noisy(d: Design, W: np.ndarray, confidence: float, method: str, *,
                   raw={"p": parts.p_raw, "r": parts.r_raw, "f1": parts.f1_raw},
                   var_parts={"design": parts.var_design, "votes": parts.var_votes, "rates": parts.var_rates},
                   rates={"sens": parts.mean_sens, "fpr": parts.mean_fpr}, linear=linear)
-
-
-def _exhaustive_recall(d: Design, bare: np.ndarray, est: dict, var: dict, parts, r_ci, confidence: float):
-    """The ``bare`` targets' recall from crowd votes taken from the exhaustive sample alone
-    (:func:`exhaustive_recall_targets`), as :func:`linear_parts` takes it from labels: ``est``, ``var`` and the
-    variance ``parts`` updated in place (the votes and the confusions no longer enter it; F1 by the delta method,
-    precision and recall independent); returns recall's Wilson interval with the others' kept."""
-    share, var_th = pool_share(d, d.g0, confidence)
-    est["theta"] = np.where(bare, share, est["theta"])
-    est["nu"] = np.where(bare, 1.0, est["nu"])
-    est["r"] = np.where(bare, share, est["r"])
-    est["f1"] = np.where(bare, f1_score(est["p"], est["r"]), est["f1"])
-    dP, dR = _f1_partials(est["p"], est["r"])
-    var["r"] = np.where(bare, var_th, var["r"])
-    var["f1"] = np.where(bare, dP ** 2 * var["p"] + dR ** 2 * var_th, var["f1"])
-    for name, part in (("design", parts.var_design), ("votes", parts.var_votes), ("rates", parts.var_rates)):
-        part["r"] = np.where(bare, var_th if name == "design" else 0.0, part["r"])
-        part["f1"] = np.where(bare, var["f1"] if name == "design" else 0.0, part["f1"])
-    parts.r_raw[bare] = share[bare]
-    parts.f1_raw[bare] = np.where(np.isnan(parts.p_raw), np.nan, f1_score(parts.p_raw, parts.r_raw))[bare]
-    lo, hi = wilson(est["r"], var["r"], confidence, np.full(d.m, float(max(d.n0, 1))))
-    return np.where(bare, lo, r_ci[0]), np.where(bare, hi, r_ci[1])
