@@ -83,3 +83,47 @@ def test_the_covariances_of_a_bare_system_from_votes_are_its_exhaustive_recalls(
     cov, _ = fitted_covariances(d, s.linear["linear"], s.linear["reps"], s.linear["var_votes"], 0.9)
     assert cov["r"][1, 1] == pytest.approx(s.r.se[1] ** 2)
     assert cov["f1"][1, 1] == pytest.approx(s.f1.se[1] ** 2, rel=1e-6)
+
+
+def _all_wrong(n0: bool = True):
+    """Two systems whose 6 labelled draws are all wrong, while the exhaustive sample (4 true instances) shows each
+    finding 2 of them (labels and exhaustive file disagree; or, without ``n0``, an exhaustive sample without any
+    true instance)."""
+    P = np.zeros((2, 10))
+    P[0, :6] = 1 / 6
+    P[1, 4:] = 1 / 6
+    g0 = np.array([[1, 0, 1, 0], [0, 1, 1, 0]], bool) if n0 else np.zeros((2, 0), bool)
+    return make_design(P, [0, 0, 0, 1, 1, 1], [0, 1, 4, 5, 8, 9], [0, 0, 0, 0, 0, 0] if n0 else [1, 0, 1, 1, 1, 0],
+                       g0)
+
+
+@pytest.mark.parametrize("kw", [{}, {"weights": "heuristic"}, {"votes": "crowd"}])
+def test_no_positive_draw_in_the_pool_takes_recall_from_the_exhaustive_sample(kw):
+    """nu = 0/0 was taken as 0: joint recall 0.000 [0, 0.403] beside the simple estimator's 0.5."""
+    if kw.get("votes"):
+        f = np.zeros(10)
+        items = np.array([0, 1, 4, 5, 8, 9])
+        it = np.repeat(items, 3)
+        kw = {"votes": crowd_votes(it, np.tile([0, 1, 2], 6), np.zeros(len(it), int), np.full(3, 0.95),
+                                   np.full(3, 0.05), n_items=len(f))}
+    s = _fit(_all_wrong(), **kw)
+    assert s.r.value == pytest.approx([0.5, 0.5]) and (s.r.lo > 0).all()
+    assert s.p.value == pytest.approx([0, 0]) and s.f1.value == pytest.approx([0, 0])
+
+
+@pytest.mark.parametrize("kw", [{}, {"estimator": "simple"}, {"votes": "crowd"}, {"bootstrap": 20}])
+def test_no_exhaustive_true_instance_leaves_recall_undefined(kw):
+    """Recall over an exhaustive sample without a true instance is 0/0: it was published as 0.000 [0, 0.949]."""
+    if kw.get("votes"):
+        kw = {"votes": crowd_votes(np.repeat([0, 1, 4, 5, 8, 9], 3), np.tile([0, 1, 2], 6),
+                                   np.repeat([1, 0, 1, 1, 1, 0], 3), np.full(3, 0.8), np.full(3, 0.2), n_items=10)}
+    if kw.get("bootstrap"):
+        kw["rng"] = np.random.default_rng(0)
+    s = _fit(_all_wrong(n0=False), **kw)
+    assert np.isfinite(s.p.value).all()
+    for e in (s.r, s.f1):
+        assert np.isnan(e.value).all() and np.isnan(e.lo).all() and np.isnan(e.hi).all()
+    if s.raw is not None:
+        assert np.isnan(s.raw["r"]).all() and np.isnan(s.raw["f1"]).all()
+    if s.boot:
+        assert np.isnan(s.boot["r"].lo).all() and np.isnan(s.boot["f1"].hi).all()

@@ -472,7 +472,7 @@ def score(data: OfflineData, *, level: str = "instance", estimator: str = "joint
     names = tuple(s.name for s in data.submissions)
     glob: list[str] = []
     if design.n0 == 0:
-        glob.append("the exhaustive file has no true instances: recall is 0 by construction")
+        glob.append("the exhaustive file has no true instances: recall and F1 are undefined")
     elif documents is None:
         glob.append(f"the number of exhaustively annotated documents is not given (--exhaustive-documents, "
                     f"documents=): recall's variance treats the {present} documents with a true instance as the "

@@ -178,11 +178,15 @@ def bootstrap_intervals(d: Design, W: np.ndarray, B: int, *, confidence: float =
     else:
         with np.errstate(divide="ignore", invalid="ignore"):
             nu_b = np.where(sums[3] > 0, sums[2] / sums[3], 0.0)
-        bare = exhaustive_recall_targets(d)  # their recall is the exhaustive sample's share alone
+        # their recall is the exhaustive sample's share alone (joint._block_parts): no own draws, or no positive
+        # draw in the pool
+        bare = exhaustive_recall_targets(d) | ~(sums[3] > 0).any(0)
         nu_b[:, bare] = 1.0
         th_b = (Kv @ np.where(bare[:, None], d.g0, t.S0).T) / np.maximum(Vb, 1e-30)
         r_b = th_b * nu_b
-    f_b = np.where(np.isnan(p_b), np.nan, f1_score(p_b, r_b))
+    if d.v0.sum() <= 0:  # no exhaustively found true instance: recall undefined (joint.linear_parts)
+        r_b = np.full_like(r_b, np.nan)
+    f_b = np.where(np.isnan(p_b) | np.isnan(r_b), np.nan, f1_score(p_b, r_b))
     a = (1 - confidence) / 2
     out = {}
     for name, arr in (("p", p_b), ("r", r_b), ("f1", f_b)):

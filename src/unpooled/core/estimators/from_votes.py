@@ -283,12 +283,12 @@ def exhaustive_recall(d, bare: np.ndarray, est: dict, var: dict, parts: _NoisyPa
     confusion replicates when kept), ``var`` and variance ``parts`` updated in place.  The votes and the confusions
     no longer enter recall; F1 is precision's and that recall's (independent: the delta method)."""
     from .intervals import _f1_partials, f1_score
-    from .joint import pool_values
+    from .joint import _implied_nu, pool_values
 
     share, T = pool_values(d, d.g0)
     var_th = _var0_of(d, T, confidence)
-    for k, new in (("theta", share), ("nu", 1.0), ("r", share)):
-        est[k] = np.where(bare, new, est[k])
+    est["r"] = np.where(bare, share, est["r"])
+    est["nu"] = _implied_nu(est["r"], est["theta"], est["nu"], bare)  # theta stays the pool's share
     f1 = f1_score(est["p"], est["r"])
     est["f1"] = np.where(bare, f1, est["f1"])
     dP, dR = _f1_partials(est["p"], est["r"])
@@ -639,7 +639,7 @@ def _estimates(d, t, votes, items, grp, simple: bool, confidence, keep: bool = F
     # the likelihood-ratio intervals need one prevalence: targets whose estimate is one group's (all without strata)
     one_p, one_a = fit.single(fit.wc), fit.single(fit.sa * (fit.Ja > 0))
     scale = theta * _safe_div(fit.sa.sum(1), fit.Bhat)  # r = scale * rho_A while nu is not clipped
-    est = {"p": p, "r": r, "f1": f1, "theta": theta, "nu": nu, "_rc": fit.rc,
+    est = {"p": p, "r": r, "f1": f1, "theta": theta, "nu": nu, "_rc": fit.rc, "_nu_defined": fit.Bhat > 0,
            "_p_fit": (Mc, lam, (fit.Jc * (fit.wc > 0)).sum(1), one_p),
            "_r_fit": (Ma, lam, (fit.Ja * (fit.sa > 0)).sum(1), (fit.ra * (fit.sa > 0)).sum(1), scale, one_a)}
     if keep:

@@ -549,22 +549,22 @@ def linear_parts(d: Design, t: _Terms, confidence: float | None, *, simple: bool
     m = d.m
     share, T = pool_values(d, d.g0 if simple else t.S0)  # simple: recall from the exhaustive sample only
     var_th = None if simple else _var0(T, d, confidence)
-    bare = np.zeros(m, bool) if simple else exhaustive_recall_targets(d)
-    if bare.any():  # their recall is the exhaustive sample's share of their output (as the simple estimator's)
-        share_g, T_g = pool_values(d, d.g0[bare])
-        share[bare], T[bare], var_th[bare] = share_g, T_g, _var0(T_g, d, confidence)
+    ex = None if simple else (exhaustive_recall_targets(d), *pool_values(d, d.g0))  # recall's fallback (below)
     est = {k: np.zeros(m) for k in ("p", "r", "theta", "nu")}
     var = {k: np.zeros(m) for k in ("p", "r", "f1")}
     blocks = ([(slice(0, m), t.per_unit(recall=not simple))] if keep else t.per_unit_blocks(recall=not simple))
     lin = None
     for rows, terms in blocks:
         e, lin, v = _block_parts(d, terms, share[rows], T[rows], None if simple else var_th[rows], confidence,
-                                 bare[rows])
+                                 None if ex is None else tuple(x[rows] for x in ex))
         for k in est:
             est[k][rows] = e[k]
         for k in var:
             var[k][rows] = v[k]
-    est["f1"] = np.where(np.isnan(est["p"]), np.nan, f1_score(est["p"], est["r"]))  # undefined with precision
+    if d.v0.sum() <= 0:  # no exhaustively found true instance: recall is 0/0, undefined (not 0)
+        est["r"], var["r"] = np.full(m, np.nan), np.full(m, np.nan)
+    undefined = np.isnan(est["p"]) | np.isnan(est["r"])
+    est["f1"] = np.where(undefined, np.nan, f1_score(est["p"], est["r"]))
     return est, lin if keep else None, var
 
 
@@ -573,16 +573,20 @@ def exhaustive_recall_targets(d: Design) -> np.ndarray:
     estimator's share of :math:`\hat Y_0` they output): those without own draws.  The factorisation
     :math:`r_i = \theta_i\nu_i` needs :math:`S_i = \mathrm{supp}\,q_i \supseteq X_i`, which a system's own draws
     ensure; without them its true instances outside the other systems' outputs fall out of :math:`\theta_i\nu_i`
-    (a system no draw weighs got recall 0 while the exhaustive sample showed it finding 3 of 5)."""
+    (a system no draw weighs got recall 0 while the exhaustive sample showed it finding 3 of 5).  So are, where
+    the fit finds them, the targets without a positively labelled draw in their pool: :math:`\hat\nu_i` is then
+    0/0 (it was taken as 0: recall 0 [0, 0.40] for systems the exhaustive sample shows finding half of it)."""
     return d.n == 0
 
 
 def _block_parts(d: Design, terms: list, share: np.ndarray, T: np.ndarray, var_th: np.ndarray | None,
-                 confidence: float | None, bare: np.ndarray | None = None):
+                 confidence: float | None, ex: tuple | None = None):
     r""":func:`linear_parts` of a block of targets from their unit terms ``terms`` (``[C, W]``, or ``[C, W, A, B]``
     with recall's; emptied here, so that each is dropped once used), their shares of the exhaustive sample and its
-    linearised values ``T`` (recall itself without ``var_th``, else :math:`\hat\theta` and its variance; for the
-    ``bare`` targets, :func:`exhaustive_recall_targets`, recall itself with its variance ``var_th``)."""
+    linearised values ``T`` (recall itself without ``var_th``, else :math:`\hat\theta` and its variance).  ``ex``:
+    the targets :func:`exhaustive_recall_targets` names and every target's share of :math:`\hat Y_0` it outputs
+    with its linearised values: recall itself for those and for the targets without a positive draw in their
+    pool."""
     C, Wt, *recall = terms
     terms.clear()
     p, lin_p = precision_linear(C, Wt, per_unit=True)
@@ -603,8 +607,12 @@ def _block_parts(d: Design, terms: list, share: np.ndarray, T: np.ndarray, var_t
     with np.errstate(divide="ignore", invalid="ignore"):
         nu = np.where(Bs > 0, A.sum() / Bs, 0.0)
         inv = np.where(Bs > 0, 1.0 / Bs, 0.0)
-    if bare is not None and bare.any():  # recall is theta itself: nu 1, without a part on the draws
-        nu, inv = np.where(bare, 1.0, nu), np.where(bare, 0.0, inv)
+    swap = ex[0] | (Bs <= 0) if ex is not None else np.zeros(len(nu), bool)
+    theta_pool = share  # reported as it is (the pool's share); nu as recall over it
+    if swap.any():  # recall is the exhaustive share: theta itself, nu 1, without a part on the draws
+        nu, inv = np.where(swap, 1.0, nu), np.where(swap, 0.0, inv)
+        share, T, var_th = np.where(swap, ex[1], share), np.where(swap[:, None], ex[2], T), var_th.copy()
+        var_th[swap] = _var0(ex[2][swap], d, confidence)
     Uu = A + B.scaled(rows=-nu)  # (A - nu B), over B below: a row's scale leaves strata_var's own
     del A, B
     theta = share
@@ -618,7 +626,14 @@ def _block_parts(d: Design, terms: list, share: np.ndarray, T: np.ndarray, var_t
     lin["f1"] = Linear(combine(Up, dP * inv_w, Uu, dR * theta * inv), T, ex_scale=dR * nu,
                        per_unit=True, segments=seg)
     var.update({"f1": lin["f1"].var(d, confidence), "r": theta ** 2 * var_nu + nu ** 2 * var_th + var_th * var_nu})
-    return {"p": p, "r": r, "theta": theta, "nu": nu}, lin, var
+    return {"p": p, "r": r, "theta": theta_pool, "nu": _implied_nu(r, theta_pool, nu, swap)}, lin, var
+
+
+def _implied_nu(r, theta, nu, swap):
+    r""":math:`\hat\nu` as reported: the fit's, and for the targets whose recall is the exhaustive share (``swap``)
+    recall over the pool's share :math:`\hat\theta` (NaN without one)."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(swap, np.where(theta > 0, r / np.where(theta > 0, theta, 1), np.nan), nu)
 
 
 def precision_linear(C: Rows, W: Rows, *, per_unit: bool = False) -> tuple[np.ndarray, Linear]:
@@ -661,7 +676,7 @@ def _estimate_noisy(d: Design, W: np.ndarray, confidence: float, method: str, *,
         _, var_th = pool_share(d, t.S0, confidence)
         r_ci = recall_interval(Ma_, lam_a, rho_a, Ja_, scale, est["theta"], var_th, r, var["r"], confidence,
                                np.full(m, n0), profile=one_a)
-    bare = np.zeros(m, bool) if simple else exhaustive_recall_targets(d)
+    bare = np.zeros(m, bool) if simple else exhaustive_recall_targets(d) | ~est["_nu_defined"]
     if bare.any():
         from .from_votes import exhaustive_recall
 
@@ -673,7 +688,12 @@ def _estimate_noisy(d: Design, W: np.ndarray, confidence: float, method: str, *,
     for k in ("p", "f1"):
         est[k], var[k] = np.where(none, np.nan, est[k]), np.where(none, np.nan, var[k])
     p_ci = tuple(np.where(none, np.nan, b) for b in p_ci)
-    p = est["p"]
+    if d.v0.sum() <= 0:  # no exhaustively found true instance: recall, and F1, are undefined (linear_parts)
+        for k in ("r", "f1"):
+            est[k], var[k] = np.full(m, np.nan), np.full(m, np.nan)
+        r_ci = (np.full(m, np.nan), np.full(m, np.nan))
+        parts.r_raw[:], parts.f1_raw[:] = np.nan, np.nan
+    p, r = est["p"], est["r"]
     f_ci = f1_interval(p, r, p_ci, r_ci, var["p"], var["r"], var["f1"])
     metrics = _metrics(est, var, {"p": p_ci, "r": r_ci, "f1": f_ci}, n_labels, method, confidence,
                        {"p": "profile", "r": "wilson" if simple else "profile", "f1": "f1-region"})

@@ -144,7 +144,7 @@ def _rows(design, names: tuple[str, ...], truth, *, level: str, weights: str, ma
     :func:`from_scratch` calls it (the document count and the sentence split given, the crowd's votes)."""
     glob: list[str] = []
     if design.n0 == 0:
-        glob.append("the exhaustive file has no true instances: recall is 0 by construction")
+        glob.append("the exhaustive file has no true instances: recall and F1 are undefined")
     if any(t.weight != 1.0 for t in truth):
         glob.append("p0 weights of the exhaustive file are known only for its instances; other pooled instances "
                     "get weight 1 in the joint recall estimate")
