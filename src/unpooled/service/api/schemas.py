@@ -214,13 +214,15 @@ class ScoreOut(Schema):
     id: int
     level: str
     estimator: str
-    p: float | None
+    p: float | None = Field(description="precision; null (with its bounds) when undefined: no labelled draw weighs "
+                                        "the submission")
     p_lo: float | None
     p_hi: float | None
-    r: float | None
+    r: float | None = Field(description="recall; null (with its bounds) when undefined: the exhaustive sample has "
+                                        "no true instance")
     r_lo: float | None
     r_hi: float | None
-    f1: float | None
+    f1: float | None = Field(description="F1; null (with its bounds) when precision or recall is")
     f1_lo: float | None
     f1_hi: float | None
     draws: int
