@@ -480,7 +480,8 @@ def estimate(d: Design, *, estimator: str = "joint", weights: str = "balance", c
     warn: list[str] = []
     missing = np.flatnonzero(n == 0)
     if len(missing):
-        warn.append(f"systems {missing.tolist()[:10]} have no own draws: their estimates may be biased")
+        warn.append(f"systems {missing.tolist()[:10]} have no own draws: their precision is undefined, or biased "
+                    "where other systems' draws weigh them; their recall is the exhaustive sample's share")
     terms = None
     method = "simple" if estimator == "simple" else f"joint-{weights}"
     if estimator == "simple":
