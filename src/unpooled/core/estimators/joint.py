@@ -641,8 +641,9 @@ def precision_linear(C: Rows, W: Rows, *, per_unit: bool = False) -> tuple[np.nd
     r"""Precision from labels, the self-normalised (Hájek) ratio :math:`\hat\pi_i = \sum_s C_{is} / \sum_s W_{is}`
     of its numerator's and denominator's terms (:class:`_Terms`: per draw, or per unit with ``per_unit``), and its
     linear part: the rows :math:`C_i - \hat\pi_i W_i` scaled by :math:`1/\sum_s W_{is}` (0 for a target no draw
-    weighs, whose precision is then undefined, NaN: the sample says nothing of it).  The one formula of every consumer (:func:`linear_parts`, :mod:`.ppi`);
-    the bootstrap's replicates take the same ratio of their sums (:mod:`.bootstrap`)."""
+    weighs, whose precision is then undefined, NaN: the sample says nothing of it).  The one formula of every
+    consumer (:func:`linear_parts`, :mod:`.ppi`); the bootstrap's replicates take the same ratio of their sums
+    (:mod:`.bootstrap`)."""
     Ws = W.sum()
     with np.errstate(divide="ignore", invalid="ignore"):
         p = np.where(Ws > 0, C.sum() / Ws, np.nan)
