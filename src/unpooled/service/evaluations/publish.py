@@ -104,10 +104,10 @@ def score_corpus(corpus: Corpus, *, level: str = "instance", match: str = "overl
             recall_protocol=res.options.get("recall_protocol", "sentence"),
             **{k: num(v) for k, v in row.to_dict().items() if k in BOUNDS}, draws=row.labels, labels_new=new,
             labels_reused=reused, exhaustive_documents=docs,
-            details={"ess": row.ess, "warnings": list(row.warnings) + list(res.warnings), "provenance": pv,
-                     "raw": {"p": row.precision.value, "r": row.recall.value, "f1": row.f1.value},
-                     "anytime": anytime_details(cs, i),
-                     **_crowd_details(sc, i), **({"ppi": ppi[i]} if ppi[i] else {})},
+            details=json_finite({"ess": row.ess, "warnings": list(row.warnings) + list(res.warnings), "provenance": pv,
+                                 "raw": {"p": row.precision.value, "r": row.recall.value, "f1": row.f1.value},
+                                 "anytime": anytime_details(cs, i),
+                                 **_crowd_details(sc, i), **({"ppi": ppi[i]} if ppi[i] else {})}),
             paired=paired_details(got.covariances, i, pks, batch)))
     with frozen_writes(corpus) as frozen:
         # a submission of a closed period keeps the score it was frozen with (periods.py): its draws and labels
@@ -155,6 +155,18 @@ def _batch(level: str, pks: list[int], sc) -> str:
     their estimates, so the same inputs give the same id (reproducible) and another scoring another."""
     text = repr((level, pks, [np.asarray(getattr(sc, k).value, float).round(12).tolist() for k in ("p", "r", "f1")]))
     return hashlib.blake2b(text.encode(), digest_size=8).hexdigest()
+
+
+def json_finite(obj):
+    """``obj`` (dicts, lists, numbers) with every number that is not finite as None: JSON has no NaN (the
+    database's JSON check refuses it), and an undefined figure reads null, as the scores' own fields."""
+    if isinstance(obj, dict):
+        return {k: json_finite(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [json_finite(v) for v in obj]
+    if isinstance(obj, (float, np.floating)):
+        return float(obj) if math.isfinite(obj) else None
+    return obj
 
 
 def paired_details(cv, i: int, pks: list[int], batch: str) -> dict:
