@@ -221,29 +221,6 @@ def test_a_closed_periods_run_keeps_its_visibility_with_a_documented_409(corpus,
     assert "409" in op["responses"]
 
 
-def test_an_upload_nobody_may_make_is_refused_before_its_body_is_read(corpus, people, subs, monkeypatch, settings):
-    """Django writes an upload's file to disk while it parses the form, and the API parsed it before asking who
-    sends it: an annotator, a team over its rejection limit or its quota had the server receive up to 2 GiB to a
-    temporary file, then answered 403 or 429.  Who may upload at all is now asked before the body is read."""
-    from django.http import multipartparser
-
-    from unpooled.service.submissions.models import UploadAttempt
-
-    parsed = []
-    real = multipartparser.MultiPartParser.parse
-    monkeypatch.setattr(multipartparser.MultiPartParser, "parse", lambda self: parsed.append(1) or real(self))
-    anna, anna_csrf = browser(people["anna"])
-    is_error(anna.post("/api/submissions", upload_form("ann"), **anna_csrf), 403, "no_team")
-    settings.UPLOAD_REJECTS_PER_DAY = 1
-    UploadAttempt.objects.create(team_name="red", state=UploadAttempt.State.REJECTED)
-    client = Client(raise_request_exception=False)
-    body = is_error(client.post("/api/submissions", upload_form("late"), **auth(people["red"])), 429, "rate_limited")
-    assert "team 'red'" in body["message"]
-    assert parsed == []
-    resp = client.post("/api/submissions", upload_form("blue-1"), **auth(people["blue"]))  # blue may: read, queued
-    assert resp.status_code == 202 and parsed == [1]
-
-
 def test_a_json_body_over_the_limit_is_a_documented_413(corpus, people, subs, settings):
     """A JSON write's body above ``DATA_UPLOAD_MAX_MEMORY_SIZE`` is refused unread with 413 ``too_large``, a status the
     schema listed only for the upload."""

@@ -46,19 +46,6 @@ def get_corpus(name: str) -> Corpus:
     return corpus
 
 
-def check_uploader(request, caller: Caller) -> None:
-    """Whether ``caller`` may upload at all, asked before the request's body is read (Django writes the file to disk
-    while it parses the form): a member of no team (an annotator) is refused 403, a team over its quota or its
-    limits on rejected and waiting uploads 429.  Organisers name the team in the form: :func:`check_upload`."""
-    if caller.organiser:
-        return
-    team = caller.team
-    if team is None:
-        raise ApiError("no_team")
-    accounts.check_quota(team)  # AccountError, 429
-    uploads.check_upload_rate(team.name, user=caller.user, address=uploads.client_address(request))
-
-
 def check_upload_form(fields, files, query, *, takes: set[str]) -> None:
     """A form field the upload does not take, or a field or file sent twice, is refused (400 naming it): a misspelt
     ``visibilty=private`` was ignored and the run stored public, and ``corpus`` sent twice was its last value; so is

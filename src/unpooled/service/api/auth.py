@@ -75,12 +75,7 @@ def caller(request: HttpRequest) -> Caller:
 
 
 class TokenAuth(HttpBearer):
-    """``Authorization: Bearer <token>`` with a team's API token.  ``before_body(request, caller)``: a check of the
-    caller that runs before the request's body is read (ninja authenticates first), raising :class:`ApiError`."""
-
-    def __init__(self, before_body=None) -> None:
-        super().__init__()
-        self.before_body = before_body
+    """``Authorization: Bearer <token>`` with a team's API token."""
 
     def __call__(self, request: HttpRequest) -> Caller | None:
         value = request.headers.get(self.header)
@@ -96,7 +91,7 @@ class TokenAuth(HttpBearer):
         if tok is None:
             raise ApiError("invalid_token", headers={"WWW-Authenticate": 'Bearer error="invalid_token"'})
         request.user = tok.user
-        return _checked(self.before_body, request, Caller(tok.user, tok))
+        return Caller(tok.user, tok)
 
 
 class SessionAuth(APIKeyCookie):
@@ -104,9 +99,8 @@ class SessionAuth(APIKeyCookie):
 
     param_name = settings.SESSION_COOKIE_NAME
 
-    def __init__(self, before_body=None) -> None:
+    def __init__(self) -> None:
         super().__init__(csrf=False)  # checked below, only for a signed-in user's writes
-        self.before_body = before_body  # as TokenAuth's
 
     def __call__(self, request: HttpRequest) -> Caller | None:
         user = getattr(request, "user", None)
@@ -115,16 +109,9 @@ class SessionAuth(APIKeyCookie):
         return self.authenticate(request, request.COOKIES.get(self.param_name))
 
     def authenticate(self, request: HttpRequest, key: str | None) -> Caller:
-        who = _checked(self.before_body, request, Caller(request.user))  # Django's CSRF check reads the form first
         if request.method not in SAFE_METHODS and check_csrf(request) is not None:
             raise ApiError("csrf_failed")
-        return who
-
-
-def _checked(before_body, request: HttpRequest, caller: Caller) -> Caller:
-    if before_body is not None:
-        before_body(request, caller)
-    return caller
+        return Caller(request.user)
 
 
 class AnonymousAuth:

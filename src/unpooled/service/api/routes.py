@@ -29,7 +29,7 @@ from unpooled.service.submissions.actions import stage_error
 from unpooled.service.submissions.uploads import client_address
 
 from . import actions, waiting
-from .auth import OPTIONAL, OPTIONAL_EXTRA, REQUIRED, Caller, SessionAuth, TokenAuth, caller
+from .auth import OPTIONAL, OPTIONAL_EXTRA, REQUIRED, Caller, caller
 from .errors import ApiError, rejection, report_diagnostics
 from .schemas import (
     DESCRIPTION_RULE,
@@ -69,8 +69,6 @@ Wait = Annotated[int, Field(ge=0, le=300, description="seconds to wait for the v
                                                        "waits at most UNPOOLED_UPLOAD_WAIT_SECONDS, 5 by default; "
                                                        "poll again while not done)")]
 PUBLISHED = Submission.Status.PUBLISHED
-#: the upload's callers, refused before the body is read when they may not upload at all (actions.check_uploader)
-UPLOADER = [TokenAuth(before_body=actions.check_uploader), SessionAuth(before_body=actions.check_uploader)]
 
 
 def errors(*statuses: int) -> dict:
@@ -509,7 +507,7 @@ def _wait(result, seconds: int, response: HttpResponse | None = None):
 
 @router.post("/submissions", response={200: UploadOut, 201: UploadOut, 202: UploadOut,
                                        **errors(400, 401, 403, 404, 409, 413, 422, 429, 500, 507)},
-             auth=UPLOADER, tags=["submissions"], summary="Submit a file (multipart): validated in the background",
+             auth=REQUIRED, tags=["submissions"], summary="Submit a file (multipart): validated in the background",
              # an empty file is no submission (UP112), and no other field is taken: the schema says so
              openapi_extra={"requestBody": {"content": {"multipart/form-data": {"schema": {
                  "additionalProperties": False, "properties": {
