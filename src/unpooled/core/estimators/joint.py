@@ -489,18 +489,7 @@ def estimate(d: Design, *, estimator: str = "joint", weights: str = "balance", c
         terms = None if votes is not None else _terms(d, W)
         out = _estimate_with(d, W, confidence, method, simple=True, votes=votes, terms=terms, keep=linear)
     elif weights == "minvar":
-        o = overlap_matrix(d.P)
-        best = None
-        for lam in MINVAR_LAMBDAS:
-            W = weight_matrix(d.P, n, "family", lam=lam, overlap=o)
-            res = _estimate_with(d, W, confidence, method, votes=votes)
-            if best is None:
-                best, bestW = res, np.tile(W, (1, 1))
-                continue
-            better = res.p.se ** 2 + res.r.se ** 2 < best.p.se ** 2 + best.r.se ** 2
-            bestW[better] = W[better]
-            best = _better_of(best, res, better)
-        out, W = best, bestW
+        out, W = _minvar(d, confidence, method, votes)
     else:
         W = weight_matrix(d.P, n, weights)
         terms = None if votes is not None else _terms(d, W)
@@ -519,6 +508,23 @@ def estimate(d: Design, *, estimator: str = "joint", weights: str = "balance", c
                 for k, (lo, hi) in bootstrap_intervals(d, W, bootstrap, confidence=confidence, rng=rng,
                                                        simple=estimator == "simple", terms=terms).items()}
     return replace(out, weights=W, warnings=tuple(warn), boot=boot)
+
+
+def _minvar(d: Design, confidence: float, method: str, votes) -> tuple[Scores, np.ndarray]:
+    """The ``minvar`` weights: per system, the family weights of :data:`MINVAR_LAMBDAS` whose estimates have the
+    smallest variance of precision plus recall; the scores and the weight matrix so chosen."""
+    o = overlap_matrix(d.P)
+    best = None
+    for lam in MINVAR_LAMBDAS:
+        W = weight_matrix(d.P, d.n, "family", lam=lam, overlap=o)
+        res = _estimate_with(d, W, confidence, method, votes=votes)
+        if best is None:
+            best, bestW = res, np.tile(W, (1, 1))
+            continue
+        better = res.p.se ** 2 + res.r.se ** 2 < best.p.se ** 2 + best.r.se ** 2
+        bestW[better] = W[better]
+        best = _better_of(best, res, better)
+    return best, bestW
 
 
 def _estimate_with(d: Design, W: np.ndarray, confidence: float, method: str, *, simple: bool = False, votes=None,

@@ -57,6 +57,23 @@ def _too_large(report: Report, lineno: int, limits: Limits) -> None:
     )
 
 
+def _skip_rest(stream, raw: bytes, total: int, lineno: int, limits: Limits, report: Report) -> int | None:
+    """Skip the rest of an over-long line, never reading past the size limit (a gzip whose content is one endless
+    line stops there, as any other oversized file does); the bytes read so far, or None when reading must stop."""
+    rest = raw
+    while rest and not rest.endswith(b"\n"):
+        try:
+            rest = stream.readline(min(1 << 20, limits.max_bytes - total + 1))
+        except (OSError, EOFError, zlib.error) as exc:
+            report.add(lineno, "UP100", f"the file is corrupt (gzip): {exc}")
+            return None
+        total += len(rest)
+        if total > limits.max_bytes:
+            _too_large(report, lineno, limits)
+            return None
+    return total
+
+
 def read_lines(
     source: str | Path | BinaryIO, report: Report, *, limits: Limits = Limits()
 ) -> Iterator[tuple[int, str]]:
@@ -98,19 +115,9 @@ def read_lines(
                         text=raw[:80].replace(b"\x00", b"\xef\xbf\xbd").decode("utf-8", "replace"),
                         help="raise UNPOOLED_MAX_LINE_BYTES if such lines are legitimate",
                     )
-                    # skip the rest of the over-long line, never reading past the size limit (a gzip whose
-                    # content is one endless line stops there, as any other oversized file does)
-                    rest = raw
-                    while rest and not rest.endswith(b"\n"):
-                        try:
-                            rest = stream.readline(min(1 << 20, limits.max_bytes - total + 1))
-                        except (OSError, EOFError, zlib.error) as exc:
-                            report.add(lineno, "UP100", f"the file is corrupt (gzip): {exc}")
-                            return
-                        total += len(rest)
-                        if total > limits.max_bytes:
-                            _too_large(report, lineno, limits)
-                            return
+                    total = _skip_rest(stream, raw, total, lineno, limits, report)
+                    if total is None:
+                        return
                     continue
                 if lineno == 1 and raw[:2] in UTF16_BOMS:  # a spreadsheet's "Unicode text": every line has NULs
                     report.add(lineno, "UP102", f"the file is UTF-16 (byte-order mark {raw[:2].hex(' ').upper()}), "
