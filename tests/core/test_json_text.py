@@ -27,3 +27,12 @@ def test_a_key_given_twice_is_refused_and_located_at_its_second_time():
         json_text.loads(text)
     assert err.value.pos == text.rindex('"é"')
     assert json_text.loads('[{"a": 1}, {"a": 2}]') == [{"a": 1}, {"a": 2}]
+
+
+def test_finite_makes_every_figure_json_can_hold():
+    import numpy as np
+
+    got = json_text.finite({"a": [np.float64("nan"), np.float32(np.inf), np.float32(1.5), 2, None, True, "x"],
+                            "b": (float("-inf"),)})
+    assert got == {"a": [None, None, 1.5, 2, None, True, "x"], "b": [None]}
+    json.dumps(got, allow_nan=False)

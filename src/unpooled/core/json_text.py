@@ -12,6 +12,7 @@ file, line and column; :func:`loads` makes those four such errors too.
 from __future__ import annotations
 
 import json
+import math
 import re
 import sys
 from typing import Any
@@ -56,6 +57,20 @@ def loads(text: str | bytes) -> Any:
         limit = sys.get_int_max_str_digits()
         at = next((m.start() for m in _DIGITS.finditer(doc) if limit and m.end() - m.start() > limit), 0)
         raise json.JSONDecodeError(f"a number with more than {limit:,} digits", doc, at) from exc
+
+
+def finite(obj: Any) -> Any:
+    """``obj`` (dicts, lists, numbers) with every float that is not finite as None, recursively: JSON has no NaN nor
+    Infinity (a database's JSON check refuses them, strict parsers too), and an undefined figure reads ``null``."""
+    if isinstance(obj, float):  # numpy's float64 too (a float subclass); other numpy floats below
+        return obj if math.isfinite(obj) else None
+    if isinstance(obj, dict):
+        return {k: finite(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [finite(v) for v in obj]
+    if type(obj).__module__ == "numpy" and hasattr(obj, "is_integer"):  # float32, float16: as Python floats
+        return finite(float(obj))
+    return obj
 
 
 def _str(text: str | bytes) -> str:

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import sys
 import time
 from collections.abc import Callable, Iterator
@@ -22,6 +21,7 @@ from pathlib import Path
 import numpy as np
 
 from unpooled.core.errors import file_problem
+from unpooled.core.json_text import finite
 from unpooled.progress import progress_bar
 
 from ..main import REPLICATES, SEED, TRIALS, integer
@@ -136,21 +136,10 @@ def trial_worlds(args, spread: Path | None, *, desc: str) -> Iterator[tuple[int,
             bar.update(1)
 
 
-def _nulls(v):
-    """``v`` with every float that is not finite as None (JSON has no NaN nor Infinity: ``null``, as the scores)."""
-    if isinstance(v, float):
-        return v if math.isfinite(v) else None
-    if isinstance(v, dict):
-        return {k: _nulls(x) for k, x in v.items()}
-    if isinstance(v, (list, tuple)):
-        return [_nulls(x) for x in v]
-    return v
-
-
 def write_json(out: str, payload: dict) -> None:
     """``payload`` as JSON (RFC 8259: an undefined figure is ``null``) to the file ``out``, or standard output
     (``-``)."""
-    text = json.dumps(_nulls(payload), indent=2, allow_nan=False) + "\n"
+    text = json.dumps(finite(payload), indent=2, allow_nan=False) + "\n"
     if out == "-":
         sys.stdout.write(text)
     else:

@@ -7,7 +7,6 @@ organisers see everything. A submission the caller may not see answers 404, as i
 from __future__ import annotations
 
 import hashlib
-import math
 from typing import Annotated, Literal
 
 from django.db.models import Count, Exists, OuterRef, Q, Subquery
@@ -17,6 +16,7 @@ from ninja import File, Form, Router, Schema, UploadedFile
 from ninja.responses import Status
 from pydantic import Field
 
+from unpooled.core.json_text import finite
 from unpooled.core.names import KB_FORMATS
 
 from unpooled.service.accounts import actions as accounts
@@ -95,17 +95,6 @@ def _page(request: HttpRequest, qs, limit: int, offset: int, row=None, *, items:
     return {"count": count, "limit": limit, "offset": offset,
             "next": link(offset + limit) if offset + limit < count else None,
             "previous": link(max(0, offset - limit)) if offset > 0 else None, "items": items, **extra}
-
-
-def _finite(v):
-    """JSON has no NaN or infinity: they become null (recursively)."""
-    if isinstance(v, float):
-        return v if math.isfinite(v) else None
-    if isinstance(v, dict):
-        return {k: _finite(x) for k, x in v.items()}
-    if isinstance(v, (list, tuple)):
-        return [_finite(x) for x in v]
-    return v
 
 
 def _corpus(name: str) -> Corpus:
@@ -206,11 +195,11 @@ EntityMetric = Literal["mention_p", "mention_r", "mention_f1", "typing", "link_p
 
 
 def _score(s: Score, frozen=None, breakdown: dict | None = None) -> dict:
-    out = _finite({k: getattr(s, k) for k in (
+    out = finite({k: getattr(s, k) for k in (
         "id", "level", "estimator", "p", "p_lo", "p_hi", "r", "r_lo", "r_hi", "f1", "f1_lo", "f1_hi", "draws",
         "labels_new", "labels_reused", "exhaustive_documents", "recall_protocol", "details", "created")})
     out["frozen"] = frozen if frozen is not None else getattr(s, "frozen", None)
-    out["breakdown"] = _finite(breakdown)
+    out["breakdown"] = finite(breakdown)
     return out
 
 
@@ -270,7 +259,7 @@ def leaderboard_pairwise(request, name: Text, level: Level = "instance", metric:
     first = pairs[0] if pairs else {}
     return {"corpus": c.name, "level": level, "period": period, "metric": metric, "confidence": CONFIDENCE,
             "critical": first.get("critical"), "method": first.get("method"),
-            "pairs": [_finite({k: p[k] for k in ("a", "a_name", "b", "b_name", "diff", "se", "lo", "hi", "better")})
+            "pairs": [finite({k: p[k] for k in ("a", "a_name", "b", "b_name", "diff", "se", "lo", "hi", "better")})
                       for p in pairs]}
 
 
@@ -362,7 +351,7 @@ def period_release(request, name: Text, number: int):
 
 
 def _label(lab: Label) -> dict:
-    return _finite({k: getattr(lab, k) for k in ("id", "key", "correct", "probability", "method", "n_answers",
+    return finite({k: getattr(lab, k) for k in ("id", "key", "correct", "probability", "method", "n_answers",
                                                   "guideline_version", "created")})
 
 
@@ -563,7 +552,7 @@ def submission_status(request, pk: int):
     from unpooled.service.evaluations.status import progress
 
     sub = _submission(request, pk)
-    out = _finite(progress(sub))
+    out = finite(progress(sub))
     out["error"] = stage_error(sub, manage=caller(request).can_manage(sub))
     return {**out, "url": _url(request, "submission_status", pk), "scores_url": _url(request, "submission_scores", pk)}
 
@@ -582,7 +571,7 @@ def submission_scores(request, pk: int):
 def _entity(es) -> dict:
     from unpooled.service.evaluations.entities import api_dict
 
-    return _finite(api_dict(es))
+    return finite(api_dict(es))
 
 
 @router.get("/submissions/{int:pk}/entity-scores", response={200: EntityScoresOut, **errors(401, 404)},

@@ -20,6 +20,7 @@ import numpy as np
 from django.db.models import Count, Exists, F, Max, OuterRef, Q
 
 from unpooled.core.estimators.anytime import design_intervals
+from unpooled.core.json_text import finite
 from unpooled.service.annotation.models import Kind, Label, TaskRequest
 from unpooled.service.corpora.models import Corpus
 from unpooled.service.locks import exclusive
@@ -104,7 +105,7 @@ def score_corpus(corpus: Corpus, *, level: str = "instance", match: str = "overl
             recall_protocol=res.options.get("recall_protocol", "sentence"),
             **{k: num(v) for k, v in row.to_dict().items() if k in BOUNDS}, draws=row.labels, labels_new=new,
             labels_reused=reused, exhaustive_documents=docs,
-            details=json_finite({"ess": row.ess, "warnings": list(row.warnings) + list(res.warnings), "provenance": pv,
+            details=finite({"ess": row.ess, "warnings": list(row.warnings) + list(res.warnings), "provenance": pv,
                                  "raw": {"p": row.precision.value, "r": row.recall.value, "f1": row.f1.value},
                                  "anytime": anytime_details(cs, i),
                                  **_crowd_details(sc, i), **({"ppi": ppi[i]} if ppi[i] else {})}),
@@ -157,18 +158,6 @@ def _batch(level: str, pks: list[int], sc) -> str:
     return hashlib.blake2b(text.encode(), digest_size=8).hexdigest()
 
 
-def json_finite(obj):
-    """``obj`` (dicts, lists, numbers) with every number that is not finite as None: JSON has no NaN (the
-    database's JSON check refuses it), and an undefined figure reads null, as the scores' own fields."""
-    if isinstance(obj, dict):
-        return {k: json_finite(v) for k, v in obj.items()}
-    if isinstance(obj, (list, tuple)):
-        return [json_finite(v) for v in obj]
-    if isinstance(obj, (float, np.floating)):
-        return float(obj) if math.isfinite(obj) else None
-    return obj
-
-
 def paired_details(cv, i: int, pks: list[int], batch: str) -> dict:
     """What :attr:`.models.Score.paired` keeps of system ``i``'s covariances (``cv``: the scoring's
     :class:`~unpooled.core.estimators.paired.Covariances`, or None): the scoring (``batch``: the scores of one
@@ -177,13 +166,9 @@ def paired_details(cv, i: int, pks: list[int], batch: str) -> dict:
     if cv is None:
         return {}
 
-    def num(x):
-        x = float(x)
-        return x if math.isfinite(x) else None
-
     out = {"batch": batch, "var": {}, "cov": {}}
     for k, C in cv.cov.items():
-        out["var"][k] = num(C[i, i])
+        out["var"][k] = finite(float(C[i, i]))
         row = C[i]
         vals = row.tolist()  # (a score's m covariances per metric, for m scores: one pass each, not m calls)
         out["cov"][k] = {str(pks[j]): vals[j] for j in np.flatnonzero((row != 0) & np.isfinite(row)).tolist() if j != i}
